@@ -1,0 +1,198 @@
+//! `MnemoClient`: an open store acting as one agent.
+//!
+//! Clones are cheap and share the store and its single writer thread; [`MnemoClient::with_agent`]
+//! gives another agent id over the same store. The writer stops and the store closes when the last
+//! clone is dropped.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use crossbeam_channel::Sender;
+
+use crate::error::{Error, Result};
+use crate::event::{Body, Event, Seq};
+use crate::log::{Durability, Head, Store};
+use crate::paths::MemPath;
+use crate::projection::{MEMORY_TAG, MemoryRecord};
+use crate::verify::Report;
+use crate::writer::{self, Call, Job, Receipt};
+
+struct Inner {
+    store: Store,
+    durability: Durability,
+    tx: Option<Sender<Job>>,
+    writer: Option<JoinHandle<()>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Closing the channel ends the writer once it has committed what it holds; joining it
+        // means the store is closed (and its lock released) when the last client is gone.
+        self.tx.take();
+        if let Some(handle) = self.writer.take() {
+            let _ = handle.join();
+        }
+    }
+}
+
+/// Options for opening a store.
+#[derive(Clone, Debug)]
+pub struct ClientBuilder {
+    path: PathBuf,
+    agent: String,
+    durability: Durability,
+}
+
+impl ClientBuilder {
+    /// The agent id the client acts as (default `agent`).
+    pub fn agent_id(mut self, agent: impl Into<String>) -> Self {
+        self.agent = agent.into();
+        self
+    }
+
+    /// How durable a write is before it is acknowledged (default [`Durability::Fsync`]).
+    pub fn durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
+        self
+    }
+
+    /// Opens or creates the store, finishing any index update a crash interrupted.
+    pub fn open(self) -> Result<MnemoClient> {
+        let store = Store::open(&self.path)?;
+        store.catch_up()?;
+        let (tx, handle) = writer::spawn(store.clone(), self.durability)?;
+        Ok(MnemoClient {
+            inner: Arc::new(Inner {
+                store,
+                durability: self.durability,
+                tx: Some(tx),
+                writer: Some(handle),
+            }),
+            agent: self.agent.into(),
+        })
+    }
+}
+
+/// An open Mnemo store acting as one agent. `Send + Sync`, cheap to clone.
+#[derive(Clone)]
+pub struct MnemoClient {
+    inner: Arc<Inner>,
+    agent: Arc<str>,
+}
+
+impl std::fmt::Debug for MnemoClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MnemoClient")
+            .field("path", &self.inner.store.path())
+            .field("agent", &self.agent)
+            .field("durability", &self.inner.durability)
+            .finish()
+    }
+}
+
+impl MnemoClient {
+    /// Opens or creates the store at `db_path`, acting as `agent_id`, with durable writes.
+    pub fn open(db_path: impl AsRef<Path>, agent_id: impl Into<String>) -> Result<MnemoClient> {
+        MnemoClient::builder(db_path).agent_id(agent_id).open()
+    }
+
+    /// Options for opening the store at `db_path`.
+    pub fn builder(db_path: impl AsRef<Path>) -> ClientBuilder {
+        ClientBuilder {
+            path: db_path.as_ref().to_path_buf(),
+            agent: "agent".into(),
+            durability: Durability::default(),
+        }
+    }
+
+    /// A client for another agent over the same store and writer.
+    pub fn with_agent(&self, agent_id: impl Into<String>) -> MnemoClient {
+        MnemoClient {
+            inner: Arc::clone(&self.inner),
+            agent: agent_id.into().into(),
+        }
+    }
+
+    /// The agent id this client acts as.
+    pub fn agent_id(&self) -> &str {
+        &self.agent
+    }
+
+    /// The store directory.
+    pub fn path(&self) -> &Path {
+        self.inner.store.path()
+    }
+
+    /// The durability mode writes are acknowledged under.
+    pub fn durability(&self) -> Durability {
+        self.inner.durability
+    }
+
+    /// The underlying store (reads only; every write goes through the writer).
+    pub fn store(&self) -> &Store {
+        &self.inner.store
+    }
+
+    fn send(&self, job: Job) -> Result<()> {
+        let tx = self.inner.tx.as_ref().ok_or(Error::WriterGone)?;
+        tx.send(job).map_err(|_| Error::WriterGone)
+    }
+
+    /// Records one call and returns its answer. This is what the tool server calls; use it
+    /// directly to log calls that did not come as JSON.
+    pub fn call(&self, tool_use_id: Option<String>, body: Body) -> Result<Receipt> {
+        let (reply, rx) = crossbeam_channel::bounded(1);
+        self.send(Job::Call(Call {
+            agent: self.agent.to_string(),
+            tool_use_id,
+            body,
+            reply,
+        }))?;
+        rx.recv().map_err(|_| Error::WriterGone)?
+    }
+
+    /// Verifies the whole store, pausing writes while it runs.
+    pub fn verify(&self) -> Result<Report> {
+        let (reply, rx) = crossbeam_channel::bounded(1);
+        self.send(Job::Verify(reply))?;
+        rx.recv().map_err(|_| Error::WriterGone)?
+    }
+
+    /// The last committed event.
+    pub fn head(&self) -> Result<Head> {
+        self.inner.store.head()
+    }
+
+    /// Memory files carrying `tag`: `memorytool` lists every file, `path:/memories/x` the one at
+    /// that path; any other tag lists none.
+    pub fn records_by_tag(&self, tag: &str) -> Result<Vec<MemoryRecord>> {
+        let index = self.inner.store.index();
+        if tag == MEMORY_TAG {
+            return index.records_under(&MemPath::from_segments(Vec::new()));
+        }
+        match tag.strip_prefix("path:") {
+            Some(path) => Ok(self.record(path)?.into_iter().collect()),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// The file at canonical path `path` (such as `/memories/notes.txt`), if there is one.
+    pub fn record(&self, path: &str) -> Result<Option<MemoryRecord>> {
+        let Ok(root) = MemPath::root(path) else {
+            return Ok(None);
+        };
+        if root.to_string() != path {
+            return Ok(None);
+        }
+        self.inner.store.index().record(&root)
+    }
+
+    /// Events from `from` on, decoded.
+    pub fn events(&self, from: Seq) -> impl Iterator<Item = Result<Event>> + use<> {
+        self.inner
+            .store
+            .records(from)
+            .map(|item| item.and_then(|(_, record)| Event::decode(&record)))
+    }
+}

@@ -1,0 +1,102 @@
+//! The library's one error type at the storage boundary.
+//!
+//! Expected outcomes of a memory-tool call (a missing file, a rejected path) are not errors: they are
+//! result texts with `is_error: true`, produced by the semantics core and recorded in the log. This
+//! enum is for what stops Mnemo from doing its job at all — the store could not be opened, read or
+//! made durable — and every message says what to do about it.
+
+use std::path::PathBuf;
+
+/// Convenience alias used throughout the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Why a store operation could not be carried out.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The store directory is already open in another process (sled allows one process per store).
+    #[error(
+        "the store at {path} is in use by another process; close that process (or point --db at another store) and try again"
+    )]
+    Locked {
+        /// The store directory.
+        path: PathBuf,
+    },
+
+    /// A store that must already exist (for `verify`, `log`, ...) does not.
+    #[error(
+        "no store at {path}; create one with `mnemo demo --db {path}` or by opening it from a client, or pass the right --db"
+    )]
+    NotFound {
+        /// The path that was looked up.
+        path: PathBuf,
+    },
+
+    /// The store was written by a newer Mnemo whose on-disk format this build does not know.
+    #[error(
+        "store format version {found} is newer than this mnemo supports (max {max}); upgrade mnemo to open it"
+    )]
+    NewerFormat {
+        /// The version found on disk.
+        found: u8,
+        /// The newest version this build reads.
+        max: u8,
+    },
+
+    /// Bytes on disk could not be decoded; the store is damaged or was edited by hand.
+    #[error("corrupt store: {what}; run `mnemo verify` for the first bad event")]
+    Corrupt {
+        /// What could not be decoded, and where.
+        what: String,
+    },
+
+    /// An earlier storage failure left the writer unable to guarantee the chain; writes are refused.
+    ///
+    /// Like fjall's poisoned state: after a failed append or fsync Mnemo cannot know what reached the
+    /// disk, so it refuses every further write instead of risking a fork of the chain. Reopening the
+    /// store recovers to the last durable event.
+    #[error(
+        "the store refused the write because an earlier storage failure poisoned it ({cause}); close every client and reopen the store to recover to the last durable event"
+    )]
+    Poisoned {
+        /// The failure that poisoned the store.
+        cause: String,
+    },
+
+    /// The writer thread is gone (the client was shut down).
+    #[error("the store's writer has stopped; reopen the store")]
+    WriterGone,
+
+    /// An error from sled.
+    #[error("storage error: {0}; check the disk and permissions of the store directory")]
+    Storage(#[from] sled::Error),
+
+    /// An I/O error outside sled (fsync of the store's files, reading a directory).
+    #[error("I/O error on {path}: {source}")]
+    Io {
+        /// The file or directory involved.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// An argument given to the library was not valid.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+}
+
+impl Error {
+    /// Builds an [`Error::Io`] for `path`.
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// Builds an [`Error::Corrupt`].
+    pub(crate) fn corrupt(what: impl Into<String>) -> Self {
+        Error::Corrupt { what: what.into() }
+    }
+}

@@ -1,0 +1,419 @@
+//! Events, their canonical bytes and the hash chain.
+//!
+//! Every call handed to Mnemo becomes one [`Event`]: the seq it got, the hash of the event before it,
+//! a header (time, agent, tool_use id, outcome) and a payload (the typed command with the root and
+//! profile it ran under, or the raw input when it could not be parsed).
+//!
+//! # Chain hash
+//!
+//! ```text
+//! payload_hash = blake3(payload)
+//! hash         = blake3("mnemo/event/v1" ‖ seq ‖ prev_hash ‖ header_len ‖ header ‖ payload_hash)
+//! ```
+//!
+//! The payload's hash is chained, not the payload, so a later redaction can erase a payload without
+//! breaking the chain. Event 1's `prev_hash` is 32 zero bytes.
+//!
+//! # Byte layout (format version 1)
+//!
+//! All integers are little-endian and fixed-width; a `string` is a `u64` byte length followed by that
+//! many UTF-8 bytes; an `option<T>` is one byte `0` (none) or `1` followed by `T`; an enum is a `u32`
+//! variant index followed by the variant's fields in order; `bool` is one byte `0`/`1`.
+//!
+//! Stored record (the value under key `seq` as 8 big-endian bytes in the `events` tree):
+//!
+//! | offset | size | field | meaning |
+//! |---|---|---|---|
+//! | 0 | 1 | `version` | format version, `1` |
+//! | 1 | 8 | `seq` | `u64`, from 1, dense |
+//! | 9 | 32 | `prev_hash` | hash of event `seq - 1`; zeros for seq 1 |
+//! | 41 | 32 | `hash` | this event's chain hash (recomputed and compared by `verify`) |
+//! | 73 | 32 | `payload_hash` | `blake3(payload)` |
+//! | 105 | 4 | `header_len` | `u32` |
+//! | 109 | `header_len` | `header` | see below |
+//! | … | 4 | `payload_len` | `u32` |
+//! | … | `payload_len` | `payload` | see below |
+//!
+//! Chain-hash input: the 14 ASCII bytes `mnemo/event/v1`, `seq` (`u64`), `prev_hash` (32),
+//! `header_len` (`u64`), `header`, `payload_hash` (32).
+//!
+//! `header`:
+//!
+//! | field | type |
+//! |---|---|
+//! | `time_ms` | `u64`, milliseconds since the Unix epoch, taken by the writer |
+//! | `agent` | `string` |
+//! | `tool_use_id` | `option<string>` |
+//! | `outcome.is_error` | `bool` |
+//! | `outcome.result_hash` | 32 bytes, `blake3` of the result text's UTF-8 bytes |
+//!
+//! `payload` is a `Body` enum:
+//!
+//! | variant | index | fields |
+//! |---|---|---|
+//! | `Tool` | 0 | `root: string`, `profile: Profile`, `command: Command` |
+//! | `Rejected` | 1 | `root: string`, `profile: Profile`, `input: string` (the raw input text) |
+//!
+//! `Profile`: `Spec` = 0. `Command` variants and their fields, in order:
+//!
+//! | variant | index | fields |
+//! |---|---|---|
+//! | `View` | 0 | `path: string`, `view_range: option<(i64, i64)>` |
+//! | `Create` | 1 | `path: string`, `file_text: string` |
+//! | `StrReplace` | 2 | `path: string`, `old_str: string`, `new_str: option<string>` |
+//! | `Insert` | 3 | `path: string`, `insert_line: i64`, `insert_text: string` |
+//! | `Delete` | 4 | `path: string` |
+//! | `Rename` | 5 | `old_path: string`, `new_path: string` |
+//!
+//! The golden vectors in the tests freeze these bytes and hashes: a change to any of them is a new
+//! format version.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::codec;
+use crate::error::{Error, Result};
+use crate::tool::{Command, Profile};
+
+/// The on-disk format version this build writes and the newest it reads.
+///
+/// Compatibility policy: a build reads every version up to its own and refuses newer ones with
+/// [`Error::NewerFormat`]; the version byte leads every stored event and the store's `meta` tree.
+pub const FORMAT_VERSION: u8 = 1;
+
+/// Domain-separation tag that starts every chain-hash input.
+pub const DOMAIN_TAG: &[u8] = b"mnemo/event/v1";
+
+const FRAME_FIXED: usize = 1 + 8 + 32 + 32 + 32 + 4;
+
+/// An event's position in the log: dense, from 1, never reused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Seq(pub u64);
+
+impl Seq {
+    /// The key of this seq in the `events` tree (big-endian, so sled orders keys by seq).
+    pub fn key(self) -> [u8; 8] {
+        self.0.to_be_bytes()
+    }
+
+    /// Parses an `events` key.
+    pub fn from_key(key: &[u8]) -> Option<Seq> {
+        Some(Seq(u64::from_be_bytes(key.try_into().ok()?)))
+    }
+}
+
+impl fmt::Display for Seq {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// A blake3 hash in the chain (an event hash, a payload hash or a result-text hash).
+///
+/// Equality goes through [`blake3::Hash`], which compares in constant time.
+#[derive(Clone, Copy, Serialize, Deserialize)]
+pub struct EventHash(pub [u8; 32]);
+
+impl EventHash {
+    /// The `prev_hash` of event 1.
+    pub const ZERO: EventHash = EventHash([0; 32]);
+
+    /// Hashes `bytes` with blake3.
+    pub fn of(bytes: &[u8]) -> EventHash {
+        EventHash(*blake3::hash(bytes).as_bytes())
+    }
+
+    /// Lower-case hex, 64 characters.
+    pub fn to_hex(&self) -> String {
+        blake3::Hash::from_bytes(self.0).to_hex().to_string()
+    }
+
+    /// Parses 64 hex characters.
+    pub fn from_hex(hex: &str) -> Option<EventHash> {
+        blake3::Hash::from_hex(hex)
+            .ok()
+            .map(|h| EventHash(*h.as_bytes()))
+    }
+}
+
+impl PartialEq for EventHash {
+    fn eq(&self, other: &Self) -> bool {
+        blake3::Hash::from_bytes(self.0) == blake3::Hash::from_bytes(other.0)
+    }
+}
+
+impl Eq for EventHash {}
+
+impl fmt::Debug for EventHash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "EventHash({})", self.to_hex())
+    }
+}
+
+impl fmt::Display for EventHash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_hex())
+    }
+}
+
+/// What a call returned: whether it was an error and the hash of the exact result text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Outcome {
+    /// Whether the `tool_result` carried `is_error: true`.
+    pub is_error: bool,
+    /// `blake3` of the result text.
+    pub result_hash: EventHash,
+}
+
+impl Outcome {
+    /// The outcome of a result text.
+    pub fn of(is_error: bool, text: &str) -> Outcome {
+        Outcome {
+            is_error,
+            result_hash: EventHash::of(text.as_bytes()),
+        }
+    }
+}
+
+/// Who made the call, when, and what it returned.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Header {
+    /// Milliseconds since the Unix epoch, taken by the writer.
+    pub time_ms: u64,
+    /// The agent id of the client that made the call.
+    pub agent: String,
+    /// The `id` of the `tool_use` block, when the call came as a whole block.
+    pub tool_use_id: Option<String>,
+    /// The recorded outcome.
+    pub outcome: Outcome,
+}
+
+/// A memory-tool call that parsed into a typed command.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The memory root the server ran under (`/memories` by default).
+    pub root: String,
+    /// The result-string profile the server ran under.
+    pub profile: Profile,
+    /// The command, with its paths exactly as the model sent them.
+    pub command: Command,
+}
+
+/// An input that could not be parsed into a command (not JSON, unknown command, missing fields...).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RejectedCall {
+    /// The memory root the server ran under.
+    pub root: String,
+    /// The result-string profile the server ran under.
+    pub profile: Profile,
+    /// The raw input text: the JSON as received, or the line that was not JSON.
+    pub input: String,
+}
+
+/// The payload of an event.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Body {
+    /// A parsed memory-tool command.
+    Tool(ToolCall),
+    /// Input that could not be parsed; replay re-parses it and must get the same error.
+    Rejected(RejectedCall),
+}
+
+impl Body {
+    /// The body's root and profile.
+    pub fn context(&self) -> (&str, Profile) {
+        match self {
+            Body::Tool(c) => (&c.root, c.profile),
+            Body::Rejected(r) => (&r.root, r.profile),
+        }
+    }
+}
+
+/// One entry of the log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Event {
+    /// Position in the log.
+    pub seq: Seq,
+    /// Hash of the previous event ([`EventHash::ZERO`] for seq 1).
+    pub prev_hash: EventHash,
+    /// Time, agent, tool_use id and outcome.
+    pub header: Header,
+    /// The command or the rejected input.
+    pub body: Body,
+}
+
+/// An event's stored record split into its fields, before the header and payload are decoded.
+///
+/// This is what the verifier checks: every field is what was on disk, nothing is recomputed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Frame {
+    /// The format version byte.
+    pub version: u8,
+    /// The seq written inside the record.
+    pub seq: Seq,
+    /// The stored `prev_hash`.
+    pub prev_hash: EventHash,
+    /// The stored hash of this event.
+    pub hash: EventHash,
+    /// The stored payload hash.
+    pub payload_hash: EventHash,
+    /// Canonical header bytes.
+    pub header: Vec<u8>,
+    /// Canonical payload bytes.
+    pub payload: Vec<u8>,
+}
+
+/// Computes the chain hash from its parts (see the module docs).
+pub fn chain_hash(
+    seq: Seq,
+    prev_hash: &EventHash,
+    header: &[u8],
+    payload_hash: &EventHash,
+) -> EventHash {
+    let mut h = blake3::Hasher::new();
+    h.update(DOMAIN_TAG);
+    h.update(&seq.0.to_le_bytes());
+    h.update(&prev_hash.0);
+    h.update(&(header.len() as u64).to_le_bytes());
+    h.update(header);
+    h.update(&payload_hash.0);
+    EventHash(*h.finalize().as_bytes())
+}
+
+impl Event {
+    /// Canonical header bytes.
+    pub fn header_bytes(&self) -> Vec<u8> {
+        codec::encode(&self.header)
+    }
+
+    /// Canonical payload bytes.
+    pub fn payload_bytes(&self) -> Vec<u8> {
+        codec::encode(&self.body)
+    }
+
+    /// Splits the event into its stored frame, computing the payload hash and the chain hash.
+    pub fn to_frame(&self) -> Frame {
+        let header = self.header_bytes();
+        let payload = self.payload_bytes();
+        let payload_hash = EventHash::of(&payload);
+        let hash = chain_hash(self.seq, &self.prev_hash, &header, &payload_hash);
+        Frame {
+            version: FORMAT_VERSION,
+            seq: self.seq,
+            prev_hash: self.prev_hash,
+            hash,
+            payload_hash,
+            header,
+            payload,
+        }
+    }
+
+    /// This event's chain hash.
+    pub fn hash(&self) -> EventHash {
+        self.to_frame().hash
+    }
+
+    /// Decodes a stored record, checking nothing but that it decodes.
+    pub fn decode(bytes: &[u8]) -> Result<Event> {
+        Frame::decode(bytes)?.event()
+    }
+}
+
+fn take<'a>(bytes: &mut &'a [u8], n: usize, what: &str) -> Result<&'a [u8]> {
+    if bytes.len() < n {
+        return Err(Error::corrupt(format!(
+            "event record is truncated in its {what}"
+        )));
+    }
+    let (head, rest) = bytes.split_at(n);
+    *bytes = rest;
+    Ok(head)
+}
+
+fn take_hash(bytes: &mut &[u8], what: &str) -> Result<EventHash> {
+    let mut out = [0; 32];
+    out.copy_from_slice(take(bytes, 32, what)?);
+    Ok(EventHash(out))
+}
+
+fn take_u32(bytes: &mut &[u8], what: &str) -> Result<usize> {
+    let mut out = [0; 4];
+    out.copy_from_slice(take(bytes, 4, what)?);
+    Ok(u32::from_le_bytes(out) as usize)
+}
+
+impl Frame {
+    /// The stored record bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(FRAME_FIXED + 4 + self.header.len() + self.payload.len());
+        out.push(self.version);
+        out.extend_from_slice(&self.seq.0.to_le_bytes());
+        out.extend_from_slice(&self.prev_hash.0);
+        out.extend_from_slice(&self.hash.0);
+        out.extend_from_slice(&self.payload_hash.0);
+        // NOTE: headers and payloads are bounded by the tool's input limits, far below 4 GiB; a
+        // larger one would not fit the frame, so it is refused before it gets here.
+        #[expect(clippy::cast_possible_truncation)]
+        out.extend_from_slice(&(self.header.len() as u32).to_le_bytes());
+        out.extend_from_slice(&self.header);
+        #[expect(clippy::cast_possible_truncation)]
+        out.extend_from_slice(&(self.payload.len() as u32).to_le_bytes());
+        out.extend_from_slice(&self.payload);
+        out
+    }
+
+    /// Splits stored record bytes into fields.
+    pub fn decode(bytes: &[u8]) -> Result<Frame> {
+        let mut rest = bytes;
+        let version = take(&mut rest, 1, "version byte")?[0];
+        if version > FORMAT_VERSION {
+            return Err(Error::NewerFormat {
+                found: version,
+                max: FORMAT_VERSION,
+            });
+        }
+        if version == 0 {
+            return Err(Error::corrupt("event record has format version 0"));
+        }
+        let mut seq = [0; 8];
+        seq.copy_from_slice(take(&mut rest, 8, "seq")?);
+        let prev_hash = take_hash(&mut rest, "prev_hash")?;
+        let hash = take_hash(&mut rest, "hash")?;
+        let payload_hash = take_hash(&mut rest, "payload_hash")?;
+        let header_len = take_u32(&mut rest, "header length")?;
+        let header = take(&mut rest, header_len, "header")?.to_vec();
+        let payload_len = take_u32(&mut rest, "payload length")?;
+        let payload = take(&mut rest, payload_len, "payload")?.to_vec();
+        if !rest.is_empty() {
+            return Err(Error::corrupt(format!(
+                "event record has {} trailing bytes",
+                rest.len()
+            )));
+        }
+        Ok(Frame {
+            version,
+            seq: Seq(u64::from_le_bytes(seq)),
+            prev_hash,
+            hash,
+            payload_hash,
+            header,
+            payload,
+        })
+    }
+
+    /// The chain hash recomputed from the stored fields (with the stored payload hash).
+    pub fn recompute_hash(&self) -> EventHash {
+        chain_hash(self.seq, &self.prev_hash, &self.header, &self.payload_hash)
+    }
+
+    /// Decodes the header and payload.
+    pub fn event(&self) -> Result<Event> {
+        Ok(Event {
+            seq: self.seq,
+            prev_hash: self.prev_hash,
+            header: codec::decode(&self.header, "event header")?,
+            body: codec::decode(&self.payload, "event payload")?,
+        })
+    }
+}

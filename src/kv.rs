@@ -1,0 +1,174 @@
+//! Ordered key-value maps the projection is written against.
+//!
+//! Three implementations share one projection code path: [`MemKv`] (the verifier's replay and
+//! `ls --at`), a sled tree read directly (client reads), and [`Overlay`] (the writer's uncommitted
+//! batch over the sled tree, flushed as one atomic `sled::Batch`).
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+use crate::error::Result;
+
+/// Read side of an ordered map.
+pub trait KvRead {
+    /// The value under `key`.
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>>;
+
+    /// Up to `limit` entries whose key starts with `prefix`, in key order.
+    fn scan_prefix(&self, prefix: &[u8], limit: usize) -> Result<Vec<(Vec<u8>, Vec<u8>)>>;
+}
+
+/// Write side of an ordered map. Writes cannot fail: they are buffered or in memory.
+pub trait KvWrite: KvRead {
+    /// Sets `key` to `value`.
+    fn insert(&mut self, key: Vec<u8>, value: Vec<u8>);
+
+    /// Removes `key`.
+    fn remove(&mut self, key: &[u8]);
+}
+
+/// An in-memory map.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MemKv {
+    /// The entries.
+    pub map: BTreeMap<Vec<u8>, Vec<u8>>,
+}
+
+fn prefix_range<'a, V>(
+    map: &'a BTreeMap<Vec<u8>, V>,
+    prefix: &'a [u8],
+) -> impl Iterator<Item = (&'a Vec<u8>, &'a V)> + 'a {
+    map.range::<[u8], _>((Bound::Included(prefix), Bound::Unbounded))
+        .take_while(move |(k, _)| k.starts_with(prefix))
+}
+
+impl KvRead for MemKv {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.map.get(key).cloned())
+    }
+
+    fn scan_prefix(&self, prefix: &[u8], limit: usize) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        Ok(prefix_range(&self.map, prefix)
+            .take(limit)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect())
+    }
+}
+
+impl KvWrite for MemKv {
+    fn insert(&mut self, key: Vec<u8>, value: Vec<u8>) {
+        self.map.insert(key, value);
+    }
+
+    fn remove(&mut self, key: &[u8]) {
+        self.map.remove(key);
+    }
+}
+
+impl KvRead for sled::Tree {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(sled::Tree::get(self, key)?.map(|v| v.to_vec()))
+    }
+
+    fn scan_prefix(&self, prefix: &[u8], limit: usize) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let mut out = Vec::new();
+        for item in sled::Tree::scan_prefix(self, prefix).take(limit) {
+            let (k, v) = item?;
+            out.push((k.to_vec(), v.to_vec()));
+        }
+        Ok(out)
+    }
+}
+
+/// Uncommitted writes over a sled tree. Reads see the writes; nothing reaches sled until
+/// [`Overlay::into_batch`] is applied.
+pub struct Overlay<'a> {
+    base: &'a sled::Tree,
+    pending: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+}
+
+impl<'a> Overlay<'a> {
+    /// An empty overlay over `base`.
+    pub fn new(base: &'a sled::Tree) -> Self {
+        Overlay {
+            base,
+            pending: BTreeMap::new(),
+        }
+    }
+
+    /// Whether there is nothing to write.
+    pub fn is_empty(&self) -> bool {
+        self.pending.is_empty()
+    }
+
+    /// The writes as one atomic sled batch.
+    pub fn into_batch(self) -> sled::Batch {
+        let mut batch = sled::Batch::default();
+        for (k, v) in self.pending {
+            match v {
+                Some(v) => batch.insert(k, v),
+                None => batch.remove(k),
+            }
+        }
+        batch
+    }
+}
+
+impl KvRead for Overlay<'_> {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        match self.pending.get(key) {
+            Some(v) => Ok(v.clone()),
+            None => KvRead::get(self.base, key),
+        }
+    }
+
+    fn scan_prefix(&self, prefix: &[u8], limit: usize) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let mut out = Vec::new();
+        let mut base = sled::Tree::scan_prefix(self.base, prefix).peekable();
+        let mut over = prefix_range(&self.pending, prefix).peekable();
+        while out.len() < limit {
+            let base_key = match base.peek() {
+                Some(Ok((k, _))) => Some(k.to_vec()),
+                Some(Err(_)) => {
+                    if let Some(Err(e)) = base.next() {
+                        return Err(e.into());
+                    }
+                    continue;
+                }
+                None => None,
+            };
+            let over_key = over.peek().map(|(k, _)| (*k).clone());
+            let take_over = match (&base_key, &over_key) {
+                (None, None) => break,
+                (Some(_), None) => false,
+                (None, Some(_)) => true,
+                (Some(b), Some(o)) => o <= b,
+            };
+            if take_over {
+                let (k, v) = over
+                    .next()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .unwrap_or_default();
+                if base_key.as_ref() == Some(&k) {
+                    base.next();
+                }
+                if let Some(v) = v {
+                    out.push((k, v));
+                }
+            } else if let Some(Ok((k, v))) = base.next() {
+                out.push((k.to_vec(), v.to_vec()));
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl KvWrite for Overlay<'_> {
+    fn insert(&mut self, key: Vec<u8>, value: Vec<u8>) {
+        self.pending.insert(key, Some(value));
+    }
+
+    fn remove(&mut self, key: &[u8]) {
+        self.pending.insert(key.to_vec(), None);
+    }
+}

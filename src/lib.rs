@@ -1,0 +1,28 @@
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+#![cfg_attr(not(test), deny(clippy::unwrap_used))]
+
+mod client;
+mod codec;
+mod error;
+pub mod event;
+pub mod history;
+mod kv;
+mod log;
+mod paths;
+mod projection;
+pub mod tool;
+mod verify;
+mod writer;
+
+pub use client::{ClientBuilder, MnemoClient};
+pub use error::{Error, Result};
+pub use event::{Body, Event, EventHash, Header, Outcome, RejectedCall, Seq, ToolCall};
+pub use kv::MemKv;
+pub use log::{Durability, Head, Store};
+pub use paths::{MAX_PATH_BYTES, MAX_SEGMENT_BYTES, MemPath, PathRejection};
+pub use projection::{MEMORY_TAG, MemoryRecord, Projection};
+pub use tool::{MnemoMemoryToolServer, Profile};
+pub use verify::{Report, Violation, ViolationKind, verify_store};
+pub use writer::{MAX_BATCH, Receipt};

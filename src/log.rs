@@ -1,0 +1,301 @@
+//! The sled store: the event log, its head, the path index, and making them durable.
+//!
+//! Trees:
+//!
+//! | tree | key | value |
+//! |---|---|---|
+//! | `events` | seq (u64 big-endian) | the stored event record ([`crate::event`]) |
+//! | `meta` | `format` | format version (1 byte) |
+//! | `meta` | `head` | last seq (u64 BE) ‖ its hash (32 bytes) |
+//! | `index` | see [`crate::projection`] | |
+//!
+//! **Invariant:** the `events` tree is append-only: keys are dense from 1 and never overwritten.
+//! **Invariant:** `meta.head` names the last event; both are written in one sled transaction.
+//! **Invariant:** the index's applied seq never passes the head. The index is written after the
+//! events it reflects, as one atomic batch; if a crash falls between the two, opening the store
+//! replays the missing events into the index before anything else runs.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use sled::transaction::{ConflictableTransactionError, TransactionError};
+use sled::{Transactional, Tree};
+
+use crate::error::{Error, Result};
+use crate::event::{EventHash, FORMAT_VERSION, Frame, Seq};
+use crate::kv::Overlay;
+use crate::projection::Projection;
+
+const FORMAT_KEY: &[u8] = b"format";
+const HEAD_KEY: &[u8] = b"head";
+
+/// How far a write must get before the call that made it is answered.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Durability {
+    /// Flush sled's buffers, then `fsync` every file and directory of the store: an acknowledged
+    /// write survives power loss. The default.
+    #[default]
+    Fsync,
+    /// Flush sled's buffers to the OS (`sync_file_range` on Linux): survives a crash of the
+    /// process, not necessarily of the machine.
+    Flush,
+    /// Leave writes to sled's background flusher (every 500 ms): a crash may lose the last
+    /// half-second of acknowledged writes; the chain stays consistent.
+    Buffered,
+}
+
+impl Durability {
+    /// The mode's name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Durability::Fsync => "fsync",
+            Durability::Flush => "flush",
+            Durability::Buffered => "buffered",
+        }
+    }
+
+    /// Parses a mode name.
+    pub fn from_name(name: &str) -> Option<Durability> {
+        match name {
+            "fsync" => Some(Durability::Fsync),
+            "flush" => Some(Durability::Flush),
+            "buffered" => Some(Durability::Buffered),
+            _ => None,
+        }
+    }
+}
+
+/// The last event: its seq and hash.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Head {
+    /// The last seq (0 for an empty log).
+    pub seq: Seq,
+    /// Its hash ([`EventHash::ZERO`] for an empty log).
+    pub hash: EventHash,
+}
+
+impl Head {
+    /// The head of an empty log.
+    pub const EMPTY: Head = Head {
+        seq: Seq(0),
+        hash: EventHash::ZERO,
+    };
+
+    fn encode(&self) -> Vec<u8> {
+        let mut v = self.seq.0.to_be_bytes().to_vec();
+        v.extend_from_slice(&self.hash.0);
+        v
+    }
+
+    fn decode(bytes: &[u8]) -> Result<Head> {
+        if bytes.len() != 40 {
+            return Err(Error::corrupt("meta.head is not 40 bytes"));
+        }
+        let mut hash = [0; 32];
+        hash.copy_from_slice(&bytes[8..]);
+        Ok(Head {
+            seq: Seq::from_key(&bytes[..8]).unwrap_or(Seq(0)),
+            hash: EventHash(hash),
+        })
+    }
+}
+
+/// An open store directory.
+#[derive(Clone)]
+pub struct Store {
+    path: PathBuf,
+    db: sled::Db,
+    events: Tree,
+    meta: Tree,
+    index: Tree,
+}
+
+impl Store {
+    /// Opens or creates the store at `path`.
+    pub fn open(path: &Path) -> Result<Store> {
+        let db = sled::Config::new().path(path).open().map_err(|e| match e {
+            sled::Error::Io(io) if io.to_string().contains("could not acquire lock") => {
+                Error::Locked {
+                    path: path.to_path_buf(),
+                }
+            }
+            other => Error::Storage(other),
+        })?;
+        let store = Store {
+            path: path.to_path_buf(),
+            events: db.open_tree("events")?,
+            meta: db.open_tree("meta")?,
+            index: db.open_tree("index")?,
+            db,
+        };
+        match store.meta.get(FORMAT_KEY)? {
+            Some(v) if v.len() == 1 && v[0] > FORMAT_VERSION => {
+                return Err(Error::NewerFormat {
+                    found: v[0],
+                    max: FORMAT_VERSION,
+                });
+            }
+            Some(v) if v.len() == 1 && v[0] >= 1 => {}
+            Some(_) => return Err(Error::corrupt("meta.format is not a valid version byte")),
+            None => {
+                if !store.events.is_empty() {
+                    return Err(Error::corrupt("the store has events but no meta.format"));
+                }
+                store.meta.insert(FORMAT_KEY, &[FORMAT_VERSION])?;
+                store.sync(Durability::Fsync)?;
+            }
+        }
+        Ok(store)
+    }
+
+    /// Opens an existing store; [`Error::NotFound`] if there is none at `path`.
+    pub fn open_existing(path: &Path) -> Result<Store> {
+        if !path.join("conf").exists() && !path.join("db").exists() {
+            return Err(Error::NotFound {
+                path: path.to_path_buf(),
+            });
+        }
+        Store::open(path)
+    }
+
+    /// The store directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The head recorded in `meta`.
+    pub fn head(&self) -> Result<Head> {
+        match self.meta.get(HEAD_KEY)? {
+            Some(v) => Head::decode(&v),
+            None => Ok(Head::EMPTY),
+        }
+    }
+
+    /// The stored record of event `seq`.
+    pub fn get(&self, seq: Seq) -> Result<Option<Vec<u8>>> {
+        Ok(self.events.get(seq.key())?.map(|v| v.to_vec()))
+    }
+
+    /// Every stored record from `from` on, in key order, with the seq its key names.
+    pub fn records(&self, from: Seq) -> impl Iterator<Item = Result<(Seq, Vec<u8>)>> + use<> {
+        self.events.range(from.key()..).map(|item| {
+            let (k, v) = item?;
+            let seq = Seq::from_key(&k)
+                .ok_or_else(|| Error::corrupt(format!("events key {k:?} is not 8 bytes")))?;
+            Ok((seq, v.to_vec()))
+        })
+    }
+
+    /// The path index as stored.
+    pub fn index(&self) -> Projection<Tree> {
+        Projection::new(self.index.clone())
+    }
+
+    /// The index tree, for the writer's overlay.
+    pub(crate) fn index_tree(&self) -> &Tree {
+        &self.index
+    }
+
+    /// The raw sled trees `(events, meta, index)`, for tests and tools that must reach below the
+    /// API (tamper tests). Writing through them breaks the store's invariants on purpose.
+    #[doc(hidden)]
+    pub fn raw_trees(&self) -> (Tree, Tree, Tree) {
+        (self.events.clone(), self.meta.clone(), self.index.clone())
+    }
+
+    /// Appends `frames` (consecutive, continuing the head) and moves the head, atomically.
+    pub fn append(&self, frames: &[Frame]) -> Result<Head> {
+        let Some(last) = frames.last() else {
+            return self.head();
+        };
+        let head = Head {
+            seq: last.seq,
+            hash: last.hash,
+        };
+        let records: Vec<([u8; 8], Vec<u8>)> =
+            frames.iter().map(|f| (f.seq.key(), f.encode())).collect();
+        let head_bytes = head.encode();
+        (&self.events, &self.meta)
+            .transaction(|(events, meta)| {
+                for (key, record) in &records {
+                    events.insert(&key[..], record.as_slice())?;
+                }
+                meta.insert(HEAD_KEY, head_bytes.as_slice())?;
+                Ok::<_, ConflictableTransactionError<()>>(())
+            })
+            .map_err(|e| match e {
+                TransactionError::Storage(e) => Error::Storage(e),
+                TransactionError::Abort(()) => Error::corrupt("append transaction aborted"),
+            })?;
+        Ok(head)
+    }
+
+    /// Writes an index overlay as one atomic batch.
+    pub fn apply_index(&self, overlay: Overlay<'_>) -> Result<()> {
+        if !overlay.is_empty() {
+            self.index.apply_batch(overlay.into_batch())?;
+        }
+        Ok(())
+    }
+
+    /// Makes everything written so far as durable as `mode` asks.
+    pub fn sync(&self, mode: Durability) -> Result<()> {
+        match mode {
+            Durability::Buffered => Ok(()),
+            Durability::Flush => {
+                self.db.flush()?;
+                Ok(())
+            }
+            Durability::Fsync => {
+                self.db.flush()?;
+                // IMPORTANT: sled 0.34's flush uses sync_file_range on Linux, which does not make
+                // data durable (sled issue #1452) nor persist file growth. fsync every file and
+                // directory of the store so an acknowledged write survives power loss.
+                fsync_tree(&self.path)
+            }
+        }
+    }
+
+    /// Brings the index up to the head by replaying events it has not applied (after a crash
+    /// between the append and the index write). Returns how many events were replayed.
+    pub fn catch_up(&self) -> Result<u64> {
+        let head = self.head()?;
+        let applied = self.index().applied()?;
+        if applied >= head.seq {
+            return Ok(0);
+        }
+        let mut projection = Projection::new(Overlay::new(&self.index));
+        let mut replayed = 0;
+        for item in self.records(Seq(applied.0 + 1)) {
+            let (seq, record) = item?;
+            if seq > head.seq {
+                break;
+            }
+            let event = crate::event::Event::decode(&record)?;
+            projection.run(&event.body, seq)?;
+            replayed += 1;
+        }
+        self.apply_index(projection.into_inner())?;
+        self.sync(Durability::Fsync)?;
+        Ok(replayed)
+    }
+}
+
+fn fsync_tree(dir: &Path) -> Result<()> {
+    let entries = std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io(dir, e))?;
+        let path = entry.path();
+        let kind = entry.file_type().map_err(|e| Error::io(&path, e))?;
+        if kind.is_dir() {
+            fsync_tree(&path)?;
+        } else if kind.is_file() {
+            File::open(&path)
+                .and_then(|f| f.sync_all())
+                .map_err(|e| Error::io(&path, e))?;
+        }
+    }
+    File::open(dir)
+        .and_then(|f| f.sync_all())
+        .map_err(|e| Error::io(dir, e))
+}

@@ -1,0 +1,2 @@
+//! The mnemo CLI.
+fn main() {}

@@ -1,0 +1,406 @@
+//! The path index: an inode-style projection of the log that answers the commands.
+//!
+//! Every directory and file is a node with a never-reused id; directory `/` is node 0. The index is
+//! an ordered key-value map:
+//!
+//! | key | value |
+//! |---|---|
+//! | `c` ‖ parent id (u64 BE) ‖ name | kind (`d` or `f`) ‖ child id (u64 BE) |
+//! | `f` ‖ file id (u64 BE) | created seq (u64 LE) ‖ updated seq (u64 LE) ‖ content |
+//! | `n` | next node id (u64 BE) |
+//! | `a` | the last seq applied (u64 BE) |
+//!
+//! A lookup walks one `c` key per path segment; a listing scans one `c` prefix; a rename moves a
+//! single `c` entry, so its cost does not depend on how many files lie under the directory.
+//!
+//! **Invariant:** directories are implicit — a directory node exists exactly while some file lives
+//! under it. Writes create missing parents; deletes and renames prune parents left empty.
+//!
+//! **Invariant:** the index is a pure function of the log: replaying every event into an empty
+//! [`MemKv`](crate::kv::MemKv) yields byte-for-byte the stored index (checked by `verify`).
+
+use crate::error::{Error, Result};
+use crate::event::Seq;
+use crate::kv::{KvRead, KvWrite};
+use crate::paths::MemPath;
+use crate::tool::{Change, Entry, NodeKind, Tree};
+
+const ROOT_ID: u64 = 0;
+const NEXT_ID_KEY: &[u8] = b"n";
+const APPLIED_KEY: &[u8] = b"a";
+const FILE_HEADER: usize = 16;
+
+/// The tag every memory file carries.
+pub const MEMORY_TAG: &str = "memorytool";
+
+/// A memory file as the client lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryRecord {
+    /// Canonical path, such as `/memories/notes.txt`.
+    pub path: String,
+    /// The file's content.
+    pub content: String,
+    /// `memorytool` and `path:{path}`.
+    pub tags: Vec<String>,
+    /// Seq of the event that created the file.
+    pub created: Seq,
+    /// Seq of the event that last changed its content.
+    pub updated: Seq,
+}
+
+impl MemoryRecord {
+    fn new(path: &MemPath, file: FileRecord) -> MemoryRecord {
+        let path = path.to_string();
+        MemoryRecord {
+            tags: vec![MEMORY_TAG.to_string(), format!("path:{path}")],
+            path,
+            content: file.content,
+            created: Seq(file.created),
+            updated: Seq(file.updated),
+        }
+    }
+}
+
+struct FileRecord {
+    created: u64,
+    updated: u64,
+    content: String,
+}
+
+fn child_prefix(parent: u64) -> Vec<u8> {
+    let mut k = Vec::with_capacity(9);
+    k.push(b'c');
+    k.extend_from_slice(&parent.to_be_bytes());
+    k
+}
+
+fn child_key(parent: u64, name: &str) -> Vec<u8> {
+    let mut k = child_prefix(parent);
+    k.extend_from_slice(name.as_bytes());
+    k
+}
+
+fn file_key(id: u64) -> Vec<u8> {
+    let mut k = Vec::with_capacity(9);
+    k.push(b'f');
+    k.extend_from_slice(&id.to_be_bytes());
+    k
+}
+
+fn be_u64(bytes: &[u8], what: &str) -> Result<u64> {
+    let arr: [u8; 8] = bytes
+        .try_into()
+        .map_err(|_| Error::corrupt(format!("path index {what} is not 8 bytes")))?;
+    Ok(u64::from_be_bytes(arr))
+}
+
+fn decode_child(value: &[u8]) -> Result<(NodeKind, u64)> {
+    let kind = match value.first() {
+        Some(b'd') => NodeKind::Dir,
+        Some(b'f') => NodeKind::File,
+        _ => return Err(Error::corrupt("path index entry has an unknown kind")),
+    };
+    Ok((kind, be_u64(&value[1..], "child id")?))
+}
+
+fn encode_child(kind: NodeKind, id: u64) -> Vec<u8> {
+    let mut v = Vec::with_capacity(9);
+    v.push(match kind {
+        NodeKind::Dir => b'd',
+        NodeKind::File => b'f',
+    });
+    v.extend_from_slice(&id.to_be_bytes());
+    v
+}
+
+fn decode_file(value: &[u8]) -> Result<FileRecord> {
+    if value.len() < FILE_HEADER {
+        return Err(Error::corrupt("path index file record is truncated"));
+    }
+    let created = u64::from_le_bytes(value[0..8].try_into().unwrap_or_default());
+    let updated = u64::from_le_bytes(value[8..16].try_into().unwrap_or_default());
+    let content = String::from_utf8(value[FILE_HEADER..].to_vec())
+        .map_err(|_| Error::corrupt("path index file content is not UTF-8"))?;
+    Ok(FileRecord {
+        created,
+        updated,
+        content,
+    })
+}
+
+fn encode_file(created: u64, updated: u64, content: &str) -> Vec<u8> {
+    let mut v = Vec::with_capacity(FILE_HEADER + content.len());
+    v.extend_from_slice(&created.to_le_bytes());
+    v.extend_from_slice(&updated.to_le_bytes());
+    v.extend_from_slice(content.as_bytes());
+    v
+}
+
+/// The path index over a key-value map `K`.
+pub struct Projection<K> {
+    kv: K,
+}
+
+impl<K> Projection<K> {
+    /// Wraps a map holding an index (an empty map is the empty index).
+    pub fn new(kv: K) -> Self {
+        Projection { kv }
+    }
+
+    /// The underlying map.
+    pub fn into_inner(self) -> K {
+        self.kv
+    }
+
+    /// The underlying map.
+    pub fn kv(&self) -> &K {
+        &self.kv
+    }
+}
+
+impl<K: KvRead> Projection<K> {
+    /// The last seq applied to the index (0 for an empty index).
+    pub fn applied(&self) -> Result<Seq> {
+        match self.kv.get(APPLIED_KEY)? {
+            Some(v) => Ok(Seq(be_u64(&v, "applied seq")?)),
+            None => Ok(Seq(0)),
+        }
+    }
+
+    /// The node ids from `/` down to `path`, or `None` if `path` does not exist.
+    fn chain(&self, path: &MemPath) -> Result<Option<Vec<(NodeKind, u64)>>> {
+        let mut chain = vec![(NodeKind::Dir, ROOT_ID)];
+        for seg in path.segments() {
+            let (kind, id) = chain[chain.len() - 1];
+            if kind != NodeKind::Dir {
+                return Ok(None);
+            }
+            match self.kv.get(&child_key(id, seg))? {
+                Some(v) => chain.push(decode_child(&v)?),
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(chain))
+    }
+
+    fn lookup(&self, path: &MemPath) -> Result<Option<(NodeKind, u64)>> {
+        Ok(self.chain(path)?.and_then(|c| c.last().copied()))
+    }
+
+    fn file(&self, id: u64) -> Result<FileRecord> {
+        match self.kv.get(&file_key(id))? {
+            Some(v) => decode_file(&v),
+            None => Err(Error::corrupt(format!(
+                "path index names file node {id} but holds no content for it"
+            ))),
+        }
+    }
+
+    fn children(&self, id: u64) -> Result<Vec<(String, NodeKind, u64)>> {
+        let mut out = Vec::new();
+        for (k, v) in self.kv.scan_prefix(&child_prefix(id), usize::MAX)? {
+            let name = String::from_utf8(k[9..].to_vec())
+                .map_err(|_| Error::corrupt("path index name is not UTF-8"))?;
+            let (kind, child) = decode_child(&v)?;
+            out.push((name, kind, child));
+        }
+        Ok(out)
+    }
+
+    /// The file at `path` as a record.
+    pub fn record(&self, path: &MemPath) -> Result<Option<MemoryRecord>> {
+        match self.lookup(path)? {
+            Some((NodeKind::File, id)) => Ok(Some(MemoryRecord::new(path, self.file(id)?))),
+            _ => Ok(None),
+        }
+    }
+
+    /// Every file at or under `dir`, in path order.
+    pub fn records_under(&self, dir: &MemPath) -> Result<Vec<MemoryRecord>> {
+        let mut out = Vec::new();
+        match self.lookup(dir)? {
+            Some((NodeKind::File, id)) => out.push(MemoryRecord::new(dir, self.file(id)?)),
+            Some((NodeKind::Dir, id)) => self.collect(dir, id, &mut out)?,
+            None => {}
+        }
+        Ok(out)
+    }
+
+    fn collect(&self, dir: &MemPath, id: u64, out: &mut Vec<MemoryRecord>) -> Result<()> {
+        for (name, kind, child) in self.children(id)? {
+            let path = dir.join(&name);
+            match kind {
+                NodeKind::File => out.push(MemoryRecord::new(&path, self.file(child)?)),
+                NodeKind::Dir => self.collect(&path, child, out)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<K: KvRead> Tree for Projection<K> {
+    fn kind(&self, path: &MemPath) -> Result<Option<NodeKind>> {
+        Ok(self.lookup(path)?.map(|(kind, _)| kind))
+    }
+
+    fn read(&self, path: &MemPath) -> Result<Option<String>> {
+        match self.lookup(path)? {
+            Some((NodeKind::File, id)) => Ok(Some(self.file(id)?.content)),
+            _ => Ok(None),
+        }
+    }
+
+    fn list(&self, path: &MemPath) -> Result<Vec<Entry>> {
+        let Some((NodeKind::Dir, id)) = self.lookup(path)? else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        for (name, kind, child) in self.children(id)? {
+            let size = match kind {
+                NodeKind::Dir => 0,
+                NodeKind::File => match self.kv.get(&file_key(child))? {
+                    Some(v) => (v.len().saturating_sub(FILE_HEADER)) as u64,
+                    None => 0,
+                },
+            };
+            out.push(Entry { name, kind, size });
+        }
+        Ok(out)
+    }
+}
+
+impl<K: KvWrite> Projection<K> {
+    /// Records that every event up to `seq` is applied.
+    pub fn set_applied(&mut self, seq: Seq) {
+        self.kv
+            .insert(APPLIED_KEY.to_vec(), seq.0.to_be_bytes().to_vec());
+    }
+
+    fn new_id(&mut self) -> Result<u64> {
+        let next = match self.kv.get(NEXT_ID_KEY)? {
+            Some(v) => be_u64(&v, "next id")?,
+            None => ROOT_ID + 1,
+        };
+        self.kv
+            .insert(NEXT_ID_KEY.to_vec(), (next + 1).to_be_bytes().to_vec());
+        Ok(next)
+    }
+
+    /// The id of directory `path`, creating it and its missing parents.
+    fn ensure_dir(&mut self, path: &MemPath) -> Result<u64> {
+        let mut id = ROOT_ID;
+        for seg in path.segments() {
+            let key = child_key(id, seg);
+            id = match self.kv.get(&key)? {
+                Some(v) => match decode_child(&v)? {
+                    (NodeKind::Dir, child) => child,
+                    (NodeKind::File, _) => {
+                        return Err(Error::corrupt(format!(
+                            "a change asked for directory {path} but a file is in the way"
+                        )));
+                    }
+                },
+                None => {
+                    let child = self.new_id()?;
+                    self.kv.insert(key, encode_child(NodeKind::Dir, child));
+                    child
+                }
+            };
+        }
+        Ok(id)
+    }
+
+    /// Removes the entry for `path` (whose chain is `chain`) and prunes parents left empty.
+    fn unlink(&mut self, path: &MemPath, chain: &[(NodeKind, u64)]) -> Result<()> {
+        let segs = path.segments();
+        let mut depth = segs.len();
+        while depth > 0 {
+            let parent = chain[depth - 1].1;
+            self.kv.remove(&child_key(parent, &segs[depth - 1]));
+            if parent == ROOT_ID || !self.kv.scan_prefix(&child_prefix(parent), 1)?.is_empty() {
+                break;
+            }
+            depth -= 1;
+        }
+        Ok(())
+    }
+
+    fn forget_subtree(&mut self, kind: NodeKind, id: u64) -> Result<()> {
+        match kind {
+            NodeKind::File => self.kv.remove(&file_key(id)),
+            NodeKind::Dir => {
+                for (name, kind, child) in self.children(id)? {
+                    self.kv.remove(&child_key(id, &name));
+                    self.forget_subtree(kind, child)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies a change made by the event at `seq`.
+    pub fn apply(&mut self, change: &Change, seq: Seq) -> Result<()> {
+        match change {
+            Change::Write { path, content } => {
+                let Some(parent) = path.parent() else {
+                    return Err(Error::corrupt("a write named the directory /"));
+                };
+                let parent_id = self.ensure_dir(&parent)?;
+                let key = child_key(parent_id, path.name());
+                match self.kv.get(&key)? {
+                    Some(v) => {
+                        let (_, id) = decode_child(&v)?;
+                        let created = self.file(id)?.created;
+                        self.kv
+                            .insert(file_key(id), encode_file(created, seq.0, content));
+                    }
+                    None => {
+                        let id = self.new_id()?;
+                        self.kv.insert(key, encode_child(NodeKind::File, id));
+                        self.kv
+                            .insert(file_key(id), encode_file(seq.0, seq.0, content));
+                    }
+                }
+            }
+            Change::Delete { path } => {
+                let chain = self.chain(path)?.ok_or_else(|| {
+                    Error::corrupt(format!("a delete named {path}, which is not in the index"))
+                })?;
+                let (kind, id) = chain[chain.len() - 1];
+                self.unlink(path, &chain)?;
+                self.forget_subtree(kind, id)?;
+            }
+            Change::Rename { from, to } => {
+                let chain = self.chain(from)?.ok_or_else(|| {
+                    Error::corrupt(format!("a rename named {from}, which is not in the index"))
+                })?;
+                let (kind, id) = chain[chain.len() - 1];
+                let Some(to_parent) = to.parent() else {
+                    return Err(Error::corrupt("a rename targeted the directory /"));
+                };
+                let parent_id = self.ensure_dir(&to_parent)?;
+                self.kv
+                    .insert(child_key(parent_id, to.name()), encode_child(kind, id));
+                // The chain is still valid: the new entry cannot lie on the old path's chain
+                // because `to` is neither `from` nor inside it.
+                self.unlink(from, &chain)?;
+            }
+        }
+        self.set_applied(seq);
+        Ok(())
+    }
+}
+
+impl<K: KvWrite> Projection<K> {
+    /// Re-answers `body` against the index and applies its change as event `seq`.
+    ///
+    /// This is the one step shared by the writer, recovery on open and the verifier's replay.
+    pub fn run(&mut self, body: &crate::event::Body, seq: Seq) -> Result<crate::tool::Answer> {
+        let answer = crate::tool::answer(self, body)?;
+        match &answer.change {
+            Some(change) => self.apply(change, seq)?,
+            None => self.set_applied(seq),
+        }
+        Ok(answer)
+    }
+}

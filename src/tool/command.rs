@@ -1,0 +1,344 @@
+//! The six commands as typed values, and the parser from the model's JSON.
+//!
+//! Parsing is pure and profile-aware: the same raw input under the same root and profile always
+//! parses to the same command or the same error text, which is what lets the verifier re-parse a
+//! rejected input and prove the recorded answer.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The result-string profile a server runs under (recorded in every event).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum Profile {
+    /// The strings the memory-tool documentation recommends (the default).
+    #[default]
+    Spec,
+}
+
+impl Profile {
+    /// The profile's name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Spec => "spec",
+        }
+    }
+
+    /// Parses a profile name.
+    pub fn from_name(name: &str) -> Option<Profile> {
+        match name {
+            "spec" => Some(Profile::Spec),
+            _ => None,
+        }
+    }
+}
+
+/// One memory-tool command, with paths exactly as the model sent them.
+///
+/// Wire shapes (the `input` of a `tool_use` block):
+///
+/// ```text
+/// {"command": "view", "path": "/memories", "view_range": [1, 20]}   view_range optional
+/// {"command": "create", "path": "/memories/notes.txt", "file_text": "..."}
+/// {"command": "str_replace", "path": "...", "old_str": "...", "new_str": "..."}   new_str optional
+/// {"command": "insert", "path": "...", "insert_line": 0, "insert_text": "..."}
+/// {"command": "delete", "path": "..."}
+/// {"command": "rename", "old_path": "...", "new_path": "..."}
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Command {
+    /// Show a directory listing or a file's numbered lines.
+    View {
+        /// Directory or file to view.
+        path: String,
+        /// `[start, end]`, 1-based and inclusive; `end == -1` reads to the end.
+        view_range: Option<(i64, i64)>,
+    },
+    /// Create a new file.
+    Create {
+        /// Where to create it.
+        path: String,
+        /// Its content.
+        file_text: String,
+    },
+    /// Replace the one occurrence of `old_str` with `new_str`.
+    StrReplace {
+        /// The file to edit.
+        path: String,
+        /// Text to find; must occur exactly once.
+        old_str: String,
+        /// Replacement; omitted means delete `old_str`.
+        new_str: Option<String>,
+    },
+    /// Insert text after a line.
+    Insert {
+        /// The file to edit.
+        path: String,
+        /// Insert after this line (`0` = at the beginning).
+        insert_line: i64,
+        /// The text to insert, as whole line(s).
+        insert_text: String,
+    },
+    /// Delete a file or a directory with everything under it.
+    Delete {
+        /// What to delete.
+        path: String,
+    },
+    /// Rename or move a file or directory.
+    Rename {
+        /// Current path.
+        old_path: String,
+        /// New path; must not exist.
+        new_path: String,
+    },
+}
+
+impl Command {
+    /// The command's name as on the wire.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::View { .. } => "view",
+            Command::Create { .. } => "create",
+            Command::StrReplace { .. } => "str_replace",
+            Command::Insert { .. } => "insert",
+            Command::Delete { .. } => "delete",
+            Command::Rename { .. } => "rename",
+        }
+    }
+
+    /// The raw paths the command names (one, or two for rename).
+    pub fn paths(&self) -> Vec<&str> {
+        match self {
+            Command::View { path, .. }
+            | Command::Create { path, .. }
+            | Command::StrReplace { path, .. }
+            | Command::Insert { path, .. }
+            | Command::Delete { path } => vec![path],
+            Command::Rename { old_path, new_path } => vec![old_path, new_path],
+        }
+    }
+
+    /// Whether the command can change the tree (and so must be durable before it is answered).
+    pub fn is_mutation(&self) -> bool {
+        !matches!(self, Command::View { .. })
+    }
+}
+
+/// What parsing one input produced.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Parsed {
+    /// The `id` of the `tool_use` block, when the input was a whole block with a string id.
+    pub tool_use_id: Option<String>,
+    /// The command, or the error text to return (and record) for input that is not one.
+    pub command: Result<Command, String>,
+}
+
+const COMMANDS: &str = "view, create, str_replace, insert, delete, rename";
+
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn example(command: &str, root: &str) -> String {
+    match command {
+        "view" => format!(r#"{{"command": "view", "path": "{root}", "view_range": [1, 20]}}"#),
+        "create" => {
+            format!(r#"{{"command": "create", "path": "{root}/notes.txt", "file_text": "..."}}"#)
+        }
+        "str_replace" => format!(
+            r#"{{"command": "str_replace", "path": "{root}/notes.txt", "old_str": "old text", "new_str": "new text"}}"#
+        ),
+        "insert" => format!(
+            r#"{{"command": "insert", "path": "{root}/notes.txt", "insert_line": 0, "insert_text": "a new line\n"}}"#
+        ),
+        "delete" => format!(r#"{{"command": "delete", "path": "{root}/notes.txt"}}"#),
+        _ => format!(
+            r#"{{"command": "rename", "old_path": "{root}/a.txt", "new_path": "{root}/b.txt"}}"#
+        ),
+    }
+}
+
+struct Fields<'a> {
+    input: &'a serde_json::Map<String, Value>,
+    command: &'a str,
+    root: &'a str,
+}
+
+impl Fields<'_> {
+    fn string(&self, field: &str) -> Result<String, String> {
+        match self.input.get(field) {
+            Some(Value::String(s)) => Ok(s.clone()),
+            None | Some(Value::Null) => Err(format!(
+                "Error: The {} command needs a \"{field}\" string. A valid call looks like {}",
+                self.command,
+                example(self.command, self.root)
+            )),
+            Some(other) => Err(format!(
+                "Error: \"{field}\" must be a string, got {}. A valid call looks like {}",
+                json_type(other),
+                example(self.command, self.root)
+            )),
+        }
+    }
+
+    fn optional_string(&self, field: &str) -> Result<Option<String>, String> {
+        match self.input.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(_) => self.string(field).map(Some),
+        }
+    }
+
+    fn integer(&self, field: &str) -> Result<i64, String> {
+        match self.input.get(field) {
+            Some(Value::Number(n)) if n.as_i64().is_some() => Ok(n.as_i64().unwrap_or_default()),
+            None | Some(Value::Null) => Err(format!(
+                "Error: The {} command needs an integer \"{field}\". A valid call looks like {}",
+                self.command,
+                example(self.command, self.root)
+            )),
+            Some(other) => Err(format!(
+                "Error: \"{field}\" must be a whole number of lines, got {other} ({}). A valid call looks like {}",
+                json_type(other),
+                example(self.command, self.root)
+            )),
+        }
+    }
+
+    fn view_range(&self) -> Result<Option<(i64, i64)>, String> {
+        let bad = |got: &Value| {
+            format!(
+                "Error: view_range must be an array of two integers [start_line, end_line] (1-based, inclusive; end_line -1 reads to the end), got {got}"
+            )
+        };
+        match self.input.get("view_range") {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Array(items)) if items.len() == 2 => {
+                match (items[0].as_i64(), items[1].as_i64()) {
+                    (Some(start), Some(end)) => Ok(Some((start, end))),
+                    _ => Err(bad(&Value::Array(items.clone()))),
+                }
+            }
+            Some(other) => Err(bad(other)),
+        }
+    }
+}
+
+/// Parses one input: a whole `tool_use` block or a bare `input` object.
+pub fn parse_value(value: &Value, root: &str, _profile: Profile) -> Parsed {
+    let Value::Object(map) = value else {
+        return Parsed {
+            tool_use_id: None,
+            command: Err(format!(
+                "Error: Expected a tool_use block or a memory tool input object, got {}. A valid input looks like {}",
+                json_type(value),
+                example("view", root)
+            )),
+        };
+    };
+    let is_block = map.get("type").and_then(Value::as_str) == Some("tool_use");
+    if !is_block {
+        return Parsed {
+            tool_use_id: None,
+            command: parse_input(value, root),
+        };
+    }
+    let tool_use_id = map.get("id").and_then(Value::as_str).map(str::to_string);
+    let command = match (map.get("name"), map.get("input")) {
+        (Some(Value::String(name)), _) if name != "memory" => Err(format!(
+            "Error: Tool '{name}' not found. This server only answers the memory tool (tool_use blocks named \"memory\")"
+        )),
+        (_, Some(input)) => parse_input(input, root),
+        (_, None) => Err(format!(
+            "Error: The tool_use block has no \"input\" object. A valid input looks like {}",
+            example("view", root)
+        )),
+    };
+    Parsed {
+        tool_use_id,
+        command,
+    }
+}
+
+/// Parses one line of text (as `mnemo tool` reads it): JSON, then [`parse_value`].
+pub fn parse_text(text: &str, root: &str, profile: Profile) -> Parsed {
+    match serde_json::from_str::<Value>(text) {
+        Ok(value) => parse_value(&value, root, profile),
+        Err(e) => Parsed {
+            tool_use_id: None,
+            command: Err(format!(
+                "Error: The input is not valid JSON ({e}). Send one JSON object per line, for example {}",
+                example("view", root)
+            )),
+        },
+    }
+}
+
+fn parse_input(input: &Value, root: &str) -> Result<Command, String> {
+    let Value::Object(map) = input else {
+        return Err(format!(
+            "Error: The memory tool input must be a JSON object, got {}. A valid input looks like {}",
+            json_type(input),
+            example("view", root)
+        ));
+    };
+    let command = match map.get("command") {
+        Some(Value::String(c)) => c.as_str(),
+        Some(other) => {
+            return Err(format!(
+                "Error: \"command\" must be a string naming one of: {COMMANDS}; got {}",
+                json_type(other)
+            ));
+        }
+        None => {
+            return Err(format!(
+                "Error: The input has no \"command\" field; use one of: {COMMANDS}. A valid input looks like {}",
+                example("view", root)
+            ));
+        }
+    };
+    let f = Fields {
+        input: map,
+        command,
+        root,
+    };
+    Ok(match command {
+        "view" => Command::View {
+            path: f.string("path")?,
+            view_range: f.view_range()?,
+        },
+        "create" => Command::Create {
+            path: f.string("path")?,
+            file_text: f.string("file_text")?,
+        },
+        "str_replace" => Command::StrReplace {
+            path: f.string("path")?,
+            old_str: f.string("old_str")?,
+            new_str: f.optional_string("new_str")?,
+        },
+        "insert" => Command::Insert {
+            path: f.string("path")?,
+            insert_line: f.integer("insert_line")?,
+            insert_text: f.string("insert_text")?,
+        },
+        "delete" => Command::Delete {
+            path: f.string("path")?,
+        },
+        "rename" => Command::Rename {
+            old_path: f.string("old_path")?,
+            new_path: f.string("new_path")?,
+        },
+        other => {
+            let shown: String = other.chars().take(64).collect();
+            return Err(format!(
+                "Error: Unknown command {shown:?}; use one of: {COMMANDS}"
+            ));
+        }
+    })
+}

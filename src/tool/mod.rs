@@ -1,0 +1,16 @@
+//! The memory tool: commands, their pure semantics over a tree, the result strings, and the
+//! server that turns `tool_use` blocks into `tool_result` blocks.
+//!
+//! Nothing under `tool/` does I/O except [`server`], which hands each call to the client.
+
+mod command;
+mod render;
+mod semantics;
+mod server;
+mod tree;
+
+pub use command::{Command, Parsed, Profile, parse_text, parse_value};
+pub use render::format_size;
+pub use semantics::{Answer, MAX_VIEW_LINES, answer, execute};
+pub use server::{MnemoMemoryToolServer, ServerBuilder};
+pub use tree::{Change, Entry, NodeKind, Tree};

@@ -1,0 +1,114 @@
+//! Text the model sees: sizes, numbered lines and directory listings.
+
+use crate::error::Result;
+use crate::paths::MemPath;
+use crate::tool::tree::{NodeKind, Tree};
+
+/// The size column of a listing: bytes below 1 KiB (`999B`), else K/M/G with one decimal unless
+/// the value is whole (`1K`, `1.0K` for 1025 bytes, `1024.0K` just under 1 MiB), capped at G.
+pub fn format_size(bytes: u64) -> String {
+    const UNITS: [&str; 3] = ["K", "M", "G"];
+    if bytes < 1024 {
+        return format!("{bytes}B");
+    }
+    let mut unit = 0;
+    let mut scale: u64 = 1024;
+    while unit + 1 < UNITS.len() && bytes >= scale * 1024 {
+        unit += 1;
+        scale *= 1024;
+    }
+    if bytes % scale == 0 {
+        format!("{}{}", bytes / scale, UNITS[unit])
+    } else {
+        // NOTE: a u64 byte count converts to f64 exactly enough for one decimal place.
+        #[expect(clippy::cast_precision_loss)]
+        let value = bytes as f64 / scale as f64;
+        format!("{value:.1}{}", UNITS[unit])
+    }
+}
+
+/// Lines `first..` of `lines`, each as `{n:>6}\t{line}`, joined by `\n`.
+pub fn numbered<'a>(lines: impl IntoIterator<Item = &'a str>, first: usize) -> String {
+    let mut out = String::new();
+    for (i, line) in lines.into_iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(&format!("{:>6}\t{line}", first + i));
+    }
+    out
+}
+
+/// Whether a listing skips an entry (and its subtree).
+fn hidden(name: &str) -> bool {
+    name.starts_with('.') || name == "node_modules"
+}
+
+/// The size shown for every directory.
+pub const DIR_SIZE: &str = "4K";
+
+/// A directory listing, two levels deep, for the `spec` profile.
+pub fn listing(tree: &dyn Tree, dir: &MemPath) -> Result<String> {
+    let mut out = format!(
+        "Here're the files and directories up to 2 levels deep in {dir}, excluding hidden items and node_modules:\n{DIR_SIZE}\t{dir}"
+    );
+    for entry in tree.list(dir)? {
+        if hidden(&entry.name) {
+            continue;
+        }
+        push_entry(&mut out, dir, &entry.name, entry.kind, entry.size);
+        if entry.kind == NodeKind::Dir {
+            let child = dir.join(&entry.name);
+            for grandchild in tree.list(&child)? {
+                if hidden(&grandchild.name) {
+                    continue;
+                }
+                let rel = format!("{}/{}", entry.name, grandchild.name);
+                push_entry(&mut out, dir, &rel, grandchild.kind, grandchild.size);
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn push_entry(out: &mut String, dir: &MemPath, rel: &str, kind: NodeKind, size: u64) {
+    match kind {
+        NodeKind::Dir => out.push_str(&format!("\n{DIR_SIZE}\t{dir}/{rel}/")),
+        NodeKind::File => out.push_str(&format!("\n{}\t{dir}/{rel}", format_size(size))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_match_the_reference_table() {
+        for (bytes, want) in [
+            (0, "0B"),
+            (1023, "1023B"),
+            (1024, "1K"),
+            (1025, "1.0K"),
+            (1280, "1.2K"),
+            (1536, "1.5K"),
+            (2047, "2.0K"),
+            (2304, "2.2K"),
+            (3328, "3.2K"),
+            (4096, "4K"),
+            (5000, "4.9K"),
+            (10291, "10.0K"),
+            (1_048_575, "1024.0K"),
+            (1_048_576, "1M"),
+            (1_048_577, "1.0M"),
+            (1_073_741_824, "1G"),
+            (1_099_511_627_776, "1024G"),
+        ] {
+            assert_eq!(format_size(bytes), want, "{bytes}");
+        }
+    }
+
+    #[test]
+    fn numbering_is_six_wide_and_tab_separated() {
+        assert_eq!(numbered(["a", "b"], 9), "     9\ta\n    10\tb");
+    }
+}

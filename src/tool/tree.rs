@@ -1,0 +1,66 @@
+//! The read-only view of the memory tree that the semantics core runs against, and the changes it
+//! asks for.
+//!
+//! The live sled projection, the write path's uncommitted overlay and the verifier's in-memory
+//! replay all implement [`Tree`], so one pure function answers live calls and re-answers them.
+
+use crate::error::Result;
+use crate::paths::MemPath;
+
+/// What a path names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum NodeKind {
+    /// A directory (implicit: it exists while a file lives under it).
+    Dir,
+    /// A file.
+    File,
+}
+
+/// One child of a directory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// The child's name (one path segment).
+    pub name: String,
+    /// File or directory.
+    pub kind: NodeKind,
+    /// Content length in bytes for a file; 0 for a directory.
+    pub size: u64,
+}
+
+/// Read access to the tree.
+pub trait Tree {
+    /// What `path` names, if anything. The root is not special here: it exists only while a file
+    /// lives under it (callers treat the configured root as always present).
+    fn kind(&self, path: &MemPath) -> Result<Option<NodeKind>>;
+
+    /// A file's content, or `None` if `path` is not a file.
+    fn read(&self, path: &MemPath) -> Result<Option<String>>;
+
+    /// A directory's children sorted by name (byte order, which is code-point order); empty if
+    /// `path` is not a directory.
+    fn list(&self, path: &MemPath) -> Result<Vec<Entry>>;
+}
+
+/// A change to the tree, produced by a successful mutating command.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// Create a file or replace its content; missing parent directories come into being.
+    Write {
+        /// The file.
+        path: MemPath,
+        /// Its new content.
+        content: String,
+    },
+    /// Remove a file, or a directory and everything under it.
+    Delete {
+        /// What to remove.
+        path: MemPath,
+    },
+    /// Move a file or directory; `to` does not exist and is not inside `from`.
+    Rename {
+        /// Current path.
+        from: MemPath,
+        /// New path.
+        to: MemPath,
+    },
+}

@@ -1,0 +1,373 @@
+//! The verifier: replays the log from seq 1 and proves the chain, the index and every answer.
+//!
+//! Checks, in order, for each stored record (stopping at the first violation, which it names):
+//!
+//! 1. keys are dense from 1 ([`ViolationKind::Missing`]);
+//! 2. the record decodes and the seq inside it equals its key ([`ViolationKind::Undecodable`],
+//!    [`ViolationKind::SeqMismatch`]);
+//! 3. `prev_hash` equals the previous event's hash ([`ViolationKind::BrokenLink`]);
+//! 4. `blake3(payload)` equals the stored payload hash ([`ViolationKind::PayloadHash`]);
+//! 5. the chain hash recomputes to the stored hash ([`ViolationKind::Hash`]);
+//! 6. re-answering the command against the replayed tree reproduces the recorded outcome — the
+//!    exact result text's hash and the error flag ([`ViolationKind::Outcome`]);
+//! 7. at the index's applied seq, the replayed index equals the stored one byte for byte
+//!    ([`ViolationKind::Index`]);
+//!
+//! and at the end, that `meta.head` names the last event and its hash ([`ViolationKind::Head`]).
+
+use std::time::{Duration, Instant};
+
+use crate::error::Result;
+use crate::event::{EventHash, Frame, Outcome, Seq};
+use crate::kv::{KvRead, MemKv};
+use crate::log::{Head, Store};
+use crate::projection::Projection;
+
+/// Which invariant broke.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ViolationKind {
+    /// A seq is missing: the keys are not dense from 1.
+    Missing,
+    /// A record could not be decoded.
+    Undecodable,
+    /// The seq inside a record differs from its key.
+    SeqMismatch,
+    /// `prev_hash` is not the previous event's hash.
+    BrokenLink,
+    /// The payload does not hash to the stored payload hash.
+    PayloadHash,
+    /// The chain hash does not recompute.
+    Hash,
+    /// Re-answering the command gives a different result.
+    Outcome,
+    /// The stored index differs from the replayed one.
+    Index,
+    /// `meta.head` does not name the last event.
+    Head,
+}
+
+impl ViolationKind {
+    /// A short stable name (used in `--json` output).
+    pub fn name(self) -> &'static str {
+        match self {
+            ViolationKind::Missing => "missing",
+            ViolationKind::Undecodable => "undecodable",
+            ViolationKind::SeqMismatch => "seq-mismatch",
+            ViolationKind::BrokenLink => "broken-link",
+            ViolationKind::PayloadHash => "payload-hash",
+            ViolationKind::Hash => "hash",
+            ViolationKind::Outcome => "outcome",
+            ViolationKind::Index => "index",
+            ViolationKind::Head => "head",
+        }
+    }
+}
+
+/// One broken invariant.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    /// The first seq at which it shows.
+    pub seq: Seq,
+    /// What broke.
+    pub kind: ViolationKind,
+    /// Expected and found values, in words.
+    pub detail: String,
+}
+
+/// What `verify` found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[must_use]
+pub struct Report {
+    /// Events checked.
+    pub events: u64,
+    /// Bytes of stored records checked.
+    pub bytes: u64,
+    /// The head as recorded in `meta`.
+    pub head: Head,
+    /// The index's applied seq.
+    pub index_applied: Seq,
+    /// Broken invariants; empty means intact. Verification stops at the first.
+    pub violations: Vec<Violation>,
+    /// Wall time spent.
+    pub elapsed: Duration,
+}
+
+impl Report {
+    /// No violation found.
+    pub fn is_intact(&self) -> bool {
+        self.violations.is_empty()
+    }
+
+    /// The log holds no event (and nothing claims it should).
+    pub fn is_empty(&self) -> bool {
+        self.events == 0 && self.is_intact()
+    }
+
+    /// Events verified per second.
+    pub fn events_per_sec(&self) -> f64 {
+        let secs = self.elapsed.as_secs_f64().max(1e-9);
+        // NOTE: precision loss above 2^53 events is irrelevant for a rate.
+        #[expect(clippy::cast_precision_loss)]
+        let events = self.events as f64;
+        events / secs
+    }
+
+    /// Megabytes (10^6 bytes) of records verified per second.
+    pub fn mb_per_sec(&self) -> f64 {
+        let secs = self.elapsed.as_secs_f64().max(1e-9);
+        #[expect(clippy::cast_precision_loss)]
+        let bytes = self.bytes as f64;
+        bytes / 1e6 / secs
+    }
+}
+
+fn violation(seq: Seq, kind: ViolationKind, detail: String) -> Violation {
+    Violation { seq, kind, detail }
+}
+
+/// Verifies an open store (callers make sure no write runs meanwhile).
+pub fn verify_store(store: &Store) -> Result<Report> {
+    let start = Instant::now();
+    let mut report = Report {
+        events: 0,
+        bytes: 0,
+        head: Head::EMPTY,
+        index_applied: Seq(0),
+        violations: Vec::new(),
+        elapsed: Duration::ZERO,
+    };
+    let finish = |mut r: Report, v: Option<Violation>| {
+        r.violations.extend(v);
+        r.elapsed = start.elapsed();
+        Ok(r)
+    };
+    report.head = match store.head() {
+        Ok(h) => h,
+        Err(e) => {
+            let v = violation(Seq(0), ViolationKind::Head, format!("meta.head: {e}"));
+            return finish(report, Some(v));
+        }
+    };
+    let stored_index = store.index();
+    report.index_applied = stored_index.applied()?;
+    let mut replay = Projection::new(MemKv::default());
+    let mut prev = EventHash::ZERO;
+    let mut expected = Seq(1);
+    if report.index_applied == Seq(0) {
+        if let Some(v) = compare_index(&replay, &stored_index, Seq(0))? {
+            return finish(report, Some(v));
+        }
+    }
+    for item in store.records(Seq(0)) {
+        let (seq, record) = item?;
+        prev = match check_record(seq, expected, &prev, &record, &mut replay) {
+            Ok(hash) => hash,
+            Err(v) => return finish(report, Some(v)),
+        };
+        report.events += 1;
+        report.bytes += record.len() as u64;
+        if seq == report.index_applied {
+            if let Some(v) = compare_index(&replay, &stored_index, seq)? {
+                return finish(report, Some(v));
+            }
+        }
+        expected = Seq(seq.0 + 1);
+    }
+    let last = Seq(expected.0 - 1);
+    let head = report.head;
+    let v = if head.seq > last {
+        Some(violation(
+            Seq(last.0 + 1),
+            ViolationKind::Missing,
+            format!(
+                "meta.head names seq {} but the log ends at seq {}: events were removed from the tail",
+                head.seq, last
+            ),
+        ))
+    } else if head.seq < last {
+        Some(violation(
+            Seq(head.seq.0 + 1),
+            ViolationKind::Head,
+            format!(
+                "meta.head names seq {} but the log goes on to seq {last}: the head was rolled back or the tail appended without it",
+                head.seq
+            ),
+        ))
+    } else if head.hash != prev {
+        Some(violation(
+            last,
+            ViolationKind::Head,
+            format!(
+                "meta.head hash is {} but event {last} hashes to {prev}",
+                head.hash
+            ),
+        ))
+    } else if report.index_applied > last {
+        Some(violation(
+            report.index_applied,
+            ViolationKind::Index,
+            format!(
+                "the index claims to have applied seq {} but the log ends at seq {last}",
+                report.index_applied
+            ),
+        ))
+    } else {
+        None
+    };
+    finish(report, v)
+}
+
+/// Checks one stored record and replays it; returns its hash, or the violation it shows.
+fn check_record(
+    seq: Seq,
+    expected: Seq,
+    prev: &EventHash,
+    record: &[u8],
+    replay: &mut Projection<MemKv>,
+) -> Result<EventHash, Violation> {
+    if seq != expected {
+        let detail = if seq < expected {
+            format!("a record is stored under key {seq}, which is not a valid seq")
+        } else {
+            format!("expected seq {expected} next but the log goes on at seq {seq}")
+        };
+        let at = if seq < expected { seq } else { expected };
+        return Err(violation(at, ViolationKind::Missing, detail));
+    }
+    let frame = match Frame::decode(record) {
+        Ok(f) => f,
+        Err(e) => return Err(violation(seq, ViolationKind::Undecodable, e.to_string())),
+    };
+    if frame.seq != seq {
+        return Err(violation(
+            seq,
+            ViolationKind::SeqMismatch,
+            format!("the record under key {seq} says it is seq {}", frame.seq),
+        ));
+    }
+    if frame.prev_hash != *prev {
+        return Err(violation(
+            seq,
+            ViolationKind::BrokenLink,
+            format!("expected prev_hash {prev}, found {}", frame.prev_hash),
+        ));
+    }
+    let payload_hash = EventHash::of(&frame.payload);
+    if payload_hash != frame.payload_hash {
+        return Err(violation(
+            seq,
+            ViolationKind::PayloadHash,
+            format!(
+                "the payload hashes to {payload_hash} but the record says {}",
+                frame.payload_hash
+            ),
+        ));
+    }
+    let hash = frame.recompute_hash();
+    if hash != frame.hash {
+        return Err(violation(
+            seq,
+            ViolationKind::Hash,
+            format!(
+                "the event hashes to {hash} but the record says {}",
+                frame.hash
+            ),
+        ));
+    }
+    let event = match frame.event() {
+        Ok(e) => e,
+        Err(e) => return Err(violation(seq, ViolationKind::Undecodable, e.to_string())),
+    };
+    let answer = match replay.run(&event.body, seq) {
+        Ok(a) => a,
+        Err(e) => {
+            return Err(violation(
+                seq,
+                ViolationKind::Outcome,
+                format!("replaying the command failed: {e}"),
+            ));
+        }
+    };
+    let outcome = Outcome::of(answer.is_error, &answer.text);
+    if outcome != event.header.outcome {
+        return Err(violation(
+            seq,
+            ViolationKind::Outcome,
+            format!(
+                "re-answering gives is_error={} text hash {} but the log recorded is_error={} text hash {}",
+                outcome.is_error,
+                outcome.result_hash,
+                event.header.outcome.is_error,
+                event.header.outcome.result_hash
+            ),
+        ));
+    }
+    Ok(frame.hash)
+}
+
+/// Compares the replayed index with the stored one.
+fn compare_index<K: KvRead>(
+    replay: &Projection<MemKv>,
+    stored: &Projection<K>,
+    seq: Seq,
+) -> Result<Option<Violation>> {
+    let stored_entries = stored.kv().scan_prefix(&[], usize::MAX)?;
+    let mut ours = replay.kv().map.iter();
+    for (key, value) in &stored_entries {
+        match ours.next() {
+            Some((k, v)) if k == key && v == value => continue,
+            Some((k, _)) if k == key => {
+                return Ok(Some(violation(
+                    seq,
+                    ViolationKind::Index,
+                    format!(
+                        "index entry {} holds a different value than the log implies",
+                        show_key(key)
+                    ),
+                )));
+            }
+            Some((k, _)) => {
+                return Ok(Some(violation(
+                    seq,
+                    ViolationKind::Index,
+                    format!(
+                        "the log implies index entry {} where the store has {}",
+                        show_key(k),
+                        show_key(key)
+                    ),
+                )));
+            }
+            None => {
+                return Ok(Some(violation(
+                    seq,
+                    ViolationKind::Index,
+                    format!("the store's index has an extra entry {}", show_key(key)),
+                )));
+            }
+        }
+    }
+    if let Some((k, _)) = ours.next() {
+        return Ok(Some(violation(
+            seq,
+            ViolationKind::Index,
+            format!("the store's index is missing entry {}", show_key(k)),
+        )));
+    }
+    Ok(None)
+}
+
+fn show_key(key: &[u8]) -> String {
+    match key.first() {
+        Some(b'c') if key.len() >= 9 => format!(
+            "child {:?} of node {}",
+            String::from_utf8_lossy(&key[9..]),
+            u64::from_be_bytes(key[1..9].try_into().unwrap_or_default())
+        ),
+        Some(b'f') if key.len() == 9 => format!(
+            "content of file node {}",
+            u64::from_be_bytes(key[1..9].try_into().unwrap_or_default())
+        ),
+        _ => format!("{:?}", String::from_utf8_lossy(key)),
+    }
+}

@@ -1,0 +1,186 @@
+//! The single writer: one thread owns the sequence, the chain and every write.
+//!
+//! Clients send jobs over a crossbeam channel and wait on a reply channel. The writer takes what is
+//! queued (up to [`MAX_BATCH`] calls), answers each call in order against the index plus the
+//! batch's uncommitted changes, appends the events and moves the head in one transaction, writes the
+//! index as one batch, makes the whole batch durable once (group commit), and only then replies.
+//!
+//! A batch of reads and rejected calls only is answered without an fsync of its own: its events
+//! become durable with the next commit that changes the tree.
+//!
+//! **Invariant:** after a failed append, index write or sync the writer is poisoned: it refuses
+//! every later call with [`Error::Poisoned`] rather than risk forking the chain. Reopening recovers.
+
+use std::thread::JoinHandle;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crossbeam_channel::{Receiver, Sender};
+
+use crate::error::{Error, Result};
+use crate::event::{Body, Event, EventHash, Header, Outcome, Seq};
+use crate::kv::Overlay;
+use crate::log::{Durability, Store};
+use crate::projection::Projection;
+use crate::verify::{Report, verify_store};
+
+/// Most calls committed together.
+pub const MAX_BATCH: usize = 1024;
+
+/// What the writer returns for one call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Receipt {
+    /// The seq of the call's event.
+    pub seq: Seq,
+    /// The result text.
+    pub text: String,
+    /// Whether the result is an error.
+    pub is_error: bool,
+}
+
+/// One call to record.
+pub(crate) struct Call {
+    pub agent: String,
+    pub tool_use_id: Option<String>,
+    pub body: Body,
+    pub reply: Sender<Result<Receipt>>,
+}
+
+/// Work for the writer.
+pub(crate) enum Job {
+    Call(Call),
+    Verify(Sender<Result<Report>>),
+}
+
+/// Starts the writer thread for `store`.
+pub(crate) fn spawn(store: Store, durability: Durability) -> Result<(Sender<Job>, JoinHandle<()>)> {
+    let head = store.head()?;
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let writer = Writer {
+        store,
+        durability,
+        head_seq: head.seq,
+        head_hash: head.hash,
+        poisoned: None,
+    };
+    let handle = std::thread::Builder::new()
+        .name("mnemo-writer".into())
+        .spawn(move || writer.run(&rx))
+        .map_err(|e| Error::io("mnemo-writer thread", e))?;
+    Ok((tx, handle))
+}
+
+struct Writer {
+    store: Store,
+    durability: Durability,
+    head_seq: Seq,
+    head_hash: EventHash,
+    poisoned: Option<String>,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+impl Writer {
+    fn run(mut self, rx: &Receiver<Job>) {
+        let mut calls = Vec::new();
+        while let Ok(first) = rx.recv() {
+            let mut next = Some(first);
+            while let Some(job) = next.take() {
+                match job {
+                    Job::Call(call) => calls.push(call),
+                    Job::Verify(reply) => {
+                        self.commit(std::mem::take(&mut calls));
+                        let _ = reply.send(verify_store(&self.store));
+                    }
+                }
+                if calls.len() < MAX_BATCH {
+                    next = rx.try_recv().ok();
+                }
+            }
+            self.commit(std::mem::take(&mut calls));
+        }
+    }
+
+    fn commit(&mut self, calls: Vec<Call>) {
+        if calls.is_empty() {
+            return;
+        }
+        if let Some(cause) = &self.poisoned {
+            for call in calls {
+                let _ = call.reply.send(Err(Error::Poisoned {
+                    cause: cause.clone(),
+                }));
+            }
+            return;
+        }
+        let result = self.write(&calls);
+        match result {
+            Ok(receipts) => {
+                for (call, receipt) in calls.into_iter().zip(receipts) {
+                    let _ = call.reply.send(Ok(receipt));
+                }
+            }
+            Err((e, poison)) => {
+                let cause = e.to_string();
+                if poison {
+                    self.poisoned = Some(cause.clone());
+                }
+                let mut error = Some(e);
+                for call in calls {
+                    let err = error.take().unwrap_or_else(|| Error::Poisoned {
+                        cause: cause.clone(),
+                    });
+                    let _ = call.reply.send(Err(err));
+                }
+            }
+        }
+    }
+
+    /// Answers, appends, indexes and syncs one batch. The flag says whether a failure poisons.
+    fn write(&mut self, calls: &[Call]) -> Result<Vec<Receipt>, (Error, bool)> {
+        let mut projection = Projection::new(Overlay::new(self.store.index_tree()));
+        let mut frames = Vec::with_capacity(calls.len());
+        let mut receipts = Vec::with_capacity(calls.len());
+        let mut prev = self.head_hash;
+        let mut seq = self.head_seq;
+        let mut mutated = false;
+        let time_ms = now_ms();
+        for call in calls {
+            seq = Seq(seq.0 + 1);
+            let answer = projection.run(&call.body, seq).map_err(|e| (e, false))?;
+            mutated |= answer.change.is_some();
+            let event = Event {
+                seq,
+                prev_hash: prev,
+                header: Header {
+                    time_ms,
+                    agent: call.agent.clone(),
+                    tool_use_id: call.tool_use_id.clone(),
+                    outcome: Outcome::of(answer.is_error, &answer.text),
+                },
+                body: call.body.clone(),
+            };
+            let frame = event.to_frame();
+            prev = frame.hash;
+            frames.push(frame);
+            receipts.push(Receipt {
+                seq,
+                text: answer.text,
+                is_error: answer.is_error,
+            });
+        }
+        let head = self.store.append(&frames).map_err(|e| (e, true))?;
+        self.head_seq = head.seq;
+        self.head_hash = head.hash;
+        self.store
+            .apply_index(projection.into_inner())
+            .map_err(|e| (e, true))?;
+        if mutated {
+            self.store.sync(self.durability).map_err(|e| (e, true))?;
+        }
+        Ok(receipts)
+    }
+}

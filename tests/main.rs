@@ -1,0 +1,16 @@
+//! The one integration-test crate (named `main.rs` so proptest keeps its seeds in the top-level
+//! `proptest-regressions/`).
+
+// Shared helpers: temporary stores, servers, tampering through sled, running the binary.
+mod support;
+
+// Round trips through the built `mnemo` binary: tool, verify exit codes, demo, log, ls, cat.
+mod cli;
+// Golden vectors: fixed events to fixed bytes and hashes.
+mod golden;
+// The proptest model test: random command sequences against a naive in-memory model.
+mod model;
+// The spec profile's result strings, one row of the table per case.
+mod spec_table;
+// Tampering through sled: verify names the right seq and invariant.
+mod tamper;

@@ -1,0 +1,97 @@
+//! Helpers shared by the integration tests.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use mnemo::{Durability, MnemoClient, MnemoMemoryToolServer};
+use serde_json::Value;
+
+/// A store in a temporary directory, removed on drop.
+pub struct TempStore {
+    pub dir: tempfile::TempDir,
+}
+
+impl TempStore {
+    pub fn new() -> TempStore {
+        TempStore {
+            dir: tempfile::tempdir().expect("create a temporary directory"),
+        }
+    }
+
+    /// The store directory (inside the temporary directory, not yet created).
+    pub fn path(&self) -> PathBuf {
+        self.dir.path().join("store.mnemo.db")
+    }
+
+    /// A client with the cheapest durability (tests that need fsync open their own).
+    pub fn client(&self) -> MnemoClient {
+        MnemoClient::builder(self.path())
+            .agent_id("test-agent")
+            .durability(Durability::Buffered)
+            .open()
+            .expect("open the store")
+    }
+
+    pub fn server(&self) -> MnemoMemoryToolServer {
+        MnemoMemoryToolServer::new(self.client())
+    }
+}
+
+/// Runs a command input through a server and returns (content, is_error).
+pub fn call(server: &MnemoMemoryToolServer, input: Value) -> (String, bool) {
+    let out = server.handle(&input);
+    let content = out["content"]
+        .as_str()
+        .expect("tool_result content is a string")
+        .to_string();
+    let is_error = match out.get("is_error") {
+        None => false,
+        Some(Value::Bool(true)) => true,
+        Some(other) => panic!("is_error must be absent or true, got {other}"),
+    };
+    (content, is_error)
+}
+
+/// The built `mnemo` binary.
+pub fn mnemo_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_mnemo")
+}
+
+/// Runs `mnemo args...` with `stdin` and returns its output.
+pub fn run_mnemo(args: &[&str], stdin: &str) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(mnemo_bin())
+        .args(args)
+        .env_remove("MNEMO_DB")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn mnemo");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin.as_bytes())
+        .expect("write stdin");
+    child.wait_with_output().expect("wait for mnemo")
+}
+
+/// Rewrites the stored record of event `seq` with `edit`, straight through sled, so sled's own
+/// checks still pass. The store must not be open elsewhere.
+pub fn tamper_record(path: &Path, seq: u64, edit: impl FnOnce(&mut Vec<u8>)) {
+    let store = mnemo::Store::open(path).expect("open for tampering");
+    let (events, _, _) = store.raw_trees();
+    let mut record = events
+        .get(seq.to_be_bytes())
+        .expect("read record")
+        .expect("record exists")
+        .to_vec();
+    edit(&mut record);
+    events
+        .insert(seq.to_be_bytes(), record)
+        .expect("write record");
+    events.flush().expect("flush");
+}
