@@ -1,2 +1,558 @@
-//! The mnemo CLI.
-fn main() {}
+//! `mnemo`: the command-line face of the store. Every subcommand is a thin layer over library
+//! calls; errors are printed once, and the exit code is 0 (ok), 1 (verify found a violation) or 2
+//! (could not run).
+
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use mnemo::event::{Body, Event, Seq};
+use mnemo::history::{absolute_path, file_history, state_at};
+use mnemo::tool::format_size;
+use mnemo::{
+    Durability, MemPath, MnemoClient, MnemoMemoryToolServer, Profile, Report, Store, verify_store,
+};
+use serde_json::{Value, json};
+
+/// An event-sourced, verifiable memory store for Anthropic's memory tool.
+#[derive(Parser)]
+#[command(name = "mnemo", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Args)]
+struct Db {
+    /// The store directory.
+    #[arg(long, env = "MNEMO_DB", default_value = "memory.mnemo.db")]
+    db: PathBuf,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run a scripted memory session on a fresh store, printing each call, then verify it.
+    Demo {
+        /// Where to create the store (must not exist or be empty); default: a new directory.
+        #[arg(long)]
+        db: Option<PathBuf>,
+    },
+    /// Answer memory-tool calls: one JSON object per stdin line, one tool_result line out.
+    Tool {
+        #[command(flatten)]
+        db: Db,
+        /// The agent id calls are recorded under.
+        #[arg(long, default_value = "cli")]
+        agent: String,
+        /// Result-string profile.
+        #[arg(long, default_value = "spec", value_parser = parse_profile)]
+        profile: Profile,
+        /// The memory root.
+        #[arg(long, default_value = "/memories")]
+        root: String,
+        /// When a write is acknowledged: fsync (survives power loss), flush, buffered.
+        #[arg(long, default_value = "fsync", value_parser = parse_durability)]
+        durability: Durability,
+    },
+    /// Replay the log and prove the chain, the index and every recorded answer.
+    Verify {
+        #[command(flatten)]
+        db: Db,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the events: seq, time, agent, command, path, ok/error.
+    Log {
+        #[command(flatten)]
+        db: Db,
+        /// Only events of this agent.
+        #[arg(long)]
+        agent: Option<String>,
+        /// Only events naming this path or a path under it.
+        #[arg(long)]
+        path: Option<String>,
+        /// Start at this seq.
+        #[arg(long, default_value_t = 1)]
+        from: u64,
+        /// At most this many events.
+        #[arg(long)]
+        limit: Option<usize>,
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the files under a directory, now or as they were after event SEQ.
+    Ls {
+        /// Directory to list.
+        #[arg(default_value = "/memories")]
+        dir: String,
+        #[command(flatten)]
+        db: Db,
+        /// Show the tree as it was after this seq.
+        #[arg(long)]
+        at: Option<u64>,
+    },
+    /// Print a file's content, now or as it was after event SEQ.
+    Cat {
+        /// The file.
+        path: String,
+        #[command(flatten)]
+        db: Db,
+        /// Show the file as it was after this seq.
+        #[arg(long)]
+        at: Option<u64>,
+    },
+    /// Every event that touched a file, followed back through renames.
+    History {
+        /// The file.
+        path: String,
+        #[command(flatten)]
+        db: Db,
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn parse_profile(s: &str) -> Result<Profile, String> {
+    Profile::from_name(s).ok_or_else(|| format!("unknown profile {s:?}; use: spec"))
+}
+
+fn parse_durability(s: &str) -> Result<Durability, String> {
+    Durability::from_name(s)
+        .ok_or_else(|| format!("unknown durability {s:?}; use one of: fsync, flush, buffered"))
+}
+
+type CliResult = Result<ExitCode, Box<dyn std::error::Error>>;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Cmd::Demo { db } => run_demo(db),
+        Cmd::Tool {
+            db,
+            agent,
+            profile,
+            root,
+            durability,
+        } => run_tool(&db.db, agent, profile, root, durability),
+        Cmd::Verify { db, json } => run_verify(&db.db, json),
+        Cmd::Log {
+            db,
+            agent,
+            path,
+            from,
+            limit,
+            json,
+        } => run_log(&db.db, agent.as_deref(), path.as_deref(), from, limit, json),
+        Cmd::Ls { dir, db, at } => run_ls(&db.db, &dir, at),
+        Cmd::Cat { path, db, at } => run_cat(&db.db, &path, at),
+        Cmd::History { path, db, json } => run_history(&db.db, &path, json),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) if is_broken_pipe(e.as_ref()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mnemo: error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn is_broken_pipe(e: &(dyn std::error::Error + 'static)) -> bool {
+    e.downcast_ref::<std::io::Error>()
+        .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
+fn demo_dir(db: Option<PathBuf>) -> Result<PathBuf, Box<dyn std::error::Error>> {
+    if let Some(path) = db {
+        let empty = match std::fs::read_dir(&path) {
+            Ok(mut entries) => entries.next().is_none(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+            Err(e) => return Err(format!("cannot read {}: {e}", path.display()).into()),
+        };
+        if !empty {
+            return Err(format!(
+                "{} is not empty; the demo needs a fresh store, so pass a new path or leave out --db",
+                path.display()
+            )
+            .into());
+        }
+        return Ok(path);
+    }
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    Ok(std::env::temp_dir().join(format!("mnemo-demo-{}-{stamp}.db", std::process::id())))
+}
+
+fn run_demo(db: Option<PathBuf>) -> CliResult {
+    let path = demo_dir(db)?;
+    let client = MnemoClient::open(&path, "demo-agent")?;
+    let server = MnemoMemoryToolServer::new(client.clone());
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "Mnemo demo: a memory session on a fresh store at {}",
+        path.display()
+    )?;
+    writeln!(out, "tool definition: {}", server.tool_schema())?;
+    let script = [
+        json!({"command": "view", "path": "/memories"}),
+        json!({"command": "create", "path": "/memories/projects/mnemo.md",
+               "file_text": "# Mnemo\n- status: planning\n- owner: agent-1\n"}),
+        json!({"command": "view", "path": "/memories/projects/mnemo.md"}),
+        json!({"command": "str_replace", "path": "/memories/projects/mnemo.md",
+               "old_str": "status: planning", "new_str": "status: building"}),
+        json!({"command": "insert", "path": "/memories/projects/mnemo.md",
+               "insert_line": 1, "insert_text": "- goal: verifiable agent memory\n"}),
+        json!({"command": "rename", "old_path": "/memories/projects",
+               "new_path": "/memories/done"}),
+        json!({"command": "create", "path": "/memories/scratch.txt", "file_text": "temporary\n"}),
+        json!({"command": "delete", "path": "/memories/scratch.txt"}),
+        json!({"command": "view", "path": "/memories"}),
+        json!({"command": "view", "path": "/memories/../etc/passwd"}),
+    ];
+    for (i, input) in script.iter().enumerate() {
+        let block = json!({"type": "tool_use", "id": format!("toolu_demo_{:02}", i + 1),
+                           "name": "memory", "input": input});
+        let result = server.handle(&block);
+        writeln!(out, "\n>>> {input}")?;
+        let tag = if result.get("is_error").is_some() {
+            "error"
+        } else {
+            "ok"
+        };
+        writeln!(out, "<<< [{tag}]")?;
+        writeln!(out, "{}", result["content"].as_str().unwrap_or_default())?;
+    }
+    let report = client.verify()?;
+    writeln!(out)?;
+    print_report(&mut out, &path, &report)?;
+    writeln!(
+        out,
+        "\nInspect it: mnemo log --db {0} | mnemo history /memories/done/mnemo.md --db {0} | mnemo verify --db {0}",
+        path.display()
+    )?;
+    Ok(if report.is_intact() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn run_tool(
+    db: &Path,
+    agent: String,
+    profile: Profile,
+    root: String,
+    durability: Durability,
+) -> CliResult {
+    let client = MnemoClient::builder(db)
+        .agent_id(agent)
+        .durability(durability)
+        .open()?;
+    let server = MnemoMemoryToolServer::builder(client)
+        .root(root)
+        .profile(profile)
+        .build()?;
+    let stdin = std::io::stdin();
+    let mut input = stdin.lock();
+    let mut out = std::io::stdout().lock();
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        if input.read_until(b'\n', &mut line)? == 0 {
+            break;
+        }
+        if line.last() == Some(&b'\n') {
+            line.pop();
+            if line.last() == Some(&b'\r') {
+                line.pop();
+            }
+        }
+        let text = String::from_utf8_lossy(&line);
+        let result = server.handle_line(&text);
+        serde_json::to_writer(&mut out, &result)?;
+        out.write_all(b"\n")?;
+        out.flush()?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_report(out: &mut impl Write, path: &Path, report: &Report) -> std::io::Result<()> {
+    let status = if !report.is_intact() {
+        "VIOLATION"
+    } else if report.is_empty() {
+        "EMPTY (the log holds no events; nothing to prove)"
+    } else {
+        "INTACT"
+    };
+    writeln!(out, "mnemo verify: {status}")?;
+    writeln!(out, "  store:      {}", path.display())?;
+    writeln!(
+        out,
+        "  checked:    {} events, {} bytes in {:.1} ms ({:.0} events/s, {:.1} MB/s)",
+        report.events,
+        report.bytes,
+        report.elapsed.as_secs_f64() * 1e3,
+        report.events_per_sec(),
+        report.mb_per_sec()
+    )?;
+    writeln!(
+        out,
+        "  head:       seq {} hash {}",
+        report.head.seq, report.head.hash
+    )?;
+    writeln!(
+        out,
+        "  checkpoint: {}:{}",
+        report.head.seq, report.head.hash
+    )?;
+    if report.index_applied < report.head.seq && report.is_intact() {
+        writeln!(
+            out,
+            "  note:       the index is {} events behind the log (an interrupted commit); the next open catches it up",
+            report.head.seq.0 - report.index_applied.0
+        )?;
+    }
+    for v in &report.violations {
+        writeln!(
+            out,
+            "  violation:  seq {} ({}): {}",
+            v.seq,
+            v.kind.name(),
+            v.detail
+        )?;
+    }
+    Ok(())
+}
+
+fn run_verify(db: &Path, as_json: bool) -> CliResult {
+    let store = Store::open_existing(db)?;
+    let report = verify_store(&store)?;
+    let mut out = std::io::stdout().lock();
+    if as_json {
+        let status = if !report.is_intact() {
+            "violation"
+        } else if report.is_empty() {
+            "empty"
+        } else {
+            "intact"
+        };
+        let violations: Vec<Value> = report
+            .violations
+            .iter()
+            .map(|v| json!({"seq": v.seq.0, "kind": v.kind.name(), "detail": v.detail}))
+            .collect();
+        let doc = json!({
+            "status": status,
+            "store": db.display().to_string(),
+            "events": report.events,
+            "bytes": report.bytes,
+            "elapsed_ms": report.elapsed.as_secs_f64() * 1e3,
+            "events_per_sec": report.events_per_sec(),
+            "mb_per_sec": report.mb_per_sec(),
+            "head": {"seq": report.head.seq.0, "hash": report.head.hash.to_hex()},
+            "checkpoint": format!("{}:{}", report.head.seq, report.head.hash),
+            "index_applied": report.index_applied.0,
+            "violations": violations,
+        });
+        writeln!(out, "{doc}")?;
+    } else {
+        print_report(&mut out, db, &report)?;
+    }
+    Ok(if report.is_intact() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// The command name and the canonical paths an event names (raw paths if they do not resolve).
+fn describe(event: &Event) -> (&'static str, Vec<String>) {
+    match &event.body {
+        Body::Tool(call) => {
+            let root = MemPath::root(&call.root).ok();
+            let paths = call
+                .command
+                .paths()
+                .into_iter()
+                .map(|raw| {
+                    root.as_ref()
+                        .and_then(|r| MemPath::resolve(raw, r).ok())
+                        .map_or_else(|| raw.to_string(), |p| p.to_string())
+                })
+                .collect();
+            (call.command.name(), paths)
+        }
+        Body::Rejected(_) => ("rejected", Vec::new()),
+    }
+}
+
+/// `YYYY-MM-DDTHH:MM:SS.mmmZ` from Unix milliseconds (proleptic Gregorian, UTC).
+fn utc(ms: u64) -> String {
+    let secs = ms / 1000;
+    let days = i64::try_from(secs / 86_400).unwrap_or(0);
+    let rem = secs % 86_400;
+    // Days to civil date (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        ms % 1000
+    )
+}
+
+fn event_json(event: &Event) -> Value {
+    let (command, paths) = describe(event);
+    json!({
+        "seq": event.seq.0,
+        "time": utc(event.header.time_ms),
+        "time_ms": event.header.time_ms,
+        "agent": event.header.agent,
+        "tool_use_id": event.header.tool_use_id,
+        "command": command,
+        "paths": paths,
+        "is_error": event.header.outcome.is_error,
+        "result_hash": event.header.outcome.result_hash.to_hex(),
+    })
+}
+
+fn event_line(event: &Event) -> String {
+    let (command, paths) = describe(event);
+    let status = if event.header.outcome.is_error {
+        "error"
+    } else {
+        "ok"
+    };
+    format!(
+        "{:>6}  {}  {:<12}  {:<11}  {:<5}  {}",
+        event.seq,
+        utc(event.header.time_ms),
+        event.header.agent,
+        command,
+        status,
+        paths.join(" -> ")
+    )
+}
+
+fn run_log(
+    db: &Path,
+    agent: Option<&str>,
+    path: Option<&str>,
+    from: u64,
+    limit: Option<usize>,
+    as_json: bool,
+) -> CliResult {
+    let store = Store::open_existing(db)?;
+    let filter_path = path.map(absolute_path).transpose()?;
+    let mut out = std::io::stdout().lock();
+    let mut shown = 0;
+    for item in store.records(Seq(from.max(1))) {
+        if limit.is_some_and(|l| shown >= l) {
+            break;
+        }
+        let (_, record) = item?;
+        let event = Event::decode(&record)?;
+        if agent.is_some_and(|a| a != event.header.agent) {
+            continue;
+        }
+        if let Some(want) = &filter_path {
+            let (_, paths) = describe(&event);
+            let hit = paths
+                .iter()
+                .any(|p| absolute_path(p).is_ok_and(|p| p.starts_with(want)));
+            if !hit {
+                continue;
+            }
+        }
+        if as_json {
+            writeln!(out, "{}", event_json(&event))?;
+        } else {
+            writeln!(out, "{}", event_line(&event))?;
+        }
+        shown += 1;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn tree_at(
+    store: &Store,
+    at: Option<u64>,
+) -> Result<mnemo::Projection<mnemo::MemKv>, mnemo::Error> {
+    let head = store.head()?;
+    state_at(store, Seq(at.unwrap_or(head.seq.0).min(head.seq.0)))
+}
+
+fn run_ls(db: &Path, dir: &str, at: Option<u64>) -> CliResult {
+    let store = Store::open_existing(db)?;
+    let dir = absolute_path(dir)?;
+    let records = match at {
+        None => store.index().records_under(&dir)?,
+        Some(_) => tree_at(&store, at)?.records_under(&dir)?,
+    };
+    let mut out = std::io::stdout().lock();
+    for r in records {
+        writeln!(
+            out,
+            "{:>7}  {}",
+            format_size(r.content.len() as u64),
+            r.path
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_cat(db: &Path, path: &str, at: Option<u64>) -> CliResult {
+    let store = Store::open_existing(db)?;
+    let file = absolute_path(path)?;
+    let record = match at {
+        None => store.index().record(&file)?,
+        Some(_) => tree_at(&store, at)?.record(&file)?,
+    };
+    match record {
+        Some(r) => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(r.content.as_bytes())?;
+            out.flush()?;
+            Ok(ExitCode::SUCCESS)
+        }
+        None => Err(format!(
+            "no file at {file}{}; list files with `mnemo ls`",
+            at.map(|s| format!(" after seq {s}")).unwrap_or_default()
+        )
+        .into()),
+    }
+}
+
+fn run_history(db: &Path, path: &str, as_json: bool) -> CliResult {
+    let store = Store::open_existing(db)?;
+    let file = absolute_path(path)?;
+    let events = file_history(&store, &file)?;
+    let mut out = std::io::stdout().lock();
+    for event in &events {
+        if as_json {
+            writeln!(out, "{}", event_json(event))?;
+        } else {
+            writeln!(out, "{}", event_line(event))?;
+        }
+    }
+    if events.is_empty() && !as_json {
+        writeln!(out, "no event names {file}")?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

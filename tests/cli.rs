@@ -1,1 +1,241 @@
-//! placeholder
+//! The built `mnemo` binary: the JSONL tool contract, verify's exit codes, demo and the readers.
+
+use serde_json::{Value, json};
+
+use crate::support::{TempStore, run_mnemo, tamper_record};
+
+fn lines(out: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(out)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("every output line is JSON"))
+        .collect()
+}
+
+#[test]
+fn view_of_a_new_store_is_the_documented_listing() {
+    let s = TempStore::new();
+    let db = s.path();
+    let out = run_mnemo(
+        &["tool", "--db", db.to_str().unwrap()],
+        "{\"command\":\"view\",\"path\":\"/memories\"}\n",
+    );
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results = lines(&out.stdout);
+    assert_eq!(results.len(), 1);
+    assert_eq!(
+        results[0]["content"],
+        "Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and node_modules:\n4K\t/memories"
+    );
+    assert_eq!(results[0]["type"], "tool_result");
+    assert!(results[0].get("is_error").is_none());
+}
+
+#[test]
+fn tool_answers_every_line_and_logs_the_ones_that_are_not_json() {
+    let s = TempStore::new();
+    let db = s.path();
+    let db = db.to_str().unwrap();
+    let input = [
+        json!({"type": "tool_use", "id": "toolu_a", "name": "memory",
+               "input": {"command": "create", "path": "/memories/a.txt", "file_text": "one\ntwo\n"}})
+        .to_string(),
+        "this is not json".to_string(),
+        String::new(),
+        json!({"command": "view", "path": "/memories/a.txt", "view_range": [2, -1]}).to_string(),
+        json!({"type": "tool_use", "id": "toolu_b", "name": "calculator", "input": {}}).to_string(),
+        json!({"command": "delete", "path": "/memories/../../etc"}).to_string(),
+    ]
+    .join("\n")
+        + "\n";
+    let out = run_mnemo(&["tool", "--db", db, "--agent", "planner"], &input);
+    assert!(out.status.success());
+    let results = lines(&out.stdout);
+    assert_eq!(results.len(), 6, "one result per input line");
+    assert_eq!(results[0]["tool_use_id"], "toolu_a");
+    assert_eq!(
+        results[0]["content"],
+        "File created successfully at: /memories/a.txt"
+    );
+    assert_eq!(results[1]["is_error"], true);
+    assert!(
+        results[1]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("Error: The input is not valid JSON")
+    );
+    assert_eq!(results[2]["is_error"], true);
+    assert_eq!(
+        results[3]["content"],
+        "Here's the content of /memories/a.txt with line numbers:\n     2\ttwo\n     3\t"
+    );
+    assert_eq!(results[4]["is_error"], true);
+    assert_eq!(results[4]["tool_use_id"], "toolu_b");
+    assert_eq!(
+        results[5]["content"],
+        "Path /memories/../../etc would escape /memories directory"
+    );
+
+    // All six calls are in the log, attributed to the agent, and the store verifies.
+    let log = run_mnemo(&["log", "--db", db, "--json"], "");
+    let events = lines(&log.stdout);
+    assert_eq!(events.len(), 6);
+    assert!(events.iter().all(|e| e["agent"] == "planner"));
+    assert_eq!(events[1]["command"], "rejected");
+    let verify = run_mnemo(&["verify", "--db", db, "--json"], "");
+    assert_eq!(verify.status.code(), Some(0));
+    let report = &lines(&verify.stdout)[0];
+    assert_eq!(report["status"], "intact");
+    assert_eq!(report["events"], 6);
+}
+
+#[test]
+fn verify_exit_codes() {
+    let s = TempStore::new();
+    let db = s.path();
+    let db_str = db.to_str().unwrap();
+
+    let missing = run_mnemo(&["verify", "--db", db_str], "");
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no store at"));
+
+    let input = (0..5)
+        .map(|i| {
+            json!({"command": "create", "path": format!("/memories/f{i}"), "file_text": "x"})
+                .to_string()
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(
+        run_mnemo(&["tool", "--db", db_str], &input)
+            .status
+            .success()
+    );
+    assert_eq!(
+        run_mnemo(&["verify", "--db", db_str], "").status.code(),
+        Some(0)
+    );
+
+    // While another process holds the store, verify cannot run: exit 2 and a clear message.
+    {
+        let _holder = s.client();
+        let locked = run_mnemo(&["verify", "--db", db_str], "");
+        assert_eq!(locked.status.code(), Some(2));
+        assert!(
+            String::from_utf8_lossy(&locked.stderr).contains("in use by another process"),
+            "stderr: {}",
+            String::from_utf8_lossy(&locked.stderr)
+        );
+    }
+
+    tamper_record(&db, 3, |record| {
+        let last = record.len() - 1;
+        record[last] ^= 0x01;
+    });
+    let bad = run_mnemo(&["verify", "--db", db_str, "--json"], "");
+    assert_eq!(bad.status.code(), Some(1));
+    let report = &lines(&bad.stdout)[0];
+    assert_eq!(report["status"], "violation");
+    assert_eq!(report["violations"][0]["seq"], 3);
+}
+
+#[test]
+fn an_empty_store_is_reported_as_empty() {
+    let s = TempStore::new();
+    drop(s.client());
+    let out = run_mnemo(&["verify", "--db", s.path().to_str().unwrap()], "");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("EMPTY"));
+}
+
+#[test]
+fn demo_runs_on_a_fresh_store_and_refuses_a_used_one() {
+    let s = TempStore::new();
+    let db = s.path();
+    let out = run_mnemo(&["demo", "--db", db.to_str().unwrap()], "");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("mnemo verify: INTACT"), "{stdout}");
+    assert!(stdout.contains("Successfully renamed /memories/projects to /memories/done"));
+    assert_eq!(
+        run_mnemo(&["verify", "--db", db.to_str().unwrap()], "")
+            .status
+            .code(),
+        Some(0)
+    );
+    let again = run_mnemo(&["demo", "--db", db.to_str().unwrap()], "");
+    assert_eq!(again.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("is not empty"));
+}
+
+#[test]
+fn readers_show_the_past_and_follow_renames() {
+    let s = TempStore::new();
+    let db = s.path();
+    let db = db.to_str().unwrap();
+    let input = [
+        json!({"command": "create", "path": "/memories/a/n.txt", "file_text": "v1"}),
+        json!({"command": "str_replace", "path": "/memories/a/n.txt", "old_str": "v1", "new_str": "v2"}),
+        json!({"command": "create", "path": "/memories/other.txt", "file_text": "o"}),
+        json!({"command": "rename", "old_path": "/memories/a", "new_path": "/memories/b"}),
+        json!({"command": "view", "path": "/memories/b/n.txt"}),
+    ]
+    .iter()
+    .map(Value::to_string)
+    .collect::<Vec<_>>()
+    .join("\n");
+    assert!(
+        run_mnemo(&["tool", "--db", db, "--durability", "flush"], &input)
+            .status
+            .success()
+    );
+
+    let cat_now = run_mnemo(&["cat", "/memories/b/n.txt", "--db", db], "");
+    assert_eq!(String::from_utf8_lossy(&cat_now.stdout), "v2");
+    let cat_then = run_mnemo(&["cat", "/memories/a/n.txt", "--db", db, "--at", "1"], "");
+    assert_eq!(String::from_utf8_lossy(&cat_then.stdout), "v1");
+    let gone = run_mnemo(&["cat", "/memories/a/n.txt", "--db", db], "");
+    assert_eq!(gone.status.code(), Some(2));
+
+    let ls_then = String::from_utf8_lossy(&run_mnemo(&["ls", "--db", db, "--at", "2"], "").stdout)
+        .into_owned();
+    assert!(
+        ls_then.contains("/memories/a/n.txt") && !ls_then.contains("other.txt"),
+        "{ls_then}"
+    );
+    let ls_now = String::from_utf8_lossy(&run_mnemo(&["ls", "--db", db], "").stdout).into_owned();
+    assert!(
+        ls_now.contains("/memories/b/n.txt") && ls_now.contains("other.txt"),
+        "{ls_now}"
+    );
+
+    let history = run_mnemo(&["history", "/memories/b/n.txt", "--db", db, "--json"], "");
+    let seqs: Vec<u64> = lines(&history.stdout)
+        .iter()
+        .map(|e| e["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        seqs,
+        vec![1, 2, 4, 5],
+        "create, edit, the directory rename, the view"
+    );
+
+    let by_path = run_mnemo(&["log", "--db", db, "--path", "/memories/a", "--json"], "");
+    let seqs: Vec<u64> = lines(&by_path.stdout)
+        .iter()
+        .map(|e| e["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seqs, vec![1, 2, 4]);
+    let limited = run_mnemo(
+        &["log", "--db", db, "--from", "2", "--limit", "2", "--json"],
+        "",
+    );
+    let seqs: Vec<u64> = lines(&limited.stdout)
+        .iter()
+        .map(|e| e["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seqs, vec![2, 3]);
+}
