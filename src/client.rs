@@ -36,6 +36,18 @@ impl Drop for Inner {
     }
 }
 
+/// Longest agent id accepted, in bytes.
+pub const MAX_AGENT_BYTES: usize = 256;
+
+fn check_agent(agent: &str) -> Result<()> {
+    if agent.is_empty() || agent.len() > MAX_AGENT_BYTES || agent.chars().any(char::is_control) {
+        return Err(Error::InvalidArgument(format!(
+            "agent id {agent:?} is not valid; use 1 to {MAX_AGENT_BYTES} bytes of printable text, such as \"agent-1\""
+        )));
+    }
+    Ok(())
+}
+
 /// Options for opening a store.
 #[derive(Clone, Debug)]
 pub struct ClientBuilder {
@@ -59,6 +71,7 @@ impl ClientBuilder {
 
     /// Opens or creates the store, finishing any index update a crash interrupted.
     pub fn open(self) -> Result<MnemoClient> {
+        check_agent(&self.agent)?;
         let store = Store::open(&self.path)?;
         store.catch_up()?;
         let (tx, handle) = writer::spawn(store.clone(), self.durability)?;
@@ -107,11 +120,13 @@ impl MnemoClient {
     }
 
     /// A client for another agent over the same store and writer.
-    pub fn with_agent(&self, agent_id: impl Into<String>) -> MnemoClient {
-        MnemoClient {
+    pub fn with_agent(&self, agent_id: impl Into<String>) -> Result<MnemoClient> {
+        let agent = agent_id.into();
+        check_agent(&agent)?;
+        Ok(MnemoClient {
             inner: Arc::clone(&self.inner),
-            agent: agent_id.into().into(),
-        }
+            agent: agent.into(),
+        })
     }
 
     /// The agent id this client acts as.

@@ -417,3 +417,103 @@ impl Frame {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn command() -> impl Strategy<Value = Command> {
+        let s = || ".{0,12}";
+        prop_oneof![
+            (s(), proptest::option::of((any::<i64>(), any::<i64>())))
+                .prop_map(|(path, view_range)| Command::View { path, view_range }),
+            (s(), s()).prop_map(|(path, file_text)| Command::Create { path, file_text }),
+            (s(), s(), proptest::option::of(s())).prop_map(|(path, old_str, new_str)| {
+                Command::StrReplace {
+                    path,
+                    old_str,
+                    new_str,
+                }
+            }),
+            (s(), any::<i64>(), s()).prop_map(|(path, insert_line, insert_text)| {
+                Command::Insert {
+                    path,
+                    insert_line,
+                    insert_text,
+                }
+            }),
+            s().prop_map(|path| Command::Delete { path }),
+            (s(), s()).prop_map(|(old_path, new_path)| Command::Rename { old_path, new_path }),
+        ]
+    }
+
+    fn event() -> impl Strategy<Value = Event> {
+        let body = prop_oneof![
+            command().prop_map(|command| Body::Tool(ToolCall {
+                root: "/memories".into(),
+                profile: Profile::Spec,
+                command,
+            })),
+            ".{0,20}".prop_map(|input| Body::Rejected(RejectedCall {
+                root: "/memories".into(),
+                profile: Profile::Spec,
+                input,
+            })),
+        ];
+        (
+            1..u64::MAX,
+            any::<[u8; 32]>(),
+            any::<u64>(),
+            ".{0,8}",
+            proptest::option::of(".{0,8}"),
+            any::<bool>(),
+            ".{0,8}",
+            body,
+        )
+            .prop_map(|(seq, prev, time_ms, agent, id, is_error, text, body)| Event {
+                seq: Seq(seq),
+                prev_hash: EventHash(prev),
+                header: Header {
+                    time_ms,
+                    agent,
+                    tool_use_id: id,
+                    outcome: Outcome::of(is_error, &text),
+                },
+                body,
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn records_round_trip(event in event()) {
+            let frame = event.to_frame();
+            let bytes = frame.encode();
+            let decoded = Frame::decode(&bytes).expect("decodes");
+            prop_assert_eq!(&decoded, &frame);
+            prop_assert_eq!(decoded.event().expect("event decodes"), event);
+            prop_assert_eq!(decoded.recompute_hash(), frame.hash);
+        }
+
+        #[test]
+        fn any_flipped_byte_is_detectable(event in event(), pick in any::<prop::sample::Index>(), bit in 0u8..8) {
+            let frame = event.to_frame();
+            let mut bytes = frame.encode();
+            let at = pick.index(bytes.len());
+            bytes[at] ^= 1 << bit;
+            // Detectable: the record no longer decodes, or its stored hashes no longer match what
+            // its fields hash to, or it claims another seq or prev_hash than the original.
+            let detected = match Frame::decode(&bytes) {
+                Err(_) => true,
+                Ok(f) => {
+                    f.recompute_hash() != f.hash
+                        || EventHash::of(&f.payload) != f.payload_hash
+                        || f.seq != frame.seq
+                        || f.prev_hash != frame.prev_hash
+                        || f.hash != frame.hash
+                }
+            };
+            prop_assert!(detected, "flip of bit {} at byte {} went unnoticed", bit, at);
+        }
+    }
+}

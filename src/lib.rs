@@ -16,7 +16,7 @@ pub mod tool;
 mod verify;
 mod writer;
 
-pub use client::{ClientBuilder, MnemoClient};
+pub use client::{ClientBuilder, MAX_AGENT_BYTES, MnemoClient};
 pub use error::{Error, Result};
 pub use event::{Body, Event, EventHash, Header, Outcome, RejectedCall, Seq, ToolCall};
 pub use kv::MemKv;
@@ -24,5 +24,7 @@ pub use log::{Durability, Head, Store};
 pub use paths::{MAX_PATH_BYTES, MAX_SEGMENT_BYTES, MemPath, PathRejection};
 pub use projection::{MEMORY_TAG, MemoryRecord, Projection};
 pub use tool::{MnemoMemoryToolServer, Profile};
-pub use verify::{Report, Violation, ViolationKind, verify_store};
+pub use verify::{
+    PROGRESS_EVERY, Report, Violation, ViolationKind, verify_store, verify_store_with_progress,
+};
 pub use writer::{MAX_BATCH, Receipt};

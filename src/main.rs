@@ -2,7 +2,7 @@
 //! calls; errors are printed once, and the exit code is 0 (ok), 1 (verify found a violation) or 2
 //! (could not run).
 
-use std::io::{BufRead, Write};
+use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -11,7 +11,8 @@ use mnemo::event::{Body, Event, Seq};
 use mnemo::history::{absolute_path, file_history, state_at};
 use mnemo::tool::format_size;
 use mnemo::{
-    Durability, MemPath, MnemoClient, MnemoMemoryToolServer, Profile, Report, Store, verify_store,
+    Durability, MemPath, MnemoClient, MnemoMemoryToolServer, Profile, Report, Store,
+    verify_store_with_progress,
 };
 use serde_json::{Value, json};
 
@@ -333,7 +334,15 @@ fn print_report(out: &mut impl Write, path: &Path, report: &Report) -> std::io::
 
 fn run_verify(db: &Path, as_json: bool) -> CliResult {
     let store = Store::open_existing(db)?;
-    let report = verify_store(&store)?;
+    let tty = std::io::stderr().is_terminal();
+    let report = verify_store_with_progress(&store, &mut |checked, head| {
+        if tty {
+            eprint!("\rverifying: {checked} / {head} events");
+        }
+    })?;
+    if tty && report.events >= mnemo::PROGRESS_EVERY {
+        eprintln!();
+    }
     let mut out = std::io::stdout().lock();
     if as_json {
         let status = if !report.is_intact() {

@@ -126,8 +126,19 @@ fn violation(seq: Seq, kind: ViolationKind, detail: String) -> Violation {
     Violation { seq, kind, detail }
 }
 
+/// How often [`verify_store_with_progress`] reports, in events.
+pub const PROGRESS_EVERY: u64 = 10_000;
+
 /// Verifies an open store (callers make sure no write runs meanwhile).
 pub fn verify_store(store: &Store) -> Result<Report> {
+    verify_store_with_progress(store, &mut |_, _| {})
+}
+
+/// [`verify_store`], calling `progress(checked, head_seq)` every [`PROGRESS_EVERY`] events.
+pub fn verify_store_with_progress(
+    store: &Store,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Report> {
     let start = Instant::now();
     let mut report = Report {
         events: 0,
@@ -167,6 +178,9 @@ pub fn verify_store(store: &Store) -> Result<Report> {
         };
         report.events += 1;
         report.bytes += record.len() as u64;
+        if report.events % PROGRESS_EVERY == 0 {
+            progress(report.events, report.head.seq.0);
+        }
         if seq == report.index_applied {
             if let Some(v) = compare_index(&replay, &stored_index, seq)? {
                 return finish(report, Some(v));

@@ -164,6 +164,18 @@ impl Writer {
                 body: call.body.clone(),
             };
             let frame = event.to_frame();
+            if u32::try_from(frame.header.len()).is_err()
+                || u32::try_from(frame.payload.len()).is_err()
+            {
+                // Nothing has been written: refuse the batch rather than truncate a length field.
+                return Err((
+                    Error::InvalidArgument(format!(
+                        "call {} is too large to record (its event would exceed 4 GiB); send smaller inputs",
+                        seq
+                    )),
+                    false,
+                ));
+            }
             prev = frame.hash;
             frames.push(frame);
             receipts.push(Receipt {

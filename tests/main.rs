@@ -10,6 +10,8 @@ mod cli;
 mod golden;
 // The proptest model test: random command sequences against a naive in-memory model.
 mod model;
+// Reopening, catch-up after a crash between append and index write, lock and format errors.
+mod recovery;
 // The spec profile's result strings, one row of the table per case.
 mod spec_table;
 // Tampering through sled: verify names the right seq and invariant.

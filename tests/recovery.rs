@@ -1,0 +1,144 @@
+//! Reopening: the chain continues, an interrupted index update is caught up from the log, and a
+//! store that cannot be used says why.
+
+use mnemo::event::{Body, Event, Header, Outcome, Seq, ToolCall};
+use mnemo::tool::Command;
+use mnemo::{Error, MnemoClient, Profile, Store, verify_store};
+use serde_json::json;
+
+use crate::support::{TempStore, call};
+
+#[test]
+fn reopening_continues_the_chain() {
+    let s = TempStore::new();
+    let first_head = {
+        let server = s.server();
+        for i in 0..3 {
+            call(
+                &server,
+                json!({"command": "create", "path": format!("/memories/{i}"), "file_text": "x"}),
+            );
+        }
+        server.client().head().expect("head")
+    };
+    assert_eq!(first_head.seq, Seq(3));
+    let server = s.server();
+    call(&server, json!({"command": "view", "path": "/memories/0"}));
+    let event4 = server
+        .client()
+        .events(Seq(4))
+        .next()
+        .expect("event 4")
+        .expect("decodes");
+    assert_eq!(
+        event4.prev_hash, first_head.hash,
+        "event 4 links to the old head"
+    );
+    let report = server.client().verify().expect("verify");
+    assert!(report.is_intact() && report.events == 4, "{report:?}");
+}
+
+#[test]
+fn an_index_update_lost_in_a_crash_is_replayed_on_open() {
+    let s = TempStore::new();
+    {
+        let server = s.server();
+        call(
+            &server,
+            json!({"command": "create", "path": "/memories/a.txt", "file_text": "a"}),
+        );
+    }
+    // Simulate a crash after the events were appended but before the index batch was written.
+    {
+        let store = Store::open(&s.path()).expect("open");
+        let head = store.head().expect("head");
+        let mut prev = head.hash;
+        let mut frames = Vec::new();
+        for (i, command) in [
+            Command::Create {
+                path: "/memories/b.txt".into(),
+                file_text: "b".into(),
+            },
+            Command::Rename {
+                old_path: "/memories/a.txt".into(),
+                new_path: "/memories/d/a.txt".into(),
+            },
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let text = match &command {
+                Command::Create { .. } => "File created successfully at: /memories/b.txt",
+                _ => "Successfully renamed /memories/a.txt to /memories/d/a.txt",
+            };
+            let event = Event {
+                seq: Seq(head.seq.0 + 1 + i as u64),
+                prev_hash: prev,
+                header: Header {
+                    time_ms: 0,
+                    agent: "crashed".into(),
+                    tool_use_id: None,
+                    outcome: Outcome::of(false, text),
+                },
+                body: Body::Tool(ToolCall {
+                    root: "/memories".into(),
+                    profile: Profile::Spec,
+                    command,
+                }),
+            };
+            let frame = event.to_frame();
+            prev = frame.hash;
+            frames.push(frame);
+        }
+        store.append(&frames).expect("append");
+        let report = verify_store(&store).expect("verify");
+        assert!(
+            report.is_intact(),
+            "a lagging index is not a violation: {report:?}"
+        );
+        assert_eq!((report.events, report.index_applied), (3, Seq(1)));
+    }
+    let client = s.client();
+    assert_eq!(
+        client
+            .record("/memories/d/a.txt")
+            .expect("read")
+            .map(|r| r.content),
+        Some("a".to_string())
+    );
+    assert_eq!(client.record("/memories/a.txt").expect("read"), None);
+    assert!(client.record("/memories/b.txt").expect("read").is_some());
+    let report = client.verify().expect("verify");
+    assert!(
+        report.is_intact() && report.index_applied == Seq(3),
+        "{report:?}"
+    );
+}
+
+#[test]
+fn a_second_opener_gets_a_clear_error() {
+    let s = TempStore::new();
+    let _first = s.client();
+    match MnemoClient::open(s.path(), "second") {
+        Err(Error::Locked { path }) => assert_eq!(path, s.path()),
+        other => panic!("expected Error::Locked, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_store_from_a_newer_format_is_refused() {
+    let s = TempStore::new();
+    drop(s.client());
+    {
+        let store = Store::open(&s.path()).expect("open");
+        let (_, meta, _) = store.raw_trees();
+        meta.insert("format", &[9u8]).expect("write");
+        meta.flush().expect("flush");
+    }
+    match MnemoClient::open(s.path(), "a") {
+        Err(e @ Error::NewerFormat { found: 9, .. }) => {
+            assert!(e.to_string().contains("upgrade mnemo"), "{e}");
+        }
+        other => panic!("expected Error::NewerFormat, got {other:?}"),
+    }
+}
