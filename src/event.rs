@@ -471,17 +471,19 @@ mod tests {
             ".{0,8}",
             body,
         )
-            .prop_map(|(seq, prev, time_ms, agent, id, is_error, text, body)| Event {
-                seq: Seq(seq),
-                prev_hash: EventHash(prev),
-                header: Header {
-                    time_ms,
-                    agent,
-                    tool_use_id: id,
-                    outcome: Outcome::of(is_error, &text),
+            .prop_map(
+                |(seq, prev, time_ms, agent, id, is_error, text, body)| Event {
+                    seq: Seq(seq),
+                    prev_hash: EventHash(prev),
+                    header: Header {
+                        time_ms,
+                        agent,
+                        tool_use_id: id,
+                        outcome: Outcome::of(is_error, &text),
+                    },
+                    body,
                 },
-                body,
-            })
+            )
     }
 
     proptest! {

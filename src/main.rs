@@ -285,14 +285,16 @@ fn run_tool(
 }
 
 fn print_report(out: &mut impl Write, path: &Path, report: &Report) -> std::io::Result<()> {
-    let status = if !report.is_intact() {
-        "VIOLATION"
-    } else if report.is_empty() {
-        "EMPTY (the log holds no events; nothing to prove)"
+    let note = if report.is_empty() {
+        " (the log holds no events; nothing to prove)"
     } else {
-        "INTACT"
+        ""
     };
-    writeln!(out, "mnemo verify: {status}")?;
+    writeln!(
+        out,
+        "mnemo verify: {}{note}",
+        report.status().to_uppercase()
+    )?;
     writeln!(out, "  store:      {}", path.display())?;
     writeln!(
         out,
@@ -345,20 +347,13 @@ fn run_verify(db: &Path, as_json: bool) -> CliResult {
     }
     let mut out = std::io::stdout().lock();
     if as_json {
-        let status = if !report.is_intact() {
-            "violation"
-        } else if report.is_empty() {
-            "empty"
-        } else {
-            "intact"
-        };
         let violations: Vec<Value> = report
             .violations
             .iter()
             .map(|v| json!({"seq": v.seq.0, "kind": v.kind.name(), "detail": v.detail}))
             .collect();
         let doc = json!({
-            "status": status,
+            "status": report.status(),
             "store": db.display().to_string(),
             "events": report.events,
             "bytes": report.bytes,

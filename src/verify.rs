@@ -104,6 +104,17 @@ impl Report {
         self.events == 0 && self.is_intact()
     }
 
+    /// `intact`, `empty` (no events, nothing claims otherwise) or `violation`.
+    pub fn status(&self) -> &'static str {
+        if !self.is_intact() {
+            "violation"
+        } else if self.events == 0 {
+            "empty"
+        } else {
+            "intact"
+        }
+    }
+
     /// Events verified per second.
     pub fn events_per_sec(&self) -> f64 {
         let secs = self.elapsed.as_secs_f64().max(1e-9);

@@ -11,6 +11,14 @@ fn lines(out: &[u8]) -> Vec<Value> {
         .collect()
 }
 
+/// The `seq` of every JSON line in `out`.
+fn seqs(out: &[u8]) -> Vec<u64> {
+    lines(out)
+        .iter()
+        .map(|e| e["seq"].as_u64().expect("seq is a number"))
+        .collect()
+}
+
 #[test]
 fn view_of_a_new_store_is_the_documented_listing() {
     let s = TempStore::new();
@@ -213,29 +221,17 @@ fn readers_show_the_past_and_follow_renames() {
     );
 
     let history = run_mnemo(&["history", "/memories/b/n.txt", "--db", db, "--json"], "");
-    let seqs: Vec<u64> = lines(&history.stdout)
-        .iter()
-        .map(|e| e["seq"].as_u64().unwrap())
-        .collect();
     assert_eq!(
-        seqs,
+        seqs(&history.stdout),
         vec![1, 2, 4, 5],
         "create, edit, the directory rename, the view"
     );
 
     let by_path = run_mnemo(&["log", "--db", db, "--path", "/memories/a", "--json"], "");
-    let seqs: Vec<u64> = lines(&by_path.stdout)
-        .iter()
-        .map(|e| e["seq"].as_u64().unwrap())
-        .collect();
-    assert_eq!(seqs, vec![1, 2, 4]);
+    assert_eq!(seqs(&by_path.stdout), vec![1, 2, 4]);
     let limited = run_mnemo(
         &["log", "--db", db, "--from", "2", "--limit", "2", "--json"],
         "",
     );
-    let seqs: Vec<u64> = lines(&limited.stdout)
-        .iter()
-        .map(|e| e["seq"].as_u64().unwrap())
-        .collect();
-    assert_eq!(seqs, vec![2, 3]);
+    assert_eq!(seqs(&limited.stdout), vec![2, 3]);
 }
