@@ -28,7 +28,8 @@ struct Inner {
 impl Drop for Inner {
     fn drop(&mut self) {
         // Closing the channel ends the writer once it has committed what it holds; joining it
-        // means the store is closed (and its lock released) when the last client is gone.
+        // means every write is done when the last client is gone. sled's own threads may hold the
+        // lock a moment longer; `Store::open` waits for that.
         self.tx.take();
         if let Some(handle) = self.writer.take() {
             let _ = handle.join();

@@ -13,10 +13,21 @@ use serde::de::DeserializeOwned;
 
 use crate::error::{Error, Result};
 
+/// Most bytes one decode may claim. Frames carry u32 lengths, so nothing valid is larger; a
+/// corrupt length beyond it is an error before anything is allocated.
+const DECODE_LIMIT: usize = u32::MAX as usize;
+
 fn config() -> impl bincode::config::Config {
     bincode::config::standard()
         .with_little_endian()
         .with_fixed_int_encoding()
+}
+
+fn config_with_limit() -> impl bincode::config::Config {
+    bincode::config::standard()
+        .with_little_endian()
+        .with_fixed_int_encoding()
+        .with_limit::<DECODE_LIMIT>()
 }
 
 /// Encodes `value` into its canonical bytes.
@@ -29,7 +40,8 @@ pub(crate) fn encode<T: Serialize>(value: &T) -> Vec<u8> {
 
 /// Decodes canonical bytes; `what` names the record for the error message.
 pub(crate) fn decode<T: DeserializeOwned>(bytes: &[u8], what: &str) -> Result<T> {
-    let (value, used) = bincode::serde::decode_from_slice(bytes, config())
+    let limited = config_with_limit();
+    let (value, used) = bincode::serde::decode_from_slice(bytes, limited)
         .map_err(|e| Error::corrupt(format!("{what} could not be decoded: {e}")))?;
     if used != bytes.len() {
         return Err(Error::corrupt(format!(

@@ -44,7 +44,9 @@ pub enum Error {
     },
 
     /// Bytes on disk could not be decoded; the store is damaged or was edited by hand.
-    #[error("corrupt store: {what}; run `mnemo verify` for the first bad event")]
+    #[error(
+        "corrupt store: {what}; it was damaged or edited outside Mnemo. Restore it from a backup (`mnemo verify` names the first bad event when the store opens)"
+    )]
     Corrupt {
         /// What could not be decoded, and where.
         what: String,

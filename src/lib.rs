@@ -20,7 +20,7 @@ pub use client::{ClientBuilder, MAX_AGENT_BYTES, MnemoClient};
 pub use error::{Error, Result};
 pub use event::{Body, Event, EventHash, Header, Outcome, RejectedCall, Seq, ToolCall};
 pub use kv::MemKv;
-pub use log::{Durability, Head, Store};
+pub use log::{Durability, Head, LOCK_WAIT, Store};
 pub use paths::{MAX_PATH_BYTES, MAX_SEGMENT_BYTES, MemPath, PathRejection};
 pub use projection::{MEMORY_TAG, MemoryRecord, Projection};
 pub use tool::{MnemoMemoryToolServer, Profile};

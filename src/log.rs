@@ -17,6 +17,7 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use sled::transaction::{ConflictableTransactionError, TransactionError};
 use sled::{Transactional, Tree};
@@ -27,6 +28,9 @@ use crate::kv::Overlay;
 use crate::projection::Projection;
 
 const FORMAT_KEY: &[u8] = b"format";
+
+/// How long [`Store::open`] waits for a lock that a just-closed handle may still hold.
+pub const LOCK_WAIT: Duration = Duration::from_millis(1500);
 const HEAD_KEY: &[u8] = b"head";
 
 /// How far a write must get before the call that made it is answered.
@@ -112,15 +116,26 @@ pub struct Store {
 
 impl Store {
     /// Opens or creates the store at `path`.
+    ///
+    /// sled's background threads can hold the store's lock for a moment after its last handle is
+    /// dropped, so a lock conflict is retried for up to [`LOCK_WAIT`] before it is reported as
+    /// [`Error::Locked`]: a store closed a moment ago reopens, one held by a live process does not.
     pub fn open(path: &Path) -> Result<Store> {
-        let db = sled::Config::new().path(path).open().map_err(|e| match e {
-            sled::Error::Io(io) if io.to_string().contains("could not acquire lock") => {
-                Error::Locked {
-                    path: path.to_path_buf(),
+        let deadline = Instant::now() + LOCK_WAIT;
+        let db = loop {
+            match sled::Config::new().path(path).open() {
+                Ok(db) => break db,
+                Err(sled::Error::Io(io)) if io.to_string().contains("could not acquire lock") => {
+                    if Instant::now() >= deadline {
+                        return Err(Error::Locked {
+                            path: path.to_path_buf(),
+                        });
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
                 }
+                Err(other) => return Err(Error::Storage(other)),
             }
-            other => Error::Storage(other),
-        })?;
+        };
         let store = Store {
             path: path.to_path_buf(),
             events: db.open_tree("events")?,

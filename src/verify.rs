@@ -17,7 +17,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::event::{EventHash, Frame, Outcome, Seq};
 use crate::kv::{KvRead, MemKv};
 use crate::log::{Head, Store};
@@ -172,7 +172,17 @@ pub fn verify_store_with_progress(
         }
     };
     let stored_index = store.index();
-    report.index_applied = stored_index.applied()?;
+    report.index_applied = match stored_index.applied() {
+        Ok(seq) => seq,
+        Err(e) => {
+            let v = violation(
+                Seq(0),
+                ViolationKind::Index,
+                format!("index applied seq: {e}"),
+            );
+            return finish(report, Some(v));
+        }
+    };
     let mut replay = Projection::new(MemKv::default());
     let mut prev = EventHash::ZERO;
     let mut expected = Seq(1);
@@ -182,7 +192,14 @@ pub fn verify_store_with_progress(
         }
     }
     for item in store.records(Seq(0)) {
-        let (seq, record) = item?;
+        let (seq, record) = match item {
+            Ok(entry) => entry,
+            Err(Error::Corrupt { what }) => {
+                let v = violation(expected, ViolationKind::Missing, what);
+                return finish(report, Some(v));
+            }
+            Err(e) => return Err(e),
+        };
         prev = match check_record(seq, expected, &prev, &record, &mut replay) {
             Ok(hash) => hash,
             Err(v) => return finish(report, Some(v)),
