@@ -198,6 +198,10 @@ impl Fields<'_> {
     fn integer(&self, field: &str) -> Result<i64, String> {
         match self.input.get(field) {
             Some(Value::Number(n)) if n.as_i64().is_some() => Ok(n.as_i64().unwrap_or_default()),
+            Some(Value::Number(n)) if n.is_u64() => Err(format!(
+                "Error: \"{field}\" is out of range ({n}); use a line number from 0 to the number of lines in the file. A valid call looks like {}",
+                example(self.command, self.root)
+            )),
             None | Some(Value::Null) => Err(format!(
                 "Error: The {} command needs an integer \"{field}\". A valid call looks like {}",
                 self.command,
