@@ -180,12 +180,27 @@ impl MnemoClient {
         self.inner.store.head()
     }
 
+    /// Runs `read` on the writer thread between batches, so it sees one committed state.
+    fn read<T: Send + 'static>(
+        &self,
+        read: impl FnOnce(&Store) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let (reply, rx) = crossbeam_channel::bounded(1);
+        self.send(Job::Read(Box::new(move |store: &Store| {
+            let _ = reply.send(read(store));
+        })))?;
+        rx.recv().map_err(|_| Error::WriterGone)?
+    }
+
     /// Memory files carrying `tag`: `memorytool` lists every file, `path:/memories/x` the one at
     /// that path; any other tag lists none.
     pub fn records_by_tag(&self, tag: &str) -> Result<Vec<MemoryRecord>> {
-        let index = self.inner.store.index();
         if tag == MEMORY_TAG {
-            return index.records_under(&MemPath::from_segments(Vec::new()));
+            return self.read(|store| {
+                store
+                    .index()
+                    .records_under(&MemPath::from_segments(Vec::new()))
+            });
         }
         match tag.strip_prefix("path:") {
             Some(path) => Ok(self.record(path)?.into_iter().collect()),
@@ -195,13 +210,13 @@ impl MnemoClient {
 
     /// The file at canonical path `path` (such as `/memories/notes.txt`), if there is one.
     pub fn record(&self, path: &str) -> Result<Option<MemoryRecord>> {
-        let Ok(root) = MemPath::root(path) else {
+        let Ok(file) = MemPath::root(path) else {
             return Ok(None);
         };
-        if root.to_string() != path {
+        if file.to_string() != path {
             return Ok(None);
         }
-        self.inner.store.index().record(&root)
+        self.read(move |store| store.index().record(&file))
     }
 
     /// Events from `from` on, decoded.

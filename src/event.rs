@@ -51,10 +51,11 @@
 //!
 //! | variant | index | fields |
 //! |---|---|---|
-//! | `Tool` | 0 | `root: string`, `profile: Profile`, `command: Command` |
+//! | `Tool` | 0 | `root: string`, `profile: Profile`, `limits: Limits`, `command: Command` |
 //! | `Rejected` | 1 | `root: string`, `profile: Profile`, `input: string` (the raw input text) |
 //!
-//! `Profile`: `Spec` = 0. `Command` variants and their fields, in order:
+//! `Profile`: `Spec` = 0, `PythonSdk` = 1. `Limits`: `max_file_bytes: u64`,
+//! `view_max_chars: option<u64>`. `Command` variants and their fields, in order:
 //!
 //! | variant | index | fields |
 //! |---|---|---|
@@ -74,7 +75,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::codec;
 use crate::error::{Error, Result};
-use crate::tool::{Command, Profile};
+use crate::tool::{Command, Limits, Profile};
 
 /// The on-disk format version this build writes and the newest it reads.
 ///
@@ -196,6 +197,8 @@ pub struct ToolCall {
     pub root: String,
     /// The result-string profile the server ran under.
     pub profile: Profile,
+    /// The limits the server enforced.
+    pub limits: Limits,
     /// The command, with its paths exactly as the model sent them.
     pub command: Command,
 }
@@ -453,6 +456,7 @@ mod tests {
             command().prop_map(|command| Body::Tool(ToolCall {
                 root: "/memories".into(),
                 profile: Profile::Spec,
+                limits: Limits::default(),
                 command,
             })),
             ".{0,20}".prop_map(|input| Body::Rejected(RejectedCall {

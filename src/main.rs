@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use mnemo::event::{Body, Event, Seq};
 use mnemo::history::{absolute_path, file_history, state_at};
-use mnemo::tool::format_size;
+use mnemo::tool::{Limits, format_size};
 use mnemo::{
     Durability, MemPath, MnemoClient, MnemoMemoryToolServer, Profile, Report, Store,
     verify_store_with_progress,
@@ -55,6 +55,12 @@ enum Cmd {
         /// When a write is acknowledged: fsync (survives power loss), flush, buffered.
         #[arg(long, default_value = "fsync", value_parser = parse_durability)]
         durability: Durability,
+        /// Largest memory file, in bytes.
+        #[arg(long, default_value_t = mnemo::tool::DEFAULT_MAX_FILE_BYTES)]
+        max_file_bytes: u64,
+        /// Cap a file view at this many characters and tell the model to page with view_range.
+        #[arg(long)]
+        view_max_chars: Option<u64>,
     },
     /// Replay the log and prove the chain, the index and every recorded answer.
     Verify {
@@ -118,7 +124,7 @@ enum Cmd {
 }
 
 fn parse_profile(s: &str) -> Result<Profile, String> {
-    Profile::from_name(s).ok_or_else(|| format!("unknown profile {s:?}; use: spec"))
+    Profile::from_name(s).ok_or_else(|| format!("unknown profile {s:?}; use spec or python-sdk"))
 }
 
 fn parse_durability(s: &str) -> Result<Durability, String> {
@@ -138,7 +144,19 @@ fn main() -> ExitCode {
             profile,
             root,
             durability,
-        } => run_tool(&db.db, agent, profile, root, durability),
+            max_file_bytes,
+            view_max_chars,
+        } => run_tool(
+            &db.db,
+            agent,
+            profile,
+            root,
+            durability,
+            Limits {
+                max_file_bytes,
+                view_max_chars,
+            },
+        ),
         Cmd::Verify { db, json } => run_verify(&db.db, json),
         Cmd::Log {
             db,
@@ -251,6 +269,7 @@ fn run_tool(
     profile: Profile,
     root: String,
     durability: Durability,
+    limits: Limits,
 ) -> CliResult {
     let client = MnemoClient::builder(db)
         .agent_id(agent)
@@ -259,6 +278,7 @@ fn run_tool(
     let server = MnemoMemoryToolServer::builder(client)
         .root(root)
         .profile(profile)
+        .limits(limits)
         .build()?;
     let stdin = std::io::stdin();
     let mut input = stdin.lock();

@@ -5,6 +5,9 @@
 //! batch's uncommitted changes, appends the events and moves the head in one transaction, writes the
 //! index as one batch, makes the whole batch durable once (group commit), and only then replies.
 //!
+//! Multi-key reads of the index (listing records) also run on this thread, between batches, so
+//! they never see a batch half-applied.
+//!
 //! A batch of reads and rejected calls only is answered without an fsync of its own: its events
 //! become durable with the next commit that changes the tree.
 //!
@@ -45,10 +48,14 @@ pub(crate) struct Call {
     pub reply: Sender<Result<Receipt>>,
 }
 
+/// A read of the store that must see one committed state, not a batch half-applied.
+pub(crate) type Read = Box<dyn FnOnce(&Store) + Send>;
+
 /// Work for the writer.
 pub(crate) enum Job {
     Call(Call),
     Verify(Sender<Result<Report>>),
+    Read(Read),
 }
 
 /// Starts the writer thread for `store`.
@@ -94,6 +101,10 @@ impl Writer {
                     Job::Verify(reply) => {
                         self.commit(std::mem::take(&mut calls));
                         let _ = reply.send(verify_store(&self.store));
+                    }
+                    Job::Read(read) => {
+                        self.commit(std::mem::take(&mut calls));
+                        read(&self.store);
                     }
                 }
                 if calls.len() < MAX_BATCH {

@@ -2,7 +2,7 @@
 //! store that cannot be used says why.
 
 use mnemo::event::{Body, Event, Header, Outcome, Seq, ToolCall};
-use mnemo::tool::Command;
+use mnemo::tool::{Command, Limits};
 use mnemo::{Error, MnemoClient, Profile, Store, verify_store};
 use serde_json::json;
 
@@ -83,6 +83,7 @@ fn an_index_update_lost_in_a_crash_is_replayed_on_open() {
                 body: Body::Tool(ToolCall {
                     root: "/memories".into(),
                     profile: Profile::Spec,
+                    limits: Limits::default(),
                     command,
                 }),
             };

@@ -637,6 +637,7 @@ fn create_body(path: &str, text: &str) -> Body {
     Body::Tool(ToolCall {
         root: "/memories".into(),
         profile: Profile::Spec,
+        limits: mnemo::tool::Limits::default(),
         command: Command::Create {
             path: path.into(),
             file_text: text.into(),

@@ -14,6 +14,9 @@ pub enum Profile {
     /// The strings the memory-tool documentation recommends (the default).
     #[default]
     Spec,
+    /// Byte-identical to the Anthropic Python SDK's `BetaLocalFilesystemMemoryTool` (anthropic
+    /// 2.14.0) run through the SDK's tool runner, except for Mnemo's deliberate safety differences.
+    PythonSdk,
 }
 
 impl Profile {
@@ -21,6 +24,7 @@ impl Profile {
     pub fn name(self) -> &'static str {
         match self {
             Profile::Spec => "spec",
+            Profile::PythonSdk => "python-sdk",
         }
     }
 
@@ -28,6 +32,7 @@ impl Profile {
     pub fn from_name(name: &str) -> Option<Profile> {
         match name {
             "spec" => Some(Profile::Spec),
+            "python-sdk" => Some(Profile::PythonSdk),
             _ => None,
         }
     }
@@ -169,6 +174,24 @@ struct Fields<'a> {
     input: &'a serde_json::Map<String, Value>,
     command: &'a str,
     root: &'a str,
+    profile: Profile,
+}
+
+/// An integer under the Python SDK's lax validation: integers, whole floats, booleans and
+/// strings holding an integer.
+fn lax_int(v: &Value) -> Option<i64> {
+    match v {
+        Value::Number(n) => n.as_i64().or_else(|| {
+            let f = n.as_f64()?;
+            // NOTE: the range check keeps the cast exact; fractional values are refused.
+            #[expect(clippy::cast_possible_truncation)]
+            let i = f as i64;
+            (f.fract() == 0.0 && (-9.0e18..=9.0e18).contains(&f)).then_some(i)
+        }),
+        Value::Bool(b) => Some(i64::from(*b)),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
 }
 
 impl Fields<'_> {
@@ -196,6 +219,11 @@ impl Fields<'_> {
     }
 
     fn integer(&self, field: &str) -> Result<i64, String> {
+        if self.profile == Profile::PythonSdk {
+            if let Some(i) = self.input.get(field).and_then(lax_int) {
+                return Ok(i);
+            }
+        }
         match self.input.get(field) {
             Some(Value::Number(n)) if n.as_i64().is_some() => Ok(n.as_i64().unwrap_or_default()),
             Some(Value::Number(n)) if n.is_u64() => Err(format!(
@@ -221,10 +249,25 @@ impl Fields<'_> {
                 "Error: view_range must be an array of two integers [start_line, end_line] (1-based, inclusive; end_line -1 reads to the end), got {got}"
             )
         };
+        if self.profile == Profile::PythonSdk {
+            // The SDK applies a range only when it is a list of exactly two integers.
+            return match self.input.get("view_range") {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::Array(items)) if items.len() != 2 => Ok(None),
+                Some(Value::Array(items)) => match (lax_int(&items[0]), lax_int(&items[1])) {
+                    (Some(start), Some(end)) => Ok(Some((start, end))),
+                    _ => Err(bad(&Value::Array(items.clone()))),
+                },
+                Some(other) => Err(bad(other)),
+            };
+        }
         match self.input.get("view_range") {
             None | Some(Value::Null) => Ok(None),
             Some(Value::Array(items)) if items.len() == 2 => {
-                match (items[0].as_i64(), items[1].as_i64()) {
+                // A whole number past i64 is past any file's end: saturate, and let the range
+                // rules clamp or refuse it.
+                let int = |v: &Value| v.as_i64().or_else(|| v.as_u64().map(|_| i64::MAX));
+                match (int(&items[0]), int(&items[1])) {
                     (Some(start), Some(end)) => Ok(Some((start, end))),
                     _ => Err(bad(&Value::Array(items.clone()))),
                 }
@@ -235,7 +278,7 @@ impl Fields<'_> {
 }
 
 /// Parses one input: a whole `tool_use` block or a bare `input` object.
-pub fn parse_value(value: &Value, root: &str, _profile: Profile) -> Parsed {
+pub fn parse_value(value: &Value, root: &str, profile: Profile) -> Parsed {
     let Value::Object(map) = value else {
         return Parsed {
             tool_use_id: None,
@@ -250,7 +293,7 @@ pub fn parse_value(value: &Value, root: &str, _profile: Profile) -> Parsed {
     if !is_block {
         return Parsed {
             tool_use_id: None,
-            command: parse_input(value, root),
+            command: parse_input(value, root, profile),
         };
     }
     let tool_use_id = map.get("id").and_then(Value::as_str).map(str::to_string);
@@ -258,7 +301,7 @@ pub fn parse_value(value: &Value, root: &str, _profile: Profile) -> Parsed {
         (Some(Value::String(name)), _) if name != "memory" => Err(format!(
             "Error: Tool '{name}' not found. This server only answers the memory tool (tool_use blocks named \"memory\")"
         )),
-        (_, Some(input)) => parse_input(input, root),
+        (_, Some(input)) => parse_input(input, root, profile),
         (_, None) => Err(format!(
             "Error: The tool_use block has no \"input\" object. A valid input looks like {}",
             example("view", root)
@@ -284,7 +327,7 @@ pub fn parse_text(text: &str, root: &str, profile: Profile) -> Parsed {
     }
 }
 
-fn parse_input(input: &Value, root: &str) -> Result<Command, String> {
+fn parse_input(input: &Value, root: &str, profile: Profile) -> Result<Command, String> {
     let Value::Object(map) = input else {
         return Err(format!(
             "Error: The memory tool input must be a JSON object, got {}. A valid input looks like {}",
@@ -311,6 +354,7 @@ fn parse_input(input: &Value, root: &str) -> Result<Command, String> {
         input: map,
         command,
         root,
+        profile,
     };
     Ok(match command {
         "view" => Command::View {

@@ -4,12 +4,14 @@
 //! Nothing under `tool/` does I/O except [`server`], which hands each call to the client.
 
 mod command;
+mod limits;
 mod render;
 mod semantics;
 mod server;
 mod tree;
 
 pub use command::{Command, Parsed, Profile, parse_text, parse_value};
+pub use limits::{DEFAULT_MAX_FILE_BYTES, Limits};
 pub use render::format_size;
 pub use semantics::{Answer, MAX_VIEW_LINES, answer, execute};
 pub use server::{MnemoMemoryToolServer, ServerBuilder};

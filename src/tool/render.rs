@@ -2,6 +2,7 @@
 
 use crate::error::Result;
 use crate::paths::MemPath;
+use crate::tool::command::Profile;
 use crate::tool::tree::{NodeKind, Tree};
 
 /// The size column of a listing: bytes below 1 KiB (`999B`), else K/M/G with one decimal unless
@@ -39,39 +40,44 @@ pub fn numbered<'a>(lines: impl IntoIterator<Item = &'a str>, first: usize) -> S
     out
 }
 
-/// Whether a listing skips an entry (and its subtree).
-fn hidden(name: &str) -> bool {
-    name.starts_with('.') || name == "node_modules"
+/// Whether a listing skips an entry (and its subtree): hidden names in every profile, and
+/// `node_modules` in `spec` (the Python SDK lists it).
+fn hidden(name: &str, profile: Profile) -> bool {
+    name.starts_with('.') || (profile == Profile::Spec && name == "node_modules")
 }
 
 /// The size shown for every directory.
 pub const DIR_SIZE: &str = "4K";
 
-/// A directory listing, two levels deep, for the `spec` profile.
-pub fn listing(tree: &dyn Tree, dir: &MemPath) -> Result<String> {
+/// A directory listing, two levels deep; `shown` is how the directory is named in the text.
+pub fn listing(tree: &dyn Tree, dir: &MemPath, shown: &str, profile: Profile) -> Result<String> {
+    let excluding = match profile {
+        Profile::Spec => "hidden items and node_modules",
+        Profile::PythonSdk => "hidden items",
+    };
     let mut out = format!(
-        "Here're the files and directories up to 2 levels deep in {dir}, excluding hidden items and node_modules:\n{DIR_SIZE}\t{dir}"
+        "Here're the files and directories up to 2 levels deep in {shown}, excluding {excluding}:\n{DIR_SIZE}\t{shown}"
     );
     for entry in tree.list(dir)? {
-        if hidden(&entry.name) {
+        if hidden(&entry.name, profile) {
             continue;
         }
-        push_entry(&mut out, dir, &entry.name, entry.kind, entry.size);
+        push_entry(&mut out, shown, &entry.name, entry.kind, entry.size);
         if entry.kind == NodeKind::Dir {
             let child = dir.join(&entry.name);
             for grandchild in tree.list(&child)? {
-                if hidden(&grandchild.name) {
+                if hidden(&grandchild.name, profile) {
                     continue;
                 }
                 let rel = format!("{}/{}", entry.name, grandchild.name);
-                push_entry(&mut out, dir, &rel, grandchild.kind, grandchild.size);
+                push_entry(&mut out, shown, &rel, grandchild.kind, grandchild.size);
             }
         }
     }
     Ok(out)
 }
 
-fn push_entry(out: &mut String, dir: &MemPath, rel: &str, kind: NodeKind, size: u64) {
+fn push_entry(out: &mut String, dir: &str, rel: &str, kind: NodeKind, size: u64) {
     match kind {
         NodeKind::Dir => out.push_str(&format!("\n{DIR_SIZE}\t{dir}/{rel}/")),
         NodeKind::File => out.push_str(&format!("\n{}\t{dir}/{rel}", format_size(size))),

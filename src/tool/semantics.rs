@@ -2,11 +2,16 @@
 //!
 //! Nothing here does I/O beyond reading the [`Tree`] it is given. The live write path, the verifier
 //! and `ls --at` all call [`answer`], so a replay re-derives exactly the text the model was given.
+//!
+//! Both profiles share one code path; where they differ (the path echoed in messages, a few
+//! strings, `view_range` slicing, the `str_replace` snippet, `insert`'s newline handling) the
+//! difference is spelled out at that point with a `match` on the profile.
 
 use crate::error::Result;
 use crate::event::Body;
 use crate::paths::{MAX_PATH_BYTES, MAX_SEGMENT_BYTES, MemPath, PathRejection};
-use crate::tool::command::{Command, parse_text};
+use crate::tool::command::{Command, Profile, parse_text};
+use crate::tool::limits::Limits;
 use crate::tool::render::{listing, numbered};
 use crate::tool::tree::{Change, NodeKind, Tree};
 
@@ -50,7 +55,13 @@ pub fn answer(tree: &dyn Tree, body: &Body) -> Result<Answer> {
                 Ok(root) => root,
                 Err(msg) => return Ok(Answer::err(format!("Error: {msg}"))),
             };
-            execute(tree, &root, &call.command)
+            let ctx = Ctx {
+                tree,
+                root: &root,
+                profile: call.profile,
+                limits: call.limits,
+            };
+            ctx.execute(&call.command)
         }
         Body::Rejected(r) => Ok(match parse_text(&r.input, &r.root, r.profile).command {
             Err(text) => Answer::err(text),
@@ -58,6 +69,23 @@ pub fn answer(tree: &dyn Tree, body: &Body) -> Result<Answer> {
             Ok(_) => Answer::err(String::new()),
         }),
     }
+}
+
+/// Runs one parsed command under `root` with the given profile and limits.
+pub fn execute(
+    tree: &dyn Tree,
+    root: &MemPath,
+    profile: Profile,
+    limits: Limits,
+    command: &Command,
+) -> Result<Answer> {
+    Ctx {
+        tree,
+        root,
+        profile,
+        limits,
+    }
+    .execute(command)
 }
 
 fn reject(raw: &str, root: &MemPath, why: PathRejection) -> Answer {
@@ -73,188 +101,438 @@ fn reject(raw: &str, root: &MemPath, why: PathRejection) -> Answer {
     })
 }
 
-/// Runs one parsed command under `root`.
-pub fn execute(tree: &dyn Tree, root: &MemPath, command: &Command) -> Result<Answer> {
-    macro_rules! resolve {
-        ($raw:expr) => {
-            match MemPath::resolve($raw, root) {
-                Ok(p) => p,
-                Err(why) => return Ok(reject($raw, root, why)),
-            }
-        };
-    }
-    match command {
-        Command::View { path, view_range } => {
-            let p = resolve!(path);
-            view(tree, root, &p, *view_range)
-        }
-        Command::Create { path, file_text } => {
-            let p = resolve!(path);
-            create(tree, root, &p, file_text)
-        }
-        Command::StrReplace {
-            path,
-            old_str,
-            new_str,
-        } => {
-            let p = resolve!(path);
-            str_replace(tree, &p, old_str, new_str.as_deref().unwrap_or(""))
-        }
-        Command::Insert {
-            path,
-            insert_line,
-            insert_text,
-        } => {
-            let p = resolve!(path);
-            insert(tree, &p, *insert_line, insert_text)
-        }
-        Command::Delete { path } => {
-            let p = resolve!(path);
-            delete(tree, root, &p)
-        }
-        Command::Rename { old_path, new_path } => {
-            let from = resolve!(old_path);
-            let to = resolve!(new_path);
-            rename(tree, root, &from, &to)
-        }
+/// A path as validated, with the text messages name it by.
+struct Named {
+    path: MemPath,
+    /// `spec`: the canonical path; `python-sdk`: the raw path exactly as the model sent it.
+    shown: String,
+}
+
+/// Everything one call runs with.
+struct Ctx<'a> {
+    tree: &'a dyn Tree,
+    root: &'a MemPath,
+    profile: Profile,
+    limits: Limits,
+}
+
+/// `Error: ` in `spec`, nothing in `python-sdk` (whose runner sends the bare `ToolError` text).
+fn prefix(profile: Profile) -> &'static str {
+    match profile {
+        Profile::Spec => "Error: ",
+        Profile::PythonSdk => "",
     }
 }
 
-fn kind_of(tree: &dyn Tree, root: &MemPath, p: &MemPath) -> Result<Option<NodeKind>> {
-    if p == root {
-        return Ok(Some(NodeKind::Dir));
-    }
-    tree.kind(p)
-}
-
-/// The nearest ancestor of `p` (below `root`) that is a file, if any.
-fn file_ancestor(tree: &dyn Tree, root: &MemPath, p: &MemPath) -> Result<Option<MemPath>> {
-    let mut ancestor = root.clone();
-    for seg in &p.segments()[root.segments().len()..p.segments().len().saturating_sub(1)] {
-        ancestor = ancestor.join(seg);
-        if tree.kind(&ancestor)? == Some(NodeKind::File) {
-            return Ok(Some(ancestor));
+impl Ctx<'_> {
+    fn name(&self, raw: &str) -> Result<Named, Answer> {
+        match MemPath::resolve(raw, self.root) {
+            Ok(path) => Ok(Named {
+                shown: match self.profile {
+                    Profile::Spec => path.to_string(),
+                    Profile::PythonSdk => raw.to_string(),
+                },
+                path,
+            }),
+            Err(why) => Err(reject(raw, self.root, why)),
         }
     }
-    Ok(None)
-}
 
-fn view(tree: &dyn Tree, root: &MemPath, p: &MemPath, range: Option<(i64, i64)>) -> Result<Answer> {
-    match kind_of(tree, root, p)? {
-        Some(NodeKind::Dir) => Ok(Answer::ok(listing(tree, p)?, None)),
-        Some(NodeKind::File) => {
-            let content = tree.read(p)?.unwrap_or_default();
-            Ok(view_file(p, &content, range))
-        }
-        None => Ok(Answer::err(format!(
-            "The path {p} does not exist. Please provide a valid path."
-        ))),
-    }
-}
-
-fn view_file(p: &MemPath, content: &str, range: Option<(i64, i64)>) -> Answer {
-    let lines: Vec<&str> = content.split('\n').collect();
-    if lines.len() > MAX_VIEW_LINES {
-        return Answer::err(format!(
-            "File {p} exceeds maximum line limit of 999,999 lines."
-        ));
-    }
-    let n = lines.len();
-    let (first, last) = match range {
-        None => (1, n),
-        Some((start, end)) => {
-            let start_at = usize::try_from(start.max(1)).unwrap_or(usize::MAX);
-            let end_at = if end == -1 {
-                Some(n)
-            } else {
-                usize::try_from(end).ok().map(|e| e.min(n))
+    fn execute(&self, command: &Command) -> Result<Answer> {
+        macro_rules! name {
+            ($raw:expr) => {
+                match self.name($raw) {
+                    Ok(named) => named,
+                    Err(answer) => return Ok(answer),
+                }
             };
-            match end_at {
-                Some(end_at) if start_at <= n && start_at <= end_at => (start_at, end_at),
-                _ => {
+        }
+        match command {
+            Command::View { path, view_range } => self.view(&name!(path), *view_range),
+            Command::Create { path, file_text } => self.create(&name!(path), file_text),
+            Command::StrReplace {
+                path,
+                old_str,
+                new_str,
+            } => self.str_replace(&name!(path), old_str, new_str.as_deref().unwrap_or("")),
+            Command::Insert {
+                path,
+                insert_line,
+                insert_text,
+            } => self.insert(&name!(path), *insert_line, insert_text),
+            Command::Delete { path } => self.delete(&name!(path)),
+            Command::Rename { old_path, new_path } => {
+                let from = name!(old_path);
+                let to = name!(new_path);
+                self.rename(&from, &to)
+            }
+        }
+    }
+
+    fn kind_of(&self, p: &MemPath) -> Result<Option<NodeKind>> {
+        if p == self.root {
+            return Ok(Some(NodeKind::Dir));
+        }
+        self.tree.kind(p)
+    }
+
+    /// The nearest ancestor of `p` (below the root) that is a file, if any.
+    fn file_ancestor(&self, p: &MemPath) -> Result<Option<MemPath>> {
+        let mut ancestor = self.root.clone();
+        let below_root = self.root.segments().len();
+        for seg in &p.segments()[below_root..p.segments().len().saturating_sub(1)] {
+            ancestor = ancestor.join(seg);
+            if self.tree.kind(&ancestor)? == Some(NodeKind::File) {
+                return Ok(Some(ancestor));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The content of the file to edit, or the error for a missing path or a directory.
+    fn editable(&self, p: &Named, spec_missing: &str) -> Result<Result<String, Answer>> {
+        if let Some(content) = self.tree.read(&p.path)? {
+            return Ok(Ok(content));
+        }
+        let shown = &p.shown;
+        Ok(Err(Answer::err(match self.profile {
+            Profile::Spec => format!("Error: The path {shown} does not exist{spec_missing}"),
+            Profile::PythonSdk if self.kind_of(&p.path)?.is_some() => {
+                format!("The path {shown} is not a file.")
+            }
+            Profile::PythonSdk => {
+                format!("The path {shown} does not exist. Please provide a valid path.")
+            }
+        })))
+    }
+
+    /// The size-limit error for content of `len` bytes, if it is over the limit.
+    fn too_big(&self, p: &Named, len: usize) -> Option<Answer> {
+        let max = self.limits.max_file_bytes;
+        (len as u64 > max).then(|| {
+            Answer::err(format!(
+                "Error: {} would hold {len} bytes, over the limit of {max} bytes for one memory file. Split the content across several files.",
+                p.shown
+            ))
+        })
+    }
+
+    fn view(&self, p: &Named, range: Option<(i64, i64)>) -> Result<Answer> {
+        match self.kind_of(&p.path)? {
+            Some(NodeKind::Dir) => Ok(Answer::ok(
+                listing(self.tree, &p.path, &p.shown, self.profile)?,
+                None,
+            )),
+            Some(NodeKind::File) => {
+                let content = self.tree.read(&p.path)?.unwrap_or_default();
+                Ok(self.view_file(&p.shown, &content, range))
+            }
+            None => Ok(Answer::err(format!(
+                "The path {} does not exist. Please provide a valid path.",
+                p.shown
+            ))),
+        }
+    }
+
+    fn view_file(&self, shown: &str, content: &str, range: Option<(i64, i64)>) -> Answer {
+        let lines: Vec<&str> = content.split('\n').collect();
+        let n = lines.len();
+        if n > MAX_VIEW_LINES {
+            return Answer::err(format!(
+                "File {shown} exceeds maximum line limit of 999,999 lines."
+            ));
+        }
+        let (first, shown_lines) = match (self.profile, range) {
+            (_, None) => (1, &lines[..]),
+            (Profile::Spec, Some((start, end))) => match spec_range(n, start, end) {
+                Some((from, to)) => (from, &lines[from - 1..to]),
+                None => {
                     return Answer::err(format!(
-                        "Error: Invalid view_range [{start}, {end}] for {p}, which has {n} lines. Use [start_line, end_line] with 1 <= start_line <= end_line <= {n}, or end_line -1 to read to the end."
+                        "Error: Invalid view_range [{start}, {end}] for {shown}, which has {n} lines. Use [start_line, end_line] with 1 <= start_line <= end_line <= {n}, or end_line -1 to read to the end."
                     ));
                 }
+            },
+            (Profile::PythonSdk, Some((start, end))) => {
+                let (number_from, lo, hi) = python_slice(n, start, end);
+                (number_from, &lines[lo..hi])
             }
+        };
+        let header = format!("Here's the content of {shown} with line numbers:\n");
+        let text = match self.limits.view_max_chars {
+            Some(cap) => capped(shown_lines, first, cap),
+            None => numbered(shown_lines.iter().copied(), first),
+        };
+        Answer::ok(header + &text, None)
+    }
+
+    fn create(&self, p: &Named, text: &str) -> Result<Answer> {
+        if self.kind_of(&p.path)?.is_some() {
+            return Ok(Answer::err(format!(
+                "{}File {} already exists",
+                prefix(self.profile),
+                p.shown
+            )));
         }
-    };
-    Answer::ok(
-        format!(
-            "Here's the content of {p} with line numbers:\n{}",
-            numbered(lines[first - 1..last].iter().copied(), first)
-        ),
-        None,
-    )
+        if let Some(file) = self.file_ancestor(&p.path)? {
+            return Ok(Answer::err(format!(
+                "Error: Cannot create {}: {file} is a file, not a directory. Choose a path whose parent directories are not files.",
+                p.shown
+            )));
+        }
+        if let Some(err) = self.too_big(p, text.len()) {
+            return Ok(err);
+        }
+        Ok(Answer::ok(
+            format!("File created successfully at: {}", p.shown),
+            Some(Change::Write {
+                path: p.path.clone(),
+                content: text.to_string(),
+            }),
+        ))
+    }
+
+    fn str_replace(&self, p: &Named, old: &str, new: &str) -> Result<Answer> {
+        let content = match self.editable(p, ". Please provide a valid path.")? {
+            Ok(content) => content,
+            Err(answer) => return Ok(answer),
+        };
+        let shown = &p.shown;
+        if old.is_empty() && self.profile == Profile::Spec {
+            return Ok(Answer::err(format!(
+                "Error: old_str must not be empty. Copy the exact text to replace from a view of {shown}; to add text use insert."
+            )));
+        }
+        let count = content.matches(old).count();
+        if count == 0 {
+            return Ok(Answer::err(format!(
+                "No replacement was performed, old_str `{old}` did not appear verbatim in {shown}."
+            )));
+        }
+        if count > 1 {
+            let lines = match_lines(&content, old, self.profile);
+            let list: Vec<String> = lines.iter().map(usize::to_string).collect();
+            return Ok(Answer::err(format!(
+                "No replacement was performed. Multiple occurrences of old_str `{old}` in lines: {}. Please ensure it is unique",
+                list.join(", ")
+            )));
+        }
+        let at = content.find(old).unwrap_or_default();
+        let updated = format!("{}{new}{}", &content[..at], &content[at + old.len()..]);
+        if let Some(err) = self.too_big(p, updated.len()) {
+            return Ok(err);
+        }
+        let first_changed = content[..at].matches('\n').count() + 1;
+        let lines: Vec<&str> = updated.split('\n').collect();
+        let (heading, last_changed) = match self.profile {
+            Profile::Spec => (
+                "The memory file has been edited.",
+                first_changed + new.matches('\n').count(),
+            ),
+            // The SDK shows two lines either side of the first changed line only.
+            Profile::PythonSdk => (
+                "The memory file has been edited. Here is the snippet showing the change (with line numbers):",
+                first_changed,
+            ),
+        };
+        let from = first_changed.saturating_sub(2).max(1);
+        let to = (last_changed + 2).min(lines.len());
+        let snippet = numbered(lines[from - 1..to].iter().copied(), from);
+        Ok(Answer::ok(
+            format!("{heading}\n{snippet}"),
+            Some(Change::Write {
+                path: p.path.clone(),
+                content: updated,
+            }),
+        ))
+    }
+
+    fn insert(&self, p: &Named, line: i64, text: &str) -> Result<Answer> {
+        let content = match self.editable(p, "")? {
+            Ok(content) => content,
+            Err(answer) => return Ok(answer),
+        };
+        let n = line_count(&content);
+        let at_line = match usize::try_from(line) {
+            Ok(l) if l <= n => l,
+            _ => {
+                return Ok(Answer::err(match self.profile {
+                    Profile::Spec => format!(
+                        "Error: Invalid `insert_line` parameter: {line}. It should be within the range of lines of the file: [0, {n}]"
+                    ),
+                    Profile::PythonSdk => format!(
+                        "Invalid `insert_line` parameter: {line}. It should be within the range [0, {n}]."
+                    ),
+                }));
+            }
+        };
+        let updated = match self.profile {
+            Profile::Spec => spec_insert(&content, at_line, text),
+            Profile::PythonSdk => python_insert(&content, at_line, text),
+        };
+        if let Some(err) = self.too_big(p, updated.len()) {
+            return Ok(err);
+        }
+        Ok(Answer::ok(
+            format!("The file {} has been edited.", p.shown),
+            Some(Change::Write {
+                path: p.path.clone(),
+                content: updated,
+            }),
+        ))
+    }
+
+    fn delete(&self, p: &Named) -> Result<Answer> {
+        if &p.path == self.root {
+            return Ok(Answer::err(format!(
+                "Cannot delete the {} directory itself",
+                self.root
+            )));
+        }
+        if self.tree.kind(&p.path)?.is_none() {
+            return Ok(Answer::err(format!(
+                "{}The path {} does not exist",
+                prefix(self.profile),
+                p.shown
+            )));
+        }
+        Ok(Answer::ok(
+            format!("Successfully deleted {}", p.shown),
+            Some(Change::Delete {
+                path: p.path.clone(),
+            }),
+        ))
+    }
+
+    fn rename(&self, from: &Named, to: &Named) -> Result<Answer> {
+        let (old, new) = (&from.shown, &to.shown);
+        if &from.path == self.root {
+            return Ok(Answer::err(format!(
+                "Cannot rename the {} directory itself",
+                self.root
+            )));
+        }
+        if self.kind_of(&to.path)?.is_some() {
+            return Ok(Answer::err(format!(
+                "{}The destination {new} already exists",
+                prefix(self.profile)
+            )));
+        }
+        if self.tree.kind(&from.path)?.is_none() {
+            return Ok(Answer::err(format!(
+                "{}The path {old} does not exist",
+                prefix(self.profile)
+            )));
+        }
+        if to.path.starts_with(&from.path) {
+            return Ok(Answer::err(format!(
+                "Error: Cannot rename {old} to {new}: a directory cannot be moved inside itself"
+            )));
+        }
+        if let Some(file) = self.file_ancestor(&to.path)? {
+            return Ok(Answer::err(format!(
+                "Error: Cannot rename {old} to {new}: {file} is a file, not a directory"
+            )));
+        }
+        Ok(Answer::ok(
+            format!("Successfully renamed {old} to {new}"),
+            Some(Change::Rename {
+                from: from.path.clone(),
+                to: to.path.clone(),
+            }),
+        ))
+    }
 }
 
-fn create(tree: &dyn Tree, root: &MemPath, p: &MemPath, text: &str) -> Result<Answer> {
-    if kind_of(tree, root, p)?.is_some() {
-        return Ok(Answer::err(format!("Error: File {p} already exists")));
-    }
-    if let Some(file) = file_ancestor(tree, root, p)? {
-        return Ok(Answer::err(format!(
-            "Error: Cannot create {p}: {file} is a file, not a directory. Choose a path whose parent directories are not files."
-        )));
-    }
-    Ok(Answer::ok(
-        format!("File created successfully at: {p}"),
-        Some(Change::Write {
-            path: p.clone(),
-            content: text.to_string(),
-        }),
-    ))
+/// `spec`'s `view_range`: 1-based inclusive `[start, end]`, `end == -1` to the end, start clamped
+/// to 1 and end to the last line; `None` when the range selects nothing sensible.
+fn spec_range(n: usize, start: i64, end: i64) -> Option<(usize, usize)> {
+    let from = usize::try_from(start.max(1)).ok()?;
+    let to = if end == -1 {
+        n
+    } else {
+        usize::try_from(end).ok()?.min(n)
+    };
+    (from <= n && from <= to).then_some((from, to))
 }
 
-fn str_replace(tree: &dyn Tree, p: &MemPath, old: &str, new: &str) -> Result<Answer> {
-    let Some(content) = tree.read(p)? else {
-        return Ok(Answer::err(format!(
-            "Error: The path {p} does not exist. Please provide a valid path."
-        )));
+/// The Python SDK's `lines[max(1, start) - 1 : end]` (Python slice rules; `end == -1` means the
+/// end). Returns the number of the first line and the slice bounds.
+fn python_slice(n: usize, start: i64, end: i64) -> (usize, usize, usize) {
+    let n_i = i128::try_from(n).unwrap_or(i128::MAX);
+    let lo = i128::from(start.max(1)) - 1;
+    let hi = if end == -1 {
+        n_i
+    } else if end < 0 {
+        (n_i + i128::from(end)).max(0)
+    } else {
+        i128::from(end).min(n_i)
     };
-    if old.is_empty() {
-        return Ok(Answer::err(format!(
-            "Error: old_str must not be empty. Copy the exact text to replace from a view of {p}; to add text use insert."
-        )));
-    }
-    let count = content.matches(old).count();
-    if count == 0 {
-        return Ok(Answer::err(format!(
-            "No replacement was performed, old_str `{old}` did not appear verbatim in {p}."
-        )));
-    }
-    if count > 1 {
-        let mut lines: Vec<usize> = Vec::new();
-        let mut from = 0;
-        while let Some(pos) = content[from..].find(old) {
-            let at = from + pos;
-            let line = content[..at].matches('\n').count() + 1;
-            if lines.last() != Some(&line) {
-                lines.push(line);
+    let number_from = usize::try_from(lo + 1).unwrap_or(usize::MAX);
+    let lo = usize::try_from(lo.min(n_i)).unwrap_or(n);
+    let hi = usize::try_from(hi).unwrap_or(n).max(lo);
+    (number_from, lo, hi)
+}
+
+/// Numbered lines, stopping before the text would pass `cap` characters, with a note that tells
+/// the model how to page on.
+fn capped(lines: &[&str], first: usize, cap: u64) -> String {
+    let cap = usize::try_from(cap).unwrap_or(usize::MAX);
+    let mut out = String::new();
+    let mut chars = 0;
+    let mut shown = 0;
+    let mut cut = false;
+    for (i, line) in lines.iter().enumerate() {
+        let text = format!("{:>6}\t{line}", first + i);
+        let len = text.chars().count() + usize::from(i > 0);
+        if chars + len > cap {
+            if shown == 0 {
+                // Not even one line fits: show the start of it rather than nothing.
+                out.extend(text.chars().take(cap));
+                shown = 1;
             }
-            from = at + content[at..].chars().next().map_or(1, char::len_utf8);
+            cut = true;
+            break;
         }
-        let list: Vec<String> = lines.iter().map(usize::to_string).collect();
-        return Ok(Answer::err(format!(
-            "No replacement was performed. Multiple occurrences of old_str `{old}` in lines: {}. Please ensure it is unique",
-            list.join(", ")
-        )));
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(&text);
+        chars += len;
+        shown += 1;
     }
-    let at = content.find(old).unwrap_or_default();
-    let updated = format!("{}{new}{}", &content[..at], &content[at + old.len()..]);
-    let first_changed = content[..at].matches('\n').count() + 1;
-    let last_changed = first_changed + new.matches('\n').count();
-    let lines: Vec<&str> = updated.split('\n').collect();
-    let from = first_changed.saturating_sub(2).max(1);
-    let to = (last_changed + 2).min(lines.len());
-    let snippet = numbered(lines[from - 1..to].iter().copied(), from);
-    Ok(Answer::ok(
-        format!("The memory file has been edited.\n{snippet}"),
-        Some(Change::Write {
-            path: p.clone(),
-            content: updated,
-        }),
-    ))
+    if cut {
+        let last = first + shown - 1;
+        let total = first + lines.len() - 1;
+        out.push_str(&format!(
+            "\n[Output truncated at {cap} characters: showing lines {first}-{last} of {total}. Use view_range [{}, -1] to read the rest, or a narrower range.]",
+            last + 1
+        ));
+    }
+    out
+}
+
+/// The lines `str_replace` names for several matches: `spec` lists each line once, `python-sdk`
+/// once per overlapping match, as the SDK's scan does.
+///
+/// Newlines are counted from the previous match on, so the scan is linear in the file size.
+fn match_lines(content: &str, old: &str, profile: Profile) -> Vec<usize> {
+    let mut lines: Vec<usize> = Vec::new();
+    let mut from = 0;
+    let mut counted_to = 0;
+    let mut line = 1;
+    while let Some(pos) = content[from..].find(old) {
+        let at = from + pos;
+        line += content[counted_to..at].matches('\n').count();
+        counted_to = at;
+        if profile == Profile::PythonSdk || lines.last() != Some(&line) {
+            lines.push(line);
+        }
+        match content[at..].chars().next() {
+            Some(c) => from = at + c.len_utf8(),
+            None => break,
+        }
+    }
+    lines
 }
 
 /// Lines in `content` for `insert`: a final `\n` does not start another line.
@@ -266,20 +544,9 @@ fn line_count(content: &str) -> usize {
     }
 }
 
-fn insert(tree: &dyn Tree, p: &MemPath, line: i64, text: &str) -> Result<Answer> {
-    let Some(content) = tree.read(p)? else {
-        return Ok(Answer::err(format!("Error: The path {p} does not exist")));
-    };
-    let n = line_count(&content);
-    let at_line = match usize::try_from(line) {
-        Ok(l) if l <= n => l,
-        _ => {
-            return Ok(Answer::err(format!(
-                "Error: Invalid `insert_line` parameter: {line}. It should be within the range of lines of the file: [0, {n}]"
-            )));
-        }
-    };
-    // Byte offset where line `at_line + 1` starts (the end of the content when inserting last).
+/// `spec`'s insert: `text` as whole line(s) after line `at_line`; only a `\n` needed to keep it on
+/// its own lines is added, every other byte is kept.
+fn spec_insert(content: &str, at_line: usize, text: &str) -> String {
     let offset = if at_line == 0 {
         0
     } else {
@@ -299,61 +566,20 @@ fn insert(tree: &dyn Tree, p: &MemPath, line: i64, text: &str) -> Result<Answer>
         updated.push('\n');
     }
     updated.push_str(after);
-    Ok(Answer::ok(
-        format!("The file {p} has been edited."),
-        Some(Change::Write {
-            path: p.clone(),
-            content: updated,
-        }),
-    ))
+    updated
 }
 
-fn delete(tree: &dyn Tree, root: &MemPath, p: &MemPath) -> Result<Answer> {
-    if p == root {
-        return Ok(Answer::err(format!(
-            "Cannot delete the {root} directory itself"
-        )));
+/// The Python SDK's insert: split on `\n` (dropping the empty tail of a final newline), insert
+/// `text` without its trailing newlines, join, and end with a newline.
+fn python_insert(content: &str, at_line: usize, text: &str) -> String {
+    let mut lines: Vec<&str> = content.split('\n').collect();
+    if lines.last() == Some(&"") {
+        lines.pop();
     }
-    if tree.kind(p)?.is_none() {
-        return Ok(Answer::err(format!("Error: The path {p} does not exist")));
+    lines.insert(at_line.min(lines.len()), text.trim_end_matches('\n'));
+    let mut updated = lines.join("\n");
+    if !updated.ends_with('\n') {
+        updated.push('\n');
     }
-    Ok(Answer::ok(
-        format!("Successfully deleted {p}"),
-        Some(Change::Delete { path: p.clone() }),
-    ))
-}
-
-fn rename(tree: &dyn Tree, root: &MemPath, from: &MemPath, to: &MemPath) -> Result<Answer> {
-    if from == root {
-        return Ok(Answer::err(format!(
-            "Cannot rename the {root} directory itself"
-        )));
-    }
-    if kind_of(tree, root, to)?.is_some() {
-        return Ok(Answer::err(format!(
-            "Error: The destination {to} already exists"
-        )));
-    }
-    if tree.kind(from)?.is_none() {
-        return Ok(Answer::err(format!(
-            "Error: The path {from} does not exist"
-        )));
-    }
-    if to.starts_with(from) {
-        return Ok(Answer::err(format!(
-            "Error: Cannot rename {from} to {to}: a directory cannot be moved inside itself"
-        )));
-    }
-    if let Some(file) = file_ancestor(tree, root, to)? {
-        return Ok(Answer::err(format!(
-            "Error: Cannot rename {from} to {to}: {file} is a file, not a directory"
-        )));
-    }
-    Ok(Answer::ok(
-        format!("Successfully renamed {from} to {to}"),
-        Some(Change::Rename {
-            from: from.clone(),
-            to: to.clone(),
-        }),
-    ))
+    updated
 }

@@ -7,6 +7,7 @@ use crate::error::{Error, Result};
 use crate::event::{Body, RejectedCall, ToolCall};
 use crate::paths::MemPath;
 use crate::tool::command::{Parsed, Profile, parse_value};
+use crate::tool::limits::Limits;
 
 /// The beta header sent when the server is built for Managed Agents.
 const MANAGED_AGENTS_BETA: &str = "managed-agents-2026-04-01";
@@ -17,10 +18,17 @@ pub struct ServerBuilder {
     client: MnemoClient,
     root: String,
     profile: Profile,
+    limits: Limits,
     managed_agents_beta: bool,
 }
 
 impl ServerBuilder {
+    /// The limits on file size and view length (default [`Limits::default`]).
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
     /// The memory root (default `/memories`).
     pub fn root(mut self, root: impl Into<String>) -> Self {
         self.root = root.into();
@@ -39,6 +47,17 @@ impl ServerBuilder {
         self
     }
 
+    /// The defaults, whose root is known to be valid.
+    fn build_default(self) -> MnemoMemoryToolServer {
+        MnemoMemoryToolServer {
+            client: self.client,
+            root: self.root,
+            profile: self.profile,
+            limits: self.limits,
+            managed_agents_beta: self.managed_agents_beta,
+        }
+    }
+
     /// Checks the root and builds the server.
     pub fn build(self) -> Result<MnemoMemoryToolServer> {
         let root = MemPath::root(&self.root).map_err(Error::InvalidArgument)?;
@@ -46,6 +65,7 @@ impl ServerBuilder {
             client: self.client,
             root: root.to_string(),
             profile: self.profile,
+            limits: self.limits,
             managed_agents_beta: self.managed_agents_beta,
         })
     }
@@ -57,18 +77,14 @@ pub struct MnemoMemoryToolServer {
     client: MnemoClient,
     root: String,
     profile: Profile,
+    limits: Limits,
     managed_agents_beta: bool,
 }
 
 impl MnemoMemoryToolServer {
     /// A server with the default root (`/memories`) and profile (`spec`).
     pub fn new(client: MnemoClient) -> MnemoMemoryToolServer {
-        MnemoMemoryToolServer {
-            client,
-            root: "/memories".into(),
-            profile: Profile::Spec,
-            managed_agents_beta: false,
-        }
+        MnemoMemoryToolServer::builder(client).build_default()
     }
 
     /// Options for a server over `client`.
@@ -77,6 +93,7 @@ impl MnemoMemoryToolServer {
             client,
             root: "/memories".into(),
             profile: Profile::Spec,
+            limits: Limits::default(),
             managed_agents_beta: false,
         }
     }
@@ -94,6 +111,11 @@ impl MnemoMemoryToolServer {
     /// The result-string profile.
     pub fn profile(&self) -> Profile {
         self.profile
+    }
+
+    /// The limits enforced.
+    pub fn limits(&self) -> Limits {
+        self.limits
     }
 
     /// The tool definition to put in the request's `tools`.
@@ -130,6 +152,7 @@ impl MnemoMemoryToolServer {
             Ok(command) => Body::Tool(ToolCall {
                 root: self.root.clone(),
                 profile: self.profile,
+                limits: self.limits,
                 command,
             }),
             Err(_) => Body::Rejected(RejectedCall {
