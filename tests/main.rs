@@ -8,6 +8,8 @@ mod support;
 mod cli;
 // Golden vectors: fixed events to fixed bytes and hashes.
 mod golden;
+// File-size limit and the view cap.
+mod limits;
 // The proptest model test: random command sequences against a naive in-memory model.
 mod model;
 // Reopening, catch-up after a crash between append and index write, lock and format errors.

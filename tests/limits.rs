@@ -1,0 +1,106 @@
+//! Limits a server enforces: the largest memory file and the optional cap on a file view. Both
+//! are recorded with each call, so the store verifies under the limits the call ran under.
+
+use mnemo::tool::{DEFAULT_MAX_FILE_BYTES, Limits};
+use mnemo::{MnemoMemoryToolServer, Profile};
+use serde_json::json;
+
+use crate::support::{TempStore, call};
+
+fn server(store: &TempStore, limits: Limits, profile: Profile) -> MnemoMemoryToolServer {
+    MnemoMemoryToolServer::builder(store.client())
+        .limits(limits)
+        .profile(profile)
+        .build()
+        .expect("server")
+}
+
+#[test]
+fn files_cannot_grow_past_the_limit_by_any_command() {
+    let s = TempStore::new();
+    let limits = Limits {
+        max_file_bytes: 10,
+        view_max_chars: None,
+    };
+    let server = server(&s, limits, Profile::Spec);
+    let big = "x".repeat(11);
+    let (text, err) = call(
+        &server,
+        json!({"command": "create", "path": "/memories/a", "file_text": big}),
+    );
+    assert!(err);
+    assert_eq!(
+        text,
+        "Error: /memories/a would hold 11 bytes, over the limit of 10 bytes for one memory file. Split the content across several files."
+    );
+    assert_eq!(
+        call(&server, json!({"command": "create", "path": "/memories/a", "file_text": "0123456789"})),
+        ("File created successfully at: /memories/a".to_string(), false)
+    );
+    let (_, err) = call(
+        &server,
+        json!({"command": "str_replace", "path": "/memories/a", "old_str": "0", "new_str": "ab"}),
+    );
+    assert!(err, "str_replace past the limit");
+    let (_, err) = call(
+        &server,
+        json!({"command": "insert", "path": "/memories/a", "insert_line": 0, "insert_text": "z"}),
+    );
+    assert!(err, "insert past the limit");
+    let record = server.client().record("/memories/a").expect("read").expect("exists");
+    assert_eq!(record.content, "0123456789", "refused edits change nothing");
+    let report = server.client().verify().expect("verify");
+    assert!(report.is_intact() && report.events == 4, "{report:?}");
+}
+
+#[test]
+fn the_default_limit_is_documented_and_generous() {
+    assert_eq!(DEFAULT_MAX_FILE_BYTES, 16 * 1024 * 1024);
+    assert_eq!(Limits::default().view_max_chars, None, "the view cap is off by default");
+}
+
+#[test]
+fn a_capped_view_stops_at_a_line_and_says_how_to_page() {
+    for profile in [Profile::Spec, Profile::PythonSdk] {
+        let s = TempStore::new();
+        let limits = Limits {
+            max_file_bytes: DEFAULT_MAX_FILE_BYTES,
+            view_max_chars: Some(30),
+        };
+        let server = server(&s, limits, profile);
+        let content = (1..=10).map(|i| format!("line {i}")).collect::<Vec<_>>().join("\n");
+        call(
+            &server,
+            json!({"command": "create", "path": "/memories/f.txt", "file_text": content}),
+        );
+        // Each numbered line is 6 + 1 + 6 = 13 characters, plus a newline between lines: two fit.
+        let (text, err) = call(&server, json!({"command": "view", "path": "/memories/f.txt"}));
+        assert!(!err);
+        assert_eq!(
+            text,
+            "Here's the content of /memories/f.txt with line numbers:\n     1\tline 1\n     2\tline 2\n[Output truncated at 30 characters: showing lines 1-2 of 10. Use view_range [3, -1] to read the rest, or a narrower range.]",
+            "{profile:?}"
+        );
+        // Paging on from where it stopped works and is capped the same way.
+        let (text, _) = call(
+            &server,
+            json!({"command": "view", "path": "/memories/f.txt", "view_range": [9, -1]}),
+        );
+        assert_eq!(
+            text,
+            "Here's the content of /memories/f.txt with line numbers:\n     9\tline 9\n    10\tline 10"
+        );
+        // A single line longer than the cap is cut rather than dropped.
+        call(
+            &server,
+            json!({"command": "create", "path": "/memories/long.txt", "file_text": "y".repeat(100)}),
+        );
+        let (text, _) = call(&server, json!({"command": "view", "path": "/memories/long.txt"}));
+        assert!(
+            text.contains(&format!("     1\t{}\n[Output truncated", "y".repeat(23))),
+            "{text}"
+        );
+        let report = server.client().verify().expect("verify");
+        assert!(report.is_intact(), "{report:?}");
+    }
+}
