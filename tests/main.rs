@@ -6,6 +6,8 @@ mod support;
 
 // Round trips through the built `mnemo` binary: tool, verify exit codes, demo, log, ls, cat.
 mod cli;
+// The shared python-sdk conformance vectors through the library and the CLI, and the 1M-line case.
+mod conformance;
 // Golden vectors: fixed events to fixed bytes and hashes.
 mod golden;
 // File-size limit and the view cap.
