@@ -34,8 +34,14 @@ fn files_cannot_grow_past_the_limit_by_any_command() {
         "Error: /memories/a would hold 11 bytes, over the limit of 10 bytes for one memory file. Split the content across several files."
     );
     assert_eq!(
-        call(&server, json!({"command": "create", "path": "/memories/a", "file_text": "0123456789"})),
-        ("File created successfully at: /memories/a".to_string(), false)
+        call(
+            &server,
+            json!({"command": "create", "path": "/memories/a", "file_text": "0123456789"})
+        ),
+        (
+            "File created successfully at: /memories/a".to_string(),
+            false
+        )
     );
     let (_, err) = call(
         &server,
@@ -47,7 +53,11 @@ fn files_cannot_grow_past_the_limit_by_any_command() {
         json!({"command": "insert", "path": "/memories/a", "insert_line": 0, "insert_text": "z"}),
     );
     assert!(err, "insert past the limit");
-    let record = server.client().record("/memories/a").expect("read").expect("exists");
+    let record = server
+        .client()
+        .record("/memories/a")
+        .expect("read")
+        .expect("exists");
     assert_eq!(record.content, "0123456789", "refused edits change nothing");
     let report = server.client().verify().expect("verify");
     assert!(report.is_intact() && report.events == 4, "{report:?}");
@@ -56,7 +66,11 @@ fn files_cannot_grow_past_the_limit_by_any_command() {
 #[test]
 fn the_default_limit_is_documented_and_generous() {
     assert_eq!(DEFAULT_MAX_FILE_BYTES, 16 * 1024 * 1024);
-    assert_eq!(Limits::default().view_max_chars, None, "the view cap is off by default");
+    assert_eq!(
+        Limits::default().view_max_chars,
+        None,
+        "the view cap is off by default"
+    );
 }
 
 #[test]
@@ -68,13 +82,19 @@ fn a_capped_view_stops_at_a_line_and_says_how_to_page() {
             view_max_chars: Some(30),
         };
         let server = server(&s, limits, profile);
-        let content = (1..=10).map(|i| format!("line {i}")).collect::<Vec<_>>().join("\n");
+        let content = (1..=10)
+            .map(|i| format!("line {i}"))
+            .collect::<Vec<_>>()
+            .join("\n");
         call(
             &server,
             json!({"command": "create", "path": "/memories/f.txt", "file_text": content}),
         );
         // Each numbered line is 6 + 1 + 6 = 13 characters, plus a newline between lines: two fit.
-        let (text, err) = call(&server, json!({"command": "view", "path": "/memories/f.txt"}));
+        let (text, err) = call(
+            &server,
+            json!({"command": "view", "path": "/memories/f.txt"}),
+        );
         assert!(!err);
         assert_eq!(
             text,
@@ -95,7 +115,10 @@ fn a_capped_view_stops_at_a_line_and_says_how_to_page() {
             &server,
             json!({"command": "create", "path": "/memories/long.txt", "file_text": "y".repeat(100)}),
         );
-        let (text, _) = call(&server, json!({"command": "view", "path": "/memories/long.txt"}));
+        let (text, _) = call(
+            &server,
+            json!({"command": "view", "path": "/memories/long.txt"}),
+        );
         assert!(
             text.contains(&format!("     1\t{}\n[Output truncated", "y".repeat(23))),
             "{text}"
