@@ -25,6 +25,7 @@ pub use paths::{MAX_PATH_BYTES, MAX_SEGMENT_BYTES, MemPath, PathRejection};
 pub use projection::{MEMORY_TAG, MemoryRecord, Projection};
 pub use tool::{MnemoMemoryToolServer, Profile};
 pub use verify::{
-    PROGRESS_EVERY, Report, Violation, ViolationKind, verify_store, verify_store_with_progress,
+    PROGRESS_EVERY, Report, VerifyOptions, Violation, ViolationKind, verify_store,
+    verify_store_with,
 };
 pub use writer::{MAX_BATCH, Receipt};

@@ -85,6 +85,20 @@ impl Head {
         hash: EventHash::ZERO,
     };
 
+    /// Parses a checkpoint written as `SEQ:HASH` (the form `mnemo verify` prints).
+    pub fn parse(text: &str) -> Result<Head> {
+        let bad = || {
+            Error::InvalidArgument(format!(
+                "checkpoint {text:?} is not SEQ:HASH (a seq, a colon and 64 hex digits, as `mnemo verify` prints it)"
+            ))
+        };
+        let (seq, hash) = text.trim().split_once(':').ok_or_else(bad)?;
+        Ok(Head {
+            seq: Seq(seq.parse().map_err(|_| bad())?),
+            hash: EventHash::from_hex(hash).ok_or_else(bad)?,
+        })
+    }
+
     fn encode(&self) -> Vec<u8> {
         let mut v = self.seq.0.to_be_bytes().to_vec();
         v.extend_from_slice(&self.hash.0);
@@ -101,6 +115,13 @@ impl Head {
             seq: Seq::from_key(&bytes[..8]).unwrap_or(Seq(0)),
             hash: EventHash(hash),
         })
+    }
+}
+
+impl std::fmt::Display for Head {
+    /// `SEQ:HASH`, the checkpoint form.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.seq, self.hash)
     }
 }
 

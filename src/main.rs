@@ -11,8 +11,8 @@ use mnemo::event::{Body, Event, Seq};
 use mnemo::history::{absolute_path, file_history, state_at};
 use mnemo::tool::{Limits, format_size};
 use mnemo::{
-    Durability, MemPath, MnemoClient, MnemoMemoryToolServer, Profile, Report, Store,
-    verify_store_with_progress,
+    Durability, Head, MemPath, MnemoClient, MnemoMemoryToolServer, Profile, Report, Store,
+    VerifyOptions, verify_store_with,
 };
 use serde_json::{Value, json};
 
@@ -69,6 +69,9 @@ enum Cmd {
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
+        /// Also prove the log still holds this checkpoint (SEQ:HASH, as an earlier verify printed).
+        #[arg(long, value_name = "SEQ:HASH")]
+        expect: Option<String>,
     },
     /// List the events: seq, time, agent, command, path, ok/error.
     Log {
@@ -157,7 +160,7 @@ fn main() -> ExitCode {
                 view_max_chars,
             },
         ),
-        Cmd::Verify { db, json } => run_verify(&db.db, json),
+        Cmd::Verify { db, json, expect } => run_verify(&db.db, json, expect.as_deref()),
         Cmd::Log {
             db,
             agent,
@@ -354,14 +357,22 @@ fn print_report(out: &mut impl Write, path: &Path, report: &Report) -> std::io::
     Ok(())
 }
 
-fn run_verify(db: &Path, as_json: bool) -> CliResult {
+fn run_verify(db: &Path, as_json: bool, expect: Option<&str>) -> CliResult {
+    let expect = expect.map(Head::parse).transpose()?;
     let store = Store::open_existing(db)?;
     let tty = std::io::stderr().is_terminal();
-    let report = verify_store_with_progress(&store, &mut |checked, head| {
+    let mut progress = |checked, head| {
         if tty {
             eprint!("\rverifying: {checked} / {head} events");
         }
-    })?;
+    };
+    let report = verify_store_with(
+        &store,
+        VerifyOptions {
+            expect,
+            progress: Some(&mut progress),
+        },
+    )?;
     if tty && report.events >= mnemo::PROGRESS_EVERY {
         eprintln!();
     }
@@ -381,7 +392,7 @@ fn run_verify(db: &Path, as_json: bool) -> CliResult {
             "events_per_sec": report.events_per_sec(),
             "mb_per_sec": report.mb_per_sec(),
             "head": {"seq": report.head.seq.0, "hash": report.head.hash.to_hex()},
-            "checkpoint": format!("{}:{}", report.head.seq, report.head.hash),
+            "checkpoint": report.head.to_string(),
             "index_applied": report.index_applied.0,
             "violations": violations,
         });

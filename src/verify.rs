@@ -45,6 +45,8 @@ pub enum ViolationKind {
     Index,
     /// `meta.head` does not name the last event.
     Head,
+    /// The log no longer holds the event an exported checkpoint names.
+    Checkpoint,
 }
 
 impl ViolationKind {
@@ -60,6 +62,7 @@ impl ViolationKind {
             ViolationKind::Outcome => "outcome",
             ViolationKind::Index => "index",
             ViolationKind::Head => "head",
+            ViolationKind::Checkpoint => "checkpoint",
         }
     }
 }
@@ -137,19 +140,27 @@ fn violation(seq: Seq, kind: ViolationKind, detail: String) -> Violation {
     Violation { seq, kind, detail }
 }
 
-/// How often [`verify_store_with_progress`] reports, in events.
+/// How often [`VerifyOptions::progress`] is called, in events.
 pub const PROGRESS_EVERY: u64 = 10_000;
+
+/// What to check beyond the store itself, and how to report progress.
+#[derive(Default)]
+pub struct VerifyOptions<'a> {
+    /// A checkpoint exported earlier (`SEQ:HASH`): the log must still hold exactly that event at
+    /// that seq. A local chain cannot tell a consistent rewrite of the whole log from the real
+    /// one; a checkpoint kept elsewhere can.
+    pub expect: Option<Head>,
+    /// Called as `progress(checked, head_seq)` every [`PROGRESS_EVERY`] events.
+    pub progress: Option<&'a mut dyn FnMut(u64, u64)>,
+}
 
 /// Verifies an open store (callers make sure no write runs meanwhile).
 pub fn verify_store(store: &Store) -> Result<Report> {
-    verify_store_with_progress(store, &mut |_, _| {})
+    verify_store_with(store, VerifyOptions::default())
 }
 
-/// [`verify_store`], calling `progress(checked, head_seq)` every [`PROGRESS_EVERY`] events.
-pub fn verify_store_with_progress(
-    store: &Store,
-    progress: &mut dyn FnMut(u64, u64),
-) -> Result<Report> {
+/// [`verify_store`] with a checkpoint to prove and a progress callback.
+pub fn verify_store_with(store: &Store, mut options: VerifyOptions<'_>) -> Result<Report> {
     let start = Instant::now();
     let mut report = Report {
         events: 0,
@@ -207,7 +218,22 @@ pub fn verify_store_with_progress(
         report.events += 1;
         report.bytes += record.len() as u64;
         if report.events % PROGRESS_EVERY == 0 {
-            progress(report.events, report.head.seq.0);
+            if let Some(progress) = options.progress.as_mut() {
+                progress(report.events, report.head.seq.0);
+            }
+        }
+        if let Some(expect) = options.expect.filter(|e| e.seq == seq) {
+            if expect.hash != prev {
+                let v = violation(
+                    seq,
+                    ViolationKind::Checkpoint,
+                    format!(
+                        "the checkpoint says event {seq} hashes to {} but the log's event {seq} hashes to {prev}: history up to seq {seq} was rewritten",
+                        expect.hash
+                    ),
+                );
+                return finish(report, Some(v));
+            }
         }
         if seq == report.index_applied {
             if let Some(v) = compare_index(&replay, &stored_index, seq)? {
@@ -218,7 +244,16 @@ pub fn verify_store_with_progress(
     }
     let last = Seq(expected.0 - 1);
     let head = report.head;
-    let v = if head.seq > last {
+    let v = if let Some(expect) = options.expect.filter(|e| e.seq > last) {
+        Some(violation(
+            Seq(last.0 + 1),
+            ViolationKind::Checkpoint,
+            format!(
+                "the checkpoint names seq {} but the log ends at seq {last}: it was truncated or rolled back",
+                expect.seq
+            ),
+        ))
+    } else if head.seq > last {
         Some(violation(
             Seq(last.0 + 1),
             ViolationKind::Missing,

@@ -4,6 +4,8 @@
 // Shared helpers: temporary stores, servers, tampering through sled, running the binary.
 mod support;
 
+// verify --expect: checkpoints catch consistent rewrites and rollbacks.
+mod checkpoint;
 // Round trips through the built `mnemo` binary: tool, verify exit codes, demo, log, ls, cat.
 mod cli;
 // The shared python-sdk conformance vectors through the library and the CLI, and the 1M-line case.

@@ -1,0 +1,149 @@
+//! Checkpoints: `mnemo verify --expect SEQ:HASH` proves the log still holds the event a
+//! checkpoint exported earlier names — which a local chain alone cannot do against whoever holds
+//! the disk and rewrites the whole log consistently.
+
+use mnemo::event::{Body, Event, Seq};
+use mnemo::tool::Command;
+use mnemo::{Head, Store};
+use serde_json::{Value, json};
+
+use crate::support::{TempStore, run_mnemo};
+
+fn create_lines(from: usize, to: usize) -> String {
+    (from..to)
+        .map(|i| {
+            json!({"command": "create", "path": format!("/memories/f{i}.txt"), "file_text": format!("v{i}")})
+                .to_string()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn verify_json(db: &str, expect: Option<&str>) -> (Option<i32>, Value) {
+    let mut args = vec!["verify", "--db", db, "--json"];
+    if let Some(e) = expect {
+        args.extend(["--expect", e]);
+    }
+    let out = run_mnemo(&args, "");
+    let report = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out.status.code(), report)
+}
+
+/// Rewrites events `from..` of the closed store so that every hash, link and the head are
+/// consistent again, changing event `from`'s created text, and drops the index (an index that
+/// lags the log is legal: the next open rebuilds it): what an attacker with the disk can do.
+fn rewrite_consistently(path: &std::path::Path, from: u64) {
+    let store = Store::open(path).expect("open");
+    let (events, meta, index) = store.raw_trees();
+    let mut all: Vec<Event> = events
+        .iter()
+        .map(|item| Event::decode(&item.expect("read").1).expect("decode"))
+        .collect();
+    let at = usize::try_from(from - 1).expect("small");
+    if let Body::Tool(call) = &mut all[at].body {
+        if let Command::Create { file_text, .. } = &mut call.command {
+            file_text.push_str(" (forged)");
+        }
+    }
+    let mut prev = all[at].prev_hash;
+    for event in &mut all[at..] {
+        event.prev_hash = prev;
+        let frame = event.to_frame();
+        prev = frame.hash;
+        events
+            .insert(event.seq.key(), frame.encode())
+            .expect("write");
+    }
+    let last = all.last().expect("events").seq;
+    let mut head = last.0.to_be_bytes().to_vec();
+    head.extend_from_slice(&prev.0);
+    meta.insert("head", head).expect("write head");
+    index.clear().expect("drop the index");
+    events.flush().expect("flush");
+}
+
+#[test]
+fn a_checkpoint_catches_a_consistent_rewrite_and_a_rollback() {
+    let s = TempStore::new();
+    let db = s.path();
+    let db = db.to_str().expect("utf-8 path");
+    assert!(
+        run_mnemo(&["tool", "--db", db], &create_lines(0, 3))
+            .status
+            .success()
+    );
+    let (code, report) = verify_json(db, None);
+    assert_eq!(code, Some(0));
+    let checkpoint = report["checkpoint"]
+        .as_str()
+        .expect("checkpoint")
+        .to_string();
+    assert!(checkpoint.starts_with("3:"), "{checkpoint}");
+    assert_eq!(
+        Head::parse(&checkpoint).expect("parses").to_string(),
+        checkpoint
+    );
+
+    assert!(
+        run_mnemo(&["tool", "--db", db], &create_lines(3, 6))
+            .status
+            .success()
+    );
+    assert_eq!(
+        verify_json(db, Some(&checkpoint)).0,
+        Some(0),
+        "the log still holds it"
+    );
+
+    // A consistent rewrite of history before the checkpoint: the chain alone cannot tell...
+    rewrite_consistently(&s.path(), 2);
+    let (code, report) = verify_json(db, None);
+    assert_eq!(
+        code,
+        Some(0),
+        "a consistent rewrite passes a local verify: {report}"
+    );
+    // ...but the checkpoint kept elsewhere names the event that no longer matches.
+    let (code, report) = verify_json(db, Some(&checkpoint));
+    assert_eq!(code, Some(1), "{report}");
+    assert_eq!(report["violations"][0]["kind"], "checkpoint", "{report}");
+    assert_eq!(report["violations"][0]["seq"], 3, "{report}");
+}
+
+#[test]
+fn a_checkpoint_past_the_end_of_the_log_is_a_rollback() {
+    let s = TempStore::new();
+    let db = s.path();
+    let db = db.to_str().expect("utf-8 path");
+    assert!(
+        run_mnemo(&["tool", "--db", db], &create_lines(0, 4))
+            .status
+            .success()
+    );
+    let (_, report) = verify_json(db, None);
+    let checkpoint = report["checkpoint"]
+        .as_str()
+        .expect("checkpoint")
+        .to_string();
+    // Roll the log back to 2 events, consistently: remove the tail and move the head.
+    {
+        let store = Store::open(&s.path()).expect("open");
+        let (events, meta, index) = store.raw_trees();
+        let two = Event::decode(&events.get(Seq(2).key()).expect("get").expect("event 2"))
+            .expect("decode");
+        events.remove(Seq(3).key()).expect("remove");
+        events.remove(Seq(4).key()).expect("remove");
+        let mut head = 2u64.to_be_bytes().to_vec();
+        head.extend_from_slice(&two.hash().0);
+        meta.insert("head", head).expect("head");
+        index.clear().expect("clear index");
+        index.flush().expect("flush");
+    }
+    let (code, report) = verify_json(db, Some(&checkpoint));
+    assert_eq!(code, Some(1), "{report}");
+    assert_eq!(report["violations"][0]["kind"], "checkpoint", "{report}");
+    assert_eq!(report["violations"][0]["seq"], 3, "{report}");
+    let bad = run_mnemo(&["verify", "--db", db, "--expect", "3:nothex"], "");
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("SEQ:HASH"));
+}
