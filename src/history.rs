@@ -20,7 +20,7 @@ pub fn state_at(store: &Store, at: Seq) -> Result<Projection<MemKv>> {
             break;
         }
         let event = Event::decode(&record)?;
-        tree.run(&event.body, seq)?;
+        tree.run_event(&event)?;
     }
     Ok(tree)
 }

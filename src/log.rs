@@ -308,7 +308,7 @@ impl Store {
                 break;
             }
             let event = crate::event::Event::decode(&record)?;
-            projection.run(&event.body, seq)?;
+            projection.run_event(&event)?;
             replayed += 1;
         }
         self.apply_index(projection.into_inner())?;

@@ -9,6 +9,7 @@
 //! | `f` ‖ file id (u64 BE) | created seq (u64 LE) ‖ updated seq (u64 LE) ‖ content |
 //! | `n` | next node id (u64 BE) |
 //! | `a` | the last seq applied (u64 BE) |
+//! | `t` ‖ agent ‖ 0 ‖ tool_use id | seq (u64 BE) ‖ is_error (1 byte) ‖ the result text |
 //!
 //! A lookup walks one `c` key per path segment; a listing scans one `c` prefix; a rename moves a
 //! single `c` entry, so its cost does not depend on how many files lie under the directory.
@@ -16,13 +17,17 @@
 //! **Invariant:** directories are implicit — a directory node exists exactly while some file lives
 //! under it. Writes create missing parents; deletes and renames prune parents left empty.
 //!
+//! **Invariant:** a tool_use id is recorded at most once per agent: a retry of a recorded id is
+//! answered from its `t` entry with the original text and adds no event.
+//!
 //! **Invariant:** the index is a pure function of the log: replaying every event into an empty
 //! [`MemKv`](crate::kv::MemKv) yields byte-for-byte the stored index (checked by `verify`).
 
 use crate::error::{Error, Result};
-use crate::event::Seq;
+use crate::event::{Body, Event, Seq};
 use crate::kv::{KvRead, KvWrite};
 use crate::paths::MemPath;
+use crate::tool::Answer;
 use crate::tool::{Change, Entry, NodeKind, Tree};
 
 const ROOT_ID: u64 = 0;
@@ -78,6 +83,26 @@ fn child_key(parent: u64, name: &str) -> Vec<u8> {
     let mut k = child_prefix(parent);
     k.extend_from_slice(name.as_bytes());
     k
+}
+
+fn retry_key(agent: &str, tool_use_id: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(2 + agent.len() + tool_use_id.len());
+    k.push(b't');
+    k.extend_from_slice(agent.as_bytes());
+    k.push(0);
+    k.extend_from_slice(tool_use_id.as_bytes());
+    k
+}
+
+/// The answer recorded for a tool_use id: its seq, whether it was an error, and the text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Recorded {
+    /// The seq of the original call.
+    pub seq: Seq,
+    /// Whether the original result was an error.
+    pub is_error: bool,
+    /// The original result text.
+    pub text: String,
 }
 
 fn file_key(id: u64) -> Vec<u8> {
@@ -165,6 +190,22 @@ impl<K: KvRead> Projection<K> {
             Some(v) => Ok(Seq(be_u64(&v, "applied seq")?)),
             None => Ok(Seq(0)),
         }
+    }
+
+    /// The answer recorded for `agent`'s call with `tool_use_id`, if there was one.
+    pub fn recorded(&self, agent: &str, tool_use_id: &str) -> Result<Option<Recorded>> {
+        let Some(v) = self.kv.get(&retry_key(agent, tool_use_id))? else {
+            return Ok(None);
+        };
+        if v.len() < 9 {
+            return Err(Error::corrupt("path index retry entry is truncated"));
+        }
+        Ok(Some(Recorded {
+            seq: Seq(be_u64(&v[..8], "retry seq")?),
+            is_error: v[8] != 0,
+            text: String::from_utf8(v[9..].to_vec())
+                .map_err(|_| Error::corrupt("path index retry text is not UTF-8"))?,
+        }))
     }
 
     /// The node ids from `/` down to `path`, or `None` if `path` does not exist.
@@ -392,15 +433,44 @@ impl<K: KvWrite> Projection<K> {
 }
 
 impl<K: KvWrite> Projection<K> {
-    /// Re-answers `body` against the index and applies its change as event `seq`.
-    ///
-    /// This is the one step shared by the writer, recovery on open and the verifier's replay.
-    pub fn run(&mut self, body: &crate::event::Body, seq: Seq) -> Result<crate::tool::Answer> {
+    /// Re-answers `body` against the index and applies its change as event `seq`, without the
+    /// retry bookkeeping of [`run_call`](Self::run_call).
+    pub fn run(&mut self, body: &Body, seq: Seq) -> Result<Answer> {
         let answer = crate::tool::answer(self, body)?;
         match &answer.change {
             Some(change) => self.apply(change, seq)?,
             None => self.set_applied(seq),
         }
         Ok(answer)
+    }
+
+    /// [`run`](Self::run), then records the answer under the call's tool_use id so a retry gets
+    /// the same text. This is the one step shared by the writer, recovery on open and the
+    /// verifier's replay.
+    pub fn run_call(
+        &mut self,
+        agent: &str,
+        tool_use_id: Option<&str>,
+        body: &Body,
+        seq: Seq,
+    ) -> Result<Answer> {
+        let answer = self.run(body, seq)?;
+        if let Some(id) = tool_use_id {
+            let mut v = seq.0.to_be_bytes().to_vec();
+            v.push(u8::from(answer.is_error));
+            v.extend_from_slice(answer.text.as_bytes());
+            self.kv.insert(retry_key(agent, id), v);
+        }
+        Ok(answer)
+    }
+
+    /// [`run_call`](Self::run_call) for a stored event.
+    pub fn run_event(&mut self, event: &Event) -> Result<Answer> {
+        self.run_call(
+            &event.header.agent,
+            event.header.tool_use_id.as_deref(),
+            &event.body,
+            event.seq,
+        )
     }
 }

@@ -8,9 +8,10 @@
 //! 3. `prev_hash` equals the previous event's hash ([`ViolationKind::BrokenLink`]);
 //! 4. `blake3(payload)` equals the stored payload hash ([`ViolationKind::PayloadHash`]);
 //! 5. the chain hash recomputes to the stored hash ([`ViolationKind::Hash`]);
-//! 6. re-answering the command against the replayed tree reproduces the recorded outcome — the
+//! 6. no agent's tool_use id appears twice ([`ViolationKind::DuplicateCall`]);
+//! 7. re-answering the command against the replayed tree reproduces the recorded outcome — the
 //!    exact result text's hash and the error flag ([`ViolationKind::Outcome`]);
-//! 7. at the index's applied seq, the replayed index equals the stored one byte for byte
+//! 8. at the index's applied seq, the replayed index equals the stored one byte for byte
 //!    ([`ViolationKind::Index`]);
 //!
 //! and at the end, that `meta.head` names the last event and its hash ([`ViolationKind::Head`]).
@@ -47,6 +48,8 @@ pub enum ViolationKind {
     Head,
     /// The log no longer holds the event an exported checkpoint names.
     Checkpoint,
+    /// A tool_use id was logged twice for one agent (a retry must not run again).
+    DuplicateCall,
 }
 
 impl ViolationKind {
@@ -63,6 +66,7 @@ impl ViolationKind {
             ViolationKind::Index => "index",
             ViolationKind::Head => "head",
             ViolationKind::Checkpoint => "checkpoint",
+            ViolationKind::DuplicateCall => "duplicate-call",
         }
     }
 }
@@ -356,7 +360,23 @@ fn check_record(
         Ok(e) => e,
         Err(e) => return Err(violation(seq, ViolationKind::Undecodable, e.to_string())),
     };
-    let answer = match replay.run(&event.body, seq) {
+    if let Some(id) = &event.header.tool_use_id {
+        match replay.recorded(&event.header.agent, id) {
+            Ok(None) => {}
+            Ok(Some(first)) => {
+                return Err(violation(
+                    seq,
+                    ViolationKind::DuplicateCall,
+                    format!(
+                        "agent {:?} already made call {id:?} at seq {}; a retry must be answered from the record, not logged again",
+                        event.header.agent, first.seq
+                    ),
+                ));
+            }
+            Err(e) => return Err(violation(seq, ViolationKind::Outcome, e.to_string())),
+        }
+    }
+    let answer = match replay.run_event(&event) {
         Ok(a) => a,
         Err(e) => {
             return Err(violation(

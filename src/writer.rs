@@ -11,6 +11,9 @@
 //! A batch of reads and rejected calls only is answered without an fsync of its own: its events
 //! become durable with the next commit that changes the tree.
 //!
+//! A call whose tool_use id this agent already used is answered with the recorded text and
+//! writes nothing: retries are idempotent, across restarts too, since the record is in the index.
+//!
 //! **Invariant:** after a failed append, index write or sync the writer is poisoned: it refuses
 //! every later call with [`Error::Poisoned`] rather than risk forking the chain. Reopening recovers.
 
@@ -38,6 +41,9 @@ pub struct Receipt {
     pub text: String,
     /// Whether the result is an error.
     pub is_error: bool,
+    /// Whether this is the recorded answer to an earlier call with the same tool_use id (no new
+    /// event was written).
+    pub retried: bool,
 }
 
 /// One call to record.
@@ -160,8 +166,24 @@ impl Writer {
         let mut mutated = false;
         let time_ms = now_ms();
         for call in calls {
+            if let Some(id) = &call.tool_use_id {
+                let recorded = projection
+                    .recorded(&call.agent, id)
+                    .map_err(|e| (e, false))?;
+                if let Some(recorded) = recorded {
+                    receipts.push(Receipt {
+                        seq: recorded.seq,
+                        text: recorded.text,
+                        is_error: recorded.is_error,
+                        retried: true,
+                    });
+                    continue;
+                }
+            }
             seq = Seq(seq.0 + 1);
-            let answer = projection.run(&call.body, seq).map_err(|e| (e, false))?;
+            let answer = projection
+                .run_call(&call.agent, call.tool_use_id.as_deref(), &call.body, seq)
+                .map_err(|e| (e, false))?;
             mutated |= answer.change.is_some();
             let event = Event {
                 seq,
@@ -193,6 +215,7 @@ impl Writer {
                 seq,
                 text: answer.text,
                 is_error: answer.is_error,
+                retried: false,
             });
         }
         let head = self.store.append(&frames).map_err(|e| (e, true))?;

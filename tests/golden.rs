@@ -756,7 +756,14 @@ fn golden_chain_appended_through_the_store_verifies() {
     let mut prev = EventHash::ZERO;
     let mut frames = Vec::new();
     for mut event in chain() {
-        let answer = replay.run(&event.body, event.seq).expect("answer");
+        let answer = replay
+            .run_call(
+                &event.header.agent,
+                event.header.tool_use_id.as_deref(),
+                &event.body,
+                event.seq,
+            )
+            .expect("answer");
         event.header.outcome = Outcome::of(answer.is_error, &answer.text);
         event.prev_hash = prev;
         let frame = event.to_frame();

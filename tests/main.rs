@@ -18,6 +18,8 @@ mod limits;
 mod model;
 // Reopening, catch-up after a crash between append and index write, lock and format errors.
 mod recovery;
+// Idempotent retries by tool_use id.
+mod retry;
 // The spec profile's result strings, one row of the table per case.
 mod spec_table;
 // Tampering through sled: verify names the right seq and invariant.

@@ -30,6 +30,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use mnemo::{Durability, MnemoClient, MnemoMemoryToolServer};
@@ -113,8 +114,9 @@ fn malformed_input(i: usize) -> Value {
         json!({"path": ROOT}),
         json!([]),
         json!("view"),
-        json!({"type": "tool_use", "id": "toolu_other", "name": "not_memory",
-               "input": {"command": "view", "path": ROOT}}),
+        // A fresh id each time: a reused id would be answered as a retry, without an event.
+        json!({"type": "tool_use", "id": format!("toolu_other_{}", NEXT_ID.fetch_add(1, Ordering::Relaxed)),
+               "name": "not_memory", "input": {"command": "view", "path": ROOT}}),
     ];
     all[i % all.len()].clone()
 }
@@ -996,6 +998,9 @@ fn check_tree(server: &MnemoMemoryToolServer, model: &Model, whole: bool) -> Res
     }
     Ok(())
 }
+
+/// Ids for malformed `tool_use` blocks, unique across the run.
+static NEXT_ID: AtomicU64 = AtomicU64::new(0);
 
 /// Sends one input (as a whole `tool_use` block when `id` is given) and returns the result's
 /// content and error flag, checking the block's shape on the way.
