@@ -14,7 +14,9 @@ use crate::error::{Error, Result};
 use crate::event::{Body, Event, Seq};
 use crate::log::{Durability, Head, Store};
 use crate::paths::MemPath;
+use crate::policy::{Access, AdminCommand, Policy};
 use crate::projection::{MEMORY_TAG, MemoryRecord};
+use crate::tool::Tree;
 use crate::verify::Report;
 use crate::writer::{self, Call, Job, Receipt};
 
@@ -37,16 +39,13 @@ impl Drop for Inner {
     }
 }
 
-/// Longest agent id accepted, in bytes.
-pub const MAX_AGENT_BYTES: usize = 256;
-
 fn check_agent(agent: &str) -> Result<()> {
-    if agent.is_empty() || agent.len() > MAX_AGENT_BYTES || agent.chars().any(char::is_control) {
-        return Err(Error::InvalidArgument(format!(
-            "agent id {agent:?} is not valid; use 1 to {MAX_AGENT_BYTES} bytes of printable text, such as \"agent-1\""
-        )));
+    if agent == crate::policy::ANY_AGENT {
+        return Err(Error::InvalidArgument(
+            "agent id \"*\" is reserved for grants to every agent; pick another id".into(),
+        ));
     }
-    Ok(())
+    crate::policy::check_agent_id(agent).map_err(Error::InvalidArgument)
 }
 
 /// Options for opening a store.
@@ -192,14 +191,20 @@ impl MnemoClient {
         rx.recv().map_err(|_| Error::WriterGone)?
     }
 
-    /// Memory files carrying `tag`: `memorytool` lists every file, `path:/memories/x` the one at
-    /// that path; any other tag lists none.
+    /// Memory files carrying `tag` that this client's agent may read: `memorytool` lists every
+    /// such file, `path:/memories/x` the one at that path; any other tag lists none.
     pub fn records_by_tag(&self, tag: &str) -> Result<Vec<MemoryRecord>> {
         if tag == MEMORY_TAG {
-            return self.read(|store| {
-                store
-                    .index()
-                    .records_under(&MemPath::from_segments(Vec::new()))
+            let agent = self.agent.clone();
+            return self.read(move |store| {
+                let index = store.index();
+                let policy = index.policy()?;
+                let mut records = index.records_under(&MemPath::from_segments(Vec::new()))?;
+                records.retain(|r| {
+                    MemPath::absolute(&r.path)
+                        .is_ok_and(|p| policy.allows(&agent, &p, Access::Read))
+                });
+                Ok(records)
             });
         }
         match tag.strip_prefix("path:") {
@@ -208,7 +213,8 @@ impl MnemoClient {
         }
     }
 
-    /// The file at canonical path `path` (such as `/memories/notes.txt`), if there is one.
+    /// The file at canonical path `path` (such as `/memories/notes.txt`), if there is one and
+    /// this client's agent may read it.
     pub fn record(&self, path: &str) -> Result<Option<MemoryRecord>> {
         let Ok(file) = MemPath::root(path) else {
             return Ok(None);
@@ -216,7 +222,41 @@ impl MnemoClient {
         if file.to_string() != path {
             return Ok(None);
         }
-        self.read(move |store| store.index().record(&file))
+        let agent = self.agent.clone();
+        self.read(move |store| {
+            let index = store.index();
+            if !index.policy()?.allows(&agent, &file, Access::Read) {
+                return Ok(None);
+            }
+            index.record(&file)
+        })
+    }
+
+    /// Records a policy change, attributed to this client's agent.
+    pub fn admin(&self, command: AdminCommand) -> Result<Receipt> {
+        self.call(None, Body::Admin(command))
+    }
+
+    /// Gives `agent` (or `*`) `access` on `prefix` and everything under it.
+    pub fn grant(&self, agent: &str, prefix: &str, access: Access) -> Result<Receipt> {
+        self.admin(AdminCommand::Grant {
+            agent: agent.into(),
+            prefix: prefix.into(),
+            access,
+        })
+    }
+
+    /// Removes `agent`'s grant on exactly `prefix`.
+    pub fn revoke(&self, agent: &str, prefix: &str) -> Result<Receipt> {
+        self.admin(AdminCommand::Revoke {
+            agent: agent.into(),
+            prefix: prefix.into(),
+        })
+    }
+
+    /// The access policy in force.
+    pub fn policy(&self) -> Result<Policy> {
+        self.read(|store| store.index().policy())
     }
 
     /// Events from `from` on, decoded.

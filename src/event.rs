@@ -53,6 +53,10 @@
 //! |---|---|---|
 //! | `Tool` | 0 | `root: string`, `profile: Profile`, `limits: Limits`, `command: Command` |
 //! | `Rejected` | 1 | `root: string`, `profile: Profile`, `input: string` (the raw input text) |
+//! | `Admin` | 2 | `AdminCommand` |
+//!
+//! `AdminCommand`: `Grant` = 0 with `agent: string`, `prefix: string`, `access: Access`;
+//! `Revoke` = 1 with `agent: string`, `prefix: string`. `Access`: `Read` = 0, `ReadWrite` = 1.
 //!
 //! `Profile`: `Spec` = 0, `PythonSdk` = 1. `Limits`: `max_file_bytes: u64`,
 //! `view_max_chars: option<u64>`. `Command` variants and their fields, in order:
@@ -75,6 +79,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::codec;
 use crate::error::{Error, Result};
+use crate::policy::AdminCommand;
 use crate::tool::{Command, Limits, Profile};
 
 /// The on-disk format version this build writes and the newest it reads.
@@ -221,16 +226,8 @@ pub enum Body {
     Tool(ToolCall),
     /// Input that could not be parsed; replay re-parses it and must get the same error.
     Rejected(RejectedCall),
-}
-
-impl Body {
-    /// The body's root and profile.
-    pub fn context(&self) -> (&str, Profile) {
-        match self {
-            Body::Tool(c) => (&c.root, c.profile),
-            Body::Rejected(r) => (&r.root, r.profile),
-        }
-    }
+    /// A change to the access policy.
+    Admin(AdminCommand),
 }
 
 /// One entry of the log.

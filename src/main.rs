@@ -9,10 +9,10 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use mnemo::event::{Body, Event, Seq};
 use mnemo::history::{absolute_path, file_history, state_at};
-use mnemo::tool::{Limits, format_size};
+use mnemo::tool::{Limits, Tree, format_size};
 use mnemo::{
-    Durability, Head, MemPath, MnemoClient, MnemoMemoryToolServer, Profile, Report, Store,
-    VerifyOptions, verify_store_with,
+    Access, AdminCommand, Durability, Head, MemPath, MnemoClient, MnemoMemoryToolServer, Profile,
+    Report, Store, VerifyOptions, verify_store_with,
 };
 use serde_json::{Value, json};
 
@@ -114,6 +114,11 @@ enum Cmd {
         #[arg(long)]
         at: Option<u64>,
     },
+    /// Who may read or write what: grants of (agent, path prefix, access), kept in the log.
+    Acl {
+        #[command(subcommand)]
+        command: AclCmd,
+    },
     /// Every event that touched a file, followed back through renames.
     History {
         /// The file.
@@ -124,6 +129,53 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Subcommand)]
+enum AclCmd {
+    /// Give an agent (or `*`, every agent) access to a path prefix and everything under it.
+    Grant {
+        #[command(flatten)]
+        db: Db,
+        /// The agent id, or `*` for every agent.
+        #[arg(long)]
+        agent: String,
+        /// The path prefix, such as /memories/agent-2 (or / for everything).
+        #[arg(long)]
+        prefix: String,
+        /// read or read-write.
+        #[arg(long, value_parser = parse_access)]
+        access: Access,
+        /// The operator the change is recorded under.
+        #[arg(long = "as", default_value = "cli")]
+        operator: String,
+    },
+    /// Remove an agent's grant on exactly this prefix.
+    Revoke {
+        #[command(flatten)]
+        db: Db,
+        /// The agent id, or `*`.
+        #[arg(long)]
+        agent: String,
+        /// The prefix of the grant.
+        #[arg(long)]
+        prefix: String,
+        /// The operator the change is recorded under.
+        #[arg(long = "as", default_value = "cli")]
+        operator: String,
+    },
+    /// List the grants in force.
+    List {
+        #[command(flatten)]
+        db: Db,
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn parse_access(s: &str) -> Result<Access, String> {
+    Access::from_name(s).ok_or_else(|| format!("unknown access {s:?}; use read or read-write"))
 }
 
 fn parse_profile(s: &str) -> Result<Profile, String> {
@@ -172,6 +224,7 @@ fn main() -> ExitCode {
         Cmd::Ls { dir, db, at } => run_ls(&db.db, &dir, at),
         Cmd::Cat { path, db, at } => run_cat(&db.db, &path, at),
         Cmd::History { path, db, json } => run_history(&db.db, &path, json),
+        Cmd::Acl { command } => run_acl(command),
     };
     match result {
         Ok(code) => code,
@@ -425,6 +478,12 @@ fn describe(event: &Event) -> (&'static str, Vec<String>) {
             (call.command.name(), paths)
         }
         Body::Rejected(_) => ("rejected", Vec::new()),
+        Body::Admin(AdminCommand::Grant { agent, prefix, .. }) => {
+            ("acl-grant", vec![prefix.clone(), format!("agent {agent}")])
+        }
+        Body::Admin(AdminCommand::Revoke { agent, prefix }) => {
+            ("acl-revoke", vec![prefix.clone(), format!("agent {agent}")])
+        }
     }
 }
 
@@ -572,6 +631,59 @@ fn run_cat(db: &Path, path: &str, at: Option<u64>) -> CliResult {
         )
         .into()),
     }
+}
+
+fn run_acl(command: AclCmd) -> CliResult {
+    let (db, operator, change) = match command {
+        AclCmd::List { db, json } => {
+            let store = Store::open_existing(&db.db)?;
+            let policy = store.index().policy()?;
+            let mut out = std::io::stdout().lock();
+            for g in policy.grants() {
+                if json {
+                    let line = json!({"agent": g.agent, "prefix": g.prefix.to_string(), "access": g.access.name()});
+                    writeln!(out, "{line}")?;
+                } else {
+                    writeln!(
+                        out,
+                        "{:<24}  {:<10}  {}",
+                        g.agent,
+                        g.access.name(),
+                        g.prefix
+                    )?;
+                }
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+        AclCmd::Grant {
+            db,
+            agent,
+            prefix,
+            access,
+            operator,
+        } => (
+            db,
+            operator,
+            AdminCommand::Grant {
+                agent,
+                prefix,
+                access,
+            },
+        ),
+        AclCmd::Revoke {
+            db,
+            agent,
+            prefix,
+            operator,
+        } => (db, operator, AdminCommand::Revoke { agent, prefix }),
+    };
+    let client = MnemoClient::open(&db.db, operator)?;
+    let receipt = client.admin(change)?;
+    if receipt.is_error {
+        return Err(receipt.text.into());
+    }
+    println!("{} (seq {})", receipt.text, receipt.seq);
+    Ok(ExitCode::SUCCESS)
 }
 
 fn run_history(db: &Path, path: &str, as_json: bool) -> CliResult {

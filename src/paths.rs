@@ -49,25 +49,31 @@ impl MemPath {
     /// Parses a configured root such as `/memories`. Roots are trusted configuration but are still
     /// checked: absolute, no traversal, no control characters, not `/` itself.
     pub fn root(raw: &str) -> Result<MemPath, String> {
-        if !raw.starts_with('/') {
-            return Err(format!(
-                "the memory root must be an absolute path such as /memories, got {raw:?}"
-            ));
-        }
-        if has_traversal(raw) || raw.chars().any(char::is_control) {
-            return Err(format!(
-                "the memory root {raw:?} contains a traversal sequence or a control character"
-            ));
-        }
-        let path = MemPath {
-            segments: normal_segments(raw),
-        };
+        let path = MemPath::absolute(raw)?;
         if path.segments.is_empty() {
             return Err(
                 "the memory root cannot be / itself; use a directory such as /memories".into(),
             );
         }
         Ok(path)
+    }
+
+    /// Parses an absolute path given by an operator (a grant's prefix, a CLI argument): checked
+    /// like a root, but `/` itself is allowed.
+    pub fn absolute(raw: &str) -> Result<MemPath, String> {
+        if !raw.starts_with('/') {
+            return Err(format!(
+                "the path must be absolute, such as /memories, got {raw:?}"
+            ));
+        }
+        if has_traversal(raw) || raw.chars().any(char::is_control) {
+            return Err(format!(
+                "the path {raw:?} contains a traversal sequence or a control character"
+            ));
+        }
+        Ok(MemPath {
+            segments: normal_segments(raw),
+        })
     }
 
     /// Validates `raw` against `root` and returns its canonical form.

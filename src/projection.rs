@@ -10,6 +10,8 @@
 //! | `n` | next node id (u64 BE) |
 //! | `a` | the last seq applied (u64 BE) |
 //! | `t` ‖ agent ‖ 0 ‖ tool_use id | seq (u64 BE) ‖ is_error (1 byte) ‖ the result text |
+//! | `P` | present once the policy is explicit (after the first admin event) |
+//! | `p` ‖ agent ‖ 0 ‖ prefix | access (`r` or `w`) |
 //!
 //! A lookup walks one `c` key per path segment; a listing scans one `c` prefix; a rename moves a
 //! single `c` entry, so its cost does not depend on how many files lie under the directory.
@@ -27,6 +29,7 @@ use crate::error::{Error, Result};
 use crate::event::{Body, Event, Seq};
 use crate::kv::{KvRead, KvWrite};
 use crate::paths::MemPath;
+use crate::policy::{Access, Grant, Policy};
 use crate::tool::Answer;
 use crate::tool::{Change, Entry, NodeKind, Tree};
 
@@ -83,6 +86,43 @@ fn child_key(parent: u64, name: &str) -> Vec<u8> {
     let mut k = child_prefix(parent);
     k.extend_from_slice(name.as_bytes());
     k
+}
+
+const POLICY_KEY: &[u8] = b"P";
+
+fn grant_key(agent: &str, prefix: &MemPath) -> Vec<u8> {
+    let prefix = prefix.to_string();
+    let mut k = Vec::with_capacity(2 + agent.len() + prefix.len());
+    k.push(b'p');
+    k.extend_from_slice(agent.as_bytes());
+    k.push(0);
+    k.extend_from_slice(prefix.as_bytes());
+    k
+}
+
+fn decode_grant(key: &[u8], value: &[u8]) -> Result<Grant> {
+    let bad = || Error::corrupt("path index grant entry is malformed");
+    let body = key.get(1..).ok_or_else(bad)?;
+    let split = body.iter().position(|b| *b == 0).ok_or_else(bad)?;
+    let agent = String::from_utf8(body[..split].to_vec()).map_err(|_| bad())?;
+    let prefix = std::str::from_utf8(&body[split + 1..]).map_err(|_| bad())?;
+    let access = match value {
+        b"r" => Access::Read,
+        b"w" => Access::ReadWrite,
+        _ => return Err(bad()),
+    };
+    Ok(Grant {
+        agent,
+        prefix: MemPath::absolute(prefix).map_err(|_| bad())?,
+        access,
+    })
+}
+
+fn encode_access(access: Access) -> Vec<u8> {
+    match access {
+        Access::Read => b"r".to_vec(),
+        Access::ReadWrite => b"w".to_vec(),
+    }
 }
 
 fn retry_key(agent: &str, tool_use_id: &str) -> Vec<u8> {
@@ -308,6 +348,17 @@ impl<K: KvRead> Tree for Projection<K> {
         }
         Ok(out)
     }
+
+    fn policy(&self) -> Result<Policy> {
+        if self.kv.get(POLICY_KEY)?.is_none() {
+            return Ok(Policy::open());
+        }
+        let mut grants = Vec::new();
+        for (k, v) in self.kv.scan_prefix(b"p", usize::MAX)? {
+            grants.push(decode_grant(&k, &v)?);
+        }
+        Ok(Policy::new(grants))
+    }
 }
 
 impl<K: KvWrite> Projection<K> {
@@ -379,6 +430,20 @@ impl<K: KvWrite> Projection<K> {
         Ok(())
     }
 
+    /// Makes the implicit open policy explicit before the first admin change.
+    fn explicit_policy(&mut self) -> Result<()> {
+        if self.kv.get(POLICY_KEY)?.is_none() {
+            for grant in Policy::open().grants() {
+                self.kv.insert(
+                    grant_key(&grant.agent, &grant.prefix),
+                    encode_access(grant.access),
+                );
+            }
+            self.kv.insert(POLICY_KEY.to_vec(), Vec::new());
+        }
+        Ok(())
+    }
+
     /// Applies a change made by the event at `seq`.
     pub fn apply(&mut self, change: &Change, seq: Seq) -> Result<()> {
         match change {
@@ -426,6 +491,19 @@ impl<K: KvWrite> Projection<K> {
                 // because `to` is neither `from` nor inside it.
                 self.unlink(from, &chain)?;
             }
+            Change::Grant {
+                agent,
+                prefix,
+                access,
+            } => {
+                self.explicit_policy()?;
+                self.kv
+                    .insert(grant_key(agent, prefix), encode_access(*access));
+            }
+            Change::Revoke { agent, prefix } => {
+                self.explicit_policy()?;
+                self.kv.remove(&grant_key(agent, prefix));
+            }
         }
         self.set_applied(seq);
         Ok(())
@@ -433,20 +511,9 @@ impl<K: KvWrite> Projection<K> {
 }
 
 impl<K: KvWrite> Projection<K> {
-    /// Re-answers `body` against the index and applies its change as event `seq`, without the
-    /// retry bookkeeping of [`run_call`](Self::run_call).
-    pub fn run(&mut self, body: &Body, seq: Seq) -> Result<Answer> {
-        let answer = crate::tool::answer(self, body)?;
-        match &answer.change {
-            Some(change) => self.apply(change, seq)?,
-            None => self.set_applied(seq),
-        }
-        Ok(answer)
-    }
-
-    /// [`run`](Self::run), then records the answer under the call's tool_use id so a retry gets
-    /// the same text. This is the one step shared by the writer, recovery on open and the
-    /// verifier's replay.
+    /// Answers `agent`'s call against the index, applies its change as event `seq`, and records
+    /// the answer under the call's tool_use id so a retry gets the same text. This is the one
+    /// step shared by the writer, recovery on open and the verifier's replay.
     pub fn run_call(
         &mut self,
         agent: &str,
@@ -454,7 +521,11 @@ impl<K: KvWrite> Projection<K> {
         body: &Body,
         seq: Seq,
     ) -> Result<Answer> {
-        let answer = self.run(body, seq)?;
+        let answer = crate::tool::answer(self, agent, body)?;
+        match &answer.change {
+            Some(change) => self.apply(change, seq)?,
+            None => self.set_applied(seq),
+        }
         if let Some(id) = tool_use_id {
             let mut v = seq.0.to_be_bytes().to_vec();
             v.push(u8::from(answer.is_error));

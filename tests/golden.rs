@@ -9,7 +9,10 @@
 
 use mnemo::event::{DOMAIN_TAG, FORMAT_VERSION, Frame, chain_hash};
 use mnemo::tool::{Command, Limits, Profile};
-use mnemo::{Body, Error, Event, EventHash, Header, Outcome, RejectedCall, Seq, ToolCall};
+use mnemo::{
+    Access, AdminCommand, Body, Error, Event, EventHash, Header, Outcome, RejectedCall, Seq,
+    ToolCall,
+};
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
@@ -175,6 +178,31 @@ fn fixtures() -> Vec<(&'static str, Event)> {
             ),
         ),
         (
+            "acl grant",
+            fixed(
+                12,
+                None,
+                Outcome::of(false, "Granted read on /memories/agent-2 to agent agent-2"),
+                Body::Admin(AdminCommand::Grant {
+                    agent: "agent-2".into(),
+                    prefix: "/memories/agent-2".into(),
+                    access: Access::Read,
+                }),
+            ),
+        ),
+        (
+            "acl revoke",
+            fixed(
+                13,
+                Some("toolu_06F"),
+                Outcome::of(false, "Revoked the grant on / from every agent"),
+                Body::Admin(AdminCommand::Revoke {
+                    agent: "*".into(),
+                    prefix: "/".into(),
+                }),
+            ),
+        ),
+        (
             "python-sdk profile with limits",
             fixed(
                 11,
@@ -261,6 +289,18 @@ const GOLDEN: &[(&str, &str, &str, &str)] = &[
         "0ac02cc89901000007000000000000006167656e742d610001df7a7afc7849e3577efd133d515498dbac4fd8a24690e9ff40aafa0db305a09e",
         "0100000009000000000000002f6d656d6f726965730000000008000000000000006e6f74206a736f6e",
         "840e66c6d35cae55258abd0969b6ff02d4fc4d13265971c983dc81136bab9098",
+    ),
+    (
+        "acl grant",
+        "0cc02cc89901000007000000000000006167656e742d610000ada66f5abf7cf2e204b0aa24c42bf1f2581d7189a824be6449bb084f0e220335",
+        "020000000000000007000000000000006167656e742d3211000000000000002f6d656d6f726965732f6167656e742d3200000000",
+        "814e8026d8fd792b4a3134cb445b9a04ea4ad9c15132c9da688d33fdfa0c505f",
+    ),
+    (
+        "acl revoke",
+        "0dc02cc89901000007000000000000006167656e742d61010900000000000000746f6f6c755f30364600888da5f33fa06334c78c48602ff91f40f555ebcd893caeaeeb7ff5c09bf826c8",
+        "020000000100000001000000000000002a01000000000000002f",
+        "f2e7fca466bd66a80cef22daf503829b43ec3d0ac395d67e99fb0e3a6730c32f",
     ),
     (
         "python-sdk profile with limits",
@@ -511,6 +551,20 @@ fn doc_payload(b: &Body) -> Vec<u8> {
         }
         Body::Rejected(r) => {
             d.u32(1).string(&r.root).profile(r.profile).string(&r.input);
+        }
+        Body::Admin(AdminCommand::Grant {
+            agent,
+            prefix,
+            access,
+        }) => {
+            d.u32(2).u32(0).string(agent).string(prefix);
+            match access {
+                Access::Read => d.u32(0),
+                Access::ReadWrite => d.u32(1),
+            };
+        }
+        Body::Admin(AdminCommand::Revoke { agent, prefix }) => {
+            d.u32(2).u32(1).string(agent).string(prefix);
         }
     }
     d.0

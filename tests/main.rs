@@ -4,6 +4,8 @@
 // Shared helpers: temporary stores, servers, tampering through sled, running the binary.
 mod support;
 
+// Access control: grants in the log, enforcement under the tool surface, `mnemo acl`.
+mod acl;
 // verify --expect: checkpoints catch consistent rewrites and rollbacks.
 mod checkpoint;
 // Round trips through the built `mnemo` binary: tool, verify exit codes, demo, log, ls, cat.

@@ -614,10 +614,12 @@ fn honest_record(path: &Path, seq: u64, agent: &str, body: Body) -> Vec<u8> {
             break;
         }
         let event = Event::decode(&rec).expect("decode");
-        replay.run(&event.body, s).expect("replay");
+        replay.run_event(&event).expect("replay");
         prev = Frame::decode(&rec).expect("frame").hash;
     }
-    let answer = replay.run(&body, Seq(seq)).expect("answer");
+    let answer = replay
+        .run_call("test-agent", None, &body, Seq(seq))
+        .expect("answer");
     Event {
         seq: Seq(seq),
         prev_hash: prev,

@@ -13,6 +13,6 @@ mod tree;
 pub use command::{Command, Parsed, Profile, parse_text, parse_value};
 pub use limits::{DEFAULT_MAX_FILE_BYTES, Limits};
 pub use render::format_size;
-pub use semantics::{Answer, MAX_VIEW_LINES, answer, execute};
+pub use semantics::{Answer, MAX_VIEW_LINES, answer};
 pub use server::{MnemoMemoryToolServer, ServerBuilder};
 pub use tree::{Change, Entry, NodeKind, Tree};

@@ -50,7 +50,15 @@ fn hidden(name: &str, profile: Profile) -> bool {
 pub const DIR_SIZE: &str = "4K";
 
 /// A directory listing, two levels deep; `shown` is how the directory is named in the text.
-pub fn listing(tree: &dyn Tree, dir: &MemPath, shown: &str, profile: Profile) -> Result<String> {
+///
+/// `visible` decides which entries the calling agent may see.
+pub fn listing(
+    tree: &dyn Tree,
+    dir: &MemPath,
+    shown: &str,
+    profile: Profile,
+    visible: &dyn Fn(&MemPath, NodeKind) -> bool,
+) -> Result<String> {
     let excluding = match profile {
         Profile::Spec => "hidden items and node_modules",
         Profile::PythonSdk => "hidden items",
@@ -59,14 +67,16 @@ pub fn listing(tree: &dyn Tree, dir: &MemPath, shown: &str, profile: Profile) ->
         "Here're the files and directories up to 2 levels deep in {shown}, excluding {excluding}:\n{DIR_SIZE}\t{shown}"
     );
     for entry in tree.list(dir)? {
-        if hidden(&entry.name, profile) {
+        let child = dir.join(&entry.name);
+        if hidden(&entry.name, profile) || !visible(&child, entry.kind) {
             continue;
         }
         push_entry(&mut out, shown, &entry.name, entry.kind, entry.size);
         if entry.kind == NodeKind::Dir {
-            let child = dir.join(&entry.name);
             for grandchild in tree.list(&child)? {
-                if hidden(&grandchild.name, profile) {
+                if hidden(&grandchild.name, profile)
+                    || !visible(&child.join(&grandchild.name), grandchild.kind)
+                {
                     continue;
                 }
                 let rel = format!("{}/{}", entry.name, grandchild.name);

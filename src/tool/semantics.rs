@@ -10,6 +10,7 @@
 use crate::error::Result;
 use crate::event::Body;
 use crate::paths::{MAX_PATH_BYTES, MAX_SEGMENT_BYTES, MemPath, PathRejection};
+use crate::policy::{ANY_AGENT, Access, AdminCommand, Policy, check_agent_id};
 use crate::tool::command::{Command, Profile, parse_text};
 use crate::tool::limits::Limits;
 use crate::tool::render::{listing, numbered};
@@ -47,8 +48,9 @@ impl Answer {
     }
 }
 
-/// Answers an event body against `tree`: runs a parsed command, or re-parses a rejected input.
-pub fn answer(tree: &dyn Tree, body: &Body) -> Result<Answer> {
+/// Answers `agent`'s call against `tree`: runs a parsed command under the access policy,
+/// re-parses a rejected input, or changes the policy.
+pub fn answer(tree: &dyn Tree, agent: &str, body: &Body) -> Result<Answer> {
     match body {
         Body::Tool(call) => {
             let root = match MemPath::root(&call.root) {
@@ -60,9 +62,12 @@ pub fn answer(tree: &dyn Tree, body: &Body) -> Result<Answer> {
                 root: &root,
                 profile: call.profile,
                 limits: call.limits,
+                agent,
+                policy: tree.policy()?,
             };
             ctx.execute(&call.command)
         }
+        Body::Admin(command) => admin(&tree.policy()?, command),
         Body::Rejected(r) => Ok(match parse_text(&r.input, &r.root, r.profile).command {
             Err(text) => Answer::err(text),
             // A rejected input that parses now was not rejected by this parser: replay flags it.
@@ -71,21 +76,57 @@ pub fn answer(tree: &dyn Tree, body: &Body) -> Result<Answer> {
     }
 }
 
-/// Runs one parsed command under `root` with the given profile and limits.
-pub fn execute(
-    tree: &dyn Tree,
-    root: &MemPath,
-    profile: Profile,
-    limits: Limits,
-    command: &Command,
-) -> Result<Answer> {
-    Ctx {
-        tree,
-        root,
-        profile,
-        limits,
+/// Answers a policy change.
+fn admin(policy: &Policy, command: &AdminCommand) -> Result<Answer> {
+    let (agent, prefix) = match command {
+        AdminCommand::Grant { agent, prefix, .. } | AdminCommand::Revoke { agent, prefix } => {
+            (agent, prefix)
+        }
+    };
+    if agent != ANY_AGENT {
+        if let Err(msg) = check_agent_id(agent) {
+            return Ok(Answer::err(format!(
+                "Error: {msg}, or \"*\" for every agent"
+            )));
+        }
     }
-    .execute(command)
+    let prefix = match MemPath::absolute(prefix) {
+        Ok(p) => p,
+        Err(msg) => return Ok(Answer::err(format!("Error: {msg}"))),
+    };
+    let who = if agent == ANY_AGENT {
+        "every agent".to_string()
+    } else {
+        format!("agent {agent}")
+    };
+    Ok(match command {
+        AdminCommand::Grant { access, .. } => Answer::ok(
+            format!("Granted {} on {prefix} to {who}", access.name()),
+            Some(Change::Grant {
+                agent: agent.clone(),
+                prefix,
+                access: *access,
+            }),
+        ),
+        AdminCommand::Revoke { .. } => {
+            if !policy
+                .grants()
+                .iter()
+                .any(|g| &g.agent == agent && g.prefix == prefix)
+            {
+                return Ok(Answer::err(format!(
+                    "Error: {who} has no grant on {prefix}; `mnemo acl list` shows the grants in force"
+                )));
+            }
+            Answer::ok(
+                format!("Revoked the grant on {prefix} from {who}"),
+                Some(Change::Revoke {
+                    agent: agent.clone(),
+                    prefix,
+                }),
+            )
+        }
+    })
 }
 
 fn reject(raw: &str, root: &MemPath, why: PathRejection) -> Answer {
@@ -114,6 +155,8 @@ struct Ctx<'a> {
     root: &'a MemPath,
     profile: Profile,
     limits: Limits,
+    agent: &'a str,
+    policy: Policy,
 }
 
 /// `Error: ` in `spec`, nothing in `python-sdk` (whose runner sends the bare `ToolError` text).
@@ -147,25 +190,54 @@ impl Ctx<'_> {
                 }
             };
         }
+        macro_rules! writable {
+            ($raw:expr) => {{
+                let named = name!($raw);
+                if !self
+                    .policy
+                    .allows(self.agent, &named.path, Access::ReadWrite)
+                {
+                    return Ok(self.denied(&named, Access::ReadWrite));
+                }
+                named
+            }};
+        }
         match command {
             Command::View { path, view_range } => self.view(&name!(path), *view_range),
-            Command::Create { path, file_text } => self.create(&name!(path), file_text),
+            Command::Create { path, file_text } => self.create(&writable!(path), file_text),
             Command::StrReplace {
                 path,
                 old_str,
                 new_str,
-            } => self.str_replace(&name!(path), old_str, new_str.as_deref().unwrap_or("")),
+            } => self.str_replace(&writable!(path), old_str, new_str.as_deref().unwrap_or("")),
             Command::Insert {
                 path,
                 insert_line,
                 insert_text,
-            } => self.insert(&name!(path), *insert_line, insert_text),
-            Command::Delete { path } => self.delete(&name!(path)),
+            } => self.insert(&writable!(path), *insert_line, insert_text),
+            Command::Delete { path } => self.delete(&writable!(path)),
             Command::Rename { old_path, new_path } => {
-                let from = name!(old_path);
-                let to = name!(new_path);
+                let from = writable!(old_path);
+                let to = writable!(new_path);
                 self.rename(&from, &to)
             }
+        }
+    }
+
+    fn denied(&self, p: &Named, need: Access) -> Answer {
+        Answer::err(format!(
+            "Error: Access denied: agent {} has no {} grant covering {}",
+            self.agent,
+            need.name(),
+            p.shown
+        ))
+    }
+
+    /// Whether the calling agent may see an entry in a listing.
+    fn visible(&self, path: &MemPath, kind: NodeKind) -> bool {
+        match kind {
+            NodeKind::File => self.policy.allows(self.agent, path, Access::Read),
+            NodeKind::Dir => self.policy.may_see(self.agent, path),
         }
     }
 
@@ -218,11 +290,19 @@ impl Ctx<'_> {
     }
 
     fn view(&self, p: &Named, range: Option<(i64, i64)>) -> Result<Answer> {
+        if !self.policy.may_see(self.agent, &p.path) {
+            return Ok(self.denied(p, Access::Read));
+        }
         match self.kind_of(&p.path)? {
             Some(NodeKind::Dir) => Ok(Answer::ok(
-                listing(self.tree, &p.path, &p.shown, self.profile)?,
+                listing(self.tree, &p.path, &p.shown, self.profile, &|path, kind| {
+                    self.visible(path, kind)
+                })?,
                 None,
             )),
+            Some(NodeKind::File) if !self.policy.allows(self.agent, &p.path, Access::Read) => {
+                Ok(self.denied(p, Access::Read))
+            }
             Some(NodeKind::File) => {
                 let content = self.tree.read(&p.path)?.unwrap_or_default();
                 Ok(self.view_file(&p.shown, &content, range))

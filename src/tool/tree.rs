@@ -6,6 +6,7 @@
 
 use crate::error::Result;
 use crate::paths::MemPath;
+use crate::policy::{Access, Policy};
 
 /// What a path names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -39,6 +40,9 @@ pub trait Tree {
     /// A directory's children sorted by name (byte order, which is code-point order); empty if
     /// `path` is not a directory.
     fn list(&self, path: &MemPath) -> Result<Vec<Entry>>;
+
+    /// The access policy in force.
+    fn policy(&self) -> Result<Policy>;
 }
 
 /// A change to the tree, produced by a successful mutating command.
@@ -62,5 +66,21 @@ pub enum Change {
         from: MemPath,
         /// New path.
         to: MemPath,
+    },
+    /// Set `agent`'s grant on `prefix`.
+    Grant {
+        /// An agent id or `*`.
+        agent: String,
+        /// The prefix.
+        prefix: MemPath,
+        /// What it allows.
+        access: Access,
+    },
+    /// Remove `agent`'s grant on `prefix`.
+    Revoke {
+        /// An agent id or `*`.
+        agent: String,
+        /// The prefix.
+        prefix: MemPath,
     },
 }

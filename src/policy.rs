@@ -1,0 +1,141 @@
+//! Access control: which agent may read or write which paths.
+//!
+//! The policy is a set of grants — (agent or `*`, path prefix, `read` or `read-write`) — changed
+//! only by admin events in the log, so every change is chained, audited and replayed by `verify`.
+//! A store whose log holds no admin event has one implicit grant: every agent may read and write
+//! everything (`*`, `/`, read-write), so the quick start needs no set-up. The first admin event
+//! makes that grant explicit, and an operator narrows from there.
+//!
+//! **Invariant:** every call is checked against the policy as it stood when the call was
+//! committed; a denied call changes nothing and is logged like any other.
+
+use serde::{Deserialize, Serialize};
+
+use crate::paths::MemPath;
+
+/// The agent pattern that matches every agent.
+pub const ANY_AGENT: &str = "*";
+
+/// Longest agent id accepted, in bytes.
+pub const MAX_AGENT_BYTES: usize = 256;
+
+/// Checks an agent id: 1 to [`MAX_AGENT_BYTES`] bytes of printable text.
+pub fn check_agent_id(agent: &str) -> Result<(), String> {
+    if agent.is_empty() || agent.len() > MAX_AGENT_BYTES || agent.chars().any(char::is_control) {
+        return Err(format!(
+            "agent id {agent:?} is not valid; use 1 to {MAX_AGENT_BYTES} bytes of printable text, such as \"agent-1\""
+        ));
+    }
+    Ok(())
+}
+
+/// What a grant allows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Access {
+    /// `view` only.
+    Read,
+    /// Every command.
+    ReadWrite,
+}
+
+impl Access {
+    /// The name on the command line: `read` or `read-write`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Access::Read => "read",
+            Access::ReadWrite => "read-write",
+        }
+    }
+
+    /// Parses `read` or `read-write`.
+    pub fn from_name(name: &str) -> Option<Access> {
+        match name {
+            "read" => Some(Access::Read),
+            "read-write" => Some(Access::ReadWrite),
+            _ => None,
+        }
+    }
+}
+
+/// One grant.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Grant {
+    /// An agent id, or `*` for every agent.
+    pub agent: String,
+    /// The path the grant covers, with everything under it.
+    pub prefix: MemPath,
+    /// What it allows.
+    pub access: Access,
+}
+
+/// An admin command: a change to the policy.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AdminCommand {
+    /// Give `agent` `access` on `prefix` and everything under it (replacing an earlier grant for
+    /// the same agent and prefix).
+    Grant {
+        /// An agent id or `*`.
+        agent: String,
+        /// An absolute path such as `/memories/agent-2`, or `/`.
+        prefix: String,
+        /// What to allow.
+        access: Access,
+    },
+    /// Remove `agent`'s grant on exactly `prefix`.
+    Revoke {
+        /// An agent id or `*`.
+        agent: String,
+        /// The prefix of the grant to remove.
+        prefix: String,
+    },
+}
+
+/// The grants in force.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Policy {
+    grants: Vec<Grant>,
+}
+
+impl Policy {
+    /// The policy of a store with no admin event: everyone may do everything.
+    pub fn open() -> Policy {
+        Policy {
+            grants: vec![Grant {
+                agent: ANY_AGENT.into(),
+                prefix: MemPath::from_segments(Vec::new()),
+                access: Access::ReadWrite,
+            }],
+        }
+    }
+
+    /// A policy of exactly these grants.
+    pub fn new(grants: Vec<Grant>) -> Policy {
+        Policy { grants }
+    }
+
+    /// The grants.
+    pub fn grants(&self) -> &[Grant] {
+        &self.grants
+    }
+
+    fn applies(grant: &Grant, agent: &str) -> bool {
+        grant.agent == ANY_AGENT || grant.agent == agent
+    }
+
+    /// Whether `agent` may `need` `path`.
+    pub fn allows(&self, agent: &str, path: &MemPath, need: Access) -> bool {
+        self.grants
+            .iter()
+            .any(|g| Self::applies(g, agent) && g.access >= need && path.starts_with(&g.prefix))
+    }
+
+    /// Whether `agent` may see that directory `path` exists: it may read it, or a grant of its
+    /// lies below it (the directory is on the way there).
+    pub fn may_see(&self, agent: &str, path: &MemPath) -> bool {
+        self.allows(agent, path, Access::Read)
+            || self
+                .grants
+                .iter()
+                .any(|g| Self::applies(g, agent) && g.prefix.starts_with(path))
+    }
+}
