@@ -14,6 +14,7 @@ mod paths;
 mod policy;
 mod projection;
 pub mod tool;
+pub mod transfer;
 mod verify;
 mod writer;
 

@@ -114,6 +114,29 @@ enum Cmd {
         #[arg(long)]
         at: Option<u64>,
     },
+    /// Write the memory tree as plain files (DIR/memories/...), now or after event SEQ.
+    Export {
+        /// A new or empty directory.
+        dir: PathBuf,
+        #[command(flatten)]
+        db: Db,
+        /// Export the tree as it was after this seq.
+        #[arg(long)]
+        at: Option<u64>,
+    },
+    /// Import the files an SDK filesystem tool left (DIR/memories/...) as logged create calls.
+    Import {
+        /// The directory that holds memories/ (the SDK tool's base_path).
+        dir: PathBuf,
+        #[command(flatten)]
+        db: Db,
+        /// The agent the create calls are recorded under.
+        #[arg(long, default_value = "import")]
+        agent: String,
+        /// The memory root to import into.
+        #[arg(long, default_value = "/memories")]
+        root: String,
+    },
     /// Who may read or write what: grants of (agent, path prefix, access), kept in the log.
     Acl {
         #[command(subcommand)]
@@ -225,6 +248,13 @@ fn main() -> ExitCode {
         Cmd::Cat { path, db, at } => run_cat(&db.db, &path, at),
         Cmd::History { path, db, json } => run_history(&db.db, &path, json),
         Cmd::Acl { command } => run_acl(command),
+        Cmd::Export { dir, db, at } => run_export(&db.db, &dir, at),
+        Cmd::Import {
+            dir,
+            db,
+            agent,
+            root,
+        } => run_import(&db.db, &dir, agent, root),
     };
     match result {
         Ok(code) => code,
@@ -631,6 +661,43 @@ fn run_cat(db: &Path, path: &str, at: Option<u64>) -> CliResult {
         )
         .into()),
     }
+}
+
+fn run_export(db: &Path, dir: &Path, at: Option<u64>) -> CliResult {
+    let store = Store::open_existing(db)?;
+    let everything = MemPath::absolute("/")?;
+    let records = match at {
+        None => store.index().records_under(&everything)?,
+        Some(_) => tree_at(&store, at)?.records_under(&everything)?,
+    };
+    let summary = mnemo::transfer::export(&records, dir)?;
+    println!(
+        "exported {} files ({} bytes) to {}",
+        summary.files,
+        summary.bytes,
+        dir.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_import(db: &Path, dir: &Path, agent: String, root: String) -> CliResult {
+    let client = MnemoClient::open(db, agent)?;
+    let server = MnemoMemoryToolServer::builder(client).root(root).build()?;
+    let summary = mnemo::transfer::import(&server, dir)?;
+    println!(
+        "imported {} files ({} bytes) from {}",
+        summary.imported,
+        summary.bytes,
+        dir.display()
+    );
+    for (file, why) in &summary.failed {
+        eprintln!("mnemo: not imported: {}: {why}", file.display());
+    }
+    Ok(if summary.failed.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    })
 }
 
 fn run_acl(command: AclCmd) -> CliResult {

@@ -24,5 +24,7 @@ mod recovery;
 mod retry;
 // The spec profile's result strings, one row of the table per case.
 mod spec_table;
+// mnemo export / import: the SDK tool's layout, round-tripped byte for byte.
+mod transfer;
 // Tampering through sled: verify names the right seq and invariant.
 mod tamper;
