@@ -12,6 +12,8 @@ mod checkpoint;
 mod cli;
 // The shared python-sdk conformance vectors through the library and the CLI, and the 1M-line case.
 mod conformance;
+// 16 threads, one writer: nothing lost, nothing interleaved, every answer logged.
+mod concurrency;
 // Golden vectors: fixed events to fixed bytes and hashes.
 mod golden;
 // File-size limit and the view cap.
