@@ -14,6 +14,8 @@ mod cli;
 mod conformance;
 // 16 threads, one writer: nothing lost, nothing interleaved, every answer logged.
 mod concurrency;
+// kill -9 crash loops: small edits, large directory renames and deletes.
+mod crash;
 // Golden vectors: fixed events to fixed bytes and hashes.
 mod golden;
 // File-size limit and the view cap.

@@ -1,0 +1,282 @@
+//! kill -9: a child `mnemo tool` (default durability, fsync) gets a stream of commands; the parent
+//! records every acknowledged result, kills the child at a random moment, reopens the store, runs
+//! `verify`, and checks that every acknowledged command's effect is there and that the one call in
+//! flight is either wholly applied or not at all.
+//!
+//! `MNEMO_CRASH_CYCLES` sets the cycles per scenario (default 100).
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use mnemo::{Durability, MnemoClient, MnemoMemoryToolServer};
+use serde_json::{Value, json};
+
+use crate::support::{TempStore, mnemo_bin};
+
+fn cycles() -> usize {
+    std::env::var("MNEMO_CRASH_CYCLES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100)
+}
+
+/// A small deterministic generator.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+type Tree = BTreeMap<String, String>;
+
+/// The files in the store, read after the child is gone (reopening runs recovery).
+fn tree(path: &Path) -> (Tree, u64) {
+    let client = MnemoClient::builder(path)
+        .agent_id("checker")
+        .durability(Durability::Buffered)
+        .open()
+        .expect("the store reopens after a kill");
+    let report = client.verify().expect("verify runs");
+    assert!(report.is_intact(), "verify after a kill: {report:?}");
+    let files = client
+        .records_by_tag("memorytool")
+        .expect("records")
+        .into_iter()
+        .map(|r| (r.path, r.content))
+        .collect();
+    (files, report.events)
+}
+
+/// A child `mnemo tool` on `path` and a thread that kills it after `after`.
+fn spawn(path: &Path, after: Duration) -> (Child, std::thread::JoinHandle<()>, u32) {
+    let child = Command::new(mnemo_bin())
+        .args(["tool", "--db", path.to_str().expect("utf-8 path")])
+        .env_remove("MNEMO_DB")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn mnemo tool");
+    let pid = child.id();
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(after);
+        // SIGKILL, like kill -9: no destructor, no flush, no goodbye.
+        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+    });
+    (child, killer, pid)
+}
+
+/// Feeds `next(step)` to a child one call at a time until it dies; returns the effects of the
+/// acknowledged calls applied to `acked` and the call in flight when it died, if any.
+fn drive(
+    path: &Path,
+    after: Duration,
+    acked: &mut Tree,
+    mut next: impl FnMut(usize, &Tree) -> (Value, Box<dyn Fn(&mut Tree)>),
+) -> Option<Box<dyn Fn(&mut Tree)>> {
+    let (mut child, killer, _) = spawn(path, after);
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut in_flight = None;
+    for step in 0.. {
+        let (input, effect) = next(step, acked);
+        if writeln!(stdin, "{input}")
+            .and_then(|()| stdin.flush())
+            .is_err()
+        {
+            in_flight = Some(effect);
+            break;
+        }
+        let mut line = String::new();
+        match stdout.read_line(&mut line) {
+            Ok(n) if n > 0 => {
+                let result: Value = serde_json::from_str(&line).expect("a tool_result line");
+                assert!(
+                    result.get("is_error").is_none(),
+                    "{input} was refused: {result}"
+                );
+                effect(acked);
+            }
+            _ => {
+                in_flight = Some(effect);
+                break;
+            }
+        }
+    }
+    killer.join().expect("killer");
+    let _ = child.wait();
+    in_flight
+}
+
+/// After a kill: the store holds the acknowledged state, or that plus the call in flight.
+fn check(path: &Path, acked: &mut Tree, in_flight: Option<Box<dyn Fn(&mut Tree)>>, what: &str) {
+    let (found, _) = tree(path);
+    if &found == acked {
+        return;
+    }
+    let mut with_flight = acked.clone();
+    if let Some(effect) = &in_flight {
+        effect(&mut with_flight);
+    }
+    assert!(
+        found == with_flight,
+        "{what}: the store holds neither the acknowledged state nor that plus the call in flight\n\
+         acknowledged: {} files, found: {} files",
+        acked.len(),
+        found.len()
+    );
+    *acked = with_flight;
+}
+
+#[test]
+fn small_edits_survive_kill_9() {
+    let s = TempStore::new();
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    let mut acked = Tree::new();
+    let mut counter = 0u64;
+    for cycle in 0..cycles() {
+        // The child needs some milliseconds to start; kill it anywhere in the first ~100 after.
+        let after = Duration::from_millis(20 + rng.below(100));
+        let in_flight = drive(&s.path(), after, &mut acked, |_, acked| {
+            counter += 1;
+            let n = counter;
+            // Edit an existing file every other call, else create a new one.
+            if n % 2 == 0 {
+                if let Some((path, content)) = acked.iter().next_back() {
+                    let (path, content) = (path.clone(), content.clone());
+                    let input = json!({"command": "insert", "path": path, "insert_line": 0,
+                                       "insert_text": format!("edit {n}\n")});
+                    return (
+                        input,
+                        Box::new(move |t: &mut Tree| {
+                            t.insert(path.clone(), format!("edit {n}\n{content}"));
+                        }),
+                    );
+                }
+            }
+            let path = format!("/memories/c{}/f{n}.txt", n % 7);
+            let input = json!({"command": "create", "path": path, "file_text": format!("v{n}\n")});
+            (
+                input,
+                Box::new(move |t: &mut Tree| {
+                    t.insert(path.clone(), format!("v{n}\n"));
+                }),
+            )
+        });
+        check(&s.path(), &mut acked, in_flight, &format!("cycle {cycle}"));
+    }
+    // The loop must have tested something: on average several acknowledged calls per cycle.
+    let files = acked.len();
+    assert!(
+        files >= cycles(),
+        "only {files} files acknowledged over {} cycles",
+        cycles()
+    );
+    eprintln!(
+        "small edits: {} cycles, {counter} calls sent, {files} files",
+        cycles()
+    );
+}
+
+fn fill(path: &Path, dir: &str, files: usize) -> Tree {
+    // Built buffered, outside the crash: closing the client flushes it before any child runs.
+    let client = MnemoClient::builder(path)
+        .agent_id("setup")
+        .durability(Durability::Buffered)
+        .open()
+        .expect("open");
+    let server = MnemoMemoryToolServer::new(client);
+    let mut tree = Tree::new();
+    for i in 0..files {
+        let p = format!("{dir}/d{}/f{i}.txt", i % 10);
+        let out =
+            server.handle(&json!({"command": "create", "path": p, "file_text": format!("{i}")}));
+        assert!(out.get("is_error").is_none(), "{out}");
+        tree.insert(p, format!("{i}"));
+    }
+    tree
+}
+
+/// `tree` with every path under `from` moved under `to`.
+fn moved(tree: &Tree, from: &str, to: &str) -> Tree {
+    tree.iter()
+        .map(|(p, c)| match p.strip_prefix(from) {
+            Some(rest) if rest.starts_with('/') => (format!("{to}{rest}"), c.clone()),
+            _ => (p.clone(), c.clone()),
+        })
+        .collect()
+}
+
+#[test]
+fn large_directory_renames_survive_kill_9() {
+    let s = TempStore::new();
+    let mut acked = fill(&s.path(), "/memories/big", 1000);
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    for cycle in 0..cycles() {
+        let after = Duration::from_millis(20 + rng.below(60));
+        let in_flight = drive(&s.path(), after, &mut acked, |_, acked| {
+            let (from, to) = if acked.keys().any(|p| p.starts_with("/memories/big/")) {
+                ("/memories/big", "/memories/big2")
+            } else {
+                ("/memories/big2", "/memories/big")
+            };
+            let input = json!({"command": "rename", "old_path": from, "new_path": to});
+            (input, Box::new(move |t: &mut Tree| *t = moved(t, from, to)))
+        });
+        check(&s.path(), &mut acked, in_flight, &format!("cycle {cycle}"));
+        assert_eq!(acked.len(), 1000);
+    }
+}
+
+#[test]
+fn large_directory_deletes_survive_kill_9() {
+    let s = TempStore::new();
+    let mut acked = Tree::new();
+    let mut rng = Rng(0xD1B5_4A32_D192_ED03);
+    for cycle in 0..cycles() {
+        // A directory of 100 files is built (outside the crash) and then deleted by a child that
+        // is killed at a random moment, often in the middle of the delete.
+        let dir = format!("/memories/victim{cycle}");
+        acked.extend(fill(&s.path(), &dir, 100));
+        let after = Duration::from_millis(rng.below(30));
+        let mut sent = false;
+        let in_flight = drive(&s.path(), after, &mut acked, |_, _| {
+            let dir = dir.clone();
+            let input = if sent {
+                // After the delete, keep the child busy with harmless reads until it dies.
+                json!({"command": "view", "path": "/memories"})
+            } else {
+                json!({"command": "delete", "path": dir})
+            };
+            let effect: Box<dyn Fn(&mut Tree)> = if sent {
+                Box::new(|_: &mut Tree| {})
+            } else {
+                Box::new(move |t: &mut Tree| t.retain(|p, _| !p.starts_with(&format!("{dir}/"))))
+            };
+            sent = true;
+            (input, effect)
+        });
+        check(&s.path(), &mut acked, in_flight, &format!("cycle {cycle}"));
+    }
+}
+
+#[test]
+fn a_store_left_by_kill_9_reopens_with_the_lock_released() {
+    let s = TempStore::new();
+    let (mut child, killer, _) = spawn(&s.path(), Duration::from_millis(200));
+    let stdin = child.stdin.as_mut().expect("stdin");
+    writeln!(stdin, "{}", json!({"command": "view", "path": "/memories"})).expect("write");
+    killer.join().expect("killer");
+    let _ = child.wait();
+    let (files, events) = tree(&s.path());
+    assert!(files.is_empty());
+    assert!(events <= 1);
+}
