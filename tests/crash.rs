@@ -37,6 +37,9 @@ impl Rng {
 
 type Tree = BTreeMap<String, String>;
 
+/// What a call does to the tree when it is applied.
+type Effect = Box<dyn Fn(&mut Tree)>;
+
 /// The files in the store, read after the child is gone (reopening runs recovery).
 fn tree(path: &Path) -> (Tree, u64) {
     let client = MnemoClient::builder(path)
@@ -80,8 +83,8 @@ fn drive(
     path: &Path,
     after: Duration,
     acked: &mut Tree,
-    mut next: impl FnMut(usize, &Tree) -> (Value, Box<dyn Fn(&mut Tree)>),
-) -> Option<Box<dyn Fn(&mut Tree)>> {
+    mut next: impl FnMut(usize, &Tree) -> (Value, Effect),
+) -> Option<Effect> {
     let (mut child, killer, _) = spawn(path, after);
     let mut stdin = child.stdin.take().expect("stdin");
     let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
@@ -117,7 +120,7 @@ fn drive(
 }
 
 /// After a kill: the store holds the acknowledged state, or that plus the call in flight.
-fn check(path: &Path, acked: &mut Tree, in_flight: Option<Box<dyn Fn(&mut Tree)>>, what: &str) {
+fn check(path: &Path, acked: &mut Tree, in_flight: Option<Effect>, what: &str) {
     let (found, _) = tree(path);
     if &found == acked {
         return;
@@ -256,7 +259,7 @@ fn large_directory_deletes_survive_kill_9() {
             } else {
                 json!({"command": "delete", "path": dir})
             };
-            let effect: Box<dyn Fn(&mut Tree)> = if sent {
+            let effect: Effect = if sent {
                 Box::new(|_: &mut Tree| {})
             } else {
                 Box::new(move |t: &mut Tree| t.retain(|p, _| !p.starts_with(&format!("{dir}/"))))
