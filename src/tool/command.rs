@@ -194,6 +194,19 @@ fn lax_int(v: &Value) -> Option<i64> {
     }
 }
 
+/// A whole number too large for i64, saturated: any such line number is past every file's end
+/// (or before its start), where the range rules clamp or refuse it.
+fn huge_int(v: &Value) -> Option<i64> {
+    if v.as_u64().is_some() {
+        return Some(i64::MAX);
+    }
+    let f = v.as_f64()?;
+    // NOTE: `as` saturates; only magnitudes beyond i64 come here.
+    #[expect(clippy::cast_possible_truncation)]
+    let saturated = f as i64;
+    (f.abs() >= 9.2e18).then_some(saturated)
+}
+
 impl Fields<'_> {
     fn string(&self, field: &str) -> Result<String, String> {
         match self.input.get(field) {
@@ -254,7 +267,10 @@ impl Fields<'_> {
             return match self.input.get("view_range") {
                 None | Some(Value::Null) => Ok(None),
                 Some(Value::Array(items)) if items.len() != 2 => Ok(None),
-                Some(Value::Array(items)) => match (lax_int(&items[0]), lax_int(&items[1])) {
+                Some(Value::Array(items)) => match (
+                    lax_int(&items[0]).or_else(|| huge_int(&items[0])),
+                    lax_int(&items[1]).or_else(|| huge_int(&items[1])),
+                ) {
                     (Some(start), Some(end)) => Ok(Some((start, end))),
                     _ => Err(bad(&Value::Array(items.clone()))),
                 },
@@ -264,9 +280,7 @@ impl Fields<'_> {
         match self.input.get("view_range") {
             None | Some(Value::Null) => Ok(None),
             Some(Value::Array(items)) if items.len() == 2 => {
-                // A whole number past i64 is past any file's end: saturate, and let the range
-                // rules clamp or refuse it.
-                let int = |v: &Value| v.as_i64().or_else(|| v.as_u64().map(|_| i64::MAX));
+                let int = |v: &Value| v.as_i64().or_else(|| huge_int(v));
                 match (int(&items[0]), int(&items[1])) {
                     (Some(start), Some(end)) => Ok(Some((start, end))),
                     _ => Err(bad(&Value::Array(items.clone()))),
