@@ -7,6 +7,7 @@ mod client;
 mod codec;
 mod error;
 pub mod event;
+pub mod failpoint;
 pub mod history;
 mod kv;
 mod log;

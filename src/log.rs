@@ -17,6 +17,7 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sled::transaction::{ConflictableTransactionError, TransactionError};
@@ -24,6 +25,7 @@ use sled::{Transactional, Tree};
 
 use crate::error::{Error, Result};
 use crate::event::{EventHash, FORMAT_VERSION, Frame, Seq};
+use crate::failpoint::{Failpoint, Failpoints};
 use crate::kv::Overlay;
 use crate::projection::Projection;
 
@@ -133,6 +135,7 @@ pub struct Store {
     events: Tree,
     meta: Tree,
     index: Tree,
+    failpoints: Arc<Failpoints>,
 }
 
 impl Store {
@@ -163,6 +166,7 @@ impl Store {
             meta: db.open_tree("meta")?,
             index: db.open_tree("index")?,
             db,
+            failpoints: Arc::default(),
         };
         match store.meta.get(FORMAT_KEY)? {
             Some(v) if v.len() == 1 && v[0] > FORMAT_VERSION => {
@@ -227,6 +231,12 @@ impl Store {
         Projection::new(self.index.clone())
     }
 
+    /// This store's failpoints, for fault-injection tests.
+    #[doc(hidden)]
+    pub fn failpoints(&self) -> &Failpoints {
+        &self.failpoints
+    }
+
     /// The index tree, for the writer's overlay.
     pub(crate) fn index_tree(&self) -> &Tree {
         &self.index
@@ -241,6 +251,7 @@ impl Store {
 
     /// Appends `frames` (consecutive, continuing the head) and moves the head, atomically.
     pub fn append(&self, frames: &[Frame]) -> Result<Head> {
+        self.failpoints.check(Failpoint::Append)?;
         let Some(last) = frames.last() else {
             return self.head();
         };
@@ -268,6 +279,7 @@ impl Store {
 
     /// Writes an index overlay as one atomic batch.
     pub fn apply_index(&self, overlay: Overlay<'_>) -> Result<()> {
+        self.failpoints.check(Failpoint::Index)?;
         if !overlay.is_empty() {
             self.index.apply_batch(overlay.into_batch())?;
         }
@@ -276,6 +288,7 @@ impl Store {
 
     /// Makes everything written so far as durable as `mode` asks.
     pub fn sync(&self, mode: Durability) -> Result<()> {
+        self.failpoints.check(Failpoint::Sync)?;
         match mode {
             Durability::Buffered => Ok(()),
             Durability::Flush => {

@@ -16,6 +16,8 @@ mod conformance;
 mod concurrency;
 // kill -9 crash loops: small edits, large directory renames and deletes.
 mod crash;
+// Failpoints on the write path: error results, poisoning, recovery on reopen.
+mod faults;
 // Golden vectors: fixed events to fixed bytes and hashes.
 mod golden;
 // File-size limit and the view cap.

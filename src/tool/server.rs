@@ -172,7 +172,7 @@ impl MnemoMemoryToolServer {
             Err(e) => tool_result(
                 parsed.tool_use_id.unwrap_or_default(),
                 &format!(
-                    "Error: The memory store could not record this call, so it was not carried out: {e}"
+                    "Error: The memory store failed while recording this call ({e}). It may or may not have been applied: view the path to check before you retry."
                 ),
                 true,
             ),

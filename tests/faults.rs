@@ -1,0 +1,175 @@
+//! Fault injection on the write path: a failed append, index write or fsync is an error result
+//! for the calls it hit, poisons the store so no later write can fork the chain, and a reopen
+//! recovers to the last event that reached the log, with `verify` clean.
+
+use std::collections::BTreeMap;
+
+use mnemo::failpoint::Failpoint;
+use mnemo::{Durability, MnemoClient, MnemoMemoryToolServer};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+use crate::support::TempStore;
+
+fn open(s: &TempStore) -> MnemoMemoryToolServer {
+    let client = MnemoClient::builder(s.path())
+        .agent_id("faulty")
+        .durability(Durability::Fsync)
+        .open()
+        .expect("open");
+    MnemoMemoryToolServer::new(client)
+}
+
+fn create(id: &str, path: &str, text: &str) -> Value {
+    json!({"type": "tool_use", "id": id, "name": "memory",
+           "input": {"command": "create", "path": path, "file_text": text}})
+}
+
+fn content(server: &MnemoMemoryToolServer, path: &str) -> Option<String> {
+    server
+        .client()
+        .record(path)
+        .expect("read")
+        .map(|r| r.content)
+}
+
+#[test]
+fn each_failpoint_fails_the_call_poisons_the_store_and_recovers_on_reopen() {
+    for (point, lands_in_log) in [
+        (Failpoint::Append, false),
+        (Failpoint::Index, true),
+        (Failpoint::Sync, true),
+    ] {
+        let s = TempStore::new();
+        {
+            let server = open(&s);
+            let ok = server.handle(&create("toolu_a", "/memories/a", "a"));
+            assert!(ok.get("is_error").is_none(), "{ok}");
+            server.client().store().failpoints().arm(point);
+            let hit = server.handle(&create("toolu_b", "/memories/b", "b"));
+            assert_eq!(hit["is_error"], true, "{point:?}: {hit}");
+            assert!(
+                hit["content"]
+                    .as_str()
+                    .expect("text")
+                    .contains("may or may not have been applied"),
+                "{hit}"
+            );
+            // Poisoned: every later call is refused, reads included, until a reopen.
+            let after = server.handle(&json!({"command": "view", "path": "/memories"}));
+            assert_eq!(after["is_error"], true);
+            assert!(
+                after["content"]
+                    .as_str()
+                    .expect("text")
+                    .contains("poisoned"),
+                "{after}"
+            );
+        }
+        let server = open(&s);
+        let report = server.client().verify().expect("verify");
+        assert!(report.is_intact(), "{point:?}: {report:?}");
+        assert_eq!(content(&server, "/memories/a").as_deref(), Some("a"));
+        let expected_b = lands_in_log.then(|| "b".to_string());
+        assert_eq!(content(&server, "/memories/b"), expected_b, "{point:?}");
+        // A retry of the failed call is safe: it runs if the call never reached the log, and is
+        // answered from the record (adding no event) if it did.
+        let before = server.client().head().expect("head").seq;
+        let retry = server.handle(&create("toolu_b", "/memories/b", "b"));
+        assert_eq!(
+            retry["content"], "File created successfully at: /memories/b",
+            "{point:?}"
+        );
+        let after = server.client().head().expect("head").seq;
+        assert_eq!(after.0 - before.0, u64::from(!lands_in_log), "{point:?}");
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Create(u8, u8),
+    Fault(u8),
+    Reopen,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => (0u8..6, any::<u8>()).prop_map(|(f, c)| Op::Create(f, c)),
+        2 => (0u8..3).prop_map(Op::Fault),
+        1 => Just(Op::Reopen),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("MNEMO_FAULT_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(32),
+        ..ProptestConfig::default()
+    })]
+
+    /// Commands, injected faults and reopens against a model: acknowledged creates are always
+    /// there, a call hit by a fault is there exactly when its events reached the log, a poisoned
+    /// store refuses everything until reopened, and the store always verifies.
+    #[test]
+    fn faults_and_reopens_against_a_model(ops in proptest::collection::vec(op(), 1..30)) {
+        let s = TempStore::new();
+        let mut server = Some(open(&s));
+        let mut model: BTreeMap<String, String> = BTreeMap::new();
+        let mut armed: Option<Failpoint> = None;
+        let mut poisoned = false;
+        let mut calls = 0;
+        for op in &ops {
+            match op {
+                Op::Fault(n) => {
+                    let point = [Failpoint::Append, Failpoint::Index, Failpoint::Sync][usize::from(*n)];
+                    if armed.is_none() && !poisoned {
+                        server.as_ref().expect("open").client().store().failpoints().arm(point);
+                        armed = Some(point);
+                    }
+                }
+                Op::Reopen => {
+                    drop(server.take());
+                    server = Some(open(&s));
+                    poisoned = false;
+                    armed = None;
+                }
+                Op::Create(f, c) => {
+                    let srv = server.as_ref().expect("open");
+                    let path = format!("/memories/f{f}");
+                    calls += 1;
+                    let out = srv.handle(&create(&format!("toolu_{calls}"), &path, &c.to_string()));
+                    let exists = model.contains_key(&path);
+                    // The fsync step runs only for batches that change the tree; the append and
+                    // index steps run for every batch.
+                    let fires = armed.is_some_and(|p| p != Failpoint::Sync || !exists);
+                    if poisoned {
+                        prop_assert_eq!(&out["is_error"], &json!(true), "poisoned: {}", out);
+                    } else if fires {
+                        let point = armed.take().expect("armed");
+                        prop_assert_eq!(&out["is_error"], &json!(true), "fault {:?}: {}", point, out);
+                        poisoned = true;
+                        if point != Failpoint::Append && !exists {
+                            model.insert(path, c.to_string());
+                        }
+                    } else if exists {
+                        prop_assert_eq!(&out["is_error"], &json!(true), "{}", out);
+                    } else {
+                        prop_assert!(out.get("is_error").is_none(), "{}", out);
+                        model.insert(path, c.to_string());
+                    }
+                }
+            }
+        }
+        drop(server.take());
+        let server = open(&s);
+        let report = server.client().verify().expect("verify");
+        prop_assert!(report.is_intact(), "{:?}", report);
+        let found: BTreeMap<String, String> = server
+            .client()
+            .records_by_tag("memorytool")
+            .expect("records")
+            .into_iter()
+            .map(|r| (r.path, r.content))
+            .collect();
+        prop_assert_eq!(found, model);
+    }
+}
