@@ -174,9 +174,9 @@ impl MnemoClient {
         rx.recv().map_err(|_| Error::WriterGone)?
     }
 
-    /// The last committed event.
+    /// The last event (deferred read events are written first).
     pub fn head(&self) -> Result<Head> {
-        self.inner.store.head()
+        self.read(Store::head)
     }
 
     /// Runs `read` on the writer thread between batches, so it sees one committed state.
@@ -259,11 +259,13 @@ impl MnemoClient {
         self.read(|store| store.index().policy())
     }
 
-    /// Events from `from` on, decoded.
-    pub fn events(&self, from: Seq) -> impl Iterator<Item = Result<Event>> + use<> {
-        self.inner
+    /// Events from `from` on, decoded (deferred read events are written first).
+    pub fn events(&self, from: Seq) -> Result<impl Iterator<Item = Result<Event>> + use<>> {
+        self.read(|_| Ok(()))?;
+        Ok(self
+            .inner
             .store
             .records(from)
-            .map(|item| item.and_then(|(_, record)| Event::decode(&record)))
+            .map(|item| item.and_then(|(_, record)| Event::decode(&record))))
     }
 }

@@ -13,11 +13,9 @@ use crate::error::{Error, Result};
 /// The places that can be made to fail.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Failpoint {
-    /// Before the events and the head are written (nothing of the batch reaches the log).
+    /// Before a batch's events, head and index changes are written (nothing of it lands).
     Append,
-    /// After the events are written, before the index batch (the index lags the log).
-    Index,
-    /// After both writes, before the flush and fsync (nothing is known to be durable).
+    /// After the batch is written, before the flush and fsync (nothing is known to be durable).
     Sync,
 }
 

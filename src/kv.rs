@@ -2,7 +2,7 @@
 //!
 //! Three implementations share one projection code path: [`MemKv`] (the verifier's replay and
 //! `ls --at`), a sled tree read directly (client reads), and [`Overlay`] (the writer's uncommitted
-//! batch over the sled tree, flushed as one atomic `sled::Batch`).
+//! batch over the sled tree, committed in the batch's transaction).
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -80,37 +80,35 @@ impl KvRead for sled::Tree {
     }
 }
 
+/// Writes not yet committed: `Some(value)` sets a key, `None` removes it.
+pub type Pending = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
+
 /// Uncommitted writes over a sled tree. Reads see the writes; nothing reaches sled until
-/// [`Overlay::into_batch`] is applied.
+/// its [`Overlay::into_writes`] are committed.
 pub struct Overlay<'a> {
     base: &'a sled::Tree,
-    pending: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    pending: Pending,
 }
 
 impl<'a> Overlay<'a> {
     /// An empty overlay over `base`.
     pub fn new(base: &'a sled::Tree) -> Self {
-        Overlay {
-            base,
-            pending: BTreeMap::new(),
-        }
+        Overlay::resume(base, Pending::new())
     }
 
-    /// Whether there is nothing to write.
-    pub fn is_empty(&self) -> bool {
-        self.pending.is_empty()
+    /// An overlay over `base` that already holds `pending` writes.
+    pub fn resume(base: &'a sled::Tree, pending: Pending) -> Self {
+        Overlay { base, pending }
     }
 
-    /// The writes as one atomic sled batch.
-    pub fn into_batch(self) -> sled::Batch {
-        let mut batch = sled::Batch::default();
-        for (k, v) in self.pending {
-            match v {
-                Some(v) => batch.insert(k, v),
-                None => batch.remove(k),
-            }
-        }
-        batch
+    /// The writes, to resume later.
+    pub fn into_pending(self) -> Pending {
+        self.pending
+    }
+
+    /// The writes, in key order: `Some(value)` to set a key, `None` to remove it.
+    pub fn into_writes(self) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
+        self.pending.into_iter().collect()
     }
 }
 

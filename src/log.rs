@@ -11,9 +11,10 @@
 //!
 //! **Invariant:** the `events` tree is append-only: keys are dense from 1 and never overwritten.
 //! **Invariant:** `meta.head` names the last event; both are written in one sled transaction.
-//! **Invariant:** the index's applied seq never passes the head. The index is written after the
-//! events it reflects, as one atomic batch; if a crash falls between the two, opening the store
-//! replays the missing events into the index before anything else runs.
+//! **Invariant:** the index's applied seq never passes the head. A batch's events, the head and
+//! its index changes are written in one sled transaction; an index that lags the log anyway (a
+//! store written by `append` alone) is caught up by replaying the missing events when the store
+//! opens, before anything else runs.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -249,25 +250,45 @@ impl Store {
         (self.events.clone(), self.meta.clone(), self.index.clone())
     }
 
-    /// Appends `frames` (consecutive, continuing the head) and moves the head, atomically.
+    /// Appends `frames` (consecutive, continuing the head) and moves the head, atomically,
+    /// leaving the index as it is (it catches up on the next open).
     pub fn append(&self, frames: &[Frame]) -> Result<Head> {
         self.failpoints.check(Failpoint::Append)?;
-        let Some(last) = frames.last() else {
-            return self.head();
-        };
-        let head = Head {
-            seq: last.seq,
-            hash: last.hash,
+        self.transact(frames, &[])
+    }
+
+    /// Appends `frames`, moves the head and writes the index changes `overlay` holds, all in one
+    /// sled transaction: after a crash either all of a batch is there or none of it.
+    pub fn commit(&self, frames: &[Frame], overlay: Overlay<'_>) -> Result<Head> {
+        self.failpoints.check(Failpoint::Append)?;
+        self.transact(frames, &overlay.into_writes())
+    }
+
+    fn transact(&self, frames: &[Frame], index: &[(Vec<u8>, Option<Vec<u8>>)]) -> Result<Head> {
+        let head = match frames.last() {
+            Some(last) => Head {
+                seq: last.seq,
+                hash: last.hash,
+            },
+            None => self.head()?,
         };
         let records: Vec<([u8; 8], Vec<u8>)> =
             frames.iter().map(|f| (f.seq.key(), f.encode())).collect();
         let head_bytes = head.encode();
-        (&self.events, &self.meta)
-            .transaction(|(events, meta)| {
+        (&self.events, &self.meta, &self.index)
+            .transaction(|(events, meta, idx)| {
                 for (key, record) in &records {
                     events.insert(&key[..], record.as_slice())?;
                 }
-                meta.insert(HEAD_KEY, head_bytes.as_slice())?;
+                if !records.is_empty() {
+                    meta.insert(HEAD_KEY, head_bytes.as_slice())?;
+                }
+                for (key, value) in index {
+                    match value {
+                        Some(v) => idx.insert(key.as_slice(), v.as_slice())?,
+                        None => idx.remove(key.as_slice())?,
+                    };
+                }
                 Ok::<_, ConflictableTransactionError<()>>(())
             })
             .map_err(|e| match e {
@@ -275,15 +296,6 @@ impl Store {
                 TransactionError::Abort(()) => Error::corrupt("append transaction aborted"),
             })?;
         Ok(head)
-    }
-
-    /// Writes an index overlay as one atomic batch.
-    pub fn apply_index(&self, overlay: Overlay<'_>) -> Result<()> {
-        self.failpoints.check(Failpoint::Index)?;
-        if !overlay.is_empty() {
-            self.index.apply_batch(overlay.into_batch())?;
-        }
-        Ok(())
     }
 
     /// Makes everything written so far as durable as `mode` asks.
@@ -324,7 +336,7 @@ impl Store {
             projection.run_event(&event)?;
             replayed += 1;
         }
-        self.apply_index(projection.into_inner())?;
+        self.transact(&[], &projection.into_inner().into_writes())?;
         self.sync(Durability::Fsync)?;
         Ok(replayed)
     }

@@ -2,29 +2,31 @@
 //!
 //! Clients send jobs over a crossbeam channel and wait on a reply channel. The writer takes what is
 //! queued (up to [`MAX_BATCH`] calls), answers each call in order against the index plus the
-//! batch's uncommitted changes, appends the events and moves the head in one transaction, writes the
-//! index as one batch, makes the whole batch durable once (group commit), and only then replies.
+//! uncommitted changes, writes the events, the head and the index changes in one sled transaction,
+//! makes the whole batch durable once (group commit), and only then replies.
 //!
-//! Multi-key reads of the index (listing records) also run on this thread, between batches, so
-//! they never see a batch half-applied.
+//! A batch of reads and rejected calls only (nothing in it changes the tree) is answered at once:
+//! its events keep their seqs and are written with the next commit, or as soon as the writer has
+//! been idle for [`DEFER_IDLE`], and become durable with the next commit that changes the tree.
 //!
-//! A batch of reads and rejected calls only is answered without an fsync of its own: its events
-//! become durable with the next commit that changes the tree.
+//! Multi-key reads of the index (listing records, the head, `verify`) also run on this thread,
+//! between batches and after the deferred events are written, so they never see a batch
+//! half-applied.
 //!
 //! A call whose tool_use id this agent already used is answered with the recorded text and
 //! writes nothing: retries are idempotent, across restarts too, since the record is in the index.
 //!
-//! **Invariant:** after a failed append, index write or sync the writer is poisoned: it refuses
+//! **Invariant:** after a failed commit or sync the writer is poisoned: it refuses
 //! every later call with [`Error::Poisoned`] rather than risk forking the chain. Reopening recovers.
 
 use std::thread::JoinHandle;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 use crate::error::{Error, Result};
-use crate::event::{Body, Event, EventHash, Header, Outcome, Seq};
-use crate::kv::Overlay;
+use crate::event::{Body, Event, EventHash, Frame, Header, Outcome, Seq};
+use crate::kv::{Overlay, Pending};
 use crate::log::{Durability, Store};
 use crate::projection::Projection;
 use crate::verify::{Report, verify_store};
@@ -74,6 +76,7 @@ pub(crate) fn spawn(store: Store, durability: Durability) -> Result<(Sender<Job>
         head_seq: head.seq,
         head_hash: head.hash,
         poisoned: None,
+        deferred: Deferred::default(),
     };
     let handle = std::thread::Builder::new()
         .name("mnemo-writer".into())
@@ -88,7 +91,20 @@ struct Writer {
     head_seq: Seq,
     head_hash: EventHash,
     poisoned: Option<String>,
+    deferred: Deferred,
 }
+
+/// Events of reads and rejected calls that were answered but not yet written, with their index
+/// changes (the applied seq, retry records). They are written with the next commit, or when the
+/// writer has been idle for [`DEFER_IDLE`].
+#[derive(Default)]
+struct Deferred {
+    frames: Vec<Frame>,
+    index: Pending,
+}
+
+/// How long the writer waits for more work before it writes deferred events.
+pub const DEFER_IDLE: Duration = Duration::from_millis(1);
 
 fn now_ms() -> u64 {
     SystemTime::now()
@@ -99,17 +115,34 @@ fn now_ms() -> u64 {
 impl Writer {
     fn run(mut self, rx: &Receiver<Job>) {
         let mut calls = Vec::new();
-        while let Ok(first) = rx.recv() {
+        loop {
+            let first = if self.deferred.frames.is_empty() {
+                match rx.recv() {
+                    Ok(job) => job,
+                    Err(_) => break,
+                }
+            } else {
+                match rx.recv_timeout(DEFER_IDLE) {
+                    Ok(job) => job,
+                    Err(RecvTimeoutError::Timeout) => {
+                        self.write_deferred();
+                        continue;
+                    }
+                    Err(RecvTimeoutError::Disconnected) => break,
+                }
+            };
             let mut next = Some(first);
             while let Some(job) = next.take() {
                 match job {
                     Job::Call(call) => calls.push(call),
                     Job::Verify(reply) => {
                         self.commit(std::mem::take(&mut calls));
+                        self.write_deferred();
                         let _ = reply.send(verify_store(&self.store));
                     }
                     Job::Read(read) => {
                         self.commit(std::mem::take(&mut calls));
+                        self.write_deferred();
                         read(&self.store);
                     }
                 }
@@ -118,6 +151,24 @@ impl Writer {
                 }
             }
             self.commit(std::mem::take(&mut calls));
+        }
+        self.write_deferred();
+    }
+
+    fn poison(&mut self, cause: String) {
+        self.poisoned = Some(cause);
+        self.deferred = Deferred::default();
+    }
+
+    /// Writes the deferred events (no fsync: they are reads and rejected calls).
+    fn write_deferred(&mut self) {
+        if self.deferred.frames.is_empty() || self.poisoned.is_some() {
+            return;
+        }
+        let Deferred { frames, index } = std::mem::take(&mut self.deferred);
+        let overlay = Overlay::resume(self.store.index_tree(), index);
+        if let Err(e) = self.store.commit(&frames, overlay) {
+            self.poison(e.to_string());
         }
     }
 
@@ -133,18 +184,15 @@ impl Writer {
             }
             return;
         }
-        let result = self.write(&calls);
-        match result {
+        match self.write(&calls) {
             Ok(receipts) => {
                 for (call, receipt) in calls.into_iter().zip(receipts) {
                     let _ = call.reply.send(Ok(receipt));
                 }
             }
-            Err((e, poison)) => {
+            Err(e) => {
                 let cause = e.to_string();
-                if poison {
-                    self.poisoned = Some(cause.clone());
-                }
+                self.poison(cause.clone());
                 let mut error = Some(e);
                 for call in calls {
                     let err = error.take().unwrap_or_else(|| Error::Poisoned {
@@ -156,10 +204,12 @@ impl Writer {
         }
     }
 
-    /// Answers, appends, indexes and syncs one batch. The flag says whether a failure poisons.
-    fn write(&mut self, calls: &[Call]) -> Result<Vec<Receipt>, (Error, bool)> {
-        let mut projection = Projection::new(Overlay::new(self.store.index_tree()));
-        let mut frames = Vec::with_capacity(calls.len());
+    /// Answers one batch against the index and the deferred changes; then either defers it (reads
+    /// and rejected calls only) or commits it with everything deferred and makes it durable.
+    /// Any failure poisons the writer: the deferred events may already have been answered.
+    fn write(&mut self, calls: &[Call]) -> Result<Vec<Receipt>> {
+        let Deferred { mut frames, index } = std::mem::take(&mut self.deferred);
+        let mut projection = Projection::new(Overlay::resume(self.store.index_tree(), index));
         let mut receipts = Vec::with_capacity(calls.len());
         let mut prev = self.head_hash;
         let mut seq = self.head_seq;
@@ -167,10 +217,7 @@ impl Writer {
         let time_ms = now_ms();
         for call in calls {
             if let Some(id) = &call.tool_use_id {
-                let recorded = projection
-                    .recorded(&call.agent, id)
-                    .map_err(|e| (e, false))?;
-                if let Some(recorded) = recorded {
+                if let Some(recorded) = projection.recorded(&call.agent, id)? {
                     receipts.push(Receipt {
                         seq: recorded.seq,
                         text: recorded.text,
@@ -181,9 +228,8 @@ impl Writer {
                 }
             }
             seq = Seq(seq.0 + 1);
-            let answer = projection
-                .run_call(&call.agent, call.tool_use_id.as_deref(), &call.body, seq)
-                .map_err(|e| (e, false))?;
+            let answer =
+                projection.run_call(&call.agent, call.tool_use_id.as_deref(), &call.body, seq)?;
             mutated |= answer.change.is_some();
             let event = Event {
                 seq,
@@ -200,14 +246,9 @@ impl Writer {
             if u32::try_from(frame.header.len()).is_err()
                 || u32::try_from(frame.payload.len()).is_err()
             {
-                // Nothing has been written: refuse the batch rather than truncate a length field.
-                return Err((
-                    Error::InvalidArgument(format!(
-                        "call {} is too large to record (its event would exceed 4 GiB); send smaller inputs",
-                        seq
-                    )),
-                    false,
-                ));
+                return Err(Error::InvalidArgument(format!(
+                    "call {seq} is too large to record (its event would exceed 4 GiB); send smaller inputs"
+                )));
             }
             prev = frame.hash;
             frames.push(frame);
@@ -218,14 +259,18 @@ impl Writer {
                 retried: false,
             });
         }
-        let head = self.store.append(&frames).map_err(|e| (e, true))?;
-        self.head_seq = head.seq;
-        self.head_hash = head.hash;
-        self.store
-            .apply_index(projection.into_inner())
-            .map_err(|e| (e, true))?;
+        self.head_seq = seq;
+        self.head_hash = prev;
+        if !mutated && frames.len() < MAX_BATCH {
+            self.deferred = Deferred {
+                frames,
+                index: projection.into_inner().into_pending(),
+            };
+            return Ok(receipts);
+        }
+        self.store.commit(&frames, projection.into_inner())?;
         if mutated {
-            self.store.sync(self.durability).map_err(|e| (e, true))?;
+            self.store.sync(self.durability)?;
         }
         Ok(receipts)
     }

@@ -108,7 +108,7 @@ fn sixteen_threads_share_one_writer_without_losing_or_interleaving_anything() {
     assert_eq!(by_seq.len(), total);
     assert_eq!(client.head().expect("head").seq, Seq(total as u64));
     // Every answer an agent got is the one its event records.
-    for event in client.events(Seq(1)) {
+    for event in client.events(Seq(1)).expect("events") {
         let event = event.expect("decode");
         let text = &by_seq[&event.seq.0];
         assert_eq!(

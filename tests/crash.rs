@@ -58,34 +58,53 @@ fn tree(path: &Path) -> (Tree, u64) {
     (files, report.events)
 }
 
-/// A child `mnemo tool` on `path` and a thread that kills it after `after`.
-fn spawn(path: &Path, after: Duration) -> (Child, std::thread::JoinHandle<()>, u32) {
-    let child = Command::new(mnemo_bin())
+/// A child `mnemo tool` on `path`.
+fn spawn(path: &Path) -> Child {
+    Command::new(mnemo_bin())
         .args(["tool", "--db", path.to_str().expect("utf-8 path")])
         .env_remove("MNEMO_DB")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-        .expect("spawn mnemo tool");
-    let pid = child.id();
-    let killer = std::thread::spawn(move || {
-        std::thread::sleep(after);
-        // SIGKILL, like kill -9: no destructor, no flush, no goodbye.
+        .expect("spawn mnemo tool")
+}
+
+/// Sends SIGKILL (like kill -9: no destructor, no flush, no goodbye) to `pid` after `delay`.
+fn kill_after(pid: u32, delay: Duration) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        std::thread::sleep(delay);
         let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-    });
-    (child, killer, pid)
+    })
+}
+
+/// When to kill the child: once `acks` calls were acknowledged, `delay` later — so the kill lands
+/// at a random moment of a later call, whatever the machine's load.
+struct Kill {
+    acks: usize,
+    delay: Duration,
+}
+
+impl Kill {
+    fn random(rng: &mut Rng, max_acks: u64) -> Kill {
+        Kill {
+            acks: usize::try_from(rng.below(max_acks)).expect("small"),
+            delay: Duration::from_micros(rng.below(3000)),
+        }
+    }
 }
 
 /// Feeds `next(step)` to a child one call at a time until it dies; returns the effects of the
 /// acknowledged calls applied to `acked` and the call in flight when it died, if any.
 fn drive(
     path: &Path,
-    after: Duration,
+    kill: &Kill,
     acked: &mut Tree,
     mut next: impl FnMut(usize, &Tree) -> (Value, Effect),
 ) -> Option<Effect> {
-    let (mut child, killer, _) = spawn(path, after);
+    let mut child = spawn(path);
+    let pid = child.id();
+    let mut killer = (kill.acks == 0).then(|| kill_after(pid, kill.delay));
     let mut stdin = child.stdin.take().expect("stdin");
     let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
     let mut in_flight = None;
@@ -100,13 +119,17 @@ fn drive(
         }
         let mut line = String::new();
         match stdout.read_line(&mut line) {
-            Ok(n) if n > 0 => {
+            // A line cut short by the kill is no acknowledgement.
+            Ok(n) if n > 0 && line.ends_with('\n') => {
                 let result: Value = serde_json::from_str(&line).expect("a tool_result line");
                 assert!(
                     result.get("is_error").is_none(),
                     "{input} was refused: {result}"
                 );
                 effect(acked);
+                if step + 1 == kill.acks {
+                    killer = Some(kill_after(pid, kill.delay));
+                }
             }
             _ => {
                 in_flight = Some(effect);
@@ -114,7 +137,9 @@ fn drive(
             }
         }
     }
-    killer.join().expect("killer");
+    if let Some(killer) = killer {
+        killer.join().expect("killer");
+    }
     let _ = child.wait();
     in_flight
 }
@@ -146,9 +171,8 @@ fn small_edits_survive_kill_9() {
     let mut acked = Tree::new();
     let mut counter = 0u64;
     for cycle in 0..cycles() {
-        // The child needs some milliseconds to start; kill it anywhere in the first ~100 after.
-        let after = Duration::from_millis(20 + rng.below(100));
-        let in_flight = drive(&s.path(), after, &mut acked, |_, acked| {
+        let kill = Kill::random(&mut rng, 12);
+        let in_flight = drive(&s.path(), &kill, &mut acked, |_, acked| {
             counter += 1;
             let n = counter;
             // Edit an existing file every other call, else create a new one.
@@ -224,8 +248,8 @@ fn large_directory_renames_survive_kill_9() {
     let mut acked = fill(&s.path(), "/memories/big", 1000);
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     for cycle in 0..cycles() {
-        let after = Duration::from_millis(20 + rng.below(60));
-        let in_flight = drive(&s.path(), after, &mut acked, |_, acked| {
+        let kill = Kill::random(&mut rng, 6);
+        let in_flight = drive(&s.path(), &kill, &mut acked, |_, acked| {
             let (from, to) = if acked.keys().any(|p| p.starts_with("/memories/big/")) {
                 ("/memories/big", "/memories/big2")
             } else {
@@ -241,17 +265,23 @@ fn large_directory_renames_survive_kill_9() {
 
 #[test]
 fn large_directory_deletes_survive_kill_9() {
-    let s = TempStore::new();
+    let mut s = TempStore::new();
     let mut acked = Tree::new();
     let mut rng = Rng(0xD1B5_4A32_D192_ED03);
     for cycle in 0..cycles() {
+        // A fresh store every ten cycles keeps each verify's replay short.
+        if cycle % 10 == 9 {
+            s = TempStore::new();
+            acked.clear();
+        }
         // A directory of 100 files is built (outside the crash) and then deleted by a child that
         // is killed at a random moment, often in the middle of the delete.
         let dir = format!("/memories/victim{cycle}");
         acked.extend(fill(&s.path(), &dir, 100));
-        let after = Duration::from_millis(rng.below(30));
+        // Killed before the delete is answered (0 acks) or after it (1 or 2 acks).
+        let kill = Kill::random(&mut rng, 3);
         let mut sent = false;
-        let in_flight = drive(&s.path(), after, &mut acked, |_, _| {
+        let in_flight = drive(&s.path(), &kill, &mut acked, |_, _| {
             let dir = dir.clone();
             let input = if sent {
                 // After the delete, keep the child busy with harmless reads until it dies.
@@ -274,10 +304,12 @@ fn large_directory_deletes_survive_kill_9() {
 #[test]
 fn a_store_left_by_kill_9_reopens_with_the_lock_released() {
     let s = TempStore::new();
-    let (mut child, killer, _) = spawn(&s.path(), Duration::from_millis(200));
+    let mut child = spawn(&s.path());
     let stdin = child.stdin.as_mut().expect("stdin");
     writeln!(stdin, "{}", json!({"command": "view", "path": "/memories"})).expect("write");
-    killer.join().expect("killer");
+    kill_after(child.id(), Duration::from_millis(200))
+        .join()
+        .expect("killer");
     let _ = child.wait();
     let (files, events) = tree(&s.path());
     assert!(files.is_empty());

@@ -27,6 +27,7 @@ fn reopening_continues_the_chain() {
     let event4 = server
         .client()
         .events(Seq(4))
+        .expect("events")
         .next()
         .expect("event 4")
         .expect("decodes");

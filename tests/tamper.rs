@@ -322,6 +322,7 @@ fn an_untouched_mixed_store_verifies_intact_through_the_client_too() {
     // The mixed store holds every kind of body the server records.
     let bodies: Vec<Body> = client
         .events(Seq(1))
+        .expect("events")
         .map(|e| e.expect("decode").body)
         .collect();
     assert!(matches!(&bodies[9], Body::Rejected(r) if r.input == "not json"));
