@@ -307,12 +307,22 @@ impl<K: KvRead> Projection<K> {
         Ok(out)
     }
 
+    /// Every file under directory `id` (at `dir`), in path order. Iterative: paths may nest
+    /// thousands of levels deep, more than a thread's stack would take in recursion.
     fn collect(&self, dir: &MemPath, id: u64, out: &mut Vec<MemoryRecord>) -> Result<()> {
-        for (name, kind, child) in self.children(id)? {
-            let path = dir.join(&name);
+        let mut stack = vec![(dir.clone(), NodeKind::Dir, id)];
+        while let Some((path, kind, id)) = stack.pop() {
             match kind {
-                NodeKind::File => out.push(MemoryRecord::new(&path, self.file(child)?)),
-                NodeKind::Dir => self.collect(&path, child, out)?,
+                NodeKind::File => out.push(MemoryRecord::new(&path, self.file(id)?)),
+                NodeKind::Dir => {
+                    let children = self.children(id)?;
+                    stack.extend(
+                        children
+                            .into_iter()
+                            .rev()
+                            .map(|(name, kind, child)| (path.join(&name), kind, child)),
+                    );
+                }
             }
         }
         Ok(())
@@ -417,13 +427,17 @@ impl<K: KvWrite> Projection<K> {
         Ok(())
     }
 
+    /// Removes node `id` and everything under it (iteratively, like [`Self::collect`]).
     fn forget_subtree(&mut self, kind: NodeKind, id: u64) -> Result<()> {
-        match kind {
-            NodeKind::File => self.kv.remove(&file_key(id)),
-            NodeKind::Dir => {
-                for (name, kind, child) in self.children(id)? {
-                    self.kv.remove(&child_key(id, &name));
-                    self.forget_subtree(kind, child)?;
+        let mut stack = vec![(kind, id)];
+        while let Some((kind, id)) = stack.pop() {
+            match kind {
+                NodeKind::File => self.kv.remove(&file_key(id)),
+                NodeKind::Dir => {
+                    for (name, kind, child) in self.children(id)? {
+                        self.kv.remove(&child_key(id, &name));
+                        stack.push((kind, child));
+                    }
                 }
             }
         }

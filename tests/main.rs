@@ -20,6 +20,8 @@ mod crash;
 mod faults;
 // Golden vectors: fixed events to fixed bytes and hashes.
 mod golden;
+// Hostile input: 700+ traversal and malformed paths in every field, malformed calls, arbitrary JSON.
+mod hostile;
 // File-size limit and the view cap.
 mod limits;
 // The proptest model test: random command sequences against a naive in-memory model.

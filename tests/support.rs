@@ -70,13 +70,16 @@ pub fn run_mnemo(args: &[&str], stdin: &str) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn mnemo");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(stdin.as_bytes())
-        .expect("write stdin");
-    child.wait_with_output().expect("wait for mnemo")
+    // Write from another thread: with megabytes both ways, writing everything before reading
+    // would deadlock on full pipes.
+    let mut pipe = child.stdin.take().expect("stdin");
+    let input = stdin.as_bytes().to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = pipe.write_all(&input);
+    });
+    let output = child.wait_with_output().expect("wait for mnemo");
+    writer.join().expect("stdin writer");
+    output
 }
 
 /// Rewrites the stored record of event `seq` with `edit`, straight through sled, so sled's own

@@ -140,6 +140,34 @@ pub struct Parsed {
 
 const COMMANDS: &str = "view, create, str_replace, insert, delete, rename";
 
+/// Deepest nesting of arrays and objects accepted in one input. A memory-tool call is a flat
+/// object; the limit sits well below serde_json's own (128), so an input parsed from a `Value` and
+/// the same input re-parsed from its text (as replay does) are refused with the same words.
+pub const MAX_INPUT_DEPTH: usize = 64;
+
+fn too_deep() -> String {
+    format!(
+        "Error: The input nests arrays or objects more than {MAX_INPUT_DEPTH} levels deep; a memory tool call is one flat JSON object such as {{\"command\": \"view\", \"path\": \"/memories\"}}"
+    )
+}
+
+/// Whether `value` nests deeper than [`MAX_INPUT_DEPTH`] (checked without recursion).
+fn nests_too_deep(value: &Value) -> bool {
+    let mut stack = vec![(value, 1usize)];
+    while let Some((v, depth)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match v {
+            Value::Array(items) => Box::new(items.iter()),
+            Value::Object(map) => Box::new(map.values()),
+            _ => continue,
+        };
+        if depth > MAX_INPUT_DEPTH {
+            return true;
+        }
+        stack.extend(children.map(|c| (c, depth + 1)));
+    }
+    false
+}
+
 fn json_type(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
@@ -239,7 +267,7 @@ impl Fields<'_> {
         }
         match self.input.get(field) {
             Some(Value::Number(n)) if n.as_i64().is_some() => Ok(n.as_i64().unwrap_or_default()),
-            Some(Value::Number(n)) if n.is_u64() => Err(format!(
+            Some(v @ Value::Number(n)) if huge_int(v).is_some() => Err(format!(
                 "Error: \"{field}\" is out of range ({n}); use a line number from 0 to the number of lines in the file. A valid call looks like {}",
                 example(self.command, self.root)
             )),
@@ -293,6 +321,17 @@ impl Fields<'_> {
 
 /// Parses one input: a whole `tool_use` block or a bare `input` object.
 pub fn parse_value(value: &Value, root: &str, profile: Profile) -> Parsed {
+    if nests_too_deep(value) {
+        let is_block = value.get("type").and_then(Value::as_str) == Some("tool_use");
+        return Parsed {
+            tool_use_id: value
+                .get("id")
+                .and_then(Value::as_str)
+                .filter(|_| is_block)
+                .map(str::to_string),
+            command: Err(too_deep()),
+        };
+    }
     let Value::Object(map) = value else {
         return Parsed {
             tool_use_id: None,
@@ -331,6 +370,10 @@ pub fn parse_value(value: &Value, root: &str, profile: Profile) -> Parsed {
 pub fn parse_text(text: &str, root: &str, profile: Profile) -> Parsed {
     match serde_json::from_str::<Value>(text) {
         Ok(value) => parse_value(&value, root, profile),
+        Err(e) if e.to_string().starts_with("recursion limit exceeded") => Parsed {
+            tool_use_id: None,
+            command: Err(too_deep()),
+        },
         Err(e) => Parsed {
             tool_use_id: None,
             command: Err(format!(
