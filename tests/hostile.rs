@@ -17,16 +17,15 @@
 //! `MNEMO_HOSTILE_CASES` sets the proptest's case count (default 64).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use mnemo::{MEMORY_TAG, MnemoMemoryToolServer, Profile};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use serde_json::{Map, Number, Value, json};
 
-use crate::support::{TempStore, mnemo_bin, run_mnemo};
+use crate::support::{TempStore, run_mnemo, run_mnemo_bytes};
 
 const ROOT: &str = "/memories";
 const PROFILES: [Profile; 2] = [Profile::Spec, Profile::PythonSdk];
@@ -1480,25 +1479,6 @@ fn a_deeply_nested_value_is_refused_with_the_same_words_as_its_text() {
 // ---------------------------------------------------------------------------------------------
 // 3. The same through the binary
 // ---------------------------------------------------------------------------------------------
-
-/// `run_mnemo` with raw bytes on stdin.
-fn run_mnemo_bytes(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(mnemo_bin())
-        .args(args)
-        .env_remove("MNEMO_DB")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn mnemo");
-    let mut input = child.stdin.take().expect("stdin");
-    let bytes = stdin.to_vec();
-    // Write from another thread so a full stdout pipe cannot deadlock the two processes.
-    let writer = std::thread::spawn(move || input.write_all(&bytes));
-    let out = child.wait_with_output().expect("wait for mnemo");
-    writer.join().expect("writer thread").expect("write stdin");
-    out
-}
 
 /// Every output line parsed as a well-formed `tool_result`.
 fn results(out: &Output) -> Vec<Result<(String, String, bool), String>> {

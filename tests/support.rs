@@ -61,6 +61,11 @@ pub fn mnemo_bin() -> &'static str {
 
 /// Runs `mnemo args...` with `stdin` and returns its output.
 pub fn run_mnemo(args: &[&str], stdin: &str) -> Output {
+    run_mnemo_bytes(args, stdin.as_bytes())
+}
+
+/// [`run_mnemo`] with raw bytes on stdin (lines that are not UTF-8, for instance).
+pub fn run_mnemo_bytes(args: &[&str], stdin: &[u8]) -> Output {
     use std::io::Write;
     let mut child = Command::new(mnemo_bin())
         .args(args)
@@ -73,7 +78,7 @@ pub fn run_mnemo(args: &[&str], stdin: &str) -> Output {
     // Write from another thread: with megabytes both ways, writing everything before reading
     // would deadlock on full pipes.
     let mut pipe = child.stdin.take().expect("stdin");
-    let input = stdin.as_bytes().to_vec();
+    let input = stdin.to_vec();
     let writer = std::thread::spawn(move || {
         let _ = pipe.write_all(&input);
     });
