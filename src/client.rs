@@ -21,10 +21,19 @@ use crate::verify::Report;
 use crate::writer::{self, Call, Job, Receipt};
 
 struct Inner {
-    store: Store,
+    store: Option<Store>,
     durability: Durability,
     tx: Option<Sender<Job>>,
     writer: Option<JoinHandle<()>>,
+}
+
+impl Inner {
+    fn store(&self) -> &Store {
+        // NOTE: `store` is `None` only inside `drop`.
+        self.store
+            .as_ref()
+            .expect("the store is open while a client exists")
+    }
 }
 
 impl Drop for Inner {
@@ -35,6 +44,21 @@ impl Drop for Inner {
         self.tx.take();
         if let Some(handle) = self.writer.take() {
             let _ = handle.join();
+        }
+        // Closing sled flushes it, and after a failed write (a full disk) that flush can wait for
+        // ever on a write that will never complete. Close on another thread and stop waiting
+        // after a while: the process can still exit, and the next open recovers.
+        if let Some(store) = self.store.take() {
+            let (done, closed) = crossbeam_channel::bounded::<()>(1);
+            let closer = std::thread::Builder::new()
+                .name("mnemo-close".into())
+                .spawn(move || {
+                    drop(store);
+                    let _ = done.send(());
+                });
+            if closer.is_ok() {
+                let _ = closed.recv_timeout(CLOSE_WAIT);
+            }
         }
     }
 }
@@ -47,6 +71,9 @@ fn check_agent(agent: &str) -> Result<()> {
     }
     crate::policy::check_agent_id(agent).map_err(Error::InvalidArgument)
 }
+
+/// How long dropping the last client waits for sled to close the store.
+const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Options for opening a store.
 #[derive(Clone, Debug)]
@@ -73,11 +100,14 @@ impl ClientBuilder {
     pub fn open(self) -> Result<MnemoClient> {
         check_agent(&self.agent)?;
         let store = Store::open(&self.path)?;
+        if let Some(why) = store.rolled_back()? {
+            return Err(Error::corrupt(why));
+        }
         store.catch_up()?;
         let (tx, handle) = writer::spawn(store.clone(), self.durability)?;
         Ok(MnemoClient {
             inner: Arc::new(Inner {
-                store,
+                store: Some(store),
                 durability: self.durability,
                 tx: Some(tx),
                 writer: Some(handle),
@@ -97,7 +127,7 @@ pub struct MnemoClient {
 impl std::fmt::Debug for MnemoClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MnemoClient")
-            .field("path", &self.inner.store.path())
+            .field("path", &self.inner.store().path())
             .field("agent", &self.agent)
             .field("durability", &self.inner.durability)
             .finish()
@@ -136,7 +166,7 @@ impl MnemoClient {
 
     /// The store directory.
     pub fn path(&self) -> &Path {
-        self.inner.store.path()
+        self.inner.store().path()
     }
 
     /// The durability mode writes are acknowledged under.
@@ -146,7 +176,7 @@ impl MnemoClient {
 
     /// The underlying store (reads only; every write goes through the writer).
     pub fn store(&self) -> &Store {
-        &self.inner.store
+        self.inner.store()
     }
 
     fn send(&self, job: Job) -> Result<()> {
@@ -264,7 +294,7 @@ impl MnemoClient {
         self.read(|_| Ok(()))?;
         Ok(self
             .inner
-            .store
+            .store()
             .records(from)
             .map(|item| item.and_then(|(_, record)| Event::decode(&record))))
     }

@@ -23,7 +23,7 @@ pub use client::{ClientBuilder, MnemoClient};
 pub use error::{Error, Result};
 pub use event::{Body, Event, EventHash, Header, Outcome, RejectedCall, Seq, ToolCall};
 pub use kv::MemKv;
-pub use log::{Durability, Head, LOCK_WAIT, Store};
+pub use log::{Durability, HEAD_FILE, Head, LOCK_WAIT, Store};
 pub use paths::{MAX_PATH_BYTES, MAX_SEGMENT_BYTES, MemPath, PathRejection};
 pub use policy::{ANY_AGENT, Access, AdminCommand, Grant, MAX_AGENT_BYTES, Policy};
 pub use projection::{MEMORY_TAG, MemoryRecord, Projection};

@@ -32,6 +32,9 @@ use crate::projection::Projection;
 
 const FORMAT_KEY: &[u8] = b"format";
 
+/// The file, beside sled's, that records the last durably committed head.
+pub const HEAD_FILE: &str = "mnemo-head";
+
 /// How long [`Store::open`] waits for a lock that a just-closed handle may still hold.
 pub const LOCK_WAIT: Duration = Duration::from_millis(1500);
 const HEAD_KEY: &[u8] = b"head";
@@ -146,6 +149,23 @@ impl Store {
     /// dropped, so a lock conflict is retried for up to [`LOCK_WAIT`] before it is reported as
     /// [`Error::Locked`]: a store closed a moment ago reopens, one held by a live process does not.
     pub fn open(path: &Path) -> Result<Store> {
+        if path.is_file() {
+            return Err(Error::InvalidArgument(format!(
+                "{} is a file, not a directory: a store is a directory (it is created if missing)",
+                path.display()
+            )));
+        }
+        if let Some(parent) = path.parent() {
+            if !parent.as_os_str().is_empty() && !parent.is_dir() {
+                return Err(Error::InvalidArgument(format!(
+                    "the directory {} does not exist; create it first, or put the store in an existing directory",
+                    parent.display()
+                )));
+            }
+        }
+        // Whether sled's files were there before this open: if they were, a missing format
+        // marker means damage, not a new store.
+        let existed = path.join("db").exists() || path.join("conf").exists();
         let deadline = Instant::now() + LOCK_WAIT;
         let db = loop {
             match sled::Config::new().path(path).open() {
@@ -182,6 +202,12 @@ impl Store {
                 if !store.events.is_empty() {
                     return Err(Error::corrupt("the store has events but no meta.format"));
                 }
+                if existed {
+                    return Err(Error::corrupt(format!(
+                        "{} holds a store whose log lost its format marker (meta.format): its db file is missing or damaged",
+                        path.display()
+                    )));
+                }
                 store.meta.insert(FORMAT_KEY, &[FORMAT_VERSION])?;
                 store.sync(Durability::Fsync)?;
             }
@@ -191,12 +217,66 @@ impl Store {
 
     /// Opens an existing store; [`Error::NotFound`] if there is none at `path`.
     pub fn open_existing(path: &Path) -> Result<Store> {
+        if path.is_file() {
+            return Err(Error::InvalidArgument(format!(
+                "{} is a file, not a directory: pass the store's directory with --db",
+                path.display()
+            )));
+        }
         if !path.join("conf").exists() && !path.join("db").exists() {
             return Err(Error::NotFound {
                 path: path.to_path_buf(),
             });
         }
         Store::open(path)
+    }
+
+    /// The head this store last recorded, outside sled, after a durable commit (`None` if it never
+    /// did: a new store, or one written only in `buffered` mode).
+    ///
+    /// sled's recovery treats damage in its log as a torn tail and silently rolls the log back to
+    /// before it, head included, so the chain alone would look intact. This record, written after
+    /// each `fsync` or `flush` commit, is what shows the loss.
+    pub fn recorded_head(&self) -> Result<Option<Head>> {
+        let file = self.path.join(HEAD_FILE);
+        match std::fs::read_to_string(&file) {
+            Ok(text) => Head::parse(&text)
+                .map(Some)
+                .map_err(|_| Error::corrupt(format!("{} does not hold SEQ:HASH", file.display()))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::io(file, e)),
+        }
+    }
+
+    /// Records `head` outside sled (see [`Store::recorded_head`]); called after a durable commit.
+    /// Written to a temporary file and renamed, so it is always whole; not fsynced itself, so it
+    /// can lag the log after a power loss but never run ahead of it.
+    pub(crate) fn record_head(&self, head: Head) -> Result<()> {
+        let file = self.path.join(HEAD_FILE);
+        let tmp = self.path.join(format!("{HEAD_FILE}.tmp"));
+        std::fs::write(&tmp, format!("{head}\n")).map_err(|e| Error::io(&tmp, e))?;
+        std::fs::rename(&tmp, &file).map_err(|e| Error::io(&file, e))
+    }
+
+    /// Why the log is behind the head this store recorded, if it is.
+    pub fn rolled_back(&self) -> Result<Option<String>> {
+        let Some(recorded) = self.recorded_head()? else {
+            return Ok(None);
+        };
+        let head = self.head()?;
+        let behind = match recorded.seq.cmp(&head.seq) {
+            std::cmp::Ordering::Greater => true,
+            std::cmp::Ordering::Equal => recorded.hash != head.hash,
+            std::cmp::Ordering::Less => match self.get(recorded.seq)? {
+                Some(record) => Frame::decode(&record).map_or(true, |f| f.hash != recorded.hash),
+                None => true,
+            },
+        };
+        Ok(behind.then(|| {
+            format!(
+                "this store committed {recorded} but its log now ends at {head}: the log was truncated, damaged or rolled back (sled recovers a damaged log by dropping its tail)"
+            )
+        }))
     }
 
     /// The store directory.

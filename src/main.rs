@@ -387,6 +387,13 @@ fn run_tool(
         out.write_all(b"\n")?;
         out.flush()?;
     }
+    let failures = server.store_failures();
+    if failures > 0 {
+        return Err(format!(
+            "the store failed on {failures} call(s) of this session (each got an error result); check the disk, then reopen the store, which recovers to the last event that reached the log"
+        )
+        .into());
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -14,7 +14,9 @@
 //! 8. at the index's applied seq, the replayed index equals the stored one byte for byte
 //!    ([`ViolationKind::Index`]);
 //!
-//! and at the end, that `meta.head` names the last event and its hash ([`ViolationKind::Head`]).
+//! and at the end, that `meta.head` names the last event and its hash, and that the log still
+//! holds the head the store recorded outside sled after its last durable commit
+//! ([`ViolationKind::Head`]).
 
 use std::time::{Duration, Instant};
 
@@ -248,7 +250,20 @@ pub fn verify_store_with(store: &Store, mut options: VerifyOptions<'_>) -> Resul
     }
     let last = Seq(expected.0 - 1);
     let head = report.head;
-    let v = if let Some(expect) = options.expect.filter(|e| e.seq > last) {
+    let rolled_back = match store.rolled_back() {
+        Ok(found) => found,
+        Err(e) => Some(format!(
+            "the store's record of its last commit is unreadable: {e}"
+        )),
+    };
+    let v = if let Some(why) = rolled_back {
+        let recorded = store.recorded_head().ok().flatten().map_or(last, |h| h.seq);
+        Some(violation(
+            Seq(recorded.0.min(last.0 + 1)),
+            ViolationKind::Head,
+            why,
+        ))
+    } else if let Some(expect) = options.expect.filter(|e| e.seq > last) {
         Some(violation(
             Seq(last.0 + 1),
             ViolationKind::Checkpoint,

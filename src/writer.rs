@@ -268,9 +268,12 @@ impl Writer {
             };
             return Ok(receipts);
         }
-        self.store.commit(&frames, projection.into_inner())?;
+        let head = self.store.commit(&frames, projection.into_inner())?;
         if mutated {
             self.store.sync(self.durability)?;
+            if self.durability != Durability::Buffered {
+                self.store.record_head(head)?;
+            }
         }
         Ok(receipts)
     }

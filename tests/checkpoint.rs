@@ -60,6 +60,8 @@ fn rewrite_consistently(path: &std::path::Path, from: u64) {
     meta.insert("head", head).expect("write head");
     index.clear().expect("drop the index");
     events.flush().expect("flush");
+    // The store's own record of its last commit would give the rewrite away: remove it too.
+    std::fs::remove_file(path.join(mnemo::HEAD_FILE)).expect("remove the head record");
 }
 
 #[test]
@@ -139,6 +141,19 @@ fn a_checkpoint_past_the_end_of_the_log_is_a_rollback() {
         index.clear().expect("clear index");
         index.flush().expect("flush");
     }
+    // Left in place, the store's record of its last commit already shows the loss...
+    let (code, report) = verify_json(db, None);
+    assert_eq!(code, Some(1), "{report}");
+    assert_eq!(report["violations"][0]["kind"], "head", "{report}");
+    assert_eq!(report["violations"][0]["seq"], 3, "{report}");
+    // ...and a client refuses to write on top of it.
+    let refused = mnemo::MnemoClient::open(s.path(), "writer");
+    assert!(
+        matches!(&refused, Err(mnemo::Error::Corrupt { what }) if what.contains("rolled back")),
+        "{refused:?}"
+    );
+    // Whoever holds the disk can remove that record too; the exported checkpoint still knows.
+    std::fs::remove_file(s.path().join(mnemo::HEAD_FILE)).expect("remove the head record");
     let (code, report) = verify_json(db, Some(&checkpoint));
     assert_eq!(code, Some(1), "{report}");
     assert_eq!(report["violations"][0]["kind"], "checkpoint", "{report}");

@@ -22,6 +22,8 @@ mod faults;
 mod golden;
 // Hostile input: 700+ traversal and malformed paths in every field, malformed calls, arbitrary JSON.
 mod hostile;
+// A store directory that is hostile: read-only, full, missing or damaged files, wrong paths.
+mod hostile_storage;
 // File-size limit and the view cap.
 mod limits;
 // The proptest model test: random command sequences against a naive in-memory model.
@@ -34,5 +36,7 @@ mod retry;
 mod spec_table;
 // mnemo export / import: the SDK tool's layout, round-tripped byte for byte.
 mod transfer;
+// The tamper corpus on stores of 1, 2, 255, 256, 257 and 10,000 events.
+mod tamper_sizes;
 // Tampering through sled: verify names the right seq and invariant.
 mod tamper;

@@ -1,5 +1,8 @@
 //! `MnemoMemoryToolServer`: `tool_use` block in, `tool_result` block out, every call logged.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use serde_json::{Value, json};
 
 use crate::client::MnemoClient;
@@ -55,6 +58,7 @@ impl ServerBuilder {
             profile: self.profile,
             limits: self.limits,
             managed_agents_beta: self.managed_agents_beta,
+            failures: Arc::default(),
         }
     }
 
@@ -67,6 +71,7 @@ impl ServerBuilder {
             profile: self.profile,
             limits: self.limits,
             managed_agents_beta: self.managed_agents_beta,
+            failures: Arc::default(),
         })
     }
 }
@@ -79,6 +84,7 @@ pub struct MnemoMemoryToolServer {
     profile: Profile,
     limits: Limits,
     managed_agents_beta: bool,
+    failures: Arc<AtomicU64>,
 }
 
 impl MnemoMemoryToolServer {
@@ -111,6 +117,12 @@ impl MnemoMemoryToolServer {
     /// The result-string profile.
     pub fn profile(&self) -> Profile {
         self.profile
+    }
+
+    /// How many calls this server (and its clones) could not record because the store failed.
+    /// Each got an error result; a host should tell its operator.
+    pub fn store_failures(&self) -> u64 {
+        self.failures.load(Ordering::Relaxed)
     }
 
     /// The limits enforced.
@@ -169,13 +181,16 @@ impl MnemoMemoryToolServer {
                 &receipt.text,
                 receipt.is_error,
             ),
-            Err(e) => tool_result(
-                parsed.tool_use_id.unwrap_or_default(),
-                &format!(
-                    "Error: The memory store failed while recording this call ({e}). It may or may not have been applied: view the path to check before you retry."
-                ),
-                true,
-            ),
+            Err(e) => {
+                self.failures.fetch_add(1, Ordering::Relaxed);
+                tool_result(
+                    parsed.tool_use_id.unwrap_or_default(),
+                    &format!(
+                        "Error: The memory store failed while recording this call ({e}). It may or may not have been applied: view the path to check before you retry."
+                    ),
+                    true,
+                )
+            }
         }
     }
 }
