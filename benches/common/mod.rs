@@ -2,8 +2,12 @@
 
 #![allow(dead_code)]
 
-use mnemo::{Durability, MnemoClient, MnemoMemoryToolServer};
-use serde_json::json;
+use std::path::{Path, PathBuf};
+
+use mnemo::event::{Body, Event, EventHash, Header, Outcome, Seq, ToolCall};
+use mnemo::tool::{Command, Limits};
+use mnemo::{Durability, MemKv, MnemoClient, MnemoMemoryToolServer, Profile, Projection, Store};
+use serde_json::{Value, json};
 
 /// A store in a temporary directory that lives as long as the fixture.
 pub struct Fixture {
@@ -65,4 +69,289 @@ impl Fixture {
             server: MnemoMemoryToolServer::new(client),
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shared by tool_calls, directory, verify, open and footprint.
+// ---------------------------------------------------------------------------------------------
+
+/// Whether this bench binary runs in criterion's smoke mode (`cargo bench -- --test`), where every
+/// bench runs once: fixtures are then built small so CI stays fast.
+pub fn test_mode() -> bool {
+    std::env::args().any(|a| a == "--test")
+}
+
+/// `full` in a real run, `smoke` under `--test`.
+pub fn sizes(full: &[usize], smoke: &[usize]) -> Vec<usize> {
+    if test_mode() { smoke } else { full }.to_vec()
+}
+
+/// Panics with the result text unless `result` is a successful `tool_result`.
+#[track_caller]
+pub fn ok(result: &Value) {
+    assert!(result.get("is_error").is_none(), "call failed: {result}");
+}
+
+/// Opens the store at `path` as agent `bench` with `durability`.
+pub fn open_server(path: &Path, durability: Durability) -> MnemoMemoryToolServer {
+    let client = MnemoClient::builder(path)
+        .agent_id("bench")
+        .durability(durability)
+        .open()
+        .expect("open store");
+    MnemoMemoryToolServer::new(client)
+}
+
+/// Makes everything `server` wrote durable, then closes it (its writer is joined when the last
+/// clone goes).
+pub fn close(server: MnemoMemoryToolServer) {
+    server
+        .client()
+        .store()
+        .sync(Durability::Fsync)
+        .expect("sync store");
+    drop(server);
+}
+
+impl Fixture {
+    /// The store directory.
+    pub fn path(&self) -> PathBuf {
+        self.server.client().path().to_path_buf()
+    }
+
+    /// A private copy of the closed store at `template`, opened with `durability`.
+    pub fn copy_of(template: &Path, durability: Durability) -> Fixture {
+        let dir = tempfile::tempdir_in(cache_dir()).expect("temporary directory");
+        let path = dir.path().join("bench.mnemo.db");
+        copy_dir(template, &path);
+        Fixture {
+            _dir: dir,
+            server: open_server(&path, durability),
+        }
+    }
+}
+
+/// Sum of the sizes of the regular files under `path` (what the store costs on disk, in bytes
+/// of file length; sled preallocates nothing sparse, so this is close to `du --apparent-size`).
+pub fn disk_bytes(path: &Path) -> u64 {
+    let mut total = 0;
+    for entry in std::fs::read_dir(path).expect("read store directory") {
+        let entry = entry.expect("directory entry");
+        let kind = entry.file_type().expect("file type");
+        if kind.is_dir() {
+            total += disk_bytes(&entry.path());
+        } else if kind.is_file() {
+            total += entry.metadata().expect("metadata").len();
+        }
+    }
+    total
+}
+
+/// Copies the directory tree `from` to `to` (which must not exist).
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("create copy");
+    for entry in std::fs::read_dir(from).expect("read template") {
+        let entry = entry.expect("directory entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("file type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy file");
+        }
+    }
+}
+
+/// Where built fixtures are cached between runs: `$MNEMO_BENCH_FIXTURES`, else
+/// `<target dir>/bench-fixtures` (the bench binary lives in `<target dir>/<profile>/deps`).
+/// Delete it to force a rebuild.
+pub fn cache_dir() -> PathBuf {
+    let dir = std::env::var_os("MNEMO_BENCH_FIXTURES")
+        .map(PathBuf::from)
+        .or_else(|| {
+            let exe = std::env::current_exe().ok()?;
+            Some(exe.parent()?.parent()?.parent()?.join("bench-fixtures"))
+        })
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-fixtures"));
+    std::fs::create_dir_all(&dir).expect("create fixture cache");
+    dir
+}
+
+/// The store `<cache>/<name>/store`, built by `build` (given a store path that does not exist yet)
+/// the first time and reused after that. A build goes to a temporary name and is renamed into place
+/// once complete, so an interrupted build is never mistaken for a fixture.
+pub fn cached(name: &str, build: impl FnOnce(&Path)) -> PathBuf {
+    let dir = cache_dir().join(name);
+    let store = dir.join("store");
+    if dir.join("READY").exists() {
+        return store;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let tmp = cache_dir().join(format!("{name}.building-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).expect("create fixture directory");
+    let started = std::time::Instant::now();
+    build(&tmp.join("store"));
+    std::fs::write(tmp.join("READY"), b"").expect("mark fixture ready");
+    std::fs::rename(&tmp, &dir).expect("move fixture into place");
+    eprintln!(
+        "built fixture {} in {:.1} s",
+        dir.display(),
+        started.elapsed().as_secs_f64()
+    );
+    store
+}
+
+/// A closed store holding `files` small files under `/memories/big` (100 per subdirectory, so a
+/// listing two levels deep shows every file), cached.
+pub fn directory_template(files: usize) -> PathBuf {
+    cached(&format!("dir-v1-{files}"), |path| {
+        let server = open_server(path, Durability::Buffered);
+        fill(&server, "/memories/big", files);
+        close(server);
+    })
+}
+
+/// Agent id of the synthetic log.
+pub const MIX_AGENT: &str = "bench";
+
+/// The `seq`-th command (from 1) of the synthetic log: blocks of ten calls, each of which creates
+/// four notes, views one (whole and a range), edits it with `str_replace` and `insert`, renames
+/// one and deletes one, so every call succeeds and 3 of the 4 notes stay (30 live files per 100
+/// events). Notes go 30 blocks to a directory.
+pub fn mix_command(seq: u64) -> Command {
+    let block = (seq - 1) / 10;
+    let dir = format!("/memories/notes/d{:04}", block / 30);
+    let note = |tag: &str| format!("{dir}/n{block:07}-{tag}.md");
+    match (seq - 1) % 10 {
+        0 => Command::Create {
+            path: note("a"),
+            file_text: format!(
+                "# Note {block}\nstatus: open\n- the user prefers short answers\n- project: mnemo, block {block}\n- next step: review the log\n"
+            ),
+        },
+        1 => Command::Create {
+            path: note("b"),
+            file_text: format!("reference material for block {block}\n"),
+        },
+        2 => Command::Create {
+            path: note("c"),
+            file_text: format!("scratch {block}\n"),
+        },
+        3 => Command::View {
+            path: note("a"),
+            view_range: None,
+        },
+        4 => Command::StrReplace {
+            path: note("a"),
+            old_str: "status: open".into(),
+            new_str: Some("status: done".into()),
+        },
+        5 => Command::Insert {
+            path: note("a"),
+            insert_line: 1,
+            insert_text: format!("- follow-up recorded at event {seq}\n"),
+        },
+        6 => Command::View {
+            path: note("a"),
+            view_range: Some((1, 3)),
+        },
+        7 => Command::Rename {
+            old_path: note("b"),
+            new_path: note("b-archived"),
+        },
+        8 => Command::Delete { path: note("c") },
+        _ => Command::Create {
+            path: note("d"),
+            file_text: format!(
+                "Summary of block {block}: the agent reviewed the notes, closed the open item and archived the reference. Nothing is pending.\n"
+            ),
+        },
+    }
+}
+
+/// Writes the first `events` events of the synthetic log ([`mix_command`]) into a new store at
+/// `path`, without going through the writer: a second thread answers each call against an
+/// in-memory replay (the same step the writer runs) and makes the frames, this one appends them
+/// 1,024 at a time, and the index is brought up to the head at the end with
+/// [`Store::catch_up`], so the result is a store `verify` finds intact.
+pub fn build_log(path: &Path, events: u64) {
+    const BATCH: usize = 1024;
+    // A fixed clock, so a rebuild makes the same bytes.
+    const TIME_MS: u64 = 1_760_000_000_000;
+    let started = std::time::Instant::now();
+    let store = Store::open(path).expect("open store");
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<mnemo::event::Frame>>(8);
+    let producer = std::thread::spawn(move || {
+        let mut replay = Projection::new(MemKv::default());
+        let mut prev = EventHash::ZERO;
+        let mut frames = Vec::with_capacity(BATCH);
+        for seq in 1..=events {
+            let body = Body::Tool(ToolCall {
+                root: "/memories".into(),
+                profile: Profile::Spec,
+                limits: Limits::default(),
+                command: mix_command(seq),
+            });
+            let answer = replay
+                .run_call(MIX_AGENT, None, &body, Seq(seq))
+                .expect("replay");
+            assert!(!answer.is_error, "event {seq} failed: {}", answer.text);
+            let event = Event {
+                seq: Seq(seq),
+                prev_hash: prev,
+                header: Header {
+                    time_ms: TIME_MS + seq,
+                    agent: MIX_AGENT.into(),
+                    tool_use_id: None,
+                    outcome: Outcome::of(answer.is_error, &answer.text),
+                },
+                body,
+            };
+            let frame = event.to_frame();
+            prev = frame.hash;
+            frames.push(frame);
+            if frames.len() == BATCH || seq == events {
+                let full = std::mem::replace(&mut frames, Vec::with_capacity(BATCH));
+                if tx.send(full).is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    for frames in rx {
+        store.append(&frames).expect("append");
+    }
+    producer.join().expect("frame producer");
+    let appended = started.elapsed();
+    let replayed = store.catch_up().expect("catch up the index");
+    assert_eq!(
+        replayed, events,
+        "the index should have lagged the whole log"
+    );
+    store.sync(Durability::Fsync).expect("sync");
+    eprintln!(
+        "log of {events} events: appended in {:.1} s, index caught up in {:.1} s",
+        appended.as_secs_f64(),
+        (started.elapsed() - appended).as_secs_f64()
+    );
+}
+
+/// A closed store whose log holds the first `events` events of the synthetic log, index caught
+/// up, cached.
+pub fn event_log(events: u64) -> PathBuf {
+    let path = cached(
+        &format!("log-v{}-mix1-{events}", mnemo::event::FORMAT_VERSION),
+        |path| build_log(path, events),
+    );
+    let store = Store::open(&path).expect("open cached log");
+    let head = store.head().expect("head");
+    let applied = store.index().applied().expect("applied seq");
+    assert!(
+        head.seq == Seq(events) && applied == head.seq,
+        "cached fixture {} is stale (head {}, index at {}); delete it",
+        path.display(),
+        head.seq,
+        applied
+    );
+    path
 }

@@ -1,0 +1,59 @@
+//! `verify`: replaying the whole log from seq 1 (chain, payload hashes, every recorded answer,
+//! the index) over stores of 10,000, 100,000 and 1,000,000 events.
+//!
+//! The stores hold the synthetic log of `common::mix_command` (creates, views, edits, renames and
+//! deletes of small notes), written through `Store::append` and cached under
+//! `target/bench-fixtures/`, so only the first run pays for building them. `verify_store` runs on
+//! an open `Store` whose sled cache is warm (one untimed verify runs first). Throughput is in
+//! events; the note printed after each size turns the report's record bytes into MB/s.
+
+mod common;
+
+use std::time::Duration;
+
+use criterion::{
+    BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main,
+};
+use mnemo::{Report, Store, verify_store};
+
+fn verify(c: &mut Criterion) {
+    let mut group = c.benchmark_group("verify");
+    group.sample_size(10);
+    group.sampling_mode(SamplingMode::Flat);
+    group.warm_up_time(Duration::from_secs(1));
+    for events in common::sizes(&[10_000, 100_000, 1_000_000], &[1_000]) {
+        group.throughput(Throughput::Elements(events as u64));
+        let mut store: Option<Store> = None;
+        let mut last: Option<Report> = None;
+        group.bench_function(BenchmarkId::from_parameter(events), |b| {
+            let store = store.get_or_insert_with(|| {
+                let store = Store::open(&common::event_log(events as u64)).expect("open store");
+                let report = verify_store(&store).expect("verify");
+                assert!(report.is_intact(), "{:?}", report.violations);
+                store
+            });
+            b.iter(|| {
+                let report = verify_store(store).expect("verify");
+                assert!(report.is_intact() && report.events == events as u64);
+                last = Some(report);
+            });
+        });
+        if let Some(report) = last {
+            // NOTE: precision loss is irrelevant for a printed rate.
+            #[allow(clippy::cast_precision_loss)]
+            let per_event = report.bytes as f64 / report.events as f64;
+            println!(
+                "note: verify/{events}: {} events, {} bytes of records ({per_event:.0} B/event); last iteration {:.3} s = {:.1} MB/s, {:.0} events/s",
+                report.events,
+                report.bytes,
+                report.elapsed.as_secs_f64(),
+                report.mb_per_sec(),
+                report.events_per_sec(),
+            );
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, verify);
+criterion_main!(benches);
