@@ -1,6 +1,6 @@
 //! The `python-sdk` profile against the conformance vectors taken from the Anthropic Python SDK
 //! (`anthropic` 2.14.0): every case through the library and through `mnemo tool`, plus the
-//! million-line vector of `memory-tool-spec.md` §4.2, which is too big for the JSON file.
+//! million-line vector of the memory-tool contract, which is too big for the JSON file.
 //!
 //! The vector suites do not stop at the first mismatch: they run every case and fail once with a
 //! report that names the case, the step, the input, what was expected and what came back.
@@ -15,10 +15,10 @@ use serde_json::{Value, json};
 
 use crate::support::{TempStore, run_mnemo};
 
-/// The shared vectors, byte for byte (`/work/shared/conformance/python-sdk-vectors.json`).
+/// The python-sdk conformance vectors, kept byte for byte as they were produced.
 const VECTORS: &str = include_str!("fixtures/python-sdk-vectors.json");
 
-/// How many cases the fixture holds (`memory-tool-spec.md` §4.1); guards against a cut copy.
+/// How many cases the fixture holds; guards against a cut copy.
 const CASE_COUNT: usize = 93;
 
 /// One vector: steps run in order on a fresh store, then the complete set of files.

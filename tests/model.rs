@@ -1,7 +1,7 @@
 //! The proptest model test: random command sequences against a naive in-memory model.
 //!
 //! The model is a `BTreeMap` of canonical file path → content, written from the `spec` profile's
-//! table (`profiles.md`) without calling any of mnemo's semantics, rendering or path code.
+//! table (the memory-tool contract) without calling any of mnemo's semantics, rendering or path code.
 //! Directories are implicit: one exists while some file lives under it, and the root always
 //! exists. For every call the model computes the expected `tool_result` text and error flag and its
 //! next state; after every call the store's result and its whole tree (as `records_by_tag` lists
@@ -1580,7 +1580,7 @@ fn model_str_replace_with_many_matches_stays_fast() {
     );
 }
 
-/// The model's size column agrees with the reference table in `profiles.md`/`memory-tool-spec.md`.
+/// The model's size column agrees with the reference table of the memory-tool contract.
 #[test]
 fn model_size_column_matches_the_reference_table() {
     for (bytes, want) in [
