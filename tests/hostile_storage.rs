@@ -54,6 +54,8 @@ use mnemo::tool::{Command as ToolCommand, Limits, Profile};
 use mnemo::{Head, MnemoClient, MnemoMemoryToolServer, Store, verify_store};
 use serde_json::json;
 
+use crate::support::copy_dir;
+
 /// How long any child process may run before it is killed and the case fails as a hang.
 const TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -208,20 +210,6 @@ rm -f "$MNT/fill"
 for c in $COPIES; do cp -r "$MNT/$c" "$OUT/$c"; done
 exit $rc
 "#;
-
-/// Copies a store directory (sled's files, with their permission bits).
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("create the copy's directory");
-    for entry in std::fs::read_dir(from).expect("list the store directory") {
-        let entry = entry.expect("read a directory entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("file type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy a store file");
-        }
-    }
-}
 
 /// Makes a store copy hostile.
 type Damage<'a> = dyn Fn(&Path) + Sync + 'a;

@@ -103,3 +103,17 @@ pub fn tamper_record(path: &Path, seq: u64, edit: impl FnOnce(&mut Vec<u8>)) {
         .expect("write record");
     events.flush().expect("flush");
 }
+
+/// Copies a closed store directory (sled's files) to `to`.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("create the copy's directory");
+    for entry in std::fs::read_dir(from).expect("list the store directory") {
+        let entry = entry.expect("read a directory entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("file type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy a store file");
+        }
+    }
+}

@@ -19,7 +19,7 @@ use mnemo::{
 };
 use serde_json::{Value, json};
 
-use crate::support::{TempStore, call, tamper_record};
+use crate::support::{TempStore, call, copy_dir, tamper_record};
 
 // ---------------------------------------------------------------------------------------------
 // Helpers.
@@ -73,20 +73,6 @@ fn edit_trees(path: &Path, edit: impl FnOnce(&sled::Tree, &sled::Tree, &sled::Tr
     edit(&events, &meta, &index);
     for tree in [&events, &meta, &index] {
         tree.flush().expect("flush the tampered tree");
-    }
-}
-
-/// Copies a closed store directory (sled's files) to `to`.
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("create the copy's directory");
-    for entry in std::fs::read_dir(from).expect("list the store directory") {
-        let entry = entry.expect("read a directory entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("file type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy a store file");
-        }
     }
 }
 

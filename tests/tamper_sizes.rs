@@ -46,6 +46,8 @@ use mnemo::{
 };
 use serde_json::{Value, json};
 
+use crate::support::copy_dir;
+
 /// Cases run by every size so far (each size's test prints the running total).
 static TOTAL_CASES: AtomicUsize = AtomicUsize::new(0);
 
@@ -109,20 +111,6 @@ fn build_store(path: &Path, n: usize) {
     let head = client.head().expect("head");
     assert_eq!(head.seq, Seq(n as u64), "one event per call");
     // Dropping the last client stops the writer; sled flushes and closes the store.
-}
-
-/// Copies a closed store directory (sled's files) to `to`.
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("create the copy's directory");
-    for entry in std::fs::read_dir(from).expect("list the store directory") {
-        let entry = entry.expect("read a directory entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("file type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy a store file");
-        }
-    }
 }
 
 /// Opens a closed store (`Store::open` waits out the moment sled holds the lock after a close).
