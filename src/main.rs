@@ -159,33 +159,15 @@ enum AclCmd {
     /// Give an agent (or `*`, every agent) access to a path prefix and everything under it.
     Grant {
         #[command(flatten)]
-        db: Db,
-        /// The agent id, or `*` for every agent.
-        #[arg(long)]
-        agent: String,
-        /// The path prefix, such as /memories/agent-2 (or / for everything).
-        #[arg(long)]
-        prefix: String,
+        target: AclTarget,
         /// read or read-write.
         #[arg(long, value_parser = parse_access)]
         access: Access,
-        /// The operator the change is recorded under.
-        #[arg(long = "as", default_value = "cli")]
-        operator: String,
     },
     /// Remove an agent's grant on exactly this prefix.
     Revoke {
         #[command(flatten)]
-        db: Db,
-        /// The agent id, or `*`.
-        #[arg(long)]
-        agent: String,
-        /// The prefix of the grant.
-        #[arg(long)]
-        prefix: String,
-        /// The operator the change is recorded under.
-        #[arg(long = "as", default_value = "cli")]
-        operator: String,
+        target: AclTarget,
     },
     /// List the grants in force.
     List {
@@ -195,6 +177,22 @@ enum AclCmd {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// Whose grant, on what, recorded by whom.
+#[derive(Args)]
+struct AclTarget {
+    #[command(flatten)]
+    db: Db,
+    /// The agent id, or `*` for every agent.
+    #[arg(long)]
+    agent: String,
+    /// The path prefix, such as /memories/agent-2 (or / for everything).
+    #[arg(long)]
+    prefix: String,
+    /// The operator the change is recorded under.
+    #[arg(long = "as", default_value = "cli")]
+    operator: String,
 }
 
 fn parse_access(s: &str) -> Result<Access, String> {
@@ -729,27 +727,23 @@ fn run_acl(command: AclCmd) -> CliResult {
             }
             return Ok(ExitCode::SUCCESS);
         }
-        AclCmd::Grant {
-            db,
-            agent,
-            prefix,
-            access,
-            operator,
-        } => (
-            db,
-            operator,
+        AclCmd::Grant { target, access } => (
+            target.db,
+            target.operator,
             AdminCommand::Grant {
-                agent,
-                prefix,
+                agent: target.agent,
+                prefix: target.prefix,
                 access,
             },
         ),
-        AclCmd::Revoke {
-            db,
-            agent,
-            prefix,
-            operator,
-        } => (db, operator, AdminCommand::Revoke { agent, prefix }),
+        AclCmd::Revoke { target } => (
+            target.db,
+            target.operator,
+            AdminCommand::Revoke {
+                agent: target.agent,
+                prefix: target.prefix,
+            },
+        ),
     };
     let client = MnemoClient::open(&db.db, operator)?;
     let receipt = client.admin(change)?;

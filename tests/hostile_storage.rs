@@ -54,7 +54,7 @@ use mnemo::tool::{Command as ToolCommand, Limits, Profile};
 use mnemo::{Head, MnemoClient, MnemoMemoryToolServer, Store, verify_store};
 use serde_json::json;
 
-use crate::support::copy_dir;
+use crate::support::{Rng, copy_dir};
 
 /// How long any child process may run before it is killed and the case fails as a hang.
 const TIMEOUT: Duration = Duration::from_secs(20);
@@ -914,26 +914,6 @@ fn has_snapshot(store: &Path) -> bool {
 fn data_end(db: &Path) -> usize {
     let bytes = std::fs::read(db).expect("read db");
     bytes.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1)
-}
-
-/// A tiny seeded generator (xorshift64*), so garbage is the same on every run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next().to_le_bytes()[7]).collect()
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        usize::try_from(self.next() % u64::try_from(n.max(1)).expect("fits")).expect("fits")
-    }
 }
 
 fn overwrite(file: &Path, at: usize, bytes: &[u8]) {

@@ -19,7 +19,7 @@ use mnemo::{
 };
 use serde_json::{Value, json};
 
-use crate::support::{TempStore, call, copy_dir, tamper_record};
+use crate::support::{Rng, TempStore, call, copy_dir, tamper_record};
 
 // ---------------------------------------------------------------------------------------------
 // Helpers.
@@ -83,22 +83,6 @@ fn record(path: &Path, seq: u64) -> Vec<u8> {
         .get(Seq(seq))
         .expect("read the record")
         .expect("the record exists")
-}
-
-/// A tiny seeded generator (xorshift64*), so every run tampers the same way.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        usize::try_from(self.next() % u64::try_from(n).expect("fits")).expect("fits")
-    }
 }
 
 /// One call: a JSON value for `handle`, or a raw line for `handle_line`.
