@@ -1,14 +1,11 @@
 //! `MnemoClient`: an open store acting as one agent.
 //!
-//! Clones are cheap and share the store and its single writer thread; [`MnemoClient::with_agent`]
+//! Clones are cheap and share the store and its single writer; [`MnemoClient::with_agent`]
 //! gives another agent id over the same store. The writer stops and the store closes when the last
 //! clone is dropped.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::thread::JoinHandle;
-
-use crossbeam_channel::Sender;
 
 use crate::error::{Error, Result};
 use crate::event::{Body, Event, Seq};
@@ -17,14 +14,13 @@ use crate::paths::MemPath;
 use crate::policy::{Access, AdminCommand, Policy};
 use crate::projection::{MEMORY_TAG, MemoryRecord};
 use crate::tool::Tree;
-use crate::verify::Report;
-use crate::writer::{self, Call, Job, Receipt};
+use crate::verify::{Report, verify_store};
+use crate::writer::{Call, Receipt, Writer};
 
 struct Inner {
     store: Option<Store>,
     durability: Durability,
-    tx: Option<Sender<Job>>,
-    writer: Option<JoinHandle<()>>,
+    writer: Option<Writer>,
 }
 
 impl Inner {
@@ -34,17 +30,17 @@ impl Inner {
             .as_ref()
             .expect("the store is open while a client exists")
     }
+
+    fn writer(&self) -> Result<&Writer> {
+        self.writer.as_ref().ok_or(Error::WriterGone)
+    }
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        // Closing the channel ends the writer once it has committed what it holds; joining it
-        // means every write is done when the last client is gone. sled's own threads may hold the
-        // lock a moment longer; `Store::open` waits for that.
-        self.tx.take();
-        if let Some(handle) = self.writer.take() {
-            let _ = handle.join();
-        }
+        // Every call has written its event before it returned, so nothing is pending here.
+        // sled's own threads may hold the lock a moment after the close; `Store::open` waits.
+        self.writer.take();
         // Closing sled flushes it, and after a failed write (a full disk) that flush can wait for
         // ever on a write that will never complete. Close on another thread and stop waiting
         // after a while: the process can still exit, and the next open recovers.
@@ -104,13 +100,12 @@ impl ClientBuilder {
             return Err(Error::corrupt(why));
         }
         store.catch_up()?;
-        let (tx, handle) = writer::spawn(store.clone(), self.durability)?;
+        let writer = Writer::new(store.clone(), self.durability)?;
         Ok(MnemoClient {
             inner: Arc::new(Inner {
                 store: Some(store),
                 durability: self.durability,
-                tx: Some(tx),
-                writer: Some(handle),
+                writer: Some(writer),
             }),
             agent: self.agent.into(),
         })
@@ -179,46 +174,29 @@ impl MnemoClient {
         self.inner.store()
     }
 
-    fn send(&self, job: Job) -> Result<()> {
-        let tx = self.inner.tx.as_ref().ok_or(Error::WriterGone)?;
-        tx.send(job).map_err(|_| Error::WriterGone)
-    }
-
     /// Records one call and returns its answer. This is what the tool server calls; use it
     /// directly to log calls that did not come as JSON.
     pub fn call(&self, tool_use_id: Option<String>, body: Body) -> Result<Receipt> {
-        let (reply, rx) = crossbeam_channel::bounded(1);
-        self.send(Job::Call(Call {
+        self.inner.writer()?.call(Call {
             agent: self.agent.to_string(),
             tool_use_id,
             body,
-            reply,
-        }))?;
-        rx.recv().map_err(|_| Error::WriterGone)?
+        })
     }
 
     /// Verifies the whole store, pausing writes while it runs.
     pub fn verify(&self) -> Result<Report> {
-        let (reply, rx) = crossbeam_channel::bounded(1);
-        self.send(Job::Verify(reply))?;
-        rx.recv().map_err(|_| Error::WriterGone)?
+        self.read(verify_store)
     }
 
-    /// The last event (deferred read events are written first).
+    /// The last event.
     pub fn head(&self) -> Result<Head> {
         self.read(Store::head)
     }
 
-    /// Runs `read` on the writer thread between batches, so it sees one committed state.
-    fn read<T: Send + 'static>(
-        &self,
-        read: impl FnOnce(&Store) -> Result<T> + Send + 'static,
-    ) -> Result<T> {
-        let (reply, rx) = crossbeam_channel::bounded(1);
-        self.send(Job::Read(Box::new(move |store: &Store| {
-            let _ = reply.send(read(store));
-        })))?;
-        rx.recv().map_err(|_| Error::WriterGone)?
+    /// Runs `read` under the writer lock, so it sees no call half-applied.
+    fn read<T>(&self, read: impl FnOnce(&Store) -> Result<T>) -> Result<T> {
+        self.inner.writer()?.read(read)
     }
 
     /// Memory files carrying `tag` that this client's agent may read: `memorytool` lists every

@@ -5,6 +5,7 @@
 
 mod client;
 mod codec;
+pub mod disk;
 mod error;
 pub mod event;
 pub mod failpoint;
@@ -32,4 +33,4 @@ pub use verify::{
     PROGRESS_EVERY, Report, VerifyOptions, Violation, ViolationKind, verify_store,
     verify_store_with,
 };
-pub use writer::{MAX_BATCH, Receipt};
+pub use writer::Receipt;

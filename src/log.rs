@@ -16,14 +16,14 @@
 //! store written by `append` alone) is caught up by replaying the missing events when the store
 //! opens, before anything else runs.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use sled::transaction::{ConflictableTransactionError, TransactionError};
 use sled::{Transactional, Tree};
 
+use crate::disk::{DiskSync, HeadRecord};
 use crate::error::{Error, Result};
 use crate::event::{EventHash, FORMAT_VERSION, Frame, Seq};
 use crate::failpoint::{Failpoint, Failpoints};
@@ -32,8 +32,7 @@ use crate::projection::Projection;
 
 const FORMAT_KEY: &[u8] = b"format";
 
-/// The file, beside sled's, that records the last durably committed head.
-pub const HEAD_FILE: &str = "mnemo-head";
+pub use crate::disk::HEAD_FILE;
 
 /// How long [`Store::open`] waits for a lock that a just-closed handle may still hold.
 pub const LOCK_WAIT: Duration = Duration::from_millis(1500);
@@ -42,8 +41,9 @@ const HEAD_KEY: &[u8] = b"head";
 /// How far a write must get before the call that made it is answered.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Durability {
-    /// Flush sled's buffers, then `fsync` every file and directory of the store: an acknowledged
-    /// write survives power loss. The default.
+    /// Flush sled's buffers, then `fsync` the store's files and directories (every one that may
+    /// hold unsynced data; see [`crate::disk`]): an acknowledged write survives power loss. The
+    /// default.
     #[default]
     Fsync,
     /// Flush sled's buffers to the OS (`sync_file_range` on Linux): survives a crash of the
@@ -140,6 +140,14 @@ pub struct Store {
     meta: Tree,
     index: Tree,
     failpoints: Arc<Failpoints>,
+    disk: Arc<Mutex<Disk>>,
+}
+
+/// The store's own files outside sled: what was last synced, and the head record's handle.
+#[derive(Default)]
+struct Disk {
+    sync: DiskSync,
+    head: HeadRecord,
 }
 
 impl Store {
@@ -188,6 +196,7 @@ impl Store {
             index: db.open_tree("index")?,
             db,
             failpoints: Arc::default(),
+            disk: Arc::default(),
         };
         match store.meta.get(FORMAT_KEY)? {
             Some(v) if v.len() == 1 && v[0] > FORMAT_VERSION => {
@@ -238,24 +247,14 @@ impl Store {
     /// before it, head included, so the chain alone would look intact. This record, written after
     /// each `fsync` or `flush` commit, is what shows the loss.
     pub fn recorded_head(&self) -> Result<Option<Head>> {
-        let file = self.path.join(HEAD_FILE);
-        match std::fs::read_to_string(&file) {
-            Ok(text) => Head::parse(&text)
-                .map(Some)
-                .map_err(|_| Error::corrupt(format!("{} does not hold SEQ:HASH", file.display()))),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(Error::io(file, e)),
-        }
+        crate::disk::read_head(&self.path)
     }
 
-    /// Records `head` outside sled (see [`Store::recorded_head`]); called after a durable commit.
-    /// Written to a temporary file and renamed, so it is always whole; not fsynced itself, so it
-    /// can lag the log after a power loss but never run ahead of it.
+    /// Records `head` outside sled (see [`Store::recorded_head`] and [`crate::disk`]); called
+    /// after a durable commit. Not fsynced itself, so it can lag the log after a power loss but
+    /// never run ahead of it.
     pub(crate) fn record_head(&self, head: Head) -> Result<()> {
-        let file = self.path.join(HEAD_FILE);
-        let tmp = self.path.join(format!("{HEAD_FILE}.tmp"));
-        std::fs::write(&tmp, format!("{head}\n")).map_err(|e| Error::io(&tmp, e))?;
-        std::fs::rename(&tmp, &file).map_err(|e| Error::io(&file, e))
+        self.disk()?.head.write(&self.path, head)
     }
 
     /// Why the log is behind the head this store recorded, if it is.
@@ -391,10 +390,17 @@ impl Store {
                 self.db.flush()?;
                 // IMPORTANT: sled 0.34's flush uses sync_file_range on Linux, which does not make
                 // data durable (sled issue #1452) nor persist file growth. fsync every file and
-                // directory of the store so an acknowledged write survives power loss.
-                fsync_tree(&self.path)
+                // directory of the store that may hold unsynced data, so an acknowledged write
+                // survives power loss.
+                self.disk()?.sync.sync(&self.path)
             }
         }
+    }
+
+    fn disk(&self) -> Result<std::sync::MutexGuard<'_, Disk>> {
+        self.disk.lock().map_err(|_| Error::Poisoned {
+            cause: "a thread panicked while syncing the store's files".into(),
+        })
     }
 
     /// Brings the index up to the head by replaying events it has not applied (after a crash
@@ -420,23 +426,4 @@ impl Store {
         self.sync(Durability::Fsync)?;
         Ok(replayed)
     }
-}
-
-fn fsync_tree(dir: &Path) -> Result<()> {
-    let entries = std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))?;
-    for entry in entries {
-        let entry = entry.map_err(|e| Error::io(dir, e))?;
-        let path = entry.path();
-        let kind = entry.file_type().map_err(|e| Error::io(&path, e))?;
-        if kind.is_dir() {
-            fsync_tree(&path)?;
-        } else if kind.is_file() {
-            File::open(&path)
-                .and_then(|f| f.sync_all())
-                .map_err(|e| Error::io(&path, e))?;
-        }
-    }
-    File::open(dir)
-        .and_then(|f| f.sync_all())
-        .map_err(|e| Error::io(dir, e))
 }

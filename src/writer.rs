@@ -1,38 +1,43 @@
-//! The single writer: one thread owns the sequence, the chain and every write.
+//! The writer: one lock owns the sequence and the chain; syncs are shared (group commit).
 //!
-//! Clients send jobs over a crossbeam channel and wait on a reply channel. The writer takes what is
-//! queued (up to [`MAX_BATCH`] calls), answers each call in order against the index plus the
-//! uncommitted changes, writes the events, the head and the index changes in one sled transaction,
-//! makes the whole batch durable once (group commit), and only then replies.
+//! A call runs on the caller's own thread, with no hand-off to another thread. Under the writer
+//! lock it is answered against the index plus the changes not yet written, and its event is
+//! chained and queued with its index changes. The caller then releases the lock and waits until
+//! the log is durable up to what its answer depends on: its own event if it changed the tree,
+//! else the last change the answer saw (so no answer shows a write a crash could undo).
 //!
-//! A batch of reads and rejected calls only (nothing in it changes the tree) is answered at once:
-//! its events keep their seqs and are written with the next commit, or as soon as the writer has
-//! been idle for [`DEFER_IDLE`], and become durable with the next commit that changes the tree.
+//! The waiting caller that finds no sync running starts one: under the lock it writes everything
+//! queued — events, head and index changes — in one sled transaction, then releases the lock and
+//! flushes and `fsync`s ([`Store::sync`]) while other callers go on answering and queueing. Calls
+//! queued during a sync are written and made durable by the next one, so N concurrent agents
+//! share transactions and fsyncs, and a lone agent pays one of each per change. (sled writes to
+//! its log file on every transaction, so batching transactions matters as much as fsyncs.)
 //!
-//! Multi-key reads of the index (listing records, the head, `verify`) also run on this thread,
-//! between batches and after the deferred events are written, so they never see a batch
-//! half-applied.
+//! Reads and rejected calls change nothing and start no sync: their events stay queued until the
+//! next sync, until [`MAX_DEFERRED`] are queued, or until the writer has been idle for
+//! [`DEFER_IDLE`] (a small thread writes them then, without a flush). In `buffered` mode changes
+//! are written at once and left to sled's background flusher.
+//!
+//! Multi-key reads of the index (listing records, the head, `verify`) write the queue first and
+//! run under the writer lock, so they see every answered call and none half-applied.
 //!
 //! A call whose tool_use id this agent already used is answered with the recorded text and
 //! writes nothing: retries are idempotent, across restarts too, since the record is in the index.
 //!
-//! **Invariant:** after a failed commit or sync the writer is poisoned: it refuses
+//! **Invariant:** after a failed write or sync the writer is poisoned: it refuses
 //! every later call with [`Error::Poisoned`] rather than risk forking the chain. Reopening recovers.
 
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use crossbeam_channel::{RecvTimeoutError, Sender};
 
 use crate::error::{Error, Result};
-use crate::event::{Body, Event, EventHash, Frame, Header, Outcome, Seq};
+use crate::event::{Body, Event, Frame, Header, Outcome, Seq};
 use crate::kv::{Overlay, Pending};
-use crate::log::{Durability, Store};
+use crate::log::{Durability, Head, Store};
 use crate::projection::Projection;
-use crate::verify::{Report, verify_store};
-
-/// Most calls committed together.
-pub const MAX_BATCH: usize = 1024;
 
 /// What the writer returns for one call.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -53,58 +58,52 @@ pub(crate) struct Call {
     pub agent: String,
     pub tool_use_id: Option<String>,
     pub body: Body,
-    pub reply: Sender<Result<Receipt>>,
 }
 
-/// A read of the store that must see one committed state, not a batch half-applied.
-pub(crate) type Read = Box<dyn FnOnce(&Store) + Send>;
+/// Most deferred events held before they are written anyway.
+pub const MAX_DEFERRED: usize = 1024;
 
-/// Work for the writer.
-pub(crate) enum Job {
-    Call(Call),
-    Verify(Sender<Result<Report>>),
-    Read(Read),
-}
-
-/// Starts the writer thread for `store`.
-pub(crate) fn spawn(store: Store, durability: Durability) -> Result<(Sender<Job>, JoinHandle<()>)> {
-    let head = store.head()?;
-    let (tx, rx) = crossbeam_channel::unbounded();
-    let writer = Writer {
-        store,
-        durability,
-        head_seq: head.seq,
-        head_hash: head.hash,
-        poisoned: None,
-        deferred: Deferred::default(),
-    };
-    let handle = std::thread::Builder::new()
-        .name("mnemo-writer".into())
-        .spawn(move || writer.run(&rx))
-        .map_err(|e| Error::io("mnemo-writer thread", e))?;
-    Ok((tx, handle))
-}
-
-struct Writer {
-    store: Store,
-    durability: Durability,
-    head_seq: Seq,
-    head_hash: EventHash,
-    poisoned: Option<String>,
-    deferred: Deferred,
-}
-
-/// Events of reads and rejected calls that were answered but not yet written, with their index
-/// changes (the applied seq, retry records). They are written with the next commit, or when the
-/// writer has been idle for [`DEFER_IDLE`].
-#[derive(Default)]
-struct Deferred {
-    frames: Vec<Frame>,
-    index: Pending,
-}
-
-/// How long the writer waits for more work before it writes deferred events.
+/// How long the writer must be idle before deferred events are written.
 pub const DEFER_IDLE: Duration = Duration::from_millis(1);
+
+/// The sequence, the chain and the store, behind the writer lock.
+struct Chain {
+    store: Store,
+    /// The last event chained, written or deferred.
+    head: Head,
+    /// The last event written to sled.
+    written: Head,
+    /// The last event that changed the tree (what a read's answer may depend on).
+    last_change: Seq,
+    poisoned: Option<String>,
+    /// Events answered but not written yet (reads and rejected calls), and their index changes.
+    deferred: Vec<Frame>,
+    pending: Pending,
+    /// When the last event was deferred.
+    deferred_at: Instant,
+}
+
+/// How far the log is durable, and whether a sync is running.
+struct Durable {
+    seq: Seq,
+    syncing: bool,
+    /// Why a sync failed; once set, every wait fails.
+    failed: Option<String>,
+}
+
+/// The writer shared by every clone of a client.
+pub(crate) struct Writer {
+    shared: Arc<Shared>,
+    /// Wakes the idle thread when events are deferred; dropping it stops the thread.
+    idle: Option<(Sender<()>, JoinHandle<()>)>,
+}
+
+struct Shared {
+    chain: Mutex<Chain>,
+    durable: Mutex<Durable>,
+    synced: Condvar,
+    durability: Durability,
+}
 
 fn now_ms() -> u64 {
     SystemTime::now()
@@ -112,169 +111,284 @@ fn now_ms() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
+fn lock_failed<T>(_: T) -> Error {
+    Error::Poisoned {
+        cause: "a thread panicked while it held the writer".into(),
+    }
+}
+
 impl Writer {
-    fn run(mut self, rx: &Receiver<Job>) {
-        let mut calls = Vec::new();
-        loop {
-            let first = if self.deferred.frames.is_empty() {
-                match rx.recv() {
-                    Ok(job) => job,
-                    Err(_) => break,
-                }
-            } else {
-                match rx.recv_timeout(DEFER_IDLE) {
-                    Ok(job) => job,
-                    Err(RecvTimeoutError::Timeout) => {
-                        self.write_deferred();
-                        continue;
+    /// A writer for `store`, whose log is durable up to its head (it was synced when it opened).
+    pub(crate) fn new(store: Store, durability: Durability) -> Result<Writer> {
+        let head = store.head()?;
+        let shared = Arc::new(Shared {
+            chain: Mutex::new(Chain {
+                store,
+                head,
+                written: head,
+                last_change: head.seq,
+                poisoned: None,
+                deferred: Vec::new(),
+                pending: Pending::default(),
+                deferred_at: Instant::now(),
+            }),
+            durable: Mutex::new(Durable {
+                seq: head.seq,
+                syncing: false,
+                failed: None,
+            }),
+            synced: Condvar::new(),
+            durability,
+        });
+        let (wake, woken) = crossbeam_channel::unbounded::<()>();
+        let idle_shared = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("mnemo-deferred".into())
+            .spawn(move || {
+                // Sleeps until events are deferred, then writes them once the writer has been
+                // idle for DEFER_IDLE; ends when the writer is dropped.
+                while woken.recv().is_ok() {
+                    loop {
+                        match woken.recv_timeout(DEFER_IDLE) {
+                            Ok(()) => continue,
+                            Err(RecvTimeoutError::Disconnected) => return,
+                            Err(RecvTimeoutError::Timeout) => {}
+                        }
+                        let Ok(mut chain) = idle_shared.chain.lock() else {
+                            return;
+                        };
+                        let idle = chain.deferred_at.elapsed();
+                        if chain.deferred.is_empty() || idle >= DEFER_IDLE {
+                            let _ = chain.write_deferred();
+                            break;
+                        }
                     }
-                    Err(RecvTimeoutError::Disconnected) => break,
                 }
-            };
-            let mut next = Some(first);
-            while let Some(job) = next.take() {
-                match job {
-                    Job::Call(call) => calls.push(call),
-                    Job::Verify(reply) => {
-                        self.commit(std::mem::take(&mut calls));
-                        self.write_deferred();
-                        let _ = reply.send(verify_store(&self.store));
-                    }
-                    Job::Read(read) => {
-                        self.commit(std::mem::take(&mut calls));
-                        self.write_deferred();
-                        read(&self.store);
-                    }
-                }
-                if calls.len() < MAX_BATCH {
-                    next = rx.try_recv().ok();
-                }
-            }
-            self.commit(std::mem::take(&mut calls));
-        }
-        self.write_deferred();
+            })
+            .map_err(|e| Error::io("mnemo-deferred thread", e))?;
+        Ok(Writer {
+            shared,
+            idle: Some((wake, thread)),
+        })
     }
 
+    /// Records one call and returns its answer once what the answer depends on is durable.
+    pub(crate) fn call(&self, call: Call) -> Result<Receipt> {
+        let (receipt, depends_on, wake_idle) = {
+            let mut chain = self.shared.chain()?;
+            if let Some(cause) = &chain.poisoned {
+                return Err(Error::Poisoned {
+                    cause: cause.clone(),
+                });
+            }
+            let was_empty = chain.deferred.is_empty();
+            let (receipt, depends_on) = match chain.run(call) {
+                Ok(done) => done,
+                Err(e) => {
+                    chain.poison(e.to_string());
+                    return Err(e);
+                }
+            };
+            // Buffered writes go to sled at once (its flusher makes them durable); in the other
+            // modes the sync that covers them writes them.
+            let changed = !receipt.retried && chain.last_change == receipt.seq;
+            if (changed && self.shared.durability == Durability::Buffered)
+                || chain.deferred.len() >= MAX_DEFERRED
+            {
+                chain.write_deferred()?;
+            }
+            // A change is written by the sync this caller is about to wait for; only a read
+            // left deferred needs the idle thread.
+            let wake = !changed && was_empty && !chain.deferred.is_empty();
+            (receipt, depends_on, wake)
+        };
+        if wake_idle {
+            if let Some((wake, _)) = &self.idle {
+                let _ = wake.send(());
+            }
+        }
+        self.shared.wait_durable(depends_on)?;
+        Ok(receipt)
+    }
+
+    /// Runs `read` under the writer lock, after writing the deferred events, so it sees every
+    /// event answered so far and no call half-applied.
+    pub(crate) fn read<T>(&self, read: impl FnOnce(&Store) -> Result<T>) -> Result<T> {
+        let mut chain = self.shared.chain()?;
+        chain.write_deferred()?;
+        read(&chain.store)
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        if let Ok(mut chain) = self.shared.chain() {
+            let _ = chain.write_deferred();
+        }
+        if let Some((wake, thread)) = self.idle.take() {
+            drop(wake);
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Shared {
+    fn chain(&self) -> Result<MutexGuard<'_, Chain>> {
+        self.chain.lock().map_err(lock_failed)
+    }
+
+    /// Returns once the log is durable up to `seq` (at once in buffered mode), starting a sync if
+    /// none is running.
+    fn wait_durable(&self, seq: Seq) -> Result<()> {
+        if self.durability == Durability::Buffered {
+            return Ok(());
+        }
+        let mut durable = self.durable.lock().map_err(lock_failed)?;
+        loop {
+            if let Some(cause) = &durable.failed {
+                return Err(Error::Poisoned {
+                    cause: cause.clone(),
+                });
+            }
+            if durable.seq >= seq {
+                return Ok(());
+            }
+            if durable.syncing {
+                durable = self.synced.wait(durable).map_err(lock_failed)?;
+                continue;
+            }
+            durable.syncing = true;
+            drop(durable);
+            let outcome = self.sync();
+            durable = self.durable.lock().map_err(lock_failed)?;
+            durable.syncing = false;
+            match outcome {
+                Ok(head) => durable.seq = durable.seq.max(head.seq),
+                Err(e) => {
+                    durable.failed = Some(e.to_string());
+                    self.synced.notify_all();
+                    return Err(e);
+                }
+            }
+            self.synced.notify_all();
+        }
+    }
+
+    /// Writes what is deferred, makes the log durable up to there and records that head.
+    fn sync(&self) -> Result<Head> {
+        let (store, head) = {
+            let mut chain = self.chain()?;
+            chain.write_deferred()?;
+            (chain.store.clone(), chain.written)
+        };
+        let synced = store
+            .sync(self.durability)
+            .and_then(|()| store.record_head(head));
+        if let Err(e) = &synced {
+            if let Ok(mut chain) = self.chain.lock() {
+                chain.poison(e.to_string());
+            }
+        }
+        synced.map(|()| head)
+    }
+}
+
+impl Chain {
     fn poison(&mut self, cause: String) {
         self.poisoned = Some(cause);
-        self.deferred = Deferred::default();
+        self.deferred.clear();
+        self.pending = Pending::default();
     }
 
-    /// Writes the deferred events (no fsync: they are reads and rejected calls).
-    fn write_deferred(&mut self) {
-        if self.deferred.frames.is_empty() || self.poisoned.is_some() {
-            return;
-        }
-        let Deferred { frames, index } = std::mem::take(&mut self.deferred);
-        let overlay = Overlay::resume(self.store.index_tree(), index);
-        if let Err(e) = self.store.commit(&frames, overlay) {
-            self.poison(e.to_string());
-        }
-    }
-
-    fn commit(&mut self, calls: Vec<Call>) {
-        if calls.is_empty() {
-            return;
-        }
+    /// Writes the deferred events and their index changes in one sled transaction (no flush).
+    /// A failure poisons the writer.
+    fn write_deferred(&mut self) -> Result<()> {
         if let Some(cause) = &self.poisoned {
-            for call in calls {
-                let _ = call.reply.send(Err(Error::Poisoned {
-                    cause: cause.clone(),
-                }));
-            }
-            return;
-        }
-        match self.write(&calls) {
-            Ok(receipts) => {
-                for (call, receipt) in calls.into_iter().zip(receipts) {
-                    let _ = call.reply.send(Ok(receipt));
-                }
-            }
-            Err(e) => {
-                let cause = e.to_string();
-                self.poison(cause.clone());
-                let mut error = Some(e);
-                for call in calls {
-                    let err = error.take().unwrap_or_else(|| Error::Poisoned {
-                        cause: cause.clone(),
-                    });
-                    let _ = call.reply.send(Err(err));
-                }
-            }
-        }
-    }
-
-    /// Answers one batch against the index and the deferred changes; then either defers it (reads
-    /// and rejected calls only) or commits it with everything deferred and makes it durable.
-    /// Any failure poisons the writer: the deferred events may already have been answered.
-    fn write(&mut self, calls: &[Call]) -> Result<Vec<Receipt>> {
-        let Deferred { mut frames, index } = std::mem::take(&mut self.deferred);
-        let mut projection = Projection::new(Overlay::resume(self.store.index_tree(), index));
-        let mut receipts = Vec::with_capacity(calls.len());
-        let mut prev = self.head_hash;
-        let mut seq = self.head_seq;
-        let mut mutated = false;
-        let time_ms = now_ms();
-        for call in calls {
-            if let Some(id) = &call.tool_use_id {
-                if let Some(recorded) = projection.recorded(&call.agent, id)? {
-                    receipts.push(Receipt {
-                        seq: recorded.seq,
-                        text: recorded.text,
-                        is_error: recorded.is_error,
-                        retried: true,
-                    });
-                    continue;
-                }
-            }
-            seq = Seq(seq.0 + 1);
-            let answer =
-                projection.run_call(&call.agent, call.tool_use_id.as_deref(), &call.body, seq)?;
-            mutated |= answer.change.is_some();
-            let event = Event {
-                seq,
-                prev_hash: prev,
-                header: Header {
-                    time_ms,
-                    agent: call.agent.clone(),
-                    tool_use_id: call.tool_use_id.clone(),
-                    outcome: Outcome::of(answer.is_error, &answer.text),
-                },
-                body: call.body.clone(),
-            };
-            let frame = event.to_frame();
-            if u32::try_from(frame.header.len()).is_err()
-                || u32::try_from(frame.payload.len()).is_err()
-            {
-                return Err(Error::InvalidArgument(format!(
-                    "call {seq} is too large to record (its event would exceed 4 GiB); send smaller inputs"
-                )));
-            }
-            prev = frame.hash;
-            frames.push(frame);
-            receipts.push(Receipt {
-                seq,
-                text: answer.text,
-                is_error: answer.is_error,
-                retried: false,
+            return Err(Error::Poisoned {
+                cause: cause.clone(),
             });
         }
-        self.head_seq = seq;
-        self.head_hash = prev;
-        if !mutated && frames.len() < MAX_BATCH {
-            self.deferred = Deferred {
-                frames,
-                index: projection.into_inner().into_pending(),
-            };
-            return Ok(receipts);
+        if self.deferred.is_empty() {
+            return Ok(());
         }
-        let head = self.store.commit(&frames, projection.into_inner())?;
-        if mutated {
-            self.store.sync(self.durability)?;
-            if self.durability != Durability::Buffered {
-                self.store.record_head(head)?;
+        let frames = std::mem::take(&mut self.deferred);
+        let overlay = Overlay::resume(self.store.index_tree(), std::mem::take(&mut self.pending));
+        match self.store.commit(&frames, overlay) {
+            Ok(head) => {
+                self.written = head;
+                Ok(())
+            }
+            Err(e) => {
+                self.poison(e.to_string());
+                Err(e)
             }
         }
-        Ok(receipts)
+    }
+
+    /// Answers `call` against the index and the deferred changes and defers its event; returns
+    /// the receipt and the seq the answer depends on. Any error leaves the writer to poison
+    /// itself.
+    fn run(&mut self, call: Call) -> Result<(Receipt, Seq)> {
+        let pending = std::mem::take(&mut self.pending);
+        let mut projection = Projection::new(Overlay::resume(self.store.index_tree(), pending));
+        if let Some(id) = &call.tool_use_id {
+            if let Some(recorded) = projection.recorded(&call.agent, id)? {
+                self.pending = projection.into_inner().into_pending();
+                // The original may still be waiting for its sync: depend on it.
+                let depends_on = recorded.seq.max(self.last_change);
+                let receipt = Receipt {
+                    seq: recorded.seq,
+                    text: recorded.text,
+                    is_error: recorded.is_error,
+                    retried: true,
+                };
+                return Ok((receipt, depends_on));
+            }
+        }
+        let seq = Seq(self.head.seq.0 + 1);
+        let answer =
+            projection.run_call(&call.agent, call.tool_use_id.as_deref(), &call.body, seq)?;
+        let changed = answer.change.is_some();
+        let outcome = Outcome::of(answer.is_error, &answer.text);
+        let Call {
+            agent,
+            tool_use_id,
+            body,
+        } = call;
+        let event = Event {
+            seq,
+            prev_hash: self.head.hash,
+            header: Header {
+                time_ms: now_ms(),
+                agent,
+                tool_use_id,
+                outcome,
+            },
+            body,
+        };
+        let frame = event.to_frame();
+        if u32::try_from(frame.header.len()).is_err() || u32::try_from(frame.payload.len()).is_err()
+        {
+            return Err(Error::InvalidArgument(format!(
+                "call {seq} is too large to record (its event would exceed 4 GiB); send smaller inputs"
+            )));
+        }
+        self.head = Head {
+            seq,
+            hash: frame.hash,
+        };
+        self.deferred.push(frame);
+        self.pending = projection.into_inner().into_pending();
+        self.deferred_at = Instant::now();
+        if changed {
+            self.last_change = seq;
+        }
+        let receipt = Receipt {
+            seq,
+            text: answer.text,
+            is_error: answer.is_error,
+            retried: false,
+        };
+        Ok((receipt, self.last_change))
     }
 }

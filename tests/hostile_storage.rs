@@ -2044,8 +2044,7 @@ fn a_db_path_under_a_missing_directory_is_refused() {
 
 /// The head the pristine store recorded after its last durable commit (`mnemo-head`).
 fn recorded_head(c: &Case<'_>) -> Option<mnemo::Head> {
-    let text = std::fs::read_to_string(c.base?.join(mnemo::HEAD_FILE)).ok()?;
-    mnemo::Head::parse(&text).ok()
+    mnemo::disk::read_head(c.base?).ok()?
 }
 
 /// The `events=N` count in a probe's summary.
