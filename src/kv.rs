@@ -16,6 +16,12 @@ pub trait KvRead {
 
     /// Up to `limit` entries whose key starts with `prefix`, in key order.
     fn scan_prefix(&self, prefix: &[u8], limit: usize) -> Result<Vec<(Vec<u8>, Vec<u8>)>>;
+
+    /// The length of the value under `key`, without copying it (a listing needs file sizes, not
+    /// contents).
+    fn value_len(&self, key: &[u8]) -> Result<Option<usize>> {
+        Ok(self.get(key)?.map(|v| v.len()))
+    }
 }
 
 /// Write side of an ordered map. Writes cannot fail: they are buffered or in memory.
@@ -47,6 +53,10 @@ impl KvRead for MemKv {
         Ok(self.map.get(key).cloned())
     }
 
+    fn value_len(&self, key: &[u8]) -> Result<Option<usize>> {
+        Ok(self.map.get(key).map(Vec::len))
+    }
+
     fn scan_prefix(&self, prefix: &[u8], limit: usize) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         Ok(prefix_range(&self.map, prefix)
             .take(limit)
@@ -68,6 +78,10 @@ impl KvWrite for MemKv {
 impl KvRead for sled::Tree {
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         Ok(sled::Tree::get(self, key)?.map(|v| v.to_vec()))
+    }
+
+    fn value_len(&self, key: &[u8]) -> Result<Option<usize>> {
+        Ok(sled::Tree::get(self, key)?.map(|v| v.len()))
     }
 
     fn scan_prefix(&self, prefix: &[u8], limit: usize) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
@@ -117,6 +131,13 @@ impl KvRead for Overlay<'_> {
         match self.pending.get(key) {
             Some(v) => Ok(v.clone()),
             None => KvRead::get(self.base, key),
+        }
+    }
+
+    fn value_len(&self, key: &[u8]) -> Result<Option<usize>> {
+        match self.pending.get(key) {
+            Some(v) => Ok(v.as_ref().map(Vec::len)),
+            None => KvRead::value_len(self.base, key),
         }
     }
 

@@ -349,8 +349,8 @@ impl<K: KvRead> Tree for Projection<K> {
         for (name, kind, child) in self.children(id)? {
             let size = match kind {
                 NodeKind::Dir => 0,
-                NodeKind::File => match self.kv.get(&file_key(child))? {
-                    Some(v) => (v.len().saturating_sub(FILE_HEADER)) as u64,
+                NodeKind::File => match self.kv.value_len(&file_key(child))? {
+                    Some(len) => len.saturating_sub(FILE_HEADER) as u64,
                     None => 0,
                 },
             };
