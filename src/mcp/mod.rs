@@ -30,12 +30,12 @@ use rmcp::model::{
 };
 use rmcp::service::{RequestContext, ServerInitializeError};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::projection::{MEMORY_TAG, MemoryRecord};
 use crate::tool::MnemoMemoryToolServer;
 
-pub use schema::{COMMANDS, TOOL_NAME, instructions, memory_tool};
+pub use schema::{TOOL_NAME, instructions, memory_tool};
 pub use uri::{PREFIX as URI_PREFIX, from_path as resource_uri, to_path as resource_path};
 
 /// How long the runtime waits for its threads after the client hung up.
@@ -55,7 +55,7 @@ pub enum Error {
     #[error(
         "no MCP session was established ({0}); `mnemo mcp` speaks MCP on stdin and stdout, so start it from an MCP client's server configuration, not from a terminal"
     )]
-    Initialize(#[source] ServerInitializeError),
+    Initialize(#[source] Box<ServerInitializeError>),
 
     /// The session's task failed after the handshake.
     #[error("the MCP session stopped abnormally ({0}); restart the server from the client")]
@@ -144,7 +144,7 @@ impl MnemoMcpServer {
             let running = self
                 .serve(rmcp::transport::stdio())
                 .await
-                .map_err(Error::Initialize)?;
+                .map_err(|e| Error::Initialize(Box::new(e)))?;
             running
                 .waiting()
                 .await
@@ -196,7 +196,7 @@ impl ServerHandler for MnemoMcpServer {
                 None,
             ));
         }
-        let input = Value::Object(request.arguments.unwrap_or_else(Map::new));
+        let input = Value::Object(request.arguments.unwrap_or_default());
         Ok(self.call(input).await?.into())
     }
 
@@ -306,6 +306,8 @@ fn resource(record: &MemoryRecord) -> Resource {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::Map;
+
     use super::*;
 
     #[test]
@@ -314,7 +316,10 @@ mod tests {
         assert_eq!(tool.name, "memory");
         let schema = Value::Object((*tool.input_schema).clone());
         assert_eq!(schema["required"], json!(["command"]));
-        assert_eq!(schema["properties"]["command"]["enum"], json!(COMMANDS));
+        assert_eq!(
+            schema["properties"]["command"]["enum"],
+            json!(crate::tool::COMMAND_NAMES)
+        );
         let properties = schema["properties"].as_object().map(Map::len);
         assert_eq!(properties, Some(10));
         for (field, spec) in schema["properties"].as_object().into_iter().flatten() {

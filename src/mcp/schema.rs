@@ -8,18 +8,10 @@ use std::sync::Arc;
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::{Value, json};
 
+use crate::tool::COMMAND_NAMES;
+
 /// The tool's name: the same as the memory tool's, so prompts written for one fit the other.
 pub const TOOL_NAME: &str = "memory";
-
-/// The six commands, in the order the memory tool documents them.
-pub const COMMANDS: [&str; 6] = [
-    "view",
-    "create",
-    "str_replace",
-    "insert",
-    "delete",
-    "rename",
-];
 
 /// The `memory` tool's definition for a server whose memory root is `root`.
 pub fn memory_tool(root: &str) -> Tool {
@@ -52,7 +44,7 @@ fn input_schema(root: &str) -> Arc<JsonObject> {
         "properties": {
             "command": {
                 "type": "string",
-                "enum": COMMANDS,
+                "enum": COMMAND_NAMES,
                 "description": "What to do: view, create, str_replace, insert, delete or rename. \
                     The other fields a command needs are named in their descriptions."
             },
