@@ -12,6 +12,8 @@ pub mod failpoint;
 pub mod history;
 mod kv;
 mod log;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 mod paths;
 mod policy;
 mod projection;
@@ -25,6 +27,8 @@ pub use error::{Error, Result};
 pub use event::{Body, Event, EventHash, Header, Outcome, RejectedCall, Seq, ToolCall};
 pub use kv::MemKv;
 pub use log::{Durability, HEAD_FILE, Head, LOCK_WAIT, Store};
+#[cfg(feature = "mcp")]
+pub use mcp::MnemoMcpServer;
 pub use paths::{MAX_PATH_BYTES, MAX_SEGMENT_BYTES, MemPath, PathRejection};
 pub use policy::{ANY_AGENT, Access, AdminCommand, Grant, MAX_AGENT_BYTES, Policy};
 pub use projection::{MEMORY_TAG, MemoryRecord, Projection};

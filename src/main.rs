@@ -31,6 +31,28 @@ struct Db {
     db: PathBuf,
 }
 
+/// How a memory-tool session answers, for `tool` and `mcp` alike.
+#[derive(Args)]
+struct Session {
+    #[command(flatten)]
+    db: Db,
+    /// Result-string profile.
+    #[arg(long, default_value = "spec", value_parser = parse_profile)]
+    profile: Profile,
+    /// The memory root.
+    #[arg(long, default_value = "/memories")]
+    root: String,
+    /// When a write is acknowledged: fsync (survives power loss), flush, buffered.
+    #[arg(long, default_value = "fsync", value_parser = parse_durability)]
+    durability: Durability,
+    /// Largest memory file, in bytes.
+    #[arg(long, default_value_t = mnemo::tool::DEFAULT_MAX_FILE_BYTES)]
+    max_file_bytes: u64,
+    /// Cap a file view at this many characters and tell the model to page with view_range.
+    #[arg(long)]
+    view_max_chars: Option<u64>,
+}
+
 #[derive(Subcommand)]
 enum Cmd {
     /// Run a scripted memory session on a fresh store, printing each call, then verify it.
@@ -41,26 +63,19 @@ enum Cmd {
     },
     /// Answer memory-tool calls: one JSON object per stdin line, one tool_result line out.
     Tool {
-        #[command(flatten)]
-        db: Db,
         /// The agent id calls are recorded under.
         #[arg(long, default_value = "cli")]
         agent: String,
-        /// Result-string profile.
-        #[arg(long, default_value = "spec", value_parser = parse_profile)]
-        profile: Profile,
-        /// The memory root.
-        #[arg(long, default_value = "/memories")]
-        root: String,
-        /// When a write is acknowledged: fsync (survives power loss), flush, buffered.
-        #[arg(long, default_value = "fsync", value_parser = parse_durability)]
-        durability: Durability,
-        /// Largest memory file, in bytes.
-        #[arg(long, default_value_t = mnemo::tool::DEFAULT_MAX_FILE_BYTES)]
-        max_file_bytes: u64,
-        /// Cap a file view at this many characters and tell the model to page with view_range.
-        #[arg(long)]
-        view_max_chars: Option<u64>,
+        #[command(flatten)]
+        session: Session,
+    },
+    /// Serve the memory tool to an MCP client on stdin/stdout (a build with `--features mcp`).
+    Mcp {
+        /// The agent id calls are recorded under.
+        #[arg(long, default_value = "mcp")]
+        agent: String,
+        #[command(flatten)]
+        session: Session,
     },
     /// Replay the log and prove the chain, the index and every recorded answer.
     Verify {
@@ -214,25 +229,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Cmd::Demo { db } => run_demo(db),
-        Cmd::Tool {
-            db,
-            agent,
-            profile,
-            root,
-            durability,
-            max_file_bytes,
-            view_max_chars,
-        } => run_tool(
-            &db.db,
-            agent,
-            profile,
-            root,
-            durability,
-            Limits {
-                max_file_bytes,
-                view_max_chars,
-            },
-        ),
+        Cmd::Tool { agent, session } => run_tool(session, agent),
+        Cmd::Mcp { agent, session } => run_mcp(session, agent),
         Cmd::Verify { db, json, expect } => run_verify(&db.db, json, expect.as_deref()),
         Cmd::Log {
             db,
@@ -347,23 +345,51 @@ fn run_demo(db: Option<PathBuf>) -> CliResult {
     })
 }
 
-fn run_tool(
-    db: &Path,
+/// Opens the store and builds the memory-tool server a session answers through.
+fn open_session(
+    session: Session,
     agent: String,
-    profile: Profile,
-    root: String,
-    durability: Durability,
-    limits: Limits,
-) -> CliResult {
-    let client = MnemoClient::builder(db)
+) -> Result<MnemoMemoryToolServer, Box<dyn std::error::Error>> {
+    let client = MnemoClient::builder(&session.db.db)
         .agent_id(agent)
-        .durability(durability)
+        .durability(session.durability)
         .open()?;
-    let server = MnemoMemoryToolServer::builder(client)
-        .root(root)
-        .profile(profile)
-        .limits(limits)
-        .build()?;
+    Ok(MnemoMemoryToolServer::builder(client)
+        .root(session.root)
+        .profile(session.profile)
+        .limits(Limits {
+            max_file_bytes: session.max_file_bytes,
+            view_max_chars: session.view_max_chars,
+        })
+        .build()?)
+}
+
+/// Exit 0, or exit 2 when the store failed during the session (each such call got an error).
+fn end_session(server: &MnemoMemoryToolServer) -> CliResult {
+    let failures = server.store_failures();
+    if failures > 0 {
+        return Err(format!(
+            "the store failed on {failures} call(s) of this session (each got an error result); check the disk, then reopen the store, which recovers to the last event that reached the log"
+        )
+        .into());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(feature = "mcp")]
+fn run_mcp(session: Session, agent: String) -> CliResult {
+    let server = open_session(session, agent)?;
+    mnemo::MnemoMcpServer::new(server.clone()).serve_stdio()?;
+    end_session(&server)
+}
+
+#[cfg(not(feature = "mcp"))]
+fn run_mcp(_session: Session, _agent: String) -> CliResult {
+    Err("this mnemo was built without MCP support; rebuild it with `cargo build --release --features mcp` (or install it with `cargo install mnemo-db --features mcp`)".into())
+}
+
+fn run_tool(session: Session, agent: String) -> CliResult {
+    let server = open_session(session, agent)?;
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
     let mut out = std::io::stdout().lock();
@@ -385,14 +411,7 @@ fn run_tool(
         out.write_all(b"\n")?;
         out.flush()?;
     }
-    let failures = server.store_failures();
-    if failures > 0 {
-        return Err(format!(
-            "the store failed on {failures} call(s) of this session (each got an error result); check the disk, then reopen the store, which recovers to the last event that reached the log"
-        )
-        .into());
-    }
-    Ok(ExitCode::SUCCESS)
+    end_session(&server)
 }
 
 fn print_report(out: &mut impl Write, path: &Path, report: &Report) -> std::io::Result<()> {

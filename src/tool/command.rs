@@ -138,6 +138,17 @@ pub struct Parsed {
     pub command: Result<Command, String>,
 }
 
+/// The six commands' names, in the order the memory tool documents them.
+pub const COMMAND_NAMES: [&str; 6] = [
+    "view",
+    "create",
+    "str_replace",
+    "insert",
+    "delete",
+    "rename",
+];
+
+/// [`COMMAND_NAMES`] as error texts list them.
 const COMMANDS: &str = "view, create, str_replace, insert, delete, rename";
 
 /// Deepest nesting of arrays and objects accepted in one input. A memory-tool call is a flat
@@ -446,4 +457,14 @@ fn parse_input(input: &Value, root: &str, profile: Profile) -> Result<Command, S
             ));
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{COMMAND_NAMES, COMMANDS};
+
+    #[test]
+    fn the_error_texts_list_every_command() {
+        assert_eq!(COMMANDS, COMMAND_NAMES.join(", "));
+    }
 }

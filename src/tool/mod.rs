@@ -10,7 +10,7 @@ mod semantics;
 mod server;
 mod tree;
 
-pub use command::{Command, Parsed, Profile, parse_text, parse_value};
+pub use command::{COMMAND_NAMES, Command, Parsed, Profile, parse_text, parse_value};
 pub use limits::{DEFAULT_MAX_FILE_BYTES, Limits};
 pub use render::format_size;
 pub use semantics::{Answer, MAX_VIEW_LINES, answer};

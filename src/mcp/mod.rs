@@ -1,0 +1,342 @@
+//! `mnemo mcp`: the memory tool as an MCP server, for any client of the Model Context Protocol.
+//!
+//! Built on the official Rust SDK (`rmcp`) and compiled only with the `mcp` cargo feature, so the
+//! default build of the library carries no async runtime. [`MnemoMcpServer`] offers:
+//!
+//! - one tool, `memory`, whose input is the memory tool's `input` object. Each call goes through
+//!   [`MnemoMemoryToolServer::handle`], so the text is byte for byte what the memory tool returns,
+//!   the call is one event in the log attributed to the server's agent, and an error result is an
+//!   MCP tool error (`isError: true`). Calls carry no `tool_use` id: MCP request ids restart with
+//!   every session, and the store answers a reused id from its record instead of running the call.
+//! - every memory file under the root as a read-only resource (`memory:///memories/notes.md`),
+//!   listed and read through [`MnemoClient::records_by_tag`](crate::MnemoClient::records_by_tag)
+//!   and [`MnemoClient::record`](crate::MnemoClient::record): access-checked like a `view`, but
+//!   not logged, so a client that browses memory spends no events and changes no answer.
+//! - instructions that give the model the memory protocol: view the memory directory first.
+//!
+//! The store's calls block (the writer thread fsyncs before it answers); each runs on tokio's
+//! blocking pool, so one slow commit does not stall the session's reading and writing.
+
+mod schema;
+mod uri;
+
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
+    CustomResult, ErrorCode, Implementation, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    Resource, ResourceContents, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{RequestContext, ServerInitializeError};
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{Value, json};
+
+use crate::projection::{MEMORY_TAG, MemoryRecord};
+use crate::tool::MnemoMemoryToolServer;
+
+pub use schema::{TOOL_NAME, instructions, memory_tool};
+pub use uri::{PREFIX as URI_PREFIX, from_path as resource_uri, to_path as resource_path};
+
+/// How long the runtime waits for its threads after the client hung up.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(1);
+
+/// Why an MCP session could not be served.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The async runtime could not be started.
+    #[error(
+        "could not start the MCP server's runtime ({0}); check the process limits (threads, open files) and try again"
+    )]
+    Runtime(#[source] std::io::Error),
+
+    /// No client completed the MCP handshake on stdin.
+    #[error(
+        "no MCP session was established ({0}); `mnemo mcp` speaks MCP on stdin and stdout, so start it from an MCP client's server configuration, not from a terminal"
+    )]
+    Initialize(#[source] Box<ServerInitializeError>),
+
+    /// The session's task failed after the handshake.
+    #[error("the MCP session stopped abnormally ({0}); restart the server from the client")]
+    Session(String),
+}
+
+/// An MCP server over a [`MnemoMemoryToolServer`]. `Clone`, so a host can keep a handle (for
+/// [`MnemoMemoryToolServer::store_failures`]) while the session runs.
+#[derive(Clone, Debug)]
+pub struct MnemoMcpServer {
+    tool: MnemoMemoryToolServer,
+}
+
+impl MnemoMcpServer {
+    /// A server answering through `tool`, with its root, profile, limits and agent.
+    pub fn new(tool: MnemoMemoryToolServer) -> MnemoMcpServer {
+        MnemoMcpServer { tool }
+    }
+
+    /// The memory-tool server calls are answered by.
+    pub fn tool(&self) -> &MnemoMemoryToolServer {
+        &self.tool
+    }
+
+    /// The `memory` tool's MCP definition: name, description and input schema.
+    pub fn tool_definition(&self) -> Tool {
+        memory_tool(self.tool.root())
+    }
+
+    /// Answers one `memory` call whose arguments are `input` (the memory tool's `input` object),
+    /// recording it as one event. The text is the memory tool's; `is_error` its error flag.
+    pub async fn call(&self, input: Value) -> Result<CallToolResult, ErrorData> {
+        // A block without an id: nothing in the arguments can name a tool_use id to replay.
+        let block = json!({"type": "tool_use", "name": TOOL_NAME, "input": input});
+        let tool = self.tool.clone();
+        let result = blocking(move || tool.handle(&block)).await?;
+        let text = result["content"].as_str().unwrap_or_default().to_string();
+        let content = vec![ContentBlock::text(text)];
+        Ok(if result.get("is_error") == Some(&Value::Bool(true)) {
+            CallToolResult::error(content)
+        } else {
+            CallToolResult::success(content)
+        })
+    }
+
+    /// The memory files under the root that the agent may read, as resources (not logged).
+    pub async fn resources(&self) -> Result<Vec<Resource>, ErrorData> {
+        let client = self.tool.client().clone();
+        let mut records = blocking(move || client.records_by_tag(MEMORY_TAG))
+            .await?
+            .map_err(store_error)?;
+        records.retain(|r| under(&r.path, self.tool.root()));
+        Ok(records.iter().map(resource).collect())
+    }
+
+    /// The content of the memory file `uri` names, if it is under the root and the agent may
+    /// read it (not logged).
+    pub async fn read(&self, uri: &str) -> Result<ResourceContents, ErrorData> {
+        let missing = || {
+            ErrorData::resource_not_found(
+                format!(
+                    "no memory file at {uri}; resources/list gives the URIs of the files there are"
+                ),
+                Some(json!({"uri": uri})),
+            )
+        };
+        let path = resource_path(uri)
+            .filter(|p| under(p, self.tool.root()))
+            .ok_or_else(missing)?;
+        let client = self.tool.client().clone();
+        let record = blocking(move || client.record(&path))
+            .await?
+            .map_err(store_error)?
+            .ok_or_else(missing)?;
+        Ok(ResourceContents::text(record.content, uri).with_mime_type(mime_type(&record.path)))
+    }
+
+    /// Serves one MCP session on stdin and stdout until the client closes it, on a
+    /// current-thread runtime of its own. Blocks the calling thread.
+    pub fn serve_stdio(self) -> Result<(), Error> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(Error::Runtime)?;
+        let outcome = runtime.block_on(async move {
+            let running = self
+                .serve(rmcp::transport::stdio())
+                .await
+                .map_err(|e| Error::Initialize(Box::new(e)))?;
+            running
+                .waiting()
+                .await
+                .map(drop)
+                .map_err(|e| Error::Session(e.to_string()))
+        });
+        runtime.shutdown_timeout(SHUTDOWN_WAIT);
+        outcome
+    }
+}
+
+impl ServerHandler for MnemoMcpServer {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_resources()
+            .build();
+        let implementation = Implementation::new("mnemo", env!("CARGO_PKG_VERSION"))
+            .with_title("Mnemo memory")
+            .with_description(
+                "Anthropic's memory tool over an event-sourced, verifiable memory store",
+            );
+        ServerConfig::new(capabilities)
+            .with_server_info(implementation)
+            .with_instructions(instructions(self.tool.root()))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(vec![
+            self.tool_definition(),
+        ]))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if request.name != TOOL_NAME {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "unknown tool {:?}; this server has one tool, {TOOL_NAME:?}",
+                    request.name
+                ),
+                None,
+            ));
+        }
+        let input = Value::Object(request.arguments.unwrap_or_default());
+        Ok(self.call(input).await?.into())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(ListResourcesResult::with_all_items(self.resources().await?))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let contents = self.read(&request.uri).await?;
+        Ok(ReadResourceResult::new(vec![contents]).into())
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        Err(unrouted(&request))
+    }
+}
+
+/// The methods a client may call, for the error that answers any other.
+const METHODS: &str = "initialize, ping, tools/list, tools/call, resources/list, resources/read, resources/templates/list";
+
+/// The protocol error for a request the SDK could not route: a method this server answers whose
+/// params did not parse (`-32602`, with what serde found wrong), or an unknown method (`-32601`).
+fn unrouted(request: &CustomRequest) -> ErrorData {
+    let params = request.params.clone().unwrap_or(Value::Null);
+    let problem = match request.method.as_str() {
+        "tools/call" => serde_json::from_value::<CallToolRequestParams>(params).err(),
+        "resources/read" => serde_json::from_value::<ReadResourceRequestParams>(params).err(),
+        "tools/list" | "resources/list" | "resources/templates/list" => {
+            serde_json::from_value::<Option<PaginatedRequestParams>>(params).err()
+        }
+        method => {
+            return ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!("unknown method {method:?}; this server answers {METHODS}"),
+                None,
+            );
+        }
+    };
+    let detail = problem.map_or_else(
+        || "they do not fit its schema".to_string(),
+        |e| e.to_string(),
+    );
+    ErrorData::invalid_params(
+        format!(
+            "invalid params for {}: {detail}; send them as the MCP specification describes",
+            request.method
+        ),
+        None,
+    )
+}
+
+/// Runs a blocking store call on tokio's blocking pool.
+async fn blocking<T: Send + 'static>(
+    call: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, ErrorData> {
+    tokio::task::spawn_blocking(call).await.map_err(|e| {
+        ErrorData::internal_error(
+            format!("the memory store call did not finish ({e}); retry, or restart the server"),
+            None,
+        )
+    })
+}
+
+fn store_error(e: crate::Error) -> ErrorData {
+    ErrorData::internal_error(e.to_string(), None)
+}
+
+/// Whether canonical `path` is `root` or lies under it.
+fn under(path: &str, root: &str) -> bool {
+    root == "/"
+        || path
+            .strip_prefix(root)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+}
+
+fn mime_type(path: &str) -> &'static str {
+    if path.ends_with(".md") {
+        "text/markdown"
+    } else {
+        "text/plain"
+    }
+}
+
+fn resource(record: &MemoryRecord) -> Resource {
+    let name = record.path.rsplit('/').next().unwrap_or_default();
+    Resource::new(resource_uri(&record.path), name)
+        .with_title(record.path.clone())
+        .with_description(format!(
+            "Memory file {}; created by event {}, last changed by event {}.",
+            record.path, record.created, record.updated
+        ))
+        .with_mime_type(mime_type(&record.path))
+        .with_size(record.content.len() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Map;
+
+    use super::*;
+
+    #[test]
+    fn schema_names_the_six_commands_and_describes_every_field() {
+        let tool = memory_tool("/memories");
+        assert_eq!(tool.name, "memory");
+        let schema = Value::Object((*tool.input_schema).clone());
+        assert_eq!(schema["required"], json!(["command"]));
+        assert_eq!(
+            schema["properties"]["command"]["enum"],
+            json!(crate::tool::COMMAND_NAMES)
+        );
+        let properties = schema["properties"].as_object().map(Map::len);
+        assert_eq!(properties, Some(10));
+        for (field, spec) in schema["properties"].as_object().into_iter().flatten() {
+            let text = spec["description"].as_str().unwrap_or_default();
+            assert!(text.len() > 20, "{field} has no usable description");
+        }
+        assert!(instructions("/memories").contains("\"view\" and path \"/memories\""));
+    }
+
+    #[test]
+    fn resources_stay_under_the_root() {
+        assert!(under("/memories/a.md", "/memories"));
+        assert!(under("/memories/x/y.md", "/memories"));
+        assert!(!under("/memoriesX/a.md", "/memories"));
+        assert!(!under("/other/a.md", "/memories"));
+        assert!(under("/other/a.md", "/"));
+        assert_eq!(mime_type("/memories/a.md"), "text/markdown");
+        assert_eq!(mime_type("/memories/a.txt"), "text/plain");
+    }
+}

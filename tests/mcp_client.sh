@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# End-to-end test of `mnemo mcp` with the official Python MCP SDK (mcp==2.3.0) as the client.
+# See tests/mcp_client.py for what it checks.
+#
+# Usage: bash tests/mcp_client.sh
+#
+# Writes only under the repository's target/ (the venv in target/mcp-venv, the cargo build) and
+# temporary directories (the stores, removed afterwards). pip runs without its cache so that
+# nothing lands in $HOME. Exits non-zero on any failure.
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo"
+
+# shellcheck source=tests/venv.sh
+. "$repo/tests/venv.sh"
+ensure_venv mcp_client.sh "$repo/target/mcp-venv" mcp 2.3.0
+
+# The library's unit tests of the MCP module, then the binary the client starts.
+cargo test --features mcp --lib mcp::
+cargo build --release --features mcp --bin mnemo
+
+exec "$repo/target/mcp-venv/bin/python" "$repo/tests/mcp_client.py" \
+  --mnemo "$(cargo_target_dir "$repo")/release/mnemo" --readme "$repo/README.md"
