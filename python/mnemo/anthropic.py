@@ -73,7 +73,27 @@ def _answer(server: MnemoMemoryToolServer, input: object) -> str:
     return content
 
 
-class MnemoMemoryTool(BetaAbstractMemoryTool):
+class _Setup:
+    """The constructor both adapters share."""
+
+    server: MnemoMemoryToolServer
+
+    def __init__(
+        self,
+        client: Optional[MnemoClient] = None,
+        *,
+        server: Optional[MnemoMemoryToolServer] = None,
+        root: str = "/memories",
+        profile: str = "python-sdk",
+        max_file_bytes: Optional[int] = None,
+        view_max_chars: Optional[int] = None,
+        cache_control: Any = None,
+    ) -> None:
+        super().__init__(cache_control=cache_control)  # type: ignore[call-arg]
+        self.server = _server(client, server, root, profile, max_file_bytes, view_max_chars)
+
+
+class MnemoMemoryTool(_Setup, BetaAbstractMemoryTool):
     """The SDK's memory tool interface, answered and logged by Mnemo.
 
     Args:
@@ -84,85 +104,26 @@ class MnemoMemoryTool(BetaAbstractMemoryTool):
         cache_control: passed to the SDK's tool definition.
     """
 
-    def __init__(
-        self,
-        client: Optional[MnemoClient] = None,
-        *,
-        server: Optional[MnemoMemoryToolServer] = None,
-        root: str = "/memories",
-        profile: str = "python-sdk",
-        max_file_bytes: Optional[int] = None,
-        view_max_chars: Optional[int] = None,
-        cache_control: Any = None,
-    ) -> None:
-        super().__init__(cache_control=cache_control)
-        self.server = _server(client, server, root, profile, max_file_bytes, view_max_chars)
-
     def call(self, input: object) -> str:
-        # The runner hands over the model's input as sent. Mnemo parses it itself (and logs it as
-        # sent) instead of after the SDK's coercion into a command model.
+        """Answers one memory command: the runner's raw ``input`` dict, or an SDK command object.
+
+        The runner hands over the model's input as sent; Mnemo parses it itself (and logs it as
+        sent) instead of after the SDK's coercion into a command model.
+        """
         return _answer(self.server, input)
 
-    # The typed entry points, for callers that build SDK command objects themselves.
-    def view(self, command: Any) -> str:
-        return _answer(self.server, command)
-
-    def create(self, command: Any) -> str:
-        return _answer(self.server, command)
-
-    def str_replace(self, command: Any) -> str:
-        return _answer(self.server, command)
-
-    def insert(self, command: Any) -> str:
-        return _answer(self.server, command)
-
-    def delete(self, command: Any) -> str:
-        return _answer(self.server, command)
-
-    def rename(self, command: Any) -> str:
-        return _answer(self.server, command)
+    # The typed entry points (``execute`` dispatches to them) take the SDK's command objects.
+    view = create = str_replace = insert = delete = rename = call  # type: ignore[assignment]
 
 
-class AsyncMnemoMemoryTool(BetaAsyncAbstractMemoryTool):
+class AsyncMnemoMemoryTool(_Setup, BetaAsyncAbstractMemoryTool):
     """``MnemoMemoryTool`` for the async tool runner: each call runs in a worker thread (the store
     call releases the GIL), so the event loop never waits on a disk sync."""
 
-    def __init__(
-        self,
-        client: Optional[MnemoClient] = None,
-        *,
-        server: Optional[MnemoMemoryToolServer] = None,
-        root: str = "/memories",
-        profile: str = "python-sdk",
-        max_file_bytes: Optional[int] = None,
-        view_max_chars: Optional[int] = None,
-        cache_control: Any = None,
-    ) -> None:
-        super().__init__(cache_control=cache_control)
-        self.server = _server(client, server, root, profile, max_file_bytes, view_max_chars)
-
-    async def _run(self, input: object) -> str:
+    async def call(self, input: object) -> str:
+        """Answers one memory command, as ``MnemoMemoryTool.call`` does, in a worker thread."""
         from anyio.to_thread import run_sync
 
         return await run_sync(_answer, self.server, input)
 
-    async def call(self, input: object) -> str:
-        return await self._run(input)
-
-    async def view(self, command: Any) -> str:
-        return await self._run(command)
-
-    async def create(self, command: Any) -> str:
-        return await self._run(command)
-
-    async def str_replace(self, command: Any) -> str:
-        return await self._run(command)
-
-    async def insert(self, command: Any) -> str:
-        return await self._run(command)
-
-    async def delete(self, command: Any) -> str:
-        return await self._run(command)
-
-    async def rename(self, command: Any) -> str:
-        return await self._run(command)
+    view = create = str_replace = insert = delete = rename = call  # type: ignore[assignment]
