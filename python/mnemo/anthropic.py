@@ -25,7 +25,7 @@ This module needs the extra: ``pip install 'mnemo-db[anthropic-memory-tool]'``.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 try:
     from anthropic.lib.tools import BetaAbstractMemoryTool, BetaAsyncAbstractMemoryTool, ToolError
@@ -38,6 +38,9 @@ except ImportError as exc:  # the extra is not installed, or the SDK predates th
 
 from ._native import MnemoClient, MnemoMemoryToolServer
 
+if TYPE_CHECKING:
+    from ._native import ProfileName
+
 __all__ = ["AsyncMnemoMemoryTool", "MnemoMemoryTool"]
 
 
@@ -45,7 +48,7 @@ def _server(
     client: Optional[MnemoClient],
     server: Optional[MnemoMemoryToolServer],
     root: str,
-    profile: str,
+    profile: ProfileName,
     max_file_bytes: Optional[int],
     view_max_chars: Optional[int],
 ) -> MnemoMemoryToolServer:
@@ -84,7 +87,7 @@ class _Setup:
         *,
         server: Optional[MnemoMemoryToolServer] = None,
         root: str = "/memories",
-        profile: str = "python-sdk",
+        profile: ProfileName = "python-sdk",
         max_file_bytes: Optional[int] = None,
         view_max_chars: Optional[int] = None,
         cache_control: Any = None,

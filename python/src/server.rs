@@ -13,6 +13,11 @@ use crate::convert::{to_py, to_value};
 use crate::errors::{InvalidArgumentError, to_py_err};
 
 /// Answers memory-tool calls from a Mnemo store; every call, valid or not, is one logged event.
+///
+/// `MnemoMemoryToolServer(client, root="/memories", profile="spec", managed_agents_beta=False,
+/// max_file_bytes=None, view_max_chars=None)`: `profile` picks the result strings (`spec`, the
+/// documented ones, or `python-sdk`, those of the SDK's filesystem tool); the limits default to a
+/// 16 MiB file and no view limit. Calls are made as the client's agent.
 #[pyclass(name = "MnemoMemoryToolServer", module = "mnemo", frozen)]
 pub struct PyServer {
     client: Py<PyClient>,

@@ -203,11 +203,12 @@ def test_server_options_root_profile_and_managed_agents_beta(tmp_path: Path) -> 
     )
     assert sdk.handle({"command": "create", "path": "/memories/b.md", "file_text": "0123456789x"})["is_error"]
 
-    for bad in ({"profile": "typescript"}, {"root": "relative"}):
+    bads: List[Dict[str, Any]] = [{"profile": "typescript"}, {"root": "relative"}]
+    for bad in bads:
         with pytest.raises(mnemo.InvalidArgumentError):
             MnemoMemoryToolServer(client, **bad)
     with pytest.raises(mnemo.InvalidArgumentError, match="durability"):
-        MnemoClient(tmp_path / "other", durability="sometimes")
+        MnemoClient(tmp_path / "other", durability="sometimes")  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         MnemoMemoryToolServer("not a client")  # type: ignore[arg-type]
     assert client.verify().is_intact()
@@ -576,7 +577,7 @@ def test_adapter_answers_like_the_sdks_filesystem_tool(tmp_path: Path) -> None:
         try:
             return tool.call(input), False
         except ToolError as e:
-            return e.content, True
+            return str(e.content), True
 
     sdk = BetaLocalFilesystemMemoryTool(base_path=str(tmp_path / "sdk"))
     ours = MnemoMemoryTool(MnemoClient(tmp_path / "db"))
@@ -595,7 +596,7 @@ def runner_transport(captured: List[Dict[str, Any]], blocks: List[Dict[str, Any]
     try:
         import httpx2 as httpx
     except ImportError:
-        import httpx  # type: ignore[no-redef]
+        import httpx  # type: ignore[no-redef,import-not-found,unused-ignore]
 
     def reply(request: Any) -> Any:
         body = json.loads(request.content)
@@ -633,7 +634,7 @@ def test_the_sdk_tool_runner_end_to_end(tmp_path: Path) -> None:
     )
     final = runner.until_done()
 
-    assert final.content[0].text == "Noted: you prefer tea."
+    assert [getattr(block, "text", None) for block in final.content] == ["Noted: you prefer tea."]
     assert captured[0]["tools"] == [{"type": "memory_20250818", "name": "memory"}]
     assert captured[1]["messages"][-1] == {"role": "user", "content": [
         {"type": "tool_result", "tool_use_id": "toolu_01",
