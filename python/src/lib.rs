@@ -5,6 +5,7 @@
 //! `MnemoMemoryToolServer` (`tool_schema`, `beta_header`, `handle`). Every store call releases the
 //! GIL. Conversion between Python objects and JSON is in [`convert`], by hand, so that any input
 //! the model sends becomes a logged `tool_result`, never an exception.
+#![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![deny(clippy::unwrap_used)]
 
