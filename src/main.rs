@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use mnemo::event::{Body, Event, Seq};
-use mnemo::history::{absolute_path, file_history, state_at};
+use mnemo::event::{Event, Seq};
+use mnemo::history::{absolute_path, describe, file_history, state_at, utc};
 use mnemo::tool::{Limits, Tree, format_size};
 use mnemo::{
     Access, AdminCommand, Durability, Head, MemPath, MnemoClient, MnemoMemoryToolServer, Profile,
@@ -512,57 +512,6 @@ fn run_verify(db: &Path, as_json: bool, expect: Option<&str>) -> CliResult {
     } else {
         ExitCode::from(1)
     })
-}
-
-/// The command name and the canonical paths an event names (raw paths if they do not resolve).
-fn describe(event: &Event) -> (&'static str, Vec<String>) {
-    match &event.body {
-        Body::Tool(call) => {
-            let root = MemPath::root(&call.root).ok();
-            let paths = call
-                .command
-                .paths()
-                .into_iter()
-                .map(|raw| {
-                    root.as_ref()
-                        .and_then(|r| MemPath::resolve(raw, r).ok())
-                        .map_or_else(|| raw.to_string(), |p| p.to_string())
-                })
-                .collect();
-            (call.command.name(), paths)
-        }
-        Body::Rejected(_) => ("rejected", Vec::new()),
-        Body::Admin(AdminCommand::Grant { agent, prefix, .. }) => {
-            ("acl-grant", vec![prefix.clone(), format!("agent {agent}")])
-        }
-        Body::Admin(AdminCommand::Revoke { agent, prefix }) => {
-            ("acl-revoke", vec![prefix.clone(), format!("agent {agent}")])
-        }
-    }
-}
-
-/// `YYYY-MM-DDTHH:MM:SS.mmmZ` from Unix milliseconds (proleptic Gregorian, UTC).
-fn utc(ms: u64) -> String {
-    let secs = ms / 1000;
-    let days = i64::try_from(secs / 86_400).unwrap_or(0);
-    let rem = secs % 86_400;
-    // Days to civil date (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        ms % 1000
-    )
 }
 
 fn event_json(event: &Event) -> Value {

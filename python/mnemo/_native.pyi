@@ -1,0 +1,248 @@
+"""Type stubs for the native module ``mnemo._native`` (re-exported by ``mnemo``)."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+from types import TracebackType
+from typing import Any, List, Literal, Optional, Type, Union
+
+__version__: str
+DEFAULT_MAX_FILE_BYTES: int
+
+Durability = Literal["fsync", "flush", "buffered"]
+ProfileName = Literal["spec", "python-sdk"]
+AccessName = Literal["read", "read-write"]
+
+class MnemoError(Exception):
+    """Base class of every error Mnemo raises; the message says what to do."""
+
+class StoreLockedError(MnemoError):
+    """The store is open in another process."""
+
+class StoreNotFoundError(MnemoError):
+    """A store that must exist does not."""
+
+class NewerFormatError(MnemoError):
+    """The store was written by a newer Mnemo."""
+
+class CorruptStoreError(MnemoError):
+    """The store's bytes are damaged, or the log was rolled back under the recorded head."""
+
+class StorePoisonedError(MnemoError):
+    """An earlier storage failure poisoned the store; reopen it to recover."""
+
+class StorageError(MnemoError):
+    """The disk or the store's writer failed."""
+
+class InvalidArgumentError(MnemoError):
+    """An argument given to the library (not by the model) was not valid."""
+
+class ClosedError(MnemoError):
+    """The store was closed."""
+
+class MemoryRecord:
+    """A memory file: its canonical path, content, tags, and the seqs that created and last changed it."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def content(self) -> str: ...
+    @property
+    def tags(self) -> List[str]:
+        """``memorytool`` and ``path:{path}``."""
+    @property
+    def created(self) -> int: ...
+    @property
+    def updated(self) -> int: ...
+
+class Event:
+    """One logged event, as ``mnemo log --json`` shows it, plus its chain hashes."""
+
+    @property
+    def seq(self) -> int: ...
+    @property
+    def time(self) -> str:
+        """``YYYY-MM-DDTHH:MM:SS.mmmZ`` (UTC)."""
+    @property
+    def time_ms(self) -> int: ...
+    @property
+    def agent(self) -> str: ...
+    @property
+    def tool_use_id(self) -> Optional[str]: ...
+    @property
+    def command(self) -> str:
+        """``view``, ``create``, ..., ``rejected``, ``acl-grant``, ``acl-revoke``."""
+    @property
+    def paths(self) -> List[str]: ...
+    @property
+    def is_error(self) -> bool: ...
+    @property
+    def result_hash(self) -> str:
+        """blake3 of the exact result text the model was given, hex."""
+    @property
+    def hash(self) -> str: ...
+    @property
+    def prev_hash(self) -> str: ...
+
+class Grant:
+    """One access grant: an agent (or ``*``), a path prefix, and ``read`` or ``read-write``."""
+
+    @property
+    def agent(self) -> str: ...
+    @property
+    def prefix(self) -> str: ...
+    @property
+    def access(self) -> AccessName: ...
+
+class Receipt:
+    """What the store answered to a recorded call."""
+
+    @property
+    def seq(self) -> int: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def is_error(self) -> bool: ...
+    @property
+    def retried(self) -> bool: ...
+
+class Head:
+    """The last event's seq and hash; ``str(head)`` is the checkpoint ``SEQ:HASH``."""
+
+    @property
+    def seq(self) -> int: ...
+    @property
+    def hash(self) -> str: ...
+
+class Violation:
+    """One broken invariant found by ``verify``."""
+
+    @property
+    def seq(self) -> int: ...
+    @property
+    def kind(self) -> str:
+        """``missing``, ``hash``, ``broken-link``, ``outcome``, ``index``, ``head``, ..."""
+    @property
+    def detail(self) -> str: ...
+
+class VerifyReport:
+    """What ``verify()`` found: the whole log replayed from event 1."""
+
+    @property
+    def status(self) -> Literal["intact", "empty", "violation"]: ...
+    @property
+    def events(self) -> int: ...
+    @property
+    def bytes(self) -> int: ...
+    @property
+    def head(self) -> Head: ...
+    @property
+    def checkpoint(self) -> str:
+        """``SEQ:HASH``, to keep outside the store (``mnemo verify --expect``)."""
+    @property
+    def index_applied(self) -> int: ...
+    @property
+    def violations(self) -> List[Violation]: ...
+    @property
+    def elapsed_ms(self) -> float: ...
+    def is_intact(self) -> bool:
+        """True when no invariant is broken."""
+
+class MnemoClient:
+    """An open Mnemo store acting as one agent.
+
+    Opening creates the store if it does not exist. A store is used by one process at a time
+    (``StoreLockedError`` otherwise). Every call releases the GIL; one client may be shared by
+    Python threads. ``close()`` (or leaving a ``with`` block) closes the store for this client and
+    every client and server opened with it.
+    """
+
+    def __init__(
+        self,
+        db_path: Union[str, os.PathLike[str]],
+        agent_id: str = "agent",
+        durability: Durability = "fsync",
+    ) -> None: ...
+    @property
+    def agent_id(self) -> str: ...
+    @property
+    def db_path(self) -> pathlib.Path: ...
+    @property
+    def durability(self) -> Durability: ...
+    @property
+    def closed(self) -> bool: ...
+    def with_agent(self, agent_id: str) -> MnemoClient:
+        """A client for another agent over the same store and writer."""
+    def verify(self) -> VerifyReport:
+        """Replays the whole log and checks every invariant; writes pause while it runs."""
+    def head(self) -> Head:
+        """The last event's seq and hash."""
+    def records_by_tag(self, tag: str) -> List[MemoryRecord]:
+        """Memory files carrying ``tag`` that this agent may read (``memorytool``: all of them)."""
+    def record(self, path: str) -> Optional[MemoryRecord]:
+        """The file at canonical ``path``, if it exists and this agent may read it."""
+    def records_at(self, seq: int) -> List[MemoryRecord]:
+        """The files as they were right after event ``seq``, replayed from the log."""
+    def log(
+        self,
+        agent: Optional[str] = None,
+        path: Optional[str] = None,
+        from_seq: int = 1,
+        limit: Optional[int] = None,
+    ) -> List[Event]:
+        """Logged events in order, filtered like ``mnemo log``."""
+    def history(self, path: str) -> List[Event]:
+        """Every event that touched the file at ``path``, oldest first, through renames."""
+    def grant(self, agent: str, prefix: str, access: AccessName = "read-write") -> Receipt:
+        """Gives ``agent`` (or ``*``) access on ``prefix``; a refused change raises ``InvalidArgumentError``."""
+    def revoke(self, agent: str, prefix: str) -> Receipt:
+        """Removes ``agent``'s grant on exactly ``prefix``."""
+    def policy(self) -> List[Grant]:
+        """The grants in force."""
+    def close(self) -> None: ...
+    def __enter__(self) -> MnemoClient: ...
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]] = None,
+        exc: Optional[BaseException] = None,
+        tb: Optional[TracebackType] = None,
+    ) -> bool: ...
+
+class MnemoMemoryToolServer:
+    """Answers memory-tool calls from a Mnemo store; every call, valid or not, is one logged event."""
+
+    def __init__(
+        self,
+        client: MnemoClient,
+        root: str = "/memories",
+        profile: ProfileName = "spec",
+        managed_agents_beta: bool = False,
+        max_file_bytes: Optional[int] = None,
+        view_max_chars: Optional[int] = None,
+    ) -> None: ...
+    @property
+    def client(self) -> MnemoClient: ...
+    @property
+    def root(self) -> str: ...
+    @property
+    def profile(self) -> ProfileName: ...
+    @property
+    def managed_agents_beta(self) -> bool: ...
+    @property
+    def max_file_bytes(self) -> int: ...
+    @property
+    def view_max_chars(self) -> Optional[int]: ...
+    @property
+    def store_failures(self) -> int:
+        """Calls that could not be recorded because the store failed (each got an error result)."""
+    def tool_schema(self) -> dict[str, Any]:
+        """The tool definition for the request's ``tools``: ``{"type": "memory_20250818", "name": "memory"}``."""
+    def beta_header(self) -> Optional[str]:
+        """The ``anthropic-beta`` header to send, or None."""
+    def handle(self, block: Any) -> dict[str, Any]:
+        """Answers a ``tool_use`` block (or a bare ``input``) with a ``tool_result`` dict.
+
+        Never raises for anything the model sent: bad input gets an error result
+        (``is_error: True``) and is logged. Raises ``ClosedError`` after ``close()``.
+        """

@@ -1,0 +1,330 @@
+//! `MnemoClient` for Python: an open store acting as one agent.
+//!
+//! Every client and server made from one opened store share a [`Shared`] handle; `close()` on any
+//! of them closes the store for all (so a `with` block really releases it). Each call clones the
+//! Rust client out of the handle and runs with the GIL released, so Python threads can share one
+//! client and the store's writer batches their writes together.
+
+use std::path::PathBuf;
+use std::sync::{Arc, PoisonError, RwLock};
+
+use mnemo::history::{absolute_path, describe, file_history, state_at};
+use mnemo::{Access, Durability, MemPath, MnemoClient, Seq};
+use pyo3::prelude::*;
+use pyo3::types::PyType;
+
+use crate::errors::{ClosedError, InvalidArgumentError, to_py_err};
+use crate::records::{PyEvent, PyGrant, PyHead, PyMemoryRecord, PyReceipt, PyVerifyReport};
+
+/// The opened store, shared by every client and server made from it.
+pub struct Shared {
+    client: RwLock<Option<MnemoClient>>,
+    path: PathBuf,
+}
+
+impl Shared {
+    /// A Rust client acting as `agent`, or `ClosedError`.
+    pub fn client(&self, agent: &str) -> PyResult<MnemoClient> {
+        let guard = self.client.read().unwrap_or_else(PoisonError::into_inner);
+        let base = guard.as_ref().ok_or_else(|| {
+            ClosedError::new_err(format!(
+                "the store at {} was closed; open a new MnemoClient to use it again",
+                self.path.display()
+            ))
+        })?;
+        if base.agent_id() == agent {
+            Ok(base.clone())
+        } else {
+            base.with_agent(agent).map_err(to_py_err)
+        }
+    }
+
+    /// Closes the store: drops the handle's client without the GIL, since the last drop joins the
+    /// writer thread and flushes sled. Calls in flight finish first; later ones get `ClosedError`.
+    pub fn close(&self, py: Python<'_>) {
+        let taken = self
+            .client
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        py.detach(move || drop(taken));
+    }
+
+    fn is_closed(&self) -> bool {
+        self.client
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_none()
+    }
+}
+
+/// Parses an access name (`read`, `read-write`).
+fn parse_access(name: &str) -> PyResult<Access> {
+    Access::from_name(name).ok_or_else(|| {
+        InvalidArgumentError::new_err(format!(
+            "invalid argument: access must be \"read\" or \"read-write\", got {name:?}"
+        ))
+    })
+}
+
+/// An open Mnemo store acting as one agent.
+///
+/// `MnemoClient(db_path, agent_id="agent", durability="fsync")` opens the store directory, creating
+/// it if it does not exist. A store is used by one process at a time (`StoreLockedError`
+/// otherwise). Every call releases the GIL, so Python threads may share one client. `close()`, or
+/// leaving a `with` block, closes the store for this client and every client and server opened
+/// with it; the store also closes when the last of them is garbage-collected.
+#[pyclass(name = "MnemoClient", module = "mnemo", frozen)]
+pub struct PyClient {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) agent: String,
+    durability: Durability,
+}
+
+impl PyClient {
+    /// Runs `f` on a Rust client for this agent with the GIL released.
+    fn run<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(MnemoClient) -> mnemo::Result<T> + Send,
+    ) -> PyResult<T> {
+        let client = self.shared.client(&self.agent)?;
+        py.detach(move || f(client)).map_err(to_py_err)
+    }
+
+    /// Records an admin call; a refused change (still logged) raises `InvalidArgumentError`.
+    fn admin(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(MnemoClient) -> mnemo::Result<mnemo::Receipt> + Send,
+    ) -> PyResult<PyReceipt> {
+        let receipt = self.run(py, f)?;
+        if receipt.is_error {
+            return Err(InvalidArgumentError::new_err(format!(
+                "{} (refused; logged as seq {})",
+                receipt.text, receipt.seq
+            )));
+        }
+        Ok(receipt.into())
+    }
+}
+
+#[pymethods]
+impl PyClient {
+    /// Opens or creates the store at `db_path`, acting as `agent_id`.
+    #[new]
+    #[pyo3(signature = (db_path, agent_id = "agent", durability = "fsync"))]
+    fn new(py: Python<'_>, db_path: PathBuf, agent_id: &str, durability: &str) -> PyResult<Self> {
+        let mode = Durability::from_name(durability).ok_or_else(|| {
+            InvalidArgumentError::new_err(format!(
+                "invalid argument: durability must be \"fsync\", \"flush\" or \"buffered\", got {durability:?}"
+            ))
+        })?;
+        let agent = agent_id.to_string();
+        let path = db_path.clone();
+        let client = py
+            .detach(move || {
+                MnemoClient::builder(&path)
+                    .agent_id(agent)
+                    .durability(mode)
+                    .open()
+            })
+            .map_err(to_py_err)?;
+        Ok(PyClient {
+            shared: Arc::new(Shared {
+                client: RwLock::new(Some(client)),
+                path: db_path,
+            }),
+            agent: agent_id.to_string(),
+            durability: mode,
+        })
+    }
+
+    /// The agent id this client acts as.
+    #[getter]
+    fn agent_id(&self) -> &str {
+        &self.agent
+    }
+
+    /// The store directory.
+    #[getter]
+    fn db_path(&self) -> PathBuf {
+        self.shared.path.clone()
+    }
+
+    /// `fsync`, `flush` or `buffered`.
+    #[getter]
+    fn durability(&self) -> &'static str {
+        self.durability.name()
+    }
+
+    /// Whether the store was closed.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.shared.is_closed()
+    }
+
+    /// A client for another agent over the same store and writer.
+    fn with_agent(&self, agent_id: &str) -> PyResult<PyClient> {
+        self.shared.client(agent_id)?;
+        Ok(PyClient {
+            shared: Arc::clone(&self.shared),
+            agent: agent_id.to_string(),
+            durability: self.durability,
+        })
+    }
+
+    /// Replays the whole log and checks every invariant; writes pause while it runs.
+    fn verify(&self, py: Python<'_>) -> PyResult<PyVerifyReport> {
+        self.run(py, |c| c.verify()).map(PyVerifyReport::from)
+    }
+
+    /// The last event's seq and hash.
+    fn head(&self, py: Python<'_>) -> PyResult<PyHead> {
+        self.run(py, |c| c.head()).map(PyHead::from)
+    }
+
+    /// Memory files carrying `tag` that this agent may read (`memorytool`: every file;
+    /// `path:/memories/x`: that one).
+    fn records_by_tag(&self, py: Python<'_>, tag: &str) -> PyResult<Vec<PyMemoryRecord>> {
+        let tag = tag.to_string();
+        let records = self.run(py, move |c| c.records_by_tag(&tag))?;
+        Ok(records.into_iter().map(PyMemoryRecord::from).collect())
+    }
+
+    /// The file at canonical `path`, if it exists and this agent may read it.
+    fn record(&self, py: Python<'_>, path: &str) -> PyResult<Option<PyMemoryRecord>> {
+        let path = path.to_string();
+        Ok(self
+            .run(py, move |c| c.record(&path))?
+            .map(PyMemoryRecord::from))
+    }
+
+    /// The files as they were right after event `seq`, replayed from the log (those this agent
+    /// may read under the current policy).
+    fn records_at(&self, py: Python<'_>, seq: u64) -> PyResult<Vec<PyMemoryRecord>> {
+        let agent = self.agent.clone();
+        let records = self.run(py, move |c| {
+            let head = c.head()?;
+            let policy = c.policy()?;
+            let tree = state_at(c.store(), Seq(seq.min(head.seq.0)))?;
+            let everything = MemPath::absolute("/").map_err(mnemo::Error::InvalidArgument)?;
+            let mut records = tree.records_under(&everything)?;
+            records.retain(|r| {
+                MemPath::absolute(&r.path).is_ok_and(|p| policy.allows(&agent, &p, Access::Read))
+            });
+            Ok(records)
+        })?;
+        Ok(records.into_iter().map(PyMemoryRecord::from).collect())
+    }
+
+    /// Logged events in order, like `mnemo log`: from seq `from_seq`, only those of `agent` and
+    /// those naming a path under `path` when given, at most `limit`.
+    #[pyo3(signature = (agent = None, path = None, from_seq = 1, limit = None))]
+    fn log(
+        &self,
+        py: Python<'_>,
+        agent: Option<String>,
+        path: Option<&str>,
+        from_seq: u64,
+        limit: Option<usize>,
+    ) -> PyResult<Vec<PyEvent>> {
+        let want = path.map(absolute_path).transpose().map_err(to_py_err)?;
+        self.run(py, move |c| {
+            let mut out = Vec::new();
+            for event in c.events(Seq(from_seq.max(1)))? {
+                if limit.is_some_and(|l| out.len() >= l) {
+                    break;
+                }
+                let event = event?;
+                if agent.as_ref().is_some_and(|a| *a != event.header.agent) {
+                    continue;
+                }
+                if let Some(want) = &want {
+                    let (_, paths) = describe(&event);
+                    if !paths
+                        .iter()
+                        .any(|p| absolute_path(p).is_ok_and(|p| p.starts_with(want)))
+                    {
+                        continue;
+                    }
+                }
+                out.push(PyEvent::from(&event));
+            }
+            Ok(out)
+        })
+    }
+
+    /// Every event that touched the file now (or last) at `path`, oldest first, through renames,
+    /// like `mnemo history`.
+    fn history(&self, py: Python<'_>, path: &str) -> PyResult<Vec<PyEvent>> {
+        let file = absolute_path(path).map_err(to_py_err)?;
+        self.run(py, move |c| {
+            c.head()?; // writes the events of reads answered a moment ago
+            let events = file_history(c.store(), &file)?;
+            Ok(events.iter().map(PyEvent::from).collect())
+        })
+    }
+
+    /// Gives `agent` (or `*`) `access` (`read` or `read-write`) on `prefix` and everything under
+    /// it. The change is a logged admin event attributed to this client's agent.
+    #[pyo3(signature = (agent, prefix, access = "read-write"))]
+    fn grant(
+        &self,
+        py: Python<'_>,
+        agent: &str,
+        prefix: &str,
+        access: &str,
+    ) -> PyResult<PyReceipt> {
+        let access = parse_access(access)?;
+        let (agent, prefix) = (agent.to_string(), prefix.to_string());
+        self.admin(py, move |c| c.grant(&agent, &prefix, access))
+    }
+
+    /// Removes `agent`'s grant on exactly `prefix` (a logged admin event).
+    fn revoke(&self, py: Python<'_>, agent: &str, prefix: &str) -> PyResult<PyReceipt> {
+        let (agent, prefix) = (agent.to_string(), prefix.to_string());
+        self.admin(py, move |c| c.revoke(&agent, &prefix))
+    }
+
+    /// The grants in force.
+    fn policy(&self, py: Python<'_>) -> PyResult<Vec<PyGrant>> {
+        let policy = self.run(py, |c| c.policy())?;
+        Ok(policy.grants().iter().map(PyGrant::from).collect())
+    }
+
+    /// Closes the store for this client and every client and server opened with it.
+    fn close(&self, py: Python<'_>) {
+        self.shared.close(py);
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (_exc_type = None, _exc = None, _tb = None))]
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        _exc_type: Option<Bound<'_, PyType>>,
+        _exc: Option<Bound<'_, PyAny>>,
+        _tb: Option<Bound<'_, PyAny>>,
+    ) -> bool {
+        self.close(py);
+        false
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "MnemoClient(db_path={:?}, agent_id={:?}, durability={:?}{})",
+            self.shared.path.display().to_string(),
+            self.agent,
+            self.durability.name(),
+            if self.shared.is_closed() {
+                ", closed"
+            } else {
+                ""
+            }
+        )
+    }
+}

@@ -1,0 +1,90 @@
+//! The exception hierarchy: `MnemoError` for everything that stops the store itself, with a
+//! subclass per cause so callers can tell a locked store from a damaged one. A call the model got
+//! wrong is never an exception: it is an error `tool_result`.
+
+use mnemo::Error;
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+
+create_exception!(
+    mnemo,
+    MnemoError,
+    PyException,
+    "Base class of every error Mnemo raises; the message says what to do."
+);
+create_exception!(
+    mnemo,
+    StoreLockedError,
+    MnemoError,
+    "The store is open in another process."
+);
+create_exception!(
+    mnemo,
+    StoreNotFoundError,
+    MnemoError,
+    "A store that must exist does not."
+);
+create_exception!(
+    mnemo,
+    NewerFormatError,
+    MnemoError,
+    "The store was written by a newer Mnemo."
+);
+create_exception!(
+    mnemo,
+    CorruptStoreError,
+    MnemoError,
+    "The store's bytes are damaged, or the log was rolled back under the recorded head."
+);
+create_exception!(
+    mnemo,
+    StorePoisonedError,
+    MnemoError,
+    "An earlier storage failure poisoned the store; reopen it to recover."
+);
+create_exception!(
+    mnemo,
+    StorageError,
+    MnemoError,
+    "The disk or the store's writer failed."
+);
+create_exception!(
+    mnemo,
+    InvalidArgumentError,
+    MnemoError,
+    "An argument given to the library (not by the model) was not valid."
+);
+create_exception!(mnemo, ClosedError, MnemoError, "The store was closed.");
+
+/// The Python exception for a store error, carrying the Rust message.
+pub fn to_py_err(e: Error) -> PyErr {
+    let message = e.to_string();
+    match e {
+        Error::Locked { .. } => StoreLockedError::new_err(message),
+        Error::NotFound { .. } => StoreNotFoundError::new_err(message),
+        Error::NewerFormat { .. } => NewerFormatError::new_err(message),
+        Error::Corrupt { .. } => CorruptStoreError::new_err(message),
+        Error::Poisoned { .. } => StorePoisonedError::new_err(message),
+        Error::InvalidArgument(_) => InvalidArgumentError::new_err(message),
+        _ => StorageError::new_err(message),
+    }
+}
+
+/// Adds the exception classes to the module.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("MnemoError", py.get_type::<MnemoError>())?;
+    m.add("StoreLockedError", py.get_type::<StoreLockedError>())?;
+    m.add("StoreNotFoundError", py.get_type::<StoreNotFoundError>())?;
+    m.add("NewerFormatError", py.get_type::<NewerFormatError>())?;
+    m.add("CorruptStoreError", py.get_type::<CorruptStoreError>())?;
+    m.add("StorePoisonedError", py.get_type::<StorePoisonedError>())?;
+    m.add("StorageError", py.get_type::<StorageError>())?;
+    m.add(
+        "InvalidArgumentError",
+        py.get_type::<InvalidArgumentError>(),
+    )?;
+    m.add("ClosedError", py.get_type::<ClosedError>())?;
+    Ok(())
+}

@@ -1,0 +1,180 @@
+//! `MnemoMemoryToolServer` for Python: a `tool_use` dict in, a `tool_result` dict out.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use mnemo::tool::Limits;
+use mnemo::{MnemoMemoryToolServer, Profile};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::client::{PyClient, Shared};
+use crate::convert::{to_py, to_value};
+use crate::errors::{InvalidArgumentError, to_py_err};
+
+/// Answers memory-tool calls from a Mnemo store; every call, valid or not, is one logged event.
+///
+/// `MnemoMemoryToolServer(client, root="/memories", profile="spec", managed_agents_beta=False,
+/// max_file_bytes=None, view_max_chars=None)`: `profile` picks the result strings (`spec`, the
+/// documented ones, or `python-sdk`, those of the SDK's filesystem tool); the limits default to a
+/// 16 MiB file and no view limit. Calls are made as the client's agent.
+#[pyclass(name = "MnemoMemoryToolServer", module = "mnemo", frozen)]
+pub struct PyServer {
+    client: Py<PyClient>,
+    shared: Arc<Shared>,
+    agent: String,
+    root: String,
+    profile: Profile,
+    limits: Limits,
+    managed_agents_beta: bool,
+    failures: AtomicU64,
+}
+
+impl PyServer {
+    /// The Rust server for one call. Building it is a few string copies; holding one per call
+    /// (instead of one for the server's life) is what lets `close()` release the store.
+    fn server(&self) -> PyResult<MnemoMemoryToolServer> {
+        let client = self.shared.client(&self.agent)?;
+        MnemoMemoryToolServer::builder(client)
+            .root(self.root.clone())
+            .profile(self.profile)
+            .limits(self.limits)
+            .managed_agents_beta(self.managed_agents_beta)
+            .build()
+            .map_err(to_py_err)
+    }
+}
+
+#[pymethods]
+impl PyServer {
+    /// A server over `client`'s store, answering as `client`'s agent.
+    #[new]
+    #[pyo3(signature = (
+        client,
+        root = "/memories",
+        profile = "spec",
+        managed_agents_beta = false,
+        max_file_bytes = None,
+        view_max_chars = None,
+    ))]
+    fn new(
+        client: Bound<'_, PyClient>,
+        root: &str,
+        profile: &str,
+        managed_agents_beta: bool,
+        max_file_bytes: Option<u64>,
+        view_max_chars: Option<u64>,
+    ) -> PyResult<Self> {
+        let profile = Profile::from_name(profile).ok_or_else(|| {
+            InvalidArgumentError::new_err(format!(
+                "invalid argument: profile must be \"spec\" or \"python-sdk\", got {profile:?}"
+            ))
+        })?;
+        let defaults = Limits::default();
+        let limits = Limits {
+            max_file_bytes: max_file_bytes.unwrap_or(defaults.max_file_bytes),
+            view_max_chars,
+        };
+        let inner = client.get();
+        let (shared, agent) = (Arc::clone(&inner.shared), inner.agent.clone());
+        // Checks the root once and keeps its canonical spelling.
+        let checked = MnemoMemoryToolServer::builder(shared.client(&agent)?)
+            .root(root)
+            .build()
+            .map_err(to_py_err)?;
+        Ok(PyServer {
+            root: checked.root().to_string(),
+            client: client.unbind(),
+            shared,
+            agent,
+            profile,
+            limits,
+            managed_agents_beta,
+            failures: AtomicU64::new(0),
+        })
+    }
+
+    /// The client calls are recorded through.
+    #[getter]
+    fn client(&self, py: Python<'_>) -> Py<PyClient> {
+        self.client.clone_ref(py)
+    }
+
+    /// The memory root, such as `/memories`.
+    #[getter]
+    fn root(&self) -> &str {
+        &self.root
+    }
+
+    /// `spec` or `python-sdk`.
+    #[getter]
+    fn profile(&self) -> &'static str {
+        self.profile.name()
+    }
+
+    /// Whether `beta_header()` returns the Managed Agents beta header.
+    #[getter]
+    fn managed_agents_beta(&self) -> bool {
+        self.managed_agents_beta
+    }
+
+    /// The largest a file may grow, in bytes.
+    #[getter]
+    fn max_file_bytes(&self) -> u64 {
+        self.limits.max_file_bytes
+    }
+
+    /// The most characters a file view returns, or None for no limit.
+    #[getter]
+    fn view_max_chars(&self) -> Option<u64> {
+        self.limits.view_max_chars
+    }
+
+    /// How many calls could not be recorded because the store failed (each got an error result).
+    #[getter]
+    fn store_failures(&self) -> u64 {
+        self.failures.load(Ordering::Relaxed)
+    }
+
+    /// The tool definition to put in the request's `tools`.
+    fn tool_schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let schema = self.server()?.tool_schema();
+        to_py(py, &schema)
+    }
+
+    /// The `anthropic-beta` header to send, or None (the memory tool itself needs none).
+    fn beta_header(&self) -> PyResult<Option<&'static str>> {
+        Ok(self.server()?.beta_header())
+    }
+
+    /// Answers a whole `tool_use` block (or a bare `input`) with a `tool_result` dict. Whatever
+    /// the model sent, this returns a result (an error one for bad input) and logs one event.
+    fn handle<'py>(
+        &self,
+        py: Python<'py>,
+        block: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let value = to_value(block);
+        let server = self.server()?;
+        let (result, failed) = py.detach(move || {
+            let result = server.handle(&value);
+            (result, server.store_failures())
+        });
+        self.failures.fetch_add(failed, Ordering::Relaxed);
+        Ok(to_py(py, &result)?.cast_into::<PyDict>()?)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "MnemoMemoryToolServer(agent_id={:?}, root={:?}, profile={:?}, managed_agents_beta={})",
+            self.agent,
+            self.root,
+            self.profile.name(),
+            if self.managed_agents_beta {
+                "True"
+            } else {
+                "False"
+            }
+        )
+    }
+}

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Builds the Python package from this clone into a virtual environment and runs its tests.
+#
+# Usage: bash python/test.sh [PYTEST_ARGS...]
+#
+# The venv is target/py-venv; the wheel is built by pip through maturin (the build backend named in
+# python/pyproject.toml) with the same command README.md gives, plus pytest and the SDK version the
+# tests are pinned to. The Rust build shares the workspace's target/ directory. pip runs without
+# its cache so that nothing lands in $HOME.
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo"
+
+venv="$repo/target/py-venv"
+python="$venv/bin/python"
+sdk_version="2.14.0"
+
+export PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONDONTWRITEBYTECODE=1
+
+if [ ! -x "$python" ]; then
+  mkdir -p "$repo/target"
+  python3 -m venv "$venv"
+fi
+
+# The README command (pip rebuilds a local directory on every install), with the tests' own
+# requirements pinned beside it.
+"$python" -m pip install --quiet './python[anthropic-memory-tool]' "anthropic==$sdk_version" 'pytest>=8,<10'
+
+exec "$python" -m pytest -p no:cacheprovider "$repo/python/tests" "$@"
