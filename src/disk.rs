@@ -194,7 +194,9 @@ fn slot_bytes(head: Head) -> Vec<u8> {
 fn parse_slot(slot: &[u8]) -> Option<Head> {
     let text = std::str::from_utf8(slot).ok()?.trim_end();
     let (head, sum) = text.split_once(' ')?;
-    (sum == check(head)).then(|| Head::parse(head).ok()).flatten()
+    (sum == check(head))
+        .then(|| Head::parse(head).ok())
+        .flatten()
 }
 
 /// The head recorded in the head record of the store at `root`, `None` if there is none.
