@@ -5,12 +5,15 @@ Times, one call at a time,
 
   (a) the SDK's `BetaLocalFilesystemMemoryTool` (anthropic==2.14.0): `tool.call(input)`, as its
       tool runner calls it, on a base directory under --workdir;
-  (b) one long-running `mnemo tool --profile python-sdk` process (default durability: fsync), one
-      JSON line written to its stdin, one `tool_result` line read back and decoded; the time is
-      the whole round trip as a Python agent harness would see it;
+  (b) Mnemo in the same Python process, through its Python package (`pip install ./python`):
+      `MnemoMemoryToolServer(client=MnemoClient(...), profile="python-sdk").handle(input)`, with
+      the default durability (fsync) — what a Python agent that embeds Mnemo pays;
+  (c) one long-running `mnemo tool --profile python-sdk` process (same durability), one JSON line
+      written to its stdin, one `tool_result` line read back and decoded; the time is the whole
+      round trip as a host in another language would see it;
 
-on these workloads (SDK and Mnemo calls alternate, so noise from other work on the machine falls
-on both sides alike; the first WARMUP calls of each workload are not counted):
+on these workloads (the three sides' calls alternate, so noise from other work on the machine
+falls on all of them alike; the first WARMUP calls of each workload are not counted):
 
   create          a new ~160-byte file per call
   view_file       a 20-line note (~1 KiB)
@@ -23,9 +26,11 @@ on both sides alike; the first WARMUP calls of each workload are not counted):
 The large directories are built before timing: on the SDK side by writing the files directly (the
 same layout the SDK's `create` makes, without its per-file fsync), on the Mnemo side through a
 separate `mnemo tool --durability buffered` process on the same store, closed before the timed
-fsync process starts.
+fsync process starts; the in-process side gets a copy of that store (a store is open in one
+process at a time).
 
-Prints a table of medians (and 10th/90th percentiles) and the ratio Mnemo/SDK.
+Prints a table of medians (and 10th/90th percentiles) and the ratios Mnemo/SDK. Without the
+`mnemo` package importable, the in-process column is left out.
 
 Usage: compare_sdk.py --mnemo PATH [--workdir DIR] [--durability fsync|flush|buffered]
                       [--calls N] [--dir-calls N] [--deletes N]
@@ -50,6 +55,11 @@ from typing import Callable, Dict, List, Sequence, Tuple, Union
 import anthropic
 from anthropic.lib.tools import ToolError
 from anthropic.tools.memory import BetaLocalFilesystemMemoryTool
+
+try:
+    import mnemo as mnemo_py
+except ImportError:  # the package is optional here: the pipe column still runs
+    mnemo_py = None
 
 WARMUP = 5
 CREATE_TEXT = (
@@ -154,7 +164,30 @@ class Mnemo:
         self._stderr.close()
 
 
-Side = Union[Sdk, Mnemo]
+class MnemoInProcess:
+    """Mnemo's Python package in this process: one client and one python-sdk-profile server."""
+
+    def __init__(self, db: Path, durability: str) -> None:
+        assert mnemo_py is not None
+        self.client = mnemo_py.MnemoClient(db_path=str(db), agent_id="bench", durability=durability)
+        self.server = mnemo_py.MnemoMemoryToolServer(client=self.client, profile="python-sdk")
+
+    def call(self, tool_input: dict) -> dict:
+        reply = self.server.handle(tool_input)
+        if reply.get("is_error"):
+            raise RuntimeError(f"mnemo error: {reply.get('content')}")
+        return reply
+
+    def timed(self, tool_input: dict) -> int:
+        start = time.perf_counter_ns()
+        self.call(tool_input)
+        return time.perf_counter_ns() - start
+
+    def close(self) -> None:
+        self.client.close()
+
+
+Side = Union[Sdk, Mnemo, MnemoInProcess]
 
 
 class Workload:
@@ -287,34 +320,45 @@ def main(argv: Sequence[str]) -> int:
         t2 = time.monotonic()
         print(f"fixtures: SDK {t1 - t0:.1f} s, Mnemo {t2 - t1:.1f} s (not timed)")
 
-        mnemo = Mnemo(args.mnemo, db, args.durability, stderr)
-        results: Dict[str, Tuple[List[int], List[int]]] = {}
+        sides: List[Tuple[str, Side]] = [("SDK", sdk)]
+        if mnemo_py is not None:
+            db_py = work / "store-in-process.mnemo.db"
+            shutil.copytree(db, db_py)
+            sides.append(("Mnemo in-process", MnemoInProcess(db_py, args.durability)))
+        else:
+            print("the mnemo Python package is not importable: no in-process column", file=sys.stderr)
+        sides.append(("Mnemo pipe", Mnemo(args.mnemo, db, args.durability, stderr)))
+        results: Dict[str, List[List[int]]] = {}
         for load in workloads(args.calls, args.dir_calls, args.deletes):
-            sdk_ns: List[int] = []
-            mnemo_ns: List[int] = []
+            times: List[List[int]] = [[] for _ in sides]
             for i in range(load.warmup + load.calls):
-                a = load.step(sdk, i)
-                b = load.step(mnemo, i)
-                if i >= load.warmup:
-                    sdk_ns.append(a)
-                    mnemo_ns.append(b)
-            results[load.name] = (sdk_ns, mnemo_ns)
+                for k, (_, side) in enumerate(sides):
+                    elapsed = load.step(side, i)
+                    if i >= load.warmup:
+                        times[k].append(elapsed)
+            results[load.name] = times
             print(f"  {load.name}: done", file=sys.stderr)
-        mnemo.close()
+        for _, side in sides[1:]:
+            side.close()
 
         print()
         print(f"Mnemo durability: {args.durability}; times are medians [p10 – p90] per call, as seen from Python")
-        header = f"{'workload':<16} {'n':>4}  {'SDK median':>11} {'[p10 – p90]':>23}  {'Mnemo median':>12} {'[p10 – p90]':>23}  {'Mnemo/SDK':>9}"
+        header = f"{'workload':<16} {'n':>4}"
+        for name, _ in sides:
+            header += f"  {name:>17} {'[p10 – p90]':>23}"
+        for name, _ in sides[1:]:
+            header += f"  {name + '/SDK':>20}"
         print(header)
         print("-" * len(header))
-        for name, (sdk_ns, mnemo_ns) in results.items():
-            s_med = statistics.median(sdk_ns)
-            m_med = statistics.median(mnemo_ns)
-            s_rng = f"[{fmt_us(pct(sdk_ns, 0.1))} – {fmt_us(pct(sdk_ns, 0.9))}]"
-            m_rng = f"[{fmt_us(pct(mnemo_ns, 0.1))} – {fmt_us(pct(mnemo_ns, 0.9))}]"
-            print(
-                f"{name:<16} {len(sdk_ns):>4}  {fmt_us(s_med):>11} {s_rng:>23}  {fmt_us(m_med):>12} {m_rng:>23}  {m_med / s_med:>8.2f}x"
-            )
+        for name, times in results.items():
+            line = f"{name:<16} {len(times[0]):>4}"
+            for ns in times:
+                rng = f"[{fmt_us(pct(ns, 0.1))} – {fmt_us(pct(ns, 0.9))}]"
+                line += f"  {fmt_us(statistics.median(ns)):>17} {rng:>23}"
+            sdk_med = statistics.median(times[0])
+            for ns in times[1:]:
+                line += f"  {statistics.median(ns) / sdk_med:>19.2f}x"
+            print(line)
         print(f"\ntotal wall time {time.monotonic() - started:.0f} s")
     finally:
         shutil.rmtree(work, ignore_errors=True)

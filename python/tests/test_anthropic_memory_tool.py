@@ -496,7 +496,10 @@ def test_store_calls_release_the_gil(tmp_path: Path) -> None:
         thread.join()
     finally:
         sys.setswitchinterval(interval)
-    assert ticks > 200, ticks
+    # Held, the loop runs about once (before the first call or after the last); released, it runs
+    # many times during every fsync'd call. One tick per call on average is the line between them
+    # that a faster disk does not cross.
+    assert ticks >= 40, ticks
 
 
 # --- the SDK's tool runner -------------------------------------------------------------------
