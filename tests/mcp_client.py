@@ -35,7 +35,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 from mcp import Client, MCPError, StdioServerParameters
 
@@ -312,10 +312,10 @@ def raw_session(c: Checks, argv: List[str]) -> None:
 
     threading.Thread(target=read, daemon=True).start()
 
-    def send(*lines: str) -> None:
+    def send(*lines: Union[str, bytes]) -> None:
         assert proc.stdin is not None
         for line in lines:
-            proc.stdin.write(line.encode() + b"\n")
+            proc.stdin.write((line.encode() if isinstance(line, str) else line) + b"\n")
         proc.stdin.flush()
 
     def reply(want_id: Any) -> Optional[Dict[str, Any]]:
@@ -346,8 +346,27 @@ def raw_session(c: Checks, argv: List[str]) -> None:
     c.check(init is not None and "result" in init, "raw initialize succeeds", init)
     send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
 
-    # Not JSON at all (garbage, a cut-off request, an unclosed array): no id to answer, skipped.
-    send("this is not json", '{"jsonrpc":"2.0","id":90,"method":"tools/call","params":{"name":"memory"', "[1, 2")
+    # Not JSON at all (a bad object, bytes that are not UTF-8, garbage, a cut-off request, an
+    # unclosed array): exactly one parse error each, with a null id and a message that says what
+    # a message looks like; a blank line is no message. Then a valid request is still answered.
+    not_json: List[Union[str, bytes]] = [
+        "{not json",
+        b"\xff\xfe{\"jsonrpc\": \"2.0\"}",
+        "this is not json",
+        '{"jsonrpc":"2.0","id":90,"method":"tools/call","params":{"name":"memory"',
+        "[1, 2",
+    ]
+    before = len(got)
+    send(*not_json, "", request(2, "ping"))
+    pong = reply(2)
+    c.check(pong is not None and pong.get("result") == {}, "a ping after the non-JSON lines is answered", pong)
+    parse_errors = got[before:-1]
+    c.equal(len(parse_errors), len(not_json), "one reply per non-JSON line, none for a blank line")
+    for line, answer in zip(not_json, parse_errors):
+        error = answer.get("error", {})
+        c.equal(error.get("code"), -32700, f"{line!r} is a parse error")
+        c.check("id" in answer and answer["id"] is None, f"the parse error for {line!r} has id null", answer)
+        c.check('"jsonrpc":"2.0"' in error.get("message", ""), f"the parse error for {line!r} shows a valid message", answer)
     # JSON that is no JSON-RPC message: Invalid Request, with a null id.
     send('{"foo": 1}')
     invalid = reply(None)
@@ -389,7 +408,8 @@ def raw_session(c: Checks, argv: List[str]) -> None:
             break
         got.append(msg)
     ids = sorted(str(m.get("id")) for m in got)
-    c.equal(ids, sorted(["1", "None", "3", "4", "5", "6", "7", "8", "9", "10"]), "one reply per request, none for non-JSON lines")
+    want = ["1", "2", "None", "3", "4", "5", "6", "7", "8", "9", "10"] + ["None"] * len(not_json)
+    c.equal(ids, sorted(want), "one reply per request and per non-JSON line")
     stderr = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
     c.check("panicked" not in stderr, "the server did not panic", stderr)
 

@@ -14,10 +14,18 @@
 //!   not logged, so a client that browses memory spends no events and changes no answer.
 //! - instructions that give the model the memory protocol: view the memory directory first.
 //!
-//! The store's calls block (the writer thread fsyncs before it answers); each runs on tokio's
-//! blocking pool, so one slow commit does not stall the session's reading and writing.
+//! The session speaks JSON-RPC over stdin and stdout, one message per line, through rmcp's
+//! transport behind a thin line filter: a line that is not JSON (or not UTF-8), which rmcp would
+//! skip without a word, is answered with a parse error (`-32700`, id `null`) that says what was
+//! wrong and what a message looks like, and the session goes on. Every other line reaches rmcp
+//! unchanged. EOF on stdin ends the session.
+//!
+//! A store call runs on its caller's thread and blocks it (a durable write waits for its fsync),
+//! so each runs on tokio's blocking pool, and one slow commit does not stall the session's reading
+//! and writing.
 
 mod schema;
+mod stdio;
 mod uri;
 
 use std::time::Duration;
@@ -141,15 +149,27 @@ impl MnemoMcpServer {
             .build()
             .map_err(Error::Runtime)?;
         let outcome = runtime.block_on(async move {
-            let running = self
-                .serve(rmcp::transport::stdio())
+            let (stdin, stdout) = rmcp::transport::stdio();
+            let (transport, relay) = stdio::filter(stdin, stdout);
+            let relay = tokio::spawn(relay);
+            let session = async {
+                let running = self
+                    .serve(transport)
+                    .await
+                    .map_err(|e| Error::Initialize(Box::new(e)))?;
+                running
+                    .waiting()
+                    .await
+                    .map(drop)
+                    .map_err(|e| Error::Session(e.to_string()))
+            };
+            let outcome = session.await;
+            // rmcp has dropped its side of the transport: the relay writes what is left and ends.
+            let relayed = relay
                 .await
-                .map_err(|e| Error::Initialize(Box::new(e)))?;
-            running
-                .waiting()
-                .await
-                .map(drop)
-                .map_err(|e| Error::Session(e.to_string()))
+                .map_err(|e| e.to_string())
+                .and_then(|written| written.map_err(|e| format!("writing to stdout failed: {e}")));
+            outcome.and(relayed.map_err(Error::Session))
         });
         runtime.shutdown_timeout(SHUTDOWN_WAIT);
         outcome
