@@ -65,7 +65,7 @@ pub enum Error {
         cause: String,
     },
 
-    /// The writer thread is gone (the client was shut down).
+    /// The store was closed (the last client was dropped or closed) while a call was made.
     #[error("the store's writer has stopped; reopen the store")]
     WriterGone,
 

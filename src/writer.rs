@@ -27,6 +27,7 @@
 //! **Invariant:** after a failed write or sync the writer is poisoned: it refuses
 //! every later call with [`Error::Poisoned`] rather than risk forking the chain. Reopening recovers.
 
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -103,6 +104,31 @@ struct Shared {
     durable: Mutex<Durable>,
     synced: Condvar,
     durability: Durability,
+    /// Threads inside [`Writer::call`] now, and the most at once since the last sync started.
+    callers: AtomicUsize,
+    peak: AtomicUsize,
+    /// How long the last sync took, in nanoseconds (bounds how long the next one gathers).
+    last_sync_ns: AtomicU64,
+}
+
+/// The longest a sync waits for concurrent callers to queue their calls before it starts.
+pub const GATHER_MAX: Duration = Duration::from_micros(500);
+
+/// Counts a thread in [`Writer::call`] for as long as it is there.
+struct Caller<'a>(&'a Shared);
+
+impl<'a> Caller<'a> {
+    fn enter(shared: &'a Shared) -> Caller<'a> {
+        let now = shared.callers.fetch_add(1, Ordering::Relaxed) + 1;
+        shared.peak.fetch_max(now, Ordering::Relaxed);
+        Caller(shared)
+    }
+}
+
+impl Drop for Caller<'_> {
+    fn drop(&mut self) {
+        self.0.callers.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 fn now_ms() -> u64 {
@@ -139,6 +165,9 @@ impl Writer {
             }),
             synced: Condvar::new(),
             durability,
+            callers: AtomicUsize::new(0),
+            peak: AtomicUsize::new(0),
+            last_sync_ns: AtomicU64::new(0),
         });
         let (wake, woken) = crossbeam_channel::unbounded::<()>();
         let idle_shared = Arc::clone(&shared);
@@ -174,6 +203,7 @@ impl Writer {
 
     /// Records one call and returns its answer once what the answer depends on is durable.
     pub(crate) fn call(&self, call: Call) -> Result<Receipt> {
+        let _caller = Caller::enter(&self.shared);
         let (receipt, depends_on, wake_idle) = {
             let mut chain = self.shared.chain()?;
             if let Some(cause) = &chain.poisoned {
@@ -274,16 +304,33 @@ impl Shared {
         }
     }
 
-    /// Writes what is deferred, makes the log durable up to there and records that head.
+    /// Writes what is queued, makes the log durable up to there and records that head.
+    ///
+    /// When several callers were at work since the last sync started, it first gives them a
+    /// moment to queue their next calls — until as many calls are queued as there were callers,
+    /// for at most half the last sync's time and [`GATHER_MAX`] — so that one sync covers them
+    /// all, rather than callers splitting into two groups that alternate half-full syncs.
     fn sync(&self) -> Result<Head> {
-        let (store, head) = {
+        let want = self
+            .peak
+            .swap(self.callers.load(Ordering::Relaxed), Ordering::Relaxed);
+        let window = Duration::from_nanos(self.last_sync_ns.load(Ordering::Relaxed) / 2);
+        let deadline = Instant::now() + window.min(GATHER_MAX);
+        let (store, head) = loop {
             let mut chain = self.chain()?;
-            chain.write_deferred()?;
-            (chain.store.clone(), chain.written)
+            if want <= 1 || chain.deferred.len() >= want || Instant::now() >= deadline {
+                chain.write_deferred()?;
+                break (chain.store.clone(), chain.written);
+            }
+            drop(chain);
+            std::thread::yield_now();
         };
+        let started = Instant::now();
         let synced = store
             .sync(self.durability)
             .and_then(|()| store.record_head(head));
+        let took = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.last_sync_ns.store(took, Ordering::Relaxed);
         if let Err(e) = &synced {
             if let Ok(mut chain) = self.chain.lock() {
                 chain.poison(e.to_string());
