@@ -81,6 +81,37 @@ fn each_failpoint_fails_the_call_poisons_the_store_and_recovers_on_reopen() {
     }
 }
 
+/// No answer shows a write that a crash could still undo: a view racing a create whose fsync
+/// fails either misses the file or gets an error, never the content that was not made durable.
+#[test]
+fn a_read_never_shows_a_write_whose_sync_failed() {
+    const SECRET: &str = "this text never became durable";
+    for trial in 0..24 {
+        let s = TempStore::new();
+        let server = open(&s);
+        let reader =
+            MnemoMemoryToolServer::new(server.client().with_agent("reader").expect("agent"));
+        server.client().store().failpoints().arm(Failpoint::Sync);
+        let view = json!({"command": "view", "path": "/memories/racy.md"});
+        let (written, seen) = std::thread::scope(|scope| {
+            let writer =
+                scope.spawn(|| server.handle(&create("toolu_w", "/memories/racy.md", SECRET)));
+            // Vary the reader's start so some trials view before the create is queued and some
+            // while its sync is running.
+            std::thread::sleep(std::time::Duration::from_micros(trial * 25));
+            let seen = reader.handle(&view);
+            (writer.join().expect("writer thread"), seen)
+        });
+        assert_eq!(written["is_error"], true, "the sync failed: {written}");
+        let text = seen["content"].as_str().expect("text");
+        assert!(
+            !text.contains(SECRET),
+            "trial {trial}: a read showed a write whose sync failed: {seen}"
+        );
+        assert_eq!(seen["is_error"], true, "trial {trial}: {seen}");
+    }
+}
+
 #[derive(Clone, Debug)]
 enum Op {
     Create(u8, u8),
