@@ -39,8 +39,9 @@ impl Shared {
         }
     }
 
-    /// Closes the store: drops the handle's client without the GIL, since the last drop joins the
-    /// writer thread and flushes sled. Calls in flight finish first; later ones get `ClosedError`.
+    /// Closes the store: drops the handle's client without the GIL, since the last drop writes the
+    /// queued read events and closes sled. Calls in flight finish first; later ones get
+    /// `ClosedError`.
     pub fn close(&self, py: Python<'_>) {
         let taken = self
             .client
