@@ -27,7 +27,7 @@
 //! **Invariant:** after a failed write or sync the writer is poisoned: it refuses
 //! every later call with [`Error::Poisoned`] rather than risk forking the chain. Reopening recovers.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -109,6 +109,9 @@ struct Shared {
     peak: AtomicUsize,
     /// How long the last sync took, in nanoseconds (bounds how long the next one gathers).
     last_sync_ns: AtomicU64,
+    /// Whether a sync is waiting for calls to be queued, and the signal that one was.
+    gathering: AtomicBool,
+    queued: Condvar,
 }
 
 /// The longest a sync waits for concurrent callers to queue their calls before it starts.
@@ -168,6 +171,8 @@ impl Writer {
             callers: AtomicUsize::new(0),
             peak: AtomicUsize::new(0),
             last_sync_ns: AtomicU64::new(0),
+            gathering: AtomicBool::new(false),
+            queued: Condvar::new(),
         });
         let (wake, woken) = crossbeam_channel::unbounded::<()>();
         let idle_shared = Arc::clone(&shared);
@@ -230,6 +235,9 @@ impl Writer {
             // A change is written by the sync this caller is about to wait for; only a read
             // left deferred needs the idle thread.
             let wake = !changed && was_empty && !chain.deferred.is_empty();
+            if self.shared.gathering.load(Ordering::Relaxed) {
+                self.shared.queued.notify_one();
+            }
             (receipt, depends_on, wake)
         };
         if wake_idle {
@@ -316,14 +324,25 @@ impl Shared {
             .swap(self.callers.load(Ordering::Relaxed), Ordering::Relaxed);
         let window = Duration::from_nanos(self.last_sync_ns.load(Ordering::Relaxed) / 2);
         let deadline = Instant::now() + window.min(GATHER_MAX);
-        let (store, head) = loop {
+        let (store, head) = {
             let mut chain = self.chain()?;
-            if want <= 1 || chain.deferred.len() >= want || Instant::now() >= deadline {
-                chain.write_deferred()?;
-                break (chain.store.clone(), chain.written);
+            if want > 1 {
+                self.gathering.store(true, Ordering::Relaxed);
+                while chain.deferred.len() < want {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        break;
+                    }
+                    chain = self
+                        .queued
+                        .wait_timeout(chain, left)
+                        .map_err(lock_failed)?
+                        .0;
+                }
+                self.gathering.store(false, Ordering::Relaxed);
             }
-            drop(chain);
-            std::thread::yield_now();
+            chain.write_deferred()?;
+            (chain.store.clone(), chain.written)
         };
         let started = Instant::now();
         let synced = store
