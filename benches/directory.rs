@@ -1,6 +1,7 @@
-//! Directory calls whose work grows with the directory: `delete` of a directory of 1,000, 10,000
-//! and 100,000 files, and `view` (two levels deep) of 1,000 and 10,000 files. (A directory
-//! `rename`, whose cost must not grow, is in `benches/rename.rs`.)
+//! Directory calls over large directories: `delete` of a directory of 1,000, 10,000 and 100,000
+//! files (which unlinks the directory and leaves its entries to the trash, collected by later
+//! writes, so it should not grow with the files), and `view` (two levels deep) of 1,000 and 10,000
+//! files, which does. (A directory `rename` is in `benches/rename.rs`.)
 //!
 //! The directories are `/memories/big/dNNNN/fNNNNNN.txt`, 100 files per subdirectory, built once
 //! per size by `common::fill` (16 threads, so the writer commits in groups) and cached under

@@ -405,8 +405,14 @@ impl Store {
 
     /// Brings the index up to the head by replaying events it has not applied (after a crash
     /// between the append and the index write). Returns how many events were replayed.
+    ///
+    /// An index of an older layout ([`crate::projection::INDEX_LAYOUT`]) is derived state in a
+    /// form this build does not write: it is cleared and rebuilt from the whole log.
     pub fn catch_up(&self) -> Result<u64> {
         let head = self.head()?;
+        if self.index().layout()? < crate::projection::INDEX_LAYOUT {
+            self.index.clear()?;
+        }
         let applied = self.index().applied()?;
         if applied >= head.seq {
             return Ok(0);

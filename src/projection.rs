@@ -12,9 +12,19 @@
 //! | `t` ‖ agent ‖ 0 ‖ tool_use id | seq (u64 BE) ‖ is_error (1 byte) ‖ the result text |
 //! | `P` | present once the policy is explicit (after the first admin event) |
 //! | `p` ‖ agent ‖ 0 ‖ prefix | access (`r` or `w`) |
+//! | `g` ‖ directory id (u64 BE) | empty: a deleted directory whose nodes are still to be collected |
+//! | `L` | the index layout ([`INDEX_LAYOUT`], 1 byte), written with event 1 |
 //!
 //! A lookup walks one `c` key per path segment; a listing scans one `c` prefix; a rename moves a
 //! single `c` entry, so its cost does not depend on how many files lie under the directory.
+//!
+//! A delete is as cheap: deleting a file removes its `c` and `f` entries; deleting a directory
+//! removes its `c` entry and puts the directory in the trash (`g`). Each event that changes the
+//! tree then collects up to [`COLLECT_BUDGET`] entries of the trash, lowest directory id first:
+//! files under a trashed directory lose their `c` and `f` entries, subdirectories move to the
+//! trash, and an emptied directory leaves it. Trashed nodes are unreachable from `/`, and ids are
+//! never reused, so nothing in the trash is ever seen. Collection is part of applying an event, so
+//! the writer and the verifier's replay collect exactly the same entries at the same events.
 //!
 //! **Invariant:** directories are implicit — a directory node exists exactly while some file lives
 //! under it. Writes create missing parents; deletes and renames prune parents left empty.
@@ -36,7 +46,17 @@ use crate::tool::{Change, Entry, NodeKind, Tree};
 const ROOT_ID: u64 = 0;
 const NEXT_ID_KEY: &[u8] = b"n";
 const APPLIED_KEY: &[u8] = b"a";
+const LAYOUT_KEY: &[u8] = b"L";
+const TRASH_PREFIX: &[u8] = b"g";
 const FILE_HEADER: usize = 16;
+
+/// The layout of the index this build writes: 2 collects deleted directories lazily (the trash);
+/// 1, with no layout key, removed them at once. An index of an older layout is rebuilt from the
+/// log when a client opens the store.
+pub const INDEX_LAYOUT: u8 = 2;
+
+/// The most index entries one event's trash collection removes.
+pub const COLLECT_BUDGET: usize = 64;
 
 /// The tag every memory file carries.
 pub const MEMORY_TAG: &str = "memorytool";
@@ -152,6 +172,13 @@ fn file_key(id: u64) -> Vec<u8> {
     k
 }
 
+fn trash_key(id: u64) -> Vec<u8> {
+    let mut k = Vec::with_capacity(9);
+    k.extend_from_slice(TRASH_PREFIX);
+    k.extend_from_slice(&id.to_be_bytes());
+    k
+}
+
 fn be_u64(bytes: &[u8], what: &str) -> Result<u64> {
     let arr: [u8; 8] = bytes
         .try_into()
@@ -230,6 +257,24 @@ impl<K: KvRead> Projection<K> {
             Some(v) => Ok(Seq(be_u64(&v, "applied seq")?)),
             None => Ok(Seq(0)),
         }
+    }
+
+    /// The layout this index was built with: [`INDEX_LAYOUT`] for an empty index or one this
+    /// build wrote, 1 for one written before the layout was recorded.
+    pub fn layout(&self) -> Result<u8> {
+        match self.kv.get(LAYOUT_KEY)? {
+            Some(v) => v
+                .first()
+                .copied()
+                .ok_or_else(|| Error::corrupt("path index layout is empty")),
+            None if self.kv.get(APPLIED_KEY)?.is_some() => Ok(1),
+            None => Ok(INDEX_LAYOUT),
+        }
+    }
+
+    /// How many deleted directories still wait in the trash to be collected.
+    pub fn trash_len(&self) -> Result<usize> {
+        Ok(self.kv.scan_prefix(TRASH_PREFIX, usize::MAX)?.len())
     }
 
     /// The answer recorded for `agent`'s call with `tool_use_id`, if there was one.
@@ -374,6 +419,9 @@ impl<K: KvRead> Tree for Projection<K> {
 impl<K: KvWrite> Projection<K> {
     /// Records that every event up to `seq` is applied.
     pub fn set_applied(&mut self, seq: Seq) {
+        if seq == Seq(1) {
+            self.kv.insert(LAYOUT_KEY.to_vec(), vec![INDEX_LAYOUT]);
+        }
         self.kv
             .insert(APPLIED_KEY.to_vec(), seq.0.to_be_bytes().to_vec());
     }
@@ -427,18 +475,33 @@ impl<K: KvWrite> Projection<K> {
         Ok(())
     }
 
-    /// Removes node `id` and everything under it (iteratively, like [`Self::collect`]).
-    fn forget_subtree(&mut self, kind: NodeKind, id: u64) -> Result<()> {
-        let mut stack = vec![(kind, id)];
-        while let Some((kind, id)) = stack.pop() {
-            match kind {
-                NodeKind::File => self.kv.remove(&file_key(id)),
-                NodeKind::Dir => {
-                    for (name, kind, child) in self.children(id)? {
-                        self.kv.remove(&child_key(id, &name));
-                        stack.push((kind, child));
-                    }
-                }
+    /// Removes node `id` from the index: a file at once, a directory by putting it in the trash.
+    fn forget(&mut self, kind: NodeKind, id: u64) {
+        match kind {
+            NodeKind::File => self.kv.remove(&file_key(id)),
+            NodeKind::Dir => self.kv.insert(trash_key(id), Vec::new()),
+        }
+    }
+
+    /// Collects up to about [`COLLECT_BUDGET`] entries of the trash, lowest directory id first.
+    fn collect_trash(&mut self) -> Result<()> {
+        let mut budget = COLLECT_BUDGET;
+        while budget > 0 {
+            let Some((key, _)) = self.kv.scan_prefix(TRASH_PREFIX, 1)?.into_iter().next() else {
+                break;
+            };
+            let dir = be_u64(&key[TRASH_PREFIX.len()..], "trash id")?;
+            let children = self.kv.scan_prefix(&child_prefix(dir), budget)?;
+            if children.is_empty() {
+                self.kv.remove(&key);
+                budget -= 1;
+                continue;
+            }
+            for (child_key, value) in children {
+                let (kind, child) = decode_child(&value)?;
+                self.kv.remove(&child_key);
+                self.forget(kind, child);
+                budget = budget.saturating_sub(2);
             }
         }
         Ok(())
@@ -488,7 +551,7 @@ impl<K: KvWrite> Projection<K> {
                 })?;
                 let (kind, id) = chain[chain.len() - 1];
                 self.unlink(path, &chain)?;
-                self.forget_subtree(kind, id)?;
+                self.forget(kind, id);
             }
             Change::Rename { from, to } => {
                 let chain = self.chain(from)?.ok_or_else(|| {
@@ -519,6 +582,7 @@ impl<K: KvWrite> Projection<K> {
                 self.kv.remove(&grant_key(agent, prefix));
             }
         }
+        self.collect_trash()?;
         self.set_applied(seq);
         Ok(())
     }

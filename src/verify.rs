@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 use crate::event::{EventHash, Frame, Outcome, Seq};
 use crate::kv::{KvRead, MemKv};
 use crate::log::{Head, Store};
-use crate::projection::Projection;
+use crate::projection::{INDEX_LAYOUT, Projection};
 
 /// Which invariant broke.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -200,6 +200,23 @@ pub fn verify_store_with(store: &Store, mut options: VerifyOptions<'_>) -> Resul
             return finish(report, Some(v));
         }
     };
+    match stored_index.layout() {
+        Ok(layout) if layout < INDEX_LAYOUT => {
+            let v = violation(
+                Seq(0),
+                ViolationKind::Index,
+                format!(
+                    "the index was written by an older Mnemo (layout {layout}, this build writes {INDEX_LAYOUT}); open the store once with a client (for example `mnemo tool --db PATH < /dev/null`) to rebuild it from the log, then verify again"
+                ),
+            );
+            return finish(report, Some(v));
+        }
+        Ok(_) => {}
+        Err(e) => {
+            let v = violation(Seq(0), ViolationKind::Index, format!("index layout: {e}"));
+            return finish(report, Some(v));
+        }
+    }
     let mut replay = Projection::new(MemKv::default());
     let mut prev = EventHash::ZERO;
     let mut expected = Seq(1);

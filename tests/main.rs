@@ -34,6 +34,8 @@ mod recovery;
 mod retry;
 // The spec profile's result strings, one row of the table per case.
 mod spec_table;
+// Directory deletes go to the trash; later writes collect it; old index layouts are rebuilt.
+mod trash;
 // mnemo export / import: the SDK tool's layout, round-tripped byte for byte.
 mod transfer;
 // The tamper corpus on stores of 1, 2, 255, 256, 257 and 10,000 events.

@@ -204,7 +204,7 @@ pub fn cached(name: &str, build: impl FnOnce(&Path)) -> PathBuf {
 /// A closed store holding `files` small files under `/memories/big` (100 per subdirectory, so a
 /// listing two levels deep shows every file), cached.
 pub fn directory_template(files: usize) -> PathBuf {
-    cached(&format!("dir-v1-{files}"), |path| {
+    cached(&format!("dir-v{}-{files}", mnemo::INDEX_LAYOUT), |path| {
         let server = open_server(path, Durability::Buffered);
         fill(&server, "/memories/big", files);
         close(server);
@@ -340,7 +340,11 @@ pub fn build_log(path: &Path, events: u64) {
 /// up, cached.
 pub fn event_log(events: u64) -> PathBuf {
     let path = cached(
-        &format!("log-v{}-mix1-{events}", mnemo::event::FORMAT_VERSION),
+        &format!(
+            "log-v{}-i{}-mix1-{events}",
+            mnemo::event::FORMAT_VERSION,
+            mnemo::INDEX_LAYOUT
+        ),
         |path| build_log(path, events),
     );
     let store = Store::open(&path).expect("open cached log");
