@@ -55,7 +55,8 @@ const FILE_HEADER: usize = 16;
 /// log when a client opens the store.
 pub const INDEX_LAYOUT: u8 = 2;
 
-/// The most index entries one event's trash collection removes.
+/// The most index entries (about) one event's trash collection removes. Part of the layout: the
+/// stored index must match a replay byte for byte, so changing it means a new [`INDEX_LAYOUT`].
 pub const COLLECT_BUDGET: usize = 64;
 
 /// The tag every memory file carries.
