@@ -77,7 +77,8 @@ struct Chain {
     /// The last event that changed the tree (what a read's answer may depend on).
     last_change: Seq,
     poisoned: Option<String>,
-    /// Events answered but not written yet (reads and rejected calls), and their index changes.
+    /// Events answered but not written yet, and their index changes: changes until the sync
+    /// their callers wait for writes them, reads and rejected calls until the next write.
     deferred: Vec<Frame>,
     pending: Pending,
     /// When the last event was deferred.
