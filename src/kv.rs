@@ -20,7 +20,13 @@ pub trait KvRead {
     /// The length of the value under `key`, without copying it (a listing needs file sizes, not
     /// contents).
     fn value_len(&self, key: &[u8]) -> Result<Option<usize>> {
-        Ok(self.get(key)?.map(|v| v.len()))
+        self.get_with(key, <[u8]>::len)
+    }
+
+    /// `read` applied to the value under `key`, borrowed where the map allows (a path walk
+    /// decodes a 9-byte entry per segment and need not copy it).
+    fn get_with<T>(&self, key: &[u8], read: impl FnOnce(&[u8]) -> T) -> Result<Option<T>> {
+        Ok(self.get(key)?.map(|v| read(&v)))
     }
 }
 
@@ -53,8 +59,8 @@ impl KvRead for MemKv {
         Ok(self.map.get(key).cloned())
     }
 
-    fn value_len(&self, key: &[u8]) -> Result<Option<usize>> {
-        Ok(self.map.get(key).map(Vec::len))
+    fn get_with<T>(&self, key: &[u8], read: impl FnOnce(&[u8]) -> T) -> Result<Option<T>> {
+        Ok(self.map.get(key).map(|v| read(v)))
     }
 
     fn scan_prefix(&self, prefix: &[u8], limit: usize) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
@@ -80,8 +86,8 @@ impl KvRead for sled::Tree {
         Ok(sled::Tree::get(self, key)?.map(|v| v.to_vec()))
     }
 
-    fn value_len(&self, key: &[u8]) -> Result<Option<usize>> {
-        Ok(sled::Tree::get(self, key)?.map(|v| v.len()))
+    fn get_with<T>(&self, key: &[u8], read: impl FnOnce(&[u8]) -> T) -> Result<Option<T>> {
+        Ok(sled::Tree::get(self, key)?.map(|v| read(&v)))
     }
 
     fn scan_prefix(&self, prefix: &[u8], limit: usize) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
@@ -134,10 +140,10 @@ impl KvRead for Overlay<'_> {
         }
     }
 
-    fn value_len(&self, key: &[u8]) -> Result<Option<usize>> {
+    fn get_with<T>(&self, key: &[u8], read: impl FnOnce(&[u8]) -> T) -> Result<Option<T>> {
         match self.pending.get(key) {
-            Some(v) => Ok(v.as_ref().map(Vec::len)),
-            None => KvRead::value_len(self.base, key),
+            Some(v) => Ok(v.as_deref().map(read)),
+            None => KvRead::get_with(self.base, key, read),
         }
     }
 

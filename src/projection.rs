@@ -302,8 +302,8 @@ impl<K: KvRead> Projection<K> {
             if kind != NodeKind::Dir {
                 return Ok(None);
             }
-            match self.kv.get(&child_key(id, seg))? {
-                Some(v) => chain.push(decode_child(&v)?),
+            match self.kv.get_with(&child_key(id, seg), decode_child)? {
+                Some(child) => chain.push(child?),
                 None => return Ok(None),
             }
         }
