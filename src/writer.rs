@@ -67,6 +67,15 @@ pub const MAX_DEFERRED: usize = 1024;
 /// How long the writer must be idle before deferred events are written.
 pub const DEFER_IDLE: Duration = Duration::from_millis(1);
 
+/// What [`Chain::run`] did with one call.
+struct Ran {
+    receipt: Receipt,
+    /// The seq that must be durable before the answer is given.
+    depends_on: Seq,
+    /// Whether the call changed the tree (and so wrote a new event that needs a sync).
+    changed: bool,
+}
+
 /// The sequence, the chain and the store, behind the writer lock.
 struct Chain {
     store: Store,
@@ -218,8 +227,12 @@ impl Writer {
                 });
             }
             let was_empty = chain.deferred.is_empty();
-            let (receipt, depends_on) = match chain.run(call) {
-                Ok(done) => done,
+            let Ran {
+                receipt,
+                depends_on,
+                changed,
+            } = match chain.run(call) {
+                Ok(ran) => ran,
                 Err(e) => {
                     chain.poison(e.to_string());
                     return Err(e);
@@ -227,7 +240,6 @@ impl Writer {
             };
             // Buffered writes go to sled at once (its flusher makes them durable); in the other
             // modes the sync that covers them writes them.
-            let changed = !receipt.retried && chain.last_change == receipt.seq;
             if (changed && self.shared.durability == Durability::Buffered)
                 || chain.deferred.len() >= MAX_DEFERRED
             {
@@ -392,10 +404,9 @@ impl Chain {
         }
     }
 
-    /// Answers `call` against the index and the deferred changes and defers its event; returns
-    /// the receipt and the seq the answer depends on. Any error leaves the writer to poison
-    /// itself.
-    fn run(&mut self, call: Call) -> Result<(Receipt, Seq)> {
+    /// Answers `call` against the index and the deferred changes and defers its event. Any error
+    /// leaves the writer to poison itself.
+    fn run(&mut self, call: Call) -> Result<Ran> {
         let pending = std::mem::take(&mut self.pending);
         let mut projection = Projection::new(Overlay::resume(self.store.index_tree(), pending));
         if let Some(id) = &call.tool_use_id {
@@ -409,7 +420,11 @@ impl Chain {
                     is_error: recorded.is_error,
                     retried: true,
                 };
-                return Ok((receipt, depends_on));
+                return Ok(Ran {
+                    receipt,
+                    depends_on,
+                    changed: false,
+                });
             }
         }
         let seq = Seq(self.head.seq.0 + 1);
@@ -456,6 +471,10 @@ impl Chain {
             is_error: answer.is_error,
             retried: false,
         };
-        Ok((receipt, self.last_change))
+        Ok(Ran {
+            receipt,
+            depends_on: self.last_change,
+            changed,
+        })
     }
 }
