@@ -82,7 +82,19 @@ def big_dir_files(top: str, files: int) -> List[str]:
     return [f"/memories/{top}/d{i // 100:04}/f{i:06}.txt" for i in range(files)]
 
 
-class Sdk:
+class Timed:
+    """A side of the comparison: `call` runs one tool call, `timed` runs it and returns its ns."""
+
+    def call(self, tool_input: dict) -> object:
+        raise NotImplementedError
+
+    def timed(self, tool_input: dict) -> int:
+        start = time.perf_counter_ns()
+        self.call(tool_input)
+        return time.perf_counter_ns() - start
+
+
+class Sdk(Timed):
     """The SDK's local-filesystem memory tool in `base`."""
 
     def __init__(self, base: Path) -> None:
@@ -95,11 +107,6 @@ class Sdk:
         except ToolError as exc:
             raise RuntimeError(f"SDK error for {tool_input}: {exc}") from None
 
-    def timed(self, tool_input: dict) -> int:
-        start = time.perf_counter_ns()
-        self.call(tool_input)
-        return time.perf_counter_ns() - start
-
     def write_files(self, paths: Sequence[str], text: str) -> None:
         """Writes files directly (the layout the SDK's `create` makes), without a tool call."""
         for path in paths:
@@ -108,7 +115,7 @@ class Sdk:
             full.write_text(text, encoding="utf-8")
 
 
-class Mnemo:
+class Mnemo(Timed):
     """One long-running `mnemo tool --profile python-sdk` process."""
 
     def __init__(self, mnemo: str, db: Path, durability: str, stderr: Path) -> None:
@@ -136,11 +143,6 @@ class Mnemo:
         self.proc.stdin.flush()
         return self._read()
 
-    def timed(self, tool_input: dict) -> int:
-        start = time.perf_counter_ns()
-        self.call(tool_input)
-        return time.perf_counter_ns() - start
-
     def pipeline(self, inputs: Sequence[dict]) -> None:
         """Sends every input without waiting (a thread writes while this one reads the replies)."""
 
@@ -164,7 +166,7 @@ class Mnemo:
         self._stderr.close()
 
 
-class MnemoInProcess:
+class MnemoInProcess(Timed):
     """Mnemo's Python package in this process: one client and one python-sdk-profile server."""
 
     def __init__(self, db: Path, durability: str) -> None:
@@ -177,11 +179,6 @@ class MnemoInProcess:
         if reply.get("is_error"):
             raise RuntimeError(f"mnemo error: {reply.get('content')}")
         return reply
-
-    def timed(self, tool_input: dict) -> int:
-        start = time.perf_counter_ns()
-        self.call(tool_input)
-        return time.perf_counter_ns() - start
 
     def close(self) -> None:
         self.client.close()
