@@ -17,6 +17,21 @@ pub trait KvRead {
     /// Up to `limit` entries whose key starts with `prefix`, in key order.
     fn scan_prefix(&self, prefix: &[u8], limit: usize) -> Result<Vec<(Vec<u8>, Vec<u8>)>>;
 
+    /// Calls `visit` with each entry whose key starts with `prefix`, in key order, until it
+    /// returns `false`; nothing is collected (the verifier walks the whole stored index).
+    fn visit_prefix(
+        &self,
+        prefix: &[u8],
+        mut visit: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<()> {
+        for (key, value) in self.scan_prefix(prefix, usize::MAX)? {
+            if !visit(&key, &value) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
     /// The length of the value under `key`, without copying it (a listing needs file sizes, not
     /// contents).
     fn value_len(&self, key: &[u8]) -> Result<Option<usize>> {
@@ -37,6 +52,17 @@ pub trait KvWrite: KvRead {
 
     /// Removes `key`.
     fn remove(&mut self, key: &[u8]);
+
+    /// Sets `key` to a copy of `value`, reusing the buffers already stored where the map allows
+    /// (the applied seq and the next node id change with every event).
+    fn set(&mut self, key: &[u8], value: &[u8]) {
+        self.insert(key.to_vec(), value.to_vec());
+    }
+}
+
+fn overwrite(stored: &mut Vec<u8>, value: &[u8]) {
+    stored.clear();
+    stored.extend_from_slice(value);
 }
 
 /// An in-memory map.
@@ -79,6 +105,13 @@ impl KvWrite for MemKv {
     fn remove(&mut self, key: &[u8]) {
         self.map.remove(key);
     }
+
+    fn set(&mut self, key: &[u8], value: &[u8]) {
+        match self.map.get_mut(key) {
+            Some(stored) => overwrite(stored, value),
+            None => self.insert(key.to_vec(), value.to_vec()),
+        }
+    }
 }
 
 impl KvRead for sled::Tree {
@@ -97,6 +130,20 @@ impl KvRead for sled::Tree {
             out.push((k.to_vec(), v.to_vec()));
         }
         Ok(out)
+    }
+
+    fn visit_prefix(
+        &self,
+        prefix: &[u8],
+        mut visit: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<()> {
+        for item in sled::Tree::scan_prefix(self, prefix) {
+            let (k, v) = item?;
+            if !visit(&k, &v) {
+                break;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -195,5 +242,12 @@ impl KvWrite for Overlay<'_> {
 
     fn remove(&mut self, key: &[u8]) {
         self.pending.insert(key.to_vec(), None);
+    }
+
+    fn set(&mut self, key: &[u8], value: &[u8]) {
+        match self.pending.get_mut(key) {
+            Some(Some(stored)) => overwrite(stored, value),
+            _ => self.insert(key.to_vec(), value.to_vec()),
+        }
     }
 }

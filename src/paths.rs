@@ -78,8 +78,7 @@ impl MemPath {
 
     /// Validates `raw` against `root` and returns its canonical form.
     pub fn resolve(raw: &str, root: &MemPath) -> Result<MemPath, PathRejection> {
-        let root_text = root.to_string();
-        let inside = match raw.strip_prefix(root_text.as_str()) {
+        let inside = match root.strip_from(raw) {
             Some(rest) => rest.is_empty() || rest.starts_with('/'),
             None => false,
         };
@@ -106,6 +105,19 @@ impl MemPath {
             });
         }
         Ok(MemPath { segments })
+    }
+
+    /// What follows this path's text (`/a/b`) at the start of `raw`, or `None` if `raw` does not
+    /// start with it.
+    fn strip_from<'r>(&self, raw: &'r str) -> Option<&'r str> {
+        if self.segments.is_empty() {
+            return raw.strip_prefix('/');
+        }
+        let mut rest = raw;
+        for segment in &self.segments {
+            rest = rest.strip_prefix('/')?.strip_prefix(segment.as_str())?;
+        }
+        Some(rest)
     }
 
     /// Builds a path from segments that are already known to be valid (read back from the tree).
@@ -166,14 +178,19 @@ fn normal_segments(raw: &str) -> Vec<String> {
 
 /// Whether `raw` holds a traversal sequence, plain or percent-encoded (up to four times).
 fn has_traversal(raw: &str) -> bool {
+    let plain_traversal =
+        |text: &str| text.contains("..\\") || text.split(['/', '\\']).any(|s| s == "..");
+    if !raw.contains('%') {
+        // Nothing to decode and no escape to find: only the plain spellings can be here.
+        return plain_traversal(raw);
+    }
     let mut text = raw.to_string();
     for _ in 0..5 {
         let lower = text.to_ascii_lowercase();
         if lower.contains("%2e%2e")
             || lower.contains("%2f")
             || lower.contains("%5c")
-            || lower.contains("..\\")
-            || text.split(['/', '\\']).any(|s| s == "..")
+            || plain_traversal(&text)
         {
             return true;
         }

@@ -41,7 +41,7 @@ use crate::kv::{KvRead, KvWrite};
 use crate::paths::MemPath;
 use crate::policy::{Access, Grant, Policy};
 use crate::tool::Answer;
-use crate::tool::{Change, Entry, NodeKind, Tree};
+use crate::tool::{Change, Entry, NodeKind, Probe, Tree};
 
 const ROOT_ID: u64 = 0;
 const NEXT_ID_KEY: &[u8] = b"n";
@@ -104,9 +104,17 @@ fn child_prefix(parent: u64) -> Vec<u8> {
 }
 
 fn child_key(parent: u64, name: &str) -> Vec<u8> {
-    let mut k = child_prefix(parent);
-    k.extend_from_slice(name.as_bytes());
+    let mut k = Vec::with_capacity(9 + name.len());
+    set_child_key(&mut k, parent, name);
     k
+}
+
+/// Overwrites `key` with the child key of `name` under `parent` (a path walk reuses one buffer).
+fn set_child_key(key: &mut Vec<u8>, parent: u64, name: &str) {
+    key.clear();
+    key.push(b'c');
+    key.extend_from_slice(&parent.to_be_bytes());
+    key.extend_from_slice(name.as_bytes());
 }
 
 const POLICY_KEY: &[u8] = b"P";
@@ -212,13 +220,20 @@ fn decode_file(value: &[u8]) -> Result<FileRecord> {
     }
     let created = u64::from_le_bytes(value[0..8].try_into().unwrap_or_default());
     let updated = u64::from_le_bytes(value[8..16].try_into().unwrap_or_default());
-    let content = String::from_utf8(value[FILE_HEADER..].to_vec())
-        .map_err(|_| Error::corrupt("path index file content is not UTF-8"))?;
+    let content = std::str::from_utf8(&value[FILE_HEADER..])
+        .map_err(|_| Error::corrupt("path index file content is not UTF-8"))?
+        .to_string();
     Ok(FileRecord {
         created,
         updated,
         content,
     })
+}
+
+fn no_content(id: u64) -> Error {
+    Error::corrupt(format!(
+        "path index names file node {id} but holds no content for it"
+    ))
 }
 
 fn encode_file(created: u64, updated: u64, content: &str) -> Vec<u8> {
@@ -294,33 +309,56 @@ impl<K: KvRead> Projection<K> {
         }))
     }
 
+    /// Walks `path` from `/`, calling `visit` with each node met (the root first), and stops at
+    /// a missing segment or at a file with segments left. Returns how many segments it resolved.
+    fn walk(&self, path: &MemPath, mut visit: impl FnMut(NodeKind, u64)) -> Result<usize> {
+        let (mut kind, mut id) = (NodeKind::Dir, ROOT_ID);
+        visit(kind, id);
+        let mut key = Vec::with_capacity(64);
+        for (depth, seg) in path.segments().iter().enumerate() {
+            if kind != NodeKind::Dir {
+                return Ok(depth);
+            }
+            set_child_key(&mut key, id, seg);
+            match self.kv.get_with(&key, decode_child)? {
+                Some(child) => (kind, id) = child?,
+                None => return Ok(depth),
+            }
+            visit(kind, id);
+        }
+        Ok(path.segments().len())
+    }
+
     /// The node ids from `/` down to `path`, or `None` if `path` does not exist.
     fn chain(&self, path: &MemPath) -> Result<Option<Vec<(NodeKind, u64)>>> {
-        let mut chain = vec![(NodeKind::Dir, ROOT_ID)];
-        for seg in path.segments() {
-            let (kind, id) = chain[chain.len() - 1];
-            if kind != NodeKind::Dir {
-                return Ok(None);
-            }
-            match self.kv.get_with(&child_key(id, seg), decode_child)? {
-                Some(child) => chain.push(child?),
-                None => return Ok(None),
-            }
-        }
-        Ok(Some(chain))
+        let mut chain = Vec::with_capacity(path.segments().len() + 1);
+        let depth = self.walk(path, |kind, id| chain.push((kind, id)))?;
+        Ok((depth == path.segments().len()).then_some(chain))
     }
 
     fn lookup(&self, path: &MemPath) -> Result<Option<(NodeKind, u64)>> {
-        Ok(self.chain(path)?.and_then(|c| c.last().copied()))
+        let mut last = (NodeKind::Dir, ROOT_ID);
+        let depth = self.walk(path, |kind, id| last = (kind, id))?;
+        Ok((depth == path.segments().len()).then_some(last))
     }
 
     fn file(&self, id: u64) -> Result<FileRecord> {
-        match self.kv.get(&file_key(id))? {
-            Some(v) => decode_file(&v),
-            None => Err(Error::corrupt(format!(
-                "path index names file node {id} but holds no content for it"
-            ))),
-        }
+        self.kv
+            .get_with(&file_key(id), decode_file)?
+            .unwrap_or_else(|| Err(no_content(id)))
+    }
+
+    /// The seq that created file node `id`, without copying its content.
+    fn created(&self, id: u64) -> Result<u64> {
+        let header = |v: &[u8]| match v.get(..FILE_HEADER) {
+            Some(header) => Ok(u64::from_le_bytes(
+                header[..8].try_into().unwrap_or_default(),
+            )),
+            None => Err(Error::corrupt("path index file record is truncated")),
+        };
+        self.kv
+            .get_with(&file_key(id), header)?
+            .unwrap_or_else(|| Err(no_content(id)))
     }
 
     fn children(&self, id: u64) -> Result<Vec<(String, NodeKind, u64)>> {
@@ -376,8 +414,20 @@ impl<K: KvRead> Projection<K> {
 }
 
 impl<K: KvRead> Tree for Projection<K> {
-    fn kind(&self, path: &MemPath) -> Result<Option<NodeKind>> {
-        Ok(self.lookup(path)?.map(|(kind, _)| kind))
+    fn probe(&self, path: &MemPath) -> Result<Probe> {
+        let mut last = NodeKind::Dir;
+        let depth = self.walk(path, |kind, _| last = kind)?;
+        Ok(if depth == path.segments().len() {
+            Probe {
+                kind: Some(last),
+                file_above: None,
+            }
+        } else {
+            Probe {
+                kind: None,
+                file_above: (last == NodeKind::File).then_some(depth),
+            }
+        })
     }
 
     fn read(&self, path: &MemPath) -> Result<Option<String>> {
@@ -421,19 +471,17 @@ impl<K: KvWrite> Projection<K> {
     /// Records that every event up to `seq` is applied.
     pub fn set_applied(&mut self, seq: Seq) {
         if seq == Seq(1) {
-            self.kv.insert(LAYOUT_KEY.to_vec(), vec![INDEX_LAYOUT]);
+            self.kv.set(LAYOUT_KEY, &[INDEX_LAYOUT]);
         }
-        self.kv
-            .insert(APPLIED_KEY.to_vec(), seq.0.to_be_bytes().to_vec());
+        self.kv.set(APPLIED_KEY, &seq.0.to_be_bytes());
     }
 
     fn new_id(&mut self) -> Result<u64> {
-        let next = match self.kv.get(NEXT_ID_KEY)? {
-            Some(v) => be_u64(&v, "next id")?,
+        let next = match self.kv.get_with(NEXT_ID_KEY, |v| be_u64(v, "next id"))? {
+            Some(next) => next?,
             None => ROOT_ID + 1,
         };
-        self.kv
-            .insert(NEXT_ID_KEY.to_vec(), (next + 1).to_be_bytes().to_vec());
+        self.kv.set(NEXT_ID_KEY, &(next + 1).to_be_bytes());
         Ok(next)
     }
 
@@ -442,8 +490,8 @@ impl<K: KvWrite> Projection<K> {
         let mut id = ROOT_ID;
         for seg in path.segments() {
             let key = child_key(id, seg);
-            id = match self.kv.get(&key)? {
-                Some(v) => match decode_child(&v)? {
+            id = match self.kv.get_with(&key, decode_child)? {
+                Some(child) => match child? {
                     (NodeKind::Dir, child) => child,
                     (NodeKind::File, _) => {
                         return Err(Error::corrupt(format!(
@@ -531,10 +579,10 @@ impl<K: KvWrite> Projection<K> {
                 };
                 let parent_id = self.ensure_dir(&parent)?;
                 let key = child_key(parent_id, path.name());
-                match self.kv.get(&key)? {
-                    Some(v) => {
-                        let (_, id) = decode_child(&v)?;
-                        let created = self.file(id)?.created;
+                match self.kv.get_with(&key, decode_child)? {
+                    Some(child) => {
+                        let (_, id) = child?;
+                        let created = self.created(id)?;
                         self.kv
                             .insert(file_key(id), encode_file(created, seq.0, content));
                     }

@@ -441,49 +441,31 @@ fn compare_index<K: KvRead>(
     stored: &Projection<K>,
     seq: Seq,
 ) -> Result<Option<Violation>> {
-    let stored_entries = stored.kv().scan_prefix(&[], usize::MAX)?;
     let mut ours = replay.kv().map.iter();
-    for (key, value) in &stored_entries {
-        match ours.next() {
-            Some((k, v)) if k == key && v == value => continue,
-            Some((k, _)) if k == key => {
-                return Ok(Some(violation(
-                    seq,
-                    ViolationKind::Index,
-                    format!(
-                        "index entry {} holds a different value than the log implies",
-                        show_key(key)
-                    ),
-                )));
-            }
-            Some((k, _)) => {
-                return Ok(Some(violation(
-                    seq,
-                    ViolationKind::Index,
-                    format!(
-                        "the log implies index entry {} where the store has {}",
-                        show_key(k),
-                        show_key(key)
-                    ),
-                )));
-            }
-            None => {
-                return Ok(Some(violation(
-                    seq,
-                    ViolationKind::Index,
-                    format!("the store's index has an extra entry {}", show_key(key)),
-                )));
-            }
+    let mut found = None;
+    stored.kv().visit_prefix(&[], |key, value| {
+        found = match ours.next() {
+            Some((k, v)) if k == key && v == value => return true,
+            Some((k, _)) if k == key => format!(
+                "index entry {} holds a different value than the log implies",
+                show_key(key)
+            ),
+            Some((k, _)) => format!(
+                "the log implies index entry {} where the store has {}",
+                show_key(k),
+                show_key(key)
+            ),
+            None => format!("the store's index has an extra entry {}", show_key(key)),
         }
+        .into();
+        false
+    })?;
+    if found.is_none() {
+        found = ours
+            .next()
+            .map(|(k, _)| format!("the store's index is missing entry {}", show_key(k)));
     }
-    if let Some((k, _)) = ours.next() {
-        return Ok(Some(violation(
-            seq,
-            ViolationKind::Index,
-            format!("the store's index is missing entry {}", show_key(k)),
-        )));
-    }
-    Ok(None)
+    Ok(found.map(|detail| violation(seq, ViolationKind::Index, detail)))
 }
 
 fn show_key(key: &[u8]) -> String {

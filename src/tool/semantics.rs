@@ -14,7 +14,7 @@ use crate::policy::{ANY_AGENT, Access, AdminCommand, Policy, check_agent_id};
 use crate::tool::command::{Command, Profile, parse_text};
 use crate::tool::limits::Limits;
 use crate::tool::render::{listing, numbered};
-use crate::tool::tree::{Change, NodeKind, Tree};
+use crate::tool::tree::{Change, NodeKind, Probe, Tree};
 
 /// Most lines a file may have and still be viewed.
 pub const MAX_VIEW_LINES: usize = 999_999;
@@ -242,23 +242,26 @@ impl Ctx<'_> {
     }
 
     fn kind_of(&self, p: &MemPath) -> Result<Option<NodeKind>> {
-        if p == self.root {
-            return Ok(Some(NodeKind::Dir));
-        }
-        self.tree.kind(p)
+        Ok(self.probe(p)?.kind)
     }
 
-    /// The nearest ancestor of `p` (below the root) that is a file, if any.
-    fn file_ancestor(&self, p: &MemPath) -> Result<Option<MemPath>> {
-        let mut ancestor = self.root.clone();
-        let below_root = self.root.segments().len();
-        for seg in &p.segments()[below_root..p.segments().len().saturating_sub(1)] {
-            ancestor = ancestor.join(seg);
-            if self.tree.kind(&ancestor)? == Some(NodeKind::File) {
-                return Ok(Some(ancestor));
-            }
+    /// [`Tree::probe`], with the configured root always a directory.
+    fn probe(&self, p: &MemPath) -> Result<Probe> {
+        if p == self.root {
+            return Ok(Probe {
+                kind: Some(NodeKind::Dir),
+                file_above: None,
+            });
         }
-        Ok(None)
+        self.tree.probe(p)
+    }
+
+    /// The file in the way of creating `p`: its nearest ancestor below the root that is a file,
+    /// from `p`'s probe.
+    fn file_ancestor(&self, p: &MemPath, probe: Probe) -> Option<MemPath> {
+        let depth = probe.file_above?;
+        (depth > self.root.segments().len())
+            .then(|| MemPath::from_segments(p.segments()[..depth].to_vec()))
     }
 
     /// The content of the file to edit, or the error for a missing path or a directory.
@@ -346,14 +349,15 @@ impl Ctx<'_> {
     }
 
     fn create(&self, p: &Named, text: &str) -> Result<Answer> {
-        if self.kind_of(&p.path)?.is_some() {
+        let probe = self.probe(&p.path)?;
+        if probe.kind.is_some() {
             return Ok(Answer::err(format!(
                 "{}File {} already exists",
                 prefix(self.profile),
                 p.shown
             )));
         }
-        if let Some(file) = self.file_ancestor(&p.path)? {
+        if let Some(file) = self.file_ancestor(&p.path, probe) {
             return Ok(Answer::err(format!(
                 "Error: Cannot create {}: {file} is a file, not a directory. Choose a path whose parent directories are not files.",
                 p.shown
@@ -491,7 +495,8 @@ impl Ctx<'_> {
                 self.root
             )));
         }
-        if self.kind_of(&to.path)?.is_some() {
+        let to_probe = self.probe(&to.path)?;
+        if to_probe.kind.is_some() {
             return Ok(Answer::err(format!(
                 "{}The destination {new} already exists",
                 prefix(self.profile)
@@ -508,7 +513,7 @@ impl Ctx<'_> {
                 "Error: Cannot rename {old} to {new}: a directory cannot be moved inside itself"
             )));
         }
-        if let Some(file) = self.file_ancestor(&to.path)? {
+        if let Some(file) = self.file_ancestor(&to.path, to_probe) {
             return Ok(Answer::err(format!(
                 "Error: Cannot rename {old} to {new}: {file} is a file, not a directory"
             )));

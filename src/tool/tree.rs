@@ -28,11 +28,27 @@ pub struct Entry {
     pub size: u64,
 }
 
+/// What one walk from `/` down a path found.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Probe {
+    /// What the path names, if anything.
+    pub kind: Option<NodeKind>,
+    /// When the walk met a file above the path: how many segments deep that file is (fewer than
+    /// the path has). Nothing exists under a file, so the walk stops there.
+    pub file_above: Option<usize>,
+}
+
 /// Read access to the tree.
 pub trait Tree {
-    /// What `path` names, if anything. The root is not special here: it exists only while a file
-    /// lives under it (callers treat the configured root as always present).
-    fn kind(&self, path: &MemPath) -> Result<Option<NodeKind>>;
+    /// Walks `path` from `/` once: what it names, and the file in the way if one is. The root is
+    /// not special here: it exists only while a file lives under it (callers treat the configured
+    /// root as always present).
+    fn probe(&self, path: &MemPath) -> Result<Probe>;
+
+    /// What `path` names, if anything.
+    fn kind(&self, path: &MemPath) -> Result<Option<NodeKind>> {
+        Ok(self.probe(path)?.kind)
+    }
 
     /// A file's content, or `None` if `path` is not a file.
     fn read(&self, path: &MemPath) -> Result<Option<String>>;
