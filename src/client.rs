@@ -207,7 +207,7 @@ impl MnemoClient {
             return self.read(move |store| {
                 let index = store.index();
                 let policy = index.policy()?;
-                let mut records = index.records_under(&MemPath::from_segments(Vec::new()))?;
+                let mut records = index.records_under(&MemPath::top())?;
                 records.retain(|r| {
                     MemPath::absolute(&r.path)
                         .is_ok_and(|p| policy.allows(&agent, &p, Access::Read))

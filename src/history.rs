@@ -59,10 +59,7 @@ pub fn file_history(store: &Store, path: &MemPath) -> Result<Vec<Event>> {
                     canonical(new_path, &call.root),
                 ) {
                     (Some(old), Some(new)) if ok && current.starts_with(&new) => {
-                        let rest = &current.segments()[new.segments().len()..];
-                        let mut segments = old.segments().to_vec();
-                        segments.extend_from_slice(rest);
-                        current = MemPath::from_segments(segments);
+                        current = current.moved(&new, &old);
                         true
                     }
                     (Some(old), _) if old == current => true,

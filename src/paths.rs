@@ -22,9 +22,12 @@ pub const MAX_PATH_BYTES: usize = 4096;
 pub const MAX_SEGMENT_BYTES: usize = 255;
 
 /// A validated, canonical absolute path: `/` followed by non-empty segments joined by `/`.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+///
+/// Held as its canonical text, so naming, comparing and showing a path costs no more than the
+/// string; paths order segment by segment (`/a/b` before `/a-b`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct MemPath {
-    segments: Vec<String>,
+    text: String,
 }
 
 /// Why a raw path was refused.
@@ -50,7 +53,7 @@ impl MemPath {
     /// checked: absolute, no traversal, no control characters, not `/` itself.
     pub fn root(raw: &str) -> Result<MemPath, String> {
         let path = MemPath::absolute(raw)?;
-        if path.segments.is_empty() {
+        if path.is_top() {
             return Err(
                 "the memory root cannot be / itself; use a directory such as /memories".into(),
             );
@@ -71,9 +74,7 @@ impl MemPath {
                 "the path {raw:?} contains a traversal sequence or a control character"
             ));
         }
-        Ok(MemPath {
-            segments: normal_segments(raw),
-        })
+        Ok(MemPath::normal(raw))
     }
 
     /// Validates `raw` against `root` and returns its canonical form.
@@ -97,83 +98,149 @@ impl MemPath {
                 max: MAX_PATH_BYTES,
             });
         }
-        let segments = normal_segments(raw);
-        if let Some(long) = segments.iter().find(|s| s.len() > MAX_SEGMENT_BYTES) {
+        let path = MemPath::normal(raw);
+        if let Some(long) = path.segments().find(|s| s.len() > MAX_SEGMENT_BYTES) {
             return Err(PathRejection::TooLong {
                 len: long.len(),
                 max: MAX_SEGMENT_BYTES,
             });
         }
-        Ok(MemPath { segments })
+        Ok(path)
     }
 
-    /// What follows this path's text (`/a/b`) at the start of `raw`, or `None` if `raw` does not
-    /// start with it.
+    /// What follows this path's text at the start of `raw`, or `None` if `raw` does not start
+    /// with it.
     fn strip_from<'r>(&self, raw: &'r str) -> Option<&'r str> {
-        if self.segments.is_empty() {
-            return raw.strip_prefix('/');
-        }
-        let mut rest = raw;
-        for segment in &self.segments {
-            rest = rest.strip_prefix('/')?.strip_prefix(segment.as_str())?;
-        }
-        Some(rest)
+        raw.strip_prefix(if self.is_top() { "/" } else { &self.text })
     }
 
-    /// Builds a path from segments that are already known to be valid (read back from the tree).
-    pub(crate) fn from_segments(segments: Vec<String>) -> MemPath {
-        MemPath { segments }
+    /// Canonicalises text already known to be valid: drops empty and `.` segments.
+    fn normal(raw: &str) -> MemPath {
+        let mut text = String::with_capacity(raw.len());
+        for segment in raw.split('/').filter(|s| !s.is_empty() && *s != ".") {
+            text.push('/');
+            text.push_str(segment);
+        }
+        if text.is_empty() {
+            text.push('/');
+        }
+        MemPath { text }
+    }
+
+    /// The directory `/`.
+    pub(crate) fn top() -> MemPath {
+        MemPath { text: "/".into() }
+    }
+
+    fn is_top(&self) -> bool {
+        self.text.len() == 1
+    }
+
+    /// The canonical text, such as `/memories/notes.txt`.
+    pub fn as_str(&self) -> &str {
+        &self.text
     }
 
     /// The segments, from the top.
-    pub fn segments(&self) -> &[String] {
-        &self.segments
+    pub fn segments(&self) -> impl DoubleEndedIterator<Item = &str> + Clone {
+        self.text[1..].split('/').filter(|s| !s.is_empty())
+    }
+
+    /// How many segments the path has (0 for `/`).
+    pub fn depth(&self) -> usize {
+        if self.is_top() {
+            0
+        } else {
+            self.text.bytes().filter(|b| *b == b'/').count()
+        }
+    }
+
+    /// The path of this one's first `depth` segments (all of it if it has fewer).
+    pub fn ancestor(&self, depth: usize) -> MemPath {
+        if depth == 0 {
+            return MemPath::top();
+        }
+        let end = self
+            .text
+            .match_indices('/')
+            .nth(depth)
+            .map_or(self.text.len(), |(at, _)| at);
+        MemPath {
+            text: self.text[..end].to_string(),
+        }
     }
 
     /// The last segment (empty for `/`).
     pub fn name(&self) -> &str {
-        self.segments.last().map_or("", String::as_str)
+        self.text.rsplit('/').next().unwrap_or_default()
     }
 
     /// The parent directory, or `None` for `/`.
     pub fn parent(&self) -> Option<MemPath> {
-        let (_, parent) = self.segments.split_last()?;
+        if self.is_top() {
+            return None;
+        }
+        let at = self.text.rfind('/').unwrap_or_default();
         Some(MemPath {
-            segments: parent.to_vec(),
+            text: if at == 0 {
+                "/".into()
+            } else {
+                self.text[..at].to_string()
+            },
         })
     }
 
     /// This path with `name` appended.
     pub fn join(&self, name: &str) -> MemPath {
-        let mut segments = self.segments.clone();
-        segments.push(name.to_string());
-        MemPath { segments }
+        let mut text = String::with_capacity(self.text.len() + 1 + name.len());
+        if !self.is_top() {
+            text.push_str(&self.text);
+        }
+        text.push('/');
+        text.push_str(name);
+        MemPath { text }
+    }
+
+    /// This path with its leading `from` (which it must start with) replaced by `to`.
+    pub fn moved(&self, from: &MemPath, to: &MemPath) -> MemPath {
+        let rest = if from.is_top() {
+            &self.text
+        } else {
+            self.text.get(from.text.len()..).unwrap_or_default()
+        };
+        let mut moved = to.clone();
+        for segment in rest.split('/').filter(|s| !s.is_empty()) {
+            moved = moved.join(segment);
+        }
+        moved
     }
 
     /// Whether `self` is `other` or lies under it.
     pub fn starts_with(&self, other: &MemPath) -> bool {
-        self.segments.starts_with(&other.segments)
+        other.is_top()
+            || self
+                .text
+                .strip_prefix(&other.text)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    }
+}
+
+impl Ord for MemPath {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.segments().cmp(other.segments())
+    }
+}
+
+impl PartialOrd for MemPath {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
     }
 }
 
 impl fmt::Display for MemPath {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.segments.is_empty() {
-            return f.write_str("/");
-        }
-        for s in &self.segments {
-            f.write_str("/")?;
-            f.write_str(s)?;
-        }
-        Ok(())
+        f.write_str(&self.text)
     }
-}
-
-fn normal_segments(raw: &str) -> Vec<String> {
-    raw.split('/')
-        .filter(|s| !s.is_empty() && *s != ".")
-        .map(str::to_string)
-        .collect()
 }
 
 /// Whether `raw` holds a traversal sequence, plain or percent-encoded (up to four times).
@@ -288,6 +355,48 @@ mod tests {
             MemPath::resolve(&format!("/memories/{}", "x".repeat(300)), &r),
             Err(PathRejection::TooLong { .. })
         ));
+    }
+
+    #[test]
+    fn walking_and_rebuilding_paths() {
+        let top = MemPath::top();
+        let p = MemPath::absolute("/memories//notes/./a.md").unwrap();
+        assert_eq!(p.as_str(), "/memories/notes/a.md");
+        assert_eq!(
+            p.segments().collect::<Vec<_>>(),
+            ["memories", "notes", "a.md"]
+        );
+        assert_eq!((p.depth(), top.depth(), top.segments().count()), (3, 0, 0));
+        assert_eq!(p.ancestor(0), top);
+        assert_eq!(p.ancestor(2).as_str(), "/memories/notes");
+        assert_eq!(p.ancestor(9), p);
+        assert_eq!((p.name(), top.name()), ("a.md", ""));
+        assert_eq!(p.parent().unwrap().as_str(), "/memories/notes");
+        assert_eq!(MemPath::absolute("/m").unwrap().parent(), Some(top.clone()));
+        assert_eq!(top.parent(), None);
+        assert_eq!(top.join("m").join("x").as_str(), "/m/x");
+        let dir = MemPath::absolute("/memories/notes").unwrap();
+        let archive = MemPath::absolute("/memories/archive/2026").unwrap();
+        assert_eq!(
+            p.moved(&dir, &archive).as_str(),
+            "/memories/archive/2026/a.md"
+        );
+        assert_eq!(
+            p.moved(&top, &dir).as_str(),
+            "/memories/notes/memories/notes/a.md"
+        );
+        assert!(p.starts_with(&dir) && p.starts_with(&top) && p.starts_with(&p));
+        assert!(
+            !MemPath::absolute("/memories/notes2")
+                .unwrap()
+                .starts_with(&dir)
+        );
+        // Segment order, not text order: `/a/b` sorts before `/a-b` although '/' > '-'.
+        let (nested, dashed) = (
+            MemPath::absolute("/a/b").unwrap(),
+            MemPath::absolute("/a-b").unwrap(),
+        );
+        assert!(nested < dashed && top < nested);
     }
 
     #[test]

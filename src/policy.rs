@@ -102,7 +102,7 @@ impl Policy {
         Policy {
             grants: vec![Grant {
                 agent: ANY_AGENT.into(),
-                prefix: MemPath::from_segments(Vec::new()),
+                prefix: MemPath::top(),
                 access: Access::ReadWrite,
             }],
         }

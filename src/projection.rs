@@ -315,7 +315,8 @@ impl<K: KvRead> Projection<K> {
         let (mut kind, mut id) = (NodeKind::Dir, ROOT_ID);
         visit(kind, id);
         let mut key = Vec::with_capacity(64);
-        for (depth, seg) in path.segments().iter().enumerate() {
+        let mut depth = 0;
+        for seg in path.segments() {
             if kind != NodeKind::Dir {
                 return Ok(depth);
             }
@@ -325,21 +326,22 @@ impl<K: KvRead> Projection<K> {
                 None => return Ok(depth),
             }
             visit(kind, id);
+            depth += 1;
         }
-        Ok(path.segments().len())
+        Ok(depth)
     }
 
     /// The node ids from `/` down to `path`, or `None` if `path` does not exist.
     fn chain(&self, path: &MemPath) -> Result<Option<Vec<(NodeKind, u64)>>> {
-        let mut chain = Vec::with_capacity(path.segments().len() + 1);
+        let mut chain = Vec::with_capacity(path.depth() + 1);
         let depth = self.walk(path, |kind, id| chain.push((kind, id)))?;
-        Ok((depth == path.segments().len()).then_some(chain))
+        Ok((depth == path.depth()).then_some(chain))
     }
 
     fn lookup(&self, path: &MemPath) -> Result<Option<(NodeKind, u64)>> {
         let mut last = (NodeKind::Dir, ROOT_ID);
         let depth = self.walk(path, |kind, id| last = (kind, id))?;
-        Ok((depth == path.segments().len()).then_some(last))
+        Ok((depth == path.depth()).then_some(last))
     }
 
     fn file(&self, id: u64) -> Result<FileRecord> {
@@ -417,7 +419,7 @@ impl<K: KvRead> Tree for Projection<K> {
     fn probe(&self, path: &MemPath) -> Result<Probe> {
         let mut last = NodeKind::Dir;
         let depth = self.walk(path, |kind, _| last = kind)?;
-        Ok(if depth == path.segments().len() {
+        Ok(if depth == path.depth() {
             Probe {
                 kind: Some(last),
                 file_above: None,
@@ -511,11 +513,11 @@ impl<K: KvWrite> Projection<K> {
 
     /// Removes the entry for `path` (whose chain is `chain`) and prunes parents left empty.
     fn unlink(&mut self, path: &MemPath, chain: &[(NodeKind, u64)]) -> Result<()> {
-        let segs = path.segments();
+        let segs: Vec<&str> = path.segments().collect();
         let mut depth = segs.len();
         while depth > 0 {
             let parent = chain[depth - 1].1;
-            self.kv.remove(&child_key(parent, &segs[depth - 1]));
+            self.kv.remove(&child_key(parent, segs[depth - 1]));
             if parent == ROOT_ID || !self.kv.scan_prefix(&child_prefix(parent), 1)?.is_empty() {
                 break;
             }

@@ -75,7 +75,7 @@ pub fn import(server: &MnemoMemoryToolServer, dir: &Path) -> Result<ImportSummar
         return Err(Error::InvalidArgument(format!(
             "{} has no {} directory; point import at the directory that holds it (the SDK tool's base_path)",
             dir.display(),
-            root.segments().join("/")
+            &root.as_str()[1..]
         )));
     }
     let mut files = Vec::new();

@@ -1,5 +1,7 @@
 //! Text the model sees: sizes, numbered lines and directory listings.
 
+use std::fmt::Write as _;
+
 use crate::error::Result;
 use crate::paths::MemPath;
 use crate::tool::command::Profile;
@@ -35,7 +37,8 @@ pub fn numbered<'a>(lines: impl IntoIterator<Item = &'a str>, first: usize) -> S
         if i > 0 {
             out.push('\n');
         }
-        out.push_str(&format!("{:>6}\t{line}", first + i));
+        // NOTE: writing to a String cannot fail.
+        let _ = write!(out, "{:>6}\t{line}", first + i);
     }
     out
 }

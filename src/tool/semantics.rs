@@ -260,8 +260,7 @@ impl Ctx<'_> {
     /// from `p`'s probe.
     fn file_ancestor(&self, p: &MemPath, probe: Probe) -> Option<MemPath> {
         let depth = probe.file_above?;
-        (depth > self.root.segments().len())
-            .then(|| MemPath::from_segments(p.segments()[..depth].to_vec()))
+        (depth > self.root.depth()).then(|| p.ancestor(depth))
     }
 
     /// The content of the file to edit, or the error for a missing path or a directory.
