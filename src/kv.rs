@@ -89,6 +89,19 @@ impl KvRead for MemKv {
         Ok(self.map.get(key).map(|v| read(v)))
     }
 
+    fn visit_prefix(
+        &self,
+        prefix: &[u8],
+        mut visit: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<()> {
+        for (key, value) in prefix_range(&self.map, prefix) {
+            if !visit(key, value) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
     fn scan_prefix(&self, prefix: &[u8], limit: usize) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         Ok(prefix_range(&self.map, prefix)
             .take(limit)

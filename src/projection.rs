@@ -538,7 +538,12 @@ impl<K: KvWrite> Projection<K> {
     fn collect_trash(&mut self) -> Result<()> {
         let mut budget = COLLECT_BUDGET;
         while budget > 0 {
-            let Some((key, _)) = self.kv.scan_prefix(TRASH_PREFIX, 1)?.into_iter().next() else {
+            let mut first = None;
+            self.kv.visit_prefix(TRASH_PREFIX, |key, _| {
+                first = Some(key.to_vec());
+                false
+            })?;
+            let Some(key) = first else {
                 break;
             };
             let dir = be_u64(&key[TRASH_PREFIX.len()..], "trash id")?;

@@ -295,6 +295,18 @@ impl Ctx<'_> {
         if !self.policy.may_see(self.agent, &p.path) {
             return Ok(self.denied(p, Access::Read));
         }
+        // One walk reads a file; the root always shows as a directory.
+        let file = if &p.path == self.root {
+            None
+        } else {
+            self.tree.read(&p.path)?
+        };
+        if let Some(content) = file {
+            if !self.policy.allows(self.agent, &p.path, Access::Read) {
+                return Ok(self.denied(p, Access::Read));
+            }
+            return Ok(self.view_file(&p.shown, &content, range));
+        }
         match self.kind_of(&p.path)? {
             Some(NodeKind::Dir) => Ok(Answer::ok(
                 listing(self.tree, &p.path, &p.shown, self.profile, &|path, kind| {
@@ -302,14 +314,8 @@ impl Ctx<'_> {
                 })?,
                 None,
             )),
-            Some(NodeKind::File) if !self.policy.allows(self.agent, &p.path, Access::Read) => {
-                Ok(self.denied(p, Access::Read))
-            }
-            Some(NodeKind::File) => {
-                let content = self.tree.read(&p.path)?.unwrap_or_default();
-                Ok(self.view_file(&p.shown, &content, range))
-            }
-            None => Ok(Answer::err(format!(
+            // Not a file (the read found none) and not a directory: nothing is there.
+            _ => Ok(Answer::err(format!(
                 "The path {} does not exist. Please provide a valid path.",
                 p.shown
             ))),
