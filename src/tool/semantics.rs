@@ -348,7 +348,7 @@ impl Ctx<'_> {
         let header = format!("Here's the content of {shown} with line numbers:\n");
         let text = match self.limits.view_max_chars {
             Some(cap) => capped(shown_lines, first, cap),
-            None => numbered(shown_lines.iter().copied(), first),
+            None => numbered(shown_lines, first),
         };
         Answer::ok(header + &text, None)
     }
@@ -425,7 +425,7 @@ impl Ctx<'_> {
         };
         let from = first_changed.saturating_sub(2).max(1);
         let to = (last_changed + 2).min(lines.len());
-        let snippet = numbered(lines[from - 1..to].iter().copied(), from);
+        let snippet = numbered(&lines[from - 1..to], from);
         Ok(Answer::ok(
             format!("{heading}\n{snippet}"),
             Some(Change::Write {
