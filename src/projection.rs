@@ -214,12 +214,18 @@ fn encode_child(kind: NodeKind, id: u64) -> Vec<u8> {
     v
 }
 
-fn decode_file(value: &[u8]) -> Result<FileRecord> {
+/// The created and updated seqs at the head of a file record.
+fn file_seqs(value: &[u8]) -> Result<(u64, u64)> {
     if value.len() < FILE_HEADER {
         return Err(Error::corrupt("path index file record is truncated"));
     }
     let created = u64::from_le_bytes(value[0..8].try_into().unwrap_or_default());
     let updated = u64::from_le_bytes(value[8..16].try_into().unwrap_or_default());
+    Ok((created, updated))
+}
+
+fn decode_file(value: &[u8]) -> Result<FileRecord> {
+    let (created, updated) = file_seqs(value)?;
     let content = std::str::from_utf8(&value[FILE_HEADER..])
         .map_err(|_| Error::corrupt("path index file content is not UTF-8"))?
         .to_string();
@@ -352,14 +358,8 @@ impl<K: KvRead> Projection<K> {
 
     /// The seq that created file node `id`, without copying its content.
     fn created(&self, id: u64) -> Result<u64> {
-        let header = |v: &[u8]| match v.get(..FILE_HEADER) {
-            Some(header) => Ok(u64::from_le_bytes(
-                header[..8].try_into().unwrap_or_default(),
-            )),
-            None => Err(Error::corrupt("path index file record is truncated")),
-        };
         self.kv
-            .get_with(&file_key(id), header)?
+            .get_with(&file_key(id), |v| Ok(file_seqs(v)?.0))?
             .unwrap_or_else(|| Err(no_content(id)))
     }
 

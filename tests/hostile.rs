@@ -29,14 +29,7 @@ use crate::support::{TempStore, run_mnemo, run_mnemo_bytes};
 
 const ROOT: &str = "/memories";
 const PROFILES: [Profile; 2] = [Profile::Spec, Profile::PythonSdk];
-const COMMANDS: [&str; 6] = [
-    "view",
-    "create",
-    "str_replace",
-    "insert",
-    "delete",
-    "rename",
-];
+const COMMANDS: [&str; 6] = mnemo::tool::COMMAND_NAMES;
 const VALID_COMMANDS: &str = "view, create, str_replace, insert, delete, rename";
 
 // ---------------------------------------------------------------------------------------------
