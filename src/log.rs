@@ -150,12 +150,35 @@ struct Disk {
     head: HeadRecord,
 }
 
+/// Removes the `snap.*.generating` files in `dir`; returns how many there were.
+///
+/// sled 0.34 writes a snapshot to `snap.LSN.generating`, syncs it and renames it to `snap.LSN`.
+/// When it opens it reads the newest `snap.*` file, a `.generating` one included, so a process
+/// killed while writing a snapshot leaves a store sled refuses to open (sled issues #1387, #1527).
+/// Such a file is never a finished snapshot; without it sled opens from the previous snapshot and
+/// replays its log, as it would had the kill come a moment earlier.
+fn remove_torn_snapshots(dir: &Path) -> Result<usize> {
+    let mut removed = 0;
+    for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
+        let entry = entry.map_err(|e| Error::io(dir, e))?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with("snap.") && name.ends_with(".generating") {
+            std::fs::remove_file(entry.path()).map_err(|e| Error::io(entry.path(), e))?;
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
 impl Store {
     /// Opens or creates the store at `path`.
     ///
     /// sled's background threads can hold the store's lock for a moment after its last handle is
     /// dropped, so a lock conflict is retried for up to [`LOCK_WAIT`] before it is reported as
     /// [`Error::Locked`]: a store closed a moment ago reopens, one held by a live process does not.
+    /// A snapshot that a kill left half-written (`snap.*.generating`, which sled 0.34 would
+    /// otherwise read and refuse) is removed, and sled opens from the previous one and its log.
     pub fn open(path: &Path) -> Result<Store> {
         if path.is_file() {
             return Err(Error::InvalidArgument(format!(
@@ -175,9 +198,18 @@ impl Store {
         // marker means damage, not a new store.
         let existed = path.join("db").exists() || path.join("conf").exists();
         let deadline = Instant::now() + LOCK_WAIT;
+        let mut removed_torn_snapshots = false;
         let db = loop {
             match sled::Config::new().path(path).open() {
                 Ok(db) => break db,
+                // sled holds the lock by the time it reads snapshots, so no other process is
+                // writing one now.
+                Err(e @ sled::Error::Corruption { .. }) if !removed_torn_snapshots => {
+                    removed_torn_snapshots = true;
+                    if remove_torn_snapshots(path)? == 0 {
+                        return Err(Error::Storage(e));
+                    }
+                }
                 Err(sled::Error::Io(io)) if io.to_string().contains("could not acquire lock") => {
                     if Instant::now() >= deadline {
                         return Err(Error::Locked {

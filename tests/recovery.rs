@@ -144,3 +144,30 @@ fn a_store_from_a_newer_format_is_refused() {
         other => panic!("expected Error::NewerFormat, got {other:?}"),
     }
 }
+
+/// sled 0.34 picks the newest `snap.*` file when it opens, including a `snap.*.generating` file
+/// that a kill left half-written, and then refuses to open at all (sled issues #1387, #1527). The
+/// store removes such a file and opens from the previous snapshot and the log.
+#[test]
+fn a_snapshot_left_half_written_by_a_kill_does_not_stop_the_store_opening() {
+    let s = TempStore::new();
+    {
+        let server = s.server();
+        call(
+            &server,
+            json!({"command": "create", "path": "/memories/a.txt", "file_text": "a"}),
+        );
+    }
+    let torn = s.path().join("snap.FFFFFFFFFFFFFFF0.generating");
+    std::fs::write(&torn, b"").expect("write the torn snapshot");
+    let client = s.client();
+    assert_eq!(
+        client
+            .record("/memories/a.txt")
+            .expect("read")
+            .map(|r| r.content),
+        Some("a".to_string())
+    );
+    assert!(!torn.exists(), "the torn snapshot was removed");
+    assert!(client.verify().expect("verify").is_intact());
+}
