@@ -12,6 +12,9 @@
 //!   which persists created, renamed and removed files.
 //!
 //! The first sync after a store opens has seen nothing, so it `fsync`s everything, as before.
+//! sled removes blob files from its own threads, so a file listed can be gone by the time it is
+//! opened: a file that is gone needs no `fsync` (its directory's does, and the changed listing
+//! brings it about).
 //! The head record is never `fsync`ed itself (see below); its directory entry is, when it appears.
 //!
 //! **Head record** ([`HEAD_FILE`]). After each `fsync` or `flush` commit the head is written
@@ -89,7 +92,11 @@ impl DiskSync {
         for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
             let entry = entry.map_err(|e| Error::io(dir, e))?;
             let path = entry.path();
-            let meta = entry.metadata().map_err(|e| Error::io(&path, e))?;
+            let meta = match entry.metadata() {
+                Ok(meta) => meta,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(Error::io(&path, e)),
+            };
             listing.push((entry.file_name(), meta.ino()));
             if meta.is_dir() {
                 self.sync_dir(root, &path)?;
@@ -122,8 +129,13 @@ impl DiskSync {
         }
         let stamp = Stamp::of(meta);
         if self.files.get(&path) != Some(&stamp) {
-            fsync_path(&path)?;
-            self.files.insert(path, stamp);
+            match File::open(&path).and_then(|f| f.sync_all()) {
+                Ok(()) => {
+                    self.files.insert(path, stamp);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io(&path, e)),
+            }
         }
         Ok(())
     }
@@ -287,5 +299,18 @@ mod tests {
         sync.sync(dir.path()).expect("second sync");
         assert_eq!(sync.dirs[dir.path()].len(), before + 1);
         assert!(sync.files.contains_key(&dir.path().join("blobs").join("1")));
+    }
+
+    #[test]
+    fn a_file_removed_after_it_was_listed_is_skipped() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let blob = dir.path().join("2");
+        std::fs::write(&blob, b"blob").expect("blob");
+        let meta = std::fs::metadata(&blob).expect("metadata");
+        std::fs::remove_file(&blob).expect("remove");
+        let mut sync = DiskSync::default();
+        sync.sync_file(dir.path(), blob.clone(), &meta)
+            .expect("a vanished file is not an error");
+        assert!(!sync.files.contains_key(&blob), "nothing was synced");
     }
 }
