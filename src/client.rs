@@ -189,6 +189,13 @@ impl MnemoClient {
         self.read(verify_store)
     }
 
+    /// Writes the index changes the writer holds in memory (it writes them in batches), so that
+    /// the stored index, [`Store::index`], reflects every call answered so far. For tools and
+    /// tests that read the stored index directly.
+    pub fn flush_index(&self) -> Result<()> {
+        self.read(|_| Ok(()))
+    }
+
     /// The last event.
     pub fn head(&self) -> Result<Head> {
         self.read(Store::head)

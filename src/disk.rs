@@ -3,7 +3,7 @@
 //! **Durable sync.** sled 0.34's `flush` ends in `sync_file_range`, which neither makes data
 //! durable nor persists file growth (sled issue #1452), so a durable commit also `fsync`s the
 //! store's files. Every `fsync` costs a journal commit or a device cache flush even on a file with
-//! nothing new, so [`DiskSync`] does only the ones that can matter:
+//! nothing new, so `DiskSync` does only the ones that can matter:
 //!
 //! * sled's `db` file (the log sled appends to in place) on every sync;
 //! * any other file the first time it is seen, and again whenever its inode, length or mtime

@@ -13,8 +13,11 @@ use crate::error::{Error, Result};
 /// The places that can be made to fail.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Failpoint {
-    /// Before a batch's events, head and index changes are written (nothing of it lands).
+    /// Before a batch's events and head are written (nothing of it lands).
     Append,
+    /// Before the index changes the writer holds are written (the events they derive from are
+    /// in the log; the index catches up from them on reopen).
+    Index,
     /// After the batch is written, before the flush and fsync (nothing is known to be durable).
     Sync,
 }

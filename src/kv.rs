@@ -160,49 +160,144 @@ impl KvRead for sled::Tree {
     }
 }
 
-/// Writes not yet committed: `Some(value)` sets a key, `None` removes it.
-pub type Pending = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
+/// Writes not yet committed, in key order: `Some(value)` sets a key, `None` removes it. Keeps a
+/// count of the bytes it holds, so a writer can bound how much it keeps in memory.
+#[derive(Clone, Debug, Default)]
+pub struct Pending {
+    map: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    bytes: usize,
+}
+
+fn entry_bytes(key: &[u8], value: Option<&Vec<u8>>) -> usize {
+    key.len() + value.map_or(0, Vec::len)
+}
+
+impl Pending {
+    /// Whether no write is held.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// How many keys are written.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// The bytes of keys and values held.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    fn put(&mut self, key: Vec<u8>, value: Option<Vec<u8>>) {
+        self.bytes += entry_bytes(&key, value.as_ref());
+        let key_len = key.len();
+        if let Some(old) = self.map.insert(key, value) {
+            self.bytes -= key_len + old.map_or(0, |v| v.len());
+        }
+    }
+
+    fn set(&mut self, key: &[u8], value: &[u8]) {
+        match self.map.get_mut(key) {
+            Some(Some(stored)) => {
+                self.bytes = self.bytes - stored.len() + value.len();
+                overwrite(stored, value);
+            }
+            _ => self.put(key.to_vec(), Some(value.to_vec())),
+        }
+    }
+
+    /// The writes, in key order: `Some(value)` to set a key, `None` to remove it.
+    pub fn writes(&self) -> impl Iterator<Item = (&[u8], Option<&[u8]>)> {
+        self.map.iter().map(|(k, v)| (k.as_slice(), v.as_deref()))
+    }
+
+    /// The write of `key`, if there is one: `Some(None)` for a removal.
+    fn lookup(&self, key: &[u8]) -> Option<Option<&[u8]>> {
+        self.map.get(key).map(Option::as_deref)
+    }
+}
 
 /// Uncommitted writes over a sled tree. Reads see the writes; nothing reaches sled until
-/// its [`Overlay::into_writes`] are committed.
+/// its [`Overlay::into_pending`] writes are committed.
+///
+/// An overlay may also sit on a batch of older writes that are being committed (`under`): reads
+/// see the overlay's own writes first, then that batch, then the tree, so they do not depend on
+/// whether the batch has reached the tree yet.
 pub struct Overlay<'a> {
     base: &'a sled::Tree,
+    under: Option<&'a Pending>,
     pending: Pending,
 }
 
 impl<'a> Overlay<'a> {
     /// An empty overlay over `base`.
     pub fn new(base: &'a sled::Tree) -> Self {
-        Overlay::resume(base, Pending::new())
+        Overlay::resume(base, None, Pending::default())
     }
 
-    /// An overlay over `base` that already holds `pending` writes.
-    pub fn resume(base: &'a sled::Tree, pending: Pending) -> Self {
-        Overlay { base, pending }
+    /// An overlay over `base`, and over `under` if given, that already holds `pending` writes.
+    pub fn resume(base: &'a sled::Tree, under: Option<&'a Pending>, pending: Pending) -> Self {
+        Overlay {
+            base,
+            under,
+            pending,
+        }
     }
 
-    /// The writes, to resume later.
+    /// The write `pending` or `under` holds for `key`, if either does.
+    fn lookup(&self, key: &[u8]) -> Option<Option<&[u8]>> {
+        self.pending
+            .lookup(key)
+            .or_else(|| self.under.and_then(|u| u.lookup(key)))
+    }
+
+    /// The writes `pending` and `under` hold for keys starting with `prefix`, in key order, the
+    /// overlay's own winning over `under`'s.
+    fn writes_under<'s>(&'s self, prefix: &'s [u8]) -> Vec<(&'s [u8], Option<&'s [u8]>)> {
+        let mut top = prefix_range(&self.pending.map, prefix).peekable();
+        let Some(under) = self.under else {
+            return top.map(|(k, v)| (k.as_slice(), v.as_deref())).collect();
+        };
+        let mut low = prefix_range(&under.map, prefix).peekable();
+        let mut out = Vec::new();
+        loop {
+            let next = match (top.peek(), low.peek()) {
+                (None, None) => break,
+                (Some(_), None) => top.next(),
+                (None, Some(_)) => low.next(),
+                (Some((a, _)), Some((b, _))) => match a.cmp(b) {
+                    std::cmp::Ordering::Less => top.next(),
+                    std::cmp::Ordering::Greater => low.next(),
+                    std::cmp::Ordering::Equal => {
+                        low.next();
+                        top.next()
+                    }
+                },
+            };
+            if let Some((k, v)) = next {
+                out.push((k.as_slice(), v.as_deref()));
+            }
+        }
+        out
+    }
+
+    /// The writes, to resume or commit later.
     pub fn into_pending(self) -> Pending {
         self.pending
-    }
-
-    /// The writes, in key order: `Some(value)` to set a key, `None` to remove it.
-    pub fn into_writes(self) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
-        self.pending.into_iter().collect()
     }
 }
 
 impl KvRead for Overlay<'_> {
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        match self.pending.get(key) {
-            Some(v) => Ok(v.clone()),
+        match self.lookup(key) {
+            Some(v) => Ok(v.map(<[u8]>::to_vec)),
             None => KvRead::get(self.base, key),
         }
     }
 
     fn get_with<T>(&self, key: &[u8], read: impl FnOnce(&[u8]) -> T) -> Result<Option<T>> {
-        match self.pending.get(key) {
-            Some(v) => Ok(v.as_deref().map(read)),
+        match self.lookup(key) {
+            Some(v) => Ok(v.map(read)),
             None => KvRead::get_with(self.base, key, read),
         }
     }
@@ -210,7 +305,7 @@ impl KvRead for Overlay<'_> {
     fn scan_prefix(&self, prefix: &[u8], limit: usize) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         let mut out = Vec::new();
         let mut base = sled::Tree::scan_prefix(self.base, prefix).peekable();
-        let mut over = prefix_range(&self.pending, prefix).peekable();
+        let mut over = self.writes_under(prefix).into_iter().peekable();
         while out.len() < limit {
             let base_key = match base.peek() {
                 Some(Ok((k, _))) => Some(k.to_vec()),
@@ -222,23 +317,20 @@ impl KvRead for Overlay<'_> {
                 }
                 None => None,
             };
-            let over_key = over.peek().map(|(k, _)| (*k).clone());
-            let take_over = match (&base_key, &over_key) {
+            let over_key = over.peek().map(|(k, _)| *k);
+            let take_over = match (&base_key, over_key) {
                 (None, None) => break,
                 (Some(_), None) => false,
                 (None, Some(_)) => true,
-                (Some(b), Some(o)) => o <= b,
+                (Some(b), Some(o)) => o <= b.as_slice(),
             };
             if take_over {
-                let (k, v) = over
-                    .next()
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .unwrap_or_default();
-                if base_key.as_ref() == Some(&k) {
+                let Some((k, v)) = over.next() else { break };
+                if base_key.as_deref() == Some(k) {
                     base.next();
                 }
                 if let Some(v) = v {
-                    out.push((k, v));
+                    out.push((k.to_vec(), v.to_vec()));
                 }
             } else if let Some(Ok((k, v))) = base.next() {
                 out.push((k.to_vec(), v.to_vec()));
@@ -250,17 +342,94 @@ impl KvRead for Overlay<'_> {
 
 impl KvWrite for Overlay<'_> {
     fn insert(&mut self, key: Vec<u8>, value: Vec<u8>) {
-        self.pending.insert(key, Some(value));
+        self.pending.put(key, Some(value));
     }
 
     fn remove(&mut self, key: &[u8]) {
-        self.pending.insert(key.to_vec(), None);
+        self.pending.put(key.to_vec(), None);
     }
 
     fn set(&mut self, key: &[u8], value: &[u8]) {
-        match self.pending.get_mut(key) {
-            Some(Some(stored)) => overwrite(stored, value),
-            _ => self.insert(key.to_vec(), value.to_vec()),
+        self.pending.set(key, value);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A write to one of the three layers: the tree (0), the batch under the overlay (1), the
+    /// overlay (2, or 3 to overwrite in place with `set`).
+    #[derive(Clone, Debug)]
+    struct Write {
+        layer: u8,
+        key: Vec<u8>,
+        value: Option<Vec<u8>>,
+    }
+
+    fn write() -> impl Strategy<Value = Write> {
+        (
+            0u8..4,
+            proptest::collection::vec(0u8..3, 1..4),
+            proptest::option::of(proptest::collection::vec(any::<u8>(), 0..3)),
+        )
+            .prop_map(|(layer, key, value)| Write { layer, key, value })
+    }
+
+    proptest! {
+        /// Reads through an overlay on a batch on a tree equal reads of one map the three were
+        /// applied to in order: tree first, then the batch, then the overlay.
+        #[test]
+        fn an_overlay_on_a_batch_reads_like_the_layers_applied_in_order(
+            writes in proptest::collection::vec(write(), 0..40),
+            prefix in proptest::collection::vec(0u8..3, 0..3),
+        ) {
+            let db = sled::Config::new().temporary(true).open().expect("temporary sled");
+            let base = db.open_tree("t").expect("tree");
+            let (mut under, mut over) = (Pending::default(), Pending::default());
+            let mut layers: [BTreeMap<Vec<u8>, Option<Vec<u8>>>; 3] = Default::default();
+            for w in &writes {
+                match w.layer {
+                    0 => match &w.value {
+                        Some(v) => {
+                            base.insert(&w.key, v.as_slice()).expect("insert");
+                        }
+                        None => {
+                            base.remove(&w.key).expect("remove");
+                        }
+                    },
+                    1 => under.put(w.key.clone(), w.value.clone()),
+                    2 => over.put(w.key.clone(), w.value.clone()),
+                    _ => match &w.value {
+                        Some(v) => over.set(&w.key, v),
+                        None => over.put(w.key.clone(), None),
+                    },
+                }
+                layers[usize::from(w.layer.min(2))].insert(w.key.clone(), w.value.clone());
+            }
+            let mut model = BTreeMap::new();
+            for layer in &layers {
+                for (k, v) in layer {
+                    match v {
+                        Some(v) => model.insert(k.clone(), v.clone()),
+                        None => model.remove(k),
+                    };
+                }
+            }
+            let overlay = Overlay::resume(&base, Some(&under), over);
+            for key in layers.iter().flat_map(|l| l.keys()) {
+                prop_assert_eq!(KvRead::get(&overlay, key).expect("get"), model.get(key).cloned());
+            }
+            let scanned = overlay.scan_prefix(&prefix, usize::MAX).expect("scan");
+            let expected: Vec<(Vec<u8>, Vec<u8>)> = model
+                .iter()
+                .filter(|(k, _)| k.starts_with(&prefix))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            prop_assert_eq!(scanned, expected);
+            let bytes: usize = overlay.pending.writes().map(|(k, v)| k.len() + v.map_or(0, <[u8]>::len)).sum();
+            prop_assert_eq!(overlay.pending.bytes(), bytes);
         }
     }
 }

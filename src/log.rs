@@ -10,24 +10,27 @@
 //! | `index` | see [`crate::projection`] | |
 //!
 //! **Invariant:** the `events` tree is append-only: keys are dense from 1 and never overwritten.
-//! **Invariant:** `meta.head` names the last event; both are written in one sled transaction.
-//! **Invariant:** the index's applied seq never passes the head. A batch's events, the head and
-//! its index changes are written in one sled transaction; an index that lags the log anyway (a
-//! store written by `append` alone) is caught up by replaying the missing events when the store
-//! opens, before anything else runs.
+//! **Invariant:** `meta.head` names an event of the log, never one past its end. It is written
+//! after the events it names, so a crash can leave it behind the last event, never ahead; the
+//! events past it were never acknowledged, and [`Store::catch_up`] moves it over them when the
+//! store next opens for writing.
+//! **Invariant:** the index's applied seq never passes the head. Index changes are written in one
+//! sled transaction each, after the events they derive from; the writer keeps them in memory
+//! and writes them in batches, so the stored index lags the log, and opening the store replays
+//! the missing events into it before anything else runs.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use sled::Tree;
 use sled::transaction::{ConflictableTransactionError, TransactionError};
-use sled::{Transactional, Tree};
 
 use crate::disk::{DiskSync, HeadRecord};
 use crate::error::{Error, Result};
 use crate::event::{EventHash, FORMAT_VERSION, Frame, Seq};
 use crate::failpoint::{Failpoint, Failpoints};
-use crate::kv::Overlay;
+use crate::kv::{Overlay, Pending};
 use crate::projection::Projection;
 
 const FORMAT_KEY: &[u8] = b"format";
@@ -361,52 +364,50 @@ impl Store {
         (self.events.clone(), self.meta.clone(), self.index.clone())
     }
 
-    /// Appends `frames` (consecutive, continuing the head) and moves the head, atomically,
-    /// leaving the index as it is (it catches up on the next open).
+    /// Appends `frames` (consecutive, continuing the head), then moves the head over them.
+    ///
+    /// Each event is its own sled write, not one transaction: sled recovers a prefix of its log
+    /// after a crash, so a crash can keep only some of a batch, or its events without the head
+    /// that names them. That tail was never acknowledged (callers are answered only after the
+    /// sync that covers the head), and [`Store::catch_up`] moves the head over it when the store
+    /// next opens for writing. (A transaction would make the batch atomic, but sled 0.34 writes
+    /// each transaction's manifest into an IO buffer of its own: a second device write per commit.)
     pub fn append(&self, frames: &[Frame]) -> Result<Head> {
         self.failpoints.check(Failpoint::Append)?;
-        self.transact(frames, &[])
-    }
-
-    /// Appends `frames`, moves the head and writes the index changes `overlay` holds, all in one
-    /// sled transaction: after a crash either all of a batch is there or none of it.
-    pub fn commit(&self, frames: &[Frame], overlay: Overlay<'_>) -> Result<Head> {
-        self.failpoints.check(Failpoint::Append)?;
-        self.transact(frames, &overlay.into_writes())
-    }
-
-    fn transact(&self, frames: &[Frame], index: &[(Vec<u8>, Option<Vec<u8>>)]) -> Result<Head> {
-        let head = match frames.last() {
-            Some(last) => Head {
-                seq: last.seq,
-                hash: last.hash,
-            },
-            None => self.head()?,
+        let Some(last) = frames.last() else {
+            return self.head();
         };
-        let records: Vec<([u8; 8], Vec<u8>)> =
-            frames.iter().map(|f| (f.seq.key(), f.encode())).collect();
-        let head_bytes = head.encode();
-        (&self.events, &self.meta, &self.index)
-            .transaction(|(events, meta, idx)| {
-                for (key, record) in &records {
-                    events.insert(&key[..], record.as_slice())?;
-                }
-                if !records.is_empty() {
-                    meta.insert(HEAD_KEY, head_bytes.as_slice())?;
-                }
-                for (key, value) in index {
+        for frame in frames {
+            self.events.insert(frame.seq.key(), frame.encode())?;
+        }
+        let head = Head {
+            seq: last.seq,
+            hash: last.hash,
+        };
+        self.meta.insert(HEAD_KEY, head.encode())?;
+        Ok(head)
+    }
+
+    /// Writes index changes in one sled transaction, so the index moves from one applied seq to
+    /// another with nothing in between. The events the changes derive from must be appended
+    /// first: the index never runs ahead of the log.
+    pub(crate) fn write_index(&self, pending: &Pending) -> Result<()> {
+        self.failpoints.check(Failpoint::Index)?;
+        self.index
+            .transaction(|idx| {
+                for (key, value) in pending.writes() {
                     match value {
-                        Some(v) => idx.insert(key.as_slice(), v.as_slice())?,
-                        None => idx.remove(key.as_slice())?,
+                        Some(v) => idx.insert(key, v)?,
+                        None => idx.remove(key)?,
                     };
                 }
                 Ok::<_, ConflictableTransactionError<()>>(())
             })
             .map_err(|e| match e {
                 TransactionError::Storage(e) => Error::Storage(e),
-                TransactionError::Abort(()) => Error::corrupt("append transaction aborted"),
+                TransactionError::Abort(()) => Error::corrupt("index transaction aborted"),
             })?;
-        Ok(head)
+        Ok(())
     }
 
     /// Makes everything written so far as durable as `mode` asks.
@@ -435,33 +436,89 @@ impl Store {
         })
     }
 
-    /// Brings the index up to the head by replaying events it has not applied (after a crash
-    /// between the append and the index write). Returns how many events were replayed.
+    /// Brings the head and the index up to the log, after a crash cut a commit short: moves the
+    /// head over events appended past it ([`Store::log_end`]), then writes into the index the
+    /// events it has not applied ([`Store::current_index`]). Returns how many events were
+    /// replayed into the index.
     ///
     /// An index of an older layout ([`crate::projection::INDEX_LAYOUT`]) is derived state in a
     /// form this build does not write: it is cleared and rebuilt from the whole log.
     pub fn catch_up(&self) -> Result<u64> {
-        let head = self.head()?;
+        let recorded = self.head()?;
+        let head = self.log_end()?;
+        if head != recorded {
+            self.meta.insert(HEAD_KEY, head.encode())?;
+        }
         if self.index().layout()? < crate::projection::INDEX_LAYOUT {
             self.index.clear()?;
         }
-        let applied = self.index().applied()?;
-        if applied >= head.seq {
-            return Ok(0);
+        let (index, replayed) = self.replay_index(head)?;
+        if replayed > 0 {
+            self.write_index(&index.into_inner().into_pending())?;
         }
-        let mut projection = Projection::new(Overlay::new(&self.index));
-        let mut replayed = 0;
-        for item in self.records(Seq(applied.0 + 1)) {
-            let (seq, record) = item?;
-            if seq > head.seq {
-                break;
-            }
-            let event = crate::event::Event::decode(&record)?;
-            projection.run_event(&event)?;
-            replayed += 1;
+        if replayed > 0 || head != recorded {
+            self.sync(Durability::Fsync)?;
         }
-        self.transact(&[], &projection.into_inner().into_writes())?;
-        self.sync(Durability::Fsync)?;
         Ok(replayed)
+    }
+
+    /// The log's last event. That is the head, unless a crash cut a commit short after its events
+    /// were written but before the head was: then it is the last of the events past the head,
+    /// each of which must continue the chain, or this fails with [`Error::Corrupt`] (a writer
+    /// must not overwrite them). Reads only.
+    pub fn log_end(&self) -> Result<Head> {
+        let mut head = self.head()?;
+        for item in self.records(Seq(head.seq.0 + 1)) {
+            let (seq, record) = item?;
+            let next = Frame::decode(&record).ok().filter(|f| {
+                seq.0 == head.seq.0 + 1
+                    && f.seq == seq
+                    && f.prev_hash == head.hash
+                    && f.payload_hash == EventHash::of(&f.payload)
+                    && f.hash == f.recompute_hash()
+            });
+            let Some(next) = next else {
+                return Err(Error::corrupt(format!(
+                    "the log goes on past its head {head} with event {seq}, which does not continue the chain; run `mnemo verify` to see what broke"
+                )));
+            };
+            head = Head {
+                seq,
+                hash: next.hash,
+            };
+        }
+        Ok(head)
+    }
+
+    /// The path index as of the log's end, for reading a store no writer has open: the stored
+    /// index, plus in memory the events it has not applied yet (the writer writes the index in
+    /// batches, so after a crash or kill it lags the log; see [`Store::catch_up`]). Writes
+    /// nothing.
+    pub fn current_index(&self) -> Result<Projection<Overlay<'_>>> {
+        if self.index().layout()? < crate::projection::INDEX_LAYOUT {
+            return Err(Error::corrupt(
+                "the index was written by an older Mnemo; open the store once with a client (for example `mnemo tool --db PATH < /dev/null`) to rebuild it from the log",
+            ));
+        }
+        Ok(self.replay_index(self.log_end()?)?.0)
+    }
+
+    /// The stored index with the events after its applied seq, up to `end`, replayed over it in
+    /// memory; and how many were replayed.
+    fn replay_index(&self, end: Head) -> Result<(Projection<Overlay<'_>>, u64)> {
+        let mut projection = Projection::new(Overlay::new(&self.index));
+        let applied = projection.applied()?;
+        let mut replayed = 0;
+        if applied < end.seq {
+            for item in self.records(Seq(applied.0 + 1)) {
+                let (seq, record) = item?;
+                if seq > end.seq {
+                    break;
+                }
+                projection.run_event(&crate::event::Event::decode(&record)?)?;
+                replayed += 1;
+            }
+        }
+        Ok((projection, replayed))
     }
 }

@@ -445,6 +445,13 @@ fn print_report(out: &mut impl Write, path: &Path, report: &Report) -> std::io::
         "  checkpoint: {}:{}",
         report.head.seq, report.head.hash
     )?;
+    if report.meta_head.seq < report.head.seq && report.is_intact() {
+        writeln!(
+            out,
+            "  note:       meta.head is {} events behind the log (a commit a crash cut short); the next open for writing moves it",
+            report.head.seq.0 - report.meta_head.seq.0
+        )?;
+    }
     if report.index_applied < report.head.seq && report.is_intact() {
         writeln!(
             out,
@@ -500,6 +507,7 @@ fn run_verify(db: &Path, as_json: bool, expect: Option<&str>) -> CliResult {
             "mb_per_sec": report.mb_per_sec(),
             "head": {"seq": report.head.seq.0, "hash": report.head.hash.to_hex()},
             "checkpoint": report.head.to_string(),
+            "meta_head": report.meta_head.seq.0,
             "index_applied": report.index_applied.0,
             "violations": violations,
         });
@@ -591,7 +599,7 @@ fn tree_at(
     store: &Store,
     at: Option<u64>,
 ) -> Result<mnemo::Projection<mnemo::MemKv>, mnemo::Error> {
-    let head = store.head()?;
+    let head = store.log_end()?;
     state_at(store, Seq(at.unwrap_or(head.seq.0).min(head.seq.0)))
 }
 
@@ -599,7 +607,7 @@ fn run_ls(db: &Path, dir: &str, at: Option<u64>) -> CliResult {
     let store = Store::open_existing(db)?;
     let dir = absolute_path(dir)?;
     let records = match at {
-        None => store.index().records_under(&dir)?,
+        None => store.current_index()?.records_under(&dir)?,
         Some(_) => tree_at(&store, at)?.records_under(&dir)?,
     };
     let mut out = std::io::stdout().lock();
@@ -618,7 +626,7 @@ fn run_cat(db: &Path, path: &str, at: Option<u64>) -> CliResult {
     let store = Store::open_existing(db)?;
     let file = absolute_path(path)?;
     let record = match at {
-        None => store.index().record(&file)?,
+        None => store.current_index()?.record(&file)?,
         Some(_) => tree_at(&store, at)?.record(&file)?,
     };
     match record {
@@ -640,7 +648,7 @@ fn run_export(db: &Path, dir: &Path, at: Option<u64>) -> CliResult {
     let store = Store::open_existing(db)?;
     let everything = MemPath::absolute("/")?;
     let records = match at {
-        None => store.index().records_under(&everything)?,
+        None => store.current_index()?.records_under(&everything)?,
         Some(_) => tree_at(&store, at)?.records_under(&everything)?,
     };
     let summary = mnemo::transfer::export(&records, dir)?;
@@ -677,7 +685,7 @@ fn run_acl(command: AclCmd) -> CliResult {
     let (db, operator, change) = match command {
         AclCmd::List { db, json } => {
             let store = Store::open_existing(&db.db)?;
-            let policy = store.index().policy()?;
+            let policy = store.current_index()?.policy()?;
             let mut out = std::io::stdout().lock();
             for g in policy.grants() {
                 if json {

@@ -6,20 +6,29 @@
 //! the log is durable up to what its answer depends on: its own event if it changed the tree,
 //! else the last change the answer saw (so no answer shows a write a crash could undo).
 //!
-//! The waiting caller that finds no sync running starts one: under the lock it writes everything
-//! queued — events, head and index changes — in one sled transaction, then releases the lock and
-//! flushes and `fsync`s ([`Store::sync`]) while other callers go on answering and queueing. Calls
-//! queued during a sync are written and made durable by the next one, so N concurrent agents
-//! share transactions and fsyncs, and a lone agent pays one of each per change. (sled writes to
-//! its log file on every transaction, so batching transactions matters as much as fsyncs.)
+//! The waiting caller that finds no sync running starts one: under the lock it appends the queued
+//! events and the head ([`Store::append`]), then releases the lock and flushes and `fsync`s
+//! ([`Store::sync`]) while other callers go on answering and queueing. Calls queued during a sync
+//! are written and made durable by the next one, so N concurrent agents share flushes and
+//! fsyncs, and a lone agent pays one of each per change.
+//!
+//! The index changes stay in memory, where every call reads them through an overlay. Once
+//! [`INDEX_MAX_EVENTS`] events, [`INDEX_MAX_KEYS`] keys or [`INDEX_MAX_BYTES`] bytes are held, or
+//! the writer has been idle for [`INDEX_IDLE`], they are handed as one batch to a background
+//! thread, which writes it in one sled transaction without holding the writer lock; calls go on
+//! reading the batch until it is written. Multi-key reads and closing write what is held first.
+//! Durability comes from the log alone: after a crash, opening the store replays the events the
+//! stored index lacks. (A sled transaction costs a device write of its own, so writing the index
+//! with every commit would cost each durable call a second one.)
 //!
 //! Reads and rejected calls change nothing and start no sync: their events stay queued until the
 //! next sync, until [`MAX_DEFERRED`] are queued, or until the writer has been idle for
-//! [`DEFER_IDLE`] (a small thread writes them then, without a flush). In `buffered` mode changes
-//! are written at once and left to sled's background flusher.
+//! [`DEFER_IDLE`] (the background thread writes them then, without a flush). In `buffered` mode
+//! changes are written at once and left to sled's background flusher.
 //!
-//! Multi-key reads of the index (listing records, the head, `verify`) write the queue first and
-//! run under the writer lock, so they see every answered call and none half-applied.
+//! Multi-key reads of the index (listing records, the head, `verify`) write the queue and the
+//! index first and run under the writer lock, so they see every answered call and none
+//! half-applied.
 //!
 //! A call whose tool_use id this agent already used is answered with the recorded text and
 //! writes nothing: retries are idempotent, across restarts too, since the record is in the index.
@@ -67,6 +76,18 @@ pub const MAX_DEFERRED: usize = 1024;
 /// How long the writer must be idle before deferred events are written.
 pub const DEFER_IDLE: Duration = Duration::from_millis(1);
 
+/// How long the writer must be idle before the index changes it holds are written.
+pub const INDEX_IDLE: Duration = Duration::from_millis(20);
+
+/// Most events whose index changes are held in memory (bounds the replay after a crash).
+pub const INDEX_MAX_EVENTS: u64 = 4096;
+
+/// Most index keys held in memory before they are written.
+pub const INDEX_MAX_KEYS: usize = 8 * 1024;
+
+/// Most bytes of index keys and values held in memory before they are written.
+pub const INDEX_MAX_BYTES: usize = 8 * 1024 * 1024;
+
 /// What [`Chain::run`] did with one call.
 struct Ran {
     receipt: Receipt,
@@ -86,12 +107,18 @@ struct Chain {
     /// The last event that changed the tree (what a read's answer may depend on).
     last_change: Seq,
     poisoned: Option<String>,
-    /// Events answered but not written yet, and their index changes: changes until the sync
-    /// their callers wait for writes them, reads and rejected calls until the next write.
+    /// Events answered but not written yet: changes until the sync their callers wait for writes
+    /// them, reads and rejected calls until the next write.
     deferred: Vec<Frame>,
+    /// Index changes not handed off yet (see the module docs), and the last event whose changes
+    /// were handed off before them.
     pending: Pending,
-    /// When the last event was deferred.
-    deferred_at: Instant,
+    handed: Seq,
+    /// The batch of index changes the background thread is writing: calls read it until it is
+    /// in the tree.
+    writing: Option<Arc<Pending>>,
+    /// When the last call was answered.
+    called_at: Instant,
 }
 
 /// How far the log is durable, and whether a sync is running.
@@ -105,12 +132,17 @@ struct Durable {
 /// The writer shared by every clone of a client.
 pub(crate) struct Writer {
     shared: Arc<Shared>,
-    /// Wakes the idle thread when events are deferred; dropping it stops the thread.
-    idle: Option<(Sender<()>, JoinHandle<()>)>,
+    /// The background thread (see [`Shared::background`]).
+    thread: Option<JoinHandle<()>>,
 }
 
 struct Shared {
     chain: Mutex<Chain>,
+    /// Signalled when the background thread has written a batch of index changes.
+    index_written: Condvar,
+    /// Wakes the background thread; `stop` ends it.
+    wake: Sender<()>,
+    stop: AtomicBool,
     durable: Mutex<Durable>,
     synced: Condvar,
     durability: Durability,
@@ -160,17 +192,23 @@ impl Writer {
     /// A writer for `store`, whose log is durable up to its head (it was synced when it opened).
     pub(crate) fn new(store: Store, durability: Durability) -> Result<Writer> {
         let head = store.head()?;
+        let (wake, woken) = crossbeam_channel::unbounded::<()>();
         let shared = Arc::new(Shared {
             chain: Mutex::new(Chain {
-                store,
+                store: store.clone(),
                 head,
                 written: head,
                 last_change: head.seq,
                 poisoned: None,
                 deferred: Vec::new(),
                 pending: Pending::default(),
-                deferred_at: Instant::now(),
+                handed: head.seq,
+                writing: None,
+                called_at: Instant::now(),
             }),
+            index_written: Condvar::new(),
+            wake,
+            stop: AtomicBool::new(false),
             durable: Mutex::new(Durable {
                 seq: head.seq,
                 syncing: false,
@@ -184,49 +222,38 @@ impl Writer {
             gathering: AtomicBool::new(false),
             queued: Condvar::new(),
         });
-        let (wake, woken) = crossbeam_channel::unbounded::<()>();
-        let idle_shared = Arc::clone(&shared);
+        let background = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
-            .name("mnemo-deferred".into())
+            .name("mnemo-background".into())
             .spawn(move || {
-                // Sleeps until events are deferred, then writes them once the writer has been
-                // idle for DEFER_IDLE; ends when the writer is dropped.
-                while woken.recv().is_ok() {
-                    loop {
-                        match woken.recv_timeout(DEFER_IDLE) {
-                            Ok(()) => continue,
-                            Err(RecvTimeoutError::Disconnected) => return,
-                            Err(RecvTimeoutError::Timeout) => {}
-                        }
-                        let Ok(mut chain) = idle_shared.chain.lock() else {
-                            return;
-                        };
-                        let idle = chain.deferred_at.elapsed();
-                        if chain.deferred.is_empty() || idle >= DEFER_IDLE {
-                            let _ = chain.write_deferred();
-                            break;
-                        }
+                let mut wait = None;
+                loop {
+                    let woke = match wait {
+                        None => woken.recv().map_err(|_| RecvTimeoutError::Disconnected),
+                        Some(d) => woken.recv_timeout(d),
+                    };
+                    if matches!(woke, Err(RecvTimeoutError::Disconnected))
+                        || background.stop.load(Ordering::Acquire)
+                    {
+                        return;
                     }
+                    wait = background.background(&store);
                 }
             })
-            .map_err(|e| Error::io("mnemo-deferred thread", e))?;
+            .map_err(|e| Error::io("mnemo-background thread", e))?;
         Ok(Writer {
             shared,
-            idle: Some((wake, thread)),
+            thread: Some(thread),
         })
     }
 
     /// Records one call and returns its answer once what the answer depends on is durable.
     pub(crate) fn call(&self, call: Call) -> Result<Receipt> {
         let _caller = Caller::enter(&self.shared);
-        let (receipt, depends_on, wake_idle) = {
+        let (receipt, depends_on, wake_background) = {
             let mut chain = self.shared.chain()?;
-            if let Some(cause) = &chain.poisoned {
-                return Err(Error::Poisoned {
-                    cause: cause.clone(),
-                });
-            }
-            let was_empty = chain.deferred.is_empty();
+            chain.check_poisoned()?;
+            let was_quiet = chain.is_quiet();
             let Ran {
                 receipt,
                 depends_on,
@@ -238,54 +265,106 @@ impl Writer {
                     return Err(e);
                 }
             };
+            chain.called_at = Instant::now();
             // Buffered writes go to sled at once (its flusher makes them durable); in the other
             // modes the sync that covers them writes them.
-            if (changed && self.shared.durability == Durability::Buffered)
-                || chain.deferred.len() >= MAX_DEFERRED
-            {
-                chain.write_deferred()?;
+            let write_now = (changed && self.shared.durability == Durability::Buffered)
+                || chain.deferred.len() >= MAX_DEFERRED;
+            if write_now && chain.write_deferred()? {
+                let _ = self.shared.wake.send(());
             }
-            // A change is written by the sync this caller is about to wait for; only a read
-            // left deferred needs the idle thread.
-            let wake = !changed && was_empty && !chain.deferred.is_empty();
+            // The background thread writes what is left once the writer goes quiet.
+            let wake = was_quiet && !chain.is_quiet();
             if self.shared.gathering.load(Ordering::Relaxed) {
                 self.shared.queued.notify_one();
             }
             (receipt, depends_on, wake)
         };
-        if wake_idle {
-            if let Some((wake, _)) = &self.idle {
-                let _ = wake.send(());
-            }
+        if wake_background {
+            let _ = self.shared.wake.send(());
         }
         self.shared.wait_durable(depends_on)?;
         Ok(receipt)
     }
 
-    /// Runs `read` under the writer lock, after writing the deferred events, so it sees every
-    /// event answered so far and no call half-applied.
+    /// Runs `read` under the writer lock, after writing the deferred events and the index, so it
+    /// sees every event answered so far and no call half-applied.
     pub(crate) fn read<T>(&self, read: impl FnOnce(&Store) -> Result<T>) -> Result<T> {
-        let mut chain = self.shared.chain()?;
-        chain.write_deferred()?;
+        let chain = self.shared.write_index()?;
         read(&chain.store)
     }
 }
 
 impl Drop for Writer {
     fn drop(&mut self) {
-        if let Ok(mut chain) = self.shared.chain() {
-            let _ = chain.write_deferred();
-        }
-        if let Some((wake, thread)) = self.idle.take() {
-            drop(wake);
+        drop(self.shared.write_index());
+        self.shared.stop.store(true, Ordering::Release);
+        let _ = self.shared.wake.send(());
+        if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
     }
 }
 
+/// What the background thread does next.
+enum Background {
+    /// Write this batch of index changes.
+    Write(Arc<Pending>),
+    /// Look again after this long, or when woken.
+    Wait(Duration),
+    /// Sleep until woken.
+    Sleep,
+}
+
 impl Shared {
     fn chain(&self) -> Result<MutexGuard<'_, Chain>> {
         self.chain.lock().map_err(lock_failed)
+    }
+
+    /// Writes every deferred event and index change, waiting for a batch the background thread
+    /// is writing first; returns the writer lock, under which the stored index is up to date.
+    fn write_index(&self) -> Result<MutexGuard<'_, Chain>> {
+        let mut chain = self.chain()?;
+        while chain.writing.is_some() && chain.poisoned.is_none() {
+            chain = self.index_written.wait(chain).map_err(lock_failed)?;
+        }
+        chain.append_deferred()?;
+        if !chain.pending.is_empty() {
+            let pending = std::mem::take(&mut chain.pending);
+            if let Err(e) = chain.store.write_index(&pending) {
+                chain.poison(e.to_string());
+                return Err(e);
+            }
+            chain.handed = chain.written.seq;
+        }
+        Ok(chain)
+    }
+
+    /// The background thread's work: writes the batches of index changes handed to it, and what
+    /// an idle writer leaves (deferred events after [`DEFER_IDLE`], index changes after
+    /// [`INDEX_IDLE`]). Returns how long to wait before looking again, `None` to sleep until woken.
+    fn background(&self, store: &Store) -> Option<Duration> {
+        loop {
+            let next = match self.chain.lock() {
+                Ok(mut chain) => chain.background_work(),
+                Err(_) => return None,
+            };
+            let batch = match next {
+                Background::Write(batch) => batch,
+                Background::Wait(wait) => return Some(wait),
+                Background::Sleep => return None,
+            };
+            let written = store.write_index(&batch);
+            if let Ok(mut chain) = self.chain.lock() {
+                match written {
+                    // A poisoned writer dropped the batch: nothing is left to clear.
+                    Ok(()) if chain.poisoned.is_none() => chain.writing = None,
+                    Ok(()) => {}
+                    Err(e) => chain.poison(e.to_string()),
+                }
+            }
+            self.index_written.notify_all();
+        }
     }
 
     /// Returns once the log is durable up to `seq` (at once in buffered mode), starting a sync if
@@ -354,7 +433,9 @@ impl Shared {
                 }
                 self.gathering.store(false, Ordering::Relaxed);
             }
-            chain.write_deferred()?;
+            if chain.write_deferred()? {
+                let _ = self.wake.send(());
+            }
             (chain.store.clone(), chain.written)
         };
         let started = Instant::now();
@@ -377,22 +458,31 @@ impl Chain {
         self.poisoned = Some(cause);
         self.deferred.clear();
         self.pending = Pending::default();
+        self.writing = None;
     }
 
-    /// Writes the deferred events and their index changes in one sled transaction (no flush).
-    /// A failure poisons the writer.
-    fn write_deferred(&mut self) -> Result<()> {
-        if let Some(cause) = &self.poisoned {
-            return Err(Error::Poisoned {
+    fn check_poisoned(&self) -> Result<()> {
+        match &self.poisoned {
+            Some(cause) => Err(Error::Poisoned {
                 cause: cause.clone(),
-            });
+            }),
+            None => Ok(()),
         }
+    }
+
+    /// Whether nothing is left for the background thread to write.
+    fn is_quiet(&self) -> bool {
+        self.deferred.is_empty() && self.pending.is_empty()
+    }
+
+    /// Appends the deferred events and the head (no flush). A failure poisons the writer.
+    fn append_deferred(&mut self) -> Result<()> {
+        self.check_poisoned()?;
         if self.deferred.is_empty() {
             return Ok(());
         }
         let frames = std::mem::take(&mut self.deferred);
-        let overlay = Overlay::resume(self.store.index_tree(), std::mem::take(&mut self.pending));
-        match self.store.commit(&frames, overlay) {
+        match self.store.append(&frames) {
             Ok(head) => {
                 self.written = head;
                 Ok(())
@@ -404,11 +494,69 @@ impl Chain {
         }
     }
 
+    /// Appends the deferred events and the head (no flush), then hands the index changes to the
+    /// background thread if more are held than the limits allow and it is free; returns whether
+    /// it did (the caller wakes the thread). A failure poisons the writer.
+    fn write_deferred(&mut self) -> Result<bool> {
+        self.append_deferred()?;
+        if self.writing.is_none() && self.index_due() {
+            self.hand_off()?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// Whether more index changes are held than the limits allow.
+    fn index_due(&self) -> bool {
+        self.written.seq.0 - self.handed.0 >= INDEX_MAX_EVENTS
+            || self.pending.len() >= INDEX_MAX_KEYS
+            || self.pending.bytes() >= INDEX_MAX_BYTES
+    }
+
+    /// Makes the index changes held the batch the background thread writes next (after the events
+    /// they derive from are appended: the index never runs ahead of the log).
+    fn hand_off(&mut self) -> Result<()> {
+        self.append_deferred()?;
+        let batch = std::mem::take(&mut self.pending);
+        self.writing = Some(Arc::new(batch));
+        self.handed = self.written.seq;
+        Ok(())
+    }
+
+    /// What the background thread does next (see [`Shared::background`]).
+    fn background_work(&mut self) -> Background {
+        if self.poisoned.is_some() {
+            return Background::Sleep;
+        }
+        let idle = self.called_at.elapsed();
+        if self.writing.is_none() {
+            if !self.deferred.is_empty() && idle >= DEFER_IDLE && self.append_deferred().is_err() {
+                return Background::Sleep;
+            }
+            let due = self.index_due() || (!self.pending.is_empty() && idle >= INDEX_IDLE);
+            if due && self.hand_off().is_err() {
+                return Background::Sleep;
+            }
+        }
+        if let Some(batch) = &self.writing {
+            return Background::Write(Arc::clone(batch));
+        }
+        if !self.deferred.is_empty() {
+            return Background::Wait(DEFER_IDLE.saturating_sub(idle));
+        }
+        if !self.pending.is_empty() {
+            return Background::Wait(INDEX_IDLE.saturating_sub(idle));
+        }
+        Background::Sleep
+    }
+
     /// Answers `call` against the index and the deferred changes and defers its event. Any error
     /// leaves the writer to poison itself.
     fn run(&mut self, call: Call) -> Result<Ran> {
         let pending = std::mem::take(&mut self.pending);
-        let mut projection = Projection::new(Overlay::resume(self.store.index_tree(), pending));
+        let writing = self.writing.as_deref();
+        let mut projection =
+            Projection::new(Overlay::resume(self.store.index_tree(), writing, pending));
         if let Some(id) = &call.tool_use_id {
             if let Some(recorded) = projection.recorded(&call.agent, id)? {
                 self.pending = projection.into_inner().into_pending();
@@ -461,7 +609,6 @@ impl Chain {
         };
         self.deferred.push(frame);
         self.pending = projection.into_inner().into_pending();
-        self.deferred_at = Instant::now();
         if changed {
             self.last_change = seq;
         }

@@ -81,6 +81,32 @@ fn each_failpoint_fails_the_call_poisons_the_store_and_recovers_on_reopen() {
     }
 }
 
+/// The index is written in batches after the log: a failed index write poisons the writer like
+/// any storage error and loses nothing, since the events are in the log and reopening replays
+/// them into the index.
+#[test]
+fn a_failed_index_write_poisons_and_the_index_catches_up_on_reopen() {
+    let s = TempStore::new();
+    {
+        let server = open(&s);
+        let a = server.handle(&create("toolu_a", "/memories/a", "a"));
+        assert!(a.get("is_error").is_none(), "{a}");
+        server.client().store().failpoints().arm(Failpoint::Index);
+        let b = server.handle(&create("toolu_b", "/memories/b", "b"));
+        assert!(b.get("is_error").is_none(), "the log took it: {b}");
+        // A listing writes the index first: that write fails (or the idle thread's did).
+        let listed = server.client().records_by_tag("memorytool");
+        assert!(listed.is_err(), "{listed:?}");
+        let after = server.handle(&json!({"command": "view", "path": "/memories"}));
+        assert_eq!(after["is_error"], true, "poisoned: {after}");
+    }
+    let server = open(&s);
+    let report = server.client().verify().expect("verify");
+    assert!(report.is_intact(), "{report:?}");
+    assert_eq!(content(&server, "/memories/a").as_deref(), Some("a"));
+    assert_eq!(content(&server, "/memories/b").as_deref(), Some("b"));
+}
+
 /// No answer shows a write that a crash could still undo: a view racing a create whose fsync
 /// fails either misses the file or gets an error, never the content that was not made durable.
 #[test]

@@ -941,27 +941,17 @@ fn check_result(expect: &Expect, text: &str, is_error: bool) -> Result<(), Strin
     Ok(())
 }
 
-/// Compares the store's files with the model's. With `whole`, every file the store holds (as
-/// `records_by_tag("memorytool")` lists them; nothing may lie outside the root). Without, only the
-/// files under the model's root, read from the index directly: agents writing elsewhere at the same
-/// time then cannot disturb the read (see `model_reads_while_another_agent_writes`).
+/// Compares the store's files with the model's: with `whole`, every file the store holds (nothing
+/// may lie outside the root); without, only the files under the model's root, so agents writing
+/// elsewhere at the same time cannot disturb the comparison. Either way the files are read through
+/// the client, which lists under the writer lock (see `model_reads_while_another_agent_writes`).
 fn check_tree(server: &MnemoMemoryToolServer, model: &Model, whole: bool) -> Result<(), String> {
-    let records = if whole {
-        server
-            .client()
-            .records_by_tag("memorytool")
-            .map_err(|e| format!("records_by_tag failed: {e}"))?
-    } else {
-        let root = mnemo::MemPath::root(&model.root).map_err(|e| format!("root: {e}"))?;
-        server
-            .client()
-            .store()
-            .index()
-            .records_under(&root)
-            .map_err(|e| format!("records_under({root}) failed: {e}"))?
-    };
-    let count = records.len();
+    let records = server
+        .client()
+        .records_by_tag("memorytool")
+        .map_err(|e| format!("records_by_tag failed: {e}"))?;
     let prefix = format!("{}/", model.root);
+    let mut count = 0;
     let mut tree = BTreeMap::new();
     for r in records {
         let tags = vec!["memorytool".to_string(), format!("path:{}", r.path)];
@@ -972,6 +962,7 @@ fn check_tree(server: &MnemoMemoryToolServer, model: &Model, whole: bool) -> Res
             ));
         }
         if whole || r.path.starts_with(&prefix) {
+            count += 1;
             tree.insert(r.path, r.content);
         }
     }

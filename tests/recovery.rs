@@ -6,7 +6,7 @@ use mnemo::tool::{Command, Limits};
 use mnemo::{Error, MnemoClient, Profile, Store, verify_store};
 use serde_json::json;
 
-use crate::support::{TempStore, call};
+use crate::support::{TempStore, call, run_mnemo};
 
 #[test]
 fn reopening_continues_the_chain() {
@@ -40,7 +40,7 @@ fn reopening_continues_the_chain() {
 }
 
 #[test]
-fn an_index_update_lost_in_a_crash_is_replayed_on_open() {
+fn a_commit_cut_short_by_a_crash_is_read_and_completed_on_open() {
     let s = TempStore::new();
     {
         let server = s.server();
@@ -49,7 +49,8 @@ fn an_index_update_lost_in_a_crash_is_replayed_on_open() {
             json!({"command": "create", "path": "/memories/a.txt", "file_text": "a"}),
         );
     }
-    // Simulate a crash after the events were appended but before the index batch was written.
+    // Simulate a crash after the events were appended but before the head that names them and
+    // the index batch were written.
     {
         let store = Store::open(&s.path()).expect("open");
         let head = store.head().expect("head");
@@ -93,13 +94,36 @@ fn an_index_update_lost_in_a_crash_is_replayed_on_open() {
             frames.push(frame);
         }
         store.append(&frames).expect("append");
+        let (_, meta, _) = store.raw_trees();
+        let mut old_head = head.seq.0.to_be_bytes().to_vec();
+        old_head.extend_from_slice(&head.hash.0);
+        meta.insert("head", old_head).expect("put the head back");
         let report = verify_store(&store).expect("verify");
         assert!(
             report.is_intact(),
-            "a lagging index is not a violation: {report:?}"
+            "a lagging head or index is not a violation: {report:?}"
         );
-        assert_eq!((report.events, report.index_applied), (3, Seq(1)));
+        assert_eq!(
+            (
+                report.events,
+                report.head.seq,
+                report.meta_head.seq,
+                report.index_applied
+            ),
+            (3, Seq(3), Seq(1), Seq(1))
+        );
     }
+    // The read-only commands show the log's end, not the lagging index.
+    let db = s.path();
+    let db = db.to_str().expect("utf-8 path");
+    let cat = run_mnemo(&["cat", "--db", db, "/memories/d/a.txt"], "");
+    assert_eq!(String::from_utf8_lossy(&cat.stdout), "a", "{cat:?}");
+    let ls = run_mnemo(&["ls", "--db", db, "/memories"], "");
+    let listed = String::from_utf8_lossy(&ls.stdout);
+    assert!(
+        listed.contains("/memories/b.txt") && !listed.contains("/memories/a.txt"),
+        "{listed}"
+    );
     let client = s.client();
     assert_eq!(
         client
@@ -112,7 +136,7 @@ fn an_index_update_lost_in_a_crash_is_replayed_on_open() {
     assert!(client.record("/memories/b.txt").expect("read").is_some());
     let report = client.verify().expect("verify");
     assert!(
-        report.is_intact() && report.index_applied == Seq(3),
+        report.is_intact() && report.index_applied == Seq(3) && report.meta_head.seq == Seq(3),
         "{report:?}"
     );
 }

@@ -214,6 +214,10 @@ enum Expect {
     /// `verify_store` finds nothing (the documented limit), and `verify_store_with` the pristine
     /// checkpoint names this first violation.
     OnlyWithCheckpoint(u64, ViolationKind),
+    /// Not a violation: `meta.head` is behind a log that chains to event `end`, which is what a
+    /// crash leaves when it cuts a commit short. The report names `end` as the head, and the
+    /// next open for writing moves `meta.head` there.
+    Behind { end: u64, meta_head: u64 },
 }
 
 /// Runs tamper cases against copies of one pristine store and collects what went wrong.
@@ -262,6 +266,26 @@ impl Runner<'_> {
                 )
                 .expect("verify_store_with returns a report");
                 self.check(&format!("{what} (with the checkpoint)"), &report, seq, kind);
+            }
+            Expect::Behind { end, meta_head } => {
+                let found = (
+                    report.violations.is_empty(),
+                    report.head.seq.0,
+                    report.meta_head.seq.0,
+                );
+                if found != (true, end, meta_head) {
+                    self.failures.push(format!(
+                        "{what}: expected intact with meta.head {meta_head} behind the log's end {end}, got {:?} (head {}, meta.head {})",
+                        report.violations, report.head, report.meta_head
+                    ));
+                }
+                match store.catch_up().and_then(|_| store.head()) {
+                    Ok(head) if head == report.head => {}
+                    other => self.failures.push(format!(
+                        "{what}: opening for writing must move meta.head to {}, got {other:?}",
+                        report.head
+                    )),
+                }
             }
         }
     }
@@ -424,7 +448,10 @@ fn corpus(n: usize, positions: Option<&[u64]>) {
 
     r.case(
         &format!("a chained, honestly answered event inserted at {}", n + 1),
-        Expect::First(n + 1, HeadKind),
+        Expect::Behind {
+            end: n + 1,
+            meta_head: n,
+        },
         |t| t.put(n + 1, honest_record(&t.events, n + 1, base.hash(n))),
     );
     r.case(
@@ -441,13 +468,27 @@ fn corpus(n: usize, positions: Option<&[u64]>) {
     );
     r.case(
         &format!("meta.head rolled back to {}", n - 1),
-        Expect::First(n, HeadKind),
+        Expect::Behind {
+            end: n,
+            meta_head: n - 1,
+        },
         |t| {
             let mut head = (n - 1).to_be_bytes().to_vec();
             head.extend_from_slice(&base.hash(n - 1).0);
             t.meta.insert(b"head", head).expect("insert");
         },
     );
+    if n > 1 {
+        r.case(
+            &format!("meta.head rolled back to {} with a wrong hash", n - 1),
+            Expect::First(n - 1, HeadKind),
+            |t| {
+                let mut head = (n - 1).to_be_bytes().to_vec();
+                head.extend_from_slice(&base.hash(n).0);
+                t.meta.insert(b"head", head).expect("insert");
+            },
+        );
+    }
     r.case(
         "a file's content changed in the index",
         Expect::First(n, Index),

@@ -8,6 +8,7 @@ use crate::support::{TempStore, call};
 
 /// Every index key, in order.
 fn index_keys(client: &MnemoClient) -> Vec<Vec<u8>> {
+    client.flush_index().expect("write the index");
     let (_, _, index) = client.store().raw_trees();
     index
         .iter()
@@ -63,6 +64,7 @@ fn a_deleted_directory_is_unreachable_at_once_and_collected_by_later_writes() {
             .len(),
         1
     );
+    server.client().flush_index().expect("write the index");
     let index = server.client().store().index();
     assert!(
         index.trash_len().expect("trash") > 0,
@@ -74,7 +76,10 @@ fn a_deleted_directory_is_unreachable_at_once_and_collected_by_later_writes() {
     let entries = full - baseline;
     let writes_needed = entries.div_ceil(COLLECT_BUDGET / 2) + 2;
     let mut writes = 0;
-    while server.client().store().index().trash_len().expect("trash") > 0 {
+    while {
+        server.client().flush_index().expect("write the index");
+        server.client().store().index().trash_len().expect("trash") > 0
+    } {
         assert!(writes < writes_needed, "the trash is not shrinking");
         let path = format!("/memories/w{}.md", writes % 2);
         let command = if writes < 2 {
@@ -106,6 +111,7 @@ fn an_index_of_the_layout_before_the_trash_is_rebuilt_on_open() {
         }
         call(&server, json!({"command": "delete", "path": "/memories/d"}));
         // What an index written before the layout key existed looks like: no `L`.
+        server.client().flush_index().expect("write the index");
         let (_, _, index) = server.client().store().raw_trees();
         index.remove(b"L").expect("remove the layout key");
         index.flush().expect("flush");

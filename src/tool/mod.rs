@@ -1,7 +1,7 @@
 //! The memory tool: commands, their pure semantics over a tree, the result strings, and the
 //! server that turns `tool_use` blocks into `tool_result` blocks.
 //!
-//! Nothing under `tool/` does I/O except [`server`], which hands each call to the client.
+//! Nothing under `tool/` does I/O except `server`, which hands each call to the client.
 
 mod command;
 mod limits;
