@@ -37,4 +37,7 @@ pub use verify::{
     PROGRESS_EVERY, Report, VerifyOptions, Violation, ViolationKind, verify_store,
     verify_store_with,
 };
-pub use writer::Receipt;
+pub use writer::{
+    DEFER_IDLE, INDEX_IDLE, INDEX_MAX_BYTES, INDEX_MAX_EVENTS, INDEX_MAX_KEYS, MAX_DEFERRED,
+    Receipt,
+};

@@ -223,6 +223,66 @@ fn small_edits_survive_kill_9() {
     );
 }
 
+/// The seq of the last event in the log and the last the stored index has applied (the replay
+/// on open catches up the rest).
+fn log_and_index(path: &Path) -> (u64, u64) {
+    let store = mnemo::Store::open(path).expect("the store opens");
+    let end = store.log_end().expect("the log's end");
+    (end.seq.0, store.index().applied().expect("applied seq").0)
+}
+
+/// The writer hands its index changes to a background thread once it has been idle for
+/// `INDEX_IDLE`, and the next commit's flush takes that batch to disk with its own events. Each
+/// cycle makes a burst of creates, goes idle past `INDEX_IDLE`, makes one more create, and is
+/// killed at a random moment around the batch and that commit.
+#[test]
+fn index_batches_written_in_the_background_survive_kill_9() {
+    let s = TempStore::new();
+    let mut rng = Rng(0x6A09_E667_F3BC_C908);
+    let mut acked = Tree::new();
+    let (mut written, mut lagging) = (0, 0);
+    let idle = mnemo::INDEX_IDLE;
+    let idle_us = u64::try_from(idle.as_micros()).expect("small");
+    for cycle in 0..cycles().div_ceil(2) {
+        let burst = 20 + rng.below(40);
+        let (before, _) = log_and_index(&s.path());
+        let kill = Kill {
+            acks: usize::try_from(burst).expect("small"),
+            delay: Duration::from_micros(idle_us + rng.below(2 * idle_us)),
+        };
+        let in_flight = drive(&s.path(), &kill, &mut acked, |step, _| {
+            if step as u64 == burst {
+                // Idle past INDEX_IDLE, so the background thread writes the batch.
+                std::thread::sleep(idle * 3 / 2);
+            }
+            let path = format!("/memories/bg/c{cycle}/f{step}.txt");
+            let input = json!({"command": "create", "path": path, "file_text": format!("{step}")});
+            (
+                input,
+                Box::new(move |t: &mut Tree| {
+                    t.insert(path.clone(), format!("{step}"));
+                }),
+            )
+        });
+        // The batch reached the disk if the stored index has the burst's last event.
+        if log_and_index(&s.path()).1 >= before + burst {
+            written += 1;
+        } else {
+            lagging += 1;
+        }
+        check(&s.path(), &mut acked, in_flight, &format!("cycle {cycle}"));
+    }
+    assert!(
+        acked.len() >= 20 * cycles().div_ceil(2),
+        "every burst was acknowledged: {} files",
+        acked.len()
+    );
+    eprintln!(
+        "background index batches: {} kills, {written} found the batch written, {lagging} found the index behind",
+        written + lagging
+    );
+}
+
 fn fill(path: &Path, dir: &str, files: usize) -> Tree {
     // Built buffered, outside the crash: closing the client flushes it before any child runs.
     let client = MnemoClient::builder(path)
