@@ -38,6 +38,6 @@ pub use verify::{
     verify_store_with,
 };
 pub use writer::{
-    DEFER_IDLE, INDEX_IDLE, INDEX_MAX_BYTES, INDEX_MAX_EVENTS, INDEX_MAX_KEYS, MAX_DEFERRED,
-    Receipt,
+    DEFER_IDLE, INDEX_IDLE, INDEX_MAX_BYTES, INDEX_MAX_EVENTS, INDEX_MAX_KEYS, INDEX_OVERFLOW,
+    MAX_DEFERRED, Receipt,
 };

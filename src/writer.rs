@@ -88,6 +88,10 @@ pub const INDEX_MAX_KEYS: usize = 8 * 1024;
 /// Most bytes of index keys and values held in memory before they are written.
 pub const INDEX_MAX_BYTES: usize = 8 * 1024 * 1024;
 
+/// How many times over the limits the index changes held may grow while the background thread
+/// writes a batch, before calls wait for it.
+pub const INDEX_OVERFLOW: usize = 4;
+
 /// What [`Chain::run`] did with one call.
 struct Ran {
     receipt: Receipt,
@@ -251,7 +255,8 @@ impl Writer {
     pub(crate) fn call(&self, call: Call) -> Result<Receipt> {
         let _caller = Caller::enter(&self.shared);
         let (receipt, depends_on, wake_background) = {
-            let mut chain = self.shared.chain()?;
+            let chain = self.shared.chain()?;
+            let mut chain = self.shared.make_room(chain)?;
             chain.check_poisoned()?;
             let was_quiet = chain.is_quiet();
             let Ran {
@@ -319,6 +324,16 @@ enum Background {
 impl Shared {
     fn chain(&self) -> Result<MutexGuard<'_, Chain>> {
         self.chain.lock().map_err(lock_failed)
+    }
+
+    /// Waits for the background thread's write while the index changes held have outgrown the
+    /// limits [`INDEX_OVERFLOW`] times over: calls that outpace sled then wait for it, and the
+    /// memory the changes take stays bounded.
+    fn make_room<'a>(&'a self, mut chain: MutexGuard<'a, Chain>) -> Result<MutexGuard<'a, Chain>> {
+        while chain.writing.is_some() && chain.poisoned.is_none() && chain.index_overflows() {
+            chain = self.index_written.wait(chain).map_err(lock_failed)?;
+        }
+        Ok(chain)
     }
 
     /// Writes every deferred event and index change, waiting for a batch the background thread
@@ -508,9 +523,18 @@ impl Chain {
 
     /// Whether more index changes are held than the limits allow.
     fn index_due(&self) -> bool {
-        self.written.seq.0 - self.handed.0 >= INDEX_MAX_EVENTS
-            || self.pending.len() >= INDEX_MAX_KEYS
-            || self.pending.bytes() >= INDEX_MAX_BYTES
+        self.index_exceeds(1)
+    }
+
+    /// Whether the index changes held exceed the limits [`INDEX_OVERFLOW`] times over.
+    fn index_overflows(&self) -> bool {
+        self.index_exceeds(INDEX_OVERFLOW)
+    }
+
+    fn index_exceeds(&self, times: usize) -> bool {
+        self.head.seq.0 - self.handed.0 >= INDEX_MAX_EVENTS * times as u64
+            || self.pending.len() >= INDEX_MAX_KEYS * times
+            || self.pending.bytes() >= INDEX_MAX_BYTES * times
     }
 
     /// Makes the index changes held the batch the background thread writes next (after the events

@@ -127,3 +127,34 @@ fn a_capped_view_stops_at_a_line_and_says_how_to_page() {
         assert!(report.is_intact(), "{report:?}");
     }
 }
+
+/// Large files fill the writer's index changes fast: they are handed to the background thread
+/// about every `INDEX_MAX_BYTES` (calls would wait for it once `INDEX_OVERFLOW` times that were
+/// held; on this machine it keeps up). Nothing may be lost on the way, and every file reads back
+/// whole.
+#[test]
+fn large_files_written_faster_than_the_index_batches_all_read_back() {
+    let s = TempStore::new();
+    let server = s.server(); // buffered: calls do not wait for fsyncs, so they outpace sled
+    let size = 512 * 1024;
+    let files = 2 * mnemo::INDEX_OVERFLOW * mnemo::INDEX_MAX_BYTES / size;
+    for i in 0..files {
+        let text = format!("{i:08}").repeat(size / 8);
+        let (out, is_error) = call(
+            &server,
+            json!({"command": "create", "path": format!("/memories/big/{i}"), "file_text": text}),
+        );
+        assert!(!is_error, "{out}");
+    }
+    for i in (0..files).step_by(7) {
+        let record = server
+            .client()
+            .record(&format!("/memories/big/{i}"))
+            .expect("read")
+            .expect("the file exists");
+        assert_eq!(record.content.len(), size);
+        assert!(record.content.starts_with(&format!("{i:08}")));
+    }
+    let report = server.client().verify().expect("verify");
+    assert!(report.is_intact(), "{:?}", report.violations);
+}
