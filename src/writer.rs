@@ -16,7 +16,8 @@
 //! [`INDEX_MAX_EVENTS`] events, [`INDEX_MAX_KEYS`] keys or [`INDEX_MAX_BYTES`] bytes are held, or
 //! the writer has been idle for [`INDEX_IDLE`], they are handed as one batch to a background
 //! thread, which writes it in one sled transaction without holding the writer lock; calls go on
-//! reading the batch until it is written. Multi-key reads and closing write what is held first.
+//! reading the batch until it is written, and wait for it if [`INDEX_OVERFLOW`] times the limits
+//! pile up meanwhile. Multi-key reads and closing write what is held first.
 //! Durability comes from the log alone: after a crash, opening the store replays the events the
 //! stored index lacks. (A sled transaction costs a device write of its own, so writing the index
 //! with every commit would cost each durable call a second one.)
