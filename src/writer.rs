@@ -370,7 +370,16 @@ impl Shared {
                 Background::Wait(wait) => return Some(wait),
                 Background::Sleep => return None,
             };
-            let written = store.write_index(&batch);
+            // A panic here would leave the batch marked as being written and every wait for it
+            // hanging: it poisons the writer instead.
+            let written = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                store.write_index(&batch)
+            }))
+            .unwrap_or_else(|_| {
+                Err(Error::Poisoned {
+                    cause: "writing a batch of index changes panicked".into(),
+                })
+            });
             if let Ok(mut chain) = self.chain.lock() {
                 match written {
                     // A poisoned writer dropped the batch: nothing is left to clear.

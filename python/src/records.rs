@@ -243,7 +243,7 @@ pub struct PyVerifyReport {
     pub events: u64,
     /// Bytes of stored records checked.
     pub bytes: u64,
-    /// The head as recorded in the store.
+    /// The log's last event (what the checkpoint names).
     pub head: PyHead,
     /// The checkpoint `SEQ:HASH` to keep outside the store (`mnemo verify --expect`).
     pub checkpoint: String,
