@@ -1,8 +1,8 @@
 //! Ordered key-value maps the projection is written against.
 //!
 //! Three implementations share one projection code path: [`MemKv`] (the verifier's replay and
-//! `ls --at`), a sled tree read directly (client reads), and [`Overlay`] (the writer's uncommitted
-//! batch over the sled tree, committed in the batch's transaction).
+//! `ls --at`), a sled tree read directly (client reads), and [`Overlay`] (the writer's index
+//! changes not yet in the sled tree, over the batch being written to it).
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
