@@ -276,7 +276,7 @@ impl MnemoClient {
 
     /// Events from `from` on, decoded (deferred read events are written first).
     pub fn events(&self, from: Seq) -> Result<impl Iterator<Item = Result<Event>> + use<>> {
-        self.read(|_| Ok(()))?;
+        self.flush_index()?;
         Ok(self
             .inner
             .store()

@@ -444,9 +444,9 @@ impl Store {
     /// An index of an older layout ([`crate::projection::INDEX_LAYOUT`]) is derived state in a
     /// form this build does not write: it is cleared and rebuilt from the whole log.
     pub fn catch_up(&self) -> Result<u64> {
-        let recorded = self.head()?;
+        let stored = self.head()?;
         let head = self.log_end()?;
-        if head != recorded {
+        if head != stored {
             self.meta.insert(HEAD_KEY, head.encode())?;
         }
         if self.index().layout()? < crate::projection::INDEX_LAYOUT {
@@ -456,7 +456,7 @@ impl Store {
         if replayed > 0 {
             self.write_index(&index.into_inner().into_pending())?;
         }
-        if replayed > 0 || head != recorded {
+        if replayed > 0 || head != stored {
             self.sync(Durability::Fsync)?;
         }
         Ok(replayed)
