@@ -1,9 +1,15 @@
-//! kill -9: a child `mnemo tool` (default durability, fsync) gets a stream of commands; the parent
-//! records every acknowledged result, kills the child at a random moment, reopens the store, runs
-//! `verify`, and checks that every acknowledged command's effect is there and that the one call in
-//! flight is either wholly applied or not at all.
+//! kill -9: a child `mnemo tool` gets a stream of commands; the parent records every acknowledged
+//! result, kills the child at a random moment, reopens the store, runs `verify`, and checks what
+//! the durability mode promises for a killed process:
 //!
-//! `MNEMO_CRASH_CYCLES` sets the cycles per scenario (default 100).
+//! - `fsync` and `flush`: every acknowledged command's effect is there, and the one call in flight
+//!   is either wholly applied or not at all.
+//! - `buffered`: the store holds the effects of a prefix of the acknowledged commands, in order
+//!   (perhaps plus the call in flight when nothing was lost), and verifies intact; the commands
+//!   after that prefix are lost. The test reports how many were.
+//!
+//! `MNEMO_CRASH_CYCLES` sets the cycles per scenario in the `fsync` mode (default 100); the other
+//! modes run a third of that.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -21,6 +27,14 @@ fn cycles() -> usize {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(100)
+}
+
+/// The cycles a scenario runs in `mode`: the default mode gets the most.
+fn cycles_in(mode: Durability) -> usize {
+    match mode {
+        Durability::Fsync => cycles(),
+        Durability::Flush | Durability::Buffered => cycles().div_ceil(3),
+    }
 }
 
 /// A small deterministic generator.
@@ -68,10 +82,11 @@ fn tree(path: &Path) -> (Tree, u64) {
     (files, report.events)
 }
 
-/// A child `mnemo tool` on `path`.
-fn spawn(path: &Path) -> Child {
+/// A child `mnemo tool` on `path` in durability `mode`.
+fn spawn(path: &Path, mode: Durability) -> Child {
     Command::new(mnemo_bin())
         .args(["tool", "--db", path.to_str().expect("utf-8 path")])
+        .args(["--durability", mode.name()])
         .env_remove("MNEMO_DB")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -80,11 +95,17 @@ fn spawn(path: &Path) -> Child {
         .expect("spawn mnemo tool")
 }
 
-/// Sends SIGKILL (like kill -9: no destructor, no flush, no goodbye) to `pid` after `delay`.
+/// Sends SIGKILL (like kill -9: no destructor, no flush, no goodbye) to `pid` after `delay`. The
+/// child never exits on its own while its stdin is open, so a failed kill fails the test: the
+/// cycle would not have tested a crash.
 fn kill_after(pid: u32, delay: Duration) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         std::thread::sleep(delay);
-        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+        let status = Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -9 {pid} failed: {status}");
     })
 }
 
@@ -104,20 +125,30 @@ impl Kill {
     }
 }
 
-/// Feeds `next(step)` to a child one call at a time until it dies; returns the effects of the
-/// acknowledged calls applied to `acked` and the call in flight when it died, if any.
+/// What one child's run left to check.
+struct Run {
+    /// The effect of the call in flight when the child died, if any.
+    in_flight: Option<Effect>,
+    /// The acknowledged calls' effects, in order (already applied to `acked`).
+    acks: Vec<Effect>,
+}
+
+/// Feeds `next(step)` to a child one call at a time until it dies; applies the effects of the
+/// acknowledged calls to `acked` and returns them with the call in flight when it died, if any.
 fn drive(
     path: &Path,
+    mode: Durability,
     kill: &Kill,
     acked: &mut Tree,
     mut next: impl FnMut(usize, &Tree) -> (Value, Effect),
-) -> Option<Effect> {
-    let mut child = spawn(path);
+) -> Run {
+    let mut child = spawn(path, mode);
     let pid = child.id();
     let mut killer = (kill.acks == 0).then(|| kill_after(pid, kill.delay));
     let mut stdin = child.stdin.take().expect("stdin");
     let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
     let mut in_flight = None;
+    let mut acks = Vec::new();
     for step in 0.. {
         let (input, effect) = next(step, acked);
         if writeln!(stdin, "{input}")
@@ -137,6 +168,7 @@ fn drive(
                     "{input} was refused: {result}"
                 );
                 effect(acked);
+                acks.push(effect);
                 if step + 1 == kill.acks {
                     killer = Some(kill_after(pid, kill.delay));
                 }
@@ -150,39 +182,78 @@ fn drive(
     if let Some(killer) = killer {
         killer.join().expect("killer");
     }
-    let _ = child.wait();
-    in_flight
+    child.wait().expect("wait for the killed child");
+    Run { in_flight, acks }
 }
 
-/// After a kill: the store holds the acknowledged state, or that plus the call in flight.
-fn check(path: &Path, acked: &mut Tree, in_flight: Option<Effect>, what: &str) {
+/// After a kill: what `mode` promises holds. `before` is the state the run started from; `acked`
+/// is that state with every acknowledged effect applied, and becomes what the store holds.
+/// Returns how many acknowledged calls the kill lost (always 0 unless `buffered`).
+fn check(
+    path: &Path,
+    mode: Durability,
+    before: &Tree,
+    acked: &mut Tree,
+    run: Run,
+    what: &str,
+) -> usize {
     let (found, _) = tree(path);
-    if &found == acked {
-        return;
+    let with_flight = |state: &Tree| {
+        let mut state = state.clone();
+        if let Some(effect) = &run.in_flight {
+            effect(&mut state);
+        }
+        state
+    };
+    if &found == acked || found == with_flight(acked) {
+        *acked = found;
+        return 0;
     }
-    let mut with_flight = acked.clone();
-    if let Some(effect) = &in_flight {
-        effect(&mut with_flight);
-    }
-    assert!(
-        found == with_flight,
+    assert_eq!(
+        mode,
+        Durability::Buffered,
         "{what}: the store holds neither the acknowledged state nor that plus the call in flight\n\
          acknowledged: {} files, found: {} files",
         acked.len(),
         found.len()
     );
-    *acked = with_flight;
+    // Buffered: some prefix of the acknowledged calls, in order; the longest that matches (a
+    // read's effect changes nothing, so several prefixes can).
+    let mut state = before.clone();
+    let mut kept = (found == state).then_some(0);
+    for (n, effect) in run.acks.iter().enumerate() {
+        effect(&mut state);
+        if found == state {
+            kept = Some(n + 1);
+        }
+    }
+    let Some(kept) = kept else {
+        panic!(
+            "{what}: the store holds no prefix of the acknowledged calls ({} acknowledged, {} \
+             files found, {} expected after all of them)",
+            run.acks.len(),
+            found.len(),
+            acked.len()
+        );
+    };
+    *acked = found;
+    run.acks.len() - kept
 }
 
-#[test]
-fn small_edits_survive_kill_9() {
+/// Every mode, most durable first.
+const MODES: [Durability; 3] = [Durability::Fsync, Durability::Flush, Durability::Buffered];
+
+/// Creates and inserts, killed at a random moment; returns the acknowledged calls lost.
+fn small_edits(mode: Durability) -> usize {
     let s = TempStore::new();
     let mut rng = Rng(0x2545_F491_4F6C_DD1D);
     let mut acked = Tree::new();
     let mut counter = 0u64;
-    for cycle in 0..cycles() {
+    let mut lost = 0;
+    for cycle in 0..cycles_in(mode) {
         let kill = Kill::random(&mut rng, 12);
-        let in_flight = drive(&s.path(), &kill, &mut acked, |_, acked| {
+        let before = acked.clone();
+        let run = drive(&s.path(), mode, &kill, &mut acked, |_, acked| {
             counter += 1;
             let n = counter;
             // Edit an existing file every other call, else create a new one.
@@ -208,19 +279,45 @@ fn small_edits_survive_kill_9() {
                 }),
             )
         });
-        check(&s.path(), &mut acked, in_flight, &format!("cycle {cycle}"));
+        lost += check(
+            &s.path(),
+            mode,
+            &before,
+            &mut acked,
+            run,
+            &format!("{} cycle {cycle}", mode.name()),
+        );
     }
     // The loop must have tested something: on average several acknowledged calls per cycle.
-    let files = acked.len();
     assert!(
-        files >= cycles(),
-        "only {files} files acknowledged over {} cycles",
-        cycles()
+        counter >= 2 * cycles_in(mode) as u64,
+        "only {counter} calls sent over {} cycles",
+        cycles_in(mode)
     );
     eprintln!(
-        "small edits: {} cycles, {counter} calls sent, {files} files",
-        cycles()
+        "small edits, {}: {} cycles, {counter} calls sent, {} files, {lost} acknowledged calls lost",
+        mode.name(),
+        cycles_in(mode),
+        acked.len()
     );
+    lost
+}
+
+#[test]
+fn small_edits_survive_kill_9() {
+    assert_eq!(small_edits(Durability::Fsync), 0);
+}
+
+#[test]
+fn small_edits_survive_kill_9_in_flush_mode() {
+    assert_eq!(small_edits(Durability::Flush), 0);
+}
+
+/// `buffered` promises nothing for the last moments before a kill, but what survives is a prefix of
+/// what was acknowledged, and the store verifies intact (`check` and `tree` assert both).
+#[test]
+fn buffered_mode_keeps_a_prefix_of_acknowledged_calls_across_kill_9() {
+    small_edits(Durability::Buffered);
 }
 
 /// The seq of the last event in the log and the last the stored index has applied (the replay
@@ -250,27 +347,36 @@ fn index_batches_written_in_the_background_survive_kill_9() {
             acks: usize::try_from(burst).expect("small"),
             delay: Duration::from_micros(idle_us + rng.below(2 * idle_us)),
         };
-        let in_flight = drive(&s.path(), &kill, &mut acked, |step, _| {
-            if step as u64 == burst {
-                // Idle past INDEX_IDLE, so the background thread writes the batch.
-                std::thread::sleep(idle * 3 / 2);
-            }
-            let path = format!("/memories/bg/c{cycle}/f{step}.txt");
-            let input = json!({"command": "create", "path": path, "file_text": format!("{step}")});
-            (
-                input,
-                Box::new(move |t: &mut Tree| {
-                    t.insert(path.clone(), format!("{step}"));
-                }),
-            )
-        });
+        let start = acked.clone();
+        let run = drive(
+            &s.path(),
+            Durability::Fsync,
+            &kill,
+            &mut acked,
+            |step, _| {
+                if step as u64 == burst {
+                    // Idle past INDEX_IDLE, so the background thread writes the batch.
+                    std::thread::sleep(idle * 3 / 2);
+                }
+                let path = format!("/memories/bg/c{cycle}/f{step}.txt");
+                let input =
+                    json!({"command": "create", "path": path, "file_text": format!("{step}")});
+                (
+                    input,
+                    Box::new(move |t: &mut Tree| {
+                        t.insert(path.clone(), format!("{step}"));
+                    }),
+                )
+            },
+        );
         // The batch reached the disk if the stored index has the burst's last event.
         if log_and_index(&s.path()).1 >= before + burst {
             written += 1;
         } else {
             lagging += 1;
         }
-        check(&s.path(), &mut acked, in_flight, &format!("cycle {cycle}"));
+        let what = format!("cycle {cycle}");
+        check(&s.path(), Durability::Fsync, &start, &mut acked, run, &what);
     }
     assert!(
         acked.len() >= 20 * cycles().div_ceil(2),
@@ -314,67 +420,87 @@ fn moved(tree: &Tree, from: &str, to: &str) -> Tree {
 
 #[test]
 fn large_directory_renames_survive_kill_9() {
-    let s = TempStore::new();
-    let mut acked = fill(&s.path(), "/memories/big", 1000);
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
-    for cycle in 0..cycles() {
-        let kill = Kill::random(&mut rng, 6);
-        let in_flight = drive(&s.path(), &kill, &mut acked, |_, acked| {
-            let (from, to) = if acked.keys().any(|p| p.starts_with("/memories/big/")) {
-                ("/memories/big", "/memories/big2")
-            } else {
-                ("/memories/big2", "/memories/big")
-            };
-            let input = json!({"command": "rename", "old_path": from, "new_path": to});
-            (input, Box::new(move |t: &mut Tree| *t = moved(t, from, to)))
-        });
-        check(&s.path(), &mut acked, in_flight, &format!("cycle {cycle}"));
-        assert_eq!(acked.len(), 1000);
+    for mode in MODES {
+        let s = TempStore::new();
+        let mut acked = fill(&s.path(), "/memories/big", 1000);
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        let mut lost = 0;
+        for cycle in 0..cycles_in(mode) {
+            let kill = Kill::random(&mut rng, 6);
+            let before = acked.clone();
+            let run = drive(&s.path(), mode, &kill, &mut acked, |_, acked| {
+                let (from, to) = if acked.keys().any(|p| p.starts_with("/memories/big/")) {
+                    ("/memories/big", "/memories/big2")
+                } else {
+                    ("/memories/big2", "/memories/big")
+                };
+                let input = json!({"command": "rename", "old_path": from, "new_path": to});
+                (input, Box::new(move |t: &mut Tree| *t = moved(t, from, to)))
+            });
+            let what = format!("{} cycle {cycle}", mode.name());
+            lost += check(&s.path(), mode, &before, &mut acked, run, &what);
+            assert_eq!(acked.len(), 1000);
+        }
+        eprintln!(
+            "directory renames, {}: {lost} acknowledged calls lost",
+            mode.name()
+        );
     }
 }
 
 #[test]
 fn large_directory_deletes_survive_kill_9() {
-    let mut s = TempStore::new();
-    let mut acked = Tree::new();
-    let mut rng = Rng(0xD1B5_4A32_D192_ED03);
-    for cycle in 0..cycles() {
-        // A fresh store every ten cycles keeps each verify's replay short.
-        if cycle % 10 == 9 {
-            s = TempStore::new();
-            acked.clear();
+    for mode in MODES {
+        let mut s = TempStore::new();
+        let mut acked = Tree::new();
+        let mut rng = Rng(0xD1B5_4A32_D192_ED03);
+        let mut lost = 0;
+        for cycle in 0..cycles_in(mode) {
+            // A fresh store every ten cycles keeps each verify's replay short.
+            if cycle % 10 == 9 {
+                s = TempStore::new();
+                acked.clear();
+            }
+            // A directory of 100 files is built (outside the crash) and then deleted by a child
+            // that is killed at a random moment, often in the middle of the delete.
+            let dir = format!("/memories/victim{cycle}");
+            acked.extend(fill(&s.path(), &dir, 100));
+            // Killed before the delete is answered (0 acks) or after it (1 or 2 acks).
+            let kill = Kill::random(&mut rng, 3);
+            let mut sent = false;
+            let before = acked.clone();
+            let run = drive(&s.path(), mode, &kill, &mut acked, |_, _| {
+                let dir = dir.clone();
+                let input = if sent {
+                    // After the delete, keep the child busy with harmless reads until it dies.
+                    json!({"command": "view", "path": "/memories"})
+                } else {
+                    json!({"command": "delete", "path": dir})
+                };
+                let effect: Effect = if sent {
+                    Box::new(|_: &mut Tree| {})
+                } else {
+                    Box::new(move |t: &mut Tree| {
+                        t.retain(|p, _| !p.starts_with(&format!("{dir}/")));
+                    })
+                };
+                sent = true;
+                (input, effect)
+            });
+            let what = format!("{} cycle {cycle}", mode.name());
+            lost += check(&s.path(), mode, &before, &mut acked, run, &what);
         }
-        // A directory of 100 files is built (outside the crash) and then deleted by a child that
-        // is killed at a random moment, often in the middle of the delete.
-        let dir = format!("/memories/victim{cycle}");
-        acked.extend(fill(&s.path(), &dir, 100));
-        // Killed before the delete is answered (0 acks) or after it (1 or 2 acks).
-        let kill = Kill::random(&mut rng, 3);
-        let mut sent = false;
-        let in_flight = drive(&s.path(), &kill, &mut acked, |_, _| {
-            let dir = dir.clone();
-            let input = if sent {
-                // After the delete, keep the child busy with harmless reads until it dies.
-                json!({"command": "view", "path": "/memories"})
-            } else {
-                json!({"command": "delete", "path": dir})
-            };
-            let effect: Effect = if sent {
-                Box::new(|_: &mut Tree| {})
-            } else {
-                Box::new(move |t: &mut Tree| t.retain(|p, _| !p.starts_with(&format!("{dir}/"))))
-            };
-            sent = true;
-            (input, effect)
-        });
-        check(&s.path(), &mut acked, in_flight, &format!("cycle {cycle}"));
+        eprintln!(
+            "directory deletes, {}: {lost} acknowledged calls lost",
+            mode.name()
+        );
     }
 }
 
 #[test]
 fn a_store_left_by_kill_9_reopens_with_the_lock_released() {
     let s = TempStore::new();
-    let mut child = spawn(&s.path());
+    let mut child = spawn(&s.path(), Durability::Fsync);
     let stdin = child.stdin.as_mut().expect("stdin");
     writeln!(stdin, "{}", json!({"command": "view", "path": "/memories"})).expect("write");
     kill_after(child.id(), Duration::from_millis(200))
