@@ -173,3 +173,51 @@ impl DirChain {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The inode of the directory `fd` is open on.
+    fn ino(fd: BorrowedFd<'_>) -> u64 {
+        rustix::fs::fstat(fd).expect("fstat").st_ino
+    }
+
+    #[test]
+    fn a_deep_chain_keeps_few_descriptors_open_and_reopens_the_right_directory() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let base = open_base(dir.path()).expect("open the base");
+        let mut chain = DirChain::new(base);
+        let mut inodes = Vec::new();
+        for _ in 0..(3 * MAX_OPEN) {
+            let here = chain.current().expect("current");
+            rustix::fs::mkdirat(here, "d", Mode::from_raw_mode(0o755)).expect("mkdirat");
+            let fd = open_dir(here, "d").expect("open");
+            inodes.push(ino(fd.as_fd()));
+            chain.push(CString::from(c"d"), fd);
+            let open = chain.levels.iter().filter(|l| l.fd.is_some()).count();
+            assert!(open <= MAX_OPEN, "{open} descriptors open");
+        }
+        // Back up past the open window: the level is reopened by walking down from the base.
+        for depth in [2 * MAX_OPEN, MAX_OPEN / 2, 1] {
+            while chain.depth() > depth {
+                chain.pop();
+            }
+            let here = chain.current().expect("reopen");
+            assert_eq!(ino(here), inodes[depth - 1], "depth {depth}");
+        }
+    }
+
+    #[test]
+    fn a_link_is_never_opened_as_a_directory() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::os::unix::fs::symlink(dir.path(), dir.path().join("link")).expect("symlink");
+        let base = open_base(dir.path()).expect("open the base");
+        let err = open_dir(&base, "link").expect_err("a link is refused");
+        let name = CString::from(c"link");
+        assert!(why_not_dir(&base, &name, err).starts_with("is a symbolic link"));
+        assert!(open_base(&dir.path().join("link/")).is_err());
+        assert_eq!(trim_trailing_slashes(Path::new("a//")), Path::new("a"));
+        assert_eq!(trim_trailing_slashes(Path::new("/")), Path::new("/"));
+    }
+}
