@@ -7,7 +7,7 @@ use std::os::fd::{BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{CWD, Dir, FileType, Mode, OFlags};
+use rustix::fs::{CWD, Dir, FileType, Mode, OFlags, Stat};
 use rustix::io::Errno;
 use serde_json::json;
 
@@ -214,32 +214,10 @@ impl Walk<'_> {
     }
 }
 
-/// The content of the regular file `name` in `at`, or why it is not imported. The file is opened
-/// without following a link or blocking, checked on the opened descriptor (so a swap after the
-/// listing is caught), its size checked before reading, and at most `limit + 1` bytes are read.
+/// The content of the regular file `name` in `at`, or why it is not imported: see
+/// [`open_regular`]; at most `limit + 1` bytes are read.
 fn read_file(at: BorrowedFd<'_>, name: &CStr, limit: u64) -> std::result::Result<String, String> {
-    let fd = rustix::fs::openat(at, name, FILE_FLAGS, Mode::empty()).map_err(|e| match e {
-        Errno::LOOP => {
-            "a symbolic link (it replaced the file after the listing); links are never followed"
-                .to_owned()
-        }
-        e => format!("could not be opened: {}", std::io::Error::from(e)),
-    })?;
-    let stat = rustix::fs::fstat(&fd)
-        .map_err(|e| format!("could not be examined: {}", std::io::Error::from(e)))?;
-    let kind = FileType::from_raw_mode(stat.st_mode);
-    if kind != FileType::RegularFile {
-        return Err(format!(
-            "{} (it replaced the file after the listing); only regular files are imported",
-            describe(kind)
-        ));
-    }
-    let size = u64::try_from(stat.st_size).unwrap_or(0);
-    if size > limit {
-        return Err(format!(
-            "{size} bytes, over the {limit}-byte file limit; it was not read"
-        ));
-    }
+    let (fd, size) = open_regular(at, name, limit)?;
     let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
     File::from(fd)
         .take(limit.saturating_add(1))
@@ -251,6 +229,94 @@ fn read_file(at: BorrowedFd<'_>, name: &CStr, limit: u64) -> std::result::Result
         ));
     }
     String::from_utf8(bytes).map_err(|_| "the content is not UTF-8 text".to_owned())
+}
+
+/// Opens the regular file `name` in `at` for reading, with its size, once `fstat` on a descriptor
+/// of that very inode shows a regular file within `limit`; a link is never followed.
+///
+/// On Linux the name is first opened with `O_PATH | O_NOFOLLOW`, which pins the inode without
+/// opening it (no driver is called, a FIFO gains no reader); only when that descriptor shows a
+/// regular file within the limit is the same inode opened for reading, through
+/// `/proc/self/fd/N`, which names the pinned inode and not a path that could be swapped. Elsewhere,
+/// or without `/proc`, the name is opened with `O_NOFOLLOW | O_NONBLOCK` and checked right after:
+/// a FIFO or device swapped in between the listing and the open is then opened, without blocking,
+/// but never read.
+fn open_regular(
+    at: BorrowedFd<'_>,
+    name: &CStr,
+    limit: u64,
+) -> std::result::Result<(OwnedFd, u64), String> {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        use std::os::fd::AsRawFd;
+        let flags = OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let pinned = rustix::fs::openat(at, name, flags, Mode::empty()).map_err(open_error)?;
+        let (size, pinned_stat) = check_regular(&pinned, limit)?;
+        let by_fd = format!("/proc/self/fd/{}", pinned.as_raw_fd());
+        match rustix::fs::open(by_fd.as_str(), READ_FLAGS, Mode::empty()) {
+            Ok(fd) => {
+                // Cannot differ (the descriptor pins the inode); checked all the same.
+                let opened = rustix::fs::fstat(&fd).map_err(stat_error)?;
+                if (opened.st_dev, opened.st_ino) != (pinned_stat.st_dev, pinned_stat.st_ino) {
+                    return Err("changed while it was opened; it was not read".into());
+                }
+                return Ok((fd, size));
+            }
+            Err(Errno::NOENT | Errno::NOTDIR) => {} // No /proc: open by name below.
+            Err(e) => return Err(open_error(e)),
+        }
+    }
+    let fd = rustix::fs::openat(at, name, FILE_FLAGS, Mode::empty()).map_err(open_error)?;
+    let (size, _) = check_regular(&fd, limit)?;
+    Ok((fd, size))
+}
+
+/// Flags for opening a checked file by its descriptor: read only, never blocking, never taking a
+/// terminal as the controlling one, never inherited.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+const READ_FLAGS: OFlags = OFlags::RDONLY
+    .union(OFlags::NONBLOCK)
+    .union(OFlags::NOCTTY)
+    .union(OFlags::CLOEXEC);
+
+/// The size and status of the file open on `fd`, if it is a regular file within `limit`; otherwise
+/// why it is not imported.
+fn check_regular(fd: &OwnedFd, limit: u64) -> std::result::Result<(u64, Stat), String> {
+    let stat = rustix::fs::fstat(fd).map_err(stat_error)?;
+    let kind = FileType::from_raw_mode(stat.st_mode);
+    if kind != FileType::RegularFile {
+        let why = match kind {
+            FileType::Symlink => "links are never followed",
+            _ => "only regular files are imported",
+        };
+        return Err(format!(
+            "{} (it replaced the file after the listing); {why}",
+            describe(kind)
+        ));
+    }
+    let size = u64::try_from(stat.st_size).unwrap_or(0);
+    if size > limit {
+        return Err(format!(
+            "{size} bytes, over the {limit}-byte file limit; it was not read"
+        ));
+    }
+    Ok((size, stat))
+}
+
+/// Why a file could not be opened.
+fn open_error(e: Errno) -> String {
+    match e {
+        Errno::LOOP => {
+            "a symbolic link (it replaced the file after the listing); links are never followed"
+                .to_owned()
+        }
+        e => format!("could not be opened: {}", std::io::Error::from(e)),
+    }
+}
+
+/// Why a file could not be examined.
+fn stat_error(e: Errno) -> String {
+    format!("could not be examined: {}", std::io::Error::from(e))
 }
 
 /// Why the base directory cannot be imported from.
@@ -287,4 +353,45 @@ fn root_error(at: &OwnedFd, dir: &Path, shown: &Path, name: &CString, err: Errno
         shown.display(),
         why_not_dir(at, name, err)
     ))
+}
+
+#[cfg(all(test, any(target_os = "linux", target_os = "android")))]
+mod tests {
+    use std::os::fd::AsFd;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
+
+    use super::*;
+
+    /// A FIFO met where a regular file was listed is refused without being opened for reading: a
+    /// writer blocked on opening it is never woken.
+    #[test]
+    fn a_fifo_in_place_of_a_file_is_never_opened_for_reading() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fifo = dir.path().join("fifo");
+        rustix::fs::mknodat(CWD, &fifo, FileType::Fifo, Mode::from_raw_mode(0o600), 0)
+            .expect("mkfifo");
+        let woken = Arc::new(AtomicBool::new(false));
+        let writer = {
+            let (fifo, woken) = (fifo.clone(), woken.clone());
+            std::thread::spawn(move || {
+                // Blocks until some reader opens the FIFO.
+                let file = std::fs::OpenOptions::new().write(true).open(&fifo);
+                woken.store(true, Ordering::SeqCst);
+                drop(file);
+            })
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        let base = open_dir(CWD, dir.path()).expect("open the directory");
+        let why = read_file(base.as_fd(), c"fifo", 1 << 20).expect_err("a FIFO is refused");
+        assert!(why.starts_with("a FIFO (named pipe)"), "{why}");
+        std::thread::sleep(Duration::from_millis(50));
+        let opened_by_import = woken.load(Ordering::SeqCst);
+        // Release the writer.
+        let reader = rustix::fs::open(&fifo, READ_FLAGS, Mode::empty()).expect("open to release");
+        writer.join().expect("writer");
+        drop(reader);
+        assert!(!opened_by_import, "the import opened the FIFO for reading");
+    }
 }
