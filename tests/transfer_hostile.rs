@@ -105,21 +105,28 @@ fn store_files(store: &TempStore) -> Vec<(String, String)> {
     files
 }
 
-/// A directory outside every tree under test, holding a canary file; checked after each run.
+/// A directory outside every tree under test, holding canary files; checked after each run.
 struct Outside {
     dir: tempfile::TempDir,
-    mtime: SystemTime,
+    /// Each canary's name and modification time.
+    mtimes: Vec<(&'static str, SystemTime)>,
 }
 
 impl Outside {
     fn new() -> Outside {
         let dir = tempfile::tempdir().expect("tempdir");
-        std::fs::write(dir.path().join("canary.txt"), CANARY).expect("write the canary");
-        std::fs::write(dir.path().join("f0"), CANARY).expect("write the canary");
-        let mtime = std::fs::metadata(dir.path().join("f0"))
-            .and_then(|m| m.modified())
-            .expect("mtime");
-        Outside { dir, mtime }
+        let mtimes = ["canary.txt", "f0"]
+            .into_iter()
+            .map(|name| {
+                let path = dir.path().join(name);
+                std::fs::write(&path, CANARY).expect("write the canary");
+                let mtime = std::fs::metadata(&path)
+                    .and_then(|m| m.modified())
+                    .expect("mtime");
+                (name, mtime)
+            })
+            .collect();
+        Outside { dir, mtimes }
     }
 
     fn path(&self) -> &Path {
@@ -138,14 +145,14 @@ impl Outside {
             ["canary.txt", "f0"],
             "something was written outside the tree"
         );
-        for name in ["canary.txt", "f0"] {
+        for (name, mtime) in &self.mtimes {
             let path = self.path().join(name);
             assert_eq!(std::fs::read_to_string(&path).expect("read canary"), CANARY);
             assert_eq!(
                 std::fs::metadata(&path)
                     .and_then(|m| m.modified())
                     .expect("mtime"),
-                self.mtime,
+                *mtime,
                 "{name} outside the tree was rewritten"
             );
         }
