@@ -38,6 +38,9 @@ mod spec_table;
 mod trash;
 // mnemo export / import: the SDK tool's layout, round-tripped byte for byte.
 mod transfer;
+// mnemo export / import on hostile trees: links, FIFOs, devices, huge and deep entries, swaps.
+#[cfg(target_os = "linux")]
+mod transfer_hostile;
 // The tamper corpus on stores of 1, 2, 255, 256, 257 and 10,000 events.
 mod tamper_sizes;
 // Tampering through sled: verify names the right seq and invariant.

@@ -183,7 +183,7 @@ fn import_reports_what_it_could_not_take_and_takes_the_rest() {
         ],
         "",
     );
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(1), "a partial import exits 1");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("binary.bin: the content is not UTF-8 text"),
