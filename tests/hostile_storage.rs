@@ -1,5 +1,7 @@
 //! A hostile store directory: read-only, on a full disk, missing or damaged sled files, a newer
-//! format, a `--db` that is a file or lies under a directory that does not exist.
+//! format, a `--db` that is a file or lies under a directory that does not exist, and store files
+//! that are not what they seem (a FIFO, a link, a device node, a socket or the wrong kind in place
+//! of `db`, `conf`, a snapshot, `mnemo-head`, `blobs/`, a blob or the store directory).
 //!
 //! For every case, on fresh copies of the same hostile directory:
 //!
@@ -32,7 +34,10 @@
 //! - `mnemo tool` exits 0 with nothing on stderr after the store failed under it;
 //! - `--db` under a missing directory: the open-or-create paths create the directories.
 //!
-//! sled panicked on none of the damaged files.
+//! sled panicked on none of the damaged files. It did panic (exit 101) on a FIFO or a device as
+//! `db`, and a FIFO as `conf`, a snapshot, `mnemo-head` or a blob hung every probe; since the
+//! store's files are checked before sled opens them, every such case is refused (see the last
+//! section).
 //!
 //! Tests run as root here, where permission bits do not stop writes: the read-only cases detect
 //! that and use what does stop root (running the child as `nobody` with `setpriv`; the immutable
@@ -145,8 +150,9 @@ fn run(what: String, mut cmd: Command, stdin: Vec<u8>) -> Ran {
     });
     let mut timed_out = false;
     let mut peak_rss_kib = 0;
+    let spawner = std::fs::read_to_string("/proc/thread-self/comm").unwrap_or_default();
     let status = loop {
-        peak_rss_kib = peak_rss_kib.max(resident_peak_kib(pid));
+        peak_rss_kib = peak_rss_kib.max(resident_peak_kib(pid, spawner.trim()));
         if let Some(status) = child.try_wait().expect("poll the child") {
             break status;
         }
@@ -180,16 +186,24 @@ fn run(what: String, mut cmd: Command, stdin: Vec<u8>) -> Ran {
     }
 }
 
-/// The `VmHWM` (peak resident set) of process `pid` in KiB; 0 once it is gone.
-fn resident_peak_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        })
+/// The `VmHWM` (peak resident set) of process `pid` in KiB; 0 once it is gone, and 0 while it
+/// still shares the memory of the thread `spawner` that started it (a child not yet past its
+/// `exec` shows that thread's name and the whole test process's peak).
+fn resident_peak_kib(pid: u32, spawner: &str) -> u64 {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+        return 0;
+    };
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(str::trim)
+    };
+    if field("Name:") == Some(spawner) {
+        return 0;
+    }
+    field("VmHWM:")
+        .and_then(|v| v.trim_end_matches("kB").trim().parse().ok())
         .unwrap_or(0)
 }
 
@@ -2107,12 +2121,16 @@ fn events_in(detail: &str) -> u64 {
 // Store files that are not what they seem.
 // ---------------------------------------------------------------------------------------------
 
-/// The address-space limit the impostor probes run under: far above what a refused open (or one
-/// call) needs, far below what a read of `/dev/zero` reaches.
-const IMPOSTOR_MEMORY_KIB: u64 = 512 * 1024;
+/// The address-space limit the impostor probes run under, so that a read of `/dev/zero` fails
+/// (at about half of it, where a doubling buffer can grow no more) instead of taking the
+/// machine's memory.
+const IMPOSTOR_MEMORY_KIB: u64 = 1024 * 1024;
 
-/// The peak resident set a probe may reach (one call on a 20-event store needs about 30 MiB).
-const IMPOSTOR_PEAK_KIB: u64 = 128 * 1024;
+/// The peak resident set a probe may reach: a refused open needs under 10 MiB, one call on a
+/// 20-event store about 30 MiB. Before the store's files were checked, sled reached 84-128 MiB
+/// on a FIFO as `db`, and a read of `/dev/zero` stopped by [`IMPOSTOR_MEMORY_KIB`] 230-513 MiB.
+/// (Sampled every 20 ms while the probe runs.)
+const IMPOSTOR_PEAK_KIB: u64 = 64 * 1024;
 
 /// What takes the place of a file or directory of the store.
 #[derive(Clone, Copy, Debug)]
@@ -2401,12 +2419,12 @@ fn impostor_cases(test: &str, p: &Pristine, base: &Path, target: &str, impostors
     for f in found {
         problems.0.extend(f.0);
     }
+    problems.assert_none(test);
     if let Err(why) = &mknod {
         if impostors.iter().any(|i| i.needs_mknod()) {
             skip(&format!("{test} (the device-node cases)"), why);
         }
     }
-    problems.assert_none(test);
 }
 
 /// The newest snapshot file of a store.
@@ -2420,11 +2438,12 @@ fn snapshot_name(store: &Path) -> String {
     names.pop().expect("the reopened store has a snapshot")
 }
 
-/// Today: sled panics (exit 101: "called `Result::unwrap()` on an `Err` value: ... Invalid
-/// argument", its fsync of `db` as it gives up) for a FIFO, a device or a link to one, in
-/// `verify`, `ls`, `tool` and every library probe; a link to the real `db` elsewhere is
-/// followed without a word; a directory is "storage error: IO error: Is a directory (os error
-/// 21)", naming no file.
+/// Before the store's files were checked: a FIFO, a device node or a link to `/dev/zero` or
+/// `/dev/null` as `db` made sled panic (exit 101, "called `Result::unwrap()` on an `Err` value:
+/// ... Invalid argument": its fsync of `db` as it gave up), or fail with "in use by another
+/// process" (the lock is on the shared device); a link to the real `db` elsewhere was followed
+/// and `tool` wrote through it; a socket or a directory was "storage error: IO error: No such
+/// device or address" / "Is a directory", naming no file.
 #[test]
 fn a_db_file_that_is_not_a_regular_file_is_refused() {
     let p = pristine();
@@ -2437,9 +2456,10 @@ fn a_db_file_that_is_not_a_regular_file_is_refused() {
     );
 }
 
-/// Today: a FIFO or a FIFO-like device as `conf` hangs every probe (sled reads it to its end);
-/// a link to `/dev/zero` reads until memory runs out; a link to the real `conf` elsewhere is
-/// followed; `/dev/null` reads as a missing `conf` (exit 0).
+/// Before the store's files were checked: a FIFO as `conf` hung every probe; `/dev/zero` and
+/// `/dev/null` (links or device nodes) read as no `conf` at all and every probe succeeded; a link
+/// to the real `conf` elsewhere was followed; a socket or a directory was an I/O error naming no
+/// file.
 #[test]
 fn a_conf_file_that_is_not_a_regular_file_is_refused() {
     let p = pristine();
@@ -2452,9 +2472,10 @@ fn a_conf_file_that_is_not_a_regular_file_is_refused() {
     );
 }
 
-/// Today: a FIFO as the newest `snap.*` hangs every probe; a link to `/dev/zero` reads until
-/// memory runs out; a link to the real snapshot elsewhere is followed; a directory is "IO error:
-/// Is a directory", naming no file.
+/// Before the store's files were checked: a FIFO as the newest `snap.*` hung every probe;
+/// `/dev/zero` (a link or a device node) was read until the memory limit stopped it ("IO error:
+/// out of memory"); a link to the real snapshot elsewhere was followed; the rest were I/O errors
+/// naming no file.
 #[test]
 fn a_snapshot_that_is_not_a_regular_file_is_refused() {
     let p = pristine();
@@ -2468,9 +2489,11 @@ fn a_snapshot_that_is_not_a_regular_file_is_refused() {
     );
 }
 
-/// Today: `verify` and `tool` hang on a FIFO as `mnemo-head` (`ls` never reads it and exits
-/// 0); a link to `/dev/zero` is read until memory runs out; `tool` writes the head through a
-/// link to a file elsewhere, changing that file.
+/// Before the store's files were checked: a FIFO as `mnemo-head` hung `verify`, `tool` and every
+/// library probe (`ls` never read it and exited 0); `/dev/zero` was read until the memory limit
+/// stopped it; `/dev/null`, a device, a socket or a directory made `verify` report a violation
+/// (exit 1); a link to the real record elsewhere was followed, and `tool` wrote the new head
+/// through it.
 #[test]
 fn a_head_record_that_is_not_a_regular_file_is_refused() {
     let p = pristine();
@@ -2483,8 +2506,9 @@ fn a_head_record_that_is_not_a_regular_file_is_refused() {
     );
 }
 
-/// Today: a regular file or a FIFO as `blobs` is "storage error: IO error: Not a directory (os
-/// error 20)" or "File exists", naming no file; a link to a directory elsewhere is followed.
+/// Before the store's files were checked: anything but a directory as `blobs` was "storage error:
+/// IO error: Not a directory (os error 20)", naming no file; a link to the real directory
+/// elsewhere was followed.
 #[test]
 fn a_blobs_directory_that_is_not_a_directory_is_refused() {
     let p = pristine();
@@ -2532,8 +2556,9 @@ fn blobbed(p: &Pristine) -> (PathBuf, String) {
     (store, format!("blobs/{blob}"))
 }
 
-/// Today: a FIFO as a blob hangs every probe that reads the value (verify replays every event);
-/// a link to the real blob elsewhere is followed.
+/// Before the store's files were checked: a FIFO as a blob hung every probe that read the value
+/// (`verify` replays every event); `/dev/zero` was read until the memory limit stopped it; `ls`
+/// never read it and exited 0 in every case; a link to the real blob elsewhere was followed.
 #[test]
 fn a_blob_that_is_not_a_regular_file_is_refused() {
     let p = pristine();
@@ -2547,9 +2572,10 @@ fn a_blob_that_is_not_a_regular_file_is_refused() {
     );
 }
 
-/// Today: a store directory that is a link to the real store is followed; a FIFO at `--db`
-/// makes `tool` fail with "IO error: File exists (os error 17)", naming nothing. (A regular
-/// file there is its own test above.)
+/// Before the store's files were checked: a link to the real store was followed; a FIFO, a
+/// device, a socket or a link to a device at `--db` made `verify` and `ls` say "no store at PATH"
+/// and `tool` "IO error: Not a directory", neither saying what is there. (A regular file there is
+/// its own test above.)
 #[test]
 fn a_store_directory_that_is_a_link_or_a_special_file_is_refused() {
     let p = pristine();
