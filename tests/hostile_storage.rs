@@ -2595,3 +2595,42 @@ fn a_store_directory_that_is_a_link_or_a_special_file_is_refused() {
         ],
     );
 }
+
+/// Before the store's files were checked: a blob or a snapshot whose name is not UTF-8 made sled
+/// panic as it opened the store ("called `Option::unwrap()` on a `None` value", in its blob
+/// collector or as it replaced its snapshots; exit 101) in every probe.
+#[test]
+fn a_store_file_whose_name_is_not_utf8_is_refused() {
+    use std::os::unix::ffi::OsStrExt;
+    let p = pristine();
+    let snapshot = snapshot_name(&p.reopened);
+    let mut problems = Problems::default();
+    for (test, dir, name) in [
+        (
+            "a blob named with bytes that are not UTF-8",
+            "blobs",
+            &b"1\xff"[..],
+        ),
+        (
+            "a snapshot named with bytes that are not UTF-8",
+            "",
+            &b"snap.\xff"[..],
+        ),
+    ] {
+        let snapshot = snapshot.clone();
+        let damage = move |store: &Path| {
+            let odd = store.join(dir).join(std::ffi::OsStr::from_bytes(name));
+            std::fs::copy(store.join(&snapshot), odd).expect("write the file");
+        };
+        let work = p.dir.path().join(format!("utf8-{}", dir.len()));
+        let case = Case {
+            name: test.into(),
+            base: Some(&p.reopened),
+            damage: &damage,
+            wrap: Wrap::Plain,
+            work: &work,
+        };
+        expect_refused(&case, &["not UTF-8"], &mut problems);
+    }
+    problems.assert_none("store file names that are not UTF-8");
+}
