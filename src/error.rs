@@ -52,6 +52,20 @@ pub enum Error {
         what: String,
     },
 
+    /// A file or directory of the store is not what the store keeps there — a symbolic link, a
+    /// pipe, a device, a socket, a directory where a file belongs or the reverse — or it was
+    /// replaced while the store was being opened. Mnemo opens none of them (see
+    /// [`crate::disk`]).
+    #[error("{path} {what}; {fix}")]
+    UnsafeFile {
+        /// The file or directory.
+        path: PathBuf,
+        /// What it is, and what the store keeps there.
+        what: String,
+        /// What to do about it.
+        fix: String,
+    },
+
     /// An earlier storage failure left the writer unable to guarantee the chain; writes are refused.
     ///
     /// Like fjall's poisoned state: after a failed append or fsync Mnemo cannot know what reached the

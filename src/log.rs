@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use sled::Tree;
 use sled::transaction::{ConflictableTransactionError, TransactionError};
 
-use crate::disk::{DiskSync, HeadRecord};
+use crate::disk::{DiskSync, HeadRecord, StoreFiles};
 use crate::error::{Error, Result};
 use crate::event::{EventHash, FORMAT_VERSION, Frame, Seq};
 use crate::failpoint::{Failpoint, Failpoints};
@@ -174,6 +174,45 @@ fn remove_torn_snapshots(dir: &Path) -> Result<usize> {
     Ok(removed)
 }
 
+/// Whether `path` is a regular file itself (a link is not followed).
+fn is_regular_file(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file())
+}
+
+/// Whether there is anything at `path` (a link is not followed).
+fn exists(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok()
+}
+
+/// sled's open, with a panic in it turned into [`Error::Corrupt`]: sled 0.34 panics on some
+/// files instead of returning an error (a pipe or a device as `db`). [`StoreFiles::check`] keeps
+/// the known causes out; this is the last line of defence. (The panic's message still reaches
+/// stderr through the process's panic hook, which a library must not replace.)
+fn open_sled(path: &Path) -> Result<sled::Result<sled::Db>> {
+    without_panic(path, || sled::Config::new().path(path).open())
+}
+
+/// Runs `f`, turning a panic in it into [`Error::Corrupt`] about the store at `path`.
+fn without_panic<T>(path: &Path, f: impl FnOnce() -> T) -> Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|panic| {
+        let text = panic
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "no message".into());
+        Error::corrupt(format!(
+            "sled panicked while opening the store at {} ({text})",
+            path.display()
+        ))
+    })
+}
+
+/// Drops a sled handle that will not be used, catching a panic in its drop: sled 0.34 `fsync`s
+/// `db` when its last handle goes and panics if that fails (as it does on a pipe or device).
+fn close_quietly(db: sled::Db) {
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(db)));
+}
+
 impl Store {
     /// Opens or creates the store at `path`.
     ///
@@ -182,8 +221,13 @@ impl Store {
     /// [`Error::Locked`]: a store closed a moment ago reopens, one held by a live process does not.
     /// A snapshot that a kill left half-written (`snap.*.generating`, which sled 0.34 would
     /// otherwise read and refuse) is removed, and sled opens from the previous one and its log.
+    ///
+    /// Every file of the store that sled or Mnemo opens must be a regular file (the store
+    /// directory and `blobs/` real directories): a symbolic link, FIFO, device or socket is
+    /// refused with [`Error::UnsafeFile`] before sled opens anything, and checked again once it
+    /// has (see [`crate::disk`]). A panic in sled's open is [`Error::Corrupt`].
     pub fn open(path: &Path) -> Result<Store> {
-        if path.is_file() {
+        if is_regular_file(path) {
             return Err(Error::InvalidArgument(format!(
                 "{} is a file, not a directory: a store is a directory (it is created if missing)",
                 path.display()
@@ -197,13 +241,19 @@ impl Store {
                 )));
             }
         }
+        let files = StoreFiles::check(path)?;
+        Store::open_checked(path, &files)
+    }
+
+    /// [`Store::open`] once `files` passed [`StoreFiles::check`].
+    fn open_checked(path: &Path, files: &StoreFiles) -> Result<Store> {
         // Whether sled's files were there before this open: if they were, a missing format
         // marker means damage, not a new store.
-        let existed = path.join("db").exists() || path.join("conf").exists();
+        let existed = exists(&path.join("db")) || exists(&path.join("conf"));
         let deadline = Instant::now() + LOCK_WAIT;
         let mut removed_torn_snapshots = false;
         let db = loop {
-            match sled::Config::new().path(path).open() {
+            match open_sled(path)? {
                 Ok(db) => break db,
                 // sled holds the lock by the time it reads snapshots, so no other process is
                 // writing one now.
@@ -224,6 +274,11 @@ impl Store {
                 Err(other) => return Err(Error::Storage(other)),
             }
         };
+        // sled opened its files by path: refuse the store if one was swapped since the check.
+        if let Err(e) = files.confirm(path) {
+            close_quietly(db);
+            return Err(e);
+        }
         let store = Store {
             path: path.to_path_buf(),
             events: db.open_tree("events")?,
@@ -260,19 +315,22 @@ impl Store {
     }
 
     /// Opens an existing store; [`Error::NotFound`] if there is none at `path`.
+    ///
+    /// Its files are checked as by [`Store::open`].
     pub fn open_existing(path: &Path) -> Result<Store> {
-        if path.is_file() {
+        if is_regular_file(path) {
             return Err(Error::InvalidArgument(format!(
                 "{} is a file, not a directory: pass the store's directory with --db",
                 path.display()
             )));
         }
-        if !path.join("conf").exists() && !path.join("db").exists() {
+        let files = StoreFiles::check(path)?;
+        if !exists(&path.join("conf")) && !exists(&path.join("db")) {
             return Err(Error::NotFound {
                 path: path.to_path_buf(),
             });
         }
-        Store::open(path)
+        Store::open_checked(path, &files)
     }
 
     /// The head this store last recorded, outside sled, after a durable commit (`None` if it never
@@ -520,5 +578,24 @@ impl Store {
             }
         }
         Ok((projection, replayed))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_while_opening_is_a_corrupt_store_error_naming_the_store() {
+        let path = Path::new("/some/store");
+        let caught = without_panic(path, || -> u8 { panic!("sled: unexpected segment header") });
+        match caught {
+            Err(Error::Corrupt { what }) => {
+                assert!(what.contains("/some/store"), "{what}");
+                assert!(what.contains("unexpected segment header"), "{what}");
+            }
+            other => panic!("expected Corrupt, got {other:?}"),
+        }
+        assert_eq!(without_panic(path, || 7).expect("no panic"), 7);
     }
 }

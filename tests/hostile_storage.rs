@@ -1,5 +1,7 @@
 //! A hostile store directory: read-only, on a full disk, missing or damaged sled files, a newer
-//! format, a `--db` that is a file or lies under a directory that does not exist.
+//! format, a `--db` that is a file or lies under a directory that does not exist, and store files
+//! that are not what they seem (a FIFO, a link, a device node, a socket or the wrong kind in place
+//! of `db`, `conf`, a snapshot, `mnemo-head`, `blobs/`, a blob or the store directory).
 //!
 //! For every case, on fresh copies of the same hostile directory:
 //!
@@ -32,7 +34,10 @@
 //! - `mnemo tool` exits 0 with nothing on stderr after the store failed under it;
 //! - `--db` under a missing directory: the open-or-create paths create the directories.
 //!
-//! sled panicked on none of the damaged files.
+//! sled panicked on none of the damaged files. It did panic (exit 101) on a FIFO or a device as
+//! `db`, and a FIFO as `conf`, a snapshot, `mnemo-head` or a blob hung every probe; since the
+//! store's files are checked before sled opens them, every such case is refused (see the last
+//! section).
 //!
 //! Tests run as root here, where permission bits do not stop writes: the read-only cases detect
 //! that and use what does stop root (running the child as `nobody` with `setpriv`; the immutable
@@ -80,6 +85,8 @@ struct Ran {
     stderr: String,
     timed_out: bool,
     elapsed: Duration,
+    /// The largest resident set (`VmHWM`) seen while polling the child, in KiB.
+    peak_rss_kib: u64,
 }
 
 impl Ran {
@@ -142,7 +149,10 @@ fn run(what: String, mut cmd: Command, stdin: Vec<u8>) -> Ran {
         v
     });
     let mut timed_out = false;
+    let mut peak_rss_kib = 0;
+    let spawner = std::fs::read_to_string("/proc/thread-self/comm").unwrap_or_default();
     let status = loop {
+        peak_rss_kib = peak_rss_kib.max(resident_peak_kib(pid, spawner.trim()));
         if let Some(status) = child.try_wait().expect("poll the child") {
             break status;
         }
@@ -172,7 +182,29 @@ fn run(what: String, mut cmd: Command, stdin: Vec<u8>) -> Ran {
         stderr,
         timed_out,
         elapsed,
+        peak_rss_kib,
     }
+}
+
+/// The `VmHWM` (peak resident set) of process `pid` in KiB; 0 once it is gone, and 0 while it
+/// still shares the memory of the thread `spawner` that started it (a child not yet past its
+/// `exec` shows that thread's name and the whole test process's peak).
+fn resident_peak_kib(pid: u32, spawner: &str) -> u64 {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+        return 0;
+    };
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(str::trim)
+    };
+    if field("Name:") == Some(spawner) {
+        return 0;
+    }
+    field("VmHWM:")
+        .and_then(|v| v.trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -189,6 +221,9 @@ enum Wrap {
     FileSizeLimit { blocks: u64, ignore_sigxfsz: bool },
     /// As user and group 65534 (`nobody`), with no supplementary groups, via `setpriv`.
     Unprivileged,
+    /// `ulimit -v KIB`: an address-space limit, so an unbounded read fails instead of taking the
+    /// machine's memory.
+    MemoryLimit { kib: u64 },
     /// In a private mount namespace with a fresh 8 MiB tmpfs mounted over the probe's `mnt`
     /// directory, the store copied into it and the rest filled up but `leave_kib` KiB.
     Tmpfs { leave_kib: u64 },
@@ -302,6 +337,14 @@ impl Case<'_> {
                     .arg(program);
                 c
             }
+            Wrap::MemoryLimit { kib } => {
+                let mut c = Command::new("sh");
+                c.arg("-c")
+                    .arg(format!("ulimit -v {kib} && exec \"$@\""))
+                    .arg("sh")
+                    .arg(program);
+                c
+            }
             Wrap::Unprivileged => {
                 let mut c = Command::new("setpriv");
                 c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
@@ -375,9 +418,16 @@ impl Case<'_> {
 
     /// The CLI trio and the three library probes, all at once (a hang costs one timeout).
     fn observe(&self, tool_stdin: &str, probes: &LibProbes) -> Observed {
+        self.observe_with(&[("verify", ""), ("tool", tool_stdin), ("log", "")], probes)
+    }
+
+    /// `mnemo SUB --db COPY` for each `(SUB, stdin)` of `subs` and the three library probes, all
+    /// at once.
+    fn observe_with(&self, subs: &[(&'static str, &str)], probes: &LibProbes) -> Observed {
         std::thread::scope(|s| {
-            let cli: Vec<_> = [("verify", ""), ("tool", tool_stdin), ("log", "")]
-                .into_iter()
+            let cli: Vec<_> = subs
+                .iter()
+                .copied()
                 .map(|(sub, stdin)| s.spawn(move || self.cli(sub, stdin)))
                 .collect();
             let lib: Vec<_> = ["client_open", "store_open", "open_existing"]
@@ -938,7 +988,18 @@ fn have(tool: &str) -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
+/// Whether this is a CI run (`CI=true`), where a check that cannot run must fail, not pass.
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true")
+}
+
+/// Skips `test` for a missing prerequisite, with the reason on stderr; under `CI=true` the test
+/// fails instead, so a check that never ran cannot pass green.
 fn skip(test: &str, why: &str) {
+    assert!(
+        !in_ci(),
+        "{test}: cannot run here ({why}); CI=true, where a skipped check is a failure: give CI what this test needs"
+    );
     eprintln!("SKIPPED {test}: {why}");
 }
 
@@ -2054,4 +2115,522 @@ fn events_in(detail: &str) -> u64 {
         .find_map(|w| w.strip_prefix("events="))
         .and_then(|n| n.parse().ok())
         .unwrap_or(0)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Store files that are not what they seem.
+// ---------------------------------------------------------------------------------------------
+
+/// The address-space limit the impostor probes run under, so that a read of `/dev/zero` fails
+/// (at about half of it, where a doubling buffer can grow no more) instead of taking the
+/// machine's memory.
+const IMPOSTOR_MEMORY_KIB: u64 = 1024 * 1024;
+
+/// The peak resident set a probe may reach: a refused open needs under 10 MiB, one call on a
+/// 20-event store about 30 MiB. Before the store's files were checked, sled reached 84-128 MiB
+/// on a FIFO as `db`, and a read of `/dev/zero` stopped by [`IMPOSTOR_MEMORY_KIB`] 230-513 MiB.
+/// (Sampled every 20 ms while the probe runs.)
+const IMPOSTOR_PEAK_KIB: u64 = 64 * 1024;
+
+/// What takes the place of a file or directory of the store.
+#[derive(Clone, Copy, Debug)]
+enum Impostor {
+    /// A FIFO (named pipe) with no writer: opening or reading it blocks.
+    Fifo,
+    /// A symbolic link to `/dev/zero`: reads without end.
+    LinkToZero,
+    /// A symbolic link to `/dev/null`: reads as empty, takes every write.
+    LinkToNull,
+    /// The real file or directory moved out of the store, a symbolic link to it in its place.
+    LinkElsewhere,
+    /// A directory where the store keeps a file, a regular file where it keeps a directory.
+    WrongKind,
+    /// A unix socket.
+    Socket,
+    /// A character device node of `/dev/zero` (1, 5) made with mknod: needs root.
+    ZeroDevice,
+    /// A character device node of `/dev/null` (1, 3) made with mknod: needs root.
+    NullDevice,
+}
+
+impl Impostor {
+    const ALL: [Impostor; 8] = [
+        Impostor::Fifo,
+        Impostor::LinkToZero,
+        Impostor::LinkToNull,
+        Impostor::LinkElsewhere,
+        Impostor::WrongKind,
+        Impostor::Socket,
+        Impostor::ZeroDevice,
+        Impostor::NullDevice,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Impostor::Fifo => "a FIFO",
+            Impostor::LinkToZero => "a symlink to /dev/zero",
+            Impostor::LinkToNull => "a symlink to /dev/null",
+            Impostor::LinkElsewhere => "a symlink to the real one moved elsewhere",
+            Impostor::WrongKind => "the wrong kind (directory for a file, file for a directory)",
+            Impostor::Socket => "a unix socket",
+            Impostor::ZeroDevice => "a device node of /dev/zero (mknod)",
+            Impostor::NullDevice => "a device node of /dev/null (mknod)",
+        }
+    }
+
+    fn needs_mknod(self) -> bool {
+        matches!(self, Impostor::ZeroDevice | Impostor::NullDevice)
+    }
+
+    /// Words of which the refusal must use one, to say what the file is.
+    fn words(self, was_dir: bool) -> &'static [&'static str] {
+        match self {
+            Impostor::Fifo => &["fifo", "pipe"],
+            Impostor::LinkToZero | Impostor::LinkToNull | Impostor::LinkElsewhere => &["link"],
+            Impostor::WrongKind if was_dir => &["regular file", "not a directory"],
+            Impostor::WrongKind => &["directory"],
+            Impostor::Socket => &["socket"],
+            Impostor::ZeroDevice | Impostor::NullDevice => &["device"],
+        }
+    }
+}
+
+/// Where [`Impostor::LinkElsewhere`] moves the real `target` of the store copy `store`.
+fn elsewhere(store: &Path, target: &str) -> PathBuf {
+    let parent = store.parent().expect("a copy has a parent");
+    parent.join(format!("outside-{}", target.replace('/', "-")))
+}
+
+fn make_node(path: &Path, file_type: rustix::fs::FileType, dev: rustix::fs::Dev) -> String {
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        path,
+        file_type,
+        rustix::fs::Mode::from_raw_mode(0o644),
+        dev,
+    )
+    .map(|()| String::new())
+    .unwrap_or_else(|e| format!("mknod {}: {e}", path.display()))
+}
+
+/// Puts `impostor` in place of `target` (a path relative to the store; empty for the store
+/// directory itself) in the store copy `store`. Returns what failed, empty if nothing did.
+fn replace_with(store: &Path, target: &str, impostor: Impostor) -> String {
+    let file = if target.is_empty() {
+        store.to_path_buf()
+    } else {
+        store.join(target)
+    };
+    let was_dir = std::fs::symlink_metadata(&file)
+        .expect("the target exists in the pristine store")
+        .is_dir();
+    if let Impostor::LinkElsewhere = impostor {
+        let outside = elsewhere(store, target);
+        std::fs::rename(&file, &outside).expect("move the real one out");
+        std::os::unix::fs::symlink(&outside, &file).expect("link to it");
+        return String::new();
+    }
+    if was_dir {
+        std::fs::remove_dir_all(&file).expect("remove the directory");
+    } else {
+        std::fs::remove_file(&file).expect("remove the file");
+    }
+    let link = |to: &str| {
+        std::os::unix::fs::symlink(to, &file).expect("make the link");
+        String::new()
+    };
+    match impostor {
+        Impostor::Fifo => make_node(&file, rustix::fs::FileType::Fifo, 0),
+        Impostor::LinkToZero => link("/dev/zero"),
+        Impostor::LinkToNull => link("/dev/null"),
+        Impostor::LinkElsewhere => unreachable!("handled above"),
+        Impostor::WrongKind if was_dir => {
+            std::fs::write(&file, b"not a directory\n").expect("write the file");
+            String::new()
+        }
+        Impostor::WrongKind => {
+            std::fs::create_dir(&file).expect("make the directory");
+            String::new()
+        }
+        Impostor::Socket => match std::os::unix::net::UnixListener::bind(&file) {
+            Ok(listener) => {
+                drop(listener);
+                String::new()
+            }
+            Err(e) => format!("bind a unix socket at {}: {e}", file.display()),
+        },
+        Impostor::ZeroDevice => make_node(
+            &file,
+            rustix::fs::FileType::CharacterDevice,
+            rustix::fs::makedev(1, 5),
+        ),
+        Impostor::NullDevice => make_node(
+            &file,
+            rustix::fs::FileType::CharacterDevice,
+            rustix::fs::makedev(1, 3),
+        ),
+    }
+}
+
+/// Whether device nodes can be made here (root with CAP_MKNOD); `Err` says why not.
+fn mknod_available(scratch: &Path) -> Result<(), String> {
+    let probe = scratch.join("mknod-probe");
+    let failed = make_node(
+        &probe,
+        rustix::fs::FileType::CharacterDevice,
+        rustix::fs::makedev(1, 3),
+    );
+    let _ = std::fs::remove_file(&probe);
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "cannot make a device node ({failed}); it needs root"
+        ))
+    }
+}
+
+/// One impostor case: `target` of a copy of `base` replaced by `impostor`. `mnemo verify`,
+/// `mnemo ls` and `mnemo tool` (one create line) and the three library probes each run under an
+/// address-space limit of [`IMPOSTOR_MEMORY_KIB`] and [`TIMEOUT`]: each must refuse (exit 2 with
+/// one `mnemo: error:` line, or `Err`) naming the file and what it is — no hang, panic, signal,
+/// or silent success — with a peak resident set under [`IMPOSTOR_PEAK_KIB`]; and a real file
+/// moved out behind a link is left untouched.
+fn impostor_case(work: &Path, base: &Path, target: &str, impostor: Impostor) -> Problems {
+    let name = format!(
+        "{} replaced by {}",
+        if target.is_empty() {
+            "the store directory"
+        } else {
+            target
+        },
+        impostor.name()
+    );
+    let mut problems = Problems::default();
+    let setup_failure = std::sync::Mutex::new(String::new());
+    let damage = |store: &Path| {
+        let failed = replace_with(store, target, impostor);
+        if !failed.is_empty() {
+            *setup_failure.lock().expect("lock") = failed;
+        }
+    };
+    let was_dir = base.join(target).is_dir();
+    let case = Case {
+        name: name.clone(),
+        base: Some(base),
+        damage: &damage,
+        wrap: Wrap::MemoryLimit {
+            kib: IMPOSTOR_MEMORY_KIB,
+        },
+        // Short: a unix socket's path must fit in 108 bytes.
+        work: &work.join(format!("{}", impostor as u8)),
+    };
+    let seen = case.observe_with(
+        &[("verify", ""), ("ls", ""), ("tool", CREATE_LINE)],
+        &ONE_SMALL_CREATE,
+    );
+    let failed = setup_failure.lock().expect("lock").clone();
+    if !failed.is_empty() {
+        problems.push(format!("{name}: could not set the case up: {failed}"));
+        return problems;
+    }
+    let named = |after: &Path| {
+        if target.is_empty() {
+            after.display().to_string()
+        } else {
+            after.join(target).display().to_string()
+        }
+    };
+    let words = impostor.words(was_dir);
+    let says_what = |msg: &str, problems: &mut Problems, what: &str| {
+        if !mentions(msg, words) {
+            problems.push(format!(
+                "{what}: the refusal does not say what the file is (expected one of {words:?}): {msg:?}"
+            ));
+        }
+    };
+    for c in &seen.cli {
+        let file = named(&c.after);
+        let before = problems.0.len();
+        problems.cli_refused(&c.ran, &[&file]);
+        if problems.0.len() == before {
+            says_what(&c.ran.stderr, &mut problems, &c.ran.what);
+        }
+    }
+    for l in &seen.lib {
+        let file = named(&l.after);
+        let before = problems.0.len();
+        problems.lib_refused(l, &[&file]);
+        if let (true, Some(Err(e))) = (problems.0.len() == before, &l.result.outcome) {
+            says_what(e, &mut problems, &l.ran.what);
+        }
+    }
+    for r in seen.runs() {
+        if r.peak_rss_kib > IMPOSTOR_PEAK_KIB {
+            problems.push(format!(
+                "{}: memory grew to {} KiB resident (bound {IMPOSTOR_PEAK_KIB} KiB)",
+                r.what, r.peak_rss_kib
+            ));
+        }
+    }
+    if let Impostor::LinkElsewhere = impostor {
+        let original = base.join(target);
+        if original.is_file() {
+            let want = std::fs::read(&original).expect("read the pristine file");
+            for after in seen.after() {
+                let outside = elsewhere(&after, target);
+                if std::fs::read(&outside).ok().as_deref() != Some(&want[..]) {
+                    problems.push(format!(
+                        "{name}: {} (the real file, behind the link) was changed through the link",
+                        outside.display()
+                    ));
+                }
+            }
+        }
+    }
+    problems
+}
+
+/// Runs every impostor on `target` of a copy of `base`, the cases in parallel; device nodes
+/// only where mknod works (a skip that fails under `CI=true`).
+fn impostor_cases(test: &str, p: &Pristine, base: &Path, target: &str, impostors: &[Impostor]) {
+    let work = p.dir.path().join("imp");
+    std::fs::create_dir_all(&work).expect("work directory");
+    let mknod = mknod_available(&work);
+    let mut problems = Problems::default();
+    let runnable: Vec<Impostor> = impostors
+        .iter()
+        .copied()
+        .filter(|i| !i.needs_mknod() || mknod.is_ok())
+        .collect();
+    let found: Vec<Problems> = std::thread::scope(|s| {
+        let handles: Vec<_> = runnable
+            .iter()
+            .map(|&i| {
+                let work = &work;
+                s.spawn(move || impostor_case(work, base, target, i))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("impostor case"))
+            .collect()
+    });
+    for f in found {
+        problems.0.extend(f.0);
+    }
+    problems.assert_none(test);
+    if let Err(why) = &mknod {
+        if impostors.iter().any(|i| i.needs_mknod()) {
+            skip(&format!("{test} (the device-node cases)"), why);
+        }
+    }
+}
+
+/// The newest snapshot file of a store.
+fn snapshot_name(store: &Path) -> String {
+    let mut names: Vec<String> = std::fs::read_dir(store)
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("snap."))
+        .collect();
+    names.sort();
+    names.pop().expect("the reopened store has a snapshot")
+}
+
+/// Before the store's files were checked: a FIFO, a device node or a link to `/dev/zero` or
+/// `/dev/null` as `db` made sled panic (exit 101, "called `Result::unwrap()` on an `Err` value:
+/// ... Invalid argument": its fsync of `db` as it gave up), or fail with "in use by another
+/// process" (the lock is on the shared device); a link to the real `db` elsewhere was followed
+/// and `tool` wrote through it; a socket or a directory was "storage error: IO error: No such
+/// device or address" / "Is a directory", naming no file.
+#[test]
+fn a_db_file_that_is_not_a_regular_file_is_refused() {
+    let p = pristine();
+    impostor_cases(
+        "db is not a regular file",
+        &p,
+        &p.reopened,
+        "db",
+        &Impostor::ALL,
+    );
+}
+
+/// Before the store's files were checked: a FIFO as `conf` hung every probe; `/dev/zero` and
+/// `/dev/null` (links or device nodes) read as no `conf` at all and every probe succeeded; a link
+/// to the real `conf` elsewhere was followed; a socket or a directory was an I/O error naming no
+/// file.
+#[test]
+fn a_conf_file_that_is_not_a_regular_file_is_refused() {
+    let p = pristine();
+    impostor_cases(
+        "conf is not a regular file",
+        &p,
+        &p.reopened,
+        "conf",
+        &Impostor::ALL,
+    );
+}
+
+/// Before the store's files were checked: a FIFO as the newest `snap.*` hung every probe;
+/// `/dev/zero` (a link or a device node) was read until the memory limit stopped it ("IO error:
+/// out of memory"); a link to the real snapshot elsewhere was followed; the rest were I/O errors
+/// naming no file.
+#[test]
+fn a_snapshot_that_is_not_a_regular_file_is_refused() {
+    let p = pristine();
+    let snapshot = snapshot_name(&p.reopened);
+    impostor_cases(
+        "snapshot is not a regular file",
+        &p,
+        &p.reopened,
+        &snapshot,
+        &Impostor::ALL,
+    );
+}
+
+/// Before the store's files were checked: a FIFO as `mnemo-head` hung `verify`, `tool` and every
+/// library probe (`ls` never read it and exited 0); `/dev/zero` was read until the memory limit
+/// stopped it; `/dev/null`, a device, a socket or a directory made `verify` report a violation
+/// (exit 1); a link to the real record elsewhere was followed, and `tool` wrote the new head
+/// through it.
+#[test]
+fn a_head_record_that_is_not_a_regular_file_is_refused() {
+    let p = pristine();
+    impostor_cases(
+        "mnemo-head is not a regular file",
+        &p,
+        &p.reopened,
+        mnemo::HEAD_FILE,
+        &Impostor::ALL,
+    );
+}
+
+/// Before the store's files were checked: anything but a directory as `blobs` was "storage error:
+/// IO error: Not a directory (os error 20)", naming no file; a link to the real directory
+/// elsewhere was followed.
+#[test]
+fn a_blobs_directory_that_is_not_a_directory_is_refused() {
+    let p = pristine();
+    impostor_cases(
+        "blobs is not a directory",
+        &p,
+        &p.reopened,
+        "blobs",
+        &Impostor::ALL,
+    );
+}
+
+/// A copy of the reopened pristine store with a value large enough for sled to keep it in a
+/// blob file; returns its path and the blob's path relative to it.
+fn blobbed(p: &Pristine) -> (PathBuf, String) {
+    let store = p.dir.path().join("blobbed.mnemo.db");
+    copy_dir(&p.reopened, &store);
+    {
+        let server =
+            MnemoMemoryToolServer::new(MnemoClient::open(&store, "builder").expect("open"));
+        let out = server.handle(&json!({"command": "create", "path": "/memories/large.txt", "file_text": "L".repeat(300_000)}));
+        assert!(out.get("is_error").is_none(), "large create: {out}");
+    }
+    let blob = std::fs::read_dir(store.join("blobs"))
+        .expect("list blobs")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .min();
+    let blob = match blob {
+        Some(blob) => blob,
+        None => {
+            // The store keeps large contents in small pieces now: make sled write a blob anyway.
+            let s = Store::open(&store).expect("open");
+            let (_, meta, _) = s.raw_trees();
+            meta.insert("hostile-storage-blob", vec![b'B'; 300_000])
+                .expect("large meta value");
+            meta.flush().expect("flush");
+            drop(s);
+            std::fs::read_dir(store.join("blobs"))
+                .expect("list blobs")
+                .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+                .min()
+                .expect("a 300 KB value is a sled blob")
+        }
+    };
+    (store, format!("blobs/{blob}"))
+}
+
+/// Before the store's files were checked: a FIFO as a blob hung every probe that read the value
+/// (`verify` replays every event); `/dev/zero` was read until the memory limit stopped it; `ls`
+/// never read it and exited 0 in every case; a link to the real blob elsewhere was followed.
+#[test]
+fn a_blob_that_is_not_a_regular_file_is_refused() {
+    let p = pristine();
+    let (store, blob) = blobbed(&p);
+    impostor_cases(
+        "a blob is not a regular file",
+        &p,
+        &store,
+        &blob,
+        &Impostor::ALL,
+    );
+}
+
+/// Before the store's files were checked: a link to the real store was followed; a FIFO, a
+/// device, a socket or a link to a device at `--db` made `verify` and `ls` say "no store at PATH"
+/// and `tool` "IO error: Not a directory", neither saying what is there. (A regular file there is
+/// its own test above.)
+#[test]
+fn a_store_directory_that_is_a_link_or_a_special_file_is_refused() {
+    let p = pristine();
+    impostor_cases(
+        "the store directory is not a directory",
+        &p,
+        &p.reopened,
+        "",
+        &[
+            Impostor::Fifo,
+            Impostor::LinkToZero,
+            Impostor::LinkToNull,
+            Impostor::LinkElsewhere,
+            Impostor::Socket,
+            Impostor::ZeroDevice,
+            Impostor::NullDevice,
+        ],
+    );
+}
+
+/// Before the store's files were checked: a blob or a snapshot whose name is not UTF-8 made sled
+/// panic as it opened the store ("called `Option::unwrap()` on a `None` value", in its blob
+/// collector or as it replaced its snapshots; exit 101) in every probe.
+#[test]
+fn a_store_file_whose_name_is_not_utf8_is_refused() {
+    use std::os::unix::ffi::OsStrExt;
+    let p = pristine();
+    let snapshot = snapshot_name(&p.reopened);
+    let mut problems = Problems::default();
+    for (test, dir, name) in [
+        (
+            "a blob named with bytes that are not UTF-8",
+            "blobs",
+            &b"1\xff"[..],
+        ),
+        (
+            "a snapshot named with bytes that are not UTF-8",
+            "",
+            &b"snap.\xff"[..],
+        ),
+    ] {
+        let snapshot = snapshot.clone();
+        let damage = move |store: &Path| {
+            let odd = store.join(dir).join(std::ffi::OsStr::from_bytes(name));
+            std::fs::copy(store.join(&snapshot), odd).expect("write the file");
+        };
+        let work = p.dir.path().join(format!("utf8-{}", dir.len()));
+        let case = Case {
+            name: test.into(),
+            base: Some(&p.reopened),
+            damage: &damage,
+            wrap: Wrap::Plain,
+            work: &work,
+        };
+        expect_refused(&case, &["not UTF-8"], &mut problems);
+    }
+    problems.assert_none("store file names that are not UTF-8");
 }
