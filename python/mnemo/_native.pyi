@@ -27,7 +27,8 @@ class NewerFormatError(MnemoError):
     """The store was written by a newer Mnemo."""
 
 class CorruptStoreError(MnemoError):
-    """The store's bytes are damaged, or the log was rolled back under the recorded head."""
+    """The store's bytes are damaged, the log was rolled back under the recorded head, or a store
+    file is a link, pipe, device or socket instead of a regular file."""
 
 class StorePoisonedError(MnemoError):
     """An earlier storage failure poisoned the store; reopen it to recover."""

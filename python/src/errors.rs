@@ -64,7 +64,7 @@ pub fn to_py_err(e: Error) -> PyErr {
         Error::Locked { .. } => StoreLockedError::new_err(message),
         Error::NotFound { .. } => StoreNotFoundError::new_err(message),
         Error::NewerFormat { .. } => NewerFormatError::new_err(message),
-        Error::Corrupt { .. } => CorruptStoreError::new_err(message),
+        Error::Corrupt { .. } | Error::UnsafeFile { .. } => CorruptStoreError::new_err(message),
         Error::Poisoned { .. } => StorePoisonedError::new_err(message),
         Error::InvalidArgument(_) => InvalidArgumentError::new_err(message),
         _ => StorageError::new_err(message),
