@@ -627,24 +627,34 @@ fn capped(lines: &[&str], first: usize, cap: u64) -> String {
 /// The lines `str_replace` names for several matches, joined by `, `: `spec` names each line
 /// once, `python-sdk` once per overlapping match, as the SDK's scan does.
 ///
-/// One pass finds every match ([`Occurrences`]) and newlines are counted from the previous match
-/// on, so the cost is linear in the file size plus the text returned, whatever `old` is.
+/// One pass finds every match ([`Occurrences`]) and another walks the newlines up to each, so the
+/// cost is linear in the file size plus the text returned, whatever `old` is.
 fn match_lines(content: &str, old: &str, profile: Profile) -> String {
     let mut list = String::new();
-    let mut counted_to = 0;
     let mut line = 1;
-    // Line numbers start at 1, so 0 is no line yet.
-    let mut listed = 0;
+    // The first newline not yet counted, if any is left.
+    let mut newline = content.find('\n');
+    // The current line's number as text, and whether it is listed yet.
+    let mut digits = String::from("1");
+    let mut listed = false;
     for at in Occurrences::new(content, old) {
-        line += newlines(&content[counted_to..at]);
-        counted_to = at;
-        if profile == Profile::PythonSdk || listed != line {
+        let before = line;
+        while let Some(nl) = newline.filter(|&nl| nl < at) {
+            line += 1;
+            newline = content[nl + 1..].find('\n').map(|next| nl + 1 + next);
+        }
+        if line != before {
+            digits.clear();
+            // NOTE: writing to a String cannot fail.
+            let _ = write!(digits, "{line}");
+            listed = false;
+        }
+        if profile == Profile::PythonSdk || !listed {
             if !list.is_empty() {
                 list.push_str(", ");
             }
-            // NOTE: writing to a String cannot fail.
-            let _ = write!(list, "{line}");
-            listed = line;
+            list.push_str(&digits);
+            listed = true;
         }
     }
     list
