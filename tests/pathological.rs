@@ -11,8 +11,8 @@
 //!   last line; views with and without ranges and a view cap). Each call's time is held to a bound
 //!   proportional to its size (input, file and answer), scaled by the per-byte time of a `create`
 //!   and a plain `view` of the case's own file (measured again before a call is failed, in case the
-//!   machine got busier); at the end `verify` must report an intact log. `MNEMO_PATHOLOGICAL_CASES` sets the number of
-//!   cases (16).
+//!   machine got busier); at the end `verify` must report an intact log.
+//!   `MNEMO_PATHOLOGICAL_CASES` sets the number of cases (16).
 
 use std::time::{Duration, Instant};
 

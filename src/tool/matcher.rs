@@ -5,7 +5,8 @@
 //! at each match costs `matches × |old_str|`: a megabyte of `a` and half a megabyte of `a` as the
 //! needle is 10^11 byte comparisons. [`Occurrences`] runs Knuth–Morris–Pratt over the bytes
 //! instead: at most `2 × |text|` comparisons after a table of `|needle|` entries, whatever the
-//! input.
+//! input. The table is the only memory it takes (a word per needle byte, built only for a needle
+//! no longer than the text).
 
 /// The byte offsets where a needle starts in a text, ascending, overlapping occurrences included.
 ///
