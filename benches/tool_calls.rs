@@ -12,6 +12,11 @@
 //! * `delete` removes a file created in the untimed setup (`iter_batched`);
 //! * `rename` moves a note between two names, back and forth.
 //!
+//! `str_replace_repeated` (buffered only) is the pathological case: a 1 MiB file of one repeated
+//! byte and an `old_str` of 1,000 of it, which occurs about a million times, overlapping; the
+//! answer is the multiple-occurrences error. Restarting the search at each match made this about a
+//! billion byte comparisons per call; one pass makes it about two million.
+//!
 //! Each mode has its own store, which also holds 1,000 other files so the index is not trivially
 //! small. Every call, reads included, appends one event; only mutations wait for the flush or the
 //! fsync.
@@ -220,5 +225,32 @@ fn tool_calls(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, tool_calls);
+fn str_replace_repeated(c: &mut Criterion) {
+    let fixture = common::fresh(Durability::Buffered);
+    let server = &fixture.server;
+    call(
+        server,
+        json!({"command": "create", "path": "/memories/repeated.txt",
+               "file_text": "a".repeat(1 << 20)}),
+    );
+    let old = "a".repeat(1_000);
+    let input = json!({"command": "str_replace", "path": "/memories/repeated.txt",
+                       "old_str": old, "new_str": "b"});
+    let want = format!(
+        "No replacement was performed. Multiple occurrences of old_str `{old}` in lines: 1. Please ensure it is unique"
+    );
+    let mut group = c.benchmark_group("tool_call");
+    group.sample_size(10);
+    group.warm_up_time(Duration::from_secs(1));
+    group.measurement_time(Duration::from_secs(3));
+    group.bench_function(BenchmarkId::new("str_replace_repeated", "buffered"), |b| {
+        b.iter(|| {
+            let out = server.handle(&input);
+            assert_eq!(out["content"], want.as_str(), "unexpected answer");
+        });
+    });
+    group.finish();
+}
+
+criterion_group!(benches, tool_calls, str_replace_repeated);
 criterion_main!(benches);

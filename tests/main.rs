@@ -26,6 +26,8 @@ mod hostile;
 mod hostile_storage;
 // File-size limit and the view cap.
 mod limits;
+// Pathological input (a megabyte of one byte, half of it as old_str): near-linear cost per call.
+mod pathological;
 // The proptest model test: random command sequences against a naive in-memory model.
 mod model;
 // Reopening, catch-up after a crash between append and index write, lock and format errors.

@@ -5,6 +5,7 @@
 
 mod command;
 mod limits;
+mod matcher;
 mod render;
 mod semantics;
 mod server;

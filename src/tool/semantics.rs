@@ -7,12 +7,15 @@
 //! strings, `view_range` slicing, the `str_replace` snippet, `insert`'s newline handling) the
 //! difference is spelled out at that point with a `match` on the profile.
 
+use std::fmt::Write as _;
+
 use crate::error::Result;
 use crate::event::Body;
 use crate::paths::{MAX_PATH_BYTES, MAX_SEGMENT_BYTES, MemPath, PathRejection};
 use crate::policy::{ANY_AGENT, Access, AdminCommand, Policy, check_agent_id};
 use crate::tool::command::{Command, Profile, parse_text};
 use crate::tool::limits::Limits;
+use crate::tool::matcher::Occurrences;
 use crate::tool::render::{listing, numbered};
 use crate::tool::tree::{Change, NodeKind, Probe, Tree};
 
@@ -323,32 +326,31 @@ impl Ctx<'_> {
     }
 
     fn view_file(&self, shown: &str, content: &str, range: Option<(i64, i64)>) -> Answer {
-        let lines: Vec<&str> = content.split('\n').collect();
-        let n = lines.len();
+        // Lines are counted before any is collected, and only the lines shown are: a file of
+        // newlines costs one scan, not a table of millions of lines.
+        let n = newlines(content) + 1;
         if n > MAX_VIEW_LINES {
             return Answer::err(format!(
                 "File {shown} exceeds maximum line limit of 999,999 lines."
             ));
         }
-        let (first, shown_lines) = match (self.profile, range) {
-            (_, None) => (1, &lines[..]),
+        let (first, lo, hi) = match (self.profile, range) {
+            (_, None) => (1, 0, n),
             (Profile::Spec, Some((start, end))) => match spec_range(n, start, end) {
-                Some((from, to)) => (from, &lines[from - 1..to]),
+                Some((from, to)) => (from, from - 1, to),
                 None => {
                     return Answer::err(format!(
                         "Error: Invalid view_range [{start}, {end}] for {shown}, which has {n} lines. Use [start_line, end_line] with 1 <= start_line <= end_line <= {n}, or end_line -1 to read to the end."
                     ));
                 }
             },
-            (Profile::PythonSdk, Some((start, end))) => {
-                let (number_from, lo, hi) = python_slice(n, start, end);
-                (number_from, &lines[lo..hi])
-            }
+            (Profile::PythonSdk, Some((start, end))) => python_slice(n, start, end),
         };
+        let shown_lines: Vec<&str> = content.split('\n').skip(lo).take(hi - lo).collect();
         let header = format!("Here's the content of {shown} with line numbers:\n");
         let text = match self.limits.view_max_chars {
-            Some(cap) => capped(shown_lines, first, cap),
-            None => numbered(shown_lines, first),
+            Some(cap) => capped(&shown_lines, first, cap),
+            None => numbered(&shown_lines, first),
         };
         Answer::ok(header + &text, None)
     }
@@ -391,31 +393,35 @@ impl Ctx<'_> {
                 "Error: old_str must not be empty. Copy the exact text to replace from a view of {shown}; to add text use insert."
             )));
         }
-        let count = content.matches(old).count();
-        if count == 0 {
+        // Zero, one or several matches, counted without overlap (the SDK's `str.count`): at most
+        // two runs of the standard library's linear-time search.
+        let mut found = content.match_indices(old).map(|(at, _)| at);
+        let Some(at) = found.next() else {
             return Ok(Answer::err(format!(
                 "No replacement was performed, old_str `{old}` did not appear verbatim in {shown}."
             )));
-        }
-        if count > 1 {
-            let lines = match_lines(&content, old, self.profile);
-            let list: Vec<String> = lines.iter().map(usize::to_string).collect();
+        };
+        if found.next().is_some() {
             return Ok(Answer::err(format!(
                 "No replacement was performed. Multiple occurrences of old_str `{old}` in lines: {}. Please ensure it is unique",
-                list.join(", ")
+                match_lines(&content, old, self.profile)
             )));
         }
-        let at = content.find(old).unwrap_or_default();
-        let updated = format!("{}{new}{}", &content[..at], &content[at + old.len()..]);
-        if let Some(err) = self.too_big(p, updated.len()) {
+        // `old` lies inside `content`, so this cannot underflow.
+        let len = content.len() - old.len() + new.len();
+        if let Some(err) = self.too_big(p, len) {
             return Ok(err);
         }
-        let first_changed = content[..at].matches('\n').count() + 1;
-        let lines: Vec<&str> = updated.split('\n').collect();
+        let mut updated = String::with_capacity(len);
+        updated.push_str(&content[..at]);
+        updated.push_str(new);
+        updated.push_str(&content[at + old.len()..]);
+        let first_changed = newlines(&content[..at]) + 1;
+        let total_lines = newlines(&updated) + 1;
         let (heading, last_changed) = match self.profile {
             Profile::Spec => (
                 "The memory file has been edited.",
-                first_changed + new.matches('\n').count(),
+                first_changed + newlines(new),
             ),
             // The SDK shows two lines either side of the first changed line only.
             Profile::PythonSdk => (
@@ -423,9 +429,15 @@ impl Ctx<'_> {
                 first_changed,
             ),
         };
+        // `first_changed` is a line of `updated`, so `from <= to`; only the window is collected.
         let from = first_changed.saturating_sub(2).max(1);
-        let to = (last_changed + 2).min(lines.len());
-        let snippet = numbered(&lines[from - 1..to], from);
+        let to = (last_changed + 2).min(total_lines);
+        let window: Vec<&str> = updated
+            .split('\n')
+            .skip(from - 1)
+            .take(to + 1 - from)
+            .collect();
+        let snippet = numbered(&window, from);
         Ok(Answer::ok(
             format!("{heading}\n{snippet}"),
             Some(Change::Write {
@@ -565,29 +577,40 @@ fn python_slice(n: usize, start: i64, end: i64) -> (usize, usize, usize) {
 
 /// Numbered lines, stopping before the text would pass `cap` characters, with a note that tells
 /// the model how to page on.
+///
+/// A line's characters are counted only as far as the room left, so a view of one huge line costs
+/// what the cap allows, not the line's length.
 fn capped(lines: &[&str], first: usize, cap: u64) -> String {
     let cap = usize::try_from(cap).unwrap_or(usize::MAX);
     let mut out = String::new();
+    // Characters written so far; never more than `cap`.
     let mut chars = 0;
     let mut shown = 0;
     let mut cut = false;
     for (i, line) in lines.iter().enumerate() {
-        let text = format!("{:>6}\t{line}", first + i);
-        let len = text.chars().count() + usize::from(i > 0);
-        if chars + len > cap {
+        let number = format!("{:>6}\t", first + i);
+        // The number is ASCII: its length is its character count.
+        let fixed = number.len() + usize::from(i > 0);
+        let room = cap - chars;
+        let line_chars = room.checked_sub(fixed).and_then(|left| {
+            let counted = line.chars().take(left.saturating_add(1)).count();
+            (counted <= left).then_some(counted)
+        });
+        let Some(line_chars) = line_chars else {
             if shown == 0 {
                 // Not even one line fits: show the start of it rather than nothing.
-                out.extend(text.chars().take(cap));
+                out.extend(number.chars().chain(line.chars()).take(cap));
                 shown = 1;
             }
             cut = true;
             break;
-        }
+        };
         if i > 0 {
             out.push('\n');
         }
-        out.push_str(&text);
-        chars += len;
+        out.push_str(&number);
+        out.push_str(line);
+        chars += fixed + line_chars;
         shown += 1;
     }
     if cut {
@@ -601,28 +624,45 @@ fn capped(lines: &[&str], first: usize, cap: u64) -> String {
     out
 }
 
-/// The lines `str_replace` names for several matches: `spec` lists each line once, `python-sdk`
-/// once per overlapping match, as the SDK's scan does.
+/// The lines `str_replace` names for several matches, joined by `, `: `spec` names each line
+/// once, `python-sdk` once per overlapping match, as the SDK's scan does.
 ///
-/// Newlines are counted from the previous match on, so the scan is linear in the file size.
-fn match_lines(content: &str, old: &str, profile: Profile) -> Vec<usize> {
-    let mut lines: Vec<usize> = Vec::new();
-    let mut from = 0;
-    let mut counted_to = 0;
+/// One pass finds every match ([`Occurrences`]) and another walks the newlines up to each, so the
+/// cost is linear in the file size plus the text returned, whatever `old` is.
+fn match_lines(content: &str, old: &str, profile: Profile) -> String {
+    let mut list = String::new();
     let mut line = 1;
-    while let Some(pos) = content[from..].find(old) {
-        let at = from + pos;
-        line += content[counted_to..at].matches('\n').count();
-        counted_to = at;
-        if profile == Profile::PythonSdk || lines.last() != Some(&line) {
-            lines.push(line);
+    // The first newline not yet counted, if any is left.
+    let mut newline = content.find('\n');
+    // The current line's number as text, and whether it is listed yet.
+    let mut digits = String::from("1");
+    let mut listed = false;
+    for at in Occurrences::new(content, old) {
+        let before = line;
+        while let Some(nl) = newline.filter(|&nl| nl < at) {
+            line += 1;
+            newline = content[nl + 1..].find('\n').map(|next| nl + 1 + next);
         }
-        match content[at..].chars().next() {
-            Some(c) => from = at + c.len_utf8(),
-            None => break,
+        if line != before {
+            digits.clear();
+            // NOTE: writing to a String cannot fail.
+            let _ = write!(digits, "{line}");
+            listed = false;
+        }
+        if profile == Profile::PythonSdk || !listed {
+            if !list.is_empty() {
+                list.push_str(", ");
+            }
+            list.push_str(&digits);
+            listed = true;
         }
     }
-    lines
+    list
+}
+
+/// How many `\n` `text` holds.
+fn newlines(text: &str) -> usize {
+    text.matches('\n').count()
 }
 
 /// Lines in `content` for `insert`: a final `\n` does not start another line.
@@ -630,7 +670,7 @@ fn line_count(content: &str) -> usize {
     if content.is_empty() {
         0
     } else {
-        content.matches('\n').count() + usize::from(!content.ends_with('\n'))
+        newlines(content) + usize::from(!content.ends_with('\n'))
     }
 }
 
@@ -661,15 +701,179 @@ fn spec_insert(content: &str, at_line: usize, text: &str) -> String {
 
 /// The Python SDK's insert: split on `\n` (dropping the empty tail of a final newline), insert
 /// `text` without its trailing newlines, join, and end with a newline.
+///
+/// Built by slicing at the start of line `at_line` rather than through a table of every line.
 fn python_insert(content: &str, at_line: usize, text: &str) -> String {
-    let mut lines: Vec<&str> = content.split('\n').collect();
-    if lines.last() == Some(&"") {
-        lines.pop();
+    let text = text.trim_end_matches('\n');
+    let mut updated = String::with_capacity(content.len() + text.len() + 2);
+    if content.is_empty() {
+        // No lines at all: the text is the whole file.
+        updated.push_str(text);
+    } else {
+        // The lines are `body`'s, split on `\n`: at least one.
+        let body = content.strip_suffix('\n').unwrap_or(content);
+        let start = if at_line == 0 {
+            Some(0)
+        } else {
+            body.match_indices('\n')
+                .nth(at_line - 1)
+                .map(|(i, _)| i + 1)
+        };
+        match start {
+            Some(start) => {
+                updated.push_str(&body[..start]);
+                updated.push_str(text);
+                updated.push('\n');
+                updated.push_str(&body[start..]);
+            }
+            // After the last line.
+            None => {
+                updated.push_str(body);
+                updated.push('\n');
+                updated.push_str(text);
+            }
+        }
     }
-    lines.insert(at_line.min(lines.len()), text.trim_end_matches('\n'));
-    let mut updated = lines.join("\n");
     if !updated.ends_with('\n') {
         updated.push('\n');
     }
     updated
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// The line list as the quadratic scan built it: a fresh search one character after each match.
+    fn rescanned_match_lines(content: &str, old: &str, profile: Profile) -> String {
+        let mut lines: Vec<usize> = Vec::new();
+        let mut from = 0;
+        while let Some(pos) = content[from..].find(old) {
+            let at = from + pos;
+            let line = content[..at].matches('\n').count() + 1;
+            if profile == Profile::PythonSdk || lines.last() != Some(&line) {
+                lines.push(line);
+            }
+            match content[at..].chars().next() {
+                Some(c) => from = at + c.len_utf8(),
+                None => break,
+            }
+        }
+        let list: Vec<String> = lines.iter().map(usize::to_string).collect();
+        list.join(", ")
+    }
+
+    /// The capped view as first written: every line formatted and counted whole.
+    fn formatted_capped(lines: &[&str], first: usize, cap: u64) -> String {
+        let cap = usize::try_from(cap).unwrap_or(usize::MAX);
+        let mut out = String::new();
+        let mut chars = 0;
+        let mut shown = 0;
+        let mut cut = false;
+        for (i, line) in lines.iter().enumerate() {
+            let text = format!("{:>6}\t{line}", first + i);
+            let len = text.chars().count() + usize::from(i > 0);
+            if chars + len > cap {
+                if shown == 0 {
+                    out.extend(text.chars().take(cap));
+                    shown = 1;
+                }
+                cut = true;
+                break;
+            }
+            if i > 0 {
+                out.push('\n');
+            }
+            out.push_str(&text);
+            chars += len;
+            shown += 1;
+        }
+        if cut {
+            let last = first + shown - 1;
+            let total = first + lines.len() - 1;
+            out.push_str(&format!(
+                "\n[Output truncated at {cap} characters: showing lines {first}-{last} of {total}. Use view_range [{}, -1] to read the rest, or a narrower range.]",
+                last + 1
+            ));
+        }
+        out
+    }
+
+    /// The SDK's insert as it reads in Python: a list of lines, `insert`, `join`.
+    fn listed_python_insert(content: &str, at_line: usize, text: &str) -> String {
+        let mut lines: Vec<&str> = content.split('\n').collect();
+        if lines.last() == Some(&"") {
+            lines.pop();
+        }
+        lines.insert(at_line.min(lines.len()), text.trim_end_matches('\n'));
+        let mut updated = lines.join("\n");
+        if !updated.ends_with('\n') {
+            updated.push('\n');
+        }
+        updated
+    }
+
+    #[test]
+    fn match_lines_lists_overlapping_matches_per_profile() {
+        assert_eq!(match_lines("aaaa", "aa", Profile::PythonSdk), "1, 1, 1");
+        assert_eq!(match_lines("aaaa", "aa", Profile::Spec), "1");
+        assert_eq!(match_lines("ab", "", Profile::PythonSdk), "1, 1, 1");
+        assert_eq!(
+            match_lines("x\nyx\n\nx", "x", Profile::PythonSdk),
+            "1, 2, 4"
+        );
+        assert_eq!(match_lines("a\na\na", "a\na", Profile::Spec), "1, 2");
+    }
+
+    #[test]
+    fn a_cap_counts_a_huge_line_only_as_far_as_it_fits() {
+        let line = "é".repeat(100_000);
+        let out = capped(&[&line, "b"], 1, 20);
+        assert_eq!(out, formatted_capped(&[&line, "b"], 1, 20));
+        let shown = format!(
+            "     1\t{}\n[Output truncated at 20 characters",
+            "é".repeat(13)
+        );
+        assert!(out.starts_with(&shown), "{out}");
+    }
+
+    proptest! {
+        #[test]
+        fn match_lines_agrees_with_the_rescanning_scan(
+            content in "[ab\n]{0,40}",
+            old in "[ab\n]{0,4}",
+            sdk in any::<bool>(),
+        ) {
+            let profile = if sdk { Profile::PythonSdk } else { Profile::Spec };
+            prop_assert_eq!(
+                match_lines(&content, &old, profile),
+                rescanned_match_lines(&content, &old, profile)
+            );
+        }
+
+        #[test]
+        fn capped_agrees_with_formatting_every_line(
+            lines in proptest::collection::vec("[aé\t]{0,12}", 0..8),
+            first in prop_oneof![1usize..3, 999_990usize..1_000_010],
+            cap in 0u64..80,
+        ) {
+            let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+            prop_assert_eq!(capped(&lines, first, cap), formatted_capped(&lines, first, cap));
+        }
+
+        #[test]
+        fn python_insert_agrees_with_the_list_of_lines(
+            content in "[a\n\r]{0,12}",
+            line in 0usize..8,
+            text in "[b\n]{0,4}",
+        ) {
+            let line = line.min(line_count(&content));
+            prop_assert_eq!(
+                python_insert(&content, line, &text),
+                listed_python_insert(&content, line, &text)
+            );
+        }
+    }
 }
