@@ -283,6 +283,20 @@ pub fn is_invisible(c: char) -> bool {
     )
 }
 
+/// `text` quoted as Rust's `{:?}` does, with every invisible character ([`is_invisible`]) also
+/// written as `\u{...}`, so a message that quotes a refused name shows where the character is.
+pub fn quote_visibly(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    for c in format!("{text:?}").chars() {
+        if is_invisible(c) {
+            out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Whether `raw` holds a traversal sequence, plain or percent-encoded (up to four times).
 fn has_traversal(raw: &str) -> bool {
     let plain_traversal =
@@ -443,10 +457,31 @@ mod tests {
     fn bidi_and_zero_width_characters_are_refused() {
         let r = root();
         for c in [
-            '\u{202A}', '\u{202B}', '\u{202C}', '\u{202D}', '\u{202E}', '\u{2066}', '\u{2067}',
-            '\u{2068}', '\u{2069}', '\u{200E}', '\u{200F}', '\u{061C}', '\u{200B}', '\u{200C}',
-            '\u{200D}', '\u{2060}', '\u{FEFF}', '\u{00AD}', '\u{180E}', '\u{2028}', '\u{2029}',
-            '\u{3164}', '\u{FE0F}', '\u{E0041}', '\u{E0100}',
+            '\u{202A}',
+            '\u{202B}',
+            '\u{202C}',
+            '\u{202D}',
+            '\u{202E}',
+            '\u{2066}',
+            '\u{2067}',
+            '\u{2068}',
+            '\u{2069}',
+            '\u{200E}',
+            '\u{200F}',
+            '\u{061C}',
+            '\u{200B}',
+            '\u{200C}',
+            '\u{200D}',
+            '\u{2060}',
+            '\u{FEFF}',
+            '\u{00AD}',
+            '\u{180E}',
+            '\u{2028}',
+            '\u{2029}',
+            '\u{3164}',
+            '\u{FE0F}',
+            '\u{E0041}',
+            '\u{E0100}',
         ] {
             assert!(is_invisible(c), "{c:?}");
             assert_eq!(
@@ -456,7 +491,14 @@ mod tests {
             assert!(MemPath::absolute(&format!("/memories/{c}")).is_err());
         }
         // Visible text of every script stays fine, spaces included.
-        for raw in ["/memories/é", "/memories/日本語", "/memories/a b", "/memories/\u{00A0}", "/memories/😀", "/memories/ㄱ"] {
+        for raw in [
+            "/memories/é",
+            "/memories/日本語",
+            "/memories/a b",
+            "/memories/\u{00A0}",
+            "/memories/😀",
+            "/memories/ㄱ",
+        ] {
             assert!(MemPath::resolve(raw, &r).is_ok(), "{raw}");
         }
     }

@@ -161,7 +161,9 @@ fn baseline_size() -> u64 {
     let mut session = Session::start(&s.path(), &[]);
     session.send(b"{\"command\":\"view\",\"path\":\"/memories\"}\n");
     session.answer();
-    session.send(b"{\"command\":\"create\",\"path\":\"/memories/after.txt\",\"file_text\":\"ok\\n\"}\n");
+    session.send(
+        b"{\"command\":\"create\",\"path\":\"/memories/after.txt\",\"file_text\":\"ok\\n\"}\n",
+    );
     session.answer();
     session.finish();
     dir_size(&s.path())
@@ -185,7 +187,9 @@ fn refused_big_line(
     let refused = session.answer();
     assert!(is_error(&refused), "{refused}");
     assert_eq!(content(&refused), want_text(len));
-    session.send(b"{\"command\":\"create\",\"path\":\"/memories/after.txt\",\"file_text\":\"ok\\n\"}\n");
+    session.send(
+        b"{\"command\":\"create\",\"path\":\"/memories/after.txt\",\"file_text\":\"ok\\n\"}\n",
+    );
     let next = session.answer();
     assert_eq!(
         content(&next),
@@ -195,7 +199,10 @@ fn refused_big_line(
     let peak = session.peak_rss();
     session.finish();
     let grew = dir_size(&db).saturating_sub(baseline_size());
-    eprintln!("refused {len}-byte line: peak RSS {} MiB, store grew {grew} bytes over the baseline", peak / MIB);
+    eprintln!(
+        "refused {len}-byte line: peak RSS {} MiB, store grew {grew} bytes over the baseline",
+        peak / MIB
+    );
     assert!(peak < max_peak, "peak RSS {} MiB", peak / MIB);
     assert!(grew < MIB, "the store grew by {grew} bytes");
     let digest = digest_event(&db, 2);
@@ -209,9 +216,7 @@ fn a_100_mib_line_that_is_not_json_is_refused_unread_and_logged_as_its_digest() 
     let len = 100 * MIB;
     refused_big_line(
         &[],
-        |session| {
-            session.send_generated(len, |_, chunk| chunk.resize(MIB as usize, b'x'))
-        },
+        |session| session.send_generated(len, |_, chunk| chunk.resize(MIB as usize, b'x')),
         |len| {
             format!(
                 "Error: This call is {len} bytes, over the limit of {DEFAULT_MAX_REQUEST_BYTES} bytes for one request, so it was not read. Send smaller calls (split large content across several files), or have the host raise the limit (`--max-request-bytes` of `mnemo tool` and `mnemo mcp`, `Limits::max_request_bytes`, or `max_request_bytes` of the Python server)."
@@ -235,7 +240,10 @@ fn send_create(session: &mut Session, len: u64) -> (u64, EventHash) {
         let upto = (at + chunk.len() as u64 + room as u64).min(text_end);
         let from = at + chunk.len() as u64;
         if upto > from {
-            chunk.resize(chunk.len() + usize::try_from(upto - from).expect("fits"), b'a');
+            chunk.resize(
+                chunk.len() + usize::try_from(upto - from).expect("fits"),
+                b'a',
+            );
         }
         if upto == text_end {
             chunk.extend_from_slice(tail);
@@ -262,7 +270,8 @@ fn a_create_over_the_file_limit_is_refused_before_it_runs_and_logged_as_its_dige
     // Under the request limit, so it is parsed: the file limit refuses it, with the Limits table's
     // text, and the log keeps a digest, not the 40 MiB.
     let text_len = 40 * MIB;
-    let overhead = br#"{"command":"create","path":"/memories/big.txt","file_text":""}"#.len() as u64;
+    let overhead =
+        br#"{"command":"create","path":"/memories/big.txt","file_text":""}"#.len() as u64;
     refused_big_line(
         &[],
         |session| send_create(session, text_len + overhead),
@@ -278,7 +287,8 @@ fn a_create_over_the_file_limit_is_refused_before_it_runs_and_logged_as_its_dige
 #[test]
 fn a_100_mib_create_under_a_raised_request_limit_is_refused_by_the_file_limit() {
     let text_len = 100 * MIB;
-    let overhead = br#"{"command":"create","path":"/memories/big.txt","file_text":""}"#.len() as u64;
+    let overhead =
+        br#"{"command":"create","path":"/memories/big.txt","file_text":""}"#.len() as u64;
     let raised = (200 * MIB).to_string();
     refused_big_line(
         &["--max-request-bytes", &raised],
@@ -296,7 +306,10 @@ fn a_100_mib_create_under_a_raised_request_limit_is_refused_by_the_file_limit() 
 #[test]
 fn the_request_limit_is_documented_and_admits_a_largest_file_after_escaping() {
     assert_eq!(DEFAULT_MAX_REQUEST_BYTES, 64 * MIB);
-    assert_eq!(Limits::default().max_request_bytes, DEFAULT_MAX_REQUEST_BYTES);
+    assert_eq!(
+        Limits::default().max_request_bytes,
+        DEFAULT_MAX_REQUEST_BYTES
+    );
     // A 16 MiB file of text where every byte escapes to two (newlines, quotes) is accepted.
     let s = TempStore::new();
     let server = s.server();
@@ -306,7 +319,10 @@ fn the_request_limit_is_documented_and_admits_a_largest_file_after_escaping() {
     let line = block.to_string();
     assert!(line.len() as u64 > 2 * DEFAULT_MAX_FILE_BYTES);
     let out = server.handle_line(&line);
-    assert_eq!(out["content"], "File created successfully at: /memories/quotes.txt");
+    assert_eq!(
+        out["content"],
+        "File created successfully at: /memories/quotes.txt"
+    );
 }
 
 fn small_limit_server(s: &TempStore, max_request_bytes: u64) -> MnemoMemoryToolServer {
@@ -378,7 +394,10 @@ fn rejected_input_over_4_kib_is_logged_as_a_digest_and_shorter_input_whole() {
             .expect("server");
         let long = format!("{{\"command\":\"undo\",\"pad\":\"{}\"}}", "p".repeat(5000));
         let out = server.handle_line(&long);
-        assert_eq!(content(&out), "Error: Unknown command \"undo\"; use one of: view, create, str_replace, insert, delete, rename");
+        assert_eq!(
+            content(&out),
+            "Error: Unknown command \"undo\"; use one of: view, create, str_replace, insert, delete, rename"
+        );
         let Body::RejectedDigest(d) = last_body(&server) else {
             panic!("not a digest")
         };
@@ -393,7 +412,9 @@ fn rejected_input_over_4_kib_is_logged_as_a_digest_and_shorter_input_whole() {
         );
         // Junk over 4 KiB too, and as a value.
         let junk = "not json ".repeat(600);
-        assert!(content(&server.handle_line(&junk)).starts_with("Error: The input is not valid JSON"));
+        assert!(
+            content(&server.handle_line(&junk)).starts_with("Error: The input is not valid JSON")
+        );
         assert!(matches!(last_body(&server), Body::RejectedDigest(_)));
         let value = json!({"command": 7, "pad": "q".repeat(5000)});
         server.handle(&value);
@@ -403,7 +424,9 @@ fn rejected_input_over_4_kib_is_logged_as_a_digest_and_shorter_input_whole() {
         assert_eq!(d.input.hash, EventHash::of(value.to_string().as_bytes()));
         // Short rejected input stays whole, so replay re-parses it.
         server.handle_line("{\"command\":\"undo\"}");
-        assert!(matches!(last_body(&server), Body::Rejected(r) if r.input == "{\"command\":\"undo\"}"));
+        assert!(
+            matches!(last_body(&server), Body::Rejected(r) if r.input == "{\"command\":\"undo\"}")
+        );
         let report = server.client().verify().expect("verify");
         assert!(report.is_intact() && report.events == 4, "{report:?}");
     }
@@ -419,7 +442,10 @@ fn content_over_the_file_limit_in_any_field_is_refused_whatever_the_tree_holds()
         })
         .build()
         .expect("server");
-    call(&server, json!({"command": "create", "path": "/memories/a", "file_text": "short"}));
+    call(
+        &server,
+        json!({"command": "create", "path": "/memories/a", "file_text": "short"}),
+    );
     let big = "z".repeat(9);
     for (input, want) in [
         (
@@ -449,7 +475,12 @@ fn content_over_the_file_limit_in_any_field_is_refused_whatever_the_tree_holds()
         ));
     }
     assert_eq!(
-        server.client().record("/memories/a").expect("read").expect("exists").content,
+        server
+            .client()
+            .record("/memories/a")
+            .expect("read")
+            .expect("exists")
+            .content,
         "short"
     );
     let report = server.client().verify().expect("verify");
@@ -460,25 +491,53 @@ fn content_over_the_file_limit_in_any_field_is_refused_whatever_the_tree_holds()
 fn a_key_twice_in_one_object_is_an_error_that_names_it_and_changes_nothing() {
     let s = TempStore::new();
     let server = s.server();
-    call(&server, json!({"command": "create", "path": "/memories/a", "file_text": "keep"}));
+    call(
+        &server,
+        json!({"command": "create", "path": "/memories/a", "file_text": "keep"}),
+    );
     for (line, key) in [
-        (r#"{"command":"view","path":"/memories/a","command":"delete"}"#, "command"),
-        (r#"{"type":"tool_use","id":"toolu_d","name":"memory","input":{"command":"view","path":"/memories/a","command":"delete"}}"#, "command"),
-        (r#"{"type":"tool_use","id":"toolu_e","name":"memory","input":{"command":"delete","path":"/memories/b","path":"/memories/a"}}"#, "path"),
-        (r#"{"type":"tool_use","id":"toolu_f","name":"memory","name":"memory","input":{"command":"delete","path":"/memories/a"}}"#, "name"),
-        (r#"{"command":"delete","path":"/memories/a","view_range":[{"x":1,"x":2}]}"#, "x"),
-        (r#"{"command":"delete","pa\u0074h":"/memories/b","path":"/memories/a"}"#, "path"),
+        (
+            r#"{"command":"view","path":"/memories/a","command":"delete"}"#,
+            "command",
+        ),
+        (
+            r#"{"type":"tool_use","id":"toolu_d","name":"memory","input":{"command":"view","path":"/memories/a","command":"delete"}}"#,
+            "command",
+        ),
+        (
+            r#"{"type":"tool_use","id":"toolu_e","name":"memory","input":{"command":"delete","path":"/memories/b","path":"/memories/a"}}"#,
+            "path",
+        ),
+        (
+            r#"{"type":"tool_use","id":"toolu_f","name":"memory","name":"memory","input":{"command":"delete","path":"/memories/a"}}"#,
+            "name",
+        ),
+        (
+            r#"{"command":"delete","path":"/memories/a","view_range":[{"x":1,"x":2}]}"#,
+            "x",
+        ),
+        (
+            r#"{"command":"delete","pa\u0074h":"/memories/b","path":"/memories/a"}"#,
+            "path",
+        ),
     ] {
         let out = server.handle_line(line);
         assert_eq!(out["is_error"], true, "{line}");
         assert_eq!(
             content(&out),
-            format!("Error: The input names the key \"{key}\" more than once in one object; send each field once, for example {{\"command\": \"view\", \"path\": \"/memories\", \"view_range\": [1, 20]}}"),
+            format!(
+                "Error: The input names the key \"{key}\" more than once in one object; send each field once, for example {{\"command\": \"view\", \"path\": \"/memories\", \"view_range\": [1, 20]}}"
+            ),
             "{line}"
         );
     }
     assert_eq!(
-        server.client().record("/memories/a").expect("read").expect("still there").content,
+        server
+            .client()
+            .record("/memories/a")
+            .expect("read")
+            .expect("still there")
+            .content,
         "keep"
     );
     let report = server.client().verify().expect("verify");
@@ -505,7 +564,10 @@ fn duplicate_keys_and_invalid_utf8_through_the_binary() {
         .map(|l| serde_json::from_str(l).expect("json"))
         .collect();
     assert_eq!(answers.len(), 4);
-    assert!(content(&answers[1]).starts_with("Error: The input names the key \"command\" more than once"));
+    assert!(
+        content(&answers[1])
+            .starts_with("Error: The input names the key \"command\" more than once")
+    );
     for (i, at) in [(2, 38), (3, 0)] {
         assert_eq!(answers[i]["is_error"], true);
         assert_eq!(
@@ -529,10 +591,85 @@ fn duplicate_keys_and_invalid_utf8_through_the_binary() {
     assert_eq!(third.refusal, Refusal::NotUtf8 { valid_up_to: 38 });
     let client = TempStoreAt(&db).client();
     assert_eq!(
-        client.records_by_tag(mnemo::MEMORY_TAG).expect("records").len(),
+        client
+            .records_by_tag(mnemo::MEMORY_TAG)
+            .expect("records")
+            .len(),
         1,
         "nothing was created from the line that is not UTF-8"
     );
     drop(client);
     verify_intact(&db, 4);
+}
+
+/// `mnemo mcp` holds a line only up to the request limit: a longer one gets a JSON-RPC error that
+/// says the limit, a message with a key twice gets one with its id, and the session goes on.
+#[cfg(feature = "mcp")]
+#[test]
+fn mcp_refuses_an_oversized_message_and_duplicate_keys_and_goes_on() {
+    let s = TempStore::new();
+    let mut child = Command::new(mnemo_bin())
+        .args(["mcp", "--db", s.path().to_str().expect("utf-8")])
+        .args(["--durability", "buffered", "--max-request-bytes", "100000"])
+        .env_remove("MNEMO_DB")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn mnemo mcp");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut reply = |stdin: &mut ChildStdin, line: &[u8]| -> Value {
+        stdin.write_all(line).expect("write");
+        stdin.write_all(b"\n").expect("write");
+        stdin.flush().expect("flush");
+        let mut out = String::new();
+        stdout.read_line(&mut out).expect("read a reply");
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("reply is not JSON ({e}): {out}"))
+    };
+    let init = reply(
+        &mut stdin,
+        br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+    );
+    assert!(init.get("result").is_some(), "{init}");
+    stdin
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
+        .expect("write");
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"memory","arguments":{{"command":"create","path":"/memories/a","file_text":"{}"}}}}}}"#,
+        "a".repeat(200_000)
+    );
+    let refused = reply(&mut stdin, big.as_bytes());
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    let message = refused["error"]["message"].as_str().expect("message");
+    assert!(
+        message.contains(&format!(
+            "is {} bytes, over the limit of 100000 bytes",
+            big.len()
+        )) && message.contains("--max-request-bytes"),
+        "{message}"
+    );
+    let dup = reply(
+        &mut stdin,
+        br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"memory","arguments":{"command":"view","path":"/memories","command":"delete"}}}"#,
+    );
+    assert_eq!(
+        (dup["id"].clone(), dup["error"]["code"].clone()),
+        (json!(3), json!(-32600)),
+        "{dup}"
+    );
+    assert!(
+        dup["error"]["message"]
+            .as_str()
+            .expect("message")
+            .contains("the key \"command\" more than once")
+    );
+    let listed = reply(
+        &mut stdin,
+        br#"{"jsonrpc":"2.0","id":4,"method":"tools/list"}"#,
+    );
+    assert_eq!(listed["id"], 4, "the session goes on: {listed}");
+    assert!(listed.get("result").is_some(), "{listed}");
+    drop(stdin);
+    assert!(child.wait().expect("wait").success());
 }

@@ -607,15 +607,25 @@ mod tests {
             r#"{"command":"view","path":"/memories","view_range":[{"a":1,"a":2}]}"#,
             r#"{"command":"view","comm\u0061nd":"delete","path":"/memories"}"#,
         ] {
-            assert!(matches!(parse_json(text), Err(JsonError::Duplicate(_))), "{text}");
+            assert!(
+                matches!(parse_json(text), Err(JsonError::Duplicate(_))),
+                "{text}"
+            );
             let parsed = parse_text(text, "/memories", Profile::Spec);
             let err = parsed.command.expect_err("refused");
             assert!(err.contains("more than once in one object"), "{err}");
         }
-        let err = parse_text(r#"{"command":"view","command":"delete","path":"/memories"}"#, "/memories", Profile::Spec)
-            .command
-            .expect_err("refused");
-        assert!(err.starts_with("Error: The input names the key \"command\" more than once"), "{err}");
+        let err = parse_text(
+            r#"{"command":"view","command":"delete","path":"/memories"}"#,
+            "/memories",
+            Profile::Spec,
+        )
+        .command
+        .expect_err("refused");
+        assert!(
+            err.starts_with("Error: The input names the key \"command\" more than once"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -630,7 +640,10 @@ mod tests {
             assert_eq!(parse_json(text).expect("parses"), want, "{text}");
         }
         for text in ["{", "{} x", "[1,]", ""] {
-            assert!(matches!(parse_json(text), Err(JsonError::Syntax(_))), "{text}");
+            assert!(
+                matches!(parse_json(text), Err(JsonError::Syntax(_))),
+                "{text}"
+            );
         }
     }
 

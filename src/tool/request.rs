@@ -393,7 +393,9 @@ mod tests {
 
     #[test]
     fn every_split_of_a_long_line_gives_the_same_digest() {
-        let mut line: Vec<u8> = (0..300u32).map(|i| b"ab\r\xc3\xa9"[(i % 5) as usize]).collect();
+        let mut line: Vec<u8> = (0..300u32)
+            .map(|i| b"ab\r\xc3\xa9"[(i % 5) as usize])
+            .collect();
         line.push(b'\r');
         for capacity in [1, 2, 3, 7, 64, 1000] {
             let mut input = line.clone();
@@ -419,7 +421,8 @@ mod tests {
 
     #[test]
     fn the_size_of_a_value_is_that_of_its_text() {
-        let v = serde_json::json!({"command": "create", "path": "/m/\"x\"\n", "file_text": "é\u{1}"});
+        let v =
+            serde_json::json!({"command": "create", "path": "/m/\"x\"\n", "file_text": "é\u{1}"});
         let text = v.to_string();
         assert_eq!(json_len(&v), text.len() as u64);
         assert!(!json_len_over(&v, text.len() as u64));

@@ -138,7 +138,8 @@ fn reject(raw: &str, root: &MemPath, why: PathRejection) -> Answer {
             "Error: Path {raw:?} contains the control character {c:?}; memory paths are plain text such as {root}/notes.txt"
         ),
         PathRejection::InvisibleCharacter(c) => format!(
-            "Error: Path {raw:?} contains the invisible character U+{:04X} (a bidi control or zero-width character, which can hide or reorder a name in a listing); memory paths are plain text such as {root}/notes.txt",
+            "Error: Path {} contains the invisible character U+{:04X} (a bidi control or zero-width character, which can hide or reorder a name in a listing); memory paths are plain text such as {root}/notes.txt",
+            crate::paths::quote_visibly(raw),
             u32::from(c)
         ),
         PathRejection::TooLong { len, max } => format!(

@@ -7,11 +7,11 @@ use serde_json::{Value, json};
 
 use crate::client::MnemoClient;
 use crate::error::{Error, Result};
-use crate::event::{Body, InputDigest, RejectedCall, RejectedDigest, Refusal, ToolCall};
+use crate::event::{Body, InputDigest, Refusal, RejectedCall, RejectedDigest, ToolCall};
 use crate::paths::MemPath;
 use crate::tool::command::{Parsed, Profile, parse_text, parse_value};
-use crate::tool::request::{self, Request};
 use crate::tool::limits::Limits;
+use crate::tool::request::{self, Request};
 
 /// The beta header sent when the server is built for Managed Agents.
 const MANAGED_AGENTS_BETA: &str = "managed-agents-2026-04-01";
@@ -157,7 +157,11 @@ impl MnemoMemoryToolServer {
                 .and_then(Value::as_str)
                 .filter(|_| is_block)
                 .map(str::to_string);
-            return self.refuse(id, request::value_digest(block), Refusal::TooLarge { limit });
+            return self.refuse(
+                id,
+                request::value_digest(block),
+                Refusal::TooLarge { limit },
+            );
         }
         let parsed = parse_value(block, &self.root, self.profile);
         self.record(parsed, Raw::Value(block))
@@ -223,8 +227,7 @@ impl MnemoMemoryToolServer {
     fn record(&self, parsed: Parsed, raw: Raw<'_>) -> Value {
         let body = match parsed.command {
             Ok(command) => {
-                match request::oversized_content(&command, &self.limits, &self.root, self.profile)
-                {
+                match request::oversized_content(&command, &self.limits, &self.root, self.profile) {
                     Some(refusal) => {
                         return self.refuse(parsed.tool_use_id, raw.digest(), refusal);
                     }
