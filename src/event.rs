@@ -70,6 +70,7 @@
 //! | `NotUtf8` | 1 | `valid_up_to: u64` (the offset of the first byte that is not UTF-8) |
 //! | `Invalid` | 2 | `text: string` (the parser's error text, at most 2 KiB) |
 //! | `ContentTooLarge` | 3 | `path: string` (as the answer shows it), `field: string`, `bytes: u64`, `limit: u64` |
+//! | `Stopped` | 4 | `limit: u64`; an input handed over as an object (a Python dict) whose conversion to JSON text stopped once it passed the limit: the digest covers the `len` bytes made until then |
 //!
 //! `AdminCommand`: `Grant` = 0 with `agent: string`, `prefix: string`, `access: Access`;
 //! `Revoke` = 1 with `agent: string`, `prefix: string`. `Access`: `Read` = 0, `ReadWrite` = 1.
@@ -276,6 +277,12 @@ pub enum Refusal {
         /// The field's length in bytes.
         bytes: u64,
         /// The file-size limit, in bytes.
+        limit: u64,
+    },
+    /// An input handed over as an object (a Python dict) whose conversion to JSON text stopped
+    /// once it passed the request-size limit; the digest covers the bytes made until then.
+    Stopped {
+        /// The limit, in bytes.
         limit: u64,
     },
 }

@@ -271,6 +271,15 @@ fn fixtures() -> Vec<(&'static str, Event)> {
                 }),
             ),
         ),
+        (
+            "rejected digest: conversion stopped at the limit",
+            fixed(
+                18,
+                None,
+                Outcome::of(true, "Error: This call is over the limit"),
+                digest(Refusal::Stopped { limit: 998 }),
+            ),
+        ),
     ]
 }
 
@@ -391,6 +400,12 @@ const GOLDEN: &[(&str, &str, &str, &str)] = &[
         "11c02cc89901000007000000000000006167656e742d61010900000000000000746f6f6c755f303848016b72b82cf4a05177c00e3f3b1809f256f83b71ecf072badda403cbd8a2fd9bfb",
         "0300000009000000000000002f6d656d6f7269657301000000e803000000000000e33fb19325cbc72b5905e783e0c47290468c610090e376de9215e8b5f8ba83d304000000000000007b22c3a9030000000b000000000000002f6d656d6f726965732f61090000000000000066696c655f7465787411000000000000001000000000000000",
         "79a811abd39dba1f9ae65d29bb5c7ef8b27b93dd7ae6a6e9824d91f7970776bd",
+    ),
+    (
+        "rejected digest: conversion stopped at the limit",
+        "12c02cc89901000007000000000000006167656e742d610001214a3eec65f3552db565373f845486180c892e53a56844fcd40f4283b48015ee",
+        "0300000009000000000000002f6d656d6f7269657301000000e803000000000000e33fb19325cbc72b5905e783e0c47290468c610090e376de9215e8b5f8ba83d304000000000000007b22c3a904000000e603000000000000",
+        "afd8c60f88c33d093171bb44b80c1cd57af773ddd77c13aa64dff5607fce377a",
     ),
 ];
 
@@ -665,6 +680,7 @@ fn doc_payload(b: &Body) -> Vec<u8> {
                     bytes,
                     limit,
                 } => d.u32(3).string(path).string(field).u64(*bytes).u64(*limit),
+                Refusal::Stopped { limit } => d.u32(4).u64(*limit),
             };
         }
     }

@@ -151,7 +151,73 @@ fn is_incomplete(bytes: &[u8]) -> bool {
     bytes.len() < need && bytes[1..].iter().all(|b| b & 0xC0 == 0x80)
 }
 
-/// One request as [`read_request`] read it.
+/// The JSON text of an input being made (as the Python bindings convert a dict), held up to a
+/// limit: once a write would pass it, the text is dropped and the writer says to stop.
+pub struct BoundedText {
+    buf: Vec<u8>,
+    limit: u64,
+    over: Option<Digester>,
+}
+
+impl BoundedText {
+    /// An empty text that may grow to `limit` bytes.
+    pub fn new(limit: u64) -> BoundedText {
+        BoundedText {
+            buf: Vec::new(),
+            limit,
+            over: None,
+        }
+    }
+
+    /// Adds bytes; returns `false` once the text is over the limit (then the caller stops making
+    /// it: nothing more is kept or counted).
+    pub fn push(&mut self, bytes: &[u8]) -> bool {
+        if let Some(d) = &mut self.over {
+            d.update(bytes);
+            return false;
+        }
+        if self.buf.len() as u64 + bytes.len() as u64 > self.limit {
+            let mut d = Digester::new();
+            d.update(&self.buf);
+            d.update(bytes);
+            self.buf = Vec::new();
+            self.over = Some(d);
+            return false;
+        }
+        self.buf.extend_from_slice(bytes);
+        true
+    }
+
+    /// Whether the text went over the limit.
+    pub fn is_over(&self) -> bool {
+        self.over.is_some()
+    }
+
+    /// The text, or, when it went over the limit, the digest of the bytes made until then.
+    pub fn finish(self) -> Result<Vec<u8>, InputDigest> {
+        match self.over {
+            None => Ok(self.buf),
+            Some(d) => Err(d.finish()),
+        }
+    }
+}
+
+impl Write for BoundedText {
+    /// Fails once the text is over its limit, so a serializer writing into it stops there.
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.push(buf) {
+            Ok(buf.len())
+        } else {
+            Err(io::Error::other("over the request-size limit"))
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// One request as [`read_request`] read it, or as a binding made it.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Request {
     /// A line within the limit, without its `\n` or `\r\n`.
@@ -159,6 +225,15 @@ pub enum Request {
     /// A line over the limit: it was not kept, only counted and hashed (without its `\n` or
     /// `\r\n`).
     TooLarge(InputDigest),
+    /// An input handed over as an object whose conversion to JSON text stopped at the limit
+    /// ([`BoundedText`]): the digest of the bytes made until then, and the `tool_use` block's id
+    /// when the object named one.
+    Stopped {
+        /// The digest of the text made before the conversion stopped.
+        digest: InputDigest,
+        /// The block's `id`, when it was a `tool_use` block with a string id.
+        tool_use_id: Option<String>,
+    },
 }
 
 /// Reads one line of `input` as a request, holding at most `limit` bytes of it (plus one read
@@ -323,6 +398,9 @@ pub fn refusal_text(d: &RejectedDigest) -> String {
         Refusal::TooLarge { limit } => format!(
             "Error: This call is {len} bytes, over the limit of {limit} bytes for one request, so it was not read. Send smaller calls (split large content across several files), or have the host raise the limit (`--max-request-bytes` of `mnemo tool` and `mnemo mcp`, `Limits::max_request_bytes`, or `max_request_bytes` of the Python server)."
         ),
+        Refusal::Stopped { limit } => format!(
+            "Error: This call is over the limit of {limit} bytes for one request (its conversion to JSON stopped after {len} bytes), so it was not run. Send smaller calls (split large content across several files), or have the host raise the limit (`max_request_bytes` of the server)."
+        ),
         Refusal::NotUtf8 { valid_up_to } => format!(
             "Error: The input is not valid UTF-8 (byte {valid_up_to} of {len} starts an invalid sequence), so it was not read. Send each call as one line of UTF-8 JSON, for example {}",
             example("view", &d.root)
@@ -417,6 +495,17 @@ mod tests {
         odd.extend_from_slice("é".as_bytes());
         assert_eq!(digest_of(&odd).prefix, "a".repeat(255));
         assert_eq!(digest_of(b"a\xffb\xc3").prefix, "a\u{FFFD}b\u{FFFD}");
+    }
+
+    #[test]
+    fn a_bounded_text_stops_at_its_limit() {
+        let mut t = BoundedText::new(5);
+        assert!(t.push(b"abc") && t.push(b"de"));
+        assert!(!t.push(b"fg") && t.is_over());
+        assert_eq!(t.finish(), Err(digest_of(b"abcdefg")));
+        let mut t = BoundedText::new(5);
+        assert!(t.push(b"abcde"));
+        assert_eq!(t.finish(), Ok(b"abcde".to_vec()));
     }
 
     #[test]

@@ -198,9 +198,9 @@ impl MnemoMemoryToolServer {
         self.record(parsed, Raw::Text(text))
     }
 
-    /// Answers a request as [`request::read_request`] read it: a line as by
-    /// [`handle_bytes`](Self::handle_bytes); a line over the limit, which was never held whole,
-    /// with the refusal for its size, logged as its digest.
+    /// Answers a request as [`request::read_request`] read it (or a binding made it): a line as
+    /// by [`handle_bytes`](Self::handle_bytes); an input over the limit, which was never held
+    /// whole, with the refusal for its size, logged as its digest.
     pub fn handle_request(&self, request: Request) -> Value {
         match request {
             Request::Line(bytes) => self.handle_bytes(&bytes),
@@ -208,6 +208,16 @@ impl MnemoMemoryToolServer {
                 None,
                 digest,
                 Refusal::TooLarge {
+                    limit: self.limits.max_request_bytes,
+                },
+            ),
+            Request::Stopped {
+                digest,
+                tool_use_id,
+            } => self.refuse(
+                tool_use_id,
+                digest,
+                Refusal::Stopped {
                     limit: self.limits.max_request_bytes,
                 },
             ),
