@@ -19,6 +19,9 @@ use crate::support::{TempStore, call, mnemo_bin, run_mnemo_bytes};
 
 const MIB: u64 = 1024 * 1024;
 
+/// One MiB as a buffer size.
+const MIB_BYTES: usize = 1024 * 1024;
+
 /// A `mnemo tool` session to talk to line by line.
 struct Session {
     child: Child,
@@ -216,7 +219,7 @@ fn a_100_mib_line_that_is_not_json_is_refused_unread_and_logged_as_its_digest() 
     let len = 100 * MIB;
     refused_big_line(
         &[],
-        |session| session.send_generated(len, |_, chunk| chunk.resize(MIB as usize, b'x')),
+        |session| session.send_generated(len, |_, chunk| chunk.resize(MIB_BYTES, b'x')),
         |len| {
             format!(
                 "Error: This call is {len} bytes, over the limit of {DEFAULT_MAX_REQUEST_BYTES} bytes for one request, so it was not read. Send smaller calls (split large content across several files), or have the host raise the limit (`--max-request-bytes` of `mnemo tool` and `mnemo mcp`, `Limits::max_request_bytes`, or `max_request_bytes` of the Python server)."
@@ -236,7 +239,7 @@ fn send_create(session: &mut Session, len: u64) -> (u64, EventHash) {
             chunk.extend_from_slice(head);
         }
         let text_end = head.len() as u64 + body;
-        let room = (MIB as usize).saturating_sub(chunk.len());
+        let room = MIB_BYTES.saturating_sub(chunk.len());
         let upto = (at + chunk.len() as u64 + room as u64).min(text_end);
         let from = at + chunk.len() as u64;
         if upto > from {
@@ -380,7 +383,7 @@ fn a_value_over_the_request_limit_is_refused_with_its_id_and_logged_as_the_diges
     let out = server.handle_line(&text);
     assert!(content(&out).starts_with("Error: This call is"));
     let small = json!({"command": "view", "path": "/memories"});
-    assert_eq!(call(&server, small).1, false);
+    assert!(!call(&server, small).1);
     assert!(server.client().verify().expect("verify").is_intact());
 }
 
