@@ -54,12 +54,30 @@
 //! | `Tool` | 0 | `root: string`, `profile: Profile`, `limits: Limits`, `command: Command` |
 //! | `Rejected` | 1 | `root: string`, `profile: Profile`, `input: string` (the raw input text) |
 //! | `Admin` | 2 | `AdminCommand` |
+//! | `RejectedDigest` | 3 | `root: string`, `profile: Profile`, `input: InputDigest`, `refusal: Refusal` |
+//!
+//! `RejectedDigest` stands for an input that is not logged whole: one refused for its size, one
+//! that is not UTF-8, a rejected input over 4 KiB, or a call whose content is over the file-size
+//! limit. `InputDigest`: `len: u64` (the input's length in bytes), `hash` (32 bytes, `blake3` of
+//! the input's bytes: the raw line as read, or the compact JSON text of an input handed over as a
+//! value), `prefix: string` (at most the first 256 bytes of the input, cut at a character
+//! boundary; an input that is not UTF-8 has them decoded with U+FFFD for each invalid sequence).
+//! `Refusal` variants, and the fields the answer text is made from (it depends on nothing else):
+//!
+//! | variant | index | fields |
+//! |---|---|---|
+//! | `TooLarge` | 0 | `limit: u64` (the request-size limit it broke) |
+//! | `NotUtf8` | 1 | `valid_up_to: u64` (the offset of the first byte that is not UTF-8) |
+//! | `Invalid` | 2 | `text: string` (the parser's error text, at most 2 KiB) |
+//! | `ContentTooLarge` | 3 | `path: string` (as the answer shows it), `field: string`, `bytes: u64`, `limit: u64` |
+//! | `Stopped` | 4 | `limit: u64`; an input handed over as an object (a Python dict) whose conversion to JSON text stopped once it passed the limit: the digest covers the `len` bytes made until then |
 //!
 //! `AdminCommand`: `Grant` = 0 with `agent: string`, `prefix: string`, `access: Access`;
 //! `Revoke` = 1 with `agent: string`, `prefix: string`. `Access`: `Read` = 0, `ReadWrite` = 1.
 //!
 //! `Profile`: `Spec` = 0, `PythonSdk` = 1. `Limits`: `max_file_bytes: u64`,
-//! `view_max_chars: option<u64>`. `Command` variants and their fields, in order:
+//! `view_max_chars: option<u64>` (its `max_request_bytes` bounds what is read, no answer depends on
+//! it, and it is not encoded). `Command` variants and their fields, in order:
 //!
 //! | variant | index | fields |
 //! |---|---|---|
@@ -219,6 +237,69 @@ pub struct RejectedCall {
     pub input: String,
 }
 
+/// What is logged of an input instead of the input itself: its length, its hash and its start.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputDigest {
+    /// The input's length in bytes.
+    pub len: u64,
+    /// `blake3` of the input's bytes.
+    pub hash: EventHash,
+    /// At most the first 256 bytes, cut at a character boundary (decoded with U+FFFD for each
+    /// invalid sequence when the input is not UTF-8).
+    pub prefix: String,
+}
+
+/// Why an input logged as a digest was refused. The answer text is made from these fields (and
+/// the digest's) alone, so replay re-derives it without the input.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Refusal {
+    /// The input is over the request-size limit; it was not parsed.
+    TooLarge {
+        /// The limit, in bytes.
+        limit: u64,
+    },
+    /// The input is not UTF-8; it was not parsed.
+    NotUtf8 {
+        /// Offset of the first byte that is not UTF-8.
+        valid_up_to: u64,
+    },
+    /// An input over 4 KiB that is not a valid call: the parser's error text (at most 2 KiB).
+    Invalid {
+        /// The text the model was given.
+        text: String,
+    },
+    /// A call whose content field is over the file-size limit: refused before it runs.
+    ContentTooLarge {
+        /// The path as the answer shows it.
+        path: String,
+        /// The field that is too large (`file_text`, `old_str`, `new_str` or `insert_text`).
+        field: String,
+        /// The field's length in bytes.
+        bytes: u64,
+        /// The file-size limit, in bytes.
+        limit: u64,
+    },
+    /// An input handed over as an object (a Python dict) whose conversion to JSON text stopped
+    /// once it passed the request-size limit; the digest covers the bytes made until then.
+    Stopped {
+        /// The limit, in bytes.
+        limit: u64,
+    },
+}
+
+/// An input logged as a digest instead of whole (see [`Refusal`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RejectedDigest {
+    /// The memory root the server ran under.
+    pub root: String,
+    /// The result-string profile the server ran under.
+    pub profile: Profile,
+    /// The input's length, hash and start.
+    pub input: InputDigest,
+    /// Why it was refused.
+    pub refusal: Refusal,
+}
+
 /// The payload of an event.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Body {
@@ -228,6 +309,9 @@ pub enum Body {
     Rejected(RejectedCall),
     /// A change to the access policy.
     Admin(AdminCommand),
+    /// Input logged as a digest (too large, not UTF-8, or rejected and over 4 KiB); replay
+    /// re-derives its answer from the digest's fields.
+    RejectedDigest(RejectedDigest),
 }
 
 /// One entry of the log.

@@ -102,7 +102,7 @@ pub fn describe(event: &Event) -> (&'static str, Vec<String>) {
                 .collect();
             (call.command.name(), paths)
         }
-        Body::Rejected(_) => ("rejected", Vec::new()),
+        Body::Rejected(_) | Body::RejectedDigest(_) => ("rejected", Vec::new()),
         Body::Admin(AdminCommand::Grant { agent, prefix, .. }) => {
             ("acl-grant", vec![prefix.clone(), format!("agent {agent}")])
         }

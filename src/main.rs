@@ -2,7 +2,7 @@
 //! calls; errors are printed once, and the exit code is 0 (ok), 1 (verify found a violation, or
 //! import skipped entries) or 2 (could not run).
 
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -51,6 +51,9 @@ struct Session {
     /// Cap a file view at this many characters and tell the model to page with view_range.
     #[arg(long)]
     view_max_chars: Option<u64>,
+    /// Largest request (one JSON line or message), in bytes; a longer one is refused unread.
+    #[arg(long, default_value_t = mnemo::tool::DEFAULT_MAX_REQUEST_BYTES)]
+    max_request_bytes: u64,
 }
 
 #[derive(Subcommand)]
@@ -360,6 +363,7 @@ fn open_session(
         .limits(Limits {
             max_file_bytes: session.max_file_bytes,
             view_max_chars: session.view_max_chars,
+            max_request_bytes: session.max_request_bytes,
         })
         .build()?)
 }
@@ -390,23 +394,13 @@ fn run_mcp(_session: Session, _agent: String) -> CliResult {
 
 fn run_tool(session: Session, agent: String) -> CliResult {
     let server = open_session(session, agent)?;
-    let stdin = std::io::stdin();
-    let mut input = stdin.lock();
+    let limit = server.limits().max_request_bytes;
+    let mut input = std::io::BufReader::with_capacity(1 << 16, std::io::stdin().lock());
     let mut out = std::io::stdout().lock();
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        if input.read_until(b'\n', &mut line)? == 0 {
-            break;
-        }
-        if line.last() == Some(&b'\n') {
-            line.pop();
-            if line.last() == Some(&b'\r') {
-                line.pop();
-            }
-        }
-        let text = String::from_utf8_lossy(&line);
-        let result = server.handle_line(&text);
+    // Each line is read holding at most `limit` bytes of it; a longer one is only counted and
+    // hashed up to its newline, answered with the size refusal, and the next line goes on.
+    while let Some(request) = mnemo::tool::request::read_request(&mut input, limit)? {
+        let result = server.handle_request(request);
         serde_json::to_writer(&mut out, &result)?;
         out.write_all(b"\n")?;
         out.flush()?;

@@ -7,7 +7,9 @@
 //! 2. no traversal: no `..` segment (split on `/` and `\`), no `..\`, no percent-encoded dot pair,
 //!    slash or backslash (`%2e%2e`, `%2f`, `%5c`, any case), and none of those after repeated
 //!    percent-decoding (double encoding such as `%252e%252e`);
-//! 3. no control characters (NUL included), no segment over [`MAX_SEGMENT_BYTES`], and at most
+//! 3. no control characters (NUL included), no invisible characters ([`is_invisible`]: bidi
+//!    controls and zero-width or other default-ignorable characters, which can make a listing
+//!    show one name as another), no segment over [`MAX_SEGMENT_BYTES`], and at most
 //!    [`MAX_PATH_BYTES`] in all.
 //!
 //! Normalisation then drops empty segments (`//`, a trailing `/`) and `.` segments. The canonical
@@ -39,6 +41,8 @@ pub enum PathRejection {
     Escape,
     /// The path contains a control character (shown escaped).
     ControlCharacter(char),
+    /// The path contains an invisible character ([`is_invisible`]), shown as its code point.
+    InvisibleCharacter(char),
     /// The path or one of its segments is too long.
     TooLong {
         /// Length of the offending path or segment, in bytes.
@@ -69,9 +73,9 @@ impl MemPath {
                 "the path must be absolute, such as /memories, got {raw:?}"
             ));
         }
-        if has_traversal(raw) || raw.chars().any(char::is_control) {
+        if has_traversal(raw) || raw.chars().any(|c| c.is_control() || is_invisible(c)) {
             return Err(format!(
-                "the path {raw:?} contains a traversal sequence or a control character"
+                "the path {raw:?} contains a traversal sequence, a control character or an invisible (bidi or zero-width) character"
             ));
         }
         Ok(MemPath::normal(raw))
@@ -91,6 +95,9 @@ impl MemPath {
         }
         if let Some(c) = raw.chars().find(|c| c.is_control()) {
             return Err(PathRejection::ControlCharacter(c));
+        }
+        if let Some(c) = raw.chars().find(|c| is_invisible(*c)) {
+            return Err(PathRejection::InvisibleCharacter(c));
         }
         if raw.len() > MAX_PATH_BYTES {
             return Err(PathRejection::TooLong {
@@ -241,6 +248,53 @@ impl fmt::Display for MemPath {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.text)
     }
+}
+
+/// Whether `c` is refused in names as invisible: it draws nothing, or reorders the text around it,
+/// so a listing could show a name as another one (`a\u{202E}txt.exe` shows as `aexe.txt`).
+///
+/// The set: the bidi controls (U+061C, U+200E, U+200F, U+202A–U+202E, U+2066–U+2069); every
+/// default-ignorable code point of Unicode (U+00AD soft hyphen, U+034F, U+115F, U+1160, U+17B4,
+/// U+17B5, U+180B–U+180F, U+200B–U+200F zero-width space, non-joiner, joiner and marks,
+/// U+2060–U+206F word joiner and invisible operators, U+3164, U+FE00–U+FE0F variation selectors,
+/// U+FEFF byte order mark, U+FFA0, U+FFF0–U+FFF8, U+1BCA0–U+1BCA3, U+1D173–U+1D17A,
+/// U+E0000–U+E0FFF tags and variation selectors); the line and paragraph separators U+2028 and
+/// U+2029, which break a listing's lines; and the interlinear annotation marks U+FFF9–U+FFFB.
+pub fn is_invisible(c: char) -> bool {
+    matches!(
+        u32::from(c),
+        0x00AD
+            | 0x034F
+            | 0x061C
+            | 0x115F..=0x1160
+            | 0x17B4..=0x17B5
+            | 0x180B..=0x180F
+            | 0x200B..=0x200F
+            | 0x2028..=0x202E
+            | 0x2060..=0x206F
+            | 0x3164
+            | 0xFE00..=0xFE0F
+            | 0xFEFF
+            | 0xFFA0
+            | 0xFFF0..=0xFFFB
+            | 0x1BCA0..=0x1BCA3
+            | 0x1D173..=0x1D17A
+            | 0xE0000..=0xE0FFF
+    )
+}
+
+/// `text` quoted as Rust's `{:?}` does, with every invisible character ([`is_invisible`]) also
+/// written as `\u{...}`, so a message that quotes a refused name shows where the character is.
+pub fn quote_visibly(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    for c in format!("{text:?}").chars() {
+        if is_invisible(c) {
+            out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Whether `raw` holds a traversal sequence, plain or percent-encoded (up to four times).
@@ -397,6 +451,56 @@ mod tests {
             MemPath::absolute("/a-b").unwrap(),
         );
         assert!(nested < dashed && top < nested);
+    }
+
+    #[test]
+    fn bidi_and_zero_width_characters_are_refused() {
+        let r = root();
+        for c in [
+            '\u{202A}',
+            '\u{202B}',
+            '\u{202C}',
+            '\u{202D}',
+            '\u{202E}',
+            '\u{2066}',
+            '\u{2067}',
+            '\u{2068}',
+            '\u{2069}',
+            '\u{200E}',
+            '\u{200F}',
+            '\u{061C}',
+            '\u{200B}',
+            '\u{200C}',
+            '\u{200D}',
+            '\u{2060}',
+            '\u{FEFF}',
+            '\u{00AD}',
+            '\u{180E}',
+            '\u{2028}',
+            '\u{2029}',
+            '\u{3164}',
+            '\u{FE0F}',
+            '\u{E0041}',
+            '\u{E0100}',
+        ] {
+            assert!(is_invisible(c), "{c:?}");
+            assert_eq!(
+                MemPath::resolve(&format!("/memories/a{c}b"), &r),
+                Err(PathRejection::InvisibleCharacter(c))
+            );
+            assert!(MemPath::absolute(&format!("/memories/{c}")).is_err());
+        }
+        // Visible text of every script stays fine, spaces included.
+        for raw in [
+            "/memories/é",
+            "/memories/日本語",
+            "/memories/a b",
+            "/memories/\u{00A0}",
+            "/memories/😀",
+            "/memories/ㄱ",
+        ] {
+            assert!(MemPath::resolve(raw, &r).is_ok(), "{raw}");
+        }
     }
 
     #[test]

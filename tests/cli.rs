@@ -247,3 +247,41 @@ fn mcp_without_the_feature_says_to_rebuild_with_it() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("--features mcp"), "stderr: {stderr}");
 }
+
+#[test]
+fn tool_refuses_a_line_over_max_request_bytes_and_answers_the_next() {
+    let s = TempStore::new();
+    let db = s.path();
+    let db = db.to_str().unwrap();
+    let big = json!({"command": "create", "path": "/memories/a.txt", "file_text": "x".repeat(200)})
+        .to_string();
+    let small =
+        json!({"command": "create", "path": "/memories/b.txt", "file_text": "ok"}).to_string();
+    let input = format!("{big}\n{small}\n");
+    let out = run_mnemo(&["tool", "--db", db, "--max-request-bytes", "100"], &input);
+    assert!(out.status.success());
+    let results = lines(&out.stdout);
+    assert_eq!(results.len(), 2);
+    assert_eq!(results[0]["is_error"], true);
+    assert!(
+        results[0]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!(
+                "Error: This call is {} bytes, over the limit of 100 bytes for one request",
+                big.len()
+            )),
+        "{}",
+        results[0]
+    );
+    assert_eq!(
+        results[1]["content"],
+        "File created successfully at: /memories/b.txt"
+    );
+    let verify = run_mnemo(&["verify", "--db", db], "");
+    assert!(verify.status.success());
+    let log = run_mnemo(&["log", "--db", db, "--json"], "");
+    let events = lines(&log.stdout);
+    assert_eq!(events[0]["command"], "rejected");
+    assert_eq!(events[1]["command"], "create");
+}

@@ -7,7 +7,9 @@
 //! stored record and chain hash by hand from the byte table in `src/event.rs`'s module docs, so the
 //! docs and the code cannot drift apart either.
 
-use mnemo::event::{DOMAIN_TAG, FORMAT_VERSION, Frame, chain_hash};
+use mnemo::event::{
+    DOMAIN_TAG, FORMAT_VERSION, Frame, InputDigest, Refusal, RejectedDigest, chain_hash,
+};
 use mnemo::tool::{Command, Limits, Profile};
 use mnemo::{
     Access, AdminCommand, Body, Error, Event, EventHash, Header, Outcome, RejectedCall, Seq,
@@ -217,6 +219,7 @@ fn fixtures() -> Vec<(&'static str, Event)> {
                     limits: Limits {
                         max_file_bytes: 4096,
                         view_max_chars: Some(16_000),
+                        ..Limits::default()
                     },
                     command: Command::View {
                         path: "/other/a".into(),
@@ -225,7 +228,73 @@ fn fixtures() -> Vec<(&'static str, Event)> {
                 }),
             ),
         ),
+        (
+            "rejected digest: over the request limit",
+            fixed(
+                14,
+                None,
+                Outcome::of(true, "Error: This call is 1000 bytes"),
+                digest(Refusal::TooLarge { limit: 999 }),
+            ),
+        ),
+        (
+            "rejected digest: not UTF-8",
+            fixed(
+                15,
+                None,
+                Outcome::of(true, "Error: The input is not valid UTF-8"),
+                digest(Refusal::NotUtf8 { valid_up_to: 7 }),
+            ),
+        ),
+        (
+            "rejected digest: invalid and long",
+            fixed(
+                16,
+                Some("toolu_07G"),
+                Outcome::of(true, "Error: Unknown command"),
+                digest(Refusal::Invalid {
+                    text: "Error: Unknown command".into(),
+                }),
+            ),
+        ),
+        (
+            "rejected digest: content over the file limit",
+            fixed(
+                17,
+                Some("toolu_08H"),
+                Outcome::of(true, "Error: /memories/a would hold"),
+                digest(Refusal::ContentTooLarge {
+                    path: "/memories/a".into(),
+                    field: "file_text".into(),
+                    bytes: 17,
+                    limit: 16,
+                }),
+            ),
+        ),
+        (
+            "rejected digest: conversion stopped at the limit",
+            fixed(
+                18,
+                None,
+                Outcome::of(true, "Error: This call is over the limit"),
+                digest(Refusal::Stopped { limit: 998 }),
+            ),
+        ),
     ]
+}
+
+/// A digest body with a fixed input digest.
+fn digest(refusal: Refusal) -> Body {
+    Body::RejectedDigest(RejectedDigest {
+        root: "/memories".into(),
+        profile: Profile::PythonSdk,
+        input: InputDigest {
+            len: 1000,
+            hash: EventHash::of(b"input"),
+            prefix: "{\"é".into(),
+        },
+        refusal,
+    })
 }
 
 /// (name, header hex, payload hex, chain hash hex), computed once by running the crate.
@@ -307,6 +376,36 @@ const GOLDEN: &[(&str, &str, &str, &str)] = &[
         "0bc02cc89901000007000000000000006167656e742d61010900000000000000746f6f6c755f30354500d9b1d1e437f06ace2c58ae401b9205dc92d72059e01e7e38fa9dbd414a5d85c3",
         "0000000006000000000000002f6f7468657201000000001000000000000001803e0000000000000000000008000000000000002f6f746865722f6100",
         "238fc217de3b23f371ee977962e14ccafa27371e98a8d55726403aa115d536ef",
+    ),
+    (
+        "rejected digest: over the request limit",
+        "0ec02cc89901000007000000000000006167656e742d610001912d1d3c687be5ee47ae4f806e0cbbf851c9c467f69c354b2480d0043b65247b",
+        "0300000009000000000000002f6d656d6f7269657301000000e803000000000000e33fb19325cbc72b5905e783e0c47290468c610090e376de9215e8b5f8ba83d304000000000000007b22c3a900000000e703000000000000",
+        "ca247ed0cd0f13492751491a65da3b5c0231e933fa081efe0268d2055d24dff6",
+    ),
+    (
+        "rejected digest: not UTF-8",
+        "0fc02cc89901000007000000000000006167656e742d61000197f250276f049b0a109870b7a3d25a9ca5e1a44414e4197e6b49b4a01705f715",
+        "0300000009000000000000002f6d656d6f7269657301000000e803000000000000e33fb19325cbc72b5905e783e0c47290468c610090e376de9215e8b5f8ba83d304000000000000007b22c3a9010000000700000000000000",
+        "2dab870a30536e1d45c307f1a5848f659796a98347a219595263a4a7c91aad9a",
+    ),
+    (
+        "rejected digest: invalid and long",
+        "10c02cc89901000007000000000000006167656e742d61010900000000000000746f6f6c755f303747016bf7a1ad2d18b0ef71dc3b9700d5d0af2fe64bca0c67deb06bf3aae239d6aba7",
+        "0300000009000000000000002f6d656d6f7269657301000000e803000000000000e33fb19325cbc72b5905e783e0c47290468c610090e376de9215e8b5f8ba83d304000000000000007b22c3a90200000016000000000000004572726f723a20556e6b6e6f776e20636f6d6d616e64",
+        "6965e0f2e61bdcd4800f5de8eab83b4688ae64cccc89504786f6baf4088c700f",
+    ),
+    (
+        "rejected digest: content over the file limit",
+        "11c02cc89901000007000000000000006167656e742d61010900000000000000746f6f6c755f303848016b72b82cf4a05177c00e3f3b1809f256f83b71ecf072badda403cbd8a2fd9bfb",
+        "0300000009000000000000002f6d656d6f7269657301000000e803000000000000e33fb19325cbc72b5905e783e0c47290468c610090e376de9215e8b5f8ba83d304000000000000007b22c3a9030000000b000000000000002f6d656d6f726965732f61090000000000000066696c655f7465787411000000000000001000000000000000",
+        "79a811abd39dba1f9ae65d29bb5c7ef8b27b93dd7ae6a6e9824d91f7970776bd",
+    ),
+    (
+        "rejected digest: conversion stopped at the limit",
+        "12c02cc89901000007000000000000006167656e742d610001214a3eec65f3552db565373f845486180c892e53a56844fcd40f4283b48015ee",
+        "0300000009000000000000002f6d656d6f7269657301000000e803000000000000e33fb19325cbc72b5905e783e0c47290468c610090e376de9215e8b5f8ba83d304000000000000007b22c3a904000000e603000000000000",
+        "afd8c60f88c33d093171bb44b80c1cd57af773ddd77c13aa64dff5607fce377a",
     ),
 ];
 
@@ -565,6 +664,24 @@ fn doc_payload(b: &Body) -> Vec<u8> {
         }
         Body::Admin(AdminCommand::Revoke { agent, prefix }) => {
             d.u32(2).u32(1).string(agent).string(prefix);
+        }
+        Body::RejectedDigest(r) => {
+            d.u32(3).string(&r.root).profile(r.profile);
+            d.u64(r.input.len)
+                .bytes(&r.input.hash.0)
+                .string(&r.input.prefix);
+            match &r.refusal {
+                Refusal::TooLarge { limit } => d.u32(0).u64(*limit),
+                Refusal::NotUtf8 { valid_up_to } => d.u32(1).u64(*valid_up_to),
+                Refusal::Invalid { text } => d.u32(2).string(text),
+                Refusal::ContentTooLarge {
+                    path,
+                    field,
+                    bytes,
+                    limit,
+                } => d.u32(3).string(path).string(field).u64(*bytes).u64(*limit),
+                Refusal::Stopped { limit } => d.u32(4).u64(*limit),
+            };
         }
     }
     d.0

@@ -168,6 +168,9 @@ enum Class {
     Escape,
     /// A control character: a clear `Error: ` message that names it.
     Control,
+    /// A bidi control or a zero-width (default-ignorable) character: a clear `Error: ` message
+    /// that names its code point, in the style of the control-character one.
+    Invisible,
     /// Over 4096 bytes, or a segment over 255: a clear `Error: ` message with the limits.
     TooLong,
     /// A spelling of the root itself: never deleted or renamed.
@@ -381,6 +384,56 @@ fn corpus() -> Vec<(String, Class)> {
         c.add(format!("{ROOT}/a/b{ch}c/d"), Control);
     }
 
+    // Bidi controls and invisible characters anywhere below the root: a listing would show such
+    // a name as another one (`a\u{202E}txt.exe` shows as `aexe.txt`).
+    for ch in [
+        '\u{202A}',
+        '\u{202B}',
+        '\u{202C}',
+        '\u{202D}',
+        '\u{202E}',
+        '\u{2066}',
+        '\u{2067}',
+        '\u{2068}',
+        '\u{2069}',
+        '\u{200E}',
+        '\u{200F}',
+        '\u{061C}',
+        '\u{200B}',
+        '\u{200C}',
+        '\u{200D}',
+        '\u{2060}',
+        '\u{2062}',
+        '\u{FEFF}',
+        '\u{00AD}',
+        '\u{180E}',
+        '\u{034F}',
+        '\u{2028}',
+        '\u{2029}',
+        '\u{3164}',
+        '\u{115F}',
+        '\u{FE0F}',
+        '\u{E0041}',
+        '\u{E0100}',
+    ] {
+        c.add(format!("{ROOT}/a{ch}b"), Invisible);
+        c.add(format!("{ROOT}/{ch}"), Invisible);
+        c.add(format!("{ROOT}/notes.txt{ch}"), Invisible);
+        c.add(format!("{ROOT}/{ch}/x"), Invisible);
+        c.add(format!("{ROOT}/a/b{ch}c/d"), Invisible);
+    }
+    for p in [
+        "/memories/..\u{200B}",
+        "/memories/\u{200B}..",
+        "/memories/\u{FEFF}../x",
+        "/memories/\u{202E}txt.exe",
+        "/memories/a\u{2028}b",
+        "/memories/report\u{202E}fdp.exe",
+        "/memories/\u{2067}notes\u{2069}.md",
+    ] {
+        c.add(p, Invisible);
+    }
+
     // Lengths: names over 255 bytes, paths over 4096, and the boundaries that are still fine.
     for name in [
         "a".repeat(256),
@@ -422,14 +475,13 @@ fn corpus() -> Vec<(String, Class)> {
         c.add(format!("{ROOT}/{dot}{dot}/x"), Inside);
         c.add(format!("{ROOT}/.{dot}/x"), Inside);
     }
-    // Other odd but ordinary names: invisible characters, literal and overlong percent escapes,
-    // dots that are not a `..` segment, shell and markup text.
+    // Other odd but ordinary names: visible non-ASCII text and spaces, literal and overlong
+    // percent escapes, dots that are not a `..` segment, shell and markup text.
     for p in [
-        "/memories/..\u{200B}",
-        "/memories/\u{200B}..",
-        "/memories/\u{FEFF}../x",
-        "/memories/\u{202E}txt.exe",
-        "/memories/a\u{2028}b",
+        "/memories/\u{00A0}nbsp",
+        "/memories/\u{3000}ideographic space",
+        "/memories/日本語のメモ.md",
+        "/memories/ا\u{0644}عربية.txt",
         "/memories/%c0%ae%c0%ae/x",
         "/memories/%c0%af",
         "/memories/%e0%80%ae%e0%80%ae",
@@ -532,6 +584,23 @@ fn check_path_answer(
             if content.chars().any(char::is_control) {
                 return Err(format!(
                     "the message carries a raw control character: {}",
+                    short(content)
+                ));
+            }
+            Ok(())
+        }
+        Class::Invisible => {
+            want_error_with(&[
+                "contains the invisible character U+",
+                "bidi control or zero-width",
+                "/memories/notes.txt",
+            ])?;
+            // The message quotes the path escaped: no raw invisible character reaches the model.
+            if content.chars().any(|c| {
+                matches!(u32::from(c), 0x00AD | 0x034F | 0x061C | 0x115F | 0x180E | 0x200B..=0x200F | 0x2028..=0x202E | 0x2060..=0x206F | 0x3164 | 0xFE0F | 0xFEFF | 0xE0000..=0xE0FFF)
+            }) {
+                return Err(format!(
+                    "the message carries a raw invisible character: {}",
                     short(content)
                 ));
             }
@@ -688,6 +757,7 @@ fn every_hostile_path_in_every_field_of_every_command_is_refused_or_stays_inside
         Class::Outside,
         Class::Escape,
         Class::Control,
+        Class::Invisible,
         Class::TooLong,
         Class::Root,
         Class::Inside,
@@ -702,11 +772,12 @@ fn every_hostile_path_in_every_field_of_every_command_is_refused_or_stays_inside
         total += calls;
     }
     eprintln!(
-        "hostile corpus: {} paths (outside {}, escape {}, control {}, too long {}, root {}, inside {}), {} fields, 2 profiles: {total} calls",
+        "hostile corpus: {} paths (outside {}, escape {}, control {}, invisible {}, too long {}, root {}, inside {}), {} fields, 2 profiles: {total} calls",
         corpus.len(),
         count(Class::Outside),
         count(Class::Escape),
         count(Class::Control),
+        count(Class::Invisible),
         count(Class::TooLong),
         count(Class::Root),
         count(Class::Inside),
@@ -1291,15 +1362,14 @@ fn malformed_cases() -> Vec<Case> {
         ),
         error_with(&["is too long", "4096 bytes"]),
     ));
-    // Duplicate keys: the last one wins (serde_json), so this is a delete, not a view.
-    cases.push(Case {
-        label: "duplicate command keys".into(),
-        input: Input::Line(
+    // Duplicate keys are refused, in both profiles: "the last one wins" would make this a delete.
+    cases.push(case(
+        "duplicate command keys",
+        Input::Line(
             "{\"command\":\"view\",\"command\":\"delete\",\"path\":\"/memories/dup.txt\"}".into(),
         ),
-        spec: Want::Exact("Error: The path /memories/dup.txt does not exist".into()),
-        sdk: Want::Exact("The path /memories/dup.txt does not exist".into()),
-    });
+        error_with(&["the key \"command\" more than once in one object"]),
+    ));
     cases
 }
 
@@ -1606,7 +1676,7 @@ fn the_binary_answers_every_hostile_line_with_one_tool_result() {
 }
 
 #[test]
-fn bytes_that_are_not_utf8_do_not_break_the_line_count() {
+fn bytes_that_are_not_utf8_are_refused_and_do_not_break_the_line_count() {
     let s = TempStore::new();
     let db = s.path();
     let db = db.to_str().expect("utf-8 path");
@@ -1634,34 +1704,22 @@ fn bytes_that_are_not_utf8_do_not_break_the_line_count() {
         .expect("every line is a tool_result");
     assert_eq!(got.len(), lines.len(), "one output line per input line");
     let content = |i: usize| got[i].1.as_str();
-    assert!(got[0].2 && content(0).starts_with("Error: The input is not valid JSON"));
+    // A line that is not UTF-8 is refused as such, never decoded lossily: no `\u{FFFD}` file is
+    // created and no path is guessed from it.
+    for i in [0, 2, 3, 6, 7] {
+        assert!(
+            got[i].2 && content(i).starts_with("Error: The input is not valid UTF-8 (byte "),
+            "line {i}: {}",
+            content(i)
+        );
+    }
     assert!(!got[1].2);
-    assert!(got[2].2 && content(2).starts_with("Error: The input is not valid JSON"));
-    // The binary decodes each line lossily: an invalid byte inside a path becomes U+FFFD, an
-    // ordinary character, so the file lands inside the root under that name.
-    assert_eq!(
-        (content(3), got[3].2),
-        (
-            "File created successfully at: /memories/\u{FFFD}.txt",
-            false
-        )
-    );
     assert!(got[4].2 && content(4).starts_with("Error: The input is not valid JSON"));
     assert!(got[5].2 && content(5).starts_with("Error: The input is not valid JSON"));
-    assert_eq!(
-        (content(6), got[6].2),
-        (
-            "Error: The path /memories/\u{FFFD}\u{FFFD}\u{FFFD}\u{FFFD}/x does not exist",
-            true
-        )
-    );
-    assert_eq!(
-        (content(7), got[7].2),
-        (
-            "Path /memories/../\u{FFFD}\u{FFFD}\u{FFFD} would escape /memories directory",
-            true
-        )
-    );
+    let server = server(&s, Profile::Spec);
+    let records = server.client().records_by_tag(MEMORY_TAG).expect("records");
+    assert!(records.is_empty(), "{records:?}");
+    drop(server);
     let problems = cli_verify(&s.path(), lines.len());
     assert_no_problems("non-UTF-8", &problems);
 }

@@ -21,6 +21,7 @@ fn files_cannot_grow_past_the_limit_by_any_command() {
     let limits = Limits {
         max_file_bytes: 10,
         view_max_chars: None,
+        ..Limits::default()
     };
     let server = server(&s, limits, Profile::Spec);
     let big = "x".repeat(11);
@@ -80,6 +81,7 @@ fn a_capped_view_stops_at_a_line_and_says_how_to_page() {
         let limits = Limits {
             max_file_bytes: DEFAULT_MAX_FILE_BYTES,
             view_max_chars: Some(30),
+            ..Limits::default()
         };
         let server = server(&s, limits, profile);
         let content = (1..=10)

@@ -24,6 +24,9 @@ mod golden;
 mod hostile;
 // A store directory that is hostile: read-only, full, missing or damaged files, wrong paths.
 mod hostile_storage;
+// Bounded input: the request-size limit while reading, digests of refused input, duplicate keys,
+// invalid UTF-8.
+mod input;
 // File-size limit and the view cap.
 mod limits;
 // Pathological input (a megabyte of one byte, half of it as old_str): near-linear cost per call.

@@ -45,6 +45,7 @@ import sys
 import tempfile
 import threading
 import time
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
@@ -73,6 +74,13 @@ FILE_NAMES = ("x.txt", "y.md")
 RARE_FILE_NAMES = (
     "z.txt", "é.md", "e\u0301.md", "10.txt", "9.txt", "a-b.txt", "A.md", ".h.txt", "sp ace.md", "😀.md",
     "a", "notes",
+)
+# Mnemo refuses bidi controls and zero-width (format) characters in names in both profiles, a
+# deliberate difference from the SDK (see README), so the alphabet holds none.
+assert not any(
+    unicodedata.category(c) in ("Cf", "Zl", "Zp")
+    for name in DIR_NAMES + RARE_DIR_NAMES + FILE_NAMES + RARE_FILE_NAMES
+    for c in name
 )
 
 # Line vocabulary for file contents and replacement texts: duplicates on purpose.

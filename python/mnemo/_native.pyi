@@ -221,6 +221,7 @@ class MnemoMemoryToolServer:
         managed_agents_beta: bool = False,
         max_file_bytes: Optional[int] = None,
         view_max_chars: Optional[int] = None,
+        max_request_bytes: Optional[int] = None,
     ) -> None: ...
     @property
     def client(self) -> MnemoClient: ...
@@ -234,6 +235,9 @@ class MnemoMemoryToolServer:
     def max_file_bytes(self) -> int: ...
     @property
     def view_max_chars(self) -> Optional[int]: ...
+    @property
+    def max_request_bytes(self) -> int:
+        """The largest request, in bytes of the call's JSON text (default 64 MiB)."""
     @property
     def store_failures(self) -> int:
         """Calls that could not be recorded because the store failed (each got an error result)."""

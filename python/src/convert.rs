@@ -1,11 +1,17 @@
-//! Python objects to `serde_json::Value` and back, by hand over the few types JSON has.
+//! Python objects to JSON text and JSON values back, by hand over the few types JSON has.
 //!
 //! The direction that matters is Python → JSON: it carries whatever the model sent, so it never
 //! fails. A value JSON cannot hold becomes a marker object (`{"unsupported_python_value": TYPE}`)
 //! in its place; the core then rejects the call with an ordinary error result naming the field, and
 //! the call is logged like any other. Conversions follow `json.dumps` where it has a rule: tuples
-//! are arrays, non-string dict keys are their `str()`.
+//! are arrays, non-string dict keys are their `str()` (two keys with the same `str()` are then a
+//! duplicate key, which the core refuses).
+//!
+//! The text is written into a [`BoundedText`]: once it passes the server's request-size limit,
+//! conversion stops at once (so neither a huge string nor a structure that shares one list many
+//! times over can make it grow), and the call is refused with the digest of what was made.
 
+use mnemo::tool::request::BoundedText;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde_json::{Map, Number, Value};
@@ -52,34 +58,49 @@ fn string_value(s: &Bound<'_, PyString>) -> String {
     s.to_string_lossy().into_owned()
 }
 
-/// Converts any Python object to JSON. Never fails: see the module docs.
-pub fn to_value(obj: &Bound<'_, PyAny>) -> Value {
-    value_at(obj, 0)
+/// Writes any Python object's JSON text into `out`, stopping as soon as `out` is over its limit.
+/// Never fails otherwise: see the module docs.
+pub fn to_json_text(obj: &Bound<'_, PyAny>, out: &mut BoundedText) {
+    write_at(obj, 0, out);
 }
 
-fn value_at(obj: &Bound<'_, PyAny>, depth: usize) -> Value {
+/// Writes one small JSON value; `false` once `out` is over its limit.
+fn write_value(out: &mut BoundedText, value: &Value) -> bool {
+    serde_json::to_writer(out, value).is_ok()
+}
+
+/// Writes a string, escaped; `false` once `out` is over its limit.
+fn write_str(out: &mut BoundedText, s: &str) -> bool {
+    serde_json::to_writer(out, s).is_ok()
+}
+
+/// Writes `obj` at nesting `depth`; `false` once `out` is over its limit (the caller stops).
+fn write_at(obj: &Bound<'_, PyAny>, depth: usize, out: &mut BoundedText) -> bool {
     if depth > MAX_DEPTH {
-        return unsupported("nesting too deep");
+        return write_value(out, &unsupported("nesting too deep"));
     }
     if obj.is_none() {
-        return Value::Null;
+        return out.push(b"null");
     }
     if let Ok(b) = obj.cast::<PyBool>() {
-        return Value::Bool(b.is_true());
+        return out.push(if b.is_true() { b"true" } else { b"false" });
     }
     if let Ok(i) = obj.cast::<PyInt>() {
-        return int_value(i);
+        return write_value(out, &int_value(i));
     }
     if let Ok(f) = obj.cast::<PyFloat>() {
-        return Number::from_f64(f.value())
+        let value = Number::from_f64(f.value())
             .map_or_else(|| unsupported("non-finite float"), Value::Number);
+        return write_value(out, &value);
     }
     if let Ok(s) = obj.cast::<PyString>() {
-        return Value::String(string_value(s));
+        return write_str(out, &s.to_string_lossy());
     }
     if let Ok(dict) = obj.cast::<PyDict>() {
-        let mut map = Map::new();
-        for (key, item) in dict.iter() {
+        if !out.push(b"{") {
+            return false;
+        }
+        for (n, (key, item)) in dict.iter().enumerate() {
             let key = match key.cast::<PyString>() {
                 Ok(s) => string_value(s),
                 Err(_) => match key.str() {
@@ -87,15 +108,33 @@ fn value_at(obj: &Bound<'_, PyAny>, depth: usize) -> Value {
                     Err(_) => type_name(&key),
                 },
             };
-            map.insert(key, value_at(&item, depth + 1));
+            if (n > 0 && !out.push(b","))
+                || !write_str(out, &key)
+                || !out.push(b":")
+                || !write_at(&item, depth + 1, out)
+            {
+                return false;
+            }
         }
-        return Value::Object(map);
+        return out.push(b"}");
     }
-    if let Ok(list) = obj.cast::<PyList>() {
-        return Value::Array(list.iter().map(|i| value_at(&i, depth + 1)).collect());
-    }
-    if let Ok(tuple) = obj.cast::<PyTuple>() {
-        return Value::Array(tuple.iter().map(|i| value_at(&i, depth + 1)).collect());
+    let items: Option<Vec<Bound<'_, PyAny>>> = if let Ok(list) = obj.cast::<PyList>() {
+        Some(list.iter().collect())
+    } else if let Ok(tuple) = obj.cast::<PyTuple>() {
+        Some(tuple.iter().collect())
+    } else {
+        None
+    };
+    if let Some(items) = items {
+        if !out.push(b"[") {
+            return false;
+        }
+        for (n, item) in items.iter().enumerate() {
+            if (n > 0 && !out.push(b",")) || !write_at(item, depth + 1, out) {
+                return false;
+            }
+        }
+        return out.push(b"]");
     }
     // A pydantic model (an SDK type such as a tool_use block or a memory command): the fields it
     // was given, in their JSON form.
@@ -106,10 +145,20 @@ fn value_at(obj: &Bound<'_, PyAny>, depth: usize) -> Value {
             && let Ok(dumped) = obj.call_method("model_dump", (), Some(&kwargs))
             && dumped.cast::<PyDict>().is_ok()
         {
-            return value_at(&dumped, depth + 1);
+            return write_at(&dumped, depth + 1, out);
         }
     }
-    unsupported(&type_name(obj))
+    write_value(out, &unsupported(&type_name(obj)))
+}
+
+/// The `id` of a `tool_use` block given as a dict, when it is a string.
+pub fn block_id(obj: &Bound<'_, PyAny>) -> Option<String> {
+    let dict = obj.cast::<PyDict>().ok()?;
+    let kind = dict.get_item("type").ok()??;
+    if kind.extract::<String>().ok()? != "tool_use" {
+        return None;
+    }
+    dict.get_item("id").ok()??.extract::<String>().ok()
 }
 
 /// Converts JSON to the plain Python objects `json.loads` would give.

@@ -9,15 +9,18 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::client::{PyClient, Shared};
-use crate::convert::{to_py, to_value};
+use mnemo::tool::request::{BoundedText, Request};
+
+use crate::convert::{block_id, to_json_text, to_py};
 use crate::errors::{InvalidArgumentError, to_py_err};
 
 /// Answers memory-tool calls from a Mnemo store; every call, valid or not, is one logged event.
 ///
 /// `MnemoMemoryToolServer(client, root="/memories", profile="spec", managed_agents_beta=False,
-/// max_file_bytes=None, view_max_chars=None)`: `profile` picks the result strings (`spec`, the
-/// documented ones, or `python-sdk`, those of the SDK's filesystem tool); the limits default to a
-/// 16 MiB file and no view limit. Calls are made as the client's agent.
+/// max_file_bytes=None, view_max_chars=None, max_request_bytes=None)`: `profile` picks the result
+/// strings (`spec`, the documented ones, or `python-sdk`, those of the SDK's filesystem tool); the
+/// limits default to a 16 MiB file, no view limit and a 64 MiB request (the call's JSON text).
+/// Calls are made as the client's agent.
 #[pyclass(name = "MnemoMemoryToolServer", module = "mnemo", frozen)]
 pub struct PyServer {
     client: Py<PyClient>,
@@ -56,6 +59,7 @@ impl PyServer {
         managed_agents_beta = false,
         max_file_bytes = None,
         view_max_chars = None,
+        max_request_bytes = None,
     ))]
     fn new(
         client: Bound<'_, PyClient>,
@@ -64,6 +68,7 @@ impl PyServer {
         managed_agents_beta: bool,
         max_file_bytes: Option<u64>,
         view_max_chars: Option<u64>,
+        max_request_bytes: Option<u64>,
     ) -> PyResult<Self> {
         let profile = Profile::from_name(profile).ok_or_else(|| {
             InvalidArgumentError::new_err(format!(
@@ -74,6 +79,7 @@ impl PyServer {
         let limits = Limits {
             max_file_bytes: max_file_bytes.unwrap_or(defaults.max_file_bytes),
             view_max_chars,
+            max_request_bytes: max_request_bytes.unwrap_or(defaults.max_request_bytes),
         };
         let inner = client.get();
         let (shared, agent) = (Arc::clone(&inner.shared), inner.agent.clone());
@@ -124,6 +130,12 @@ impl PyServer {
         self.limits.max_file_bytes
     }
 
+    /// The largest request, in bytes of the call's JSON text.
+    #[getter]
+    fn max_request_bytes(&self) -> u64 {
+        self.limits.max_request_bytes
+    }
+
     /// The most characters a file view returns, or None for no limit.
     #[getter]
     fn view_max_chars(&self) -> Option<u64> {
@@ -149,15 +161,25 @@ impl PyServer {
 
     /// Answers a whole `tool_use` block (or a bare `input`) with a `tool_result` dict. Whatever
     /// the model sent, this returns a result (an error one for bad input) and logs one event.
+    /// The block is converted to JSON text, which stops once it passes `max_request_bytes`: such
+    /// a call is refused and logged as a digest of what was made.
     fn handle<'py>(
         &self,
         py: Python<'py>,
         block: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let value = to_value(block);
+        let mut text = BoundedText::new(self.limits.max_request_bytes);
+        to_json_text(block, &mut text);
+        let request = match text.finish() {
+            Ok(bytes) => Request::Line(bytes),
+            Err(digest) => Request::Stopped {
+                digest,
+                tool_use_id: block_id(block),
+            },
+        };
         let server = self.server()?;
         let (result, failed) = py.detach(move || {
-            let result = server.handle(&value);
+            let result = server.handle_request(request);
             (result, server.store_failures())
         });
         self.failures.fetch_add(failed, Ordering::Relaxed);

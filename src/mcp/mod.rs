@@ -150,7 +150,8 @@ impl MnemoMcpServer {
             .map_err(Error::Runtime)?;
         let outcome = runtime.block_on(async move {
             let (stdin, stdout) = rmcp::transport::stdio();
-            let (transport, relay) = stdio::filter(stdin, stdout);
+            let limit = self.tool.limits().max_request_bytes;
+            let (transport, relay) = stdio::filter(stdin, stdout, limit);
             let relay = tokio::spawn(relay);
             let session = async {
                 let running = self

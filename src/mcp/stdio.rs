@@ -8,13 +8,22 @@
 //! with it) as before. A single writer owns stdout and writes whole lines only, rmcp's and the
 //! filter's, each flushed as it is written, so no two replies interleave.
 //!
+//! A line is held only up to the request-size limit ([`Limits::max_request_bytes`], which rmcp's
+//! own line limit is raised to match): a longer one is counted, not kept, and answered with an
+//! error that says the limit and how to raise it. A message that names a key twice in one object
+//! is answered with an error too (rmcp would keep the last), so no call is run that the client
+//! did not mean.
+//!
 //! EOF on stdin is EOF for rmcp: the session ends as it did without the filter.
+//!
+//! [`Limits::max_request_bytes`]: crate::tool::Limits
 
 use std::future::Future;
 use std::io;
 
+use rmcp::RoleServer;
 use rmcp::model::{ClientJsonRpcMessage, ErrorCode};
-use rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH;
+use rmcp::transport::async_rw::AsyncRwTransport;
 use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::io::{
@@ -34,13 +43,40 @@ const EXAMPLE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
 /// The UTF-8 byte order mark, which rmcp (as RFC 8259 allows) ignores at the start of a line.
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
-/// Puts the filter between `input` and `output`. Returns the transport to serve rmcp on (the
-/// lines it reads, the pipe it writes its replies into) and the relay that moves the lines. The
-/// relay must run beside the session; it ends once rmcp has closed its side and every reply has
-/// been written, and fails only when `output` does.
+/// The transport rmcp is served on: the lines it reads, the pipe it writes its replies into.
+pub(super) type Transport = AsyncRwTransport<RoleServer, DuplexStream, DuplexStream>;
+
+/// Puts the filter between `input` and `output`, holding at most `limit` bytes of a line.
+/// Returns the transport to serve rmcp on and the relay that moves the lines. The relay must run
+/// beside the session; it ends once rmcp has closed its side and every reply has been written,
+/// and fails only when `output` does.
 pub(super) fn filter<R, W>(
     input: R,
     output: W,
+    limit: u64,
+) -> (
+    Transport,
+    impl Future<Output = io::Result<()>> + Send + 'static,
+)
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let ((rmcp_reads, rmcp_writes), relay) = filter_pipes(input, output, limit);
+    // rmcp counts a line with its `\r\n`; every line the filter forwards is within the limit.
+    let rmcp_limit = usize::try_from(limit)
+        .unwrap_or(usize::MAX)
+        .saturating_add(2);
+    let transport =
+        AsyncRwTransport::new_server(rmcp_reads, rmcp_writes).with_max_line_length(rmcp_limit);
+    (transport, relay)
+}
+
+/// [`filter`] with rmcp's two pipes as they are: the lines it reads, the pipe it writes into.
+fn filter_pipes<R, W>(
+    input: R,
+    output: W,
+    limit: u64,
 ) -> (
     (DuplexStream, DuplexStream),
     impl Future<Output = io::Result<()>> + Send + 'static,
@@ -56,7 +92,7 @@ where
     // output ends, even if stdin stays open.
     let errors = lines.downgrade();
     let relay = async move {
-        tokio::spawn(read_input(input, to_rmcp, errors));
+        tokio::spawn(read_input(input, to_rmcp, errors, limit));
         tokio::spawn(forward_replies(from_rmcp, lines));
         write_output(output, queued).await
     };
@@ -70,25 +106,27 @@ async fn read_input<R: AsyncRead + Unpin>(
     input: R,
     mut to_rmcp: DuplexStream,
     errors: mpsc::WeakSender<Vec<u8>>,
+    limit: u64,
 ) {
     let mut input = BufReader::new(input);
     let mut line = Vec::new();
     let mut number: u64 = 0;
     loop {
-        let read = match read_line(&mut input, &mut line).await {
+        let read = match read_line(&mut input, &mut line, limit).await {
             Ok(read) => read,
             Err(_) => return,
         };
         number += 1;
         let reply = match read {
             Read::Eof => return,
-            Read::TooLong => error_line(
+            Read::TooLong(len) => error_line(
                 ErrorCode::INVALID_REQUEST,
+                Value::Null,
                 format!(
-                    "Invalid Request: stdin line {number} is longer than the {} MiB a message may \
-                     take, so it was not read; send each JSON-RPC 2.0 message as one line, such \
-                     as {EXAMPLE}",
-                    DEFAULT_MAX_LINE_LENGTH >> 20
+                    "Invalid Request: stdin line {number} is {len} bytes, over the limit of \
+                     {limit} bytes for one message, so it was not read; send smaller messages \
+                     (split large content across several files), or start the server with a \
+                     higher `--max-request-bytes`"
                 ),
             ),
             Read::Line => match check(&line) {
@@ -99,8 +137,18 @@ async fn read_input<R: AsyncRead + Unpin>(
                     continue;
                 }
                 Check::Blank => continue,
+                Check::Duplicate { key, id } => error_line(
+                    ErrorCode::INVALID_REQUEST,
+                    id,
+                    format!(
+                        "Invalid Request: stdin line {number} names the key {key} more than once \
+                         in one object, so it was not run; send each member once, such as \
+                         {EXAMPLE}"
+                    ),
+                ),
                 Check::Unreadable(why) => error_line(
                     ErrorCode::PARSE_ERROR,
+                    Value::Null,
                     format!(
                         "Parse error: stdin line {number} {why}; send each JSON-RPC 2.0 message \
                          as one JSON object on one line, such as {EXAMPLE}"
@@ -151,43 +199,81 @@ async fn write_output<W: AsyncWrite + Unpin>(
 enum Read {
     /// A line, with its `\n` (none on a last line cut off by EOF), is in the buffer.
     Line,
-    /// A line longer than rmcp's limit went by; it was dropped, not buffered.
-    TooLong,
+    /// A line over the limit went by, this many bytes long (without its `\n` or `\r\n`); it was
+    /// dropped, not buffered.
+    TooLong(u64),
     /// `input` ended.
     Eof,
 }
 
-/// Reads one line into `line` (cleared first), its `\n` included, holding at most as many bytes
-/// as rmcp takes in one line (counted the way rmcp counts them), so a longer line costs no
-/// memory and is never forwarded to be dropped there.
-async fn read_line<R: AsyncBufRead + Unpin>(input: &mut R, line: &mut Vec<u8>) -> io::Result<Read> {
+/// Reads one line into `line` (cleared first), its `\n` included, holding at most `limit` bytes
+/// of it (without its `\n` or `\r\n`), so a longer line costs no memory and is never forwarded.
+async fn read_line<R: AsyncBufRead + Unpin>(
+    input: &mut R,
+    line: &mut Vec<u8>,
+    limit: u64,
+) -> io::Result<Read> {
     line.clear();
-    let mut too_long = false;
+    let keep = usize::try_from(limit)
+        .unwrap_or(usize::MAX)
+        .saturating_add(2);
+    // Set once the line is over the limit: its length so far, without a trailing `\r`.
+    let mut too_long: Option<u64> = None;
+    let mut cr = false;
     loop {
         let available = input.fill_buf().await?;
         if available.is_empty() {
-            return Ok(if too_long {
-                Read::TooLong
-            } else if line.is_empty() {
-                Read::Eof
-            } else {
-                Read::Line
+            return Ok(match too_long {
+                Some(len) => Read::TooLong(len + u64::from(cr)),
+                None if line.is_empty() => Read::Eof,
+                None => Read::Line,
             });
         }
         let newline = available.iter().position(|b| *b == b'\n');
         let take = newline.map_or(available.len(), |at| at + 1);
-        if !too_long {
-            if line.len().saturating_add(take) > DEFAULT_MAX_LINE_LENGTH {
-                too_long = true;
-                *line = Vec::new();
-            } else {
+        match &mut too_long {
+            None if line.len().saturating_add(take) > keep => {
                 line.extend_from_slice(&available[..take]);
+                let (len, ends_in_cr) = content_len(line);
+                too_long = Some(len);
+                cr = ends_in_cr;
+                *line = Vec::new();
+            }
+            None => line.extend_from_slice(&available[..take]),
+            Some(len) => {
+                let chunk = &available[..take];
+                let (n, ends_in_cr) = content_len(chunk);
+                if n > 0 || newline.is_none() {
+                    *len += u64::from(cr) + n;
+                    cr = ends_in_cr;
+                }
             }
         }
         input.consume(take);
         if newline.is_some() {
-            return Ok(if too_long { Read::TooLong } else { Read::Line });
+            break;
         }
+    }
+    if let Some(len) = too_long {
+        return Ok(Read::TooLong(len));
+    }
+    let (len, _) = content_len(line);
+    if len > limit {
+        *line = Vec::new();
+        return Ok(Read::TooLong(len));
+    }
+    Ok(Read::Line)
+}
+
+/// The length of a piece of a line without its `\n` and a `\r` right before it, and whether it
+/// ends in a `\r` not yet known to be part of it (no `\n` after it in this piece).
+fn content_len(piece: &[u8]) -> (u64, bool) {
+    match piece.strip_suffix(b"\n") {
+        Some(rest) => (rest.strip_suffix(b"\r").unwrap_or(rest).len() as u64, false),
+        None => match piece.strip_suffix(b"\r") {
+            Some(rest) => (rest.len() as u64, true),
+            None => (piece.len() as u64, false),
+        },
     }
 }
 
@@ -200,6 +286,14 @@ enum Check {
     Blank,
     /// rmcp would skip it without an answer; why it cannot be read.
     Unreadable(String),
+    /// An object in it names a key twice (quoted for the message); the request's id, when the
+    /// id is not what is duplicated.
+    Duplicate {
+        /// The key, quoted.
+        key: String,
+        /// The id to answer, or null.
+        id: Value,
+    },
 }
 
 /// Decides a line's fate the way rmcp would parse it: rmcp drops exactly the lines whose parse
@@ -227,12 +321,26 @@ fn check(line: &[u8]) -> Check {
         {
             Check::Unreadable(format!("is not valid JSON ({e})"))
         }
-        _ => Check::Forward,
+        _ => match crate::tool::parse_json(text) {
+            Err(crate::tool::JsonError::Duplicate(key)) => {
+                let id = match serde_json::from_str::<Value>(text) {
+                    Ok(Value::Object(map)) if key != "id" => {
+                        map.get("id").cloned().unwrap_or(Value::Null)
+                    }
+                    _ => Value::Null,
+                };
+                Check::Duplicate {
+                    key: format!("{key:?}"),
+                    id,
+                }
+            }
+            _ => Check::Forward,
+        },
     }
 }
 
-/// A JSON-RPC error response to no request id, as one line.
-fn error_line(code: ErrorCode, message: String) -> Vec<u8> {
+/// A JSON-RPC error response to `id` (null when it is not known), as one line.
+fn error_line(code: ErrorCode, id: Value, message: String) -> Vec<u8> {
     // `json!` would sort the keys; a struct keeps `jsonrpc` first, as rmcp writes it.
     #[derive(Serialize)]
     struct Response {
@@ -242,7 +350,7 @@ fn error_line(code: ErrorCode, message: String) -> Vec<u8> {
     }
     let response = Response {
         jsonrpc: "2.0",
-        id: Value::Null,
+        id,
         error: json!({ "code": code.0, "message": message }),
     };
     // Cannot fail: every key is a string and every value plain JSON.
@@ -290,19 +398,56 @@ mod tests {
     }
 
     #[test]
-    fn a_line_longer_than_rmcp_takes_is_dropped_whole() {
-        let mut input = vec![b'x'; DEFAULT_MAX_LINE_LENGTH + 10];
-        input.extend_from_slice(b"\n{}\n");
-        let mut reader = BufReader::new(&input[..]);
-        let mut line = Vec::new();
-        run(async {
-            let first = read_line(&mut reader, &mut line).await.expect("read");
-            assert_eq!((first, line.len()), (Read::TooLong, 0));
-            let second = read_line(&mut reader, &mut line).await.expect("read");
-            assert_eq!((second, &line[..]), (Read::Line, &b"{}\n"[..]));
-            let third = read_line(&mut reader, &mut line).await.expect("read");
-            assert_eq!(third, Read::Eof);
-        });
+    fn a_line_over_the_limit_is_counted_and_dropped_whole() {
+        let mut input = vec![b'x'; 1000];
+        input.extend_from_slice(b"\r\n{}\n0123456789\r\n01234567890\n");
+        input.extend(vec![b'y'; 99]);
+        input.extend_from_slice(b"\r\rz");
+        for capacity in [1, 3, 8, 4096] {
+            let mut reader = BufReader::with_capacity(capacity, &input[..]);
+            let mut line = Vec::new();
+            run(async {
+                let mut reads = Vec::new();
+                loop {
+                    let read = read_line(&mut reader, &mut line, 10).await.expect("read");
+                    if read == Read::Eof {
+                        break;
+                    }
+                    reads.push((read, line.clone()));
+                }
+                assert_eq!(
+                    reads,
+                    vec![
+                        (Read::TooLong(1000), Vec::new()),
+                        (Read::Line, b"{}\n".to_vec()),
+                        (Read::Line, b"0123456789\r\n".to_vec()),
+                        (Read::TooLong(11), Vec::new()),
+                        (Read::TooLong(102), Vec::new()),
+                    ],
+                    "{capacity}"
+                );
+            });
+        }
+    }
+
+    #[test]
+    fn a_message_with_a_key_twice_is_refused_with_its_id() {
+        let line = br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"memory","arguments":{"command":"view","path":"/memories","command":"delete"}}}"#;
+        assert_eq!(
+            check(line),
+            Check::Duplicate {
+                key: "\"command\"".into(),
+                id: json!(7)
+            }
+        );
+        let line = br#"{"jsonrpc":"2.0","id":7,"id":8,"method":"ping"}"#;
+        assert_eq!(
+            check(line),
+            Check::Duplicate {
+                key: "\"id\"".into(),
+                id: Value::Null
+            }
+        );
     }
 
     #[test]
@@ -313,7 +458,7 @@ mod tests {
         let (stdout, mut client) = tokio::io::duplex(PIPE_BYTES);
         let (forwarded, written) = run(async move {
             let ((mut rmcp_reads, mut rmcp_writes), relay) =
-                filter(std::io::Cursor::new(input), stdout);
+                filter_pipes(std::io::Cursor::new(input), stdout, 1 << 20);
             let relay = tokio::spawn(relay);
             // Stands in for rmcp: reads to EOF, then answers and hangs up.
             let mut forwarded = Vec::new();

@@ -190,7 +190,7 @@ fn json_type(v: &Value) -> &'static str {
     }
 }
 
-fn example(command: &str, root: &str) -> String {
+pub(crate) fn example(command: &str, root: &str) -> String {
     match command {
         "view" => format!(r#"{{"command": "view", "path": "{root}", "view_range": [1, 20]}}"#),
         "create" => {
@@ -377,21 +377,156 @@ pub fn parse_value(value: &Value, root: &str, profile: Profile) -> Parsed {
     }
 }
 
-/// Parses one line of text (as `mnemo tool` reads it): JSON, then [`parse_value`].
+/// Parses one line of text (as `mnemo tool` reads it): JSON with no key twice in one object, then
+/// [`parse_value`].
 pub fn parse_text(text: &str, root: &str, profile: Profile) -> Parsed {
-    match serde_json::from_str::<Value>(text) {
+    match parse_json(text) {
         Ok(value) => parse_value(&value, root, profile),
-        Err(e) if e.to_string().starts_with("recursion limit exceeded") => Parsed {
+        Err(JsonError::Duplicate(key)) => Parsed {
             tool_use_id: None,
-            command: Err(too_deep()),
+            command: Err(format!(
+                "Error: The input names the key {} more than once in one object; send each field once, for example {}",
+                shown_key(&key),
+                example("view", root)
+            )),
         },
-        Err(e) => Parsed {
+        Err(JsonError::Syntax(e)) if e.to_string().starts_with("recursion limit exceeded") => {
+            Parsed {
+                tool_use_id: None,
+                command: Err(too_deep()),
+            }
+        }
+        Err(JsonError::Syntax(e)) => Parsed {
             tool_use_id: None,
             command: Err(format!(
                 "Error: The input is not valid JSON ({e}). Send one JSON object per line, for example {}",
                 example("view", root)
             )),
         },
+    }
+}
+
+/// A key as an error text names it: quoted, and cut after 64 characters.
+fn shown_key(key: &str) -> String {
+    let mut shown: String = key.chars().take(64).collect();
+    if shown.len() < key.len() {
+        shown.push('…');
+    }
+    format!("{shown:?}")
+}
+
+/// Why [`parse_json`] refused a text.
+#[derive(Debug)]
+pub enum JsonError {
+    /// An object names this key more than once (serde_json's `Value` would keep the last).
+    Duplicate(String),
+    /// The text is not JSON (or nests past serde_json's recursion limit).
+    Syntax(serde_json::Error),
+}
+
+impl std::fmt::Display for JsonError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            JsonError::Duplicate(key) => {
+                write!(f, "the key {} appears twice in one object", shown_key(key))
+            }
+            JsonError::Syntax(e) => e.fmt(f),
+        }
+    }
+}
+
+/// Parses JSON text into a `Value`, refusing an object that names a key twice (at any depth,
+/// after unescaping, so `"a"` and `"\u0061"` are the same key). Everywhere raw JSON text comes in
+/// it is read with this; a `Value` built in memory has no duplicate keys by construction.
+pub fn parse_json(text: &str) -> Result<Value, JsonError> {
+    use serde::de::DeserializeSeed;
+    let duplicate = std::cell::RefCell::new(None);
+    let mut de = serde_json::Deserializer::from_str(text);
+    let parsed = UniqueSeed(&duplicate)
+        .deserialize(&mut de)
+        .and_then(|value| de.end().map(|()| value));
+    match (parsed, duplicate.into_inner()) {
+        (Ok(value), _) => Ok(value),
+        (Err(_), Some(key)) => Err(JsonError::Duplicate(key)),
+        (Err(e), None) => Err(JsonError::Syntax(e)),
+    }
+}
+
+/// Builds a `Value` exactly as serde_json's own `Deserialize` does, but stops at the first
+/// duplicate key, which it records in the cell.
+#[derive(Clone, Copy)]
+struct UniqueSeed<'a>(&'a std::cell::RefCell<Option<String>>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for UniqueSeed<'_> {
+    type Value = Value;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for UniqueSeed<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        serde::de::DeserializeSeed::deserialize(self, d)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element_seed(self)? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if out.contains_key(&key) {
+                *self.0.borrow_mut() = Some(key);
+                return Err(serde::de::Error::custom("duplicate key"));
+            }
+            let value = map.next_value_seed(self)?;
+            out.insert(key, value);
+        }
+        Ok(Value::Object(out))
     }
 }
 
@@ -461,7 +596,56 @@ fn parse_input(input: &Value, root: &str, profile: Profile) -> Result<Command, S
 
 #[cfg(test)]
 mod tests {
-    use super::{COMMAND_NAMES, COMMANDS};
+    use super::{COMMAND_NAMES, COMMANDS, JsonError, Profile, parse_json, parse_text};
+    use serde_json::Value;
+
+    #[test]
+    fn a_key_twice_in_one_object_is_refused_at_any_depth() {
+        for text in [
+            r#"{"command":"view","path":"/memories","command":"delete"}"#,
+            r#"{"type":"tool_use","id":"t","name":"memory","input":{"command":"view","path":"/memories","path":"/memories/x","command":"delete"}}"#,
+            r#"{"command":"view","path":"/memories","view_range":[{"a":1,"a":2}]}"#,
+            r#"{"command":"view","comm\u0061nd":"delete","path":"/memories"}"#,
+        ] {
+            assert!(
+                matches!(parse_json(text), Err(JsonError::Duplicate(_))),
+                "{text}"
+            );
+            let parsed = parse_text(text, "/memories", Profile::Spec);
+            let err = parsed.command.expect_err("refused");
+            assert!(err.contains("more than once in one object"), "{err}");
+        }
+        let err = parse_text(
+            r#"{"command":"view","command":"delete","path":"/memories"}"#,
+            "/memories",
+            Profile::Spec,
+        )
+        .command
+        .expect_err("refused");
+        assert!(
+            err.starts_with("Error: The input names the key \"command\" more than once"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn without_duplicates_the_value_is_serde_jsons() {
+        for text in [
+            r#"{"a":[1,-2,3.5,1e300,null,true,"x\n"],"b":{"c":{}},"d":18446744073709551615}"#,
+            "[]",
+            "  \"s\"  ",
+            "-0",
+        ] {
+            let want: Value = serde_json::from_str(text).expect("json");
+            assert_eq!(parse_json(text).expect("parses"), want, "{text}");
+        }
+        for text in ["{", "{} x", "[1,]", ""] {
+            assert!(
+                matches!(parse_json(text), Err(JsonError::Syntax(_))),
+                "{text}"
+            );
+        }
+    }
 
     #[test]
     fn the_error_texts_list_every_command() {

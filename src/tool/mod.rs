@@ -1,18 +1,22 @@
 //! The memory tool: commands, their pure semantics over a tree, the result strings, and the
 //! server that turns `tool_use` blocks into `tool_result` blocks.
 //!
-//! Nothing under `tool/` does I/O except `server`, which hands each call to the client.
+//! Nothing under `tool/` does I/O except `server`, which hands each call to the client, and
+//! `request`, which reads one request from the reader it is given.
 
 mod command;
 mod limits;
 mod matcher;
 mod render;
+pub mod request;
 mod semantics;
 mod server;
 mod tree;
 
-pub use command::{COMMAND_NAMES, Command, Parsed, Profile, parse_text, parse_value};
-pub use limits::{DEFAULT_MAX_FILE_BYTES, Limits};
+pub use command::{
+    COMMAND_NAMES, Command, JsonError, Parsed, Profile, parse_json, parse_text, parse_value,
+};
+pub use limits::{DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_REQUEST_BYTES, Limits};
 pub use render::format_size;
 pub use semantics::{Answer, MAX_VIEW_LINES, answer};
 pub use server::{MnemoMemoryToolServer, ServerBuilder};

@@ -76,6 +76,7 @@ pub fn answer(tree: &dyn Tree, agent: &str, body: &Body) -> Result<Answer> {
             // A rejected input that parses now was not rejected by this parser: replay flags it.
             Ok(_) => Answer::err(String::new()),
         }),
+        Body::RejectedDigest(d) => Ok(Answer::err(crate::tool::request::refusal_text(d))),
     }
 }
 
@@ -138,6 +139,11 @@ fn reject(raw: &str, root: &MemPath, why: PathRejection) -> Answer {
         PathRejection::Escape => format!("Path {raw} would escape {root} directory"),
         PathRejection::ControlCharacter(c) => format!(
             "Error: Path {raw:?} contains the control character {c:?}; memory paths are plain text such as {root}/notes.txt"
+        ),
+        PathRejection::InvisibleCharacter(c) => format!(
+            "Error: Path {} contains the invisible character U+{:04X} (a bidi control or zero-width character, which can hide or reorder a name in a listing); memory paths are plain text such as {root}/notes.txt",
+            crate::paths::quote_visibly(raw),
+            u32::from(c)
         ),
         PathRejection::TooLong { len, max } => format!(
             "Error: Path {raw:?} is too long ({len} bytes where at most {max} are allowed; paths are limited to {MAX_PATH_BYTES} bytes and names to {MAX_SEGMENT_BYTES}); use a shorter name under {root}"

@@ -7,10 +7,11 @@ use serde_json::{Value, json};
 
 use crate::client::MnemoClient;
 use crate::error::{Error, Result};
-use crate::event::{Body, RejectedCall, ToolCall};
+use crate::event::{Body, InputDigest, Refusal, RejectedCall, RejectedDigest, ToolCall};
 use crate::paths::MemPath;
-use crate::tool::command::{Parsed, Profile, parse_value};
+use crate::tool::command::{Parsed, Profile, parse_text, parse_value};
 use crate::tool::limits::Limits;
+use crate::tool::request::{self, Request};
 
 /// The beta header sent when the server is built for Managed Agents.
 const MANAGED_AGENTS_BETA: &str = "managed-agents-2026-04-01";
@@ -26,7 +27,7 @@ pub struct ServerBuilder {
 }
 
 impl ServerBuilder {
-    /// The limits on file size and view length (default [`Limits::default`]).
+    /// The limits on file size, view length and request size (default [`Limits::default`]).
     pub fn limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
         self
@@ -142,55 +143,174 @@ impl MnemoMemoryToolServer {
 
     /// Answers a whole `tool_use` block or a bare `input` object with a `tool_result` block.
     /// Never panics; every call, valid or not, is recorded as one event.
+    ///
+    /// A value whose compact JSON text is over [`Limits::max_request_bytes`] is refused and logged
+    /// as a digest of that text (the size is measured without building the text). A `Value` has
+    /// no duplicate keys by construction; text read from outside goes through
+    /// [`handle_bytes`](Self::handle_bytes), which refuses them.
     pub fn handle(&self, block: &Value) -> Value {
+        let limit = self.limits.max_request_bytes;
+        if request::json_len_over(block, limit) {
+            let is_block = block.get("type").and_then(Value::as_str) == Some("tool_use");
+            let id = block
+                .get("id")
+                .and_then(Value::as_str)
+                .filter(|_| is_block)
+                .map(str::to_string);
+            return self.refuse(
+                id,
+                request::value_digest(block),
+                Refusal::TooLarge { limit },
+            );
+        }
         let parsed = parse_value(block, &self.root, self.profile);
-        self.record(parsed, || block.to_string())
+        self.record(parsed, Raw::Value(block))
     }
 
-    /// Answers one line of text as `mnemo tool` reads it: JSON is handled as by
-    /// [`handle`](Self::handle); anything else gets an error result and is still recorded.
+    /// Answers one line of text as `mnemo tool` reads it: see [`handle_bytes`](Self::handle_bytes).
     pub fn handle_line(&self, line: &str) -> Value {
-        match serde_json::from_str::<Value>(line) {
-            Ok(value) => self.handle(&value),
-            Err(_) => {
-                let parsed = crate::tool::command::parse_text(line, &self.root, self.profile);
-                self.record(parsed, || line.to_string())
+        self.handle_bytes(line.as_bytes())
+    }
+
+    /// Answers one request's raw bytes (a line of `mnemo tool`, without its newline): refused
+    /// and logged as a digest when over [`Limits::max_request_bytes`] or not UTF-8; otherwise
+    /// parsed as JSON that names no key twice in one object, and answered as by
+    /// [`handle`](Self::handle). Anything that is not a call gets an error result and is still
+    /// recorded.
+    pub fn handle_bytes(&self, bytes: &[u8]) -> Value {
+        let limit = self.limits.max_request_bytes;
+        if bytes.len() as u64 > limit {
+            return self.refuse(None, request::digest_of(bytes), Refusal::TooLarge { limit });
+        }
+        let text = match std::str::from_utf8(bytes) {
+            Ok(text) => text,
+            Err(e) => {
+                return self.refuse(
+                    None,
+                    request::digest_of(bytes),
+                    Refusal::NotUtf8 {
+                        valid_up_to: e.valid_up_to() as u64,
+                    },
+                );
             }
+        };
+        let parsed = parse_text(text, &self.root, self.profile);
+        self.record(parsed, Raw::Text(text))
+    }
+
+    /// Answers a request as [`request::read_request`] read it (or a binding made it): a line as
+    /// by [`handle_bytes`](Self::handle_bytes); an input over the limit, which was never held
+    /// whole, with the refusal for its size, logged as its digest.
+    pub fn handle_request(&self, request: Request) -> Value {
+        match request {
+            Request::Line(bytes) => self.handle_bytes(&bytes),
+            Request::TooLarge(digest) => self.refuse(
+                None,
+                digest,
+                Refusal::TooLarge {
+                    limit: self.limits.max_request_bytes,
+                },
+            ),
+            Request::Stopped {
+                digest,
+                tool_use_id,
+            } => self.refuse(
+                tool_use_id,
+                digest,
+                Refusal::Stopped {
+                    limit: self.limits.max_request_bytes,
+                },
+            ),
         }
     }
 
-    fn record(&self, parsed: Parsed, raw: impl FnOnce() -> String) -> Value {
+    fn refuse(&self, tool_use_id: Option<String>, input: InputDigest, refusal: Refusal) -> Value {
+        let body = Body::RejectedDigest(RejectedDigest {
+            root: self.root.clone(),
+            profile: self.profile,
+            input,
+            refusal,
+        });
+        self.commit(tool_use_id, body)
+    }
+
+    fn record(&self, parsed: Parsed, raw: Raw<'_>) -> Value {
         let body = match parsed.command {
-            Ok(command) => Body::Tool(ToolCall {
-                root: self.root.clone(),
-                profile: self.profile,
-                limits: self.limits,
-                command,
-            }),
+            Ok(command) => {
+                match request::oversized_content(&command, &self.limits, &self.root, self.profile) {
+                    Some(refusal) => {
+                        return self.refuse(parsed.tool_use_id, raw.digest(), refusal);
+                    }
+                    None => Body::Tool(ToolCall {
+                        root: self.root.clone(),
+                        profile: self.profile,
+                        limits: self.limits,
+                        command,
+                    }),
+                }
+            }
+            Err(text) if raw.len() > request::DIGEST_OVER_BYTES => {
+                let refusal = Refusal::Invalid {
+                    text: request::invalid_text(&text),
+                };
+                return self.refuse(parsed.tool_use_id, raw.digest(), refusal);
+            }
             Err(_) => Body::Rejected(RejectedCall {
                 root: self.root.clone(),
                 profile: self.profile,
-                input: raw(),
+                input: raw.text(),
             }),
         };
-        match self.client.call(parsed.tool_use_id.clone(), body) {
+        self.commit(parsed.tool_use_id, body)
+    }
+
+    fn commit(&self, tool_use_id: Option<String>, body: Body) -> Value {
+        match self.client.call(tool_use_id.clone(), body) {
             Ok(receipt) => tool_result(
-                parsed
-                    .tool_use_id
-                    .unwrap_or_else(|| format!("mnemo-{}", receipt.seq)),
+                tool_use_id.unwrap_or_else(|| format!("mnemo-{}", receipt.seq)),
                 &receipt.text,
                 receipt.is_error,
             ),
             Err(e) => {
                 self.failures.fetch_add(1, Ordering::Relaxed);
                 tool_result(
-                    parsed.tool_use_id.unwrap_or_default(),
+                    tool_use_id.unwrap_or_default(),
                     &format!(
                         "Error: The memory store failed while recording this call ({e}). It may or may not have been applied: view the path to check before you retry."
                     ),
                     true,
                 )
             }
+        }
+    }
+}
+
+/// The input as it came: text read from outside, or a value built in memory (whose text is its
+/// compact JSON, made only when needed).
+enum Raw<'a> {
+    Text(&'a str),
+    Value(&'a Value),
+}
+
+impl Raw<'_> {
+    fn len(&self) -> u64 {
+        match self {
+            Raw::Text(text) => text.len() as u64,
+            Raw::Value(value) => request::json_len(value),
+        }
+    }
+
+    fn digest(&self) -> InputDigest {
+        match self {
+            Raw::Text(text) => request::digest_of(text.as_bytes()),
+            Raw::Value(value) => request::value_digest(value),
+        }
+    }
+
+    fn text(&self) -> String {
+        match self {
+            Raw::Text(text) => (*text).to_string(),
+            Raw::Value(value) => value.to_string(),
         }
     }
 }
