@@ -691,3 +691,58 @@ impl<K: KvWrite> Projection<K> {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kv::{IndexTrees, Overlay};
+
+    /// An edit of a large file holds only the chunks it rewrites in the writer's pending changes,
+    /// which is what the writer's bound on held bytes counts.
+    #[test]
+    fn an_edit_of_a_large_file_holds_a_bounded_chunk_in_the_pending_changes() {
+        let db = sled::Config::new()
+            .temporary(true)
+            .open()
+            .expect("temporary sled");
+        let trees = IndexTrees::new(
+            db.open_tree("index").expect("tree"),
+            db.open_tree("content").expect("tree"),
+        );
+        let path = MemPath::absolute("/memories/big.txt").expect("path");
+        let mut text = "a line of a large memory file\n".repeat(15_000_000 / 30);
+        let mut projection = Projection::new(Overlay::new(&trees));
+        let write = |content: &str| Change::Write {
+            path: path.clone(),
+            content: content.to_string(),
+        };
+        projection.apply(&write(&text), Seq(1)).expect("create");
+        let created = projection.into_inner().into_pending();
+        assert!(created.bytes() >= text.len(), "a create holds its content");
+        for (key, value) in created.writes() {
+            let tree = trees.tree_for(key);
+            match value {
+                Some(v) => tree.insert(key, v).map(drop),
+                None => tree.remove(key).map(drop),
+            }
+            .expect("write the index");
+        }
+        assert!(
+            trees
+                .index()
+                .iter()
+                .all(|item| { item.expect("index entry").1.len() <= 64 }),
+            "the index tree holds only small values"
+        );
+        text.insert_str(text.len() / 2, "new\n");
+        let mut projection = Projection::new(Overlay::new(&trees));
+        projection.apply(&write(&text), Seq(2)).expect("insert");
+        assert_eq!(projection.read(&path).expect("read"), Some(text.clone()));
+        let pending = projection.into_inner().into_pending();
+        assert!(
+            pending.bytes() <= 3 * content::CHUNK_MAX,
+            "an insert into a 15 MB file holds {} bytes of index changes",
+            pending.bytes()
+        );
+    }
+}
