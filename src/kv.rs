@@ -1,13 +1,21 @@
 //! Ordered key-value maps the projection is written against.
 //!
 //! Three implementations share one projection code path: [`MemKv`] (the verifier's replay and
-//! `ls --at`), a sled tree read directly (client reads), and [`Overlay`] (the writer's index
-//! changes not yet in the sled tree, over the batch being written to it).
+//! `ls --at`), the stored index read directly ([`IndexTrees`], client reads), and [`Overlay`]
+//! (the writer's index changes not yet in sled, over the batch being written to it).
+//!
+//! The projection sees one ordered key space. Stored, it is two sled trees: keys starting with
+//! [`CONTENT_PREFIX`] (file content) in one, every other key in the other, so that sled, which
+//! rewrites a whole node of a tree when it consolidates the node's updates, never copies file
+//! content because some other key changed ([`IndexTrees`]). [`MemKv`] and [`Overlay`]'s own
+//! writes are one map, so a replay and the writer produce the same keys as the stored trees.
 
 use std::collections::BTreeMap;
+use std::iter::Peekable;
 use std::ops::Bound;
 
 use crate::error::Result;
+use crate::projection::CONTENT_PREFIX;
 
 /// Read side of an ordered map.
 pub trait KvRead {
@@ -160,6 +168,115 @@ impl KvRead for sled::Tree {
     }
 }
 
+/// The stored index: one ordered key space over two sled trees, `index` (every key but file
+/// content) and `content` (the keys starting with [`CONTENT_PREFIX`]). Reads go to the tree a key
+/// belongs in; a scan of every key (the empty prefix) merges both trees in key order, whatever
+/// each holds, so a key stored in the wrong tree shows up there.
+#[derive(Clone, Debug)]
+pub struct IndexTrees {
+    index: sled::Tree,
+    content: sled::Tree,
+}
+
+impl IndexTrees {
+    /// The index over `index` and `content`.
+    pub fn new(index: sled::Tree, content: sled::Tree) -> IndexTrees {
+        IndexTrees { index, content }
+    }
+
+    /// The tree of every key but file content.
+    pub fn index(&self) -> &sled::Tree {
+        &self.index
+    }
+
+    /// The tree of file content (keys starting with [`CONTENT_PREFIX`]).
+    pub fn content(&self) -> &sled::Tree {
+        &self.content
+    }
+
+    /// Whether `key` belongs in the content tree.
+    pub fn is_content(key: &[u8]) -> bool {
+        key.first() == Some(&CONTENT_PREFIX)
+    }
+
+    /// The tree `key` belongs in.
+    pub fn tree_for(&self, key: &[u8]) -> &sled::Tree {
+        if IndexTrees::is_content(key) {
+            &self.content
+        } else {
+            &self.index
+        }
+    }
+
+    /// The entries whose key starts with `prefix`, in key order.
+    fn scan(&self, prefix: &[u8]) -> Box<dyn Iterator<Item = Item>> {
+        if prefix.is_empty() {
+            Box::new(Merged(
+                self.index.iter().peekable(),
+                self.content.iter().peekable(),
+            ))
+        } else {
+            Box::new(self.tree_for(prefix).scan_prefix(prefix))
+        }
+    }
+}
+
+type Item = sled::Result<(sled::IVec, sled::IVec)>;
+
+/// Two scans merged in key order (an error is passed on as soon as it is met).
+struct Merged(Peekable<sled::Iter>, Peekable<sled::Iter>);
+
+impl Iterator for Merged {
+    type Item = Item;
+
+    fn next(&mut self) -> Option<Item> {
+        let take_first = match (self.0.peek(), self.1.peek()) {
+            (None, _) => false,
+            (_, None) | (Some(Err(_)), _) => true,
+            (_, Some(Err(_))) => false,
+            (Some(Ok((a, _))), Some(Ok((b, _)))) => a <= b,
+        };
+        if take_first {
+            self.0.next()
+        } else {
+            self.1.next()
+        }
+    }
+}
+
+impl KvRead for IndexTrees {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        KvRead::get(self.tree_for(key), key)
+    }
+
+    fn get_with<T>(&self, key: &[u8], read: impl FnOnce(&[u8]) -> T) -> Result<Option<T>> {
+        KvRead::get_with(self.tree_for(key), key, read)
+    }
+
+    fn scan_prefix(&self, prefix: &[u8], limit: usize) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let mut out = Vec::new();
+        for item in self.scan(prefix).take(limit) {
+            let (k, v) = item?;
+            out.push((k.to_vec(), v.to_vec()));
+        }
+        Ok(out)
+    }
+
+    fn visit_prefix(
+        &self,
+        prefix: &[u8],
+        mut visit: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<()> {
+        for item in self.scan(prefix) {
+            let (k, v) = item?;
+            if !visit(&k, &v) {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Writes not yet committed, in key order: `Some(value)` sets a key, `None` removes it. Keeps a
 /// count of the bytes it holds, so a writer can bound how much it keeps in memory.
 #[derive(Clone, Debug, Default)]
@@ -217,26 +334,26 @@ impl Pending {
     }
 }
 
-/// Uncommitted writes over a sled tree. Reads see the writes; nothing reaches sled until
+/// Uncommitted writes over the stored index. Reads see the writes; nothing reaches sled until
 /// its [`Overlay::into_pending`] writes are committed.
 ///
 /// An overlay may also sit on a batch of older writes that are being committed (`under`): reads
 /// see the overlay's own writes first, then that batch, then the tree, so they do not depend on
 /// whether the batch has reached the tree yet.
 pub struct Overlay<'a> {
-    base: &'a sled::Tree,
+    base: &'a IndexTrees,
     under: Option<&'a Pending>,
     pending: Pending,
 }
 
 impl<'a> Overlay<'a> {
     /// An empty overlay over `base`.
-    pub fn new(base: &'a sled::Tree) -> Self {
+    pub fn new(base: &'a IndexTrees) -> Self {
         Overlay::resume(base, None, Pending::default())
     }
 
     /// An overlay over `base`, and over `under` if given, that already holds `pending` writes.
-    pub fn resume(base: &'a sled::Tree, under: Option<&'a Pending>, pending: Pending) -> Self {
+    pub fn resume(base: &'a IndexTrees, under: Option<&'a Pending>, pending: Pending) -> Self {
         Overlay {
             base,
             under,
@@ -304,7 +421,7 @@ impl KvRead for Overlay<'_> {
 
     fn scan_prefix(&self, prefix: &[u8], limit: usize) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         let mut out = Vec::new();
-        let mut base = sled::Tree::scan_prefix(self.base, prefix).peekable();
+        let mut base = self.base.scan(prefix).peekable();
         let mut over = self.writes_under(prefix).into_iter().peekable();
         while out.len() < limit {
             let base_key = match base.peek() {
@@ -368,10 +485,15 @@ mod tests {
         value: Option<Vec<u8>>,
     }
 
+    /// Key bytes, with the content prefix among them so that keys go to both trees.
+    fn key_byte() -> impl Strategy<Value = u8> {
+        proptest::sample::select(vec![0u8, 1, 2, CONTENT_PREFIX])
+    }
+
     fn write() -> impl Strategy<Value = Write> {
         (
             0u8..4,
-            proptest::collection::vec(0u8..3, 1..4),
+            proptest::collection::vec(key_byte(), 1..4),
             proptest::option::of(proptest::collection::vec(any::<u8>(), 0..3)),
         )
             .prop_map(|(layer, key, value)| Write { layer, key, value })
@@ -383,20 +505,23 @@ mod tests {
         #[test]
         fn an_overlay_on_a_batch_reads_like_the_layers_applied_in_order(
             writes in proptest::collection::vec(write(), 0..40),
-            prefix in proptest::collection::vec(0u8..3, 0..3),
+            prefix in proptest::collection::vec(key_byte(), 0..3),
         ) {
             let db = sled::Config::new().temporary(true).open().expect("temporary sled");
-            let base = db.open_tree("t").expect("tree");
+            let base = IndexTrees::new(
+                db.open_tree("index").expect("tree"),
+                db.open_tree("content").expect("tree"),
+            );
             let (mut under, mut over) = (Pending::default(), Pending::default());
             let mut layers: [BTreeMap<Vec<u8>, Option<Vec<u8>>>; 3] = Default::default();
             for w in &writes {
                 match w.layer {
                     0 => match &w.value {
                         Some(v) => {
-                            base.insert(&w.key, v.as_slice()).expect("insert");
+                            base.tree_for(&w.key).insert(&w.key, v.as_slice()).expect("insert");
                         }
                         None => {
-                            base.remove(&w.key).expect("remove");
+                            base.tree_for(&w.key).remove(&w.key).expect("remove");
                         }
                     },
                     1 => under.put(w.key.clone(), w.value.clone()),

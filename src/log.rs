@@ -7,7 +7,8 @@
 //! | `events` | seq (u64 big-endian) | the stored event record ([`crate::event`]) |
 //! | `meta` | `format` | format version (1 byte) |
 //! | `meta` | `head` | last seq (u64 BE) ‖ its hash (32 bytes) |
-//! | `index` | see [`crate::projection`] | |
+//! | `index` | see [`crate::projection`]: every key but file content | |
+//! | `content` | see [`crate::projection`]: the file content keys (`b` ‖ ...) | |
 //!
 //! **Invariant:** the `events` tree is append-only: keys are dense from 1 and never overwritten.
 //! **Invariant:** `meta.head` names an event of the log, never one past its end. It is written
@@ -15,7 +16,7 @@
 //! events past it were never acknowledged, and [`Store::catch_up`] moves it over them when the
 //! store next opens for writing.
 //! **Invariant:** the index's applied seq never passes the head. Index changes are written in one
-//! sled transaction each, after the events they derive from; the writer keeps them in memory
+//! sled transaction each (over both index trees), after the events they derive from; the writer keeps them in memory
 //! and writes them in batches, so the stored index lags the log, and opening the store replays
 //! the missing events into it before anything else runs.
 
@@ -23,14 +24,14 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use sled::Tree;
 use sled::transaction::{ConflictableTransactionError, TransactionError};
+use sled::{Transactional, Tree};
 
 use crate::disk::{DiskSync, HeadRecord, StoreFiles};
 use crate::error::{Error, Result};
 use crate::event::{EventHash, FORMAT_VERSION, Frame, Seq};
 use crate::failpoint::{Failpoint, Failpoints};
-use crate::kv::{Overlay, Pending};
+use crate::kv::{IndexTrees, Overlay, Pending};
 use crate::projection::Projection;
 
 const FORMAT_KEY: &[u8] = b"format";
@@ -141,7 +142,7 @@ pub struct Store {
     db: sled::Db,
     events: Tree,
     meta: Tree,
-    index: Tree,
+    index: IndexTrees,
     failpoints: Arc<Failpoints>,
     disk: Arc<Mutex<Disk>>,
 }
@@ -283,7 +284,7 @@ impl Store {
             path: path.to_path_buf(),
             events: db.open_tree("events")?,
             meta: db.open_tree("meta")?,
-            index: db.open_tree("index")?,
+            index: IndexTrees::new(db.open_tree("index")?, db.open_tree("content")?),
             db,
             failpoints: Arc::default(),
             disk: Arc::default(),
@@ -400,7 +401,7 @@ impl Store {
     }
 
     /// The path index as stored.
-    pub fn index(&self) -> Projection<Tree> {
+    pub fn index(&self) -> Projection<IndexTrees> {
         Projection::new(self.index.clone())
     }
 
@@ -410,16 +411,27 @@ impl Store {
         &self.failpoints
     }
 
-    /// The index tree, for the writer's overlay.
-    pub(crate) fn index_tree(&self) -> &Tree {
+    /// The index trees, for the writer's overlay.
+    pub(crate) fn index_tree(&self) -> &IndexTrees {
         &self.index
     }
 
     /// The raw sled trees `(events, meta, index)`, for tests and tools that must reach below the
-    /// API (tamper tests). Writing through them breaks the store's invariants on purpose.
+    /// API (tamper tests). Writing through them breaks the store's invariants on purpose. File
+    /// content is in a fourth tree, [`Store::raw_content_tree`].
     #[doc(hidden)]
     pub fn raw_trees(&self) -> (Tree, Tree, Tree) {
-        (self.events.clone(), self.meta.clone(), self.index.clone())
+        (
+            self.events.clone(),
+            self.meta.clone(),
+            self.index.index().clone(),
+        )
+    }
+
+    /// The raw sled tree of file content (the index's `b` keys), like [`Store::raw_trees`].
+    #[doc(hidden)]
+    pub fn raw_content_tree(&self) -> Tree {
+        self.index.content().clone()
     }
 
     /// Appends `frames` (consecutive, continuing the head), then moves the head over them.
@@ -446,17 +458,22 @@ impl Store {
         Ok(head)
     }
 
-    /// Writes index changes in one sled transaction, so the index moves from one applied seq to
-    /// another with nothing in between. The events the changes derive from must be appended
-    /// first: the index never runs ahead of the log.
+    /// Writes index changes in one sled transaction over both index trees, so the index moves
+    /// from one applied seq to another with nothing in between. The events the changes derive from
+    /// must be appended first: the index never runs ahead of the log.
     pub(crate) fn write_index(&self, pending: &Pending) -> Result<()> {
         self.failpoints.check(Failpoint::Index)?;
-        self.index
-            .transaction(|idx| {
+        (self.index.index(), self.index.content())
+            .transaction(|(idx, content)| {
                 for (key, value) in pending.writes() {
+                    let tree = if IndexTrees::is_content(key) {
+                        content
+                    } else {
+                        idx
+                    };
                     match value {
-                        Some(v) => idx.insert(key, v)?,
-                        None => idx.remove(key)?,
+                        Some(v) => tree.insert(key, v)?,
+                        None => tree.remove(key)?,
                     };
                 }
                 Ok::<_, ConflictableTransactionError<()>>(())
@@ -500,15 +517,21 @@ impl Store {
     /// replayed into the index.
     ///
     /// An index of an older layout ([`crate::projection::INDEX_LAYOUT`]) is derived state in a
-    /// form this build does not write: it is cleared and rebuilt from the whole log.
+    /// form this build does not write: it is cleared and rebuilt from the whole log. So is the
+    /// content tree of an index that applied nothing (an index removed whole leaves no content
+    /// behind that the replay would not write).
     pub fn catch_up(&self) -> Result<u64> {
         let stored = self.head()?;
         let head = self.log_end()?;
         if head != stored {
             self.meta.insert(HEAD_KEY, head.encode())?;
         }
-        if self.index().layout()? < crate::projection::INDEX_LAYOUT {
-            self.index.clear()?;
+        let index = self.index();
+        if index.layout()? < crate::projection::INDEX_LAYOUT {
+            self.index.index().clear()?;
+            self.index.content().clear()?;
+        } else if index.applied()? == Seq(0) && !self.index.content().is_empty() {
+            self.index.content().clear()?;
         }
         let (index, replayed) = self.replay_index(head)?;
         if replayed > 0 {

@@ -6,7 +6,8 @@
 //! | key | value |
 //! |---|---|
 //! | `c` ‖ parent id (u64 BE) ‖ name | kind (`d` or `f`) ‖ child id (u64 BE) |
-//! | `f` ‖ file id (u64 BE) | created seq (u64 LE) ‖ updated seq (u64 LE) ‖ content |
+//! | `f` ‖ file id (u64 BE) | created seq ‖ updated seq ‖ length in bytes ‖ first chunk ‖ next unused chunk number (five u64 LE) |
+//! | `b` ‖ file id (u64 BE) ‖ chunk number (u64 BE) | next chunk's number (u64 LE) ‖ 1 to 16 KiB of the file's bytes |
 //! | `n` | next node id (u64 BE) |
 //! | `a` | the last seq applied (u64 BE) |
 //! | `t` ‖ agent ‖ 0 ‖ tool_use id | seq (u64 BE) ‖ is_error (1 byte) ‖ the result text |
@@ -15,13 +16,25 @@
 //! | `g` ‖ directory id (u64 BE) | empty: a deleted directory whose nodes are still to be collected |
 //! | `L` | the index layout ([`INDEX_LAYOUT`], 1 byte), written with event 1 |
 //!
+//! **File content** is in chunks ([`content`]): a file's bytes are the bytes of its chunks, from
+//! the `f` record's first chunk on, each chunk naming the next, `u64::MAX` ending the list (an
+//! empty file has no chunk and `u64::MAX` as its first). A chunk holds at most 16 KiB
+//! ([`content::CHUNK_MAX`]), and at least 4 KiB when its file has more than one. Chunk numbers are
+//! per file and never reused, and a chunk keeps its number when its bytes change, so an edit
+//! rewrites only the chunks overlapping the bytes it changed (and perhaps a neighbour it merges
+//! with), never the whole file; how the changed range is re-split is in [`content`]. The
+//! sled-backed index keeps the `b` keys in a tree of their own (`content`, the rest in `index`),
+//! so sled never rewrites content for changes to other keys: `a` changes with every event, reads
+//! included, and a large value in the same tree would be copied each time sled rewrote its node.
+//!
 //! A lookup walks one `c` key per path segment; a listing scans one `c` prefix; a rename moves a
 //! single `c` entry, so its cost does not depend on how many files lie under the directory.
 //!
 //! A delete is as cheap: deleting a file removes its `c` and `f` entries; deleting a directory
 //! removes its `c` entry and puts the directory in the trash (`g`). Each event that changes the
 //! tree then collects up to [`COLLECT_BUDGET`] entries of the trash, lowest directory id first:
-//! files under a trashed directory lose their `c` and `f` entries, subdirectories move to the
+//! files under a trashed directory lose their `c`, `f` and `b` entries (a file counts as two entries
+//! plus one per chunk), subdirectories move to the
 //! trash, and an emptied directory leaves it. Trashed nodes are unreachable from `/`, and ids are
 //! never reused, so nothing in the trash is ever seen. Collection is part of applying an event, so
 //! the writer and the verifier's replay collect exactly the same entries at the same events.
@@ -43,17 +56,22 @@ use crate::policy::{Access, Grant, Policy};
 use crate::tool::Answer;
 use crate::tool::{Change, Entry, NodeKind, Probe, Tree};
 
+pub mod content;
+
+pub use content::CONTENT_PREFIX;
+use content::{Chunking, FileHead};
+
 const ROOT_ID: u64 = 0;
 const NEXT_ID_KEY: &[u8] = b"n";
 const APPLIED_KEY: &[u8] = b"a";
 const LAYOUT_KEY: &[u8] = b"L";
 const TRASH_PREFIX: &[u8] = b"g";
-const FILE_HEADER: usize = 16;
 
-/// The layout of the index this build writes: 2 collects deleted directories lazily (the trash);
-/// 1, with no layout key, removed them at once. An index of an older layout is rebuilt from the
-/// log when a client opens the store.
-pub const INDEX_LAYOUT: u8 = 2;
+/// The layout of the index this build writes: 3 keeps file content in chunks (`b` keys); 2 kept
+/// it whole under `f` and collects deleted directories lazily (the trash); 1, with no layout key,
+/// removed them at once. An index of an older layout is rebuilt from the log when a client opens
+/// the store.
+pub const INDEX_LAYOUT: u8 = 3;
 
 /// The most index entries (about) one event's trash collection removes. Part of the layout: the
 /// stored index must match a replay byte for byte, so changing it means a new [`INDEX_LAYOUT`].
@@ -214,40 +232,10 @@ fn encode_child(kind: NodeKind, id: u64) -> Vec<u8> {
     v
 }
 
-/// The created and updated seqs at the head of a file record.
-fn file_seqs(value: &[u8]) -> Result<(u64, u64)> {
-    if value.len() < FILE_HEADER {
-        return Err(Error::corrupt("path index file record is truncated"));
-    }
-    let created = u64::from_le_bytes(value[0..8].try_into().unwrap_or_default());
-    let updated = u64::from_le_bytes(value[8..16].try_into().unwrap_or_default());
-    Ok((created, updated))
-}
-
-fn decode_file(value: &[u8]) -> Result<FileRecord> {
-    let (created, updated) = file_seqs(value)?;
-    let content = std::str::from_utf8(&value[FILE_HEADER..])
-        .map_err(|_| Error::corrupt("path index file content is not UTF-8"))?
-        .to_string();
-    Ok(FileRecord {
-        created,
-        updated,
-        content,
-    })
-}
-
 fn no_content(id: u64) -> Error {
     Error::corrupt(format!(
         "path index names file node {id} but holds no content for it"
     ))
-}
-
-fn encode_file(created: u64, updated: u64, content: &str) -> Vec<u8> {
-    let mut v = Vec::with_capacity(FILE_HEADER + content.len());
-    v.extend_from_slice(&created.to_le_bytes());
-    v.extend_from_slice(&updated.to_le_bytes());
-    v.extend_from_slice(content.as_bytes());
-    v
 }
 
 /// The path index over a key-value map `K`.
@@ -350,17 +338,22 @@ impl<K: KvRead> Projection<K> {
         Ok((depth == path.depth()).then_some(last))
     }
 
-    fn file(&self, id: u64) -> Result<FileRecord> {
+    /// The `f` record of file node `id`.
+    fn file_head(&self, id: u64) -> Result<FileHead> {
         self.kv
-            .get_with(&file_key(id), decode_file)?
+            .get_with(&file_key(id), FileHead::decode)?
             .unwrap_or_else(|| Err(no_content(id)))
     }
 
-    /// The seq that created file node `id`, without copying its content.
-    fn created(&self, id: u64) -> Result<u64> {
-        self.kv
-            .get_with(&file_key(id), |v| Ok(file_seqs(v)?.0))?
-            .unwrap_or_else(|| Err(no_content(id)))
+    fn file(&self, id: u64) -> Result<FileRecord> {
+        let head = self.file_head(id)?;
+        let bytes = content::read(&self.kv, id, &head)?;
+        Ok(FileRecord {
+            created: head.created,
+            updated: head.updated,
+            content: String::from_utf8(bytes)
+                .map_err(|_| Error::corrupt("path index file content is not UTF-8"))?,
+        })
     }
 
     fn children(&self, id: u64) -> Result<Vec<(String, NodeKind, u64)>> {
@@ -447,10 +440,7 @@ impl<K: KvRead> Tree for Projection<K> {
         for (name, kind, child) in self.children(id)? {
             let size = match kind {
                 NodeKind::Dir => 0,
-                NodeKind::File => match self.kv.value_len(&file_key(child))? {
-                    Some(len) => len.saturating_sub(FILE_HEADER) as u64,
-                    None => 0,
-                },
+                NodeKind::File => self.file_head(child)?.len,
             };
             out.push(Entry { name, kind, size });
         }
@@ -527,10 +517,19 @@ impl<K: KvWrite> Projection<K> {
     }
 
     /// Removes node `id` from the index: a file at once, a directory by putting it in the trash.
-    fn forget(&mut self, kind: NodeKind, id: u64) {
+    /// Returns how many entries that removed or wrote.
+    fn forget(&mut self, kind: NodeKind, id: u64) -> Result<usize> {
         match kind {
-            NodeKind::File => self.kv.remove(&file_key(id)),
-            NodeKind::Dir => self.kv.insert(trash_key(id), Vec::new()),
+            NodeKind::File => {
+                let head = self.file_head(id)?;
+                let chunks = content::remove(&mut self.kv, id, &head)?;
+                self.kv.remove(&file_key(id));
+                Ok(1 + chunks)
+            }
+            NodeKind::Dir => {
+                self.kv.insert(trash_key(id), Vec::new());
+                Ok(1)
+            }
         }
     }
 
@@ -556,8 +555,11 @@ impl<K: KvWrite> Projection<K> {
             for (child_key, value) in children {
                 let (kind, child) = decode_child(&value)?;
                 self.kv.remove(&child_key);
-                self.forget(kind, child);
-                budget = budget.saturating_sub(2);
+                let removed = 1 + self.forget(kind, child)?;
+                budget = budget.saturating_sub(removed);
+                if budget == 0 {
+                    break;
+                }
             }
         }
         Ok(())
@@ -586,20 +588,30 @@ impl<K: KvWrite> Projection<K> {
                 };
                 let parent_id = self.ensure_dir(&parent)?;
                 let key = child_key(parent_id, path.name());
-                match self.kv.get_with(&key, decode_child)? {
+                let (id, old) = match self.kv.get_with(&key, decode_child)? {
                     Some(child) => {
                         let (_, id) = child?;
-                        let created = self.created(id)?;
-                        self.kv
-                            .insert(file_key(id), encode_file(created, seq.0, content));
+                        (id, Some(self.file_head(id)?))
                     }
                     None => {
                         let id = self.new_id()?;
                         self.kv.insert(key, encode_child(NodeKind::File, id));
-                        self.kv
-                            .insert(file_key(id), encode_file(seq.0, seq.0, content));
+                        (id, None)
                     }
-                }
+                };
+                let head = content::write(
+                    &mut self.kv,
+                    id,
+                    old.as_ref(),
+                    content.as_bytes(),
+                    Chunking::LAYOUT,
+                )?;
+                let head = FileHead {
+                    created: old.map_or(seq.0, |o| o.created),
+                    updated: seq.0,
+                    ..head
+                };
+                self.kv.insert(file_key(id), head.encode());
             }
             Change::Delete { path } => {
                 let chain = self.chain(path)?.ok_or_else(|| {
@@ -607,7 +619,7 @@ impl<K: KvWrite> Projection<K> {
                 })?;
                 let (kind, id) = chain[chain.len() - 1];
                 self.unlink(path, &chain)?;
-                self.forget(kind, id);
+                self.forget(kind, id)?;
             }
             Change::Rename { from, to } => {
                 let chain = self.chain(from)?.ok_or_else(|| {
@@ -677,5 +689,60 @@ impl<K: KvWrite> Projection<K> {
             &event.body,
             event.seq,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kv::{IndexTrees, Overlay};
+
+    /// An edit of a large file holds only the chunks it rewrites in the writer's pending changes,
+    /// which is what the writer's bound on held bytes counts.
+    #[test]
+    fn an_edit_of_a_large_file_holds_a_bounded_chunk_in_the_pending_changes() {
+        let db = sled::Config::new()
+            .temporary(true)
+            .open()
+            .expect("temporary sled");
+        let trees = IndexTrees::new(
+            db.open_tree("index").expect("tree"),
+            db.open_tree("content").expect("tree"),
+        );
+        let path = MemPath::absolute("/memories/big.txt").expect("path");
+        let mut text = "a line of a large memory file\n".repeat(15_000_000 / 30);
+        let mut projection = Projection::new(Overlay::new(&trees));
+        let write = |content: &str| Change::Write {
+            path: path.clone(),
+            content: content.to_string(),
+        };
+        projection.apply(&write(&text), Seq(1)).expect("create");
+        let created = projection.into_inner().into_pending();
+        assert!(created.bytes() >= text.len(), "a create holds its content");
+        for (key, value) in created.writes() {
+            let tree = trees.tree_for(key);
+            match value {
+                Some(v) => tree.insert(key, v).map(drop),
+                None => tree.remove(key).map(drop),
+            }
+            .expect("write the index");
+        }
+        assert!(
+            trees
+                .index()
+                .iter()
+                .all(|item| { item.expect("index entry").1.len() <= 64 }),
+            "the index tree holds only small values"
+        );
+        text.insert_str(text.len() / 2, "new\n");
+        let mut projection = Projection::new(Overlay::new(&trees));
+        projection.apply(&write(&text), Seq(2)).expect("insert");
+        assert_eq!(projection.read(&path).expect("read"), Some(text.clone()));
+        let pending = projection.into_inner().into_pending();
+        assert!(
+            pending.bytes() <= 3 * content::CHUNK_MAX,
+            "an insert into a 15 MB file holds {} bytes of index changes",
+            pending.bytes()
+        );
     }
 }

@@ -24,9 +24,9 @@ use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::event::{EventHash, Frame, Outcome, Seq};
-use crate::kv::{KvRead, MemKv};
+use crate::kv::{IndexTrees, MemKv};
 use crate::log::{Head, Store};
-use crate::projection::{INDEX_LAYOUT, Projection};
+use crate::projection::{CONTENT_PREFIX, INDEX_LAYOUT, Projection};
 
 /// Which invariant broke.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -435,37 +435,57 @@ fn check_record(
     Ok(frame.hash)
 }
 
-/// Compares the replayed index with the stored one.
-fn compare_index<K: KvRead>(
+/// Compares the replayed index with the stored one, tree by tree: the content keys with the
+/// content tree, every other key with the index tree, so a key stored in the wrong tree (where
+/// the store's reads would not find it) is named too.
+fn compare_index(
     replay: &Projection<MemKv>,
-    stored: &Projection<K>,
+    stored: &Projection<IndexTrees>,
     seq: Seq,
 ) -> Result<Option<Violation>> {
-    let mut ours = replay.kv().map.iter();
-    let mut found = None;
-    stored.kv().visit_prefix(&[], |key, value| {
-        found = match ours.next() {
-            Some((k, v)) if k == key && v == value => return true,
-            Some((k, _)) if k == key => format!(
+    let ours = &replay.kv().map;
+    let content = ours
+        .iter()
+        .filter(|(k, _)| IndexTrees::is_content(k.as_slice()));
+    let rest = ours
+        .iter()
+        .filter(|(k, _)| !IndexTrees::is_content(k.as_slice()));
+    let found = match compare_tree(rest, stored.kv().index(), "index")? {
+        Some(found) => Some(found),
+        None => compare_tree(content, stored.kv().content(), "content")?,
+    };
+    Ok(found.map(|detail| violation(seq, ViolationKind::Index, detail)))
+}
+
+/// The first difference between the entries `ours` and the sled tree `stored` (named `name`).
+fn compare_tree<'a>(
+    mut ours: impl Iterator<Item = (&'a Vec<u8>, &'a Vec<u8>)>,
+    stored: &sled::Tree,
+    name: &str,
+) -> Result<Option<String>> {
+    for item in stored.iter() {
+        let (key, value) = item?;
+        let found = match ours.next() {
+            Some((k, v)) if k.as_slice() == &*key && v.as_slice() == &*value => continue,
+            Some((k, _)) if k.as_slice() == &*key => format!(
                 "index entry {} holds a different value than the log implies",
-                show_key(key)
+                show_key(&key)
             ),
             Some((k, _)) => format!(
-                "the log implies index entry {} where the store has {}",
+                "the log implies index entry {} where the store's {name} tree has {}",
                 show_key(k),
-                show_key(key)
+                show_key(&key)
             ),
-            None => format!("the store's index has an extra entry {}", show_key(key)),
-        }
-        .into();
-        false
-    })?;
-    if found.is_none() {
-        found = ours
-            .next()
-            .map(|(k, _)| format!("the store's index is missing entry {}", show_key(k)));
+            None => format!(
+                "the store's {name} tree has an extra entry {}",
+                show_key(&key)
+            ),
+        };
+        return Ok(Some(found));
     }
-    Ok(found.map(|detail| violation(seq, ViolationKind::Index, detail)))
+    Ok(ours
+        .next()
+        .map(|(k, _)| format!("the store's index is missing entry {}", show_key(k))))
 }
 
 fn show_key(key: &[u8]) -> String {
@@ -476,7 +496,12 @@ fn show_key(key: &[u8]) -> String {
             u64::from_be_bytes(key[1..9].try_into().unwrap_or_default())
         ),
         Some(b'f') if key.len() == 9 => format!(
-            "content of file node {}",
+            "record of file node {}",
+            u64::from_be_bytes(key[1..9].try_into().unwrap_or_default())
+        ),
+        Some(&CONTENT_PREFIX) if key.len() == 17 => format!(
+            "chunk {} of file node {}",
+            u64::from_be_bytes(key[9..17].try_into().unwrap_or_default()),
             u64::from_be_bytes(key[1..9].try_into().unwrap_or_default())
         ),
         _ => format!("{:?}", String::from_utf8_lossy(key)),

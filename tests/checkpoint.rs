@@ -59,6 +59,10 @@ fn rewrite_consistently(path: &std::path::Path, from: u64) {
     head.extend_from_slice(&prev.0);
     meta.insert("head", head).expect("write head");
     index.clear().expect("drop the index");
+    store
+        .raw_content_tree()
+        .clear()
+        .expect("drop the index's content");
     events.flush().expect("flush");
     // The store's own record of its last commit would give the rewrite away: remove it too.
     std::fs::remove_file(path.join(mnemo::HEAD_FILE)).expect("remove the head record");
@@ -139,6 +143,10 @@ fn a_checkpoint_past_the_end_of_the_log_is_a_rollback() {
         head.extend_from_slice(&two.hash().0);
         meta.insert("head", head).expect("head");
         index.clear().expect("clear index");
+        store
+            .raw_content_tree()
+            .clear()
+            .expect("clear the index's content");
         index.flush().expect("flush");
     }
     // Left in place, the store's record of its last commit already shows the loss...

@@ -14,6 +14,8 @@ mod cli;
 mod conformance;
 // 16 threads, one writer: nothing lost, nothing interleaved, every answer logged.
 mod concurrency;
+// File content on disk: reads write none, an edit rewrites a bounded chunk.
+mod content;
 // kill -9 crash loops: small edits, large directory renames and deletes.
 mod crash;
 // Failpoints on the write path: error results, poisoning, recovery on reopen.

@@ -825,25 +825,32 @@ fn a_removed_head_is_behind_and_a_malformed_one_is_named() {
 // The index.
 // ---------------------------------------------------------------------------------------------
 
-/// Finds the `f` entry whose content is `content`.
-fn file_entry(index: &sled::Tree, content: &[u8]) -> Vec<u8> {
-    index
-        .scan_prefix(b"f")
+/// The key of the content chunk holding `content` (a file of one chunk), and of its file's `f`
+/// record.
+fn file_entry(content_tree: &sled::Tree, content: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    let chunk = content_tree
+        .iter()
         .map(|item| item.expect("scan"))
-        .find(|(_, v)| v.len() >= 16 && &v[16..] == content)
+        .find(|(_, v)| v.len() >= 8 && &v[8..] == content)
         .map(|(k, _)| k.to_vec())
-        .expect("the file's content entry")
+        .expect("the file's content chunk");
+    let mut file = b"f".to_vec();
+    file.extend_from_slice(&chunk[1..9]);
+    (chunk, file)
 }
 
 #[test]
 fn an_altered_file_content_in_the_index_is_named() {
     let t = mixed();
-    edit_trees(&t.path(), |_, _, index| {
-        let key = file_entry(index, b"the end\n");
-        let mut value = index.get(&key).expect("get").expect("present").to_vec();
-        value[16] = b'T';
-        index.insert(key, value).expect("insert");
-    });
+    {
+        let store = open_store(&t.path());
+        let content = store.raw_content_tree();
+        let (key, _) = file_entry(&content, b"the end\n");
+        let mut value = content.get(&key).expect("get").expect("present").to_vec();
+        value[8] = b'T';
+        content.insert(key, value).expect("insert");
+        content.flush().expect("flush the tampered tree");
+    }
     // The index is compared when replay reaches the index's applied seq (the head).
     assert_first(
         &verify_tampered(&t.path()),
@@ -856,8 +863,10 @@ fn an_altered_file_content_in_the_index_is_named() {
 #[test]
 fn an_altered_file_seq_in_the_index_is_named() {
     let t = mixed();
+    let content = open_store(&t.path()).raw_content_tree();
+    let (_, key) = file_entry(&content, b"the end\n");
+    drop(content);
     edit_trees(&t.path(), |_, _, index| {
-        let key = file_entry(index, b"the end\n");
         let mut value = index.get(&key).expect("get").expect("present").to_vec();
         value[0] ^= 0x01; // created seq (u64 LE)
         index.insert(key, value).expect("insert");

@@ -184,6 +184,7 @@ struct Trees {
     events: sled::Tree,
     meta: sled::Tree,
     index: sled::Tree,
+    content: sled::Tree,
 }
 
 impl Trees {
@@ -241,9 +242,10 @@ impl Runner<'_> {
             events,
             meta,
             index,
+            content: store.raw_content_tree(),
         };
         tamper(&trees);
-        for tree in [&trees.events, &trees.meta, &trees.index] {
+        for tree in [&trees.events, &trees.meta, &trees.index, &trees.content] {
             tree.flush().expect("flush the tampered tree");
         }
         let report = verify_store(&store).expect("verify_store returns a report");
@@ -494,14 +496,14 @@ fn corpus(n: usize, positions: Option<&[u64]>) {
         Expect::First(n, Index),
         |t| {
             let (key, mut value) = t
-                .index
-                .scan_prefix(b"f")
+                .content
+                .iter()
                 .map(|item| item.expect("scan"))
-                .find(|(_, v)| v.len() > 16)
+                .find(|(_, v)| v.len() > 8)
                 .map(|(k, v)| (k, v.to_vec()))
                 .expect("a file with content in the index");
-            value[16] ^= 0x01;
-            t.index.insert(key, value).expect("insert");
+            value[8] ^= 0x01;
+            t.content.insert(key, value).expect("insert");
         },
     );
     r.case(
@@ -526,6 +528,7 @@ fn corpus(n: usize, positions: Option<&[u64]>) {
         |t| {
             t.events.clear().expect("clear");
             t.index.clear().expect("clear");
+            t.content.clear().expect("clear");
             t.meta.remove(b"head").expect("remove");
         },
     );
