@@ -9,9 +9,9 @@
 //! | `f` ‖ file id (u64 BE) | created seq (u64 LE) ‖ updated seq (u64 LE) ‖ content |
 //! | `n` | next node id (u64 BE) |
 //! | `a` | the last seq applied (u64 BE) |
-//! | `t` ‖ agent ‖ 0 ‖ tool_use id | the retry record: seq (u64 BE) ‖ flags (1 byte: 1 is_error, 2 changed the tree) ‖ blake3 of the call's canonical body bytes (32) ‖ blake3 of its result text (32) ‖ for a change only, the text a retry gets |
-//! | `T` ‖ seq (u64 BE) | the `t` key of the record made at that seq (the eviction order) |
-//! | `U` | how many retry records are kept (u64 BE), at most [`RETRY_RECORDS`] |
+//! | `t` ‖ agent ‖ 0 ‖ tool_use id | the retry record: seq (u64 BE) ‖ record number (u64 BE) ‖ flags (1 byte: 1 is_error, 2 changed the tree) ‖ blake3 of the call's canonical body bytes (32) ‖ blake3 of its result text (32) ‖ for a change only, the text a retry gets |
+//! | `T` ‖ slot (u64 BE) | the `t` key of the live record whose number is that slot modulo [`RETRY_RECORDS`] |
+//! | `U` | the next record number (u64 BE): how many retry records were ever made |
 //! | `P` | present once the policy is explicit (after the first admin event) |
 //! | `p` ‖ agent ‖ 0 ‖ prefix | access (`r` or `w`) |
 //! | `g` ‖ directory id (u64 BE) | empty: a deleted directory whose nodes are still to be collected |
@@ -40,8 +40,10 @@
 //! against the tree as it is now, and its record becomes that call's. A change's text is kept
 //! whole up to [`RETRY_TEXT_MAX`] bytes (longer ones keep their first line and say the rest is
 //! not kept); a read keeps only its outcome. The records of the last [`RETRY_RECORDS`] calls that
-//! left one are kept: a new record evicts the one with the lowest `T` key, so eviction is a pure
-//! function of the log and a retry of an evicted id runs as a new call.
+//! left one are kept: records are numbered as they are made, record `k` takes slot
+//! `k mod RETRY_RECORDS` and evicts the record `k - RETRY_RECORDS` left there (point reads only,
+//! no scan), so eviction is oldest first, a pure function of the log, and a retry of an evicted id
+//! runs as a new call. A record replaced by its retry gets a new number and frees its old slot.
 //!
 //! **Invariant:** a tool_use id changes the tree at most once per agent while its record is kept;
 //! every retry is logged, and replay re-derives its answer from the records replayed before it.
@@ -77,11 +79,12 @@ pub const RETRY_RECORDS: u64 = 65_536;
 /// `str_replace` snippet of very long lines) keep their first line and a note. Part of the layout.
 pub const RETRY_TEXT_MAX: usize = 16 * 1024;
 
-const RETRY_ORDER_PREFIX: &[u8] = b"T";
-const RETRY_COUNT_KEY: &[u8] = b"U";
+const RETRY_SLOT_PREFIX: &[u8] = b"T";
+const RETRY_NEXT_KEY: &[u8] = b"U";
 const RETRY_ERROR: u8 = 1;
 const RETRY_CHANGED: u8 = 2;
-const RETRY_FIXED: usize = 8 + 1 + 32 + 32;
+const RETRY_FLAGS_AT: usize = 16;
+const RETRY_FIXED: usize = RETRY_FLAGS_AT + 1 + 32 + 32;
 
 /// The most index entries (about) one event's trash collection removes. Part of the layout: the
 /// stored index must match a replay byte for byte, so changing it means a new [`INDEX_LAYOUT`].
@@ -191,10 +194,10 @@ fn retry_key(agent: &str, tool_use_id: &str) -> Vec<u8> {
     k
 }
 
-fn retry_order_key(seq: Seq) -> Vec<u8> {
+fn retry_slot_key(slot: u64) -> Vec<u8> {
     let mut k = Vec::with_capacity(9);
-    k.extend_from_slice(RETRY_ORDER_PREFIX);
-    k.extend_from_slice(&seq.0.to_be_bytes());
+    k.extend_from_slice(RETRY_SLOT_PREFIX);
+    k.extend_from_slice(&slot.to_be_bytes());
     k
 }
 
@@ -209,6 +212,9 @@ pub fn input_hash(body: &Body) -> EventHash {
 pub struct Recorded {
     /// The seq of the call.
     pub seq: Seq,
+    /// The record's number: how many records were made before it (its slot is this modulo
+    /// [`RETRY_RECORDS`]).
+    pub number: u64,
     /// Whether its result was an error.
     pub is_error: bool,
     /// blake3 of its body's canonical bytes ([`input_hash`]).
@@ -225,6 +231,7 @@ impl Recorded {
         let text = self.text.as_deref().unwrap_or_default();
         let mut v = Vec::with_capacity(RETRY_FIXED + text.len());
         v.extend_from_slice(&self.seq.0.to_be_bytes());
+        v.extend_from_slice(&self.number.to_be_bytes());
         let changed = if self.text.is_some() {
             RETRY_CHANGED
         } else {
@@ -242,7 +249,7 @@ impl Recorded {
         if v.len() < RETRY_FIXED {
             return Err(bad("is truncated"));
         }
-        let flags = v[8];
+        let flags = v[RETRY_FLAGS_AT];
         if flags & !(RETRY_ERROR | RETRY_CHANGED) != 0 {
             return Err(bad("has unknown flags"));
         }
@@ -265,9 +272,10 @@ impl Recorded {
         };
         Ok(Recorded {
             seq: Seq(be_u64(&v[..8], "retry seq")?),
+            number: be_u64(&v[8..16], "retry record number")?,
             is_error: flags & RETRY_ERROR != 0,
-            input: hash(9),
-            answer: hash(41),
+            input: hash(RETRY_FLAGS_AT + 1),
+            answer: hash(RETRY_FLAGS_AT + 33),
             text,
         })
     }
@@ -471,10 +479,10 @@ impl<K: KvRead> Projection<K> {
             .transpose()
     }
 
-    /// How many retry records are kept.
-    pub fn retry_records(&self) -> Result<u64> {
-        match self.kv.get(RETRY_COUNT_KEY)? {
-            Some(v) => be_u64(&v, "retry record count"),
+    /// How many retry records were ever made (the next record's number).
+    pub fn retry_records_made(&self) -> Result<u64> {
+        match self.kv.get(RETRY_NEXT_KEY)? {
+            Some(v) => be_u64(&v, "next retry record number"),
             None => Ok(0),
         }
     }
@@ -934,8 +942,8 @@ impl<K: KvWrite> Projection<K> {
     }
 
     /// Keeps the record of `agent`'s call `tool_use_id` at `seq`, in place of `replaced` (the
-    /// record of an earlier call with the id that changed nothing), else as a new record that
-    /// evicts the oldest once [`RETRY_RECORDS`] are kept.
+    /// record of an earlier call with the id that changed nothing, whose slot it frees), in the
+    /// next slot, evicting the record made [`RETRY_RECORDS`] records before it.
     fn keep_record(
         &mut self,
         agent: &str,
@@ -946,19 +954,22 @@ impl<K: KvWrite> Projection<K> {
         replaced: Option<&Recorded>,
     ) -> Result<()> {
         let key = retry_key(agent, tool_use_id);
-        match replaced {
-            Some(old) => self.kv.remove(&retry_order_key(old.seq)),
-            None => {
-                let kept = self.retry_records()?;
-                if kept >= self.retry_cap {
-                    self.evict_oldest_record()?;
-                } else {
-                    self.kv.set(RETRY_COUNT_KEY, &(kept + 1).to_be_bytes());
-                }
+        if let Some(old) = replaced {
+            self.kv.remove(&retry_slot_key(old.number % self.retry_cap));
+        }
+        let number = self.retry_records_made()?;
+        self.kv.set(RETRY_NEXT_KEY, &(number + 1).to_be_bytes());
+        let slot = retry_slot_key(number % self.retry_cap);
+        if let Some(evicted) = self.kv.get(&slot)? {
+            // The slot names the record made `retry_cap` records ago (a replaced record freed
+            // its slot), unless that is the key being kept now.
+            if evicted != key {
+                self.kv.remove(&evicted);
             }
         }
         let record = Recorded {
             seq,
+            number,
             is_error: answer.is_error,
             input,
             answer: EventHash::of(answer.text.as_bytes()),
@@ -967,25 +978,8 @@ impl<K: KvWrite> Projection<K> {
                 .as_ref()
                 .map(|_| repeat_text(seq, &answer.text)),
         };
-        self.kv.insert(retry_order_key(seq), key.clone());
+        self.kv.insert(slot, key.clone());
         self.kv.insert(key, record.encode());
-        Ok(())
-    }
-
-    /// Removes the retry record with the lowest `T` key.
-    fn evict_oldest_record(&mut self) -> Result<()> {
-        let mut oldest = None;
-        self.kv.visit_prefix(RETRY_ORDER_PREFIX, |key, value| {
-            oldest = Some((key.to_vec(), value.to_vec()));
-            false
-        })?;
-        let Some((order, record)) = oldest else {
-            return Err(Error::corrupt(
-                "path index counts retry records but holds none to evict",
-            ));
-        };
-        self.kv.remove(&order);
-        self.kv.remove(&record);
         Ok(())
     }
 
@@ -1018,8 +1012,18 @@ mod tests {
         })
     }
 
-    /// Past the cap, each new record evicts the oldest one, lowest `T` key first; a record
-    /// replaced by a retry moves to the end of that order.
+    fn records(index: &Projection<MemKv>) -> Vec<&[u8]> {
+        index
+            .kv()
+            .map
+            .keys()
+            .filter(|k| k[0] == b't')
+            .map(|k| &k[1..])
+            .collect()
+    }
+
+    /// Past the cap, each new record evicts the oldest one; a record replaced by a retry becomes
+    /// the newest and frees its old slot.
     #[test]
     fn retry_records_past_the_cap_evict_the_oldest() {
         let mut index = Projection::new(MemKv::default());
@@ -1037,24 +1041,75 @@ mod tests {
         // A retry of "1" replaces its record, which becomes the newest.
         let again = run(&mut index, "1").retry.expect("a retry");
         assert_eq!((again.of, again.kind), (Seq(1), RetryKind::Reanswered));
-        assert_eq!(index.retry_records().expect("count"), 3);
+        assert_eq!(records(&index).len(), 3);
         // "4" evicts "2", the oldest now; "5" evicts "3".
         run(&mut index, "4");
         run(&mut index, "5");
-        assert_eq!(index.retry_records().expect("count"), 3);
-        let kept: Vec<bool> = ["1", "2", "3", "4", "5"]
-            .iter()
-            .map(|id| index.recorded("a", id).expect("read").is_some())
-            .collect();
-        assert_eq!(kept, [true, false, false, true, true]);
-        let orders = index.kv().map.keys().filter(|k| k[0] == b'T').count();
-        assert_eq!(orders, 3);
-        // An evicted id runs as a new call: no retry, a new record.
+        assert_eq!(records(&index), [b"a\x001", b"a\x004", b"a\x005"]);
+        let slots = index.kv().map.keys().filter(|k| k[0] == b'T').count();
+        assert_eq!(slots, 3);
+        // An evicted id runs as a new call: no retry, a new record, and "1" goes.
         assert_eq!(run(&mut index, "2").retry, None);
-        assert!(
-            index.recorded("a", "1").expect("read").is_none(),
-            "1 was oldest"
-        );
+        assert_eq!(records(&index), [b"a\x002", b"a\x004", b"a\x005"]);
+        assert_eq!(index.retry_records_made().expect("count"), 7);
+    }
+
+    /// The writer runs calls over an overlay whose changes reach sled in batches; the verifier
+    /// replays into memory. Both keep and evict exactly the same records.
+    #[test]
+    fn eviction_over_an_overlay_matches_the_replay_in_memory() {
+        let db = sled::Config::new()
+            .temporary(true)
+            .open()
+            .expect("temporary sled");
+        let tree = db.open_tree("index").expect("tree");
+        let mut replay = Projection::new(MemKv::default());
+        replay.retry_cap = 4;
+        let mut pending = crate::kv::Pending::default();
+        let write = |pending: &crate::kv::Pending| {
+            for (key, value) in pending.writes() {
+                match value {
+                    Some(value) => tree.insert(key, value).map(|_| ()),
+                    None => tree.remove(key).map(|_| ()),
+                }
+                .expect("write");
+            }
+        };
+        let mut rng = 0x9e37_79b9_7f4a_7c15_u64;
+        for seq in 1..=300 {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            let id = format!("{}", rng % 9);
+            let body = view(if rng % 5 == 0 {
+                "/memories/x"
+            } else {
+                "/memories"
+            });
+            let agent = if rng % 7 == 0 { "b" } else { "a" };
+            let mut live = Projection::new(crate::kv::Overlay::resume(&tree, None, pending));
+            live.retry_cap = 4;
+            let ours = live
+                .run_traced(agent, Some(&id), &body, None, Seq(seq))
+                .expect("run live");
+            pending = live.into_inner().into_pending();
+            let theirs = replay
+                .run_traced(agent, Some(&id), &body, None, Seq(seq))
+                .expect("run replay");
+            assert_eq!(ours, theirs, "seq {seq}");
+            if seq % 11 == 0 {
+                write(&pending);
+                pending = crate::kv::Pending::default();
+            }
+        }
+        write(&pending);
+        let stored: Vec<(Vec<u8>, Vec<u8>)> = tree
+            .iter()
+            .map(|item| item.map(|(k, v)| (k.to_vec(), v.to_vec())).expect("read"))
+            .collect();
+        let replayed: Vec<(Vec<u8>, Vec<u8>)> = replay.kv().map.clone().into_iter().collect();
+        assert_eq!(stored, replayed);
+        assert!(replayed.iter().filter(|(k, _)| k[0] == b't').count() <= 4);
     }
 
     #[test]
@@ -1076,6 +1131,7 @@ mod tests {
     fn a_retry_record_round_trips_and_rejects_garbage() {
         let record = Recorded {
             seq: Seq(7),
+            number: 3,
             is_error: false,
             input: EventHash([1; 32]),
             answer: EventHash([2; 32]),
@@ -1092,7 +1148,7 @@ mod tests {
         bad.push(b'x');
         assert!(Recorded::decode(&bad).is_err());
         let mut flags = record.encode();
-        flags[8] = 0x80;
+        flags[RETRY_FLAGS_AT] = 0x80;
         assert!(Recorded::decode(&flags).is_err());
         assert!(Recorded::decode(&[0; 10]).is_err());
     }

@@ -338,3 +338,249 @@ fn retry_records_of_views_of_a_large_file_stay_small() {
     let report = server.client().verify().expect("verify");
     assert!(report.is_intact(), "{report:?}");
 }
+
+/// A command of the model test: on file `/memories/f{n}`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Cmd {
+    Create(u8, u8),
+    View(u8),
+    Delete(u8),
+}
+
+impl Cmd {
+    fn path(&self) -> String {
+        let (Cmd::Create(f, _) | Cmd::View(f) | Cmd::Delete(f)) = self;
+        format!("/memories/f{f}")
+    }
+
+    fn input(&self) -> Value {
+        let path = self.path();
+        match self {
+            Cmd::Create(_, c) => {
+                json!({"command": "create", "path": path, "file_text": format!("c{c}")})
+            }
+            Cmd::View(_) => json!({"command": "view", "path": path}),
+            Cmd::Delete(_) => json!({"command": "delete", "path": path}),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    /// Agent `a` (0) or `b` (1) calls, with tool_use id `toolu_{id}` or none.
+    Call(u8, Option<u8>, Cmd),
+    /// Toggles b's read-write grant on /memories.
+    Toggle,
+    Reopen,
+}
+
+fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+    use proptest::prelude::*;
+    let cmd = prop_oneof![
+        (0u8..3, 0u8..3).prop_map(|(f, c)| Cmd::Create(f, c)),
+        (0u8..3).prop_map(Cmd::View),
+        (0u8..3).prop_map(Cmd::Delete),
+    ];
+    prop_oneof![
+        12 => (0u8..2, proptest::option::weighted(0.85, 0u8..4), cmd)
+            .prop_map(|(agent, id, cmd)| Op::Call(agent, id, cmd)),
+        2 => Just(Op::Toggle),
+        1 => Just(Op::Reopen),
+    ]
+}
+
+/// What the model keeps of a call with an id.
+struct Rec {
+    cmd: Cmd,
+    changed: bool,
+    text: String,
+    is_error: bool,
+}
+
+/// The answer a new call gets, and the change it makes, in the model.
+fn fresh(
+    agent: &str,
+    cmd: &Cmd,
+    files: &mut std::collections::BTreeMap<String, String>,
+    may_write: bool,
+) -> (String, bool, bool) {
+    let path = cmd.path();
+    if !may_write {
+        let need = if matches!(cmd, Cmd::View(_)) {
+            "read"
+        } else {
+            "read-write"
+        };
+        return (
+            format!("Error: Access denied: agent {agent} has no {need} grant covering {path}"),
+            true,
+            false,
+        );
+    }
+    match cmd {
+        Cmd::Create(_, c) if !files.contains_key(&path) => {
+            files.insert(path.clone(), format!("c{c}"));
+            (format!("File created successfully at: {path}"), false, true)
+        }
+        Cmd::Create(..) => (format!("Error: File {path} already exists"), true, false),
+        Cmd::View(_) => match files.get(&path) {
+            Some(content) => (
+                format!("Here's the content of {path} with line numbers:\n     1\t{content}"),
+                false,
+                false,
+            ),
+            None => (
+                format!("The path {path} does not exist. Please provide a valid path."),
+                true,
+                false,
+            ),
+        },
+        Cmd::Delete(_) if files.remove(&path).is_some() => {
+            (format!("Successfully deleted {path}"), false, true)
+        }
+        Cmd::Delete(_) => (
+            format!("Error: The path {path} does not exist"),
+            true,
+            false,
+        ),
+    }
+}
+
+fn open_servers(s: &TempStore) -> (MnemoClient, [MnemoMemoryToolServer; 2]) {
+    let client = s.client();
+    let servers = ["a", "b"]
+        .map(|agent| MnemoMemoryToolServer::new(client.with_agent(agent).expect("agent id")));
+    (client, servers)
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig {
+        cases: std::env::var("MNEMO_RETRY_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(48),
+        ..proptest::prelude::ProptestConfig::default()
+    })]
+
+    /// Calls with and without ids, by two agents, with b's grant revoked and given back and the
+    /// store reopened, against a model of the retry rule: the same input repeats a change's text
+    /// while the agent may still write, runs a read or failed call again, another input is refused;
+    /// every call is one event, and the store verifies.
+    #[test]
+    fn retries_against_a_model(ops in proptest::collection::vec(op(), 1..40)) {
+        use proptest::prelude::*;
+        let s = TempStore::new();
+        let (mut client, mut servers) = open_servers(&s);
+        client.grant("a", "/", Access::ReadWrite).expect("grant");
+        client.grant("b", "/memories", Access::ReadWrite).expect("grant");
+        client.revoke("*", "/").expect("revoke");
+        let mut events = 3;
+        let mut b_may = true;
+        let mut files = std::collections::BTreeMap::new();
+        let mut records: std::collections::HashMap<(u8, u8), Rec> = Default::default();
+        for op in &ops {
+            match op {
+                Op::Toggle => {
+                    if b_may {
+                        client.revoke("b", "/memories").expect("revoke");
+                    } else {
+                        client.grant("b", "/memories", Access::ReadWrite).expect("grant");
+                    }
+                    b_may = !b_may;
+                    events += 1;
+                }
+                Op::Reopen => {
+                    drop((client, servers));
+                    (client, servers) = open_servers(&s);
+                }
+                Op::Call(agent, id, cmd) => {
+                    let name = ["a", "b"][usize::from(*agent)];
+                    let may = *agent == 0 || b_may;
+                    let out = match id {
+                        Some(id) => servers[usize::from(*agent)]
+                            .handle(&block(&format!("toolu_{id}"), cmd.input())),
+                        None => servers[usize::from(*agent)].handle(&cmd.input()),
+                    };
+                    events += 1;
+                    let (got, got_error) = (text(&out).to_string(), is_error(&out));
+                    let key = id.map(|id| (*agent, id));
+                    match key.and_then(|k| records.get(&k)) {
+                        Some(rec) if &rec.cmd != cmd => {
+                            prop_assert!(got_error && got.contains("for a different call"), "{}", got);
+                        }
+                        Some(rec) if rec.changed && !may => {
+                            prop_assert!(got_error && got.contains("no longer has a read-write grant"), "{}", got);
+                        }
+                        Some(rec) if rec.changed => {
+                            prop_assert_eq!((&got, got_error), (&rec.text, rec.is_error));
+                        }
+                        _ => {
+                            let (want, want_error, changed) = fresh(name, cmd, &mut files, may);
+                            prop_assert_eq!((&got, got_error), (&want, want_error), "{:?}", op);
+                            if let Some(k) = key {
+                                records.insert(k, Rec { cmd: cmd.clone(), changed, text: want, is_error: want_error });
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let report = client.verify().expect("verify");
+        prop_assert!(report.is_intact(), "{:?}", report.violations);
+        prop_assert_eq!(report.events, events);
+        let found: std::collections::BTreeMap<String, String> = servers[0]
+            .client()
+            .records_by_tag("memorytool")
+            .expect("records")
+            .into_iter()
+            .map(|r| (r.path, r.content))
+            .collect();
+        prop_assert_eq!(found, files);
+    }
+}
+
+/// An index of layout 2 (whose retry records held every answer's text) is rebuilt from the log
+/// on open, into bounded records.
+#[test]
+fn an_index_of_layout_2_is_rebuilt_with_bounded_records() {
+    let s = TempStore::new();
+    {
+        let server = s.server();
+        server.handle(&block(
+            "toolu_1",
+            json!({"command": "create", "path": "/memories/a", "file_text": "one"}),
+        ));
+        server.handle(&block(
+            "toolu_2",
+            json!({"command": "view", "path": "/memories/a"}),
+        ));
+        server.client().flush_index().expect("write the index");
+        let (_, _, index) = server.client().store().raw_trees();
+        index.insert(b"L", &[2u8]).expect("layout 2");
+        // A record in the old layout: seq, is_error, the text.
+        let mut old = 2u64.to_be_bytes().to_vec();
+        old.push(0);
+        old.extend_from_slice(b"Here's the content of /memories/a with line numbers:\n     1\tone");
+        index
+            .insert(b"ttest-agent\0toolu_2", old)
+            .expect("old record");
+        index.flush().expect("flush");
+    }
+    let server = s.server();
+    assert_eq!(
+        server.client().store().index().layout().expect("layout"),
+        mnemo::INDEX_LAYOUT
+    );
+    let report = server.client().verify().expect("verify");
+    assert!(report.is_intact(), "{:?}", report.violations);
+    let kept = server
+        .client()
+        .store()
+        .index()
+        .recorded("test-agent", "toolu_2")
+        .expect("read")
+        .expect("kept");
+    assert_eq!((kept.seq, kept.text), (Seq(2), None));
+    let again = server.handle(&block(
+        "toolu_1",
+        json!({"command": "create", "path": "/memories/a", "file_text": "one"}),
+    ));
+    assert_eq!(text(&again), "File created successfully at: /memories/a");
+}
