@@ -217,7 +217,7 @@ pub struct Recorded {
     pub number: u64,
     /// Whether its result was an error.
     pub is_error: bool,
-    /// blake3 of its body's canonical bytes ([`input_hash`]).
+    /// blake3 of its body's canonical bytes (its event's payload hash).
     pub input: EventHash,
     /// blake3 of its result text.
     pub answer: EventHash,
@@ -869,8 +869,8 @@ impl<K: KvWrite> Projection<K> {
     }
 
     /// [`run_call`](Self::run_call), also saying whether the call was a retry and of which seq.
-    /// `input` is [`input_hash`] of `body` when the caller has it (the event's payload hash);
-    /// `None` computes it.
+    /// `input` is blake3 of `body`'s canonical bytes when the caller has it (the event's payload
+    /// hash); `None` computes it.
     pub fn run_traced(
         &mut self,
         agent: &str,
