@@ -20,6 +20,9 @@ pub enum Failpoint {
     Index,
     /// After the batch is written, before the flush and fsync (nothing is known to be durable).
     Sync,
+    /// While a call is answered, as a failed index read would (nothing of the call lands; the
+    /// events answered before it are still appended).
+    Answer,
 }
 
 /// The armed failpoints of one store.

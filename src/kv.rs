@@ -283,7 +283,12 @@ impl KvRead for IndexTrees {
 pub struct Pending {
     map: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
     bytes: usize,
+    /// While a savepoint is open: each write since, with the entry it replaced, oldest first.
+    undo: Option<Vec<Undo>>,
 }
+
+/// A key written under a savepoint, and the write it replaced (`None`: the key held none).
+type Undo = (Vec<u8>, Option<Option<Vec<u8>>>);
 
 fn entry_bytes(key: &[u8], value: Option<&Vec<u8>>) -> usize {
     key.len() + value.map_or(0, Vec::len)
@@ -308,14 +313,50 @@ impl Pending {
     fn put(&mut self, key: Vec<u8>, value: Option<Vec<u8>>) {
         self.bytes += entry_bytes(&key, value.as_ref());
         let key_len = key.len();
-        if let Some(old) = self.map.insert(key, value) {
-            self.bytes -= key_len + old.map_or(0, |v| v.len());
+        let undo_key = self.undo.is_some().then(|| key.clone());
+        let old = self.map.insert(key, value);
+        if let Some(old) = &old {
+            self.bytes -= key_len + old.as_ref().map_or(0, Vec::len);
         }
+        if let (Some(undo), Some(key)) = (self.undo.as_mut(), undo_key) {
+            undo.push((key, old));
+        }
+    }
+
+    /// Opens a savepoint: [`rollback`](Self::rollback) undoes every write from here on, and
+    /// [`release`](Self::release) keeps them. The replaced entries are moved, not copied.
+    pub fn savepoint(&mut self) {
+        self.undo = Some(Vec::new());
+    }
+
+    /// Undoes every write since [`savepoint`](Self::savepoint) and closes it.
+    pub fn rollback(&mut self) {
+        let Some(undo) = self.undo.take() else {
+            return;
+        };
+        for (key, old) in undo.into_iter().rev() {
+            let now = match old {
+                Some(old) => {
+                    self.bytes += entry_bytes(&key, old.as_ref());
+                    self.map.insert(key.clone(), old)
+                }
+                None => self.map.remove(&key),
+            };
+            if let Some(now) = now {
+                self.bytes -= entry_bytes(&key, now.as_ref());
+            }
+        }
+    }
+
+    /// Keeps every write since [`savepoint`](Self::savepoint) and closes it.
+    pub fn release(&mut self) {
+        self.undo = None;
     }
 
     fn set(&mut self, key: &[u8], value: &[u8]) {
         match self.map.get_mut(key) {
-            Some(Some(stored)) => {
+            // In place only when no savepoint needs the old value.
+            Some(Some(stored)) if self.undo.is_none() => {
                 self.bytes = self.bytes - stored.len() + value.len();
                 overwrite(stored, value);
             }
@@ -497,6 +538,44 @@ mod tests {
             proptest::option::of(proptest::collection::vec(any::<u8>(), 0..3)),
         )
             .prop_map(|(layer, key, value)| Write { layer, key, value })
+    }
+
+    proptest! {
+        /// A rollback restores exactly the writes and the byte count held at the savepoint; a
+        /// release keeps everything written since.
+        #[test]
+        fn a_rollback_restores_the_savepoint(
+            before in proptest::collection::vec(write(), 0..20),
+            after in proptest::collection::vec(write(), 0..20),
+            keep in any::<bool>(),
+        ) {
+            let apply = |p: &mut Pending, writes: &[Write]| {
+                for w in writes {
+                    match (&w.value, w.layer % 2) {
+                        (Some(v), 0) => p.set(&w.key, v),
+                        (v, _) => p.put(w.key.clone(), v.clone()),
+                    }
+                }
+            };
+            let mut pending = Pending::default();
+            apply(&mut pending, &before);
+            let saved = pending.map.clone();
+            let mut expected = pending.clone();
+            pending.savepoint();
+            apply(&mut pending, &after);
+            if keep {
+                pending.release();
+                apply(&mut expected, &after);
+            } else {
+                pending.rollback();
+            }
+            prop_assert_eq!(&pending.map, &expected.map);
+            prop_assert_eq!(pending.bytes(), expected.bytes());
+            prop_assert!(pending.undo.is_none());
+            if !keep {
+                prop_assert_eq!(&pending.map, &saved);
+            }
+        }
     }
 
     proptest! {

@@ -31,7 +31,10 @@ pub use log::{Durability, HEAD_FILE, Head, LOCK_WAIT, Store};
 pub use mcp::MnemoMcpServer;
 pub use paths::{MAX_PATH_BYTES, MAX_SEGMENT_BYTES, MemPath, PathRejection};
 pub use policy::{ANY_AGENT, Access, AdminCommand, Grant, MAX_AGENT_BYTES, Policy};
-pub use projection::{COLLECT_BUDGET, INDEX_LAYOUT, MEMORY_TAG, MemoryRecord, Projection};
+pub use projection::{
+    COLLECT_BUDGET, INDEX_LAYOUT, MEMORY_TAG, MemoryRecord, Projection, RETRY_RECORDS,
+    RETRY_TEXT_MAX, Recorded, Retry, RetryKind, Traced,
+};
 pub use tool::{MnemoMemoryToolServer, Profile};
 pub use verify::{
     PROGRESS_EVERY, Report, VerifyOptions, Violation, ViolationKind, verify_store,

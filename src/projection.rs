@@ -10,7 +10,9 @@
 //! | `b` ‖ file id (u64 BE) ‖ chunk number (u64 BE) | next chunk's number (u64 LE) ‖ 1 to 16 KiB of the file's bytes |
 //! | `n` | next node id (u64 BE) |
 //! | `a` | the last seq applied (u64 BE) |
-//! | `t` ‖ agent ‖ 0 ‖ tool_use id | seq (u64 BE) ‖ is_error (1 byte) ‖ the result text |
+//! | `t` ‖ agent ‖ 0 ‖ tool_use id | the retry record: seq (u64 BE) ‖ record number (u64 BE) ‖ flags (1 byte: 1 is_error, 2 changed the tree) ‖ blake3 of the call's canonical body bytes (32) ‖ blake3 of its result text (32) ‖ for a change only, the text a retry gets |
+//! | `T` ‖ slot (u64 BE) | the `t` key of the live record whose number is that slot modulo [`RETRY_RECORDS`] |
+//! | `U` | the next record number (u64 BE): how many retry records were ever made |
 //! | `P` | present once the policy is explicit (after the first admin event) |
 //! | `p` ‖ agent ‖ 0 ‖ prefix | access (`r` or `w`) |
 //! | `g` ‖ directory id (u64 BE) | empty: a deleted directory whose nodes are still to be collected |
@@ -42,18 +44,32 @@
 //! **Invariant:** directories are implicit — a directory node exists exactly while some file lives
 //! under it. Writes create missing parents; deletes and renames prune parents left empty.
 //!
-//! **Invariant:** a tool_use id is recorded at most once per agent: a retry of a recorded id is
-//! answered from its `t` entry with the original text and adds no event.
+//! A call with a tool_use id leaves a retry record, and a later call by the same agent with the
+//! same id is a retry of it, logged as an event of its own ([`Projection::run_traced`] names the
+//! original's seq). A retry with another input (its body hashes differently) is an error result
+//! and runs nothing. A retry of a call that changed the tree runs nothing either: it gets the
+//! recorded text, if the agent still holds read-write access to every path the call named, and an
+//! error result if not. A retry of a call that changed nothing (a read, an error) runs again
+//! against the tree as it is now, and its record becomes that call's. A change's text is kept
+//! whole up to [`RETRY_TEXT_MAX`] bytes (longer ones keep their first line and say the rest is
+//! not kept); a read keeps only its outcome. The records of the last [`RETRY_RECORDS`] calls that
+//! left one are kept: records are numbered as they are made, record `k` takes slot
+//! `k mod RETRY_RECORDS` and evicts the record `k - RETRY_RECORDS` left there (point reads only,
+//! no scan), so eviction is oldest first, a pure function of the log, and a retry of an evicted id
+//! runs as a new call. A record replaced by its retry gets a new number and frees its old slot.
+//!
+//! **Invariant:** a tool_use id changes the tree at most once per agent while its record is kept;
+//! every retry is logged, and replay re-derives its answer from the records replayed before it.
 //!
 //! **Invariant:** the index is a pure function of the log: replaying every event into an empty
 //! [`MemKv`](crate::kv::MemKv) yields byte-for-byte the stored index (checked by `verify`).
 
 use crate::error::{Error, Result};
-use crate::event::{Body, Event, Seq};
+use crate::event::{Body, Event, EventHash, Seq};
 use crate::kv::{KvRead, KvWrite};
 use crate::paths::MemPath;
 use crate::policy::{Access, Grant, Policy};
-use crate::tool::Answer;
+use crate::tool::{Answer, Command};
 use crate::tool::{Change, Entry, NodeKind, Probe, Tree};
 
 pub mod content;
@@ -67,11 +83,26 @@ const APPLIED_KEY: &[u8] = b"a";
 const LAYOUT_KEY: &[u8] = b"L";
 const TRASH_PREFIX: &[u8] = b"g";
 
-/// The layout of the index this build writes: 3 keeps file content in chunks (`b` keys); 2 kept
-/// it whole under `f` and collects deleted directories lazily (the trash); 1, with no layout key,
-/// removed them at once. An index of an older layout is rebuilt from the log when a client opens
-/// the store.
+/// The layout of the index this build writes: 3 keeps file content in chunks (`b` keys) and
+/// bounded retry records (`t`, `T`, `U`); 2 kept content whole under `f` and collects deleted
+/// directories lazily (the trash); 1, with no layout key, removed them at once. An index of an
+/// older layout is rebuilt from the log when a client opens the store.
 pub const INDEX_LAYOUT: u8 = 3;
+
+/// How many retry records the index keeps: those of the last 65,536 calls that left one (calls
+/// with a tool_use id). Part of the layout, like [`COLLECT_BUDGET`].
+pub const RETRY_RECORDS: u64 = 65_536;
+
+/// The longest answer text of a change that its retry record keeps whole. Longer ones (a
+/// `str_replace` snippet of very long lines) keep their first line and a note. Part of the layout.
+pub const RETRY_TEXT_MAX: usize = 16 * 1024;
+
+const RETRY_SLOT_PREFIX: &[u8] = b"T";
+const RETRY_NEXT_KEY: &[u8] = b"U";
+const RETRY_ERROR: u8 = 1;
+const RETRY_CHANGED: u8 = 2;
+const RETRY_FLAGS_AT: usize = 16;
+const RETRY_FIXED: usize = RETRY_FLAGS_AT + 1 + 32 + 32;
 
 /// The most index entries (about) one event's trash collection removes. Part of the layout: the
 /// stored index must match a replay byte for byte, so changing it means a new [`INDEX_LAYOUT`].
@@ -181,15 +212,152 @@ fn retry_key(agent: &str, tool_use_id: &str) -> Vec<u8> {
     k
 }
 
-/// The answer recorded for a tool_use id: its seq, whether it was an error, and the text.
+fn retry_slot_key(slot: u64) -> Vec<u8> {
+    let mut k = Vec::with_capacity(9);
+    k.extend_from_slice(RETRY_SLOT_PREFIX);
+    k.extend_from_slice(&slot.to_be_bytes());
+    k
+}
+
+/// The hash a retry's input is compared by: blake3 of the body's canonical bytes (the event's
+/// payload hash).
+pub fn input_hash(body: &Body) -> EventHash {
+    EventHash::of(&crate::codec::encode(body))
+}
+
+/// What the index keeps of a call with a tool_use id, for its retries.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Recorded {
-    /// The seq of the original call.
+    /// The seq of the call.
     pub seq: Seq,
-    /// Whether the original result was an error.
+    /// The record's number: how many records were made before it (its slot is this modulo
+    /// [`RETRY_RECORDS`]).
+    pub number: u64,
+    /// Whether its result was an error.
     pub is_error: bool,
-    /// The original result text.
-    pub text: String,
+    /// blake3 of its body's canonical bytes (its event's payload hash).
+    pub input: EventHash,
+    /// blake3 of its result text.
+    pub answer: EventHash,
+    /// For a call that changed the tree, the text its retries get (the result text, abridged
+    /// past [`RETRY_TEXT_MAX`]); `None` for a call that changed nothing.
+    pub text: Option<String>,
+}
+
+impl Recorded {
+    fn encode(&self) -> Vec<u8> {
+        let text = self.text.as_deref().unwrap_or_default();
+        let mut v = Vec::with_capacity(RETRY_FIXED + text.len());
+        v.extend_from_slice(&self.seq.0.to_be_bytes());
+        v.extend_from_slice(&self.number.to_be_bytes());
+        let changed = if self.text.is_some() {
+            RETRY_CHANGED
+        } else {
+            0
+        };
+        v.push(u8::from(self.is_error) | changed);
+        v.extend_from_slice(&self.input.0);
+        v.extend_from_slice(&self.answer.0);
+        v.extend_from_slice(text.as_bytes());
+        v
+    }
+
+    fn decode(v: &[u8]) -> Result<Recorded> {
+        let bad = |what: &str| Error::corrupt(format!("path index retry record {what}"));
+        if v.len() < RETRY_FIXED {
+            return Err(bad("is truncated"));
+        }
+        let flags = v[RETRY_FLAGS_AT];
+        if flags & !(RETRY_ERROR | RETRY_CHANGED) != 0 {
+            return Err(bad("has unknown flags"));
+        }
+        let hash = |at: usize| {
+            let mut h = [0; 32];
+            h.copy_from_slice(&v[at..at + 32]);
+            EventHash(h)
+        };
+        let rest = &v[RETRY_FIXED..];
+        let text = if flags & RETRY_CHANGED != 0 {
+            Some(
+                std::str::from_utf8(rest)
+                    .map_err(|_| bad("text is not UTF-8"))?
+                    .to_string(),
+            )
+        } else if rest.is_empty() {
+            None
+        } else {
+            return Err(bad("of a call that changed nothing holds a text"));
+        };
+        Ok(Recorded {
+            seq: Seq(be_u64(&v[..8], "retry seq")?),
+            number: be_u64(&v[8..16], "retry record number")?,
+            is_error: flags & RETRY_ERROR != 0,
+            input: hash(RETRY_FLAGS_AT + 1),
+            answer: hash(RETRY_FLAGS_AT + 33),
+            text,
+        })
+    }
+}
+
+/// How a call that reused a tool_use id was answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RetryKind {
+    /// With the text recorded for the original, a change (nothing ran).
+    Repeated,
+    /// Run again against the tree as it is now: the original changed nothing.
+    Reanswered,
+    /// Refused: the input differs from the original's.
+    DifferentInput,
+    /// Refused: the agent no longer holds the access the original change needed.
+    AccessLost,
+}
+
+/// A call that reused a tool_use id with a kept record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Retry {
+    /// The seq of the call whose record it reused.
+    pub of: Seq,
+    /// How it was answered.
+    pub kind: RetryKind,
+}
+
+/// What [`Projection::run_traced`] did with one call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Traced {
+    /// The answer, and the change it applied.
+    pub answer: Answer,
+    /// Set when the call was a retry.
+    pub retry: Option<Retry>,
+}
+
+/// The text a change's retries get: the whole text, or past [`RETRY_TEXT_MAX`] its first line
+/// and a note.
+fn repeat_text(seq: Seq, text: &str) -> String {
+    if text.len() <= RETRY_TEXT_MAX {
+        return text.to_string();
+    }
+    let first = text.split('\n').next().unwrap_or_default();
+    let mut end = first.len().min(1024);
+    while !first.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}\n[This call was applied as event {seq}; the rest of its answer ({} bytes) is not kept for retries. View the file to see it as it is now.]",
+        &first[..end],
+        text.len() - end
+    )
+}
+
+/// The paths a tool command writes (none for `view`).
+fn written_paths(command: &Command) -> Vec<&str> {
+    match command {
+        Command::View { .. } => Vec::new(),
+        Command::Create { path, .. }
+        | Command::StrReplace { path, .. }
+        | Command::Insert { path, .. }
+        | Command::Delete { path } => vec![path],
+        Command::Rename { old_path, new_path } => vec![old_path, new_path],
+    }
 }
 
 fn file_key(id: u64) -> Vec<u8> {
@@ -241,12 +409,17 @@ fn no_content(id: u64) -> Error {
 /// The path index over a key-value map `K`.
 pub struct Projection<K> {
     kv: K,
+    /// How many retry records are kept ([`RETRY_RECORDS`]; smaller in unit tests).
+    retry_cap: u64,
 }
 
 impl<K> Projection<K> {
     /// Wraps a map holding an index (an empty map is the empty index).
     pub fn new(kv: K) -> Self {
-        Projection { kv }
+        Projection {
+            kv,
+            retry_cap: RETRY_RECORDS,
+        }
     }
 
     /// The underlying map.
@@ -287,20 +460,52 @@ impl<K: KvRead> Projection<K> {
         Ok(self.kv.scan_prefix(TRASH_PREFIX, usize::MAX)?.len())
     }
 
-    /// The answer recorded for `agent`'s call with `tool_use_id`, if there was one.
+    /// The retry record of `agent`'s call with `tool_use_id`, if one is kept.
     pub fn recorded(&self, agent: &str, tool_use_id: &str) -> Result<Option<Recorded>> {
-        let Some(v) = self.kv.get(&retry_key(agent, tool_use_id))? else {
+        self.kv
+            .get_with(&retry_key(agent, tool_use_id), Recorded::decode)?
+            .transpose()
+    }
+
+    /// How many retry records were ever made (the next record's number).
+    pub fn retry_records_made(&self) -> Result<u64> {
+        match self.kv.get(RETRY_NEXT_KEY)? {
+            Some(v) => be_u64(&v, "next retry record number"),
+            None => Ok(0),
+        }
+    }
+
+    /// When the agent no longer holds read-write access to a path the recorded change `body`
+    /// named: the error result its retry gets.
+    fn lost_access(
+        &self,
+        agent: &str,
+        tool_use_id: &str,
+        body: &Body,
+        original: Seq,
+    ) -> Result<Option<Answer>> {
+        let Body::Tool(call) = body else {
             return Ok(None);
         };
-        if v.len() < 9 {
-            return Err(Error::corrupt("path index retry entry is truncated"));
+        let Ok(root) = MemPath::root(&call.root) else {
+            return Ok(None);
+        };
+        let policy = self.policy()?;
+        for raw in written_paths(&call.command) {
+            let Ok(path) = MemPath::resolve(raw, &root) else {
+                continue;
+            };
+            if !policy.allows(agent, &path, Access::ReadWrite) {
+                return Ok(Some(Answer {
+                    text: format!(
+                        "Error: Access denied: agent {agent} no longer has a read-write grant covering {path}, which call {tool_use_id:?} (event {original}) needed, so its recorded answer is not repeated. Ask an operator for the grant, then retry."
+                    ),
+                    is_error: true,
+                    change: None,
+                }));
+            }
         }
-        Ok(Some(Recorded {
-            seq: Seq(be_u64(&v[..8], "retry seq")?),
-            is_error: v[8] != 0,
-            text: String::from_utf8(v[9..].to_vec())
-                .map_err(|_| Error::corrupt("path index retry text is not UTF-8"))?,
-        }))
+        Ok(None)
     }
 
     /// Walks `path` from `/`, calling `visit` with each node met (the root first), and stops at
@@ -486,8 +691,13 @@ impl<K: KvWrite> Projection<K> {
                 Some(child) => match child? {
                     (NodeKind::Dir, child) => child,
                     (NodeKind::File, _) => {
-                        return Err(Error::corrupt(format!(
-                            "a change asked for directory {path} but a file is in the way"
+                        // The semantics core refuses such a change with an error result; reaching
+                        // this means a check is missing, not that the store is damaged. Nothing
+                        // has been written yet: the walk meets the file before it creates any
+                        // directory.
+                        return Err(Error::InvalidArgument(format!(
+                            "a change needs directory {path}, but a file is in the way (at depth {}); the change was not applied. This is a gap in Mnemo's checks, not damage to the store: please report it",
+                            path.depth()
                         )));
                     }
                 },
@@ -657,9 +867,9 @@ impl<K: KvWrite> Projection<K> {
 }
 
 impl<K: KvWrite> Projection<K> {
-    /// Answers `agent`'s call against the index, applies its change as event `seq`, and records
-    /// the answer under the call's tool_use id so a retry gets the same text. This is the one
-    /// step shared by the writer, recovery on open and the verifier's replay.
+    /// Answers `agent`'s call against the index, applies its change as event `seq`, and keeps the
+    /// retry record of a call with a tool_use id (see the module docs). This is the one step
+    /// shared by the writer, recovery on open and the verifier's replay.
     pub fn run_call(
         &mut self,
         agent: &str,
@@ -667,18 +877,122 @@ impl<K: KvWrite> Projection<K> {
         body: &Body,
         seq: Seq,
     ) -> Result<Answer> {
+        Ok(self.run_traced(agent, tool_use_id, body, None, seq)?.answer)
+    }
+
+    /// [`run_call`](Self::run_call), also saying whether the call was a retry and of which seq.
+    /// `input` is blake3 of `body`'s canonical bytes when the caller has it (the event's payload
+    /// hash); `None` computes it.
+    pub fn run_traced(
+        &mut self,
+        agent: &str,
+        tool_use_id: Option<&str>,
+        body: &Body,
+        input: Option<EventHash>,
+        seq: Seq,
+    ) -> Result<Traced> {
+        let Some(id) = tool_use_id else {
+            let answer = self.run_fresh(agent, body, seq)?;
+            return Ok(Traced {
+                answer,
+                retry: None,
+            });
+        };
+        let input = input.unwrap_or_else(|| input_hash(body));
+        let recorded = self.recorded(agent, id)?;
+        let (answer, kind) = match &recorded {
+            Some(original) if original.input != input => (
+                Answer {
+                    text: format!(
+                        "Error: tool_use id {id:?} was already used by agent {agent} for a different call (event {}), so this call was not run. Send it again with a fresh tool_use id.",
+                        original.seq
+                    ),
+                    is_error: true,
+                    change: None,
+                },
+                RetryKind::DifferentInput,
+            ),
+            Some(original) if original.text.is_some() => {
+                match self.lost_access(agent, id, body, original.seq)? {
+                    Some(denied) => (denied, RetryKind::AccessLost),
+                    None => (
+                        Answer {
+                            text: original.text.clone().unwrap_or_default(),
+                            is_error: original.is_error,
+                            change: None,
+                        },
+                        RetryKind::Repeated,
+                    ),
+                }
+            }
+            _ => {
+                let answer = self.run_fresh(agent, body, seq)?;
+                self.keep_record(agent, id, seq, input, &answer, recorded.as_ref())?;
+                let retry = recorded.map(|original| Retry {
+                    of: original.seq,
+                    kind: RetryKind::Reanswered,
+                });
+                return Ok(Traced { answer, retry });
+            }
+        };
+        self.set_applied(seq);
+        let of = recorded.map_or(seq, |original| original.seq);
+        Ok(Traced {
+            answer,
+            retry: Some(Retry { of, kind }),
+        })
+    }
+
+    /// Answers a call as new and applies its change.
+    fn run_fresh(&mut self, agent: &str, body: &Body, seq: Seq) -> Result<Answer> {
         let answer = crate::tool::answer(self, agent, body)?;
         match &answer.change {
             Some(change) => self.apply(change, seq)?,
             None => self.set_applied(seq),
         }
-        if let Some(id) = tool_use_id {
-            let mut v = seq.0.to_be_bytes().to_vec();
-            v.push(u8::from(answer.is_error));
-            v.extend_from_slice(answer.text.as_bytes());
-            self.kv.insert(retry_key(agent, id), v);
-        }
         Ok(answer)
+    }
+
+    /// Keeps the record of `agent`'s call `tool_use_id` at `seq`, in place of `replaced` (the
+    /// record of an earlier call with the id that changed nothing, whose slot it frees), in the
+    /// next slot, evicting the record made [`RETRY_RECORDS`] records before it.
+    fn keep_record(
+        &mut self,
+        agent: &str,
+        tool_use_id: &str,
+        seq: Seq,
+        input: EventHash,
+        answer: &Answer,
+        replaced: Option<&Recorded>,
+    ) -> Result<()> {
+        let key = retry_key(agent, tool_use_id);
+        if let Some(old) = replaced {
+            self.kv.remove(&retry_slot_key(old.number % self.retry_cap));
+        }
+        let number = self.retry_records_made()?;
+        self.kv.set(RETRY_NEXT_KEY, &(number + 1).to_be_bytes());
+        let slot = retry_slot_key(number % self.retry_cap);
+        if let Some(evicted) = self.kv.get(&slot)? {
+            // The slot names the record made `retry_cap` records ago (a replaced record freed
+            // its slot), unless that is the key being kept now.
+            if evicted != key {
+                self.kv.remove(&evicted);
+            }
+        }
+        let record = Recorded {
+            seq,
+            number,
+            is_error: answer.is_error,
+            input,
+            answer: EventHash::of(answer.text.as_bytes()),
+            text: answer
+                .change
+                .as_ref()
+                .map(|_| repeat_text(seq, &answer.text)),
+        };
+        self.kv.insert(slot, key.clone());
+        self.kv.insert(key, record.encode());
+        Ok(())
     }
 
     /// [`run_call`](Self::run_call) for a stored event.
@@ -695,7 +1009,165 @@ impl<K: KvWrite> Projection<K> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kv::{IndexTrees, Overlay};
+    use crate::kv::{IndexTrees, MemKv, Overlay};
+    use crate::tool::{Limits, Profile};
+
+    fn view(path: &str) -> Body {
+        Body::Tool(crate::event::ToolCall {
+            root: "/memories".into(),
+            profile: Profile::Spec,
+            limits: Limits::default(),
+            command: Command::View {
+                path: path.into(),
+                view_range: None,
+            },
+        })
+    }
+
+    fn records(index: &Projection<MemKv>) -> Vec<&[u8]> {
+        index
+            .kv()
+            .map
+            .keys()
+            .filter(|k| k[0] == b't')
+            .map(|k| &k[1..])
+            .collect()
+    }
+
+    /// Past the cap, each new record evicts the oldest one; a record replaced by a retry becomes
+    /// the newest and frees its old slot.
+    #[test]
+    fn retry_records_past_the_cap_evict_the_oldest() {
+        let mut index = Projection::new(MemKv::default());
+        index.retry_cap = 3;
+        let mut seq = 0;
+        let mut run = |index: &mut Projection<MemKv>, id: &str| {
+            seq += 1;
+            index
+                .run_traced("a", Some(id), &view("/memories"), None, Seq(seq))
+                .expect("run")
+        };
+        for id in ["1", "2", "3"] {
+            assert_eq!(run(&mut index, id).retry, None);
+        }
+        // A retry of "1" replaces its record, which becomes the newest.
+        let again = run(&mut index, "1").retry.expect("a retry");
+        assert_eq!((again.of, again.kind), (Seq(1), RetryKind::Reanswered));
+        assert_eq!(records(&index).len(), 3);
+        // "4" evicts "2", the oldest now; "5" evicts "3".
+        run(&mut index, "4");
+        run(&mut index, "5");
+        assert_eq!(records(&index), [b"a\x001", b"a\x004", b"a\x005"]);
+        let slots = index.kv().map.keys().filter(|k| k[0] == b'T').count();
+        assert_eq!(slots, 3);
+        // An evicted id runs as a new call: no retry, a new record, and "1" goes.
+        assert_eq!(run(&mut index, "2").retry, None);
+        assert_eq!(records(&index), [b"a\x002", b"a\x004", b"a\x005"]);
+        assert_eq!(index.retry_records_made().expect("count"), 7);
+    }
+
+    /// The writer runs calls over an overlay whose changes reach sled in batches; the verifier
+    /// replays into memory. Both keep and evict exactly the same records.
+    #[test]
+    fn eviction_over_an_overlay_matches_the_replay_in_memory() {
+        let db = sled::Config::new()
+            .temporary(true)
+            .open()
+            .expect("temporary sled");
+        let trees = IndexTrees::new(
+            db.open_tree("index").expect("tree"),
+            db.open_tree("content").expect("tree"),
+        );
+        let tree = trees.index();
+        let mut replay = Projection::new(MemKv::default());
+        replay.retry_cap = 4;
+        let mut pending = crate::kv::Pending::default();
+        let write = |pending: &crate::kv::Pending| {
+            for (key, value) in pending.writes() {
+                match value {
+                    Some(value) => tree.insert(key, value).map(|_| ()),
+                    None => tree.remove(key).map(|_| ()),
+                }
+                .expect("write");
+            }
+        };
+        let mut rng = 0x9e37_79b9_7f4a_7c15_u64;
+        for seq in 1..=300 {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            let id = format!("{}", rng % 9);
+            let body = view(if rng % 5 == 0 {
+                "/memories/x"
+            } else {
+                "/memories"
+            });
+            let agent = if rng % 7 == 0 { "b" } else { "a" };
+            let mut live = Projection::new(Overlay::resume(&trees, None, pending));
+            live.retry_cap = 4;
+            let ours = live
+                .run_traced(agent, Some(&id), &body, None, Seq(seq))
+                .expect("run live");
+            pending = live.into_inner().into_pending();
+            let theirs = replay
+                .run_traced(agent, Some(&id), &body, None, Seq(seq))
+                .expect("run replay");
+            assert_eq!(ours, theirs, "seq {seq}");
+            if seq % 11 == 0 {
+                write(&pending);
+                pending = crate::kv::Pending::default();
+            }
+        }
+        write(&pending);
+        let stored: Vec<(Vec<u8>, Vec<u8>)> = tree
+            .iter()
+            .map(|item| item.map(|(k, v)| (k.to_vec(), v.to_vec())).expect("read"))
+            .collect();
+        let replayed: Vec<(Vec<u8>, Vec<u8>)> = replay.kv().map.clone().into_iter().collect();
+        assert_eq!(stored, replayed);
+        assert!(replayed.iter().filter(|(k, _)| k[0] == b't').count() <= 4);
+    }
+
+    #[test]
+    fn a_long_change_answer_is_kept_abridged() {
+        let short = "File created successfully at: /memories/a";
+        assert_eq!(repeat_text(Seq(3), short), short);
+        let long = format!(
+            "The memory file has been edited.\n{}",
+            "x".repeat(RETRY_TEXT_MAX)
+        );
+        let kept = repeat_text(Seq(3), &long);
+        assert!(kept.len() < 1024, "{}", kept.len());
+        assert!(
+            kept.starts_with("The memory file has been edited.\n[This call was applied as event 3")
+        );
+    }
+
+    #[test]
+    fn a_retry_record_round_trips_and_rejects_garbage() {
+        let record = Recorded {
+            seq: Seq(7),
+            number: 3,
+            is_error: false,
+            input: EventHash([1; 32]),
+            answer: EventHash([2; 32]),
+            text: Some("done".into()),
+        };
+        assert_eq!(Recorded::decode(&record.encode()).expect("decode"), record);
+        let read = Recorded {
+            text: None,
+            is_error: true,
+            ..record.clone()
+        };
+        assert_eq!(Recorded::decode(&read.encode()).expect("decode"), read);
+        let mut bad = read.encode();
+        bad.push(b'x');
+        assert!(Recorded::decode(&bad).is_err());
+        let mut flags = record.encode();
+        flags[RETRY_FLAGS_AT] = 0x80;
+        assert!(Recorded::decode(&flags).is_err());
+        assert!(Recorded::decode(&[0; 10]).is_err());
+    }
 
     /// An edit of a large file holds only the chunks it rewrites in the writer's pending changes,
     /// which is what the writer's bound on held bytes counts.

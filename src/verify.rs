@@ -8,10 +8,12 @@
 //! 3. `prev_hash` equals the previous event's hash ([`ViolationKind::BrokenLink`]);
 //! 4. `blake3(payload)` equals the stored payload hash ([`ViolationKind::PayloadHash`]);
 //! 5. the chain hash recomputes to the stored hash ([`ViolationKind::Hash`]);
-//! 6. no agent's tool_use id appears twice ([`ViolationKind::DuplicateCall`]);
-//! 7. re-answering the command against the replayed tree reproduces the recorded outcome — the
-//!    exact result text's hash and the error flag ([`ViolationKind::Outcome`]);
-//! 8. at the index's applied seq, the replayed index equals the stored one byte for byte
+//! 6. re-answering the command against the replayed tree reproduces the recorded outcome — the
+//!    exact result text's hash and the error flag ([`ViolationKind::Outcome`]); for a retry (a
+//!    tool_use id the agent used before, whose record the replay keeps) the answer the retry rule
+//!    gives from the replayed record, the policy and the tree ([`ViolationKind::DuplicateCall`]
+//!    when it differs, naming the original's seq);
+//! 7. at the index's applied seq, the replayed index equals the stored one byte for byte
 //!    ([`ViolationKind::Index`]);
 //!
 //! and at the end, that `meta.head` names an event of the log with that event's hash, and that the
@@ -52,7 +54,8 @@ pub enum ViolationKind {
     Head,
     /// The log no longer holds the event an exported checkpoint names.
     Checkpoint,
-    /// A tool_use id was logged twice for one agent (a retry must not run again).
+    /// A retry (a tool_use id the agent used before) was not answered as the retry rule says: it
+    /// ran again, or repeated a record it had no right to.
     DuplicateCall,
 }
 
@@ -392,24 +395,14 @@ fn check_record(
         Ok(e) => e,
         Err(e) => return Err(violation(seq, ViolationKind::Undecodable, e.to_string())),
     };
-    if let Some(id) = &event.header.tool_use_id {
-        match replay.recorded(&event.header.agent, id) {
-            Ok(None) => {}
-            Ok(Some(first)) => {
-                return Err(violation(
-                    seq,
-                    ViolationKind::DuplicateCall,
-                    format!(
-                        "agent {:?} already made call {id:?} at seq {}; a retry must be answered from the record, not logged again",
-                        event.header.agent, first.seq
-                    ),
-                ));
-            }
-            Err(e) => return Err(violation(seq, ViolationKind::Outcome, e.to_string())),
-        }
-    }
-    let answer = match replay.run_event(&event) {
-        Ok(a) => a,
+    let traced = match replay.run_traced(
+        &event.header.agent,
+        event.header.tool_use_id.as_deref(),
+        &event.body,
+        Some(frame.payload_hash),
+        seq,
+    ) {
+        Ok(traced) => traced,
         Err(e) => {
             return Err(violation(
                 seq,
@@ -418,19 +411,33 @@ fn check_record(
             ));
         }
     };
+    let answer = traced.answer;
     let outcome = Outcome::of(answer.is_error, &answer.text);
     if outcome != event.header.outcome {
-        return Err(violation(
-            seq,
-            ViolationKind::Outcome,
-            format!(
-                "re-answering gives is_error={} text hash {} but the log recorded is_error={} text hash {}",
-                outcome.is_error,
-                outcome.result_hash,
-                event.header.outcome.is_error,
-                event.header.outcome.result_hash
+        let found = format!(
+            "is_error={} text hash {} but the log recorded is_error={} text hash {}",
+            outcome.is_error,
+            outcome.result_hash,
+            event.header.outcome.is_error,
+            event.header.outcome.result_hash
+        );
+        return Err(match traced.retry {
+            Some(retry) => violation(
+                seq,
+                ViolationKind::DuplicateCall,
+                format!(
+                    "agent {:?} retried call {:?} of seq {}; the retry rule gives {found}",
+                    event.header.agent,
+                    event.header.tool_use_id.as_deref().unwrap_or_default(),
+                    retry.of
+                ),
             ),
-        ));
+            None => violation(
+                seq,
+                ViolationKind::Outcome,
+                format!("re-answering gives {found}"),
+            ),
+        });
     }
     Ok(frame.hash)
 }

@@ -31,11 +31,19 @@
 //! index first and run under the writer lock, so they see every answered call and none
 //! half-applied.
 //!
-//! A call whose tool_use id this agent already used is answered with the recorded text and
-//! writes nothing: retries are idempotent, across restarts too, since the record is in the index.
+//! A call whose tool_use id this agent already used is a retry: it is logged like any call, and
+//! the index's retry record decides its answer (see [`crate::projection`]): a retried change runs
+//! nothing and repeats the recorded text, across restarts too, since the record is in the index.
 //!
-//! **Invariant:** after a failed write or sync the writer is poisoned: it refuses
-//! every later call with [`Error::Poisoned`] rather than risk forking the chain. Reopening recovers.
+//! A call is framed before anything changes, so one too large to record is refused with nothing
+//! changed; it is answered against a savepoint of the index changes held, so a failure while
+//! answering leaves them as they were.
+//!
+//! **Invariant:** after a storage failure (a failed read, append, index write or sync) the writer
+//! is poisoned: it refuses every later call with [`Error::Poisoned`] rather than risk forking the
+//! chain. Before it refuses, it appends the events it has already answered, unless the failure was
+//! that very append. No input poisons it: what a model sends gets an error result at worst.
+//! Reopening recovers.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -45,10 +53,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use crossbeam_channel::{RecvTimeoutError, Sender};
 
 use crate::error::{Error, Result};
-use crate::event::{Body, Event, Frame, Header, Outcome, Seq};
+use crate::event::{Body, Event, Frame, Header, Outcome, Seq, chain_hash};
+use crate::failpoint::Failpoint;
 use crate::kv::{Overlay, Pending};
 use crate::log::{Durability, Head, Store};
-use crate::projection::Projection;
+use crate::projection::{Projection, RetryKind, Traced};
 
 /// What the writer returns for one call.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -59,9 +68,11 @@ pub struct Receipt {
     pub text: String,
     /// Whether the result is an error.
     pub is_error: bool,
-    /// Whether this is the recorded answer to an earlier call with the same tool_use id (no new
-    /// event was written).
+    /// Whether the text is the one recorded for an earlier call with the same tool_use id: a
+    /// retried change, which ran nothing (its own event names the same id).
     pub retried: bool,
+    /// When the call reused the tool_use id of a kept retry record: the seq of that earlier call.
+    pub retry_of: Option<Seq>,
 }
 
 /// One call to record.
@@ -266,6 +277,9 @@ impl Writer {
                 changed,
             } = match chain.run(call) {
                 Ok(ran) => ran,
+                // A call too large to record (or a change the checks let through by mistake)
+                // changed nothing: only that call fails. Anything else is a storage failure.
+                Err(e @ Error::InvalidArgument(_)) => return Err(e),
                 Err(e) => {
                     chain.poison(e.to_string());
                     return Err(e);
@@ -479,7 +493,22 @@ impl Shared {
 }
 
 impl Chain {
+    /// Poisons the writer after a storage failure that was not a failed append: first appends
+    /// the events already answered (no sync: they become durable as far as sled gets them out),
+    /// so the log keeps every call that got an answer. If that append fails too, they are lost
+    /// as in a crash.
     fn poison(&mut self, cause: String) {
+        if self.poisoned.is_none() && !self.deferred.is_empty() {
+            let frames = std::mem::take(&mut self.deferred);
+            if let Ok(head) = self.store.append(&frames) {
+                self.written = head;
+            }
+        }
+        self.poison_dropping(cause);
+    }
+
+    /// Poisons the writer, dropping what is not written yet (after a failed append).
+    fn poison_dropping(&mut self, cause: String) {
         self.poisoned = Some(cause);
         self.deferred.clear();
         self.pending = Pending::default();
@@ -513,7 +542,7 @@ impl Chain {
                 Ok(())
             }
             Err(e) => {
-                self.poison(e.to_string());
+                self.poison_dropping(e.to_string());
                 Err(e)
             }
         }
@@ -584,73 +613,90 @@ impl Chain {
         Background::Sleep
     }
 
-    /// Answers `call` against the index and the deferred changes and defers its event. Any error
-    /// leaves the writer to poison itself.
+    /// Answers `call` against the index and the deferred changes and defers its event.
+    ///
+    /// The event is framed first: its size follows from the input alone, so a call too large to
+    /// record is refused before anything changes. The answer runs on a savepoint of the index
+    /// changes held, so on any error they are left as they were; the caller poisons the writer for
+    /// a storage failure.
     fn run(&mut self, call: Call) -> Result<Ran> {
-        let pending = std::mem::take(&mut self.pending);
-        let writing = self.writing.as_deref();
-        let mut projection =
-            Projection::new(Overlay::resume(self.store.index_tree(), writing, pending));
-        if let Some(id) = &call.tool_use_id {
-            if let Some(recorded) = projection.recorded(&call.agent, id)? {
-                self.pending = projection.into_inner().into_pending();
-                // The original may still be waiting for its sync: depend on it.
-                let depends_on = recorded.seq.max(self.last_change);
-                let receipt = Receipt {
-                    seq: recorded.seq,
-                    text: recorded.text,
-                    is_error: recorded.is_error,
-                    retried: true,
-                };
-                return Ok(Ran {
-                    receipt,
-                    depends_on,
-                    changed: false,
-                });
-            }
-        }
-        let seq = Seq(self.head.seq.0 + 1);
-        let answer =
-            projection.run_call(&call.agent, call.tool_use_id.as_deref(), &call.body, seq)?;
-        let changed = answer.change.is_some();
-        let outcome = Outcome::of(answer.is_error, &answer.text);
         let Call {
             agent,
             tool_use_id,
             body,
         } = call;
-        let event = Event {
+        let seq = Seq(self.head.seq.0 + 1);
+        let mut event = Event {
             seq,
             prev_hash: self.head.hash,
             header: Header {
                 time_ms: now_ms(),
                 agent,
                 tool_use_id,
-                outcome,
+                // A placeholder of the same size: the outcome is fixed-width.
+                outcome: Outcome::of(false, ""),
             },
             body,
         };
-        let frame = event.to_frame();
+        let mut frame = event.to_frame();
         if u32::try_from(frame.header.len()).is_err() || u32::try_from(frame.payload.len()).is_err()
         {
-            return Err(Error::InvalidArgument(format!(
-                "call {seq} is too large to record (its event would exceed 4 GiB); send smaller inputs"
-            )));
+            return Err(Error::InvalidArgument(
+                "this call is too large to record (its event would exceed 4 GiB), so it was not run and nothing was recorded; send smaller inputs".into(),
+            ));
         }
+        let mut pending = std::mem::take(&mut self.pending);
+        pending.savepoint();
+        let writing = self.writing.as_deref();
+        let mut projection =
+            Projection::new(Overlay::resume(self.store.index_tree(), writing, pending));
+        let traced = projection.run_traced(
+            &event.header.agent,
+            event.header.tool_use_id.as_deref(),
+            &event.body,
+            Some(frame.payload_hash),
+            seq,
+        );
+        let mut pending = projection.into_inner().into_pending();
+        let traced = traced.and_then(|traced| {
+            self.store
+                .failpoints()
+                .check(Failpoint::Answer)
+                .map(|()| traced)
+        });
+        let traced = match traced {
+            Ok(traced) => {
+                pending.release();
+                self.pending = pending;
+                traced
+            }
+            Err(e) => {
+                pending.rollback();
+                self.pending = pending;
+                return Err(e);
+            }
+        };
+        let Traced { answer, retry } = traced;
+        let changed = answer.change.is_some();
+        event.header.outcome = Outcome::of(answer.is_error, &answer.text);
+        frame.header = event.header_bytes();
+        frame.hash = chain_hash(seq, &frame.prev_hash, &frame.header, &frame.payload_hash);
         self.head = Head {
             seq,
             hash: frame.hash,
         };
         self.deferred.push(frame);
-        self.pending = projection.into_inner().into_pending();
         if changed {
             self.last_change = seq;
         }
+        // A retried change depends on the original, which `last_change` covers: it changed the
+        // tree at or before it.
         let receipt = Receipt {
             seq,
             text: answer.text,
             is_error: answer.is_error,
-            retried: false,
+            retried: retry.is_some_and(|r| r.kind == RetryKind::Repeated),
+            retry_of: retry.map(|r| r.of),
         };
         Ok(Ran {
             receipt,

@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 
 use mnemo::failpoint::Failpoint;
-use mnemo::{Durability, MnemoClient, MnemoMemoryToolServer};
+use mnemo::tool::Command;
+use mnemo::{Body, Durability, MnemoClient, MnemoMemoryToolServer, ToolCall};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -23,6 +24,19 @@ fn open(s: &TempStore) -> MnemoMemoryToolServer {
 fn create(id: &str, path: &str, text: &str) -> Value {
     json!({"type": "tool_use", "id": id, "name": "memory",
            "input": {"command": "create", "path": path, "file_text": text}})
+}
+
+/// The body the server logs for a create under its root.
+fn create_body(server: &MnemoMemoryToolServer, path: &str, text: &str) -> Body {
+    Body::Tool(ToolCall {
+        root: server.root().to_string(),
+        profile: server.profile(),
+        limits: server.limits(),
+        command: Command::Create {
+            path: path.into(),
+            file_text: text.into(),
+        },
+    })
 }
 
 fn content(server: &MnemoMemoryToolServer, path: &str) -> Option<String> {
@@ -69,16 +83,78 @@ fn each_failpoint_fails_the_call_poisons_the_store_and_recovers_on_reopen() {
         let expected_b = lands_in_log.then(|| "b".to_string());
         assert_eq!(content(&server, "/memories/b"), expected_b, "{point:?}");
         // A retry of the failed call is safe: it runs if the call never reached the log, and is
-        // answered from the record (adding no event) if it did.
+        // answered from the record if it did (running nothing); either way it is logged.
         let before = server.client().head().expect("head").seq;
-        let retry = server.handle(&create("toolu_b", "/memories/b", "b"));
+        let retry = server
+            .client()
+            .call(
+                Some("toolu_b".into()),
+                create_body(&server, "/memories/b", "b"),
+            )
+            .expect("call");
         assert_eq!(
-            retry["content"], "File created successfully at: /memories/b",
+            retry.text, "File created successfully at: /memories/b",
             "{point:?}"
         );
+        assert_eq!(retry.retried, lands_in_log, "{point:?}");
         let after = server.client().head().expect("head").seq;
-        assert_eq!(after.0 - before.0, u64::from(!lands_in_log), "{point:?}");
+        assert_eq!(after.0 - before.0, 1, "{point:?}");
+        let report = server.client().verify().expect("verify");
+        assert!(report.is_intact(), "{point:?}: {report:?}");
     }
+}
+
+/// A storage failure while a call is answered (an index read, here injected) poisons the store,
+/// but the calls answered before it — a traversal attempt and a listing, whose events wait for
+/// the next write — are still appended first, so the log holds every answer a model was given.
+#[test]
+fn calls_answered_before_a_storage_failure_are_still_logged() {
+    let s = TempStore::new();
+    {
+        let server = open(&s);
+        let a = server.handle(&create("toolu_a", "/memories/a", "a"));
+        assert!(a.get("is_error").is_none(), "{a}");
+        let traversal =
+            server.handle(&json!({"command": "view", "path": "/memories/../etc/passwd"}));
+        assert_eq!(traversal["is_error"], true, "{traversal}");
+        assert_eq!(traversal["tool_use_id"], "mnemo-2");
+        let listing = server.handle(&json!({"command": "view", "path": "/memories"}));
+        assert_eq!(listing["tool_use_id"], "mnemo-3", "{listing}");
+        server.client().store().failpoints().arm(Failpoint::Answer);
+        let hit = server.handle(&create("toolu_c", "/memories/c", "c"));
+        assert_eq!(hit["is_error"], true, "{hit}");
+        let why = hit["content"].as_str().expect("text");
+        assert!(why.contains("may or may not have been applied"), "{why}");
+        assert!(!why.contains("corrupt"), "{why}");
+        let after = server.handle(&json!({"command": "view", "path": "/memories"}));
+        assert!(
+            after["content"]
+                .as_str()
+                .expect("text")
+                .contains("poisoned"),
+            "{after}"
+        );
+    }
+    let server = open(&s);
+    let report = server.client().verify().expect("verify");
+    assert!(report.is_intact(), "{report:?}");
+    assert_eq!(
+        report.events, 3,
+        "the create, the traversal attempt and the listing"
+    );
+    let second = server
+        .client()
+        .events(mnemo::Seq(2))
+        .expect("events")
+        .next()
+        .expect("event 2")
+        .expect("decodes");
+    assert!(
+        format!("{:?}", second.body).contains("/memories/../etc/passwd"),
+        "{second:?}"
+    );
+    assert_eq!(content(&server, "/memories/a").as_deref(), Some("a"));
+    assert_eq!(content(&server, "/memories/c"), None);
 }
 
 /// The index is written in batches after the log: a failed index write poisons the writer like

@@ -31,13 +31,15 @@ mod hostile_storage;
 mod input;
 // File-size limit and the view cap.
 mod limits;
+// A root inside another root: the tree shapes it meets are error results, never poison.
+mod nested_root;
 // Pathological input (a megabyte of one byte, half of it as old_str): near-linear cost per call.
 mod pathological;
 // The proptest model test: random command sequences against a naive in-memory model.
 mod model;
 // Reopening, catch-up after a crash between append and index write, lock and format errors.
 mod recovery;
-// Idempotent retries by tool_use id.
+// Retries by tool_use id: logged, answered from the record only for the same input and access.
 mod retry;
 // The spec profile's result strings, one row of the table per case.
 mod spec_table;

@@ -315,8 +315,8 @@ def test_handle_never_raises_on_what_the_model_sends(tmp_path: Path) -> None:
     assert client.record("/memories/a.md").content == "one\ntwo\n"  # type: ignore[union-attr]
     assert client.record("/memories/b.md") is None
     report = client.verify()
-    # One event per call, except the repeated toolu_x4: a retry is answered from the log.
-    assert report.is_intact() and report.events == 1 + len(hostile) + 2
+    # One event per call, the repeated toolu_x4 (a retry) included.
+    assert report.is_intact() and report.events == 1 + len(hostile) + 3
 
 
 def test_retried_tool_use_id_is_answered_from_the_log(tmp_path: Path) -> None:
@@ -327,7 +327,8 @@ def test_retried_tool_use_id_is_answered_from_the_log(tmp_path: Path) -> None:
     again = server.handle(block)
     assert first == again == {"type": "tool_result", "tool_use_id": "toolu_01",
                               "content": "File created successfully at: /memories/a.md"}
-    assert client.head().seq == 1 and client.verify().events == 1
+    # The retry is logged, and ran nothing: running the create again would fail.
+    assert client.head().seq == 2 and client.verify().events == 2
 
 
 def test_access_control_grant_revoke_policy(tmp_path: Path) -> None:

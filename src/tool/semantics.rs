@@ -265,11 +265,31 @@ impl Ctx<'_> {
         self.tree.probe(p)
     }
 
-    /// The file in the way of creating `p`: its nearest ancestor below the root that is a file,
-    /// from `p`'s probe.
+    /// The file in the way of creating `p`: its nearest ancestor that is a file, from `p`'s probe.
+    /// It may be the root or lie above it: a session with a root that contains this one (say
+    /// `/memories` around `/memories/x`) can leave a file there.
     fn file_ancestor(&self, p: &MemPath, probe: Probe) -> Option<MemPath> {
-        let depth = probe.file_above?;
-        (depth > self.root.depth()).then(|| p.ancestor(depth))
+        probe.file_above.map(|depth| p.ancestor(depth))
+    }
+
+    /// Why the root cannot be listed, when a session with an enclosing root left a file at the
+    /// root or above it.
+    fn unusable_root(&self) -> Result<Option<Answer>> {
+        let root = self.root;
+        let probe = self.tree.probe(root)?;
+        let file = match (probe.kind, probe.file_above) {
+            (Some(NodeKind::File), _) => root.clone(),
+            (_, Some(depth)) => root.ancestor(depth),
+            _ => return Ok(None),
+        };
+        let what = if &file == root {
+            format!("The memory root {root} is a file, not a directory")
+        } else {
+            format!("The memory root {root} cannot hold files: {file} is a file, not a directory")
+        };
+        Ok(Some(Answer::err(format!(
+            "Error: {what}. A session with a root that contains it wrote that file; use another root, or rename or delete {file} from such a session."
+        ))))
     }
 
     /// The content of the file to edit, or the error for a missing path or a directory.
@@ -304,8 +324,11 @@ impl Ctx<'_> {
         if !self.policy.may_see(self.agent, &p.path) {
             return Ok(self.denied(p, Access::Read));
         }
-        // One walk reads a file; the root always shows as a directory.
+        // One walk reads a file; the root always shows as a directory, unless a file is there.
         let file = if &p.path == self.root {
+            if let Some(answer) = self.unusable_root()? {
+                return Ok(answer);
+            }
             None
         } else {
             self.tree.read(&p.path)?
