@@ -236,11 +236,13 @@ fn unborn(path: &Path) -> Result<Option<Option<std::fs::Permissions>>> {
 /// there, the marker is written, sled is closed (and its threads waited for), every file and the
 /// directory are `fsync`ed, and the directory is renamed onto `path` (over an empty directory,
 /// whose permissions it takes), then the parent is `fsync`ed. If another process created the
-/// store first, its store stays and this one's directory is removed. Where the rename cannot be
-/// made (`path` is a mount point, or on another file system) the store is created in place, as
-/// before, without the guarantee. A creator killed midway leaves its directory behind: nothing in
-/// it was ever acknowledged, but it is not removed here, because a pid alone cannot tell a dead
-/// creator from a live one in another pid namespace sharing the directory.
+/// store first, its store stays and this one's directory is removed. Where the directory cannot
+/// be made or renamed (`path` is a mount point, or the parent is not writable: see
+/// [`in_place_only`]) the store is created in place, as before, without the guarantee.
+///
+/// A creator killed midway leaves its directory behind: nothing in it was ever acknowledged, but
+/// it is not removed here, because a pid alone cannot tell a dead creator from a live one (pids
+/// are reused, and a process in another pid namespace may share the directory).
 fn create_atomically(path: &Path, permissions: Option<std::fs::Permissions>) -> Result<()> {
     let (Some(name), Some(parent)) = (path.file_name(), path.parent()) else {
         return Ok(()); // `/` or `..`: created in place.
@@ -258,7 +260,13 @@ fn create_atomically(path: &Path, permissions: Option<std::fs::Permissions>) -> 
         name.to_string_lossy(),
         std::process::id()
     ));
-    std::fs::create_dir(&temp).map_err(|e| Error::io(&temp, e))?;
+    match std::fs::create_dir(&temp) {
+        Ok(()) => {}
+        // The parent is not ours to write in (an empty directory made for the store in one that
+        // is not): created in place as before.
+        Err(e) if in_place_only(&e) => return Ok(()),
+        Err(e) => return Err(Error::io(&temp, e)),
+    }
     let built = build_new_store(&temp, permissions);
     let placed = built.and_then(|()| match std::fs::rename(&temp, path) {
         Ok(()) => fsync_dir(parent),
@@ -270,11 +278,7 @@ fn create_atomically(path: &Path, permissions: Option<std::fs::Permissions>) -> 
             remove_quietly(&temp);
             Ok(())
         }
-        // A mount point or another file system: created in place as before.
-        Err(e)
-            if e.kind() == std::io::ErrorKind::ResourceBusy
-                || e.kind() == std::io::ErrorKind::CrossesDevices =>
-        {
+        Err(e) if in_place_only(&e) => {
             remove_quietly(&temp);
             Ok(())
         }
@@ -284,6 +288,17 @@ fn create_atomically(path: &Path, permissions: Option<std::fs::Permissions>) -> 
         remove_quietly(&temp);
     }
     placed
+}
+
+/// Whether `e`, from making or renaming a new store's directory beside its path, means it can only
+/// be created in place: the path is a mount point (or on another file system), or the parent
+/// directory (or a sticky one's rules) does not let this process write there.
+fn in_place_only(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::{CrossesDevices, PermissionDenied, ReadOnlyFilesystem, ResourceBusy};
+    matches!(
+        e.kind(),
+        ResourceBusy | CrossesDevices | PermissionDenied | ReadOnlyFilesystem
+    )
 }
 
 /// Makes a whole new store in `dir`: sled's files and the format marker, all durable, sled closed.
