@@ -214,6 +214,138 @@ fn close_quietly(db: sled::Db) {
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(db)));
 }
 
+/// Whether the store at `path` is still to be made: nothing is there, or an empty directory.
+/// `Some` with the permissions a new store directory must keep (an empty directory's own), or
+/// `None` if there is something at `path` to open (or to refuse).
+fn unborn(path: &Path) -> Result<Option<Option<std::fs::Permissions>>> {
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Some(None)),
+        Err(e) => Err(Error::io(path, e)),
+        Ok(meta) if meta.is_dir() => {
+            let mut entries = std::fs::read_dir(path).map_err(|e| Error::io(path, e))?;
+            Ok(entries.next().is_none().then(|| Some(meta.permissions())))
+        }
+        Ok(_) => Ok(None),
+    }
+}
+
+/// Creates the store at `path`, which [`unborn`] found missing or empty, so that a kill or a power
+/// loss at any moment leaves either no store there or a whole one, never sled's files without the
+/// format marker (which the next open must refuse as a damaged store).
+///
+/// The store is built in a sibling directory `.NAME.creating-PID-NONCE`: sled creates its files
+/// there, the marker is written, sled is closed (and its threads waited for), every file and the
+/// directory are `fsync`ed, and the directory is renamed onto `path` (over an empty directory,
+/// whose permissions it takes), then the parent is `fsync`ed. If another process created the
+/// store first, its store stays and this one's directory is removed. Where the directory cannot
+/// be made or renamed (`path` is a mount point, or the parent is not writable: see
+/// [`in_place_only`]) the store is created in place, as before, without the guarantee.
+///
+/// A creator killed midway leaves its directory behind: nothing in it was ever acknowledged, but
+/// it is not removed here, because a pid alone cannot tell a dead creator from a live one (pids
+/// are reused, and a process in another pid namespace may share the directory).
+fn create_atomically(path: &Path, permissions: Option<std::fs::Permissions>) -> Result<()> {
+    let (Some(name), Some(parent)) = (path.file_name(), path.parent()) else {
+        return Ok(()); // `/` or `..`: created in place.
+    };
+    let parent = if parent.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        parent
+    };
+    let nonce = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let temp = parent.join(format!(
+        ".{}.creating-{}-{nonce:08x}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    match std::fs::create_dir(&temp) {
+        Ok(()) => {}
+        // The parent is not ours to write in (an empty directory made for the store in one that
+        // is not): created in place as before.
+        Err(e) if in_place_only(&e) => return Ok(()),
+        Err(e) => return Err(Error::io(&temp, e)),
+    }
+    let built = build_new_store(&temp, permissions);
+    let placed = built.and_then(|()| match std::fs::rename(&temp, path) {
+        Ok(()) => fsync_dir(parent),
+        // Another process put a store (or something else) there first: open that.
+        Err(e)
+            if e.kind() == std::io::ErrorKind::DirectoryNotEmpty
+                || e.raw_os_error() == Some(rustix::io::Errno::EXIST.raw_os_error()) =>
+        {
+            remove_quietly(&temp);
+            Ok(())
+        }
+        Err(e) if in_place_only(&e) => {
+            remove_quietly(&temp);
+            Ok(())
+        }
+        Err(e) => Err(Error::io(path, e)),
+    });
+    if placed.is_err() {
+        remove_quietly(&temp);
+    }
+    placed
+}
+
+/// Whether `e`, from making or renaming a new store's directory beside its path, means it can only
+/// be created in place: the path is a mount point (or on another file system), or the parent
+/// directory (or a sticky one's rules) does not let this process write there.
+fn in_place_only(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::{CrossesDevices, PermissionDenied, ReadOnlyFilesystem, ResourceBusy};
+    matches!(
+        e.kind(),
+        ResourceBusy | CrossesDevices | PermissionDenied | ReadOnlyFilesystem
+    )
+}
+
+/// Makes a whole new store in `dir`: sled's files and the format marker, all durable, sled closed.
+fn build_new_store(dir: &Path, permissions: Option<std::fs::Permissions>) -> Result<()> {
+    if let Some(permissions) = permissions {
+        std::fs::set_permissions(dir, permissions).map_err(|e| Error::io(dir, e))?;
+    }
+    let db = open_sled(dir)?.map_err(Error::Storage)?;
+    let marked = db
+        .open_tree("meta")
+        .and_then(|meta| meta.insert(FORMAT_KEY, &[FORMAT_VERSION]))
+        .and_then(|_| db.flush());
+    close_quietly(db);
+    marked?;
+    wait_for_sled_to_let_go(&dir.join("db"))?;
+    DiskSync::default().sync(dir)
+}
+
+/// Waits until no sled thread holds `db` open any longer (sled's lock on it is free), so that
+/// nothing writes in the directory once it is renamed.
+fn wait_for_sled_to_let_go(db: &Path) -> Result<()> {
+    let deadline = Instant::now() + LOCK_WAIT;
+    let file = std::fs::File::open(db).map_err(|e| Error::io(db, e))?;
+    loop {
+        match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => return Ok(()),
+            Err(e) if e == rustix::io::Errno::WOULDBLOCK && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(e) => return Err(Error::io(db, e.into())),
+        }
+    }
+}
+
+/// `fsync`s the directory `dir`, so an entry renamed into it survives a power loss.
+fn fsync_dir(dir: &Path) -> Result<()> {
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| Error::io(dir, e))
+}
+
+/// Removes a store directory this process was building and gave up on.
+fn remove_quietly(dir: &Path) {
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 impl Store {
     /// Opens or creates the store at `path`.
     ///
@@ -241,6 +373,9 @@ impl Store {
                     parent.display()
                 )));
             }
+        }
+        if let Some(permissions) = unborn(path)? {
+            create_atomically(path, permissions)?;
         }
         let files = StoreFiles::check(path)?;
         Store::open_checked(path, &files)

@@ -511,3 +511,120 @@ fn a_store_left_by_kill_9_reopens_with_the_lock_released() {
     assert!(files.is_empty());
     assert!(events <= 1);
 }
+
+/// The names in `dir` that a creator killed midway leaves: its `.NAME.creating-*` directories.
+fn creators_left(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .expect("list the parent")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|name| name.contains(".creating-"))
+        .collect()
+}
+
+/// Creating a store is atomic: a `mnemo tool` killed at any moment while it creates a new store
+/// leaves either no store (nothing, or nothing but a creator's own `.NAME.creating-*` directory
+/// beside it) or a whole one that opens and verifies, never sled's files without the format
+/// marker, which the next open would have to refuse as damaged.
+#[test]
+fn a_kill_9_while_a_store_is_created_leaves_no_store_or_a_whole_one() {
+    let mut rng = Rng(0x5eed_c4ea_7e00_0001);
+    // The kills must land all over creation, however long it takes on this machine under its
+    // current load: from spawn to the first answer of an uninterrupted run, and a half again.
+    let window = {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let started = std::time::Instant::now();
+        let mut child = spawn(&dir.path().join("store"), Durability::Fsync);
+        let mut stdin = child.stdin.take().expect("stdin");
+        writeln!(stdin, "{}", json!({"command": "view", "path": "/memories"})).expect("write");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("the first answer");
+        let took = started.elapsed();
+        drop(stdin);
+        child.wait().expect("wait");
+        took * 3 / 2
+    };
+    let window_us = u64::try_from(window.as_micros()).unwrap_or(u64::MAX).max(1);
+    let (mut absent, mut whole, mut left_behind) = (0, 0, 0);
+    for cycle in 0..50 {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let name = "store";
+        let path = dir.path().join(name);
+        let mut child = spawn(&path, Durability::Fsync);
+        let killer = kill_after(child.id(), Duration::from_micros(rng.below(window_us)));
+        if let Some(stdin) = child.stdin.as_mut() {
+            // The child may be dead already: a broken pipe is expected then.
+            let _ = writeln!(stdin, "{}", json!({"command": "view", "path": "/memories"}));
+        }
+        killer.join().expect("killer");
+        let _ = child.wait();
+        let there = std::fs::read_dir(&path).is_ok_and(|mut d| d.next().is_some());
+        if there {
+            whole += 1;
+        } else {
+            absent += 1;
+        }
+        let store = mnemo::Store::open(&path).unwrap_or_else(|e| {
+            panic!("cycle {cycle}: the store a kill left while creating it does not open: {e}")
+        });
+        let report = mnemo::verify_store(&store).expect("verify runs");
+        assert!(report.is_intact(), "cycle {cycle}: {report:?}");
+        assert!(report.events <= 1, "cycle {cycle}: {report:?}");
+        drop(store);
+        for left in creators_left(dir.path()) {
+            left_behind += 1;
+            assert!(
+                left.starts_with(&format!(".{name}.creating-")),
+                "cycle {cycle}: {left} is not the directory of the creator of {name}"
+            );
+        }
+    }
+    eprintln!(
+        "store creation killed 50 times within {window:?} of spawn: {absent} left no store, {whole} a whole one, {left_behind} a creator's directory"
+    );
+}
+
+/// Two processes creating the same new store at once end up in one store: one creates it, the
+/// other opens that one (waiting for its lock, or refused as locked if it waited too long), and
+/// every acknowledged create is in it; the creator that lost the race leaves nothing behind.
+#[test]
+fn two_processes_creating_one_store_at_once_share_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for cycle in 0..8 {
+        let path = dir.path().join(format!("store-{cycle}"));
+        let mut children: Vec<Child> = (0..2).map(|_| spawn(&path, Durability::Fsync)).collect();
+        let mut acked = Tree::new();
+        for (i, child) in children.iter_mut().enumerate() {
+            let file = format!("/memories/{i}.txt");
+            let input =
+                json!({"command": "create", "path": file, "file_text": format!("from {i}\n")});
+            let mut stdin = child.stdin.take().expect("stdin");
+            // A child refused as locked has exited: a broken pipe is expected then.
+            let _ = writeln!(stdin, "{input}");
+            drop(stdin);
+            let mut line = String::new();
+            let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+            let _ = stdout.read_line(&mut line);
+            if line.ends_with('\n') {
+                let result: Value = serde_json::from_str(&line).expect("a tool_result line");
+                assert!(result.get("is_error").is_none(), "{input}: {result}");
+                acked.insert(file, format!("from {i}\n"));
+            }
+        }
+        for child in &mut children {
+            let _ = child.wait().expect("wait");
+        }
+        assert!(
+            !acked.is_empty(),
+            "cycle {cycle}: neither creator got the store"
+        );
+        let (files, _) = tree(&path);
+        assert_eq!(files, acked, "cycle {cycle}");
+        assert_eq!(
+            creators_left(dir.path()),
+            Vec::<String>::new(),
+            "cycle {cycle}"
+        );
+    }
+}

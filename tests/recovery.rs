@@ -195,3 +195,52 @@ fn a_snapshot_left_half_written_by_a_kill_does_not_stop_the_store_opening() {
     assert!(!torn.exists(), "the torn snapshot was removed");
     assert!(client.verify().expect("verify").is_intact());
 }
+
+/// A new store is built beside its path and renamed into place: an empty directory made for it
+/// becomes the store and keeps its permissions, the creator's own directory does not stay behind,
+/// and a creator's directory a kill left beside the path neither stops the store being created
+/// nor becomes it.
+#[test]
+fn a_new_store_is_created_whole_in_place_of_nothing_or_an_empty_directory() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = TempStore::new();
+    let path = s.path();
+    std::fs::create_dir(&path).expect("an empty directory for the store");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    let killed = s.dir.path().join(".store.mnemo.db.creating-1-00000000");
+    std::fs::create_dir(&killed).expect("a killed creator's directory");
+    std::fs::write(killed.join("conf"), b"half made").expect("its conf");
+    {
+        let store = Store::open(&path).expect("an empty directory becomes a store");
+        let report = verify_store(&store).expect("verify");
+        assert!(report.is_intact() && report.events == 0, "{report:?}");
+    }
+    let mode = std::fs::metadata(&path).expect("stat").permissions().mode();
+    assert_eq!(
+        mode & 0o777,
+        0o700,
+        "the store directory keeps the empty directory's mode"
+    );
+    assert!(path.join("db").is_file() && path.join("conf").is_file());
+    let mut beside: Vec<String> = std::fs::read_dir(s.dir.path())
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    beside.sort();
+    assert_eq!(
+        beside,
+        [".store.mnemo.db.creating-1-00000000", "store.mnemo.db"],
+        "only the killed creator's directory is left beside the store, untouched"
+    );
+    assert_eq!(
+        std::fs::read(killed.join("conf")).expect("read"),
+        b"half made"
+    );
+    // Made whole, the store is no longer new: losing its log is damage, not a fresh start.
+    std::fs::remove_file(path.join("db")).expect("rm db");
+    match Store::open(&path) {
+        Err(Error::Corrupt { .. } | Error::Storage(_)) => {}
+        Err(other) => panic!("expected a damaged store error, got {other}"),
+        Ok(_) => panic!("a store without its db was re-created empty"),
+    }
+}
