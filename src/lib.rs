@@ -17,6 +17,8 @@ pub mod mcp;
 mod paths;
 mod policy;
 mod projection;
+#[cfg(feature = "serve")]
+pub mod serve;
 pub mod tool;
 pub mod transfer;
 mod verify;
@@ -32,6 +34,8 @@ pub use mcp::MnemoMcpServer;
 pub use paths::{MAX_PATH_BYTES, MAX_SEGMENT_BYTES, MemPath, PathRejection};
 pub use policy::{ANY_AGENT, Access, AdminCommand, Grant, MAX_AGENT_BYTES, Policy};
 pub use projection::{COLLECT_BUDGET, INDEX_LAYOUT, MEMORY_TAG, MemoryRecord, Projection};
+#[cfg(feature = "serve")]
+pub use serve::{ServeOptions, serve};
 pub use tool::{MnemoMemoryToolServer, Profile};
 pub use verify::{
     PROGRESS_EVERY, Report, VerifyOptions, Violation, ViolationKind, verify_store,
