@@ -32,6 +32,9 @@ mod model;
 mod recovery;
 // Idempotent retries by tool_use id.
 mod retry;
+// `mnemo serve`: the memory tool over HTTP byte for byte, refusals, concurrency, SIGTERM.
+#[cfg(feature = "serve")]
+mod serve;
 // The spec profile's result strings, one row of the table per case.
 mod spec_table;
 // Directory deletes go to the trash; later writes collect it; old index layouts are rebuilt.

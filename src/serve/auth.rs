@@ -226,8 +226,8 @@ fn has_port(host: &str) -> bool {
             .is_some_and(|(_, port)| port.parse::<u16>().is_ok())
 }
 
-/// `ip:port`, with brackets around an IPv6 address, as a `Host` header names it.
-fn authority(addr: SocketAddr) -> String {
+/// `ip:port`, with brackets around an IPv6 address, as a `Host` header and a URL name it.
+pub(crate) fn authority(addr: SocketAddr) -> String {
     match addr {
         SocketAddr::V4(v4) => v4.to_string(),
         SocketAddr::V6(v6) => format!("[{}]:{}", v6.ip(), v6.port()),

@@ -123,6 +123,12 @@ pub enum Error {
     #[error("cannot make the operator token ({0}); the OS random source is unavailable")]
     Token(#[source] std::io::Error),
 
+    /// SIGTERM and SIGINT could not be caught.
+    #[error(
+        "cannot catch SIGTERM and SIGINT ({0}); without them the server could not stop cleanly"
+    )]
+    Signals(#[source] std::io::Error),
+
     /// Serving stopped with an I/O error.
     #[error("the server stopped abnormally ({0}); restart it")]
     Serve(#[source] std::io::Error),
@@ -212,9 +218,10 @@ pub fn serve(tool: MnemoMemoryToolServer, options: ServeOptions) -> Result<Stopp
         let address = listener
             .local_addr()
             .map_err(|e| Error::Bind(options.listen, e))?;
+        let signals = shutdown::Signals::catch().map_err(Error::Signals)?;
         let token = Token::generate().map_err(Error::Token)?;
         let file = ServerFile {
-            url: format!("http://{}", auth_host(address)),
+            url: format!("http://{}", auth::authority(address)),
             address,
             pid: std::process::id(),
             token: token.as_str().to_string(),
@@ -237,7 +244,7 @@ pub fn serve(tool: MnemoMemoryToolServer, options: ServeOptions) -> Result<Stopp
         });
         println!("mnemo serve: listening on {}", file.url);
         println!("mnemo serve: server file {}", path.display());
-        let outcome = run(listener, Arc::clone(&shared), options.idle_exit).await;
+        let outcome = run(listener, Arc::clone(&shared), signals, options.idle_exit).await;
         Ok::<_, Error>((outcome, shared, file))
     });
     let (outcome, shared, file) = match outcome {
@@ -268,6 +275,7 @@ pub fn serve(tool: MnemoMemoryToolServer, options: ServeOptions) -> Result<Stopp
 async fn run(
     listener: tokio::net::TcpListener,
     shared: Arc<Shared>,
+    signals: shutdown::Signals,
     idle_exit: Option<Duration>,
 ) -> Result<shutdown::Reason, Error> {
     let stop = CancellationToken::new();
@@ -275,6 +283,7 @@ async fn run(
         axum::middleware::from_fn_with_state(Arc::clone(&shared), gate),
     );
     let watcher = tokio::spawn(shutdown::wait(
+        signals,
         stop.clone(),
         Arc::clone(&shared.activity),
         idle_exit,
@@ -302,14 +311,6 @@ fn describe(reason: shutdown::Reason) -> String {
         shutdown::Reason::Signal(name) => name.to_string(),
         shutdown::Reason::Idle(limit) => format!("no request for {} s", limit.as_secs_f64()),
         shutdown::Reason::Cancelled => "cancelled".into(),
-    }
-}
-
-/// `ip:port` as a URL names it (brackets around IPv6).
-fn auth_host(addr: SocketAddr) -> String {
-    match addr {
-        SocketAddr::V4(v4) => v4.to_string(),
-        SocketAddr::V6(v6) => format!("[{}]:{}", v6.ip(), v6.port()),
     }
 }
 

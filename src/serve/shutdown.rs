@@ -73,9 +73,52 @@ pub enum Reason {
     Cancelled,
 }
 
+/// The stop signals, caught from the moment this is made: make it before anyone can know the
+/// server is there, or an early SIGTERM would kill the process without a clean stop.
+#[derive(Debug)]
+pub struct Signals {
+    #[cfg(unix)]
+    term: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    int: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    /// Catches SIGTERM and SIGINT (Ctrl-C elsewhere). Needs the runtime.
+    pub fn catch() -> std::io::Result<Signals> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Ok(Signals {
+                term: signal(SignalKind::terminate())?,
+                int: signal(SignalKind::interrupt())?,
+            })
+        }
+        #[cfg(not(unix))]
+        Ok(Signals {})
+    }
+
+    /// The next stop signal's name.
+    async fn next(&mut self) -> &'static str {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                _ = self.term.recv() => "SIGTERM",
+                _ = self.int.recv() => "SIGINT",
+            }
+        }
+        #[cfg(not(unix))]
+        match tokio::signal::ctrl_c().await {
+            Ok(()) => "Ctrl-C",
+            Err(_) => std::future::pending().await,
+        }
+    }
+}
+
 /// Waits until the server should stop, then cancels `stop` (which ends the MCP streams and the
 /// listener) and says why.
 pub async fn wait(
+    mut signals: Signals,
     stop: CancellationToken,
     activity: Arc<Activity>,
     idle_exit: Option<Duration>,
@@ -87,7 +130,7 @@ pub async fn wait(
         }
     };
     let reason = tokio::select! {
-        name = signal() => Reason::Signal(name),
+        name = signals.next() => Reason::Signal(name),
         reason = idle => reason,
         () = stop.cancelled() => Reason::Cancelled,
     };
@@ -102,30 +145,6 @@ async fn idle(activity: &Activity, limit: Duration) -> Reason {
         if activity.idle_for() >= limit {
             return Reason::Idle(limit);
         }
-    }
-}
-
-#[cfg(unix)]
-async fn signal() -> &'static str {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        // No signal handling: only idle-exit (or the process being killed) ends the server.
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => "SIGTERM",
-        _ = int.recv() => "SIGINT",
-    }
-}
-
-#[cfg(not(unix))]
-async fn signal() -> &'static str {
-    match tokio::signal::ctrl_c().await {
-        Ok(()) => "Ctrl-C",
-        Err(_) => std::future::pending().await,
     }
 }
 
