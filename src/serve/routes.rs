@@ -134,10 +134,11 @@ async fn memory(
     let bytes = match axum::body::to_bytes(body, limit).await {
         Ok(bytes) => bytes,
         Err(e) => {
-            let refusal = if is_too_large(&e) {
+            let why = e.to_string();
+            let refusal = if is_too_large(e) {
                 Refusal::TooLarge(MAX_REQUEST_BYTES.saturating_add(1))
             } else {
-                Refusal::BadRequest(format!("the body could not be read ({e})"))
+                Refusal::BadRequest(format!("the body could not be read ({why})"))
             };
             return refuse("POST", "/v1/memory", &refusal);
         }
@@ -160,15 +161,11 @@ async fn memory(
     }
 }
 
-fn is_too_large(e: &axum::Error) -> bool {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(cause) = source {
-        if cause.to_string().contains("length limit exceeded") {
-            return true;
-        }
-        source = cause.source();
-    }
-    false
+/// Whether reading the body failed because it passed the limit (a body sent without a length).
+fn is_too_large(e: axum::Error) -> bool {
+    e.into_inner()
+        .downcast_ref::<http_body_util::LengthLimitError>()
+        .is_some()
 }
 
 async fn head(
@@ -376,4 +373,25 @@ async fn history(
     })
     .await?;
     Ok(json_body(lines, "application/x-ndjson"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_body_past_the_limit_is_told_apart_from_a_broken_one() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        let read = |body: &'static str, limit| {
+            runtime.block_on(axum::body::to_bytes(Body::from(body), limit))
+        };
+        let too_large = read("{\"command\": \"view\"}", 4).expect_err("over the limit");
+        assert!(is_too_large(too_large));
+        assert!(read("{}", 4).is_ok());
+        assert!(!is_too_large(axum::Error::new(std::io::Error::other(
+            "reset"
+        ))));
+    }
 }
