@@ -447,13 +447,14 @@ fn run_serve(session: Session, agent: String, listen: Listen) -> CliResult {
         .map(std::time::Duration::try_from_secs_f64)
         .transpose()
         .map_err(|_| "--idle-exit takes a number of seconds, such as 600 or 0.5")?;
-    let server = open_session(session, agent)?;
     let options = mnemo::ServeOptions {
         listen: listen.listen,
         allow_remote: listen.allow_remote,
         allow_hosts: listen.allow_host,
         idle_exit,
     };
+    options.check()?;
+    let server = open_session(session, agent)?;
     let stopped = mnemo::serve(server, options)?;
     if stopped.store_failures > 0 {
         return Err(format!(

@@ -740,4 +740,8 @@ fn a_remote_listen_address_needs_allow_remote() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("--allow-remote"), "{stderr}");
+    assert!(
+        !db.exists(),
+        "the store is not opened for a refused address"
+    );
 }

@@ -73,6 +73,17 @@ pub struct ServeOptions {
     pub idle_exit: Option<Duration>,
 }
 
+impl ServeOptions {
+    /// Checks the options before anything is opened: a listen address other than loopback
+    /// needs `allow_remote`.
+    pub fn check(&self) -> Result<(), Error> {
+        if !self.listen.ip().is_loopback() && !self.allow_remote {
+            return Err(Error::Remote(self.listen));
+        }
+        Ok(())
+    }
+}
+
 impl Default for ServeOptions {
     fn default() -> Self {
         ServeOptions {
@@ -200,9 +211,7 @@ impl Shared {
 /// Serves the store `tool` answers from (its agent is the default agent) until a signal, or
 /// `idle_exit`. Prints the URL on stdout once listening. Blocks the calling thread.
 pub fn serve(tool: MnemoMemoryToolServer, options: ServeOptions) -> Result<Stopped, Error> {
-    if !options.listen.ip().is_loopback() && !options.allow_remote {
-        return Err(Error::Remote(options.listen));
-    }
+    options.check()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("mnemo-serve")
