@@ -201,6 +201,13 @@ impl MnemoClient {
         self.read(Store::head)
     }
 
+    /// Runs `read` on the store under the writer lock (writes wait meanwhile), so it sees every
+    /// call answered so far in the stored index ([`Store::index`]) and none half-applied: for
+    /// reads the methods here do not cover, such as a server's listing of the whole tree.
+    pub fn read_store<T>(&self, read: impl FnOnce(&Store) -> Result<T>) -> Result<T> {
+        self.read(read)
+    }
+
     /// Runs `read` under the writer lock, so it sees no call half-applied.
     fn read<T>(&self, read: impl FnOnce(&Store) -> Result<T>) -> Result<T> {
         self.inner.writer()?.read(read)

@@ -9,7 +9,7 @@ use crate::kv::MemKv;
 use crate::log::Store;
 use crate::paths::MemPath;
 use crate::policy::AdminCommand;
-use crate::projection::Projection;
+use crate::projection::{MemoryRecord, Projection};
 use crate::tool::Command;
 
 /// Replays events `1..=at` into memory and returns the tree as it was after event `at`.
@@ -24,6 +24,89 @@ pub fn state_at(store: &Store, at: Seq) -> Result<Projection<MemKv>> {
         tree.run_event(&event)?;
     }
     Ok(tree)
+}
+
+/// The files under `dir`, now (`at` is `None`) or as they were after event `at` (clamped to the
+/// log's end), as `mnemo ls` and `mnemo export` list them.
+pub fn records_at(store: &Store, dir: &MemPath, at: Option<Seq>) -> Result<Vec<MemoryRecord>> {
+    match at {
+        None => store.current_index()?.records_under(dir),
+        Some(at) => state_at(store, at.min(store.log_end()?.seq))?.records_under(dir),
+    }
+}
+
+/// The file at `file`, now (`at` is `None`) or as it was after event `at` (clamped to the log's
+/// end), as `mnemo cat` prints it.
+pub fn record_at(store: &Store, file: &MemPath, at: Option<Seq>) -> Result<Option<MemoryRecord>> {
+    match at {
+        None => store.current_index()?.record(file),
+        Some(at) => state_at(store, at.min(store.log_end()?.seq))?.record(file),
+    }
+}
+
+/// Which events `mnemo log` lists.
+#[derive(Clone, Debug, Default)]
+pub struct LogQuery {
+    /// Only events of this agent.
+    pub agent: Option<String>,
+    /// Only events naming this path or a path under it.
+    pub path: Option<MemPath>,
+    /// Start at this seq (1 when 0).
+    pub from: u64,
+    /// At most this many events.
+    pub limit: Option<usize>,
+}
+
+/// Calls `show` with each event `query` selects, oldest first, as `mnemo log` lists them; stops
+/// at the first error, `show`'s or the store's.
+pub fn select_events<E: From<Error>>(
+    store: &Store,
+    query: &LogQuery,
+    mut show: impl FnMut(&Event) -> std::result::Result<(), E>,
+) -> std::result::Result<(), E> {
+    let mut shown = 0;
+    for item in store.records(Seq(query.from.max(1))) {
+        if query.limit.is_some_and(|l| shown >= l) {
+            break;
+        }
+        let (_, record) = item?;
+        let event = Event::decode(&record)?;
+        if query
+            .agent
+            .as_deref()
+            .is_some_and(|a| a != event.header.agent)
+        {
+            continue;
+        }
+        if let Some(want) = &query.path {
+            let (_, paths) = describe(&event);
+            let hit = paths
+                .iter()
+                .any(|p| absolute_path(p).is_ok_and(|p| p.starts_with(want)));
+            if !hit {
+                continue;
+            }
+        }
+        show(&event)?;
+        shown += 1;
+    }
+    Ok(())
+}
+
+/// An event as `mnemo log --json` and `mnemo history --json` print it: one JSON object.
+pub fn event_json(event: &Event) -> serde_json::Value {
+    let (command, paths) = describe(event);
+    serde_json::json!({
+        "seq": event.seq.0,
+        "time": utc(event.header.time_ms),
+        "time_ms": event.header.time_ms,
+        "agent": event.header.agent,
+        "tool_use_id": event.header.tool_use_id,
+        "command": command,
+        "paths": paths,
+        "is_error": event.header.outcome.is_error,
+        "result_hash": event.header.outcome.result_hash.to_hex(),
+    })
 }
 
 /// Parses an absolute path given on the command line (`/memories/notes.txt`).

@@ -17,6 +17,8 @@ pub mod mcp;
 mod paths;
 mod policy;
 mod projection;
+#[cfg(feature = "serve")]
+pub mod serve;
 pub mod tool;
 pub mod transfer;
 mod verify;
@@ -35,6 +37,8 @@ pub use projection::{
     COLLECT_BUDGET, INDEX_LAYOUT, MEMORY_TAG, MemoryRecord, Projection, RETRY_RECORDS,
     RETRY_TEXT_MAX, Recorded, Retry, RetryKind, Traced,
 };
+#[cfg(feature = "serve")]
+pub use serve::{ServeOptions, serve};
 pub use tool::{MnemoMemoryToolServer, Profile};
 pub use verify::{
     PROGRESS_EVERY, Report, VerifyOptions, Violation, ViolationKind, verify_store,

@@ -8,13 +8,16 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use mnemo::event::{Event, Seq};
-use mnemo::history::{absolute_path, describe, file_history, state_at, utc};
+use mnemo::history::{
+    LogQuery, absolute_path, describe, event_json, file_history, record_at, records_at,
+    select_events, utc,
+};
 use mnemo::tool::{Limits, Tree, format_size};
 use mnemo::{
     Access, AdminCommand, Durability, Head, MemPath, MnemoClient, MnemoMemoryToolServer, Profile,
     Report, Store, VerifyOptions, verify_store_with,
 };
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// An event-sourced, verifiable memory store for Anthropic's memory tool.
 #[derive(Parser)]
@@ -79,6 +82,29 @@ enum Cmd {
         agent: String,
         #[command(flatten)]
         session: Session,
+    },
+    /// Own the store and serve it over HTTP: the memory tool, MCP, and the read routes (a build
+    /// with `--features serve`).
+    Serve {
+        /// The default agent id calls are recorded under (the operator names another with the
+        /// X-Mnemo-Agent header).
+        #[arg(long, default_value = "serve")]
+        agent: String,
+        #[command(flatten)]
+        session: Session,
+        /// The address to listen on; port 0 picks a free port (printed, and written to the
+        /// server file in the store directory).
+        #[arg(long, default_value = "127.0.0.1:0")]
+        listen: std::net::SocketAddr,
+        /// Allow a --listen address other than loopback.
+        #[arg(long)]
+        allow_remote: bool,
+        /// Another name the Host header may carry (host or host:port); repeatable.
+        #[arg(long, value_name = "HOST")]
+        allow_host: Vec<String>,
+        /// Exit after this many seconds with no request.
+        #[arg(long, value_name = "SECS")]
+        idle_exit: Option<f64>,
     },
     /// Replay the log and prove the chain, the index and every recorded answer.
     Verify {
@@ -234,6 +260,23 @@ fn main() -> ExitCode {
         Cmd::Demo { db } => run_demo(db),
         Cmd::Tool { agent, session } => run_tool(session, agent),
         Cmd::Mcp { agent, session } => run_mcp(session, agent),
+        Cmd::Serve {
+            agent,
+            session,
+            listen,
+            allow_remote,
+            allow_host,
+            idle_exit,
+        } => run_serve(
+            session,
+            agent,
+            Listen {
+                listen,
+                allow_remote,
+                allow_host,
+                idle_exit,
+            },
+        ),
         Cmd::Verify { db, json, expect } => run_verify(&db.db, json, expect.as_deref()),
         Cmd::Log {
             db,
@@ -392,6 +435,46 @@ fn run_mcp(_session: Session, _agent: String) -> CliResult {
     Err("this mnemo was built without MCP support; rebuild it with `cargo build --release --features mcp` (or install it with `cargo install mnemo-db --features mcp`)".into())
 }
 
+/// Where and how long `mnemo serve` listens.
+#[cfg_attr(not(feature = "serve"), expect(dead_code))]
+struct Listen {
+    listen: std::net::SocketAddr,
+    allow_remote: bool,
+    allow_host: Vec<String>,
+    idle_exit: Option<f64>,
+}
+
+#[cfg(feature = "serve")]
+fn run_serve(session: Session, agent: String, listen: Listen) -> CliResult {
+    let idle_exit = listen
+        .idle_exit
+        .map(std::time::Duration::try_from_secs_f64)
+        .transpose()
+        .map_err(|_| "--idle-exit takes a number of seconds, such as 600 or 0.5")?;
+    let options = mnemo::ServeOptions {
+        listen: listen.listen,
+        allow_remote: listen.allow_remote,
+        allow_hosts: listen.allow_host,
+        idle_exit,
+    };
+    options.check()?;
+    let server = open_session(session, agent)?;
+    let stopped = mnemo::serve(server, options)?;
+    if stopped.store_failures > 0 {
+        return Err(format!(
+            "the store failed on {} call(s) while serving (each got an error result); check the disk, then restart the server, which recovers to the last event that reached the log",
+            stopped.store_failures
+        )
+        .into());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(not(feature = "serve"))]
+fn run_serve(_session: Session, _agent: String, _listen: Listen) -> CliResult {
+    Err("this mnemo was built without the server; rebuild it with `cargo build --release --features serve` (or install it with `cargo install mnemo-db --features serve`)".into())
+}
+
 fn run_tool(session: Session, agent: String) -> CliResult {
     let server = open_session(session, agent)?;
     let limit = server.limits().max_request_bytes;
@@ -486,26 +569,7 @@ fn run_verify(db: &Path, as_json: bool, expect: Option<&str>) -> CliResult {
     }
     let mut out = std::io::stdout().lock();
     if as_json {
-        let violations: Vec<Value> = report
-            .violations
-            .iter()
-            .map(|v| json!({"seq": v.seq.0, "kind": v.kind.name(), "detail": v.detail}))
-            .collect();
-        let doc = json!({
-            "status": report.status(),
-            "store": db.display().to_string(),
-            "events": report.events,
-            "bytes": report.bytes,
-            "elapsed_ms": report.elapsed.as_secs_f64() * 1e3,
-            "events_per_sec": report.events_per_sec(),
-            "mb_per_sec": report.mb_per_sec(),
-            "head": {"seq": report.head.seq.0, "hash": report.head.hash.to_hex()},
-            "checkpoint": report.head.to_string(),
-            "meta_head": report.meta_head.seq.0,
-            "index_applied": report.index_applied.0,
-            "violations": violations,
-        });
-        writeln!(out, "{doc}")?;
+        writeln!(out, "{}", report.to_json(db))?;
     } else {
         print_report(&mut out, db, &report)?;
     }
@@ -513,21 +577,6 @@ fn run_verify(db: &Path, as_json: bool, expect: Option<&str>) -> CliResult {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
-    })
-}
-
-fn event_json(event: &Event) -> Value {
-    let (command, paths) = describe(event);
-    json!({
-        "seq": event.seq.0,
-        "time": utc(event.header.time_ms),
-        "time_ms": event.header.time_ms,
-        "agent": event.header.agent,
-        "tool_use_id": event.header.tool_use_id,
-        "command": command,
-        "paths": paths,
-        "is_error": event.header.outcome.is_error,
-        "result_hash": event.header.outcome.result_hash.to_hex(),
     })
 }
 
@@ -558,52 +607,32 @@ fn run_log(
     as_json: bool,
 ) -> CliResult {
     let store = Store::open_existing(db)?;
-    let filter_path = path.map(absolute_path).transpose()?;
+    let query = LogQuery {
+        agent: agent.map(str::to_string),
+        path: path.map(absolute_path).transpose()?,
+        from,
+        limit,
+    };
     let mut out = std::io::stdout().lock();
-    let mut shown = 0;
-    for item in store.records(Seq(from.max(1))) {
-        if limit.is_some_and(|l| shown >= l) {
-            break;
-        }
-        let (_, record) = item?;
-        let event = Event::decode(&record)?;
-        if agent.is_some_and(|a| a != event.header.agent) {
-            continue;
-        }
-        if let Some(want) = &filter_path {
-            let (_, paths) = describe(&event);
-            let hit = paths
-                .iter()
-                .any(|p| absolute_path(p).is_ok_and(|p| p.starts_with(want)));
-            if !hit {
-                continue;
+    select_events(
+        &store,
+        &query,
+        |event| -> Result<(), Box<dyn std::error::Error>> {
+            if as_json {
+                writeln!(out, "{}", event_json(event))?;
+            } else {
+                writeln!(out, "{}", event_line(event))?;
             }
-        }
-        if as_json {
-            writeln!(out, "{}", event_json(&event))?;
-        } else {
-            writeln!(out, "{}", event_line(&event))?;
-        }
-        shown += 1;
-    }
+            Ok(())
+        },
+    )?;
     Ok(ExitCode::SUCCESS)
-}
-
-fn tree_at(
-    store: &Store,
-    at: Option<u64>,
-) -> Result<mnemo::Projection<mnemo::MemKv>, mnemo::Error> {
-    let head = store.log_end()?;
-    state_at(store, Seq(at.unwrap_or(head.seq.0).min(head.seq.0)))
 }
 
 fn run_ls(db: &Path, dir: &str, at: Option<u64>) -> CliResult {
     let store = Store::open_existing(db)?;
     let dir = absolute_path(dir)?;
-    let records = match at {
-        None => store.current_index()?.records_under(&dir)?,
-        Some(_) => tree_at(&store, at)?.records_under(&dir)?,
-    };
+    let records = records_at(&store, &dir, at.map(Seq))?;
     let mut out = std::io::stdout().lock();
     for r in records {
         writeln!(
@@ -619,10 +648,7 @@ fn run_ls(db: &Path, dir: &str, at: Option<u64>) -> CliResult {
 fn run_cat(db: &Path, path: &str, at: Option<u64>) -> CliResult {
     let store = Store::open_existing(db)?;
     let file = absolute_path(path)?;
-    let record = match at {
-        None => store.current_index()?.record(&file)?,
-        Some(_) => tree_at(&store, at)?.record(&file)?,
-    };
+    let record = record_at(&store, &file, at.map(Seq))?;
     match record {
         Some(r) => {
             let mut out = std::io::stdout().lock();
@@ -642,10 +668,7 @@ fn run_cat(db: &Path, path: &str, at: Option<u64>) -> CliResult {
 fn run_export(db: &Path, dir: &Path, at: Option<u64>) -> CliResult {
     let store = Store::open_existing(db)?;
     let everything = MemPath::absolute("/")?;
-    let records = match at {
-        None => store.current_index()?.records_under(&everything)?,
-        Some(_) => tree_at(&store, at)?.records_under(&everything)?,
-    };
+    let records = records_at(&store, &everything, at.map(Seq))?;
     let summary = mnemo::transfer::export(&records, dir)?;
     println!(
         "exported {} files ({} bytes) to {}",

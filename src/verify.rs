@@ -148,6 +148,29 @@ impl Report {
         let bytes = self.bytes as f64;
         bytes / 1e6 / secs
     }
+
+    /// The report as `mnemo verify --json` prints it, for the store at `store`.
+    pub fn to_json(&self, store: &std::path::Path) -> serde_json::Value {
+        let violations: Vec<serde_json::Value> = self
+            .violations
+            .iter()
+            .map(|v| serde_json::json!({"seq": v.seq.0, "kind": v.kind.name(), "detail": v.detail}))
+            .collect();
+        serde_json::json!({
+            "status": self.status(),
+            "store": store.display().to_string(),
+            "events": self.events,
+            "bytes": self.bytes,
+            "elapsed_ms": self.elapsed.as_secs_f64() * 1e3,
+            "events_per_sec": self.events_per_sec(),
+            "mb_per_sec": self.mb_per_sec(),
+            "head": {"seq": self.head.seq.0, "hash": self.head.hash.to_hex()},
+            "checkpoint": self.head.to_string(),
+            "meta_head": self.meta_head.seq.0,
+            "index_applied": self.index_applied.0,
+            "violations": violations,
+        })
+    }
 }
 
 fn violation(seq: Seq, kind: ViolationKind, detail: String) -> Violation {

@@ -41,6 +41,9 @@ mod model;
 mod recovery;
 // Retries by tool_use id: logged, answered from the record only for the same input and access.
 mod retry;
+// `mnemo serve`: the memory tool over HTTP byte for byte, refusals, concurrency, SIGTERM.
+#[cfg(feature = "serve")]
+mod serve;
 // The spec profile's result strings, one row of the table per case.
 mod spec_table;
 // Directory deletes go to the trash; later writes collect it; old index layouts are rebuilt.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# End-to-end test of `mnemo mcp` with the official Python MCP SDK (mcp==2.3.0) as the client.
-# See tests/mcp_client.py for what it checks.
+# End-to-end test of `mnemo mcp` (stdio) and `mnemo serve` (MCP over streamable HTTP) with the
+# official Python MCP SDK (mcp==2.3.0) as the client. See tests/mcp_client.py and
+# tests/mcp_http_client.py for what they check.
 #
 # Usage: bash tests/mcp_client.sh
 #
@@ -16,9 +17,11 @@ cd "$repo"
 . "$repo/tests/venv.sh"
 ensure_venv mcp_client.sh "$repo/target/mcp-venv" mcp 2.3.0
 
-# The library's unit tests of the MCP module, then the binary the client starts.
-cargo test --features mcp --lib mcp::
-cargo build --release --features mcp --bin mnemo
+# The library's unit tests of the MCP module, then the binary the clients start (the `serve`
+# feature includes `mcp`, so one build serves both scripts).
+cargo test --features serve --lib mcp::
+cargo build --release --features serve --bin mnemo
 
-exec "$repo/target/mcp-venv/bin/python" "$repo/tests/mcp_client.py" \
-  --mnemo "$(cargo_target_dir "$repo")/release/mnemo" --readme "$repo/README.md"
+mnemo="$(cargo_target_dir "$repo")/release/mnemo"
+"$repo/target/mcp-venv/bin/python" "$repo/tests/mcp_client.py" --mnemo "$mnemo" --readme "$repo/README.md"
+exec "$repo/target/mcp-venv/bin/python" "$repo/tests/mcp_http_client.py" --mnemo "$mnemo"

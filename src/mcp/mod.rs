@@ -28,11 +28,12 @@ mod schema;
 mod stdio;
 mod uri;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CustomRequest,
-    CustomResult, ErrorCode, Implementation, ListResourcesResult, ListToolsResult,
+    CustomResult, ErrorCode, Extensions, Implementation, ListResourcesResult, ListToolsResult,
     PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
     Resource, ResourceContents, ServerCapabilities, ServerConfig, Tool,
 };
@@ -70,17 +71,50 @@ pub enum Error {
     Session(String),
 }
 
+/// Picks the memory-tool server that answers one request from what the transport attached to
+/// the request (over HTTP, the caller it authenticated), so that the agent comes from each
+/// request and never from the session.
+pub type Route = Arc<dyn Fn(&Extensions) -> Result<MnemoMemoryToolServer, ErrorData> + Send + Sync>;
+
 /// An MCP server over a [`MnemoMemoryToolServer`]. `Clone`, so a host can keep a handle (for
 /// [`MnemoMemoryToolServer::store_failures`]) while the session runs.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct MnemoMcpServer {
     tool: MnemoMemoryToolServer,
+    route: Option<Route>,
+}
+
+impl std::fmt::Debug for MnemoMcpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MnemoMcpServer")
+            .field("tool", &self.tool)
+            .field("routed", &self.route.is_some())
+            .finish()
+    }
 }
 
 impl MnemoMcpServer {
     /// A server answering through `tool`, with its root, profile, limits and agent.
     pub fn new(tool: MnemoMemoryToolServer) -> MnemoMcpServer {
-        MnemoMcpServer { tool }
+        MnemoMcpServer { tool, route: None }
+    }
+
+    /// A server whose tool calls and resource reads are answered by the tool server `route`
+    /// picks for each request; `tool` answers what needs no agent (the tool list, the
+    /// instructions), so the routed servers should share its root.
+    pub fn routed(tool: MnemoMemoryToolServer, route: Route) -> MnemoMcpServer {
+        MnemoMcpServer {
+            tool,
+            route: Some(route),
+        }
+    }
+
+    /// The server that answers a request carrying `extensions`.
+    fn for_request(&self, extensions: &Extensions) -> Result<MnemoMcpServer, ErrorData> {
+        match &self.route {
+            None => Ok(self.clone()),
+            Some(route) => Ok(MnemoMcpServer::new(route(extensions)?)),
+        }
     }
 
     /// The memory-tool server calls are answered by.
@@ -206,7 +240,7 @@ impl ServerHandler for MnemoMcpServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         if request.name != TOOL_NAME {
             return Err(ErrorData::invalid_params(
@@ -218,23 +252,28 @@ impl ServerHandler for MnemoMcpServer {
             ));
         }
         let input = Value::Object(request.arguments.unwrap_or_default());
-        Ok(self.call(input).await?.into())
+        let server = self.for_request(&context.extensions)?;
+        Ok(server.call(input).await?.into())
     }
 
     async fn list_resources(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        Ok(ListResourcesResult::with_all_items(self.resources().await?))
+        let server = self.for_request(&context.extensions)?;
+        Ok(ListResourcesResult::with_all_items(
+            server.resources().await?,
+        ))
     }
 
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let contents = self.read(&request.uri).await?;
+        let server = self.for_request(&context.extensions)?;
+        let contents = server.read(&request.uri).await?;
         Ok(ReadResourceResult::new(vec![contents]).into())
     }
 

@@ -1,0 +1,338 @@
+//! Who a request comes from: its bearer token, and the `Host` and `Origin` it names.
+//!
+//! Every request carries `Authorization: Bearer TOKEN`. [`Authority::principal`] maps a token to
+//! a [`Principal`]: today the one operator token the server made at start (written to the server
+//! file, readable only by the store directory's owner); agent tokens, kept as hashes in the log,
+//! plug in here as `Principal::Agent`. Tokens are compared as blake3 hashes, whose equality is
+//! constant-time, so a wrong token's answer takes the same time however much of it was right.
+//!
+//! The operator may act for any agent: `X-Mnemo-Agent: NAME` names it, or the server's default
+//! agent is used. An agent acts only as itself.
+//!
+//! `Host` and `Origin` are checked against the address the server listens on, so a web page on
+//! another site cannot reach a loopback server through DNS rebinding: a browser sends the page's
+//! host name in `Host`, and its site in `Origin`.
+
+use std::net::SocketAddr;
+
+use axum::http::HeaderMap;
+use axum::http::header::{AUTHORIZATION, HOST, ORIGIN};
+
+/// The header an operator names the acting agent in.
+pub const AGENT_HEADER: &str = "x-mnemo-agent";
+
+/// Who presented the bearer token.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Principal {
+    /// The store directory's owner: may act for any agent, and run admin routes.
+    Operator,
+    /// An agent proven by its own token: acts only as that agent.
+    Agent(String),
+}
+
+impl Principal {
+    /// Whether this principal may use the operator's routes (reads of the whole store, admin).
+    pub fn is_operator(&self) -> bool {
+        matches!(self, Principal::Operator)
+    }
+}
+
+/// An authenticated request: who it is from and which agent it acts as.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Caller {
+    /// Who presented the token.
+    pub principal: Principal,
+    /// The agent id calls are recorded under.
+    pub agent: String,
+}
+
+/// A random bearer token: 256 bits from the operating system's random source, in hex.
+#[derive(Clone)]
+pub struct Token(String);
+
+impl Token {
+    /// A fresh token from the OS random source.
+    pub fn generate() -> std::io::Result<Token> {
+        let mut bytes = [0u8; 32];
+        getrandom::fill(&mut bytes)
+            .map_err(|e| std::io::Error::other(format!("the OS random source failed ({e})")))?;
+        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        Ok(Token(hex))
+    }
+
+    /// The token's text, as a client sends it after `Bearer `.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Token(..)")
+    }
+}
+
+/// Maps bearer tokens to principals.
+#[derive(Clone, Debug)]
+pub struct Authority {
+    operator: blake3::Hash,
+}
+
+impl Authority {
+    /// An authority that knows the operator token `operator`.
+    pub fn new(operator: &Token) -> Authority {
+        Authority {
+            operator: blake3::hash(operator.as_str().as_bytes()),
+        }
+    }
+
+    /// The principal `token` proves, if any.
+    pub fn principal(&self, token: &str) -> Option<Principal> {
+        // `blake3::Hash` compares in constant time.
+        (blake3::hash(token.as_bytes()) == self.operator).then_some(Principal::Operator)
+    }
+
+    /// Authenticates a request from its headers: who it is from and which agent it acts as.
+    pub fn caller(&self, headers: &HeaderMap, default_agent: &str) -> Result<Caller, Refusal> {
+        let token = bearer(headers)?;
+        let principal = self.principal(token).ok_or(Refusal::Unauthorized(
+            "the bearer token is not one this server issued",
+        ))?;
+        let named = match headers.get(AGENT_HEADER) {
+            None => None,
+            Some(value) => Some(value.to_str().map_err(|_| {
+                Refusal::BadRequest("the X-Mnemo-Agent header is not visible ASCII".into())
+            })?),
+        };
+        let agent = match (&principal, named) {
+            (Principal::Operator, Some(name)) => name.to_string(),
+            (Principal::Operator, None) => default_agent.to_string(),
+            (Principal::Agent(own), Some(name)) if name != own => {
+                return Err(Refusal::Forbidden(format!(
+                    "this token acts only as agent {own:?}, not {name:?}; leave out X-Mnemo-Agent or use {name:?}'s token"
+                )));
+            }
+            (Principal::Agent(own), _) => own.clone(),
+        };
+        Ok(Caller { principal, agent })
+    }
+}
+
+/// The token of an `Authorization: Bearer TOKEN` header.
+fn bearer(headers: &HeaderMap) -> Result<&str, Refusal> {
+    let value = headers
+        .get(AUTHORIZATION)
+        .ok_or(Refusal::Unauthorized("no Authorization header"))?;
+    let value = value
+        .to_str()
+        .map_err(|_| Refusal::Unauthorized("the Authorization header is not visible ASCII"))?;
+    let (scheme, token) = value.split_once(' ').ok_or(Refusal::Unauthorized(
+        "the Authorization header is not `Bearer TOKEN`",
+    ))?;
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return Err(Refusal::Unauthorized(
+            "the Authorization scheme is not Bearer",
+        ));
+    }
+    Ok(token.trim())
+}
+
+/// Why a request was turned away, before any route ran.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// No token, or one that proves no principal (401).
+    Unauthorized(&'static str),
+    /// The `Host` header names another server (421).
+    ForeignHost(String),
+    /// The principal may not do this, or the `Origin` is another site's (403).
+    Forbidden(String),
+    /// The request is malformed (400).
+    BadRequest(String),
+    /// The body is larger than the server takes (413).
+    TooLarge(u64),
+}
+
+/// The `Host` and `Origin` values a request may carry.
+#[derive(Clone, Debug)]
+pub struct Hosts {
+    /// Accepted `Host` values (`host:port`, lower case).
+    hosts: Vec<String>,
+}
+
+impl Hosts {
+    /// The hosts a server listening on `addr` answers to: the address itself, and for a loopback
+    /// address `localhost`, `127.0.0.1` and `[::1]`, each with the port; plus `extra` names (each
+    /// `host` or `host:port`; a bare host gets the port).
+    pub fn new(addr: SocketAddr, extra: &[String]) -> Hosts {
+        let port = addr.port();
+        let mut hosts = vec![authority(addr)];
+        if addr.ip().is_loopback() {
+            for name in ["localhost", "127.0.0.1", "[::1]"] {
+                hosts.push(format!("{name}:{port}"));
+            }
+        }
+        for name in extra {
+            let name = name.to_ascii_lowercase();
+            if has_port(&name) {
+                hosts.push(name);
+            } else {
+                hosts.push(format!("{name}:{port}"));
+            }
+        }
+        hosts.sort();
+        hosts.dedup();
+        Hosts { hosts }
+    }
+
+    /// Checks `Host` (required, one of ours) and `Origin` (when present, `http://` one of ours).
+    pub fn check(&self, headers: &HeaderMap) -> Result<(), Refusal> {
+        let host = headers
+            .get(HOST)
+            .and_then(|h| h.to_str().ok())
+            .ok_or_else(|| Refusal::BadRequest("no Host header".into()))?
+            .to_ascii_lowercase();
+        // A Host without a port names the scheme's default port.
+        let host = if has_port(&host) {
+            host
+        } else {
+            format!("{host}:80")
+        };
+        if !self.hosts.contains(&host) {
+            return Err(Refusal::ForeignHost(format!(
+                "Host {host:?} is not this server (it answers to {})",
+                self.hosts.join(", ")
+            )));
+        }
+        if let Some(origin) = headers.get(ORIGIN) {
+            let origin = origin.to_str().unwrap_or_default().to_ascii_lowercase();
+            let ours = origin
+                .strip_prefix("http://")
+                .is_some_and(|rest| self.hosts.iter().any(|h| h == rest));
+            if !ours {
+                return Err(Refusal::Forbidden(format!(
+                    "Origin {origin:?} is another site; this server takes requests from its own origin or from clients that send none"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether `host` (such as `localhost:80`, `[::1]:80`, `[::1]`) ends in a port.
+fn has_port(host: &str) -> bool {
+    !host.ends_with(']')
+        && host
+            .rsplit_once(':')
+            .is_some_and(|(_, port)| port.parse::<u16>().is_ok())
+}
+
+/// `ip:port`, with brackets around an IPv6 address, as a `Host` header and a URL name it.
+pub(crate) fn authority(addr: SocketAddr) -> String {
+    match addr {
+        SocketAddr::V4(v4) => v4.to_string(),
+        SocketAddr::V6(v6) => format!("[{}]:{}", v6.ip(), v6.port()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::HeaderValue;
+
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.insert(*name, HeaderValue::from_str(value).expect("header value"));
+        }
+        map
+    }
+
+    #[test]
+    fn tokens_are_256_random_bits_and_only_the_operators_proves_the_operator() {
+        let token = Token::generate().expect("token");
+        assert_eq!(token.as_str().len(), 64);
+        assert_ne!(token.as_str(), Token::generate().expect("token").as_str());
+        let authority = Authority::new(&token);
+        assert_eq!(
+            authority.principal(token.as_str()),
+            Some(Principal::Operator)
+        );
+        assert_eq!(authority.principal(&token.as_str()[1..]), None);
+        assert_eq!(authority.principal(""), None);
+        assert!(!format!("{token:?}").contains(token.as_str()));
+    }
+
+    #[test]
+    fn the_caller_comes_from_the_token_and_the_agent_header() {
+        let token = Token::generate().expect("token");
+        let authority = Authority::new(&token);
+        let bearer = format!("Bearer {}", token.as_str());
+        let caller = authority
+            .caller(&headers(&[("authorization", &bearer)]), "default")
+            .expect("operator");
+        assert_eq!(caller.agent, "default");
+        let caller = authority
+            .caller(
+                &headers(&[("authorization", &bearer), (AGENT_HEADER, "planner")]),
+                "default",
+            )
+            .expect("operator");
+        assert_eq!(
+            (caller.principal, caller.agent.as_str()),
+            (Principal::Operator, "planner")
+        );
+        for refused in [
+            headers(&[]),
+            headers(&[("authorization", "Bearer nope")]),
+            headers(&[("authorization", &format!("Basic {}", token.as_str()))]),
+            headers(&[("authorization", token.as_str())]),
+        ] {
+            assert!(matches!(
+                authority.caller(&refused, "default"),
+                Err(Refusal::Unauthorized(_))
+            ));
+        }
+        assert!(!Principal::Agent("a".into()).is_operator());
+    }
+
+    #[test]
+    fn host_and_origin_must_name_this_server() {
+        let hosts = Hosts::new("127.0.0.1:4100".parse().expect("addr"), &[]);
+        for ok in [
+            "127.0.0.1:4100",
+            "localhost:4100",
+            "LOCALHOST:4100",
+            "[::1]:4100",
+        ] {
+            assert_eq!(hosts.check(&headers(&[("host", ok)])), Ok(()), "{ok}");
+        }
+        for foreign in [
+            "evil.example:4100",
+            "127.0.0.1:4101",
+            "localhost",
+            "127.0.0.1",
+            "",
+        ] {
+            assert!(matches!(
+                hosts.check(&headers(&[("host", foreign)])),
+                Err(Refusal::ForeignHost(_))
+            ));
+        }
+        let own = headers(&[
+            ("host", "localhost:4100"),
+            ("origin", "http://localhost:4100"),
+        ]);
+        assert_eq!(hosts.check(&own), Ok(()));
+        for origin in ["http://evil.example", "https://localhost:4100", "null"] {
+            let h = headers(&[("host", "localhost:4100"), ("origin", origin)]);
+            assert!(
+                matches!(hosts.check(&h), Err(Refusal::Forbidden(_))),
+                "{origin}"
+            );
+        }
+        let named = Hosts::new("0.0.0.0:80".parse().expect("addr"), &["Mem.Example".into()]);
+        assert_eq!(named.check(&headers(&[("host", "mem.example:80")])), Ok(()));
+        assert!(named.check(&headers(&[("host", "localhost:80")])).is_err());
+    }
+}

@@ -1,0 +1,390 @@
+//! `mnemo serve`: one process owns a store and serves it over HTTP to any number of clients.
+//!
+//! Compiled only with the `serve` cargo feature (which includes `mcp`), so the default build of
+//! the library carries no async runtime and no HTTP stack. [`serve`] binds the listen address,
+//! writes the server file ([`discovery`]) and answers, on loopback by default:
+//!
+//! - `POST /v1/memory`: a `tool_use` block or a bare input in, the `tool_result` JSON out, byte
+//!   for byte what [`MnemoMemoryToolServer::handle`] returns (see [`routes`]);
+//! - the read routes `GET /v1/head`, `/v1/verify`, `/v1/log`, `/v1/ls`, `/v1/cat`,
+//!   `/v1/history`, answered by the library functions the CLI prints;
+//! - MCP over streamable HTTP at `/mcp` (rmcp's transport), the same `memory` tool and resources
+//!   as `mnemo mcp`, for clients that keep a session and for session-less requests alike.
+//!
+//! Every request passes one gate first: its `Host` and `Origin` must name this server, it must
+//! carry a bearer token that proves a principal ([`auth`]), and its body must fit in
+//! [`MAX_REQUEST_BYTES`]. A request turned away is answered with its status and a reason, writes
+//! nothing, and leaves one line on stderr (status, method, route, reason; never the token).
+//!
+//! The agent a call is recorded under comes from each request, never from a session: the
+//! operator names it with `X-Mnemo-Agent` (or gets the server's default agent).
+//!
+//! Store calls block (a durable write waits for its fsync), so each runs on tokio's blocking
+//! pool. On SIGTERM or SIGINT, or after `--idle-exit` seconds without a request, the server stops
+//! accepting, lets the calls in flight answer, closes the store and removes the server file
+//! ([`shutdown`]).
+
+pub mod auth;
+pub mod discovery;
+mod mcp;
+pub mod routes;
+pub mod shutdown;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::{Request, State as Extract};
+use axum::http::StatusCode;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use tokio_util::sync::CancellationToken;
+
+use crate::client::MnemoClient;
+use crate::tool::MnemoMemoryToolServer;
+
+pub use auth::{AGENT_HEADER, Authority, Caller, Hosts, Principal, Refusal, Token};
+pub use discovery::{SERVER_FILE, ServerFile};
+
+/// The largest request body the server reads, in bytes (64 MiB): a larger one is refused with
+/// 413 before it is read.
+pub const MAX_REQUEST_BYTES: u64 = 64 * 1024 * 1024;
+
+/// The default listen address: loopback, on a port the OS picks (printed, and written to the
+/// server file).
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:0";
+
+/// How long a stop waits for calls in flight and open streams before it closes them.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// How the server listens and when it stops.
+#[derive(Clone, Debug)]
+pub struct ServeOptions {
+    /// The address to listen on.
+    pub listen: SocketAddr,
+    /// Whether an address other than loopback may be listened on.
+    pub allow_remote: bool,
+    /// More names the `Host` header may carry (`host` or `host:port`), for a server reached by
+    /// name.
+    pub allow_hosts: Vec<String>,
+    /// Stop after this long with no request.
+    pub idle_exit: Option<Duration>,
+}
+
+impl ServeOptions {
+    /// Checks the options before anything is opened: a listen address other than loopback
+    /// needs `allow_remote`.
+    pub fn check(&self) -> Result<(), Error> {
+        if !self.listen.ip().is_loopback() && !self.allow_remote {
+            return Err(Error::Remote(self.listen));
+        }
+        Ok(())
+    }
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            allow_remote: false,
+            allow_hosts: Vec::new(),
+            idle_exit: None,
+        }
+    }
+}
+
+/// How a server run ended.
+#[derive(Clone, Debug)]
+pub struct Stopped {
+    /// Why it stopped.
+    pub reason: shutdown::Reason,
+    /// Calls that got an error result because the store failed.
+    pub store_failures: u64,
+}
+
+/// Why the server could not run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The listen address is not loopback and `allow_remote` is off.
+    #[error(
+        "refusing to listen on {0}: it is not a loopback address, so other machines could reach the store; pass --allow-remote to serve them (every request still needs the bearer token), or listen on 127.0.0.1"
+    )]
+    Remote(SocketAddr),
+
+    /// The async runtime could not be started.
+    #[error(
+        "could not start the server's runtime ({0}); check the process limits (threads, open files) and try again"
+    )]
+    Runtime(#[source] std::io::Error),
+
+    /// The listen address could not be bound.
+    #[error(
+        "cannot listen on {0} ({1}); pick another --listen address, or port 0 for any free port"
+    )]
+    Bind(SocketAddr, #[source] std::io::Error),
+
+    /// The server file could not be written.
+    #[error("cannot write the server file {0} ({1}); check that the store directory is writable")]
+    ServerFile(PathBuf, #[source] std::io::Error),
+
+    /// The operator token could not be made.
+    #[error("cannot make the operator token ({0}); the OS random source is unavailable")]
+    Token(#[source] std::io::Error),
+
+    /// SIGTERM and SIGINT could not be caught.
+    #[error(
+        "cannot catch SIGTERM and SIGINT ({0}); without them the server could not stop cleanly"
+    )]
+    Signals(#[source] std::io::Error),
+
+    /// Serving stopped with an I/O error.
+    #[error("the server stopped abnormally ({0}); restart it")]
+    Serve(#[source] std::io::Error),
+}
+
+/// What every request handler shares.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    /// The tool server of the default agent, whose root, profile and limits every agent's shares.
+    tool: MnemoMemoryToolServer,
+    /// One tool server per agent seen, built on first use.
+    agents: Mutex<HashMap<String, MnemoMemoryToolServer>>,
+    authority: Authority,
+    hosts: Hosts,
+    activity: Arc<shutdown::Activity>,
+}
+
+impl Shared {
+    /// The client of the default agent (for reads, which are not attributed).
+    pub(crate) fn client(&self) -> &MnemoClient {
+        self.tool.client()
+    }
+
+    /// The memory root.
+    pub(crate) fn root(&self) -> &str {
+        self.tool.root()
+    }
+
+    /// The tool server that records calls as `agent`.
+    pub(crate) fn tool_for(&self, agent: &str) -> Result<MnemoMemoryToolServer, String> {
+        if agent == self.tool.client().agent_id() {
+            return Ok(self.tool.clone());
+        }
+        let mut agents = self
+            .agents
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(tool) = agents.get(agent) {
+            return Ok(tool.clone());
+        }
+        let client = self
+            .tool
+            .client()
+            .with_agent(agent)
+            .map_err(|e| e.to_string())?;
+        let tool = MnemoMemoryToolServer::builder(client)
+            .root(self.tool.root())
+            .profile(self.tool.profile())
+            .limits(self.tool.limits())
+            .build()
+            .map_err(|e| e.to_string())?;
+        agents.insert(agent.to_string(), tool.clone());
+        Ok(tool)
+    }
+
+    fn store_failures(&self) -> u64 {
+        let agents = self
+            .agents
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.tool.store_failures()
+            + agents
+                .values()
+                .map(MnemoMemoryToolServer::store_failures)
+                .sum::<u64>()
+    }
+}
+
+/// Serves the store `tool` answers from (its agent is the default agent) until a signal, or
+/// `idle_exit`. Prints the URL on stdout once listening. Blocks the calling thread.
+pub fn serve(tool: MnemoMemoryToolServer, options: ServeOptions) -> Result<Stopped, Error> {
+    options.check()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("mnemo-serve")
+        .build()
+        .map_err(Error::Runtime)?;
+    let store_dir = tool.client().path().to_path_buf();
+    let dir = store_dir.clone();
+    let outcome = runtime.block_on(async move {
+        let store_dir = dir;
+        let listener = tokio::net::TcpListener::bind(options.listen)
+            .await
+            .map_err(|e| Error::Bind(options.listen, e))?;
+        let address = listener
+            .local_addr()
+            .map_err(|e| Error::Bind(options.listen, e))?;
+        let signals = shutdown::Signals::catch().map_err(Error::Signals)?;
+        let token = Token::generate().map_err(Error::Token)?;
+        let file = ServerFile {
+            url: format!("http://{}", auth::authority(address)),
+            address,
+            pid: std::process::id(),
+            token: token.as_str().to_string(),
+        };
+        if let Ok(Some(stale)) = ServerFile::read(&store_dir) {
+            eprintln!(
+                "mnemo serve: replacing the server file of a server that is gone (pid {}, {})",
+                stale.pid, stale.url
+            );
+        }
+        let path = file
+            .publish(&store_dir)
+            .map_err(|e| Error::ServerFile(ServerFile::path(&store_dir), e))?;
+        let shared = Arc::new(Shared {
+            tool,
+            agents: Mutex::default(),
+            authority: Authority::new(&token),
+            hosts: Hosts::new(address, &options.allow_hosts),
+            activity: shutdown::Activity::new(),
+        });
+        println!("mnemo serve: listening on {}", file.url);
+        println!("mnemo serve: server file {}", path.display());
+        let outcome = run(listener, Arc::clone(&shared), signals, options.idle_exit).await;
+        Ok::<_, Error>((outcome, shared, file))
+    });
+    let (outcome, shared, file) = match outcome {
+        Ok(parts) => parts,
+        Err(e) => {
+            runtime.shutdown_timeout(SHUTDOWN_GRACE);
+            return Err(e);
+        }
+    };
+    // Calls a client gave up on may still be running on the blocking pool; let them finish.
+    runtime.shutdown_timeout(SHUTDOWN_GRACE);
+    let store_failures = shared.store_failures();
+    // The last handle of the store: dropping it closes the store.
+    drop(shared);
+    if let Err(e) = file.withdraw(&store_dir) {
+        eprintln!(
+            "mnemo serve: could not remove the server file ({e}); the next server replaces it"
+        );
+    }
+    let reason = outcome?;
+    Ok(Stopped {
+        reason,
+        store_failures,
+    })
+}
+
+/// Serves on `listener` until a stop, then drains.
+async fn run(
+    listener: tokio::net::TcpListener,
+    shared: Arc<Shared>,
+    signals: shutdown::Signals,
+    idle_exit: Option<Duration>,
+) -> Result<shutdown::Reason, Error> {
+    let stop = CancellationToken::new();
+    let app = routes::router(Arc::clone(&shared), stop.clone()).layer(
+        axum::middleware::from_fn_with_state(Arc::clone(&shared), gate),
+    );
+    let watcher = tokio::spawn(shutdown::wait(
+        signals,
+        stop.clone(),
+        Arc::clone(&shared.activity),
+        idle_exit,
+    ));
+    let server = axum::serve(listener, app).with_graceful_shutdown(stop.clone().cancelled_owned());
+    let grace = async {
+        stop.cancelled().await;
+        tokio::time::sleep(SHUTDOWN_GRACE).await;
+    };
+    tokio::select! {
+        served = server => served.map_err(Error::Serve)?,
+        () = grace => eprintln!(
+            "mnemo serve: calls or streams still open {} s after the stop; closing them",
+            SHUTDOWN_GRACE.as_secs()
+        ),
+    }
+    stop.cancel();
+    let reason = watcher.await.unwrap_or(shutdown::Reason::Cancelled);
+    eprintln!("mnemo serve: stopped ({})", describe(reason));
+    Ok(reason)
+}
+
+fn describe(reason: shutdown::Reason) -> String {
+    match reason {
+        shutdown::Reason::Signal(name) => name.to_string(),
+        shutdown::Reason::Idle(limit) => format!("no request for {} s", limit.as_secs_f64()),
+        shutdown::Reason::Cancelled => "cancelled".into(),
+    }
+}
+
+/// The gate every request passes: `Host` and `Origin`, the bearer token, the body's declared
+/// size. An admitted request carries its [`Caller`] in its extensions.
+async fn gate(Extract(shared): Extract<Arc<Shared>>, mut request: Request, next: Next) -> Response {
+    let _in_flight = shared.activity.begin();
+    let admitted = shared
+        .hosts
+        .check(request.headers())
+        .and_then(|()| {
+            shared
+                .authority
+                .caller(request.headers(), shared.tool.client().agent_id())
+        })
+        .and_then(|caller| {
+            let declared = request
+                .headers()
+                .get(axum::http::header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse::<u64>().ok());
+            match declared {
+                Some(bytes) if bytes > MAX_REQUEST_BYTES => Err(Refusal::TooLarge(bytes)),
+                _ => Ok(caller),
+            }
+        });
+    match admitted {
+        Ok(caller) => {
+            request.extensions_mut().insert(caller);
+            next.run(request).await
+        }
+        Err(refusal) => refuse(request.method().as_str(), request.uri().path(), &refusal),
+    }
+}
+
+/// Answers a refused request and logs it on stderr: status, method, route, reason.
+pub(crate) fn refuse(method: &str, route: &str, refusal: &Refusal) -> Response {
+    let (status, reason) = match refusal {
+        Refusal::Unauthorized(why) => (
+            StatusCode::UNAUTHORIZED,
+            format!(
+                "{why}; send `Authorization: Bearer TOKEN` with the token from the server file ({SERVER_FILE} in the store directory)"
+            ),
+        ),
+        Refusal::ForeignHost(why) => (StatusCode::MISDIRECTED_REQUEST, why.clone()),
+        Refusal::Forbidden(why) => (StatusCode::FORBIDDEN, why.clone()),
+        Refusal::BadRequest(why) => (StatusCode::BAD_REQUEST, why.clone()),
+        Refusal::TooLarge(bytes) => (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "the body is {bytes} bytes; this server takes at most {MAX_REQUEST_BYTES} bytes in one request"
+            ),
+        ),
+    };
+    let route: String = route.chars().take(200).collect();
+    eprintln!(
+        "mnemo serve: refused {} {method} {route:?}: {reason}",
+        status.as_u16()
+    );
+    let mut response = routes::error(status, &reason);
+    if matches!(refusal, Refusal::Unauthorized(_)) {
+        response.headers_mut().insert(
+            axum::http::header::WWW_AUTHENTICATE,
+            axum::http::HeaderValue::from_static("Bearer realm=\"mnemo\""),
+        );
+    }
+    response.into_response()
+}

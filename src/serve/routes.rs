@@ -1,0 +1,397 @@
+//! The routes: the memory tool, the read routes, and MCP at `/mcp`.
+//!
+//! | route | answer |
+//! |---|---|
+//! | `POST /v1/memory` | the `tool_result` JSON for the body (a `tool_use` block or a bare input) |
+//! | `GET /v1/head` | `{"seq", "hash", "checkpoint"}` of the last event |
+//! | `GET /v1/verify` | the report, as `mnemo verify --json` prints it |
+//! | `GET /v1/log?agent=&path=&from=&limit=` | one JSON object per line, as `mnemo log --json` |
+//! | `GET /v1/ls?dir=&at=` | `{"dir", "at", "files": [{"path", "bytes", "created", "updated"}]}` |
+//! | `GET /v1/cat?path=&at=` | the file's content (`text/plain`), as `mnemo cat` prints it |
+//! | `GET /v1/history?path=` | one JSON object per line, as `mnemo history --json` |
+//! | `/mcp` | MCP over streamable HTTP |
+//!
+//! A call to `/v1/memory` is recorded under the request's agent, like any memory-tool call, and
+//! its status is 200 whether the tool result is an error or not. The read routes are not logged
+//! and are the operator's. Errors are `{"error": "..."}` with a 4xx or 5xx status.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Extension, Query, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::auth::{Caller, Refusal};
+use super::{MAX_REQUEST_BYTES, Shared, refuse};
+use crate::client::MnemoClient;
+use crate::event::Seq;
+use crate::history::{
+    LogQuery, absolute_path, event_json, file_history, record_at, records_at, select_events,
+};
+use crate::paths::MemPath;
+
+/// The router of every route, over `shared`; `stop` ends the MCP streams.
+pub(crate) fn router(shared: Arc<Shared>, stop: CancellationToken) -> Router {
+    let mcp = super::mcp::service(Arc::clone(&shared), stop);
+    Router::new()
+        .route("/v1/memory", post(memory))
+        .route("/v1/head", get(head))
+        .route("/v1/verify", get(verify))
+        .route("/v1/log", get(log))
+        .route("/v1/ls", get(ls))
+        .route("/v1/cat", get(cat))
+        .route("/v1/history", get(history))
+        .nest_service("/mcp", mcp)
+        .fallback(not_found)
+        .with_state(shared)
+}
+
+/// An error answer: `{"error": reason}` with `status`.
+pub(crate) fn error(status: StatusCode, reason: &str) -> Response {
+    let body = json!({ "error": reason }).to_string();
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+fn json_body(bytes: Vec<u8>, content_type: &'static str) -> Response {
+    let mut response = Response::new(Body::from(bytes));
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    response
+}
+
+async fn not_found() -> Response {
+    error(
+        StatusCode::NOT_FOUND,
+        "no such route; the routes are POST /v1/memory, GET /v1/head, /v1/verify, /v1/log, /v1/ls, /v1/cat, /v1/history, and MCP at /mcp",
+    )
+}
+
+/// What went wrong in a route.
+enum Failure {
+    /// The request asked for something invalid (400), or that is not there (404).
+    Client(StatusCode, String),
+    /// The store failed (500).
+    Store(String),
+}
+
+impl IntoResponse for Failure {
+    fn into_response(self) -> Response {
+        match self {
+            Failure::Client(status, why) => error(status, &why),
+            Failure::Store(why) => error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &format!(
+                    "the store failed ({why}); retry, and check the server's disk if it persists"
+                ),
+            ),
+        }
+    }
+}
+
+impl From<crate::Error> for Failure {
+    fn from(e: crate::Error) -> Failure {
+        match e {
+            crate::Error::InvalidArgument(why) => Failure::Client(StatusCode::BAD_REQUEST, why),
+            other => Failure::Store(other.to_string()),
+        }
+    }
+}
+
+/// Runs a blocking store call on tokio's blocking pool.
+async fn blocking<T: Send + 'static>(
+    call: impl FnOnce() -> Result<T, Failure> + Send + 'static,
+) -> Result<T, Failure> {
+    tokio::task::spawn_blocking(call)
+        .await
+        .map_err(|e| Failure::Store(format!("the call did not finish: {e}")))?
+}
+
+/// The read routes are the operator's.
+fn operator(caller: &Caller) -> Result<(), Failure> {
+    if caller.principal.is_operator() {
+        Ok(())
+    } else {
+        Err(Failure::Client(
+            StatusCode::FORBIDDEN,
+            "the read routes need the operator's token; an agent token reaches POST /v1/memory and /mcp".into(),
+        ))
+    }
+}
+
+async fn memory(
+    State(shared): State<Arc<Shared>>,
+    Extension(caller): Extension<Caller>,
+    body: Body,
+) -> Response {
+    let limit = usize::try_from(MAX_REQUEST_BYTES).unwrap_or(usize::MAX);
+    let bytes = match axum::body::to_bytes(body, limit).await {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            let why = e.to_string();
+            let refusal = if is_too_large(e) {
+                Refusal::TooLarge(MAX_REQUEST_BYTES.saturating_add(1))
+            } else {
+                Refusal::BadRequest(format!("the body could not be read ({why})"))
+            };
+            return refuse("POST", "/v1/memory", &refusal);
+        }
+    };
+    let tool = match shared.tool_for(&caller.agent) {
+        Ok(tool) => tool,
+        Err(why) => return Failure::Client(StatusCode::BAD_REQUEST, why).into_response(),
+    };
+    // As `mnemo tool` reads a line: JSON is handled as by `handle`, anything else is recorded as
+    // a rejected call and answered with an error result.
+    let answered = blocking(move || {
+        let text = String::from_utf8_lossy(&bytes);
+        let result = tool.handle_line(&text);
+        serde_json::to_vec(&result).map_err(|e| Failure::Store(e.to_string()))
+    })
+    .await;
+    match answered {
+        Ok(bytes) => json_body(bytes, "application/json"),
+        Err(failure) => failure.into_response(),
+    }
+}
+
+/// Whether reading the body failed because it passed the limit (a body sent without a length).
+fn is_too_large(e: axum::Error) -> bool {
+    e.into_inner()
+        .downcast_ref::<http_body_util::LengthLimitError>()
+        .is_some()
+}
+
+async fn head(
+    State(shared): State<Arc<Shared>>,
+    Extension(caller): Extension<Caller>,
+) -> Result<Response, Failure> {
+    operator(&caller)?;
+    let client = shared.client().clone();
+    let head = blocking(move || Ok(client.head()?)).await?;
+    let body = json!({
+        "seq": head.seq.0,
+        "hash": head.hash.to_hex(),
+        "checkpoint": head.to_string(),
+    });
+    Ok(json_body(body.to_string().into_bytes(), "application/json"))
+}
+
+async fn verify(
+    State(shared): State<Arc<Shared>>,
+    Extension(caller): Extension<Caller>,
+) -> Result<Response, Failure> {
+    operator(&caller)?;
+    let client = shared.client().clone();
+    let report = blocking(move || {
+        let report = client.verify()?;
+        Ok(report.to_json(client.path()))
+    })
+    .await?;
+    Ok(json_body(
+        report.to_string().into_bytes(),
+        "application/json",
+    ))
+}
+
+/// `/v1/log`'s query.
+#[derive(Deserialize)]
+struct LogParams {
+    agent: Option<String>,
+    path: Option<String>,
+    from: Option<u64>,
+    limit: Option<usize>,
+}
+
+async fn log(
+    State(shared): State<Arc<Shared>>,
+    Extension(caller): Extension<Caller>,
+    Query(params): Query<LogParams>,
+) -> Result<Response, Failure> {
+    operator(&caller)?;
+    let query = LogQuery {
+        agent: params.agent,
+        path: params.path.as_deref().map(absolute_path).transpose()?,
+        from: params.from.unwrap_or(1),
+        limit: params.limit,
+    };
+    let client = shared.client().clone();
+    let lines = blocking(move || {
+        // Views are logged in batches: write the pending ones, so the log holds every call
+        // answered so far.
+        client.flush_index()?;
+        Ok(ndjson(&client, |store, show| {
+            select_events(store, &query, show)
+        })?)
+    })
+    .await?;
+    Ok(json_body(lines, "application/x-ndjson"))
+}
+
+/// Events as JSON lines, from `select` over the client's store.
+fn ndjson(
+    client: &MnemoClient,
+    select: impl FnOnce(
+        &crate::log::Store,
+        &mut dyn FnMut(&crate::event::Event) -> crate::Result<()>,
+    ) -> crate::Result<()>,
+) -> crate::Result<Vec<u8>> {
+    let mut lines = Vec::new();
+    select(client.store(), &mut |event| {
+        lines.extend_from_slice(event_json(event).to_string().as_bytes());
+        lines.push(b'\n');
+        Ok(())
+    })?;
+    Ok(lines)
+}
+
+/// `/v1/ls`'s and `/v1/cat`'s query.
+#[derive(Deserialize)]
+struct TreeParams {
+    dir: Option<String>,
+    path: Option<String>,
+    at: Option<u64>,
+}
+
+async fn ls(
+    State(shared): State<Arc<Shared>>,
+    Extension(caller): Extension<Caller>,
+    Query(params): Query<TreeParams>,
+) -> Result<Response, Failure> {
+    operator(&caller)?;
+    let dir = absolute_path(params.dir.as_deref().unwrap_or(shared.root()))?;
+    let at = params.at.map(Seq);
+    let client = shared.client().clone();
+    let shown = dir.to_string();
+    let records =
+        blocking(move || Ok(tree_read(&client, at, |store| records_at(store, &dir, at))?)).await?;
+    let files: Vec<Value> = records
+        .iter()
+        .map(|r| {
+            json!({
+                "path": r.path,
+                "bytes": r.content.len(),
+                "created": r.created.0,
+                "updated": r.updated.0,
+            })
+        })
+        .collect();
+    let body = json!({"dir": shown, "at": params.at, "files": files});
+    Ok(json_body(body.to_string().into_bytes(), "application/json"))
+}
+
+/// Reads the tree: the current one under the writer lock (so no call is half-applied), a past
+/// one by replaying the log, which needs no lock once the pending events are written.
+fn tree_read<T>(
+    client: &MnemoClient,
+    at: Option<Seq>,
+    read: impl FnOnce(&crate::log::Store) -> crate::Result<T>,
+) -> crate::Result<T> {
+    match at {
+        None => client.read_store(read),
+        Some(_) => {
+            client.flush_index()?;
+            read(client.store())
+        }
+    }
+}
+
+async fn cat(
+    State(shared): State<Arc<Shared>>,
+    Extension(caller): Extension<Caller>,
+    Query(params): Query<TreeParams>,
+) -> Result<Response, Failure> {
+    operator(&caller)?;
+    let Some(raw) = params.path.as_deref() else {
+        return Err(Failure::Client(
+            StatusCode::BAD_REQUEST,
+            "name the file: /v1/cat?path=/memories/notes.md".into(),
+        ));
+    };
+    let file = absolute_path(raw)?;
+    let at = params.at.map(Seq);
+    let client = shared.client().clone();
+    let wanted = file.clone();
+    let record = blocking(move || {
+        Ok(tree_read(&client, at, |store| {
+            record_at(store, &wanted, at)
+        })?)
+    })
+    .await?;
+    match record {
+        Some(r) => Ok(json_body(
+            r.content.into_bytes(),
+            "text/plain; charset=utf-8",
+        )),
+        None => Err(Failure::Client(
+            StatusCode::NOT_FOUND,
+            format!(
+                "no file at {file}{}; list files with /v1/ls",
+                params
+                    .at
+                    .map(|s| format!(" after seq {s}"))
+                    .unwrap_or_default()
+            ),
+        )),
+    }
+}
+
+/// `/v1/history`'s query.
+#[derive(Deserialize)]
+struct HistoryParams {
+    path: Option<String>,
+}
+
+async fn history(
+    State(shared): State<Arc<Shared>>,
+    Extension(caller): Extension<Caller>,
+    Query(params): Query<HistoryParams>,
+) -> Result<Response, Failure> {
+    operator(&caller)?;
+    let Some(raw) = params.path.as_deref() else {
+        return Err(Failure::Client(
+            StatusCode::BAD_REQUEST,
+            "name the file: /v1/history?path=/memories/notes.md".into(),
+        ));
+    };
+    let file: MemPath = absolute_path(raw)?;
+    let client = shared.client().clone();
+    let lines = blocking(move || {
+        client.flush_index()?;
+        Ok(ndjson(&client, |store, show| {
+            for event in file_history(store, &file)? {
+                show(&event)?;
+            }
+            Ok(())
+        })?)
+    })
+    .await?;
+    Ok(json_body(lines, "application/x-ndjson"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_body_past_the_limit_is_told_apart_from_a_broken_one() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        let read = |body: &'static str, limit| {
+            runtime.block_on(axum::body::to_bytes(Body::from(body), limit))
+        };
+        let too_large = read("{\"command\": \"view\"}", 4).expect_err("over the limit");
+        assert!(is_too_large(too_large));
+        assert!(read("{}", 4).is_ok());
+        assert!(!is_too_large(axum::Error::new(std::io::Error::other(
+            "reset"
+        ))));
+    }
+}
