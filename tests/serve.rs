@@ -341,9 +341,9 @@ fn memory_over_http_is_byte_for_byte_what_handle_returns() {
     assert_eq!(lines.len(), 1, "{}", log.text());
     assert_eq!(lines[0]["agent"], "planner");
     let head = server.json("/v1/head");
-    // Every call is one event, but the repeated `toolu_01` is answered from its record; plus the
-    // body that is not JSON and the planner's view.
-    let calls = session().len() - 1 + 2;
+    // Every call is one event, the repeated `toolu_01` too (a retry is logged, answered from its
+    // record); plus the body that is not JSON and the planner's view.
+    let calls = session().len() + 2;
     assert_eq!(head["seq"], calls as u64);
     let (status, _) = server.stop();
     assert!(status.success());

@@ -148,8 +148,14 @@ pub enum Refusal {
     Forbidden(String),
     /// The request is malformed (400).
     BadRequest(String),
-    /// The body is larger than the server takes (413).
-    TooLarge(u64),
+    /// The body is larger than the server takes (413): its size (or a lower bound of it) and the
+    /// limit.
+    TooLarge {
+        /// The body's size in bytes, or the first size known to be over the limit.
+        bytes: u64,
+        /// The server's request limit (`--max-request-bytes`).
+        limit: u64,
+    },
 }
 
 /// The `Host` and `Origin` values a request may carry.

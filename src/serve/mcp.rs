@@ -17,8 +17,8 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
+use super::Shared;
 use super::auth::Caller;
-use super::{MAX_REQUEST_BYTES, Shared};
 use crate::mcp::{MnemoMcpServer, Route};
 use crate::tool::MnemoMemoryToolServer;
 
@@ -30,7 +30,9 @@ pub(crate) fn service(
     let config = StreamableHttpServerConfig::default()
         .disable_allowed_hosts()
         .with_cancellation_token(stop)
-        .with_max_request_body_bytes(usize::try_from(MAX_REQUEST_BYTES).unwrap_or(usize::MAX));
+        .with_max_request_body_bytes(
+            usize::try_from(shared.max_request_bytes()).unwrap_or(usize::MAX),
+        );
     let route: Route = {
         let shared = Arc::clone(&shared);
         Arc::new(move |extensions: &Extensions| tool_for_request(&shared, extensions))

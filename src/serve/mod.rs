@@ -13,7 +13,7 @@
 //!
 //! Every request passes one gate first: its `Host` and `Origin` must name this server, it must
 //! carry a bearer token that proves a principal ([`auth`]), and its body must fit in
-//! [`MAX_REQUEST_BYTES`]. A request turned away is answered with its status and a reason, writes
+//! the request limit (`--max-request-bytes`, default [`MAX_REQUEST_BYTES`]). A request turned away is answered with its status and a reason, writes
 //! nothing, and leaves one line on stderr (status, method, route, reason; never the token).
 //!
 //! The agent a call is recorded under comes from each request, never from a session: the
@@ -48,9 +48,9 @@ use crate::tool::MnemoMemoryToolServer;
 pub use auth::{AGENT_HEADER, Authority, Caller, Hosts, Principal, Refusal, Token};
 pub use discovery::{SERVER_FILE, ServerFile};
 
-/// The largest request body the server reads, in bytes (64 MiB): a larger one is refused with
-/// 413 before it is read.
-pub const MAX_REQUEST_BYTES: u64 = 64 * 1024 * 1024;
+/// The largest request body the server reads by default, in bytes (the tool's request limit,
+/// `--max-request-bytes`): a larger one is refused with 413 before it is read.
+pub const MAX_REQUEST_BYTES: u64 = crate::tool::DEFAULT_MAX_REQUEST_BYTES;
 
 /// The default listen address: loopback, on a port the OS picks (printed, and written to the
 /// server file).
@@ -161,6 +161,11 @@ impl Shared {
     /// The client of the default agent (for reads, which are not attributed).
     pub(crate) fn client(&self) -> &MnemoClient {
         self.tool.client()
+    }
+
+    /// The largest request body taken, in bytes (the tool's request limit).
+    pub(crate) fn max_request_bytes(&self) -> u64 {
+        self.tool.limits().max_request_bytes
     }
 
     /// The memory root.
@@ -342,7 +347,10 @@ async fn gate(Extract(shared): Extract<Arc<Shared>>, mut request: Request, next:
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| v.parse::<u64>().ok());
             match declared {
-                Some(bytes) if bytes > MAX_REQUEST_BYTES => Err(Refusal::TooLarge(bytes)),
+                Some(bytes) if bytes > shared.max_request_bytes() => Err(Refusal::TooLarge {
+                    bytes,
+                    limit: shared.max_request_bytes(),
+                }),
                 _ => Ok(caller),
             }
         });
@@ -367,10 +375,10 @@ pub(crate) fn refuse(method: &str, route: &str, refusal: &Refusal) -> Response {
         Refusal::ForeignHost(why) => (StatusCode::MISDIRECTED_REQUEST, why.clone()),
         Refusal::Forbidden(why) => (StatusCode::FORBIDDEN, why.clone()),
         Refusal::BadRequest(why) => (StatusCode::BAD_REQUEST, why.clone()),
-        Refusal::TooLarge(bytes) => (
+        Refusal::TooLarge { bytes, limit } => (
             StatusCode::PAYLOAD_TOO_LARGE,
             format!(
-                "the body is {bytes} bytes; this server takes at most {MAX_REQUEST_BYTES} bytes in one request"
+                "the body is {bytes} bytes; this server takes at most {limit} bytes in one request (start it with a larger --max-request-bytes to raise that)"
             ),
         ),
     };

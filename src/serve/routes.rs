@@ -28,7 +28,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::auth::{Caller, Refusal};
-use super::{MAX_REQUEST_BYTES, Shared, refuse};
+use super::{Shared, refuse};
 use crate::client::MnemoClient;
 use crate::event::Seq;
 use crate::history::{
@@ -130,13 +130,17 @@ async fn memory(
     Extension(caller): Extension<Caller>,
     body: Body,
 ) -> Response {
-    let limit = usize::try_from(MAX_REQUEST_BYTES).unwrap_or(usize::MAX);
+    let max = shared.max_request_bytes();
+    let limit = usize::try_from(max).unwrap_or(usize::MAX);
     let bytes = match axum::body::to_bytes(body, limit).await {
         Ok(bytes) => bytes,
         Err(e) => {
             let why = e.to_string();
             let refusal = if is_too_large(e) {
-                Refusal::TooLarge(MAX_REQUEST_BYTES.saturating_add(1))
+                Refusal::TooLarge {
+                    bytes: max.saturating_add(1),
+                    limit: max,
+                }
             } else {
                 Refusal::BadRequest(format!("the body could not be read ({why})"))
             };
