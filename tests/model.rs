@@ -114,7 +114,8 @@ fn malformed_input(i: usize) -> Value {
         json!({"path": ROOT}),
         json!([]),
         json!("view"),
-        // A fresh id each time: a reused id would be a retry, answered by the retry rules rather than the model.
+        // A fresh id each time: a reused id would be a retry, answered by the retry rules rather
+        // than by the model.
         json!({"type": "tool_use", "id": format!("toolu_other_{}", NEXT_ID.fetch_add(1, Ordering::Relaxed)),
                "name": "not_memory", "input": {"command": "view", "path": ROOT}}),
     ];
