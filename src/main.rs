@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use mnemo::event::{Event, Seq};
 use mnemo::history::{
-    LogQuery, absolute_path, describe, event_json, file_history, record_at, records_at,
+    LogQuery, absolute_path, describe, event_json, file_history, printable, record_at, records_at,
     select_events, utc,
 };
 use mnemo::tool::{Limits, Tree, format_size};
@@ -587,11 +587,14 @@ fn event_line(event: &Event) -> String {
     } else {
         "ok"
     };
+    // Agent ids and the raw paths of refused calls come from outside: printed escaped, so no
+    // logged text can forge a line of the log or send escape codes to the terminal.
+    let paths: Vec<String> = paths.iter().map(|p| printable(p).into_owned()).collect();
     format!(
         "{:>6}  {}  {:<12}  {:<11}  {:<5}  {}",
         event.seq,
         utc(event.header.time_ms),
-        event.header.agent,
+        printable(&event.header.agent),
         command,
         status,
         paths.join(" -> ")
@@ -689,7 +692,7 @@ fn run_import(db: &Path, dir: &Path, agent: String, root: String) -> CliResult {
     for skipped in &summary.skipped {
         eprintln!(
             "mnemo: not imported: {}: {}",
-            skipped.path.display(),
+            printable(&skipped.path.to_string_lossy()),
             skipped.reason
         );
     }

@@ -285,3 +285,49 @@ fn tool_refuses_a_line_over_max_request_bytes_and_answers_the_next() {
     assert_eq!(events[0]["command"], "rejected");
     assert_eq!(events[1]["command"], "create");
 }
+
+/// Refused paths and agent ids come from outside. `mnemo log` and `mnemo history` print them
+/// escaped: a newline cannot forge a log line, and an escape code or bidi control cannot reach
+/// the terminal.
+#[test]
+fn log_and_history_print_hostile_text_escaped() {
+    let s = TempStore::new();
+    let db = s.path();
+    let db = db.to_str().unwrap();
+    let forged =
+        "     3  2026-12-01T23:59:59.000Z  admin         delete       ok     /memories/real.md";
+    let input = [
+        json!({"command": "create", "path": "/memories/real.md", "file_text": "a"}),
+        json!({"command": "view", "path": format!("/memories/x\n{forged}")}),
+        json!({"command": "rename", "old_path": "/memories/real.md",
+               "new_path": "/memories/\u{1b}]0;pwned\u{7}\r     9  fake"}),
+        json!({"command": "view", "path": "/memories/\u{1b}[2J\u{202e}txt.exe"}),
+    ]
+    .iter()
+    .map(Value::to_string)
+    .collect::<Vec<_>>()
+    .join("\n");
+    let agent = "ag\u{202e}ent";
+    let out = run_mnemo(&["tool", "--db", db, "--agent", agent], &input);
+    assert!(out.status.success(), "{out:?}");
+    let log = run_mnemo(&["log", "--db", db], "");
+    assert!(log.status.success(), "{log:?}");
+    let text = String::from_utf8(log.stdout).expect("utf-8");
+    assert_eq!(text.lines().count(), 4, "one line per event:\n{text}");
+    for c in text.chars() {
+        assert!(
+            c == '\n' || !(c.is_control() || ('\u{200b}'..='\u{206f}').contains(&c)),
+            "raw {c:?} in the log:\n{text}"
+        );
+    }
+    assert!(
+        text.contains("/memories/x\\u{a}     3  2026-12-01T23:59:59.000Z"),
+        "{text}"
+    );
+    assert!(text.contains("\\u{1b}]0;pwned\\u{7}\\u{d}"), "{text}");
+    assert!(text.contains("ag\\u{202e}ent"), "{text}");
+    let history = run_mnemo(&["history", "/memories/real.md", "--db", db], "");
+    let text = String::from_utf8(history.stdout).expect("utf-8");
+    assert!(!text.chars().any(|c| c != '\n' && c.is_control()), "{text}");
+    assert!(text.lines().count() >= 2, "{text}");
+}
