@@ -145,26 +145,11 @@ impl KvRead for sled::Tree {
     }
 
     fn scan_prefix(&self, prefix: &[u8], limit: usize) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-        let mut out = Vec::new();
-        for item in sled::Tree::scan_prefix(self, prefix).take(limit) {
-            let (k, v) = item?;
-            out.push((k.to_vec(), v.to_vec()));
-        }
-        Ok(out)
+        collect_items(sled::Tree::scan_prefix(self, prefix), limit)
     }
 
-    fn visit_prefix(
-        &self,
-        prefix: &[u8],
-        mut visit: impl FnMut(&[u8], &[u8]) -> bool,
-    ) -> Result<()> {
-        for item in sled::Tree::scan_prefix(self, prefix) {
-            let (k, v) = item?;
-            if !visit(&k, &v) {
-                break;
-            }
-        }
-        Ok(())
+    fn visit_prefix(&self, prefix: &[u8], visit: impl FnMut(&[u8], &[u8]) -> bool) -> Result<()> {
+        visit_items(sled::Tree::scan_prefix(self, prefix), visit)
     }
 }
 
@@ -223,6 +208,33 @@ impl IndexTrees {
 
 type Item = sled::Result<(sled::IVec, sled::IVec)>;
 
+/// The first `limit` entries of a sled scan, copied out.
+fn collect_items(
+    items: impl Iterator<Item = Item>,
+    limit: usize,
+) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    let mut out = Vec::new();
+    for item in items.take(limit) {
+        let (k, v) = item?;
+        out.push((k.to_vec(), v.to_vec()));
+    }
+    Ok(out)
+}
+
+/// Hands the entries of a sled scan to `visit` in order until it returns false.
+fn visit_items(
+    items: impl Iterator<Item = Item>,
+    mut visit: impl FnMut(&[u8], &[u8]) -> bool,
+) -> Result<()> {
+    for item in items {
+        let (k, v) = item?;
+        if !visit(&k, &v) {
+            break;
+        }
+    }
+    Ok(())
+}
+
 /// Two scans merged in key order (an error is passed on as soon as it is met).
 struct Merged(Peekable<sled::Iter>, Peekable<sled::Iter>);
 
@@ -254,26 +266,11 @@ impl KvRead for IndexTrees {
     }
 
     fn scan_prefix(&self, prefix: &[u8], limit: usize) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-        let mut out = Vec::new();
-        for item in self.scan(prefix).take(limit) {
-            let (k, v) = item?;
-            out.push((k.to_vec(), v.to_vec()));
-        }
-        Ok(out)
+        collect_items(self.scan(prefix), limit)
     }
 
-    fn visit_prefix(
-        &self,
-        prefix: &[u8],
-        mut visit: impl FnMut(&[u8], &[u8]) -> bool,
-    ) -> Result<()> {
-        for item in self.scan(prefix) {
-            let (k, v) = item?;
-            if !visit(&k, &v) {
-                break;
-            }
-        }
-        Ok(())
+    fn visit_prefix(&self, prefix: &[u8], visit: impl FnMut(&[u8], &[u8]) -> bool) -> Result<()> {
+        visit_items(self.scan(prefix), visit)
     }
 }
 
