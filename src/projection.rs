@@ -1066,10 +1066,8 @@ mod tests {
         assert_eq!(index.retry_records_made().expect("count"), 7);
     }
 
-    /// The writer runs calls over an overlay whose changes reach sled in batches; the verifier
-    /// replays into memory. Both keep and evict exactly the same records.
-    #[test]
-    fn eviction_over_an_overlay_matches_the_replay_in_memory() {
+    /// A temporary sled database (kept alive by the caller) and the index's two trees in it.
+    fn temporary_trees() -> (sled::Db, IndexTrees) {
         let db = sled::Config::new()
             .temporary(true)
             .open()
@@ -1078,6 +1076,14 @@ mod tests {
             db.open_tree("index").expect("tree"),
             db.open_tree("content").expect("tree"),
         );
+        (db, trees)
+    }
+
+    /// The writer runs calls over an overlay whose changes reach sled in batches; the verifier
+    /// replays into memory. Both keep and evict exactly the same records.
+    #[test]
+    fn eviction_over_an_overlay_matches_the_replay_in_memory() {
+        let (_db, trees) = temporary_trees();
         let tree = trees.index();
         let mut replay = Projection::new(MemKv::default());
         replay.retry_cap = 4;
@@ -1173,14 +1179,7 @@ mod tests {
     /// which is what the writer's bound on held bytes counts.
     #[test]
     fn an_edit_of_a_large_file_holds_a_bounded_chunk_in_the_pending_changes() {
-        let db = sled::Config::new()
-            .temporary(true)
-            .open()
-            .expect("temporary sled");
-        let trees = IndexTrees::new(
-            db.open_tree("index").expect("tree"),
-            db.open_tree("content").expect("tree"),
-        );
+        let (_db, trees) = temporary_trees();
         let path = MemPath::absolute("/memories/big.txt").expect("path");
         let mut text = "a line of a large memory file\n".repeat(15_000_000 / 30);
         let mut projection = Projection::new(Overlay::new(&trees));
