@@ -11,7 +11,9 @@
 //! link to a file elsewhere, which a store does not follow. A name there that is not UTF-8 is
 //! refused too (sled 0.34 panics on one among its blobs or snapshots). Anything else is
 //! [`Error::UnsafeFile`], naming the file, what it is and what to do. Only `lstat` and directory
-//! listings are used; nothing is opened. Other names in the directory are left alone.
+//! listings are used, and for a `db` or snapshot of 64 MiB or more a no-follow, non-blocking open
+//! that looks for holes without reading (`extent`: a sparse `db` or an oversized `conf` would make
+//! every open cost seconds per gigabyte of nothing). Other names in the directory are left alone.
 //!
 //! sled opens its files by path, so a file swapped between that check and sled's own open would
 //! be opened anyway. [`StoreFiles::confirm`] runs right after sled opened the store: the store
@@ -70,6 +72,10 @@ use rustix::io::Errno;
 
 use crate::error::{Error, Result};
 use crate::log::Head;
+
+mod extent;
+
+pub use extent::{MAX_CONF_BYTES, MAX_HOLE_BYTES};
 
 /// The file, beside sled's, that records the last durably committed head.
 pub const HEAD_FILE: &str = "mnemo-head";
@@ -531,6 +537,11 @@ impl StoreFiles {
             };
             if !kind.matches(meta.file_type()) {
                 return Err(unsafe_file(&path, meta.file_type(), kind));
+            }
+            if kind == Kind::File {
+                let bytes = name.as_bytes();
+                let sparse_checked = bytes == b"db" || bytes.starts_with(SNAPSHOT_PREFIX);
+                extent::check(&path, meta.len(), bytes == b"conf", sparse_checked)?;
             }
             if name == BLOBS_DIR {
                 check_blobs(&path)?;

@@ -18,7 +18,8 @@
 //!
 //! All integers are little-endian and fixed-width; a `string` is a `u64` byte length followed by that
 //! many UTF-8 bytes; an `option<T>` is one byte `0` (none) or `1` followed by `T`; an enum is a `u32`
-//! variant index followed by the variant's fields in order; `bool` is one byte `0`/`1`.
+//! variant index followed by the variant's fields in order; `bool` is one byte `0`/`1`; a
+//! `seq<T>` is a `u64` count followed by that many `T`.
 //!
 //! Stored record (the value under key `seq` as 8 big-endian bytes in the `events` tree):
 //!
@@ -57,8 +58,8 @@
 //! | `RejectedDigest` | 3 | `root: string`, `profile: Profile`, `input: InputDigest`, `refusal: Refusal` |
 //!
 //! `RejectedDigest` stands for an input that is not logged whole: one refused for its size, one
-//! that is not UTF-8, a rejected input over 4 KiB, or a call whose content is over the file-size
-//! limit. `InputDigest`: `len: u64` (the input's length in bytes), `hash` (32 bytes, `blake3` of
+//! that is not UTF-8, a rejected input over 4 KiB, a call whose content is over the file-size
+//! limit, or a call over 4 KiB that failed. `InputDigest`: `len: u64` (the input's length in bytes), `hash` (32 bytes, `blake3` of
 //! the input's bytes: the raw line as read, or the compact JSON text of an input handed over as a
 //! value), `prefix: string` (at most the first 256 bytes of the input, cut at a character
 //! boundary; an input that is not UTF-8 has them decoded with U+FFFD for each invalid sequence).
@@ -71,6 +72,7 @@
 //! | `Invalid` | 2 | `text: string` (the parser's error text, at most 2 KiB) |
 //! | `ContentTooLarge` | 3 | `path: string` (as the answer shows it), `field: string`, `bytes: u64`, `limit: u64` |
 //! | `Stopped` | 4 | `limit: u64`; an input handed over as an object (a Python dict) whose conversion to JSON text stopped once it passed the limit: the digest covers the `len` bytes made until then |
+//! | `Failed` | 5 | `command: string` (the command's name), `paths: seq<string>` (the paths it named, as sent, each cut like an error echoes it), `text: string` (the error the call got); a call whose `Tool` payload is over 4 KiB and that ran and failed against the tree: the digest's `len` and `hash` are those of the `Tool` payload it replaces (so a retry with the same input matches it), its `prefix` the start of the call's input as compact JSON |
 //!
 //! `AdminCommand`: `Grant` = 0 with `agent: string`, `prefix: string`, `access: Access`;
 //! `Revoke` = 1 with `agent: string`, `prefix: string`. `Access`: `Read` = 0, `ReadWrite` = 1.
@@ -285,6 +287,19 @@ pub enum Refusal {
         /// The limit, in bytes.
         limit: u64,
     },
+    /// A call over 4 KiB that ran and failed against the tree (its path does not exist, its
+    /// `old_str` is not in the file, ...). The digest stands for the `Tool` body it was logged
+    /// in place of: `len` and `hash` are those of that body's canonical bytes (the hash a retry
+    /// of it is compared by) and `prefix` is the start of the call as JSON.
+    Failed {
+        /// The command's name (`view`, `str_replace`, ...).
+        command: String,
+        /// The paths the call named, as sent (each as an error result echoes it: whole up to
+        /// 4 KiB, else its start and length).
+        paths: Vec<String>,
+        /// The error the model was given (it echoes a bounded part of the input).
+        text: String,
+    },
 }
 
 /// An input logged as a digest instead of whole (see [`Refusal`]).
@@ -309,8 +324,8 @@ pub enum Body {
     Rejected(RejectedCall),
     /// A change to the access policy.
     Admin(AdminCommand),
-    /// Input logged as a digest (too large, not UTF-8, or rejected and over 4 KiB); replay
-    /// re-derives its answer from the digest's fields.
+    /// Input logged as a digest (too large, not UTF-8, or rejected or failed and over 4 KiB);
+    /// replay re-derives its answer from the digest's fields.
     RejectedDigest(RejectedDigest),
 }
 

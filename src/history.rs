@@ -4,13 +4,13 @@
 //! happens to hold.
 
 use crate::error::{Error, Result};
-use crate::event::{Body, Event, Seq};
+use crate::event::{Body, Event, Refusal, RejectedDigest, Seq};
 use crate::kv::MemKv;
 use crate::log::Store;
 use crate::paths::MemPath;
 use crate::policy::AdminCommand;
 use crate::projection::{MemoryRecord, Projection};
-use crate::tool::Command;
+use crate::tool::COMMAND_NAMES;
 
 /// Replays events `1..=at` into memory and returns the tree as it was after event `at`.
 pub fn state_at(store: &Store, at: Seq) -> Result<Projection<MemKv>> {
@@ -119,6 +119,36 @@ fn canonical(raw: &str, root: &str) -> Option<MemPath> {
     MemPath::resolve(raw, &root).ok()
 }
 
+/// A memory-tool call an event records: a parsed call logged whole, or a failed one logged as a
+/// digest (which keeps its command and paths).
+struct Called<'a> {
+    root: &'a str,
+    command: &'static str,
+    paths: Vec<&'a str>,
+}
+
+impl Called<'_> {
+    fn of(event: &Event) -> Option<Called<'_>> {
+        match &event.body {
+            Body::Tool(call) => Some(Called {
+                root: &call.root,
+                command: call.command.name(),
+                paths: call.command.paths(),
+            }),
+            Body::RejectedDigest(RejectedDigest {
+                root,
+                refusal: Refusal::Failed { command, paths, .. },
+                ..
+            }) => Some(Called {
+                root,
+                command: COMMAND_NAMES.iter().find(|name| *name == command)?,
+                paths: paths.iter().map(String::as_str).collect(),
+            }),
+            _ => None,
+        }
+    }
+}
+
 /// Every event that named the file now (or last) at `path`, oldest first, following it back
 /// through renames of the file or of any directory above it, and including deletes of a directory
 /// above it.
@@ -131,32 +161,23 @@ pub fn file_history(store: &Store, path: &MemPath) -> Result<Vec<Event>> {
     let mut current = path.clone();
     let mut touched = Vec::new();
     for event in events.into_iter().rev() {
-        let Body::Tool(call) = &event.body else {
+        let Some(call) = Called::of(&event) else {
             continue;
         };
         let ok = !event.header.outcome.is_error;
-        let hit = match &call.command {
-            Command::Rename { old_path, new_path } => {
-                match (
-                    canonical(old_path, &call.root),
-                    canonical(new_path, &call.root),
-                ) {
-                    (Some(old), Some(new)) if ok && current.starts_with(&new) => {
-                        current = current.moved(&new, &old);
-                        true
-                    }
-                    (Some(old), _) if old == current => true,
-                    (_, Some(new)) => new == current,
-                    _ => false,
+        let path = |i: usize| call.paths.get(i).and_then(|raw| canonical(raw, call.root));
+        let hit = match call.command {
+            "rename" => match (path(0), path(1)) {
+                (Some(old), Some(new)) if ok && current.starts_with(&new) => {
+                    current = current.moved(&new, &old);
+                    true
                 }
-            }
-            Command::Delete { path } => canonical(path, &call.root)
-                .is_some_and(|p| p == current || (ok && current.starts_with(&p))),
-            other => other
-                .paths()
-                .first()
-                .and_then(|p| canonical(p, &call.root))
-                .is_some_and(|p| p == current),
+                (Some(old), _) if old == current => true,
+                (_, Some(new)) => new == current,
+                _ => false,
+            },
+            "delete" => path(0).is_some_and(|p| p == current || (ok && current.starts_with(&p))),
+            _ => path(0).is_some_and(|p| p == current),
         };
         if hit {
             touched.push(event);
@@ -170,22 +191,21 @@ pub fn file_history(store: &Store, path: &MemPath) -> Result<Vec<Event>> {
 /// names (raw paths if they do not resolve; for an admin event, the prefix and `agent {id}`), as
 /// `mnemo log` and `mnemo history` show them.
 pub fn describe(event: &Event) -> (&'static str, Vec<String>) {
+    if let Some(call) = Called::of(event) {
+        let root = MemPath::root(call.root).ok();
+        let paths = call
+            .paths
+            .into_iter()
+            .map(|raw| {
+                root.as_ref()
+                    .and_then(|r| MemPath::resolve(raw, r).ok())
+                    .map_or_else(|| raw.to_string(), |p| p.to_string())
+            })
+            .collect();
+        return (call.command, paths);
+    }
     match &event.body {
-        Body::Tool(call) => {
-            let root = MemPath::root(&call.root).ok();
-            let paths = call
-                .command
-                .paths()
-                .into_iter()
-                .map(|raw| {
-                    root.as_ref()
-                        .and_then(|r| MemPath::resolve(raw, r).ok())
-                        .map_or_else(|| raw.to_string(), |p| p.to_string())
-                })
-                .collect();
-            (call.command.name(), paths)
-        }
-        Body::Rejected(_) | Body::RejectedDigest(_) => ("rejected", Vec::new()),
+        Body::Tool(_) | Body::Rejected(_) | Body::RejectedDigest(_) => ("rejected", Vec::new()),
         Body::Admin(AdminCommand::Grant { agent, prefix, .. }) => {
             ("acl-grant", vec![prefix.clone(), format!("agent {agent}")])
         }

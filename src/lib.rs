@@ -21,6 +21,7 @@ mod projection;
 pub mod serve;
 pub mod tool;
 pub mod transfer;
+mod unwind;
 mod verify;
 mod writer;
 

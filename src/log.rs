@@ -33,6 +33,7 @@ use crate::event::{EventHash, FORMAT_VERSION, Frame, Seq};
 use crate::failpoint::{Failpoint, Failpoints};
 use crate::kv::{IndexTrees, Overlay, Pending};
 use crate::projection::Projection;
+use crate::unwind::{self, catch_quietly};
 
 const FORMAT_KEY: &[u8] = b"format";
 
@@ -195,12 +196,8 @@ fn open_sled(path: &Path) -> Result<sled::Result<sled::Db>> {
 
 /// Runs `f`, turning a panic in it into [`Error::Corrupt`] about the store at `path`.
 fn without_panic<T>(path: &Path, f: impl FnOnce() -> T) -> Result<T> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|panic| {
-        let text = panic
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_string())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "no message".into());
+    catch_quietly(f).map_err(|panic| {
+        let text = unwind::message(&*panic);
         Error::corrupt(format!(
             "sled panicked while opening the store at {} ({text})",
             path.display()
@@ -211,7 +208,7 @@ fn without_panic<T>(path: &Path, f: impl FnOnce() -> T) -> Result<T> {
 /// Drops a sled handle that will not be used, catching a panic in its drop: sled 0.34 `fsync`s
 /// `db` when its last handle goes and panics if that fails (as it does on a pipe or device).
 fn close_quietly(db: sled::Db) {
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(db)));
+    let _ = catch_quietly(move || drop(db));
 }
 
 /// Whether the store at `path` is still to be made: nothing is there, or an empty directory.

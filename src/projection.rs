@@ -65,7 +65,7 @@
 //! [`MemKv`](crate::kv::MemKv) yields byte-for-byte the stored index (checked by `verify`).
 
 use crate::error::{Error, Result};
-use crate::event::{Body, Event, EventHash, Seq};
+use crate::event::{Body, Event, EventHash, Refusal, RejectedDigest, Seq};
 use crate::kv::{KvRead, KvWrite};
 use crate::paths::MemPath;
 use crate::policy::{Access, Grant, Policy};
@@ -220,9 +220,17 @@ fn retry_slot_key(slot: u64) -> Vec<u8> {
 }
 
 /// The hash a retry's input is compared by: blake3 of the body's canonical bytes (the event's
-/// payload hash).
-pub fn input_hash(body: &Body) -> EventHash {
-    EventHash::of(&crate::codec::encode(body))
+/// payload hash, `payload_hash` when the caller has it), or for a failed call logged as a
+/// digest, the hash of the `Tool` body it replaces (which the digest keeps).
+fn input_hash(body: &Body, payload_hash: Option<EventHash>) -> EventHash {
+    match body {
+        Body::RejectedDigest(RejectedDigest {
+            input,
+            refusal: Refusal::Failed { .. },
+            ..
+        }) => input.hash,
+        _ => payload_hash.unwrap_or_else(|| EventHash::of(&crate::codec::encode(body))),
+    }
 }
 
 /// What the index keeps of a call with a tool_use id, for its retries.
@@ -882,7 +890,7 @@ impl<K: KvWrite> Projection<K> {
 
     /// [`run_call`](Self::run_call), also saying whether the call was a retry and of which seq.
     /// `input` is blake3 of `body`'s canonical bytes when the caller has it (the event's payload
-    /// hash); `None` computes it.
+    /// hash); `None` computes it. Either way a retry is compared by [`input_hash`].
     pub fn run_traced(
         &mut self,
         agent: &str,
@@ -898,7 +906,7 @@ impl<K: KvWrite> Projection<K> {
                 retry: None,
             });
         };
-        let input = input.unwrap_or_else(|| input_hash(body));
+        let input = input_hash(body, input);
         let recorded = self.recorded(agent, id)?;
         let (answer, kind) = match &recorded {
             Some(original) if original.input != input => (

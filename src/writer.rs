@@ -58,6 +58,7 @@ use crate::failpoint::Failpoint;
 use crate::kv::{Overlay, Pending};
 use crate::log::{Durability, Head, Store};
 use crate::projection::{Projection, RetryKind, Traced};
+use crate::tool::request::{failed_digest, logs_failure_as_digest};
 
 /// What the writer returns for one call.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -677,6 +678,20 @@ impl Chain {
             }
         };
         let Traced { answer, retry } = traced;
+        // A large call that failed is logged as its digest, not whole. Its retry record was kept
+        // under the `Tool` body's hash, which the digest keeps. A retry refused for lost access
+        // stays whole: its replay reads the paths of the body.
+        if let Body::Tool(call) = &event.body {
+            let access_lost = retry
+                .as_ref()
+                .is_some_and(|r| r.kind == RetryKind::AccessLost);
+            if answer.is_error && !access_lost && logs_failure_as_digest(frame.payload.len()) {
+                let digest =
+                    failed_digest(call, frame.payload.len(), frame.payload_hash, &answer.text);
+                event.body = Body::RejectedDigest(digest);
+                frame = event.to_frame();
+            }
+        }
         let changed = answer.change.is_some();
         event.header.outcome = Outcome::of(answer.is_error, &answer.text);
         frame.header = event.header_bytes();

@@ -280,6 +280,19 @@ fn fixtures() -> Vec<(&'static str, Event)> {
                 digest(Refusal::Stopped { limit: 998 }),
             ),
         ),
+        (
+            "rejected digest: a large call that failed",
+            fixed(
+                19,
+                Some("toolu_09I"),
+                Outcome::of(true, "Error: The path /memories/a does not exist"),
+                digest(Refusal::Failed {
+                    command: "str_replace".into(),
+                    paths: vec!["/memories/a".into()],
+                    text: "Error: The path /memories/a does not exist".into(),
+                }),
+            ),
+        ),
     ]
 }
 
@@ -406,6 +419,12 @@ const GOLDEN: &[(&str, &str, &str, &str)] = &[
         "12c02cc89901000007000000000000006167656e742d610001214a3eec65f3552db565373f845486180c892e53a56844fcd40f4283b48015ee",
         "0300000009000000000000002f6d656d6f7269657301000000e803000000000000e33fb19325cbc72b5905e783e0c47290468c610090e376de9215e8b5f8ba83d304000000000000007b22c3a904000000e603000000000000",
         "afd8c60f88c33d093171bb44b80c1cd57af773ddd77c13aa64dff5607fce377a",
+    ),
+    (
+        "rejected digest: a large call that failed",
+        "13c02cc89901000007000000000000006167656e742d61010900000000000000746f6f6c755f3039490102743e8c4bd7eb971df771e6637aa33ae003d82bfc0c0983cee81f1e908d2ec9",
+        "0300000009000000000000002f6d656d6f7269657301000000e803000000000000e33fb19325cbc72b5905e783e0c47290468c610090e376de9215e8b5f8ba83d304000000000000007b22c3a9050000000b000000000000007374725f7265706c61636501000000000000000b000000000000002f6d656d6f726965732f612a000000000000004572726f723a205468652070617468202f6d656d6f726965732f6120646f6573206e6f74206578697374",
+        "c3b21fcb248bb036001acb65f172657b32e841138da9290437db1460a340f565",
     ),
 ];
 
@@ -681,6 +700,17 @@ fn doc_payload(b: &Body) -> Vec<u8> {
                     limit,
                 } => d.u32(3).string(path).string(field).u64(*bytes).u64(*limit),
                 Refusal::Stopped { limit } => d.u32(4).u64(*limit),
+                Refusal::Failed {
+                    command,
+                    paths,
+                    text,
+                } => {
+                    d.u32(5).string(command).u64(paths.len() as u64);
+                    for path in paths {
+                        d.string(path);
+                    }
+                    d.string(text)
+                }
             };
         }
     }

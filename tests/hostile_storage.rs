@@ -2639,3 +2639,79 @@ fn a_store_file_whose_name_is_not_utf8_is_refused() {
     }
     problems.assert_none("store file names that are not UTF-8");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Store files whose size would make every open cost more than they hold.
+// ---------------------------------------------------------------------------------------------
+
+/// Grows the file `name` of a store to `len` bytes with a hole after its data.
+fn grow_sparse(name: &'static str, len: u64) -> impl Fn(&Path) {
+    move |store: &Path| {
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(store.join(name))
+            .expect("open the store file");
+        file.set_len(len).expect("make it sparse");
+    }
+}
+
+/// Before: a `db` grown to 100 GiB of holes made every command read them (about 2.6 s per GiB);
+/// a `conf` grown to 50 GB failed with "IO error: out of memory". Now both are refused before
+/// sled opens them, naming the file, and the store itself is left as it was.
+#[test]
+fn sparse_or_oversized_store_files_are_refused_without_being_read() {
+    const TEST: &str = "db or conf grown sparse";
+    let p = pristine();
+    let mut problems = Problems::default();
+    for (file, len, hints) in [
+        ("db", 100u64 << 30, ["sparse", "db"]),
+        ("conf", 50u64 << 30, ["conf", "bytes"]),
+    ] {
+        let work = p.dir.path().join(format!("work-{file}"));
+        let damage = grow_sparse(file, len);
+        let case = Case {
+            name: format!("{TEST}: {file} at {len} bytes"),
+            base: Some(&p.reopened),
+            damage: &damage,
+            wrap: Wrap::Plain,
+            work: &work,
+        };
+        for copy in expect_refused(&case, &hints, &mut problems) {
+            // Nothing was written: the file is as long as the damage made it.
+            let now = std::fs::metadata(copy.join(file)).expect("metadata").len();
+            if now != len {
+                problems.push(format!(
+                    "{}: {file} is {now} bytes after the refusal",
+                    copy.display()
+                ));
+            }
+        }
+    }
+    problems.assert_none(TEST);
+}
+
+/// Before: a `db` shifted by a megabyte made sled panic inside the open, and the panic's message
+/// (with a backtrace under RUST_BACKTRACE) reached stderr ahead of the clean error. Now only the
+/// error is printed.
+#[test]
+fn a_db_shifted_by_a_megabyte_is_refused_without_a_panic_message() {
+    const TEST: &str = "db shifted by 1 MiB";
+    let p = pristine();
+    let work = p.dir.path().join("work");
+    let damage = |store: &Path| {
+        let db = store.join("db");
+        let mut bytes = vec![0u8; 1 << 20];
+        bytes.extend(std::fs::read(&db).expect("read db"));
+        std::fs::write(&db, bytes).expect("write db");
+    };
+    let case = Case {
+        name: TEST.into(),
+        base: Some(&p.reopened),
+        damage: &damage,
+        wrap: Wrap::Plain,
+        work: &work,
+    };
+    let mut problems = Problems::default();
+    expect_refused(&case, &["corrupt", "damaged"], &mut problems);
+    problems.assert_none(TEST);
+}

@@ -15,7 +15,7 @@ use mnemo::tool::{DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_REQUEST_BYTES, Limits};
 use mnemo::{EventHash, MnemoMemoryToolServer, Profile};
 use serde_json::{Value, json};
 
-use crate::support::{TempStore, call, mnemo_bin, run_mnemo_bytes};
+use crate::support::{TempStore, call, last_body, mnemo_bin, run_mnemo_bytes};
 
 const MIB: u64 = 1024 * 1024;
 
@@ -336,18 +336,6 @@ fn small_limit_server(s: &TempStore, max_request_bytes: u64) -> MnemoMemoryToolS
         })
         .build()
         .expect("server")
-}
-
-fn last_body(server: &MnemoMemoryToolServer) -> Body {
-    server.client().flush_index().expect("flush");
-    server
-        .client()
-        .events(Seq(1))
-        .expect("events")
-        .last()
-        .expect("an event")
-        .expect("decodes")
-        .body
 }
 
 #[test]

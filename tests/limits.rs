@@ -125,6 +125,30 @@ fn a_capped_view_stops_at_a_line_and_says_how_to_page() {
             text.contains(&format!("     1\t{}\n[Output truncated", "y".repeat(23))),
             "{text}"
         );
+        // It says that the rest of that line cannot be viewed under the cap, and suggests no
+        // range past the end of the file.
+        assert!(
+            text.ends_with("line 1 alone is longer than that, so only its start is shown, and no view under this limit shows the rest of it. It is the last line asked for.]"),
+            "{text}"
+        );
+        // With lines after it, the range it suggests reads them.
+        call(
+            &server,
+            json!({"command": "create", "path": "/memories/long2.txt", "file_text": format!("{}\nshort\n", "y".repeat(100))}),
+        );
+        let (text, _) = call(
+            &server,
+            json!({"command": "view", "path": "/memories/long2.txt"}),
+        );
+        assert!(
+            text.ends_with("Use view_range [2, -1] to read the lines after it.]"),
+            "{text}"
+        );
+        let (text, is_error) = call(
+            &server,
+            json!({"command": "view", "path": "/memories/long2.txt", "view_range": [2, -1]}),
+        );
+        assert!(!is_error && text.contains("     2\tshort"), "{text}");
         let report = server.client().verify().expect("verify");
         assert!(report.is_intact(), "{report:?}");
     }

@@ -20,6 +20,8 @@ mod content;
 mod crash;
 // Failpoints on the write path: error results, poisoning, recovery on reopen.
 mod faults;
+// Calls over 4 KiB that fail: logged as digests, echoes bounded, retries, log and history.
+mod failed;
 // Golden vectors: fixed events to fixed bytes and hashes.
 mod golden;
 // Hostile input: 700+ traversal and malformed paths in every field, malformed calls, arbitrary JSON.

@@ -43,14 +43,36 @@ fn timed(server: &MnemoMemoryToolServer, input: Value) -> (String, bool, Duratio
     (out, is_error, start.elapsed())
 }
 
-/// `count` copies of `item`, joined by `, `.
+/// The "Multiple occurrences" list of `entries`: the first 1,000 joined by `, `, then how many
+/// there are in all.
+fn capped_list(entries: &[String]) -> String {
+    let shown = entries[..entries.len().min(1000)].join(", ");
+    if entries.len() > 1000 {
+        format!("{shown}, … ({} in all)", entries.len())
+    } else {
+        shown
+    }
+}
+
+/// `count` copies of `item`, as the list shows them.
 fn listed(item: &str, count: usize) -> String {
-    vec![item; count].join(", ")
+    capped_list(&vec![item.to_string(); count])
+}
+
+/// How an error repeats a piece of the input: whole up to 4 KiB, else its first 256 bytes and
+/// its length (these pieces are ASCII, so 256 bytes is a character boundary).
+fn echoed(text: &str) -> String {
+    if text.len() <= 4096 {
+        text.to_string()
+    } else {
+        format!("{}… ({} bytes in all)", &text[..256], text.len())
+    }
 }
 
 fn several(old: &str, lines: &str) -> String {
     format!(
-        "No replacement was performed. Multiple occurrences of old_str `{old}` in lines: {lines}. Please ensure it is unique"
+        "No replacement was performed. Multiple occurrences of old_str `{}` in lines: {lines}. Please ensure it is unique",
+        echoed(old)
     )
 }
 
@@ -80,7 +102,7 @@ fn pathological_str_replace_on_a_megabyte() {
     let lines = "a\n".repeat(MB / 2);
     let lines_half = "a\n".repeat(MB / 4);
     let numbered: Vec<String> = (1..=MB / 4 + 1).map(|n| n.to_string()).collect();
-    let numbered = numbered.join(", ");
+    let numbered = capped_list(&numbered);
     let longer = "a".repeat(MB / 2 + 1);
     let edited = format!("X{}", "a".repeat(MB / 2 - 1));
     let missing = format!("{half}b");
@@ -126,10 +148,12 @@ fn pathological_str_replace_on_a_megabyte() {
             &a,
             &missing,
             format!(
-                "No replacement was performed, old_str `{missing}` did not appear verbatim in {PATH}."
+                "No replacement was performed, old_str `{}` did not appear verbatim in {PATH}.",
+                echoed(&missing)
             ),
             format!(
-                "No replacement was performed, old_str `{missing}` did not appear verbatim in {PATH}."
+                "No replacement was performed, old_str `{}` did not appear verbatim in {PATH}.",
+                echoed(&missing)
             ),
             true,
         ),

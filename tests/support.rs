@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use mnemo::{Durability, MnemoClient, MnemoMemoryToolServer};
+use mnemo::{Body, Durability, MnemoClient, MnemoMemoryToolServer, Seq};
 use serde_json::Value;
 
 /// A store in a temporary directory, removed on drop.
@@ -138,4 +138,17 @@ impl Rng {
     pub fn below(&mut self, n: usize) -> usize {
         usize::try_from(self.next() % u64::try_from(n.max(1)).expect("fits")).expect("fits")
     }
+}
+
+/// The body of the last event `server` logged (its index flushed first).
+pub fn last_body(server: &MnemoMemoryToolServer) -> Body {
+    server.client().flush_index().expect("flush");
+    server
+        .client()
+        .events(Seq(1))
+        .expect("events")
+        .last()
+        .expect("an event")
+        .expect("decodes")
+        .body
 }

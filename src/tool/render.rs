@@ -30,6 +30,26 @@ pub fn format_size(bytes: u64) -> String {
     }
 }
 
+/// The longest piece of the model's input (a path, an `old_str`) an error result repeats whole.
+pub const ECHO_MAX_BYTES: usize = 4096;
+
+/// How much of a longer piece an error result repeats.
+pub const ECHO_HEAD_BYTES: usize = 256;
+
+/// `text` as an error result repeats it: whole up to [`ECHO_MAX_BYTES`], else its first
+/// [`ECHO_HEAD_BYTES`] (cut back to a character boundary) and its length, so a failed call's
+/// answer (and the digest it is logged as) stays small whatever the model sent.
+pub fn echoed(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.len() <= ECHO_MAX_BYTES {
+        return text.into();
+    }
+    let mut end = ECHO_HEAD_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes in all)", &text[..end], text.len()).into()
+}
+
 /// Lines `first..` of `lines`, each as `{n:>6}\t{line}`, joined by `\n`.
 pub fn numbered(lines: &[&str], first: usize) -> String {
     // Six digits, a tab and a newline per line, so the text is built without regrowing.

@@ -4,7 +4,8 @@
 //! A request longer than [`Limits::max_request_bytes`](crate::tool::Limits) is never buffered
 //! whole: [`read_request`] stops keeping its bytes at the limit and only counts and hashes the
 //! rest, up to the newline. Such an input, one that is not UTF-8, a rejected input over
-//! [`DIGEST_OVER_BYTES`] and a call whose content is over the file-size limit are logged as a
+//! [`DIGEST_OVER_BYTES`], a call whose content is over the file-size limit and a call over
+//! [`DIGEST_OVER_BYTES`] that ran and failed ([`failed_digest`]) are logged as a
 //! [`RejectedDigest`]: length, blake3 and a short prefix. Their answer text ([`refusal_text`]) is
 //! made from the digest's fields alone, so the verifier re-derives it without the input.
 
@@ -12,10 +13,11 @@ use std::io::{self, BufRead, Write};
 
 use serde_json::Value;
 
-use crate::event::{EventHash, InputDigest, Refusal, RejectedDigest};
+use crate::event::{EventHash, InputDigest, Refusal, RejectedDigest, ToolCall};
 use crate::paths::{MAX_PATH_BYTES, MemPath};
 use crate::tool::command::{Command, Profile, example};
 use crate::tool::limits::Limits;
+use crate::tool::render::echoed;
 
 /// A rejected input longer than this (in bytes) is logged as a digest, not whole.
 pub const DIGEST_OVER_BYTES: u64 = 4096;
@@ -391,6 +393,90 @@ pub fn oversized_content(
     })
 }
 
+/// Whether a call that ran and failed is logged as a [`Refusal::Failed`] digest instead of whole:
+/// its canonical `Tool` payload is over [`DIGEST_OVER_BYTES`].
+pub fn logs_failure_as_digest(payload_len: usize) -> bool {
+    payload_len as u64 > DIGEST_OVER_BYTES
+}
+
+/// The digest a failed call is logged as in place of its `Tool` body (see [`Refusal::Failed`]):
+/// `payload_len` and `payload_hash` are those of the body's canonical bytes, `text` the error it
+/// got.
+pub fn failed_digest(
+    call: &ToolCall,
+    payload_len: usize,
+    payload_hash: EventHash,
+    text: &str,
+) -> RejectedDigest {
+    RejectedDigest {
+        root: call.root.clone(),
+        profile: call.profile,
+        input: InputDigest {
+            len: payload_len as u64,
+            hash: payload_hash,
+            prefix: cut(&preview(&call.command).to_string(), DIGEST_PREFIX_BYTES),
+        },
+        refusal: Refusal::Failed {
+            command: call.command.name().to_string(),
+            paths: call
+                .command
+                .paths()
+                .into_iter()
+                .map(|p| echoed(p).into_owned())
+                .collect(),
+            text: text.to_string(),
+        },
+    }
+}
+
+/// The call as its input JSON, each string field cut to [`DIGEST_PREFIX_BYTES`]: what a digest
+/// shows of a call it stands for, made in time proportional to that bound.
+fn preview(command: &Command) -> Value {
+    let short = |text: &str| Value::String(cut(text, DIGEST_PREFIX_BYTES));
+    let mut out = serde_json::Map::new();
+    out.insert("command".into(), command.name().into());
+    match command {
+        Command::View { path, view_range } => {
+            out.insert("path".into(), short(path));
+            if let Some((from, to)) = view_range {
+                out.insert("view_range".into(), serde_json::json!([from, to]));
+            }
+        }
+        Command::Create { path, file_text } => {
+            out.insert("path".into(), short(path));
+            out.insert("file_text".into(), short(file_text));
+        }
+        Command::StrReplace {
+            path,
+            old_str,
+            new_str,
+        } => {
+            out.insert("path".into(), short(path));
+            out.insert("old_str".into(), short(old_str));
+            if let Some(new_str) = new_str {
+                out.insert("new_str".into(), short(new_str));
+            }
+        }
+        Command::Insert {
+            path,
+            insert_line,
+            insert_text,
+        } => {
+            out.insert("path".into(), short(path));
+            out.insert("insert_line".into(), (*insert_line).into());
+            out.insert("insert_text".into(), short(insert_text));
+        }
+        Command::Delete { path } => {
+            out.insert("path".into(), short(path));
+        }
+        Command::Rename { old_path, new_path } => {
+            out.insert("old_path".into(), short(old_path));
+            out.insert("new_path".into(), short(new_path));
+        }
+    }
+    Value::Object(out)
+}
+
 /// The answer to an input logged as a digest: made from the digest's fields alone.
 pub fn refusal_text(d: &RejectedDigest) -> String {
     let len = d.input.len;
@@ -405,7 +491,7 @@ pub fn refusal_text(d: &RejectedDigest) -> String {
             "Error: The input is not valid UTF-8 (byte {valid_up_to} of {len} starts an invalid sequence), so it was not read. Send each call as one line of UTF-8 JSON, for example {}",
             example("view", &d.root)
         ),
-        Refusal::Invalid { text } => text.clone(),
+        Refusal::Invalid { text } | Refusal::Failed { text, .. } => text.clone(),
         Refusal::ContentTooLarge {
             path,
             field,

@@ -16,7 +16,7 @@ use crate::policy::{ANY_AGENT, Access, AdminCommand, Policy, check_agent_id};
 use crate::tool::command::{Command, Profile, parse_text};
 use crate::tool::limits::Limits;
 use crate::tool::matcher::Occurrences;
-use crate::tool::render::{listing, numbered};
+use crate::tool::render::{echoed, listing, numbered};
 use crate::tool::tree::{Change, NodeKind, Probe, Tree};
 
 /// Most lines a file may have and still be viewed.
@@ -134,6 +134,7 @@ fn admin(policy: &Policy, command: &AdminCommand) -> Result<Answer> {
 }
 
 fn reject(raw: &str, root: &MemPath, why: PathRejection) -> Answer {
+    let raw = &*echoed(raw);
     Answer::err(match why {
         PathRejection::Outside => format!("Path must start with {root}, got: {raw}"),
         PathRejection::Escape => format!("Path {raw} would escape {root} directory"),
@@ -427,12 +428,14 @@ impl Ctx<'_> {
         let mut found = content.match_indices(old).map(|(at, _)| at);
         let Some(at) = found.next() else {
             return Ok(Answer::err(format!(
-                "No replacement was performed, old_str `{old}` did not appear verbatim in {shown}."
+                "No replacement was performed, old_str `{}` did not appear verbatim in {shown}.",
+                echoed(old)
             )));
         };
         if found.next().is_some() {
             return Ok(Answer::err(format!(
-                "No replacement was performed. Multiple occurrences of old_str `{old}` in lines: {}. Please ensure it is unique",
+                "No replacement was performed. Multiple occurrences of old_str `{}` in lines: {}. Please ensure it is unique",
+                echoed(old),
                 match_lines(&content, old, self.profile)
             )));
         }
@@ -616,6 +619,7 @@ fn capped(lines: &[&str], first: usize, cap: u64) -> String {
     let mut chars = 0;
     let mut shown = 0;
     let mut cut = false;
+    let mut partial = false;
     for (i, line) in lines.iter().enumerate() {
         let number = format!("{:>6}\t", first + i);
         // The number is ASCII: its length is its character count.
@@ -630,6 +634,7 @@ fn capped(lines: &[&str], first: usize, cap: u64) -> String {
                 // Not even one line fits: show the start of it rather than nothing.
                 out.extend(number.chars().chain(line.chars()).take(cap));
                 shown = 1;
+                partial = true;
             }
             cut = true;
             break;
@@ -643,14 +648,31 @@ fn capped(lines: &[&str], first: usize, cap: u64) -> String {
         shown += 1;
     }
     if cut {
-        let last = first + shown - 1;
-        let total = first + lines.len() - 1;
-        out.push_str(&format!(
-            "\n[Output truncated at {cap} characters: showing lines {first}-{last} of {total}. Use view_range [{}, -1] to read the rest, or a narrower range.]",
-            last + 1
-        ));
+        out.push_str(&truncation_note(cap, first, shown, lines.len(), partial));
     }
     out
+}
+
+/// What a capped view says after the `shown` lines from `first` it holds, of `count` from
+/// there: which `view_range` reads on, or, when the first line did not fit (`partial`), that no
+/// view under this cap shows the rest of it and which range reads the lines after it.
+fn truncation_note(cap: usize, first: usize, shown: usize, count: usize, partial: bool) -> String {
+    let last = first + shown - 1;
+    let total = first + count - 1;
+    let next = last + 1;
+    if !partial {
+        return format!(
+            "\n[Output truncated at {cap} characters: showing lines {first}-{last} of {total}. Use view_range [{next}, -1] to read the rest, or a narrower range.]"
+        );
+    }
+    let after = if last < total {
+        format!("Use view_range [{next}, -1] to read the lines after it.")
+    } else {
+        "It is the last line asked for.".to_string()
+    };
+    format!(
+        "\n[Output truncated at {cap} characters: line {first} alone is longer than that, so only its start is shown, and no view under this limit shows the rest of it. {after}]"
+    )
 }
 
 /// The lines `str_replace` names for several matches, joined by `, `: `spec` names each line
@@ -660,6 +682,8 @@ fn capped(lines: &[&str], first: usize, cap: u64) -> String {
 /// cost is linear in the file size plus the text returned, whatever `old` is.
 fn match_lines(content: &str, old: &str, profile: Profile) -> String {
     let mut list = String::new();
+    // How many entries the list has (or would have, past the cap).
+    let mut entries = 0usize;
     let mut line = 1;
     // The first newline not yet counted, if any is left.
     let mut newline = content.find('\n');
@@ -679,15 +703,25 @@ fn match_lines(content: &str, old: &str, profile: Profile) -> String {
             listed = false;
         }
         if profile == Profile::PythonSdk || !listed {
-            if !list.is_empty() {
-                list.push_str(", ");
+            entries += 1;
+            if entries <= MAX_LISTED_MATCHES {
+                if !list.is_empty() {
+                    list.push_str(", ");
+                }
+                list.push_str(&digits);
             }
-            list.push_str(&digits);
             listed = true;
         }
     }
+    if entries > MAX_LISTED_MATCHES {
+        // NOTE: writing to a String cannot fail.
+        let _ = write!(list, ", … ({entries} in all)");
+    }
     list
 }
+
+/// The most line numbers the "Multiple occurrences" error lists; the rest are counted.
+pub const MAX_LISTED_MATCHES: usize = 1000;
 
 /// How many `\n` `text` holds.
 fn newlines(text: &str) -> usize {
@@ -801,6 +835,7 @@ mod tests {
         let mut chars = 0;
         let mut shown = 0;
         let mut cut = false;
+        let mut partial = false;
         for (i, line) in lines.iter().enumerate() {
             let text = format!("{:>6}\t{line}", first + i);
             let len = text.chars().count() + usize::from(i > 0);
@@ -808,6 +843,7 @@ mod tests {
                 if shown == 0 {
                     out.extend(text.chars().take(cap));
                     shown = 1;
+                    partial = true;
                 }
                 cut = true;
                 break;
@@ -820,12 +856,7 @@ mod tests {
             shown += 1;
         }
         if cut {
-            let last = first + shown - 1;
-            let total = first + lines.len() - 1;
-            out.push_str(&format!(
-                "\n[Output truncated at {cap} characters: showing lines {first}-{last} of {total}. Use view_range [{}, -1] to read the rest, or a narrower range.]",
-                last + 1
-            ));
+            out.push_str(&truncation_note(cap, first, shown, lines.len(), partial));
         }
         out
     }
@@ -854,6 +885,27 @@ mod tests {
             "1, 2, 4"
         );
         assert_eq!(match_lines("a\na\na", "a\na", Profile::Spec), "1, 2");
+    }
+
+    #[test]
+    fn the_match_list_stops_at_its_cap_and_counts_the_rest() {
+        let content = "a\n".repeat(MAX_LISTED_MATCHES + 500);
+        for profile in [Profile::Spec, Profile::PythonSdk] {
+            let list = match_lines(&content, "a", profile);
+            let shown: Vec<&str> = list.split(", ").collect();
+            assert_eq!(shown.len(), MAX_LISTED_MATCHES + 1);
+            assert_eq!(
+                shown[MAX_LISTED_MATCHES - 1],
+                MAX_LISTED_MATCHES.to_string()
+            );
+            assert_eq!(
+                shown[MAX_LISTED_MATCHES],
+                format!("… ({} in all)", MAX_LISTED_MATCHES + 500)
+            );
+        }
+        // At the cap exactly, nothing is counted.
+        let content = "a\n".repeat(MAX_LISTED_MATCHES);
+        assert!(!match_lines(&content, "a", Profile::Spec).contains('…'));
     }
 
     #[test]
