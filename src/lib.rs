@@ -10,6 +10,7 @@ mod error;
 pub mod event;
 pub mod failpoint;
 pub mod history;
+pub mod inspect;
 mod kv;
 mod log;
 #[cfg(feature = "mcp")]

@@ -488,6 +488,12 @@ impl Store {
         let Some(recorded) = self.recorded_head()? else {
             return Ok(None);
         };
+        if recorded.seq == Seq(0) {
+            return Ok(None);
+        }
+        // Compared with `meta.head`, not the log's end: the head is recorded after the commit
+        // that wrote `meta.head`, so a crash leaves `meta.head` at or past it, and a `meta.head`
+        // behind it was moved back.
         let head = self.head()?;
         let behind = match recorded.seq.cmp(&head.seq) {
             std::cmp::Ordering::Greater => true,
@@ -673,6 +679,30 @@ impl Store {
             self.sync(Durability::Fsync)?;
         }
         Ok(replayed)
+    }
+
+    /// [`Store::open_existing`] for a command that presents the store as it is now (`ls`, `cat`,
+    /// `log`, `history`, `export`): refuses, with [`Error::Corrupt`], a log that is behind the
+    /// head the store recorded at its last commit or close, rather than show a rolled-back log
+    /// as current. (`verify` opens with [`Store::open_existing`] and reports it.)
+    pub fn open_current(path: &Path) -> Result<Store> {
+        let store = Store::open_existing(path)?;
+        if let Some(why) = store.rolled_back()? {
+            return Err(Error::corrupt(format!(
+                "{why}; `mnemo verify` shows what is missing"
+            )));
+        }
+        Ok(store)
+    }
+
+    /// The highest seq the `events` tree holds a record for (`Seq(0)` when it holds none),
+    /// whatever the records say: what a verifier has to check.
+    pub fn last_seq(&self) -> Result<Seq> {
+        match self.events.last()? {
+            Some((key, _)) => Seq::from_key(&key)
+                .ok_or_else(|| Error::corrupt(format!("events key {key:?} is not 8 bytes"))),
+            None => Ok(Seq(0)),
+        }
     }
 
     /// The log's last event. That is the head, unless a crash cut a commit short after its events

@@ -196,6 +196,32 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// One event whole: the call as sent, the answer the model saw (re-derived and checked
+    /// against the log) and the change it made, as a unified diff
+    Show {
+        /// The event's seq (as `mnemo log` lists it).
+        seq: u64,
+        #[command(flatten)]
+        db: Db,
+        /// One JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// What changed in the files between two events: a unified diff per file
+    Diff {
+        /// The tree after this event (0: the empty tree before the first).
+        from: u64,
+        /// The tree after this event.
+        to: u64,
+        /// Only files under this path.
+        #[arg(default_value = "/memories")]
+        path: String,
+        #[command(flatten)]
+        db: Db,
+        /// One JSON object per file.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -289,6 +315,14 @@ fn main() -> ExitCode {
         Cmd::Ls { dir, db, at } => run_ls(&db.db, &dir, at),
         Cmd::Cat { path, db, at } => run_cat(&db.db, &path, at),
         Cmd::History { path, db, json } => run_history(&db.db, &path, json),
+        Cmd::Show { seq, db, json } => run_show(&db.db, seq, json),
+        Cmd::Diff {
+            from,
+            to,
+            path,
+            db,
+            json,
+        } => run_diff(&db.db, from, to, &path, json),
         Cmd::Acl { command } => run_acl(command),
         Cmd::Export { dir, db, at } => run_export(&db.db, &dir, at),
         Cmd::Import {
@@ -503,25 +537,45 @@ fn print_report(out: &mut impl Write, path: &Path, report: &Report) -> std::io::
         report.status().to_uppercase()
     )?;
     writeln!(out, "  store:      {}", path.display())?;
+    let of = if report.events < report.log_last.0 {
+        format!(
+            " of the {} the log holds (verification stops at the first violation)",
+            report.log_last.0
+        )
+    } else {
+        String::new()
+    };
     writeln!(
         out,
-        "  checked:    {} events, {} bytes in {:.1} ms ({:.0} events/s, {:.1} MB/s)",
+        "  checked:    {} events{of}, {} bytes in {:.1} ms ({:.0} events/s, {:.1} MB/s)",
         report.events,
         report.bytes,
         report.elapsed.as_secs_f64() * 1e3,
         report.events_per_sec(),
         report.mb_per_sec()
     )?;
+    if let Some(recorded) = report.recorded {
+        writeln!(
+            out,
+            "  recorded:   seq {} at the store's last commit or close, so the log must hold at least {} events",
+            recorded.seq, recorded.seq
+        )?;
+    }
     writeln!(
         out,
-        "  head:       seq {} hash {}",
-        report.head.seq, report.head.hash
+        "  head:       seq {} hash {}{}",
+        report.head.seq,
+        report.head.hash,
+        if report.is_intact() {
+            ""
+        } else {
+            " (the last event checked)"
+        }
     )?;
-    writeln!(
-        out,
-        "  checkpoint: {}:{}",
-        report.head.seq, report.head.hash
-    )?;
+    // Only an intact log has a checkpoint worth keeping.
+    if let Some(checkpoint) = report.checkpoint() {
+        writeln!(out, "  checkpoint: {checkpoint}")?;
+    }
     if report.meta_head.seq < report.head.seq && report.is_intact() {
         writeln!(
             out,
@@ -537,13 +591,12 @@ fn print_report(out: &mut impl Write, path: &Path, report: &Report) -> std::io::
         )?;
     }
     for v in &report.violations {
-        writeln!(
-            out,
-            "  violation:  seq {} ({}): {}",
-            v.seq,
-            v.kind.name(),
-            v.detail
-        )?;
+        let at = if v.seq > report.log_last {
+            format!("after seq {}, where the log ends", report.log_last)
+        } else {
+            format!("seq {}", v.seq)
+        };
+        writeln!(out, "  violation:  {at} ({}): {}", v.kind.name(), v.detail)?;
     }
     Ok(())
 }
@@ -609,7 +662,7 @@ fn run_log(
     limit: Option<usize>,
     as_json: bool,
 ) -> CliResult {
-    let store = Store::open_existing(db)?;
+    let store = Store::open_current(db)?;
     let query = LogQuery {
         agent: agent.map(str::to_string),
         path: path.map(absolute_path).transpose()?,
@@ -633,7 +686,7 @@ fn run_log(
 }
 
 fn run_ls(db: &Path, dir: &str, at: Option<u64>) -> CliResult {
-    let store = Store::open_existing(db)?;
+    let store = Store::open_current(db)?;
     let dir = absolute_path(dir)?;
     let records = records_at(&store, &dir, at.map(Seq))?;
     let mut out = std::io::stdout().lock();
@@ -649,7 +702,7 @@ fn run_ls(db: &Path, dir: &str, at: Option<u64>) -> CliResult {
 }
 
 fn run_cat(db: &Path, path: &str, at: Option<u64>) -> CliResult {
-    let store = Store::open_existing(db)?;
+    let store = Store::open_current(db)?;
     let file = absolute_path(path)?;
     let record = record_at(&store, &file, at.map(Seq))?;
     match record {
@@ -669,7 +722,7 @@ fn run_cat(db: &Path, path: &str, at: Option<u64>) -> CliResult {
 
 #[cfg(unix)]
 fn run_export(db: &Path, dir: &Path, at: Option<u64>) -> CliResult {
-    let store = Store::open_existing(db)?;
+    let store = Store::open_current(db)?;
     let everything = MemPath::absolute("/")?;
     let records = records_at(&store, &everything, at.map(Seq))?;
     let summary = mnemo::transfer::export(&records, dir)?;
@@ -730,7 +783,7 @@ fn run_import(_db: &Path, _dir: &Path, _agent: String, _root: String) -> CliResu
 fn run_acl(command: AclCmd) -> CliResult {
     let (db, operator, change) = match command {
         AclCmd::List { db, json } => {
-            let store = Store::open_existing(&db.db)?;
+            let store = Store::open_current(&db.db)?;
             let policy = store.current_index()?.policy()?;
             let mut out = std::io::stdout().lock();
             for g in policy.grants() {
@@ -777,7 +830,7 @@ fn run_acl(command: AclCmd) -> CliResult {
 }
 
 fn run_history(db: &Path, path: &str, as_json: bool) -> CliResult {
-    let store = Store::open_existing(db)?;
+    let store = Store::open_current(db)?;
     let file = absolute_path(path)?;
     let events = file_history(&store, &file)?;
     let mut out = std::io::stdout().lock();
@@ -790,6 +843,103 @@ fn run_history(db: &Path, path: &str, as_json: bool) -> CliResult {
     }
     if events.is_empty() && !as_json {
         writeln!(out, "no event names {file}")?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_show(db: &Path, seq: u64, as_json: bool) -> CliResult {
+    let store = Store::open_current(db)?;
+    let shown = mnemo::inspect::show(&store, Seq(seq))?;
+    let mut out = std::io::stdout().lock();
+    if as_json {
+        writeln!(out, "{}", shown.to_json())?;
+    } else {
+        let event = &shown.event;
+        let (command, _) = describe(event);
+        writeln!(out, "event {}  {}", event.seq, utc(event.header.time_ms))?;
+        writeln!(out, "  agent:       {}", printable(&event.header.agent))?;
+        if let Some(id) = &event.header.tool_use_id {
+            writeln!(out, "  tool_use_id: {}", printable(id))?;
+        }
+        writeln!(out, "  command:     {command}")?;
+        writeln!(
+            out,
+            "  input:       {}",
+            printable(&shown.input.to_string())
+        )?;
+        let status = if event.header.outcome.is_error {
+            "error"
+        } else {
+            "ok"
+        };
+        let proof = if shown.verified {
+            "re-derived from the log; matches the recorded outcome"
+        } else {
+            "re-derived from the log; DOES NOT match the recorded outcome (run mnemo verify)"
+        };
+        writeln!(out, "  answer:      {status}, {proof}")?;
+        for line in shown.answer.lines() {
+            writeln!(out, "    | {}", printable(line))?;
+        }
+        match &shown.change {
+            None => writeln!(out, "  change:      none")?,
+            Some(change) => {
+                writeln!(out, "  change:      {}", change.kind())?;
+                print_shift(&mut out, change)?;
+            }
+        }
+    }
+    Ok(if shown.verified {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn print_shift(out: &mut impl Write, change: &mnemo::inspect::Shift) -> std::io::Result<()> {
+    use mnemo::inspect::Shift;
+    match change {
+        Shift::Created { diff, .. } | Shift::Edited { diff, .. } => {
+            for line in diff.lines() {
+                writeln!(out, "{}", printable(line))?;
+            }
+        }
+        Shift::Deleted { path, files } => {
+            writeln!(out, "    removed {}", printable(path))?;
+            for file in files {
+                writeln!(out, "    - {}", printable(file))?;
+            }
+        }
+        Shift::Moved { from, to, files } => {
+            writeln!(out, "    moved {} -> {}", printable(from), printable(to))?;
+            for (a, b) in files {
+                writeln!(out, "    {} -> {}", printable(a), printable(b))?;
+            }
+        }
+        Shift::Policy { what } => writeln!(out, "    {}", printable(what))?,
+    }
+    Ok(())
+}
+
+fn run_diff(db: &Path, from: u64, to: u64, path: &str, as_json: bool) -> CliResult {
+    let store = Store::open_current(db)?;
+    let dir = absolute_path(path)?;
+    let files = mnemo::inspect::diff(&store, Seq(from), Seq(to), &dir)?;
+    let mut out = std::io::stdout().lock();
+    for file in &files {
+        if as_json {
+            writeln!(out, "{}", file.to_json())?;
+        } else {
+            for line in file.diff.lines() {
+                writeln!(out, "{}", printable(line))?;
+            }
+        }
+    }
+    if files.is_empty() && !as_json {
+        writeln!(
+            out,
+            "no file under {dir} differs between event {from} and event {to}"
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -104,6 +104,12 @@ pub struct Report {
     pub meta_head: Head,
     /// The index's applied seq.
     pub index_applied: Seq,
+    /// The highest seq the log holds a record for: what there was to check ([`Report::events`]
+    /// is less when verification stopped at a violation).
+    pub log_last: Seq,
+    /// The head the store recorded outside sled at its last commit or close (`mnemo-head`), if
+    /// it has one: the log must hold at least that.
+    pub recorded: Option<Head>,
     /// Broken invariants; empty means intact. Verification stops at the first.
     pub violations: Vec<Violation>,
     /// Wall time spent.
@@ -149,6 +155,12 @@ impl Report {
         bytes / 1e6 / secs
     }
 
+    /// The checkpoint to keep (`SEQ:HASH` of the last event), only for an intact log: a log with
+    /// a violation has none worth keeping.
+    pub fn checkpoint(&self) -> Option<String> {
+        (self.is_intact() && !self.is_empty()).then(|| self.head.to_string())
+    }
+
     /// The report as `mnemo verify --json` prints it, for the store at `store`.
     pub fn to_json(&self, store: &std::path::Path) -> serde_json::Value {
         let violations: Vec<serde_json::Value> = self
@@ -165,7 +177,9 @@ impl Report {
             "events_per_sec": self.events_per_sec(),
             "mb_per_sec": self.mb_per_sec(),
             "head": {"seq": self.head.seq.0, "hash": self.head.hash.to_hex()},
-            "checkpoint": self.head.to_string(),
+            "checkpoint": self.checkpoint(),
+            "log_last": self.log_last.0,
+            "recorded_head": self.recorded.map(|h| h.seq.0),
             "meta_head": self.meta_head.seq.0,
             "index_applied": self.index_applied.0,
             "violations": violations,
@@ -205,6 +219,9 @@ pub fn verify_store_with(store: &Store, mut options: VerifyOptions<'_>) -> Resul
         head: Head::EMPTY,
         meta_head: Head::EMPTY,
         index_applied: Seq(0),
+        // A malformed key is named by the walk below; here it only leaves the count unknown.
+        log_last: store.last_seq().unwrap_or(Seq(0)),
+        recorded: store.recorded_head().ok().flatten(),
         violations: Vec::new(),
         elapsed: Duration::ZERO,
     };

@@ -318,7 +318,19 @@ impl Writer {
 
 impl Drop for Writer {
     fn drop(&mut self) {
-        drop(self.shared.write_index());
+        // Everything answered goes to sled, is made durable (flushed at least, also in buffered
+        // mode) and its head recorded, so a log cut after a clean close shows as cut.
+        if let Ok(chain) = self.shared.write_index() {
+            let (store, head) = (chain.store.clone(), chain.written);
+            drop(chain);
+            let mode = match self.shared.durability {
+                Durability::Fsync => Durability::Fsync,
+                Durability::Flush | Durability::Buffered => Durability::Flush,
+            };
+            if head.seq > Seq(0) && store.sync(mode).is_ok() {
+                let _ = store.record_head(head);
+            }
+        }
         self.shared.stop.store(true, Ordering::Release);
         let _ = self.shared.wake.send(());
         if let Some(thread) = self.thread.take() {
@@ -383,7 +395,10 @@ impl Shared {
             let batch = match next {
                 Background::Write(batch) => batch,
                 Background::Wait(wait) => return Some(wait),
-                Background::Sleep => return None,
+                Background::Sleep => {
+                    self.settle();
+                    return None;
+                }
             };
             // A panic here would leave the batch marked as being written and every wait for it
             // hanging: it poisons the writer instead.
@@ -404,6 +419,22 @@ impl Shared {
                 }
             }
             self.index_written.notify_all();
+        }
+    }
+
+    /// Once the writer has nothing left to write: makes the events appended since the last sync
+    /// (reads and rejected calls, which no caller waits for) durable and records the head, so
+    /// the recorded head covers them too and a log cut after them shows. At most once per idle
+    /// spell, after the index changes are written ([`INDEX_IDLE`]); nothing in buffered mode.
+    fn settle(&self) {
+        let written = match self.chain.lock() {
+            Ok(chain) if chain.poisoned.is_none() => chain.written.seq,
+            _ => return,
+        };
+        let behind = self.durable.lock().is_ok_and(|d| d.seq < written);
+        if behind {
+            // A failure poisons the writer, as for a caller's sync; the next call reports it.
+            let _ = self.wait_durable(written);
         }
     }
 

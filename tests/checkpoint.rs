@@ -170,3 +170,46 @@ fn a_checkpoint_past_the_end_of_the_log_is_a_rollback() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("SEQ:HASH"));
 }
+
+/// `verify --expect` says what it checked against what the log holds, names a seq past the log
+/// by where the log ends, and prints a checkpoint only for an intact log.
+#[test]
+fn a_failed_expect_reports_what_was_checked_and_gives_no_checkpoint() {
+    let s = TempStore::new();
+    let db = s.path();
+    let db = db.to_str().expect("utf-8 path");
+    assert!(
+        run_mnemo(&["tool", "--db", db], &create_lines(0, 12))
+            .status
+            .success()
+    );
+    let (code, intact) = verify_json(db, None);
+    assert_eq!(code, Some(0), "{intact}");
+    assert_eq!(intact["log_last"], 12, "{intact}");
+    assert_eq!(intact["recorded_head"], 12, "{intact}");
+    assert!(intact["checkpoint"].as_str().is_some(), "{intact}");
+    let wrong = format!("5:{}", "ab".repeat(32));
+    let out = run_mnemo(&["verify", "--db", db, "--expect", &wrong], "");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("checked:    5 events of the 12 the log holds"),
+        "{text}"
+    );
+    assert!(text.contains("(the last event checked)"), "{text}");
+    assert!(
+        !text.contains("checkpoint:"),
+        "no checkpoint of a log with a violation: {text}"
+    );
+    let (_, report) = verify_json(db, Some(&wrong));
+    assert_eq!(report["checkpoint"], Value::Null, "{report}");
+    let beyond = format!("99:{}", "ab".repeat(32));
+    let out = run_mnemo(&["verify", "--db", db, "--expect", &beyond], "");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("violation:  after seq 12, where the log ends (checkpoint)"),
+        "{text}"
+    );
+    assert!(!text.contains("seq 13"), "{text}");
+}

@@ -24,10 +24,14 @@ mod faults;
 mod failed;
 // Golden vectors: fixed events to fixed bytes and hashes.
 mod golden;
+// The recorded head covers reads, rejected calls and close: a cut tail never passes as intact.
+mod head;
 // Hostile input: 700+ traversal and malformed paths in every field, malformed calls, arbitrary JSON.
 mod hostile;
 // A store directory that is hostile: read-only, full, missing or damaged files, wrong paths.
 mod hostile_storage;
+// mnemo show and mnemo diff: one event whole, and what changed between two events.
+mod inspect;
 // Bounded input: the request-size limit while reading, digests of refused input, duplicate keys,
 // invalid UTF-8.
 mod input;

@@ -1142,6 +1142,119 @@ fn run_case(root: &str, ops: &[Op]) -> Result<(), String> {
     check_end(&server, &[&model], calls).map_err(|e| failure(&log, &e))
 }
 
+/// Runs `ops` (no reopens) through the store and the model, then checks `mnemo show` and
+/// `mnemo diff` of every event against what the model answered and how its tree changed.
+fn run_case_inspected(root: &str, ops: &[Op]) -> Result<(), String> {
+    let store = TempStore::new();
+    let server = open_server(&store, root).map_err(|e| format!("open failed: {e}"))?;
+    let mut model = Model::new(root);
+    let mut log: Vec<String> = vec![format!("(root {root})")];
+    // After each event: its answer, its error flag, and the model's tree.
+    let mut steps: Vec<(String, bool, BTreeMap<String, String>)> = Vec::new();
+    for (i, op) in ops.iter().enumerate() {
+        let Some(cmd) = op.resolve(&model) else {
+            continue;
+        };
+        let input = cmd.to_json();
+        log.push(format!("#{i} {input}"));
+        let expect = model.step(&cmd);
+        let (text, is_error) = send(&server, input, None).map_err(|e| failure(&log, &e))?;
+        check_result(&expect, &text, is_error).map_err(|e| failure(&log, &e))?;
+        steps.push((text, is_error, model.files.clone()));
+    }
+    drop(server);
+    let store = mnemo::Store::open_existing(&store.path()).map_err(|e| e.to_string())?;
+    let top = mnemo::MemPath::absolute("/")?;
+    let mut before = BTreeMap::new();
+    for (i, (text, is_error, after)) in steps.iter().enumerate() {
+        let seq = mnemo::Seq(i as u64 + 1);
+        let fail = |what: String| failure(&log, &format!("event {seq}: {what}"));
+        let shown = mnemo::inspect::show(&store, seq).map_err(|e| fail(e.to_string()))?;
+        if !shown.verified
+            || shown.answer != *text
+            || shown.event.header.outcome.is_error != *is_error
+        {
+            return Err(fail(format!(
+                "show gives {:?} (verified {}), the call got {text:?}",
+                shown.answer, shown.verified
+            )));
+        }
+        let mut want = Vec::new();
+        for path in before
+            .keys()
+            .chain(after.keys())
+            .collect::<std::collections::BTreeSet<_>>()
+        {
+            let kind = match (before.get(path), after.get(path)) {
+                (Some(a), Some(b)) if a == b => continue,
+                (Some(_), Some(_)) => "changed",
+                (Some(_), None) => "removed",
+                _ => "added",
+            };
+            want.push((path.clone(), kind));
+        }
+        let diff = mnemo::inspect::diff(&store, mnemo::Seq(seq.0 - 1), seq, &top)
+            .map_err(|e| fail(e.to_string()))?;
+        let got: Vec<(String, &str)> = diff.iter().map(|d| (d.path.clone(), d.kind)).collect();
+        if got != want {
+            return Err(fail(format!(
+                "diff lists {got:?}, the model changed {want:?}"
+            )));
+        }
+        // Each file's diff adds exactly its new lines and removes its old ones.
+        for d in &diff {
+            if d.kind != "added" {
+                continue;
+            }
+            let mut added = String::new();
+            for line in d.diff.split_inclusive('\n').skip(2) {
+                if let Some(text) = line.strip_prefix('+') {
+                    added.push_str(text);
+                } else if line.starts_with('\\') {
+                    // "\ No newline at end of file": the line before had none.
+                    added.pop();
+                }
+            }
+            if added != after[&d.path] {
+                return Err(fail(format!(
+                    "the diff of added {} is {:?}",
+                    d.path, d.diff
+                )));
+            }
+        }
+        // `show` names the same change: a write for one changed path, a delete or move for many.
+        let named = match &shown.change {
+            None => Vec::new(),
+            Some(
+                mnemo::inspect::Shift::Created { path, .. }
+                | mnemo::inspect::Shift::Edited { path, .. },
+            ) => {
+                vec![path.clone()]
+            }
+            Some(mnemo::inspect::Shift::Deleted { files, .. }) => files.clone(),
+            Some(mnemo::inspect::Shift::Moved { files, .. }) => files
+                .iter()
+                .flat_map(|(a, b)| [a.clone(), b.clone()])
+                .collect(),
+            Some(mnemo::inspect::Shift::Policy { .. }) => Vec::new(),
+        };
+        let mut named: Vec<String> = named;
+        named.sort();
+        named.dedup();
+        let mut changed: Vec<String> = want.iter().map(|(p, _)| p.clone()).collect();
+        changed.sort();
+        // A write that leaves a file's content as it was changes no path, but is still a write.
+        let same_write = changed.is_empty() && named.len() == 1;
+        if named != changed && !same_write {
+            return Err(fail(format!(
+                "show names {named:?} changed, the model changed {changed:?}"
+            )));
+        }
+        before = after.clone();
+    }
+    Ok(())
+}
+
 /// Outcomes seen per command, for `MNEMO_MODEL_STATS=1` (shows what the generators reach).
 static STATS: Mutex<BTreeMap<String, usize>> = Mutex::new(BTreeMap::new());
 
@@ -1316,6 +1429,23 @@ proptest! {
                 print_stats("proptest outcomes");
             }
         }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: cases().div_ceil(4),
+        ..ProptestConfig::default()
+    })]
+
+    /// `show` and `diff` of every event of random sessions agree with the model: the answer the
+    /// call got, and the files it changed.
+    #[test]
+    fn model_show_and_diff_agree_with_the_model(
+        root in prop::sample::select(ROOTS.to_vec()),
+        ops in prop::collection::vec(op(), 1..=25),
+    ) {
+        run_case_inspected(root, &ops).map_err(TestCaseError::fail)?;
     }
 }
 

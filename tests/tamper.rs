@@ -743,7 +743,21 @@ fn a_head_behind_a_chained_log_is_what_a_crash_leaves_and_moves_on_open() {
         head.extend_from_slice(&hash_of_21.0);
         meta.insert(b"head", head).expect("insert");
     });
+    rolled_back_then_crash_like(&t.path());
     assert_behind(&t.path(), MIXED_EVENTS, MIXED_EVENTS - 1, "head at 21");
+}
+
+/// A `meta.head` moved back behind the head the store recorded at its clean close is a rollback
+/// (named as `Head`); with that record gone too, it is what a crash leaves. Removes the record.
+fn rolled_back_then_crash_like(path: &Path) {
+    let report = verify_tampered(path);
+    assert_eq!(
+        report.violations.first().map(|v| v.kind),
+        Some(ViolationKind::Head),
+        "{:?}",
+        report.violations
+    );
+    std::fs::remove_file(path.join(mnemo::HEAD_FILE)).expect("remove the head record");
 }
 
 #[test]
@@ -805,6 +819,7 @@ fn a_removed_head_is_behind_and_a_malformed_one_is_named() {
     edit_trees(&t.path(), |_, meta, _| {
         meta.remove(b"head").expect("remove");
     });
+    rolled_back_then_crash_like(&t.path());
     assert_behind(&t.path(), MIXED_EVENTS, 0, "head removed");
     // Not 40 bytes: cannot be read at all, reported at seq 0.
     let t = mixed();
@@ -1057,9 +1072,10 @@ fn a_consistent_rewrite_of_the_last_event_is_named_at_the_head() {
 #[test]
 fn a_consistent_rewrite_of_the_tail_with_its_head_is_not_detectable() {
     // The limit of a hash chain without an external anchor: rewrite the last event consistently
-    // (same outcome, same effect on the index) and move meta.head to its new hash, and nothing on
-    // disk contradicts it. This test pins that limit down; anchoring the head hash elsewhere
-    // (printing it, signing it) is what detects it.
+    // (same outcome, same effect on the index), move meta.head to its new hash and remove the
+    // store's own record of its last head (`mnemo-head`, which alone would give the rewrite away),
+    // and nothing on disk contradicts it. This test pins that limit down; anchoring the head hash
+    // elsewhere (printing it, signing it) is what detects it.
     let t = mixed();
     let old_hash = Frame::decode(&record(&t.path(), MIXED_EVENTS))
         .expect("frame")
@@ -1076,6 +1092,15 @@ fn a_consistent_rewrite_of_the_tail_with_its_head_is_not_detectable() {
         head.extend_from_slice(&new_hash.0);
         meta.insert(b"head", head).expect("insert");
     });
+    // Left in place, the recorded head names the hash the rewrite replaced.
+    let report = verify_tampered(&t.path());
+    assert_eq!(
+        report.violations.first().map(|v| v.kind),
+        Some(ViolationKind::Head),
+        "{:?}",
+        report.violations
+    );
+    std::fs::remove_file(t.path().join(mnemo::HEAD_FILE)).expect("remove the head record");
     let report = verify_tampered(&t.path());
     assert!(report.is_intact(), "{:?}", report.violations);
     assert_eq!(

@@ -22,11 +22,11 @@
 //! | a chained, honestly answered event stored at n + 1 | `Head` at n + 1 (the record checks out; `meta.head` still names n) |
 //! | garbage stored at n + 1 | `Undecodable` at n + 1 |
 //! | the last event removed | `Missing` at n |
-//! | `meta.head` rolled back to event n − 1 (seq and hash; the empty head for n = 1) | `Head` at n |
+//! | `meta.head` rolled back to event n − 1 (seq and hash; the empty head for n = 1), `mnemo-head` removed (a crash's leftover) | `Head` at n |
 //! | a file's content bytes changed in the index | `Index` at n (the index is compared at its applied seq, n) |
 //! | a `c` (child) entry removed from the index | `Index` at n |
 //! | the `events` tree emptied | `Missing` at 1 (`meta.head` names n, the log ends at 0) |
-//! | every tree emptied but `meta.format` | nothing on disk contradicts it: `verify_store` says EMPTY; `verify_store_with` and the pristine checkpoint report `Checkpoint` at 1 |
+//! | every tree emptied but `meta.format`, and `mnemo-head` removed | nothing on disk contradicts it: `verify_store` says EMPTY; `verify_store_with` and the pristine checkpoint report `Checkpoint` at 1 |
 //!
 //! The last row is the documented limit of a local chain (see tests/checkpoint.rs): it is counted
 //! as detected only with the checkpoint, and reported separately. Positions are the first, middle
@@ -185,6 +185,8 @@ struct Trees {
     meta: sled::Tree,
     index: sled::Tree,
     content: sled::Tree,
+    /// The store directory (for its `mnemo-head`).
+    dir: std::path::PathBuf,
 }
 
 impl Trees {
@@ -243,6 +245,7 @@ impl Runner<'_> {
             meta,
             index,
             content: store.raw_content_tree(),
+            dir: path.clone(),
         };
         tamper(&trees);
         for tree in [&trees.events, &trees.meta, &trees.index, &trees.content] {
@@ -478,6 +481,9 @@ fn corpus(n: usize, positions: Option<&[u64]>) {
             let mut head = (n - 1).to_be_bytes().to_vec();
             head.extend_from_slice(&base.hash(n - 1).0);
             t.meta.insert(b"head", head).expect("insert");
+            // What a crash leaves: no head recorded past `meta.head` (a clean close records
+            // one, and a `meta.head` behind it is a rollback, which tests/tamper.rs names).
+            std::fs::remove_file(t.dir.join(mnemo::HEAD_FILE)).ok();
         },
     );
     if n > 1 {
@@ -530,6 +536,8 @@ fn corpus(n: usize, positions: Option<&[u64]>) {
             t.index.clear().expect("clear");
             t.content.clear().expect("clear");
             t.meta.remove(b"head").expect("remove");
+            // The store's own record of its last head would show the loss: gone too.
+            std::fs::remove_file(t.dir.join(mnemo::HEAD_FILE)).ok();
         },
     );
 

@@ -345,6 +345,35 @@ fn import_skips_a_huge_sparse_file_by_its_size_without_reading_it() {
     );
 }
 
+/// A hard link inside the tree may be a file from anywhere on the same file system (a secret
+/// linked in by whoever could write the directory): it is named and not read.
+#[test]
+fn import_skips_a_hard_link_by_name() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let mem = work.path().join("memories");
+    std::fs::create_dir(&mem).expect("mkdir");
+    std::fs::write(mem.join("ok.txt"), "fine").expect("write");
+    let outside = work.path().join("secret");
+    std::fs::write(&outside, "do not import").expect("write");
+    std::fs::hard_link(&outside, mem.join("linked.txt")).expect("hard link");
+    let s = TempStore::new();
+    let out = import(work.path(), &s.path());
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        text(&out.stdout).starts_with("imported 1 files"),
+        "{stderr}"
+    );
+    assert!(
+        not_imported(&stderr)
+            .iter()
+            .any(|l| l.contains("linked.txt: a hard link (2 names for one file)")),
+        "{stderr}"
+    );
+    let files = store_files(&s);
+    assert_eq!(files.len(), 1, "{files:?}");
+}
+
 /// Bytes this thread has read through `read`-like calls, from `/proc/thread-self/io`.
 fn bytes_read_by_this_thread() -> Option<u64> {
     let io = std::fs::read_to_string("/proc/thread-self/io").ok()?;

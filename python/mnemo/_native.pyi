@@ -139,8 +139,8 @@ class VerifyReport:
     @property
     def head(self) -> Head: ...
     @property
-    def checkpoint(self) -> str:
-        """``SEQ:HASH``, to keep outside the store (``mnemo verify --expect``)."""
+    def checkpoint(self) -> str | None:
+        """``SEQ:HASH``, to keep outside the store (``mnemo verify --expect``); ``None`` unless intact."""
     @property
     def index_applied(self) -> int: ...
     @property

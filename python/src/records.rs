@@ -245,8 +245,9 @@ pub struct PyVerifyReport {
     pub bytes: u64,
     /// The log's last event (what the checkpoint names).
     pub head: PyHead,
-    /// The checkpoint `SEQ:HASH` to keep outside the store (`mnemo verify --expect`).
-    pub checkpoint: String,
+    /// The checkpoint `SEQ:HASH` to keep outside the store (`mnemo verify --expect`); `None`
+    /// unless the log is intact and not empty.
+    pub checkpoint: Option<String>,
     /// The seq the path index has applied.
     pub index_applied: u64,
     /// Broken invariants; empty means intact (verification stops at the first).
@@ -261,7 +262,7 @@ impl From<Report> for PyVerifyReport {
             status: r.status().to_string(),
             events: r.events,
             bytes: r.bytes,
-            checkpoint: r.head.to_string(),
+            checkpoint: r.checkpoint(),
             head: r.head.into(),
             index_applied: r.index_applied.0,
             violations: r.violations.iter().map(PyViolation::from).collect(),
@@ -279,10 +280,12 @@ impl PyVerifyReport {
 
     fn __repr__(&self) -> String {
         format!(
-            "VerifyReport(status={:?}, events={}, checkpoint={:?}, violations={})",
+            "VerifyReport(status={:?}, events={}, checkpoint={}, violations={})",
             self.status,
             self.events,
-            self.checkpoint,
+            self.checkpoint
+                .as_ref()
+                .map_or_else(|| "None".to_string(), |c| format!("{c:?}")),
             self.violations.len()
         )
     }

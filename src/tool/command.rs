@@ -127,6 +127,59 @@ impl Command {
     pub fn is_mutation(&self) -> bool {
         !matches!(self, Command::View { .. })
     }
+
+    /// The command as the `input` of a `tool_use` block (the wire shape above), every field it
+    /// holds; `text` makes each string field's value (the text whole, or cut).
+    pub fn input_with(&self, text: impl Fn(&str) -> Value) -> Value {
+        let mut out = serde_json::Map::new();
+        out.insert("command".into(), self.name().into());
+        let mut put = |key: &str, value: Value| {
+            out.insert(key.into(), value);
+        };
+        match self {
+            Command::View { path, view_range } => {
+                put("path", text(path));
+                if let Some((from, to)) = view_range {
+                    put("view_range", serde_json::json!([from, to]));
+                }
+            }
+            Command::Create { path, file_text } => {
+                put("path", text(path));
+                put("file_text", text(file_text));
+            }
+            Command::StrReplace {
+                path,
+                old_str,
+                new_str,
+            } => {
+                put("path", text(path));
+                put("old_str", text(old_str));
+                if let Some(new_str) = new_str {
+                    put("new_str", text(new_str));
+                }
+            }
+            Command::Insert {
+                path,
+                insert_line,
+                insert_text,
+            } => {
+                put("path", text(path));
+                put("insert_line", (*insert_line).into());
+                put("insert_text", text(insert_text));
+            }
+            Command::Delete { path } => put("path", text(path)),
+            Command::Rename { old_path, new_path } => {
+                put("old_path", text(old_path));
+                put("new_path", text(new_path));
+            }
+        }
+        Value::Object(out)
+    }
+
+    /// The command as the `input` of a `tool_use` block, whole.
+    pub fn input(&self) -> Value {
+        self.input_with(|text| Value::String(text.to_string()))
+    }
 }
 
 /// What parsing one input produced.

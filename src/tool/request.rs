@@ -414,7 +414,14 @@ pub fn failed_digest(
         input: InputDigest {
             len: payload_len as u64,
             hash: payload_hash,
-            prefix: cut(&preview(&call.command).to_string(), DIGEST_PREFIX_BYTES),
+            prefix: cut(
+                // Each field cut first, so the preview costs time bounded by the cut.
+                &call
+                    .command
+                    .input_with(|text| Value::String(cut(text, DIGEST_PREFIX_BYTES)))
+                    .to_string(),
+                DIGEST_PREFIX_BYTES,
+            ),
         },
         refusal: Refusal::Failed {
             command: call.command.name().to_string(),
@@ -427,54 +434,6 @@ pub fn failed_digest(
             text: text.to_string(),
         },
     }
-}
-
-/// The call as its input JSON, each string field cut to [`DIGEST_PREFIX_BYTES`]: what a digest
-/// shows of a call it stands for, made in time proportional to that bound.
-fn preview(command: &Command) -> Value {
-    let short = |text: &str| Value::String(cut(text, DIGEST_PREFIX_BYTES));
-    let mut out = serde_json::Map::new();
-    out.insert("command".into(), command.name().into());
-    match command {
-        Command::View { path, view_range } => {
-            out.insert("path".into(), short(path));
-            if let Some((from, to)) = view_range {
-                out.insert("view_range".into(), serde_json::json!([from, to]));
-            }
-        }
-        Command::Create { path, file_text } => {
-            out.insert("path".into(), short(path));
-            out.insert("file_text".into(), short(file_text));
-        }
-        Command::StrReplace {
-            path,
-            old_str,
-            new_str,
-        } => {
-            out.insert("path".into(), short(path));
-            out.insert("old_str".into(), short(old_str));
-            if let Some(new_str) = new_str {
-                out.insert("new_str".into(), short(new_str));
-            }
-        }
-        Command::Insert {
-            path,
-            insert_line,
-            insert_text,
-        } => {
-            out.insert("path".into(), short(path));
-            out.insert("insert_line".into(), (*insert_line).into());
-            out.insert("insert_text".into(), short(insert_text));
-        }
-        Command::Delete { path } => {
-            out.insert("path".into(), short(path));
-        }
-        Command::Rename { old_path, new_path } => {
-            out.insert("old_path".into(), short(old_path));
-            out.insert("new_path".into(), short(new_path));
-        }
-    }
-    Value::Object(out)
 }
 
 /// The answer to an input logged as a digest: made from the digest's fields alone.

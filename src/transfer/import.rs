@@ -294,6 +294,12 @@ fn check_regular(fd: &OwnedFd, limit: u64) -> std::result::Result<(u64, Stat), S
             describe(kind)
         ));
     }
+    if stat.st_nlink > 1 {
+        return Err(format!(
+            "a hard link ({} names for one file), which may be a file from outside the directory; it was not read (copy it to import it)",
+            stat.st_nlink
+        ));
+    }
     let size = u64::try_from(stat.st_size).unwrap_or(0);
     if size > limit {
         return Err(format!(

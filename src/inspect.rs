@@ -1,0 +1,329 @@
+//! "What did event N do?": one event shown whole (`mnemo show`), and what changed in the tree
+//! between two seqs (`mnemo diff`).
+//!
+//! Both are derived from the log alone: the tree before the event is replayed from event 1, the
+//! event is answered against it again, and that answer is checked against the outcome hash the
+//! event recorded, so what is shown is what the chain proves the model was given.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Value, json};
+use similar::{ChangeTag, TextDiff};
+
+use crate::error::{Error, Result};
+use crate::event::{Body, Event, Outcome, Refusal, Seq};
+use crate::history::{describe, state_at, utc};
+use crate::kv::MemKv;
+use crate::log::Store;
+use crate::paths::MemPath;
+use crate::policy::AdminCommand;
+use crate::projection::{MemoryRecord, Projection};
+use crate::tool::Change;
+
+/// One event, shown whole.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Shown {
+    /// The event as stored.
+    pub event: Event,
+    /// The call as it was sent: the `input` of the `tool_use` block for a parsed call, the raw
+    /// text of a rejected one, the digest of one logged as a digest, the admin command.
+    pub input: Value,
+    /// The answer the model was given, re-derived by replaying the log up to the event.
+    pub answer: String,
+    /// Whether the re-derived answer hashes to the outcome the event recorded. `false` means the
+    /// log does not prove this answer: run `mnemo verify`.
+    pub verified: bool,
+    /// What the event changed in the tree or the policy; `None` for a read, an error or a retry.
+    pub change: Option<Shift>,
+}
+
+/// A change an event made.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Shift {
+    /// A file was created.
+    Created {
+        /// Its path.
+        path: String,
+        /// Its content as a unified diff against nothing.
+        diff: String,
+    },
+    /// A file's content was replaced.
+    Edited {
+        /// Its path.
+        path: String,
+        /// The unified diff from the old content to the new.
+        diff: String,
+    },
+    /// A file or a directory was removed, with the files under it.
+    Deleted {
+        /// What was removed.
+        path: String,
+        /// The files that went with it.
+        files: Vec<String>,
+    },
+    /// A file or a directory was moved, with the files under it.
+    Moved {
+        /// Where it was.
+        from: String,
+        /// Where it is.
+        to: String,
+        /// The files that moved, as (old path, new path).
+        files: Vec<(String, String)>,
+    },
+    /// The access policy or the token table changed.
+    Policy {
+        /// What changed, in words.
+        what: String,
+    },
+}
+
+impl Shift {
+    /// The kind, as `--json` names it: `created`, `edited`, `deleted`, `moved` or `policy`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Shift::Created { .. } => "created",
+            Shift::Edited { .. } => "edited",
+            Shift::Deleted { .. } => "deleted",
+            Shift::Moved { .. } => "moved",
+            Shift::Policy { .. } => "policy",
+        }
+    }
+
+    /// As one JSON object.
+    pub fn to_json(&self) -> Value {
+        match self {
+            Shift::Created { path, diff } | Shift::Edited { path, diff } => {
+                json!({"kind": self.kind(), "path": path, "diff": diff})
+            }
+            Shift::Deleted { path, files } => {
+                json!({"kind": self.kind(), "path": path, "files": files})
+            }
+            Shift::Moved { from, to, files } => json!({
+                "kind": self.kind(),
+                "from": from,
+                "to": to,
+                "files": files.iter().map(|(a, b)| json!([a, b])).collect::<Vec<_>>(),
+            }),
+            Shift::Policy { what } => json!({"kind": self.kind(), "what": what}),
+        }
+    }
+}
+
+impl Shown {
+    /// As `mnemo show --json` prints it.
+    pub fn to_json(&self) -> Value {
+        let (command, paths) = describe(&self.event);
+        json!({
+            "seq": self.event.seq.0,
+            "time": utc(self.event.header.time_ms),
+            "time_ms": self.event.header.time_ms,
+            "agent": self.event.header.agent,
+            "tool_use_id": self.event.header.tool_use_id,
+            "command": command,
+            "paths": paths,
+            "input": self.input,
+            "answer": self.answer,
+            "is_error": self.event.header.outcome.is_error,
+            "verified": self.verified,
+            "change": self.change.as_ref().map(Shift::to_json),
+        })
+    }
+}
+
+/// The input an event carries, as `show` gives it.
+fn input_of(body: &Body) -> Value {
+    match body {
+        Body::Tool(call) => call.command.input(),
+        Body::Rejected(r) => Value::String(r.input.clone()),
+        Body::RejectedDigest(d) => {
+            let mut out = json!({
+                "digest": {"len": d.input.len, "blake3": d.input.hash.to_hex(), "prefix": d.input.prefix},
+            });
+            if let Refusal::Failed { command, paths, .. } = &d.refusal {
+                out["command"] = command.as_str().into();
+                out["paths"] = json!(paths);
+            }
+            out
+        }
+        Body::Admin(command) => admin_input(command),
+    }
+}
+
+fn admin_input(command: &AdminCommand) -> Value {
+    serde_json::to_value(command).unwrap_or(Value::Null)
+}
+
+/// Event `seq` of `store`, shown whole. Replays events `1..seq` (time linear in `seq`).
+pub fn show(store: &Store, seq: Seq) -> Result<Shown> {
+    let end = store.log_end()?.seq;
+    if seq.0 == 0 || seq > end {
+        return Err(Error::InvalidArgument(format!(
+            "there is no event {seq}: the log holds events 1 to {end}"
+        )));
+    }
+    let record = store
+        .get(seq)?
+        .ok_or_else(|| Error::corrupt(format!("event {seq} is missing from the log")))?;
+    let event = Event::decode(&record)?;
+    let mut tree = state_at(store, Seq(seq.0 - 1))?;
+    let before = BeforeAnswer::of(&tree, &event)?;
+    let answer = tree.run_event(&event)?;
+    let verified = Outcome::of(answer.is_error, &answer.text) == event.header.outcome;
+    let change = answer.change.as_ref().map(|change| before.shift(change));
+    Ok(Shown {
+        input: input_of(&event.body),
+        answer: answer.text,
+        verified,
+        change,
+        event,
+    })
+}
+
+/// What the tree held before an event, for describing its change: the files under each path it
+/// names.
+struct BeforeAnswer {
+    files: Vec<MemoryRecord>,
+}
+
+impl BeforeAnswer {
+    fn of(tree: &Projection<MemKv>, event: &Event) -> Result<BeforeAnswer> {
+        let (_, paths) = describe(event);
+        let mut files = Vec::new();
+        if let Body::Tool(_) = event.body {
+            for raw in paths {
+                if let Ok(path) = MemPath::absolute(&raw) {
+                    if let Some(file) = tree.record(&path)? {
+                        files.push(file);
+                    } else {
+                        files.extend(tree.records_under(&path)?);
+                    }
+                }
+            }
+        }
+        Ok(BeforeAnswer { files })
+    }
+
+    fn file(&self, path: &MemPath) -> Option<&MemoryRecord> {
+        self.files.iter().find(|f| f.path == path.as_str())
+    }
+
+    fn under(&self, dir: &MemPath) -> impl Iterator<Item = &MemoryRecord> {
+        self.files
+            .iter()
+            .filter(move |f| MemPath::absolute(&f.path).is_ok_and(|p| p.starts_with(dir)))
+    }
+
+    fn shift(&self, change: &Change) -> Shift {
+        match change {
+            Change::Write { path, content } => match self.file(path) {
+                Some(old) => Shift::Edited {
+                    path: path.to_string(),
+                    diff: unified(&old.content, content, path),
+                },
+                None => Shift::Created {
+                    path: path.to_string(),
+                    diff: unified("", content, path),
+                },
+            },
+            Change::Delete { path } => Shift::Deleted {
+                path: path.to_string(),
+                files: self.under(path).map(|f| f.path.clone()).collect(),
+            },
+            Change::Rename { from, to } => Shift::Moved {
+                from: from.to_string(),
+                to: to.to_string(),
+                files: self
+                    .under(from)
+                    .filter_map(|f| {
+                        let old = MemPath::absolute(&f.path).ok()?;
+                        Some((f.path.clone(), old.moved(from, to).to_string()))
+                    })
+                    .collect(),
+            },
+            other => Shift::Policy {
+                what: format!("{other:?}"),
+            },
+        }
+    }
+}
+
+/// The unified diff from `old` to `new` of the file at `path` (`a/…`, `b/…` headers, three
+/// lines of context); empty when they are equal.
+fn unified(old: &str, new: &str, path: &MemPath) -> String {
+    let name = path.as_str().trim_start_matches('/');
+    // Lines as the memory tool counts them: ended by `\n` only (a `\r` is content).
+    let old: Vec<&str> = old.split_inclusive('\n').collect();
+    let new: Vec<&str> = new.split_inclusive('\n').collect();
+    let diff = TextDiff::from_slices(&old, &new);
+    let mut out = String::new();
+    for hunk in diff.unified_diff().context_radius(3).iter_hunks() {
+        if out.is_empty() {
+            out = format!("--- a/{name}\n+++ b/{name}\n");
+        }
+        out.push_str(&format!("{}\n", hunk.header()));
+        for change in hunk.iter_changes() {
+            let sign = match change.tag() {
+                ChangeTag::Equal => ' ',
+                ChangeTag::Delete => '-',
+                ChangeTag::Insert => '+',
+            };
+            out.push(sign);
+            out.push_str(change.value());
+            if !change.value().ends_with('\n') {
+                out.push_str("\n\\ No newline at end of file\n");
+            }
+        }
+    }
+    out
+}
+
+/// How one file differs between two points of the log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileDiff {
+    /// The file's path.
+    pub path: String,
+    /// `added`, `removed` or `changed`.
+    pub kind: &'static str,
+    /// The unified diff from the content at the first point to the content at the second.
+    pub diff: String,
+}
+
+impl FileDiff {
+    /// As one JSON object.
+    pub fn to_json(&self) -> Value {
+        json!({"path": self.path, "kind": self.kind, "diff": self.diff})
+    }
+}
+
+/// What changed in the files under `dir` from after event `from` to after event `to` (each
+/// clamped to the log's end), in path order: a file at the same path with other content is
+/// `changed` (a file moved elsewhere is `removed` at its old path and `added` at its new one).
+pub fn diff(store: &Store, from: Seq, to: Seq, dir: &MemPath) -> Result<Vec<FileDiff>> {
+    let end = store.log_end()?.seq;
+    let files = |seq: Seq| -> Result<BTreeMap<String, String>> {
+        Ok(state_at(store, seq.min(end))?
+            .records_under(dir)?
+            .into_iter()
+            .map(|f| (f.path, f.content))
+            .collect())
+    };
+    let (old, new) = (files(from)?, files(to)?);
+    let paths: BTreeSet<&String> = old.keys().chain(new.keys()).collect();
+    let mut out = Vec::new();
+    for path in paths {
+        let (kind, before, after) = match (old.get(path), new.get(path)) {
+            (Some(a), Some(b)) if a == b => continue,
+            (Some(a), Some(b)) => ("changed", a.as_str(), b.as_str()),
+            (Some(a), None) => ("removed", a.as_str(), ""),
+            (None, Some(b)) => ("added", "", b.as_str()),
+            (None, None) => continue,
+        };
+        let canonical = MemPath::absolute(path).map_err(Error::corrupt)?;
+        out.push(FileDiff {
+            path: path.clone(),
+            kind,
+            diff: unified(before, after, &canonical),
+        });
+    }
+    Ok(out)
+}

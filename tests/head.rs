@@ -1,0 +1,161 @@
+//! The recorded head (`mnemo-head`) covers reads, rejected calls and a clean close, not only
+//! durable writes: a log cut or damaged in the tail those calls left is never reported intact
+//! with fewer events than the store recorded.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use mnemo::{Durability, MnemoClient, MnemoMemoryToolServer, Seq};
+use serde_json::{Value, json};
+
+use crate::support::{TempStore, copy_dir, run_mnemo};
+
+/// The calls of the session: five creates (each durable), then four views and a traversal
+/// attempt (which no caller waits for): ten events.
+fn session(server: &MnemoMemoryToolServer) {
+    for i in 1..=5 {
+        let out = server.handle(
+            &json!({"command": "create", "path": format!("/memories/f{i}.md"),
+            "file_text": format!("create-{i}-marker\n")}),
+        );
+        assert!(out.get("is_error").is_none(), "{out}");
+    }
+    for i in 1..=3 {
+        server.handle(&json!({"command": "view", "path": format!("/memories/f{i}.md")}));
+    }
+    // A view whose path names a marker found in no other record (the index keeps no trace of a
+    // path that does not exist): where the reads' events lie in `db`.
+    server.handle(&json!({"command": "view", "path": "/memories/reads-start-here"}));
+    server.handle(&json!({"command": "view", "path": "/memories/../etc/passwd"}));
+}
+
+fn open(path: &Path, durability: Durability) -> MnemoMemoryToolServer {
+    let client = MnemoClient::builder(path)
+        .agent_id("agent")
+        .durability(durability)
+        .open()
+        .expect("open");
+    MnemoMemoryToolServer::builder(client)
+        .build()
+        .expect("server")
+}
+
+#[test]
+fn a_clean_close_records_the_head_after_reads_in_every_mode() {
+    for mode in [Durability::Fsync, Durability::Flush, Durability::Buffered] {
+        let s = TempStore::new();
+        let server = open(&s.path(), mode);
+        session(&server);
+        drop(server);
+        let head = mnemo::disk::read_head(&s.path()).expect("read the head");
+        assert_eq!(head.map(|h| h.seq), Some(Seq(10)), "{mode:?}");
+    }
+}
+
+#[test]
+fn an_idle_writer_records_the_head_after_reads_without_closing() {
+    let s = TempStore::new();
+    let server = open(&s.path(), Durability::Fsync);
+    session(&server);
+    // No call waits for the reads: the background thread settles them once it has nothing left.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let head = mnemo::disk::read_head(&s.path()).expect("read the head");
+        if head.map(|h| h.seq) == Some(Seq(10)) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the recorded head is still {head:?} with the writer idle"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(server);
+}
+
+/// Where the reads' events start in `db` (a little before the marker view's path), and where the
+/// file's data ends.
+fn tail_of(db: &Path) -> (usize, usize) {
+    let bytes = std::fs::read(db).expect("read db");
+    let marker = b"reads-start-here";
+    let at = bytes
+        .windows(marker.len())
+        .position(|w| w == marker)
+        .expect("the marker view is in db");
+    let end = bytes.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+    (at.saturating_sub(1024), end)
+}
+
+fn verify_json(db: &Path) -> Value {
+    let out = run_mnemo(
+        &["verify", "--db", db.to_str().expect("utf-8"), "--json"],
+        "",
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(
+        |_| json!({"status": "refused", "stderr": String::from_utf8_lossy(&out.stderr)}),
+    )
+}
+
+/// Truncations and bit flips through the tail that the reads and the refused call left: verify
+/// may refuse the store or find it damaged, but never call it intact with fewer than 10 events.
+#[test]
+fn a_cut_or_damaged_tail_of_reads_is_never_intact() {
+    let s = TempStore::new();
+    drop({
+        let server = open(&s.path(), Durability::Fsync);
+        session(&server);
+        server
+    });
+    let db = s.path().join("db");
+    let (start, end) = tail_of(&db);
+    assert!(end > start, "the tail holds the reads' events");
+    let work = tempfile::tempdir().expect("tempdir");
+    let mut cases = 0;
+    let mut silent = Vec::new();
+    let step = ((end - start) / 40).max(1);
+    for (i, at) in (start..end).step_by(step).enumerate() {
+        for flip in [false, true] {
+            let copy = work.path().join(format!("c{i}-{flip}"));
+            copy_dir(&s.path(), &copy);
+            let file = copy.join("db");
+            let mut bytes = std::fs::read(&file).expect("read");
+            if flip {
+                bytes[at] ^= 0x10;
+            } else {
+                bytes.truncate(at);
+            }
+            std::fs::write(&file, bytes).expect("write");
+            let how = if flip { "flip" } else { "cut" };
+            // `log` first: a read command must not present a rolled-back log as current.
+            let log = run_mnemo(
+                &["log", "--db", copy.to_str().expect("utf-8"), "--json"],
+                "",
+            );
+            let listed = String::from_utf8_lossy(&log.stdout).lines().count();
+            if log.status.success() && listed != 10 {
+                silent.push(format!(
+                    "{how} at byte {at}: `mnemo log` listed {listed} events"
+                ));
+            }
+            if !log.status.success() && log.status.code() != Some(2) {
+                silent.push(format!(
+                    "{how} at byte {at}: `mnemo log` exited {:?}",
+                    log.status
+                ));
+            }
+            let report = verify_json(&copy);
+            cases += 1;
+            if report["status"] == "intact" && report["events"] != json!(10) {
+                silent.push(format!("{how} at byte {at}: {report}"));
+            }
+            std::fs::remove_dir_all(&copy).ok();
+        }
+    }
+    assert!(cases >= 40, "{cases} cases");
+    assert!(
+        silent.is_empty(),
+        "{} of {cases} damaged tails passed as intact with events missing:\n{}",
+        silent.len(),
+        silent.join("\n")
+    );
+}
