@@ -784,8 +784,7 @@ fn run_acl(command: AclCmd) -> CliResult {
             let mut out = std::io::stdout().lock();
             for g in policy.grants() {
                 if json {
-                    let line = json!({"agent": g.agent, "prefix": g.prefix.to_string(), "access": g.access.name()});
-                    writeln!(out, "{line}")?;
+                    writeln!(out, "{}", g.to_json())?;
                 } else {
                     writeln!(
                         out,

@@ -73,6 +73,18 @@ pub struct Grant {
     pub access: Access,
 }
 
+impl Grant {
+    /// The grant as `mnemo acl list --json` prints it (and `GET /v1/acl` answers it):
+    /// `{"agent", "prefix", "access"}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "agent": self.agent,
+            "prefix": self.prefix.to_string(),
+            "access": self.access.name(),
+        })
+    }
+}
+
 /// An admin command: a change to the policy, or to the agent tokens. The operator who made it is
 /// the event's agent.
 ///
