@@ -5,7 +5,7 @@
 //! operating system's random source). The store keeps only `blake3` of the whole text, in the
 //! admin event that issued it ([`AdminCommand::IssueToken`]); revoking it is another admin event
 //! ([`AdminCommand::RevokeToken`]). Both are chained and replayed by `verify` like any event, and
-//! the index keeps the table of tokens (key `k` ‖ id, see [`crate::projection`]), so checking a
+//! the index keeps the table of tokens (key `k` ‖ id of the path index), so checking a
 //! token is one point read: its id names the record, whose hash is compared with the presented
 //! token's in constant time ([`EventHash`]'s equality). The token is shown once, when it is made.
 //!
