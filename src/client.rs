@@ -13,6 +13,7 @@ use crate::log::{Durability, Head, Store};
 use crate::paths::MemPath;
 use crate::policy::{Access, AdminCommand, Policy};
 use crate::projection::{MEMORY_TAG, MemoryRecord};
+use crate::token::TokenRecord;
 use crate::tool::Tree;
 use crate::verify::{Report, verify_store};
 use crate::writer::{Call, Receipt, Writer};
@@ -274,6 +275,13 @@ impl MnemoClient {
             agent: agent.into(),
             prefix: prefix.into(),
         })
+    }
+
+    /// The agent token with id `id` (see [`crate::token`]), as every call answered so far left
+    /// the token table: one point read under the writer lock, writing nothing, so a server can
+    /// check every request's token and a revoke counts from the next request on.
+    pub fn token(&self, id: &str) -> Result<Option<TokenRecord>> {
+        self.inner.writer()?.peek(|index| index.token(id))
     }
 
     /// The access policy in force.

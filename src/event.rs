@@ -74,8 +74,16 @@
 //! | `Stopped` | 4 | `limit: u64`; an input handed over as an object (a Python dict) whose conversion to JSON text stopped once it passed the limit: the digest covers the `len` bytes made until then |
 //! | `Failed` | 5 | `command: string` (the command's name), `paths: seq<string>` (the paths it named, as sent, each cut like an error echoes it), `text: string` (the error the call got); a call whose `Tool` payload is over 4 KiB and that ran and failed against the tree: the digest's `len` and `hash` are those of the `Tool` payload it replaces (so a retry with the same input matches it), its `prefix` the start of the call's input as compact JSON |
 //!
-//! `AdminCommand`: `Grant` = 0 with `agent: string`, `prefix: string`, `access: Access`;
-//! `Revoke` = 1 with `agent: string`, `prefix: string`. `Access`: `Read` = 0, `ReadWrite` = 1.
+//! `AdminCommand` variants (the operator who made one is the event's `agent`):
+//!
+//! | variant | index | fields |
+//! |---|---|---|
+//! | `Grant` | 0 | `agent: string`, `prefix: string`, `access: Access` |
+//! | `Revoke` | 1 | `agent: string`, `prefix: string` |
+//! | `IssueToken` | 2 | `id: string`, `agent: string`, `label: string`, `hash` (32 bytes, `blake3` of the token's text; the token itself is never logged) |
+//! | `RevokeToken` | 3 | `id: string` |
+//!
+//! `Access`: `Read` = 0, `ReadWrite` = 1.
 //!
 //! `Profile`: `Spec` = 0, `PythonSdk` = 1. `Limits`: `max_file_bytes: u64`,
 //! `view_max_chars: option<u64>` (its `max_request_bytes` bounds what is read, no answer depends on

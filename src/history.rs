@@ -187,8 +187,9 @@ pub fn file_history(store: &Store, path: &MemPath) -> Result<Vec<Event>> {
     Ok(touched)
 }
 
-/// The command name (`create`, `rejected`, `acl-grant`, ...) and the canonical paths an event
-/// names (raw paths if they do not resolve; for an admin event, the prefix and `agent {id}`), as
+/// The command name (`create`, `rejected`, `acl-grant`, `token-issue`, ...) and the canonical paths an event
+/// names (raw paths if they do not resolve; for an admin event, the prefix and `agent {id}`, or
+/// `token {id}` and the token's agent), as
 /// `mnemo log` and `mnemo history` show them.
 pub fn describe(event: &Event) -> (&'static str, Vec<String>) {
     if let Some(call) = Called::of(event) {
@@ -211,6 +212,13 @@ pub fn describe(event: &Event) -> (&'static str, Vec<String>) {
         }
         Body::Admin(AdminCommand::Revoke { agent, prefix }) => {
             ("acl-revoke", vec![prefix.clone(), format!("agent {agent}")])
+        }
+        Body::Admin(AdminCommand::IssueToken { id, agent, .. }) => (
+            "token-issue",
+            vec![format!("token {id}"), format!("agent {agent}")],
+        ),
+        Body::Admin(AdminCommand::RevokeToken { id }) => {
+            ("token-revoke", vec![format!("token {id}")])
         }
     }
 }

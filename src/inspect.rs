@@ -169,7 +169,10 @@ pub fn show(store: &Store, seq: Seq) -> Result<Shown> {
     let before = BeforeAnswer::of(&tree, &event)?;
     let answer = tree.run_event(&event)?;
     let verified = Outcome::of(answer.is_error, &answer.text) == event.header.outcome;
-    let change = answer.change.as_ref().map(|change| before.shift(change));
+    let change = answer
+        .change
+        .as_ref()
+        .map(|change| before.shift(change, &answer.text));
     Ok(Shown {
         input: input_of(&event.body),
         answer: answer.text,
@@ -213,7 +216,7 @@ impl BeforeAnswer {
             .filter(move |f| MemPath::absolute(&f.path).is_ok_and(|p| p.starts_with(dir)))
     }
 
-    fn shift(&self, change: &Change) -> Shift {
+    fn shift(&self, change: &Change, answer: &str) -> Shift {
         match change {
             Change::Write { path, content } => match self.file(path) {
                 Some(old) => Shift::Edited {
@@ -240,8 +243,9 @@ impl BeforeAnswer {
                     })
                     .collect(),
             },
-            other => Shift::Policy {
-                what: format!("{other:?}"),
+            // The answer says what a policy or token change did, and never shows a token hash.
+            _ => Shift::Policy {
+                what: answer.to_string(),
             },
         }
     }

@@ -20,6 +20,7 @@ mod policy;
 mod projection;
 #[cfg(feature = "serve")]
 pub mod serve;
+pub mod token;
 pub mod tool;
 pub mod transfer;
 mod unwind;

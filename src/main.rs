@@ -186,6 +186,11 @@ enum Cmd {
         #[command(subcommand)]
         command: AclCmd,
     },
+    /// Agent tokens: bearer credentials for `mnemo serve`, each acting only as its agent.
+    Token {
+        #[command(subcommand)]
+        command: TokenCmd,
+    },
     /// Every event that touched a file, followed back through renames.
     History {
         /// The file.
@@ -247,6 +252,49 @@ enum AclCmd {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Subcommand)]
+enum TokenCmd {
+    /// Make a token for an agent; it is printed once, as the last line of stdout.
+    Create {
+        #[command(flatten)]
+        db: Db,
+        /// The agent the token acts as.
+        #[arg(long)]
+        agent: String,
+        /// A note for the operator, such as what the token is for.
+        #[arg(long, default_value = "")]
+        label: String,
+        #[command(flatten)]
+        operator: Operator,
+    },
+    /// List the tokens: id, agent, label, when and by whom issued, revoked or not.
+    List {
+        #[command(flatten)]
+        db: Db,
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke a token: its bearer is refused from the next request on.
+    Revoke {
+        /// The token's id, as `mnemo token list` shows it.
+        id: String,
+        #[command(flatten)]
+        db: Db,
+        #[command(flatten)]
+        operator: Operator,
+    },
+}
+
+/// Who an admin change is recorded under.
+#[derive(Args)]
+struct Operator {
+    /// The operator the change is recorded under (whoever can open the store directory is the
+    /// operator).
+    #[arg(long = "as", default_value = mnemo::token::OPERATOR)]
+    name: String,
 }
 
 /// Whose grant, on what, recorded by whom.
@@ -324,6 +372,7 @@ fn main() -> ExitCode {
             json,
         } => run_diff(&db.db, from, to, &path, json),
         Cmd::Acl { command } => run_acl(command),
+        Cmd::Token { command } => run_token(command),
         Cmd::Export { dir, db, at } => run_export(&db.db, &dir, at),
         Cmd::Import {
             dir,
@@ -788,8 +837,7 @@ fn run_acl(command: AclCmd) -> CliResult {
             let mut out = std::io::stdout().lock();
             for g in policy.grants() {
                 if json {
-                    let line = json!({"agent": g.agent, "prefix": g.prefix.to_string(), "access": g.access.name()});
-                    writeln!(out, "{line}")?;
+                    writeln!(out, "{}", g.to_json())?;
                 } else {
                     writeln!(
                         out,
@@ -940,6 +988,66 @@ fn run_diff(db: &Path, from: u64, to: u64, path: &str, as_json: bool) -> CliResu
             out,
             "no file under {dir} differs between event {from} and event {to}"
         )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_token(command: TokenCmd) -> CliResult {
+    match command {
+        TokenCmd::Create {
+            db,
+            agent,
+            label,
+            operator,
+        } => {
+            let client = MnemoClient::open(&db.db, operator.name)?;
+            let issued = mnemo::token::issue(&client, &agent, &label)?;
+            if issued.receipt.is_error {
+                return Err(issued.receipt.text.into());
+            }
+            eprintln!(
+                "mnemo: keep this token now, it is not shown again; send it as `Authorization: Bearer TOKEN` to `mnemo serve` on this store"
+            );
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "{} (seq {})", issued.receipt.text, issued.receipt.seq)?;
+            writeln!(out, "{}", issued.token.text())?;
+            out.flush()?;
+        }
+        TokenCmd::List { db, json } => {
+            let store = Store::open_existing(&db.db)?;
+            let records = store.current_index()?.tokens()?;
+            let mut out = std::io::stdout().lock();
+            for token in mnemo::token::listed(&store, records)? {
+                if json {
+                    writeln!(out, "{}", token.to_json())?;
+                    continue;
+                }
+                let r = &token.record;
+                let state = match &r.revoked {
+                    None => "active".to_string(),
+                    Some(v) => format!("revoked at seq {} by {}", v.seq, printable(&v.by)),
+                };
+                writeln!(
+                    out,
+                    "{}  {:<16}  issued seq {} {} by {}  {}  {}",
+                    r.id,
+                    printable(&r.agent),
+                    r.issued,
+                    utc(token.issued_ms),
+                    printable(&r.issued_by),
+                    state,
+                    printable(&r.label)
+                )?;
+            }
+        }
+        TokenCmd::Revoke { id, db, operator } => {
+            let client = MnemoClient::open(&db.db, operator.name)?;
+            let receipt = mnemo::token::revoke(&client, &id)?;
+            if receipt.is_error {
+                return Err(receipt.text.into());
+            }
+            println!("{} (seq {})", receipt.text, receipt.seq);
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

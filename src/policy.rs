@@ -2,15 +2,20 @@
 //!
 //! The policy is a set of grants — (agent or `*`, path prefix, `read` or `read-write`) — changed
 //! only by admin events in the log, so every change is chained, audited and replayed by `verify`.
-//! A store whose log holds no admin event has one implicit grant: every agent may read and write
-//! everything (`*`, `/`, read-write), so the quick start needs no set-up. The first admin event
-//! makes that grant explicit, and an operator narrows from there.
+//! A store whose log holds no grant or revoke has one implicit grant: every agent may read and
+//! write everything (`*`, `/`, read-write), so the quick start needs no set-up. The first grant or
+//! revoke makes that grant explicit, and an operator narrows from there.
+//!
+//! Agent tokens ([`crate::token`]) are admin events too: issuing one and revoking it are
+//! [`AdminCommand::IssueToken`] and [`AdminCommand::RevokeToken`], chained and replayed like the
+//! grants. They leave the grants as they are.
 //!
 //! **Invariant:** every call is checked against the policy as it stood when the call was
 //! committed; a denied call changes nothing and is logged like any other.
 
 use serde::{Deserialize, Serialize};
 
+use crate::event::EventHash;
 use crate::paths::MemPath;
 
 /// The agent pattern that matches every agent.
@@ -68,7 +73,23 @@ pub struct Grant {
     pub access: Access,
 }
 
-/// An admin command: a change to the policy.
+impl Grant {
+    /// The grant as `mnemo acl list --json` prints it (and `GET /v1/acl` answers it):
+    /// `{"agent", "prefix", "access"}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "agent": self.agent,
+            "prefix": self.prefix.to_string(),
+            "access": self.access.name(),
+        })
+    }
+}
+
+/// An admin command: a change to the policy, or to the agent tokens. The operator who made it is
+/// the event's agent.
+///
+/// New variants are appended after the existing ones: the variant index is part of the stored
+/// bytes (see [`crate::event`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum AdminCommand {
     /// Give `agent` `access` on `prefix` and everything under it (replacing an earlier grant for
@@ -87,6 +108,23 @@ pub enum AdminCommand {
         agent: String,
         /// The prefix of the grant to remove.
         prefix: String,
+    },
+    /// Issue an agent token: whoever presents the token that hashes to `hash` acts as `agent`.
+    /// The token itself is never logged.
+    IssueToken {
+        /// The token's id, unique in the store and part of the token's text (not secret).
+        id: String,
+        /// The agent the token acts as (an agent id, not `*`).
+        agent: String,
+        /// A note for the operator, such as what the token was made for (may be empty).
+        label: String,
+        /// `blake3` of the token's text.
+        hash: EventHash,
+    },
+    /// Revoke the agent token `id`: from the next request on, its bearer is refused.
+    RevokeToken {
+        /// The token's id.
+        id: String,
     },
 }
 

@@ -16,6 +16,7 @@
 //! | `P` | present once the policy is explicit (after the first admin event) |
 //! | `p` ‖ agent ‖ 0 ‖ prefix | access (`r` or `w`) |
 //! | `g` ‖ directory id (u64 BE) | empty: a deleted directory whose nodes are still to be collected |
+//! | `k` ‖ token id | the agent token's record ([`TokenRecord`], canonical bytes as the events'): id, agent, label, blake3 of the token, issuing seq and operator, revocation (seq and operator) |
 //! | `L` | the index layout ([`INDEX_LAYOUT`], 1 byte), written with event 1 |
 //!
 //! **File content** is in chunks ([`content`]): a file's bytes are the bytes of its chunks, from
@@ -69,6 +70,7 @@ use crate::event::{Body, Event, EventHash, Refusal, RejectedDigest, Seq};
 use crate::kv::{KvRead, KvWrite};
 use crate::paths::MemPath;
 use crate::policy::{Access, Grant, Policy};
+use crate::token::{Revocation, TokenRecord};
 use crate::tool::{Answer, Command};
 use crate::tool::{Change, Entry, NodeKind, Probe, Tree};
 
@@ -167,6 +169,18 @@ fn set_child_key(key: &mut Vec<u8>, parent: u64, name: &str) {
 }
 
 const POLICY_KEY: &[u8] = b"P";
+const TOKEN_PREFIX: &[u8] = b"k";
+
+fn token_key(id: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(1 + id.len());
+    k.extend_from_slice(TOKEN_PREFIX);
+    k.extend_from_slice(id.as_bytes());
+    k
+}
+
+fn decode_token(value: &[u8]) -> Result<TokenRecord> {
+    crate::codec::decode(value, "path index token record")
+}
 
 fn grant_key(agent: &str, prefix: &MemPath) -> Vec<u8> {
     let prefix = prefix.to_string();
@@ -463,6 +477,15 @@ impl<K: KvRead> Projection<K> {
         }
     }
 
+    /// The agent tokens ever issued, revoked or not, in id order.
+    pub fn tokens(&self) -> Result<Vec<TokenRecord>> {
+        self.kv
+            .scan_prefix(TOKEN_PREFIX, usize::MAX)?
+            .iter()
+            .map(|(_, v)| decode_token(v))
+            .collect()
+    }
+
     /// How many deleted directories still wait in the trash to be collected.
     pub fn trash_len(&self) -> Result<usize> {
         Ok(self.kv.scan_prefix(TRASH_PREFIX, usize::MAX)?.len())
@@ -670,6 +693,10 @@ impl<K: KvRead> Tree for Projection<K> {
         }
         Ok(Policy::new(grants))
     }
+
+    fn token(&self, id: &str) -> Result<Option<TokenRecord>> {
+        self.kv.get_with(&token_key(id), decode_token)?.transpose()
+    }
 }
 
 impl<K: KvWrite> Projection<K> {
@@ -866,6 +893,31 @@ impl<K: KvWrite> Projection<K> {
             Change::Revoke { agent, prefix } => {
                 self.explicit_policy()?;
                 self.kv.remove(&grant_key(agent, prefix));
+            }
+            Change::IssueToken(issue) => {
+                let record = TokenRecord {
+                    id: issue.id.clone(),
+                    agent: issue.agent.clone(),
+                    label: issue.label.clone(),
+                    hash: issue.hash,
+                    issued: seq,
+                    issued_by: issue.by.clone(),
+                    revoked: None,
+                };
+                self.kv
+                    .insert(token_key(&issue.id), crate::codec::encode(&record));
+            }
+            Change::RevokeToken { id, by } => {
+                let mut record = self.token(id)?.ok_or_else(|| {
+                    Error::corrupt(format!(
+                        "a revoke named token {id}, which is not in the index"
+                    ))
+                })?;
+                record.revoked = Some(Revocation {
+                    seq,
+                    by: by.clone(),
+                });
+                self.kv.insert(token_key(id), crate::codec::encode(&record));
             }
         }
         self.collect_trash()?;

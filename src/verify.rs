@@ -551,6 +551,10 @@ fn show_key(key: &[u8]) -> String {
             u64::from_be_bytes(key[9..17].try_into().unwrap_or_default()),
             u64::from_be_bytes(key[1..9].try_into().unwrap_or_default())
         ),
+        Some(b'k') => format!(
+            "record of agent token {:?}",
+            String::from_utf8_lossy(&key[1..])
+        ),
         _ => format!("{:?}", String::from_utf8_lossy(key)),
     }
 }

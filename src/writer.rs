@@ -308,6 +308,27 @@ impl Writer {
         Ok(receipt)
     }
 
+    /// Runs `read` on the index as every call answered so far left it — the stored index under
+    /// the changes held in memory — under the writer lock, writing nothing: for point reads on
+    /// a hot path (a server checks each request's token this way), which should not cost a write
+    /// of the index.
+    pub(crate) fn peek<T>(
+        &self,
+        read: impl FnOnce(&Projection<Overlay<'_>>) -> Result<T>,
+    ) -> Result<T> {
+        let mut chain = self.shared.chain()?;
+        let chain = &mut *chain;
+        let pending = std::mem::take(&mut chain.pending);
+        let projection = Projection::new(Overlay::resume(
+            chain.store.index_tree(),
+            chain.writing.as_deref(),
+            pending,
+        ));
+        let result = read(&projection);
+        chain.pending = projection.into_inner().into_pending();
+        result
+    }
+
     /// Runs `read` under the writer lock, after writing the deferred events and the index, so it
     /// sees every event answered so far and no call half-applied.
     pub(crate) fn read<T>(&self, read: impl FnOnce(&Store) -> Result<T>) -> Result<T> {

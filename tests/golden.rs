@@ -293,6 +293,29 @@ fn fixtures() -> Vec<(&'static str, Event)> {
                 }),
             ),
         ),
+        (
+            "token issue",
+            fixed(
+                19,
+                None,
+                Outcome::of(false, "Issued token 0123456789abcdef to agent planner"),
+                Body::Admin(AdminCommand::IssueToken {
+                    id: "0123456789abcdef".into(),
+                    agent: "planner".into(),
+                    label: "ci runner".into(),
+                    hash: EventHash::of(b"mnemo_0123456789abcdef_secret"),
+                }),
+            ),
+        ),
+        (
+            "token revoke",
+            fixed(
+                20,
+                Some("toolu_09I"),
+                Outcome::of(true, "Error: no token has id ffff"),
+                Body::Admin(AdminCommand::RevokeToken { id: "ffff".into() }),
+            ),
+        ),
     ]
 }
 
@@ -425,6 +448,18 @@ const GOLDEN: &[(&str, &str, &str, &str)] = &[
         "13c02cc89901000007000000000000006167656e742d61010900000000000000746f6f6c755f3039490102743e8c4bd7eb971df771e6637aa33ae003d82bfc0c0983cee81f1e908d2ec9",
         "0300000009000000000000002f6d656d6f7269657301000000e803000000000000e33fb19325cbc72b5905e783e0c47290468c610090e376de9215e8b5f8ba83d304000000000000007b22c3a9050000000b000000000000007374725f7265706c61636501000000000000000b000000000000002f6d656d6f726965732f612a000000000000004572726f723a205468652070617468202f6d656d6f726965732f6120646f6573206e6f74206578697374",
         "c3b21fcb248bb036001acb65f172657b32e841138da9290437db1460a340f565",
+    ),
+    (
+        "token issue",
+        "13c02cc89901000007000000000000006167656e742d61000045506cf0946e21169a14c0a8eb2441306850549d4b67d830e384bead6c16244f",
+        "02000000020000001000000000000000303132333435363738396162636465660700000000000000706c616e6e6572090000000000000063692072756e6e6572ea5247df6cad45499ab3e114ebeca2de719c1a9414afb7c6c3cc3c780a357045",
+        "6bdd2ed04dc3f171b2aa9807ef5434711c748e734d3f239cdc6e399601f88625",
+    ),
+    (
+        "token revoke",
+        "14c02cc89901000007000000000000006167656e742d61010900000000000000746f6f6c755f303949018b4e2ee19786d0a63c137289c33e29ef57c22d8200a68833f6ba712c21ade70d",
+        "0200000003000000040000000000000066666666",
+        "127e0753053f8b405425df19ff5c30cd143af7a79d5230c9bbfde1f000e25523",
     ),
 ];
 
@@ -683,6 +718,22 @@ fn doc_payload(b: &Body) -> Vec<u8> {
         }
         Body::Admin(AdminCommand::Revoke { agent, prefix }) => {
             d.u32(2).u32(1).string(agent).string(prefix);
+        }
+        Body::Admin(AdminCommand::IssueToken {
+            id,
+            agent,
+            label,
+            hash,
+        }) => {
+            d.u32(2)
+                .u32(2)
+                .string(id)
+                .string(agent)
+                .string(label)
+                .bytes(&hash.0);
+        }
+        Body::Admin(AdminCommand::RevokeToken { id }) => {
+            d.u32(2).u32(3).string(id);
         }
         Body::RejectedDigest(r) => {
             d.u32(3).string(&r.root).profile(r.profile);

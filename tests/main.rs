@@ -59,6 +59,8 @@ mod transfer;
 // mnemo export / import on hostile trees: links, FIFOs, devices, huge and deep entries, swaps.
 #[cfg(target_os = "linux")]
 mod transfer_hostile;
+// Agent tokens: `mnemo token`, the token table replayed from the log, verify over token events.
+mod tokens;
 // The tamper corpus on stores of 1, 2, 255, 256, 257 and 10,000 events.
 mod tamper_sizes;
 // Tampering through sled: verify names the right seq and invariant.

@@ -13,7 +13,10 @@ from the server file the server writes in the store directory, as a local client
   3. a session-less client (protocol 2026-07-28: no handshake, no Mcp-Session-Id on any request):
      the tool, a call and the resources;
   4. a client without the token, and one with a wrong token: refused (HTTP 401);
-  5. after SIGTERM: the server exits 0 and removes its file, `mnemo verify` is intact, and
+  5. an agent token (made with the operator's token, POST /v1/tokens): a session with it is
+     recorded under its agent, one claiming another agent is refused (403); the token revoked
+     while the session is open: the session's next call fails, a raw request gets 401;
+  6. after SIGTERM: the server exits 0 and removes its file, `mnemo verify` is intact, and
      `mnemo log` attributes every call to the agent that made it.
 
 Usage: mcp_http_client.py --mnemo PATH (a mnemo built with --features serve)
@@ -211,6 +214,54 @@ async def refused(c: Checks, server: Server) -> None:
         c.check(response.headers.get("www-authenticate", "").startswith("Bearer"), f"{label}: WWW-Authenticate: Bearer")
 
 
+AGENT = "frank"
+
+
+async def agent_token(c: Checks, server: Server) -> None:
+    base = server.url.removesuffix("/mcp")
+    async with http_client(server.token, None) as admin:
+        made = await admin.post(f"{base}/v1/tokens", json={"agent": AGENT, "label": "mcp client"})
+        c.equal(made.status_code, 200, f"the operator makes an agent token: {made.text}")
+        token = made.json()["token"]
+        token_id = made.json()["id"]
+        steps: List[str] = []
+        try:
+            async with http_client(token, None) as http:
+                transport = streamable_http_client(server.url, http_client=http)
+                async with Client(transport, mode="legacy", read_timeout_seconds=TIMEOUT) as client:
+                    result = await client.call_tool(
+                        "memory", {"command": "create", "path": f"{ROOT}/{AGENT}.md", "file_text": "mine\n"}
+                    )
+                    c.equal(
+                        (text_of(result), bool(result.is_error)),
+                        (f"File created successfully at: {ROOT}/{AGENT}.md", False),
+                        "an agent token's session writes",
+                    )
+                    revoked = await admin.delete(f"{base}/v1/tokens/{token_id}")
+                    c.equal(revoked.status_code, 200, f"the operator revokes the token: {revoked.text}")
+                    steps.append("revoked")
+                    await client.call_tool("memory", {"command": "view", "path": ROOT})
+                    steps.append("called after the revoke")
+        except Exception as e:  # the SDK surfaces the 401 as an error
+            print(f"after the revoke: {e!r}", flush=True)
+        c.equal(steps, ["revoked"], "the session's next call after the revoke is refused")
+        async with http_client(token, None) as http:
+            response = await http.post(
+                server.url,
+                json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                headers={"Accept": "application/json, text/event-stream"},
+            )
+        c.equal(response.status_code, 401, "a revoked token: HTTP 401")
+        second = await admin.post(f"{base}/v1/tokens", json={"agent": AGENT})
+        async with http_client(second.json()["token"], "mallory") as http:
+            response = await http.post(
+                server.url,
+                json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                headers={"Accept": "application/json, text/event-stream"},
+            )
+        c.equal(response.status_code, 403, "an agent token claiming another agent: HTTP 403")
+
+
 def audit(c: Checks, mnemo: str, db: Path) -> None:
     verify = subprocess.run([mnemo, "verify", "--db", str(db), "--json"], capture_output=True, timeout=60)
     c.equal(verify.returncode, 0, "mnemo verify exits 0")
@@ -219,7 +270,9 @@ def audit(c: Checks, mnemo: str, db: Path) -> None:
     log = subprocess.run([mnemo, "log", "--db", str(db), "--json"], capture_output=True, timeout=60)
     events = [json.loads(line) for line in log.stdout.decode().splitlines()]
     agents = Counter(e["agent"] for e in events)
-    want = Counter({"alice": len(SESSION), "bob": len(bob_session()), "carol": 1, "dave": 1, "erin": 1})
+    want = Counter(
+        {"alice": len(SESSION), "bob": len(bob_session()), "carol": 1, "dave": 1, "erin": 1, AGENT: 1, "operator": 3}
+    )
     c.equal(agents, want, "every call is recorded under the agent its request named, and nothing else")
 
 
@@ -244,6 +297,7 @@ def main() -> int:
             asyncio.run(agent_per_request(c, server))
             asyncio.run(sessionless(c, server))
             asyncio.run(refused(c, server))
+            asyncio.run(agent_token(c, server))
         finally:
             code, stderr = server.stop()
         c.equal(code, 0, "mnemo serve exits 0 on SIGTERM")

@@ -20,6 +20,9 @@ use serde_json::{Value, json};
 
 use crate::support::{TempStore, mnemo_bin};
 
+// Agent tokens over HTTP, and the admin routes.
+mod tokens;
+
 const WAIT: Duration = Duration::from_secs(30);
 
 /// A running `mnemo serve`, its stderr collected.

@@ -1,22 +1,28 @@
 //! Who a request comes from: its bearer token, and the `Host` and `Origin` it names.
 //!
 //! Every request carries `Authorization: Bearer TOKEN`. [`Authority::principal`] maps a token to
-//! a [`Principal`]: today the one operator token the server made at start (written to the server
-//! file, readable only by the store directory's owner); agent tokens, kept as hashes in the log,
-//! plug in here as `Principal::Agent`. Tokens are compared as blake3 hashes, whose equality is
-//! constant-time, so a wrong token's answer takes the same time however much of it was right.
+//! a [`Principal`]: the operator token the server made at start (written to the server file,
+//! readable only by the store directory's owner), or an agent token the operator issued
+//! (`mnemo token create`, `POST /v1/tokens`), kept as a hash in the log and looked up in the
+//! index's token table by its id ([`crate::token`]) on every request, so a revoke counts from the
+//! next request on. Tokens are compared as blake3 hashes, whose equality is constant-time, so a
+//! wrong token's answer takes the same time however much of it was right.
 //!
 //! The operator may act for any agent: `X-Mnemo-Agent: NAME` names it, or the server's default
-//! agent is used. An agent acts only as itself.
+//! agent is used. An agent acts only as itself: an `X-Mnemo-Agent` naming another agent is
+//! refused (403), and it reaches only the memory tool (`POST /v1/memory`, `/mcp`).
 //!
 //! `Host` and `Origin` are checked against the address the server listens on, so a web page on
 //! another site cannot reach a loopback server through DNS rebinding: a browser sends the page's
 //! host name in `Host`, and its site in `Origin`.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use axum::http::HeaderMap;
 use axum::http::header::{AUTHORIZATION, HOST, ORIGIN};
+
+use crate::token::{TokenRecord, Verdict};
 
 /// The header an operator names the acting agent in.
 pub const AGENT_HEADER: &str = "x-mnemo-agent";
@@ -53,11 +59,7 @@ pub struct Token(String);
 impl Token {
     /// A fresh token from the OS random source.
     pub fn generate() -> std::io::Result<Token> {
-        let mut bytes = [0u8; 32];
-        getrandom::fill(&mut bytes)
-            .map_err(|e| std::io::Error::other(format!("the OS random source failed ({e})")))?;
-        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-        Ok(Token(hex))
+        crate::token::random_hex(32).map(Token)
     }
 
     /// The token's text, as a client sends it after `Bearer `.
@@ -72,32 +74,78 @@ impl std::fmt::Debug for Token {
     }
 }
 
+/// Reads the record of an agent token by its id (one point read of the index).
+pub type TokenLookup = Arc<dyn Fn(&str) -> crate::Result<Option<TokenRecord>> + Send + Sync>;
+
 /// Maps bearer tokens to principals.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Authority {
     operator: blake3::Hash,
+    tokens: Option<TokenLookup>,
+}
+
+impl std::fmt::Debug for Authority {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Authority")
+            .field("agent_tokens", &self.tokens.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Authority {
-    /// An authority that knows the operator token `operator`.
+    /// An authority that knows the operator token `operator` and no agent token.
     pub fn new(operator: &Token) -> Authority {
         Authority {
             operator: blake3::hash(operator.as_str().as_bytes()),
+            tokens: None,
         }
     }
 
-    /// The principal `token` proves, if any.
-    pub fn principal(&self, token: &str) -> Option<Principal> {
+    /// An authority that knows the operator token and the agent tokens `tokens` reads.
+    pub fn with_tokens(operator: &Token, tokens: TokenLookup) -> Authority {
+        Authority {
+            tokens: Some(tokens),
+            ..Authority::new(operator)
+        }
+    }
+
+    /// Whether `token` is the operator's. Answers from memory, without a lookup.
+    pub fn is_operator(&self, token: &str) -> bool {
         // `blake3::Hash` compares in constant time.
-        (blake3::hash(token.as_bytes()) == self.operator).then_some(Principal::Operator)
+        blake3::hash(token.as_bytes()) == self.operator
+    }
+
+    /// Whether the request's bearer token is the operator's (answered from memory; any other
+    /// needs [`Authority::caller`], which may read the store).
+    pub fn is_operator_request(&self, headers: &HeaderMap) -> bool {
+        bearer(headers).is_ok_and(|token| self.is_operator(token))
+    }
+
+    /// The principal `token` proves. An agent token is looked up in the store (a point read,
+    /// which may wait for the writer lock).
+    pub fn principal(&self, token: &str) -> Result<Principal, Refusal> {
+        if self.is_operator(token) {
+            return Ok(Principal::Operator);
+        }
+        let Some(lookup) = &self.tokens else {
+            return Err(Refusal::Unauthorized(UNKNOWN_TOKEN));
+        };
+        match crate::token::authenticate(token, |id| lookup(id)) {
+            Ok(Verdict::Agent(agent)) => Ok(Principal::Agent(agent)),
+            Ok(Verdict::Unknown) => Err(Refusal::Unauthorized(UNKNOWN_TOKEN)),
+            Ok(Verdict::Revoked) => Err(Refusal::Unauthorized(
+                "the bearer token was revoked; ask the operator for a new one (`mnemo token create`)",
+            )),
+            Err(e) => Err(Refusal::Unavailable(format!(
+                "the token could not be checked ({e}); retry"
+            ))),
+        }
     }
 
     /// Authenticates a request from its headers: who it is from and which agent it acts as.
     pub fn caller(&self, headers: &HeaderMap, default_agent: &str) -> Result<Caller, Refusal> {
         let token = bearer(headers)?;
-        let principal = self.principal(token).ok_or(Refusal::Unauthorized(
-            "the bearer token is not one this server issued",
-        ))?;
+        let principal = self.principal(token)?;
         let named = match headers.get(AGENT_HEADER) {
             None => None,
             Some(value) => Some(value.to_str().map_err(|_| {
@@ -116,6 +164,14 @@ impl Authority {
         };
         Ok(Caller { principal, agent })
     }
+}
+
+const UNKNOWN_TOKEN: &str = "the bearer token is not one this server or its store issued";
+
+/// Whether an agent token may use the route at `path`: only the memory tool, `POST /v1/memory`
+/// and MCP at `/mcp`. Every other route (the reads of the whole store, admin) is the operator's.
+pub fn agent_may_use(path: &str) -> bool {
+    path == "/v1/memory" || path == "/mcp" || path.starts_with("/mcp/")
 }
 
 /// The token of an `Authorization: Bearer TOKEN` header.
@@ -148,6 +204,8 @@ pub enum Refusal {
     Forbidden(String),
     /// The request is malformed (400).
     BadRequest(String),
+    /// The store could not check the token (503); the request may be retried.
+    Unavailable(String),
     /// The body is larger than the server takes (413): its size (or a lower bound of it) and the
     /// limit.
     TooLarge {
@@ -260,12 +318,9 @@ mod tests {
         assert_eq!(token.as_str().len(), 64);
         assert_ne!(token.as_str(), Token::generate().expect("token").as_str());
         let authority = Authority::new(&token);
-        assert_eq!(
-            authority.principal(token.as_str()),
-            Some(Principal::Operator)
-        );
-        assert_eq!(authority.principal(&token.as_str()[1..]), None);
-        assert_eq!(authority.principal(""), None);
+        assert_eq!(authority.principal(token.as_str()), Ok(Principal::Operator));
+        assert!(authority.principal(&token.as_str()[1..]).is_err());
+        assert!(authority.principal("").is_err());
         assert!(!format!("{token:?}").contains(token.as_str()));
     }
 

@@ -8,6 +8,7 @@
 //!   for byte what [`MnemoMemoryToolServer::handle`] returns (see [`routes`]);
 //! - the read routes `GET /v1/head`, `/v1/verify`, `/v1/log`, `/v1/ls`, `/v1/cat`,
 //!   `/v1/history`, answered by the library functions the CLI prints;
+//! - the admin routes `GET`/`POST /v1/acl`, `GET`/`POST /v1/tokens`, `DELETE /v1/tokens/ID`;
 //! - MCP over streamable HTTP at `/mcp` (rmcp's transport), the same `memory` tool and resources
 //!   as `mnemo mcp`, for clients that keep a session and for session-less requests alike.
 //!
@@ -16,8 +17,10 @@
 //! the request limit (`--max-request-bytes`, default [`MAX_REQUEST_BYTES`]). A request turned away is answered with its status and a reason, writes
 //! nothing, and leaves one line on stderr (status, method, route, reason; never the token).
 //!
-//! The agent a call is recorded under comes from each request, never from a session: the
-//! operator names it with `X-Mnemo-Agent` (or gets the server's default agent).
+//! The agent a call is recorded under comes from each request, never from a session: an agent
+//! token's agent, or the one the operator names with `X-Mnemo-Agent` (or the server's default
+//! agent). An agent token reaches only the memory tool; every other route, the admin routes
+//! (`/v1/acl`, `/v1/tokens`) among them, needs the operator's token.
 //!
 //! Store calls block (a durable write waits for its fsync), so each runs on tokio's blocking
 //! pool. On SIGTERM or SIGINT, or after `--idle-exit` seconds without a request, the server stops
@@ -37,7 +40,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::extract::{Request, State as Extract};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use tokio_util::sync::CancellationToken;
@@ -45,7 +48,7 @@ use tokio_util::sync::CancellationToken;
 use crate::client::MnemoClient;
 use crate::tool::MnemoMemoryToolServer;
 
-pub use auth::{AGENT_HEADER, Authority, Caller, Hosts, Principal, Refusal, Token};
+pub use auth::{AGENT_HEADER, Authority, Caller, Hosts, Principal, Refusal, Token, TokenLookup};
 pub use discovery::{SERVER_FILE, ServerFile};
 
 /// The largest request body the server reads by default, in bytes (the tool's request limit,
@@ -249,10 +252,14 @@ pub fn serve(tool: MnemoMemoryToolServer, options: ServeOptions) -> Result<Stopp
         let path = file
             .publish(&store_dir)
             .map_err(|e| Error::ServerFile(ServerFile::path(&store_dir), e))?;
+        let tokens: TokenLookup = {
+            let client = tool.client().clone();
+            Arc::new(move |id: &str| client.token(id))
+        };
         let shared = Arc::new(Shared {
             tool,
             agents: Mutex::default(),
-            authority: Authority::new(&token),
+            authority: Authority::with_tokens(&token, tokens),
             hosts: Hosts::new(address, &options.allow_hosts),
             activity: shutdown::Activity::new(),
         });
@@ -328,17 +335,24 @@ fn describe(reason: shutdown::Reason) -> String {
     }
 }
 
-/// The gate every request passes: `Host` and `Origin`, the bearer token, the body's declared
-/// size. An admitted request carries its [`Caller`] in its extensions.
+/// The gate every request passes: `Host` and `Origin`, the bearer token (and, for an agent
+/// token, the route), the body's declared size. An admitted request carries its [`Caller`] in
+/// its extensions.
 async fn gate(Extract(shared): Extract<Arc<Shared>>, mut request: Request, next: Next) -> Response {
     let _in_flight = shared.activity.begin();
-    let admitted = shared
-        .hosts
-        .check(request.headers())
-        .and_then(|()| {
-            shared
-                .authority
-                .caller(request.headers(), shared.tool.client().agent_id())
+    let admitted = match shared.hosts.check(request.headers()) {
+        Ok(()) => authenticate(&shared, request.headers()).await,
+        Err(refusal) => Err(refusal),
+    };
+    let admitted = admitted
+        .and_then(|caller| {
+            if caller.principal.is_operator() || auth::agent_may_use(request.uri().path()) {
+                Ok(caller)
+            } else {
+                Err(Refusal::Forbidden(
+                    "this route needs the operator's token; an agent token reaches only the memory tool, POST /v1/memory and /mcp".into(),
+                ))
+            }
         })
         .and_then(|caller| {
             let declared = request
@@ -363,6 +377,25 @@ async fn gate(Extract(shared): Extract<Arc<Shared>>, mut request: Request, next:
     }
 }
 
+/// Who the request is from. The operator's token is checked in memory; any other is looked up in
+/// the store on the blocking pool (a point read under the writer lock, which a write may hold).
+async fn authenticate(shared: &Arc<Shared>, headers: &HeaderMap) -> Result<Caller, Refusal> {
+    let default_agent = shared.tool.client().agent_id();
+    if shared.authority.is_operator_request(headers) {
+        return shared.authority.caller(headers, default_agent);
+    }
+    let authority = shared.authority.clone();
+    let headers = headers.clone();
+    let default_agent = default_agent.to_string();
+    tokio::task::spawn_blocking(move || authority.caller(&headers, &default_agent))
+        .await
+        .unwrap_or_else(|e| {
+            Err(Refusal::Unavailable(format!(
+                "the token check did not finish ({e}); retry"
+            )))
+        })
+}
+
 /// Answers a refused request and logs it on stderr: status, method, route, reason.
 pub(crate) fn refuse(method: &str, route: &str, refusal: &Refusal) -> Response {
     let (status, reason) = match refusal {
@@ -375,6 +408,7 @@ pub(crate) fn refuse(method: &str, route: &str, refusal: &Refusal) -> Response {
         Refusal::ForeignHost(why) => (StatusCode::MISDIRECTED_REQUEST, why.clone()),
         Refusal::Forbidden(why) => (StatusCode::FORBIDDEN, why.clone()),
         Refusal::BadRequest(why) => (StatusCode::BAD_REQUEST, why.clone()),
+        Refusal::Unavailable(why) => (StatusCode::SERVICE_UNAVAILABLE, why.clone()),
         Refusal::TooLarge { bytes, limit } => (
             StatusCode::PAYLOAD_TOO_LARGE,
             format!(

@@ -9,20 +9,28 @@
 //! | `GET /v1/ls?dir=&at=` | `{"dir", "at", "files": [{"path", "bytes", "created", "updated"}]}` |
 //! | `GET /v1/cat?path=&at=` | the file's content (`text/plain`), as `mnemo cat` prints it |
 //! | `GET /v1/history?path=` | one JSON object per line, as `mnemo history --json` |
+//! | `GET /v1/acl` | one JSON object per line, as `mnemo acl list --json` |
+//! | `POST /v1/acl` | `{"action": "grant", "agent", "prefix", "access"}` or `{"action": "revoke", "agent", "prefix"}` in, `{"seq", "result"}` out |
+//! | `GET /v1/tokens` | one JSON object per line, as `mnemo token list --json` |
+//! | `POST /v1/tokens` | `{"agent", "label"}` in, `{"id", "agent", "label", "seq", "token"}` out: the token, once |
+//! | `DELETE /v1/tokens/ID` | `{"seq", "result"}`; 404 for an unknown id, 409 for one already revoked |
 //! | `/mcp` | MCP over streamable HTTP |
 //!
 //! A call to `/v1/memory` is recorded under the request's agent, like any memory-tool call, and
 //! its status is 200 whether the tool result is an error or not. The read routes are not logged
-//! and are the operator's. Errors are `{"error": "..."}` with a 4xx or 5xx status.
+//! and are the operator's. The admin routes are the operator's too; a change is an admin event
+//! recorded under the agent [`OPERATOR`], and one the store refuses (a revoke of a grant that is
+//! not there) is logged with its error, answered 400 `{"error", "seq"}`. Errors are
+//! `{"error": "..."}` with a 4xx or 5xx status.
 
 use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{Extension, Query, State};
+use axum::extract::{Extension, Path, Query, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -35,6 +43,9 @@ use crate::history::{
     LogQuery, absolute_path, event_json, file_history, record_at, records_at, select_events,
 };
 use crate::paths::MemPath;
+use crate::policy::{Access, AdminCommand};
+use crate::token::{self, OPERATOR};
+use crate::writer::Receipt;
 
 /// The router of every route, over `shared`; `stop` ends the MCP streams.
 pub(crate) fn router(shared: Arc<Shared>, stop: CancellationToken) -> Router {
@@ -47,6 +58,9 @@ pub(crate) fn router(shared: Arc<Shared>, stop: CancellationToken) -> Router {
         .route("/v1/ls", get(ls))
         .route("/v1/cat", get(cat))
         .route("/v1/history", get(history))
+        .route("/v1/acl", get(acl_list).post(acl_change))
+        .route("/v1/tokens", get(tokens_list).post(token_create))
+        .route("/v1/tokens/{id}", delete(token_revoke))
         .nest_service("/mcp", mcp)
         .fallback(not_found)
         .with_state(shared)
@@ -69,7 +83,7 @@ fn json_body(bytes: Vec<u8>, content_type: &'static str) -> Response {
 async fn not_found() -> Response {
     error(
         StatusCode::NOT_FOUND,
-        "no such route; the routes are POST /v1/memory, GET /v1/head, /v1/verify, /v1/log, /v1/ls, /v1/cat, /v1/history, and MCP at /mcp",
+        "no such route; the routes are POST /v1/memory, GET /v1/head, /v1/verify, /v1/log, /v1/ls, /v1/cat, /v1/history, GET and POST /v1/acl and /v1/tokens, DELETE /v1/tokens/ID, and MCP at /mcp",
     )
 }
 
@@ -377,6 +391,191 @@ async fn history(
     })
     .await?;
     Ok(json_body(lines, "application/x-ndjson"))
+}
+
+/// The most bytes an admin route reads of its body.
+const ADMIN_BODY_MAX: usize = 64 * 1024;
+
+/// An admin route's JSON body, parsed as `T`; `shape` shows a valid one.
+async fn admin_body<T: serde::de::DeserializeOwned>(body: Body, shape: &str) -> Result<T, Failure> {
+    let bytes = axum::body::to_bytes(body, ADMIN_BODY_MAX)
+        .await
+        .map_err(|e| {
+            Failure::Client(
+                StatusCode::BAD_REQUEST,
+                format!("the body could not be read ({e}); send at most {ADMIN_BODY_MAX} bytes of JSON such as {shape}"),
+            )
+        })?;
+    serde_json::from_slice(&bytes).map_err(|e| {
+        Failure::Client(
+            StatusCode::BAD_REQUEST,
+            format!("the body is not what this route takes ({e}); send JSON such as {shape}"),
+        )
+    })
+}
+
+/// The client admin changes are recorded under: the operator.
+fn operator_client(shared: &Shared) -> Result<MnemoClient, Failure> {
+    Ok(shared.client().with_agent(OPERATOR)?)
+}
+
+/// The answer to an admin change: `{"seq", "result"}`, or 400 `{"error", "seq"}` when the store
+/// refused it (the refusal is logged like any call).
+fn admin_answer(receipt: &Receipt) -> Response {
+    if receipt.is_error {
+        let body = json!({"error": receipt.text, "seq": receipt.seq.0}).to_string();
+        return (
+            StatusCode::BAD_REQUEST,
+            [(header::CONTENT_TYPE, "application/json")],
+            body,
+        )
+            .into_response();
+    }
+    let body = json!({"seq": receipt.seq.0, "result": receipt.text});
+    json_body(body.to_string().into_bytes(), "application/json")
+}
+
+/// JSON lines of `values`.
+fn lines(values: impl IntoIterator<Item = Value>) -> Response {
+    let mut out = Vec::new();
+    for value in values {
+        out.extend_from_slice(value.to_string().as_bytes());
+        out.push(b'\n');
+    }
+    json_body(out, "application/x-ndjson")
+}
+
+async fn acl_list(
+    State(shared): State<Arc<Shared>>,
+    Extension(caller): Extension<Caller>,
+) -> Result<Response, Failure> {
+    operator(&caller)?;
+    let client = shared.client().clone();
+    let policy = blocking(move || Ok(client.policy()?)).await?;
+    Ok(lines(
+        policy.grants().iter().map(crate::policy::Grant::to_json),
+    ))
+}
+
+/// `POST /v1/acl`'s body.
+#[derive(Deserialize)]
+#[serde(tag = "action", rename_all = "kebab-case", deny_unknown_fields)]
+enum AclChange {
+    Grant {
+        agent: String,
+        prefix: String,
+        access: String,
+    },
+    Revoke {
+        agent: String,
+        prefix: String,
+    },
+}
+
+const ACL_SHAPE: &str = r#"{"action": "grant", "agent": "planner", "prefix": "/memories/plans", "access": "read-write"} or {"action": "revoke", "agent": "planner", "prefix": "/memories/plans"}"#;
+
+async fn acl_change(
+    State(shared): State<Arc<Shared>>,
+    Extension(caller): Extension<Caller>,
+    body: Body,
+) -> Result<Response, Failure> {
+    operator(&caller)?;
+    let command = match admin_body(body, ACL_SHAPE).await? {
+        AclChange::Grant {
+            agent,
+            prefix,
+            access,
+        } => AdminCommand::Grant {
+            agent,
+            prefix,
+            access: Access::from_name(&access).ok_or_else(|| {
+                Failure::Client(
+                    StatusCode::BAD_REQUEST,
+                    format!("unknown access {access:?}; use read or read-write"),
+                )
+            })?,
+        },
+        AclChange::Revoke { agent, prefix } => AdminCommand::Revoke { agent, prefix },
+    };
+    let client = operator_client(&shared)?;
+    let receipt = blocking(move || Ok(client.admin(command)?)).await?;
+    Ok(admin_answer(&receipt))
+}
+
+async fn tokens_list(
+    State(shared): State<Arc<Shared>>,
+    Extension(caller): Extension<Caller>,
+) -> Result<Response, Failure> {
+    operator(&caller)?;
+    let client = shared.client().clone();
+    let listed = blocking(move || {
+        Ok(client.read_store(|store| token::listed(store, store.index().tokens()?))?)
+    })
+    .await?;
+    Ok(lines(listed.iter().map(token::Listed::to_json)))
+}
+
+/// `POST /v1/tokens`'s body.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TokenRequest {
+    agent: String,
+    #[serde(default)]
+    label: String,
+}
+
+async fn token_create(
+    State(shared): State<Arc<Shared>>,
+    Extension(caller): Extension<Caller>,
+    body: Body,
+) -> Result<Response, Failure> {
+    operator(&caller)?;
+    let wanted: TokenRequest =
+        admin_body(body, r#"{"agent": "planner", "label": "ci runner"}"#).await?;
+    let client = operator_client(&shared)?;
+    let (agent, label) = (wanted.agent.clone(), wanted.label.clone());
+    let issued = blocking(move || Ok(token::issue(&client, &wanted.agent, &wanted.label)?)).await?;
+    if issued.receipt.is_error {
+        return Ok(admin_answer(&issued.receipt));
+    }
+    let body = json!({
+        "id": issued.token.id(),
+        "agent": agent,
+        "label": label,
+        "seq": issued.receipt.seq.0,
+        "token": issued.token.text(),
+    });
+    // The token is shown this once: no cache may keep it.
+    let mut response = json_body(body.to_string().into_bytes(), "application/json");
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Ok(response)
+}
+
+async fn token_revoke(
+    State(shared): State<Arc<Shared>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> Result<Response, Failure> {
+    operator(&caller)?;
+    let client = operator_client(&shared)?;
+    let receipt = blocking(move || match client.token(&id)? {
+        None => Err(Failure::Client(
+            StatusCode::NOT_FOUND,
+            token::unknown_id(&id),
+        )),
+        Some(token::TokenRecord {
+            revoked: Some(revoked),
+            ..
+        }) => Err(Failure::Client(
+            StatusCode::CONFLICT,
+            token::already_revoked(&id, &revoked),
+        )),
+        Some(_) => Ok(token::revoke(&client, &id)?),
+    })
+    .await?;
+    Ok(admin_answer(&receipt))
 }
 
 #[cfg(test)]

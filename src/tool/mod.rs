@@ -20,4 +20,4 @@ pub use limits::{DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_REQUEST_BYTES, Limits};
 pub use render::format_size;
 pub use semantics::{Answer, MAX_VIEW_LINES, answer};
 pub use server::{MnemoMemoryToolServer, ServerBuilder};
-pub use tree::{Change, Entry, NodeKind, Probe, Tree};
+pub use tree::{Change, Entry, NodeKind, Probe, TokenIssue, Tree};

@@ -10,14 +10,15 @@
 use std::fmt::Write as _;
 
 use crate::error::Result;
-use crate::event::Body;
+use crate::event::{Body, EventHash};
 use crate::paths::{MAX_PATH_BYTES, MAX_SEGMENT_BYTES, MemPath, PathRejection};
 use crate::policy::{ANY_AGENT, Access, AdminCommand, Policy, check_agent_id};
+use crate::token::{already_revoked, check_id, check_label, check_token_agent, unknown_id};
 use crate::tool::command::{Command, Profile, parse_text};
 use crate::tool::limits::Limits;
 use crate::tool::matcher::Occurrences;
 use crate::tool::render::{echoed, listing, numbered};
-use crate::tool::tree::{Change, NodeKind, Probe, Tree};
+use crate::tool::tree::{Change, NodeKind, Probe, TokenIssue, Tree};
 
 /// Most lines a file may have and still be viewed.
 pub const MAX_VIEW_LINES: usize = 999_999;
@@ -70,7 +71,7 @@ pub fn answer(tree: &dyn Tree, agent: &str, body: &Body) -> Result<Answer> {
             };
             ctx.execute(&call.command)
         }
-        Body::Admin(command) => admin(&tree.policy()?, command),
+        Body::Admin(command) => admin(tree, agent, command),
         Body::Rejected(r) => Ok(match parse_text(&r.input, &r.root, r.profile).command {
             Err(text) => Answer::err(text),
             // A rejected input that parses now was not rejected by this parser: replay flags it.
@@ -80,13 +81,27 @@ pub fn answer(tree: &dyn Tree, agent: &str, body: &Body) -> Result<Answer> {
     }
 }
 
-/// Answers a policy change.
-fn admin(policy: &Policy, command: &AdminCommand) -> Result<Answer> {
-    let (agent, prefix) = match command {
-        AdminCommand::Grant { agent, prefix, .. } | AdminCommand::Revoke { agent, prefix } => {
-            (agent, prefix)
-        }
-    };
+/// Answers an admin command made by operator `by`.
+fn admin(tree: &dyn Tree, by: &str, command: &AdminCommand) -> Result<Answer> {
+    match command {
+        AdminCommand::Grant {
+            agent,
+            prefix,
+            access,
+        } => acl(tree, agent, prefix, Some(*access)),
+        AdminCommand::Revoke { agent, prefix } => acl(tree, agent, prefix, None),
+        AdminCommand::IssueToken {
+            id,
+            agent,
+            label,
+            hash,
+        } => issue_token(tree, by, id, agent, label, *hash),
+        AdminCommand::RevokeToken { id } => revoke_token(tree, by, id),
+    }
+}
+
+/// Answers a grant of `access` to `agent` on `prefix`, or with `None` the revoke of that grant.
+fn acl(tree: &dyn Tree, agent: &str, prefix: &str, access: Option<Access>) -> Result<Answer> {
     if agent != ANY_AGENT {
         if let Err(msg) = check_agent_id(agent) {
             return Ok(Answer::err(format!(
@@ -103,20 +118,22 @@ fn admin(policy: &Policy, command: &AdminCommand) -> Result<Answer> {
     } else {
         format!("agent {agent}")
     };
-    Ok(match command {
-        AdminCommand::Grant { access, .. } => Answer::ok(
+    let agent = agent.to_string();
+    Ok(match access {
+        Some(access) => Answer::ok(
             format!("Granted {} on {prefix} to {who}", access.name()),
             Some(Change::Grant {
-                agent: agent.clone(),
+                agent,
                 prefix,
-                access: *access,
+                access,
             }),
         ),
-        AdminCommand::Revoke { .. } => {
-            if !policy
+        None => {
+            if !tree
+                .policy()?
                 .grants()
                 .iter()
-                .any(|g| &g.agent == agent && g.prefix == prefix)
+                .any(|g| g.agent == agent && g.prefix == prefix)
             {
                 return Ok(Answer::err(format!(
                     "Error: {who} has no grant on {prefix}; `mnemo acl list` shows the grants in force"
@@ -124,13 +141,69 @@ fn admin(policy: &Policy, command: &AdminCommand) -> Result<Answer> {
             }
             Answer::ok(
                 format!("Revoked the grant on {prefix} from {who}"),
-                Some(Change::Revoke {
-                    agent: agent.clone(),
-                    prefix,
-                }),
+                Some(Change::Revoke { agent, prefix }),
             )
         }
     })
+}
+
+/// Answers the issue of agent token `id` for `agent` by operator `by`.
+fn issue_token(
+    tree: &dyn Tree,
+    by: &str,
+    id: &str,
+    agent: &str,
+    label: &str,
+    hash: EventHash,
+) -> Result<Answer> {
+    let checked = check_id(id)
+        .and_then(|()| check_token_agent(agent))
+        .and_then(|()| check_label(label));
+    if let Err(msg) = checked {
+        return Ok(Answer::err(format!("Error: {msg}")));
+    }
+    if let Some(taken) = tree.token(id)? {
+        return Ok(Answer::err(format!(
+            "Error: token id {id} is already taken (issued at event {}); issue the token again, which picks a fresh id",
+            taken.issued
+        )));
+    }
+    Ok(Answer::ok(
+        format!("Issued token {id} to agent {agent}"),
+        Some(Change::IssueToken(Box::new(TokenIssue {
+            id: id.to_string(),
+            agent: agent.to_string(),
+            label: label.to_string(),
+            hash,
+            by: by.to_string(),
+        }))),
+    ))
+}
+
+/// Answers the revocation of agent token `id` by operator `by`.
+fn revoke_token(tree: &dyn Tree, by: &str, id: &str) -> Result<Answer> {
+    if let Err(msg) = check_id(id) {
+        return Ok(Answer::err(format!("Error: {msg}")));
+    }
+    let Some(token) = tree.token(id)? else {
+        return Ok(Answer::err(format!("Error: {}", unknown_id(id))));
+    };
+    if let Some(revoked) = token.revoked {
+        return Ok(Answer::err(format!(
+            "Error: {}",
+            already_revoked(id, &revoked)
+        )));
+    }
+    Ok(Answer::ok(
+        format!(
+            "Revoked token {id} of agent {}; its bearer is refused from the next request on",
+            token.agent
+        ),
+        Some(Change::RevokeToken {
+            id: id.to_string(),
+            by: by.to_string(),
+        }),
+    ))
 }
 
 fn reject(raw: &str, root: &MemPath, why: PathRejection) -> Answer {

@@ -5,8 +5,10 @@
 //! replay all implement [`Tree`], so one pure function answers live calls and re-answers them.
 
 use crate::error::Result;
+use crate::event::EventHash;
 use crate::paths::MemPath;
 use crate::policy::{Access, Policy};
+use crate::token::TokenRecord;
 
 /// What a path names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -59,6 +61,9 @@ pub trait Tree {
 
     /// The access policy in force.
     fn policy(&self) -> Result<Policy>;
+
+    /// The agent token with id `id`, revoked or not.
+    fn token(&self, id: &str) -> Result<Option<TokenRecord>>;
 }
 
 /// A change to the tree, produced by a successful mutating command.
@@ -99,4 +104,28 @@ pub enum Change {
         /// The prefix.
         prefix: MemPath,
     },
+    /// Add an agent token to the token table.
+    IssueToken(Box<TokenIssue>),
+    /// Mark agent token `id` revoked.
+    RevokeToken {
+        /// The token's id (issued, not revoked).
+        id: String,
+        /// The operator who revoked it.
+        by: String,
+    },
+}
+
+/// A token to add to the token table (boxed in [`Change`], which it would otherwise bloat).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TokenIssue {
+    /// The token's id (not yet taken).
+    pub id: String,
+    /// The agent it acts as.
+    pub agent: String,
+    /// The operator's note.
+    pub label: String,
+    /// `blake3` of the token's text.
+    pub hash: EventHash,
+    /// The operator who issued it.
+    pub by: String,
 }

@@ -1,0 +1,362 @@
+//! Agent tokens: bearer credentials that prove which agent a request comes from.
+//!
+//! A token's text is `mnemo_` ‖ id ‖ `_` ‖ secret: the id is 16 lower-case hex digits (64 random
+//! bits, not secret: `mnemo token list` shows it), the secret 64 hex digits (256 bits from the
+//! operating system's random source). The store keeps only `blake3` of the whole text, in the
+//! admin event that issued it ([`AdminCommand::IssueToken`]); revoking it is another admin event
+//! ([`AdminCommand::RevokeToken`]). Both are chained and replayed by `verify` like any event, and
+//! the index keeps the table of tokens (key `k` ‖ id of the path index), so checking a
+//! token is one point read: its id names the record, whose hash is compared with the presented
+//! token's in constant time ([`EventHash`]'s equality). The token is shown once, when it is made.
+//!
+//! The operator who issued or revoked a token is the agent of that admin event: `operator` for a
+//! server's admin routes and, by default, for `mnemo token` on the command line.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::client::MnemoClient;
+use crate::error::{Error, Result};
+use crate::event::{Event, EventHash, Seq};
+use crate::history::utc;
+use crate::log::Store;
+use crate::policy::{ANY_AGENT, AdminCommand, check_agent_id};
+use crate::writer::Receipt;
+
+/// What every agent token's text starts with.
+pub const TOKEN_PREFIX: &str = "mnemo_";
+
+/// The identity admin events made with the operator credential are recorded under, unless the
+/// command line names another with `--as`.
+pub const OPERATOR: &str = "operator";
+
+/// Longest token id accepted, in bytes.
+pub const MAX_ID_BYTES: usize = 64;
+
+/// Longest label accepted, in bytes.
+pub const MAX_LABEL_BYTES: usize = 256;
+
+const ID_BYTES: usize = 8;
+const SECRET_BYTES: usize = 32;
+
+/// `n` bytes from the operating system's random source, as lower-case hex.
+pub fn random_hex(n: usize) -> std::io::Result<String> {
+    let mut bytes = vec![0u8; n];
+    getrandom::fill(&mut bytes)
+        .map_err(|e| std::io::Error::other(format!("the OS random source failed ({e})")))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// `blake3` of a token's text: what the store keeps of it.
+pub fn hash_of(token: &str) -> EventHash {
+    EventHash::of(token.as_bytes())
+}
+
+/// The id in a token's text, if it has the shape of an agent token.
+pub fn id_of(token: &str) -> Option<&str> {
+    let (id, secret) = token.strip_prefix(TOKEN_PREFIX)?.split_once('_')?;
+    (check_id(id).is_ok() && !secret.is_empty()).then_some(id)
+}
+
+/// Checks a token id: 1 to [`MAX_ID_BYTES`] ASCII letters, digits or `-`.
+pub fn check_id(id: &str) -> std::result::Result<(), String> {
+    if id.is_empty()
+        || id.len() > MAX_ID_BYTES
+        || !id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+    {
+        return Err(format!(
+            "token id {id:?} is not valid; ids are 1 to {MAX_ID_BYTES} ASCII letters, digits or '-', as `mnemo token list` shows them"
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a label: at most [`MAX_LABEL_BYTES`] bytes of printable text (empty is fine).
+pub fn check_label(label: &str) -> std::result::Result<(), String> {
+    if label.len() > MAX_LABEL_BYTES || label.chars().any(char::is_control) {
+        return Err(format!(
+            "the label is not valid; use at most {MAX_LABEL_BYTES} bytes of printable text, such as \"ci runner\""
+        ));
+    }
+    Ok(())
+}
+
+/// Checks the agent a token is for: an agent id, not `*`.
+pub fn check_token_agent(agent: &str) -> std::result::Result<(), String> {
+    if agent == ANY_AGENT {
+        return Err(
+            "a token acts as one agent, and \"*\" names every agent; name one agent, such as \"planner\""
+                .into(),
+        );
+    }
+    check_agent_id(agent)
+}
+
+/// A token just made: its text (shown once) and the command that issues it.
+pub struct NewToken {
+    id: String,
+    text: String,
+}
+
+impl NewToken {
+    /// A fresh token from the OS random source.
+    pub fn generate() -> std::io::Result<NewToken> {
+        let id = random_hex(ID_BYTES)?;
+        let secret = random_hex(SECRET_BYTES)?;
+        let text = format!("{TOKEN_PREFIX}{id}_{secret}");
+        Ok(NewToken { id, text })
+    }
+
+    /// The token's id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The token's text, as a client sends it after `Bearer `.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The admin command that issues this token for `agent`.
+    pub fn command(&self, agent: &str, label: &str) -> AdminCommand {
+        AdminCommand::IssueToken {
+            id: self.id.clone(),
+            agent: agent.to_string(),
+            label: label.to_string(),
+            hash: hash_of(&self.text),
+        }
+    }
+}
+
+impl std::fmt::Debug for NewToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NewToken").field("id", &self.id).finish()
+    }
+}
+
+/// A token's entry in the index's token table.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenRecord {
+    /// The token's id.
+    pub id: String,
+    /// The agent it acts as.
+    pub agent: String,
+    /// The operator's note.
+    pub label: String,
+    /// `blake3` of the token's text.
+    pub hash: EventHash,
+    /// The seq of the event that issued it.
+    pub issued: Seq,
+    /// The operator who issued it (that event's agent).
+    pub issued_by: String,
+    /// When it was revoked, if it was.
+    pub revoked: Option<Revocation>,
+}
+
+/// When and by whom a token was revoked.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Revocation {
+    /// The seq of the event that revoked it.
+    pub seq: Seq,
+    /// The operator who revoked it.
+    pub by: String,
+}
+
+/// What a presented token proves.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// A live token of this agent.
+    Agent(String),
+    /// Not a token this store issued.
+    Unknown,
+    /// A token this store issued and then revoked.
+    Revoked,
+}
+
+/// Checks a presented token against the token table: `lookup` reads the record of an id (one
+/// point read). The hashes are compared in constant time.
+pub fn authenticate(
+    presented: &str,
+    lookup: impl FnOnce(&str) -> Result<Option<TokenRecord>>,
+) -> Result<Verdict> {
+    let Some(id) = id_of(presented) else {
+        return Ok(Verdict::Unknown);
+    };
+    let Some(record) = lookup(id)? else {
+        return Ok(Verdict::Unknown);
+    };
+    if record.hash != hash_of(presented) {
+        return Ok(Verdict::Unknown);
+    }
+    Ok(match record.revoked {
+        Some(_) => Verdict::Revoked,
+        None => Verdict::Agent(record.agent),
+    })
+}
+
+/// A token issued through [`issue`]: its text (to hand to the agent, once) and the receipt of the
+/// admin event.
+#[derive(Debug)]
+pub struct Issued {
+    /// The token.
+    pub token: NewToken,
+    /// The admin event's receipt; `is_error` when the store refused it (its text says why).
+    pub receipt: Receipt,
+}
+
+/// Issues a new token for `agent`, recorded as an admin event of `operator`'s agent. An agent id
+/// or label that is not valid is an [`Error::InvalidArgument`], and nothing is recorded.
+pub fn issue(operator: &MnemoClient, agent: &str, label: &str) -> Result<Issued> {
+    check_token_agent(agent)
+        .and_then(|()| check_label(label))
+        .map_err(Error::InvalidArgument)?;
+    let token =
+        NewToken::generate().map_err(|e| Error::io("the OS random source, for a new token", e))?;
+    let receipt = operator.admin(token.command(agent, label))?;
+    Ok(Issued { token, receipt })
+}
+
+/// Revokes token `id`, recorded as an admin event of `operator`'s agent. An id that names no
+/// token, or one already revoked, is an [`Error::InvalidArgument`] that says so, and nothing is
+/// recorded.
+pub fn revoke(operator: &MnemoClient, id: &str) -> Result<Receipt> {
+    check_id(id).map_err(Error::InvalidArgument)?;
+    match operator.token(id)? {
+        None => Err(Error::InvalidArgument(unknown_id(id))),
+        Some(TokenRecord {
+            revoked: Some(revoked),
+            ..
+        }) => Err(Error::InvalidArgument(already_revoked(id, &revoked))),
+        Some(_) => operator.admin(AdminCommand::RevokeToken { id: id.to_string() }),
+    }
+}
+
+/// What a revoke of an id that names no token is told.
+pub(crate) fn unknown_id(id: &str) -> String {
+    format!("no token has id {id}; `mnemo token list` shows the tokens and their ids")
+}
+
+/// What a revoke of a token already revoked is told.
+pub(crate) fn already_revoked(id: &str, revoked: &Revocation) -> String {
+    format!(
+        "token {id} was already revoked (event {}, by {}); nothing to do",
+        revoked.seq, revoked.by
+    )
+}
+
+/// A token as `mnemo token list` shows it: its record and when it was issued. Never its hash.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Listed {
+    /// The record.
+    pub record: TokenRecord,
+    /// The issuing event's time, milliseconds since the Unix epoch.
+    pub issued_ms: u64,
+}
+
+impl Listed {
+    /// One line of `mnemo token list --json` (and of `GET /v1/tokens`): id, agent, label, issued
+    /// seq, time and operator, revoked (`null` or its seq and operator). No hash, no token.
+    pub fn to_json(&self) -> Value {
+        let r = &self.record;
+        json!({
+            "id": r.id,
+            "agent": r.agent,
+            "label": r.label,
+            "issued_seq": r.issued.0,
+            "issued_at": utc(self.issued_ms),
+            "issued_by": r.issued_by,
+            "revoked": r.revoked.as_ref().map(|v| json!({"seq": v.seq.0, "by": v.by})),
+        })
+    }
+}
+
+/// The tokens of the table `records`, with the time of each one's issuing event read from the
+/// log of `store`.
+pub fn listed(store: &Store, records: Vec<TokenRecord>) -> Result<Vec<Listed>> {
+    records
+        .into_iter()
+        .map(|record| {
+            let issued_ms = match store.get(record.issued)? {
+                Some(bytes) => Event::decode(&bytes)?.header.time_ms,
+                None => {
+                    return Err(Error::corrupt(format!(
+                        "token {} names event {} as its issue, which is not in the log; run `mnemo verify`",
+                        record.id, record.issued
+                    )));
+                }
+            };
+            Ok(Listed { record, issued_ms })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(token: &NewToken, revoked: bool) -> TokenRecord {
+        TokenRecord {
+            id: token.id().to_string(),
+            agent: "planner".into(),
+            label: String::new(),
+            hash: hash_of(token.text()),
+            issued: Seq(3),
+            issued_by: OPERATOR.into(),
+            revoked: revoked.then(|| Revocation {
+                seq: Seq(4),
+                by: OPERATOR.into(),
+            }),
+        }
+    }
+
+    #[test]
+    fn a_token_is_its_id_and_256_secret_bits_and_only_its_own_text_proves_it() {
+        let token = NewToken::generate().expect("token");
+        assert_eq!(token.text().len(), TOKEN_PREFIX.len() + 16 + 1 + 64);
+        assert_eq!(id_of(token.text()), Some(token.id()));
+        assert!(!format!("{token:?}").contains(token.text()));
+        let other = NewToken::generate().expect("token");
+        assert_ne!(token.id(), other.id());
+        let live = record(&token, false);
+        let find = |id: &str| Ok((id == live.id).then(|| live.clone()));
+        assert_eq!(
+            authenticate(token.text(), find).expect("check"),
+            Verdict::Agent("planner".into())
+        );
+        // Same id, another secret: unknown.
+        let forged = format!("{TOKEN_PREFIX}{}_{}", token.id(), "0".repeat(64));
+        assert_eq!(
+            authenticate(&forged, find).expect("check"),
+            Verdict::Unknown
+        );
+        for junk in [
+            "",
+            "mnemo_",
+            "mnemo__x",
+            "mnemo_ab",
+            "Bearer x",
+            other.text(),
+        ] {
+            assert_eq!(authenticate(junk, find).expect("check"), Verdict::Unknown);
+        }
+        let gone = record(&token, true);
+        assert_eq!(
+            authenticate(token.text(), |_| Ok(Some(gone.clone()))).expect("check"),
+            Verdict::Revoked
+        );
+    }
+
+    #[test]
+    fn ids_labels_and_agents_are_checked() {
+        assert!(check_id("0123abcd").is_ok());
+        for bad in ["", "a_b", "a b", &"a".repeat(65), "é"] {
+            assert!(check_id(bad).is_err(), "{bad:?}");
+        }
+        assert!(check_label("").is_ok());
+        assert!(check_label("ci\nrunner").is_err());
+        assert!(check_label(&"x".repeat(257)).is_err());
+        assert!(check_token_agent("*").is_err());
+        assert!(check_token_agent("").is_err());
+        assert!(check_token_agent("planner").is_ok());
+    }
+}
