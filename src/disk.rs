@@ -73,8 +73,10 @@ use rustix::io::Errno;
 use crate::error::{Error, Result};
 use crate::log::Head;
 
+mod copy;
 mod extent;
 
+pub(crate) use copy::copy_for_reading;
 pub use extent::{MAX_CONF_BYTES, MAX_HOLE_BYTES};
 
 /// The file, beside sled's, that records the last durably committed head.

@@ -146,6 +146,9 @@ pub struct Store {
     index: IndexTrees,
     failpoints: Arc<Failpoints>,
     disk: Arc<Mutex<Disk>>,
+    /// For a store opened with [`Store::open_read_only`]: the private copy sled has open,
+    /// removed when the last handle goes.
+    copy: Option<Arc<tempfile::TempDir>>,
 }
 
 /// The store's own files outside sled: what was last synced, and the head record's handle.
@@ -176,6 +179,16 @@ fn remove_torn_snapshots(dir: &Path) -> Result<usize> {
     Ok(removed)
 }
 
+/// `store`, unless its log is behind the head it recorded ([`Error::Corrupt`]).
+fn refuse_rolled_back(store: Store) -> Result<Store> {
+    if let Some(why) = store.rolled_back()? {
+        return Err(Error::corrupt(format!(
+            "{why}; `mnemo verify` shows what is missing"
+        )));
+    }
+    Ok(store)
+}
+
 /// Whether `path` is a regular file itself (a link is not followed).
 fn is_regular_file(path: &Path) -> bool {
     std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file())
@@ -188,8 +201,8 @@ fn exists(path: &Path) -> bool {
 
 /// sled's open, with a panic in it turned into [`Error::Corrupt`]: sled 0.34 panics on some
 /// files instead of returning an error (a pipe or a device as `db`). [`StoreFiles::check`] keeps
-/// the known causes out; this is the last line of defence. (The panic's message still reaches
-/// stderr through the process's panic hook, which a library must not replace.)
+/// the known causes out; this is the last line of defence. The panic is not printed (see
+/// `unwind`): the error says what it said.
 fn open_sled(path: &Path) -> Result<sled::Result<sled::Db>> {
     without_panic(path, || sled::Config::new().path(path).open())
 }
@@ -375,24 +388,25 @@ impl Store {
             create_atomically(path, permissions)?;
         }
         let files = StoreFiles::check(path)?;
-        Store::open_checked(path, &files)
+        Store::open_checked(path, path, &files)
     }
 
-    /// [`Store::open`] once `files` passed [`StoreFiles::check`].
-    fn open_checked(path: &Path, files: &StoreFiles) -> Result<Store> {
+    /// [`Store::open`] once `files` passed [`StoreFiles::check`]: sled opens `sled_dir` (the
+    /// store at `path` itself, or a private copy of it).
+    fn open_checked(path: &Path, sled_dir: &Path, files: &StoreFiles) -> Result<Store> {
         // Whether sled's files were there before this open: if they were, a missing format
         // marker means damage, not a new store.
-        let existed = exists(&path.join("db")) || exists(&path.join("conf"));
+        let existed = exists(&sled_dir.join("db")) || exists(&sled_dir.join("conf"));
         let deadline = Instant::now() + LOCK_WAIT;
         let mut removed_torn_snapshots = false;
         let db = loop {
-            match open_sled(path)? {
+            match open_sled(sled_dir)? {
                 Ok(db) => break db,
                 // sled holds the lock by the time it reads snapshots, so no other process is
                 // writing one now.
                 Err(e @ sled::Error::Corruption { .. }) if !removed_torn_snapshots => {
                     removed_torn_snapshots = true;
-                    if remove_torn_snapshots(path)? == 0 {
+                    if remove_torn_snapshots(sled_dir)? == 0 {
                         return Err(Error::Storage(e));
                     }
                 }
@@ -408,7 +422,7 @@ impl Store {
             }
         };
         // sled opened its files by path: refuse the store if one was swapped since the check.
-        if let Err(e) = files.confirm(path) {
+        if let Err(e) = files.confirm(sled_dir) {
             close_quietly(db);
             return Err(e);
         }
@@ -420,6 +434,7 @@ impl Store {
             db,
             failpoints: Arc::default(),
             disk: Arc::default(),
+            copy: None,
         };
         match store.meta.get(FORMAT_KEY)? {
             Some(v) if v.len() == 1 && v[0] > FORMAT_VERSION => {
@@ -463,7 +478,44 @@ impl Store {
                 path: path.to_path_buf(),
             });
         }
-        Store::open_checked(path, &files)
+        Store::open_checked(path, path, &files)
+    }
+
+    /// Opens an existing store for reading without changing any byte of it, also on a read-only
+    /// file system or for a user who may only read it: sled opens a private copy of its files
+    /// (in the system's temporary directory, made while a shared lock keeps writers out; see
+    /// `disk::copy`), and the head record is read in place. Costs a copy of the store (about
+    /// what reading it costs; a reflink where the file system has them). A store a writer holds
+    /// is [`Error::Locked`] after [`LOCK_WAIT`], as for [`Store::open_existing`]. Writing
+    /// through the returned store changes the copy only.
+    pub fn open_read_only(path: &Path) -> Result<Store> {
+        if is_regular_file(path) {
+            return Err(Error::InvalidArgument(format!(
+                "{} is a file, not a directory: pass the store's directory with --db",
+                path.display()
+            )));
+        }
+        StoreFiles::check(path)?;
+        if !exists(&path.join("conf")) && !exists(&path.join("db")) {
+            return Err(Error::NotFound {
+                path: path.to_path_buf(),
+            });
+        }
+        let copy = tempfile::Builder::new()
+            .prefix("mnemo-read-")
+            .tempdir()
+            .map_err(|e| Error::io(std::env::temp_dir(), e))?;
+        crate::disk::copy_for_reading(path, copy.path(), LOCK_WAIT)?;
+        let files = StoreFiles::check(copy.path())?;
+        let mut store = Store::open_checked(path, copy.path(), &files)?;
+        store.copy = Some(Arc::new(copy));
+        Ok(store)
+    }
+
+    /// [`Store::open_read_only`] for a command that presents the store as it is now: refuses a
+    /// log behind its recorded head, as [`Store::open_current`] does.
+    pub fn open_current_read_only(path: &Path) -> Result<Store> {
+        refuse_rolled_back(Store::open_read_only(path)?)
     }
 
     /// The head this store last recorded, outside sled, after a durable commit (`None` if it never
@@ -686,13 +738,7 @@ impl Store {
     /// head the store recorded at its last commit or close, rather than show a rolled-back log
     /// as current. (`verify` opens with [`Store::open_existing`] and reports it.)
     pub fn open_current(path: &Path) -> Result<Store> {
-        let store = Store::open_existing(path)?;
-        if let Some(why) = store.rolled_back()? {
-            return Err(Error::corrupt(format!(
-                "{why}; `mnemo verify` shows what is missing"
-            )));
-        }
-        Ok(store)
+        refuse_rolled_back(Store::open_existing(path)?)
     }
 
     /// The highest seq the `events` tree holds a record for (`Seq(0)` when it holds none),

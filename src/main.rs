@@ -652,7 +652,7 @@ fn print_report(out: &mut impl Write, path: &Path, report: &Report) -> std::io::
 
 fn run_verify(db: &Path, as_json: bool, expect: Option<&str>) -> CliResult {
     let expect = expect.map(Head::parse).transpose()?;
-    let store = Store::open_existing(db)?;
+    let store = Store::open_read_only(db)?;
     let tty = std::io::stderr().is_terminal();
     let mut progress = |checked, head| {
         if tty {
@@ -711,7 +711,7 @@ fn run_log(
     limit: Option<usize>,
     as_json: bool,
 ) -> CliResult {
-    let store = Store::open_current(db)?;
+    let store = Store::open_current_read_only(db)?;
     let query = LogQuery {
         agent: agent.map(str::to_string),
         path: path.map(absolute_path).transpose()?,
@@ -735,7 +735,7 @@ fn run_log(
 }
 
 fn run_ls(db: &Path, dir: &str, at: Option<u64>) -> CliResult {
-    let store = Store::open_current(db)?;
+    let store = Store::open_current_read_only(db)?;
     let dir = absolute_path(dir)?;
     let records = records_at(&store, &dir, at.map(Seq))?;
     let mut out = std::io::stdout().lock();
@@ -751,7 +751,7 @@ fn run_ls(db: &Path, dir: &str, at: Option<u64>) -> CliResult {
 }
 
 fn run_cat(db: &Path, path: &str, at: Option<u64>) -> CliResult {
-    let store = Store::open_current(db)?;
+    let store = Store::open_current_read_only(db)?;
     let file = absolute_path(path)?;
     let record = record_at(&store, &file, at.map(Seq))?;
     match record {
@@ -771,7 +771,7 @@ fn run_cat(db: &Path, path: &str, at: Option<u64>) -> CliResult {
 
 #[cfg(unix)]
 fn run_export(db: &Path, dir: &Path, at: Option<u64>) -> CliResult {
-    let store = Store::open_current(db)?;
+    let store = Store::open_current_read_only(db)?;
     let everything = MemPath::absolute("/")?;
     let records = records_at(&store, &everything, at.map(Seq))?;
     let summary = mnemo::transfer::export(&records, dir)?;
@@ -832,7 +832,7 @@ fn run_import(_db: &Path, _dir: &Path, _agent: String, _root: String) -> CliResu
 fn run_acl(command: AclCmd) -> CliResult {
     let (db, operator, change) = match command {
         AclCmd::List { db, json } => {
-            let store = Store::open_current(&db.db)?;
+            let store = Store::open_current_read_only(&db.db)?;
             let policy = store.current_index()?.policy()?;
             let mut out = std::io::stdout().lock();
             for g in policy.grants() {
@@ -878,7 +878,7 @@ fn run_acl(command: AclCmd) -> CliResult {
 }
 
 fn run_history(db: &Path, path: &str, as_json: bool) -> CliResult {
-    let store = Store::open_current(db)?;
+    let store = Store::open_current_read_only(db)?;
     let file = absolute_path(path)?;
     let events = file_history(&store, &file)?;
     let mut out = std::io::stdout().lock();
@@ -896,7 +896,7 @@ fn run_history(db: &Path, path: &str, as_json: bool) -> CliResult {
 }
 
 fn run_show(db: &Path, seq: u64, as_json: bool) -> CliResult {
-    let store = Store::open_current(db)?;
+    let store = Store::open_current_read_only(db)?;
     let shown = mnemo::inspect::show(&store, Seq(seq))?;
     let mut out = std::io::stdout().lock();
     if as_json {
@@ -970,7 +970,7 @@ fn print_shift(out: &mut impl Write, change: &mnemo::inspect::Shift) -> std::io:
 }
 
 fn run_diff(db: &Path, from: u64, to: u64, path: &str, as_json: bool) -> CliResult {
-    let store = Store::open_current(db)?;
+    let store = Store::open_current_read_only(db)?;
     let dir = absolute_path(path)?;
     let files = mnemo::inspect::diff(&store, Seq(from), Seq(to), &dir)?;
     let mut out = std::io::stdout().lock();
@@ -1014,7 +1014,7 @@ fn run_token(command: TokenCmd) -> CliResult {
             out.flush()?;
         }
         TokenCmd::List { db, json } => {
-            let store = Store::open_existing(&db.db)?;
+            let store = Store::open_current_read_only(&db.db)?;
             let records = store.current_index()?.tokens()?;
             let mut out = std::io::stdout().lock();
             for token in mnemo::token::listed(&store, records)? {

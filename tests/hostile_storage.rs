@@ -59,7 +59,7 @@ use mnemo::tool::{Command as ToolCommand, Limits, Profile};
 use mnemo::{Head, MnemoClient, MnemoMemoryToolServer, Store, verify_store};
 use serde_json::json;
 
-use crate::support::{Rng, copy_dir};
+use crate::support::{Rng, copy_dir, have, is_root};
 
 /// How long any child process may run before it is killed and the case fails as a hang.
 const TIMEOUT: Duration = Duration::from_secs(20);
@@ -974,20 +974,6 @@ fn overwrite(file: &Path, at: usize, bytes: &[u8]) {
 
 fn no_damage(_: &Path) {}
 
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-}
-
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 /// Whether this is a CI run (`CI=true`), where a check that cannot run must fail, not pass.
 fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true")
@@ -1031,11 +1017,13 @@ fn make_writable(dir: &Path) {
     }
 }
 
-/// Today: as `nobody`, every open fails in sled with EACCES: the CLI exits 2 with "storage error:
-/// IO error: Permission denied (os error 13); check the disk and permissions of the store
-/// directory", the library returns `Error::Storage`. The copies are untouched.
+/// Today: as `nobody`, every read-write open fails in sled with EACCES: `mnemo tool` exits 2
+/// with "storage error: IO error: Permission denied (os error 13); check the disk and permissions
+/// of the store directory", the library's read-write opens return `Error::Storage`. `verify` and
+/// `log` read a private copy and work (before read-only opens they failed the same way). The
+/// copies are untouched.
 #[test]
-fn a_read_only_store_is_refused_for_an_unprivileged_user() {
+fn a_read_only_store_is_written_by_no_one_and_read_by_its_readers() {
     const TEST: &str = "read-only store (chmod 0555/0444)";
     let p = pristine();
     // Do permission bits stop this process? Not as root (CAP_DAC_OVERRIDE).
@@ -1093,7 +1081,27 @@ fn a_read_only_store_is_refused_for_an_unprivileged_user() {
         }
     }
     let mut problems = Problems::default();
-    let after = expect_refused(&case, &["permission denied"], &mut problems);
+    // Reading needs no write access: `verify` and `log` read a private copy and succeed; `tool`
+    // and the library's read-write opens are refused.
+    let seen = case.observe(CREATE_LINE, &ONE_SMALL_CREATE);
+    for c in &seen.cli {
+        if c.sub == "tool" {
+            problems.cli_refused(&c.ran, &["permission denied"]);
+        } else {
+            problems.never(&c.ran);
+            if c.ran.code != Some(0) {
+                problems.push(format!(
+                    "{}: reading a read-only store must work, got {}",
+                    c.ran.what,
+                    c.ran.summary()
+                ));
+            }
+        }
+    }
+    for l in &seen.lib {
+        problems.lib_refused(l, &["permission denied"]);
+    }
+    let after = seen.after();
     make_writable(&work);
     for path in after {
         problems.intact(TEST, &path, p.head);

@@ -43,6 +43,8 @@ mod nested_root;
 mod pathological;
 // The proptest model test: random command sequences against a naive in-memory model.
 mod model;
+// Read-only forensics: read commands change no byte, work read-only, never repair damage.
+mod readonly;
 // Reopening, catch-up after a crash between append and index write, lock and format errors.
 mod recovery;
 // Retries by tool_use id: logged, answered from the record only for the same input and access.

@@ -152,3 +152,19 @@ pub fn last_body(server: &MnemoMemoryToolServer) -> Body {
         .expect("decodes")
         .body
 }
+
+/// Whether this process runs as root (permission bits do not stop it).
+pub fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// Whether `tool` is on the PATH.
+pub fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
