@@ -22,6 +22,8 @@ mod crash;
 mod faults;
 // Calls over 4 KiB that fail: logged as digests, echoes bounded, retries, log and history.
 mod failed;
+// Fixture stores written by earlier builds re-verify, event for event.
+mod fixtures_verify;
 // Golden vectors: fixed events to fixed bytes and hashes.
 mod golden;
 // The recorded head covers reads, rejected calls and close: a cut tail never passes as intact.
