@@ -114,21 +114,16 @@ pub fn absolute_path(raw: &str) -> Result<MemPath> {
     MemPath::root(raw).map_err(Error::InvalidArgument)
 }
 
-fn canonical(raw: &str, root: &str) -> Option<MemPath> {
-    let root = MemPath::root(root).ok()?;
-    MemPath::resolve(raw, &root).ok()
-}
-
 /// A memory-tool call an event records: a parsed call logged whole, or a failed one logged as a
 /// digest (which keeps its command and paths).
-struct Called<'a> {
-    root: &'a str,
-    command: &'static str,
-    paths: Vec<&'a str>,
+pub(crate) struct Called<'a> {
+    pub(crate) root: &'a str,
+    pub(crate) command: &'static str,
+    pub(crate) paths: Vec<&'a str>,
 }
 
 impl Called<'_> {
-    fn of(event: &Event) -> Option<Called<'_>> {
+    pub(crate) fn of(event: &Event) -> Option<Called<'_>> {
         match &event.body {
             Body::Tool(call) => Some(Called {
                 root: &call.root,
@@ -149,42 +144,14 @@ impl Called<'_> {
     }
 }
 
-/// Every event that named the file now (or last) at `path`, oldest first, following it back
-/// through renames of the file or of any directory above it, and including deletes of a directory
-/// above it.
+/// Every event of every file that lived at `path`, file by file (see [`crate::lineage::trails`]:
+/// each file followed by identity through renames, in the order the files were created), then
+/// the events that named `path` while no file was there.
 pub fn file_history(store: &Store, path: &MemPath) -> Result<Vec<Event>> {
-    let mut events = Vec::new();
-    for item in store.records(Seq(1)) {
-        let (_, record) = item?;
-        events.push(Event::decode(&record)?);
-    }
-    let mut current = path.clone();
-    let mut touched = Vec::new();
-    for event in events.into_iter().rev() {
-        let Some(call) = Called::of(&event) else {
-            continue;
-        };
-        let ok = !event.header.outcome.is_error;
-        let path = |i: usize| call.paths.get(i).and_then(|raw| canonical(raw, call.root));
-        let hit = match call.command {
-            "rename" => match (path(0), path(1)) {
-                (Some(old), Some(new)) if ok && current.starts_with(&new) => {
-                    current = current.moved(&new, &old);
-                    true
-                }
-                (Some(old), _) if old == current => true,
-                (_, Some(new)) => new == current,
-                _ => false,
-            },
-            "delete" => path(0).is_some_and(|p| p == current || (ok && current.starts_with(&p))),
-            _ => path(0).is_some_and(|p| p == current),
-        };
-        if hit {
-            touched.push(event);
-        }
-    }
-    touched.reverse();
-    Ok(touched)
+    Ok(crate::lineage::trails(store, path)?
+        .into_iter()
+        .flat_map(|trail| trail.events)
+        .collect())
 }
 
 /// The command name (`create`, `rejected`, `acl-grant`, `token-issue`, ...) and the canonical paths an event

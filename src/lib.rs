@@ -12,6 +12,7 @@ pub mod failpoint;
 pub mod history;
 pub mod inspect;
 mod kv;
+pub mod lineage;
 mod log;
 #[cfg(feature = "mcp")]
 pub mod mcp;

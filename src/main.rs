@@ -9,8 +9,8 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use mnemo::event::{Event, Seq};
 use mnemo::history::{
-    LogQuery, absolute_path, describe, event_json, file_history, printable, record_at, records_at,
-    select_events, utc,
+    LogQuery, absolute_path, describe, event_json, printable, record_at, records_at, select_events,
+    utc,
 };
 use mnemo::tool::{Limits, Tree, format_size};
 use mnemo::{
@@ -880,16 +880,31 @@ fn run_acl(command: AclCmd) -> CliResult {
 fn run_history(db: &Path, path: &str, as_json: bool) -> CliResult {
     let store = Store::open_current_read_only(db)?;
     let file = absolute_path(path)?;
-    let events = file_history(&store, &file)?;
+    let trails = mnemo::lineage::trails(&store, &file)?;
     let mut out = std::io::stdout().lock();
-    for event in &events {
-        if as_json {
-            writeln!(out, "{}", event_json(event))?;
-        } else {
-            writeln!(out, "{}", event_line(event))?;
+    for trail in &trails {
+        if !as_json {
+            match trail.file {
+                Some(n) => {
+                    let paths: Vec<String> = trail
+                        .paths
+                        .iter()
+                        .map(|p| printable(p).into_owned())
+                        .collect();
+                    writeln!(out, "file {n}: {}", paths.join(" -> "))?;
+                }
+                None => writeln!(out, "no file at {file}:")?,
+            }
+        }
+        for event in &trail.events {
+            if as_json {
+                writeln!(out, "{}", mnemo::lineage::trail_json(trail, event))?;
+            } else {
+                writeln!(out, "{}", event_line(event))?;
+            }
         }
     }
-    if events.is_empty() && !as_json {
+    if trails.is_empty() && !as_json {
         writeln!(out, "no event names {file}")?;
     }
     Ok(ExitCode::SUCCESS)

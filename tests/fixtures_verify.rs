@@ -39,7 +39,10 @@ fn file_bytes(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
 #[test]
 fn every_fixture_store_verifies_with_the_events_and_checkpoint_it_was_made_with() {
     let stores = fixture_stores();
-    assert!(!stores.is_empty(), "no fixture store under tests/fixtures/stores");
+    assert!(
+        !stores.is_empty(),
+        "no fixture store under tests/fixtures/stores"
+    );
     for dir in stores {
         let expected: Value = serde_json::from_str(
             &std::fs::read_to_string(dir.join("expected.json")).expect("expected.json"),
@@ -60,7 +63,12 @@ fn every_fixture_store_verifies_with_the_events_and_checkpoint_it_was_made_with(
             String::from_utf8_lossy(&out.stderr)
         );
         assert_eq!(report["events"], expected["events"], "{}", dir.display());
-        assert_eq!(report["checkpoint"], expected["checkpoint"], "{}", dir.display());
+        assert_eq!(
+            report["checkpoint"],
+            expected["checkpoint"],
+            "{}",
+            dir.display()
+        );
         assert_eq!(
             file_bytes(&store),
             before,

@@ -37,6 +37,8 @@ mod inspect;
 // Bounded input: the request-size limit while reading, digests of refused input, duplicate keys,
 // invalid UTF-8.
 mod input;
+// history by file identity: renames followed, a reused path's files listed apart.
+mod lineage;
 // File-size limit and the view cap.
 mod limits;
 // A root inside another root: the tree shapes it meets are error results, never poison.

@@ -39,9 +39,8 @@ use super::auth::{Caller, Refusal};
 use super::{Shared, refuse};
 use crate::client::MnemoClient;
 use crate::event::Seq;
-use crate::history::{
-    LogQuery, absolute_path, event_json, file_history, record_at, records_at, select_events,
-};
+use crate::history::{LogQuery, absolute_path, event_json, record_at, records_at, select_events};
+use crate::lineage::trail_json;
 use crate::paths::MemPath;
 use crate::policy::{Access, AdminCommand};
 use crate::token::{self, OPERATOR};
@@ -382,12 +381,14 @@ async fn history(
     let client = shared.client().clone();
     let lines = blocking(move || {
         client.flush_index()?;
-        Ok(ndjson(&client, |store, show| {
-            for event in file_history(store, &file)? {
-                show(&event)?;
+        let mut lines = Vec::new();
+        for trail in crate::lineage::trails(client.store(), &file)? {
+            for event in &trail.events {
+                lines.extend_from_slice(trail_json(&trail, event).to_string().as_bytes());
+                lines.push(b'\n');
             }
-            Ok(())
-        })?)
+        }
+        Ok(lines)
     })
     .await?;
     Ok(json_body(lines, "application/x-ndjson"))

@@ -1,0 +1,144 @@
+//! Files followed by identity: which file each event touched, through renames, so that the
+//! history of a path that held several files over time lists each file apart.
+//!
+//! One forward replay of the log names every file the log creates by its ordinal (file 1 is
+//! the first file ever created, whatever its path), moves those names with renames of the file
+//! or a directory above it, and ends them with deletes. An event touches the files at the paths
+//! it names: the one a write or read names, every file under a deleted or renamed directory. An
+//! event that failed on a path where no file was (a view of a missing file) touches no file; the
+//! history of that path lists it apart.
+
+use std::collections::BTreeMap;
+
+use crate::error::Result;
+use crate::event::{Event, Seq};
+use crate::history::Called;
+use crate::log::Store;
+use crate::paths::MemPath;
+
+/// The events of one file that lived at the path asked about, oldest first.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Trail {
+    /// The file's ordinal in the log (the `file`th file created), or `None` for the events that
+    /// named the path while no file was there.
+    pub file: Option<u64>,
+    /// Every path the file has had, in order (empty for `file: None`).
+    pub paths: Vec<String>,
+    /// The events that touched it.
+    pub events: Vec<Event>,
+}
+
+/// The live files while the log is replayed: path → ordinal.
+#[derive(Default)]
+struct Live {
+    at: BTreeMap<MemPath, u64>,
+    next: u64,
+    /// Every path each file has had.
+    paths: BTreeMap<u64, Vec<String>>,
+}
+
+impl Live {
+    /// The files at `path` or under it.
+    fn under(&self, path: &MemPath) -> Vec<(MemPath, u64)> {
+        self.at
+            .range(path.clone()..)
+            .take_while(|(p, _)| p.starts_with(path))
+            .map(|(p, id)| (p.clone(), *id))
+            .collect()
+    }
+
+    fn write(&mut self, path: &MemPath) -> u64 {
+        if let Some(id) = self.at.get(path) {
+            return *id;
+        }
+        self.next += 1;
+        let id = self.next;
+        self.at.insert(path.clone(), id);
+        self.paths.insert(id, vec![path.to_string()]);
+        id
+    }
+}
+
+/// The files that ever lived at `path`, each with its events (following it through renames
+/// before and after it lived there), in the order they were created, then the events that named
+/// `path` while no file was there.
+pub fn trails(store: &Store, path: &MemPath) -> Result<Vec<Trail>> {
+    let mut live = Live::default();
+    // Per file, the seqs of the events that touched it; and the events that named `path` alone.
+    let mut touched: BTreeMap<u64, Vec<Event>> = BTreeMap::new();
+    let mut alone = Vec::new();
+    for item in store.records(Seq(1)) {
+        let (_, record) = item?;
+        let event = Event::decode(&record)?;
+        let Some(call) = Called::of(&event) else {
+            continue;
+        };
+        let ok = !event.header.outcome.is_error;
+        let named: Vec<MemPath> = call
+            .paths
+            .iter()
+            .filter_map(|raw| {
+                let root = MemPath::root(call.root).ok()?;
+                MemPath::resolve(raw, &root).ok()
+            })
+            .collect();
+        let mut ids = Vec::new();
+        match (call.command, named.as_slice()) {
+            ("create" | "str_replace" | "insert", [p]) if ok => ids.push(live.write(p)),
+            ("delete", [p]) if ok => {
+                for (at, id) in live.under(p) {
+                    live.at.remove(&at);
+                    ids.push(id);
+                }
+            }
+            ("rename", [from, to]) if ok => {
+                for (at, id) in live.under(from) {
+                    live.at.remove(&at);
+                    let moved = at.moved(from, to);
+                    live.paths.entry(id).or_default().push(moved.to_string());
+                    live.at.insert(moved, id);
+                    ids.push(id);
+                }
+            }
+            (_, paths) => {
+                for p in paths {
+                    ids.extend(live.at.get(p).copied());
+                }
+            }
+        }
+        if ids.is_empty() && named.iter().any(|p| p == path) {
+            alone.push(event.clone());
+        }
+        for id in ids {
+            touched.entry(id).or_default().push(event.clone());
+        }
+    }
+    let shown = path.to_string();
+    let mut out: Vec<Trail> = live
+        .paths
+        .iter()
+        .filter(|(_, paths)| paths.contains(&shown))
+        .map(|(id, paths)| Trail {
+            file: Some(*id),
+            paths: paths.clone(),
+            events: touched.remove(id).unwrap_or_default(),
+        })
+        .collect();
+    if !alone.is_empty() {
+        out.push(Trail {
+            file: None,
+            paths: Vec::new(),
+            events: alone,
+        });
+    }
+    Ok(out)
+}
+
+/// One event of `trail` as `mnemo history --json` prints it: [`crate::history::event_json`]
+/// with `file`, the file's ordinal (`null` for an event that named the path while no file was
+/// there).
+pub fn trail_json(trail: &Trail, event: &Event) -> serde_json::Value {
+    let mut out = crate::history::event_json(event);
+    out["file"] = trail.file.into();
+    out
+}

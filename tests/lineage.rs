@@ -1,0 +1,77 @@
+//! `mnemo history PATH` follows files by identity: through renames of the file and of the
+//! directories above it, and a path that held several files over time lists each file apart.
+
+use serde_json::{Value, json};
+
+use crate::support::{TempStore, run_mnemo};
+
+fn history(db: &str, path: &str) -> Vec<(Value, u64)> {
+    let out = run_mnemo(&["history", path, "--db", db, "--json"], "");
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).expect("json");
+            (v["file"].clone(), v["seq"].as_u64().expect("seq"))
+        })
+        .collect()
+}
+
+#[test]
+fn a_reused_path_lists_each_file_apart_and_a_moved_file_keeps_its_past() {
+    let s = TempStore::new();
+    let db = s.path();
+    let db = db.to_str().expect("utf-8");
+    let calls = [
+        json!({"command": "create", "path": "/memories/a.md", "file_text": "first\n"}),
+        json!({"command": "rename", "old_path": "/memories/a.md", "new_path": "/memories/d/b.md"}),
+        json!({"command": "create", "path": "/memories/a.md", "file_text": "second\n"}),
+        json!({"command": "str_replace", "path": "/memories/d/b.md", "old_str": "first", "new_str": "FIRST"}),
+        json!({"command": "view", "path": "/memories/a.md"}),
+        json!({"command": "rename", "old_path": "/memories/d", "new_path": "/memories/e"}),
+        json!({"command": "delete", "path": "/memories/a.md"}),
+        json!({"command": "view", "path": "/memories/a.md"}),
+        json!({"command": "delete", "path": "/memories/e"}),
+    ];
+    let input: Vec<String> = calls.iter().map(Value::to_string).collect();
+    assert!(
+        run_mnemo(&["tool", "--db", db], &input.join("\n"))
+            .status
+            .success()
+    );
+    // /memories/a.md held file 1 (events 1-2, then its life as d/b.md and e/b.md: 4, 6, 9) and
+    // file 2 (3, 5, 7); the view at 8 found no file there.
+    assert_eq!(
+        history(db, "/memories/a.md"),
+        vec![
+            (json!(1), 1),
+            (json!(1), 2),
+            (json!(1), 4),
+            (json!(1), 6),
+            (json!(1), 9),
+            (json!(2), 3),
+            (json!(2), 5),
+            (json!(2), 7),
+            (Value::Null, 8),
+        ]
+    );
+    // The moved file, asked for by a later path, has its whole past, and nothing of file 2.
+    assert_eq!(
+        history(db, "/memories/e/b.md"),
+        vec![
+            (json!(1), 1),
+            (json!(1), 2),
+            (json!(1), 4),
+            (json!(1), 6),
+            (json!(1), 9)
+        ]
+    );
+    let out = run_mnemo(&["history", "/memories/a.md", "--db", db], "");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("file 1: /memories/a.md -> /memories/d/b.md -> /memories/e/b.md"),
+        "{text}"
+    );
+    assert!(text.contains("file 2: /memories/a.md"), "{text}");
+    assert!(text.contains("no file at /memories/a.md:"), "{text}");
+}
