@@ -895,6 +895,31 @@ fn mentions(msg: &str, hints: &[&str]) -> bool {
     hints.iter().any(|h| lower.contains(&h.to_lowercase()))
 }
 
+/// Runs the CLI trio and the library probes on `case` on a store that cannot be written: the
+/// read commands (`verify`, `log`, which read a private copy) must work, `tool` and the
+/// library's read-write opens must refuse naming one of `hints`; returns the copies they ran on.
+fn expect_read_only(case: &Case<'_>, hints: &[&str], problems: &mut Problems) -> Vec<PathBuf> {
+    let seen = case.observe(CREATE_LINE, &ONE_SMALL_CREATE);
+    for c in &seen.cli {
+        if c.sub == "tool" {
+            problems.cli_refused(&c.ran, hints);
+        } else {
+            problems.never(&c.ran);
+            if c.ran.code != Some(0) {
+                problems.push(format!(
+                    "{}: reading a store that cannot be written must work, got {}",
+                    c.ran.what,
+                    c.ran.summary()
+                ));
+            }
+        }
+    }
+    for l in &seen.lib {
+        problems.lib_refused(l, hints);
+    }
+    seen.after()
+}
+
 /// Runs the CLI trio and the library probes on `case` and expects every one to refuse; returns
 /// the copies they ran on.
 fn expect_refused(case: &Case<'_>, hints: &[&str], problems: &mut Problems) -> Vec<PathBuf> {
@@ -1081,27 +1106,7 @@ fn a_read_only_store_is_written_by_no_one_and_read_by_its_readers() {
         }
     }
     let mut problems = Problems::default();
-    // Reading needs no write access: `verify` and `log` read a private copy and succeed; `tool`
-    // and the library's read-write opens are refused.
-    let seen = case.observe(CREATE_LINE, &ONE_SMALL_CREATE);
-    for c in &seen.cli {
-        if c.sub == "tool" {
-            problems.cli_refused(&c.ran, &["permission denied"]);
-        } else {
-            problems.never(&c.ran);
-            if c.ran.code != Some(0) {
-                problems.push(format!(
-                    "{}: reading a read-only store must work, got {}",
-                    c.ran.what,
-                    c.ran.summary()
-                ));
-            }
-        }
-    }
-    for l in &seen.lib {
-        problems.lib_refused(l, &["permission denied"]);
-    }
-    let after = seen.after();
+    let after = expect_read_only(&case, &["permission denied"], &mut problems);
     make_writable(&work);
     for path in after {
         problems.intact(TEST, &path, p.head);
@@ -1126,11 +1131,12 @@ impl Drop for Immutable {
     }
 }
 
-/// Today: with the immutable attribute (which stops root), every open fails in sled with EPERM:
-/// the CLI exits 2 with "storage error: IO error: Operation not permitted (os error 1); check the
-/// disk and permissions of the store directory", the library returns `Error::Storage`.
+/// Today: with the immutable attribute (which stops root), every read-write open fails in sled
+/// with EPERM: `mnemo tool` exits 2 with "storage error: IO error: Operation not permitted (os
+/// error 1); check the disk and permissions of the store directory", the library's read-write
+/// opens return `Error::Storage`; `verify` and `log` read a private copy and work.
 #[test]
-fn an_immutable_store_is_refused_even_for_root() {
+fn an_immutable_store_is_written_by_no_one_even_root_and_still_read() {
     const TEST: &str = "immutable store (chattr +i, as root)";
     if !is_root() || !have("chattr") {
         return skip(TEST, "needs root and chattr");
@@ -1177,7 +1183,7 @@ fn an_immutable_store_is_refused_even_for_root() {
         work: &work,
     };
     let mut problems = Problems::default();
-    let after = expect_refused(&case, &["operation not permitted"], &mut problems);
+    let after = expect_read_only(&case, &["operation not permitted"], &mut problems);
     guard.lock().expect("lock").release();
     for path in after {
         problems.intact(TEST, &path, p.head);
@@ -1269,11 +1275,12 @@ fn tmpfs_available(scratch: &Path) -> Result<(), String> {
     }
 }
 
-/// Today: on a full tmpfs, sled's open cannot extend `db`: the CLI exits 2 with "storage error:
-/// IO error: No space left on device (os error 28); ...", the library returns `Error::Storage`;
-/// the store is left intact.
+/// Today: on a full tmpfs, sled's read-write open cannot extend `db`: `mnemo tool` exits 2 with
+/// "storage error: IO error: No space left on device (os error 28); ...", the library's
+/// read-write opens return `Error::Storage`; `verify` and `log` read a private copy (in the
+/// temporary directory, elsewhere) and work; the store is left intact.
 #[test]
-fn a_full_tmpfs_on_open_is_refused() {
+fn a_full_tmpfs_on_open_refuses_writes_and_still_reads() {
     const TEST: &str = "full disk at open (tmpfs, 0 KiB free)";
     let p = pristine();
     if let Err(why) = tmpfs_available(p.dir.path()) {
@@ -1288,7 +1295,7 @@ fn a_full_tmpfs_on_open_is_refused() {
         work: &work,
     };
     let mut problems = Problems::default();
-    let after = expect_refused(&case, &["no space left"], &mut problems);
+    let after = expect_read_only(&case, &["no space left"], &mut problems);
     for path in after {
         problems.intact(TEST, &path, p.head);
     }

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import pathlib
 from types import TracebackType
-from typing import Any, List, Literal, Optional, Type, Union
+from typing import Any, Dict, List, Literal, Optional, Type, Union
 
 __version__: str
 DEFAULT_MAX_FILE_BYTES: int
@@ -194,7 +194,11 @@ class MnemoClient:
     ) -> List[Event]:
         """Logged events in order, filtered like ``mnemo log``."""
     def history(self, path: str) -> List[Event]:
-        """Every event that touched the file at ``path``, oldest first, through renames."""
+        """Every event of every file that lived at ``path``, file by file, followed through renames."""
+    def show(self, seq: int) -> Dict[str, Any]:
+        """Event ``seq`` whole, as ``mnemo show --json``: ``input``, the re-derived ``answer``, ``verified``, ``change``."""
+    def diff(self, start: int, end: int, path: str = "/memories") -> List[Dict[str, Any]]:
+        """The files changed under ``path`` between two events, as ``mnemo diff --json``."""
     def grant(self, agent: str, prefix: str, access: AccessName = "read-write") -> Receipt:
         """Gives ``agent`` (or ``*``) access on ``prefix``; a refused change raises ``InvalidArgumentError``."""
     def revoke(self, agent: str, prefix: str) -> Receipt:

@@ -12,7 +12,9 @@ use mnemo::history::{absolute_path, describe, file_history, state_at};
 use mnemo::{Access, Durability, MemPath, MnemoClient, Seq};
 use pyo3::prelude::*;
 use pyo3::types::PyType;
+use serde_json::Value;
 
+use crate::convert::to_py;
 use crate::errors::{ClosedError, InvalidArgumentError, to_py_err};
 use crate::records::{PyEvent, PyGrant, PyHead, PyMemoryRecord, PyReceipt, PyVerifyReport};
 
@@ -256,8 +258,9 @@ impl PyClient {
         })
     }
 
-    /// Every event that touched the file now (or last) at `path`, oldest first, through renames,
-    /// like `mnemo history`.
+    /// Every event of every file that lived at `path`, file by file, each followed by identity
+    /// through renames (then the events that named `path` while no file was there), like
+    /// `mnemo history`.
     fn history(&self, py: Python<'_>, path: &str) -> PyResult<Vec<PyEvent>> {
         let file = absolute_path(path).map_err(to_py_err)?;
         self.run(py, move |c| {
@@ -265,6 +268,38 @@ impl PyClient {
             let events = file_history(c.store(), &file)?;
             Ok(events.iter().map(PyEvent::from).collect())
         })
+    }
+
+    /// Event `seq` whole, as `mnemo show --json` prints it: a dict with `seq`, `agent`,
+    /// `tool_use_id`, `input`, `answer` (re-derived by replay), `is_error`, `verified` (whether
+    /// that answer hashes to the recorded outcome) and `change` (`None`, or a dict with `kind`
+    /// and a unified `diff` or the files moved or removed).
+    fn show<'py>(&self, py: Python<'py>, seq: u64) -> PyResult<Bound<'py, PyAny>> {
+        let shown = self.run(py, move |c| {
+            c.head()?; // writes the events of reads answered a moment ago
+            Ok(mnemo::inspect::show(c.store(), Seq(seq))?.to_json())
+        })?;
+        to_py(py, &shown)
+    }
+
+    /// What changed in the files under `path` from after event `start` to after event `end`
+    /// (0: the empty tree), as `mnemo diff --json`: a list of dicts with `path`, `kind`
+    /// (`added`, `removed` or `changed`) and a unified `diff`.
+    #[pyo3(signature = (start, end, path = "/memories"))]
+    fn diff<'py>(
+        &self,
+        py: Python<'py>,
+        start: u64,
+        end: u64,
+        path: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let dir = absolute_path(path).map_err(to_py_err)?;
+        let files = self.run(py, move |c| {
+            c.head()?;
+            let files = mnemo::inspect::diff(c.store(), Seq(start), Seq(end), &dir)?;
+            Ok(Value::Array(files.iter().map(|f| f.to_json()).collect()))
+        })?;
+        to_py(py, &files)
     }
 
     /// Gives `agent` (or `*`) `access` (`read` or `read-write`) on `prefix` and everything under

@@ -319,6 +319,23 @@ def test_handle_never_raises_on_what_the_model_sends(tmp_path: Path) -> None:
     assert report.is_intact() and report.events == 1 + len(hostile) + 3
 
 
+def test_show_and_diff_give_an_event_whole_and_the_files_changed(tmp_path: Path) -> None:
+    client = MnemoClient(tmp_path / "db")
+    server = MnemoMemoryToolServer(client)
+    server.handle({"command": "create", "path": "/memories/a.md", "file_text": "one\ntwo\n"})
+    edited = server.handle({"command": "str_replace", "path": "/memories/a.md", "old_str": "two", "new_str": "TWO"})
+    shown = client.show(2)
+    assert shown["input"] == {"command": "str_replace", "path": "/memories/a.md", "old_str": "two", "new_str": "TWO"}
+    assert shown["answer"] == edited["content"] and shown["verified"] is True
+    assert shown["change"]["kind"] == "edited"
+    assert shown["change"]["diff"].endswith(" one\n-two\n+TWO\n")
+    files = client.diff(0, 2)
+    assert [(f["path"], f["kind"]) for f in files] == [("/memories/a.md", "added")]
+    assert client.diff(1, 2)[0]["kind"] == "changed"
+    with pytest.raises(mnemo.InvalidArgumentError, match="no event 9"):
+        client.show(9)
+
+
 def test_retried_tool_use_id_is_answered_from_the_log(tmp_path: Path) -> None:
     client = MnemoClient(tmp_path / "db")
     server = MnemoMemoryToolServer(client)
