@@ -25,6 +25,7 @@
 //! ([`shutdown`]).
 
 pub mod auth;
+pub mod clients;
 pub mod discovery;
 mod mcp;
 pub mod routes;
@@ -341,16 +342,14 @@ async fn gate(Extract(shared): Extract<Arc<Shared>>, mut request: Request, next:
                 .caller(request.headers(), shared.tool.client().agent_id())
         })
         .and_then(|caller| {
+            let limit = clients::body_limit(request.uri().path(), shared.max_request_bytes());
             let declared = request
                 .headers()
                 .get(axum::http::header::CONTENT_LENGTH)
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| v.parse::<u64>().ok());
             match declared {
-                Some(bytes) if bytes > shared.max_request_bytes() => Err(Refusal::TooLarge {
-                    bytes,
-                    limit: shared.max_request_bytes(),
-                }),
+                Some(bytes) if bytes > limit => Err(Refusal::TooLarge { bytes, limit }),
                 _ => Ok(caller),
             }
         });

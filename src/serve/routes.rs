@@ -4,11 +4,12 @@
 //! |---|---|
 //! | `POST /v1/memory` | the `tool_result` JSON for the body (a `tool_use` block or a bare input) |
 //! | `GET /v1/head` | `{"seq", "hash", "checkpoint"}` of the last event |
-//! | `GET /v1/verify` | the report, as `mnemo verify --json` prints it |
+//! | `GET /v1/verify?expect=` | the report, as `mnemo verify --json [--expect SEQ:HASH]` prints it |
 //! | `GET /v1/log?agent=&path=&from=&limit=` | one JSON object per line, as `mnemo log --json` |
 //! | `GET /v1/ls?dir=&at=` | `{"dir", "at", "files": [{"path", "bytes", "created", "updated"}]}` |
 //! | `GET /v1/cat?path=&at=` | the file's content (`text/plain`), as `mnemo cat` prints it |
 //! | `GET /v1/history?path=` | one JSON object per line, as `mnemo history --json` |
+//! | `GET /v1/attach`, `/v1/records?tag=`, `POST /v1/memory/oversized` | see [`clients`](super::clients) |
 //! | `/mcp` | MCP over streamable HTTP |
 //!
 //! A call to `/v1/memory` is recorded under the request's agent, like any memory-tool call, and
@@ -34,11 +35,12 @@ use crate::event::Seq;
 use crate::history::{
     LogQuery, absolute_path, event_json, file_history, record_at, records_at, select_events,
 };
+use crate::log::Head;
 use crate::paths::MemPath;
 
 /// The router of every route, over `shared`; `stop` ends the MCP streams.
 pub(crate) fn router(shared: Arc<Shared>, stop: CancellationToken) -> Router {
-    let mcp = super::mcp::service(Arc::clone(&shared), stop);
+    let mcp = super::mcp::service(Arc::clone(&shared), stop.clone());
     Router::new()
         .route("/v1/memory", post(memory))
         .route("/v1/head", get(head))
@@ -47,6 +49,7 @@ pub(crate) fn router(shared: Arc<Shared>, stop: CancellationToken) -> Router {
         .route("/v1/ls", get(ls))
         .route("/v1/cat", get(cat))
         .route("/v1/history", get(history))
+        .merge(super::clients::routes(stop))
         .nest_service("/mcp", mcp)
         .fallback(not_found)
         .with_state(shared)
@@ -69,7 +72,7 @@ fn json_body(bytes: Vec<u8>, content_type: &'static str) -> Response {
 async fn not_found() -> Response {
     error(
         StatusCode::NOT_FOUND,
-        "no such route; the routes are POST /v1/memory, GET /v1/head, /v1/verify, /v1/log, /v1/ls, /v1/cat, /v1/history, and MCP at /mcp",
+        "no such route; the routes are POST /v1/memory, /v1/memory/oversized, GET /v1/head, /v1/verify, /v1/log, /v1/ls, /v1/cat, /v1/history, /v1/records, /v1/attach, and MCP at /mcp",
     )
 }
 
@@ -151,11 +154,10 @@ async fn memory(
         Ok(tool) => tool,
         Err(why) => return Failure::Client(StatusCode::BAD_REQUEST, why).into_response(),
     };
-    // As `mnemo tool` reads a line: JSON is handled as by `handle`, anything else is recorded as
-    // a rejected call and answered with an error result.
+    // As `mnemo tool` answers a line: JSON is handled as by `handle`, anything else (bytes that
+    // are not UTF-8 too) is recorded as a rejected call and answered with an error result.
     let answered = blocking(move || {
-        let text = String::from_utf8_lossy(&bytes);
-        let result = tool.handle_line(&text);
+        let result = tool.handle_bytes(&bytes);
         serde_json::to_vec(&result).map_err(|e| Failure::Store(e.to_string()))
     })
     .await;
@@ -187,14 +189,22 @@ async fn head(
     Ok(json_body(body.to_string().into_bytes(), "application/json"))
 }
 
+/// `/v1/verify`'s query.
+#[derive(Deserialize)]
+struct VerifyParams {
+    expect: Option<String>,
+}
+
 async fn verify(
     State(shared): State<Arc<Shared>>,
     Extension(caller): Extension<Caller>,
+    Query(params): Query<VerifyParams>,
 ) -> Result<Response, Failure> {
     operator(&caller)?;
+    let expect = params.expect.as_deref().map(Head::parse).transpose()?;
     let client = shared.client().clone();
     let report = blocking(move || {
-        let report = client.verify()?;
+        let report = client.verify_with(expect)?;
         Ok(report.to_json(client.path()))
     })
     .await?;
