@@ -1,0 +1,525 @@
+//! Clients that find the server holding a store, through the built binary: `mnemo tool` and
+//! `mnemo mcp` start one (detached) or connect to the one running, print what a local session
+//! prints, keep it from idling out while attached, and survive a killed server or client; the
+//! read commands go through it; `--connect` reaches it by URL.
+
+#![cfg(unix)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use mnemo::serve::ServerFile;
+use mnemo::tool::request::read_request;
+use mnemo::{Durability, MnemoClient, MnemoMemoryToolServer};
+use serde_json::{Value, json};
+
+use crate::support::{TempStore, mnemo_bin};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+/// Runs `mnemo args...` with `stdin`, with no MNEMO_* variable from outside.
+pub fn mnemo(args: &[&str], env: &[(&str, &str)], stdin: &[u8]) -> Output {
+    let mut child = command(args, env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn mnemo");
+    let mut pipe = child.stdin.take().expect("stdin");
+    let input = stdin.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = pipe.write_all(&input);
+    });
+    let output = child.wait_with_output().expect("wait for mnemo");
+    writer.join().expect("stdin writer");
+    output
+}
+
+fn command(args: &[&str], env: &[(&str, &str)]) -> Command {
+    let mut command = Command::new(mnemo_bin());
+    command.args(args);
+    for name in ["MNEMO_DB", "MNEMO_URL", "MNEMO_TOKEN", "MNEMO_IDLE_EXIT"] {
+        command.env_remove(name);
+    }
+    command.envs(env.iter().copied());
+    command
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The live server of `db`, waiting for one to appear.
+pub fn server_of(db: &Path) -> ServerFile {
+    let started = Instant::now();
+    loop {
+        if let Some(file) = mnemo::serve::discovery::live_server(db) {
+            return file;
+        }
+        assert!(started.elapsed() < WAIT, "no live server for {db:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Stops the server of `db` (if one runs) with SIGTERM and waits for its server file to go.
+pub fn stop_server(db: &Path) {
+    let Ok(Some(file)) = ServerFile::read(db) else {
+        return;
+    };
+    signal("-TERM", file.pid);
+    wait_for(
+        || !ServerFile::path(db).exists(),
+        "the server to remove its file",
+    );
+}
+
+pub fn signal(name: &str, pid: u32) {
+    let _ = Command::new("kill")
+        .args([name, &pid.to_string()])
+        .stderr(Stdio::null())
+        .status();
+}
+
+pub fn wait_for(done: impl Fn() -> bool, what: &str) {
+    let started = Instant::now();
+    while !done() {
+        assert!(started.elapsed() < WAIT, "waited {WAIT:?} for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A `mnemo tool` (or `mnemo mcp`) process fed line by line.
+pub struct Session {
+    pub child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Session {
+    pub fn start(args: &[&str], env: &[(&str, &str)]) -> Session {
+        let mut child = command(args, env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn mnemo");
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        Session {
+            child,
+            stdin,
+            stdout,
+        }
+    }
+
+    pub fn send(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(line.as_bytes()).expect("write a line");
+        stdin.write_all(b"\n").expect("write a newline");
+        stdin.flush().expect("flush");
+    }
+
+    /// The next line of output; `None` at its end.
+    pub fn line(&mut self) -> Option<String> {
+        let mut out = String::new();
+        match self.stdout.read_line(&mut out) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(out),
+        }
+    }
+
+    pub fn call(&mut self, line: &str) -> Value {
+        self.send(line);
+        let out = self.line().expect("an answer line");
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"))
+    }
+
+    /// Closes stdin and waits for the exit.
+    pub fn finish(mut self) -> std::process::ExitStatus {
+        drop(self.stdin.take());
+        self.child.wait().expect("wait")
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if self.stdin.is_some() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+pub fn db_arg(db: &Path) -> &str {
+    db.to_str().expect("a UTF-8 path")
+}
+
+/// Lines a session sends: the six commands, error cases, an id, a line that is not JSON.
+fn lines() -> Vec<Vec<u8>> {
+    let mut lines: Vec<Vec<u8>> = [
+        json!({"command": "view", "path": "/memories"}),
+        json!({"command": "create", "path": "/memories/notes.md", "file_text": "# Notes\n- tea\n"}),
+        json!({"type": "tool_use", "id": "toolu_01", "name": "memory",
+               "input": {"command": "view", "path": "/memories/notes.md"}}),
+        json!({"command": "str_replace", "path": "/memories/notes.md",
+               "old_str": "tea", "new_str": "green tea"}),
+        json!({"command": "insert", "path": "/memories/notes.md", "insert_line": 1,
+               "insert_text": "- Lisbon\n"}),
+        json!({"command": "rename", "old_path": "/memories/notes.md",
+               "new_path": "/memories/done/notes.md"}),
+        json!({"command": "create", "path": "/memories/big.md", "file_text": "x".repeat(400)}),
+        json!({"command": "delete", "path": "/memories/missing.md"}),
+        json!({"command": "view", "path": "/memories/../etc/passwd"}),
+        json!({"type": "tool_use", "id": "toolu_01", "name": "memory",
+               "input": {"command": "view", "path": "/memories/notes.md"}}),
+    ]
+    .iter()
+    .map(|v| v.to_string().into_bytes())
+    .collect();
+    lines.push(b"view /memories".to_vec());
+    lines.push(b"{\"command\": \"view\", \"path\": \"/memories/\xff\"}".to_vec());
+    lines.push(br#"{"command": "view", "path": "/memories", "command": "delete"}"#.to_vec());
+    lines.push(
+        json!({"command": "view", "path": "/memories"})
+            .to_string()
+            .into_bytes(),
+    );
+    lines
+}
+
+#[test]
+fn tool_through_a_server_it_started_prints_what_a_local_session_prints() {
+    let served = TempStore::new();
+    let local = TempStore::new();
+    let db = served.path();
+    let mut input = Vec::new();
+    for line in lines() {
+        input.extend_from_slice(&line);
+        input.push(b'\n');
+    }
+    let args = [
+        "tool",
+        "--db",
+        db_arg(&db),
+        "--durability",
+        "buffered",
+        "--max-request-bytes",
+        "300",
+        "--idle-exit",
+        "1",
+    ];
+    let out = mnemo(&args, &[], &input);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // The same lines through an in-process session, as `mnemo tool` without a server reads them.
+    let client = MnemoClient::builder(local.path())
+        .agent_id("cli")
+        .durability(Durability::Buffered)
+        .open()
+        .expect("open");
+    let tool = MnemoMemoryToolServer::builder(client)
+        .limits(mnemo::tool::Limits {
+            max_request_bytes: 300,
+            ..Default::default()
+        })
+        .build()
+        .expect("tool");
+    let mut reader: &[u8] = &input;
+    let mut expected = Vec::new();
+    while let Some(request) = read_request(&mut reader, 300).expect("read") {
+        serde_json::to_writer(&mut expected, &tool.handle_request(request)).expect("write");
+        expected.push(b'\n');
+    }
+    assert_eq!(text(&out.stdout), text(&expected));
+    assert!(
+        text(&out.stdout).contains("300"),
+        "the line over the limit was refused with the limit"
+    );
+    // The server it started holds the store and exits once idle, removing its file.
+    let file = server_of(&db);
+    assert_ne!(file.pid, 0);
+    wait_for(
+        || !ServerFile::path(&db).exists(),
+        "the started server to exit after --idle-exit",
+    );
+    let reopened = MnemoClient::open(&db, "check").expect("the store is free again");
+    assert_eq!(
+        reopened.head().expect("head").seq.0,
+        lines().len() as u64,
+        "one event per line"
+    );
+}
+
+#[test]
+fn an_attached_client_keeps_the_server_from_idling_out_and_two_starts_make_one_server() {
+    let store = TempStore::new();
+    let db = store.path();
+    let db_text = db_arg(&db).to_string();
+    let args = |agent: &'static str| -> Vec<String> {
+        [
+            "tool",
+            "--db",
+            &db_text,
+            "--durability",
+            "buffered",
+            "--idle-exit",
+            "0.5",
+            "--agent",
+            agent,
+        ]
+        .iter()
+        .map(|a| a.to_string())
+        .collect()
+    };
+    let (first_args, second_args) = (args("first"), args("second"));
+    // Two clients start at once: the store's lock picks one server, both connect to it.
+    let mut first = Session::start(&strs(&first_args), &[]);
+    let mut second = Session::start(&strs(&second_args), &[]);
+    fn strs(a: &[String]) -> Vec<&str> {
+        a.iter().map(String::as_str).collect()
+    }
+    let a = first.call(
+        &json!({"command": "create", "path": "/memories/a.md", "file_text": "a"}).to_string(),
+    );
+    let b = second.call(
+        &json!({"command": "create", "path": "/memories/b.md", "file_text": "b"}).to_string(),
+    );
+    assert_eq!(a["content"], "File created successfully at: /memories/a.md");
+    assert_eq!(b["content"], "File created successfully at: /memories/b.md");
+    let server = server_of(&db);
+    // Idle far past --idle-exit, with both attached: the same server answers.
+    std::thread::sleep(Duration::from_millis(2000));
+    let seen = first.call(&json!({"command": "view", "path": "/memories/b.md"}).to_string());
+    assert!(
+        seen["content"]
+            .as_str()
+            .is_some_and(|t| t.ends_with("1\tb\n     2\t") || t.contains("1\tb")),
+        "{seen}"
+    );
+    assert_eq!(server_of(&db).pid, server.pid, "one server all along");
+    assert!(first.finish().success());
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(
+        server_of(&db).pid,
+        server.pid,
+        "one client still attached keeps the server"
+    );
+    assert!(second.finish().success());
+    wait_for(
+        || !ServerFile::path(&db).exists(),
+        "the server to exit after its last client left",
+    );
+    let log = mnemo(&["log", "--db", db_arg(&db), "--json"], &[], b"");
+    let agents: Vec<String> = text(&log.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("line")["agent"].to_string())
+        .collect();
+    assert_eq!(agents, ["\"first\"", "\"second\"", "\"first\""]);
+}
+
+#[test]
+fn read_commands_go_through_the_server_and_print_what_they_print_alone() {
+    let store = TempStore::new();
+    let db = store.path();
+    let session: Vec<u8> = [
+        json!({"command": "create", "path": "/memories/a.md", "file_text": "one\n"}),
+        json!({"command": "str_replace", "path": "/memories/a.md", "old_str": "one", "new_str": "two"}),
+        json!({"command": "rename", "old_path": "/memories/a.md", "new_path": "/memories/d/b.md"}),
+        json!({"command": "view", "path": "/memories/nothing"}),
+    ]
+    .iter()
+    .flat_map(|v| format!("{v}\n").into_bytes())
+    .collect();
+    let mut holder = Session::start(
+        &[
+            "tool",
+            "--db",
+            db_arg(&db),
+            "--durability",
+            "buffered",
+            "--idle-exit",
+            "1",
+        ],
+        &[],
+    );
+    for line in String::from_utf8(session).expect("utf-8").lines() {
+        holder.call(line);
+    }
+    let reads: Vec<Vec<&str>> = vec![
+        vec!["ls"],
+        vec!["ls", "/memories/d", "--at", "3"],
+        vec!["ls", "/memories", "--at", "1"],
+        vec!["cat", "/memories/d/b.md"],
+        vec!["cat", "/memories/a.md", "--at", "1"],
+        vec!["log"],
+        vec!["log", "--json", "--from", "2", "--limit", "2"],
+        vec!["log", "--path", "/memories/d"],
+        vec!["history", "/memories/d/b.md"],
+        vec!["history", "/memories/d/b.md", "--json"],
+        vec!["history", "/memories/never.md"],
+        vec!["verify", "--json"],
+        vec!["verify"],
+        vec!["cat", "/memories/gone.md"],
+    ];
+    let run = |read: &[&str]| {
+        let mut args = read.to_vec();
+        args.extend(["--db", db_arg(&db)]);
+        mnemo(&args, &[], b"")
+    };
+    let served: Vec<Output> = reads.iter().map(|r| run(r)).collect();
+    let server = server_of(&db);
+    assert!(holder.finish().success());
+    stop_server(&db);
+    for (read, through_server) in reads.iter().zip(&served) {
+        let alone = run(read);
+        assert_eq!(
+            through_server.status.code(),
+            alone.status.code(),
+            "{read:?}: {}",
+            text(&through_server.stderr)
+        );
+        let (got, want) = (text(&through_server.stdout), text(&alone.stdout));
+        if read[0] == "verify" {
+            // The timing differs; every other line or field is the same.
+            let strip = |t: &str| -> String {
+                t.lines()
+                    .filter(|l| !l.contains("checked:"))
+                    .map(|l| match serde_json::from_str::<Value>(l) {
+                        Ok(mut v) => {
+                            for key in ["elapsed_ms", "events_per_sec", "mb_per_sec"] {
+                                v[key] = Value::Null;
+                            }
+                            v.to_string()
+                        }
+                        Err(_) => l.to_string(),
+                    })
+                    .collect()
+            };
+            assert_eq!(strip(&got), strip(&want), "{read:?}");
+            assert!(got.contains("intact") || got.contains("INTACT"), "{got}");
+        } else {
+            assert_eq!(got, want, "{read:?}");
+        }
+        assert_eq!(
+            text(&through_server.stderr),
+            text(&alone.stderr),
+            "{read:?}"
+        );
+    }
+    assert!(server.pid > 0);
+    // --expect through the server: a checkpoint the log holds passes, another fails (exit 1).
+    let _again = Session::start(&["tool", "--db", db_arg(&db), "--idle-exit", "1"], &[]);
+    let head = server_of(&db);
+    let checkpoint = {
+        let report = mnemo(&["verify", "--json", "--db", db_arg(&db)], &[], b"");
+        serde_json::from_slice::<Value>(&report.stdout).expect("json")["checkpoint"]
+            .as_str()
+            .expect("checkpoint")
+            .to_string()
+    };
+    let ok = mnemo(
+        &["verify", "--db", db_arg(&db), "--expect", &checkpoint],
+        &[],
+        b"",
+    );
+    assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));
+    let wrong = format!("2:{}", "0".repeat(64));
+    let bad = mnemo(
+        &["verify", "--db", db_arg(&db), "--expect", &wrong],
+        &[],
+        b"",
+    );
+    assert_eq!(bad.status.code(), Some(1), "{}", text(&bad.stdout));
+    assert_eq!(server_of(&db).pid, head.pid, "both ran through the server");
+    drop(_again);
+    stop_server(&db);
+}
+
+#[test]
+fn connect_reaches_a_server_by_url_and_a_wrong_token_is_refused() {
+    let store = TempStore::new();
+    let db = store.path();
+    let mut holder = Session::start(
+        &["tool", "--db", db_arg(&db), "--durability", "buffered"],
+        &[],
+    );
+    holder.call(
+        &json!({"command": "create", "path": "/memories/x.md", "file_text": "x"}).to_string(),
+    );
+    let file = server_of(&db);
+    let input = format!("{}\n", json!({"command": "view", "path": "/memories/x.md"}));
+    // By flag, acting as the agent named.
+    let out = mnemo(
+        &[
+            "tool",
+            "--connect",
+            &file.url,
+            "--token",
+            &file.token,
+            "--agent",
+            "remote",
+        ],
+        &[],
+        input.as_bytes(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let answer: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(
+        answer["content"],
+        "Here's the content of /memories/x.md with line numbers:\n     1\tx"
+    );
+    // By environment, from a directory where no store is.
+    let env = [
+        ("MNEMO_URL", file.url.as_str()),
+        ("MNEMO_TOKEN", file.token.as_str()),
+    ];
+    let ls = mnemo(&["ls", "--db", "/nonexistent/store"], &env, b"");
+    assert_eq!(
+        text(&ls.stdout),
+        "     1B  /memories/x.md\n",
+        "{}",
+        text(&ls.stderr)
+    );
+    let log = mnemo(&["log", "--agent", "remote", "--json"], &env, b"");
+    assert_eq!(
+        text(&log.stdout).lines().count(),
+        1,
+        "{}",
+        text(&log.stderr)
+    );
+    // A wrong token: the read fails (exit 2) naming the refusal; the tool answers every line
+    // with an error result and exits 2; nothing is written.
+    let wrong = "0".repeat(64);
+    let refused = mnemo(&["ls", "--connect", &file.url, "--token", &wrong], &[], b"");
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        text(&refused.stderr).contains("401"),
+        "{}",
+        text(&refused.stderr)
+    );
+    let tool = mnemo(
+        &["tool", "--connect", &file.url, "--token", &wrong],
+        &[],
+        input.as_bytes(),
+    );
+    assert_eq!(tool.status.code(), Some(2));
+    let answer: Value = serde_json::from_slice(&tool.stdout).expect("an error result");
+    assert_eq!(answer["is_error"], true);
+    let missing = mnemo(&["ls", "--connect", &file.url], &[], b"");
+    assert!(
+        text(&missing.stderr).contains("--token"),
+        "{}",
+        text(&missing.stderr)
+    );
+    let head = holder.call(&json!({"command": "view", "path": "/memories"}).to_string());
+    assert!(head["content"].as_str().is_some());
+    let log = mnemo(&["log", "--db", db_arg(&db), "--json"], &[], b"");
+    assert_eq!(
+        text(&log.stdout).lines().count(),
+        3,
+        "the refused calls wrote nothing"
+    );
+    assert!(holder.finish().success());
+    stop_server(&db);
+}
