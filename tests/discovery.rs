@@ -17,6 +17,9 @@ use serde_json::{Value, json};
 
 use crate::support::{TempStore, mnemo_bin};
 
+// kill -9 loops, the MCP config twice, 16 client processes.
+mod processes;
+
 const WAIT: Duration = Duration::from_secs(30);
 
 /// Runs `mnemo args...` with `stdin`, with no MNEMO_* variable from outside.
