@@ -58,6 +58,11 @@ pub enum Read {
     Ls { dir: String, at: Option<u64> },
     /// `mnemo cat`.
     Cat { file: String, at: Option<u64> },
+    /// `mnemo export`.
+    Export {
+        dir: std::path::PathBuf,
+        at: Option<u64>,
+    },
 }
 
 #[cfg(feature = "serve")]
@@ -113,6 +118,7 @@ mod served {
             } => events(client, route, params, *as_json, empty_note.as_deref()),
             Read::Ls { dir, at } => ls(client, dir, *at),
             Read::Cat { file, at } => cat(client, file, *at),
+            Read::Export { dir, at } => export(client, dir, *at),
         };
         match read_client(db, remote)? {
             Some(client) => match served(&client) {
@@ -335,6 +341,46 @@ mod served {
             why: "the verify report misses a field".into(),
         })?;
         Ok(crate::print_verify(db, as_json, &report, &view))
+    }
+
+    /// The whole tree (at a seq) from the listing and each file's content, exported here.
+    #[cfg(unix)]
+    fn export(
+        client: &RemoteClient,
+        dir: &Path,
+        at: Option<u64>,
+    ) -> Result<CliResult, RemoteError> {
+        let at_param = at.map(|at| ("at", at.to_string()));
+        let mut query = vec![("dir", "/".to_string())];
+        query.extend(at_param.clone());
+        let listed: Value = serde_json::from_slice(&client.read("/v1/ls", &query)?)
+            .map_err(|e| protocol(client, &e))?;
+        let mut records = Vec::new();
+        for file in listed["files"].as_array().into_iter().flatten() {
+            let path = file["path"].as_str().unwrap_or_default().to_string();
+            let mut query = vec![("path", path.clone())];
+            query.extend(at_param.clone());
+            let content = String::from_utf8(client.read("/v1/cat", &query)?).map_err(|e| {
+                RemoteError::Protocol {
+                    url: client.url().to_string(),
+                    why: e.to_string(),
+                }
+            })?;
+            let seq = |key: &str| mnemo::Seq(file[key].as_u64().unwrap_or_default());
+            records.push(mnemo::MemoryRecord {
+                tags: vec![mnemo::MEMORY_TAG.to_string(), format!("path:{path}")],
+                path,
+                content,
+                created: seq("created"),
+                updated: seq("updated"),
+            });
+        }
+        Ok(crate::export_records(&records, dir))
+    }
+
+    #[cfg(not(unix))]
+    fn export(_: &RemoteClient, _: &Path, _: Option<u64>) -> Result<CliResult, RemoteError> {
+        Ok(Err("mnemo export needs a Unix system".into()))
     }
 
     fn print(bytes: &[u8]) -> CliResult {

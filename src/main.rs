@@ -192,6 +192,8 @@ enum Cmd {
         /// Export the tree as it was after this seq.
         #[arg(long)]
         at: Option<u64>,
+        #[command(flatten)]
+        remote: Remote,
     },
     /// Import the files an SDK filesystem tool left (DIR/memories/...) as logged create calls.
     Import {
@@ -355,7 +357,12 @@ fn main() -> ExitCode {
             remote,
         } => run_history(&db.db, &path, json, &remote),
         Cmd::Acl { command } => run_acl(command),
-        Cmd::Export { dir, db, at } => run_export(&db.db, &dir, at),
+        Cmd::Export {
+            dir,
+            db,
+            at,
+            remote,
+        } => run_export(&db.db, &dir, at, &remote),
         Cmd::Import {
             dir,
             db,
@@ -874,11 +881,22 @@ fn cat_local(db: &Path, file: &MemPath, at: Option<u64>) -> CliResult {
 }
 
 #[cfg(unix)]
-fn run_export(db: &Path, dir: &Path, at: Option<u64>) -> CliResult {
-    let store = Store::open_existing(db)?;
-    let everything = MemPath::absolute("/")?;
-    let records = records_at(&store, &everything, at.map(Seq))?;
-    let summary = mnemo::transfer::export(&records, dir)?;
+fn run_export(db: &Path, dir: &Path, at: Option<u64>, remote: &Remote) -> CliResult {
+    let read = Read::Export {
+        dir: dir.to_path_buf(),
+        at,
+    };
+    connect::read(db, remote, &read, || {
+        let store = Store::open_existing(db)?;
+        let everything = MemPath::absolute("/")?;
+        export_records(&records_at(&store, &everything, at.map(Seq))?, dir)
+    })
+}
+
+/// Writes `records` as plain files under `dir` and says how many.
+#[cfg(unix)]
+fn export_records(records: &[mnemo::MemoryRecord], dir: &Path) -> CliResult {
+    let summary = mnemo::transfer::export(records, dir)?;
     println!(
         "exported {} files ({} bytes) to {}",
         summary.files,
@@ -924,7 +942,7 @@ fn run_import(db: &Path, dir: &Path, agent: String, root: String) -> CliResult {
 }
 
 #[cfg(not(unix))]
-fn run_export(_db: &Path, _dir: &Path, _at: Option<u64>) -> CliResult {
+fn run_export(_db: &Path, _dir: &Path, _at: Option<u64>, _remote: &Remote) -> CliResult {
     Err("mnemo export needs a Unix system (it walks directories with openat-style calls)".into())
 }
 

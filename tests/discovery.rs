@@ -371,9 +371,30 @@ fn read_commands_go_through_the_server_and_print_what_they_print_alone() {
         mnemo(&args, &[], b"")
     };
     let served: Vec<Output> = reads.iter().map(|r| run(r)).collect();
+    let exports = store.dir.path().join("exports");
+    let export = |name: &str, at: Option<&str>| {
+        let target = exports.join(name);
+        let mut args = vec![
+            "export",
+            target.to_str().expect("utf-8"),
+            "--db",
+            db_arg(&db),
+        ];
+        args.extend(at.map(|at| ["--at", at]).into_iter().flatten());
+        let out = mnemo(&args, &[], b"");
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        tree_of(&target)
+    };
+    let exported_served = (export("served-now", None), export("served-at-1", Some("1")));
     let server = server_of(&db);
     assert!(holder.finish().success());
     stop_server(&db);
+    let exported_alone = (export("alone-now", None), export("alone-at-1", Some("1")));
+    assert_eq!(exported_served, exported_alone);
+    assert_eq!(
+        exported_served.0,
+        [("memories/d/b.md".to_string(), "two\n".to_string())]
+    );
     for (read, through_server) in reads.iter().zip(&served) {
         let alone = run(read);
         assert_eq!(
@@ -437,6 +458,25 @@ fn read_commands_go_through_the_server_and_print_what_they_print_alone() {
     assert_eq!(server_of(&db).pid, head.pid, "both ran through the server");
     drop(_again);
     stop_server(&db);
+}
+
+/// The files under `dir`, relative, with their content.
+fn tree_of(dir: &Path) -> Vec<(String, String)> {
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(at) = pending.pop() {
+        for entry in std::fs::read_dir(&at).expect("list") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                let name = path.strip_prefix(dir).expect("under").display().to_string();
+                files.push((name, std::fs::read_to_string(&path).expect("read")));
+            }
+        }
+    }
+    files.sort();
+    files
 }
 
 #[test]

@@ -6,7 +6,7 @@
 //! | `GET /v1/head` | `{"seq", "hash", "checkpoint"}` of the last event |
 //! | `GET /v1/verify?expect=` | the report, as `mnemo verify --json [--expect SEQ:HASH]` prints it |
 //! | `GET /v1/log?agent=&path=&from=&limit=` | one JSON object per line, as `mnemo log --json` |
-//! | `GET /v1/ls?dir=&at=` | `{"dir", "at", "files": [{"path", "bytes", "created", "updated"}]}` |
+//! | `GET /v1/ls?dir=&at=` | `{"dir", "at", "files": [{"path", "bytes", "created", "updated"}]}` (`dir=/`: the whole store) |
 //! | `GET /v1/cat?path=&at=` | the file's content (`text/plain`), as `mnemo cat` prints it |
 //! | `GET /v1/history?path=` | one JSON object per line, as `mnemo history --json` |
 //! | `GET /v1/attach`, `/v1/records?tag=`, `POST /v1/memory/oversized` | see [`clients`](super::clients) |
@@ -279,7 +279,9 @@ async fn ls(
     Query(params): Query<TreeParams>,
 ) -> Result<Response, Failure> {
     operator(&caller)?;
-    let dir = absolute_path(params.dir.as_deref().unwrap_or(shared.root()))?;
+    // `/` too: the whole store, as `mnemo export` reads it.
+    let dir = MemPath::absolute(params.dir.as_deref().unwrap_or(shared.root()))
+        .map_err(crate::Error::InvalidArgument)?;
     let at = params.at.map(Seq);
     let client = shared.client().clone();
     let shown = dir.to_string();
