@@ -145,8 +145,8 @@ mod served {
 
     /// The server connection of a `tool` or `mcp` session: to --connect's server, or to the
     /// server of --db, started now (and again when it goes away) when none runs. `None` for an
-    /// agent id an HTTP header cannot carry (not printable ASCII): that session opens the store
-    /// itself, as a build without the server does.
+    /// agent id an HTTP header cannot carry (not printable ASCII), or when no server could be
+    /// started: that session opens the store itself, as a build without the server does.
     pub fn session_link(
         session: &Session,
         remote: &Remote,
@@ -175,7 +175,14 @@ mod served {
             args: serve_args(session, start),
             wait: START_WAIT,
         };
-        Ok(Some(Link::to_store(&session.db.db, Some(agent), launch)?))
+        match Link::to_store(&session.db.db, Some(agent), launch) {
+            Ok(link) => Ok(Some(link)),
+            Err(e) => {
+                // Opening the store here says what stopped the server, or serves alone.
+                eprintln!("mnemo: {e}; opening the store in this process instead");
+                Ok(None)
+            }
+        }
     }
 
     /// Whether `agent` can be sent as `X-Mnemo-Agent` unchanged.

@@ -145,6 +145,12 @@ impl RemoteClient {
         &self.url
     }
 
+    /// Whether `other` reaches the same server run (the same URL and token: a server started
+    /// again makes a new token, even on a port it happens to get again).
+    pub(crate) fn same_server(&self, other: &RemoteClient) -> bool {
+        self.url == other.url && self.token == other.token
+    }
+
     /// The agent named in every request, if any (otherwise the token's, or the server's
     /// default agent for the operator).
     pub fn agent_id(&self) -> Option<&str> {

@@ -322,6 +322,45 @@ fn an_attached_client_keeps_the_server_from_idling_out_and_two_starts_make_one_s
 }
 
 #[test]
+fn a_client_killed_with_kill_9_no_longer_counts_and_the_server_idles_out() {
+    let store = TempStore::new();
+    let db = store.path();
+    let mut client = Session::start(
+        &[
+            "tool",
+            "--db",
+            db_arg(&db),
+            "--durability",
+            "buffered",
+            "--idle-exit",
+            "0.5",
+        ],
+        &[],
+    );
+    let made = client.call(
+        &json!({"command": "create", "path": "/memories/k.md", "file_text": "k"}).to_string(),
+    );
+    assert!(made.get("is_error").is_none(), "{made}");
+    let server = server_of(&db);
+    std::thread::sleep(Duration::from_millis(1200));
+    assert_eq!(server_of(&db).pid, server.pid, "attached, so not idle");
+    signal("-KILL", client.child.id());
+    let _ = client.child.wait();
+    let killed = Instant::now();
+    wait_for(
+        || !ServerFile::path(&db).exists(),
+        "the server to notice the killed client and idle out",
+    );
+    assert!(
+        killed.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        killed.elapsed()
+    );
+    let reopened = MnemoClient::open(&db, "check").expect("the store is free");
+    assert!(reopened.record("/memories/k.md").expect("read").is_some());
+}
+
+#[test]
 fn read_commands_go_through_the_server_and_print_what_they_print_alone() {
     let store = TempStore::new();
     let db = store.path();

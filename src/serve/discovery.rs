@@ -248,7 +248,7 @@ impl Link {
         agent: Option<String>,
         launch: Launch,
     ) -> std::io::Result<Link> {
-        let client = Link::reach(store_dir, agent.as_deref(), &launch)?;
+        let client = Link::reach(store_dir, agent.as_deref(), &launch, None)?;
         let attached = client.attach();
         Ok(Link {
             store_dir: store_dir.to_path_buf(),
@@ -258,14 +258,28 @@ impl Link {
         })
     }
 
+    /// The client of the live server of the store, or of one started now; never of `failed`'s
+    /// server, which is gone even if it still seems live for a moment (a killed process closes
+    /// its sockets one by one while it dies).
     fn reach(
         store_dir: &Path,
         agent: Option<&str>,
         launch: &Launch,
+        failed: Option<&RemoteClient>,
     ) -> std::io::Result<RemoteClient> {
-        let file = match live_server(store_dir) {
-            Some(file) => file,
-            None => start_server(store_dir, launch)?,
+        let started = Instant::now();
+        let file = loop {
+            match live_server(store_dir) {
+                Some(file) => {
+                    let found = RemoteClient::new(file.url.clone(), file.token.clone());
+                    let dying = failed.is_some_and(|failed| failed.same_server(&found));
+                    if !dying || started.elapsed() > launch.wait {
+                        break file;
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                None => break start_server(store_dir, launch)?,
+            }
         };
         let client = RemoteClient::new(file.url, file.token);
         Ok(match agent {
@@ -274,48 +288,56 @@ impl Link {
         })
     }
 
+    /// The client in use now, and whether it is still attached.
+    fn current(&self) -> (RemoteClient, bool) {
+        let current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
+        (current.0.clone(), current.1.load(Ordering::SeqCst))
+    }
+
     /// The client in use now.
     pub fn client(&self) -> RemoteClient {
-        self.current
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .0
-            .clone()
+        self.current().0
     }
 
     /// Runs `call` against the server, starting it again first when this client's attachment
     /// ended (the server went away), and once more after a start when `call` could not reach
-    /// it.
+    /// it. Calls run concurrently; only a restart is serialized.
     pub fn call<T>(
         &self,
         call: impl Fn(&RemoteClient) -> Result<T, RemoteError>,
     ) -> Result<T, RemoteError> {
-        let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
-        if !current.1.load(Ordering::SeqCst) {
+        let (mut client, attached) = self.current();
+        if !attached {
             // Best effort: if no server can be started, the call below says it is unreachable.
-            let _ = self.restart(&mut current);
+            if let Ok(restarted) = self.restart(&client) {
+                client = restarted;
+            }
         }
-        match call(&current.0) {
+        match call(&client) {
             Err(e) if e.is_disconnected() && self.launch.is_some() => {
-                let restarted = self.restart(&mut current);
-                if e.is_unreachable() && restarted.is_ok() {
-                    call(&current.0)
-                } else {
-                    Err(e)
+                match (self.restart(&client), e.is_unreachable()) {
+                    (Ok(restarted), true) => call(&restarted),
+                    _ => Err(e),
                 }
             }
             answered => answered,
         }
     }
 
-    fn restart(&self, current: &mut (RemoteClient, Arc<AtomicBool>)) -> std::io::Result<()> {
+    /// The client of a live server in place of `failed`: the one another call already started,
+    /// or one started now.
+    fn restart(&self, failed: &RemoteClient) -> std::io::Result<RemoteClient> {
+        let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(launch) = &self.launch else {
-            return Ok(());
+            return Ok(current.0.clone());
         };
-        let client = Link::reach(&self.store_dir, self.agent.as_deref(), launch)?;
+        if !current.0.same_server(failed) && current.1.load(Ordering::SeqCst) {
+            return Ok(current.0.clone());
+        }
+        let client = Link::reach(&self.store_dir, self.agent.as_deref(), launch, Some(failed))?;
         let attached = client.attach();
-        *current = (client, attached);
-        Ok(())
+        *current = (client.clone(), attached);
+        Ok(client)
     }
 }
 

@@ -121,6 +121,7 @@ fn a_server_killed_mid_batch_is_restarted_by_the_next_call_and_keeps_what_it_ack
                     content.contains("did not answer") && content.contains("retry"),
                     "{content}"
                 );
+                eprintln!("round {round} call {i}: {content}");
                 unanswered += 1;
             }
         }
