@@ -15,39 +15,16 @@ use mnemo::tool::request::read_request;
 use mnemo::{Durability, MnemoClient, MnemoMemoryToolServer};
 use serde_json::{Value, json};
 
-use crate::support::{TempStore, mnemo_bin};
+use crate::support::{TempStore, mnemo_command, run_mnemo_env, spawn_piped};
 
 // kill -9 loops, the MCP config twice, 16 client processes.
 mod processes;
 
 const WAIT: Duration = Duration::from_secs(30);
 
-/// Runs `mnemo args...` with `stdin`, with no MNEMO_* variable from outside.
+/// Runs `mnemo args...` with `stdin` and the variables `env`, no other MNEMO_* from outside.
 pub fn mnemo(args: &[&str], env: &[(&str, &str)], stdin: &[u8]) -> Output {
-    let mut child = command(args, env)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn mnemo");
-    let mut pipe = child.stdin.take().expect("stdin");
-    let input = stdin.to_vec();
-    let writer = std::thread::spawn(move || {
-        let _ = pipe.write_all(&input);
-    });
-    let output = child.wait_with_output().expect("wait for mnemo");
-    writer.join().expect("stdin writer");
-    output
-}
-
-fn command(args: &[&str], env: &[(&str, &str)]) -> Command {
-    let mut command = Command::new(mnemo_bin());
-    command.args(args);
-    for name in ["MNEMO_DB", "MNEMO_URL", "MNEMO_TOKEN", "MNEMO_IDLE_EXIT"] {
-        command.env_remove(name);
-    }
-    command.envs(env.iter().copied());
-    command
+    run_mnemo_env(args, env, stdin)
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -102,14 +79,7 @@ pub struct Session {
 
 impl Session {
     pub fn start(args: &[&str], env: &[(&str, &str)]) -> Session {
-        let mut child = command(args, env)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn mnemo");
-        let stdin = child.stdin.take();
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let (child, stdin, stdout) = spawn_piped(mnemo_command(args, env));
         Session {
             child,
             stdin,
@@ -155,32 +125,27 @@ impl Drop for Session {
     }
 }
 
+/// `mnemo tool --db DB EXTRA...`, fed line by line.
+pub fn tool(db: &Path, extra: &[&str]) -> Session {
+    let mut args = vec!["tool", "--db", db_arg(db)];
+    args.extend_from_slice(extra);
+    Session::start(&args, &[])
+}
+
 pub fn db_arg(db: &Path) -> &str {
     db.to_str().expect("a UTF-8 path")
 }
 
-/// Lines a session sends: the six commands, error cases, an id, a line that is not JSON.
+/// Lines a session sends: `tool_use` blocks and bare inputs of the six commands, error cases, a
+/// line over the request limit, lines that are not JSON or not UTF-8.
 fn lines() -> Vec<Vec<u8>> {
-    let mut lines: Vec<Vec<u8>> = [
-        json!({"command": "view", "path": "/memories"}),
-        json!({"command": "create", "path": "/memories/notes.md", "file_text": "# Notes\n- tea\n"}),
-        json!({"type": "tool_use", "id": "toolu_01", "name": "memory",
-               "input": {"command": "view", "path": "/memories/notes.md"}}),
-        json!({"command": "str_replace", "path": "/memories/notes.md",
-               "old_str": "tea", "new_str": "green tea"}),
-        json!({"command": "insert", "path": "/memories/notes.md", "insert_line": 1,
-               "insert_text": "- Lisbon\n"}),
-        json!({"command": "rename", "old_path": "/memories/notes.md",
-               "new_path": "/memories/done/notes.md"}),
-        json!({"command": "create", "path": "/memories/big.md", "file_text": "x".repeat(400)}),
-        json!({"command": "delete", "path": "/memories/missing.md"}),
-        json!({"command": "view", "path": "/memories/../etc/passwd"}),
-        json!({"type": "tool_use", "id": "toolu_01", "name": "memory",
-               "input": {"command": "view", "path": "/memories/notes.md"}}),
-    ]
-    .iter()
-    .map(|v| v.to_string().into_bytes())
-    .collect();
+    let mut lines: Vec<Vec<u8>> = crate::serve::session()
+        .iter()
+        .map(|v| v.to_string().into_bytes())
+        .collect();
+    let big =
+        json!({"command": "create", "path": "/memories/big.md", "file_text": "x".repeat(400)});
+    lines.push(big.to_string().into_bytes());
     lines.push(b"view /memories".to_vec());
     lines.push(b"{\"command\": \"view\", \"path\": \"/memories/\xff\"}".to_vec());
     lines.push(br#"{"command": "view", "path": "/memories", "command": "delete"}"#.to_vec());
@@ -258,30 +223,10 @@ fn tool_through_a_server_it_started_prints_what_a_local_session_prints() {
 fn an_attached_client_keeps_the_server_from_idling_out_and_two_starts_make_one_server() {
     let store = TempStore::new();
     let db = store.path();
-    let db_text = db_arg(&db).to_string();
-    let args = |agent: &'static str| -> Vec<String> {
-        [
-            "tool",
-            "--db",
-            &db_text,
-            "--durability",
-            "buffered",
-            "--idle-exit",
-            "0.5",
-            "--agent",
-            agent,
-        ]
-        .iter()
-        .map(|a| a.to_string())
-        .collect()
-    };
-    let (first_args, second_args) = (args("first"), args("second"));
+    let idle = ["--durability", "buffered", "--idle-exit", "0.5", "--agent"];
     // Two clients start at once: the store's lock picks one server, both connect to it.
-    let mut first = Session::start(&strs(&first_args), &[]);
-    let mut second = Session::start(&strs(&second_args), &[]);
-    fn strs(a: &[String]) -> Vec<&str> {
-        a.iter().map(String::as_str).collect()
-    }
+    let mut first = tool(&db, &[&idle[..], &["first"]].concat());
+    let mut second = tool(&db, &[&idle[..], &["second"]].concat());
     let a = first.call(
         &json!({"command": "create", "path": "/memories/a.md", "file_text": "a"}).to_string(),
     );
@@ -325,18 +270,7 @@ fn an_attached_client_keeps_the_server_from_idling_out_and_two_starts_make_one_s
 fn a_client_killed_with_kill_9_no_longer_counts_and_the_server_idles_out() {
     let store = TempStore::new();
     let db = store.path();
-    let mut client = Session::start(
-        &[
-            "tool",
-            "--db",
-            db_arg(&db),
-            "--durability",
-            "buffered",
-            "--idle-exit",
-            "0.5",
-        ],
-        &[],
-    );
+    let mut client = tool(&db, &["--durability", "buffered", "--idle-exit", "0.5"]);
     let made = client.call(
         &json!({"command": "create", "path": "/memories/k.md", "file_text": "k"}).to_string(),
     );
@@ -373,18 +307,7 @@ fn read_commands_go_through_the_server_and_print_what_they_print_alone() {
     .iter()
     .flat_map(|v| format!("{v}\n").into_bytes())
     .collect();
-    let mut holder = Session::start(
-        &[
-            "tool",
-            "--db",
-            db_arg(&db),
-            "--durability",
-            "buffered",
-            "--idle-exit",
-            "1",
-        ],
-        &[],
-    );
+    let mut holder = tool(&db, &["--durability", "buffered", "--idle-exit", "1"]);
     for line in String::from_utf8(session).expect("utf-8").lines() {
         holder.call(line);
     }
@@ -472,7 +395,7 @@ fn read_commands_go_through_the_server_and_print_what_they_print_alone() {
     }
     assert!(server.pid > 0);
     // --expect through the server: a checkpoint the log holds passes, another fails (exit 1).
-    let _again = Session::start(&["tool", "--db", db_arg(&db), "--idle-exit", "1"], &[]);
+    let _again = tool(&db, &["--idle-exit", "1"]);
     let head = server_of(&db);
     let checkpoint = {
         let report = mnemo(&["verify", "--json", "--db", db_arg(&db)], &[], b"");
@@ -522,10 +445,7 @@ fn tree_of(dir: &Path) -> Vec<(String, String)> {
 fn connect_reaches_a_server_by_url_and_a_wrong_token_is_refused() {
     let store = TempStore::new();
     let db = store.path();
-    let mut holder = Session::start(
-        &["tool", "--db", db_arg(&db), "--durability", "buffered"],
-        &[],
-    );
+    let mut holder = tool(&db, &["--durability", "buffered"]);
     holder.call(
         &json!({"command": "create", "path": "/memories/x.md", "file_text": "x"}).to_string(),
     );

@@ -50,9 +50,7 @@ fn verify_intact(db: &Path) {
 }
 
 fn session(db: &Path, extra: &[&str]) -> Session {
-    let mut args = vec!["tool", "--db", db_arg(db), "--idle-exit", "5"];
-    args.extend_from_slice(extra);
-    Session::start(&args, &[])
+    super::tool(db, &[&["--idle-exit", "5"], extra].concat())
 }
 
 #[test]
