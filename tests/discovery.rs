@@ -441,6 +441,64 @@ fn tree_of(dir: &Path) -> Vec<(String, String)> {
     files
 }
 
+/// From Rust: opening a served store names the server, `connect_store` reaches it, and the
+/// remote client answers as an opened store does.
+#[test]
+fn rust_clients_reach_a_served_store() {
+    let store = TempStore::new();
+    let db = store.path();
+    let mut holder = tool(&db, &["--durability", "buffered", "--idle-exit", "1"]);
+    holder.call(
+        &json!({"command": "create", "path": "/memories/r.md", "file_text": "r\n"}).to_string(),
+    );
+    let file = server_of(&db);
+    match MnemoClient::open(&db, "rust") {
+        Err(mnemo::Error::Served { path, url }) => {
+            assert_eq!((path, url), (db.clone(), file.url.clone()));
+        }
+        other => panic!("expected Error::Served, got {other:?}"),
+    }
+    let remote = MnemoClient::connect_store(&db)
+        .expect("the server of the store")
+        .with_agent("rust");
+    let block = json!({"type": "tool_use", "id": "toolu_rust", "name": "memory",
+                       "input": {"command": "view", "path": "/memories/r.md"}});
+    let answer = remote.handle(&block).expect("an answer");
+    assert_eq!(answer["tool_use_id"], "toolu_rust");
+    assert_eq!(
+        answer["content"],
+        "Here's the content of /memories/r.md with line numbers:\n     1\tr\n     2\t"
+    );
+    let records = remote.records_by_tag("memorytool").expect("records");
+    assert_eq!(records.len(), 1);
+    assert_eq!(
+        (
+            records[0].path.as_str(),
+            records[0].content.as_str(),
+            records[0].created.0
+        ),
+        ("/memories/r.md", "r\n", 1)
+    );
+    assert_eq!(remote.record("/memories/none.md").expect("record"), None);
+    let head = remote.head().expect("head");
+    assert_eq!(head.seq.0, 2);
+    assert_eq!(
+        remote.verify(Some(&head)).expect("verify")["status"],
+        "intact"
+    );
+    let by_url = MnemoClient::connect(file.url.clone(), "0".repeat(64));
+    let refused = by_url.head().expect_err("a wrong token");
+    assert_eq!(refused.status(), Some(401), "{refused}");
+    assert!(holder.finish().success());
+    stop_server(&db);
+    let dead = MnemoClient::connect(file.url.clone(), file.token.clone());
+    assert!(dead.head().expect_err("no server").is_unreachable());
+    // Once the server is gone, the store opens here again; twice in this process is one store.
+    let one = MnemoClient::open(&db, "rust").expect("open");
+    let two = MnemoClient::open(&db, "rust-2").expect("open again");
+    assert_eq!(one.head().expect("head"), two.head().expect("head"));
+}
+
 #[test]
 fn connect_reaches_a_server_by_url_and_a_wrong_token_is_refused() {
     let store = TempStore::new();
