@@ -119,7 +119,7 @@ enum Cmd {
         /// Another name the Host header may carry (host or host:port); repeatable.
         #[arg(long, value_name = "HOST")]
         allow_host: Vec<String>,
-        /// Exit after this many seconds with no request.
+        /// Exit after this many seconds with no request in progress and no client attached.
         #[arg(long, value_name = "SECS")]
         idle_exit: Option<f64>,
     },

@@ -9,7 +9,10 @@
 //! - the read routes `GET /v1/head`, `/v1/verify`, `/v1/log`, `/v1/ls`, `/v1/cat`,
 //!   `/v1/history`, answered by the library functions the CLI prints;
 //! - MCP over streamable HTTP at `/mcp` (rmcp's transport), the same `memory` tool and resources
-//!   as `mnemo mcp`, for clients that keep a session and for session-less requests alike.
+//!   as `mnemo mcp`, for clients that keep a session and for session-less requests alike;
+//! - what the CLI's stdio clients need ([`clients`]): `GET /v1/attach` (a client stays
+//!   connected, so `--idle-exit` waits for it), `GET /v1/records` (the agent's own files) and
+//!   `POST /v1/memory/oversized` (a line over the limit, as its digest).
 //!
 //! Every request passes one gate first: its `Host` and `Origin` must name this server, it must
 //! carry a bearer token that proves a principal ([`auth`]), and its body must fit in
@@ -20,7 +23,8 @@
 //! operator names it with `X-Mnemo-Agent` (or gets the server's default agent).
 //!
 //! Store calls block (a durable write waits for its fsync), so each runs on tokio's blocking
-//! pool. On SIGTERM or SIGINT, or after `--idle-exit` seconds without a request, the server stops
+//! pool. On SIGTERM or SIGINT, or after `--idle-exit` seconds without a request in progress (an
+//! attached client's lasts as long as it stays connected), the server stops
 //! accepting, lets the calls in flight answer, closes the store and removes the server file
 //! ([`shutdown`]).
 
@@ -70,7 +74,8 @@ pub struct ServeOptions {
     /// More names the `Host` header may carry (`host` or `host:port`), for a server reached by
     /// name.
     pub allow_hosts: Vec<String>,
-    /// Stop after this long with no request.
+    /// Stop after this long with no request in progress (an attached client's `GET /v1/attach`
+    /// is one for as long as it stays connected).
     pub idle_exit: Option<Duration>,
 }
 
