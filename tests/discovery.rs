@@ -162,6 +162,19 @@ fn tool_through_a_server_it_started_prints_what_a_local_session_prints() {
     let served = TempStore::new();
     let local = TempStore::new();
     let db = served.path();
+    // A server file left by a server that was killed: ignored, and replaced by the new server.
+    std::fs::create_dir_all(&db).expect("make the store directory");
+    let stale = ServerFile {
+        url: "http://127.0.0.1:9".into(),
+        address: "127.0.0.1:9".parse().expect("address"),
+        pid: u32::MAX - 1,
+        token: "f".repeat(64),
+    };
+    std::fs::write(
+        ServerFile::path(&db),
+        serde_json::to_vec(&stale).expect("json"),
+    )
+    .expect("plant a stale server file");
     let mut input = Vec::new();
     for line in lines() {
         input.extend_from_slice(&line);
@@ -206,7 +219,7 @@ fn tool_through_a_server_it_started_prints_what_a_local_session_prints() {
     );
     // The server it started holds the store and exits once idle, removing its file.
     let file = server_of(&db);
-    assert_ne!(file.pid, 0);
+    assert_ne!(file, stale);
     wait_for(
         || !ServerFile::path(&db).exists(),
         "the started server to exit after --idle-exit",
@@ -217,6 +230,29 @@ fn tool_through_a_server_it_started_prints_what_a_local_session_prints() {
         lines().len() as u64,
         "one event per line"
     );
+}
+
+/// An agent id no HTTP header can carry: the session opens the store itself, as before.
+#[test]
+fn an_agent_id_a_header_cannot_carry_opens_the_store_in_the_process() {
+    let store = TempStore::new();
+    let db = store.path();
+    let agent = "ag\u{202e}ent";
+    let input = format!(
+        "{}\n",
+        json!({"command": "create", "path": "/memories/u.md", "file_text": "u"})
+    );
+    let out = mnemo(
+        &["tool", "--db", db_arg(&db), "--agent", agent],
+        &[],
+        input.as_bytes(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("File created successfully"));
+    assert!(!ServerFile::path(&db).exists(), "no server was started");
+    let log = mnemo(&["log", "--db", db_arg(&db), "--json"], &[], b"");
+    let event: Value = serde_json::from_slice(&log.stdout).expect("one event");
+    assert_eq!(event["agent"], agent);
 }
 
 #[test]
