@@ -258,6 +258,27 @@ fn the_mcp_config_started_twice_at_once_shares_the_store() {
             "\"claude-desktop\""
         ]
     );
+    // A third client by URL and token (an agent named, as the operator may).
+    let file = server_of(&db);
+    let mut remote = Mcp {
+        session: Session::start(
+            &[
+                "mcp",
+                "--connect",
+                &file.url,
+                "--token",
+                &file.token,
+                "--agent",
+                "remote",
+            ],
+            &[],
+        ),
+        id: 0,
+    };
+    remote.initialize();
+    let (seen, is_error) = remote.memory(json!({"command": "view", "path": "/memories/code.md"}));
+    assert!(!is_error && seen.contains("from code"), "{seen}");
+    assert!(remote.session.finish().success());
     // The server killed: the next call restarts it, or (cut off mid-call) says to retry.
     let pid = server_of(&db).pid;
     signal("-KILL", pid);
