@@ -132,6 +132,19 @@ pub fn tool(db: &Path, extra: &[&str]) -> Session {
     Session::start(&args, &[])
 }
 
+/// `mnemo COMMAND --connect URL --token TOKEN --agent AGENT` for the server of `file`.
+pub fn connect_args<'a>(command: &'a str, file: &'a ServerFile, agent: &'a str) -> [&'a str; 7] {
+    [
+        command,
+        "--connect",
+        &file.url,
+        "--token",
+        &file.token,
+        "--agent",
+        agent,
+    ]
+}
+
 pub fn db_arg(db: &Path) -> &str {
     db.to_str().expect("a UTF-8 path")
 }
@@ -547,15 +560,7 @@ fn connect_reaches_a_server_by_url_and_a_wrong_token_is_refused() {
     let input = format!("{}\n", json!({"command": "view", "path": "/memories/x.md"}));
     // By flag, acting as the agent named.
     let out = mnemo(
-        &[
-            "tool",
-            "--connect",
-            &file.url,
-            "--token",
-            &file.token,
-            "--agent",
-            "remote",
-        ],
+        &connect_args("tool", &file, "remote"),
         &[],
         input.as_bytes(),
     );

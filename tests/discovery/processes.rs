@@ -261,18 +261,7 @@ fn the_mcp_config_started_twice_at_once_shares_the_store() {
     // A third client by URL and token (an agent named, as the operator may).
     let file = server_of(&db);
     let mut remote = Mcp {
-        session: Session::start(
-            &[
-                "mcp",
-                "--connect",
-                &file.url,
-                "--token",
-                &file.token,
-                "--agent",
-                "remote",
-            ],
-            &[],
-        ),
+        session: Session::start(&super::connect_args("mcp", &file, "remote"), &[]),
         id: 0,
     };
     remote.initialize();
