@@ -12,6 +12,7 @@ use mnemo::{Durability, MnemoClient, MnemoMemoryToolServer};
 use serde_json::{Value, json};
 
 use super::{Session, db_arg, mnemo, server_of, signal, stop_server, text};
+use crate::model::{Cmd, Line, Model, check_result};
 use crate::support::{Rng, TempStore};
 
 /// Seconds the soak runs, when `MNEMO_SOAK_SECS` asks for one.
@@ -290,8 +291,8 @@ fn the_mcp_config_started_twice_at_once_shares_the_store() {
     stop_server(&db);
 }
 
-/// A client's calls: `tool_use` blocks by id.
-type Script = Vec<(String, Value)>;
+/// A client's calls: each one's id, command (for the model) and `tool_use` block.
+type Script = Vec<(String, Cmd, Value)>;
 
 /// One client process's calls: mixed commands on overlapping paths, each with its own id.
 fn script(client: usize, calls: usize, seed: u64) -> Script {
@@ -303,22 +304,36 @@ fn script(client: usize, calls: usize, seed: u64) -> Script {
     (0..calls)
         .map(|i| {
             let id = format!("toolu_c{client}_{seed}_{i}");
-            let input = match rng.below(7) {
-                0 | 1 => json!({"command": "create", "path": path(&mut rng),
-                                "file_text": format!("c{client} {i}\nline two\n")}),
-                2 => {
-                    let dir = ["/memories", "/memories/a", "/memories/b"][rng.below(3)];
-                    json!({"command": "view", "path": dir})
-                }
-                3 => json!({"command": "str_replace", "path": path(&mut rng),
-                            "old_str": "line two", "new_str": format!("two by c{client}")}),
-                4 => json!({"command": "insert", "path": path(&mut rng), "insert_line": 1,
-                            "insert_text": format!("ins c{client} {i}\n")}),
-                5 => json!({"command": "delete", "path": path(&mut rng)}),
-                _ => json!({"command": "rename", "old_path": path(&mut rng), "new_path": path(&mut rng)}),
+            let cmd = match rng.below(7) {
+                0 | 1 => Cmd::Create {
+                    path: path(&mut rng),
+                    text: format!("c{client} {i}\nline two\n"),
+                },
+                2 => Cmd::View {
+                    path: ["/memories", "/memories/a", "/memories/b"][rng.below(3)].into(),
+                    range: None,
+                },
+                3 => Cmd::StrReplace {
+                    path: path(&mut rng),
+                    old: "line two".into(),
+                    new: Some(format!("two by c{client}")),
+                },
+                4 => Cmd::Insert {
+                    path: path(&mut rng),
+                    line: Line::Int(1),
+                    text: format!("ins c{client} {i}\n"),
+                },
+                5 => Cmd::Delete {
+                    path: path(&mut rng),
+                },
+                _ => Cmd::Rename {
+                    old: path(&mut rng),
+                    new: path(&mut rng),
+                },
             };
-            let block = json!({"type": "tool_use", "id": id, "name": "memory", "input": input});
-            (id, block)
+            let block =
+                json!({"type": "tool_use", "id": id, "name": "memory", "input": cmd.to_json()});
+            (id, cmd, block)
         })
         .collect()
 }
@@ -335,7 +350,7 @@ fn sixteen_client_processes_agree_with_the_log_and_its_serial_replay() {
     anchor.call(&json!({"command": "view", "path": "/memories"}).to_string());
     let file = server_of(&db);
     let started = Instant::now();
-    let mut answers: HashMap<String, (Value, Value)> = HashMap::new();
+    let mut answers: HashMap<String, (Cmd, Value, Value)> = HashMap::new();
     let mut seed = 0u64;
     loop {
         let clients: Vec<(Script, std::thread::JoinHandle<Vec<u8>>)> = (0..16)
@@ -343,7 +358,7 @@ fn sixteen_client_processes_agree_with_the_log_and_its_serial_replay() {
                 let calls = script(c, calls, seed);
                 let input: Vec<u8> = calls
                     .iter()
-                    .flat_map(|(_, block)| format!("{block}\n").into_bytes())
+                    .flat_map(|(_, _, block)| format!("{block}\n").into_bytes())
                     .collect();
                 let agent = format!("client-{c}");
                 let mut args: Vec<String> = vec!["tool".into(), "--agent".into(), agent];
@@ -378,9 +393,9 @@ fn sixteen_client_processes_agree_with_the_log_and_its_serial_replay() {
                 .map(|l| serde_json::from_str(l).expect("a tool_result line"))
                 .collect();
             assert_eq!(results.len(), calls.len(), "one answer per call");
-            for ((id, block), result) in calls.into_iter().zip(results) {
+            for ((id, cmd, block), result) in calls.into_iter().zip(results) {
                 assert_eq!(result["tool_use_id"], id.as_str());
-                answers.insert(id, (block, result));
+                answers.insert(id, (cmd, block, result));
             }
         }
         seed += 1;
@@ -401,7 +416,7 @@ fn sixteen_client_processes_agree_with_the_log_and_its_serial_replay() {
         let Some(id) = event["tool_use_id"].as_str() else {
             continue;
         };
-        let (_, result) = answers
+        let (_, _, result) = answers
             .get(id)
             .unwrap_or_else(|| panic!("a logged call nobody made: {event}"));
         let content = result["content"].as_str().expect("content");
@@ -431,10 +446,15 @@ fn sixteen_client_processes_agree_with_the_log_and_its_serial_replay() {
             .open()
             .expect("open the replay store"),
     );
+    // And the naive model of the model test, replayed in the same order, agrees with both.
+    let mut model = Model::new("/memories");
     for id in by_seq.values() {
-        let (block, result) = &answers[id];
+        let (cmd, block, result) = &answers[id];
         let replayed = replay.handle(block);
         assert_eq!(replayed["content"], result["content"], "{id}: {block}");
+        let content = result["content"].as_str().expect("content");
+        check_result(&model.step(cmd), content, result.get("is_error").is_some())
+            .unwrap_or_else(|e| panic!("{id}: {block}: {e}"));
     }
     let served = MnemoClient::connect(file.url.clone(), file.token.clone());
     let tree = |records: Vec<mnemo::MemoryRecord>| -> Vec<(String, String)> {
@@ -452,6 +472,8 @@ fn sixteen_client_processes_agree_with_the_log_and_its_serial_replay() {
             .expect("the replayed tree"),
     );
     assert_eq!(final_tree, replayed_tree);
+    let modelled: Vec<(String, String)> = model.files.clone().into_iter().collect();
+    assert_eq!(final_tree, modelled, "the model's tree");
     assert!(!final_tree.is_empty());
     let report = served.verify(None).expect("verify through the server");
     assert_eq!(report["status"], "intact", "{report}");
