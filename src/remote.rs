@@ -346,7 +346,8 @@ impl RemoteClient {
     /// Holds a connection to the server open until this process exits (or the server stops),
     /// so that the server counts this client as connected and does not stop for `--idle-exit`
     /// meanwhile. Runs on a thread of its own and returns at once: the flag is true while the
-    /// connection is open, and turns false when the server goes away.
+    /// connection is open (or the server answered without attaching), and turns false when the
+    /// server goes away.
     pub fn attach(&self) -> Arc<AtomicBool> {
         let attached = Arc::new(AtomicBool::new(true));
         let flag = Arc::clone(&attached);
@@ -355,11 +356,17 @@ impl RemoteClient {
             .name("mnemo-attach".into())
             .spawn(move || {
                 let request = client.http.get(format!("{}/v1/attach", client.url));
-                if let Ok(response) = client.authorize(request).call() {
-                    // Heartbeats until the server stops or this process exits.
-                    let mut sink = [0u8; 64];
-                    let mut reader = response.into_body().into_reader();
-                    while matches!(reader.read(&mut sink), Ok(n) if n > 0) {}
+                match client.authorize(request).call() {
+                    Ok(response) if response.status().is_success() => {
+                        // Heartbeats until the server stops or this process exits.
+                        let mut sink = [0u8; 64];
+                        let mut reader = response.into_body().into_reader();
+                        while matches!(reader.read(&mut sink), Ok(n) if n > 0) {}
+                    }
+                    // The server is there but does not attach this client (a token it refuses,
+                    // a server without the route): it is not gone, so the flag stays up.
+                    Ok(_) => return,
+                    Err(_) => {}
                 }
                 flag.store(false, Ordering::SeqCst);
             });

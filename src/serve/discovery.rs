@@ -143,6 +143,10 @@ pub struct Launch {
     pub wait: Duration,
 }
 
+/// How long a client waits for a server it saw fail to stop looking live (a killed process
+/// closes its sockets within moments); one that still answers after this is taken as alive.
+const DYING_WAIT: Duration = Duration::from_secs(2);
+
 /// How long [`start_server`] waits by default: past the store's lock wait of a server that
 /// loses a race, and an open that catches up a large index.
 pub const START_WAIT: Duration = Duration::from_secs(30);
@@ -273,7 +277,7 @@ impl Link {
                 Some(file) => {
                     let found = RemoteClient::new(file.url.clone(), file.token.clone());
                     let dying = failed.is_some_and(|failed| failed.same_server(&found));
-                    if !dying || started.elapsed() > launch.wait {
+                    if !dying || started.elapsed() > DYING_WAIT {
                         break file;
                     }
                     std::thread::sleep(Duration::from_millis(10));
