@@ -3,9 +3,15 @@
 //! Clones are cheap and share the store and its single writer; [`MnemoClient::with_agent`]
 //! gives another agent id over the same store. The writer stops and the store closes when the last
 //! clone is dropped.
+//!
+//! Opening a store that is already open in this process (a notebook cell run again, two parts
+//! of one program) returns a handle to that same store and writer, found by the store's
+//! canonical path ([`crate::registry`]); the store's lock only turns away other processes. A
+//! store another process serves (`mnemo serve`, with the `serve` feature) is reached with
+//! [`MnemoClient::connect_store`] or [`MnemoClient::connect`].
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use crate::error::{Error, Result};
 use crate::event::{Body, Event, Seq};
@@ -13,10 +19,14 @@ use crate::log::{Durability, Head, Store};
 use crate::paths::MemPath;
 use crate::policy::{Access, AdminCommand, Policy};
 use crate::projection::{MEMORY_TAG, MemoryRecord};
+use crate::registry::{Opened, Registry};
 use crate::token::TokenRecord;
 use crate::tool::Tree;
-use crate::verify::{Report, verify_store};
+use crate::verify::{Report, VerifyOptions, verify_store, verify_store_with};
 use crate::writer::{Call, Receipt, Writer};
+
+/// The stores open in this process.
+static OPEN: LazyLock<Registry<Inner>> = LazyLock::new(Registry::new);
 
 struct Inner {
     store: Option<Store>,
@@ -93,24 +103,58 @@ impl ClientBuilder {
         self
     }
 
-    /// Opens or creates the store, finishing any index update a crash interrupted.
+    /// Opens or creates the store, finishing any index update a crash interrupted. A store
+    /// already open in this process is shared: the handle uses its store and writer, which must
+    /// have been opened with the same durability.
     pub fn open(self) -> Result<MnemoClient> {
         check_agent(&self.agent)?;
-        let store = Store::open(&self.path)?;
+        let durability = self.durability;
+        let inner = match OPEN.open(&self.path, || self.open_store().map(Arc::new))? {
+            Opened::Fresh(inner) => inner,
+            Opened::Shared(inner) if inner.durability == durability => inner,
+            Opened::Shared(inner) => {
+                return Err(Error::InvalidArgument(format!(
+                    "the store at {} is already open in this process with durability {}; open it with that durability to share it, or drop its other handles first",
+                    self.path.display(),
+                    inner.durability.name()
+                )));
+            }
+        };
+        Ok(MnemoClient {
+            inner,
+            agent: self.agent.into(),
+        })
+    }
+
+    fn open_store(&self) -> Result<Inner> {
+        let store = match Store::open(&self.path) {
+            Err(Error::Locked { path }) => return Err(served_or_locked(path)),
+            opened => opened?,
+        };
         if let Some(why) = store.rolled_back()? {
             return Err(Error::corrupt(why));
         }
         store.catch_up()?;
         let writer = Writer::new(store.clone(), self.durability)?;
-        Ok(MnemoClient {
-            inner: Arc::new(Inner {
-                store: Some(store),
-                durability: self.durability,
-                writer: Some(writer),
-            }),
-            agent: self.agent.into(),
+        Ok(Inner {
+            store: Some(store),
+            durability: self.durability,
+            writer: Some(writer),
         })
     }
+}
+
+/// The error for a store another process holds: [`Error::Served`] when that process is a live
+/// `mnemo serve` (so the caller can connect to it), else [`Error::Locked`].
+fn served_or_locked(path: PathBuf) -> Error {
+    #[cfg(feature = "serve")]
+    if let Some(file) = crate::serve::discovery::live_server(&path) {
+        return Error::Served {
+            path,
+            url: file.url,
+        };
+    }
+    Error::Locked { path }
 }
 
 /// An open Mnemo store acting as one agent. `Send + Sync`, cheap to clone.
@@ -143,6 +187,27 @@ impl MnemoClient {
             agent: "agent".into(),
             durability: Durability::default(),
         }
+    }
+
+    /// A client of the `mnemo serve` at `url` (such as `http://127.0.0.1:41234`), presenting the
+    /// bearer `token`: the operator's, from the server file, or an agent's. The memory tool
+    /// ([`RemoteClient::handle`](crate::RemoteClient::handle)), the agent's files, the log,
+    /// verify and head are answered by the server.
+    #[cfg(feature = "serve")]
+    pub fn connect(url: impl Into<String>, token: impl Into<String>) -> crate::RemoteClient {
+        crate::RemoteClient::new(url, token)
+    }
+
+    /// A client of the `mnemo serve` that holds the store at `db_path`, found through its server
+    /// file, with the operator token the file holds; [`Error::NotFound`] when no live server
+    /// holds it (open it then with [`MnemoClient::open`]).
+    #[cfg(feature = "serve")]
+    pub fn connect_store(db_path: impl AsRef<Path>) -> Result<crate::RemoteClient> {
+        let path = db_path.as_ref();
+        let file = crate::serve::discovery::live_server(path).ok_or_else(|| Error::NotFound {
+            path: path.to_path_buf(),
+        })?;
+        Ok(crate::RemoteClient::new(file.url, file.token))
     }
 
     /// A client for another agent over the same store and writer.
@@ -188,6 +253,19 @@ impl MnemoClient {
     /// Verifies the whole store, pausing writes while it runs.
     pub fn verify(&self) -> Result<Report> {
         self.read(verify_store)
+    }
+
+    /// [`verify`](Self::verify), also proving that the log still holds the checkpoint `expect`.
+    pub fn verify_with(&self, expect: Option<Head>) -> Result<Report> {
+        self.read(|store| {
+            verify_store_with(
+                store,
+                VerifyOptions {
+                    expect,
+                    progress: None,
+                },
+            )
+        })
     }
 
     /// Writes the index changes the writer holds in memory (it writes them in batches), so that

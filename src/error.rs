@@ -16,11 +16,22 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub enum Error {
     /// The store directory is already open in another process (sled allows one process per store).
     #[error(
-        "the store at {path} is in use by another process; close that process (or point --db at another store) and try again"
+        "the store at {path} is in use by another process; close that process (or point --db at another store) and try again. A mnemo built with `--features serve` shares a store among processes: `mnemo serve` holds it and the other commands reach it"
     )]
     Locked {
         /// The store directory.
         path: PathBuf,
+    },
+
+    /// The store directory is held by a running `mnemo serve`: reach it through the server.
+    #[error(
+        "the store at {path} is held by the mnemo server at {url}; reach it through the server (`MnemoClient::connect_store`, or the mnemo commands, which find it), or stop the server to open the store here"
+    )]
+    Served {
+        /// The store directory.
+        path: PathBuf,
+        /// The server's base URL.
+        url: String,
     },
 
     /// A store that must already exist (for `verify`, `log`, ...) does not.

@@ -19,6 +19,9 @@ pub mod mcp;
 mod paths;
 mod policy;
 mod projection;
+mod registry;
+#[cfg(feature = "serve")]
+mod remote;
 #[cfg(feature = "serve")]
 pub mod serve;
 pub mod token;
@@ -41,6 +44,8 @@ pub use projection::{
     COLLECT_BUDGET, INDEX_LAYOUT, MEMORY_TAG, MemoryRecord, Projection, RETRY_RECORDS,
     RETRY_TEXT_MAX, Recorded, Retry, RetryKind, Traced,
 };
+#[cfg(feature = "serve")]
+pub use remote::{RemoteClient, RemoteError};
 #[cfg(feature = "serve")]
 pub use serve::{ServeOptions, serve};
 pub use tool::{MnemoMemoryToolServer, Profile};

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+use connect::{Read, Remote, Start};
 use mnemo::event::{Event, Seq};
 use mnemo::history::{
     LogQuery, absolute_path, describe, event_json, printable, record_at, records_at, select_events,
@@ -19,6 +20,8 @@ use mnemo::{
 };
 use serde_json::json;
 
+mod connect;
+
 /// An event-sourced, verifiable memory store for Anthropic's memory tool.
 #[derive(Parser)]
 #[command(name = "mnemo", version, about)]
@@ -27,7 +30,7 @@ struct Cli {
     command: Cmd,
 }
 
-#[derive(Args)]
+#[derive(Args, Clone)]
 struct Db {
     /// The store directory.
     #[arg(long, env = "MNEMO_DB", default_value = "memory.mnemo.db")]
@@ -68,20 +71,34 @@ enum Cmd {
         db: Option<PathBuf>,
     },
     /// Answer memory-tool calls: one JSON object per stdin line, one tool_result line out.
+    ///
+    /// Built with `--features serve`, it sends every call to the server that holds the store,
+    /// starting one in the background when none runs, so any number of processes share it.
     Tool {
-        /// The agent id calls are recorded under.
-        #[arg(long, default_value = "cli")]
-        agent: String,
+        /// The agent id calls are recorded under [default: cli; with --connect, the token's].
+        #[arg(long)]
+        agent: Option<String>,
         #[command(flatten)]
         session: Session,
+        #[command(flatten)]
+        remote: Remote,
+        #[command(flatten)]
+        start: Start,
     },
     /// Serve the memory tool to an MCP client on stdin/stdout (a build with `--features mcp`).
+    ///
+    /// Built with `--features serve`, it answers through the server that holds the store,
+    /// starting one in the background when none runs, so any number of MCP clients share it.
     Mcp {
-        /// The agent id calls are recorded under.
-        #[arg(long, default_value = "mcp")]
-        agent: String,
+        /// The agent id calls are recorded under [default: mcp; with --connect, the token's].
+        #[arg(long)]
+        agent: Option<String>,
         #[command(flatten)]
         session: Session,
+        #[command(flatten)]
+        remote: Remote,
+        #[command(flatten)]
+        start: Start,
     },
     /// Own the store and serve it over HTTP: the memory tool, MCP, and the read routes (a build
     /// with `--features serve`).
@@ -102,7 +119,7 @@ enum Cmd {
         /// Another name the Host header may carry (host or host:port); repeatable.
         #[arg(long, value_name = "HOST")]
         allow_host: Vec<String>,
-        /// Exit after this many seconds with no request.
+        /// Exit after this many seconds with no request in progress and no client attached.
         #[arg(long, value_name = "SECS")]
         idle_exit: Option<f64>,
     },
@@ -116,6 +133,8 @@ enum Cmd {
         /// Also prove the log still holds this checkpoint (SEQ:HASH, as an earlier verify printed).
         #[arg(long, value_name = "SEQ:HASH")]
         expect: Option<String>,
+        #[command(flatten)]
+        remote: Remote,
     },
     /// List the events: seq, time, agent, command, path, ok/error.
     Log {
@@ -136,6 +155,8 @@ enum Cmd {
         /// One JSON object per line.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        remote: Remote,
     },
     /// List the files under a directory, now or as they were after event SEQ.
     Ls {
@@ -147,6 +168,8 @@ enum Cmd {
         /// Show the tree as it was after this seq.
         #[arg(long)]
         at: Option<u64>,
+        #[command(flatten)]
+        remote: Remote,
     },
     /// Print a file's content, now or as it was after event SEQ.
     Cat {
@@ -157,6 +180,8 @@ enum Cmd {
         /// Show the file as it was after this seq.
         #[arg(long)]
         at: Option<u64>,
+        #[command(flatten)]
+        remote: Remote,
     },
     /// Write the memory tree as plain files (DIR/memories/...), now or after event SEQ.
     Export {
@@ -167,6 +192,8 @@ enum Cmd {
         /// Export the tree as it was after this seq.
         #[arg(long)]
         at: Option<u64>,
+        #[command(flatten)]
+        remote: Remote,
     },
     /// Import the files an SDK filesystem tool left (DIR/memories/...) as logged create calls.
     Import {
@@ -200,6 +227,8 @@ enum Cmd {
         /// One JSON object per line.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        remote: Remote,
     },
     /// One event whole: the call as sent, the answer the model saw (re-derived and checked
     /// against the log) and the change it made, as a unified diff
@@ -332,8 +361,18 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Cmd::Demo { db } => run_demo(db),
-        Cmd::Tool { agent, session } => run_tool(session, agent),
-        Cmd::Mcp { agent, session } => run_mcp(session, agent),
+        Cmd::Tool {
+            agent,
+            session,
+            remote,
+            start,
+        } => run_tool(session, agent, &remote, &start),
+        Cmd::Mcp {
+            agent,
+            session,
+            remote,
+            start,
+        } => run_mcp(session, agent, &remote, &start),
         Cmd::Serve {
             agent,
             session,
@@ -351,7 +390,12 @@ fn main() -> ExitCode {
                 idle_exit,
             },
         ),
-        Cmd::Verify { db, json, expect } => run_verify(&db.db, json, expect.as_deref()),
+        Cmd::Verify {
+            db,
+            json,
+            expect,
+            remote,
+        } => run_verify(&db.db, json, expect.as_deref(), &remote),
         Cmd::Log {
             db,
             agent,
@@ -359,10 +403,33 @@ fn main() -> ExitCode {
             from,
             limit,
             json,
-        } => run_log(&db.db, agent.as_deref(), path.as_deref(), from, limit, json),
-        Cmd::Ls { dir, db, at } => run_ls(&db.db, &dir, at),
-        Cmd::Cat { path, db, at } => run_cat(&db.db, &path, at),
-        Cmd::History { path, db, json } => run_history(&db.db, &path, json),
+            remote,
+        } => run_log(
+            &db.db,
+            agent.as_deref(),
+            path.as_deref(),
+            (from, limit),
+            json,
+            &remote,
+        ),
+        Cmd::Ls {
+            dir,
+            db,
+            at,
+            remote,
+        } => run_ls(&db.db, &dir, at, &remote),
+        Cmd::Cat {
+            path,
+            db,
+            at,
+            remote,
+        } => run_cat(&db.db, &path, at, &remote),
+        Cmd::History {
+            path,
+            db,
+            json,
+            remote,
+        } => run_history(&db.db, &path, json, &remote),
         Cmd::Show { seq, db, json } => run_show(&db.db, seq, json),
         Cmd::Diff {
             from,
@@ -373,7 +440,12 @@ fn main() -> ExitCode {
         } => run_diff(&db.db, from, to, &path, json),
         Cmd::Acl { command } => run_acl(command),
         Cmd::Token { command } => run_token(command),
-        Cmd::Export { dir, db, at } => run_export(&db.db, &dir, at),
+        Cmd::Export {
+            dir,
+            db,
+            at,
+            remote,
+        } => run_export(&db.db, &dir, at, &remote),
         Cmd::Import {
             dir,
             db,
@@ -461,7 +533,7 @@ fn run_demo(db: Option<PathBuf>) -> CliResult {
     }
     let report = client.verify()?;
     writeln!(out)?;
-    print_report(&mut out, &path, &report)?;
+    print_report(&mut out, &path, &ReportView::of(&report))?;
     writeln!(
         out,
         "\nInspect it: mnemo log --db {0} | mnemo history /memories/done/mnemo.md --db {0} | mnemo verify --db {0}",
@@ -507,14 +579,28 @@ fn end_session(server: &MnemoMemoryToolServer) -> CliResult {
 }
 
 #[cfg(feature = "mcp")]
-fn run_mcp(session: Session, agent: String) -> CliResult {
-    let server = open_session(session, agent)?;
+fn run_mcp(session: Session, agent: Option<String>, remote: &Remote, start: &Start) -> CliResult {
+    #[cfg(feature = "serve")]
+    if let Some(link) = connect::session_link(&session, remote, start, agent.clone(), "mcp")? {
+        return connect::run_mcp(link, &session);
+    }
+    #[cfg(not(feature = "serve"))]
+    {
+        let _ = start;
+        connect::refuse_connect(remote)?;
+    }
+    let server = open_session(session, agent.unwrap_or_else(|| "mcp".into()))?;
     mnemo::MnemoMcpServer::new(server.clone()).serve_stdio()?;
     end_session(&server)
 }
 
 #[cfg(not(feature = "mcp"))]
-fn run_mcp(_session: Session, _agent: String) -> CliResult {
+fn run_mcp(
+    _session: Session,
+    _agent: Option<String>,
+    _remote: &Remote,
+    _start: &Start,
+) -> CliResult {
     Err("this mnemo was built without MCP support; rebuild it with `cargo build --release --features mcp` (or install it with `cargo install mnemo-db --features mcp`)".into())
 }
 
@@ -558,8 +644,17 @@ fn run_serve(_session: Session, _agent: String, _listen: Listen) -> CliResult {
     Err("this mnemo was built without the server; rebuild it with `cargo build --release --features serve` (or install it with `cargo install mnemo-db --features serve`)".into())
 }
 
-fn run_tool(session: Session, agent: String) -> CliResult {
-    let server = open_session(session, agent)?;
+fn run_tool(session: Session, agent: Option<String>, remote: &Remote, start: &Start) -> CliResult {
+    #[cfg(feature = "serve")]
+    if let Some(link) = connect::session_link(&session, remote, start, agent.clone(), "cli")? {
+        return connect::run_tool(&link, session.max_request_bytes);
+    }
+    #[cfg(not(feature = "serve"))]
+    {
+        let _ = start;
+        connect::refuse_connect(remote)?;
+    }
+    let server = open_session(session, agent.unwrap_or_else(|| "cli".into()))?;
     let limit = server.limits().max_request_bytes;
     let mut input = std::io::BufReader::with_capacity(1 << 16, std::io::stdin().lock());
     let mut out = std::io::stdout().lock();
@@ -574,22 +669,102 @@ fn run_tool(session: Session, agent: String) -> CliResult {
     end_session(&server)
 }
 
-fn print_report(out: &mut impl Write, path: &Path, report: &Report) -> std::io::Result<()> {
-    let note = if report.is_empty() {
+/// What `mnemo verify` prints of a report, from the report itself or from its JSON (a report
+/// a server made).
+struct ReportView {
+    status: String,
+    events: u64,
+    bytes: u64,
+    elapsed_ms: f64,
+    events_per_sec: f64,
+    mb_per_sec: f64,
+    /// The checkpoint to keep: only for an intact log.
+    checkpoint: Option<String>,
+    head_seq: u64,
+    head_hash: String,
+    meta_head: u64,
+    index_applied: u64,
+    /// The highest seq the log holds (what there was to check).
+    log_last: u64,
+    /// The head the store recorded at its last commit or close.
+    recorded: Option<u64>,
+    violations: Vec<(u64, String, String)>,
+}
+
+impl ReportView {
+    fn of(report: &Report) -> ReportView {
+        ReportView {
+            status: report.status().to_string(),
+            events: report.events,
+            bytes: report.bytes,
+            elapsed_ms: report.elapsed.as_secs_f64() * 1e3,
+            events_per_sec: report.events_per_sec(),
+            mb_per_sec: report.mb_per_sec(),
+            checkpoint: report.checkpoint(),
+            head_seq: report.head.seq.0,
+            head_hash: report.head.hash.to_string(),
+            meta_head: report.meta_head.seq.0,
+            index_applied: report.index_applied.0,
+            log_last: report.log_last.0,
+            recorded: report.recorded.map(|h| h.seq.0),
+            violations: report
+                .violations
+                .iter()
+                .map(|v| (v.seq.0, v.kind.name().to_string(), v.detail.clone()))
+                .collect(),
+        }
+    }
+
+    /// The view of a report as `mnemo verify --json` prints it; `None` when a field is missing.
+    #[cfg_attr(not(feature = "serve"), expect(dead_code))]
+    fn from_json(report: &serde_json::Value) -> Option<ReportView> {
+        let text = |key: &str| report[key].as_str().map(str::to_string);
+        let violations = report["violations"]
+            .as_array()?
+            .iter()
+            .map(|v| {
+                Some((
+                    v["seq"].as_u64()?,
+                    v["kind"].as_str()?.to_string(),
+                    v["detail"].as_str()?.to_string(),
+                ))
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(ReportView {
+            status: text("status")?,
+            events: report["events"].as_u64()?,
+            bytes: report["bytes"].as_u64()?,
+            elapsed_ms: report["elapsed_ms"].as_f64()?,
+            events_per_sec: report["events_per_sec"].as_f64()?,
+            mb_per_sec: report["mb_per_sec"].as_f64()?,
+            checkpoint: text("checkpoint"),
+            head_seq: report["head"]["seq"].as_u64()?,
+            head_hash: report["head"]["hash"].as_str()?.to_string(),
+            meta_head: report["meta_head"].as_u64()?,
+            index_applied: report["index_applied"].as_u64()?,
+            log_last: report["log_last"].as_u64()?,
+            recorded: report["recorded_head"].as_u64(),
+            violations,
+        })
+    }
+
+    fn is_intact(&self) -> bool {
+        self.violations.is_empty()
+    }
+}
+
+fn print_report(out: &mut impl Write, path: &Path, report: &ReportView) -> std::io::Result<()> {
+    let note = if report.events == 0 && report.is_intact() {
         " (the log holds no events; nothing to prove)"
     } else {
         ""
     };
-    writeln!(
-        out,
-        "mnemo verify: {}{note}",
-        report.status().to_uppercase()
-    )?;
+    writeln!(out, "mnemo verify: {}{note}", report.status.to_uppercase())?;
     writeln!(out, "  store:      {}", path.display())?;
-    let of = if report.events < report.log_last.0 {
+    let of = if report.events < report.log_last {
         format!(
             " of the {} the log holds (verification stops at the first violation)",
-            report.log_last.0
+            report.log_last
         )
     } else {
         String::new()
@@ -597,61 +772,80 @@ fn print_report(out: &mut impl Write, path: &Path, report: &Report) -> std::io::
     writeln!(
         out,
         "  checked:    {} events{of}, {} bytes in {:.1} ms ({:.0} events/s, {:.1} MB/s)",
-        report.events,
-        report.bytes,
-        report.elapsed.as_secs_f64() * 1e3,
-        report.events_per_sec(),
-        report.mb_per_sec()
+        report.events, report.bytes, report.elapsed_ms, report.events_per_sec, report.mb_per_sec
     )?;
     if let Some(recorded) = report.recorded {
         writeln!(
             out,
-            "  recorded:   seq {} at the store's last commit or close, so the log must hold at least {} events",
-            recorded.seq, recorded.seq
+            "  recorded:   seq {recorded} at the store's last commit or close, so the log must hold at least {recorded} events"
         )?;
     }
+    let last = if report.is_intact() {
+        ""
+    } else {
+        " (the last event checked)"
+    };
     writeln!(
         out,
-        "  head:       seq {} hash {}{}",
-        report.head.seq,
-        report.head.hash,
-        if report.is_intact() {
-            ""
-        } else {
-            " (the last event checked)"
-        }
+        "  head:       seq {} hash {}{last}",
+        report.head_seq, report.head_hash
     )?;
     // Only an intact log has a checkpoint worth keeping.
-    if let Some(checkpoint) = report.checkpoint() {
+    if let Some(checkpoint) = &report.checkpoint {
         writeln!(out, "  checkpoint: {checkpoint}")?;
     }
-    if report.meta_head.seq < report.head.seq && report.is_intact() {
+    if report.meta_head < report.head_seq && report.is_intact() {
         writeln!(
             out,
             "  note:       meta.head is {} events behind the log (a commit a crash cut short); the next open for writing moves it",
-            report.head.seq.0 - report.meta_head.seq.0
+            report.head_seq - report.meta_head
         )?;
     }
-    if report.index_applied < report.head.seq && report.is_intact() {
+    if report.index_applied < report.head_seq && report.is_intact() {
         writeln!(
             out,
             "  note:       the index is {} events behind the log (an interrupted commit); the next open catches it up",
-            report.head.seq.0 - report.index_applied.0
+            report.head_seq - report.index_applied
         )?;
     }
-    for v in &report.violations {
-        let at = if v.seq > report.log_last {
+    for (seq, kind, detail) in &report.violations {
+        let at = if *seq > report.log_last {
             format!("after seq {}, where the log ends", report.log_last)
         } else {
-            format!("seq {}", v.seq)
+            format!("seq {seq}")
         };
-        writeln!(out, "  violation:  {at} ({}): {}", v.kind.name(), v.detail)?;
+        writeln!(out, "  violation:  {at} ({kind}): {detail}")?;
     }
     Ok(())
 }
 
-fn run_verify(db: &Path, as_json: bool, expect: Option<&str>) -> CliResult {
+/// Prints a verify report (`json` as `--json` prints it) and exits 0 when intact, else 1.
+fn print_verify(
+    db: &Path,
+    as_json: bool,
+    json: &serde_json::Value,
+    view: &ReportView,
+) -> CliResult {
+    let mut out = std::io::stdout().lock();
+    if as_json {
+        writeln!(out, "{json}")?;
+    } else {
+        print_report(&mut out, db, view)?;
+    }
+    Ok(if view.is_intact() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn run_verify(db: &Path, as_json: bool, expect: Option<&str>, remote: &Remote) -> CliResult {
     let expect = expect.map(Head::parse).transpose()?;
+    let read = Read::Verify { as_json, expect };
+    connect::read(db, remote, &read, || verify_local(db, as_json, expect))
+}
+
+fn verify_local(db: &Path, as_json: bool, expect: Option<Head>) -> CliResult {
     let store = Store::open_read_only(db)?;
     let tty = std::io::stderr().is_terminal();
     let mut progress = |checked, head| {
@@ -669,36 +863,38 @@ fn run_verify(db: &Path, as_json: bool, expect: Option<&str>) -> CliResult {
     if tty && report.events >= mnemo::PROGRESS_EVERY {
         eprintln!();
     }
-    let mut out = std::io::stdout().lock();
-    if as_json {
-        writeln!(out, "{}", report.to_json(db))?;
-    } else {
-        print_report(&mut out, db, &report)?;
-    }
-    Ok(if report.is_intact() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    print_verify(db, as_json, &report.to_json(db), &ReportView::of(&report))
 }
 
 fn event_line(event: &Event) -> String {
     let (command, paths) = describe(event);
-    let status = if event.header.outcome.is_error {
-        "error"
-    } else {
-        "ok"
-    };
+    let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
+    event_line_parts(
+        event.seq.0,
+        &utc(event.header.time_ms),
+        &event.header.agent,
+        command,
+        event.header.outcome.is_error,
+        &paths,
+    )
+}
+
+/// One line of `mnemo log`: seq, time, agent, command, ok/error, paths.
+fn event_line_parts(
+    seq: u64,
+    time: &str,
+    agent: &str,
+    command: &str,
+    is_error: bool,
+    paths: &[&str],
+) -> String {
+    let status = if is_error { "error" } else { "ok" };
     // Agent ids and the raw paths of refused calls come from outside: printed escaped, so no
     // logged text can forge a line of the log or send escape codes to the terminal.
     let paths: Vec<String> = paths.iter().map(|p| printable(p).into_owned()).collect();
     format!(
-        "{:>6}  {}  {:<12}  {:<11}  {:<5}  {}",
-        event.seq,
-        utc(event.header.time_ms),
-        printable(&event.header.agent),
-        command,
-        status,
+        "{seq:>6}  {time}  {:<12}  {command:<11}  {status:<5}  {}",
+        printable(agent),
         paths.join(" -> ")
     )
 }
@@ -707,21 +903,35 @@ fn run_log(
     db: &Path,
     agent: Option<&str>,
     path: Option<&str>,
-    from: u64,
-    limit: Option<usize>,
+    (from, limit): (u64, Option<usize>),
     as_json: bool,
+    remote: &Remote,
 ) -> CliResult {
-    let store = Store::open_current_read_only(db)?;
     let query = LogQuery {
         agent: agent.map(str::to_string),
         path: path.map(absolute_path).transpose()?,
         from,
         limit,
     };
+    let mut params = vec![("from", from.to_string())];
+    params.extend(agent.map(|a| ("agent", a.to_string())));
+    params.extend(query.path.as_ref().map(|p| ("path", p.to_string())));
+    params.extend(limit.map(|l| ("limit", l.to_string())));
+    let read = Read::Events {
+        route: "/v1/log",
+        params,
+        as_json,
+        empty_note: None,
+    };
+    connect::read(db, remote, &read, || log_local(db, &query, as_json))
+}
+
+fn log_local(db: &Path, query: &LogQuery, as_json: bool) -> CliResult {
+    let store = Store::open_current_read_only(db)?;
     let mut out = std::io::stdout().lock();
     select_events(
         &store,
-        &query,
+        query,
         |event| -> Result<(), Box<dyn std::error::Error>> {
             if as_json {
                 writeln!(out, "{}", event_json(event))?;
@@ -734,10 +944,18 @@ fn run_log(
     Ok(ExitCode::SUCCESS)
 }
 
-fn run_ls(db: &Path, dir: &str, at: Option<u64>) -> CliResult {
-    let store = Store::open_current_read_only(db)?;
+fn run_ls(db: &Path, dir: &str, at: Option<u64>, remote: &Remote) -> CliResult {
     let dir = absolute_path(dir)?;
-    let records = records_at(&store, &dir, at.map(Seq))?;
+    let read = Read::Ls {
+        dir: dir.to_string(),
+        at,
+    };
+    connect::read(db, remote, &read, || ls_local(db, &dir, at))
+}
+
+fn ls_local(db: &Path, dir: &MemPath, at: Option<u64>) -> CliResult {
+    let store = Store::open_current_read_only(db)?;
+    let records = records_at(&store, dir, at.map(Seq))?;
     let mut out = std::io::stdout().lock();
     for r in records {
         writeln!(
@@ -750,10 +968,26 @@ fn run_ls(db: &Path, dir: &str, at: Option<u64>) -> CliResult {
     Ok(ExitCode::SUCCESS)
 }
 
-fn run_cat(db: &Path, path: &str, at: Option<u64>) -> CliResult {
-    let store = Store::open_current_read_only(db)?;
+fn run_cat(db: &Path, path: &str, at: Option<u64>, remote: &Remote) -> CliResult {
     let file = absolute_path(path)?;
-    let record = record_at(&store, &file, at.map(Seq))?;
+    let read = Read::Cat {
+        file: file.to_string(),
+        at,
+    };
+    connect::read(db, remote, &read, || cat_local(db, &file, at))
+}
+
+/// The error of `mnemo cat` for a file that is not there.
+fn no_file(file: &str, at: Option<u64>) -> String {
+    format!(
+        "no file at {file}{}; list files with `mnemo ls`",
+        at.map(|s| format!(" after seq {s}")).unwrap_or_default()
+    )
+}
+
+fn cat_local(db: &Path, file: &MemPath, at: Option<u64>) -> CliResult {
+    let store = Store::open_current_read_only(db)?;
+    let record = record_at(&store, file, at.map(Seq))?;
     match record {
         Some(r) => {
             let mut out = std::io::stdout().lock();
@@ -761,20 +995,27 @@ fn run_cat(db: &Path, path: &str, at: Option<u64>) -> CliResult {
             out.flush()?;
             Ok(ExitCode::SUCCESS)
         }
-        None => Err(format!(
-            "no file at {file}{}; list files with `mnemo ls`",
-            at.map(|s| format!(" after seq {s}")).unwrap_or_default()
-        )
-        .into()),
+        None => Err(no_file(&file.to_string(), at).into()),
     }
 }
 
 #[cfg(unix)]
-fn run_export(db: &Path, dir: &Path, at: Option<u64>) -> CliResult {
-    let store = Store::open_current_read_only(db)?;
-    let everything = MemPath::absolute("/")?;
-    let records = records_at(&store, &everything, at.map(Seq))?;
-    let summary = mnemo::transfer::export(&records, dir)?;
+fn run_export(db: &Path, dir: &Path, at: Option<u64>, remote: &Remote) -> CliResult {
+    let read = Read::Export {
+        dir: dir.to_path_buf(),
+        at,
+    };
+    connect::read(db, remote, &read, || {
+        let store = Store::open_current_read_only(db)?;
+        let everything = MemPath::absolute("/")?;
+        export_records(&records_at(&store, &everything, at.map(Seq))?, dir)
+    })
+}
+
+/// Writes `records` as plain files under `dir` and says how many.
+#[cfg(unix)]
+fn export_records(records: &[mnemo::MemoryRecord], dir: &Path) -> CliResult {
+    let summary = mnemo::transfer::export(records, dir)?;
     println!(
         "exported {} files ({} bytes) to {}",
         summary.files,
@@ -820,7 +1061,7 @@ fn run_import(db: &Path, dir: &Path, agent: String, root: String) -> CliResult {
 }
 
 #[cfg(not(unix))]
-fn run_export(_db: &Path, _dir: &Path, _at: Option<u64>) -> CliResult {
+fn run_export(_db: &Path, _dir: &Path, _at: Option<u64>, _remote: &Remote) -> CliResult {
     Err("mnemo export needs a Unix system (it walks directories with openat-style calls)".into())
 }
 
@@ -877,10 +1118,20 @@ fn run_acl(command: AclCmd) -> CliResult {
     Ok(ExitCode::SUCCESS)
 }
 
-fn run_history(db: &Path, path: &str, as_json: bool) -> CliResult {
-    let store = Store::open_current_read_only(db)?;
+fn run_history(db: &Path, path: &str, as_json: bool, remote: &Remote) -> CliResult {
     let file = absolute_path(path)?;
-    let trails = mnemo::lineage::trails(&store, &file)?;
+    let read = Read::Events {
+        route: "/v1/history",
+        params: vec![("path", file.to_string())],
+        as_json,
+        empty_note: Some(format!("no event names {file}")),
+    };
+    connect::read(db, remote, &read, || history_local(db, &file, as_json))
+}
+
+fn history_local(db: &Path, file: &MemPath, as_json: bool) -> CliResult {
+    let store = Store::open_current_read_only(db)?;
+    let trails = mnemo::lineage::trails(&store, file)?;
     let mut out = std::io::stdout().lock();
     for trail in &trails {
         if !as_json {

@@ -8,14 +8,14 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout};
 
 use mnemo::event::{Body, InputDigest, Refusal, RejectedDigest, Seq};
 use mnemo::tool::{DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_REQUEST_BYTES, Limits};
 use mnemo::{EventHash, MnemoMemoryToolServer, Profile};
 use serde_json::{Value, json};
 
-use crate::support::{TempStore, call, last_body, mnemo_bin, run_mnemo_bytes};
+use crate::support::{TempStore, call, last_body, mnemo_command, run_mnemo_bytes, spawn_piped};
 
 const MIB: u64 = 1024 * 1024;
 
@@ -31,18 +31,10 @@ struct Session {
 
 impl Session {
     fn start(db: &Path, extra: &[&str]) -> Session {
-        let mut child = Command::new(mnemo_bin())
-            .args(["tool", "--db", db.to_str().expect("utf-8 path")])
-            .args(["--durability", "buffered"])
-            .args(extra)
-            .env_remove("MNEMO_DB")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn mnemo tool");
-        let stdin = child.stdin.take();
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut args = vec!["tool", "--db", db.to_str().expect("utf-8 path")];
+        args.extend(["--durability", "buffered"]);
+        args.extend_from_slice(extra);
+        let (child, stdin, stdout) = spawn_piped(mnemo_command(&args, &[]));
         Session {
             child,
             stdin,
@@ -599,17 +591,12 @@ fn duplicate_keys_and_invalid_utf8_through_the_binary() {
 #[test]
 fn mcp_refuses_an_oversized_message_and_duplicate_keys_and_goes_on() {
     let s = TempStore::new();
-    let mut child = Command::new(mnemo_bin())
-        .args(["mcp", "--db", s.path().to_str().expect("utf-8")])
-        .args(["--durability", "buffered", "--max-request-bytes", "100000"])
-        .env_remove("MNEMO_DB")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn mnemo mcp");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let db = s.path();
+    let args = ["mcp", "--db", db.to_str().expect("utf-8")];
+    let limits = ["--durability", "buffered", "--max-request-bytes", "100000"];
+    let (mut child, stdin, mut stdout) =
+        spawn_piped(mnemo_command(&[&args[..], &limits].concat(), &[]));
+    let mut stdin = stdin.expect("stdin");
     let mut reply = |stdin: &mut ChildStdin, line: &[u8]| -> Value {
         stdin.write_all(line).expect("write");
         stdin.write_all(b"\n").expect("write");

@@ -14,6 +14,10 @@ mod cli;
 mod conformance;
 // 16 threads, one writer: nothing lost, nothing interleaved, every answer logged.
 mod concurrency;
+// Clients that find the server of a store: tool and mcp start or reach it, reads go through it,
+// --connect, killed clients and servers, 16 client processes at once.
+#[cfg(feature = "serve")]
+mod discovery;
 // File content on disk: reads write none, an edit rewrites a bounded chunk.
 mod content;
 // kill -9 crash loops: small edits, large directory renames and deletes.

@@ -285,21 +285,21 @@ enum Op {
 
 /// A `view_range` as sent.
 #[derive(Clone, Debug)]
-enum Range {
+pub(crate) enum Range {
     Ints(i128, i128),
     Bad(Value),
 }
 
 /// An `insert_line` as sent.
 #[derive(Clone, Debug)]
-enum Line {
+pub(crate) enum Line {
     Int(i128),
     Bad(Value),
 }
 
 /// A concrete command, as sent to the server.
 #[derive(Clone, Debug)]
-enum Cmd {
+pub(crate) enum Cmd {
     View {
         path: String,
         range: Option<Range>,
@@ -330,7 +330,7 @@ enum Cmd {
 }
 
 impl Cmd {
-    fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         match self {
             Cmd::View { path, range } => {
                 let mut v = json!({"command": "view", "path": path});
@@ -463,7 +463,7 @@ fn to_i128(n: usize) -> i128 {
 
 /// What the store must answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
-enum Expect {
+pub(crate) enum Expect {
     /// This exact text and error flag.
     Exact { text: String, is_error: bool },
     /// An error whose wording the spec leaves open: `is_error` and an `Error: ` prefix.
@@ -501,9 +501,9 @@ enum Node {
 
 /// The configured root and its files: canonical file path → content.
 #[derive(Clone, Debug)]
-struct Model {
+pub(crate) struct Model {
     root: String,
-    files: BTreeMap<String, String>,
+    pub(crate) files: BTreeMap<String, String>,
 }
 
 /// Hidden in listings: names starting with `.`, and `node_modules`.
@@ -547,7 +547,7 @@ fn insert_lines(content: &str) -> usize {
 }
 
 impl Model {
-    fn new(root: &str) -> Model {
+    pub(crate) fn new(root: &str) -> Model {
         Model {
             root: root.to_string(),
             files: BTreeMap::new(),
@@ -672,7 +672,7 @@ impl Model {
     }
 
     /// Runs one command: returns what the store must answer and moves to the next state.
-    fn step(&mut self, cmd: &Cmd) -> Expect {
+    pub(crate) fn step(&mut self, cmd: &Cmd) -> Expect {
         match cmd {
             Cmd::View { path, range } => self.view(path, range.as_ref()),
             Cmd::Create { path, text } => self.create(path, text),
@@ -923,7 +923,7 @@ fn failure(log: &[String], what: &str) -> String {
     out
 }
 
-fn check_result(expect: &Expect, text: &str, is_error: bool) -> Result<(), String> {
+pub(crate) fn check_result(expect: &Expect, text: &str, is_error: bool) -> Result<(), String> {
     let bad = match expect {
         Expect::Exact {
             text: want,

@@ -3,7 +3,7 @@
 
 use mnemo::event::{Body, Event, Header, Outcome, Seq, ToolCall};
 use mnemo::tool::{Command, Limits};
-use mnemo::{Error, MnemoClient, Profile, Store, verify_store};
+use mnemo::{Error, MnemoClient, MnemoMemoryToolServer, Profile, Store, verify_store};
 use serde_json::json;
 
 use crate::support::{TempStore, call, run_mnemo};
@@ -141,14 +141,42 @@ fn a_commit_cut_short_by_a_crash_is_read_and_completed_on_open() {
     );
 }
 
+/// A store opened again in the same process (by another spelling of its path too) is the same
+/// store: one writer, one chain; a handle asking for another durability is told what to do.
 #[test]
-fn a_second_opener_gets_a_clear_error() {
+fn a_second_opener_in_this_process_shares_the_store() {
     let s = TempStore::new();
-    let _first = s.client();
-    match MnemoClient::open(s.path(), "second") {
-        Err(Error::Locked { path }) => assert_eq!(path, s.path()),
-        other => panic!("expected Error::Locked, got {other:?}"),
+    let first = s.client();
+    let other_spelling = s.dir.path().join(".").join("store.mnemo.db");
+    let second = MnemoClient::builder(&other_spelling)
+        .agent_id("second")
+        .durability(mnemo::Durability::Buffered)
+        .open()
+        .expect("a second open in this process shares the store");
+    let one = MnemoMemoryToolServer::new(first.clone());
+    let two = MnemoMemoryToolServer::new(second.clone());
+    call(
+        &one,
+        json!({"command": "create", "path": "/memories/a.txt", "file_text": "1"}),
+    );
+    call(
+        &two,
+        json!({"command": "create", "path": "/memories/b.txt", "file_text": "2"}),
+    );
+    assert!(first.record("/memories/b.txt").expect("read").is_some());
+    assert!(second.record("/memories/a.txt").expect("read").is_some());
+    assert_eq!(first.head().expect("head"), second.head().expect("head"));
+    match MnemoClient::builder(s.path())
+        .durability(mnemo::Durability::Fsync)
+        .open()
+    {
+        Err(Error::InvalidArgument(why)) => assert!(why.contains("durability buffered"), "{why}"),
+        other => panic!("expected a durability mismatch, got {other:?}"),
     }
+    drop((one, two, first, second));
+    // Closed once every handle is gone: another process may open it now.
+    let out = run_mnemo(&["verify", "--db", s.path().to_str().expect("utf-8")], "");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
 }
 
 #[test]

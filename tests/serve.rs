@@ -266,7 +266,7 @@ fn read_reply(stream: TcpStream) -> std::io::Result<Reply> {
 }
 
 /// A session of the six commands, error cases, a `tool_use` block with an id and one without.
-fn session() -> Vec<Value> {
+pub fn session() -> Vec<Value> {
     vec![
         json!({"command": "view", "path": "/memories"}),
         json!({"command": "create", "path": "/memories/notes.md", "file_text": "# Notes\n- tea\n"}),

@@ -64,12 +64,46 @@ pub fn run_mnemo(args: &[&str], stdin: &str) -> Output {
     run_mnemo_bytes(args, stdin.as_bytes())
 }
 
+/// `mnemo args...` with the variables `env` and no other `MNEMO_*` variable from outside.
+pub fn mnemo_command(args: &[&str], env: &[(&str, &str)]) -> Command {
+    let mut command = Command::new(mnemo_bin());
+    command.args(args);
+    for name in ["MNEMO_DB", "MNEMO_URL", "MNEMO_TOKEN", "MNEMO_IDLE_EXIT"] {
+        command.env_remove(name);
+    }
+    command.envs(env.iter().copied());
+    command
+}
+
+/// A spawned `command` to talk to line by line: its stdin, and its stdout buffered (stderr
+/// goes to the test's).
+pub fn spawn_piped(
+    mut command: Command,
+) -> (
+    std::process::Child,
+    Option<std::process::ChildStdin>,
+    std::io::BufReader<std::process::ChildStdout>,
+) {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn mnemo");
+    let stdin = child.stdin.take();
+    let stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    (child, stdin, stdout)
+}
+
 /// [`run_mnemo`] with raw bytes on stdin (lines that are not UTF-8, for instance).
 pub fn run_mnemo_bytes(args: &[&str], stdin: &[u8]) -> Output {
+    run_mnemo_env(args, &[], stdin)
+}
+
+/// [`run_mnemo_bytes`] with the variables `env` set.
+pub fn run_mnemo_env(args: &[&str], env: &[(&str, &str)], stdin: &[u8]) -> Output {
     use std::io::Write;
-    let mut child = Command::new(mnemo_bin())
-        .args(args)
-        .env_remove("MNEMO_DB")
+    let mut child = mnemo_command(args, env)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

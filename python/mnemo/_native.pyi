@@ -154,7 +154,8 @@ class MnemoClient:
     """An open Mnemo store acting as one agent.
 
     Opening creates the store if it does not exist. A store is used by one process at a time
-    (``StoreLockedError`` otherwise). Every call releases the GIL; one client may be shared by
+    (``StoreLockedError`` otherwise); opening it again in the same process shares the store
+    already open. Every call releases the GIL; one client may be shared by
     Python threads. ``close()`` (or leaving a ``with`` block) closes the store for this client and
     every client and server opened with it.
     """

@@ -74,7 +74,7 @@ fn parse_access(name: &str) -> PyResult<Access> {
 ///
 /// `MnemoClient(db_path, agent_id="agent", durability="fsync")` opens the store directory, creating
 /// it if it does not exist. A store is used by one process at a time (`StoreLockedError`
-/// otherwise). Every call releases the GIL, so Python threads may share one client. `close()`, or
+/// otherwise); opening it again in the same process shares the store already open. Every call releases the GIL, so Python threads may share one client. `close()`, or
 /// leaving a `with` block, closes the store for this client and every client and server opened
 /// with it; the store also closes when the last of them is garbage-collected.
 #[pyclass(name = "MnemoClient", module = "mnemo", frozen)]

@@ -61,7 +61,7 @@ create_exception!(mnemo, ClosedError, MnemoError, "The store was closed.");
 pub fn to_py_err(e: Error) -> PyErr {
     let message = e.to_string();
     match e {
-        Error::Locked { .. } => StoreLockedError::new_err(message),
+        Error::Locked { .. } | Error::Served { .. } => StoreLockedError::new_err(message),
         Error::NotFound { .. } => StoreNotFoundError::new_err(message),
         Error::NewerFormat { .. } => NewerFormatError::new_err(message),
         Error::Corrupt { .. } | Error::UnsafeFile { .. } => CorruptStoreError::new_err(message),

@@ -76,11 +76,39 @@ pub enum Error {
 /// request and never from the session.
 pub type Route = Arc<dyn Fn(&Extensions) -> Result<MnemoMemoryToolServer, ErrorData> + Send + Sync>;
 
-/// An MCP server over a [`MnemoMemoryToolServer`]. `Clone`, so a host can keep a handle (for
-/// [`MnemoMemoryToolServer::store_failures`]) while the session runs.
+/// What answers an MCP server's calls: a [`MnemoMemoryToolServer`] over a store open in this
+/// process, or a client of a store another process serves.
+pub trait Memory: Send + Sync + 'static {
+    /// Answers a `tool_use` block with the `tool_result` block, recording the call.
+    fn handle(&self, block: &Value) -> Value;
+    /// The memory files carrying `tag` that the agent may read (not logged).
+    fn records_by_tag(&self, tag: &str) -> Result<Vec<MemoryRecord>, String>;
+    /// The file at canonical `path`, if the agent may read it (not logged).
+    fn record(&self, path: &str) -> Result<Option<MemoryRecord>, String>;
+}
+
+impl Memory for MnemoMemoryToolServer {
+    fn handle(&self, block: &Value) -> Value {
+        MnemoMemoryToolServer::handle(self, block)
+    }
+
+    fn records_by_tag(&self, tag: &str) -> Result<Vec<MemoryRecord>, String> {
+        self.client().records_by_tag(tag).map_err(|e| e.to_string())
+    }
+
+    fn record(&self, path: &str) -> Result<Option<MemoryRecord>, String> {
+        self.client().record(path).map_err(|e| e.to_string())
+    }
+}
+
+/// An MCP server over a [`MnemoMemoryToolServer`] (or another [`Memory`]). `Clone`, so a host
+/// can keep a handle (for [`MnemoMemoryToolServer::store_failures`]) while the session runs.
 #[derive(Clone)]
 pub struct MnemoMcpServer {
-    tool: MnemoMemoryToolServer,
+    tool: Option<MnemoMemoryToolServer>,
+    memory: Arc<dyn Memory>,
+    root: String,
+    max_request_bytes: u64,
     route: Option<Route>,
 }
 
@@ -88,6 +116,7 @@ impl std::fmt::Debug for MnemoMcpServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MnemoMcpServer")
             .field("tool", &self.tool)
+            .field("root", &self.root)
             .field("routed", &self.route.is_some())
             .finish()
     }
@@ -96,7 +125,29 @@ impl std::fmt::Debug for MnemoMcpServer {
 impl MnemoMcpServer {
     /// A server answering through `tool`, with its root, profile, limits and agent.
     pub fn new(tool: MnemoMemoryToolServer) -> MnemoMcpServer {
-        MnemoMcpServer { tool, route: None }
+        MnemoMcpServer {
+            memory: Arc::new(tool.clone()),
+            root: tool.root().to_string(),
+            max_request_bytes: tool.limits().max_request_bytes,
+            tool: Some(tool),
+            route: None,
+        }
+    }
+
+    /// A server answering through `memory` (such as a client of a `mnemo serve`) under the
+    /// canonical memory `root`, reading messages of at most `max_request_bytes` on stdin.
+    pub fn over(
+        memory: Arc<dyn Memory>,
+        root: impl Into<String>,
+        max_request_bytes: u64,
+    ) -> MnemoMcpServer {
+        MnemoMcpServer {
+            tool: None,
+            memory,
+            root: root.into(),
+            max_request_bytes,
+            route: None,
+        }
     }
 
     /// A server whose tool calls and resource reads are answered by the tool server `route`
@@ -104,8 +155,8 @@ impl MnemoMcpServer {
     /// instructions), so the routed servers should share its root.
     pub fn routed(tool: MnemoMemoryToolServer, route: Route) -> MnemoMcpServer {
         MnemoMcpServer {
-            tool,
             route: Some(route),
+            ..MnemoMcpServer::new(tool)
         }
     }
 
@@ -117,14 +168,14 @@ impl MnemoMcpServer {
         }
     }
 
-    /// The memory-tool server calls are answered by.
-    pub fn tool(&self) -> &MnemoMemoryToolServer {
-        &self.tool
+    /// The memory-tool server calls are answered by, when the store is open in this process.
+    pub fn tool(&self) -> Option<&MnemoMemoryToolServer> {
+        self.tool.as_ref()
     }
 
     /// The `memory` tool's MCP definition: name, description and input schema.
     pub fn tool_definition(&self) -> Tool {
-        memory_tool(self.tool.root())
+        memory_tool(&self.root)
     }
 
     /// Answers one `memory` call whose arguments are `input` (the memory tool's `input` object),
@@ -132,8 +183,8 @@ impl MnemoMcpServer {
     pub async fn call(&self, input: Value) -> Result<CallToolResult, ErrorData> {
         // A block without an id: nothing in the arguments can name a tool_use id to replay.
         let block = json!({"type": "tool_use", "name": TOOL_NAME, "input": input});
-        let tool = self.tool.clone();
-        let result = blocking(move || tool.handle(&block)).await?;
+        let memory = Arc::clone(&self.memory);
+        let result = blocking(move || memory.handle(&block)).await?;
         let text = result["content"].as_str().unwrap_or_default().to_string();
         let content = vec![ContentBlock::text(text)];
         Ok(if result.get("is_error") == Some(&Value::Bool(true)) {
@@ -145,11 +196,11 @@ impl MnemoMcpServer {
 
     /// The memory files under the root that the agent may read, as resources (not logged).
     pub async fn resources(&self) -> Result<Vec<Resource>, ErrorData> {
-        let client = self.tool.client().clone();
-        let mut records = blocking(move || client.records_by_tag(MEMORY_TAG))
+        let memory = Arc::clone(&self.memory);
+        let mut records = blocking(move || memory.records_by_tag(MEMORY_TAG))
             .await?
             .map_err(store_error)?;
-        records.retain(|r| under(&r.path, self.tool.root()));
+        records.retain(|r| under(&r.path, &self.root));
         Ok(records.iter().map(resource).collect())
     }
 
@@ -165,10 +216,10 @@ impl MnemoMcpServer {
             )
         };
         let path = resource_path(uri)
-            .filter(|p| under(p, self.tool.root()))
+            .filter(|p| under(p, &self.root))
             .ok_or_else(missing)?;
-        let client = self.tool.client().clone();
-        let record = blocking(move || client.record(&path))
+        let memory = Arc::clone(&self.memory);
+        let record = blocking(move || memory.record(&path))
             .await?
             .map_err(store_error)?
             .ok_or_else(missing)?;
@@ -184,7 +235,7 @@ impl MnemoMcpServer {
             .map_err(Error::Runtime)?;
         let outcome = runtime.block_on(async move {
             let (stdin, stdout) = rmcp::transport::stdio();
-            let limit = self.tool.limits().max_request_bytes;
+            let limit = self.max_request_bytes;
             let (transport, relay) = stdio::filter(stdin, stdout, limit);
             let relay = tokio::spawn(relay);
             let session = async {
@@ -224,7 +275,7 @@ impl ServerHandler for MnemoMcpServer {
             );
         ServerConfig::new(capabilities)
             .with_server_info(implementation)
-            .with_instructions(instructions(self.tool.root()))
+            .with_instructions(instructions(&self.root))
     }
 
     async fn list_tools(
@@ -332,8 +383,8 @@ async fn blocking<T: Send + 'static>(
     })
 }
 
-fn store_error(e: crate::Error) -> ErrorData {
-    ErrorData::internal_error(e.to_string(), None)
+fn store_error(why: String) -> ErrorData {
+    ErrorData::internal_error(why, None)
 }
 
 /// Whether canonical `path` is `root` or lies under it.

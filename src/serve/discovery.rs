@@ -11,13 +11,26 @@
 //! so no other server can be serving it, and it replaces the file. Clients tell a live file from a
 //! stale one with [`ServerFile::is_live`]. On a clean exit the server removes the file, if it is
 //! still its own.
+//!
+//! Clients find a server with [`live_server`], and start one with [`start_server`]: a detached
+//! `mnemo serve` in a process group of its own, with no terminal (stdin, stdout and stderr on
+//! `/dev/null`), that outlives the client and stops by `--idle-exit` once no client is attached.
+//! When two clients start one at once, the store's lock picks the server: the other exits, and
+//! both clients connect to the one whose server file appears. [`Link`] is a client's connection
+//! that starts the server again when it goes away.
 
+use std::ffi::OsString;
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
+
+use crate::remote::{RemoteClient, RemoteError};
 
 /// The server file's name in the store directory.
 pub const SERVER_FILE: &str = "mnemo-server.json";
@@ -108,6 +121,262 @@ impl ServerFile {
             Ok(_) => Ok(()),
             Err(e) => Err(e),
         }
+    }
+}
+
+/// The server that holds the store at `store_dir`, if its server file names a live one.
+pub fn live_server(store_dir: &Path) -> Option<ServerFile> {
+    ServerFile::read(store_dir)
+        .ok()
+        .flatten()
+        .filter(ServerFile::is_live)
+}
+
+/// How a client starts a server for a store none holds.
+#[derive(Clone, Debug)]
+pub struct Launch {
+    /// The `mnemo` binary.
+    pub exe: PathBuf,
+    /// The arguments after `serve --db DIR` (profile, root, limits, durability, idle exit).
+    pub args: Vec<OsString>,
+    /// How long to wait for a server file.
+    pub wait: Duration,
+}
+
+/// How long a client waits for a server it saw fail to stop looking live (a killed process
+/// closes its sockets within moments); one that still answers after this is taken as alive.
+const DYING_WAIT: Duration = Duration::from_secs(2);
+
+/// How long [`start_server`] waits by default: past the store's lock wait of a server that
+/// loses a race, and an open that catches up a large index.
+pub const START_WAIT: Duration = Duration::from_secs(30);
+
+/// Starts `exe serve --db store_dir ARGS...` detached and returns the server file of the server
+/// that then holds the store: this one, or the one another client started at the same time.
+pub fn start_server(store_dir: &Path, launch: &Launch) -> std::io::Result<ServerFile> {
+    let mut command = Command::new(&launch.exe);
+    command
+        .arg("serve")
+        .arg("--db")
+        .arg(store_dir)
+        .args(&launch.args)
+        .env_remove("MNEMO_DB")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    #[cfg(unix)]
+    {
+        // Its own process group: a Ctrl-C meant for the client's terminal does not stop it.
+        use std::os::unix::process::CommandExt;
+        command.process_group(0);
+    }
+    let mut child = command.spawn().map_err(|e| {
+        std::io::Error::new(
+            e.kind(),
+            format!(
+                "cannot start `{} serve` ({e}); start the server yourself with `mnemo serve --db {}`",
+                launch.exe.display(),
+                store_dir.display()
+            ),
+        )
+    })?;
+    let started = Instant::now();
+    let mut exited = None;
+    loop {
+        if let Some(file) = live_server(store_dir) {
+            if exited.is_none() {
+                // Reap it when it exits, so it leaves no zombie behind a long-lived client.
+                let _ = std::thread::Builder::new()
+                    .name("mnemo-reap".into())
+                    .spawn(move || child.wait());
+            }
+            return Ok(file);
+        }
+        if exited.is_none() {
+            exited = child.try_wait()?.map(|status| (status, Instant::now()));
+        }
+        let gave_up = match exited {
+            // A server that lost the race waits for the lock before it exits: give the winner
+            // as long again to publish its file.
+            Some((_, at)) => at.elapsed() > crate::LOCK_WAIT * 2,
+            None => started.elapsed() > launch.wait,
+        };
+        if gave_up {
+            let how = match exited {
+                Some((status, _)) => format!("it exited ({status}) without serving"),
+                None => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    format!("no server file after {} s", launch.wait.as_secs())
+                }
+            };
+            return Err(std::io::Error::other(format!(
+                "started a server for {}, but {how}; run `mnemo serve --db {}` to see why (another process that is not a mnemo server may hold the store)",
+                store_dir.display(),
+                store_dir.display()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A client's connection to the server of one store, through a [`RemoteClient`] that stays
+/// attached ([`RemoteClient::attach`]). When it was opened with a [`Launch`], a server that
+/// went away is started again: a call that could not reach it is sent to the new one, and a call
+/// cut off mid-way fails (it may or may not have been applied) while the next one reaches the
+/// new server.
+#[derive(Debug)]
+pub struct Link {
+    store_dir: PathBuf,
+    launch: Option<Launch>,
+    agent: Option<String>,
+    current: Mutex<(RemoteClient, Arc<AtomicBool>)>,
+}
+
+impl Link {
+    /// A link to `client`, which is never restarted (a server named by URL).
+    pub fn fixed(client: RemoteClient) -> Link {
+        let attached = client.attach();
+        Link {
+            store_dir: PathBuf::new(),
+            launch: None,
+            agent: client.agent_id().map(str::to_string),
+            current: Mutex::new((client, attached)),
+        }
+    }
+
+    /// A link to the server of the store at `store_dir`, acting as `agent`: the live one, or
+    /// one started with `launch`.
+    pub fn to_store(
+        store_dir: &Path,
+        agent: Option<String>,
+        launch: Launch,
+    ) -> std::io::Result<Link> {
+        let client = Link::reach(store_dir, agent.as_deref(), &launch, None)?;
+        let attached = client.attach();
+        Ok(Link {
+            store_dir: store_dir.to_path_buf(),
+            launch: Some(launch),
+            agent,
+            current: Mutex::new((client, attached)),
+        })
+    }
+
+    /// The client of the live server of the store, or of one started now; never of `failed`'s
+    /// server, which is gone even if it still seems live for a moment (a killed process closes
+    /// its sockets one by one while it dies).
+    fn reach(
+        store_dir: &Path,
+        agent: Option<&str>,
+        launch: &Launch,
+        failed: Option<&RemoteClient>,
+    ) -> std::io::Result<RemoteClient> {
+        let started = Instant::now();
+        let file = loop {
+            match live_server(store_dir) {
+                Some(file) => {
+                    let found = RemoteClient::new(file.url.clone(), file.token.clone());
+                    let dying = failed.is_some_and(|failed| failed.same_server(&found));
+                    if !dying || started.elapsed() > DYING_WAIT {
+                        break file;
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                None => break start_server(store_dir, launch)?,
+            }
+        };
+        let client = RemoteClient::new(file.url, file.token);
+        Ok(match agent {
+            Some(agent) => client.with_agent(agent),
+            None => client,
+        })
+    }
+
+    /// The client in use now, and whether it is still attached.
+    fn current(&self) -> (RemoteClient, bool) {
+        let current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
+        (current.0.clone(), current.1.load(Ordering::SeqCst))
+    }
+
+    /// The client in use now.
+    pub fn client(&self) -> RemoteClient {
+        self.current().0
+    }
+
+    /// Runs `call` against the server, starting it again first when this client's attachment
+    /// ended (the server went away), and once more after a start when `call` could not reach
+    /// it. Calls run concurrently; only a restart is serialized.
+    pub fn call<T>(
+        &self,
+        call: impl Fn(&RemoteClient) -> Result<T, RemoteError>,
+    ) -> Result<T, RemoteError> {
+        let (mut client, attached) = self.current();
+        if !attached {
+            // Best effort: if no server can be started, the call below says it is unreachable.
+            if let Ok(restarted) = self.restart(&client) {
+                client = restarted;
+            }
+        }
+        match call(&client) {
+            Err(e) if e.is_disconnected() && self.launch.is_some() => {
+                match (self.restart(&client), e.is_unreachable()) {
+                    (Ok(restarted), true) => call(&restarted),
+                    _ => Err(e),
+                }
+            }
+            answered => answered,
+        }
+    }
+
+    /// The client of a live server in place of `failed`: the one another call already started,
+    /// or one started now.
+    fn restart(&self, failed: &RemoteClient) -> std::io::Result<RemoteClient> {
+        let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(launch) = &self.launch else {
+            return Ok(current.0.clone());
+        };
+        if !current.0.same_server(failed) && current.1.load(Ordering::SeqCst) {
+            return Ok(current.0.clone());
+        }
+        let client = Link::reach(&self.store_dir, self.agent.as_deref(), launch, Some(failed))?;
+        let attached = client.attach();
+        *current = (client.clone(), attached);
+        Ok(client)
+    }
+}
+
+/// The `tool_result` for a call the server did not answer: an error result that says the call
+/// may or may not have been applied, and to check and retry (the next call reaches a restarted
+/// server, or says why none could be started).
+pub fn unanswered(tool_use_id: Option<&str>, error: &RemoteError) -> serde_json::Value {
+    serde_json::json!({
+        "type": "tool_result",
+        "tool_use_id": tool_use_id.unwrap_or_default(),
+        "content": format!(
+            "Error: The memory server did not answer this call ({error}). It may or may not have been applied: view the path to check, then retry the call."
+        ),
+        "is_error": true,
+    })
+}
+
+#[cfg(feature = "mcp")]
+impl crate::mcp::Memory for Link {
+    fn handle(&self, block: &serde_json::Value) -> serde_json::Value {
+        self.call(|client| client.handle(block))
+            .unwrap_or_else(|e| {
+                let id = block.get("id").and_then(serde_json::Value::as_str);
+                unanswered(id, &e)
+            })
+    }
+
+    fn records_by_tag(&self, tag: &str) -> Result<Vec<crate::MemoryRecord>, String> {
+        self.call(|client| client.records_by_tag(tag))
+            .map_err(|e| e.to_string())
+    }
+
+    fn record(&self, path: &str) -> Result<Option<crate::MemoryRecord>, String> {
+        self.call(|client| client.record(path))
+            .map_err(|e| e.to_string())
     }
 }
 

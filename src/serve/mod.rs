@@ -10,7 +10,10 @@
 //!   `/v1/history`, answered by the library functions the CLI prints;
 //! - the admin routes `GET`/`POST /v1/acl`, `GET`/`POST /v1/tokens`, `DELETE /v1/tokens/ID`;
 //! - MCP over streamable HTTP at `/mcp` (rmcp's transport), the same `memory` tool and resources
-//!   as `mnemo mcp`, for clients that keep a session and for session-less requests alike.
+//!   as `mnemo mcp`, for clients that keep a session and for session-less requests alike;
+//! - what the CLI's stdio clients need ([`clients`]): `GET /v1/attach` (a client stays
+//!   connected, so `--idle-exit` waits for it), `GET /v1/records` (the agent's own files) and
+//!   `POST /v1/memory/oversized` (a line over the limit, as its digest).
 //!
 //! Every request passes one gate first: its `Host` and `Origin` must name this server, it must
 //! carry a bearer token that proves a principal ([`auth`]), and its body must fit in
@@ -23,11 +26,13 @@
 //! (`/v1/acl`, `/v1/tokens`) among them, needs the operator's token.
 //!
 //! Store calls block (a durable write waits for its fsync), so each runs on tokio's blocking
-//! pool. On SIGTERM or SIGINT, or after `--idle-exit` seconds without a request, the server stops
+//! pool. On SIGTERM or SIGINT, or after `--idle-exit` seconds without a request in progress (an
+//! attached client's lasts as long as it stays connected), the server stops
 //! accepting, lets the calls in flight answer, closes the store and removes the server file
 //! ([`shutdown`]).
 
 pub mod auth;
+pub mod clients;
 pub mod discovery;
 mod mcp;
 pub mod routes;
@@ -72,7 +77,8 @@ pub struct ServeOptions {
     /// More names the `Host` header may carry (`host` or `host:port`), for a server reached by
     /// name.
     pub allow_hosts: Vec<String>,
-    /// Stop after this long with no request.
+    /// Stop after this long with no request in progress (an attached client's `GET /v1/attach`
+    /// is one for as long as it stays connected).
     pub idle_exit: Option<Duration>,
 }
 
@@ -355,16 +361,14 @@ async fn gate(Extract(shared): Extract<Arc<Shared>>, mut request: Request, next:
             }
         })
         .and_then(|caller| {
+            let limit = clients::body_limit(request.uri().path(), shared.max_request_bytes());
             let declared = request
                 .headers()
                 .get(axum::http::header::CONTENT_LENGTH)
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| v.parse::<u64>().ok());
             match declared {
-                Some(bytes) if bytes > shared.max_request_bytes() => Err(Refusal::TooLarge {
-                    bytes,
-                    limit: shared.max_request_bytes(),
-                }),
+                Some(bytes) if bytes > limit => Err(Refusal::TooLarge { bytes, limit }),
                 _ => Ok(caller),
             }
         });

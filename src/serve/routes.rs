@@ -4,9 +4,9 @@
 //! |---|---|
 //! | `POST /v1/memory` | the `tool_result` JSON for the body (a `tool_use` block or a bare input) |
 //! | `GET /v1/head` | `{"seq", "hash", "checkpoint"}` of the last event |
-//! | `GET /v1/verify` | the report, as `mnemo verify --json` prints it |
+//! | `GET /v1/verify?expect=` | the report, as `mnemo verify --json [--expect SEQ:HASH]` prints it |
 //! | `GET /v1/log?agent=&path=&from=&limit=` | one JSON object per line, as `mnemo log --json` |
-//! | `GET /v1/ls?dir=&at=` | `{"dir", "at", "files": [{"path", "bytes", "created", "updated"}]}` |
+//! | `GET /v1/ls?dir=&at=` | `{"dir", "at", "files": [{"path", "bytes", "created", "updated"}]}` (`dir=/`: the whole store) |
 //! | `GET /v1/cat?path=&at=` | the file's content (`text/plain`), as `mnemo cat` prints it |
 //! | `GET /v1/history?path=` | one JSON object per line, as `mnemo history --json` |
 //! | `GET /v1/acl` | one JSON object per line, as `mnemo acl list --json` |
@@ -14,6 +14,7 @@
 //! | `GET /v1/tokens` | one JSON object per line, as `mnemo token list --json` |
 //! | `POST /v1/tokens` | `{"agent", "label"}` in, `{"id", "agent", "label", "seq", "token"}` out: the token, once |
 //! | `DELETE /v1/tokens/ID` | `{"seq", "result"}`; 404 for an unknown id, 409 for one already revoked |
+//! | `GET /v1/attach`, `/v1/records?tag=`, `POST /v1/memory/oversized` | see [`clients`](super::clients) |
 //! | `/mcp` | MCP over streamable HTTP |
 //!
 //! A call to `/v1/memory` is recorded under the request's agent, like any memory-tool call, and
@@ -41,6 +42,7 @@ use crate::client::MnemoClient;
 use crate::event::Seq;
 use crate::history::{LogQuery, absolute_path, event_json, record_at, records_at, select_events};
 use crate::lineage::trail_json;
+use crate::log::Head;
 use crate::paths::MemPath;
 use crate::policy::{Access, AdminCommand};
 use crate::token::{self, OPERATOR};
@@ -48,7 +50,7 @@ use crate::writer::Receipt;
 
 /// The router of every route, over `shared`; `stop` ends the MCP streams.
 pub(crate) fn router(shared: Arc<Shared>, stop: CancellationToken) -> Router {
-    let mcp = super::mcp::service(Arc::clone(&shared), stop);
+    let mcp = super::mcp::service(Arc::clone(&shared), stop.clone());
     Router::new()
         .route("/v1/memory", post(memory))
         .route("/v1/head", get(head))
@@ -60,6 +62,7 @@ pub(crate) fn router(shared: Arc<Shared>, stop: CancellationToken) -> Router {
         .route("/v1/acl", get(acl_list).post(acl_change))
         .route("/v1/tokens", get(tokens_list).post(token_create))
         .route("/v1/tokens/{id}", delete(token_revoke))
+        .merge(super::clients::routes(stop))
         .nest_service("/mcp", mcp)
         .fallback(not_found)
         .with_state(shared)
@@ -82,7 +85,7 @@ fn json_body(bytes: Vec<u8>, content_type: &'static str) -> Response {
 async fn not_found() -> Response {
     error(
         StatusCode::NOT_FOUND,
-        "no such route; the routes are POST /v1/memory, GET /v1/head, /v1/verify, /v1/log, /v1/ls, /v1/cat, /v1/history, GET and POST /v1/acl and /v1/tokens, DELETE /v1/tokens/ID, and MCP at /mcp",
+        "no such route; the routes are POST /v1/memory, /v1/memory/oversized, GET /v1/head, /v1/verify, /v1/log, /v1/ls, /v1/cat, /v1/history, /v1/records, /v1/attach, GET and POST /v1/acl and /v1/tokens, DELETE /v1/tokens/ID, and MCP at /mcp",
     )
 }
 
@@ -164,11 +167,10 @@ async fn memory(
         Ok(tool) => tool,
         Err(why) => return Failure::Client(StatusCode::BAD_REQUEST, why).into_response(),
     };
-    // As `mnemo tool` reads a line: JSON is handled as by `handle`, anything else is recorded as
-    // a rejected call and answered with an error result.
+    // As `mnemo tool` answers a line: JSON is handled as by `handle`, anything else (bytes that
+    // are not UTF-8 too) is recorded as a rejected call and answered with an error result.
     let answered = blocking(move || {
-        let text = String::from_utf8_lossy(&bytes);
-        let result = tool.handle_line(&text);
+        let result = tool.handle_bytes(&bytes);
         serde_json::to_vec(&result).map_err(|e| Failure::Store(e.to_string()))
     })
     .await;
@@ -200,14 +202,22 @@ async fn head(
     Ok(json_body(body.to_string().into_bytes(), "application/json"))
 }
 
+/// `/v1/verify`'s query.
+#[derive(Deserialize)]
+struct VerifyParams {
+    expect: Option<String>,
+}
+
 async fn verify(
     State(shared): State<Arc<Shared>>,
     Extension(caller): Extension<Caller>,
+    Query(params): Query<VerifyParams>,
 ) -> Result<Response, Failure> {
     operator(&caller)?;
+    let expect = params.expect.as_deref().map(Head::parse).transpose()?;
     let client = shared.client().clone();
     let report = blocking(move || {
-        let report = client.verify()?;
+        let report = client.verify_with(expect)?;
         Ok(report.to_json(client.path()))
     })
     .await?;
@@ -282,7 +292,9 @@ async fn ls(
     Query(params): Query<TreeParams>,
 ) -> Result<Response, Failure> {
     operator(&caller)?;
-    let dir = absolute_path(params.dir.as_deref().unwrap_or(shared.root()))?;
+    // `/` too: the whole store, as `mnemo export` reads it.
+    let dir = MemPath::absolute(params.dir.as_deref().unwrap_or(shared.root()))
+        .map_err(crate::Error::InvalidArgument)?;
     let at = params.at.map(Seq);
     let client = shared.client().clone();
     let shown = dir.to_string();

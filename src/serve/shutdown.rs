@@ -1,4 +1,5 @@
-//! When the server stops: on SIGTERM or SIGINT, or after `--idle-exit` seconds with no request.
+//! When the server stops: on SIGTERM or SIGINT, or after `--idle-exit` seconds with no request
+//! in progress (an attached client's lasts while it stays connected).
 //!
 //! Stopping is graceful: the listener stops accepting, calls in flight run to their answer, MCP
 //! streams are closed (through the cancellation token rmcp watches), and then the store closes.

@@ -1,0 +1,428 @@
+//! The CLI's side of sharing a store (part of the `mnemo` binary, not of the library): finding
+//! the server that holds a store, starting one for `tool` and `mcp`, and the read commands
+//! answered through it. Needs a build with `--features serve`; without it every command opens
+//! the store itself, as before.
+
+use clap::Args;
+
+/// Where a command reaches a store that a server holds.
+#[derive(Args, Clone, Debug)]
+pub struct Remote {
+    /// Reach the `mnemo serve` at this URL (such as http://127.0.0.1:41234) instead of the store
+    /// at --db (a build with `--features serve`).
+    #[arg(long, env = "MNEMO_URL", value_name = "URL")]
+    pub connect: Option<String>,
+    /// The bearer token --connect presents: an agent token, or the operator's from the server
+    /// file (mnemo-server.json in the store directory).
+    #[arg(
+        long,
+        env = "MNEMO_TOKEN",
+        value_name = "TOKEN",
+        hide_env_values = true
+    )]
+    pub token: Option<String>,
+}
+
+/// How `tool` and `mcp` start a server when none holds the store.
+#[derive(Args, Clone, Debug)]
+pub struct Start {
+    /// A server this starts exits this many seconds after its last client left.
+    #[arg(
+        long = "idle-exit",
+        env = "MNEMO_IDLE_EXIT",
+        value_name = "SECS",
+        default_value_t = 30.0
+    )]
+    pub idle_exit: f64,
+}
+
+type Failure = Box<dyn std::error::Error>;
+
+/// What a read command asks a server for (read only in a build with the server).
+#[cfg_attr(not(feature = "serve"), expect(dead_code))]
+pub enum Read {
+    /// `mnemo verify`.
+    Verify {
+        as_json: bool,
+        expect: Option<mnemo::Head>,
+    },
+    /// `mnemo log` or `mnemo history`: events as JSON lines from `route`.
+    Events {
+        route: &'static str,
+        params: Vec<(&'static str, String)>,
+        as_json: bool,
+        /// Printed (in text form) when there is no event.
+        empty_note: Option<String>,
+    },
+    /// `mnemo ls`.
+    Ls { dir: String, at: Option<u64> },
+    /// `mnemo cat`.
+    Cat { file: String, at: Option<u64> },
+    /// `mnemo export`.
+    Export {
+        dir: std::path::PathBuf,
+        at: Option<u64>,
+    },
+}
+
+#[cfg(feature = "serve")]
+pub use served::*;
+
+#[cfg(feature = "serve")]
+mod served {
+    use std::ffi::OsString;
+    use std::io::Write;
+    use std::path::Path;
+    use std::process::ExitCode;
+
+    use mnemo::serve::discovery::{Launch, Link, START_WAIT, live_server, unanswered};
+    use mnemo::tool::format_size;
+    use mnemo::tool::request::{Request, read_request};
+    use mnemo::{Head, RemoteClient, RemoteError};
+    use serde_json::Value;
+
+    use super::{Failure, Read, Remote, Start};
+    use crate::{CliResult, ReportView, Session, event_line_parts};
+
+    /// The server a read command talks to: the one --connect names, or the live one that holds
+    /// `db`; `None` when the command should open the store itself.
+    pub fn read_client(db: &Path, remote: &Remote) -> Result<Option<RemoteClient>, Failure> {
+        if let Some(url) = &remote.connect {
+            return Ok(Some(RemoteClient::new(url.clone(), token(remote)?)));
+        }
+        Ok(live_server(db).map(|file| RemoteClient::new(file.url, file.token)))
+    }
+
+    fn token(remote: &Remote) -> Result<String, Failure> {
+        remote.token.clone().ok_or_else(|| {
+            "--connect needs --token (or MNEMO_TOKEN): an agent token, or the operator's from the server file".into()
+        })
+    }
+
+    /// Answers `read` through the server that holds `db` (or that --connect names), else with
+    /// `local` on the store itself. A server found by its file that stops before it answers is
+    /// left for the store, which it then no longer holds.
+    pub fn read(
+        db: &Path,
+        remote: &Remote,
+        read: &Read,
+        local: impl FnOnce() -> CliResult,
+    ) -> CliResult {
+        let served = |client: &RemoteClient| match read {
+            Read::Verify { as_json, expect } => verify(client, db, *as_json, expect.as_ref()),
+            Read::Events {
+                route,
+                params,
+                as_json,
+                empty_note,
+            } => events(client, route, params, *as_json, empty_note.as_deref()),
+            Read::Ls { dir, at } => ls(client, dir, *at),
+            Read::Cat { file, at } => cat(client, file, *at),
+            Read::Export { dir, at } => export(client, dir, *at),
+        };
+        match read_client(db, remote)? {
+            Some(client) => match served(&client) {
+                Err(e) if e.is_unreachable() && remote.connect.is_none() => local(),
+                answered => answered?,
+            },
+            None => match local() {
+                // A server that started after the look: ask it.
+                Err(e) if is_locked(e.as_ref()) => match read_client(db, remote)? {
+                    Some(client) => served(&client)?,
+                    None => Err(e),
+                },
+                done => done,
+            },
+        }
+    }
+
+    fn is_locked(e: &(dyn std::error::Error + 'static)) -> bool {
+        matches!(
+            e.downcast_ref::<mnemo::Error>(),
+            Some(mnemo::Error::Locked { .. } | mnemo::Error::Served { .. })
+        )
+    }
+
+    /// The server connection of a `tool` or `mcp` session: to --connect's server, or to the
+    /// server of --db, started now (and again when it goes away) when none runs. `None` for an
+    /// agent id an HTTP header cannot carry (not printable ASCII), or when no server could be
+    /// started: that session opens the store itself, as a build without the server does.
+    pub fn session_link(
+        session: &Session,
+        remote: &Remote,
+        start: &Start,
+        agent: Option<String>,
+        default_agent: &str,
+    ) -> Result<Option<Link>, Failure> {
+        if let Some(url) = &remote.connect {
+            let client = RemoteClient::new(url.clone(), token(remote)?);
+            let client = match agent {
+                Some(agent) if !fits_a_header(&agent) => {
+                    return Err(format!("the agent id {agent:?} cannot be sent to a server (an HTTP header carries printable ASCII only); pick another --agent").into());
+                }
+                Some(agent) => client.with_agent(agent),
+                None => client,
+            };
+            return Ok(Some(Link::fixed(client)));
+        }
+        let agent = agent.unwrap_or_else(|| default_agent.to_string());
+        if !fits_a_header(&agent) {
+            return Ok(None);
+        }
+        let launch = Launch {
+            exe: std::env::current_exe()
+                .map_err(|e| format!("cannot find the mnemo binary to start a server ({e})"))?,
+            args: serve_args(session, start),
+            wait: START_WAIT,
+        };
+        match Link::to_store(&session.db.db, Some(agent), launch) {
+            Ok(link) => Ok(Some(link)),
+            Err(e) => {
+                // Opening the store here says what stopped the server, or serves alone.
+                eprintln!("mnemo: {e}; opening the store in this process instead");
+                Ok(None)
+            }
+        }
+    }
+
+    /// Whether `agent` can be sent as `X-Mnemo-Agent` unchanged.
+    fn fits_a_header(agent: &str) -> bool {
+        !agent.starts_with(' ')
+            && !agent.ends_with(' ')
+            && agent.bytes().all(|b| b.is_ascii_graphic() || b == b' ')
+    }
+
+    /// The `serve` options that give a started server this session's answers.
+    fn serve_args(session: &Session, start: &Start) -> Vec<OsString> {
+        let mut args: Vec<OsString> = vec![
+            "--profile".into(),
+            session.profile.name().into(),
+            "--root".into(),
+            session.root.clone().into(),
+            "--durability".into(),
+            session.durability.name().into(),
+            "--max-file-bytes".into(),
+            session.max_file_bytes.to_string().into(),
+            "--max-request-bytes".into(),
+            session.max_request_bytes.to_string().into(),
+            "--idle-exit".into(),
+            start.idle_exit.to_string().into(),
+        ];
+        if let Some(chars) = session.view_max_chars {
+            args.push("--view-max-chars".into());
+            args.push(chars.to_string().into());
+        }
+        args
+    }
+
+    /// `mnemo tool` through a server: every line is sent as it was read, and the server's
+    /// `tool_result` printed as it came (byte for byte what a local session prints). A line
+    /// over the limit is sent as its digest. Exit 2 when calls went unanswered.
+    pub fn run_tool(link: &Link, limit: u64) -> CliResult {
+        let mut input = std::io::BufReader::with_capacity(1 << 16, std::io::stdin().lock());
+        let mut out = std::io::stdout().lock();
+        let mut unanswered_calls = 0u64;
+        while let Some(request) = read_request(&mut input, limit)? {
+            let answer = link.call(|client| match &request {
+                Request::Line(bytes) => client.memory_bytes(bytes),
+                Request::TooLarge(digest) | Request::Stopped { digest, .. } => {
+                    client.oversized(digest)
+                }
+            });
+            match answer {
+                Ok(bytes) => out.write_all(&bytes)?,
+                Err(e) => {
+                    unanswered_calls += 1;
+                    let id = match &request {
+                        Request::Line(bytes) => tool_use_id(bytes),
+                        _ => None,
+                    };
+                    serde_json::to_writer(&mut out, &unanswered(id.as_deref(), &e))?;
+                }
+            }
+            out.write_all(b"\n")?;
+            out.flush()?;
+        }
+        if unanswered_calls > 0 {
+            return Err(format!(
+                "the server did not answer {unanswered_calls} call(s) of this session (each got an error result); check them with `mnemo log`"
+            )
+            .into());
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+
+    /// The `id` of a line that is a `tool_use` block.
+    fn tool_use_id(line: &[u8]) -> Option<String> {
+        let value: Value = serde_json::from_slice(line).ok()?;
+        if value.get("type").and_then(Value::as_str) != Some("tool_use") {
+            return None;
+        }
+        value.get("id").and_then(Value::as_str).map(str::to_string)
+    }
+
+    /// `mnemo mcp` through a server: the same MCP session on stdin and stdout, every call and
+    /// resource read answered by the server.
+    pub fn run_mcp(link: Link, session: &Session) -> CliResult {
+        let root = mnemo::MemPath::root(&session.root).map_err(mnemo::Error::InvalidArgument)?;
+        mnemo::MnemoMcpServer::over(
+            std::sync::Arc::new(link),
+            root.to_string(),
+            session.max_request_bytes,
+        )
+        .serve_stdio()?;
+        Ok(ExitCode::SUCCESS)
+    }
+
+    fn ls(client: &RemoteClient, dir: &str, at: Option<u64>) -> Result<CliResult, RemoteError> {
+        let mut query = vec![("dir", dir.to_string())];
+        query.extend(at.map(|at| ("at", at.to_string())));
+        let listed: Value = serde_json::from_slice(&client.read("/v1/ls", &query)?)
+            .map_err(|e| protocol(client, &e))?;
+        let mut lines = String::new();
+        for file in listed["files"].as_array().into_iter().flatten() {
+            let bytes = file["bytes"].as_u64().unwrap_or_default();
+            let path = file["path"].as_str().unwrap_or_default();
+            lines.push_str(&format!("{:>7}  {path}\n", format_size(bytes)));
+        }
+        Ok(print(lines.as_bytes()))
+    }
+
+    fn cat(client: &RemoteClient, file: &str, at: Option<u64>) -> Result<CliResult, RemoteError> {
+        let mut query = vec![("path", file.to_string())];
+        query.extend(at.map(|at| ("at", at.to_string())));
+        match client.read("/v1/cat", &query) {
+            Ok(content) => Ok(print(&content)),
+            Err(e) if e.status() == Some(404) => Ok(Err(crate::no_file(file, at).into())),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn events(
+        client: &RemoteClient,
+        route: &str,
+        query: &[(&str, String)],
+        as_json: bool,
+        empty_note: Option<&str>,
+    ) -> Result<CliResult, RemoteError> {
+        let lines = client.read(route, query)?;
+        if as_json {
+            return Ok(print(&lines));
+        }
+        let mut text = String::new();
+        for line in String::from_utf8_lossy(&lines).lines() {
+            let event: Value = serde_json::from_str(line).map_err(|e| protocol(client, &e))?;
+            let paths: Vec<&str> = event["paths"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            text.push_str(&event_line_parts(
+                event["seq"].as_u64().unwrap_or_default(),
+                event["time"].as_str().unwrap_or_default(),
+                event["agent"].as_str().unwrap_or_default(),
+                event["command"].as_str().unwrap_or_default(),
+                event["is_error"].as_bool().unwrap_or_default(),
+                &paths,
+            ));
+            text.push('\n');
+        }
+        if let (true, Some(note)) = (text.is_empty(), empty_note) {
+            text = format!("{note}\n");
+        }
+        Ok(print(text.as_bytes()))
+    }
+
+    fn verify(
+        client: &RemoteClient,
+        db: &Path,
+        as_json: bool,
+        expect: Option<&Head>,
+    ) -> Result<CliResult, RemoteError> {
+        let mut report = client.verify(expect)?;
+        // The store as this command names it, as a local verify prints it.
+        report["store"] = Value::String(db.display().to_string());
+        let view = ReportView::from_json(&report).ok_or_else(|| RemoteError::Protocol {
+            url: client.url().to_string(),
+            why: "the verify report misses a field".into(),
+        })?;
+        Ok(crate::print_verify(db, as_json, &report, &view))
+    }
+
+    /// The whole tree (at a seq) from the listing and each file's content, exported here.
+    #[cfg(unix)]
+    fn export(
+        client: &RemoteClient,
+        dir: &Path,
+        at: Option<u64>,
+    ) -> Result<CliResult, RemoteError> {
+        let at_param = at.map(|at| ("at", at.to_string()));
+        let mut query = vec![("dir", "/".to_string())];
+        query.extend(at_param.clone());
+        let listed: Value = serde_json::from_slice(&client.read("/v1/ls", &query)?)
+            .map_err(|e| protocol(client, &e))?;
+        let mut records = Vec::new();
+        for file in listed["files"].as_array().into_iter().flatten() {
+            let path = file["path"].as_str().unwrap_or_default().to_string();
+            let mut query = vec![("path", path.clone())];
+            query.extend(at_param.clone());
+            let content = String::from_utf8(client.read("/v1/cat", &query)?).map_err(|e| {
+                RemoteError::Protocol {
+                    url: client.url().to_string(),
+                    why: e.to_string(),
+                }
+            })?;
+            let seq = |key: &str| mnemo::Seq(file[key].as_u64().unwrap_or_default());
+            records.push(mnemo::MemoryRecord {
+                tags: vec![mnemo::MEMORY_TAG.to_string(), format!("path:{path}")],
+                path,
+                content,
+                created: seq("created"),
+                updated: seq("updated"),
+            });
+        }
+        Ok(crate::export_records(&records, dir))
+    }
+
+    #[cfg(not(unix))]
+    fn export(_: &RemoteClient, _: &Path, _: Option<u64>) -> Result<CliResult, RemoteError> {
+        Ok(Err("mnemo export needs a Unix system".into()))
+    }
+
+    fn print(bytes: &[u8]) -> CliResult {
+        let mut out = std::io::stdout().lock();
+        out.write_all(bytes)?;
+        out.flush()?;
+        Ok(ExitCode::SUCCESS)
+    }
+
+    fn protocol(client: &RemoteClient, e: &serde_json::Error) -> RemoteError {
+        RemoteError::Protocol {
+            url: client.url().to_string(),
+            why: e.to_string(),
+        }
+    }
+}
+
+/// Without the server feature every read opens the store itself.
+#[cfg(not(feature = "serve"))]
+pub fn read(
+    _db: &std::path::Path,
+    remote: &Remote,
+    _read: &Read,
+    local: impl FnOnce() -> crate::CliResult,
+) -> crate::CliResult {
+    refuse_connect(remote)?;
+    local()
+}
+
+/// Without the server feature: `--connect` says how to get it; every command opens the store
+/// (and `--idle-exit` of `tool` and `mcp`, which starts no server, has nothing to do).
+#[cfg(not(feature = "serve"))]
+pub fn refuse_connect(remote: &Remote) -> Result<(), Failure> {
+    if remote.connect.is_some() {
+        return Err("--connect needs a mnemo built with `--features serve` (`cargo install mnemo-db --features serve`)".into());
+    }
+    Ok(())
+}

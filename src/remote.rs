@@ -1,0 +1,380 @@
+//! `RemoteClient`: a store that a `mnemo serve` process holds, reached over its HTTP API.
+//!
+//! Compiled with the `serve` cargo feature. Requests go through `ureq`, a small blocking HTTP/1.1
+//! client (built without TLS: a server is on loopback, or behind a proxy that terminates TLS),
+//! which keeps connections alive between calls. Every request carries the bearer token, and the
+//! acting agent in `X-Mnemo-Agent` when one is named (the operator may name any; an agent token
+//! acts only as its own agent, so leave it out there).
+//!
+//! A failure to reach the server is told apart from a connection that broke after the request
+//! was sent ([`RemoteError::is_unreachable`]): only the first is certain to have written
+//! nothing, so only it may be retried blindly.
+
+use std::io::Read;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::event::{InputDigest, Seq};
+use crate::log::Head;
+use crate::projection::MemoryRecord;
+
+/// How long a connection attempt waits.
+const CONNECT_WAIT: Duration = Duration::from_secs(5);
+
+/// Why a call to the server failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RemoteError {
+    /// No connection could be made: nothing was sent, so nothing was written.
+    #[error(
+        "cannot reach the mnemo server at {url} ({why}); check that it runs (`mnemo serve`) and that the URL names it"
+    )]
+    Unreachable {
+        /// The server's base URL.
+        url: String,
+        /// What the connection attempt met.
+        why: String,
+    },
+
+    /// The connection broke after the request was sent: the call may or may not have been
+    /// applied.
+    #[error(
+        "the connection to the mnemo server at {url} broke before it answered ({why}); the call may or may not have been applied, so check before you retry"
+    )]
+    Interrupted {
+        /// The server's base URL.
+        url: String,
+        /// What broke.
+        why: String,
+    },
+
+    /// The server answered with an error status.
+    #[error("the mnemo server at {url} refused the request ({status}): {reason}")]
+    Refused {
+        /// The server's base URL.
+        url: String,
+        /// The HTTP status.
+        status: u16,
+        /// The server's reason (its `{"error": ...}`), or the body.
+        reason: String,
+    },
+
+    /// The answer could not be read as the route's document.
+    #[error(
+        "the mnemo server at {url} answered with a document this client cannot read ({why}); check that it is a mnemo server of the same version"
+    )]
+    Protocol {
+        /// The server's base URL.
+        url: String,
+        /// What was wrong.
+        why: String,
+    },
+}
+
+impl RemoteError {
+    /// Whether the request never reached a server (so it wrote nothing, and a retry is safe).
+    pub fn is_unreachable(&self) -> bool {
+        matches!(self, RemoteError::Unreachable { .. })
+    }
+
+    /// Whether the server is gone: unreachable, or the connection broke mid-call.
+    pub fn is_disconnected(&self) -> bool {
+        matches!(
+            self,
+            RemoteError::Unreachable { .. } | RemoteError::Interrupted { .. }
+        )
+    }
+
+    /// The HTTP status of a refused request.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            RemoteError::Refused { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+}
+
+/// A client of a `mnemo serve` process: the memory tool, the agent's memory files, and the
+/// operator's read routes. `Send + Sync`, cheap to clone (clones share connections).
+#[derive(Clone)]
+pub struct RemoteClient {
+    url: String,
+    token: String,
+    agent: Option<String>,
+    http: ureq::Agent,
+}
+
+impl std::fmt::Debug for RemoteClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteClient")
+            .field("url", &self.url)
+            .field("agent", &self.agent)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RemoteClient {
+    /// A client of the server at `url` (such as `http://127.0.0.1:41234`) presenting `token`.
+    /// Makes no request: the first call finds out whether the server is there.
+    pub fn new(url: impl Into<String>, token: impl Into<String>) -> RemoteClient {
+        let config = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_connect(Some(CONNECT_WAIT))
+            .build();
+        RemoteClient {
+            url: url.into().trim_end_matches('/').to_string(),
+            token: token.into(),
+            agent: None,
+            http: ureq::Agent::new_with_config(config),
+        }
+    }
+
+    /// The same server and token, acting as `agent` (sent as `X-Mnemo-Agent`).
+    pub fn with_agent(&self, agent: impl Into<String>) -> RemoteClient {
+        RemoteClient {
+            agent: Some(agent.into()),
+            ..self.clone()
+        }
+    }
+
+    /// The server's base URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Whether `other` reaches the same server run (the same URL and token: a server started
+    /// again makes a new token, even on a port it happens to get again).
+    pub(crate) fn same_server(&self, other: &RemoteClient) -> bool {
+        self.url == other.url && self.token == other.token
+    }
+
+    /// The agent named in every request, if any (otherwise the token's, or the server's
+    /// default agent for the operator).
+    pub fn agent_id(&self) -> Option<&str> {
+        self.agent.as_deref()
+    }
+
+    fn authorize<B>(&self, mut request: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
+        request = request.header("Authorization", format!("Bearer {}", self.token));
+        if let Some(agent) = &self.agent {
+            request = request.header("X-Mnemo-Agent", agent.as_str());
+        }
+        request
+    }
+
+    fn get(&self, route: &str, query: &[(&str, String)]) -> Result<Vec<u8>, RemoteError> {
+        let mut request = self.http.get(format!("{}{route}", self.url));
+        for (key, value) in query {
+            request = request.query(key, value);
+        }
+        let sent = self.authorize(request).call();
+        self.answer(sent)
+    }
+
+    fn post(&self, route: &str, body: &[u8]) -> Result<Vec<u8>, RemoteError> {
+        let request = self
+            .http
+            .post(format!("{}{route}", self.url))
+            .header("Content-Type", "application/json");
+        let sent = self.authorize(request).send(body);
+        self.answer(sent)
+    }
+
+    /// The body of a 2xx answer; anything else as an error.
+    fn answer(
+        &self,
+        sent: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
+    ) -> Result<Vec<u8>, RemoteError> {
+        let response = sent.map_err(|e| self.failure(e))?;
+        let status = response.status().as_u16();
+        let mut body = Vec::new();
+        response
+            .into_body()
+            .into_reader()
+            .read_to_end(&mut body)
+            .map_err(|e| RemoteError::Interrupted {
+                url: self.url.clone(),
+                why: e.to_string(),
+            })?;
+        if (200..300).contains(&status) {
+            return Ok(body);
+        }
+        let reason = serde_json::from_slice::<Value>(&body)
+            .ok()
+            .and_then(|v| v["error"].as_str().map(str::to_string))
+            .unwrap_or_else(|| String::from_utf8_lossy(&body).into_owned());
+        Err(RemoteError::Refused {
+            url: self.url.clone(),
+            status,
+            reason,
+        })
+    }
+
+    fn failure(&self, e: ureq::Error) -> RemoteError {
+        let url = self.url.clone();
+        let why = e.to_string();
+        let never_sent = match &e {
+            ureq::Error::ConnectionFailed | ureq::Error::HostNotFound => true,
+            ureq::Error::Io(io) => matches!(
+                io.kind(),
+                std::io::ErrorKind::ConnectionRefused
+                    | std::io::ErrorKind::AddrNotAvailable
+                    | std::io::ErrorKind::NotFound
+            ),
+            ureq::Error::Timeout(ureq::Timeout::Connect | ureq::Timeout::Resolve) => true,
+            _ => false,
+        };
+        if never_sent {
+            RemoteError::Unreachable { url, why }
+        } else {
+            RemoteError::Interrupted { url, why }
+        }
+    }
+
+    fn json(&self, bytes: &[u8]) -> Result<Value, RemoteError> {
+        serde_json::from_slice(bytes).map_err(|e| self.protocol(e.to_string()))
+    }
+
+    fn protocol(&self, why: String) -> RemoteError {
+        RemoteError::Protocol {
+            url: self.url.clone(),
+            why,
+        }
+    }
+
+    /// Answers one memory-tool request (a `tool_use` block or a bare input, as JSON text or
+    /// any bytes `mnemo tool` might read on a line) and returns the `tool_result` JSON text,
+    /// byte for byte what the server's [`MnemoMemoryToolServer`](crate::MnemoMemoryToolServer)
+    /// made.
+    pub fn memory_bytes(&self, request: &[u8]) -> Result<Vec<u8>, RemoteError> {
+        self.post("/v1/memory", request)
+    }
+
+    /// [`memory_bytes`](Self::memory_bytes) for a value: the `tool_result` block.
+    pub fn handle(&self, block: &Value) -> Result<Value, RemoteError> {
+        let answer = self.memory_bytes(block.to_string().as_bytes())?;
+        self.json(&answer)
+    }
+
+    /// Records a request over the size limit, which was never held whole, as its digest, and
+    /// returns the refusal's `tool_result` JSON text (as `mnemo tool` answers such a line).
+    pub fn oversized(&self, digest: &InputDigest) -> Result<Vec<u8>, RemoteError> {
+        let body = serde_json::to_vec(digest).map_err(|e| self.protocol(e.to_string()))?;
+        self.post("/v1/memory/oversized", &body)
+    }
+
+    /// Memory files carrying `tag` that the acting agent may read (see
+    /// [`MnemoClient::records_by_tag`](crate::MnemoClient::records_by_tag)); not logged.
+    pub fn records_by_tag(&self, tag: &str) -> Result<Vec<MemoryRecord>, RemoteError> {
+        let answer = self.get("/v1/records", &[("tag", tag.to_string())])?;
+        let listed = self.json(&answer)?;
+        let files = listed["files"]
+            .as_array()
+            .ok_or_else(|| self.protocol("no \"files\" list".into()))?;
+        files.iter().map(|file| self.record_of(file)).collect()
+    }
+
+    /// The file at canonical `path` if the acting agent may read it (see
+    /// [`MnemoClient::record`](crate::MnemoClient::record)); not logged.
+    pub fn record(&self, path: &str) -> Result<Option<MemoryRecord>, RemoteError> {
+        Ok(self
+            .records_by_tag(&format!("path:{path}"))?
+            .into_iter()
+            .next())
+    }
+
+    fn record_of(&self, file: &Value) -> Result<MemoryRecord, RemoteError> {
+        let text = |key: &str| {
+            file[key]
+                .as_str()
+                .map(str::to_string)
+                .ok_or_else(|| self.protocol(format!("a file without {key:?}")))
+        };
+        let seq = |key: &str| {
+            file[key]
+                .as_u64()
+                .map(Seq)
+                .ok_or_else(|| self.protocol(format!("a file without {key:?}")))
+        };
+        let tags = file["tags"]
+            .as_array()
+            .map(|tags| {
+                tags.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(MemoryRecord {
+            path: text("path")?,
+            content: text("content")?,
+            tags,
+            created: seq("created")?,
+            updated: seq("updated")?,
+        })
+    }
+
+    /// The last event (operator only).
+    pub fn head(&self) -> Result<Head, RemoteError> {
+        let answer = self.json(&self.get("/v1/head", &[])?)?;
+        let checkpoint = answer["checkpoint"]
+            .as_str()
+            .ok_or_else(|| self.protocol("no \"checkpoint\"".into()))?;
+        Head::parse(checkpoint).map_err(|e| self.protocol(e.to_string()))
+    }
+
+    /// Verifies the whole store on the server, as `mnemo verify --json` reports it; `expect`
+    /// is a checkpoint (`SEQ:HASH`) the log must still hold (operator only).
+    pub fn verify(&self, expect: Option<&Head>) -> Result<Value, RemoteError> {
+        let query: Vec<(&str, String)> = expect
+            .map(|head| ("expect", head.to_string()))
+            .into_iter()
+            .collect();
+        let answer = self.get("/v1/verify", &query)?;
+        self.json(&answer)
+    }
+
+    /// Runs a read route (`/v1/log`, `/v1/ls`, `/v1/cat`, `/v1/history`) with `query` and
+    /// returns its body as the server sent it (operator only).
+    pub fn read(&self, route: &str, query: &[(&str, String)]) -> Result<Vec<u8>, RemoteError> {
+        self.get(route, query)
+    }
+
+    /// Holds a connection to the server open until this process exits (or the server stops),
+    /// so that the server counts this client as connected and does not stop for `--idle-exit`
+    /// meanwhile. Runs on a thread of its own and returns at once: the flag is true while the
+    /// connection is open (or the server answered without attaching), and turns false when the
+    /// server goes away.
+    pub fn attach(&self) -> Arc<AtomicBool> {
+        let attached = Arc::new(AtomicBool::new(true));
+        let flag = Arc::clone(&attached);
+        let client = self.clone();
+        let spawned = std::thread::Builder::new()
+            .name("mnemo-attach".into())
+            .spawn(move || {
+                let request = client.http.get(format!("{}/v1/attach", client.url));
+                match client.authorize(request).call() {
+                    Ok(response) if response.status().is_success() => {
+                        // Heartbeats until the server stops or this process exits.
+                        let mut sink = [0u8; 64];
+                        let mut reader = response.into_body().into_reader();
+                        while matches!(reader.read(&mut sink), Ok(n) if n > 0) {}
+                    }
+                    // The server is there but does not attach this client (a token it refuses,
+                    // a server without the route): it is not gone, so the flag stays up.
+                    Ok(_) => return,
+                    Err(_) => {}
+                }
+                flag.store(false, Ordering::SeqCst);
+            });
+        if spawned.is_err() {
+            // Without the thread the client still works; the server may then stop while it is
+            // idle, and the next call finds it gone.
+            attached.store(false, Ordering::SeqCst);
+        }
+        attached
+    }
+}

@@ -1,0 +1,209 @@
+//! The routes that stdio clients of the server need beyond the memory tool: staying attached,
+//! the agent's own memory files, and the refusal of a request too large to send.
+//!
+//! | route | answer |
+//! |---|---|
+//! | `GET /v1/attach` | a body that never ends on its own: one `\n` every [`HEARTBEAT`], until the client hangs up or the server stops |
+//! | `GET /v1/records?tag=` | `{"files": [{"path", "content", "tags", "created", "updated"}]}`: the files carrying `tag` (`memorytool`, `path:/memories/x`) that the request's agent may read |
+//! | `POST /v1/memory/oversized` | the `tool_result` JSON for a request over the size limit, from its digest `{"len", "hash", "prefix"}` |
+//!
+//! **Attached clients.** `--idle-exit` counts requests in progress, and an attach is one for as
+//! long as its connection is open: a `mnemo tool` or `mnemo mcp` that reaches the server holds
+//! one for its whole life, so the server does not stop under it. A client killed with `kill -9`
+//! has its socket closed by the kernel; the next heartbeat fails to send, the body is dropped
+//! and the client no longer counts. On a stop the bodies end, so a graceful shutdown does not
+//! wait for them.
+//!
+//! The records route is access-checked for the request's agent, like an MCP resource read, and
+//! not logged. The oversized route records what `mnemo tool` records for a line it never held
+//! whole: a refusal carrying the line's digest (the client hashed it while reading). A digest of
+//! a request within the limit is refused: that request belongs on `/v1/memory`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{Extension, Query, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde::Deserialize;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::Shared;
+use super::auth::Caller;
+use super::routes::error;
+use crate::event::InputDigest;
+use crate::projection::MemoryRecord;
+use crate::tool::request::Request;
+
+/// How often an attached client is sent a heartbeat (and so how soon a dead one is noticed).
+pub const HEARTBEAT: Duration = Duration::from_secs(1);
+
+/// The longest digest prefix a client can have made: 256 bytes of input, each invalid byte
+/// shown as U+FFFD (3 bytes).
+const MAX_PREFIX_BYTES: usize = 3 * 256;
+
+/// The route a request over the size limit is recorded through, as its digest.
+const OVERSIZED: &str = "/v1/memory/oversized";
+
+/// The largest body the oversized route takes: a digest, whatever the request limit.
+const DIGEST_BODY_BYTES: u64 = 4096;
+
+/// The largest body the gate lets through to `route`: the request limit, except for the digest
+/// of a request over it (which may be longer than a small limit).
+pub(crate) fn body_limit(route: &str, max_request_bytes: u64) -> u64 {
+    if route == OVERSIZED {
+        max_request_bytes.max(DIGEST_BODY_BYTES)
+    } else {
+        max_request_bytes
+    }
+}
+
+/// The routes of this module, over `shared`; `stop` ends the attached bodies.
+pub(crate) fn routes(stop: CancellationToken) -> Router<Arc<Shared>> {
+    Router::new()
+        .route("/v1/attach", get(attach))
+        .route("/v1/records", get(records))
+        .route(OVERSIZED, post(oversized))
+        .layer(Extension(stop))
+}
+
+async fn attach(
+    State(shared): State<Arc<Shared>>,
+    Extension(stop): Extension<CancellationToken>,
+) -> Response {
+    let attached = shared.activity.begin();
+    let mut ticks = tokio::time::interval(HEARTBEAT);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let beats = futures_util::stream::unfold(
+        (ticks, attached, stop),
+        |(mut ticks, attached, stop)| async move {
+            tokio::select! {
+                () = stop.cancelled() => None,
+                _ = ticks.tick() => Some((
+                    Ok::<_, std::io::Error>(Bytes::from_static(b"\n")),
+                    (ticks, attached, stop),
+                )),
+            }
+        },
+    );
+    let mut response = Response::new(Body::from_stream(beats));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
+/// `/v1/records`'s query.
+#[derive(Deserialize)]
+struct RecordsParams {
+    tag: Option<String>,
+}
+
+async fn records(
+    State(shared): State<Arc<Shared>>,
+    Extension(caller): Extension<Caller>,
+    Query(params): Query<RecordsParams>,
+) -> Response {
+    let Some(tag) = params.tag else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "name the tag: /v1/records?tag=memorytool, or ?tag=path:/memories/notes.md",
+        );
+    };
+    let tool = match shared.tool_for(&caller.agent) {
+        Ok(tool) => tool,
+        Err(why) => return error(StatusCode::BAD_REQUEST, &why),
+    };
+    let listed =
+        tokio::task::spawn_blocking(move || tool.client().records_by_tag(&tag).map(files_json))
+            .await;
+    match listed {
+        Ok(Ok(body)) => json(body.to_string()),
+        Ok(Err(e)) => store_failed(&e.to_string()),
+        Err(e) => store_failed(&format!("the call did not finish: {e}")),
+    }
+}
+
+fn files_json(records: Vec<MemoryRecord>) -> serde_json::Value {
+    let files: Vec<serde_json::Value> = records
+        .into_iter()
+        .map(|r| {
+            json!({
+                "path": r.path,
+                "content": r.content,
+                "tags": r.tags,
+                "created": r.created.0,
+                "updated": r.updated.0,
+            })
+        })
+        .collect();
+    json!({ "files": files })
+}
+
+async fn oversized(
+    State(shared): State<Arc<Shared>>,
+    Extension(caller): Extension<Caller>,
+    body: Body,
+) -> Response {
+    let limit = usize::try_from(DIGEST_BODY_BYTES).unwrap_or(usize::MAX);
+    let Ok(body) = axum::body::to_bytes(body, limit).await else {
+        return error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &format!("a digest takes at most {DIGEST_BODY_BYTES} bytes"),
+        );
+    };
+    let digest: InputDigest = match serde_json::from_slice(&body) {
+        Ok(digest) => digest,
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                &format!(
+                    "the body is not a digest ({e}); send {{\"len\": BYTES, \"hash\": HEX, \"prefix\": TEXT}}"
+                ),
+            );
+        }
+    };
+    let limit = shared.max_request_bytes();
+    if digest.len <= limit || digest.prefix.len() > MAX_PREFIX_BYTES {
+        return error(
+            StatusCode::BAD_REQUEST,
+            &format!(
+                "this digest is not one of a request over the limit of {limit} bytes (with a prefix of at most {MAX_PREFIX_BYTES} bytes); send the request itself to POST /v1/memory"
+            ),
+        );
+    }
+    let tool = match shared.tool_for(&caller.agent) {
+        Ok(tool) => tool,
+        Err(why) => return error(StatusCode::BAD_REQUEST, &why),
+    };
+    let answered = tokio::task::spawn_blocking(move || {
+        serde_json::to_string(&tool.handle_request(Request::TooLarge(digest)))
+    })
+    .await;
+    match answered {
+        Ok(Ok(text)) => json(text),
+        Ok(Err(e)) => store_failed(&e.to_string()),
+        Err(e) => store_failed(&format!("the call did not finish: {e}")),
+    }
+}
+
+fn json(text: String) -> Response {
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        text,
+    )
+        .into_response()
+}
+
+fn store_failed(why: &str) -> Response {
+    error(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        &format!("the store failed ({why}); retry, and check the server's disk if it persists"),
+    )
+}

@@ -1,0 +1,626 @@
+//! Clients that find the server holding a store, through the built binary: `mnemo tool` and
+//! `mnemo mcp` start one (detached) or connect to the one running, print what a local session
+//! prints, keep it from idling out while attached, and survive a killed server or client; the
+//! read commands go through it; `--connect` reaches it by URL.
+
+#![cfg(unix)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use mnemo::serve::ServerFile;
+use mnemo::tool::request::read_request;
+use mnemo::{Durability, MnemoClient, MnemoMemoryToolServer};
+use serde_json::{Value, json};
+
+use crate::support::{TempStore, mnemo_command, run_mnemo_env, spawn_piped};
+
+// kill -9 loops, the MCP config twice, 16 client processes.
+mod processes;
+
+const WAIT: Duration = Duration::from_secs(30);
+
+/// Runs `mnemo args...` with `stdin` and the variables `env`, no other MNEMO_* from outside.
+pub fn mnemo(args: &[&str], env: &[(&str, &str)], stdin: &[u8]) -> Output {
+    run_mnemo_env(args, env, stdin)
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The live server of `db`, waiting for one to appear.
+pub fn server_of(db: &Path) -> ServerFile {
+    let started = Instant::now();
+    loop {
+        if let Some(file) = mnemo::serve::discovery::live_server(db) {
+            return file;
+        }
+        assert!(started.elapsed() < WAIT, "no live server for {db:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Stops the server of `db` (if one runs) with SIGTERM and waits for its server file to go.
+pub fn stop_server(db: &Path) {
+    let Ok(Some(file)) = ServerFile::read(db) else {
+        return;
+    };
+    signal("-TERM", file.pid);
+    wait_for(
+        || !ServerFile::path(db).exists(),
+        "the server to remove its file",
+    );
+}
+
+pub fn signal(name: &str, pid: u32) {
+    let _ = Command::new("kill")
+        .args([name, &pid.to_string()])
+        .stderr(Stdio::null())
+        .status();
+}
+
+pub fn wait_for(done: impl Fn() -> bool, what: &str) {
+    let started = Instant::now();
+    while !done() {
+        assert!(started.elapsed() < WAIT, "waited {WAIT:?} for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A `mnemo tool` (or `mnemo mcp`) process fed line by line.
+pub struct Session {
+    pub child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Session {
+    pub fn start(args: &[&str], env: &[(&str, &str)]) -> Session {
+        let (child, stdin, stdout) = spawn_piped(mnemo_command(args, env));
+        Session {
+            child,
+            stdin,
+            stdout,
+        }
+    }
+
+    pub fn send(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(line.as_bytes()).expect("write a line");
+        stdin.write_all(b"\n").expect("write a newline");
+        stdin.flush().expect("flush");
+    }
+
+    /// The next line of output; `None` at its end.
+    pub fn line(&mut self) -> Option<String> {
+        let mut out = String::new();
+        match self.stdout.read_line(&mut out) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(out),
+        }
+    }
+
+    pub fn call(&mut self, line: &str) -> Value {
+        self.send(line);
+        let out = self.line().expect("an answer line");
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"))
+    }
+
+    /// Closes stdin and waits for the exit.
+    pub fn finish(mut self) -> std::process::ExitStatus {
+        drop(self.stdin.take());
+        self.child.wait().expect("wait")
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if self.stdin.is_some() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// `mnemo tool --db DB EXTRA...`, fed line by line.
+pub fn tool(db: &Path, extra: &[&str]) -> Session {
+    let mut args = vec!["tool", "--db", db_arg(db)];
+    args.extend_from_slice(extra);
+    Session::start(&args, &[])
+}
+
+/// `mnemo COMMAND --connect URL --token TOKEN --agent AGENT` for the server of `file`.
+pub fn connect_args<'a>(command: &'a str, file: &'a ServerFile, agent: &'a str) -> [&'a str; 7] {
+    [
+        command,
+        "--connect",
+        &file.url,
+        "--token",
+        &file.token,
+        "--agent",
+        agent,
+    ]
+}
+
+pub fn db_arg(db: &Path) -> &str {
+    db.to_str().expect("a UTF-8 path")
+}
+
+/// Lines a session sends: `tool_use` blocks and bare inputs of the six commands, error cases, a
+/// line over the request limit, lines that are not JSON or not UTF-8.
+fn lines() -> Vec<Vec<u8>> {
+    let mut lines: Vec<Vec<u8>> = crate::serve::session()
+        .iter()
+        .map(|v| v.to_string().into_bytes())
+        .collect();
+    let big =
+        json!({"command": "create", "path": "/memories/big.md", "file_text": "x".repeat(400)});
+    lines.push(big.to_string().into_bytes());
+    lines.push(b"view /memories".to_vec());
+    lines.push(b"{\"command\": \"view\", \"path\": \"/memories/\xff\"}".to_vec());
+    lines.push(br#"{"command": "view", "path": "/memories", "command": "delete"}"#.to_vec());
+    lines.push(
+        json!({"command": "view", "path": "/memories"})
+            .to_string()
+            .into_bytes(),
+    );
+    lines
+}
+
+#[test]
+fn tool_through_a_server_it_started_prints_what_a_local_session_prints() {
+    let served = TempStore::new();
+    let local = TempStore::new();
+    let db = served.path();
+    // A server file left by a server that was killed: ignored, and replaced by the new server.
+    std::fs::create_dir_all(&db).expect("make the store directory");
+    let stale = ServerFile {
+        url: "http://127.0.0.1:9".into(),
+        address: "127.0.0.1:9".parse().expect("address"),
+        pid: u32::MAX - 1,
+        token: "f".repeat(64),
+    };
+    std::fs::write(
+        ServerFile::path(&db),
+        serde_json::to_vec(&stale).expect("json"),
+    )
+    .expect("plant a stale server file");
+    let mut input = Vec::new();
+    for line in lines() {
+        input.extend_from_slice(&line);
+        input.push(b'\n');
+    }
+    let args = [
+        "tool",
+        "--db",
+        db_arg(&db),
+        "--durability",
+        "buffered",
+        "--max-request-bytes",
+        "300",
+        "--idle-exit",
+        "1",
+    ];
+    let out = mnemo(&args, &[], &input);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // The same lines through an in-process session, as `mnemo tool` without a server reads them.
+    let client = MnemoClient::builder(local.path())
+        .agent_id("cli")
+        .durability(Durability::Buffered)
+        .open()
+        .expect("open");
+    let tool = MnemoMemoryToolServer::builder(client)
+        .limits(mnemo::tool::Limits {
+            max_request_bytes: 300,
+            ..Default::default()
+        })
+        .build()
+        .expect("tool");
+    let mut reader: &[u8] = &input;
+    let mut expected = Vec::new();
+    while let Some(request) = read_request(&mut reader, 300).expect("read") {
+        serde_json::to_writer(&mut expected, &tool.handle_request(request)).expect("write");
+        expected.push(b'\n');
+    }
+    assert_eq!(text(&out.stdout), text(&expected));
+    assert!(
+        text(&out.stdout).contains("300"),
+        "the line over the limit was refused with the limit"
+    );
+    // The server it started holds the store and exits once idle, removing its file.
+    let file = server_of(&db);
+    assert_ne!(file, stale);
+    wait_for(
+        || !ServerFile::path(&db).exists(),
+        "the started server to exit after --idle-exit",
+    );
+    let reopened = MnemoClient::open(&db, "check").expect("the store is free again");
+    assert_eq!(
+        reopened.head().expect("head").seq.0,
+        lines().len() as u64,
+        "one event per line"
+    );
+}
+
+/// An agent id no HTTP header can carry: the session opens the store itself, as before.
+#[test]
+fn an_agent_id_a_header_cannot_carry_opens_the_store_in_the_process() {
+    let store = TempStore::new();
+    let db = store.path();
+    let agent = "ag\u{202e}ent";
+    let input = format!(
+        "{}\n",
+        json!({"command": "create", "path": "/memories/u.md", "file_text": "u"})
+    );
+    let out = mnemo(
+        &["tool", "--db", db_arg(&db), "--agent", agent],
+        &[],
+        input.as_bytes(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("File created successfully"));
+    assert!(!ServerFile::path(&db).exists(), "no server was started");
+    let log = mnemo(&["log", "--db", db_arg(&db), "--json"], &[], b"");
+    let event: Value = serde_json::from_slice(&log.stdout).expect("one event");
+    assert_eq!(event["agent"], agent);
+}
+
+#[test]
+fn an_attached_client_keeps_the_server_from_idling_out_and_two_starts_make_one_server() {
+    let store = TempStore::new();
+    let db = store.path();
+    let idle = ["--durability", "buffered", "--idle-exit", "0.5", "--agent"];
+    // Two clients start at once: the store's lock picks one server, both connect to it.
+    let mut first = tool(&db, &[&idle[..], &["first"]].concat());
+    let mut second = tool(&db, &[&idle[..], &["second"]].concat());
+    let a = first.call(
+        &json!({"command": "create", "path": "/memories/a.md", "file_text": "a"}).to_string(),
+    );
+    let b = second.call(
+        &json!({"command": "create", "path": "/memories/b.md", "file_text": "b"}).to_string(),
+    );
+    assert_eq!(a["content"], "File created successfully at: /memories/a.md");
+    assert_eq!(b["content"], "File created successfully at: /memories/b.md");
+    let server = server_of(&db);
+    // Idle far past --idle-exit, with both attached: the same server answers.
+    std::thread::sleep(Duration::from_millis(2000));
+    let seen = first.call(&json!({"command": "view", "path": "/memories/b.md"}).to_string());
+    assert!(
+        seen["content"]
+            .as_str()
+            .is_some_and(|t| t.ends_with("1\tb\n     2\t") || t.contains("1\tb")),
+        "{seen}"
+    );
+    assert_eq!(server_of(&db).pid, server.pid, "one server all along");
+    assert!(first.finish().success());
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(
+        server_of(&db).pid,
+        server.pid,
+        "one client still attached keeps the server"
+    );
+    assert!(second.finish().success());
+    wait_for(
+        || !ServerFile::path(&db).exists(),
+        "the server to exit after its last client left",
+    );
+    let log = mnemo(&["log", "--db", db_arg(&db), "--json"], &[], b"");
+    let agents: Vec<String> = text(&log.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("line")["agent"].to_string())
+        .collect();
+    assert_eq!(agents, ["\"first\"", "\"second\"", "\"first\""]);
+}
+
+#[test]
+fn a_client_killed_with_kill_9_no_longer_counts_and_the_server_idles_out() {
+    let store = TempStore::new();
+    let db = store.path();
+    let mut client = tool(&db, &["--durability", "buffered", "--idle-exit", "0.5"]);
+    let made = client.call(
+        &json!({"command": "create", "path": "/memories/k.md", "file_text": "k"}).to_string(),
+    );
+    assert!(made.get("is_error").is_none(), "{made}");
+    let server = server_of(&db);
+    std::thread::sleep(Duration::from_millis(1200));
+    assert_eq!(server_of(&db).pid, server.pid, "attached, so not idle");
+    signal("-KILL", client.child.id());
+    let _ = client.child.wait();
+    let killed = Instant::now();
+    wait_for(
+        || !ServerFile::path(&db).exists(),
+        "the server to notice the killed client and idle out",
+    );
+    assert!(
+        killed.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        killed.elapsed()
+    );
+    let reopened = MnemoClient::open(&db, "check").expect("the store is free");
+    assert!(reopened.record("/memories/k.md").expect("read").is_some());
+}
+
+#[test]
+fn read_commands_go_through_the_server_and_print_what_they_print_alone() {
+    let store = TempStore::new();
+    let db = store.path();
+    let session: Vec<u8> = [
+        json!({"command": "create", "path": "/memories/a.md", "file_text": "one\n"}),
+        json!({"command": "str_replace", "path": "/memories/a.md", "old_str": "one", "new_str": "two"}),
+        json!({"command": "rename", "old_path": "/memories/a.md", "new_path": "/memories/d/b.md"}),
+        json!({"command": "view", "path": "/memories/nothing"}),
+    ]
+    .iter()
+    .flat_map(|v| format!("{v}\n").into_bytes())
+    .collect();
+    let mut holder = tool(&db, &["--durability", "buffered", "--idle-exit", "1"]);
+    for line in String::from_utf8(session).expect("utf-8").lines() {
+        holder.call(line);
+    }
+    let reads: Vec<Vec<&str>> = vec![
+        vec!["ls"],
+        vec!["ls", "/memories/d", "--at", "3"],
+        vec!["ls", "/memories", "--at", "1"],
+        vec!["cat", "/memories/d/b.md"],
+        vec!["cat", "/memories/a.md", "--at", "1"],
+        vec!["log"],
+        vec!["log", "--json", "--from", "2", "--limit", "2"],
+        vec!["log", "--path", "/memories/d"],
+        vec!["history", "/memories/d/b.md"],
+        vec!["history", "/memories/d/b.md", "--json"],
+        vec!["history", "/memories/never.md"],
+        vec!["verify", "--json"],
+        vec!["verify"],
+        vec!["cat", "/memories/gone.md"],
+    ];
+    let run = |read: &[&str]| {
+        let mut args = read.to_vec();
+        args.extend(["--db", db_arg(&db)]);
+        mnemo(&args, &[], b"")
+    };
+    let served: Vec<Output> = reads.iter().map(|r| run(r)).collect();
+    let exports = store.dir.path().join("exports");
+    let export = |name: &str, at: Option<&str>| {
+        let target = exports.join(name);
+        let mut args = vec![
+            "export",
+            target.to_str().expect("utf-8"),
+            "--db",
+            db_arg(&db),
+        ];
+        args.extend(at.map(|at| ["--at", at]).into_iter().flatten());
+        let out = mnemo(&args, &[], b"");
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        tree_of(&target)
+    };
+    let exported_served = (export("served-now", None), export("served-at-1", Some("1")));
+    let server = server_of(&db);
+    assert!(holder.finish().success());
+    stop_server(&db);
+    let exported_alone = (export("alone-now", None), export("alone-at-1", Some("1")));
+    assert_eq!(exported_served, exported_alone);
+    assert_eq!(
+        exported_served.0,
+        [("memories/d/b.md".to_string(), "two\n".to_string())]
+    );
+    for (read, through_server) in reads.iter().zip(&served) {
+        let alone = run(read);
+        assert_eq!(
+            through_server.status.code(),
+            alone.status.code(),
+            "{read:?}: {}",
+            text(&through_server.stderr)
+        );
+        let (got, want) = (text(&through_server.stdout), text(&alone.stdout));
+        if read[0] == "verify" {
+            // The timing differs; every other line or field is the same.
+            let strip = |t: &str| -> String {
+                t.lines()
+                    .filter(|l| !l.contains("checked:"))
+                    .map(|l| match serde_json::from_str::<Value>(l) {
+                        Ok(mut v) => {
+                            for key in ["elapsed_ms", "events_per_sec", "mb_per_sec"] {
+                                v[key] = Value::Null;
+                            }
+                            v.to_string()
+                        }
+                        Err(_) => l.to_string(),
+                    })
+                    .collect()
+            };
+            assert_eq!(strip(&got), strip(&want), "{read:?}");
+            assert!(got.contains("intact") || got.contains("INTACT"), "{got}");
+        } else {
+            assert_eq!(got, want, "{read:?}");
+        }
+        assert_eq!(
+            text(&through_server.stderr),
+            text(&alone.stderr),
+            "{read:?}"
+        );
+    }
+    assert!(server.pid > 0);
+    // --expect through the server: a checkpoint the log holds passes, another fails (exit 1).
+    let _again = tool(&db, &["--idle-exit", "1"]);
+    let head = server_of(&db);
+    let checkpoint = {
+        let report = mnemo(&["verify", "--json", "--db", db_arg(&db)], &[], b"");
+        serde_json::from_slice::<Value>(&report.stdout).expect("json")["checkpoint"]
+            .as_str()
+            .expect("checkpoint")
+            .to_string()
+    };
+    let ok = mnemo(
+        &["verify", "--db", db_arg(&db), "--expect", &checkpoint],
+        &[],
+        b"",
+    );
+    assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));
+    let wrong = format!("2:{}", "0".repeat(64));
+    let bad = mnemo(
+        &["verify", "--db", db_arg(&db), "--expect", &wrong],
+        &[],
+        b"",
+    );
+    assert_eq!(bad.status.code(), Some(1), "{}", text(&bad.stdout));
+    assert_eq!(server_of(&db).pid, head.pid, "both ran through the server");
+    drop(_again);
+    stop_server(&db);
+}
+
+/// The files under `dir`, relative, with their content.
+fn tree_of(dir: &Path) -> Vec<(String, String)> {
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(at) = pending.pop() {
+        for entry in std::fs::read_dir(&at).expect("list") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                let name = path.strip_prefix(dir).expect("under").display().to_string();
+                files.push((name, std::fs::read_to_string(&path).expect("read")));
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// From Rust: opening a served store names the server, `connect_store` reaches it, and the
+/// remote client answers as an opened store does.
+#[test]
+fn rust_clients_reach_a_served_store() {
+    let store = TempStore::new();
+    let db = store.path();
+    let mut holder = tool(&db, &["--durability", "buffered", "--idle-exit", "1"]);
+    holder.call(
+        &json!({"command": "create", "path": "/memories/r.md", "file_text": "r\n"}).to_string(),
+    );
+    let file = server_of(&db);
+    match MnemoClient::open(&db, "rust") {
+        Err(mnemo::Error::Served { path, url }) => {
+            assert_eq!((path, url), (db.clone(), file.url.clone()));
+        }
+        other => panic!("expected Error::Served, got {other:?}"),
+    }
+    let remote = MnemoClient::connect_store(&db)
+        .expect("the server of the store")
+        .with_agent("rust");
+    let block = json!({"type": "tool_use", "id": "toolu_rust", "name": "memory",
+                       "input": {"command": "view", "path": "/memories/r.md"}});
+    let answer = remote.handle(&block).expect("an answer");
+    assert_eq!(answer["tool_use_id"], "toolu_rust");
+    assert_eq!(
+        answer["content"],
+        "Here's the content of /memories/r.md with line numbers:\n     1\tr\n     2\t"
+    );
+    let records = remote.records_by_tag("memorytool").expect("records");
+    assert_eq!(records.len(), 1);
+    assert_eq!(
+        (
+            records[0].path.as_str(),
+            records[0].content.as_str(),
+            records[0].created.0
+        ),
+        ("/memories/r.md", "r\n", 1)
+    );
+    assert_eq!(remote.record("/memories/none.md").expect("record"), None);
+    let head = remote.head().expect("head");
+    assert_eq!(head.seq.0, 2);
+    assert_eq!(
+        remote.verify(Some(&head)).expect("verify")["status"],
+        "intact"
+    );
+    let by_url = MnemoClient::connect(file.url.clone(), "0".repeat(64));
+    let refused = by_url.head().expect_err("a wrong token");
+    assert_eq!(refused.status(), Some(401), "{refused}");
+    assert!(holder.finish().success());
+    stop_server(&db);
+    let dead = MnemoClient::connect(file.url.clone(), file.token.clone());
+    assert!(dead.head().expect_err("no server").is_unreachable());
+    // Once the server is gone, the store opens here again; twice in this process is one store.
+    let one = MnemoClient::open(&db, "rust").expect("open");
+    let two = MnemoClient::open(&db, "rust-2").expect("open again");
+    assert_eq!(one.head().expect("head"), two.head().expect("head"));
+}
+
+#[test]
+fn connect_reaches_a_server_by_url_and_a_wrong_token_is_refused() {
+    let store = TempStore::new();
+    let db = store.path();
+    let mut holder = tool(&db, &["--durability", "buffered"]);
+    holder.call(
+        &json!({"command": "create", "path": "/memories/x.md", "file_text": "x"}).to_string(),
+    );
+    let file = server_of(&db);
+    let input = format!("{}\n", json!({"command": "view", "path": "/memories/x.md"}));
+    // By flag, acting as the agent named.
+    let out = mnemo(
+        &connect_args("tool", &file, "remote"),
+        &[],
+        input.as_bytes(),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let answer: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(
+        answer["content"],
+        "Here's the content of /memories/x.md with line numbers:\n     1\tx"
+    );
+    // By environment, from a directory where no store is.
+    let env = [
+        ("MNEMO_URL", file.url.as_str()),
+        ("MNEMO_TOKEN", file.token.as_str()),
+    ];
+    let ls = mnemo(&["ls", "--db", "/nonexistent/store"], &env, b"");
+    assert_eq!(
+        text(&ls.stdout),
+        "     1B  /memories/x.md\n",
+        "{}",
+        text(&ls.stderr)
+    );
+    let log = mnemo(&["log", "--agent", "remote", "--json"], &env, b"");
+    assert_eq!(
+        text(&log.stdout).lines().count(),
+        1,
+        "{}",
+        text(&log.stderr)
+    );
+    // A wrong token: the read fails (exit 2) naming the refusal; the tool answers every line
+    // with an error result and exits 2; nothing is written.
+    let wrong = "0".repeat(64);
+    let refused = mnemo(&["ls", "--connect", &file.url, "--token", &wrong], &[], b"");
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        text(&refused.stderr).contains("401"),
+        "{}",
+        text(&refused.stderr)
+    );
+    let tool = mnemo(
+        &["tool", "--connect", &file.url, "--token", &wrong],
+        &[],
+        input.as_bytes(),
+    );
+    assert_eq!(tool.status.code(), Some(2));
+    let answer: Value = serde_json::from_slice(&tool.stdout).expect("an error result");
+    assert_eq!(answer["is_error"], true);
+    let missing = mnemo(&["ls", "--connect", &file.url], &[], b"");
+    assert!(
+        text(&missing.stderr).contains("--token"),
+        "{}",
+        text(&missing.stderr)
+    );
+    let head = holder.call(&json!({"command": "view", "path": "/memories"}).to_string());
+    assert!(head["content"].as_str().is_some());
+    let log = mnemo(&["log", "--db", db_arg(&db), "--json"], &[], b"");
+    assert_eq!(
+        text(&log.stdout).lines().count(),
+        3,
+        "the refused calls wrote nothing"
+    );
+    assert!(holder.finish().success());
+    stop_server(&db);
+}
