@@ -63,6 +63,13 @@ pub enum Read {
         dir: std::path::PathBuf,
         at: Option<u64>,
     },
+    /// `mnemo acl list` or `mnemo token list`: JSON lines from `route`, each printed in text
+    /// form by `row` (`None` for a line it cannot read).
+    Rows {
+        route: &'static str,
+        as_json: bool,
+        row: fn(&serde_json::Value) -> Option<String>,
+    },
 }
 
 #[cfg(feature = "serve")]
@@ -119,6 +126,11 @@ mod served {
             Read::Ls { dir, at } => ls(client, dir, *at),
             Read::Cat { file, at } => cat(client, file, *at),
             Read::Export { dir, at } => export(client, dir, *at),
+            Read::Rows {
+                route,
+                as_json,
+                row,
+            } => rows(client, route, *as_json, *row),
         };
         match read_client(db, remote)? {
             Some(client) => match served(&client) {
@@ -310,8 +322,27 @@ mod served {
             return Ok(print(&lines));
         }
         let mut text = String::new();
+        // `history`'s lines name the file each event belongs to: a header where it changes.
+        let mut file: Option<Value> = None;
         for line in String::from_utf8_lossy(&lines).lines() {
             let event: Value = serde_json::from_str(line).map_err(|e| protocol(client, &e))?;
+            if let Some(this) = event.get("file") {
+                if file.as_ref() != Some(this) {
+                    let paths: Vec<String> = event["file_paths"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|p| p.as_str().map(str::to_string))
+                        .collect();
+                    let asked = query
+                        .iter()
+                        .find(|(k, _)| *k == "path")
+                        .map_or("", |(_, v)| v);
+                    text.push_str(&crate::history_header(this.as_u64(), &paths, asked));
+                    text.push('\n');
+                    file = Some(this.clone());
+                }
+            }
             let paths: Vec<&str> = event["paths"]
                 .as_array()
                 .into_iter()
@@ -330,6 +361,31 @@ mod served {
         }
         if let (true, Some(note)) = (text.is_empty(), empty_note) {
             text = format!("{note}\n");
+        }
+        Ok(print(text.as_bytes()))
+    }
+
+    fn rows(
+        client: &RemoteClient,
+        route: &str,
+        as_json: bool,
+        row: fn(&Value) -> Option<String>,
+    ) -> Result<CliResult, RemoteError> {
+        let lines = client.read(route, &[])?;
+        if as_json {
+            return Ok(print(&lines));
+        }
+        let mut text = String::new();
+        for line in String::from_utf8_lossy(&lines).lines() {
+            let value: Value = serde_json::from_str(line).map_err(|e| protocol(client, &e))?;
+            let shown = row(&value).ok_or_else(|| {
+                protocol(
+                    client,
+                    &format!("a line without the fields of a row: {line}"),
+                )
+            })?;
+            text.push_str(&shown);
+            text.push('\n');
         }
         Ok(print(text.as_bytes()))
     }
@@ -397,7 +453,7 @@ mod served {
         Ok(ExitCode::SUCCESS)
     }
 
-    fn protocol(client: &RemoteClient, e: &serde_json::Error) -> RemoteError {
+    fn protocol(client: &RemoteClient, e: &dyn std::fmt::Display) -> RemoteError {
         RemoteError::Protocol {
             url: client.url().to_string(),
             why: e.to_string(),

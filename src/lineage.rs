@@ -136,9 +136,10 @@ pub fn trails(store: &Store, path: &MemPath) -> Result<Vec<Trail>> {
 
 /// One event of `trail` as `mnemo history --json` prints it: [`crate::history::event_json`]
 /// with `file`, the file's ordinal (`null` for an event that named the path while no file was
-/// there).
+/// there), and `file_paths`, every path that file has had.
 pub fn trail_json(trail: &Trail, event: &Event) -> serde_json::Value {
     let mut out = crate::history::event_json(event);
     out["file"] = trail.file.into();
+    out["file_paths"] = trail.paths.clone().into();
     out
 }

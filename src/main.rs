@@ -280,6 +280,8 @@ enum AclCmd {
         /// One JSON object per line.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        remote: Remote,
     },
 }
 
@@ -305,6 +307,8 @@ enum TokenCmd {
         /// One JSON object per line.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        remote: Remote,
     },
     /// Revoke a token: its bearer is refused from the next request on.
     Revoke {
@@ -1072,24 +1076,23 @@ fn run_import(_db: &Path, _dir: &Path, _agent: String, _root: String) -> CliResu
 
 fn run_acl(command: AclCmd) -> CliResult {
     let (db, operator, change) = match command {
-        AclCmd::List { db, json } => {
-            let store = Store::open_current_read_only(&db.db)?;
-            let policy = store.current_index()?.policy()?;
-            let mut out = std::io::stdout().lock();
-            for g in policy.grants() {
-                if json {
-                    writeln!(out, "{}", g.to_json())?;
-                } else {
-                    writeln!(
-                        out,
-                        "{:<24}  {:<10}  {}",
-                        g.agent,
-                        g.access.name(),
-                        g.prefix
-                    )?;
-                }
-            }
-            return Ok(ExitCode::SUCCESS);
+        AclCmd::List { db, json, remote } => {
+            let read = Read::Rows {
+                route: "/v1/acl",
+                as_json: json,
+                row: grant_row,
+            };
+            return connect::read(&db.db, &remote, &read, || {
+                let store = Store::open_current_read_only(&db.db)?;
+                let grants: Vec<_> = store
+                    .current_index()?
+                    .policy()?
+                    .grants()
+                    .iter()
+                    .map(|g| g.to_json())
+                    .collect();
+                print_rows(&grants, json, grant_row)
+            });
         }
         AclCmd::Grant { target, access } => (
             target.db,
@@ -1135,17 +1138,11 @@ fn history_local(db: &Path, file: &MemPath, as_json: bool) -> CliResult {
     let mut out = std::io::stdout().lock();
     for trail in &trails {
         if !as_json {
-            match trail.file {
-                Some(n) => {
-                    let paths: Vec<String> = trail
-                        .paths
-                        .iter()
-                        .map(|p| printable(p).into_owned())
-                        .collect();
-                    writeln!(out, "file {n}: {}", paths.join(" -> "))?;
-                }
-                None => writeln!(out, "no file at {file}:")?,
-            }
+            writeln!(
+                out,
+                "{}",
+                history_header(trail.file, &trail.paths, file.as_str())
+            )?;
         }
         for event in &trail.events {
             if as_json {
@@ -1279,32 +1276,21 @@ fn run_token(command: TokenCmd) -> CliResult {
             writeln!(out, "{}", issued.token.text())?;
             out.flush()?;
         }
-        TokenCmd::List { db, json } => {
-            let store = Store::open_current_read_only(&db.db)?;
-            let records = store.current_index()?.tokens()?;
-            let mut out = std::io::stdout().lock();
-            for token in mnemo::token::listed(&store, records)? {
-                if json {
-                    writeln!(out, "{}", token.to_json())?;
-                    continue;
-                }
-                let r = &token.record;
-                let state = match &r.revoked {
-                    None => "active".to_string(),
-                    Some(v) => format!("revoked at seq {} by {}", v.seq, printable(&v.by)),
-                };
-                writeln!(
-                    out,
-                    "{}  {:<16}  issued seq {} {} by {}  {}  {}",
-                    r.id,
-                    printable(&r.agent),
-                    r.issued,
-                    utc(token.issued_ms),
-                    printable(&r.issued_by),
-                    state,
-                    printable(&r.label)
-                )?;
-            }
+        TokenCmd::List { db, json, remote } => {
+            let read = Read::Rows {
+                route: "/v1/tokens",
+                as_json: json,
+                row: token_row,
+            };
+            return connect::read(&db.db, &remote, &read, || {
+                let store = Store::open_current_read_only(&db.db)?;
+                let records = store.current_index()?.tokens()?;
+                let tokens: Vec<_> = mnemo::token::listed(&store, records)?
+                    .iter()
+                    .map(|t| t.to_json())
+                    .collect();
+                print_rows(&tokens, json, token_row)
+            });
         }
         TokenCmd::Revoke { id, db, operator } => {
             let client = MnemoClient::open(&db.db, operator.name)?;
@@ -1316,4 +1302,65 @@ fn run_token(command: TokenCmd) -> CliResult {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Prints `rows` (as `--json` prints them, one per line; else each as `row` shows it).
+fn print_rows(
+    rows: &[serde_json::Value],
+    as_json: bool,
+    row: fn(&serde_json::Value) -> Option<String>,
+) -> CliResult {
+    let mut out = std::io::stdout().lock();
+    for value in rows {
+        match (as_json, row(value)) {
+            (true, _) => writeln!(out, "{value}")?,
+            (false, Some(text)) => writeln!(out, "{text}")?,
+            (false, None) => return Err(format!("a row without its fields: {value}").into()),
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A grant as `mnemo acl list` shows it, from its JSON.
+fn grant_row(g: &serde_json::Value) -> Option<String> {
+    Some(format!(
+        "{:<24}  {:<10}  {}",
+        printable(g["agent"].as_str()?),
+        g["access"].as_str()?,
+        printable(g["prefix"].as_str()?)
+    ))
+}
+
+/// A token as `mnemo token list` shows it, from its JSON.
+fn token_row(t: &serde_json::Value) -> Option<String> {
+    let state = match &t["revoked"] {
+        serde_json::Value::Null => "active".to_string(),
+        v => format!(
+            "revoked at seq {} by {}",
+            v["seq"].as_u64()?,
+            printable(v["by"].as_str()?)
+        ),
+    };
+    Some(format!(
+        "{}  {:<16}  issued seq {} {} by {}  {}  {}",
+        t["id"].as_str()?,
+        printable(t["agent"].as_str()?),
+        t["issued_seq"].as_u64()?,
+        t["issued_at"].as_str()?,
+        printable(t["issued_by"].as_str()?),
+        state,
+        printable(t["label"].as_str()?)
+    ))
+}
+
+/// The line `mnemo history` prints before the events of one file: `file N: PATH -> PATH ...`,
+/// or `no file at PATH:` before the calls that found none.
+fn history_header(file: Option<u64>, paths: &[String], asked: &str) -> String {
+    match file {
+        Some(n) => {
+            let paths: Vec<String> = paths.iter().map(|p| printable(p).into_owned()).collect();
+            format!("file {n}: {}", paths.join(" -> "))
+        }
+        None => format!("no file at {asked}:"),
+    }
 }
