@@ -5,20 +5,30 @@
 //! Both stores use `buffered` durability, and a view waits for no flush, so the difference is the
 //! HTTP round trip: the request written and parsed, the gate (Host, token), the hop to the
 //! blocking pool, the response. Build with `--features serve`.
+//!
+//! `durable_writes`: `create` calls under `fsync` from 16 threads in-process, against 1, 4 and 16
+//! client processes (`mnemo tool --connect`, each fed its calls on stdin) through one server on
+//! loopback. Each iteration starts the processes, so their start-up is in the figure.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::time::Duration;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use mnemo::serve::ServerFile;
 use mnemo::{Durability, MnemoClient, MnemoMemoryToolServer, ServeOptions};
 use serde_json::json;
 
 fn tool(path: &std::path::Path) -> MnemoMemoryToolServer {
+    tool_with(path, Durability::Buffered)
+}
+
+fn tool_with(path: &std::path::Path, durability: Durability) -> MnemoMemoryToolServer {
     let client = MnemoClient::builder(path)
         .agent_id("bench")
-        .durability(Durability::Buffered)
+        .durability(durability)
         .open()
         .expect("open the store");
     let tool = MnemoMemoryToolServer::new(client);
@@ -77,17 +87,7 @@ fn latency(c: &mut Criterion) {
     let view = json!({"command": "view", "path": "/memories/note.md"});
     let local = tool(&dir.path().join("local.db"));
     let served_path = dir.path().join("served.db");
-    let served = tool(&served_path);
-    std::thread::spawn(move || {
-        let options = ServeOptions::default();
-        mnemo::serve(served, options).expect("serve");
-    });
-    let file = loop {
-        if let Ok(Some(file)) = ServerFile::read(&served_path) {
-            break file;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let file = serve_in_background(tool(&served_path), &served_path);
     let mut group = c.benchmark_group("one_call");
     group.bench_function("in_process", |b| b.iter(|| local.handle(&view)));
     let mut connection = Connection::open(&file);
@@ -96,5 +96,101 @@ fn latency(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, latency);
+/// Starts `mnemo serve` in this process on the store `tool` holds; returns its server file.
+fn serve_in_background(tool: MnemoMemoryToolServer, path: &std::path::Path) -> ServerFile {
+    std::thread::spawn(move || {
+        mnemo::serve(tool, ServeOptions::default()).expect("serve");
+    });
+    loop {
+        if let Ok(Some(file)) = ServerFile::read(path) {
+            return file;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Calls each writer makes per iteration.
+const CALLS: u64 = 64;
+
+/// A fresh path for every create of the run.
+static NEXT: AtomicU64 = AtomicU64::new(0);
+
+fn create_line(writer: u64) -> String {
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    json!({"command": "create", "path": format!("/memories/w{writer}/f{n}.md"), "file_text": "a durable note\n"})
+        .to_string()
+}
+
+/// `processes` clients, each `mnemo tool --connect` with `CALLS` creates on stdin, to the end.
+fn through_processes(file: &ServerFile, processes: u64) -> Duration {
+    let start = Instant::now();
+    let children: Vec<_> = (0..processes)
+        .map(|p| {
+            let mut child = Command::new(env!("CARGO_BIN_EXE_mnemo"))
+                .args(["tool", "--connect", &file.url, "--token", &file.token])
+                .args(["--agent", &format!("writer-{p}")])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .expect("start a client");
+            let lines: String = (0..CALLS).map(|_| create_line(p) + "\n").collect();
+            let mut stdin = child.stdin.take().expect("stdin");
+            std::thread::spawn(move || stdin.write_all(lines.as_bytes()).expect("send"));
+            child
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().expect("wait for a client");
+        assert!(out.status.success(), "a client failed");
+        let answers = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(answers.lines().count() as u64, CALLS);
+        assert!(!answers.contains("\"is_error\":true"), "{answers}");
+    }
+    start.elapsed()
+}
+
+fn durable_writes(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let local = tool_with(&dir.path().join("local.db"), Durability::Fsync);
+    let served_path = dir.path().join("served.db");
+    let file = serve_in_background(tool_with(&served_path, Durability::Fsync), &served_path);
+    let mut group = c.benchmark_group("durable_writes");
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(10));
+    group.throughput(Throughput::Elements(16 * CALLS));
+    group.bench_function("in_process_16_threads", |b| {
+        b.iter_custom(|iters| {
+            let start = Instant::now();
+            for _ in 0..iters {
+                std::thread::scope(|scope| {
+                    for t in 0..16 {
+                        let local = &local;
+                        scope.spawn(move || {
+                            for _ in 0..CALLS {
+                                let input: serde_json::Value =
+                                    serde_json::from_str(&create_line(t)).expect("json");
+                                assert!(local.handle(&input).get("is_error").is_none());
+                            }
+                        });
+                    }
+                });
+            }
+            start.elapsed()
+        });
+    });
+    for processes in [1, 4, 16] {
+        group.throughput(Throughput::Elements(processes * CALLS));
+        group.bench_function(format!("processes_{processes}"), |b| {
+            b.iter_custom(|iters| {
+                (0..iters)
+                    .map(|_| through_processes(&file, processes))
+                    .sum()
+            });
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, latency, durable_writes);
 criterion_main!(benches);
