@@ -26,21 +26,33 @@ pub fn state_at(store: &Store, at: Seq) -> Result<Projection<MemKv>> {
     Ok(tree)
 }
 
-/// The files under `dir`, now (`at` is `None`) or as they were after event `at` (clamped to the
-/// log's end), as `mnemo ls` and `mnemo export` list them.
+/// `at` if the log reaches it (0 is the empty tree before the first event), else
+/// [`Error::InvalidArgument`] saying where the log ends.
+pub fn point(store: &Store, at: Seq) -> Result<Seq> {
+    let end = store.log_end()?.seq;
+    if at > end {
+        return Err(Error::InvalidArgument(format!(
+            "there is no event {at}: the log ends at seq {end}; give a seq from 0 (before the first event) to {end}"
+        )));
+    }
+    Ok(at)
+}
+
+/// The files under `dir`, now (`at` is `None`) or as they were after event `at` (which the log
+/// must reach, see [`point`]), as `mnemo ls` and `mnemo export` list them.
 pub fn records_at(store: &Store, dir: &MemPath, at: Option<Seq>) -> Result<Vec<MemoryRecord>> {
     match at {
         None => store.current_index()?.records_under(dir),
-        Some(at) => state_at(store, at.min(store.log_end()?.seq))?.records_under(dir),
+        Some(at) => state_at(store, point(store, at)?)?.records_under(dir),
     }
 }
 
-/// The file at `file`, now (`at` is `None`) or as it was after event `at` (clamped to the log's
-/// end), as `mnemo cat` prints it.
+/// The file at `file`, now (`at` is `None`) or as it was after event `at` (which the log must
+/// reach), as `mnemo cat` prints it.
 pub fn record_at(store: &Store, file: &MemPath, at: Option<Seq>) -> Result<Option<MemoryRecord>> {
     match at {
         None => store.current_index()?.record(file),
-        Some(at) => state_at(store, at.min(store.log_end()?.seq))?.record(file),
+        Some(at) => state_at(store, point(store, at)?)?.record(file),
     }
 }
 

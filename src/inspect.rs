@@ -12,7 +12,7 @@ use similar::{ChangeTag, TextDiff};
 
 use crate::error::{Error, Result};
 use crate::event::{Body, Event, Outcome, Refusal, Seq};
-use crate::history::{describe, state_at, utc};
+use crate::history::{describe, point, state_at, utc};
 use crate::kv::MemKv;
 use crate::log::Store;
 use crate::paths::MemPath;
@@ -299,13 +299,12 @@ impl FileDiff {
     }
 }
 
-/// What changed in the files under `dir` from after event `from` to after event `to` (each
-/// clamped to the log's end), in path order: a file at the same path with other content is
+/// What changed in the files under `dir` from after event `from` to after event `to` (each one
+/// the log reaches), in path order: a file at the same path with other content is
 /// `changed` (a file moved elsewhere is `removed` at its old path and `added` at its new one).
 pub fn diff(store: &Store, from: Seq, to: Seq, dir: &MemPath) -> Result<Vec<FileDiff>> {
-    let end = store.log_end()?.seq;
     let files = |seq: Seq| -> Result<BTreeMap<String, String>> {
-        Ok(state_at(store, seq.min(end))?
+        Ok(state_at(store, point(store, seq)?)?
             .records_under(dir)?
             .into_iter()
             .map(|f| (f.path, f.content))

@@ -1021,8 +1021,8 @@ fn run_export(db: &Path, dir: &Path, at: Option<u64>, remote: &Remote) -> CliRes
 fn export_records(records: &[mnemo::MemoryRecord], dir: &Path) -> CliResult {
     let summary = mnemo::transfer::export(records, dir)?;
     println!(
-        "exported {} files ({} bytes) to {}",
-        summary.files,
+        "exported {} ({} bytes) to {}",
+        count(summary.files, "file"),
         summary.bytes,
         dir.display()
     );
@@ -1044,8 +1044,8 @@ fn run_import(db: &Path, dir: &Path, agent: String, root: String) -> CliResult {
         );
     }
     println!(
-        "imported {} files ({} bytes) from {}; skipped {}",
-        summary.imported,
+        "imported {} ({} bytes) from {}; skipped {}",
+        count(summary.imported, "file"),
         summary.bytes,
         dir.display(),
         summary.skipped.len()
@@ -1115,7 +1115,7 @@ fn run_acl(command: AclCmd) -> CliResult {
     let client = MnemoClient::open(&db.db, operator)?;
     let receipt = client.admin(change)?;
     if receipt.is_error {
-        return Err(receipt.text.into());
+        return Err(refused(&receipt).into());
     }
     println!("{} (seq {})", receipt.text, receipt.seq);
     Ok(ExitCode::SUCCESS)
@@ -1266,7 +1266,7 @@ fn run_token(command: TokenCmd) -> CliResult {
             let client = MnemoClient::open(&db.db, operator.name)?;
             let issued = mnemo::token::issue(&client, &agent, &label)?;
             if issued.receipt.is_error {
-                return Err(issued.receipt.text.into());
+                return Err(refused(&issued.receipt).into());
             }
             eprintln!(
                 "mnemo: keep this token now, it is not shown again; send it as `Authorization: Bearer TOKEN` to `mnemo serve` on this store"
@@ -1296,7 +1296,7 @@ fn run_token(command: TokenCmd) -> CliResult {
             let client = MnemoClient::open(&db.db, operator.name)?;
             let receipt = mnemo::token::revoke(&client, &id)?;
             if receipt.is_error {
-                return Err(receipt.text.into());
+                return Err(refused(&receipt).into());
             }
             println!("{} (seq {})", receipt.text, receipt.seq);
         }
@@ -1362,5 +1362,24 @@ fn history_header(file: Option<u64>, paths: &[String], asked: &str) -> String {
             format!("file {n}: {}", paths.join(" -> "))
         }
         None => format!("no file at {asked}:"),
+    }
+}
+
+/// An admin call's refusal as the CLI reports it (after `mnemo: error: `): the answer without its
+/// own `Error: ` prefix, and the seq it was logged as.
+fn refused(receipt: &mnemo::Receipt) -> String {
+    let text = receipt
+        .text
+        .strip_prefix("Error: ")
+        .unwrap_or(&receipt.text);
+    format!("{text} (refused; logged as seq {})", receipt.seq)
+}
+
+/// `n` and `noun`, plural unless `n` is 1: `1 file`, `3 files`.
+fn count(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("{n} {noun}")
+    } else {
+        format!("{n} {noun}s")
     }
 }

@@ -331,3 +331,58 @@ fn log_and_history_print_hostile_text_escaped() {
     assert!(!text.chars().any(|c| c != '\n' && c.is_control()), "{text}");
     assert!(text.lines().count() >= 2, "{text}");
 }
+
+/// `--at` past the end of the log says where the log ends (it used to show the head silently),
+/// a refused admin call says why once (it used to print "error: Error:"), and counts of one
+/// are singular.
+#[test]
+fn at_past_the_log_refused_admin_calls_and_counts_read_well() {
+    let s = TempStore::new();
+    let db = s.path();
+    let db = db.to_str().expect("utf-8");
+    let create = r#"{"command":"create","path":"/memories/a.md","file_text":"x"}"#;
+    assert!(run_mnemo(&["tool", "--db", db], create).status.success());
+    for args in [
+        vec!["ls", "--db", db, "--at", "9999"],
+        vec!["cat", "/memories/a.md", "--db", db, "--at", "9999"],
+        vec!["diff", "0", "9999", "--db", db],
+    ] {
+        let out = run_mnemo(&args, "");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("there is no event 9999: the log ends at seq 1"),
+            "{args:?}: {err}"
+        );
+    }
+    let out = run_mnemo(
+        &[
+            "acl",
+            "revoke",
+            "--db",
+            db,
+            "--agent",
+            "nobody",
+            "--prefix",
+            "/memories",
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("mnemo: error: agent nobody has no grant on /memories")
+            && err.contains("(refused; logged as seq 2)")
+            && !err.contains("Error:"),
+        "{err}"
+    );
+    let exported = s.dir.path().join("out");
+    let out = run_mnemo(
+        &["export", exported.to_str().expect("utf-8"), "--db", db],
+        "",
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("exported 1 file ("),
+        "{out:?}"
+    );
+}

@@ -193,7 +193,7 @@ fn import_reports_what_it_could_not_take_and_takes_the_rest() {
         stderr.contains("Error: File /memories/exists.txt already exists"),
         "{stderr}"
     );
-    assert!(String::from_utf8_lossy(&out.stdout).starts_with("imported 1 files"));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("imported 1 file ("));
     let client = s.client();
     assert_eq!(
         client

@@ -336,7 +336,7 @@ fn import_skips_a_huge_sparse_file_by_its_size_without_reading_it() {
     );
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(text(&out.stdout).starts_with("imported 1 files"));
+    assert!(text(&out.stdout).starts_with("imported 1 file ("));
     assert!(
         stderr.contains(
             "huge: 42949672960 bytes, over the 16777216-byte file limit; it was not read"
@@ -361,7 +361,7 @@ fn import_skips_a_hard_link_by_name() {
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
-        text(&out.stdout).starts_with("imported 1 files"),
+        text(&out.stdout).starts_with("imported 1 file ("),
         "{stderr}"
     );
     assert!(
