@@ -27,4 +27,9 @@ fi
 # requirements pinned beside it.
 "$python" -m pip install --quiet './python[anthropic-memory-tool]' "anthropic==$sdk_version" 'pytest>=8,<10'
 
+# The remote-client tests start a real `mnemo serve` on loopback: the CLI built with the server
+# feature (the same build tests/mcp_client.sh uses).
+cargo build --quiet --release --features serve --bin mnemo
+export MNEMO_SERVE_BIN="$repo/target/release/mnemo"
+
 exec "$python" -m pytest -p no:cacheprovider "$repo/python/tests" "$@"

@@ -193,7 +193,7 @@ impl MnemoClient {
     /// bearer `token`: the operator's, from the server file, or an agent's. The memory tool
     /// ([`RemoteClient::handle`](crate::RemoteClient::handle)), the agent's files, the log,
     /// verify and head are answered by the server.
-    #[cfg(feature = "serve")]
+    #[cfg(feature = "client")]
     pub fn connect(url: impl Into<String>, token: impl Into<String>) -> crate::RemoteClient {
         crate::RemoteClient::new(url, token)
     }

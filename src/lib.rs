@@ -20,7 +20,7 @@ mod paths;
 mod policy;
 mod projection;
 mod registry;
-#[cfg(feature = "serve")]
+#[cfg(feature = "client")]
 mod remote;
 #[cfg(feature = "serve")]
 pub mod serve;
@@ -44,7 +44,7 @@ pub use projection::{
     COLLECT_BUDGET, INDEX_LAYOUT, MEMORY_TAG, MemoryRecord, Projection, RETRY_RECORDS,
     RETRY_TEXT_MAX, Recorded, Retry, RetryKind, Traced,
 };
-#[cfg(feature = "serve")]
+#[cfg(feature = "client")]
 pub use remote::{RemoteClient, RemoteError};
 #[cfg(feature = "serve")]
 pub use serve::{ServeOptions, serve};

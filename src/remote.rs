@@ -147,6 +147,7 @@ impl RemoteClient {
 
     /// Whether `other` reaches the same server run (the same URL and token: a server started
     /// again makes a new token, even on a port it happens to get again).
+    #[cfg_attr(not(feature = "serve"), expect(dead_code))]
     pub(crate) fn same_server(&self, other: &RemoteClient) -> bool {
         self.url == other.url && self.token == other.token
     }

@@ -42,6 +42,9 @@ class InvalidArgumentError(MnemoError):
 class ClosedError(MnemoError):
     """The store was closed."""
 
+class ServerError(MnemoError):
+    """The server a RemoteClient talks to could not be reached, refused the request, or answered in a way the client cannot read."""
+
 class MemoryRecord:
     """A memory file: its canonical path, content, tags, and the seqs that created and last changed it."""
 
@@ -150,6 +153,22 @@ class VerifyReport:
     def is_intact(self) -> bool:
         """True when no invariant is broken."""
 
+class RemoteClient:
+    """A store that a ``mnemo serve`` holds, reached over HTTP (``MnemoClient.connect``)."""
+
+    @property
+    def url(self) -> str: ...
+    @property
+    def agent_id(self) -> Optional[str]: ...
+    def with_agent(self, agent_id: str) -> RemoteClient: ...
+    def handle(self, block: Any) -> Dict[str, Any]:
+        """Answers a ``tool_use`` block or a bare input with a ``tool_result`` dict, recorded by the server."""
+    def records_by_tag(self, tag: str) -> List[MemoryRecord]: ...
+    def record(self, path: str) -> Optional[MemoryRecord]: ...
+    def head(self) -> Head: ...
+    def verify(self) -> Dict[str, Any]:
+        """The server's verify of the store, as ``mnemo verify --json`` prints it."""
+
 class MnemoClient:
     """An open Mnemo store acting as one agent.
 
@@ -160,6 +179,9 @@ class MnemoClient:
     every client and server opened with it.
     """
 
+    @staticmethod
+    def connect(url: str, token: str, agent_id: Optional[str] = None) -> RemoteClient:
+        """A client of the ``mnemo serve`` at ``url`` presenting the bearer ``token``."""
     def __init__(
         self,
         db_path: Union[str, os.PathLike[str]],

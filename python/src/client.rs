@@ -17,6 +17,7 @@ use serde_json::Value;
 use crate::convert::to_py;
 use crate::errors::{ClosedError, InvalidArgumentError, to_py_err};
 use crate::records::{PyEvent, PyGrant, PyHead, PyMemoryRecord, PyReceipt, PyVerifyReport};
+use crate::remote::PyRemote;
 
 /// The opened store, shared by every client and server made from it.
 pub struct Shared {
@@ -268,6 +269,15 @@ impl PyClient {
             let events = file_history(c.store(), &file)?;
             Ok(events.iter().map(PyEvent::from).collect())
         })
+    }
+
+    /// A client of the `mnemo serve` at `url`, presenting the bearer `token` (the operator's, from
+    /// the store's `mnemo-server.json`, or an agent's): the memory tool, the agent's files, the
+    /// head and verify, answered by the server.
+    #[staticmethod]
+    #[pyo3(signature = (url, token, agent_id = None))]
+    fn connect(url: &str, token: &str, agent_id: Option<&str>) -> PyRemote {
+        PyRemote::new(url, token, agent_id)
     }
 
     /// Event `seq` whole, as `mnemo show --json` prints it: a dict with `seq`, `agent`,

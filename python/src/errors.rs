@@ -56,6 +56,12 @@ create_exception!(
     "An argument given to the library (not by the model) was not valid."
 );
 create_exception!(mnemo, ClosedError, MnemoError, "The store was closed.");
+create_exception!(
+    mnemo,
+    ServerError,
+    MnemoError,
+    "The server a RemoteClient talks to could not be reached, refused the request, or answered in a way the client cannot read."
+);
 
 /// The Python exception for a store error, carrying the Rust message.
 pub fn to_py_err(e: Error) -> PyErr {
@@ -86,5 +92,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         py.get_type::<InvalidArgumentError>(),
     )?;
     m.add("ClosedError", py.get_type::<ClosedError>())?;
+    m.add("ServerError", py.get_type::<ServerError>())?;
     Ok(())
 }

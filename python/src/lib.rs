@@ -13,6 +13,7 @@ mod client;
 mod convert;
 mod errors;
 mod records;
+mod remote;
 mod server;
 
 use pyo3::prelude::*;
@@ -30,6 +31,7 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<records::PyHead>()?;
     m.add_class::<records::PyViolation>()?;
     m.add_class::<records::PyVerifyReport>()?;
+    m.add_class::<remote::PyRemote>()?;
     errors::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add(
