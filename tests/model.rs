@@ -1686,11 +1686,22 @@ fn model_str_replace_with_many_matches_stays_fast() {
         json!({"command": "str_replace", "path": "/memories/many", "old_str": "x", "new_str": "y"}),
     );
     let took = start.elapsed();
-    // The first 1,000 line numbers are listed, the rest counted.
-    let lines: Vec<String> = (1..=1000).map(|n| n.to_string()).collect();
+    // The line numbers are listed as far as 64 KiB of them, the rest counted.
+    let mut listed = String::new();
+    for n in 1..=LINES {
+        let next = if n == 1 {
+            n.to_string()
+        } else {
+            format!(", {n}")
+        };
+        if listed.len() + next.len() > 64 * 1024 {
+            listed.push_str(&format!(", … ({LINES} in all)"));
+            break;
+        }
+        listed.push_str(&next);
+    }
     let want = format!(
-        "No replacement was performed. Multiple occurrences of old_str `x` in lines: {}, … ({LINES} in all). Please ensure it is unique",
-        lines.join(", ")
+        "No replacement was performed. Multiple occurrences of old_str `x` in lines: {listed}. Please ensure it is unique"
     );
     assert!(
         is_error && out == want,

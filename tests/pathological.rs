@@ -43,15 +43,19 @@ fn timed(server: &MnemoMemoryToolServer, input: Value) -> (String, bool, Duratio
     (out, is_error, start.elapsed())
 }
 
-/// The "Multiple occurrences" list of `entries`: the first 1,000 joined by `, `, then how many
-/// there are in all.
+/// The "Multiple occurrences" list of `entries`: joined by `, ` for as long as the list stays
+/// within 64 KiB, then how many there are in all.
 fn capped_list(entries: &[String]) -> String {
-    let shown = entries[..entries.len().min(1000)].join(", ");
-    if entries.len() > 1000 {
-        format!("{shown}, … ({} in all)", entries.len())
-    } else {
-        shown
+    let mut shown = String::new();
+    for entry in entries {
+        let sep = if shown.is_empty() { "" } else { ", " };
+        if shown.len() + sep.len() + entry.len() > 64 * 1024 {
+            return format!("{shown}, … ({} in all)", entries.len());
+        }
+        shown.push_str(sep);
+        shown.push_str(entry);
     }
+    shown
 }
 
 /// `count` copies of `item`, as the list shows them.

@@ -755,8 +755,9 @@ fn truncation_note(cap: usize, first: usize, shown: usize, count: usize, partial
 /// cost is linear in the file size plus the text returned, whatever `old` is.
 fn match_lines(content: &str, old: &str, profile: Profile) -> String {
     let mut list = String::new();
-    // How many entries the list has (or would have, past the cap).
+    // How many entries the list has (or would have, past the cap), and whether it was cut.
     let mut entries = 0usize;
+    let mut cut = false;
     let mut line = 1;
     // The first newline not yet counted, if any is left.
     let mut newline = content.find('\n');
@@ -777,24 +778,28 @@ fn match_lines(content: &str, old: &str, profile: Profile) -> String {
         }
         if profile == Profile::PythonSdk || !listed {
             entries += 1;
-            if entries <= MAX_LISTED_MATCHES {
-                if !list.is_empty() {
+            let separator = if list.is_empty() { 0 } else { 2 };
+            if !cut && list.len() + separator + digits.len() <= MAX_LISTED_BYTES {
+                if separator > 0 {
                     list.push_str(", ");
                 }
                 list.push_str(&digits);
+            } else {
+                cut = true;
             }
             listed = true;
         }
     }
-    if entries > MAX_LISTED_MATCHES {
+    if cut {
         // NOTE: writing to a String cannot fail.
         let _ = write!(list, ", … ({entries} in all)");
     }
     list
 }
 
-/// The most line numbers the "Multiple occurrences" error lists; the rest are counted.
-pub const MAX_LISTED_MATCHES: usize = 1000;
+/// The longest list of line numbers the "Multiple occurrences" error gives whole (64 KiB, about
+/// 10,000 numbers); past it the rest are counted.
+pub const MAX_LISTED_BYTES: usize = 64 * 1024;
 
 /// How many `\n` `text` holds.
 fn newlines(text: &str) -> usize {
@@ -962,22 +967,30 @@ mod tests {
 
     #[test]
     fn the_match_list_stops_at_its_cap_and_counts_the_rest() {
-        let content = "a\n".repeat(MAX_LISTED_MATCHES + 500);
+        let lines = 30_000;
+        let content = "a\n".repeat(lines);
+        // The numbers 1, 2, ... joined by ", " for as long as they fit the cap.
+        let mut fitting = String::new();
+        let mut shown = 0;
+        for n in 1..=lines {
+            let next = if fitting.is_empty() {
+                n.to_string()
+            } else {
+                format!(", {n}")
+            };
+            if fitting.len() + next.len() > MAX_LISTED_BYTES {
+                break;
+            }
+            fitting.push_str(&next);
+            shown += 1;
+        }
+        assert!(shown > 5_000 && shown < lines, "{shown}");
         for profile in [Profile::Spec, Profile::PythonSdk] {
             let list = match_lines(&content, "a", profile);
-            let shown: Vec<&str> = list.split(", ").collect();
-            assert_eq!(shown.len(), MAX_LISTED_MATCHES + 1);
-            assert_eq!(
-                shown[MAX_LISTED_MATCHES - 1],
-                MAX_LISTED_MATCHES.to_string()
-            );
-            assert_eq!(
-                shown[MAX_LISTED_MATCHES],
-                format!("… ({} in all)", MAX_LISTED_MATCHES + 500)
-            );
+            assert_eq!(list, format!("{fitting}, … ({lines} in all)"));
         }
-        // At the cap exactly, nothing is counted.
-        let content = "a\n".repeat(MAX_LISTED_MATCHES);
+        // Under the cap, nothing is counted.
+        let content = "a\n".repeat(1000);
         assert!(!match_lines(&content, "a", Profile::Spec).contains('…'));
     }
 
