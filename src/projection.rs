@@ -672,15 +672,34 @@ impl<K: KvRead> Tree for Projection<K> {
         let Some((NodeKind::Dir, id)) = self.lookup(path)? else {
             return Ok(Vec::new());
         };
+        // Visited in place, not collected first: a listing reads each entry once.
         let mut out = Vec::new();
-        for (name, kind, child) in self.children(id)? {
-            let size = match kind {
-                NodeKind::Dir => 0,
-                NodeKind::File => self.file_head(child)?.len,
-            };
-            out.push(Entry { name, kind, size });
+        let mut failed = None;
+        self.kv.visit_prefix(&child_prefix(id), |key, value| {
+            let entry = std::str::from_utf8(&key[9..])
+                .map_err(|_| Error::corrupt("path index name is not UTF-8"))
+                .and_then(|name| {
+                    let (kind, child) = decode_child(value)?;
+                    let size = match kind {
+                        NodeKind::Dir => 0,
+                        NodeKind::File => self.file_head(child)?.len,
+                    };
+                    Ok(Entry {
+                        name: name.to_string(),
+                        kind,
+                        size,
+                    })
+                });
+            match entry {
+                Ok(entry) => out.push(entry),
+                Err(e) => failed = Some(e),
+            }
+            failed.is_none()
+        })?;
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(out),
         }
-        Ok(out)
     }
 
     fn policy(&self) -> Result<Policy> {
