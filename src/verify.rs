@@ -266,7 +266,7 @@ pub fn verify_store_with(store: &Store, mut options: VerifyOptions<'_>) -> Resul
             return finish(report, Some(v));
         }
     }
-    let mut replay = Projection::new(MemKv::default());
+    let mut replay = Projection::with_listings(MemKv::default());
     let mut expected = Seq(1);
     if report.index_applied == Seq(0) {
         if let Some(v) = compare_index(&replay, &stored_index, Seq(0))? {

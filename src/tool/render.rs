@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use crate::error::Result;
 use crate::paths::MemPath;
 use crate::tool::command::Profile;
-use crate::tool::tree::{NodeKind, Tree};
+use crate::tool::tree::{Entry, NodeKind, Tree};
 
 /// The size column of a listing: bytes below 1 KiB (`999B`), else K/M/G with one decimal unless
 /// the value is whole (`1K`, `1.0K` for 1025 bytes, `1024.0K` just under 1 MiB), capped at G.
@@ -105,6 +105,14 @@ pub fn listing(
         push_entry(&mut out, shown, "", &entry.name, entry.kind, entry.size);
         if entry.kind == NodeKind::Dir {
             let child = dir.join(&entry.name);
+            if visible.is_none() {
+                // Every entry shows: the subdirectory's lines are the same whoever lists it,
+                // and a tree may keep them while the subdirectory is unchanged.
+                let lines =
+                    tree.child_lines(&child, &format!("{shown}/{}", entry.name), profile)?;
+                out.push_str(&lines);
+                continue;
+            }
             for grandchild in tree.list(&child)? {
                 if shows(&child, &grandchild.name, grandchild.kind) {
                     push_entry(
@@ -120,6 +128,16 @@ pub fn listing(
         }
     }
     Ok(out)
+}
+
+/// The lines a listing shows for `entries`, the children of a directory named `shown` in the
+/// text, when every entry is visible: hidden names skipped, each line starting with a newline.
+pub(crate) fn child_lines(entries: &[Entry], shown: &str, profile: Profile) -> String {
+    let mut out = String::with_capacity(entries.len() * (shown.len() + 24));
+    for entry in entries.iter().filter(|e| !hidden(&e.name, profile)) {
+        push_entry(&mut out, shown, "", &entry.name, entry.kind, entry.size);
+    }
+    out
 }
 
 /// Appends the line of entry `name` (under `parent/` when `parent` is not empty) of the listing
