@@ -6,6 +6,10 @@
 //! `target/bench-fixtures/`, so only the first run pays for building them. `verify_store` runs on
 //! an open `Store` whose sled cache is warm (one untimed verify runs first). Throughput is in
 //! events; the note printed after each size turns the report's record bytes into MB/s.
+//!
+//! `verify-views` does the same for a log closer to what agents send
+//! (`common::view_heavy_command`): a tree of 2,000 notes, then one call in 20 views `/memories`
+//! (a listing of the whole tree, two levels deep) among views, edits and renames of its notes.
 
 mod common;
 
@@ -17,17 +21,25 @@ use criterion::{
 use mnemo::{Report, Store, verify_store};
 
 fn verify(c: &mut Criterion) {
-    let mut group = c.benchmark_group("verify");
+    let sizes = common::sizes(&[10_000, 100_000, 1_000_000], &[1_000]);
+    group(c, "verify", &sizes, common::event_log);
+    let sizes = common::sizes(&[50_000], &[3_000]);
+    group(c, "verify-views", &sizes, common::view_heavy_log);
+}
+
+/// Benches `verify_store` on the stores `fixture(events)` for each of `sizes`.
+fn group(c: &mut Criterion, name: &str, sizes: &[usize], fixture: fn(u64) -> std::path::PathBuf) {
+    let mut group = c.benchmark_group(name);
     group.sample_size(10);
     group.sampling_mode(SamplingMode::Flat);
     group.warm_up_time(Duration::from_secs(1));
-    for events in common::sizes(&[10_000, 100_000, 1_000_000], &[1_000]) {
+    for &events in sizes {
         group.throughput(Throughput::Elements(events as u64));
         let mut store: Option<Store> = None;
         let mut last: Option<Report> = None;
         group.bench_function(BenchmarkId::from_parameter(events), |b| {
             let store = store.get_or_insert_with(|| {
-                let store = Store::open(&common::event_log(events as u64)).expect("open store");
+                let store = Store::open(&fixture(events as u64)).expect("open store");
                 let report = verify_store(&store).expect("verify");
                 assert!(report.is_intact(), "{:?}", report.violations);
                 store
@@ -43,7 +55,7 @@ fn verify(c: &mut Criterion) {
             #[allow(clippy::cast_precision_loss)]
             let per_event = report.bytes as f64 / report.events as f64;
             println!(
-                "note: verify/{events}: {} events, {} bytes of records ({per_event:.0} B/event); last iteration {:.3} s = {:.1} MB/s, {:.0} events/s",
+                "note: {name}/{events}: {} events, {} bytes of records ({per_event:.0} B/event); last iteration {:.3} s = {:.1} MB/s, {:.0} events/s",
                 report.events,
                 report.bytes,
                 report.elapsed.as_secs_f64(),

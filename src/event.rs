@@ -516,11 +516,24 @@ impl Frame {
 
     /// Decodes the header and payload.
     pub fn event(&self) -> Result<Event> {
+        Event::from_parts(self.seq, self.prev_hash, &self.header, &self.payload)
+    }
+}
+
+impl Event {
+    /// The event whose canonical header and payload bytes are `header` and `payload` (a
+    /// [`Frame`]'s fields, wherever they are kept).
+    pub fn from_parts(
+        seq: Seq,
+        prev_hash: EventHash,
+        header: &[u8],
+        payload: &[u8],
+    ) -> Result<Event> {
         Ok(Event {
-            seq: self.seq,
-            prev_hash: self.prev_hash,
-            header: codec::decode(&self.header, "event header")?,
-            body: codec::decode(&self.payload, "event payload")?,
+            seq,
+            prev_hash,
+            header: codec::decode(header, "event header")?,
+            body: codec::decode(payload, "event payload")?,
         })
     }
 }

@@ -65,19 +65,24 @@
 //! **Invariant:** the index is a pure function of the log: replaying every event into an empty
 //! [`MemKv`](crate::kv::MemKv) yields byte-for-byte the stored index (checked by `verify`).
 
+use std::sync::{Arc, Mutex, PoisonError};
+
 use crate::error::{Error, Result};
 use crate::event::{Body, Event, EventHash, Refusal, RejectedDigest, Seq};
 use crate::kv::{KvRead, KvWrite};
 use crate::paths::MemPath;
 use crate::policy::{Access, Grant, Policy};
 use crate::token::{Revocation, TokenRecord};
-use crate::tool::{Answer, Command};
+use crate::tool::render::child_lines;
+use crate::tool::{Answer, Command, Profile};
 use crate::tool::{Change, Entry, NodeKind, Probe, Tree};
 
 pub mod content;
+mod listings;
 
 pub use content::CONTENT_PREFIX;
 use content::{Chunking, FileHead};
+use listings::Listings;
 
 const ROOT_ID: u64 = 0;
 const NEXT_ID_KEY: &[u8] = b"n";
@@ -433,6 +438,8 @@ pub struct Projection<K> {
     kv: K,
     /// How many retry records are kept ([`RETRY_RECORDS`]; smaller in unit tests).
     retry_cap: u64,
+    /// Rendered listing lines kept between calls ([`Projection::with_listings`]).
+    listings: Option<Mutex<Listings>>,
 }
 
 impl<K> Projection<K> {
@@ -441,6 +448,28 @@ impl<K> Projection<K> {
         Projection {
             kv,
             retry_cap: RETRY_RECORDS,
+            listings: None,
+        }
+    }
+
+    /// [`Projection::new`], keeping each directory's rendered listing lines between calls
+    /// while the directory is unchanged, for a projection that answers many calls in a row
+    /// (the verifier's replay): a listing then costs what changed since the last one. Only
+    /// changes made through this projection are seen, so the map must not change beneath it.
+    pub fn with_listings(kv: K) -> Self {
+        Projection {
+            listings: Some(Mutex::new(Listings::default())),
+            ..Projection::new(kv)
+        }
+    }
+
+    /// Forgets the kept listing lines of directory `id`, whose entries changed.
+    fn forget_listing(&mut self, id: u64) {
+        if let Some(listings) = &mut self.listings {
+            listings
+                .get_mut()
+                .unwrap_or_else(PoisonError::into_inner)
+                .forget(id);
         }
     }
 
@@ -672,15 +701,52 @@ impl<K: KvRead> Tree for Projection<K> {
         let Some((NodeKind::Dir, id)) = self.lookup(path)? else {
             return Ok(Vec::new());
         };
+        // Visited in place, not collected first: a listing reads each entry once.
         let mut out = Vec::new();
-        for (name, kind, child) in self.children(id)? {
-            let size = match kind {
-                NodeKind::Dir => 0,
-                NodeKind::File => self.file_head(child)?.len,
-            };
-            out.push(Entry { name, kind, size });
+        let mut failed = None;
+        self.kv.visit_prefix(&child_prefix(id), |key, value| {
+            let entry = std::str::from_utf8(&key[9..])
+                .map_err(|_| Error::corrupt("path index name is not UTF-8"))
+                .and_then(|name| {
+                    let (kind, child) = decode_child(value)?;
+                    let size = match kind {
+                        NodeKind::Dir => 0,
+                        NodeKind::File => self.file_head(child)?.len,
+                    };
+                    Ok(Entry {
+                        name: name.to_string(),
+                        kind,
+                        size,
+                    })
+                });
+            match entry {
+                Ok(entry) => out.push(entry),
+                Err(e) => failed = Some(e),
+            }
+            failed.is_none()
+        })?;
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(out),
         }
-        Ok(out)
+    }
+
+    fn child_lines(&self, path: &MemPath, shown: &str, profile: Profile) -> Result<Arc<str>> {
+        let render =
+            || Ok::<Arc<str>, Error>(child_lines(&self.list(path)?, shown, profile).into());
+        let Some(listings) = &self.listings else {
+            return render();
+        };
+        let Some((NodeKind::Dir, id)) = self.lookup(path)? else {
+            return render();
+        };
+        let lock = || listings.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(lines) = lock().get(id, shown, profile) {
+            return Ok(lines);
+        }
+        let lines = render()?;
+        lock().put(id, shown, profile, Arc::clone(&lines));
+        Ok(lines)
     }
 
     fn policy(&self) -> Result<Policy> {
@@ -739,6 +805,7 @@ impl<K: KvWrite> Projection<K> {
                 None => {
                     let child = self.new_id()?;
                     self.kv.insert(key, encode_child(NodeKind::Dir, child));
+                    self.forget_listing(id);
                     child
                 }
             };
@@ -791,6 +858,7 @@ impl<K: KvWrite> Projection<K> {
                 break;
             };
             let dir = be_u64(&key[TRASH_PREFIX.len()..], "trash id")?;
+            self.forget_listing(dir);
             let children = self.kv.scan_prefix(&child_prefix(dir), budget)?;
             if children.is_empty() {
                 self.kv.remove(&key);
@@ -832,6 +900,8 @@ impl<K: KvWrite> Projection<K> {
                     return Err(Error::corrupt("a write named the directory /"));
                 };
                 let parent_id = self.ensure_dir(&parent)?;
+                // A new entry or a new size: either way the directory's lines change.
+                self.forget_listing(parent_id);
                 let key = child_key(parent_id, path.name());
                 let (id, old) = match self.kv.get_with(&key, decode_child)? {
                     Some(child) => {
@@ -863,6 +933,10 @@ impl<K: KvWrite> Projection<K> {
                     Error::corrupt(format!("a delete named {path}, which is not in the index"))
                 })?;
                 let (kind, id) = chain[chain.len() - 1];
+                // The entry goes, and perhaps parents it leaves empty.
+                for &(_, dir) in &chain {
+                    self.forget_listing(dir);
+                }
                 self.unlink(path, &chain)?;
                 self.forget(kind, id)?;
             }
@@ -875,6 +949,10 @@ impl<K: KvWrite> Projection<K> {
                     return Err(Error::corrupt("a rename targeted the directory /"));
                 };
                 let parent_id = self.ensure_dir(&to_parent)?;
+                for &(_, dir) in &chain {
+                    self.forget_listing(dir);
+                }
+                self.forget_listing(parent_id);
                 self.kv
                     .insert(child_key(parent_id, to.name()), encode_child(kind, id));
                 // The chain is still valid: the new entry cannot lie on the old path's chain
@@ -1124,6 +1202,82 @@ mod tests {
         assert_eq!(run(&mut index, "2").retry, None);
         assert_eq!(records(&index), [b"a\x002", b"a\x004", b"a\x005"]);
         assert_eq!(index.retry_records_made().expect("count"), 7);
+    }
+
+    /// A replay that keeps listing lines answers every call exactly as one that renders each
+    /// listing afresh, through writes, edits that change sizes, renames of files and
+    /// directories, deletes that prune parents, trash collection and both profiles.
+    #[test]
+    fn kept_listing_lines_give_the_same_answers_as_fresh_ones() {
+        let tool = |profile: Profile, command: Command| {
+            Body::Tool(crate::event::ToolCall {
+                root: "/memories".into(),
+                profile,
+                limits: Limits::default(),
+                command,
+            })
+        };
+        let mut fresh = Projection::new(MemKv::default());
+        let mut kept = Projection::with_listings(MemKv::default());
+        let mut rng = 0x2545_f491_4f6c_dd1d_u64;
+        let mut listed = 0;
+        for seq in 1..=3_000 {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            let dir = |n: u64| format!("/memories/d{}", n % 4);
+            let file = |n: u64| format!("{}/s{}/f{}.md", dir(n), (n >> 3) % 3, (n >> 5) % 5);
+            let profile = if rng % 11 == 0 {
+                Profile::PythonSdk
+            } else {
+                Profile::Spec
+            };
+            let command = match rng % 9 {
+                0 | 1 => Command::View {
+                    path: if rng % 2 == 0 {
+                        "/memories".into()
+                    } else {
+                        dir(rng >> 8)
+                    },
+                    view_range: None,
+                },
+                2 | 3 => Command::Create {
+                    path: file(rng >> 8),
+                    file_text: "x".repeat(((rng >> 20) % 3000) as usize),
+                },
+                4 => Command::Insert {
+                    path: file(rng >> 8),
+                    insert_line: 0,
+                    insert_text: "more\n".into(),
+                },
+                5 => Command::Rename {
+                    old_path: file(rng >> 8),
+                    new_path: file(rng >> 16),
+                },
+                6 => Command::Rename {
+                    old_path: dir(rng >> 8),
+                    new_path: format!("{}/moved", dir(rng >> 16)),
+                },
+                7 => Command::Delete {
+                    path: if rng % 3 == 0 {
+                        dir(rng >> 8)
+                    } else {
+                        file(rng >> 8)
+                    },
+                },
+                _ => Command::Create {
+                    path: format!("{}/.hidden/node_modules/n.md", dir(rng >> 8)),
+                    file_text: "n".into(),
+                },
+            };
+            let body = tool(profile, command);
+            let ours = kept.run_call("a", None, &body, Seq(seq)).expect("kept");
+            let theirs = fresh.run_call("a", None, &body, Seq(seq)).expect("fresh");
+            assert_eq!(ours, theirs, "seq {seq}: {body:?}");
+            listed += usize::from(ours.text.starts_with("Here're"));
+        }
+        assert!(listed > 300, "only {listed} listings");
+        assert_eq!(kept.kv().map, fresh.kv().map);
     }
 
     /// A temporary sled database (kept alive by the caller) and the index's two trees in it.

@@ -25,7 +25,7 @@
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::event::{EventHash, Frame, Outcome, Seq};
+use crate::event::{Event, EventHash, Frame, Outcome, Seq};
 use crate::kv::{IndexTrees, MemKv};
 use crate::log::{Head, Store};
 use crate::projection::{CONTENT_PREFIX, INDEX_LAYOUT, Projection};
@@ -266,65 +266,76 @@ pub fn verify_store_with(store: &Store, mut options: VerifyOptions<'_>) -> Resul
             return finish(report, Some(v));
         }
     }
-    let mut replay = Projection::new(MemKv::default());
-    let mut prev = EventHash::ZERO;
+    let mut replay = Projection::with_listings(MemKv::default());
     let mut expected = Seq(1);
     if report.index_applied == Seq(0) {
         if let Some(v) = compare_index(&replay, &stored_index, Seq(0))? {
             return finish(report, Some(v));
         }
     }
-    for item in store.records(Seq(0)) {
-        let (seq, record) = match item {
-            Ok(entry) => entry,
-            Err(Error::Corrupt { what }) => {
-                let v = violation(expected, ViolationKind::Missing, what);
-                return finish(report, Some(v));
+    // The chain checks (steps 1-5) and decoding run on a thread of their own, ahead of the
+    // replay (steps 6-7) on this one; it stops at its first violation, after handing over every
+    // record before it, so the first violation in seq order is the one reported, as if one
+    // thread did both.
+    let (tx, rx) = crossbeam_channel::bounded::<Batch>(PIPELINE_DEPTH);
+    let outcome = std::thread::scope(|scope| {
+        scope.spawn(move || read_chain(store, &tx));
+        for batch in rx {
+            for item in batch.items {
+                let checked = match item {
+                    Item::Checked(checked) => checked,
+                    Item::Violation(v) => return Ok(Some(v)),
+                    Item::Failed(e) => return Err(e),
+                };
+                let seq = checked.seq;
+                if let Err(v) = replay_record(&checked, &batch.data, &mut replay) {
+                    return Ok(Some(v));
+                }
+                let hash = checked.hash;
+                report.head = Head { seq, hash };
+                if seq == report.meta_head.seq && hash != report.meta_head.hash {
+                    return Ok(Some(violation(
+                        seq,
+                        ViolationKind::Head,
+                        format!(
+                            "meta.head says event {seq} hashes to {} but it hashes to {hash}",
+                            report.meta_head.hash
+                        ),
+                    )));
+                }
+                report.events += 1;
+                report.bytes += checked.bytes;
+                if report.events % PROGRESS_EVERY == 0 {
+                    if let Some(progress) = options.progress.as_mut() {
+                        progress(report.events, report.meta_head.seq.0.max(seq.0));
+                    }
+                }
+                if let Some(expect) = options.expect.filter(|e| e.seq == seq) {
+                    if expect.hash != hash {
+                        return Ok(Some(violation(
+                            seq,
+                            ViolationKind::Checkpoint,
+                            format!(
+                                "the checkpoint says event {seq} hashes to {} but the log's event {seq} hashes to {hash}: history up to seq {seq} was rewritten",
+                                expect.hash
+                            ),
+                        )));
+                    }
+                }
+                if seq == report.index_applied {
+                    if let Some(v) = compare_index(&replay, &stored_index, seq)? {
+                        return Ok(Some(v));
+                    }
+                }
+                expected = Seq(seq.0 + 1);
             }
-            Err(e) => return Err(e),
-        };
-        prev = match check_record(seq, expected, &prev, &record, &mut replay) {
-            Ok(hash) => hash,
-            Err(v) => return finish(report, Some(v)),
-        };
-        report.head = Head { seq, hash: prev };
-        if seq == report.meta_head.seq && prev != report.meta_head.hash {
-            let v = violation(
-                seq,
-                ViolationKind::Head,
-                format!(
-                    "meta.head says event {seq} hashes to {} but it hashes to {prev}",
-                    report.meta_head.hash
-                ),
-            );
-            return finish(report, Some(v));
         }
-        report.events += 1;
-        report.bytes += record.len() as u64;
-        if report.events % PROGRESS_EVERY == 0 {
-            if let Some(progress) = options.progress.as_mut() {
-                progress(report.events, report.meta_head.seq.0.max(seq.0));
-            }
-        }
-        if let Some(expect) = options.expect.filter(|e| e.seq == seq) {
-            if expect.hash != prev {
-                let v = violation(
-                    seq,
-                    ViolationKind::Checkpoint,
-                    format!(
-                        "the checkpoint says event {seq} hashes to {} but the log's event {seq} hashes to {prev}: history up to seq {seq} was rewritten",
-                        expect.hash
-                    ),
-                );
-                return finish(report, Some(v));
-            }
-        }
-        if seq == report.index_applied {
-            if let Some(v) = compare_index(&replay, &stored_index, seq)? {
-                return finish(report, Some(v));
-            }
-        }
-        expected = Seq(seq.0 + 1);
+        Ok(None)
+    });
+    // Leaving the scope joined the chain thread: a replay that stopped early dropped the
+    // receiver, so its next send failed and it returned.
+    if let Some(v) = outcome? {
+        return finish(report, Some(v));
     }
     let last = Seq(expected.0 - 1);
     let head = report.meta_head;
@@ -374,14 +385,98 @@ pub fn verify_store_with(store: &Store, mut options: VerifyOptions<'_>) -> Resul
     finish(report, v)
 }
 
-/// Checks one stored record and replays it; returns its hash, or the violation it shows.
-fn check_record(
+/// How many records the chain thread hands over at a time, and how many such batches may wait
+/// for the replay: enough to keep both threads busy, little enough to bound the memory held.
+const PIPELINE_BATCH: usize = 256;
+const PIPELINE_DEPTH: usize = 16;
+
+/// A stored record that passed the chain checks; its header and payload bytes are in its
+/// [`Batch`]'s buffer.
+struct Checked {
+    seq: Seq,
+    prev_hash: EventHash,
+    hash: EventHash,
+    payload_hash: EventHash,
+    header: std::ops::Range<usize>,
+    payload: std::ops::Range<usize>,
+    bytes: u64,
+}
+
+/// What the chain thread hands the replay: a checked record, or why it stopped.
+enum Item {
+    Checked(Checked),
+    Violation(Violation),
+    Failed(Error),
+}
+
+/// Records handed over at once. Their bytes share one buffer, so the replay frees one
+/// allocation per batch that the chain thread made, not several per record.
+#[derive(Default)]
+struct Batch {
+    items: Vec<Item>,
+    data: Vec<u8>,
+}
+
+/// Walks the stored records in seq order through the chain checks (steps 1-5), sending them to
+/// the replay in batches; stops after the first record that fails, or when the replay hangs up.
+fn read_chain(store: &Store, tx: &crossbeam_channel::Sender<Batch>) {
+    let mut prev = EventHash::ZERO;
+    let mut expected = Seq(1);
+    let mut batch = Batch::default();
+    for entry in store.records(Seq(0)) {
+        let item = match entry {
+            Ok((seq, record)) => match check_chain(seq, expected, &prev, &record) {
+                Ok(frame) => {
+                    let header = append(&mut batch.data, &frame.header);
+                    let payload = append(&mut batch.data, &frame.payload);
+                    let checked = Checked {
+                        seq,
+                        prev_hash: prev,
+                        hash: frame.hash,
+                        payload_hash: frame.payload_hash,
+                        header,
+                        payload,
+                        bytes: record.len() as u64,
+                    };
+                    prev = frame.hash;
+                    expected = Seq(seq.0 + 1);
+                    Item::Checked(checked)
+                }
+                Err(v) => Item::Violation(v),
+            },
+            Err(Error::Corrupt { what }) => {
+                Item::Violation(violation(expected, ViolationKind::Missing, what))
+            }
+            Err(e) => Item::Failed(e),
+        };
+        let last = !matches!(item, Item::Checked(_));
+        batch.items.push(item);
+        if last || batch.items.len() == PIPELINE_BATCH {
+            let sent = tx.send(std::mem::take(&mut batch)).is_ok();
+            if !sent || last {
+                return;
+            }
+        }
+    }
+    if !batch.items.is_empty() {
+        let _ = tx.send(batch);
+    }
+}
+
+/// Appends `bytes` to `data`; returns where they are.
+fn append(data: &mut Vec<u8>, bytes: &[u8]) -> std::ops::Range<usize> {
+    let start = data.len();
+    data.extend_from_slice(bytes);
+    start..data.len()
+}
+
+/// Checks one stored record's place in the chain and decodes it (steps 1-5).
+fn check_chain(
     seq: Seq,
     expected: Seq,
     prev: &EventHash,
     record: &[u8],
-    replay: &mut Projection<MemKv>,
-) -> Result<EventHash, Violation> {
+) -> Result<Frame, Violation> {
     if seq != expected {
         let detail = if seq < expected {
             format!("a record is stored under key {seq}, which is not a valid seq")
@@ -431,7 +526,22 @@ fn check_record(
             ),
         ));
     }
-    let event = match frame.event() {
+    Ok(frame)
+}
+
+/// Re-answers a checked record against the replayed tree and compares the outcome (step 6).
+fn replay_record(
+    checked: &Checked,
+    data: &[u8],
+    replay: &mut Projection<MemKv>,
+) -> Result<(), Violation> {
+    let seq = checked.seq;
+    let event = match Event::from_parts(
+        seq,
+        checked.prev_hash,
+        &data[checked.header.clone()],
+        &data[checked.payload.clone()],
+    ) {
         Ok(e) => e,
         Err(e) => return Err(violation(seq, ViolationKind::Undecodable, e.to_string())),
     };
@@ -439,7 +549,7 @@ fn check_record(
         &event.header.agent,
         event.header.tool_use_id.as_deref(),
         &event.body,
-        Some(frame.payload_hash),
+        Some(checked.payload_hash),
         seq,
     ) {
         Ok(traced) => traced,
@@ -479,7 +589,7 @@ fn check_record(
             ),
         });
     }
-    Ok(frame.hash)
+    Ok(())
 }
 
 /// Compares the replayed index with the stored one, tree by tree: the content keys with the
@@ -497,9 +607,16 @@ fn compare_index(
     let rest = ours
         .iter()
         .filter(|(k, _)| !IndexTrees::is_content(k.as_slice()));
-    let found = match compare_tree(rest, stored.kv().index(), "index")? {
+    // The two trees are compared side by side; the index tree's difference is named first.
+    let (index, content) = std::thread::scope(|scope| {
+        let content = scope.spawn(|| compare_tree(content, stored.kv().content(), "content"));
+        let index = compare_tree(rest, stored.kv().index(), "index");
+        (index, content.join())
+    });
+    let content = content.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+    let found = match index? {
         Some(found) => Some(found),
-        None => compare_tree(content, stored.kv().content(), "content")?,
+        None => content?,
     };
     Ok(found.map(|detail| violation(seq, ViolationKind::Index, detail)))
 }

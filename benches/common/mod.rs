@@ -275,6 +275,11 @@ pub fn mix_command(seq: u64) -> Command {
 /// 1,024 at a time, and the index is brought up to the head at the end with
 /// [`Store::catch_up`], so the result is a store `verify` finds intact.
 pub fn build_log(path: &Path, events: u64) {
+    build_log_of(path, events, mix_command);
+}
+
+/// [`build_log`] for the log whose `seq`-th command is `command(seq)`.
+pub fn build_log_of(path: &Path, events: u64, command: fn(u64) -> Command) {
     const BATCH: usize = 1024;
     // A fixed clock, so a rebuild makes the same bytes.
     const TIME_MS: u64 = 1_760_000_000_000;
@@ -290,7 +295,7 @@ pub fn build_log(path: &Path, events: u64) {
                 root: "/memories".into(),
                 profile: Profile::Spec,
                 limits: Limits::default(),
-                command: mix_command(seq),
+                command: command(seq),
             });
             let answer = replay
                 .run_call(MIX_AGENT, None, &body, Seq(seq))
@@ -339,13 +344,19 @@ pub fn build_log(path: &Path, events: u64) {
 /// A closed store whose log holds the first `events` events of the synthetic log, index caught
 /// up, cached.
 pub fn event_log(events: u64) -> PathBuf {
+    cached_log("mix1", events, mix_command)
+}
+
+/// The closed store, cached under a name made of `name` and `events`, whose log holds the first
+/// `events` events of the log whose `seq`-th command is `command(seq)`, index caught up.
+fn cached_log(name: &str, events: u64, command: fn(u64) -> Command) -> PathBuf {
     let path = cached(
         &format!(
-            "log-v{}-i{}-mix1-{events}",
+            "log-v{}-i{}-{name}-{events}",
             mnemo::event::FORMAT_VERSION,
             mnemo::INDEX_LAYOUT
         ),
-        |path| build_log(path, events),
+        |path| build_log_of(path, events, command),
     );
     let store = Store::open(&path).expect("open cached log");
     let head = store.head().expect("head");
@@ -358,4 +369,69 @@ pub fn event_log(events: u64) -> PathBuf {
         applied
     );
     path
+}
+
+/// Files in the tree of the view-heavy log ([`view_heavy_command`]): 20 directories of 100.
+pub const VIEW_HEAVY_FILES: u64 = 2_000;
+
+/// One call in this many of the view-heavy log, after the tree is built, lists `/memories`.
+pub const VIEW_HEAVY_EVERY: u64 = 20;
+
+/// The `seq`-th command (from 1) of the view-heavy log, closer to what agents send than
+/// [`mix_command`]: the first [`VIEW_HEAVY_FILES`] calls create a tree of small notes
+/// (`/memories/dNN/fNNNN.md`), then every [`VIEW_HEAVY_EVERY`]th call views `/memories` (a
+/// listing of all 2,020 entries, two levels deep) and the others view, edit and rename notes
+/// of that tree in a cycle that keeps it at 2,000 files, every call succeeding.
+pub fn view_heavy_command(seq: u64) -> Command {
+    let note = |i: u64| format!("/memories/d{:02}/f{i:04}.md", i / 100);
+    if seq <= VIEW_HEAVY_FILES {
+        let i = seq - 1;
+        return Command::Create {
+            path: note(i),
+            file_text: format!("# Note {i}\nstatus: open\n- the user prefers short answers\n"),
+        };
+    }
+    let k = seq - VIEW_HEAVY_FILES;
+    if k % VIEW_HEAVY_EVERY == 0 {
+        return Command::View {
+            path: "/memories".into(),
+            view_range: None,
+        };
+    }
+    // A cycle of six calls on one note, counting only the calls that are not root views;
+    // successive cycles walk the notes.
+    let j = k - k / VIEW_HEAVY_EVERY - 1;
+    let i = (j / 6) % VIEW_HEAVY_FILES;
+    let moved = format!("/memories/d{:02}/f{i:04}-moved.md", i / 100);
+    let flip = |from: &str, to: &str| Command::StrReplace {
+        path: note(i),
+        old_str: format!("status: {from}"),
+        new_str: Some(format!("status: {to}")),
+    };
+    match j % 6 {
+        0 => Command::View {
+            path: note(i),
+            view_range: None,
+        },
+        1 => Command::Rename {
+            old_path: note(i),
+            new_path: moved,
+        },
+        2 => Command::View {
+            path: moved,
+            view_range: Some((1, 2)),
+        },
+        3 => Command::Rename {
+            old_path: moved,
+            new_path: note(i),
+        },
+        4 => flip("open", "done"),
+        _ => flip("done", "open"),
+    }
+}
+
+/// A closed store whose log holds the first `events` events of the view-heavy log
+/// ([`view_heavy_command`]), index caught up, cached.
+pub fn view_heavy_log(events: u64) -> PathBuf {
+    cached_log("views1", events, view_heavy_command)
 }

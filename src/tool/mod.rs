@@ -7,7 +7,7 @@
 mod command;
 mod limits;
 mod matcher;
-mod render;
+pub(crate) mod render;
 pub mod request;
 mod semantics;
 mod server;

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use crate::error::Result;
 use crate::paths::MemPath;
 use crate::tool::command::Profile;
-use crate::tool::tree::{NodeKind, Tree};
+use crate::tool::tree::{Entry, NodeKind, Tree};
 
 /// The size column of a listing: bytes below 1 KiB (`999B`), else K/M/G with one decimal unless
 /// the value is whole (`1K`, `1.0K` for 1025 bytes, `1024.0K` just under 1 MiB), capped at G.
@@ -73,15 +73,20 @@ fn hidden(name: &str, profile: Profile) -> bool {
 /// The size shown for every directory.
 pub const DIR_SIZE: &str = "4K";
 
+/// Whether the calling agent may see an entry (its path and kind) in a listing.
+pub type Visible<'a> = &'a dyn Fn(&MemPath, NodeKind) -> bool;
+
 /// A directory listing, two levels deep; `shown` is how the directory is named in the text.
 ///
-/// `visible` decides which entries the calling agent may see.
+/// `visible` decides which entries the calling agent may see; `None` when it may see everything
+/// under `dir` (a read grant covering `dir` covers every path below it), which spares a check
+/// and a path per entry.
 pub fn listing(
     tree: &dyn Tree,
     dir: &MemPath,
     shown: &str,
     profile: Profile,
-    visible: &dyn Fn(&MemPath, NodeKind) -> bool,
+    visible: Option<Visible<'_>>,
 ) -> Result<String> {
     let excluding = match profile {
         Profile::Spec => "hidden items and node_modules",
@@ -90,31 +95,73 @@ pub fn listing(
     let mut out = format!(
         "Here're the files and directories up to 2 levels deep in {shown}, excluding {excluding}:\n{DIR_SIZE}\t{shown}"
     );
+    let shows = |parent: &MemPath, name: &str, kind: NodeKind| {
+        !hidden(name, profile) && visible.is_none_or(|visible| visible(&parent.join(name), kind))
+    };
     for entry in tree.list(dir)? {
-        let child = dir.join(&entry.name);
-        if hidden(&entry.name, profile) || !visible(&child, entry.kind) {
+        if !shows(dir, &entry.name, entry.kind) {
             continue;
         }
-        push_entry(&mut out, shown, &entry.name, entry.kind, entry.size);
+        push_entry(&mut out, shown, "", &entry.name, entry.kind, entry.size);
         if entry.kind == NodeKind::Dir {
+            let child = dir.join(&entry.name);
+            if visible.is_none() {
+                // Every entry shows: the subdirectory's lines are the same whoever lists it,
+                // and a tree may keep them while the subdirectory is unchanged.
+                let lines =
+                    tree.child_lines(&child, &format!("{shown}/{}", entry.name), profile)?;
+                out.push_str(&lines);
+                continue;
+            }
             for grandchild in tree.list(&child)? {
-                if hidden(&grandchild.name, profile)
-                    || !visible(&child.join(&grandchild.name), grandchild.kind)
-                {
-                    continue;
+                if shows(&child, &grandchild.name, grandchild.kind) {
+                    push_entry(
+                        &mut out,
+                        shown,
+                        &entry.name,
+                        &grandchild.name,
+                        grandchild.kind,
+                        grandchild.size,
+                    );
                 }
-                let rel = format!("{}/{}", entry.name, grandchild.name);
-                push_entry(&mut out, shown, &rel, grandchild.kind, grandchild.size);
             }
         }
     }
     Ok(out)
 }
 
-fn push_entry(out: &mut String, dir: &str, rel: &str, kind: NodeKind, size: u64) {
+/// The lines a listing shows for `entries`, the children of a directory named `shown` in the
+/// text, when every entry is visible: hidden names skipped, each line starting with a newline.
+pub(crate) fn child_lines(entries: &[Entry], shown: &str, profile: Profile) -> String {
+    let mut out = String::with_capacity(entries.len() * (shown.len() + 24));
+    for entry in entries.iter().filter(|e| !hidden(&e.name, profile)) {
+        push_entry(&mut out, shown, "", &entry.name, entry.kind, entry.size);
+    }
+    out
+}
+
+/// Appends the line of entry `name` (under `parent/` when `parent` is not empty) of the listing
+/// of `dir`, written in place: a large listing makes one string, not several per line.
+fn push_entry(out: &mut String, dir: &str, parent: &str, name: &str, kind: NodeKind, size: u64) {
+    out.push('\n');
     match kind {
-        NodeKind::Dir => out.push_str(&format!("\n{DIR_SIZE}\t{dir}/{rel}/")),
-        NodeKind::File => out.push_str(&format!("\n{}\t{dir}/{rel}", format_size(size))),
+        NodeKind::Dir => out.push_str(DIR_SIZE),
+        NodeKind::File if size < 1024 => {
+            // NOTE: writing to a String cannot fail.
+            let _ = write!(out, "{size}B");
+        }
+        NodeKind::File => out.push_str(&format_size(size)),
+    }
+    out.push('\t');
+    out.push_str(dir);
+    out.push('/');
+    if !parent.is_empty() {
+        out.push_str(parent);
+        out.push('/');
+    }
+    out.push_str(name);
+    if kind == NodeKind::Dir {
+        out.push('/');
     }
 }
 

@@ -413,11 +413,21 @@ impl Ctx<'_> {
             }
             return Ok(self.view_file(&p.shown, &content, range));
         }
+        let visible = |path: &MemPath, kind| self.visible(path, kind);
         match self.kind_of(&p.path)? {
             Some(NodeKind::Dir) => Ok(Answer::ok(
-                listing(self.tree, &p.path, &p.shown, self.profile, &|path, kind| {
-                    self.visible(path, kind)
-                })?,
+                listing(
+                    self.tree,
+                    &p.path,
+                    &p.shown,
+                    self.profile,
+                    // A read grant covering the directory covers everything below it.
+                    if self.policy.allows(self.agent, &p.path, Access::Read) {
+                        None
+                    } else {
+                        Some(&visible)
+                    },
+                )?,
                 None,
             )),
             // Not a file (the read found none) and not a directory: nothing is there.

@@ -4,11 +4,14 @@
 //! The live sled projection, the write path's uncommitted overlay and the verifier's in-memory
 //! replay all implement [`Tree`], so one pure function answers live calls and re-answers them.
 
+use std::sync::Arc;
+
 use crate::error::Result;
 use crate::event::EventHash;
 use crate::paths::MemPath;
 use crate::policy::{Access, Policy};
 use crate::token::TokenRecord;
+use crate::tool::Profile;
 
 /// What a path names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -58,6 +61,14 @@ pub trait Tree {
     /// A directory's children sorted by name (byte order, which is code-point order); empty if
     /// `path` is not a directory.
     fn list(&self, path: &MemPath) -> Result<Vec<Entry>>;
+
+    /// The lines of a listing for the children of directory `path`, named `shown` in the text,
+    /// when every entry is visible (the second level of a `view` of a directory): what
+    /// [`Tree::list`] renders to. A tree may keep them while the directory is unchanged, so a
+    /// listing of a large tree costs what changed since the last one.
+    fn child_lines(&self, path: &MemPath, shown: &str, profile: Profile) -> Result<Arc<str>> {
+        Ok(crate::tool::render::child_lines(&self.list(path)?, shown, profile).into())
+    }
 
     /// The access policy in force.
     fn policy(&self) -> Result<Policy>;
