@@ -63,6 +63,15 @@ pub enum Read {
         dir: std::path::PathBuf,
         at: Option<u64>,
     },
+    /// `mnemo show`.
+    Show { seq: u64, as_json: bool },
+    /// `mnemo diff`.
+    Diff {
+        from: u64,
+        to: u64,
+        path: String,
+        as_json: bool,
+    },
     /// `mnemo acl list` or `mnemo token list`: JSON lines from `route`, each printed in text
     /// form by `row` (`None` for a line it cannot read).
     Rows {
@@ -131,6 +140,31 @@ mod served {
                 as_json,
                 row,
             } => rows(client, route, *as_json, *row),
+            Read::Show { seq, as_json } => {
+                let shown = client.read("/v1/show", &[("seq", seq.to_string())])?;
+                let shown: Value =
+                    serde_json::from_slice(&shown).map_err(|e| protocol(client, &e))?;
+                Ok(crate::print_shown(&shown, *as_json))
+            }
+            Read::Diff {
+                from,
+                to,
+                path,
+                as_json,
+            } => {
+                let query = [
+                    ("from", from.to_string()),
+                    ("to", to.to_string()),
+                    ("path", path.clone()),
+                ];
+                let lines = client.read("/v1/diff", &query)?;
+                let files = String::from_utf8_lossy(&lines)
+                    .lines()
+                    .map(serde_json::from_str)
+                    .collect::<Result<Vec<Value>, _>>()
+                    .map_err(|e| protocol(client, &e))?;
+                Ok(crate::print_diff(&files, *as_json, path, *from, *to))
+            }
         };
         match read_client(db, remote)? {
             Some(client) => match served(&client) {

@@ -240,6 +240,8 @@ enum Cmd {
         /// One JSON object.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        remote: Remote,
     },
     /// What changed in the files between two events: a unified diff per file
     Diff {
@@ -255,6 +257,8 @@ enum Cmd {
         /// One JSON object per file.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        remote: Remote,
     },
 }
 
@@ -434,14 +438,20 @@ fn main() -> ExitCode {
             json,
             remote,
         } => run_history(&db.db, &path, json, &remote),
-        Cmd::Show { seq, db, json } => run_show(&db.db, seq, json),
+        Cmd::Show {
+            seq,
+            db,
+            json,
+            remote,
+        } => run_show(&db.db, seq, json, &remote),
         Cmd::Diff {
             from,
             to,
             path,
             db,
             json,
-        } => run_diff(&db.db, from, to, &path, json),
+            remote,
+        } => run_diff(&db.db, from, to, &path, json, &remote),
         Cmd::Acl { command } => run_acl(command),
         Cmd::Token { command } => run_token(command),
         Cmd::Export {
@@ -1158,90 +1168,134 @@ fn history_local(db: &Path, file: &MemPath, as_json: bool) -> CliResult {
     Ok(ExitCode::SUCCESS)
 }
 
-fn run_show(db: &Path, seq: u64, as_json: bool) -> CliResult {
-    let store = Store::open_current_read_only(db)?;
-    let shown = mnemo::inspect::show(&store, Seq(seq))?;
+fn run_show(db: &Path, seq: u64, as_json: bool, remote: &Remote) -> CliResult {
+    let read = Read::Show { seq, as_json };
+    connect::read(db, remote, &read, || {
+        let store = Store::open_current_read_only(db)?;
+        print_shown(&mnemo::inspect::show(&store, Seq(seq))?.to_json(), as_json)
+    })
+}
+
+/// Prints an event as `mnemo show` shows it, from its `--json` object; exit 1 when its answer is
+/// not the one the log recorded.
+fn print_shown(shown: &serde_json::Value, as_json: bool) -> CliResult {
+    let text = |key: &str| shown[key].as_str().unwrap_or_default();
     let mut out = std::io::stdout().lock();
     if as_json {
-        writeln!(out, "{}", shown.to_json())?;
+        writeln!(out, "{shown}")?;
     } else {
-        let event = &shown.event;
-        let (command, _) = describe(event);
-        writeln!(out, "event {}  {}", event.seq, utc(event.header.time_ms))?;
-        writeln!(out, "  agent:       {}", printable(&event.header.agent))?;
-        if let Some(id) = &event.header.tool_use_id {
+        writeln!(out, "event {}  {}", shown["seq"], text("time"))?;
+        writeln!(out, "  agent:       {}", printable(text("agent")))?;
+        if let Some(id) = shown["tool_use_id"].as_str() {
             writeln!(out, "  tool_use_id: {}", printable(id))?;
         }
-        writeln!(out, "  command:     {command}")?;
+        writeln!(out, "  command:     {}", text("command"))?;
         writeln!(
             out,
             "  input:       {}",
-            printable(&shown.input.to_string())
+            printable(&shown["input"].to_string())
         )?;
-        let status = if event.header.outcome.is_error {
+        let status = if shown["is_error"] == true {
             "error"
         } else {
             "ok"
         };
-        let proof = if shown.verified {
+        let proof = if shown["verified"] == true {
             "re-derived from the log; matches the recorded outcome"
         } else {
             "re-derived from the log; DOES NOT match the recorded outcome (run mnemo verify)"
         };
         writeln!(out, "  answer:      {status}, {proof}")?;
-        for line in shown.answer.lines() {
+        for line in text("answer").lines() {
             writeln!(out, "    | {}", printable(line))?;
         }
-        match &shown.change {
+        let change = &shown["change"];
+        match change["kind"].as_str() {
             None => writeln!(out, "  change:      none")?,
-            Some(change) => {
-                writeln!(out, "  change:      {}", change.kind())?;
-                print_shift(&mut out, change)?;
+            Some(kind) => {
+                writeln!(out, "  change:      {kind}")?;
+                print_change(&mut out, change)?;
             }
         }
     }
-    Ok(if shown.verified {
+    Ok(if shown["verified"] == true {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
 }
 
-fn print_shift(out: &mut impl Write, change: &mnemo::inspect::Shift) -> std::io::Result<()> {
-    use mnemo::inspect::Shift;
-    match change {
-        Shift::Created { diff, .. } | Shift::Edited { diff, .. } => {
-            for line in diff.lines() {
+/// The lines under `change:` for a change as `--json` gives it.
+fn print_change(out: &mut impl Write, change: &serde_json::Value) -> std::io::Result<()> {
+    let text = |v: &serde_json::Value| printable(v.as_str().unwrap_or_default()).into_owned();
+    let list = |key: &str| change[key].as_array().cloned().unwrap_or_default();
+    match change["kind"].as_str().unwrap_or_default() {
+        "created" | "edited" => {
+            for line in change["diff"].as_str().unwrap_or_default().lines() {
                 writeln!(out, "{}", printable(line))?;
             }
         }
-        Shift::Deleted { path, files } => {
-            writeln!(out, "    removed {}", printable(path))?;
-            for file in files {
-                writeln!(out, "    - {}", printable(file))?;
+        "deleted" => {
+            writeln!(out, "    removed {}", text(&change["path"]))?;
+            for file in list("files") {
+                writeln!(out, "    - {}", text(&file))?;
             }
         }
-        Shift::Moved { from, to, files } => {
-            writeln!(out, "    moved {} -> {}", printable(from), printable(to))?;
-            for (a, b) in files {
-                writeln!(out, "    {} -> {}", printable(a), printable(b))?;
+        "moved" => {
+            writeln!(
+                out,
+                "    moved {} -> {}",
+                text(&change["from"]),
+                text(&change["to"])
+            )?;
+            for pair in list("files") {
+                writeln!(out, "    {} -> {}", text(&pair[0]), text(&pair[1]))?;
             }
         }
-        Shift::Policy { what } => writeln!(out, "    {}", printable(what))?,
+        _ => writeln!(out, "    {}", text(&change["what"]))?,
     }
     Ok(())
 }
 
-fn run_diff(db: &Path, from: u64, to: u64, path: &str, as_json: bool) -> CliResult {
-    let store = Store::open_current_read_only(db)?;
+fn run_diff(
+    db: &Path,
+    from: u64,
+    to: u64,
+    path: &str,
+    as_json: bool,
+    remote: &Remote,
+) -> CliResult {
     let dir = absolute_path(path)?;
-    let files = mnemo::inspect::diff(&store, Seq(from), Seq(to), &dir)?;
+    let read = Read::Diff {
+        from,
+        to,
+        path: dir.to_string(),
+        as_json,
+    };
+    connect::read(db, remote, &read, || {
+        let store = Store::open_current_read_only(db)?;
+        let files: Vec<serde_json::Value> = mnemo::inspect::diff(&store, Seq(from), Seq(to), &dir)?
+            .iter()
+            .map(|f| f.to_json())
+            .collect();
+        print_diff(&files, as_json, &dir, from, to)
+    })
+}
+
+/// Prints the files of `mnemo diff` from their `--json` objects.
+fn print_diff(
+    files: &[serde_json::Value],
+    as_json: bool,
+    dir: &impl std::fmt::Display,
+    from: u64,
+    to: u64,
+) -> CliResult {
     let mut out = std::io::stdout().lock();
-    for file in &files {
+    for file in files {
         if as_json {
-            writeln!(out, "{}", file.to_json())?;
+            writeln!(out, "{file}")?;
         } else {
-            for line in file.diff.lines() {
+            for line in file["diff"].as_str().unwrap_or_default().lines() {
                 writeln!(out, "{}", printable(line))?;
             }
         }

@@ -378,6 +378,10 @@ fn read_commands_go_through_the_server_and_print_what_they_print_alone() {
         vec!["acl", "list"],
         vec!["acl", "list", "--json"],
         vec!["token", "list", "--json"],
+        vec!["show", "2"],
+        vec!["show", "3", "--json"],
+        vec!["diff", "0", "3"],
+        vec!["diff", "1", "2", "--json"],
     ];
     let run = |read: &[&str]| {
         let mut args = read.to_vec();
@@ -385,6 +389,14 @@ fn read_commands_go_through_the_server_and_print_what_they_print_alone() {
         mnemo(&args, &[], b"")
     };
     let served: Vec<Output> = reads.iter().map(|r| run(r)).collect();
+    // A refusal through the server names the server, and says what the local one says.
+    let missing = run(&["show", "99"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(
+        text(&missing.stderr).contains("there is no event 99: the log holds events 1 to 4"),
+        "{}",
+        text(&missing.stderr)
+    );
     let exports = store.dir.path().join("exports");
     let export = |name: &str, at: Option<&str>| {
         let target = exports.join(name);

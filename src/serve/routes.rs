@@ -9,6 +9,8 @@
 //! | `GET /v1/ls?dir=&at=` | `{"dir", "at", "files": [{"path", "bytes", "created", "updated"}]}` (`dir=/`: the whole store) |
 //! | `GET /v1/cat?path=&at=` | the file's content (`text/plain`), as `mnemo cat` prints it |
 //! | `GET /v1/history?path=` | one JSON object per line, as `mnemo history --json` |
+//! | `GET /v1/show?seq=` | one event whole, as `mnemo show --json` |
+//! | `GET /v1/diff?from=&to=&path=` | one JSON object per changed file, as `mnemo diff --json` |
 //! | `GET /v1/acl` | one JSON object per line, as `mnemo acl list --json` |
 //! | `POST /v1/acl` | `{"action": "grant", "agent", "prefix", "access"}` or `{"action": "revoke", "agent", "prefix"}` in, `{"seq", "result"}` out |
 //! | `GET /v1/tokens` | one JSON object per line, as `mnemo token list --json` |
@@ -59,6 +61,8 @@ pub(crate) fn router(shared: Arc<Shared>, stop: CancellationToken) -> Router {
         .route("/v1/ls", get(ls))
         .route("/v1/cat", get(cat))
         .route("/v1/history", get(history))
+        .route("/v1/show", get(show))
+        .route("/v1/diff", get(diff))
         .route("/v1/acl", get(acl_list).post(acl_change))
         .route("/v1/tokens", get(tokens_list).post(token_create))
         .route("/v1/tokens/{id}", delete(token_revoke))
@@ -85,7 +89,7 @@ fn json_body(bytes: Vec<u8>, content_type: &'static str) -> Response {
 async fn not_found() -> Response {
     error(
         StatusCode::NOT_FOUND,
-        "no such route; the routes are POST /v1/memory, /v1/memory/oversized, GET /v1/head, /v1/verify, /v1/log, /v1/ls, /v1/cat, /v1/history, /v1/records, /v1/attach, GET and POST /v1/acl and /v1/tokens, DELETE /v1/tokens/ID, and MCP at /mcp",
+        "no such route; the routes are POST /v1/memory, /v1/memory/oversized, GET /v1/head, /v1/verify, /v1/log, /v1/ls, /v1/cat, /v1/history, /v1/show, /v1/diff, /v1/records, /v1/attach, GET and POST /v1/acl and /v1/tokens, DELETE /v1/tokens/ID, and MCP at /mcp",
     )
 }
 
@@ -399,6 +403,73 @@ async fn history(
                 lines.extend_from_slice(trail_json(&trail, event).to_string().as_bytes());
                 lines.push(b'\n');
             }
+        }
+        Ok(lines)
+    })
+    .await?;
+    Ok(json_body(lines, "application/x-ndjson"))
+}
+
+/// `/v1/show`'s query.
+#[derive(Deserialize)]
+struct ShowParams {
+    seq: Option<u64>,
+}
+
+/// One event whole, as `mnemo show --json` prints it.
+async fn show(
+    State(shared): State<Arc<Shared>>,
+    Extension(caller): Extension<Caller>,
+    Query(params): Query<ShowParams>,
+) -> Result<Response, Failure> {
+    operator(&caller)?;
+    let Some(seq) = params.seq else {
+        return Err(Failure::Client(
+            StatusCode::BAD_REQUEST,
+            "name the event: /v1/show?seq=12".into(),
+        ));
+    };
+    let client = shared.client().clone();
+    let shown = blocking(move || {
+        client.flush_index()?;
+        Ok(crate::inspect::show(client.store(), Seq(seq))?.to_json())
+    })
+    .await?;
+    Ok(json_body(
+        shown.to_string().into_bytes(),
+        "application/json",
+    ))
+}
+
+/// `/v1/diff`'s query.
+#[derive(Deserialize)]
+struct DiffParams {
+    from: Option<u64>,
+    to: Option<u64>,
+    path: Option<String>,
+}
+
+/// The files changed between two events, one JSON object per line, as `mnemo diff --json`.
+async fn diff(
+    State(shared): State<Arc<Shared>>,
+    Extension(caller): Extension<Caller>,
+    Query(params): Query<DiffParams>,
+) -> Result<Response, Failure> {
+    operator(&caller)?;
+    let (Some(from), Some(to)) = (params.from, params.to) else {
+        return Err(Failure::Client(
+            StatusCode::BAD_REQUEST,
+            "name both events: /v1/diff?from=0&to=12 (and optionally &path=/memories/notes)".into(),
+        ));
+    };
+    let dir = absolute_path(params.path.as_deref().unwrap_or("/memories"))?;
+    let client = shared.client().clone();
+    let lines = blocking(move || {
+        client.flush_index()?;
+        let mut lines = Vec::new();
+        for file in crate::inspect::diff(client.store(), Seq(from), Seq(to), &dir)? {
+            lines.extend_from_slice(file.to_json().to_string().as_bytes());
+            lines.push(b'\n');
         }
         Ok(lines)
     })
