@@ -34,6 +34,18 @@ pub enum Error {
         url: String,
     },
 
+    /// A read could not make the private copy of the store it reads (see
+    /// [`Store::open_read_only`](crate::Store::open_read_only)).
+    #[error(
+        "a read copies the store into a private directory under {dir} (the system's temporary directory, $TMPDIR) and could not: {source}; set TMPDIR to a writable directory with room for a copy of the store"
+    )]
+    ReadCopy {
+        /// The temporary directory.
+        dir: PathBuf,
+        /// What failed.
+        source: std::io::Error,
+    },
+
     /// A store that must already exist (for `verify`, `log`, ...) does not.
     #[error(
         "no store at {path}; create one with `mnemo demo --db {path}` or by opening it from a client, or pass the right --db"

@@ -501,11 +501,23 @@ impl Store {
                 path: path.to_path_buf(),
             });
         }
+        let dir = std::env::temp_dir();
         let copy = tempfile::Builder::new()
             .prefix("mnemo-read-")
             .tempdir()
-            .map_err(|e| Error::io(std::env::temp_dir(), e))?;
-        crate::disk::copy_for_reading(path, copy.path(), LOCK_WAIT)?;
+            .map_err(|source| Error::ReadCopy {
+                dir: dir.clone(),
+                source,
+            })?;
+        // A copy that fails on the temporary side (full, read-only) says so; a store file that
+        // cannot be read keeps its own error.
+        crate::disk::copy_for_reading(path, copy.path(), LOCK_WAIT).map_err(|e| match e {
+            Error::Io {
+                path: failed,
+                source,
+            } if failed.starts_with(copy.path()) => Error::ReadCopy { dir, source },
+            other => other,
+        })?;
         let files = StoreFiles::check(copy.path())?;
         let mut store = Store::open_checked(path, copy.path(), &files)?;
         store.copy = Some(Arc::new(copy));

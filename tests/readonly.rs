@@ -205,3 +205,22 @@ fn a_damaged_store_is_never_repaired_by_a_read() {
     assert_ne!(report["status"], "intact", "{report}");
     assert_eq!(out.status.code(), Some(1), "{report}");
 }
+
+/// A temporary directory a read cannot copy the store into is a clear error that names
+/// `TMPDIR`, never a hang, and the store is left as it was.
+#[test]
+fn a_read_without_a_usable_temporary_directory_says_to_set_tmpdir() {
+    let s = TempStore::new();
+    session(&s.path(), 4);
+    let before = checksums(&s.path());
+    let db = s.path();
+    let out = Command::new(mnemo_bin())
+        .args(["ls", "--db", db.to_str().expect("utf-8")])
+        .env("TMPDIR", s.dir.path().join("no-such-directory"))
+        .output()
+        .expect("run mnemo");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("set TMPDIR to a writable directory"), "{err}");
+    assert_eq!(checksums(&s.path()), before);
+}

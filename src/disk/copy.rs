@@ -74,7 +74,14 @@ fn copy_file(from: &Path, to: &Path) -> Result<()> {
         .open(to)
         .map_err(|e| Error::io(to, e))?;
     // `std::io::copy` uses `copy_file_range` on Linux: a reflink where the file system has them.
-    std::io::copy(&mut source, &mut target).map_err(|e| Error::io(from, e))?;
+    std::io::copy(&mut source, &mut target).map_err(|e| {
+        // A full or read-only file system is the copy's side; anything else, the store's.
+        let side = match e.kind() {
+            std::io::ErrorKind::StorageFull | std::io::ErrorKind::ReadOnlyFilesystem => to,
+            _ => from,
+        };
+        Error::io(side, e)
+    })?;
     Ok(())
 }
 
