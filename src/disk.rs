@@ -76,7 +76,7 @@ use crate::log::Head;
 mod copy;
 mod extent;
 
-pub(crate) use copy::copy_for_reading;
+pub(crate) use copy::{COPY_PREFIX, copy_for_reading, sweep_stale_copies};
 pub use extent::{MAX_CONF_BYTES, MAX_HOLE_BYTES};
 
 /// The file, beside sled's, that records the last durably committed head.

@@ -146,8 +146,8 @@ pub struct Store {
     index: IndexTrees,
     failpoints: Arc<Failpoints>,
     disk: Arc<Mutex<Disk>>,
-    /// For a store opened with [`Store::open_read_only`]: the private copy sled has open,
-    /// removed when the last handle goes.
+    /// For a store opened with [`Store::open_read_only`]: the private copy sled has open (and
+    /// the head record copied with it), removed when the last handle goes.
     copy: Option<Arc<tempfile::TempDir>>,
 }
 
@@ -484,7 +484,7 @@ impl Store {
     /// Opens an existing store for reading without changing any byte of it, also on a read-only
     /// file system or for a user who may only read it: sled opens a private copy of its files
     /// (in the system's temporary directory, made while a shared lock keeps writers out; see
-    /// `disk::copy`), and the head record is read in place. Costs a copy of the store (about
+    /// `disk::copy`), and the head record is copied with it. Costs a copy of the store (about
     /// what reading it costs; a reflink where the file system has them). A store a writer holds
     /// is [`Error::Locked`] after [`LOCK_WAIT`], as for [`Store::open_existing`]. Writing
     /// through the returned store changes the copy only.
@@ -502,13 +502,19 @@ impl Store {
             });
         }
         let dir = std::env::temp_dir();
+        let prefix = format!("{}{}-", crate::disk::COPY_PREFIX, std::process::id());
         let copy = tempfile::Builder::new()
-            .prefix("mnemo-read-")
+            .prefix(&prefix)
             .tempdir()
             .map_err(|source| Error::ReadCopy {
                 dir: dir.clone(),
                 source,
             })?;
+        // Copies that reads killed before their cleanup left behind go now.
+        if let Ok(meta) = std::fs::metadata(copy.path()) {
+            use std::os::unix::fs::MetadataExt;
+            crate::disk::sweep_stale_copies(&dir, meta.uid());
+        }
         // A copy that fails on the temporary side (full, read-only) says so; a store file that
         // cannot be read keeps its own error.
         crate::disk::copy_for_reading(path, copy.path(), LOCK_WAIT).map_err(|e| match e {
@@ -537,7 +543,11 @@ impl Store {
     /// before it, head included, so the chain alone would look intact. This record, written after
     /// each `fsync` or `flush` commit, is what shows the loss.
     pub fn recorded_head(&self) -> Result<Option<Head>> {
-        crate::disk::read_head(&self.path)
+        // A read-only store reads the record copied with its log, of the same moment.
+        match &self.copy {
+            Some(copy) => crate::disk::read_head(copy.path()),
+            None => crate::disk::read_head(&self.path),
+        }
     }
 
     /// Records `head` outside sled (see [`Store::recorded_head`] and [`crate::disk`]); called
@@ -559,6 +569,9 @@ impl Store {
         // that wrote `meta.head`, so a crash leaves `meta.head` at or past it, and a `meta.head`
         // behind it was moved back.
         let head = self.head()?;
+        // What the message names as the log's end: its last chained event, which can be past
+        // `meta.head` when sled's recovery kept events but not the head that named them.
+        let shown = self.log_end().unwrap_or(head);
         let behind = match recorded.seq.cmp(&head.seq) {
             std::cmp::Ordering::Greater => true,
             std::cmp::Ordering::Equal => recorded.hash != head.hash,
@@ -569,7 +582,7 @@ impl Store {
         };
         Ok(behind.then(|| {
             format!(
-                "this store committed {recorded} but its log now ends at {head}: the log was truncated, damaged or rolled back (sled recovers a damaged log by dropping its tail)"
+                "this store committed {recorded} but its log now ends at {shown}: the log was truncated, damaged or rolled back (sled recovers a damaged log by dropping its tail)"
             )
         }))
     }

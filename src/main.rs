@@ -1206,7 +1206,7 @@ fn print_shown(shown: &serde_json::Value, as_json: bool) -> CliResult {
             "re-derived from the log; DOES NOT match the recorded outcome (run mnemo verify)"
         };
         writeln!(out, "  answer:      {status}, {proof}")?;
-        for line in text("answer").lines() {
+        for line in shown_lines(text("answer")) {
             writeln!(out, "    | {}", printable(line))?;
         }
         let change = &shown["change"];
@@ -1231,7 +1231,7 @@ fn print_change(out: &mut impl Write, change: &serde_json::Value) -> std::io::Re
     let list = |key: &str| change[key].as_array().cloned().unwrap_or_default();
     match change["kind"].as_str().unwrap_or_default() {
         "created" | "edited" => {
-            for line in change["diff"].as_str().unwrap_or_default().lines() {
+            for line in shown_lines(change["diff"].as_str().unwrap_or_default()) {
                 writeln!(out, "{}", printable(line))?;
             }
         }
@@ -1295,7 +1295,7 @@ fn print_diff(
         if as_json {
             writeln!(out, "{file}")?;
         } else {
-            for line in file["diff"].as_str().unwrap_or_default().lines() {
+            for line in shown_lines(file["diff"].as_str().unwrap_or_default()) {
                 writeln!(out, "{}", printable(line))?;
             }
         }
@@ -1436,4 +1436,11 @@ fn count(n: u64, noun: &str) -> String {
     } else {
         format!("{n} {noun}s")
     }
+}
+
+/// The lines of `text` as `show` and `diff` print them: split at `\n` only, so a `\r` stays
+/// on its line (and [`printable`] shows it), where `str::lines` would drop it.
+fn shown_lines(text: &str) -> impl Iterator<Item = &str> {
+    text.split_inclusive('\n')
+        .map(|line| line.strip_suffix('\n').unwrap_or(line))
 }

@@ -159,3 +159,28 @@ fn diff_lists_each_file_that_changed_between_two_events() {
         "{out:?}"
     );
 }
+
+/// A carriage return is shown, not dropped: a CRLF file edited to LF does not print two
+/// identical lines as a change.
+#[test]
+fn show_and_diff_show_a_carriage_return() {
+    let s = TempStore::new();
+    let db = s.path();
+    let db = db.to_str().expect("utf-8");
+    let calls = [
+        json!({"command": "create", "path": "/memories/c.md", "file_text": "a\r\nb\n"}),
+        json!({"command": "str_replace", "path": "/memories/c.md", "old_str": "a\r\n", "new_str": "a\n"}),
+    ];
+    let input: Vec<String> = calls.iter().map(Value::to_string).collect();
+    let out = run_mnemo(&["tool", "--db", db], &input.join("\n"));
+    assert!(out.status.success(), "{out:?}");
+    let out = run_mnemo(&["diff", "1", "2", "--db", db], "");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("-a\\u{d}\n"), "{text}");
+    assert!(text.contains("+a\n"), "{text}");
+    let out = run_mnemo(&["show", "1", "--db", db], "");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("+a\\u{d}\n"),
+        "{out:?}"
+    );
+}

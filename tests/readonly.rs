@@ -224,3 +224,33 @@ fn a_read_without_a_usable_temporary_directory_says_to_set_tmpdir() {
     assert!(err.contains("set TMPDIR to a writable directory"), "{err}");
     assert_eq!(checksums(&s.path()), before);
 }
+
+/// A read removes its copy when it ends, and the copies of reads killed before their cleanup
+/// (SIGTERM, kill -9) go with the next read: a copy whose process is gone is removed, one of a
+/// live process is left alone.
+#[test]
+fn copies_left_by_killed_reads_are_swept_and_a_read_leaves_none() {
+    let s = TempStore::new();
+    session(&s.path(), 4);
+    let tmp = s.dir.path().join("tmp");
+    std::fs::create_dir(&tmp).expect("mkdir");
+    // No process has this id (ids stay below 2^22 on Linux).
+    let stale = tmp.join("mnemo-read-999999999-abc");
+    std::fs::create_dir(&stale).expect("mkdir");
+    std::fs::write(stale.join("db"), vec![0u8; 4096]).expect("write");
+    // Process 1 is alive: its copy is not ours to remove.
+    let live = tmp.join("mnemo-read-1-abc");
+    std::fs::create_dir(&live).expect("mkdir");
+    let db = s.path();
+    let out = Command::new(mnemo_bin())
+        .args(["ls", "--db", db.to_str().expect("utf-8")])
+        .env("TMPDIR", &tmp)
+        .output()
+        .expect("run mnemo");
+    assert!(out.status.success(), "{out:?}");
+    let left: Vec<String> = std::fs::read_dir(&tmp)
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, vec!["mnemo-read-1-abc".to_string()], "{left:?}");
+}

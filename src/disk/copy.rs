@@ -7,7 +7,8 @@
 //! `blobs/` into a fresh private directory while holding a shared `flock` on `db` (sled holds an
 //! exclusive one while a store is open, so no writer changes the files during the copy), opening
 //! each file as [`super::open_own`] does: no link followed, no pipe opened, the file opened the
-//! one checked. sled then opens the copy; the store's own files are only read.
+//! one checked. The head record is copied too, under the same lock. sled then opens the copy;
+//! the store's own files are only read.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -15,18 +16,19 @@ use std::time::{Duration, Instant};
 use rustix::fs::{FlockOperation, OFlags};
 use rustix::io::Errno;
 
-use super::{BLOBS_DIR, HEAD_FILE, kept_at, open_own};
+use super::{BLOBS_DIR, kept_at, open_own};
 use crate::error::{Error, Result};
 
 /// Copies the sled files of the store at `root` into the empty directory `to`, waiting up to
 /// `lock_wait` for a writer that holds the store to close it ([`Error::Locked`] after that).
-/// Mnemo's head record is not copied: a reader reads it in place.
+/// Mnemo's head record is copied under the same lock, so the copy's log and recorded head are
+/// of one moment (read in place after the lock, a writer could have moved the head since).
 pub(crate) fn copy_for_reading(root: &Path, to: &Path, lock_wait: Duration) -> Result<()> {
     let _shared = lock_shared(root, lock_wait)?;
     let mut names: Vec<_> = std::fs::read_dir(root)
         .map_err(|e| Error::io(root, e))?
         .filter_map(|entry| entry.ok().map(|e| e.file_name()))
-        .filter(|name| kept_at(name).is_some() && name != HEAD_FILE)
+        .filter(|name| kept_at(name).is_some())
         .collect();
     names.sort_unstable();
     for name in names {
@@ -92,4 +94,36 @@ fn copy_blobs(from: &Path, to: &Path) -> Result<()> {
         copy_file(&entry.path(), &to.join(entry.file_name()))?;
     }
     Ok(())
+}
+
+/// The name prefix of a read's private copy; the process id follows, then a random suffix.
+pub(crate) const COPY_PREFIX: &str = "mnemo-read-";
+
+/// Removes the private copies under `tmp` that a read killed before it could clean up left
+/// (SIGTERM, kill -9): directories named [`COPY_PREFIX`]`PID-…`, owned by `uid`, whose process
+/// is gone (`/proc/PID` missing). Best effort: anything unexpected is left alone.
+pub(crate) fn sweep_stale_copies(tmp: &Path, uid: u32) {
+    use std::os::unix::fs::MetadataExt;
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(COPY_PREFIX))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        // `DirEntry::metadata` does not follow a link: only real directories of this user.
+        let ours = entry.metadata().is_ok_and(|m| m.is_dir() && m.uid() == uid);
+        if ours && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }

@@ -4,8 +4,8 @@
 //! sparse (`truncate -s 100G db`) or a `conf` blown up to gigabytes costs seconds per gigabyte
 //! of nothing, on every command, or fails with a misleading "out of memory". sled never leaves
 //! such a file: it writes `db` and snapshots by appending segments and `conf` is a few dozen
-//! bytes. So a `conf` over [`MAX_CONF_BYTES`] and a `db` or snapshot with a hole (an unallocated
-//! run, found with `SEEK_HOLE`/`SEEK_DATA`) of [`MAX_HOLE_BYTES`] or more are refused as
+//! bytes. So a `conf` over [`MAX_CONF_BYTES`] and a `db` or snapshot whose holes (unallocated
+//! runs, found with `SEEK_HOLE`/`SEEK_DATA`) add up to [`MAX_HOLE_BYTES`] or more are refused as
 //! [`Error::UnsafeFile`] before sled opens them. The walk over a file's runs stops after
 //! [`MAX_RUNS`] of them: a file fragmented beyond that holds real data for most of its size, and
 //! reading it costs its size.
@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 /// The largest `conf` a store may have (sled writes a few dozen bytes).
 pub const MAX_CONF_BYTES: u64 = 64 * 1024;
 
-/// The smallest hole in `db` or a snapshot that is refused.
+/// The least hole bytes, in all, that make `db` or a snapshot refused.
 pub const MAX_HOLE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// How many data and hole runs of one file are looked at, at most.
@@ -42,11 +42,14 @@ pub(super) fn check(path: &Path, len: u64, is_conf: bool, sparse_checked: bool) 
     if !sparse_checked || len < MAX_HOLE_BYTES {
         return Ok(());
     }
-    match largest_hole(path, len) {
-        Some((at, hole)) if hole >= MAX_HOLE_BYTES => Err(Error::UnsafeFile {
+    match holes(path, len) {
+        Some(Holes {
+            largest: Some((at, hole)),
+            total,
+        }) if total >= MAX_HOLE_BYTES => Err(Error::UnsafeFile {
             path: path.to_path_buf(),
             what: format!(
-                "is a sparse file: {hole} bytes from offset {at} hold nothing on disk, which sled never leaves (opening it would read them all)"
+                "is a sparse file: {total} bytes of it hold nothing on disk (the largest hole {hole} bytes from offset {at}), which sled never leaves (opening or copying it would read them all)"
             ),
             fix: "it was damaged or replaced: move it out of the store directory and restore the store from a backup".into(),
         }),
@@ -54,16 +57,26 @@ pub(super) fn check(path: &Path, len: u64, is_conf: bool, sparse_checked: bool) 
     }
 }
 
-/// The offset and length of the largest hole among the first [`MAX_RUNS`] runs of the file at
-/// `path` (`len` bytes long), or `None` if it has none or cannot tell (a file system without
-/// `SEEK_HOLE` reports none; a file that cannot be opened is left to the open that follows).
-fn largest_hole(path: &Path, len: u64) -> Option<(u64, u64)> {
+/// The holes of a file: the largest (offset and length) and their total length.
+#[derive(Debug, PartialEq, Eq)]
+struct Holes {
+    largest: Option<(u64, u64)>,
+    total: u64,
+}
+
+/// The holes among the first [`MAX_RUNS`] runs of the file at `path` (`len` bytes long), or
+/// `None` if it cannot tell (a file system without `SEEK_HOLE` reports none; a file that cannot
+/// be opened is left to the open that follows).
+fn holes(path: &Path, len: u64) -> Option<Holes> {
     let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
     let file = rustix::fs::open(path, flags, rustix::fs::Mode::empty()).ok()?;
     let mut largest: Option<(u64, u64)> = None;
+    let mut total = 0u64;
     let mut at = 0;
     for _ in 0..MAX_RUNS {
-        let hole = rustix::fs::seek(&file, SeekFrom::Hole(at)).ok()?;
+        let Ok(hole) = rustix::fs::seek(&file, SeekFrom::Hole(at)) else {
+            break;
+        };
         if hole >= len {
             break;
         }
@@ -71,9 +84,10 @@ fn largest_hole(path: &Path, len: u64) -> Option<(u64, u64)> {
             Ok(data) => data,
             // No data after the hole: it runs to the end.
             Err(Errno::NXIO) => len,
-            Err(_) => return largest,
+            Err(_) => break,
         };
         let run = data.saturating_sub(hole);
+        total = total.saturating_add(run);
         if largest.is_none_or(|(_, size)| run > size) {
             largest = Some((hole, run));
         }
@@ -82,7 +96,7 @@ fn largest_hole(path: &Path, len: u64) -> Option<(u64, u64)> {
         }
         at = data;
     }
-    largest
+    Some(Holes { largest, total })
 }
 
 #[cfg(test)]
@@ -101,7 +115,7 @@ mod tests {
         match check(&path, len, false, true) {
             Err(Error::UnsafeFile { what, .. }) => assert!(what.contains("sparse"), "{what}"),
             // A file system without holes stores the zeros: nothing to refuse.
-            Ok(()) => assert_eq!(largest_hole(&path, len), None),
+            Ok(()) => assert_eq!(holes(&path, len).map(|h| h.total), Some(0)),
             Err(other) => panic!("unexpected {other:?}"),
         }
         // Not checked for holes: a conf, or a file not asked about.
@@ -119,5 +133,28 @@ mod tests {
             check(path, MAX_CONF_BYTES + 1, true, false),
             Err(Error::UnsafeFile { .. })
         ));
+    }
+}
+
+#[cfg(test)]
+mod many_holes {
+    use super::*;
+    use std::os::unix::fs::FileExt;
+
+    #[test]
+    fn many_holes_smaller_than_the_cap_add_up_and_are_refused() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("db");
+        let file = std::fs::File::create(&path).expect("create");
+        // A byte every 8 MiB: no hole reaches the cap, 20 of them pass it.
+        for i in 0..20u64 {
+            file.write_at(b"x", i * 8 * 1024 * 1024).expect("write");
+        }
+        let len = file.metadata().expect("metadata").len();
+        match check(&path, len, false, true) {
+            Err(Error::UnsafeFile { what, .. }) => assert!(what.contains("sparse"), "{what}"),
+            Ok(()) => assert_eq!(holes(&path, len).map(|h| h.total), Some(0), "no holes seen"),
+            Err(other) => panic!("unexpected {other:?}"),
+        }
     }
 }
