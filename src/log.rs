@@ -179,6 +179,26 @@ fn remove_torn_snapshots(dir: &Path) -> Result<usize> {
     Ok(removed)
 }
 
+/// [`Error::Corrupt`] for a store directory that holds sled's other files but not its log `db`:
+/// the log was removed or lost, and letting sled open it would report garbled offsets (with a
+/// snapshot) or start an empty log beside the rest (without one).
+fn refuse_missing_log(path: &Path) -> Result<()> {
+    if exists(&path.join("db")) {
+        return Ok(());
+    }
+    let snapshot = std::fs::read_dir(path)
+        .map_err(|e| Error::io(path, e))?
+        .flatten()
+        .any(|e| e.file_name().to_string_lossy().starts_with("snap."));
+    if snapshot || exists(&path.join("conf")) {
+        return Err(Error::corrupt(format!(
+            "{} holds sled's configuration or snapshot but its log file `db` is missing",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
 /// `store`, unless its log is behind the head it recorded ([`Error::Corrupt`]).
 fn refuse_rolled_back(store: Store) -> Result<Store> {
     if let Some(why) = store.rolled_back()? {
@@ -388,6 +408,7 @@ impl Store {
             create_atomically(path, permissions)?;
         }
         let files = StoreFiles::check(path)?;
+        refuse_missing_log(path)?;
         Store::open_checked(path, path, &files)
     }
 
@@ -478,6 +499,7 @@ impl Store {
                 path: path.to_path_buf(),
             });
         }
+        refuse_missing_log(path)?;
         Store::open_checked(path, path, &files)
     }
 
@@ -501,6 +523,7 @@ impl Store {
                 path: path.to_path_buf(),
             });
         }
+        refuse_missing_log(path)?;
         let dir = std::env::temp_dir();
         let prefix = format!("{}{}-", crate::disk::COPY_PREFIX, std::process::id());
         let copy = tempfile::Builder::new()

@@ -254,3 +254,32 @@ fn copies_left_by_killed_reads_are_swept_and_a_read_leaves_none() {
         .collect();
     assert_eq!(left, vec!["mnemo-read-1-abc".to_string()], "{left:?}");
 }
+
+/// A store whose log file `db` was removed is refused by name, by reads and writes alike, and
+/// nothing starts a new empty `db` beside the snapshot and configuration left.
+#[test]
+fn a_store_without_its_log_file_is_refused_by_name_and_left_as_it_is() {
+    let s = TempStore::new();
+    session(&s.path(), 8);
+    // Reopen once so sled writes a snapshot, then remove the log.
+    drop(s.client());
+    std::fs::remove_file(s.path().join("db")).expect("remove db");
+    let before = checksums(&s.path());
+    let db = s.path();
+    let db = db.to_str().expect("utf-8");
+    for args in [
+        vec!["verify", "--db", db],
+        vec!["ls", "--db", db],
+        vec!["tool", "--db", db],
+    ] {
+        let out = run_mnemo(&args, r#"{"command":"view","path":"/memories"}"#);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("its log file `db` is missing"),
+            "{args:?}: {err}"
+        );
+    }
+    assert!(!s.path().join("db").exists(), "a new empty log was started");
+    assert_eq!(checksums(&s.path()), before);
+}
