@@ -15,15 +15,21 @@ use crate::tool::COMMAND_NAMES;
 /// Replays events `1..=at` into memory and returns the tree as it was after event `at`.
 pub fn state_at(store: &Store, at: Seq) -> Result<Projection<MemKv>> {
     let mut tree = Projection::new(MemKv::default());
-    for item in store.records(Seq(1)) {
+    advance(store, &mut tree, Seq(0), at)?;
+    Ok(tree)
+}
+
+/// Replays events `after+1..=to` into `tree`, which holds the tree as it was after event
+/// `after`.
+pub fn advance(store: &Store, tree: &mut Projection<MemKv>, after: Seq, to: Seq) -> Result<()> {
+    for item in store.records(Seq(after.0 + 1)) {
         let (seq, record) = item?;
-        if seq > at {
+        if seq > to {
             break;
         }
-        let event = Event::decode(&record)?;
-        tree.run_event(&event)?;
+        tree.run_event(&Event::decode(&record)?)?;
     }
-    Ok(tree)
+    Ok(())
 }
 
 /// `at` if the log reaches it (0 is the empty tree before the first event), else

@@ -12,7 +12,7 @@ use similar::{ChangeTag, TextDiff};
 
 use crate::error::{Error, Result};
 use crate::event::{Body, Event, Outcome, Refusal, Seq};
-use crate::history::{describe, point, state_at, utc};
+use crate::history::{advance, describe, point, state_at, utc};
 use crate::kv::MemKv;
 use crate::log::Store;
 use crate::paths::MemPath;
@@ -303,14 +303,25 @@ impl FileDiff {
 /// the log reaches), in path order: a file at the same path with other content is
 /// `changed` (a file moved elsewhere is `removed` at its old path and `added` at its new one).
 pub fn diff(store: &Store, from: Seq, to: Seq, dir: &MemPath) -> Result<Vec<FileDiff>> {
-    let files = |seq: Seq| -> Result<BTreeMap<String, String>> {
-        Ok(state_at(store, point(store, seq)?)?
+    let (from, to) = (point(store, from)?, point(store, to)?);
+    let files = |tree: &Projection<MemKv>| -> Result<BTreeMap<String, String>> {
+        Ok(tree
             .records_under(dir)?
             .into_iter()
             .map(|f| (f.path, f.content))
             .collect())
     };
-    let (old, new) = (files(from)?, files(to)?);
+    // One replay: to the earlier point, then on to the later one.
+    let (first, second) = (from.min(to), from.max(to));
+    let mut tree = state_at(store, first)?;
+    let at_first = files(&tree)?;
+    advance(store, &mut tree, first, second)?;
+    let at_second = files(&tree)?;
+    let (old, new) = if from <= to {
+        (at_first, at_second)
+    } else {
+        (at_second, at_first)
+    };
     let paths: BTreeSet<&String> = old.keys().chain(new.keys()).collect();
     let mut out = Vec::new();
     for path in paths {

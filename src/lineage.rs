@@ -64,7 +64,7 @@ impl Live {
 /// `path` while no file was there.
 pub fn trails(store: &Store, path: &MemPath) -> Result<Vec<Trail>> {
     let mut live = Live::default();
-    // Per file, the seqs of the events that touched it; and the events that named `path` alone.
+    // Per file, the events that touched it; and the events that named `path` alone.
     let mut touched: BTreeMap<u64, Vec<Event>> = BTreeMap::new();
     let mut alone = Vec::new();
     for item in store.records(Seq(1)) {
@@ -74,13 +74,11 @@ pub fn trails(store: &Store, path: &MemPath) -> Result<Vec<Trail>> {
             continue;
         };
         let ok = !event.header.outcome.is_error;
+        let root = MemPath::root(call.root).ok();
         let named: Vec<MemPath> = call
             .paths
             .iter()
-            .filter_map(|raw| {
-                let root = MemPath::root(call.root).ok()?;
-                MemPath::resolve(raw, &root).ok()
-            })
+            .filter_map(|raw| MemPath::resolve(raw, root.as_ref()?).ok())
             .collect();
         let mut ids = Vec::new();
         match (call.command, named.as_slice()) {

@@ -218,7 +218,7 @@ enum Cmd {
         #[command(subcommand)]
         command: TokenCmd,
     },
-    /// Every event that touched a file, followed back through renames.
+    /// Each file that lived at PATH, followed by identity through renames, with its events
     History {
         /// The file.
         path: String,

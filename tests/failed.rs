@@ -3,14 +3,12 @@
 //! error it got, never whole; the error repeats a bounded part of the input; a retry of it keeps
 //! the retry rules; `log` and `history` still name it; verify replays it.
 
-use std::path::Path;
-
 use mnemo::event::{Body, Refusal, RejectedDigest, Seq};
 use mnemo::tool::Limits;
 use mnemo::{Event, EventHash, Header, MnemoMemoryToolServer, Outcome, Profile, ToolCall};
 use serde_json::{Value, json};
 
-use crate::support::{TempStore, last_body, run_mnemo};
+use crate::support::{TempStore, dir_size, last_body, run_mnemo};
 
 fn server(s: &TempStore, profile: Profile) -> MnemoMemoryToolServer {
     MnemoMemoryToolServer::builder(s.client())
@@ -55,21 +53,6 @@ fn failed(body: Body) -> (RejectedDigest, String, Vec<String>, String) {
         },
         other => panic!("not a digest: {other:?}"),
     }
-}
-
-fn dir_size(path: &Path) -> u64 {
-    std::fs::read_dir(path)
-        .expect("list")
-        .map(|e| {
-            let e = e.expect("entry");
-            let meta = e.metadata().expect("metadata");
-            if meta.is_dir() {
-                dir_size(&e.path())
-            } else {
-                meta.len()
-            }
-        })
-        .sum()
 }
 
 /// The calls that fail, each over 4 KiB, with the command and paths their digest must keep.

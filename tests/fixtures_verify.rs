@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::support::run_mnemo;
+use crate::support::{checksums, run_mnemo};
 
 fn fixture_stores() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/stores");
@@ -19,21 +19,6 @@ fn fixture_stores() -> Vec<PathBuf> {
         .collect();
     found.sort();
     found
-}
-
-fn file_bytes(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).expect("list") {
-        let path = entry.expect("entry").path();
-        if path.is_dir() {
-            out.extend(file_bytes(&path));
-        } else {
-            let bytes = std::fs::read(&path).expect("read");
-            out.push((path, bytes));
-        }
-    }
-    out.sort();
-    out
 }
 
 #[test]
@@ -49,7 +34,7 @@ fn every_fixture_store_verifies_with_the_events_and_checkpoint_it_was_made_with(
         )
         .expect("json");
         let store = dir.join("store");
-        let before = file_bytes(&store);
+        let before = checksums(&store);
         let out = run_mnemo(
             &["verify", "--db", store.to_str().expect("utf-8"), "--json"],
             "",
@@ -70,7 +55,7 @@ fn every_fixture_store_verifies_with_the_events_and_checkpoint_it_was_made_with(
             dir.display()
         );
         assert_eq!(
-            file_bytes(&store),
+            checksums(&store),
             before,
             "{}: verify changed the committed store",
             dir.display()

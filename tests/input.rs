@@ -15,7 +15,9 @@ use mnemo::tool::{DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_REQUEST_BYTES, Limits};
 use mnemo::{EventHash, MnemoMemoryToolServer, Profile};
 use serde_json::{Value, json};
 
-use crate::support::{TempStore, call, last_body, mnemo_command, run_mnemo_bytes, spawn_piped};
+use crate::support::{
+    TempStore, call, dir_size, last_body, mnemo_command, run_mnemo_bytes, spawn_piped,
+};
 
 const MIB: u64 = 1024 * 1024;
 
@@ -92,20 +94,6 @@ impl Session {
         let status = self.child.wait().expect("wait for mnemo tool");
         assert!(status.success(), "mnemo tool exited {status:?}");
     }
-}
-
-fn dir_size(path: &Path) -> u64 {
-    let mut total = 0;
-    for entry in std::fs::read_dir(path).expect("list the store") {
-        let entry = entry.expect("entry");
-        let meta = entry.metadata().expect("metadata");
-        total += if meta.is_dir() {
-            dir_size(&entry.path())
-        } else {
-            meta.len()
-        };
-    }
-    total
 }
 
 fn content(answer: &Value) -> &str {

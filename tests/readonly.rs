@@ -2,30 +2,13 @@
 //! `acl list` and `token list` change no byte of the store, work on a store nobody may write,
 //! and never repair a damaged store by reading it.
 
-use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use serde_json::{Value, json};
 
-use crate::support::{TempStore, have, is_root, mnemo_bin, run_mnemo};
-
-/// Every file under `dir` (recursively) with the blake3 of its bytes.
-fn checksums(dir: &Path) -> BTreeMap<PathBuf, String> {
-    let mut out = BTreeMap::new();
-    for entry in std::fs::read_dir(dir).expect("list") {
-        let entry = entry.expect("entry");
-        let path = entry.path();
-        if entry.file_type().expect("type").is_dir() {
-            out.extend(checksums(&path));
-        } else {
-            let bytes = std::fs::read(&path).expect("read");
-            out.insert(path, blake3::hash(&bytes).to_hex().to_string());
-        }
-    }
-    out
-}
+use crate::support::{TempStore, checksums, have, is_root, mnemo_bin, run_mnemo};
 
 fn session(db: &Path, events: usize) {
     let lines: Vec<String> = (0..events)

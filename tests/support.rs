@@ -202,3 +202,36 @@ pub fn have(tool: &str) -> bool {
         .output()
         .is_ok_and(|o| o.status.success())
 }
+
+/// The bytes the files under `path` take (recursively), as their lengths add up.
+pub fn dir_size(path: &Path) -> u64 {
+    std::fs::read_dir(path)
+        .expect("list")
+        .map(|e| {
+            let e = e.expect("entry");
+            let meta = e.metadata().expect("metadata");
+            if meta.is_dir() {
+                dir_size(&e.path())
+            } else {
+                meta.len()
+            }
+        })
+        .sum()
+}
+
+/// Every file under `dir` (recursively) with the blake3 of its bytes: equal maps before and
+/// after a command mean it changed no byte.
+pub fn checksums(dir: &Path) -> std::collections::BTreeMap<PathBuf, String> {
+    let mut out = std::collections::BTreeMap::new();
+    for entry in std::fs::read_dir(dir).expect("list") {
+        let entry = entry.expect("entry");
+        let path = entry.path();
+        if entry.file_type().expect("type").is_dir() {
+            out.extend(checksums(&path));
+        } else {
+            let bytes = std::fs::read(&path).expect("read");
+            out.insert(path, blake3::hash(&bytes).to_hex().to_string());
+        }
+    }
+    out
+}
