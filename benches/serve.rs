@@ -8,7 +8,9 @@
 //!
 //! `durable_writes`: `create` calls under `fsync` from 16 threads in-process, against 1, 4 and 16
 //! client processes (`mnemo tool --connect`, each fed its calls on stdin) through one server on
-//! loopback. Each iteration starts the processes, so their start-up is in the figure.
+//! loopback. Each iteration starts the processes and waits until each has answered one `view`;
+//! the clock then runs over the creates alone. `processes_16_start_up_included` runs the clock
+//! from the start of the processes, so their start-up is in that figure.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -121,31 +123,80 @@ fn create_line(writer: u64) -> String {
         .to_string()
 }
 
-/// `processes` clients, each `mnemo tool --connect` with `CALLS` creates on stdin, to the end.
-fn through_processes(file: &ServerFile, processes: u64) -> Duration {
-    let start = Instant::now();
-    let children: Vec<_> = (0..processes)
-        .map(|p| {
-            let mut child = Command::new(env!("CARGO_BIN_EXE_mnemo"))
-                .args(["tool", "--connect", &file.url, "--token", &file.token])
-                .args(["--agent", &format!("writer-{p}")])
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::inherit())
-                .spawn()
-                .expect("start a client");
-            let lines: String = (0..CALLS).map(|_| create_line(p) + "\n").collect();
-            let mut stdin = child.stdin.take().expect("stdin");
-            std::thread::spawn(move || stdin.write_all(lines.as_bytes()).expect("send"));
-            child
-        })
-        .collect();
-    for child in children {
-        let out = child.wait_with_output().expect("wait for a client");
-        assert!(out.status.success(), "a client failed");
-        let answers = String::from_utf8_lossy(&out.stdout);
-        assert_eq!(answers.lines().count() as u64, CALLS);
-        assert!(!answers.contains("\"is_error\":true"), "{answers}");
+/// One `mnemo tool --connect` client process, fed on stdin and read on stdout.
+struct Writer {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: BufReader<std::process::ChildStdout>,
+}
+
+impl Writer {
+    /// Starts a client as agent `writer-{p}` and sends it one `view`, whose answer [`Writer::ready`]
+    /// waits for: then its start-up and first connection are behind it.
+    fn start(file: &ServerFile, p: u64) -> Writer {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_mnemo"))
+            .args(["tool", "--connect", &file.url, "--token", &file.token])
+            .args(["--agent", &format!("writer-{p}")])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start a client");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut writer = Writer {
+            child,
+            stdin,
+            stdout,
+        };
+        writer.send(&(json!({"command": "view", "path": "/memories"}).to_string() + "\n"));
+        writer
+    }
+
+    fn ready(&mut self) {
+        self.answer();
+    }
+
+    fn send(&mut self, lines: &str) {
+        self.stdin.write_all(lines.as_bytes()).expect("send");
+        self.stdin.flush().expect("flush");
+    }
+
+    fn answer(&mut self) -> String {
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).expect("read an answer");
+        assert!(line.ends_with('\n'), "a client stopped answering");
+        line
+    }
+
+    /// Reads `CALLS` answers, each a success, then closes stdin and waits for the exit.
+    fn finish(mut self) {
+        for _ in 0..CALLS {
+            let answer = self.answer();
+            assert!(!answer.contains("\"is_error\":true"), "{answer}");
+        }
+        drop(self.stdin);
+        assert!(
+            self.child.wait().expect("wait").success(),
+            "a client failed"
+        );
+    }
+}
+
+/// `processes` clients, each `mnemo tool --connect` with `CALLS` creates on stdin. With
+/// `start_up`, the time includes starting the processes; without, the clock starts once every
+/// client has answered a first call, and it measures the calls alone.
+fn through_processes(file: &ServerFile, processes: u64, start_up: bool) -> Duration {
+    let started = Instant::now();
+    let mut writers: Vec<Writer> = (0..processes).map(|p| Writer::start(file, p)).collect();
+    writers.iter_mut().for_each(Writer::ready);
+    let start = if start_up { started } else { Instant::now() };
+    for (p, writer) in writers.iter_mut().enumerate() {
+        let lines: String = (0..CALLS).map(|_| create_line(p as u64) + "\n").collect();
+        writer.send(&lines);
+    }
+    for writer in writers {
+        writer.finish();
     }
     start.elapsed()
 }
@@ -184,11 +235,15 @@ fn durable_writes(c: &mut Criterion) {
         group.bench_function(format!("processes_{processes}"), |b| {
             b.iter_custom(|iters| {
                 (0..iters)
-                    .map(|_| through_processes(&file, processes))
+                    .map(|_| through_processes(&file, processes, false))
                     .sum()
             });
         });
     }
+    group.throughput(Throughput::Elements(16 * CALLS));
+    group.bench_function("processes_16_start_up_included", |b| {
+        b.iter_custom(|iters| (0..iters).map(|_| through_processes(&file, 16, true)).sum());
+    });
     group.finish();
 }
 
