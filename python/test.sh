@@ -32,4 +32,21 @@ fi
 cargo build --quiet --release --features serve --bin mnemo
 export MNEMO_SERVE_BIN="$repo/target/release/mnemo"
 
-exec "$python" -m pytest -p no:cacheprovider "$repo/python/tests" "$@"
+"$python" -m pytest -p no:cacheprovider "$repo/python/tests" "$@"
+
+# The extra allows every SDK from the first with the memory-tool helpers the adapter builds on
+# (0.84.0: BetaAbstractMemoryTool and ToolError in anthropic.lib.tools) to the newest tested
+# above: the adapter's tests run again on that lowest version. Skipped when pytest was given
+# arguments (a run of chosen tests).
+if [ "$#" -eq 0 ]; then
+  lowest_sdk="$(sed -n 's/^anthropic-memory-tool = \["anthropic>=\([0-9.]*\),.*/\1/p' python/pyproject.toml)"
+  [ -n "$lowest_sdk" ] || { echo "python/test.sh: no lowest anthropic version in python/pyproject.toml" >&2; exit 1; }
+  echo "== the adapter on the lowest SDK the extra allows: anthropic==$lowest_sdk"
+  "$python" -m pip install --quiet "anthropic==$lowest_sdk.0"
+  # Its SDK has no BetaLocalFilesystemMemoryTool, so the comparison with it runs on the pinned SDK
+  # above only.
+  echo "(not run here: test_adapter_answers_like_the_sdks_filesystem_tool, which needs the SDK's own filesystem tool)"
+  "$python" -m pytest -p no:cacheprovider "$repo/python/tests/test_anthropic_memory_tool.py" \
+    -k "not test_adapter_answers_like_the_sdks_filesystem_tool"
+  "$python" -m pip install --quiet "anthropic==$sdk_version"
+fi

@@ -512,7 +512,7 @@ pub fn read(
 #[cfg(not(feature = "serve"))]
 pub fn refuse_connect(remote: &Remote) -> Result<(), Failure> {
     if remote.connect.is_some() {
-        return Err("--connect needs a mnemo built with `--features serve` (`cargo install mnemo-db --features serve`)".into());
+        return Err("--connect needs a mnemo built with `--features serve` (from a clone of the repository: `cargo install --path . --features serve`)".into());
     }
     Ok(())
 }

@@ -42,8 +42,9 @@ struct Db {
 struct Session {
     #[command(flatten)]
     db: Db,
-    /// Result-string profile.
-    #[arg(long, default_value = "spec", value_parser = parse_profile)]
+    /// Result-string profile: spec (the strings the memory tool's documentation gives) or
+    /// python-sdk (those of the Anthropic Python SDK's filesystem memory tool).
+    #[arg(long, default_value = "spec", value_name = "spec|python-sdk", value_parser = parse_profile)]
     profile: Profile,
     /// The memory root.
     #[arg(long, default_value = "/memories")]
@@ -124,6 +125,9 @@ enum Cmd {
         idle_exit: Option<f64>,
     },
     /// Replay the log and prove the chain, the index and every recorded answer.
+    #[command(
+        after_help = "Exit status: 0 the log is intact; 1 an integrity violation (the report names the first bad seq and what broke); 2 verify could not run (no store, an I/O error, a bad argument)."
+    )]
     Verify {
         #[command(flatten)]
         db: Db,
@@ -165,8 +169,8 @@ enum Cmd {
         dir: String,
         #[command(flatten)]
         db: Db,
-        /// Show the tree as it was after this seq.
-        #[arg(long)]
+        /// Show the tree as it was after event SEQ (a seq `mnemo log` lists).
+        #[arg(long, value_name = "SEQ")]
         at: Option<u64>,
         #[command(flatten)]
         remote: Remote,
@@ -177,8 +181,8 @@ enum Cmd {
         path: String,
         #[command(flatten)]
         db: Db,
-        /// Show the file as it was after this seq.
-        #[arg(long)]
+        /// Show the file as it was after event SEQ (a seq `mnemo log` lists).
+        #[arg(long, value_name = "SEQ")]
         at: Option<u64>,
         #[command(flatten)]
         remote: Remote,
@@ -189,11 +193,22 @@ enum Cmd {
         dir: PathBuf,
         #[command(flatten)]
         db: Db,
-        /// Export the tree as it was after this seq.
-        #[arg(long)]
+        /// Export the tree as it was after event SEQ (a seq `mnemo log` lists).
+        #[arg(long, value_name = "SEQ")]
         at: Option<u64>,
         #[command(flatten)]
         remote: Remote,
+    },
+    /// Print a shell completion script, such as `mnemo completions bash > /etc/bash_completion.d/mnemo`.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), or with --out write one page per command into a directory.
+    Man {
+        /// Write mnemo.1 and a page per subcommand (mnemo-ls.1, ...) into this directory.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
     },
     /// Import the files an SDK filesystem tool left (DIR/memories/...) as logged create calls.
     Import {
@@ -365,10 +380,33 @@ fn parse_durability(s: &str) -> Result<Durability, String> {
 
 type CliResult = Result<ExitCode, Box<dyn std::error::Error>>;
 
+fn run_completions(shell: clap_complete::Shell) -> CliResult {
+    let mut command = <Cli as clap::CommandFactory>::command();
+    clap_complete::generate(shell, &mut command, "mnemo", &mut std::io::stdout().lock());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_man(out: Option<&Path>) -> CliResult {
+    let command = <Cli as clap::CommandFactory>::command();
+    match out {
+        Some(dir) => {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            clap_mangen::generate_to(command, dir)
+                .map_err(|e| format!("cannot write the man pages into {}: {e}", dir.display()))?;
+            eprintln!("mnemo man: wrote the pages into {}", dir.display());
+        }
+        None => clap_mangen::Man::new(command).render(&mut std::io::stdout().lock())?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Cmd::Demo { db } => run_demo(db),
+        Cmd::Completions { shell } => run_completions(shell),
+        Cmd::Man { out } => run_man(out.as_deref()),
         Cmd::Tool {
             agent,
             session,
@@ -615,7 +653,7 @@ fn run_mcp(
     _remote: &Remote,
     _start: &Start,
 ) -> CliResult {
-    Err("this mnemo was built without MCP support; rebuild it with `cargo build --release --features mcp` (or install it with `cargo install mnemo-db --features mcp`)".into())
+    Err("this mnemo was built without MCP support; rebuild it with `cargo build --release --features mcp` (or, from a clone of the repository, install it with `cargo install --path . --features mcp`)".into())
 }
 
 /// Where and how long `mnemo serve` listens.
@@ -655,7 +693,7 @@ fn run_serve(session: Session, agent: String, listen: Listen) -> CliResult {
 
 #[cfg(not(feature = "serve"))]
 fn run_serve(_session: Session, _agent: String, _listen: Listen) -> CliResult {
-    Err("this mnemo was built without the server; rebuild it with `cargo build --release --features serve` (or install it with `cargo install mnemo-db --features serve`)".into())
+    Err("this mnemo was built without the server; rebuild it with `cargo build --release --features serve` (or, from a clone of the repository, install it with `cargo install --path . --features serve`)".into())
 }
 
 fn run_tool(session: Session, agent: Option<String>, remote: &Remote, start: &Start) -> CliResult {

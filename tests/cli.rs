@@ -386,3 +386,49 @@ fn at_past_the_log_refused_admin_calls_and_counts_read_well() {
         "{out:?}"
     );
 }
+
+/// `mnemo completions SHELL` prints a script that knows every subcommand, `mnemo man` the roff
+/// page, and `man --out DIR` one page per command; the help says what `--profile` and `--at` take
+/// and what verify's exit codes mean.
+#[test]
+fn completions_man_pages_and_help_name_what_they_take() {
+    let out = run_mnemo(&["completions", "bash"], "");
+    assert!(out.status.success());
+    let script = String::from_utf8_lossy(&out.stdout);
+    for sub in ["tool", "verify", "serve", "show", "diff", "token", "acl"] {
+        assert!(script.contains(sub), "the bash script misses {sub}");
+    }
+    assert!(
+        script.contains("complete -F"),
+        "not a bash completion script"
+    );
+    let bad = run_mnemo(&["completions", "tcsh"], "");
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("possible values"));
+
+    let out = run_mnemo(&["man"], "");
+    assert!(out.status.success());
+    let page = String::from_utf8_lossy(&out.stdout);
+    assert!(page.contains(".TH mnemo 1"), "{page}");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pages = dir.path().join("man1");
+    let out = run_mnemo(&["man", "--out", pages.to_str().expect("utf-8")], "");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for page in ["mnemo.1", "mnemo-verify.1", "mnemo-token-create.1"] {
+        let text = std::fs::read_to_string(pages.join(page)).expect(page);
+        assert!(text.contains(".TH"), "{page}");
+    }
+
+    let help = |args: &[&str]| String::from_utf8_lossy(&run_mnemo(args, "").stdout).into_owned();
+    assert!(help(&["tool", "--help"]).contains("spec|python-sdk"));
+    assert!(help(&["ls", "--help"]).contains("--at <SEQ>"));
+    let verify = help(&["verify", "--help"]);
+    assert!(
+        verify.contains("Exit status: 0 the log is intact; 1"),
+        "{verify}"
+    );
+}

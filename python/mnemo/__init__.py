@@ -13,7 +13,7 @@ Quick start::
     result = server.handle({"type": "tool_use", "id": block.id, "name": block.name, "input": block.input})
 
 The SDK tool-runner adapter, ``mnemo.anthropic.MnemoMemoryTool``, needs the extra:
-``pip install 'mnemo-db[anthropic-memory-tool]'``. This package itself never imports ``anthropic``.
+``pip install './python[anthropic-memory-tool]'`` from a clone. This package itself never imports ``anthropic``.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ gives, byte for byte (pass ``profile="spec"`` for the documented ones). A succes
 the result text; an error is raised as the SDK's ``ToolError`` carrying the exact text, which the
 runner sends as ``content`` with ``is_error: true``.
 
-This module needs the extra: ``pip install 'mnemo-db[anthropic-memory-tool]'``.
+This module needs the extra: ``pip install './python[anthropic-memory-tool]'`` from a clone.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ except ImportError as exc:  # the extra is not installed, or the SDK predates th
     raise ImportError(
         "mnemo.anthropic needs the Anthropic SDK with its memory-tool helpers "
         "(anthropic.lib.tools.BetaAbstractMemoryTool). Install the extra: "
-        "pip install 'mnemo-db[anthropic-memory-tool]' (or upgrade anthropic)."
+        "pip install './python[anthropic-memory-tool]' from a clone of the repository, "
+        "or pip install 'anthropic>=0.84,<3'."
     ) from exc
 
 from ._native import MnemoClient, MnemoMemoryToolServer

@@ -617,10 +617,11 @@ def test_adapter_answers_like_the_sdks_filesystem_tool(tmp_path: Path) -> None:
 
 def runner_transport(captured: List[Dict[str, Any]], blocks: List[Dict[str, Any]]) -> Any:
     """A fake Messages API: the first request gets `blocks` as tool_use, the next a final answer."""
-    try:
-        import httpx2 as httpx
-    except ImportError:
-        import httpx  # type: ignore[no-redef,import-not-found,unused-ignore]
+    # The HTTP library this SDK is built on: newer SDKs moved from httpx to httpx2, and an older
+    # SDK refuses an httpx2 client even when httpx2 is installed beside it.
+    import anthropic._base_client as base
+
+    httpx = getattr(base, "httpx2", None) or base.httpx
 
     def reply(request: Any) -> Any:
         body = json.loads(request.content)
@@ -709,4 +710,8 @@ def test_the_core_never_imports_anthropic_and_the_adapter_names_the_extra() -> N
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
                          env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
     assert out.returncode == 0, out.stderr
-    assert "pip install 'mnemo-db[anthropic-memory-tool]'" in out.stdout
+    # The advice must work from a clone (the name on the public registries is another project's)
+    # and name the SDK versions the adapter works with.
+    assert "pip install './python[anthropic-memory-tool]'" in out.stdout
+    assert "'anthropic>=0.84,<3'" in out.stdout
+    assert "mnemo-db" not in out.stdout
