@@ -10,26 +10,15 @@ use crate::log::Store;
 use crate::paths::MemPath;
 use crate::policy::AdminCommand;
 use crate::projection::{MemoryRecord, Projection};
+use crate::replay::Replay;
 use crate::tool::COMMAND_NAMES;
 
-/// Replays events `1..=at` into memory and returns the tree as it was after event `at`.
+/// Replays events `1..=at` into memory ([`crate::replay`]) and returns the tree as it was after
+/// event `at`.
 pub fn state_at(store: &Store, at: Seq) -> Result<Projection<MemKv>> {
-    let mut tree = Projection::new(MemKv::default());
-    advance(store, &mut tree, Seq(0), at)?;
-    Ok(tree)
-}
-
-/// Replays events `after+1..=to` into `tree`, which holds the tree as it was after event
-/// `after`.
-pub fn advance(store: &Store, tree: &mut Projection<MemKv>, after: Seq, to: Seq) -> Result<()> {
-    for item in store.records(Seq(after.0 + 1)) {
-        let (seq, record) = item?;
-        if seq > to {
-            break;
-        }
-        tree.run_event(&Event::decode(&record)?)?;
-    }
-    Ok(())
+    let mut replay = Replay::in_memory();
+    replay.run_to(store, at)?;
+    Ok(replay.into_tree())
 }
 
 /// `at` if the log reaches it (0 is the empty tree before the first event), else

@@ -1,9 +1,10 @@
 //! "What did event N do?": one event shown whole (`mnemo show`), and what changed in the tree
 //! between two seqs (`mnemo diff`).
 //!
-//! Both are derived from the log alone: the tree before the event is replayed from event 1, the
-//! event is answered against it again, and that answer is checked against the outcome hash the
-//! event recorded, so what is shown is what the chain proves the model was given.
+//! Both are derived from the log alone, by the replay engine ([`crate::replay`]): the tree before
+//! the event is replayed from event 1, the event is answered against it again, and that answer
+//! is checked against the outcome hash the event recorded, so what is shown is what the chain
+//! proves the model was given.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -12,12 +13,13 @@ use similar::{ChangeTag, TextDiff};
 
 use crate::error::{Error, Result};
 use crate::event::{Body, Event, Outcome, Refusal, Seq};
-use crate::history::{advance, describe, point, state_at, utc};
+use crate::history::{describe, point, utc};
 use crate::kv::MemKv;
 use crate::log::Store;
 use crate::paths::MemPath;
 use crate::policy::AdminCommand;
 use crate::projection::{MemoryRecord, Projection};
+use crate::replay::Replay;
 use crate::tool::Change;
 
 /// One event, shown whole.
@@ -165,9 +167,10 @@ pub fn show(store: &Store, seq: Seq) -> Result<Shown> {
         .get(seq)?
         .ok_or_else(|| Error::corrupt(format!("event {seq} is missing from the log")))?;
     let event = Event::decode(&record)?;
-    let mut tree = state_at(store, Seq(seq.0 - 1))?;
-    let before = BeforeAnswer::of(&tree, &event)?;
-    let answer = tree.run_event(&event)?;
+    let mut replay = Replay::in_memory();
+    replay.run_to(store, Seq(seq.0 - 1))?;
+    let before = BeforeAnswer::of(replay.tree(), &event)?;
+    let answer = replay.apply(&event)?.answer;
     let verified = Outcome::of(answer.is_error, &answer.text) == event.header.outcome;
     let change = answer
         .change
@@ -313,10 +316,11 @@ pub fn diff(store: &Store, from: Seq, to: Seq, dir: &MemPath) -> Result<Vec<File
     };
     // One replay: to the earlier point, then on to the later one.
     let (first, second) = (from.min(to), from.max(to));
-    let mut tree = state_at(store, first)?;
-    let at_first = files(&tree)?;
-    advance(store, &mut tree, first, second)?;
-    let at_second = files(&tree)?;
+    let mut replay = Replay::in_memory();
+    replay.run_to(store, first)?;
+    let at_first = files(replay.tree())?;
+    replay.run_to(store, second)?;
+    let at_second = files(replay.tree())?;
     let (old, new) = if from <= to {
         (at_first, at_second)
     } else {

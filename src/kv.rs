@@ -208,6 +208,93 @@ impl IndexTrees {
 
 type Item = sled::Result<(sled::IVec, sled::IVec)>;
 
+/// The first way an in-memory map differs from the stored index ([`IndexTrees::first_difference`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Difference {
+    /// Both hold `key`, with different values.
+    Value {
+        /// The key.
+        key: Vec<u8>,
+    },
+    /// Where the stored tree `tree` holds `stored`, the map's next key is `ours`.
+    Key {
+        /// `index` or `content`.
+        tree: &'static str,
+        /// The map's key.
+        ours: Vec<u8>,
+        /// The stored key.
+        stored: Vec<u8>,
+    },
+    /// The stored tree `tree` holds `key`, past the map's last key of that tree.
+    Extra {
+        /// `index` or `content`.
+        tree: &'static str,
+        /// The stored key.
+        key: Vec<u8>,
+    },
+    /// The map holds `key`, past the stored tree's last key.
+    Missing {
+        /// The map's key.
+        key: Vec<u8>,
+    },
+}
+
+impl IndexTrees {
+    /// The first difference between `ours` and the stored trees, tree by tree: `ours`'s content
+    /// keys against the content tree, its other keys against the index tree, so that a key stored
+    /// in the wrong tree (where reads would not find it) shows too. The two trees are compared
+    /// side by side, on two threads; the index tree's difference is the one named when both
+    /// differ.
+    pub fn first_difference(&self, ours: &MemKv) -> Result<Option<Difference>> {
+        let content = ours
+            .map
+            .iter()
+            .filter(|(k, _)| IndexTrees::is_content(k.as_slice()));
+        let rest = ours
+            .map
+            .iter()
+            .filter(|(k, _)| !IndexTrees::is_content(k.as_slice()));
+        let (index, content) = std::thread::scope(|scope| {
+            let content = scope.spawn(|| first_difference(content, &self.content, "content"));
+            let index = first_difference(rest, &self.index, "index");
+            (index, content.join())
+        });
+        let content = content.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        match index? {
+            Some(found) => Ok(Some(found)),
+            None => content,
+        }
+    }
+}
+
+/// The first difference between the entries `ours` and the sled tree `stored` (named `tree`).
+fn first_difference<'a>(
+    mut ours: impl Iterator<Item = (&'a Vec<u8>, &'a Vec<u8>)>,
+    stored: &sled::Tree,
+    tree: &'static str,
+) -> Result<Option<Difference>> {
+    for item in stored.iter() {
+        let (key, value) = item?;
+        let found = match ours.next() {
+            Some((k, v)) if k.as_slice() == &*key && v.as_slice() == &*value => continue,
+            Some((k, _)) if k.as_slice() == &*key => Difference::Value { key: key.to_vec() },
+            Some((k, _)) => Difference::Key {
+                tree,
+                ours: k.clone(),
+                stored: key.to_vec(),
+            },
+            None => Difference::Extra {
+                tree,
+                key: key.to_vec(),
+            },
+        };
+        return Ok(Some(found));
+    }
+    Ok(ours
+        .next()
+        .map(|(k, _)| Difference::Missing { key: k.clone() }))
+}
+
 /// The first `limit` entries of a sled scan, copied out.
 fn collect_items(
     items: impl Iterator<Item = Item>,

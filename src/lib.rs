@@ -22,6 +22,7 @@ mod projection;
 mod registry;
 #[cfg(feature = "client")]
 mod remote;
+pub mod replay;
 #[cfg(feature = "serve")]
 pub mod serve;
 pub mod token;

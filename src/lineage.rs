@@ -1,20 +1,24 @@
 //! Files followed by identity: which file each event touched, through renames, so that the
 //! history of a path that held several files over time lists each file apart.
 //!
-//! One forward replay of the log names every file the log creates by its ordinal (file 1 is
-//! the first file ever created, whatever its path), moves those names with renames of the file
-//! or a directory above it, and ends them with deletes. An event touches the files at the paths
-//! it names: the one a write or read names, every file under a deleted or renamed directory. An
-//! event that failed on a path where no file was (a view of a missing file) touches no file; the
-//! history of that path lists it apart.
+//! The replay engine ([`crate::replay`]) runs the log forward, and this module watches the change
+//! each event made as the replay re-derives it: it names every file the log creates by its
+//! ordinal (file 1 is the first file ever created, whatever its path), moves those names with
+//! renames of the file or a directory above it, and ends them with deletes. An event touches the
+//! files it changed (the one a write wrote, every file under a deleted or renamed directory), and
+//! an event that changed nothing (a read, an error, a retry answered from its record) the files
+//! at the paths it names. One that named a path where no file was (a view of a missing file)
+//! touches no file; the history of that path lists it apart.
 
 use std::collections::BTreeMap;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::event::{Event, Seq};
 use crate::history::Called;
 use crate::log::Store;
 use crate::paths::MemPath;
+use crate::replay::Replay;
+use crate::tool::Change;
 
 /// The events of one file that lived at the path asked about, oldest first.
 #[derive(Clone, Debug, PartialEq)]
@@ -57,6 +61,35 @@ impl Live {
         self.paths.insert(id, vec![path.to_string()]);
         id
     }
+
+    /// Follows the files through one event that made `change` (if it changed the tree) and named
+    /// the paths `named`; returns the files it touched.
+    fn follow(&mut self, change: Option<&Change>, named: &[MemPath]) -> Vec<u64> {
+        match change {
+            Some(Change::Write { path, .. }) => vec![self.write(path)],
+            Some(Change::Delete { path }) => {
+                let gone = self.under(path);
+                for (at, _) in &gone {
+                    self.at.remove(at);
+                }
+                gone.into_iter().map(|(_, id)| id).collect()
+            }
+            Some(Change::Rename { from, to }) => {
+                let moving = self.under(from);
+                for (at, id) in &moving {
+                    self.at.remove(at);
+                    let moved = at.moved(from, to);
+                    self.paths.entry(*id).or_default().push(moved.to_string());
+                    self.at.insert(moved, *id);
+                }
+                moving.into_iter().map(|(_, id)| id).collect()
+            }
+            _ => named
+                .iter()
+                .filter_map(|p| self.at.get(p).copied())
+                .collect(),
+        }
+    }
 }
 
 /// The files that ever lived at `path`, each with its events (following it through renames
@@ -67,50 +100,25 @@ pub fn trails(store: &Store, path: &MemPath) -> Result<Vec<Trail>> {
     // Per file, the events that touched it; and the events that named `path` alone.
     let mut touched: BTreeMap<u64, Vec<Event>> = BTreeMap::new();
     let mut alone = Vec::new();
-    for item in store.records(Seq(1)) {
-        let (_, record) = item?;
-        let event = Event::decode(&record)?;
-        let Some(call) = Called::of(&event) else {
-            continue;
+    Replay::in_memory().run(store, Seq(u64::MAX), |_, event, traced| {
+        let Some(call) = Called::of(event) else {
+            return Ok::<(), Error>(());
         };
-        let ok = !event.header.outcome.is_error;
         let root = MemPath::root(call.root).ok();
         let named: Vec<MemPath> = call
             .paths
             .iter()
             .filter_map(|raw| MemPath::resolve(raw, root.as_ref()?).ok())
             .collect();
-        let mut ids = Vec::new();
-        match (call.command, named.as_slice()) {
-            ("create" | "str_replace" | "insert", [p]) if ok => ids.push(live.write(p)),
-            ("delete", [p]) if ok => {
-                for (at, id) in live.under(p) {
-                    live.at.remove(&at);
-                    ids.push(id);
-                }
-            }
-            ("rename", [from, to]) if ok => {
-                for (at, id) in live.under(from) {
-                    live.at.remove(&at);
-                    let moved = at.moved(from, to);
-                    live.paths.entry(id).or_default().push(moved.to_string());
-                    live.at.insert(moved, id);
-                    ids.push(id);
-                }
-            }
-            (_, paths) => {
-                for p in paths {
-                    ids.extend(live.at.get(p).copied());
-                }
-            }
-        }
+        let ids = live.follow(traced.answer.change.as_ref(), &named);
         if ids.is_empty() && named.iter().any(|p| p == path) {
             alone.push(event.clone());
         }
         for id in ids {
             touched.entry(id).or_default().push(event.clone());
         }
-    }
+        Ok(())
+    })?;
     let shown = path.to_string();
     let mut out: Vec<Trail> = live
         .paths

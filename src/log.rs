@@ -31,8 +31,8 @@ use crate::disk::{DiskSync, HeadRecord, StoreFiles};
 use crate::error::{Error, Result};
 use crate::event::{EventHash, FORMAT_VERSION, Frame, Seq};
 use crate::failpoint::{Failpoint, Failpoints};
-use crate::kv::{IndexTrees, Overlay, Pending};
-use crate::projection::Projection;
+use crate::kv::{IndexTrees, Pending};
+use crate::replay::chain::Chain;
 use crate::unwind::{self, catch_quietly};
 
 const FORMAT_KEY: &[u8] = b"format";
@@ -638,11 +638,6 @@ impl Store {
         })
     }
 
-    /// The path index as stored.
-    pub fn index(&self) -> Projection<IndexTrees> {
-        Projection::new(self.index.clone())
-    }
-
     /// This store's failpoints, for fault-injection tests.
     #[doc(hidden)]
     pub fn failpoints(&self) -> &Failpoints {
@@ -749,38 +744,6 @@ impl Store {
         })
     }
 
-    /// Brings the head and the index up to the log, after a crash cut a commit short: moves the
-    /// head over events appended past it ([`Store::log_end`]), then writes into the index the
-    /// events it has not applied ([`Store::current_index`]). Returns how many events were
-    /// replayed into the index.
-    ///
-    /// An index of an older layout ([`crate::projection::INDEX_LAYOUT`]) is derived state in a
-    /// form this build does not write: it is cleared and rebuilt from the whole log. So is the
-    /// content tree of an index that applied nothing (an index removed whole leaves no content
-    /// behind that the replay would not write).
-    pub fn catch_up(&self) -> Result<u64> {
-        let stored = self.head()?;
-        let head = self.log_end()?;
-        if head != stored {
-            self.meta.insert(HEAD_KEY, head.encode())?;
-        }
-        let index = self.index();
-        if index.layout()? < crate::projection::INDEX_LAYOUT {
-            self.index.index().clear()?;
-            self.index.content().clear()?;
-        } else if index.applied()? == Seq(0) && !self.index.content().is_empty() {
-            self.index.content().clear()?;
-        }
-        let (index, replayed) = self.replay_index(head)?;
-        if replayed > 0 {
-            self.write_index(&index.into_inner().into_pending())?;
-        }
-        if replayed > 0 || head != stored {
-            self.sync(Durability::Fsync)?;
-        }
-        Ok(replayed)
-    }
-
     /// [`Store::open_existing`] for a command that presents the store as it is now (`ls`, `cat`,
     /// `log`, `history`, `export`): refuses, with [`Error::Corrupt`], a log that is behind the
     /// head the store recorded at its last commit or close, rather than show a rolled-back log
@@ -801,20 +764,14 @@ impl Store {
 
     /// The log's last event. That is the head, unless a crash cut a commit short after its events
     /// were written but before the head was: then it is the last of the events past the head,
-    /// each of which must continue the chain, or this fails with [`Error::Corrupt`] (a writer
-    /// must not overwrite them). Reads only.
+    /// each of which must continue the chain ([`crate::replay::chain`]), or this fails with
+    /// [`Error::Corrupt`] (a writer must not overwrite them). Reads only.
     pub fn log_end(&self) -> Result<Head> {
         let mut head = self.head()?;
-        for item in self.records(Seq(head.seq.0 + 1)) {
+        let mut chain = Chain::after(head.seq, head.hash);
+        for item in self.records(chain.next()) {
             let (seq, record) = item?;
-            let next = Frame::decode(&record).ok().filter(|f| {
-                seq.0 == head.seq.0 + 1
-                    && f.seq == seq
-                    && f.prev_hash == head.hash
-                    && f.payload_hash == EventHash::of(&f.payload)
-                    && f.hash == f.recompute_hash()
-            });
-            let Some(next) = next else {
+            let Ok(next) = chain.check(seq, &record) else {
                 return Err(Error::corrupt(format!(
                     "the log goes on past its head {head} with event {seq}, which does not continue the chain; run `mnemo verify` to see what broke"
                 )));
@@ -827,36 +784,16 @@ impl Store {
         Ok(head)
     }
 
-    /// The path index as of the log's end, for reading a store no writer has open: the stored
-    /// index, plus in memory the events it has not applied yet (the writer writes the index in
-    /// batches, so after a crash or kill it lags the log; see [`Store::catch_up`]). Writes
-    /// nothing.
-    pub fn current_index(&self) -> Result<Projection<Overlay<'_>>> {
-        if self.index().layout()? < crate::projection::INDEX_LAYOUT {
-            return Err(Error::corrupt(
-                "the index was written by an older Mnemo; open the store once with a client (for example `mnemo tool --db PATH < /dev/null`) to rebuild it from the log",
-            ));
+    /// Moves `meta.head` over the events a crash left past it ([`Store::log_end`]), as the
+    /// first step of recovery. Returns the head, and whether it moved.
+    pub(crate) fn settle_head(&self) -> Result<(Head, bool)> {
+        let stored = self.head()?;
+        let head = self.log_end()?;
+        let moved = head != stored;
+        if moved {
+            self.meta.insert(HEAD_KEY, head.encode())?;
         }
-        Ok(self.replay_index(self.log_end()?)?.0)
-    }
-
-    /// The stored index with the events after its applied seq, up to `end`, replayed over it in
-    /// memory; and how many were replayed.
-    fn replay_index(&self, end: Head) -> Result<(Projection<Overlay<'_>>, u64)> {
-        let mut projection = Projection::new(Overlay::new(&self.index));
-        let applied = projection.applied()?;
-        let mut replayed = 0;
-        if applied < end.seq {
-            for item in self.records(Seq(applied.0 + 1)) {
-                let (seq, record) = item?;
-                if seq > end.seq {
-                    break;
-                }
-                projection.run_event(&crate::event::Event::decode(&record)?)?;
-                replayed += 1;
-            }
-        }
-        Ok((projection, replayed))
+        Ok((head, moved))
     }
 }
 

@@ -68,7 +68,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::error::{Error, Result};
-use crate::event::{Body, Event, EventHash, Refusal, RejectedDigest, Seq};
+use crate::event::{Body, EventHash, Refusal, RejectedDigest, Seq};
 use crate::kv::{KvRead, KvWrite};
 use crate::paths::MemPath;
 use crate::policy::{Access, Grant, Policy};
@@ -77,6 +77,7 @@ use crate::tool::render::child_lines;
 use crate::tool::{Answer, Command, Profile};
 use crate::tool::{Change, Entry, NodeKind, Probe, Tree};
 
+mod compare;
 pub mod content;
 mod listings;
 
@@ -1007,7 +1008,8 @@ impl<K: KvWrite> Projection<K> {
 impl<K: KvWrite> Projection<K> {
     /// Answers `agent`'s call against the index, applies its change as event `seq`, and keeps the
     /// retry record of a call with a tool_use id (see the module docs). This is the one step
-    /// shared by the writer, recovery on open and the verifier's replay.
+    /// shared by the writer and the replay engine ([`crate::replay`]: recovery on open, the
+    /// verifier, and every view of the past).
     pub fn run_call(
         &mut self,
         agent: &str,
@@ -1131,16 +1133,6 @@ impl<K: KvWrite> Projection<K> {
         self.kv.insert(slot, key.clone());
         self.kv.insert(key, record.encode());
         Ok(())
-    }
-
-    /// [`run_call`](Self::run_call) for a stored event.
-    pub fn run_event(&mut self, event: &Event) -> Result<Answer> {
-        self.run_call(
-            &event.header.agent,
-            event.header.tool_use_id.as_deref(),
-            &event.body,
-            event.seq,
-        )
     }
 }
 

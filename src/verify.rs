@@ -21,14 +21,21 @@
 //! ([`ViolationKind::Head`]). Events past `meta.head` are what a crash leaves when it cuts a commit
 //! short (the head is written after the events it names): they are checked like every other
 //! event, reported in [`Report::meta_head`], and not a violation.
+//!
+//! Steps 1-5 are the chain rules of [`crate::replay::chain`] (each [`Rule`] reported as its
+//! [`ViolationKind`]), checked on a thread of their own; the replay engine's loop
+//! ([`Replay::drive`]) re-answers every event against an in-memory tree, and steps 6-7 and the
+//! head and checkpoint checks are what this module adds to it.
 
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::event::{Event, EventHash, Frame, Outcome, Seq};
+use crate::event::{Event, EventHash, Outcome, Seq};
 use crate::kv::{IndexTrees, MemKv};
 use crate::log::{Head, Store};
-use crate::projection::{CONTENT_PREFIX, INDEX_LAYOUT, Projection};
+use crate::projection::{INDEX_LAYOUT, Projection, Traced};
+use crate::replay::chain::{Break, Chain, Rule};
+use crate::replay::{Replay, Step};
 
 /// Which invariant broke.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -266,76 +273,68 @@ pub fn verify_store_with(store: &Store, mut options: VerifyOptions<'_>) -> Resul
             return finish(report, Some(v));
         }
     }
-    let mut replay = Projection::with_listings(MemKv::default());
+    let mut replay = Replay::in_memory_with_listings();
     let mut expected = Seq(1);
     if report.index_applied == Seq(0) {
-        if let Some(v) = compare_index(&replay, &stored_index, Seq(0))? {
+        if let Some(v) = compare_index(replay.tree(), &stored_index, Seq(0))? {
             return finish(report, Some(v));
         }
     }
-    // The chain checks (steps 1-5) and decoding run on a thread of their own, ahead of the
-    // replay (steps 6-7) on this one; it stops at its first violation, after handing over every
-    // record before it, so the first violation in seq order is the one reported, as if one
-    // thread did both.
+    // The chain checks (steps 1-5) run on a thread of their own, ahead of the replay (steps 6-7)
+    // on this one; it stops at its first violation, after handing over every record before it,
+    // so the first violation in seq order is the one reported, as if one thread did both.
     let (tx, rx) = crossbeam_channel::bounded::<Batch>(PIPELINE_DEPTH);
     let outcome = std::thread::scope(|scope| {
         scope.spawn(move || read_chain(store, &tx));
-        for batch in rx {
-            for item in batch.items {
-                let checked = match item {
-                    Item::Checked(checked) => checked,
-                    Item::Violation(v) => return Ok(Some(v)),
-                    Item::Failed(e) => return Err(e),
-                };
-                let seq = checked.seq;
-                if let Err(v) = replay_record(&checked, &batch.data, &mut replay) {
-                    return Ok(Some(v));
+        replay.drive(Handed::new(rx), |tree, checked, traced| {
+            let seq = checked.event.seq;
+            check_outcome(&checked.event, traced)?;
+            let hash = checked.hash;
+            report.head = Head { seq, hash };
+            if seq == report.meta_head.seq && hash != report.meta_head.hash {
+                return Err(Stop::Violation(violation(
+                    seq,
+                    ViolationKind::Head,
+                    format!(
+                        "meta.head says event {seq} hashes to {} but it hashes to {hash}",
+                        report.meta_head.hash
+                    ),
+                )));
+            }
+            report.events += 1;
+            report.bytes += checked.bytes;
+            if report.events % PROGRESS_EVERY == 0 {
+                if let Some(progress) = options.progress.as_mut() {
+                    progress(report.events, report.meta_head.seq.0.max(seq.0));
                 }
-                let hash = checked.hash;
-                report.head = Head { seq, hash };
-                if seq == report.meta_head.seq && hash != report.meta_head.hash {
-                    return Ok(Some(violation(
+            }
+            if let Some(expect) = options.expect.filter(|e| e.seq == seq) {
+                if expect.hash != hash {
+                    return Err(Stop::Violation(violation(
                         seq,
-                        ViolationKind::Head,
+                        ViolationKind::Checkpoint,
                         format!(
-                            "meta.head says event {seq} hashes to {} but it hashes to {hash}",
-                            report.meta_head.hash
+                            "the checkpoint says event {seq} hashes to {} but the log's event {seq} hashes to {hash}: history up to seq {seq} was rewritten",
+                            expect.hash
                         ),
                     )));
                 }
-                report.events += 1;
-                report.bytes += checked.bytes;
-                if report.events % PROGRESS_EVERY == 0 {
-                    if let Some(progress) = options.progress.as_mut() {
-                        progress(report.events, report.meta_head.seq.0.max(seq.0));
-                    }
-                }
-                if let Some(expect) = options.expect.filter(|e| e.seq == seq) {
-                    if expect.hash != hash {
-                        return Ok(Some(violation(
-                            seq,
-                            ViolationKind::Checkpoint,
-                            format!(
-                                "the checkpoint says event {seq} hashes to {} but the log's event {seq} hashes to {hash}: history up to seq {seq} was rewritten",
-                                expect.hash
-                            ),
-                        )));
-                    }
-                }
-                if seq == report.index_applied {
-                    if let Some(v) = compare_index(&replay, &stored_index, seq)? {
-                        return Ok(Some(v));
-                    }
-                }
-                expected = Seq(seq.0 + 1);
             }
-        }
-        Ok(None)
+            if seq == report.index_applied {
+                if let Some(v) = compare_index(tree, &stored_index, seq)? {
+                    return Err(Stop::Violation(v));
+                }
+            }
+            expected = Seq(seq.0 + 1);
+            Ok(())
+        })
     });
     // Leaving the scope joined the chain thread: a replay that stopped early dropped the
     // receiver, so its next send failed and it returned.
-    if let Some(v) = outcome? {
-        return finish(report, Some(v));
+    match outcome {
+        Ok(_) => {}
+        Err(Stop::Violation(v)) => return finish(report, Some(v)),
+        Err(Stop::Failed(e)) => return Err(e),
     }
     let last = Seq(expected.0 - 1);
     let head = report.meta_head;
@@ -417,36 +416,52 @@ struct Batch {
     data: Vec<u8>,
 }
 
-/// Walks the stored records in seq order through the chain checks (steps 1-5), sending them to
+/// Why the replay stopped early: a violation to report, or a failure to read the store.
+enum Stop {
+    Violation(Violation),
+    Failed(Error),
+}
+
+impl From<Error> for Stop {
+    fn from(e: Error) -> Stop {
+        Stop::Failed(e)
+    }
+}
+
+impl From<Break> for Violation {
+    fn from(b: Break) -> Violation {
+        let kind = match b.rule {
+            Rule::Dense => ViolationKind::Missing,
+            Rule::Decodes => ViolationKind::Undecodable,
+            Rule::SeqInside => ViolationKind::SeqMismatch,
+            Rule::Link => ViolationKind::BrokenLink,
+            Rule::PayloadHash => ViolationKind::PayloadHash,
+            Rule::ChainHash => ViolationKind::Hash,
+        };
+        violation(b.seq, kind, b.detail)
+    }
+}
+
+/// Walks the stored records in seq order through the chain rules (steps 1-5), sending them to
 /// the replay in batches; stops after the first record that fails, or when the replay hangs up.
 fn read_chain(store: &Store, tx: &crossbeam_channel::Sender<Batch>) {
-    let mut prev = EventHash::ZERO;
-    let mut expected = Seq(1);
+    let mut chain = Chain::new();
     let mut batch = Batch::default();
     for entry in store.records(Seq(0)) {
         let item = match entry {
-            Ok((seq, record)) => match check_chain(seq, expected, &prev, &record) {
-                Ok(frame) => {
-                    let header = append(&mut batch.data, &frame.header);
-                    let payload = append(&mut batch.data, &frame.payload);
-                    let checked = Checked {
-                        seq,
-                        prev_hash: prev,
-                        hash: frame.hash,
-                        payload_hash: frame.payload_hash,
-                        header,
-                        payload,
-                        bytes: record.len() as u64,
-                    };
-                    prev = frame.hash;
-                    expected = Seq(seq.0 + 1);
-                    Item::Checked(checked)
-                }
-                Err(v) => Item::Violation(v),
+            Ok((seq, record)) => match chain.check(seq, &record) {
+                Ok(frame) => Item::Checked(Checked {
+                    seq,
+                    prev_hash: frame.prev_hash,
+                    hash: frame.hash,
+                    payload_hash: frame.payload_hash,
+                    header: append(&mut batch.data, &frame.header),
+                    payload: append(&mut batch.data, &frame.payload),
+                    bytes: record.len() as u64,
+                }),
+                Err(b) => Item::Violation(b.into()),
             },
-            Err(Error::Corrupt { what }) => {
-                Item::Violation(violation(expected, ViolationKind::Missing, what))
-            }
+            Err(Error::Corrupt { what }) => Item::Violation(chain.unreadable_key(what).into()),
             Err(e) => Item::Failed(e),
         };
         let last = !matches!(item, Item::Checked(_));
@@ -470,208 +485,131 @@ fn append(data: &mut Vec<u8>, bytes: &[u8]) -> std::ops::Range<usize> {
     start..data.len()
 }
 
-/// Checks one stored record's place in the chain and decodes it (steps 1-5).
-fn check_chain(
-    seq: Seq,
-    expected: Seq,
-    prev: &EventHash,
-    record: &[u8],
-) -> Result<Frame, Violation> {
-    if seq != expected {
-        let detail = if seq < expected {
-            format!("a record is stored under key {seq}, which is not a valid seq")
-        } else {
-            format!("expected seq {expected} next but the log goes on at seq {seq}")
-        };
-        let at = if seq < expected { seq } else { expected };
-        return Err(violation(at, ViolationKind::Missing, detail));
-    }
-    let frame = match Frame::decode(record) {
-        Ok(f) => f,
-        Err(e) => return Err(violation(seq, ViolationKind::Undecodable, e.to_string())),
-    };
-    if frame.seq != seq {
-        return Err(violation(
-            seq,
-            ViolationKind::SeqMismatch,
-            format!("the record under key {seq} says it is seq {}", frame.seq),
-        ));
-    }
-    if frame.prev_hash != *prev {
-        return Err(violation(
-            seq,
-            ViolationKind::BrokenLink,
-            format!("expected prev_hash {prev}, found {}", frame.prev_hash),
-        ));
-    }
-    let payload_hash = EventHash::of(&frame.payload);
-    if payload_hash != frame.payload_hash {
-        return Err(violation(
-            seq,
-            ViolationKind::PayloadHash,
-            format!(
-                "the payload hashes to {payload_hash} but the record says {}",
-                frame.payload_hash
-            ),
-        ));
-    }
-    let hash = frame.recompute_hash();
-    if hash != frame.hash {
-        return Err(violation(
-            seq,
-            ViolationKind::Hash,
-            format!(
-                "the event hashes to {hash} but the record says {}",
-                frame.hash
-            ),
-        ));
-    }
-    Ok(frame)
+/// A record the chain thread checked, decoded on the replay's side.
+struct Decoded {
+    event: Event,
+    hash: EventHash,
+    payload_hash: EventHash,
+    bytes: u64,
 }
 
-/// Re-answers a checked record against the replayed tree and compares the outcome (step 6).
-fn replay_record(
-    checked: &Checked,
-    data: &[u8],
-    replay: &mut Projection<MemKv>,
-) -> Result<(), Violation> {
+impl Step for Decoded {
+    fn seq(&self) -> Seq {
+        self.event.seq
+    }
+
+    fn event(&self) -> &Event {
+        &self.event
+    }
+
+    fn input(&self) -> Option<EventHash> {
+        Some(self.payload_hash)
+    }
+}
+
+/// The replay's source: the chain thread's records, batch by batch, each decoded as it is taken.
+struct Handed {
+    rx: crossbeam_channel::IntoIter<Batch>,
+    items: std::vec::IntoIter<Item>,
+    data: Vec<u8>,
+}
+
+impl Handed {
+    fn new(rx: crossbeam_channel::Receiver<Batch>) -> Handed {
+        Handed {
+            rx: rx.into_iter(),
+            items: Vec::new().into_iter(),
+            data: Vec::new(),
+        }
+    }
+}
+
+impl Iterator for Handed {
+    type Item = std::result::Result<Decoded, Stop>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            match self.items.next() {
+                Some(Item::Checked(checked)) => return Some(decode(&checked, &self.data)),
+                Some(Item::Violation(v)) => return Some(Err(Stop::Violation(v))),
+                Some(Item::Failed(e)) => return Some(Err(Stop::Failed(e))),
+                None => {
+                    let batch = self.rx.next()?;
+                    self.items = batch.items.into_iter();
+                    self.data = batch.data;
+                }
+            }
+        }
+    }
+}
+
+/// Decodes a checked record's header and payload (the end of step 2).
+fn decode(checked: &Checked, data: &[u8]) -> std::result::Result<Decoded, Stop> {
     let seq = checked.seq;
-    let event = match Event::from_parts(
+    let event = Event::from_parts(
         seq,
         checked.prev_hash,
         &data[checked.header.clone()],
         &data[checked.payload.clone()],
-    ) {
-        Ok(e) => e,
-        Err(e) => return Err(violation(seq, ViolationKind::Undecodable, e.to_string())),
-    };
-    let traced = match replay.run_traced(
-        &event.header.agent,
-        event.header.tool_use_id.as_deref(),
-        &event.body,
-        Some(checked.payload_hash),
-        seq,
-    ) {
-        Ok(traced) => traced,
-        Err(e) => {
-            return Err(violation(
-                seq,
-                ViolationKind::Outcome,
-                format!("replaying the command failed: {e}"),
-            ));
-        }
-    };
-    let answer = traced.answer;
-    let outcome = Outcome::of(answer.is_error, &answer.text);
-    if outcome != event.header.outcome {
-        let found = format!(
-            "is_error={} text hash {} but the log recorded is_error={} text hash {}",
-            outcome.is_error,
-            outcome.result_hash,
-            event.header.outcome.is_error,
-            event.header.outcome.result_hash
-        );
-        return Err(match traced.retry {
-            Some(retry) => violation(
-                seq,
-                ViolationKind::DuplicateCall,
-                format!(
-                    "agent {:?} retried call {:?} of seq {}; the retry rule gives {found}",
-                    event.header.agent,
-                    event.header.tool_use_id.as_deref().unwrap_or_default(),
-                    retry.of
-                ),
-            ),
-            None => violation(
-                seq,
-                ViolationKind::Outcome,
-                format!("re-answering gives {found}"),
-            ),
-        });
-    }
-    Ok(())
+    )
+    .map_err(|e| Stop::Violation(violation(seq, ViolationKind::Undecodable, e.to_string())))?;
+    Ok(Decoded {
+        event,
+        hash: checked.hash,
+        payload_hash: checked.payload_hash,
+        bytes: checked.bytes,
+    })
 }
 
-/// Compares the replayed index with the stored one, tree by tree: the content keys with the
-/// content tree, every other key with the index tree, so a key stored in the wrong tree (where
-/// the store's reads would not find it) is named too.
+/// Compares the answer the replay gave `event` with the outcome the log recorded (step 6): the
+/// outcome check, and for a retry the duplicate-call check.
+fn check_outcome(event: &Event, traced: Result<Traced>) -> std::result::Result<(), Stop> {
+    let seq = event.seq;
+    let traced = traced.map_err(|e| {
+        Stop::Violation(violation(
+            seq,
+            ViolationKind::Outcome,
+            format!("replaying the command failed: {e}"),
+        ))
+    })?;
+    let answer = traced.answer;
+    let outcome = Outcome::of(answer.is_error, &answer.text);
+    if outcome == event.header.outcome {
+        return Ok(());
+    }
+    let found = format!(
+        "is_error={} text hash {} but the log recorded is_error={} text hash {}",
+        outcome.is_error,
+        outcome.result_hash,
+        event.header.outcome.is_error,
+        event.header.outcome.result_hash
+    );
+    Err(Stop::Violation(match traced.retry {
+        Some(retry) => violation(
+            seq,
+            ViolationKind::DuplicateCall,
+            format!(
+                "agent {:?} retried call {:?} of seq {}; the retry rule gives {found}",
+                event.header.agent,
+                event.header.tool_use_id.as_deref().unwrap_or_default(),
+                retry.of
+            ),
+        ),
+        None => violation(
+            seq,
+            ViolationKind::Outcome,
+            format!("re-answering gives {found}"),
+        ),
+    }))
+}
+
+/// Compares the replayed index with the stored one (step 7), through the projection, which names
+/// the first entry that differs.
 fn compare_index(
     replay: &Projection<MemKv>,
     stored: &Projection<IndexTrees>,
     seq: Seq,
 ) -> Result<Option<Violation>> {
-    let ours = &replay.kv().map;
-    let content = ours
-        .iter()
-        .filter(|(k, _)| IndexTrees::is_content(k.as_slice()));
-    let rest = ours
-        .iter()
-        .filter(|(k, _)| !IndexTrees::is_content(k.as_slice()));
-    // The two trees are compared side by side; the index tree's difference is named first.
-    let (index, content) = std::thread::scope(|scope| {
-        let content = scope.spawn(|| compare_tree(content, stored.kv().content(), "content"));
-        let index = compare_tree(rest, stored.kv().index(), "index");
-        (index, content.join())
-    });
-    let content = content.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-    let found = match index? {
-        Some(found) => Some(found),
-        None => content?,
-    };
+    let found = replay.differs_from(stored)?;
     Ok(found.map(|detail| violation(seq, ViolationKind::Index, detail)))
-}
-
-/// The first difference between the entries `ours` and the sled tree `stored` (named `name`).
-fn compare_tree<'a>(
-    mut ours: impl Iterator<Item = (&'a Vec<u8>, &'a Vec<u8>)>,
-    stored: &sled::Tree,
-    name: &str,
-) -> Result<Option<String>> {
-    for item in stored.iter() {
-        let (key, value) = item?;
-        let found = match ours.next() {
-            Some((k, v)) if k.as_slice() == &*key && v.as_slice() == &*value => continue,
-            Some((k, _)) if k.as_slice() == &*key => format!(
-                "index entry {} holds a different value than the log implies",
-                show_key(&key)
-            ),
-            Some((k, _)) => format!(
-                "the log implies index entry {} where the store's {name} tree has {}",
-                show_key(k),
-                show_key(&key)
-            ),
-            None => format!(
-                "the store's {name} tree has an extra entry {}",
-                show_key(&key)
-            ),
-        };
-        return Ok(Some(found));
-    }
-    Ok(ours
-        .next()
-        .map(|(k, _)| format!("the store's index is missing entry {}", show_key(k))))
-}
-
-fn show_key(key: &[u8]) -> String {
-    match key.first() {
-        Some(b'c') if key.len() >= 9 => format!(
-            "child {:?} of node {}",
-            String::from_utf8_lossy(&key[9..]),
-            u64::from_be_bytes(key[1..9].try_into().unwrap_or_default())
-        ),
-        Some(b'f') if key.len() == 9 => format!(
-            "record of file node {}",
-            u64::from_be_bytes(key[1..9].try_into().unwrap_or_default())
-        ),
-        Some(&CONTENT_PREFIX) if key.len() == 17 => format!(
-            "chunk {} of file node {}",
-            u64::from_be_bytes(key[9..17].try_into().unwrap_or_default()),
-            u64::from_be_bytes(key[1..9].try_into().unwrap_or_default())
-        ),
-        Some(b'k') => format!(
-            "record of agent token {:?}",
-            String::from_utf8_lossy(&key[1..])
-        ),
-        _ => format!("{:?}", String::from_utf8_lossy(key)),
-    }
 }

@@ -75,3 +75,45 @@ fn a_reused_path_lists_each_file_apart_and_a_moved_file_keeps_its_past() {
     assert!(text.contains("file 2: /memories/a.md"), "{text}");
     assert!(text.contains("no file at /memories/a.md:"), "{text}");
 }
+
+/// A retry that ran nothing (answered from its record) creates no file: history follows the
+/// change the replay re-derives, not the command's name, so a retried create after the file
+/// moved away is an event that named the path while no file was there.
+#[test]
+fn a_retried_create_that_ran_nothing_is_no_new_file() {
+    let s = TempStore::new();
+    let db = s.path();
+    let db = db.to_str().expect("utf-8");
+    let create = json!({"command": "create", "path": "/memories/a.md", "file_text": "one\n"});
+    let block = |id: &str, input: &Value| {
+        json!({"type": "tool_use", "id": id, "name": "memory", "input": input}).to_string()
+    };
+    let rename =
+        json!({"command": "rename", "old_path": "/memories/a.md", "new_path": "/memories/b.md"});
+    let input = [
+        block("toolu_c", &create),
+        block("toolu_r", &rename),
+        block("toolu_c", &create),
+    ];
+    let out = run_mnemo(&["tool", "--db", db], &input.join("\n"));
+    assert!(out.status.success(), "{out:?}");
+    let results: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    // The retry got the create's answer again and changed nothing.
+    assert_eq!(results[2]["content"], results[0]["content"], "{results:?}");
+    let ls = run_mnemo(&["ls", "--db", db], "");
+    assert!(
+        !String::from_utf8_lossy(&ls.stdout).contains("a.md"),
+        "{ls:?}"
+    );
+    assert_eq!(
+        history(db, "/memories/a.md"),
+        vec![(json!(1), 1), (json!(1), 2), (Value::Null, 3)]
+    );
+    assert_eq!(
+        history(db, "/memories/b.md"),
+        vec![(json!(1), 1), (json!(1), 2)]
+    );
+}

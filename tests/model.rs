@@ -17,6 +17,10 @@
 //!
 //! Tests:
 //! - `model_matches_the_store`: proptest, up to 40 ops a case, `MNEMO_MODEL_CASES` cases (128);
+//! - `model_show_and_diff_agree_with_the_model`: `show` and `diff` of every event (a quarter as
+//!   many cases);
+//! - `model_every_replay_rebuilds_the_same_index`: history's, a reader's, recovery's and verify's
+//!   replays of a random session's log agree byte for byte (a quarter as many cases);
 //! - `model_ten_thousand_seeded_commands`: 10,000 calls from a fixed xorshift seed
 //!   (`MNEMO_MODEL_SEED`, hex, explores others), full checks after every call;
 //! - `model_concurrent_agents_under_disjoint_roots`: four agents at once, so the writer batches;
@@ -1120,11 +1124,17 @@ fn reopen(store: &TempStore, root: &str) -> Result<MnemoMemoryToolServer, String
     }
 }
 
-/// Runs `ops` against a fresh store under `root` and the model; the error shows the failure and
-/// the ops.
-fn run_case(root: &str, ops: &[Op]) -> Result<(), String> {
-    let store = TempStore::new();
-    let mut server = open_server(&store, root).map_err(|e| format!("open failed: {e}"))?;
+/// A session of `ops` (reopens included) run against `store` under `root` and the model, every
+/// result and tree checked: the server at its end, the model, the log of ops and the calls made.
+struct Session {
+    server: MnemoMemoryToolServer,
+    model: Model,
+    log: Vec<String>,
+    calls: u64,
+}
+
+fn run_session(store: &TempStore, root: &str, ops: &[Op]) -> Result<Session, String> {
+    let mut server = open_server(store, root).map_err(|e| format!("open failed: {e}"))?;
     let mut model = Model::new(root);
     let mut log: Vec<String> = vec![format!("(root {root})")];
     let mut calls: u64 = 0;
@@ -1132,14 +1142,27 @@ fn run_case(root: &str, ops: &[Op]) -> Result<(), String> {
         let Some(cmd) = op.resolve(&model) else {
             drop(server);
             log.push(format!("#{i} <reopen>"));
-            server = reopen(&store, root).map_err(|e| failure(&log, &e))?;
+            server = reopen(store, root).map_err(|e| failure(&log, &e))?;
             check_tree(&server, &model, true).map_err(|e| failure(&log, &e))?;
             continue;
         };
         exec(&server, &mut model, &mut log, i, &cmd, true)?;
         calls += 1;
     }
-    check_end(&server, &[&model], calls).map_err(|e| failure(&log, &e))
+    Ok(Session {
+        server,
+        model,
+        log,
+        calls,
+    })
+}
+
+/// Runs `ops` against a fresh store under `root` and the model; the error shows the failure and
+/// the ops.
+fn run_case(root: &str, ops: &[Op]) -> Result<(), String> {
+    let store = TempStore::new();
+    let s = run_session(&store, root, ops)?;
+    check_end(&s.server, &[&s.model], s.calls).map_err(|e| failure(&s.log, &e))
 }
 
 /// Runs `ops` (no reopens) through the store and the model, then checks `mnemo show` and
@@ -1251,6 +1274,88 @@ fn run_case_inspected(root: &str, ops: &[Op]) -> Result<(), String> {
             )));
         }
         before = after.clone();
+    }
+    Ok(())
+}
+
+/// Runs `ops` (reopens included) through the store and the model, then has every user of the
+/// replay engine rebuild the tree from the log and checks that they agree with each other, byte
+/// for byte, and with the model: `history`'s replay at the head, a reader's replay over the
+/// stored index, recovery rebuilding the stored index from nothing, and `verify`'s replay.
+fn run_case_replayed(root: &str, ops: &[Op]) -> Result<(), String> {
+    let store = TempStore::new();
+    let Session {
+        server,
+        model,
+        log,
+        calls,
+    } = run_session(&store, root, ops)?;
+    drop(server);
+    let fail = |what: String| failure(&log, &what);
+    let broke = |e: mnemo::Error| fail(e.to_string());
+    let store = mnemo::Store::open_existing(&store.path()).map_err(&broke)?;
+    let head = store.head().map_err(&broke)?;
+    if head.seq.0 != calls {
+        return Err(fail(format!("{calls} calls but the head is {head}")));
+    }
+    let top = mnemo::MemPath::absolute("/")?;
+    // history's replay (`--at`) at the head: the model's files.
+    let history = mnemo::history::state_at(&store, head.seq).map_err(&broke)?;
+    let files = |records: Vec<mnemo::MemoryRecord>| -> BTreeMap<String, String> {
+        records.into_iter().map(|r| (r.path, r.content)).collect()
+    };
+    let replayed = files(history.records_under(&top).map_err(&broke)?);
+    if replayed != model.files {
+        return Err(fail(format!(
+            "history's replay at the head holds {replayed:?}, the model {:?}",
+            model.files
+        )));
+    }
+    // A reader's replay: the stored index plus, in memory, whatever it lags.
+    let current = store.current_index().map_err(&broke)?;
+    let read = files(current.records_under(&top).map_err(&broke)?);
+    if read != replayed {
+        return Err(fail(format!(
+            "the current index holds {read:?}, history's replay {replayed:?}"
+        )));
+    }
+    drop(current);
+    // Recovery, from an index removed whole: the stored index it rebuilds is history's, byte for
+    // byte.
+    let (_, _, index) = store.raw_trees();
+    let cleared = index
+        .clear()
+        .and_then(|()| store.raw_content_tree().clear());
+    cleared.map_err(|e| fail(e.to_string()))?;
+    let rebuilt = store.catch_up().map_err(&broke)?;
+    if rebuilt != calls {
+        return Err(fail(format!(
+            "recovery replayed {rebuilt} of {calls} events"
+        )));
+    }
+    if let Some(difference) = history.differs_from(&store.index()).map_err(&broke)? {
+        return Err(fail(format!(
+            "recovery's index differs from history's replay: {difference}"
+        )));
+    }
+    // verify's replay (listing lines kept) compares itself with that index at the head.
+    let report = mnemo::verify_store(&store).map_err(&broke)?;
+    if !report.is_intact() || report.events != calls || report.index_applied != head.seq {
+        return Err(fail(format!(
+            "verify of the recovered store: {:?}, {} events, index at {}",
+            report.violations, report.events, report.index_applied
+        )));
+    }
+    // history by file: every file the model holds ends the trail of a file that lived there (a
+    // path reused after a delete also ends the trail of the file deleted there).
+    for path in model.files.keys() {
+        let at = mnemo::MemPath::absolute(path)?;
+        let trails = mnemo::lineage::trails(&store, &at).map_err(&broke)?;
+        if !trails.iter().any(|t| t.paths.last() == Some(path)) {
+            return Err(fail(format!(
+                "{path} should end the trail of the file there, trails: {trails:?}"
+            )));
+        }
     }
     Ok(())
 }
@@ -1446,6 +1551,16 @@ proptest! {
         ops in prop::collection::vec(op(), 1..=25),
     ) {
         run_case_inspected(root, &ops).map_err(TestCaseError::fail)?;
+    }
+
+    /// Every user of the replay engine (history, a reader, recovery, verify) rebuilds the same
+    /// index from the log of a random session, and it holds the model's files.
+    #[test]
+    fn model_every_replay_rebuilds_the_same_index(
+        root in prop::sample::select(ROOTS.to_vec()),
+        ops in prop::collection::vec(op(), 1..=30),
+    ) {
+        run_case_replayed(root, &ops).map_err(TestCaseError::fail)?;
     }
 }
 

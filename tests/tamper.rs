@@ -14,8 +14,8 @@ use std::time::Instant;
 use mnemo::event::Frame;
 use mnemo::tool::{Command, Profile};
 use mnemo::{
-    Body, Durability, Event, EventHash, MemKv, MnemoClient, MnemoMemoryToolServer, Outcome,
-    Projection, Report, Seq, Store, ToolCall, ViolationKind, verify_store,
+    Body, Durability, Event, EventHash, MnemoClient, MnemoMemoryToolServer, Outcome, Report, Seq,
+    Store, ToolCall, ViolationKind, verify_store,
 };
 use serde_json::{Value, json};
 
@@ -577,17 +577,14 @@ fn a_record_under_key_0_is_missing_at_0() {
 /// `seq - 1`: linked to that event's hash, its outcome the real answer against the replayed tree.
 fn honest_record(path: &Path, seq: u64, agent: &str, body: Body) -> Vec<u8> {
     let store = open_store(path);
-    let mut replay = Projection::new(MemKv::default());
-    let mut prev = EventHash::ZERO;
-    for item in store.records(Seq(1)) {
-        let (s, rec) = item.expect("read");
-        if s.0 >= seq {
-            break;
+    let mut replay = mnemo::history::state_at(&store, Seq(seq - 1)).expect("replay");
+    let prev = match seq {
+        1 => EventHash::ZERO,
+        _ => {
+            let record = store.get(Seq(seq - 1)).expect("read").expect("event");
+            Frame::decode(&record).expect("frame").hash
         }
-        let event = Event::decode(&rec).expect("decode");
-        replay.run_event(&event).expect("replay");
-        prev = Frame::decode(&rec).expect("frame").hash;
-    }
+    };
     let answer = replay
         .run_call("test-agent", None, &body, Seq(seq))
         .expect("answer");

@@ -40,9 +40,8 @@ use std::time::Instant;
 use mnemo::event::Frame;
 use mnemo::tool::{Command, Limits, Profile};
 use mnemo::{
-    Body, Durability, Event, EventHash, Head, MemKv, MnemoClient, MnemoMemoryToolServer, Outcome,
-    Projection, Report, Seq, Store, ToolCall, VerifyOptions, ViolationKind, verify_store,
-    verify_store_with,
+    Body, Durability, Event, EventHash, Head, MnemoClient, MnemoMemoryToolServer, Outcome, Report,
+    Seq, Store, ToolCall, VerifyOptions, ViolationKind, verify_store, verify_store_with,
 };
 use serde_json::{Value, json};
 
@@ -366,13 +365,14 @@ fn base_record(base: &Pristine, seq: u64) -> Vec<u8> {
 /// The record of event `seq`, chained after the pristine event `seq - 1` and honestly answered
 /// against the replayed tree: every check passes on it except that `meta.head` does not name it.
 fn honest_record(events: &sled::Tree, seq: u64, prev: EventHash) -> Vec<u8> {
-    let mut replay = Projection::new(MemKv::default());
+    let mut replay = mnemo::replay::Replay::in_memory();
     for item in events.range(..Seq(seq).key()) {
         let (_, record) = item.expect("read");
         replay
-            .run_event(&Event::decode(&record).expect("decode"))
+            .apply(&Event::decode(&record).expect("decode"))
             .expect("replay");
     }
+    let mut replay = replay.into_tree();
     let body = Body::Tool(ToolCall {
         root: "/memories".into(),
         profile: Profile::Spec,

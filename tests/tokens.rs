@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use mnemo::token::{self, OPERATOR, TokenRecord, Verdict};
-use mnemo::{Durability, MemKv, MnemoClient, Projection, Seq, Store, ViolationKind, verify_store};
+use mnemo::{Durability, MnemoClient, Seq, Store, ViolationKind, verify_store};
 use proptest::prelude::*;
 
 use crate::support::{TempStore, run_mnemo, tamper_record};
@@ -228,11 +228,11 @@ fn step() -> impl Strategy<Value = Step> {
 }
 
 fn replayed_tokens(client: &MnemoClient) -> Vec<TokenRecord> {
-    let mut replay = Projection::new(MemKv::default());
+    let mut replay = mnemo::replay::Replay::in_memory();
     for event in client.events(Seq(1)).expect("events") {
-        replay.run_event(&event.expect("decode")).expect("replay");
+        replay.apply(&event.expect("decode")).expect("replay");
     }
-    replay.tokens().expect("tokens")
+    replay.tree().tokens().expect("tokens")
 }
 
 proptest! {
