@@ -21,14 +21,14 @@
 //!
 //! | version | written by | header |
 //! |---|---|---|
-//! | 1 | the first release | no `semantics` field: every event of format 1 was answered under [`Semantics::V1`] |
+//! | 1 | builds before semantics versions | no `semantics` field: every event of format 1 was answered under [`Semantics::V1`] |
 //! | 2 | this build ([`FORMAT_VERSION`]) | ends with `semantics: u32`, the version of the answers ([`Semantics`]) |
 //!
 //! An event's format follows from its semantics: an event answered under semantics 1 is written
-//! as format 1, byte for byte what the first release wrote, and one answered under semantics 2 as
+//! as format 1, byte for byte what those builds wrote, and one answered under semantics 2 as
 //! format 2, whose header must name semantics 2 (any other number is refused as corrupt). So every
 //! event has exactly one encoding, a decoded event encodes back to the bytes it came from, and a
-//! log may hold format-1 events followed by format-2 ones (a store written by the first release
+//! log may hold format-1 events followed by format-2 ones (a store written by an earlier build
 //! and then opened by this one). The version byte is not hashed, but the header is, and the
 //! header's shape is tied to the version byte (a format-1 header read as format 2 is cut short, a
 //! format-2 header read as format 1 has 4 bytes left over), so the semantics an event was

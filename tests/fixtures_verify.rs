@@ -2,9 +2,9 @@
 //! `tests/fixtures/stores/make.sh` with the build of its format) re-verifies intact with exactly
 //! the events and checkpoint it was made with. A change to a result string, the encoding or a
 //! replay rule fails here; such a change needs a new version whose verifier still re-answers
-//! these stores as they were answered. `format-1` was written by the first release (semantics
-//! 1), `format-2` by the build that introduced semantics 2; and a store of the first release
-//! that this build goes on writing holds both.
+//! these stores as they were answered. `format-1` was written by a build of format 1 (semantics
+//! 1), `format-2` by the build that introduced semantics 2; and a store of format 1 that this
+//! build goes on writing holds both.
 
 use std::path::{Path, PathBuf};
 
@@ -112,7 +112,7 @@ fn fixture(name: &str) -> PathBuf {
 }
 
 #[test]
-fn a_store_of_the_first_release_goes_on_in_format_two_and_verifies() {
+fn a_store_of_format_one_goes_on_in_format_two_and_verifies() {
     let old = fixture("format-1");
     let expected: Value = serde_json::from_str(
         &std::fs::read_to_string(old.join("expected.json")).expect("expected.json"),
@@ -178,7 +178,7 @@ fn a_store_of_the_first_release_goes_on_in_format_two_and_verifies() {
         assert_eq!(
             continued.get(Seq(seq)).expect("read"),
             committed.get(Seq(seq)).expect("read"),
-            "event {seq} is the first release's record, byte for byte"
+            "event {seq} is the earlier build's record, byte for byte"
         );
     }
     let marker = |store: &Store| store.raw_trees().1.get(b"format").expect("read");
@@ -186,7 +186,7 @@ fn a_store_of_the_first_release_goes_on_in_format_two_and_verifies() {
     assert_eq!(
         marker(&continued).as_deref(),
         Some(&[2u8][..]),
-        "the store now says it holds format 2, so the first release refuses it"
+        "the store now says it holds format 2, so an earlier build refuses it"
     );
     // `show` names the semantics of each and re-derives both kinds of answer.
     for (seq, want) in [(1, 1), (old_events + 1, 2)] {

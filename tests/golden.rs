@@ -3,7 +3,7 @@
 //! Every expected hex string below was computed once by running the crate and pasted here; any
 //! change to the encoding (field order, integer widths, option tags, enum indices, the chain-hash
 //! formula) changes at least one of them and is a new format version. The vectors of format 1
-//! (events answered under semantics 1, as the first release wrote them) stay as they were pasted
+//! (events answered under semantics 1, as the builds before semantics versions wrote them) stay as they were pasted
 //! then: this build still writes and reads those bytes. Format 2 (semantics 2) has vectors of its
 //! own. Independently of those
 //! pasted values, [`every_vector_matches_the_documented_byte_table`] rebuilds each header, payload,
@@ -1224,7 +1224,7 @@ fn golden_chain_appended_through_the_store_verifies() {
     // Frames built outside the writer, in the frozen formats, are accepted by the verifier when
     // their outcomes are the real answers under their semantics: the formats the verifier reads
     // are the ones frozen here. A log may hold format-1 events followed by format-2 ones, as a
-    // store written by the first release and then opened by this one does.
+    // store written by an earlier build and then opened by this one does.
     let v1 = chain_in(Semantics::V1);
     let v2 = chain_in(Semantics::V2);
     let mixed = vec![v1[0].clone(), v1[1].clone(), v2[2].clone()];
@@ -1294,7 +1294,7 @@ fn a_store_of_format_one_gets_the_newer_marker_with_its_first_newer_event() {
     {
         let store = mnemo::Store::open(&t.path()).expect("create the store");
         assert_eq!(marker(&store).as_deref(), Some(&[FORMAT_VERSION][..]));
-        // What the first release's stores hold.
+        // What the stores of earlier builds hold.
         store.raw_trees().1.insert(b"format", &[1u8]).expect("mark");
         store.raw_trees().1.flush().expect("flush");
     }

@@ -9,7 +9,7 @@
 //! difference is a method of [`Semantics`] below; the answer code is shared and calls them where
 //! such a piece goes. A change to any answer text — a word, a quoting rule, an order — is a new
 //! version: a new variant here, its arm in each method it changes, and the answer code passing it
-//! on. Semantics 1 is frozen as the first release answered; semantics 2 is the current one.
+//! on. Semantics 1 is frozen as the builds before versions answered; semantics 2 is the current one.
 //!
 //! | piece of text | semantics 1 | semantics 2 |
 //! |---|---|---|
@@ -210,7 +210,7 @@ mod tests {
 }
 
 /// Every difference between the versions, answer by answer: the same calls replayed under each
-/// version give these texts (semantics 1's are the first release's, byte for byte).
+/// version give these texts (semantics 1's are those of the builds before versions, byte for byte).
 #[cfg(test)]
 mod differences {
     use serde_json::json;
