@@ -783,3 +783,44 @@ mod tests {
         assert_eq!(COMMANDS, COMMAND_NAMES.join(", "));
     }
 }
+
+#[cfg(test)]
+mod depth {
+    use proptest::prelude::*;
+    use serde_json::Value;
+
+    use super::{MAX_INPUT_DEPTH, nests_too_deep, text_nests_too_deep};
+
+    /// JSON values up to 70 levels deep, with strings full of brackets, quotes and backslashes.
+    fn value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<i64>().prop_map(Value::from),
+            "[\\[\\]{}\"\\\\a]{0,6}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(70, 140, 3, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+                prop::collection::vec(("[\\[{\"\\\\k]{0,3}", inner), 0..3)
+                    .prop_map(|entries| Value::Object(entries.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// A chain of `n` arrays around `inner`.
+    fn nested(n: usize, inner: Value) -> Value {
+        (0..n).fold(inner, |v, _| Value::Array(vec![v]))
+    }
+
+    proptest! {
+        #[test]
+        fn text_and_value_are_refused_alike(v in value(), extra in 0usize..4) {
+            // Around the limit as often as not.
+            let v = nested(MAX_INPUT_DEPTH - 2 + extra, v);
+            let text = v.to_string();
+            prop_assert_eq!(text_nests_too_deep(text.as_bytes()), nests_too_deep(&v), "{}", text);
+            let pretty = serde_json::to_string_pretty(&v).expect("text");
+            prop_assert_eq!(text_nests_too_deep(pretty.as_bytes()), nests_too_deep(&v));
+        }
+    }
+}
