@@ -1,8 +1,9 @@
 //! Events, their canonical bytes and the hash chain.
 //!
 //! Every call handed to Mnemo becomes one [`Event`]: the seq it got, the hash of the event before it,
-//! a header (time, agent, tool_use id, outcome) and a payload (the typed command with the root and
-//! profile it ran under, or the raw input when it could not be parsed).
+//! a header (time, agent, tool_use id, outcome, and the version of the semantics that answered it)
+//! and a payload (the typed command with the root and profile it ran under, or the raw input when
+//! it could not be parsed).
 //!
 //! # Chain hash
 //!
@@ -14,7 +15,29 @@
 //! The payload's hash is chained, not the payload, so a later redaction can erase a payload without
 //! breaking the chain. Event 1's `prev_hash` is 32 zero bytes.
 //!
-//! # Byte layout (format version 1)
+//! # Format versions
+//!
+//! Every stored record starts with its format version byte:
+//!
+//! | version | written by | header |
+//! |---|---|---|
+//! | 1 | builds before semantics versions | no `semantics` field: every event of format 1 was answered under [`Semantics::V1`] |
+//! | 2 | this build ([`FORMAT_VERSION`]) | ends with `semantics: u32`, the version of the answers ([`Semantics`]) |
+//!
+//! An event's format follows from its semantics: an event answered under semantics 1 is written
+//! as format 1, byte for byte what those builds wrote, and one answered under semantics 2 as
+//! format 2, whose header must name semantics 2 (any other number is refused as corrupt). So every
+//! event has exactly one encoding, a decoded event encodes back to the bytes it came from, and a
+//! log may hold format-1 events followed by format-2 ones (a store written by an earlier build
+//! and then opened by this one). The version byte is not hashed, but the header is, and the
+//! header's shape is tied to the version byte (a format-1 header read as format 2 is cut short, a
+//! format-2 header read as format 1 has 4 bytes left over), so the semantics an event was
+//! answered under is covered by the chain. A record of a newer format is refused with
+//! [`Error::NewerFormat`]; the store's `meta` tree records the newest format its log holds
+//! (raised before the first event of that format is written), so an older build refuses the
+//! whole store before it reads or writes anything.
+//!
+//! # Byte layout (format versions 1 and 2)
 //!
 //! All integers are little-endian and fixed-width; a `string` is a `u64` byte length followed by that
 //! many UTF-8 bytes; an `option<T>` is one byte `0` (none) or `1` followed by `T`; an enum is a `u32`
@@ -25,7 +48,7 @@
 //!
 //! | offset | size | field | meaning |
 //! |---|---|---|---|
-//! | 0 | 1 | `version` | format version, `1` |
+//! | 0 | 1 | `version` | format version, `1` or `2` |
 //! | 1 | 8 | `seq` | `u64`, from 1, dense |
 //! | 9 | 32 | `prev_hash` | hash of event `seq - 1`; zeros for seq 1 |
 //! | 41 | 32 | `hash` | this event's chain hash (recomputed and compared by `verify`) |
@@ -47,6 +70,7 @@
 //! | `tool_use_id` | `option<string>` |
 //! | `outcome.is_error` | `bool` |
 //! | `outcome.result_hash` | 32 bytes, `blake3` of the result text's UTF-8 bytes |
+//! | `semantics` | `u32`, format 2 only: the version of the semantics that answered the call (`2`) |
 //!
 //! `payload` is a `Body` enum:
 //!
@@ -108,13 +132,22 @@ use serde::{Deserialize, Serialize};
 use crate::codec;
 use crate::error::{Error, Result};
 use crate::policy::AdminCommand;
-use crate::tool::{Command, Limits, Profile};
+use crate::tool::{Command, Limits, Profile, Semantics};
 
-/// The on-disk format version this build writes and the newest it reads.
+/// The on-disk format version this build writes and the newest it reads: that of events answered
+/// under [`Semantics::CURRENT`].
 ///
 /// Compatibility policy: a build reads every version up to its own and refuses newer ones with
 /// [`Error::NewerFormat`]; the version byte leads every stored event and the store's `meta` tree.
-pub const FORMAT_VERSION: u8 = 1;
+pub const FORMAT_VERSION: u8 = 2;
+
+/// The format version an event answered under `semantics` is written in (see the module docs).
+pub fn format_of(semantics: Semantics) -> u8 {
+    match semantics {
+        Semantics::V1 => 1,
+        _ => 2,
+    }
+}
 
 /// Domain-separation tag that starts every chain-hash input.
 pub const DOMAIN_TAG: &[u8] = b"mnemo/event/v1";
@@ -210,8 +243,8 @@ impl Outcome {
     }
 }
 
-/// Who made the call, when, and what it returned.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// Who made the call, when, what it returned, and under which semantics.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Header {
     /// Milliseconds since the Unix epoch, taken by the writer.
     pub time_ms: u64,
@@ -221,6 +254,68 @@ pub struct Header {
     pub tool_use_id: Option<String>,
     /// The recorded outcome.
     pub outcome: Outcome,
+    /// The version of the semantics that answered the call, which every replay answers it under
+    /// again. It decides the event's format ([`format_of`]).
+    pub semantics: Semantics,
+}
+
+/// The fields every format's header starts with, in order (as encoded).
+#[derive(Serialize)]
+struct HeaderFields<'a> {
+    time_ms: u64,
+    agent: &'a str,
+    tool_use_id: Option<&'a str>,
+    outcome: Outcome,
+}
+
+/// [`HeaderFields`], decoded.
+#[derive(Deserialize)]
+struct DecodedFields {
+    time_ms: u64,
+    agent: String,
+    tool_use_id: Option<String>,
+    outcome: Outcome,
+}
+
+impl Header {
+    /// Canonical bytes: the fields of format 1, and for a later format its `semantics` after them.
+    fn encode(&self) -> Vec<u8> {
+        let fields = HeaderFields {
+            time_ms: self.time_ms,
+            agent: &self.agent,
+            tool_use_id: self.tool_use_id.as_deref(),
+            outcome: self.outcome,
+        };
+        match format_of(self.semantics) {
+            1 => codec::encode(&fields),
+            _ => codec::encode(&(fields, self.semantics.number())),
+        }
+    }
+
+    /// Decodes the header of a record of format `version`.
+    fn decode(version: u8, bytes: &[u8]) -> Result<Header> {
+        let (fields, semantics) = if version == 1 {
+            let fields: DecodedFields = codec::decode(bytes, "event header")?;
+            (fields, Semantics::V1)
+        } else {
+            let (fields, number): (DecodedFields, u32) = codec::decode(bytes, "event header")?;
+            let semantics = Semantics::from_number(number)
+                .filter(|s| format_of(*s) == version)
+                .ok_or_else(|| {
+                    Error::corrupt(format!(
+                        "an event header of format {version} names semantics version {number}, which format {version} does not hold"
+                    ))
+                })?;
+            (fields, semantics)
+        };
+        Ok(Header {
+            time_ms: fields.time_ms,
+            agent: fields.agent,
+            tool_use_id: fields.tool_use_id,
+            outcome: fields.outcome,
+            semantics,
+        })
+    }
 }
 
 /// A memory-tool call that parsed into a typed command.
@@ -389,9 +484,14 @@ pub fn chain_hash(
 }
 
 impl Event {
-    /// Canonical header bytes.
+    /// Canonical header bytes (of the event's format).
     pub fn header_bytes(&self) -> Vec<u8> {
-        codec::encode(&self.header)
+        self.header.encode()
+    }
+
+    /// The format version this event is written in ([`format_of`] its semantics).
+    pub fn format(&self) -> u8 {
+        format_of(self.header.semantics)
     }
 
     /// Canonical payload bytes.
@@ -406,7 +506,7 @@ impl Event {
         let payload_hash = EventHash::of(&payload);
         let hash = chain_hash(self.seq, &self.prev_hash, &header, &payload_hash);
         Frame {
-            version: FORMAT_VERSION,
+            version: self.format(),
             seq: self.seq,
             prev_hash: self.prev_hash,
             hash,
@@ -516,14 +616,21 @@ impl Frame {
 
     /// Decodes the header and payload.
     pub fn event(&self) -> Result<Event> {
-        Event::from_parts(self.seq, self.prev_hash, &self.header, &self.payload)
+        Event::from_parts(
+            self.version,
+            self.seq,
+            self.prev_hash,
+            &self.header,
+            &self.payload,
+        )
     }
 }
 
 impl Event {
-    /// The event whose canonical header and payload bytes are `header` and `payload` (a
-    /// [`Frame`]'s fields, wherever they are kept).
+    /// The event whose canonical header and payload bytes, in format `version`, are `header` and
+    /// `payload` (a [`Frame`]'s fields, wherever they are kept).
     pub fn from_parts(
+        version: u8,
         seq: Seq,
         prev_hash: EventHash,
         header: &[u8],
@@ -532,7 +639,7 @@ impl Event {
         Ok(Event {
             seq,
             prev_hash,
-            header: codec::decode(header, "event header")?,
+            header: Header::decode(version, header)?,
             body: codec::decode(payload, "event payload")?,
         })
     }
@@ -591,9 +698,10 @@ mod tests {
             any::<bool>(),
             ".{0,8}",
             body,
+            prop::sample::select(Semantics::ALL.to_vec()),
         )
             .prop_map(
-                |(seq, prev, time_ms, agent, id, is_error, text, body)| Event {
+                |(seq, prev, time_ms, agent, id, is_error, text, body, semantics)| Event {
                     seq: Seq(seq),
                     prev_hash: EventHash(prev),
                     header: Header {
@@ -601,6 +709,7 @@ mod tests {
                         agent,
                         tool_use_id: id,
                         outcome: Outcome::of(is_error, &text),
+                        semantics,
                     },
                     body,
                 },
@@ -611,6 +720,7 @@ mod tests {
         #[test]
         fn records_round_trip(event in event()) {
             let frame = event.to_frame();
+            prop_assert_eq!(frame.version, format_of(event.header.semantics));
             let bytes = frame.encode();
             let decoded = Frame::decode(&bytes).expect("decodes");
             prop_assert_eq!(&decoded, &frame);
@@ -637,6 +747,47 @@ mod tests {
                 }
             };
             prop_assert!(detected, "flip of bit {} at byte {} went unnoticed", bit, at);
+        }
+
+        #[test]
+        fn a_header_read_as_another_format_does_not_decode(event in event()) {
+            let frame = event.to_frame();
+            for version in 1..=FORMAT_VERSION {
+                let read = Event::from_parts(version, frame.seq, frame.prev_hash, &frame.header, &frame.payload);
+                if version == frame.version {
+                    prop_assert_eq!(read.expect("its own format"), event.clone());
+                } else {
+                    prop_assert!(read.is_err(), "format {} read as {}", frame.version, version);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_format_two_header_names_semantics_two_only() {
+        let header = |number: u32| {
+            let fields = HeaderFields {
+                time_ms: 1,
+                agent: "a",
+                tool_use_id: None,
+                outcome: Outcome::of(false, ""),
+            };
+            codec::encode(&(fields, number))
+        };
+        assert_eq!(
+            Header::decode(2, &header(2))
+                .expect("semantics 2")
+                .semantics,
+            Semantics::V2
+        );
+        for number in [0, 1, 3, u32::MAX] {
+            assert!(
+                matches!(
+                    Header::decode(2, &header(number)),
+                    Err(Error::Corrupt { .. })
+                ),
+                "semantics {number} in a format-2 header"
+            );
         }
     }
 }

@@ -109,6 +109,7 @@ pub fn event_json(event: &Event) -> serde_json::Value {
         "time_ms": event.header.time_ms,
         "agent": event.header.agent,
         "tool_use_id": event.header.tool_use_id,
+        "semantics": event.header.semantics.number(),
         "command": command,
         "paths": paths,
         "is_error": event.header.outcome.is_error,

@@ -121,6 +121,7 @@ impl Shown {
             "time_ms": self.event.header.time_ms,
             "agent": self.event.header.agent,
             "tool_use_id": self.event.header.tool_use_id,
+            "semantics": self.event.header.semantics.number(),
             "command": command,
             "paths": paths,
             "input": self.input,

@@ -21,6 +21,7 @@
 //! the missing events into it before anything else runs.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -149,6 +150,8 @@ pub struct Store {
     /// For a store opened with [`Store::open_read_only`]: the private copy sled has open (and
     /// the head record copied with it), removed when the last handle goes.
     copy: Option<Arc<tempfile::TempDir>>,
+    /// The format marker in `meta` (the newest format the log may hold), as last read or written.
+    format: Arc<AtomicU8>,
 }
 
 /// The store's own files outside sled: what was last synced, and the head record's handle.
@@ -456,6 +459,7 @@ impl Store {
             failpoints: Arc::default(),
             disk: Arc::default(),
             copy: None,
+            format: Arc::default(),
         };
         match store.meta.get(FORMAT_KEY)? {
             Some(v) if v.len() == 1 && v[0] > FORMAT_VERSION => {
@@ -464,7 +468,7 @@ impl Store {
                     max: FORMAT_VERSION,
                 });
             }
-            Some(v) if v.len() == 1 && v[0] >= 1 => {}
+            Some(v) if v.len() == 1 && v[0] >= 1 => store.format.store(v[0], Ordering::Relaxed),
             Some(_) => return Err(Error::corrupt("meta.format is not a valid version byte")),
             None => {
                 if !store.events.is_empty() {
@@ -478,6 +482,7 @@ impl Store {
                 }
                 store.meta.insert(FORMAT_KEY, &[FORMAT_VERSION])?;
                 store.sync(Durability::Fsync)?;
+                store.format.store(FORMAT_VERSION, Ordering::Relaxed);
             }
         }
         Ok(store)
@@ -675,11 +680,20 @@ impl Store {
     /// sync that covers the head), and [`Store::catch_up`] moves the head over it when the store
     /// next opens for writing. (A transaction would make the batch atomic, but sled 0.34 writes
     /// each transaction's manifest into an IO buffer of its own: a second device write per commit.)
+    ///
+    /// A frame of a newer format than the store's marker (`meta.format`) raises the marker first,
+    /// in the same sled log before the frame, so a build that cannot read the frame refuses the
+    /// store (a store written by an earlier build gets the marker with its first new event).
     pub fn append(&self, frames: &[Frame]) -> Result<Head> {
         self.failpoints.check(Failpoint::Append)?;
         let Some(last) = frames.last() else {
             return self.head();
         };
+        let newest = frames.iter().map(|f| f.version).max().unwrap_or(0);
+        if newest > self.format.load(Ordering::Relaxed) {
+            self.meta.insert(FORMAT_KEY, &[newest])?;
+            self.format.fetch_max(newest, Ordering::Relaxed);
+        }
         for frame in frames {
             self.events.insert(frame.seq.key(), frame.encode())?;
         }

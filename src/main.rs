@@ -1228,6 +1228,7 @@ fn print_shown(shown: &serde_json::Value, as_json: bool) -> CliResult {
             writeln!(out, "  tool_use_id: {}", printable(id))?;
         }
         writeln!(out, "  command:     {}", text("command"))?;
+        writeln!(out, "  semantics:   {}", shown["semantics"])?;
         writeln!(
             out,
             "  input:       {}",

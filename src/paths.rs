@@ -17,6 +17,8 @@
 
 use std::fmt;
 
+use crate::tool::Semantics;
+
 /// Longest path accepted, in bytes.
 pub const MAX_PATH_BYTES: usize = 4096;
 
@@ -56,7 +58,12 @@ impl MemPath {
     /// Parses a configured root such as `/memories`. Roots are trusted configuration but are still
     /// checked: absolute, no traversal, no control characters, not `/` itself.
     pub fn root(raw: &str) -> Result<MemPath, String> {
-        let path = MemPath::absolute(raw)?;
+        MemPath::root_under(raw, Semantics::CURRENT)
+    }
+
+    /// [`MemPath::root`], with the error text of `semantics` (an answer's).
+    pub fn root_under(raw: &str, semantics: Semantics) -> Result<MemPath, String> {
+        let path = MemPath::absolute_under(raw, semantics)?;
         if path.is_top() {
             return Err(
                 "the memory root cannot be / itself; use a directory such as /memories".into(),
@@ -68,14 +75,21 @@ impl MemPath {
     /// Parses an absolute path given by an operator (a grant's prefix, a CLI argument): checked
     /// like a root, but `/` itself is allowed.
     pub fn absolute(raw: &str) -> Result<MemPath, String> {
+        MemPath::absolute_under(raw, Semantics::CURRENT)
+    }
+
+    /// [`MemPath::absolute`], with the error text of `semantics` (an answer's).
+    pub fn absolute_under(raw: &str, semantics: Semantics) -> Result<MemPath, String> {
         if !raw.starts_with('/') {
             return Err(format!(
-                "the path must be absolute, such as /memories, got {raw:?}"
+                "the path must be absolute, such as /memories, got {}",
+                semantics.quote(raw)
             ));
         }
         if has_traversal(raw) || raw.chars().any(|c| c.is_control() || is_invisible(c)) {
             return Err(format!(
-                "the path {raw:?} contains a traversal sequence, a control character or an invisible (bidi or zero-width) character"
+                "the path {} contains a traversal sequence, a control character or an invisible (bidi or zero-width) character",
+                semantics.quote(raw)
             ));
         }
         Ok(MemPath::normal(raw))
@@ -281,20 +295,6 @@ pub fn is_invisible(c: char) -> bool {
             | 0x1D173..=0x1D17A
             | 0xE0000..=0xE0FFF
     )
-}
-
-/// `text` quoted as Rust's `{:?}` does, with every invisible character ([`is_invisible`]) also
-/// written as `\u{...}`, so a message that quotes a refused name shows where the character is.
-pub fn quote_visibly(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    for c in format!("{text:?}").chars() {
-        if is_invisible(c) {
-            out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 /// Whether `raw` holds a traversal sequence, plain or percent-encoded (up to four times).

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::event::EventHash;
 use crate::paths::MemPath;
+use crate::tool::Semantics;
 
 /// The agent pattern that matches every agent.
 pub const ANY_AGENT: &str = "*";
@@ -26,9 +27,15 @@ pub const MAX_AGENT_BYTES: usize = 256;
 
 /// Checks an agent id: 1 to [`MAX_AGENT_BYTES`] bytes of printable text.
 pub fn check_agent_id(agent: &str) -> Result<(), String> {
+    check_agent_id_under(agent, Semantics::CURRENT)
+}
+
+/// [`check_agent_id`], with the error text of `semantics` (an answer's).
+pub fn check_agent_id_under(agent: &str, semantics: Semantics) -> Result<(), String> {
     if agent.is_empty() || agent.len() > MAX_AGENT_BYTES || agent.chars().any(char::is_control) {
         return Err(format!(
-            "agent id {agent:?} is not valid; use 1 to {MAX_AGENT_BYTES} bytes of printable text, such as \"agent-1\""
+            "agent id {} is not valid; use 1 to {MAX_AGENT_BYTES} bytes of printable text, such as \"agent-1\"",
+            semantics.quote(agent)
         ));
     }
     Ok(())

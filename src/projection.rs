@@ -74,7 +74,7 @@ use crate::paths::MemPath;
 use crate::policy::{Access, Grant, Policy};
 use crate::token::{Revocation, TokenRecord};
 use crate::tool::render::child_lines;
-use crate::tool::{Answer, Command, Profile};
+use crate::tool::{Answer, Command, Profile, Semantics};
 use crate::tool::{Change, Entry, NodeKind, Probe, Tree};
 
 mod compare;
@@ -544,6 +544,7 @@ impl<K: KvRead> Projection<K> {
         tool_use_id: &str,
         body: &Body,
         original: Seq,
+        semantics: Semantics,
     ) -> Result<Option<Answer>> {
         let Body::Tool(call) = body else {
             return Ok(None);
@@ -559,7 +560,8 @@ impl<K: KvRead> Projection<K> {
             if !policy.allows(agent, &path, Access::ReadWrite) {
                 return Ok(Some(Answer {
                     text: format!(
-                        "Error: Access denied: agent {agent} no longer has a read-write grant covering {path}, which call {tool_use_id:?} (event {original}) needed, so its recorded answer is not repeated. Ask an operator for the grant, then retry."
+                        "Error: Access denied: agent {agent} no longer has a read-write grant covering {path}, which call {} (event {original}) needed, so its recorded answer is not repeated. Ask an operator for the grant, then retry.",
+                        semantics.quote(tool_use_id)
                     ),
                     is_error: true,
                     change: None,
@@ -1006,18 +1008,21 @@ impl<K: KvWrite> Projection<K> {
 }
 
 impl<K: KvWrite> Projection<K> {
-    /// Answers `agent`'s call against the index, applies its change as event `seq`, and keeps the
-    /// retry record of a call with a tool_use id (see the module docs). This is the one step
-    /// shared by the writer and the replay engine ([`crate::replay`]: recovery on open, the
-    /// verifier, and every view of the past).
+    /// Answers `agent`'s call against the index under `semantics`, applies its change as event
+    /// `seq`, and keeps the retry record of a call with a tool_use id (see the module docs). This
+    /// is the one step shared by the writer and the replay engine ([`crate::replay`]: recovery on
+    /// open, the verifier, and every view of the past).
     pub fn run_call(
         &mut self,
         agent: &str,
         tool_use_id: Option<&str>,
         body: &Body,
+        semantics: Semantics,
         seq: Seq,
     ) -> Result<Answer> {
-        Ok(self.run_traced(agent, tool_use_id, body, None, seq)?.answer)
+        Ok(self
+            .run_traced(agent, tool_use_id, body, semantics, None, seq)?
+            .answer)
     }
 
     /// [`run_call`](Self::run_call), also saying whether the call was a retry and of which seq.
@@ -1028,11 +1033,12 @@ impl<K: KvWrite> Projection<K> {
         agent: &str,
         tool_use_id: Option<&str>,
         body: &Body,
+        semantics: Semantics,
         input: Option<EventHash>,
         seq: Seq,
     ) -> Result<Traced> {
         let Some(id) = tool_use_id else {
-            let answer = self.run_fresh(agent, body, seq)?;
+            let answer = self.run_fresh(agent, body, semantics, seq)?;
             return Ok(Traced {
                 answer,
                 retry: None,
@@ -1044,7 +1050,8 @@ impl<K: KvWrite> Projection<K> {
             Some(original) if original.input != input => (
                 Answer {
                     text: format!(
-                        "Error: tool_use id {id:?} was already used by agent {agent} for a different call (event {}), so this call was not run. Send it again with a fresh tool_use id.",
+                        "Error: tool_use id {} was already used by agent {agent} for a different call (event {}), so this call was not run. Send it again with a fresh tool_use id.",
+                        semantics.quote(id),
                         original.seq
                     ),
                     is_error: true,
@@ -1053,7 +1060,7 @@ impl<K: KvWrite> Projection<K> {
                 RetryKind::DifferentInput,
             ),
             Some(original) if original.text.is_some() => {
-                match self.lost_access(agent, id, body, original.seq)? {
+                match self.lost_access(agent, id, body, original.seq, semantics)? {
                     Some(denied) => (denied, RetryKind::AccessLost),
                     None => (
                         Answer {
@@ -1066,7 +1073,7 @@ impl<K: KvWrite> Projection<K> {
                 }
             }
             _ => {
-                let answer = self.run_fresh(agent, body, seq)?;
+                let answer = self.run_fresh(agent, body, semantics, seq)?;
                 self.keep_record(agent, id, seq, input, &answer, recorded.as_ref())?;
                 let retry = recorded.map(|original| Retry {
                     of: original.seq,
@@ -1084,8 +1091,14 @@ impl<K: KvWrite> Projection<K> {
     }
 
     /// Answers a call as new and applies its change.
-    fn run_fresh(&mut self, agent: &str, body: &Body, seq: Seq) -> Result<Answer> {
-        let answer = crate::tool::answer(self, agent, body)?;
+    fn run_fresh(
+        &mut self,
+        agent: &str,
+        body: &Body,
+        semantics: Semantics,
+        seq: Seq,
+    ) -> Result<Answer> {
+        let answer = crate::tool::answer(self, agent, body, semantics)?;
         match &answer.change {
             Some(change) => self.apply(change, seq)?,
             None => self.set_applied(seq),
@@ -1174,7 +1187,14 @@ mod tests {
         let mut run = |index: &mut Projection<MemKv>, id: &str| {
             seq += 1;
             index
-                .run_traced("a", Some(id), &view("/memories"), None, Seq(seq))
+                .run_traced(
+                    "a",
+                    Some(id),
+                    &view("/memories"),
+                    Semantics::CURRENT,
+                    None,
+                    Seq(seq),
+                )
                 .expect("run")
         };
         for id in ["1", "2", "3"] {
@@ -1263,8 +1283,12 @@ mod tests {
                 },
             };
             let body = tool(profile, command);
-            let ours = kept.run_call("a", None, &body, Seq(seq)).expect("kept");
-            let theirs = fresh.run_call("a", None, &body, Seq(seq)).expect("fresh");
+            let ours = kept
+                .run_call("a", None, &body, Semantics::CURRENT, Seq(seq))
+                .expect("kept");
+            let theirs = fresh
+                .run_call("a", None, &body, Semantics::CURRENT, Seq(seq))
+                .expect("fresh");
             assert_eq!(ours, theirs, "seq {seq}: {body:?}");
             listed += usize::from(ours.text.starts_with("Here're"));
         }
@@ -1318,11 +1342,11 @@ mod tests {
             let mut live = Projection::new(Overlay::resume(&trees, None, pending));
             live.retry_cap = 4;
             let ours = live
-                .run_traced(agent, Some(&id), &body, None, Seq(seq))
+                .run_traced(agent, Some(&id), &body, Semantics::CURRENT, None, Seq(seq))
                 .expect("run live");
             pending = live.into_inner().into_pending();
             let theirs = replay
-                .run_traced(agent, Some(&id), &body, None, Seq(seq))
+                .run_traced(agent, Some(&id), &body, Semantics::CURRENT, None, Seq(seq))
                 .expect("run replay");
             assert_eq!(ours, theirs, "seq {seq}");
             if seq % 11 == 0 {

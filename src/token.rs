@@ -20,7 +20,8 @@ use crate::error::{Error, Result};
 use crate::event::{Event, EventHash, Seq};
 use crate::history::utc;
 use crate::log::Store;
-use crate::policy::{ANY_AGENT, AdminCommand, check_agent_id};
+use crate::policy::{ANY_AGENT, AdminCommand, check_agent_id_under};
+use crate::tool::Semantics;
 use crate::writer::Receipt;
 
 /// What every agent token's text starts with.
@@ -60,12 +61,18 @@ pub fn id_of(token: &str) -> Option<&str> {
 
 /// Checks a token id: 1 to [`MAX_ID_BYTES`] ASCII letters, digits or `-`.
 pub fn check_id(id: &str) -> std::result::Result<(), String> {
+    check_id_under(id, Semantics::CURRENT)
+}
+
+/// [`check_id`], with the error text of `semantics` (an answer's).
+pub fn check_id_under(id: &str, semantics: Semantics) -> std::result::Result<(), String> {
     if id.is_empty()
         || id.len() > MAX_ID_BYTES
         || !id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
     {
         return Err(format!(
-            "token id {id:?} is not valid; ids are 1 to {MAX_ID_BYTES} ASCII letters, digits or '-', as `mnemo token list` shows them"
+            "token id {} is not valid; ids are 1 to {MAX_ID_BYTES} ASCII letters, digits or '-', as `mnemo token list` shows them",
+            semantics.quote(id)
         ));
     }
     Ok(())
@@ -83,13 +90,21 @@ pub fn check_label(label: &str) -> std::result::Result<(), String> {
 
 /// Checks the agent a token is for: an agent id, not `*`.
 pub fn check_token_agent(agent: &str) -> std::result::Result<(), String> {
+    check_token_agent_under(agent, Semantics::CURRENT)
+}
+
+/// [`check_token_agent`], with the error text of `semantics` (an answer's).
+pub fn check_token_agent_under(
+    agent: &str,
+    semantics: Semantics,
+) -> std::result::Result<(), String> {
     if agent == ANY_AGENT {
         return Err(
             "a token acts as one agent, and \"*\" names every agent; name one agent, such as \"planner\""
                 .into(),
         );
     }
-    check_agent_id(agent)
+    check_agent_id_under(agent, semantics)
 }
 
 /// A token just made: its text (shown once) and the command that issues it.

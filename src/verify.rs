@@ -8,8 +8,9 @@
 //! 3. `prev_hash` equals the previous event's hash ([`ViolationKind::BrokenLink`]);
 //! 4. `blake3(payload)` equals the stored payload hash ([`ViolationKind::PayloadHash`]);
 //! 5. the chain hash recomputes to the stored hash ([`ViolationKind::Hash`]);
-//! 6. re-answering the command against the replayed tree reproduces the recorded outcome — the
-//!    exact result text's hash and the error flag ([`ViolationKind::Outcome`]); for a retry (a
+//! 6. re-answering the command against the replayed tree, under the semantics version the event
+//!    records, reproduces the recorded outcome — the exact result text's hash and the error flag
+//!    ([`ViolationKind::Outcome`]); for a retry (a
 //!    tool_use id the agent used before, whose record the replay keeps) the answer the retry rule
 //!    gives from the replayed record, the policy and the tree ([`ViolationKind::DuplicateCall`]
 //!    when it differs, naming the original's seq);
@@ -392,6 +393,7 @@ const PIPELINE_DEPTH: usize = 16;
 /// A stored record that passed the chain checks; its header and payload bytes are in its
 /// [`Batch`]'s buffer.
 struct Checked {
+    version: u8,
     seq: Seq,
     prev_hash: EventHash,
     hash: EventHash,
@@ -451,6 +453,7 @@ fn read_chain(store: &Store, tx: &crossbeam_channel::Sender<Batch>) {
         let item = match entry {
             Ok((seq, record)) => match chain.check(seq, &record) {
                 Ok(frame) => Item::Checked(Checked {
+                    version: frame.version,
                     seq,
                     prev_hash: frame.prev_hash,
                     hash: frame.hash,
@@ -547,6 +550,7 @@ impl Iterator for Handed {
 fn decode(checked: &Checked, data: &[u8]) -> std::result::Result<Decoded, Stop> {
     let seq = checked.seq;
     let event = Event::from_parts(
+        checked.version,
         seq,
         checked.prev_hash,
         &data[checked.header.clone()],

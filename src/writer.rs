@@ -58,6 +58,7 @@ use crate::failpoint::Failpoint;
 use crate::kv::{Overlay, Pending};
 use crate::log::{Durability, Head, Store};
 use crate::projection::{Projection, RetryKind, Traced};
+use crate::tool::Semantics;
 use crate::tool::request::{failed_digest, logs_failure_as_digest};
 
 /// What the writer returns for one call.
@@ -688,6 +689,7 @@ impl Chain {
                 tool_use_id,
                 // A placeholder of the same size: the outcome is fixed-width.
                 outcome: Outcome::of(false, ""),
+                semantics: Semantics::CURRENT,
             },
             body,
         };
@@ -707,6 +709,7 @@ impl Chain {
             &event.header.agent,
             event.header.tool_use_id.as_deref(),
             &event.body,
+            event.header.semantics,
             Some(frame.payload_hash),
             seq,
         );

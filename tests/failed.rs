@@ -4,7 +4,7 @@
 //! the retry rules; `log` and `history` still name it; verify replays it.
 
 use mnemo::event::{Body, Refusal, RejectedDigest, Seq};
-use mnemo::tool::Limits;
+use mnemo::tool::{Limits, Semantics};
 use mnemo::{Event, EventHash, Header, MnemoMemoryToolServer, Outcome, Profile, ToolCall};
 use serde_json::{Value, json};
 
@@ -30,6 +30,7 @@ fn tool_payload(input: &Value, profile: Profile) -> Vec<u8> {
             agent: String::new(),
             tool_use_id: None,
             outcome: Outcome::of(false, ""),
+            semantics: Semantics::CURRENT,
         },
         body: Body::Tool(ToolCall {
             root: "/memories".into(),

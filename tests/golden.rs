@@ -2,7 +2,10 @@
 //!
 //! Every expected hex string below was computed once by running the crate and pasted here; any
 //! change to the encoding (field order, integer widths, option tags, enum indices, the chain-hash
-//! formula) changes at least one of them and is a new format version. Independently of those
+//! formula) changes at least one of them and is a new format version. The vectors of format 1
+//! (events answered under semantics 1, as the builds before semantics versions wrote them) stay as they were pasted
+//! then: this build still writes and reads those bytes. Format 2 (semantics 2) has vectors of its
+//! own. Independently of those
 //! pasted values, [`every_vector_matches_the_documented_byte_table`] rebuilds each header, payload,
 //! stored record and chain hash by hand from the byte table in `src/event.rs`'s module docs, so the
 //! docs and the code cannot drift apart either.
@@ -10,7 +13,7 @@
 use mnemo::event::{
     DOMAIN_TAG, FORMAT_VERSION, Frame, InputDigest, Refusal, RejectedDigest, chain_hash,
 };
-use mnemo::tool::{Command, Limits, Profile};
+use mnemo::tool::{Command, Limits, Profile, Semantics};
 use mnemo::{
     Access, AdminCommand, Body, Error, Event, EventHash, Header, Outcome, RejectedCall, Seq,
     ToolCall,
@@ -40,14 +43,24 @@ fn fixed(seq: u64, tool_use_id: Option<&str>, outcome: Outcome, body: Body) -> E
             agent: "agent-a".into(),
             tool_use_id: tool_use_id.map(str::to_string),
             outcome,
+            semantics: Semantics::V1,
         },
         body,
     }
 }
 
-/// One fixture per Body/Command variant (and option arm), in a fixed order. The outcome texts are
-/// fixed strings, not necessarily what the server would answer: these vectors freeze the
-/// encoding, not the semantics.
+/// The fixtures answered under `semantics`: the same events, in its format.
+fn fixtures_in(semantics: Semantics) -> Vec<(&'static str, Event)> {
+    let mut out = fixtures();
+    for (_, event) in &mut out {
+        event.header.semantics = semantics;
+    }
+    out
+}
+
+/// One fixture per Body/Command variant (and option arm), in a fixed order, answered under
+/// semantics 1 (format 1). The outcome texts are fixed strings, not necessarily what the server
+/// would answer: these vectors freeze the encoding, not the semantics.
 fn fixtures() -> Vec<(&'static str, Event)> {
     vec![
         (
@@ -463,11 +476,122 @@ const GOLDEN: &[(&str, &str, &str, &str)] = &[
     ),
 ];
 
+/// Format 2 (semantics 2): (name, header hex, chain hash hex) of the same fixtures, computed once
+/// by running the crate. The payloads are format 1's.
+const GOLDEN_V2: &[(&str, &str, &str)] = &[
+    (
+        "view without view_range",
+        "01c02cc89901000007000000000000006167656e742d61000075f207cc3891a286903c08c61385772456d9873506dc5ef794c451658744cf4502000000",
+        "60dd1fe9527edea3712a811eb913064596463b7607eb9034bdbe966ec7a6a557",
+    ),
+    (
+        "view with view_range",
+        "02c02cc89901000007000000000000006167656e742d61010900000000000000746f6f6c755f303141001b55d23bffd0ef60892f5dc98d0b4f1d30b3b8cf5e05354a72c28e8d592c139302000000",
+        "0c504d187ccce87742da5f1fd0a0194f574858fb44e9495caf0a0e0c22f0007b",
+    ),
+    (
+        "create (multi-byte UTF-8 text)",
+        "03c02cc89901000007000000000000006167656e742d61010900000000000000746f6f6c755f30324200374438c62bfad46ea704faa22544e2d5fc0320ca8dd1abeea376fe4d231b00f602000000",
+        "9a64da5e956fbed610a9ff1163bcc70c12a15c3873440f6730764cbb0462d22f",
+    ),
+    (
+        "str_replace with new_str",
+        "04c02cc89901000007000000000000006167656e742d610000d1aa423637bb48fa48b0c825cc752ada4a76fafd5734912a3f5bbfe3274f7a9e02000000",
+        "8d5bb230ce4405ff495444dd6b6032a712b1189f2168fea3f76dbe607c771ed1",
+    ),
+    (
+        "str_replace without new_str",
+        "05c02cc89901000007000000000000006167656e742d61010900000000000000746f6f6c755f30334300d1aa423637bb48fa48b0c825cc752ada4a76fafd5734912a3f5bbfe3274f7a9e02000000",
+        "25d6fe544331843550c810be6c3645bb513d7a96bea956fddfe0b5a2506c6968",
+    ),
+    (
+        "insert",
+        "06c02cc89901000007000000000000006167656e742d6100003b63e55a6b1b8b35a738fe39621245cf0e95c773b4bf4078943fee6c91358eac02000000",
+        "082f188d70b607f7ca3142d644e8ec8c98cd836db7783ae9277c20e76c9702bf",
+    ),
+    (
+        "delete",
+        "07c02cc89901000007000000000000006167656e742d610000829081b6296668f0b11c637768e6acfdeb8d801dbda69430b009479a56646bf902000000",
+        "67acef5834122294d58f9ae7891d9927be4939b86c0c9d74ada6f708d7b529a9",
+    ),
+    (
+        "rename",
+        "08c02cc89901000007000000000000006167656e742d61010900000000000000746f6f6c755f30344400b19e70aba32e5de528a15b877c0edb33b5ce213fe32c40ca56f3e63f5dcfe98502000000",
+        "c5b4ec137baf62ebeb8d09d95d6f2c9d45b46abafe7b0163690c4274633ece36",
+    ),
+    (
+        "tool call with an error outcome",
+        "09c02cc89901000007000000000000006167656e742d6100015966f222d30f090dc1f820c7b6b59a7747d4c9cab58ad134c032c2686cc4090002000000",
+        "388d55aa640376c5e2e90518bef15c89cf2866e0cb559ae58b3958bdcae35c04",
+    ),
+    (
+        "rejected input",
+        "0ac02cc89901000007000000000000006167656e742d610001df7a7afc7849e3577efd133d515498dbac4fd8a24690e9ff40aafa0db305a09e02000000",
+        "6b0ea7d9f93049d85f750591c55f7cfb26995e734f4001d437303b813b570302",
+    ),
+    (
+        "acl grant",
+        "0cc02cc89901000007000000000000006167656e742d610000ada66f5abf7cf2e204b0aa24c42bf1f2581d7189a824be6449bb084f0e22033502000000",
+        "290f1c9f6ea7728e94ae241bd28c58b02ab381ae6b4b27f49af878d38df9ca79",
+    ),
+    (
+        "acl revoke",
+        "0dc02cc89901000007000000000000006167656e742d61010900000000000000746f6f6c755f30364600888da5f33fa06334c78c48602ff91f40f555ebcd893caeaeeb7ff5c09bf826c802000000",
+        "f1d8c03d915a74d6e9cc63a07d4ea1ae2085d2a16d8292867e05e0609ded0c6b",
+    ),
+    (
+        "python-sdk profile with limits",
+        "0bc02cc89901000007000000000000006167656e742d61010900000000000000746f6f6c755f30354500d9b1d1e437f06ace2c58ae401b9205dc92d72059e01e7e38fa9dbd414a5d85c302000000",
+        "950ed23609e75fdea92b26e86b8a26a2d82f00b958723e6566c98d6fc57e7dfc",
+    ),
+    (
+        "rejected digest: over the request limit",
+        "0ec02cc89901000007000000000000006167656e742d610001912d1d3c687be5ee47ae4f806e0cbbf851c9c467f69c354b2480d0043b65247b02000000",
+        "471bb5287d4444686245e9e05ef20c57a50eb914051899afa7e43b41ec17a3fc",
+    ),
+    (
+        "rejected digest: not UTF-8",
+        "0fc02cc89901000007000000000000006167656e742d61000197f250276f049b0a109870b7a3d25a9ca5e1a44414e4197e6b49b4a01705f71502000000",
+        "a6df088585f22e27e541a90eee4e7a7af0ce527724ef62432e18306c8f739731",
+    ),
+    (
+        "rejected digest: invalid and long",
+        "10c02cc89901000007000000000000006167656e742d61010900000000000000746f6f6c755f303747016bf7a1ad2d18b0ef71dc3b9700d5d0af2fe64bca0c67deb06bf3aae239d6aba702000000",
+        "06bd6102e7c71955350a2ad3032ee638b8ec5f3d8aba400eb1f3a8fe49f36d00",
+    ),
+    (
+        "rejected digest: content over the file limit",
+        "11c02cc89901000007000000000000006167656e742d61010900000000000000746f6f6c755f303848016b72b82cf4a05177c00e3f3b1809f256f83b71ecf072badda403cbd8a2fd9bfb02000000",
+        "645f2486c4fb14ab7c415a03059486f7b9739421a50956d861fa018599580156",
+    ),
+    (
+        "rejected digest: conversion stopped at the limit",
+        "12c02cc89901000007000000000000006167656e742d610001214a3eec65f3552db565373f845486180c892e53a56844fcd40f4283b48015ee02000000",
+        "1486e8448b8a6b89d8a5b87c247223da02a46fb4cbf5cde17ced6a1ef2c2a632",
+    ),
+    (
+        "rejected digest: a large call that failed",
+        "13c02cc89901000007000000000000006167656e742d61010900000000000000746f6f6c755f3039490102743e8c4bd7eb971df771e6637aa33ae003d82bfc0c0983cee81f1e908d2ec902000000",
+        "7becaa2995a8284b2fb04f09ad07c57cb4cdb8b57836b28f90ad7fcfe46a7aa5",
+    ),
+    (
+        "token issue",
+        "13c02cc89901000007000000000000006167656e742d61000045506cf0946e21169a14c0a8eb2441306850549d4b67d830e384bead6c16244f02000000",
+        "b38cfbcb07dd83be809e3e07c057eacd6777be88d898b6417f8cd461fb95a4bc",
+    ),
+    (
+        "token revoke",
+        "14c02cc89901000007000000000000006167656e742d61010900000000000000746f6f6c755f303949018b4e2ee19786d0a63c137289c33e29ef57c22d8200a68833f6ba712c21ade70d02000000",
+        "fffd552789842a40c035de4f780bcece255441fe7d3b624e319d75d275a7937c",
+    ),
+];
+
 #[test]
 fn every_variant_encodes_to_its_golden_bytes_and_hash() {
     let fixtures = fixtures();
     assert_eq!(fixtures.len(), GOLDEN.len(), "one golden row per fixture");
     for ((name, event), (golden_name, header, payload, hash)) in fixtures.iter().zip(GOLDEN) {
+        assert_eq!(event.format(), 1, "{name} is written in format 1");
         assert_eq!(
             name, golden_name,
             "fixtures and golden rows are in the same order"
@@ -502,6 +626,36 @@ fn every_variant_encodes_to_its_golden_bytes_and_hash() {
     );
 }
 
+#[test]
+fn every_variant_of_format_two_encodes_to_its_golden_bytes_and_hash() {
+    let fixtures = fixtures_in(Semantics::V2);
+    assert_eq!(
+        fixtures.len(),
+        GOLDEN_V2.len(),
+        "one golden row per fixture"
+    );
+    for (((name, event), (golden_name, header, hash)), v1) in
+        fixtures.iter().zip(GOLDEN_V2).zip(GOLDEN)
+    {
+        assert_eq!(name, golden_name, "same order as the fixtures");
+        assert_eq!(event.format(), 2, "{name} is written in format 2");
+        assert_eq!(
+            hex(&event.header_bytes()),
+            *header,
+            "header bytes of {name}"
+        );
+        // Format 2's header is format 1's followed by the semantics (u32 LE 2).
+        assert_eq!(*header, format!("{}02000000", v1.1), "header of {name}");
+        assert_eq!(hex(&event.payload_bytes()), v1.2, "payload bytes of {name}");
+        assert_eq!(event.hash().to_hex(), *hash, "chain hash of {name}");
+        assert_ne!(
+            *hash, v1.3,
+            "{name}: the semantics is hashed into the chain"
+        );
+        assert_eq!(event.to_frame().encode()[0], 2, "{name}: version byte");
+    }
+}
+
 /// The full stored record of one event, byte for byte (what sits under its key in `events`).
 const GOLDEN_RECORD_STR_REPLACE: &str = "01040000000000000004040404040404040404040404040404040404040404040404040404040404046a67b28c06936ce2793febb0f1910ed94a8e94ac9149227f8fd28370cd4761f109a10f8d97064822ba223087f29869e1865139bfbf29dd39b99ffe3e3507150a3900000004c02cc89901000007000000000000006167656e742d610000d1aa423637bb48fa48b0c825cc752ada4a76fafd5734912a3f5bbfe3274f7a9e5c0000000000000009000000000000002f6d656d6f72696573000000000000000100000000000200000013000000000000002f6d656d6f726965732f6e6f7465732e7478740500000000000000776f726c640105000000000000007468657265";
 
@@ -512,8 +666,14 @@ fn one_full_stored_record_is_frozen() {
     assert_eq!(hex(&event.to_frame().encode()), GOLDEN_RECORD_STR_REPLACE);
 }
 
-/// A three-event chain: event 1 links to zeros, each later one to the hash before it.
+/// A three-event chain answered under semantics 1: event 1 links to zeros, each later one to
+/// the hash before it.
 fn chain() -> Vec<Event> {
+    chain_in(Semantics::V1)
+}
+
+/// [`chain`] answered under `semantics`.
+fn chain_in(semantics: Semantics) -> Vec<Event> {
     let bodies = [
         (
             Outcome::of(false, "File created successfully at: /memories/notes.txt"),
@@ -548,6 +708,7 @@ fn chain() -> Vec<Event> {
                 agent: "agent-b".into(),
                 tool_use_id: (seq == 2).then(|| "toolu_chain".to_string()),
                 outcome,
+                semantics,
             },
             body,
         };
@@ -557,6 +718,13 @@ fn chain() -> Vec<Event> {
     out
 }
 
+/// The same chain in format 2.
+const GOLDEN_CHAIN_V2: [&str; 3] = [
+    "f43bd4eee08be549e3aadaecfeec624f80b78b951fad7e0456cdbac2502dcc3f",
+    "c4298ac53642ebb75d631a23871c39f6957c399d4e424af2f719509e375bbe5c",
+    "290d4e7ccd3553da2a2bc1bc1ac1c042dbc6ea9409d72695d80cb185dd22712f",
+];
+
 const GOLDEN_CHAIN: [&str; 3] = [
     "79789a90fc8c8387f193580af72338482690beab7cd5dfb9761c6e03434a0944",
     "674835d89ed2a3d12627806414b5602f5fd5b5133c1a8bb2c286a5090e6f1b2e",
@@ -565,7 +733,15 @@ const GOLDEN_CHAIN: [&str; 3] = [
 
 #[test]
 fn a_three_event_chain_links_and_is_frozen() {
-    let chain = chain();
+    for (chain, golden) in [
+        (chain(), GOLDEN_CHAIN),
+        (chain_in(Semantics::V2), GOLDEN_CHAIN_V2),
+    ] {
+        chain_links_and_is_frozen(&chain, &golden);
+    }
+}
+
+fn chain_links_and_is_frozen(chain: &[Event], golden: &[&str; 3]) {
     assert_eq!(
         chain[0].prev_hash,
         EventHash::ZERO,
@@ -574,14 +750,14 @@ fn a_three_event_chain_links_and_is_frozen() {
     for (i, event) in chain.iter().enumerate() {
         assert_eq!(
             event.hash().to_hex(),
-            GOLDEN_CHAIN[i],
+            golden[i],
             "hash of chain event {}",
             i + 1
         );
         if i > 0 {
             assert_eq!(
                 event.prev_hash.to_hex(),
-                GOLDEN_CHAIN[i - 1],
+                golden[i - 1],
                 "event {} links to the golden hash of event {i}",
                 i + 1
             );
@@ -646,6 +822,15 @@ impl Doc {
     }
 }
 
+/// The documented format of an event: 1 for semantics 1, 2 for semantics 2.
+fn doc_format(h: &Header) -> u8 {
+    match h.semantics {
+        Semantics::V1 => 1,
+        Semantics::V2 => 2,
+        other => panic!("the byte table documents semantics 1 and 2, got {other:?}"),
+    }
+}
+
 fn doc_header(h: &Header) -> Vec<u8> {
     let mut d = Doc::default();
     d.u64(h.time_ms)
@@ -653,6 +838,9 @@ fn doc_header(h: &Header) -> Vec<u8> {
         .opt_string(h.tool_use_id.as_deref())
         .bool(h.outcome.is_error)
         .bytes(&h.outcome.result_hash.0);
+    if doc_format(h) == 2 {
+        d.u32(h.semantics.number());
+    }
     d.0
 }
 
@@ -788,7 +976,7 @@ fn doc_record(event: &Event) -> Vec<u8> {
     let payload_hash = *blake3::hash(&payload).as_bytes();
     let hash = doc_chain_hash(event.seq.0, &event.prev_hash.0, &header, &payload_hash);
     let mut d = Doc::default();
-    d.bytes(&[1])
+    d.bytes(&[doc_format(&event.header)])
         .u64(event.seq.0)
         .bytes(&event.prev_hash.0)
         .bytes(&hash)
@@ -804,9 +992,12 @@ fn doc_record(event: &Event) -> Vec<u8> {
 fn every_vector_matches_the_documented_byte_table() {
     assert_eq!(DOMAIN_TAG, b"mnemo/event/v1", "domain tag as documented");
     assert_eq!(DOMAIN_TAG.len(), 14, "the docs say 14 ASCII bytes");
-    assert_eq!(FORMAT_VERSION, 1, "this is format version 1");
-    let mut events: Vec<Event> = fixtures().into_iter().map(|(_, e)| e).collect();
-    events.extend(chain());
+    assert_eq!(FORMAT_VERSION, 2, "this is format version 2");
+    let mut events = Vec::new();
+    for semantics in [Semantics::V1, Semantics::V2] {
+        events.extend(fixtures_in(semantics).into_iter().map(|(_, e)| e));
+        events.extend(chain_in(semantics));
+    }
     for event in &events {
         let what = format!("event {} ({:?})", event.seq, event.body);
         let header = doc_header(&event.header);
@@ -837,7 +1028,7 @@ fn every_vector_matches_the_documented_byte_table() {
             "stored record of {what}"
         );
         // The documented fixed offsets.
-        assert_eq!(record[0], 1, "offset 0: version");
+        assert_eq!(record[0], doc_format(&event.header), "offset 0: version");
         assert_eq!(
             record[1..9],
             event.seq.0.to_le_bytes(),
@@ -905,8 +1096,11 @@ fn known_constants() {
 
 #[test]
 fn frames_round_trip() {
-    let mut events: Vec<Event> = fixtures().into_iter().map(|(_, e)| e).collect();
-    events.extend(chain());
+    let mut events = Vec::new();
+    for semantics in [Semantics::V1, Semantics::V2] {
+        events.extend(fixtures_in(semantics).into_iter().map(|(_, e)| e));
+        events.extend(chain_in(semantics));
+    }
     for event in events {
         let frame = event.to_frame();
         let bytes = frame.encode();
@@ -930,10 +1124,14 @@ fn golden_record() -> Vec<u8> {
     fixtures()[3].1.to_frame().encode()
 }
 
+fn golden_record_v2() -> Vec<u8> {
+    fixtures_in(Semantics::V2)[3].1.to_frame().encode()
+}
+
 #[test]
 fn a_record_with_a_newer_version_byte_is_refused_as_newer_format() {
-    for version in [2u8, 3, 0xff] {
-        let mut record = golden_record();
+    for version in [3u8, 4, 0xff] {
+        let mut record = golden_record_v2();
         record[0] = version;
         match Frame::decode(&record) {
             Err(Error::NewerFormat { found, max }) => {
@@ -970,6 +1168,29 @@ fn malformed_records_are_corrupt_not_newer() {
             Frame::decode(&bytes)
         );
     }
+    // The version byte is not hashed, but the header's shape follows it: a format-1 record
+    // relabelled 2 (its header lacks the semantics) and a format-2 record relabelled 1 (its
+    // header has 4 bytes left over) split into frames but do not decode into events.
+    let mut v1_as_2 = golden_record();
+    v1_as_2[0] = 2;
+    let mut v2_as_1 = golden_record_v2();
+    v2_as_1[0] = 1;
+    for (what, bytes) in [
+        ("format 1 read as 2", v1_as_2),
+        ("format 2 read as 1", v2_as_1),
+    ] {
+        let frame = Frame::decode(&bytes).expect("the frame splits");
+        assert_eq!(
+            frame.recompute_hash(),
+            frame.hash,
+            "{what}: the chain hash holds"
+        );
+        assert!(
+            matches!(Event::decode(&bytes), Err(Error::Corrupt { .. })),
+            "{what}: expected Corrupt, got {:?}",
+            Event::decode(&bytes)
+        );
+    }
 }
 
 #[test]
@@ -978,7 +1199,7 @@ fn a_store_with_a_newer_meta_format_is_refused() {
     {
         let store = mnemo::Store::open(&t.path()).expect("create the store");
         let (_, meta, _) = store.raw_trees();
-        meta.insert(b"format", &[2u8]).expect("write meta.format");
+        meta.insert(b"format", &[3u8]).expect("write meta.format");
         meta.flush().expect("flush");
     }
     // Reopening right after a close can briefly hit sled's lock (see tamper.rs): wait it out.
@@ -988,7 +1209,7 @@ fn a_store_with_a_newer_meta_format_is_refused() {
             Err(Error::Locked { .. }) if std::time::Instant::now() < deadline => {
                 std::thread::sleep(std::time::Duration::from_millis(10));
             }
-            Err(Error::NewerFormat { found: 2, max }) => {
+            Err(Error::NewerFormat { found: 3, max }) => {
                 assert_eq!(max, FORMAT_VERSION);
                 break;
             }
@@ -1000,19 +1221,35 @@ fn a_store_with_a_newer_meta_format_is_refused() {
 
 #[test]
 fn golden_chain_appended_through_the_store_verifies() {
-    // Frames built outside the writer, in the frozen format, are accepted by the verifier when
-    // their outcomes are the real answers: the format the verifier reads is the one frozen here.
+    // Frames built outside the writer, in the frozen formats, are accepted by the verifier when
+    // their outcomes are the real answers under their semantics: the formats the verifier reads
+    // are the ones frozen here. A log may hold format-1 events followed by format-2 ones, as a
+    // store written by an earlier build and then opened by this one does.
+    let v1 = chain_in(Semantics::V1);
+    let v2 = chain_in(Semantics::V2);
+    let mixed = vec![v1[0].clone(), v1[1].clone(), v2[2].clone()];
+    for (what, chain) in [
+        ("format 1", v1),
+        ("format 2", v2),
+        ("format 1 then 2", mixed),
+    ] {
+        appended_chain_verifies(what, chain);
+    }
+}
+
+fn appended_chain_verifies(what: &str, chain: Vec<Event>) {
     let t = crate::support::TempStore::new();
     let store = mnemo::Store::open(&t.path()).expect("create the store");
     let mut replay = mnemo::Projection::new(mnemo::MemKv::default());
     let mut prev = EventHash::ZERO;
     let mut frames = Vec::new();
-    for mut event in chain() {
+    for mut event in chain {
         let answer = replay
             .run_call(
                 &event.header.agent,
                 event.header.tool_use_id.as_deref(),
                 &event.body,
+                event.header.semantics,
                 event.seq,
             )
             .expect("answer");
@@ -1033,12 +1270,58 @@ fn golden_chain_appended_through_the_store_verifies() {
             .expect("index");
     }
     let report = mnemo::verify_store(&store).expect("verify");
-    assert!(report.is_intact(), "{:?}", report.violations);
+    assert!(report.is_intact(), "{what}: {:?}", report.violations);
     assert_eq!(report.events, 3);
-    let stored = store.get(Seq(2)).expect("read").expect("present");
+    for frame in &frames {
+        let stored = store.get(frame.seq).expect("read").expect("present");
+        assert_eq!(
+            stored,
+            frame.encode(),
+            "{what}: stored bytes are the frame's encoding"
+        );
+        assert_eq!(
+            Event::decode(&stored).expect("decodes").to_frame(),
+            *frame,
+            "{what}: a decoded event encodes back to its record"
+        );
+    }
+}
+
+#[test]
+fn a_store_of_format_one_gets_the_newer_marker_with_its_first_newer_event() {
+    let t = crate::support::TempStore::new();
+    let marker = |store: &mnemo::Store| store.raw_trees().1.get(b"format").expect("read");
+    {
+        let store = mnemo::Store::open(&t.path()).expect("create the store");
+        assert_eq!(marker(&store).as_deref(), Some(&[FORMAT_VERSION][..]));
+        // What the stores of earlier builds hold.
+        store.raw_trees().1.insert(b"format", &[1u8]).expect("mark");
+        store.raw_trees().1.flush().expect("flush");
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let store = loop {
+        match mnemo::Store::open(&t.path()) {
+            Err(Error::Locked { .. }) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            other => break other.expect("reopen"),
+        }
+    };
+    let chain = chain();
+    store
+        .append(&[chain[0].to_frame()])
+        .expect("append format 1");
     assert_eq!(
-        stored,
-        frames[1].encode(),
-        "stored bytes are the frame's encoding"
+        marker(&store).as_deref(),
+        Some(&[1u8][..]),
+        "format 1 keeps the marker"
+    );
+    let mut second = chain_in(Semantics::V2)[1].clone();
+    second.prev_hash = chain[0].hash();
+    store.append(&[second.to_frame()]).expect("append format 2");
+    assert_eq!(
+        marker(&store).as_deref(),
+        Some(&[2u8][..]),
+        "format 2 raises it"
     );
 }

@@ -2,7 +2,7 @@
 //! store that cannot be used says why.
 
 use mnemo::event::{Body, Event, Header, Outcome, Seq, ToolCall};
-use mnemo::tool::{Command, Limits};
+use mnemo::tool::{Command, Limits, Semantics};
 use mnemo::{Error, MnemoClient, MnemoMemoryToolServer, Profile, Store, verify_store};
 use serde_json::json;
 
@@ -81,6 +81,7 @@ fn a_commit_cut_short_by_a_crash_is_read_and_completed_on_open() {
                     agent: "crashed".into(),
                     tool_use_id: None,
                     outcome: Outcome::of(false, text),
+                    semantics: Semantics::CURRENT,
                 },
                 body: Body::Tool(ToolCall {
                     root: "/memories".into(),

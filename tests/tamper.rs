@@ -12,7 +12,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use mnemo::event::Frame;
-use mnemo::tool::{Command, Profile};
+use mnemo::tool::{Command, Profile, Semantics};
 use mnemo::{
     Body, Durability, Event, EventHash, MnemoClient, MnemoMemoryToolServer, Outcome, Report, Seq,
     Store, ToolCall, ViolationKind, verify_store,
@@ -333,7 +333,8 @@ fn one_byte_in_each_region_of_a_middle_event_is_named() {
 fn version_bytes_newer_and_zero_are_undecodable_at_that_seq() {
     let t = mixed();
     let original = record(&t.path(), STR_REPLACE);
-    for version in [0u8, 2, 0xff] {
+    // The store's records are format 2: 1 reads its header as one with 4 bytes left over.
+    for version in [0u8, 1, 3, 0xff] {
         tamper_record(&t.path(), STR_REPLACE, |r| r[0] = version);
         let report = verify_tampered(&t.path());
         assert_first(
@@ -342,7 +343,7 @@ fn version_bytes_newer_and_zero_are_undecodable_at_that_seq() {
             ViolationKind::Undecodable,
             &format!("version {version}"),
         );
-        if version == 2 {
+        if version == 3 {
             assert!(
                 report.violations[0].detail.contains("newer"),
                 "a newer version says so: {}",
@@ -356,12 +357,16 @@ fn version_bytes_newer_and_zero_are_undecodable_at_that_seq() {
 
 #[test]
 fn outcome_bits_in_the_header_are_covered_by_the_chain_hash() {
-    // Flipping the recorded is_error flag (or a result_hash byte) is caught by the chain hash
-    // before replay ever compares outcomes: the header is part of the hash input.
+    // Flipping the recorded is_error flag (or a result_hash byte, or the semantics the call was
+    // answered under) is caught by the chain hash before replay ever compares outcomes: the
+    // header is part of the hash input.
     let base = mixed();
     let original = record(&base.path(), STR_REPLACE);
     let frame = Frame::decode(&original).expect("decodes");
-    let is_error_at = 109 + frame.header.len() - 33;
+    assert_eq!(frame.version, 2, "the writer writes format 2");
+    let semantics_at = 109 + frame.header.len() - 4;
+    assert_eq!(original[semantics_at..semantics_at + 4], 2u32.to_le_bytes());
+    let is_error_at = semantics_at - 33;
     assert_eq!(original[is_error_at], 0, "str_replace at seq 6 succeeded");
     for (what, at, value) in [
         ("is_error 0 -> 1", is_error_at, 1u8),
@@ -371,6 +376,8 @@ fn outcome_bits_in_the_header_are_covered_by_the_chain_hash() {
             is_error_at + 1,
             original[is_error_at + 1] ^ 0x80,
         ),
+        ("semantics 2 -> 1", semantics_at, 1),
+        ("semantics 2 -> 3", semantics_at, 3),
     ] {
         let copy = TempStore::new();
         copy_dir(&base.path(), &copy.path());
@@ -586,7 +593,7 @@ fn honest_record(path: &Path, seq: u64, agent: &str, body: Body) -> Vec<u8> {
         }
     };
     let answer = replay
-        .run_call("test-agent", None, &body, Seq(seq))
+        .run_call("test-agent", None, &body, Semantics::CURRENT, Seq(seq))
         .expect("answer");
     Event {
         seq: Seq(seq),
@@ -596,6 +603,7 @@ fn honest_record(path: &Path, seq: u64, agent: &str, body: Body) -> Vec<u8> {
             agent: agent.into(),
             tool_use_id: None,
             outcome: Outcome::of(answer.is_error, &answer.text),
+            semantics: Semantics::CURRENT,
         },
         body,
     }

@@ -38,7 +38,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use mnemo::event::Frame;
-use mnemo::tool::{Command, Limits, Profile};
+use mnemo::tool::{Command, Limits, Profile, Semantics};
 use mnemo::{
     Body, Durability, Event, EventHash, Head, MnemoClient, MnemoMemoryToolServer, Outcome, Report,
     Seq, Store, ToolCall, VerifyOptions, ViolationKind, verify_store, verify_store_with,
@@ -319,14 +319,16 @@ impl Runner<'_> {
 /// The one-byte changes made to the record of each tampered event: `(region, offset, xor mask,
 /// expected kind)`. Offsets follow the table in src/event.rs: the version byte, the seq (u64 LE)
 /// at 1..9, prev_hash at 9..41, hash at 41..73, payload_hash at 73..105, the header length at
-/// 105..109, then the header (whose last 33 bytes are the outcome: `is_error`, then the 32-byte
-/// `result_hash`), the payload length and the payload.
+/// 105..109, then the header (which ends with the outcome — `is_error`, then the 32-byte
+/// `result_hash` — and, in format 2, the 4-byte `semantics`), the payload length and the payload.
 fn flips(record: &[u8]) -> Vec<(&'static str, usize, u8, ViolationKind)> {
     use ViolationKind::{BrokenLink, Hash, PayloadHash, SeqMismatch};
     const HEADER_AT: usize = 109;
     let frame = Frame::decode(record).expect("an untouched record decodes");
     let header_end = HEADER_AT + frame.header.len();
     let payload_at = header_end + 4;
+    // Where the outcome ends: before the semantics field of a format-2 header.
+    let outcome_end = header_end - if frame.version >= 2 { 4 } else { 0 };
     assert_eq!(
         payload_at + frame.payload.len(),
         record.len(),
@@ -346,14 +348,19 @@ fn flips(record: &[u8]) -> Vec<(&'static str, usize, u8, ViolationKind)> {
         ("prev_hash, last byte", 40, 0x80, BrokenLink),
         ("stored seq, low byte", 1, 0x01, SeqMismatch),
         ("stored seq, high byte", 8, 0x80, SeqMismatch),
-        ("outcome is_error", header_end - 33, 0x01, Hash),
+        ("outcome is_error", outcome_end - 33, 0x01, Hash),
         (
             "outcome result_hash, first byte",
-            header_end - 32,
+            outcome_end - 32,
             0x01,
             Hash,
         ),
-        ("outcome result_hash, last byte", header_end - 1, 0xff, Hash),
+        (
+            "outcome result_hash, last byte",
+            outcome_end - 1,
+            0xff,
+            Hash,
+        ),
     ]
 }
 
@@ -383,7 +390,7 @@ fn honest_record(events: &sled::Tree, seq: u64, prev: EventHash) -> Vec<u8> {
         },
     });
     let answer = replay
-        .run_call("mallory", None, &body, Seq(seq))
+        .run_call("mallory", None, &body, Semantics::CURRENT, Seq(seq))
         .expect("answer");
     Event {
         seq: Seq(seq),
@@ -393,6 +400,7 @@ fn honest_record(events: &sled::Tree, seq: u64, prev: EventHash) -> Vec<u8> {
             agent: "mallory".into(),
             tool_use_id: None,
             outcome: Outcome::of(answer.is_error, &answer.text),
+            semantics: Semantics::CURRENT,
         },
         body,
     }

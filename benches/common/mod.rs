@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use mnemo::event::{Body, Event, EventHash, Header, Outcome, Seq, ToolCall};
-use mnemo::tool::{Command, Limits};
+use mnemo::tool::{Command, Limits, Semantics};
 use mnemo::{Durability, MemKv, MnemoClient, MnemoMemoryToolServer, Profile, Projection, Store};
 use serde_json::{Value, json};
 
@@ -298,7 +298,7 @@ pub fn build_log_of(path: &Path, events: u64, command: fn(u64) -> Command) {
                 command: command(seq),
             });
             let answer = replay
-                .run_call(MIX_AGENT, None, &body, Seq(seq))
+                .run_call(MIX_AGENT, None, &body, Semantics::CURRENT, Seq(seq))
                 .expect("replay");
             assert!(!answer.is_error, "event {seq} failed: {}", answer.text);
             let event = Event {
@@ -309,6 +309,7 @@ pub fn build_log_of(path: &Path, events: u64, command: fn(u64) -> Command) {
                     agent: MIX_AGENT.into(),
                     tool_use_id: None,
                     outcome: Outcome::of(answer.is_error, &answer.text),
+                    semantics: Semantics::CURRENT,
                 },
                 body,
             };

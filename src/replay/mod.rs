@@ -140,6 +140,7 @@ impl<K: KvWrite> Replay<K> {
             &event.header.agent,
             event.header.tool_use_id.as_deref(),
             &event.body,
+            event.header.semantics,
             input,
             event.seq,
         )

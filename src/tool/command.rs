@@ -7,6 +7,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::tool::version::Semantics;
+
 /// The result-string profile a server runs under (recorded in every event).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -215,6 +217,52 @@ fn too_deep() -> String {
     )
 }
 
+/// Whether JSON text opens more than [`MAX_INPUT_DEPTH`] arrays or objects inside one another:
+/// `[` and `{` outside strings count one level in, `]` and `}` one level out, and a string runs
+/// from an unescaped `"` to the next (a `\` escapes the byte after it). For JSON text this is
+/// the depth of the value it holds, so text and value are refused alike; for any other text it
+/// is a fixed rule that reads each byte once.
+pub(crate) fn text_nests_too_deep(text: &[u8]) -> bool {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for &b in text {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > MAX_INPUT_DEPTH {
+                    return true;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
+}
+
+/// The bytes of `text` before the place a parser names by `line` (from 1) and `column` (bytes
+/// after the line's start), as `serde_json` counts them.
+pub(crate) fn text_before(text: &str, line: usize, column: usize) -> &[u8] {
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    for _ in 1..line {
+        match bytes[start..].iter().position(|&b| b == b'\n') {
+            Some(at) => start += at + 1,
+            None => return bytes,
+        }
+    }
+    &bytes[..start.saturating_add(column).min(bytes.len())]
+}
+
 /// Whether `value` nests deeper than [`MAX_INPUT_DEPTH`] (checked without recursion).
 fn nests_too_deep(value: &Value) -> bool {
     let mut stack = vec![(value, 1usize)];
@@ -267,6 +315,7 @@ struct Fields<'a> {
     command: &'a str,
     root: &'a str,
     profile: Profile,
+    semantics: Semantics,
 }
 
 /// An integer under the Python SDK's lax validation: integers, whole floats, booleans and
@@ -331,8 +380,9 @@ impl Fields<'_> {
         }
         match self.input.get(field) {
             Some(Value::Number(n)) if n.as_i64().is_some() => Ok(n.as_i64().unwrap_or_default()),
-            Some(v @ Value::Number(n)) if huge_int(v).is_some() => Err(format!(
-                "Error: \"{field}\" is out of range ({n}); use a line number from 0 to the number of lines in the file. A valid call looks like {}",
+            Some(v @ Value::Number(_)) if huge_int(v).is_some() => Err(format!(
+                "Error: \"{field}\" is out of range ({}); use a line number from 0 to the number of lines in the file. A valid call looks like {}",
+                self.semantics.json_value(v),
                 example(self.command, self.root)
             )),
             None | Some(Value::Null) => Err(format!(
@@ -341,7 +391,8 @@ impl Fields<'_> {
                 example(self.command, self.root)
             )),
             Some(other) => Err(format!(
-                "Error: \"{field}\" must be a whole number of lines, got {other} ({}). A valid call looks like {}",
+                "Error: \"{field}\" must be a whole number of lines, got {} ({}). A valid call looks like {}",
+                self.semantics.json_value(other),
                 json_type(other),
                 example(self.command, self.root)
             )),
@@ -351,7 +402,8 @@ impl Fields<'_> {
     fn view_range(&self) -> Result<Option<(i64, i64)>, String> {
         let bad = |got: &Value| {
             format!(
-                "Error: view_range must be an array of two integers [start_line, end_line] (1-based, inclusive; end_line -1 reads to the end), got {got}"
+                "Error: view_range must be an array of two integers [start_line, end_line] (1-based, inclusive; end_line -1 reads to the end), got {}",
+                self.semantics.json_value(got)
             )
         };
         if self.profile == Profile::PythonSdk {
@@ -383,8 +435,19 @@ impl Fields<'_> {
     }
 }
 
-/// Parses one input: a whole `tool_use` block or a bare `input` object.
+/// Parses one input: a whole `tool_use` block or a bare `input` object, answering a call that is
+/// not one under [`Semantics::CURRENT`].
 pub fn parse_value(value: &Value, root: &str, profile: Profile) -> Parsed {
+    parse_value_under(value, root, profile, Semantics::CURRENT)
+}
+
+/// [`parse_value`], with the error texts of `semantics`.
+pub fn parse_value_under(
+    value: &Value,
+    root: &str,
+    profile: Profile,
+    semantics: Semantics,
+) -> Parsed {
     if nests_too_deep(value) {
         let is_block = value.get("type").and_then(Value::as_str) == Some("tool_use");
         return Parsed {
@@ -410,7 +473,7 @@ pub fn parse_value(value: &Value, root: &str, profile: Profile) -> Parsed {
     if !is_block {
         return Parsed {
             tool_use_id: None,
-            command: parse_input(value, root, profile),
+            command: parse_input(value, root, profile, semantics),
         };
     }
     let tool_use_id = map.get("id").and_then(Value::as_str).map(str::to_string);
@@ -418,7 +481,7 @@ pub fn parse_value(value: &Value, root: &str, profile: Profile) -> Parsed {
         (Some(Value::String(name)), _) if name != "memory" => Err(format!(
             "Error: Tool '{name}' not found. This server only answers the memory tool (tool_use blocks named \"memory\")"
         )),
-        (_, Some(input)) => parse_input(input, root, profile),
+        (_, Some(input)) => parse_input(input, root, profile, semantics),
         (_, None) => Err(format!(
             "Error: The tool_use block has no \"input\" object. A valid input looks like {}",
             example("view", root)
@@ -431,28 +494,32 @@ pub fn parse_value(value: &Value, root: &str, profile: Profile) -> Parsed {
 }
 
 /// Parses one line of text (as `mnemo tool` reads it): JSON with no key twice in one object, then
-/// [`parse_value`].
+/// [`parse_value`]; a call that is not one is answered under [`Semantics::CURRENT`].
 pub fn parse_text(text: &str, root: &str, profile: Profile) -> Parsed {
+    parse_text_under(text, root, profile, Semantics::CURRENT)
+}
+
+/// [`parse_text`], with the error texts of `semantics` (as replay re-parses a rejected input).
+pub fn parse_text_under(text: &str, root: &str, profile: Profile, semantics: Semantics) -> Parsed {
     match parse_json(text) {
-        Ok(value) => parse_value(&value, root, profile),
+        Ok(value) => parse_value_under(&value, root, profile, semantics),
         Err(JsonError::Duplicate(key)) => Parsed {
             tool_use_id: None,
             command: Err(format!(
                 "Error: The input names the key {} more than once in one object; send each field once, for example {}",
-                shown_key(&key),
+                shown_key(&key, semantics),
                 example("view", root)
             )),
         },
-        Err(JsonError::Syntax(e)) if e.to_string().starts_with("recursion limit exceeded") => {
-            Parsed {
-                tool_use_id: None,
-                command: Err(too_deep()),
-            }
-        }
+        Err(JsonError::Syntax(e)) if semantics.nests_too_deep(text, &e) => Parsed {
+            tool_use_id: None,
+            command: Err(too_deep()),
+        },
         Err(JsonError::Syntax(e)) => Parsed {
             tool_use_id: None,
             command: Err(format!(
-                "Error: The input is not valid JSON ({e}). Send one JSON object per line, for example {}",
+                "Error: The input is not valid JSON ({}). Send one JSON object per line, for example {}",
+                semantics.not_json(&e),
                 example("view", root)
             )),
         },
@@ -460,12 +527,12 @@ pub fn parse_text(text: &str, root: &str, profile: Profile) -> Parsed {
 }
 
 /// A key as an error text names it: quoted, and cut after 64 characters.
-fn shown_key(key: &str) -> String {
+fn shown_key(key: &str, semantics: Semantics) -> String {
     let mut shown: String = key.chars().take(64).collect();
     if shown.len() < key.len() {
         shown.push('…');
     }
-    format!("{shown:?}")
+    semantics.quote(&shown)
 }
 
 /// Why [`parse_json`] refused a text.
@@ -481,7 +548,11 @@ impl std::fmt::Display for JsonError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             JsonError::Duplicate(key) => {
-                write!(f, "the key {} appears twice in one object", shown_key(key))
+                write!(
+                    f,
+                    "the key {} appears twice in one object",
+                    shown_key(key, Semantics::CURRENT)
+                )
             }
             JsonError::Syntax(e) => e.fmt(f),
         }
@@ -583,7 +654,12 @@ impl<'de> serde::de::Visitor<'de> for UniqueSeed<'_> {
     }
 }
 
-fn parse_input(input: &Value, root: &str, profile: Profile) -> Result<Command, String> {
+fn parse_input(
+    input: &Value,
+    root: &str,
+    profile: Profile,
+    semantics: Semantics,
+) -> Result<Command, String> {
     let Value::Object(map) = input else {
         return Err(format!(
             "Error: The memory tool input must be a JSON object, got {}. A valid input looks like {}",
@@ -611,6 +687,7 @@ fn parse_input(input: &Value, root: &str, profile: Profile) -> Result<Command, S
         command,
         root,
         profile,
+        semantics,
     };
     Ok(match command {
         "view" => Command::View {
@@ -641,7 +718,8 @@ fn parse_input(input: &Value, root: &str, profile: Profile) -> Result<Command, S
         other => {
             let shown: String = other.chars().take(64).collect();
             return Err(format!(
-                "Error: Unknown command {shown:?}; use one of: {COMMANDS}"
+                "Error: Unknown command {}; use one of: {COMMANDS}",
+                semantics.quote(&shown)
             ));
         }
     })
@@ -703,5 +781,46 @@ mod tests {
     #[test]
     fn the_error_texts_list_every_command() {
         assert_eq!(COMMANDS, COMMAND_NAMES.join(", "));
+    }
+}
+
+#[cfg(test)]
+mod depth {
+    use proptest::prelude::*;
+    use serde_json::Value;
+
+    use super::{MAX_INPUT_DEPTH, nests_too_deep, text_nests_too_deep};
+
+    /// JSON values up to 70 levels deep, with strings full of brackets, quotes and backslashes.
+    fn value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<i64>().prop_map(Value::from),
+            "[\\[\\]{}\"\\\\a]{0,6}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(70, 140, 3, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+                prop::collection::vec(("[\\[{\"\\\\k]{0,3}", inner), 0..3)
+                    .prop_map(|entries| Value::Object(entries.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// A chain of `n` arrays around `inner`.
+    fn nested(n: usize, inner: Value) -> Value {
+        (0..n).fold(inner, |v, _| Value::Array(vec![v]))
+    }
+
+    proptest! {
+        #[test]
+        fn text_and_value_are_refused_alike(v in value(), extra in 0usize..4) {
+            // Around the limit as often as not.
+            let v = nested(MAX_INPUT_DEPTH - 2 + extra, v);
+            let text = v.to_string();
+            prop_assert_eq!(text_nests_too_deep(text.as_bytes()), nests_too_deep(&v), "{}", text);
+            let pretty = serde_json::to_string_pretty(&v).expect("text");
+            prop_assert_eq!(text_nests_too_deep(pretty.as_bytes()), nests_too_deep(&v));
+        }
     }
 }

@@ -7,17 +7,21 @@
 mod command;
 mod limits;
 mod matcher;
+pub mod quote;
 pub(crate) mod render;
 pub mod request;
 mod semantics;
 mod server;
 mod tree;
+mod version;
 
 pub use command::{
-    COMMAND_NAMES, Command, JsonError, Parsed, Profile, parse_json, parse_text, parse_value,
+    COMMAND_NAMES, Command, JsonError, Parsed, Profile, parse_json, parse_text, parse_text_under,
+    parse_value, parse_value_under,
 };
 pub use limits::{DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_REQUEST_BYTES, Limits};
 pub use render::format_size;
 pub use semantics::{Answer, MAX_VIEW_LINES, answer};
 pub use server::{MnemoMemoryToolServer, ServerBuilder};
 pub use tree::{Change, Entry, NodeKind, Probe, TokenIssue, Tree};
+pub use version::Semantics;

@@ -6,19 +6,26 @@
 //! Both profiles share one code path; where they differ (the path echoed in messages, a few
 //! strings, `view_range` slicing, the `str_replace` snippet, `insert`'s newline handling) the
 //! difference is spelled out at that point with a `match` on the profile.
+//!
+//! Every call is answered under a [`Semantics`] version, the one its event records: the pieces of
+//! text that differ between versions (how a name or a JSON value the model sent is quoted, the
+//! words for a JSON error) come from that value's methods, so the versions share this code.
 
 use std::fmt::Write as _;
 
 use crate::error::Result;
 use crate::event::{Body, EventHash};
 use crate::paths::{MAX_PATH_BYTES, MAX_SEGMENT_BYTES, MemPath, PathRejection};
-use crate::policy::{ANY_AGENT, Access, AdminCommand, Policy, check_agent_id};
-use crate::token::{already_revoked, check_id, check_label, check_token_agent, unknown_id};
-use crate::tool::command::{Command, Profile, parse_text};
+use crate::policy::{ANY_AGENT, Access, AdminCommand, Policy, check_agent_id_under};
+use crate::token::{
+    already_revoked, check_id_under, check_label, check_token_agent_under, unknown_id,
+};
+use crate::tool::command::{Command, Profile, parse_text_under};
 use crate::tool::limits::Limits;
 use crate::tool::matcher::Occurrences;
 use crate::tool::render::{echoed, listing, numbered};
 use crate::tool::tree::{Change, NodeKind, Probe, TokenIssue, Tree};
+use crate::tool::version::Semantics;
 
 /// Most lines a file may have and still be viewed.
 pub const MAX_VIEW_LINES: usize = 999_999;
@@ -52,12 +59,12 @@ impl Answer {
     }
 }
 
-/// Answers `agent`'s call against `tree`: runs a parsed command under the access policy,
-/// re-parses a rejected input, or changes the policy.
-pub fn answer(tree: &dyn Tree, agent: &str, body: &Body) -> Result<Answer> {
+/// Answers `agent`'s call against `tree` under `semantics`: runs a parsed command under the
+/// access policy, re-parses a rejected input, or changes the policy.
+pub fn answer(tree: &dyn Tree, agent: &str, body: &Body, semantics: Semantics) -> Result<Answer> {
     match body {
         Body::Tool(call) => {
-            let root = match MemPath::root(&call.root) {
+            let root = match MemPath::root_under(&call.root, semantics) {
                 Ok(root) => root,
                 Err(msg) => return Ok(Answer::err(format!("Error: {msg}"))),
             };
@@ -68,48 +75,62 @@ pub fn answer(tree: &dyn Tree, agent: &str, body: &Body) -> Result<Answer> {
                 limits: call.limits,
                 agent,
                 policy: tree.policy()?,
+                semantics,
             };
             ctx.execute(&call.command)
         }
-        Body::Admin(command) => admin(tree, agent, command),
-        Body::Rejected(r) => Ok(match parse_text(&r.input, &r.root, r.profile).command {
-            Err(text) => Answer::err(text),
-            // A rejected input that parses now was not rejected by this parser: replay flags it.
-            Ok(_) => Answer::err(String::new()),
-        }),
+        Body::Admin(command) => admin(tree, agent, command, semantics),
+        Body::Rejected(r) => Ok(
+            match parse_text_under(&r.input, &r.root, r.profile, semantics).command {
+                Err(text) => Answer::err(text),
+                // A rejected input that parses now was not rejected by this parser: replay flags it.
+                Ok(_) => Answer::err(String::new()),
+            },
+        ),
         Body::RejectedDigest(d) => Ok(Answer::err(crate::tool::request::refusal_text(d))),
     }
 }
 
 /// Answers an admin command made by operator `by`.
-fn admin(tree: &dyn Tree, by: &str, command: &AdminCommand) -> Result<Answer> {
+fn admin(
+    tree: &dyn Tree,
+    by: &str,
+    command: &AdminCommand,
+    semantics: Semantics,
+) -> Result<Answer> {
     match command {
         AdminCommand::Grant {
             agent,
             prefix,
             access,
-        } => acl(tree, agent, prefix, Some(*access)),
-        AdminCommand::Revoke { agent, prefix } => acl(tree, agent, prefix, None),
+        } => acl(tree, agent, prefix, Some(*access), semantics),
+        AdminCommand::Revoke { agent, prefix } => acl(tree, agent, prefix, None, semantics),
         AdminCommand::IssueToken {
             id,
             agent,
             label,
             hash,
-        } => issue_token(tree, by, id, agent, label, *hash),
-        AdminCommand::RevokeToken { id } => revoke_token(tree, by, id),
+        } => issue_token(tree, by, id, agent, label, *hash, semantics),
+        AdminCommand::RevokeToken { id } => revoke_token(tree, by, id, semantics),
     }
 }
 
 /// Answers a grant of `access` to `agent` on `prefix`, or with `None` the revoke of that grant.
-fn acl(tree: &dyn Tree, agent: &str, prefix: &str, access: Option<Access>) -> Result<Answer> {
+fn acl(
+    tree: &dyn Tree,
+    agent: &str,
+    prefix: &str,
+    access: Option<Access>,
+    semantics: Semantics,
+) -> Result<Answer> {
     if agent != ANY_AGENT {
-        if let Err(msg) = check_agent_id(agent) {
+        if let Err(msg) = check_agent_id_under(agent, semantics) {
             return Ok(Answer::err(format!(
                 "Error: {msg}, or \"*\" for every agent"
             )));
         }
     }
-    let prefix = match MemPath::absolute(prefix) {
+    let prefix = match MemPath::absolute_under(prefix, semantics) {
         Ok(p) => p,
         Err(msg) => return Ok(Answer::err(format!("Error: {msg}"))),
     };
@@ -155,9 +176,10 @@ fn issue_token(
     agent: &str,
     label: &str,
     hash: EventHash,
+    semantics: Semantics,
 ) -> Result<Answer> {
-    let checked = check_id(id)
-        .and_then(|()| check_token_agent(agent))
+    let checked = check_id_under(id, semantics)
+        .and_then(|()| check_token_agent_under(agent, semantics))
         .and_then(|()| check_label(label));
     if let Err(msg) = checked {
         return Ok(Answer::err(format!("Error: {msg}")));
@@ -181,8 +203,8 @@ fn issue_token(
 }
 
 /// Answers the revocation of agent token `id` by operator `by`.
-fn revoke_token(tree: &dyn Tree, by: &str, id: &str) -> Result<Answer> {
-    if let Err(msg) = check_id(id) {
+fn revoke_token(tree: &dyn Tree, by: &str, id: &str, semantics: Semantics) -> Result<Answer> {
+    if let Err(msg) = check_id_under(id, semantics) {
         return Ok(Answer::err(format!("Error: {msg}")));
     }
     let Some(token) = tree.token(id)? else {
@@ -206,21 +228,24 @@ fn revoke_token(tree: &dyn Tree, by: &str, id: &str) -> Result<Answer> {
     ))
 }
 
-fn reject(raw: &str, root: &MemPath, why: PathRejection) -> Answer {
+fn reject(raw: &str, root: &MemPath, why: PathRejection, semantics: Semantics) -> Answer {
     let raw = &*echoed(raw);
     Answer::err(match why {
         PathRejection::Outside => format!("Path must start with {root}, got: {raw}"),
         PathRejection::Escape => format!("Path {raw} would escape {root} directory"),
         PathRejection::ControlCharacter(c) => format!(
-            "Error: Path {raw:?} contains the control character {c:?}; memory paths are plain text such as {root}/notes.txt"
+            "Error: Path {} contains the control character {}; memory paths are plain text such as {root}/notes.txt",
+            semantics.quote(raw),
+            semantics.control_character(c)
         ),
         PathRejection::InvisibleCharacter(c) => format!(
             "Error: Path {} contains the invisible character U+{:04X} (a bidi control or zero-width character, which can hide or reorder a name in a listing); memory paths are plain text such as {root}/notes.txt",
-            crate::paths::quote_visibly(raw),
+            semantics.quote_visibly(raw),
             u32::from(c)
         ),
         PathRejection::TooLong { len, max } => format!(
-            "Error: Path {raw:?} is too long ({len} bytes where at most {max} are allowed; paths are limited to {MAX_PATH_BYTES} bytes and names to {MAX_SEGMENT_BYTES}); use a shorter name under {root}"
+            "Error: Path {} is too long ({len} bytes where at most {max} are allowed; paths are limited to {MAX_PATH_BYTES} bytes and names to {MAX_SEGMENT_BYTES}); use a shorter name under {root}",
+            semantics.quote(raw)
         ),
     })
 }
@@ -240,6 +265,7 @@ struct Ctx<'a> {
     limits: Limits,
     agent: &'a str,
     policy: Policy,
+    semantics: Semantics,
 }
 
 /// `Error: ` in `spec`, nothing in `python-sdk` (whose runner sends the bare `ToolError` text).
@@ -260,7 +286,7 @@ impl Ctx<'_> {
                 },
                 path,
             }),
-            Err(why) => Err(reject(raw, self.root, why)),
+            Err(why) => Err(reject(raw, self.root, why, self.semantics)),
         }
     }
 
