@@ -81,6 +81,17 @@ pub enum Read {
     },
 }
 
+/// What an admin command asks a server to change (sent only in a build with the server).
+#[cfg_attr(not(feature = "serve"), expect(dead_code))]
+pub enum Change {
+    /// `mnemo acl grant` or `mnemo acl revoke`: the body of `POST /v1/acl`.
+    Acl(serde_json::Value),
+    /// `mnemo token create`.
+    IssueToken { agent: String, label: String },
+    /// `mnemo token revoke`.
+    RevokeToken { id: String },
+}
+
 #[cfg(feature = "serve")]
 pub use served::*;
 
@@ -94,10 +105,10 @@ mod served {
     use mnemo::serve::discovery::{Launch, Link, START_WAIT, live_server, unanswered};
     use mnemo::tool::format_size;
     use mnemo::tool::request::{Request, read_request};
-    use mnemo::{Head, RemoteClient, RemoteError};
+    use mnemo::{AdminRequest, Head, RemoteClient, RemoteError};
     use serde_json::Value;
 
-    use super::{Failure, Read, Remote, Start};
+    use super::{Change, Failure, Read, Remote, Start};
     use crate::{CliResult, ReportView, Session, event_line_parts};
 
     /// The server a read command talks to: the one --connect names, or the live one that holds
@@ -116,8 +127,7 @@ mod served {
     }
 
     /// Answers `read` through the server that holds `db` (or that --connect names), else with
-    /// `local` on the store itself. A server found by its file that stops before it answers is
-    /// left for the store, which it then no longer holds.
+    /// `local` on the store itself.
     pub fn read(
         db: &Path,
         remote: &Remote,
@@ -166,6 +176,37 @@ mod served {
                 Ok(crate::print_diff(&files, *as_json, path, *from, *to))
             }
         };
+        through(db, remote, served, local)
+    }
+
+    /// Makes `change` through the server that holds `db` (or that --connect names), recorded
+    /// under `operator`, else with `local` on the store itself. It prints what the local
+    /// command prints, and a refusal is the same error.
+    pub fn change(
+        db: &Path,
+        remote: &Remote,
+        operator: &str,
+        change: &Change,
+        local: impl FnOnce() -> CliResult,
+    ) -> CliResult {
+        let served = |client: &RemoteClient| {
+            if !fits_a_header(operator) {
+                return Ok(Err(format!("the operator name {operator:?} cannot be sent to the server that holds the store (an HTTP header carries printable ASCII only); pick another --as").into()));
+            }
+            apply(&client.with_agent(operator), change)
+        };
+        through(db, remote, served, local)
+    }
+
+    /// `served` on the server that holds `db` (or that --connect names), else `local` on the
+    /// store itself. A server found by its file that stops before anything was sent is left for
+    /// the store, which it then no longer holds; a server that started after the look is asked.
+    fn through(
+        db: &Path,
+        remote: &Remote,
+        served: impl Fn(&RemoteClient) -> Result<CliResult, RemoteError>,
+        local: impl FnOnce() -> CliResult,
+    ) -> CliResult {
         match read_client(db, remote)? {
             Some(client) => match served(&client) {
                 Err(e) if e.is_unreachable() && remote.connect.is_none() => local(),
@@ -180,6 +221,74 @@ mod served {
                 done => done,
             },
         }
+    }
+
+    /// One admin change through `client`, printed as the local command prints it.
+    fn apply(client: &RemoteClient, change: &Change) -> Result<CliResult, RemoteError> {
+        let revoke_route;
+        let token_body;
+        let request = match change {
+            Change::Acl(body) => AdminRequest::Post {
+                route: "/v1/acl",
+                body,
+            },
+            Change::IssueToken { agent, label } => {
+                token_body = serde_json::json!({"agent": agent, "label": label});
+                AdminRequest::Post {
+                    route: "/v1/tokens",
+                    body: &token_body,
+                }
+            }
+            Change::RevokeToken { id } => {
+                revoke_route = format!("/v1/tokens/{}", path_segment(id));
+                AdminRequest::Delete {
+                    route: &revoke_route,
+                }
+            }
+        };
+        let (status, body) = client.admin(request)?;
+        let answer: Value = serde_json::from_slice(&body).map_err(|e| protocol(client, &e))?;
+        let text = |key: &str| answer[key].as_str().map(str::to_string);
+        let seq = answer["seq"].as_u64();
+        match (status, text("result"), text("error"), seq) {
+            (200..=299, Some(result), _, Some(seq)) => {
+                let mut out = format!("{result} (seq {seq})\n");
+                if let Change::IssueToken { .. } = change {
+                    let token = text("token").ok_or_else(|| protocol(client, &"no \"token\""))?;
+                    eprintln!("{}", crate::KEEP_TOKEN);
+                    out.push_str(&token);
+                    out.push('\n');
+                }
+                Ok(print(out.as_bytes()))
+            }
+            // Refused by the store, and logged.
+            (400, _, Some(error), Some(seq)) => Ok(Err(crate::refused_text(&error, seq).into())),
+            // A change the server turned away before the store saw it (an agent id or a token
+            // id that is not valid; a token id that names no token, or one already revoked):
+            // nothing was logged, as the local command refuses it.
+            (400 | 404 | 409, _, Some(error), None) => {
+                Ok(Err(mnemo::Error::InvalidArgument(error).into()))
+            }
+            _ => Err(RemoteError::Refused {
+                url: client.url().to_string(),
+                status,
+                reason: text("error").unwrap_or_else(|| String::from_utf8_lossy(&body).into()),
+            }),
+        }
+    }
+
+    /// `text` as one segment of a URL path: bytes other than letters, digits, `-` and `_`
+    /// percent-encoded (`.` too, so `..` cannot reach another route).
+    fn path_segment(text: &str) -> String {
+        let mut out = String::with_capacity(text.len());
+        for byte in text.bytes() {
+            if byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_' {
+                out.push(char::from(byte));
+            } else {
+                out.push_str(&format!("%{byte:02X}"));
+            }
+        }
+        out
     }
 
     fn is_locked(e: &(dyn std::error::Error + 'static)) -> bool {
@@ -501,6 +610,19 @@ pub fn read(
     _db: &std::path::Path,
     remote: &Remote,
     _read: &Read,
+    local: impl FnOnce() -> crate::CliResult,
+) -> crate::CliResult {
+    refuse_connect(remote)?;
+    local()
+}
+
+/// Without the server feature every admin change is made on the store itself.
+#[cfg(not(feature = "serve"))]
+pub fn change(
+    _db: &std::path::Path,
+    remote: &Remote,
+    _operator: &str,
+    _change: &Change,
     local: impl FnOnce() -> crate::CliResult,
 ) -> crate::CliResult {
     refuse_connect(remote)?;

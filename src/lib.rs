@@ -46,7 +46,7 @@ pub use projection::{
     RETRY_TEXT_MAX, Recorded, Retry, RetryKind, Traced,
 };
 #[cfg(feature = "client")]
-pub use remote::{RemoteClient, RemoteError};
+pub use remote::{AdminRequest, RemoteClient, RemoteError};
 #[cfg(feature = "serve")]
 pub use serve::{ServeOptions, serve};
 pub use tool::{MnemoMemoryToolServer, Profile};

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use connect::{Read, Remote, Start};
+use connect::{Change, Read, Remote, Start};
 use mnemo::event::{Event, Seq};
 use mnemo::history::{
     LogQuery, absolute_path, describe, event_json, printable, record_at, records_at, select_events,
@@ -318,6 +318,8 @@ enum TokenCmd {
         label: String,
         #[command(flatten)]
         operator: Operator,
+        #[command(flatten)]
+        remote: Remote,
     },
     /// List the tokens: id, agent, label, when and by whom issued, revoked or not.
     List {
@@ -337,6 +339,8 @@ enum TokenCmd {
         db: Db,
         #[command(flatten)]
         operator: Operator,
+        #[command(flatten)]
+        remote: Remote,
     },
 }
 
@@ -363,6 +367,8 @@ struct AclTarget {
     /// The operator the change is recorded under.
     #[arg(long = "as", default_value = "cli")]
     operator: String,
+    #[command(flatten)]
+    remote: Remote,
 }
 
 fn parse_access(s: &str) -> Result<Access, String> {
@@ -1123,7 +1129,8 @@ fn run_import(_db: &Path, _dir: &Path, _agent: String, _root: String) -> CliResu
 }
 
 fn run_acl(command: AclCmd) -> CliResult {
-    let (db, operator, change) = match command {
+    // The change as the store records it, and as the body of `POST /v1/acl`.
+    let (db, operator, remote, body, change) = match command {
         AclCmd::List { db, json, remote } => {
             let read = Read::Rows {
                 route: "/v1/acl",
@@ -1145,6 +1152,8 @@ fn run_acl(command: AclCmd) -> CliResult {
         AclCmd::Grant { target, access } => (
             target.db,
             target.operator,
+            target.remote,
+            serde_json::json!({"action": "grant", "agent": &target.agent, "prefix": &target.prefix, "access": access.name()}),
             AdminCommand::Grant {
                 agent: target.agent,
                 prefix: target.prefix,
@@ -1154,16 +1163,24 @@ fn run_acl(command: AclCmd) -> CliResult {
         AclCmd::Revoke { target } => (
             target.db,
             target.operator,
+            target.remote,
+            serde_json::json!({"action": "revoke", "agent": &target.agent, "prefix": &target.prefix}),
             AdminCommand::Revoke {
                 agent: target.agent,
                 prefix: target.prefix,
             },
         ),
     };
-    let client = MnemoClient::open(&db.db, operator)?;
-    let receipt = client.admin(change)?;
+    connect::change(&db.db, &remote, &operator, &Change::Acl(body), || {
+        let client = MnemoClient::open(&db.db, operator.as_str())?;
+        print_receipt(&client.admin(change)?)
+    })
+}
+
+/// An admin change's answer as the CLI prints it: `RESULT (seq N)`, or the refusal as an error.
+fn print_receipt(receipt: &mnemo::Receipt) -> CliResult {
     if receipt.is_error {
-        return Err(refused(&receipt).into());
+        return Err(refused(receipt).into());
     }
     println!("{} (seq {})", receipt.text, receipt.seq);
     Ok(ExitCode::SUCCESS)
@@ -1355,19 +1372,25 @@ fn run_token(command: TokenCmd) -> CliResult {
             agent,
             label,
             operator,
+            remote,
         } => {
-            let client = MnemoClient::open(&db.db, operator.name)?;
-            let issued = mnemo::token::issue(&client, &agent, &label)?;
-            if issued.receipt.is_error {
-                return Err(refused(&issued.receipt).into());
-            }
-            eprintln!(
-                "mnemo: keep this token now, it is not shown again; send it as `Authorization: Bearer TOKEN` to `mnemo serve` on this store"
-            );
-            let mut out = std::io::stdout().lock();
-            writeln!(out, "{} (seq {})", issued.receipt.text, issued.receipt.seq)?;
-            writeln!(out, "{}", issued.token.text())?;
-            out.flush()?;
+            let change = Change::IssueToken {
+                agent: agent.clone(),
+                label: label.clone(),
+            };
+            connect::change(&db.db, &remote, &operator.name, &change, || {
+                let client = MnemoClient::open(&db.db, operator.name.as_str())?;
+                let issued = mnemo::token::issue(&client, &agent, &label)?;
+                if issued.receipt.is_error {
+                    return Err(refused(&issued.receipt).into());
+                }
+                eprintln!("{KEEP_TOKEN}");
+                let mut out = std::io::stdout().lock();
+                writeln!(out, "{} (seq {})", issued.receipt.text, issued.receipt.seq)?;
+                writeln!(out, "{}", issued.token.text())?;
+                out.flush()?;
+                Ok(ExitCode::SUCCESS)
+            })
         }
         TokenCmd::List { db, json, remote } => {
             let read = Read::Rows {
@@ -1375,7 +1398,7 @@ fn run_token(command: TokenCmd) -> CliResult {
                 as_json: json,
                 row: token_row,
             };
-            return connect::read(&db.db, &remote, &read, || {
+            connect::read(&db.db, &remote, &read, || {
                 let store = Store::open_current_read_only(&db.db)?;
                 let records = store.current_index()?.tokens()?;
                 let tokens: Vec<_> = mnemo::token::listed(&store, records)?
@@ -1383,18 +1406,21 @@ fn run_token(command: TokenCmd) -> CliResult {
                     .map(|t| t.to_json())
                     .collect();
                 print_rows(&tokens, json, token_row)
-            });
+            })
         }
-        TokenCmd::Revoke { id, db, operator } => {
-            let client = MnemoClient::open(&db.db, operator.name)?;
-            let receipt = mnemo::token::revoke(&client, &id)?;
-            if receipt.is_error {
-                return Err(refused(&receipt).into());
-            }
-            println!("{} (seq {})", receipt.text, receipt.seq);
+        TokenCmd::Revoke {
+            id,
+            db,
+            operator,
+            remote,
+        } => {
+            let change = Change::RevokeToken { id: id.clone() };
+            connect::change(&db.db, &remote, &operator.name, &change, || {
+                let client = MnemoClient::open(&db.db, operator.name.as_str())?;
+                print_receipt(&mnemo::token::revoke(&client, &id)?)
+            })
         }
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// Prints `rows` (as `--json` prints them, one per line; else each as `row` shows it).
@@ -1461,12 +1487,17 @@ fn history_header(file: Option<u64>, paths: &[String], asked: &str) -> String {
 /// An admin call's refusal as the CLI reports it (after `mnemo: error: `): the answer without its
 /// own `Error: ` prefix, and the seq it was logged as.
 fn refused(receipt: &mnemo::Receipt) -> String {
-    let text = receipt
-        .text
-        .strip_prefix("Error: ")
-        .unwrap_or(&receipt.text);
-    format!("{text} (refused; logged as seq {})", receipt.seq)
+    refused_text(&receipt.text, receipt.seq.0)
 }
+
+/// [`refused`] from the answer's text and seq (as a server sends them).
+fn refused_text(text: &str, seq: u64) -> String {
+    let text = text.strip_prefix("Error: ").unwrap_or(text);
+    format!("{text} (refused; logged as seq {seq})")
+}
+
+/// What `mnemo token create` says on stderr before it prints the new token.
+const KEEP_TOKEN: &str = "mnemo: keep this token now, it is not shown again; send it as `Authorization: Bearer TOKEN` to `mnemo serve` on this store";
 
 /// `n` and `noun`, plural unless `n` is 1: `1 file`, `3 files`.
 fn count(n: u64, noun: &str) -> String {

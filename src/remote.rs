@@ -97,6 +97,23 @@ impl RemoteError {
     }
 }
 
+/// A request to one of the server's admin routes, for [`RemoteClient::admin`].
+#[derive(Clone, Copy, Debug)]
+pub enum AdminRequest<'a> {
+    /// `POST` of a JSON body to `route`.
+    Post {
+        /// The route, such as `/v1/acl`.
+        route: &'a str,
+        /// The JSON body.
+        body: &'a Value,
+    },
+    /// `DELETE` of `route`, such as `/v1/tokens/ID`.
+    Delete {
+        /// The route.
+        route: &'a str,
+    },
+}
+
 /// A client of a `mnemo serve` process: the memory tool, the agent's memory files, and the
 /// operator's read routes. `Send + Sync`, cheap to clone (clones share connections).
 #[derive(Clone)]
@@ -184,11 +201,11 @@ impl RemoteClient {
         self.answer(sent)
     }
 
-    /// The body of a 2xx answer; anything else as an error.
-    fn answer(
+    /// The status and body of an answer, whatever the status.
+    fn answer_whole(
         &self,
         sent: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
-    ) -> Result<Vec<u8>, RemoteError> {
+    ) -> Result<(u16, Vec<u8>), RemoteError> {
         let response = sent.map_err(|e| self.failure(e))?;
         let status = response.status().as_u16();
         let mut body = Vec::new();
@@ -200,6 +217,15 @@ impl RemoteClient {
                 url: self.url.clone(),
                 why: e.to_string(),
             })?;
+        Ok((status, body))
+    }
+
+    /// The body of a 2xx answer; anything else as an error.
+    fn answer(
+        &self,
+        sent: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
+    ) -> Result<Vec<u8>, RemoteError> {
+        let (status, body) = self.answer_whole(sent)?;
         if (200..300).contains(&status) {
             return Ok(body);
         }
@@ -342,6 +368,26 @@ impl RemoteClient {
     /// returns its body as the server sent it (operator only).
     pub fn read(&self, route: &str, query: &[(&str, String)]) -> Result<Vec<u8>, RemoteError> {
         self.get(route, query)
+    }
+
+    /// Runs an admin route (`POST /v1/acl`, `POST /v1/tokens`, `DELETE /v1/tokens/ID`; operator
+    /// only) and returns its status and body whatever the status: a refusal's body carries
+    /// the seq it was logged as, which [`RemoteError::Refused`] does not keep.
+    pub fn admin(&self, change: AdminRequest<'_>) -> Result<(u16, Vec<u8>), RemoteError> {
+        let sent = match change {
+            AdminRequest::Post { route, body } => {
+                let request = self
+                    .http
+                    .post(format!("{}{route}", self.url))
+                    .header("Content-Type", "application/json");
+                self.authorize(request).send(body.to_string().as_bytes())
+            }
+            AdminRequest::Delete { route } => {
+                let request = self.http.delete(format!("{}{route}", self.url));
+                self.authorize(request).call()
+            }
+        };
+        self.answer_whole(sent)
     }
 
     /// Holds a connection to the server open until this process exits (or the server stops),

@@ -17,6 +17,8 @@ use serde_json::{Value, json};
 
 use crate::support::{TempStore, mnemo_command, run_mnemo_env, spawn_piped};
 
+// acl and token commands through the server.
+mod admin;
 // kill -9 loops, the MCP config twice, 16 client processes.
 mod processes;
 

@@ -14,15 +14,15 @@
 //! | `GET /v1/acl` | one JSON object per line, as `mnemo acl list --json` |
 //! | `POST /v1/acl` | `{"action": "grant", "agent", "prefix", "access"}` or `{"action": "revoke", "agent", "prefix"}` in, `{"seq", "result"}` out |
 //! | `GET /v1/tokens` | one JSON object per line, as `mnemo token list --json` |
-//! | `POST /v1/tokens` | `{"agent", "label"}` in, `{"id", "agent", "label", "seq", "token"}` out: the token, once |
-//! | `DELETE /v1/tokens/ID` | `{"seq", "result"}`; 404 for an unknown id, 409 for one already revoked |
+//! | `POST /v1/tokens` | `{"agent", "label"}` in, `{"id", "agent", "label", "seq", "result", "token"}` out: the token, once |
+//! | `DELETE /v1/tokens/ID` | `{"seq", "result"}`; 400 for an id that is not valid, 404 for an unknown id, 409 for one already revoked |
 //! | `GET /v1/attach`, `/v1/records?tag=`, `POST /v1/memory/oversized` | see [`clients`](super::clients) |
 //! | `/mcp` | MCP over streamable HTTP |
 //!
 //! A call to `/v1/memory` is recorded under the request's agent, like any memory-tool call, and
 //! its status is 200 whether the tool result is an error or not. The read routes are not logged
 //! and are the operator's. The admin routes are the operator's too; a change is an admin event
-//! recorded under the agent [`OPERATOR`], and one the store refuses (a revoke of a grant that is
+//! recorded under the name the operator gives in `X-Mnemo-Agent`, else [`OPERATOR`], and one the store refuses (a revoke of a grant that is
 //! not there) is logged with its error, answered 400 `{"error", "seq"}`. Errors are
 //! `{"error": "..."}` with a 4xx or 5xx status.
 
@@ -31,14 +31,14 @@ use std::sync::Arc;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Extension, Path, Query, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::auth::{Caller, Refusal};
+use super::auth::{AGENT_HEADER, Caller, Refusal};
 use super::{Shared, refuse};
 use crate::client::MnemoClient;
 use crate::event::Seq;
@@ -500,8 +500,15 @@ async fn admin_body<T: serde::de::DeserializeOwned>(body: Body, shape: &str) -> 
 }
 
 /// The client admin changes are recorded under: the operator.
-fn operator_client(shared: &Shared) -> Result<MnemoClient, Failure> {
-    Ok(shared.client().with_agent(OPERATOR)?)
+/// The client an admin change is recorded through: as the name the operator gave in
+/// `X-Mnemo-Agent` (`mnemo acl grant --as NAME` sends it), else as [`OPERATOR`].
+fn operator_client(shared: &Shared, headers: &HeaderMap) -> Result<MnemoClient, Failure> {
+    let name = match headers.get(AGENT_HEADER) {
+        // The caller was authenticated with this header, so it is visible ASCII.
+        Some(value) => value.to_str().unwrap_or(OPERATOR),
+        None => OPERATOR,
+    };
+    Ok(shared.client().with_agent(name)?)
 }
 
 /// The answer to an admin change: `{"seq", "result"}`, or 400 `{"error", "seq"}` when the store
@@ -562,6 +569,7 @@ const ACL_SHAPE: &str = r#"{"action": "grant", "agent": "planner", "prefix": "/m
 async fn acl_change(
     State(shared): State<Arc<Shared>>,
     Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
     body: Body,
 ) -> Result<Response, Failure> {
     operator(&caller)?;
@@ -582,7 +590,7 @@ async fn acl_change(
         },
         AclChange::Revoke { agent, prefix } => AdminCommand::Revoke { agent, prefix },
     };
-    let client = operator_client(&shared)?;
+    let client = operator_client(&shared, &headers)?;
     let receipt = blocking(move || Ok(client.admin(command)?)).await?;
     Ok(admin_answer(&receipt))
 }
@@ -612,12 +620,13 @@ struct TokenRequest {
 async fn token_create(
     State(shared): State<Arc<Shared>>,
     Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
     body: Body,
 ) -> Result<Response, Failure> {
     operator(&caller)?;
     let wanted: TokenRequest =
         admin_body(body, r#"{"agent": "planner", "label": "ci runner"}"#).await?;
-    let client = operator_client(&shared)?;
+    let client = operator_client(&shared, &headers)?;
     let (agent, label) = (wanted.agent.clone(), wanted.label.clone());
     let issued = blocking(move || Ok(token::issue(&client, &wanted.agent, &wanted.label)?)).await?;
     if issued.receipt.is_error {
@@ -628,6 +637,7 @@ async fn token_create(
         "agent": agent,
         "label": label,
         "seq": issued.receipt.seq.0,
+        "result": issued.receipt.text,
         "token": issued.token.text(),
     });
     // The token is shown this once: no cache may keep it.
@@ -641,10 +651,12 @@ async fn token_create(
 async fn token_revoke(
     State(shared): State<Arc<Shared>>,
     Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<Response, Failure> {
     operator(&caller)?;
-    let client = operator_client(&shared)?;
+    token::check_id(&id).map_err(|why| Failure::Client(StatusCode::BAD_REQUEST, why))?;
+    let client = operator_client(&shared, &headers)?;
     let receipt = blocking(move || match client.token(&id)? {
         None => Err(Failure::Client(
             StatusCode::NOT_FOUND,
