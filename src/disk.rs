@@ -71,6 +71,7 @@ use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 
 use crate::error::{Error, Result};
+use crate::failpoint::{Failpoint, Failpoints};
 use crate::log::Head;
 
 mod copy;
@@ -123,15 +124,15 @@ pub(crate) struct DiskSync {
 impl DiskSync {
     /// `fsync`s what under `root` may hold unsynced data. On an error nothing is remembered as
     /// synced, so the next sync does everything again.
-    pub(crate) fn sync(&mut self, root: &Path) -> Result<()> {
-        let result = self.sync_dir(root, root);
+    pub(crate) fn sync(&mut self, root: &Path, faults: &Failpoints) -> Result<()> {
+        let result = self.sync_dir(root, root, faults);
         if result.is_err() {
             *self = DiskSync::default();
         }
         result
     }
 
-    fn sync_dir(&mut self, root: &Path, dir: &Path) -> Result<()> {
+    fn sync_dir(&mut self, root: &Path, dir: &Path, faults: &Failpoints) -> Result<()> {
         let mut listing = Vec::new();
         for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
             let entry = entry.map_err(|e| Error::io(dir, e))?;
@@ -143,20 +144,27 @@ impl DiskSync {
             };
             listing.push((entry.file_name(), meta.ino()));
             if meta.is_dir() {
-                self.sync_dir(root, &path)?;
+                self.sync_dir(root, &path, faults)?;
             } else if meta.is_file() {
-                self.sync_file(root, path, &meta)?;
+                self.sync_file(root, path, &meta, faults)?;
             }
         }
         listing.sort_unstable();
         if self.dirs.get(dir) != Some(&listing) {
+            faults.check(Failpoint::Fsync)?;
             fsync_path(dir)?;
             self.dirs.insert(dir.to_path_buf(), listing);
         }
         Ok(())
     }
 
-    fn sync_file(&mut self, root: &Path, path: PathBuf, meta: &std::fs::Metadata) -> Result<()> {
+    fn sync_file(
+        &mut self,
+        root: &Path,
+        path: PathBuf,
+        meta: &std::fs::Metadata,
+        faults: &Failpoints,
+    ) -> Result<()> {
         if path.parent() == Some(root) && path.file_name() == Some(HEAD_FILE.as_ref()) {
             return Ok(());
         }
@@ -169,6 +177,7 @@ impl DiskSync {
                 self.db = Some((file, meta.ino()));
             }
             if let Some((file, _)) = &self.db {
+                faults.check(Failpoint::Fsync)?;
                 file.sync_all().map_err(|e| Error::io(&path, e))?;
             }
             return Ok(());
@@ -176,6 +185,7 @@ impl DiskSync {
         let stamp = Stamp::of(meta);
         if self.files.get(&path) != Some(&stamp) {
             if let Some(file) = open_to_sync(&path, Kind::File)? {
+                faults.check(Failpoint::Fsync)?;
                 file.sync_all().map_err(|e| Error::io(&path, e))?;
                 self.files.insert(path, stamp);
             }
@@ -691,15 +701,36 @@ mod tests {
     fn a_sync_after_a_new_file_appears_syncs_it_and_its_directory() {
         let dir = tempfile::tempdir().expect("temp dir");
         let mut sync = DiskSync::default();
+        // Each fsync is one step of the store's failpoints: the count is the fsyncs made.
+        let fsyncs = Failpoints::default();
         std::fs::write(dir.path().join("db"), b"log").expect("db");
-        sync.sync(dir.path()).expect("first sync");
+        sync.sync(dir.path(), &fsyncs).expect("first sync");
+        assert_eq!(fsyncs.steps(), 2, "db and its directory");
         assert!(sync.dirs.contains_key(dir.path()));
         let before = sync.dirs[dir.path()].len();
         std::fs::create_dir(dir.path().join("blobs")).expect("blobs");
         std::fs::write(dir.path().join("blobs").join("1"), b"blob").expect("blob");
-        sync.sync(dir.path()).expect("second sync");
+        sync.sync(dir.path(), &fsyncs).expect("second sync");
+        assert_eq!(
+            fsyncs.steps(),
+            2 + 4,
+            "db, blobs/1, blobs and the changed root"
+        );
         assert_eq!(sync.dirs[dir.path()].len(), before + 1);
         assert!(sync.files.contains_key(&dir.path().join("blobs").join("1")));
+        sync.sync(dir.path(), &fsyncs).expect("third sync");
+        assert_eq!(
+            fsyncs.steps(),
+            6 + 1,
+            "nothing changed but db, which sled may have written"
+        );
+        // A failed fsync forgets what was synced: the next sync does everything again.
+        fsyncs.countdown(1);
+        sync.sync(dir.path(), &fsyncs)
+            .expect_err("the injected fsync failure");
+        sync.sync(dir.path(), &fsyncs)
+            .expect("a sync after the failure");
+        assert_eq!(fsyncs.steps(), 8 + 4, "every file and directory again");
     }
 
     #[test]
@@ -710,7 +741,7 @@ mod tests {
         let meta = std::fs::metadata(&blob).expect("metadata");
         std::fs::remove_file(&blob).expect("remove");
         let mut sync = DiskSync::default();
-        sync.sync_file(dir.path(), blob.clone(), &meta)
+        sync.sync_file(dir.path(), blob.clone(), &meta, &Failpoints::default())
             .expect("a vanished file is not an error");
         assert!(!sync.files.contains_key(&blob), "nothing was synced");
     }

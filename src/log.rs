@@ -348,7 +348,8 @@ fn build_new_store(dir: &Path, permissions: Option<std::fs::Permissions>) -> Res
     close_quietly(db);
     marked?;
     wait_for_sled_to_let_go(&dir.join("db"))?;
-    DiskSync::default().sync(dir)
+    // A store being made has no failpoints armed yet.
+    DiskSync::default().sync(dir, &Failpoints::default())
 }
 
 /// Waits until no sled thread holds `db` open any longer (sled's lock on it is free), so that
@@ -582,6 +583,7 @@ impl Store {
     /// after a durable commit. Not fsynced itself, so it can lag the log after a power loss but
     /// never run ahead of it.
     pub(crate) fn record_head(&self, head: Head) -> Result<()> {
+        self.failpoints.check(Failpoint::HeadRecord)?;
         self.disk()?.head.write(&self.path, head)
     }
 
@@ -691,16 +693,19 @@ impl Store {
         };
         let newest = frames.iter().map(|f| f.version).max().unwrap_or(0);
         if newest > self.format.load(Ordering::Relaxed) {
+            self.failpoints.check(Failpoint::Format)?;
             self.meta.insert(FORMAT_KEY, &[newest])?;
             self.format.fetch_max(newest, Ordering::Relaxed);
         }
         for frame in frames {
+            self.failpoints.check(Failpoint::Event)?;
             self.events.insert(frame.seq.key(), frame.encode())?;
         }
         let head = Head {
             seq: last.seq,
             hash: last.hash,
         };
+        self.failpoints.check(Failpoint::Head)?;
         self.meta.insert(HEAD_KEY, head.encode())?;
         Ok(head)
     }
@@ -738,16 +743,18 @@ impl Store {
         match mode {
             Durability::Buffered => Ok(()),
             Durability::Flush => {
+                self.failpoints.check(Failpoint::Flush)?;
                 self.db.flush()?;
                 Ok(())
             }
             Durability::Fsync => {
+                self.failpoints.check(Failpoint::Flush)?;
                 self.db.flush()?;
                 // IMPORTANT: sled 0.34's flush uses sync_file_range on Linux, which does not make
                 // data durable (sled issue #1452) nor persist file growth. fsync every file and
                 // directory of the store that may hold unsynced data, so an acknowledged write
                 // survives power loss.
-                self.disk()?.sync.sync(&self.path)
+                self.disk()?.sync.sync(&self.path, &self.failpoints)
             }
         }
     }

@@ -22,6 +22,8 @@ mod discovery;
 mod content;
 // kill -9 crash loops: small edits, large directory renames and deletes.
 mod crash;
+// A failure at every I/O step of a session, by the failpoint countdown.
+mod fault_steps;
 // Failpoints on the write path: error results, poisoning, recovery on reopen.
 mod faults;
 // Calls over 4 KiB that fail: logged as digests, echoes bounded, retries, log and history.

@@ -1,0 +1,213 @@
+//! A failure at every I/O step of a session, one step per run, through the store's failpoint
+//! countdown: the format marker, each event record (a torn batch), the head, the index batch,
+//! the flush, each `fsync`, the head record, and the same at close. Whichever step fails:
+//!
+//! - every write that was acknowledged is in the log with the answer it got, and so is every
+//!   read or refused call answered before the last acknowledged write;
+//! - the log is a prefix of the log of the same session without the failure: no call answered
+//!   with the store's failure, nor any call after it (the store poisons), lands after what was
+//!   acknowledged, and nothing forks the chain;
+//! - the store reopens, verifies intact, holds the tree the fault-free session held at that seq,
+//!   and takes a write again.
+
+use mnemo::history::records_at;
+use mnemo::{Durability, Event, MemPath, MnemoClient, MnemoMemoryToolServer, Outcome, Seq};
+use serde_json::{Value, json};
+
+use crate::support::TempStore;
+
+fn open(store: &TempStore) -> MnemoMemoryToolServer {
+    let client = MnemoClient::builder(store.path())
+        .agent_id("steps")
+        .durability(Durability::Fsync)
+        .open()
+        .expect("the store opens");
+    MnemoMemoryToolServer::new(client)
+}
+
+/// A session as agents make them: writes, listings and file views between them, a refused call.
+fn session() -> Vec<Value> {
+    let inputs = [
+        json!({"command": "create", "path": "/memories/a.md", "file_text": "one\ntwo\n"}),
+        json!({"command": "view", "path": "/memories"}),
+        json!({"command": "create", "path": "/memories/d/b.md", "file_text": "b\n"}),
+        json!({"command": "str_replace", "path": "/memories/a.md", "old_str": "one", "new_str": "1"}),
+        json!({"command": "view", "path": "/memories/a.md"}),
+        json!({"command": "view", "path": "/memories/../etc/passwd"}),
+        json!({"command": "insert", "path": "/memories/d/b.md", "insert_line": 1, "insert_text": "c\n"}),
+        json!({"command": "rename", "old_path": "/memories/d/b.md", "new_path": "/memories/c.md"}),
+        json!({"command": "view", "path": "/memories"}),
+        json!({"command": "delete", "path": "/memories/a.md"}),
+        json!({"command": "view", "path": "/memories/c.md"}),
+    ];
+    inputs
+        .into_iter()
+        .enumerate()
+        .map(|(i, input)| json!({"type": "tool_use", "id": format!("toolu_{i}"), "name": "memory", "input": input}))
+        .collect()
+}
+
+/// One call's answer, and whether the store acknowledged it (it did not fail to record it).
+struct Answer {
+    id: String,
+    text: String,
+    is_error: bool,
+    acknowledged: bool,
+    write: bool,
+}
+
+/// Runs the session on a new store, with the `fail_at`-th step from the open failing; returns
+/// the answers and the steps the session passed (before the close).
+fn run(store: &TempStore, fail_at: u64) -> (Vec<Answer>, u64) {
+    let server = open(store);
+    let faults = server.client().store().failpoints();
+    let start = faults.steps();
+    faults.countdown(fail_at);
+    let mut answers = Vec::new();
+    for block in session() {
+        let failures = server.store_failures();
+        let result = server.handle(&block);
+        answers.push(Answer {
+            id: block["id"].as_str().expect("id").to_string(),
+            text: result["content"].as_str().expect("text").to_string(),
+            is_error: result["is_error"] == true,
+            acknowledged: server.store_failures() == failures,
+            write: block["input"]["command"] != "view",
+        });
+    }
+    let steps = faults.steps() - start;
+    (answers, steps)
+}
+
+/// What identifies an event apart from its time: who, which call, what, and its answer.
+fn identity(event: &Event) -> (String, Option<String>, String, Outcome) {
+    (
+        event.header.agent.clone(),
+        event.header.tool_use_id.clone(),
+        format!("{:?}", event.body),
+        event.header.outcome,
+    )
+}
+
+fn log_of(client: &MnemoClient) -> Vec<Event> {
+    client
+        .events(Seq(1))
+        .expect("events")
+        .map(|e| e.expect("an event"))
+        .collect()
+}
+
+/// The files of the store, as (path, content).
+fn tree(client: &MnemoClient, at: Option<Seq>) -> Vec<(String, String)> {
+    let root = MemPath::root("/memories").expect("root");
+    records_at(client.store(), &root, at)
+        .expect("records")
+        .into_iter()
+        .map(|r| (r.path, r.content))
+        .collect()
+}
+
+#[test]
+fn a_failure_at_any_io_step_loses_nothing_acknowledged_and_recovers() {
+    let clean = TempStore::new();
+    let (clean_answers, steps) = run(&clean, 0);
+    assert!(clean_answers.iter().all(|a| a.acknowledged));
+    assert!(
+        steps > session().len() as u64,
+        "every call passes steps: {steps}"
+    );
+    let clean_client = open(&clean).client().clone();
+    let clean_log: Vec<_> = log_of(&clean_client).iter().map(identity).collect();
+    assert_eq!(clean_log.len(), session().len());
+
+    // Past the session's own steps the countdown reaches those of the close.
+    let mut failed_at_close = 0;
+    let mut places = std::collections::BTreeSet::new();
+    for fail_at in 1..=steps + 6 {
+        let store = TempStore::new();
+        let (answers, _) = run(&store, fail_at);
+        let server = open(&store);
+        let client = server.client();
+        let report = client.verify().expect("verify");
+        assert!(report.is_intact(), "step {fail_at}: {report:?}");
+        let log: Vec<_> = log_of(client).iter().map(identity).collect();
+        assert!(
+            log.len() <= clean_log.len() && log[..] == clean_log[..log.len()],
+            "step {fail_at}: the log is not a prefix of the fault-free log:\n{log:#?}"
+        );
+        let last_acknowledged_write = answers
+            .iter()
+            .rposition(|a| a.write && a.acknowledged)
+            .map_or(0, |i| i + 1);
+        for (i, answer) in answers.iter().enumerate() {
+            let logged = log
+                .iter()
+                .find(|(_, id, _, _)| id.as_deref() == Some(answer.id.as_str()));
+            match logged {
+                Some((_, _, _, outcome)) if answer.acknowledged => assert_eq!(
+                    *outcome,
+                    Outcome::of(answer.is_error, &answer.text),
+                    "step {fail_at}: {} was logged with another answer",
+                    answer.id
+                ),
+                None if answer.acknowledged => assert!(
+                    !answer.write && i >= last_acknowledged_write,
+                    "step {fail_at}: acknowledged call {} is not in the log",
+                    answer.id
+                ),
+                _ => {}
+            }
+        }
+        let unacknowledged = answers.iter().position(|a| !a.acknowledged);
+        match unacknowledged {
+            // Poisoned from the failure on: every later call got the failure too.
+            Some(first) => {
+                assert!(
+                    answers[first..].iter().all(|a| !a.acknowledged),
+                    "step {fail_at}: a call after the failure was acknowledged"
+                );
+                // The answer names the place that failed: "failpoint Event (step 3)".
+                let text = &answers[first].text;
+                let place = text
+                    .split("failpoint ")
+                    .nth(1)
+                    .and_then(|rest| rest.split(' ').next())
+                    .unwrap_or_else(|| panic!("step {fail_at}: {text}"));
+                places.insert(place.to_string());
+            }
+            None => failed_at_close += 1,
+        }
+        let at = Seq(log.len() as u64);
+        let expected = match at {
+            Seq(0) => Vec::new(),
+            at => tree(&clean_client, Some(at)),
+        };
+        assert_eq!(tree(client, None), expected, "step {fail_at}");
+        let again = server
+            .handle(&json!({"command": "create", "path": "/memories/after.md", "file_text": "x"}));
+        assert!(again.get("is_error").is_none(), "step {fail_at}: {again}");
+        assert!(
+            client.verify().expect("verify").is_intact(),
+            "step {fail_at}"
+        );
+    }
+    assert!(
+        failed_at_close > 0,
+        "the countdown also reached the steps of the close"
+    );
+    // Every place a commit passes was made to fail at least once (the index is written in the
+    // background, so it may be reached only at the close).
+    let expected = [
+        "Answer",
+        "Append",
+        "Event",
+        "Flush",
+        "Fsync",
+        "Head",
+        "HeadRecord",
+        "Sync",
+    ];
+    for place in expected {
+        assert!(places.contains(place), "{place} never failed: {places:?}");
+    }
+}
