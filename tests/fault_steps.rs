@@ -10,8 +10,11 @@
 //! - the store reopens, verifies intact, holds the tree the fault-free session held at that seq,
 //!   and takes a write again.
 
+use std::collections::BTreeMap;
+
 use mnemo::history::records_at;
 use mnemo::{Durability, Event, MemPath, MnemoClient, MnemoMemoryToolServer, Outcome, Seq};
+use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use crate::support::TempStore;
@@ -209,5 +212,126 @@ fn a_failure_at_any_io_step_loses_nothing_acknowledged_and_recovers() {
     ];
     for place in expected {
         assert!(places.contains(place), "{place} never failed: {places:?}");
+    }
+}
+
+/// One step of the proptest below.
+#[derive(Clone, Debug)]
+enum Op {
+    Create(u8, u8),
+    Delete(u8),
+    View,
+    /// The n-th I/O step from now fails.
+    Countdown(u8),
+    Reopen,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        5 => (0u8..5, any::<u8>()).prop_map(|(f, c)| Op::Create(f, c)),
+        2 => (0u8..5).prop_map(Op::Delete),
+        2 => Just(Op::View),
+        2 => (1u8..24).prop_map(Op::Countdown),
+        1 => Just(Op::Reopen),
+    ]
+}
+
+/// The files of the store now, as (path, content).
+fn files(server: &MnemoMemoryToolServer) -> BTreeMap<String, String> {
+    server
+        .client()
+        .records_by_tag("memorytool")
+        .expect("records")
+        .into_iter()
+        .map(|r| (r.path, r.content))
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("MNEMO_FAULT_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(24),
+        ..ProptestConfig::default()
+    })]
+
+    /// Calls, a failure at a random I/O step and reopens against a model: an acknowledged change
+    /// is always there; the call the failure hit is either there or not, and nothing after it
+    /// (the store refuses every call until reopened); a failure at the close loses no change;
+    /// the store always verifies.
+    #[test]
+    fn a_countdown_at_any_step_against_a_model(ops in proptest::collection::vec(op(), 1..40)) {
+        let store = TempStore::new();
+        let mut server = Some(open(&store));
+        let mut model: BTreeMap<String, String> = BTreeMap::new();
+        // The change whose call the failure hit: it may or may not have landed.
+        let mut uncertain: Option<(String, Option<String>)> = None;
+        let mut poisoned = false;
+        for op in &ops {
+            let srv = server.as_ref().expect("open");
+            let (input, change) = match op {
+                Op::Countdown(n) => {
+                    srv.client().store().failpoints().countdown(u64::from(*n));
+                    continue;
+                }
+                Op::Reopen => {
+                    drop(server.take());
+                    let reopened = open(&store);
+                    prop_assert!(reopened.client().verify().expect("verify").is_intact());
+                    let found = files(&reopened);
+                    if let Some((path, after)) = uncertain.take() {
+                        let mut landed = model.clone();
+                        match after {
+                            Some(text) => landed.insert(path, text),
+                            None => landed.remove(&path),
+                        };
+                        prop_assert!(found == model || found == landed, "{:?}", found);
+                        model = found.clone();
+                    }
+                    prop_assert_eq!(&found, &model);
+                    server = Some(reopened);
+                    poisoned = false;
+                    continue;
+                }
+                Op::View => (json!({"command": "view", "path": "/memories"}), None),
+                Op::Create(f, c) => {
+                    let path = format!("/memories/f{f}.md");
+                    let change = (!model.contains_key(&path)).then(|| (path.clone(), Some(c.to_string())));
+                    (json!({"command": "create", "path": path, "file_text": c.to_string()}), change)
+                }
+                Op::Delete(f) => {
+                    let path = format!("/memories/f{f}.md");
+                    let change = model.contains_key(&path).then(|| (path.clone(), None));
+                    (json!({"command": "delete", "path": path}), change)
+                }
+            };
+            let failures = srv.store_failures();
+            let out = srv.handle(&input);
+            let acknowledged = srv.store_failures() == failures;
+            if poisoned {
+                prop_assert!(!acknowledged, "a call after the failure was acknowledged: {}", out);
+            } else if !acknowledged {
+                poisoned = true;
+                uncertain = change;
+            } else if let Some((path, after)) = change {
+                prop_assert!(out.get("is_error").is_none(), "{}", out);
+                match after {
+                    Some(text) => model.insert(path, text),
+                    None => model.remove(&path),
+                };
+            }
+        }
+        drop(server.take());
+        let server = open(&store);
+        prop_assert!(server.client().verify().expect("verify").is_intact());
+        let found = files(&server);
+        if let Some((path, after)) = uncertain {
+            let mut landed = model.clone();
+            match after {
+                Some(text) => landed.insert(path, text),
+                None => landed.remove(&path),
+            };
+            prop_assert!(found == model || found == landed, "{:?}", found);
+        } else {
+            prop_assert_eq!(found, model);
+        }
     }
 }

@@ -155,7 +155,7 @@ fn a_capped_view_stops_at_a_line_and_says_how_to_page() {
 }
 
 /// Large files fill the writer's index changes fast: they are handed to the background thread
-/// about every `INDEX_MAX_BYTES` (calls would wait for it once `INDEX_OVERFLOW` times that were
+/// about every `INDEX_BATCH_BYTES` (calls would wait for it once `INDEX_OVERFLOW` times that were
 /// held; on this machine it keeps up). Nothing may be lost on the way, and every file reads back
 /// whole.
 #[test]
@@ -163,7 +163,7 @@ fn large_files_written_faster_than_the_index_batches_all_read_back() {
     let s = TempStore::new();
     let server = s.server(); // buffered: calls do not wait for fsyncs, so they outpace sled
     let size = 512 * 1024;
-    let files = 2 * mnemo::INDEX_OVERFLOW * mnemo::INDEX_MAX_BYTES / size;
+    let files = 2 * mnemo::INDEX_OVERFLOW * mnemo::INDEX_BATCH_BYTES / size;
     for i in 0..files {
         let text = format!("{i:08}").repeat(size / 8);
         let (out, is_error) = call(

@@ -16,7 +16,7 @@
 //! | `verify` ([`crate::verify`]) | in memory, listing lines kept | all, chain-checked ahead on a thread of its own | the outcome and duplicate-call checks, the index comparison |
 //!
 //! [`Replay::apply`] (through `answer`) is the one place where a replay answers an event again.
-//! The live writer answers new calls itself (`src/writer.rs`), through the same
+//! The live writer answers new calls itself (`src/writer/`), through the same
 //! [`Projection::run_traced`].
 //!
 //! The loop trusts its source for the order and integrity of what it is given: stored events
