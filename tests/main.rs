@@ -26,6 +26,8 @@ mod crash;
 mod fault_steps;
 // Failpoints on the write path: error results, poisoning, recovery on reopen.
 mod faults;
+// The library's layering: no new import cycle, no new core -> storage import.
+mod layering;
 // Calls over 4 KiB that fail: logged as digests, echoes bounded, retries, log and history.
 mod failed;
 // Fixture stores written by earlier builds re-verify, event for event.
