@@ -33,6 +33,8 @@ const LAYERS: &[&[&str]] = &[
     &["log"],
     &["writer"],
     &["registry"],
+    // A client of a server: the backend of a client of a store that a server holds.
+    &["remote"],
     &["client"],
     &["token"],
     // What reads and serves a store.
@@ -41,7 +43,6 @@ const LAYERS: &[&[&str]] = &[
     &["inspect"],
     &["verify"],
     &["transfer"],
-    &["remote"],
     &["mcp"],
     &["serve"],
 ];
