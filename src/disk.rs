@@ -72,7 +72,7 @@ use rustix::io::Errno;
 
 use crate::error::{Error, Result};
 use crate::failpoint::{Failpoint, Failpoints};
-use crate::log::Head;
+use crate::head::Head;
 
 mod copy;
 mod extent;

@@ -9,6 +9,7 @@ pub mod disk;
 mod error;
 pub mod event;
 pub mod failpoint;
+mod head;
 pub mod history;
 pub mod inspect;
 mod kv;

@@ -30,8 +30,9 @@ use sled::{Transactional, Tree};
 
 use crate::disk::{DiskSync, HeadRecord, StoreFiles};
 use crate::error::{Error, Result};
-use crate::event::{EventHash, FORMAT_VERSION, Frame, Seq};
+use crate::event::{FORMAT_VERSION, Frame, Seq};
 use crate::failpoint::{Failpoint, Failpoints};
+pub use crate::head::Head;
 use crate::kv::{IndexTrees, Pending};
 use crate::replay::chain::Chain;
 use crate::unwind::{self, catch_quietly};
@@ -78,62 +79,6 @@ impl Durability {
             "buffered" => Some(Durability::Buffered),
             _ => None,
         }
-    }
-}
-
-/// The last event: its seq and hash.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Head {
-    /// The last seq (0 for an empty log).
-    pub seq: Seq,
-    /// Its hash ([`EventHash::ZERO`] for an empty log).
-    pub hash: EventHash,
-}
-
-impl Head {
-    /// The head of an empty log.
-    pub const EMPTY: Head = Head {
-        seq: Seq(0),
-        hash: EventHash::ZERO,
-    };
-
-    /// Parses a checkpoint written as `SEQ:HASH` (the form `mnemo verify` prints).
-    pub fn parse(text: &str) -> Result<Head> {
-        let bad = || {
-            Error::InvalidArgument(format!(
-                "checkpoint {text:?} is not SEQ:HASH (a seq, a colon and 64 hex digits, as `mnemo verify` prints it)"
-            ))
-        };
-        let (seq, hash) = text.trim().split_once(':').ok_or_else(bad)?;
-        Ok(Head {
-            seq: Seq(seq.parse().map_err(|_| bad())?),
-            hash: EventHash::from_hex(hash).ok_or_else(bad)?,
-        })
-    }
-
-    fn encode(&self) -> Vec<u8> {
-        let mut v = self.seq.0.to_be_bytes().to_vec();
-        v.extend_from_slice(&self.hash.0);
-        v
-    }
-
-    fn decode(bytes: &[u8]) -> Result<Head> {
-        if bytes.len() != 40 {
-            return Err(Error::corrupt("meta.head is not 40 bytes"));
-        }
-        let mut hash = [0; 32];
-        hash.copy_from_slice(&bytes[8..]);
-        Ok(Head {
-            seq: Seq::from_key(&bytes[..8]).unwrap_or(Seq(0)),
-            hash: EventHash(hash),
-        })
-    }
-}
-
-impl std::fmt::Display for Head {
-    /// `SEQ:HASH`, the checkpoint form.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}", self.seq, self.hash)
     }
 }
 

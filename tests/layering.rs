@@ -26,6 +26,7 @@ const LAYERS: &[&[&str]] = &[
     &["tool"],
     // The event format, the index and the store.
     &["event"],
+    &["head"],
     &["kv"],
     &["projection"],
     &["replay"],
@@ -59,7 +60,6 @@ const KNOWN: &[&str] = &[
     "client -> serve",
     "client -> token",
     "client -> verify",
-    "disk -> log",
     "history -> lineage",
     "kv -> projection",
     "paths -> tool",
