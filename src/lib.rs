@@ -26,6 +26,7 @@ mod remote;
 pub mod replay;
 #[cfg(feature = "serve")]
 pub mod serve;
+mod time;
 pub mod token;
 pub mod tool;
 pub mod transfer;

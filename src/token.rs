@@ -18,9 +18,9 @@ use serde_json::{Value, json};
 use crate::client::MnemoClient;
 use crate::error::{Error, Result};
 use crate::event::{Event, EventHash, Seq};
-use crate::history::utc;
 use crate::log::Store;
 use crate::policy::{ANY_AGENT, AdminCommand, check_agent_id_under};
+use crate::time::utc;
 use crate::tool::Semantics;
 use crate::writer::Receipt;
 

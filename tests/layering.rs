@@ -19,7 +19,7 @@ const BINARY: [&str; 3] = ["main.rs", "connect.rs", "lib.rs"];
 /// The layers, lowest first.
 const LAYERS: &[&[&str]] = &[
     &["error"],
-    &["unwind", "failpoint", "codec"],
+    &["unwind", "failpoint", "codec", "time"],
     // The pure core.
     &["paths"],
     &["policy"],
@@ -67,7 +67,6 @@ const KNOWN: &[&str] = &[
     "policy -> tool",
     "projection -> token",
     "replay -> log",
-    "token -> history",
     "tool -> client",
     "tool -> event",
     "tool -> kv",
