@@ -34,6 +34,8 @@ const LAYERS: &[&[&str]] = &[
     &["log"],
     &["writer"],
     &["registry"],
+    // Verify reads a store; a client offers it.
+    &["verify"],
     // A client of a server: the backend of a client of a store that a server holds.
     &["remote"],
     &["client"],
@@ -42,7 +44,6 @@ const LAYERS: &[&[&str]] = &[
     &["history"],
     &["lineage"],
     &["inspect"],
-    &["verify"],
     &["transfer"],
     &["mcp"],
     &["serve"],
@@ -59,7 +60,6 @@ fn is_core(file: &str) -> bool {
 const KNOWN: &[&str] = &[
     "client -> serve",
     "client -> token",
-    "client -> verify",
     "history -> lineage",
     "kv -> projection",
     "paths -> tool",
