@@ -187,6 +187,23 @@ pub fn last_body(server: &MnemoMemoryToolServer) -> Body {
         .body
 }
 
+/// Whether this is a CI run (`CI` set to anything but empty, `0` or `false`; CI machines set
+/// `CI=true`), where a check that cannot run must fail rather than pass.
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !matches!(v.trim(), "" | "0" | "false"))
+}
+
+/// A check `test` cannot run here because `why` (a prerequisite is missing): says so on stderr
+/// and returns, so the caller can skip it; under CI it panics instead, so a check that never ran
+/// cannot pass green there.
+pub fn skip(test: &str, why: &str) {
+    assert!(
+        !in_ci(),
+        "{test}: cannot run here ({why}); under CI a skipped check is a failure: give CI what this test needs"
+    );
+    eprintln!("SKIPPED {test}: {why}");
+}
+
 /// Whether this process runs as root (permission bits do not stop it).
 pub fn is_root() -> bool {
     Command::new("id")

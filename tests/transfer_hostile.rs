@@ -20,17 +20,9 @@ use mnemo::tool::Limits;
 use rustix::fs::{CWD, FileType, Mode, OFlags, RenameFlags};
 use serde_json::json;
 
-use crate::support::{TempStore, call, mnemo_bin, run_mnemo};
+use crate::support::{TempStore, call, mnemo_bin, run_mnemo, skip};
 
 const CANARY: &str = "CANARY: outside the tree, never to be read or written";
-
-/// A check this test needs could not be set up: fail under CI, else say so and skip.
-fn prerequisite_missing(what: &str) {
-    if std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false" && v != "0") {
-        panic!("prerequisite missing under CI: {what}");
-    }
-    eprintln!("skipping part of the test: {what}");
-}
 
 /// Runs `mnemo args...`, killing it (and failing) if it runs past `limit`: a hang is a failure.
 fn run_bounded(args: &[&OsStr], limit: Duration) -> Output {
@@ -279,7 +271,10 @@ fn import_names_every_link_fifo_device_and_socket_and_imports_the_rest() {
             "null",
             "a character device; only regular files are imported",
         )),
-        Err(e) => prerequisite_missing(&format!("mknod a character device: {e}")),
+        Err(e) => skip(
+            "import of a device node",
+            &format!("mknod a character device: {e}"),
+        ),
     }
     expected.sort();
     let s = TempStore::new();
@@ -322,7 +317,10 @@ fn import_skips_a_huge_sparse_file_by_its_size_without_reading_it() {
     std::fs::write(mem.join("ok.txt"), "fine").expect("write");
     let huge = File::create(mem.join("huge")).expect("create");
     if let Err(e) = huge.set_len(40 << 30) {
-        prerequisite_missing(&format!("a 40 GiB sparse file: {e}"));
+        skip(
+            "import of a huge sparse file",
+            &format!("cannot make a 40 GiB sparse file: {e}"),
+        );
         return;
     }
     let s = TempStore::new();
@@ -400,7 +398,10 @@ fn import_checks_the_size_before_reading_and_reads_at_most_one_byte_past_the_lim
         .build()
         .expect("server");
     let Some(before) = bytes_read_by_this_thread() else {
-        prerequisite_missing("/proc/thread-self/io to count the bytes read");
+        skip(
+            "bytes read by an import",
+            "no /proc/thread-self/io to count the bytes read",
+        );
         return;
     };
     let summary = mnemo::transfer::import(&server, work.path()).expect("import");
@@ -556,7 +557,10 @@ fn import_under_concurrent_swaps_reads_nothing_outside_and_never_hangs() {
     let swaps = attacker.join().expect("swapper");
     assert_eq!(partial, 12);
     if swaps == 0 {
-        prerequisite_missing("renameat2(RENAME_EXCHANGE) on the temporary filesystem");
+        skip(
+            "import under concurrent swaps",
+            "no renameat2(RENAME_EXCHANGE) on the temporary filesystem",
+        );
     }
     outside.assert_untouched();
 }
@@ -630,7 +634,10 @@ fn export_under_concurrent_swaps_writes_nothing_outside() {
         outside.assert_untouched();
     }
     if total_swaps.load(Ordering::Relaxed) == 0 {
-        prerequisite_missing("renameat2(RENAME_EXCHANGE) on the temporary filesystem");
+        skip(
+            "export under concurrent swaps",
+            "no renameat2(RENAME_EXCHANGE) on the temporary filesystem",
+        );
     }
     // The link planted where e/ goes is never followed: the runs that met it stopped there.
     assert!(stopped > 0, "no export met the planted link");
