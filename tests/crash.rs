@@ -13,6 +13,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -109,6 +110,17 @@ fn kill_after(pid: u32, delay: Duration) -> std::thread::JoinHandle<()> {
     })
 }
 
+/// Reaps a child [`kill_after`] killed and asserts SIGKILL is what ended it: a child that exited
+/// on its own (a panic, an error exit) or died of another signal tested no crash.
+fn reap_killed(child: &mut Child, what: &str) {
+    let status = child.wait().expect("wait for the killed child");
+    assert_eq!(
+        status.signal(),
+        Some(9),
+        "{what}: the child was to die by SIGKILL, but it ended with {status}"
+    );
+}
+
 /// When to kill the child: once `acks` calls were acknowledged, `delay` later — so the kill lands
 /// at a random moment of a later call, whatever the machine's load.
 struct Kill {
@@ -182,7 +194,10 @@ fn drive(
     if let Some(killer) = killer {
         killer.join().expect("killer");
     }
-    child.wait().expect("wait for the killed child");
+    reap_killed(
+        &mut child,
+        &format!("{} after {} acknowledged calls", mode.name(), acks.len()),
+    );
     Run { in_flight, acks }
 }
 
@@ -506,7 +521,7 @@ fn a_store_left_by_kill_9_reopens_with_the_lock_released() {
     kill_after(child.id(), Duration::from_millis(200))
         .join()
         .expect("killer");
-    let _ = child.wait();
+    reap_killed(&mut child, "mnemo tool with a view in flight");
     let (files, events) = tree(&s.path());
     assert!(files.is_empty());
     assert!(events <= 1);
@@ -542,7 +557,11 @@ fn a_kill_9_while_a_store_is_created_leaves_no_store_or_a_whole_one() {
             .expect("the first answer");
         let took = started.elapsed();
         drop(stdin);
-        child.wait().expect("wait");
+        let status = child.wait().expect("wait");
+        assert!(
+            status.success(),
+            "the uninterrupted run ended with {status}"
+        );
         took * 3 / 2
     };
     let window_us = u64::try_from(window.as_micros()).unwrap_or(u64::MAX).max(1);
@@ -558,7 +577,10 @@ fn a_kill_9_while_a_store_is_created_leaves_no_store_or_a_whole_one() {
             let _ = writeln!(stdin, "{}", json!({"command": "view", "path": "/memories"}));
         }
         killer.join().expect("killer");
-        let _ = child.wait();
+        reap_killed(
+            &mut child,
+            &format!("cycle {cycle}: mnemo tool creating a store"),
+        );
         let there = std::fs::read_dir(&path).is_ok_and(|mut d| d.next().is_some());
         if there {
             whole += 1;
@@ -612,8 +634,14 @@ fn two_processes_creating_one_store_at_once_share_it() {
                 acked.insert(file, format!("from {i}\n"));
             }
         }
+        // Each exits once its input ends: 0, or 2 when it was refused as locked; never a signal
+        // or a panic.
         for child in &mut children {
-            let _ = child.wait().expect("wait");
+            let status = child.wait().expect("wait");
+            assert!(
+                matches!(status.code(), Some(0 | 2)),
+                "cycle {cycle}: a creator ended with {status}"
+            );
         }
         assert!(
             !acked.is_empty(),
