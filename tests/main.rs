@@ -75,7 +75,6 @@ mod transfer;
 mod transfer_hostile;
 // Agent tokens: `mnemo token`, the token table replayed from the log, verify over token events.
 mod tokens;
-// The tamper corpus on stores of 1, 2, 255, 256, 257 and 10,000 events.
-mod tamper_sizes;
-// Tampering through sled: verify names the right seq and invariant.
+// Tampering through sled, one table on stores of 1, 2, 255, 256, 257 and 10,000 events and a
+// mixed one: verify names the right seq and invariant.
 mod tamper;

@@ -25,18 +25,30 @@ impl TempStore {
         self.dir.path().join("store.mnemo.db")
     }
 
-    /// A client with the cheapest durability (tests that need fsync open their own).
+    /// A client as `test-agent` (see [`open_client`]).
     pub fn client(&self) -> MnemoClient {
-        MnemoClient::builder(self.path())
-            .agent_id("test-agent")
-            .durability(Durability::Buffered)
-            .open()
-            .expect("open the store")
+        open_client(&self.path(), "test-agent")
     }
 
     pub fn server(&self) -> MnemoMemoryToolServer {
         MnemoMemoryToolServer::new(self.client())
     }
+}
+
+/// A client on the store at `path` as `agent`, with the cheapest durability (tests that need
+/// fsync or other options build their own).
+pub fn open_client(path: &Path, agent: &str) -> MnemoClient {
+    MnemoClient::builder(path)
+        .agent_id(agent)
+        .durability(Durability::Buffered)
+        .open()
+        .unwrap_or_else(|e| panic!("open a client at {}: {e}", path.display()))
+}
+
+/// Opens the (closed) store at `path` below the client, to read or tamper with it (`Store::open`
+/// waits out the moment sled holds the lock after a close).
+pub fn open_store(path: &Path) -> mnemo::Store {
+    mnemo::Store::open(path).unwrap_or_else(|e| panic!("open the store at {}: {e}", path.display()))
 }
 
 /// Runs a command input through a server and returns (content, is_error).
@@ -124,7 +136,7 @@ pub fn run_mnemo_env(args: &[&str], env: &[(&str, &str)], stdin: &[u8]) -> Outpu
 /// Rewrites the stored record of event `seq` with `edit`, straight through sled, so sled's own
 /// checks still pass. The store must not be open elsewhere.
 pub fn tamper_record(path: &Path, seq: u64, edit: impl FnOnce(&mut Vec<u8>)) {
-    let store = mnemo::Store::open(path).expect("open for tampering");
+    let store = open_store(path);
     let (events, _, _) = store.raw_trees();
     let mut record = events
         .get(seq.to_be_bytes())

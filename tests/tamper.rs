@@ -1,89 +1,75 @@
-//! Tampering through sled: `verify` must name the right seq and the right invariant.
+//! Tampering below the API: `verify` must name the right seq and the right invariant.
 //!
-//! Every test builds a store through the real server, closes it, alters it below the API (the raw
-//! sled trees, as an attacker with write access to the directory would) and re-verifies it. Each
-//! case asserts the exact first violation: `violations[0].seq` and `violations[0].kind`.
+//! One table of cases. Each pristine store is built once through the real server (Buffered),
+//! closed and verified intact; every case then copies the closed directory, opens the copy with
+//! `Store::open` (never a client: opening a client runs `catch_up`, which could write to a
+//! tampered index before the verifier sees it), changes it below the API through the raw sled
+//! trees (as an attacker with write access to the directory would), and runs `verify_store` on
+//! it. Each case asserts the exact first violation — its seq and its [`ViolationKind`] — or, for
+//! the few changes that are no violation, exactly what the report says instead ([`Expect`]).
 //!
-//! Verification goes through [`verify_tampered`] (`Store::open` + `verify_store`), not a client:
-//! opening a client runs `catch_up`, which may write to the index of a tampered store before the
-//! verifier sees it. One test checks that `MnemoClient::verify` agrees on a tampered event.
+//! The stores: 1, 2, 255, 256, 257 and 10,000 events of creates, views, edits and tool_use blocks
+//! (10,000 from 4 threads, so the writer batches them); the mixed store, 22 calls of every kind
+//! the server records (rejected input, error answers, renames, deletes); and a store of 3 events
+//! whose event 2 is changed in every byte. The corpus below runs on every store of the first two
+//! kinds, at the first, middle and last event (1, 11 and 22 in the mixed store); the expectations
+//! follow the check order documented in src/verify.rs:
+//!
+//! | change | first violation |
+//! |---|---|
+//! | the first, middle or last payload byte of event p | `PayloadHash` at p (lengths intact, so it decodes; the payload hash is checked before the chain hash) |
+//! | the first or last `prev_hash` byte of p | `BrokenLink` at p |
+//! | the low or high byte of the stored seq of p | `SeqMismatch` at p |
+//! | the outcome's `is_error` byte, or the first or last `result_hash` byte, in p's header | `Hash` at p (the header is hashed into the chain hash, not decoded first) |
+//! | event p deleted | `Missing` at p (for the last event: `meta.head` names a seq past the end, also `Missing` at p) |
+//! | p's record also written under key n + 1 | `SeqMismatch` at n + 1 (every real event checks out, the copy says it is seq p) |
+//! | p and its neighbour swapped | `SeqMismatch` at the lower key |
+//! | a chained, honestly answered event stored at n + 1 | no violation: `meta.head` is behind the log, as a crash leaves it, and moves on the next open |
+//! | garbage stored at n + 1 | `Undecodable` at n + 1 |
+//! | the last event removed | `Missing` at n, "removed from the tail" |
+//! | `meta.head` rolled back to event n − 1 (seq and hash; the empty head for n = 1), `mnemo-head` removed (a crash's leftover) | no violation: `meta.head` behind the log, as above |
+//! | `meta.head` rolled back to n − 1 with the hash of n | `Head` at n − 1 |
+//! | a file's content bytes changed in the index | `Index` at n (the index is compared at its applied seq, n) |
+//! | a `c` (child) entry removed from the index | `Index` at n |
+//! | the `events` tree emptied | `Missing` at 1 (`meta.head` names n, the log ends at 0) |
+//! | every tree emptied but `meta.format`, and `mnemo-head` removed | nothing on disk contradicts it: `verify_store` says EMPTY; `verify_store_with` and the pristine checkpoint report `Checkpoint` at 1 |
+//!
+//! The last row is the documented limit of a local chain (see tests/checkpoint.rs): it is counted
+//! as detected only with the checkpoint, and reported separately. The mixed store adds the cases
+//! that need its events (see [`mixed_cases`]): one byte in every region of two middle events,
+//! version bytes, the outcome and semantics fields, smarter swaps, a copy over a neighbour, a
+//! gap, `meta.head` rewritten, rolled back against the head recorded at close, or malformed, the
+//! index's records and applied seq, consistent rewrites (valid hashes) of a create and of the
+//! tail, rehashed headers with bad lengths, malformed keys. Every store prints its count and a
+//! running total. Standalone tests cover an empty store, the client's `verify`, a rollback below
+//! a durable commit, a store without `meta.format`, 20 random flips in a store of 10,000 random
+//! calls, and reopening a closed store at once.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use mnemo::event::Frame;
-use mnemo::tool::{Command, Profile, Semantics};
+use mnemo::tool::{Command, Limits, Profile, Semantics};
 use mnemo::{
-    Body, Durability, Event, EventHash, MnemoClient, MnemoMemoryToolServer, Outcome, Report, Seq,
-    Store, ToolCall, ViolationKind, verify_store,
+    Body, Durability, Event, EventHash, Head, MnemoClient, MnemoMemoryToolServer, Outcome, Report,
+    Seq, Store, ToolCall, VerifyOptions, ViolationKind, verify_store, verify_store_with,
 };
 use serde_json::{Value, json};
 
-use crate::support::{Rng, TempStore, call, copy_dir, tamper_record};
+use crate::support::{Rng, TempStore, call, copy_dir, open_client, open_store, tamper_record};
+
+/// Cases run by every store so far (each store's test prints the running total).
+static TOTAL_CASES: AtomicUsize = AtomicUsize::new(0);
+
+/// Where a record's header starts (the table in src/event.rs): the version byte, the seq (u64
+/// LE) at 1..9, prev_hash at 9..41, hash at 41..73, payload_hash at 73..105, the header length at
+/// 105..109.
+const HEADER_AT: usize = 109;
 
 // ---------------------------------------------------------------------------------------------
-// Helpers.
+// The pristine stores.
 // ---------------------------------------------------------------------------------------------
-
-/// Opens a closed store (`Store::open` waits out the moment sled holds the lock after a close).
-fn open_store(path: &Path) -> Store {
-    Store::open(path).unwrap_or_else(|e| panic!("open the store at {}: {e}", path.display()))
-}
-
-/// A Buffered client over a closed store.
-fn open_client(path: &Path) -> MnemoClient {
-    MnemoClient::builder(path)
-        .agent_id("test-agent")
-        .durability(Durability::Buffered)
-        .open()
-        .unwrap_or_else(|e| panic!("open a client at {}: {e}", path.display()))
-}
-
-/// Opens the (closed) store at `path` and verifies it.
-fn verify_tampered(path: &Path) -> Report {
-    let store = open_store(path);
-    verify_store(&store).expect("verify_store returns a report")
-}
-
-/// Asserts the report names exactly one violation, at `seq`, of `kind`.
-#[track_caller]
-fn assert_first(report: &Report, seq: u64, kind: ViolationKind, what: &str) {
-    assert!(
-        !report.is_intact(),
-        "{what}: verify found nothing (report {report:?})"
-    );
-    let v = &report.violations[0];
-    assert_eq!(
-        (v.seq, v.kind),
-        (Seq(seq), kind),
-        "{what}: wrong first violation ({})",
-        v.detail
-    );
-    assert_eq!(
-        report.violations.len(),
-        1,
-        "{what}: verification stops at the first violation"
-    );
-}
-
-/// Opens the store, hands its raw trees `(events, meta, index)` to `edit`, flushes and closes.
-fn edit_trees(path: &Path, edit: impl FnOnce(&sled::Tree, &sled::Tree, &sled::Tree)) {
-    let store = open_store(path);
-    let (events, meta, index) = store.raw_trees();
-    edit(&events, &meta, &index);
-    for tree in [&events, &meta, &index] {
-        tree.flush().expect("flush the tampered tree");
-    }
-}
-
-/// The stored record of `seq`.
-fn record(path: &Path, seq: u64) -> Vec<u8> {
-    let store = open_store(path);
-    store
-        .get(Seq(seq))
-        .expect("read the record")
-        .expect("the record exists")
-}
 
 /// One call: a JSON value for `handle`, or a raw line for `handle_line`.
 enum Input {
@@ -164,80 +150,200 @@ const STR_REPLACE: u64 = 6;
 const REJECTED_BLOCK: u64 = 11;
 const CREATE_X: u64 = 14;
 
-/// Builds the mixed store through the server and closes it.
-fn build_mixed(t: &TempStore) {
-    let server = t.server();
-    for (i, input) in mixed_inputs().into_iter().enumerate() {
-        let out = match input {
-            Input::Json(v) => server.handle(&v),
-            Input::Line(line) => server.handle_line(line),
-        };
-        assert_eq!(out["type"], "tool_result", "call {} answered", i + 1);
+/// Call `i` of a deterministic mix of creates, views and edits under `dir` (no deletes, so files
+/// survive to the end and the index has content to tamper with). Call 0 is a create.
+fn sized_input(i: usize, dir: &str) -> Value {
+    let file = format!("/memories/{dir}/f{}.txt", i % 7);
+    match i % 6 {
+        0 => json!({"command": "create", "path": file, "file_text": format!("line {i}\nsecond\n")}),
+        1 => json!({"command": "view", "path": file}),
+        2 => json!({"command": "str_replace", "path": file, "old_str": "second", "new_str": "2nd"}),
+        3 => {
+            json!({"command": "insert", "path": file, "insert_line": 1, "insert_text": format!("ins {i}\n")})
+        }
+        4 => json!({"command": "view", "path": format!("/memories/{dir}")}),
+        // A whole tool_use block (with an id), so the retry entries of the index are exercised.
+        _ => json!({"type": "tool_use", "id": format!("toolu_{dir}_{i}"), "name": "memory",
+                    "input": {"command": "view", "path": file, "view_range": [1, 2]}}),
     }
-    let head = server.client().head().expect("head");
-    assert_eq!(head.seq, Seq(MIXED_EVENTS), "one event per call");
-    // Dropping the server drops the last client: the writer stops and sled closes the store.
 }
 
-/// A fresh mixed store that verifies intact before it is tampered with.
-fn mixed() -> TempStore {
-    let t = TempStore::new();
-    build_mixed(&t);
-    let report = verify_tampered(&t.path());
+/// What a pristine store is made of.
+enum Build {
+    /// These calls, in order: event `i + 1` is call `i`.
+    Calls(Vec<Input>),
+    /// `n` calls of [`sized_input`]: up to 300 from one thread, more from 4 threads (one agent
+    /// and one directory each) so the writer batches them.
+    Sized(usize),
+}
+
+/// Builds the closed store `build` describes at `path`; returns its number of events.
+fn build_store(path: &Path, build: Build) -> u64 {
+    let client = open_client(path, "builder");
+    let n = match build {
+        Build::Calls(inputs) => {
+            let server = MnemoMemoryToolServer::new(client.clone());
+            let n = inputs.len();
+            for (i, input) in inputs.into_iter().enumerate() {
+                let out = match input {
+                    Input::Json(v) => server.handle(&v),
+                    Input::Line(line) => server.handle_line(line),
+                };
+                assert_eq!(out["type"], "tool_result", "call {} answered", i + 1);
+            }
+            n
+        }
+        Build::Sized(n) if n <= 300 => {
+            let server = MnemoMemoryToolServer::new(client.clone());
+            for i in 0..n {
+                let out = server.handle(&sized_input(i, "solo"));
+                assert_eq!(out["type"], "tool_result", "call {i} answered");
+            }
+            n
+        }
+        Build::Sized(n) => {
+            const THREADS: usize = 4;
+            std::thread::scope(|scope| {
+                for t in 0..THREADS {
+                    let calls = n / THREADS + usize::from(t < n % THREADS);
+                    let agent = client.with_agent(format!("agent-{t}")).expect("agent id");
+                    scope.spawn(move || {
+                        let server = MnemoMemoryToolServer::new(agent);
+                        let dir = format!("t{t}");
+                        for i in 0..calls {
+                            let out = server.handle(&sized_input(i, &dir));
+                            assert_eq!(out["type"], "tool_result", "thread {t} call {i} answered");
+                        }
+                    });
+                }
+            });
+            n
+        }
+    };
+    let n = u64::try_from(n).expect("small");
+    assert_eq!(
+        client.head().expect("head").seq,
+        Seq(n),
+        "one event per call"
+    );
+    // Dropping the last client stops the writer; sled flushes and closes the store.
+    n
+}
+
+/// A pristine store, closed, with what the cases need to know about it.
+struct Pristine {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+    n: u64,
+    /// `meta.head` of the pristine store (its checkpoint).
+    head: Head,
+    /// The chain hash of every event, by seq (index 0 is `EventHash::ZERO`).
+    hashes: Vec<EventHash>,
+    /// Every stored record, in seq order (index 0 is event 1).
+    records: Vec<Vec<u8>>,
+}
+
+impl Pristine {
+    /// The chain hash of event `seq` (`EventHash::ZERO` for 0).
+    fn hash(&self, seq: u64) -> EventHash {
+        self.hashes[usize::try_from(seq).expect("small")]
+    }
+
+    /// The pristine record of event `seq`.
+    fn record(&self, seq: u64) -> Vec<u8> {
+        self.records[usize::try_from(seq).expect("small") - 1].clone()
+    }
+}
+
+fn pristine(build: Build) -> Pristine {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let path = dir.path().join("pristine.mnemo.db");
+    let n = build_store(&path, build);
+    let store = open_store(&path);
+    let report = verify_store(&store).expect("verify the pristine store");
     assert!(
         report.is_intact(),
-        "the untouched store verifies: {:?}",
+        "pristine store of {n}: {:?}",
         report.violations
     );
-    assert_eq!(report.events, MIXED_EVENTS);
-    t
+    assert_eq!(report.events, n);
+    assert_eq!(report.index_applied, Seq(n), "the index is caught up");
+    let mut hashes = vec![EventHash::ZERO];
+    let mut records = Vec::new();
+    for item in store.records(Seq(1)) {
+        let (_, record) = item.expect("read");
+        hashes.push(Frame::decode(&record).expect("frame").hash);
+        records.push(record);
+    }
+    drop(store);
+    Pristine {
+        _dir: dir,
+        path,
+        n,
+        head: report.head,
+        hashes,
+        records,
+    }
 }
 
+/// The mixed store.
+fn mixed() -> Pristine {
+    let base = pristine(Build::Calls(mixed_inputs()));
+    assert_eq!(base.n, MIXED_EVENTS);
+    base
+}
+
+// ---------------------------------------------------------------------------------------------
+// The record's byte table.
+// ---------------------------------------------------------------------------------------------
+
 /// A record's regions, by the byte table in src/event.rs: `(name, start, end, expected kind)`.
-/// Header sub-fields are located by decoding the stored frame.
-fn regions(rec: &[u8]) -> Vec<(String, usize, usize, ViolationKind)> {
+/// Header sub-fields are located by decoding the stored frame; the header ends with the outcome
+/// (`is_error`, then the 32-byte `result_hash`) and, in format 2, the 4-byte `semantics`.
+fn regions(rec: &[u8]) -> Vec<(&'static str, usize, usize, ViolationKind)> {
     use ViolationKind::{BrokenLink, Hash, PayloadHash, SeqMismatch, Undecodable};
     let frame = Frame::decode(rec).expect("an untouched record decodes");
-    let h = 109; // header offset
+    let h = HEADER_AT;
     let hl = frame.header.len();
     let agent_len = usize::try_from(u64::from_le_bytes(
         frame.header[8..16].try_into().expect("8 bytes"),
     ))
     .expect("fits");
     let tool_use_at = 16 + agent_len;
-    let is_error_at = hl - 33;
+    let outcome_end = hl - if frame.version >= 2 { 4 } else { 0 };
+    let is_error_at = outcome_end - 33;
     let p = h + hl + 4; // payload offset
-    let out: Vec<(String, usize, usize, ViolationKind)> = vec![
-        ("version".into(), 0, 1, Undecodable),
-        ("seq".into(), 1, 9, SeqMismatch),
-        ("prev_hash".into(), 9, 41, BrokenLink),
-        ("hash".into(), 41, 73, Hash),
-        ("payload_hash".into(), 73, 105, PayloadHash),
-        ("header_len".into(), 105, 109, Undecodable),
-        ("header.time_ms".into(), h, h + 8, Hash),
-        ("header.agent length".into(), h + 8, h + 16, Hash),
-        ("header.agent".into(), h + 16, h + tool_use_at, Hash),
+    let mut out = vec![
+        ("version", 0, 1, Undecodable),
+        ("seq", 1, 9, SeqMismatch),
+        ("prev_hash", 9, 41, BrokenLink),
+        ("hash", 41, 73, Hash),
+        ("payload_hash", 73, 105, PayloadHash),
+        ("header_len", 105, h, Undecodable),
+        ("header.time_ms", h, h + 8, Hash),
+        ("header.agent length", h + 8, h + 16, Hash),
+        ("header.agent", h + 16, h + tool_use_at, Hash),
+        ("header.tool_use_id", h + tool_use_at, h + is_error_at, Hash),
         (
-            "header.tool_use_id".into(),
-            h + tool_use_at,
-            h + is_error_at,
-            Hash,
-        ),
-        (
-            "header.outcome.is_error".into(),
+            "header.outcome.is_error",
             h + is_error_at,
             h + is_error_at + 1,
             Hash,
         ),
         (
-            "header.outcome.result_hash".into(),
-            h + hl - 32,
-            h + hl,
+            "header.outcome.result_hash",
+            h + is_error_at + 1,
+            h + outcome_end,
             Hash,
         ),
-        ("payload_len".into(), h + hl, p, Undecodable),
-        ("payload".into(), p, rec.len(), PayloadHash),
     ];
+    if outcome_end < hl {
+        out.push(("header.semantics", h + outcome_end, h + hl, Hash));
+    }
+    out.extend([
+        ("payload_len", h + hl, p, Undecodable),
+        ("payload", p, rec.len(), PayloadHash),
+    ]);
     // The regions tile the record: no gap, no overlap, nothing past the end.
     let mut next = 0;
     for (name, start, end, _) in &out {
@@ -253,7 +359,7 @@ fn regions(rec: &[u8]) -> Vec<(String, usize, usize, ViolationKind)> {
 }
 
 /// The region byte `at` of `rec` lies in, and the violation a change there must produce.
-fn expected_kind(rec: &[u8], at: usize) -> (String, ViolationKind) {
+fn expected_kind(rec: &[u8], at: usize) -> (&'static str, ViolationKind) {
     regions(rec)
         .into_iter()
         .find(|(_, start, end, _)| (*start..*end).contains(&at))
@@ -261,29 +367,877 @@ fn expected_kind(rec: &[u8], at: usize) -> (String, ViolationKind) {
         .expect("every byte of a record is in some region")
 }
 
+/// The one-byte changes the corpus makes to each tampered event: `(region, offset, xor mask,
+/// expected kind)`, at the first, middle or last byte of a region of [`regions`].
+fn flips(record: &[u8]) -> Vec<(&'static str, usize, u8, ViolationKind)> {
+    let regions = regions(record);
+    let region = |name: &str| {
+        regions
+            .iter()
+            .find(|r| r.0 == name)
+            .copied()
+            .expect("a region of the record")
+    };
+    let first = |name| (region(name).0, region(name).1, region(name).3);
+    let last = |name| (region(name).0, region(name).2 - 1, region(name).3);
+    let (payload, start, end, kind) = region("payload");
+    [
+        (first("payload"), 0x01),
+        ((payload, (start + end - 1) / 2, kind), 0x20),
+        (last("payload"), 0x80),
+        (first("prev_hash"), 0x01),
+        (last("prev_hash"), 0x80),
+        (first("seq"), 0x01),
+        (last("seq"), 0x80),
+        (first("header.outcome.is_error"), 0x01),
+        (first("header.outcome.result_hash"), 0x01),
+        (last("header.outcome.result_hash"), 0xff),
+    ]
+    .into_iter()
+    .map(|((name, at, kind), mask)| (name, at, mask, kind))
+    .collect()
+}
+
 // ---------------------------------------------------------------------------------------------
-// Empty and untouched stores.
+// The table's runner.
+// ---------------------------------------------------------------------------------------------
+
+/// The raw trees of the copy under tamper.
+struct Trees {
+    events: sled::Tree,
+    meta: sled::Tree,
+    index: sled::Tree,
+    content: sled::Tree,
+    /// The store directory (for its `mnemo-head`).
+    dir: PathBuf,
+}
+
+impl Trees {
+    fn record(&self, seq: u64) -> Vec<u8> {
+        self.events
+            .get(Seq(seq).key())
+            .expect("get")
+            .unwrap_or_else(|| panic!("record {seq} exists"))
+            .to_vec()
+    }
+
+    fn put(&self, seq: u64, record: impl Into<sled::IVec>) {
+        self.events.insert(Seq(seq).key(), record).expect("insert");
+    }
+
+    fn remove(&self, seq: u64) {
+        self.events.remove(Seq(seq).key()).expect("remove");
+    }
+
+    /// Rewrites record `seq` with `edit`.
+    fn edit(&self, seq: u64, edit: impl FnOnce(&mut Vec<u8>)) {
+        let mut record = self.record(seq);
+        edit(&mut record);
+        self.put(seq, record);
+    }
+
+    /// Decodes event `seq`, lets `change` alter it, and stores it re-encoded with a correctly
+    /// recomputed payload hash and chain hash (`Event::to_frame`). Later events are left alone.
+    fn rewrite(&self, seq: u64, change: impl FnOnce(&mut Event)) {
+        self.edit(seq, |r| {
+            let mut event = Event::decode(r).expect("decode the original");
+            change(&mut event);
+            let frame = event.to_frame();
+            assert_eq!(frame.payload_hash, EventHash::of(&frame.payload));
+            assert_eq!(frame.recompute_hash(), frame.hash);
+            *r = frame.encode();
+        });
+    }
+
+    /// `meta.head`'s 40 bytes: seq (8, BE) and hash (32).
+    fn meta_head(&self) -> Vec<u8> {
+        let head = self
+            .meta
+            .get(b"head")
+            .expect("get")
+            .expect("meta.head exists")
+            .to_vec();
+        assert_eq!(head.len(), 40, "head is seq (8, BE) + hash (32)");
+        head
+    }
+
+    fn set_meta_head(&self, head: Vec<u8>) {
+        self.meta.insert(b"head", head).expect("insert");
+    }
+
+    /// Sets `meta.head` to `seq` and `hash`.
+    fn set_head(&self, seq: u64, hash: EventHash) {
+        let mut head = seq.to_be_bytes().to_vec();
+        head.extend_from_slice(&hash.0);
+        self.set_meta_head(head);
+    }
+
+    /// Removes the head the store recorded outside sled at its close (`mnemo-head`), as a crash
+    /// before the close leaves it.
+    fn drop_recorded_head(&self) {
+        std::fs::remove_file(self.dir.join(mnemo::HEAD_FILE)).expect("remove the head record");
+    }
+}
+
+/// What a case must produce.
+enum Expect {
+    /// `verify_store` names this first violation.
+    First(u64, ViolationKind),
+    /// [`Expect::First`], and the violation's detail says this.
+    Saying(u64, ViolationKind, &'static str),
+    /// `verify_store` finds nothing (the documented limit), and `verify_store_with` the pristine
+    /// checkpoint names this first violation.
+    OnlyWithCheckpoint(u64, ViolationKind),
+    /// Not a violation: `meta.head` is behind a log that chains to event `end`, which is what a
+    /// crash leaves when it cuts a commit short. The report names `end` as the head, and the
+    /// next open for writing moves `meta.head` there.
+    Behind { end: u64, meta_head: u64 },
+    /// The limit of a hash chain without an external anchor: the last event rewritten
+    /// consistently, `meta.head` moved to its new hash and the recorded head removed. Nothing on
+    /// disk contradicts it: intact, with a head at the pristine seq but another hash.
+    Forged,
+}
+
+/// Why `report` does not name exactly one violation, at `seq`, of `kind`; `None` if it does.
+fn wrong_first(report: &Report, seq: u64, kind: ViolationKind) -> Option<String> {
+    match report.violations.first() {
+        None => Some(format!("UNDETECTED (report says {})", report.status())),
+        Some(v) if (v.seq, v.kind) != (Seq(seq), kind) => Some(format!(
+            "expected {} at seq {seq}, got {} at seq {} ({})",
+            kind.name(),
+            v.kind.name(),
+            v.seq,
+            v.detail
+        )),
+        Some(_) if report.violations.len() != 1 => Some(format!(
+            "verification must stop at the first violation, got {:?}",
+            report.violations
+        )),
+        Some(_) => None,
+    }
+}
+
+/// Asserts the report names exactly one violation, at `seq`, of `kind`.
+#[track_caller]
+fn assert_first(report: &Report, seq: u64, kind: ViolationKind, what: &str) {
+    if let Some(wrong) = wrong_first(report, seq, kind) {
+        panic!("{what}: {wrong}");
+    }
+}
+
+/// Runs tamper cases against copies of one pristine store and collects what went wrong.
+struct Runner<'a> {
+    base: &'a Pristine,
+    label: String,
+    started: Instant,
+    cases: usize,
+    checkpoint_only: usize,
+    failures: Vec<String>,
+}
+
+impl<'a> Runner<'a> {
+    fn new(base: &'a Pristine, label: &str, started: Instant) -> Runner<'a> {
+        Runner {
+            base,
+            label: label.to_string(),
+            started,
+            cases: 0,
+            checkpoint_only: 0,
+            failures: Vec::new(),
+        }
+    }
+
+    fn case(&mut self, what: &str, expect: Expect, tamper: impl FnOnce(&Trees)) {
+        self.cases += 1;
+        let what = format!("{}: {what}", self.label);
+        let copy = tempfile::tempdir().expect("temporary directory");
+        let path = copy.path().join("copy.mnemo.db");
+        copy_dir(&self.base.path, &path);
+        let store = open_store(&path);
+        let (events, meta, index) = store.raw_trees();
+        let trees = Trees {
+            events,
+            meta,
+            index,
+            content: store.raw_content_tree(),
+            dir: path.clone(),
+        };
+        tamper(&trees);
+        for tree in [&trees.events, &trees.meta, &trees.index, &trees.content] {
+            tree.flush().expect("flush the tampered tree");
+        }
+        let report = verify_store(&store).expect("verify_store returns a report");
+        let wrong = match expect {
+            Expect::First(seq, kind) => wrong_first(&report, seq, kind),
+            Expect::Saying(seq, kind, text) => wrong_first(&report, seq, kind).or_else(|| {
+                let detail = &report.violations[0].detail;
+                (!detail.contains(text))
+                    .then(|| format!("the detail does not say {text:?}: {detail}"))
+            }),
+            Expect::OnlyWithCheckpoint(seq, kind) => {
+                self.checkpoint_only += 1;
+                if report.is_intact() {
+                    let options = VerifyOptions {
+                        expect: Some(self.base.head),
+                        progress: None,
+                    };
+                    let report = verify_store_with(&store, options)
+                        .expect("verify_store_with returns a report");
+                    wrong_first(&report, seq, kind).map(|w| format!("with the checkpoint: {w}"))
+                } else {
+                    Some(format!(
+                        "expected the documented undetectable case (intact without a checkpoint), got {:?}",
+                        report.violations
+                    ))
+                }
+            }
+            Expect::Behind { end, meta_head } => {
+                let found = (
+                    report.violations.is_empty(),
+                    report.head.seq.0,
+                    report.meta_head.seq.0,
+                );
+                if found == (true, end, meta_head) {
+                    match store.catch_up().and_then(|_| store.head()) {
+                        Ok(head) if head == report.head => None,
+                        other => Some(format!(
+                            "opening for writing must move meta.head to {}, got {other:?}",
+                            report.head
+                        )),
+                    }
+                } else {
+                    Some(format!(
+                        "expected intact with meta.head {meta_head} behind the log's end {end}, got {:?} (head {}, meta.head {})",
+                        report.violations, report.head, report.meta_head
+                    ))
+                }
+            }
+            Expect::Forged => {
+                let pristine = self.base.head;
+                let forged = report.is_intact()
+                    && report.head.seq == pristine.seq
+                    && report.head.hash != pristine.hash;
+                (!forged).then(|| {
+                    format!(
+                        "expected the forged head accepted (intact, seq {}, another hash than {}), got {:?} with head {}",
+                        pristine.seq, pristine.hash, report.violations, report.head
+                    )
+                })
+            }
+        };
+        if let Some(wrong) = wrong {
+            self.failures.push(format!("{what}: {wrong}"));
+        }
+    }
+
+    /// Prints the count and the running total, and asserts that no case failed.
+    fn finish(self) {
+        let total = TOTAL_CASES.fetch_add(self.cases, Ordering::SeqCst) + self.cases;
+        eprintln!(
+            "tamper: {}: {} cases ({} detected only with the checkpoint), {} failed, in {:.1?} (running total: {total} cases)",
+            self.label,
+            self.cases,
+            self.checkpoint_only,
+            self.failures.len(),
+            self.started.elapsed()
+        );
+        assert!(
+            self.failures.is_empty(),
+            "{}: {} of {} cases failed:\n{}",
+            self.label,
+            self.failures.len(),
+            self.cases,
+            self.failures.join("\n")
+        );
+    }
+}
+
+/// The record of event `seq`, chained after the pristine event `seq - 1` and honestly answered
+/// against the replayed tree: every check passes on it.
+fn honest_record(events: &sled::Tree, seq: u64, prev: EventHash) -> Vec<u8> {
+    let mut replay = mnemo::replay::Replay::in_memory();
+    for item in events.range(..Seq(seq).key()) {
+        let (_, record) = item.expect("read");
+        replay
+            .apply(&Event::decode(&record).expect("decode"))
+            .expect("replay");
+    }
+    let mut replay = replay.into_tree();
+    let body = Body::Tool(ToolCall {
+        root: "/memories".into(),
+        profile: Profile::Spec,
+        limits: Limits::default(),
+        command: Command::Create {
+            path: "/memories/stray.txt".into(),
+            file_text: "stray\n".into(),
+        },
+    });
+    let answer = replay
+        .run_call("mallory", None, &body, Semantics::CURRENT, Seq(seq))
+        .expect("answer");
+    Event {
+        seq: Seq(seq),
+        prev_hash: prev,
+        header: mnemo::Header {
+            time_ms: 1_760_000_000_000,
+            agent: "mallory".into(),
+            tool_use_id: None,
+            outcome: Outcome::of(answer.is_error, &answer.text),
+            semantics: Semantics::CURRENT,
+        },
+        body,
+    }
+    .to_frame()
+    .encode()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The corpus: every store.
+// ---------------------------------------------------------------------------------------------
+
+/// Adds the corpus of the table above to `r`, its per-event cases at `positions`.
+fn corpus(r: &mut Runner<'_>, positions: &[u64]) {
+    use ViolationKind::{Checkpoint, Head as HeadKind, Index, Missing, SeqMismatch, Undecodable};
+    let base = r.base;
+    let n = base.n;
+    for &p in positions {
+        for (region, at, mask, kind) in flips(&base.record(p)) {
+            r.case(
+                &format!("{region} of event {p}: byte {at} ^ {mask:#04x}"),
+                Expect::First(p, kind),
+                |t| t.edit(p, |rec| rec[at] ^= mask),
+            );
+        }
+        r.case(
+            &format!("event {p} deleted"),
+            Expect::First(p, Missing),
+            |t| t.remove(p),
+        );
+        r.case(
+            &format!("event {p} duplicated under key {}", n + 1),
+            Expect::First(n + 1, SeqMismatch),
+            |t| t.put(n + 1, t.record(p)),
+        );
+        if n >= 2 {
+            let (a, b) = if p < n { (p, p + 1) } else { (p - 1, p) };
+            r.case(
+                &format!("events {a} and {b} swapped"),
+                Expect::First(a, SeqMismatch),
+                |t| {
+                    let (ra, rb) = (t.record(a), t.record(b));
+                    t.put(a, rb);
+                    t.put(b, ra);
+                },
+            );
+        }
+    }
+    // A chain proves order and content, not who may append: anyone who can write the store can
+    // extend it, and a checkpoint taken before cannot tell. Who wrote it is in the event.
+    r.case(
+        &format!("a chained, honestly answered event inserted at {}", n + 1),
+        Expect::Behind {
+            end: n + 1,
+            meta_head: n,
+        },
+        |t| t.put(n + 1, honest_record(&t.events, n + 1, base.hash(n))),
+    );
+    r.case(
+        &format!("garbage inserted at {}", n + 1),
+        Expect::First(n + 1, Undecodable),
+        |t| t.put(n + 1, &b"garbage"[..]),
+    );
+    r.case(
+        "the tail truncated (last event removed)",
+        Expect::Saying(n, Missing, "removed from the tail"),
+        |t| t.remove(n),
+    );
+    r.case(
+        &format!("meta.head rolled back to {}", n - 1),
+        Expect::Behind {
+            end: n,
+            meta_head: n - 1,
+        },
+        |t| {
+            t.set_head(n - 1, base.hash(n - 1));
+            // What a crash leaves: no head recorded past `meta.head` (a clean close records
+            // one, and a `meta.head` behind it is a rollback: see the mixed store's cases).
+            t.drop_recorded_head();
+        },
+    );
+    if n > 1 {
+        r.case(
+            &format!("meta.head rolled back to {} with a wrong hash", n - 1),
+            Expect::First(n - 1, HeadKind),
+            |t| t.set_head(n - 1, base.hash(n)),
+        );
+    }
+    r.case(
+        "a file's content changed in the index",
+        Expect::First(n, Index),
+        |t| {
+            let (key, mut value) = t
+                .content
+                .iter()
+                .map(|item| item.expect("scan"))
+                .find(|(_, v)| v.len() > 8)
+                .map(|(k, v)| (k, v.to_vec()))
+                .expect("a file with content in the index");
+            value[8] ^= 0x01;
+            t.content.insert(key, value).expect("insert");
+        },
+    );
+    r.case(
+        "a `c` entry removed from the index",
+        Expect::First(n, Index),
+        |t| {
+            let (key, _) = t
+                .index
+                .scan_prefix(b"c")
+                .next()
+                .expect("a child entry")
+                .expect("scan");
+            t.index.remove(key).expect("remove");
+        },
+    );
+    r.case("the events tree emptied", Expect::First(1, Missing), |t| {
+        t.events.clear().expect("clear");
+    });
+    r.case(
+        "every tree emptied but meta.format",
+        Expect::OnlyWithCheckpoint(1, Checkpoint),
+        |t| {
+            t.events.clear().expect("clear");
+            t.index.clear().expect("clear");
+            t.content.clear().expect("clear");
+            t.meta.remove(b"head").expect("remove");
+            // The store's own record of its last head would show the loss: gone too.
+            t.drop_recorded_head();
+        },
+    );
+}
+
+/// The corpus on a store of `n` events, at its first, middle and last event.
+fn sized(n: usize) {
+    let started = Instant::now();
+    let base = pristine(Build::Sized(n));
+    let n = base.n;
+    let mut positions = vec![1, n.div_ceil(2), n];
+    positions.dedup();
+    let mut r = Runner::new(&base, &format!("size {n}"), started);
+    corpus(&mut r, &positions);
+    r.finish();
+}
+
+#[test]
+fn size_1() {
+    sized(1);
+}
+
+#[test]
+fn size_2() {
+    sized(2);
+}
+
+#[test]
+fn size_255() {
+    sized(255);
+}
+
+#[test]
+fn size_256() {
+    sized(256);
+}
+
+#[test]
+fn size_257() {
+    sized(257);
+}
+
+#[test]
+fn size_10_000() {
+    sized(10_000);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The mixed store: the corpus, and the cases that need its events.
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn the_mixed_store() {
+    let started = Instant::now();
+    let base = mixed();
+    let mut r = Runner::new(&base, "mixed store", started);
+    corpus(&mut r, &[1, REJECTED_BLOCK, MIXED_EVENTS]);
+    mixed_cases(&mut r);
+    r.finish();
+}
+
+/// The key of the content chunk holding `content` (a file of one chunk), and of its file's `f`
+/// record.
+fn file_entry(content_tree: &sled::Tree, content: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    let chunk = content_tree
+        .iter()
+        .map(|item| item.expect("scan"))
+        .find(|(_, v)| v.len() >= 8 && &v[8..] == content)
+        .map(|(k, _)| k.to_vec())
+        .expect("the file's content chunk");
+    let mut file = b"f".to_vec();
+    file.extend_from_slice(&chunk[1..9]);
+    (chunk, file)
+}
+
+/// A rewrite of one event.
+type Change = Box<dyn FnOnce(&mut Event)>;
+
+/// Event 14's create, as `change` sees it.
+fn create_x(e: &mut Event) -> (&mut String, &mut String) {
+    let Body::Tool(ToolCall {
+        command: Command::Create { path, file_text },
+        ..
+    }) = &mut e.body
+    else {
+        panic!("event 14 is a create")
+    };
+    (path, file_text)
+}
+
+/// The cases that need the mixed store's events (see [`mixed_inputs`]).
+fn mixed_cases(r: &mut Runner<'_>) {
+    use ViolationKind::{
+        BrokenLink, Hash, Head as HeadKind, Index, Missing, Outcome as OutcomeKind, SeqMismatch,
+        Undecodable,
+    };
+    let base = r.base;
+    let n = base.n;
+
+    // One byte in every region of two middle events: its first, middle and last byte, plus one.
+    for seq in [STR_REPLACE, REJECTED_BLOCK] {
+        for (name, start, end, kind) in regions(&base.record(seq)) {
+            for at in [start, (start + end) / 2, end - 1] {
+                r.case(
+                    &format!("seq {seq}, {name}, byte {at} + 1"),
+                    Expect::First(seq, kind),
+                    |t| t.edit(seq, |rec| rec[at] = rec[at].wrapping_add(1)),
+                );
+            }
+        }
+    }
+    // The store's records are format 2: 1 reads its header as one with 4 bytes left over.
+    for version in [0u8, 1, 3, 0xff] {
+        let expect = if version == 3 {
+            Expect::Saying(STR_REPLACE, Undecodable, "newer")
+        } else {
+            Expect::First(STR_REPLACE, Undecodable)
+        };
+        r.case(&format!("version byte {version}"), expect, |t| {
+            t.edit(STR_REPLACE, |rec| rec[0] = version);
+        });
+    }
+    // The recorded is_error flag, a result_hash byte, the semantics the call was answered under:
+    // caught by the chain hash before replay compares outcomes (the header is hashed).
+    let record = base.record(STR_REPLACE);
+    let frame = Frame::decode(&record).expect("decodes");
+    assert_eq!(frame.version, 2, "the writer writes format 2");
+    let semantics_at = HEADER_AT + frame.header.len() - 4;
+    assert_eq!(record[semantics_at..semantics_at + 4], 2u32.to_le_bytes());
+    let is_error_at = semantics_at - 33;
+    assert_eq!(record[is_error_at], 0, "str_replace at seq 6 succeeded");
+    for (what, at, value) in [
+        ("is_error 0 -> 1", is_error_at, 1u8),
+        ("is_error 0 -> 2 (not a bool)", is_error_at, 2),
+        (
+            "result_hash byte",
+            is_error_at + 1,
+            record[is_error_at + 1] ^ 0x80,
+        ),
+        ("semantics 2 -> 1", semantics_at, 1),
+        ("semantics 2 -> 3", semantics_at, 3),
+    ] {
+        r.case(
+            &format!("seq {STR_REPLACE}: {what}"),
+            Expect::First(STR_REPLACE, Hash),
+            |t| t.edit(STR_REPLACE, |rec| rec[at] = value),
+        );
+    }
+
+    // Removed, swapped, copied and extra events.
+    r.case(
+        "the last two events removed",
+        Expect::First(n - 1, Missing),
+        |t| {
+            t.remove(n);
+            t.remove(n - 1);
+        },
+    );
+    // A smarter swap: the seq inside each record is fixed up to match its new key. The record
+    // now under 11 still carries event 12's prev_hash (the hash of event 11), not event 10's.
+    let (a, b) = (REJECTED_BLOCK, REJECTED_BLOCK + 1);
+    r.case(
+        "events 11 and 12 swapped with their seq fields rewritten",
+        Expect::First(a, BrokenLink),
+        |t| {
+            let (mut ra, mut rb) = (t.record(a), t.record(b));
+            ra[1..9].copy_from_slice(&b.to_le_bytes());
+            rb[1..9].copy_from_slice(&a.to_le_bytes());
+            t.put(a, rb);
+            t.put(b, ra);
+        },
+    );
+    r.case(
+        "event 3 copied over event 4",
+        Expect::First(4, SeqMismatch),
+        |t| t.put(4, t.record(3)),
+    );
+    r.case(
+        "event 1 copied under key 0",
+        Expect::First(0, Missing),
+        |t| t.put(0, t.record(1)),
+    );
+    r.case(
+        "a chained, honestly answered event stored 5 past the end (a gap)",
+        Expect::First(n + 1, Missing),
+        |t| t.put(n + 6, honest_record(&t.events, n + 1, base.hash(n))),
+    );
+    // "abc" sorts after every 8-byte key that starts with a zero byte: named past the end, where
+    // it sorts, as a key that is no seq.
+    r.case(
+        "the last record copied under an events key of 3 bytes",
+        Expect::Saying(n + 1, Missing, "is not 8 bytes"),
+        |t| {
+            t.events.insert(b"abc", t.record(n)).expect("insert");
+        },
+    );
+
+    // meta.head. After the clean close the store recorded its head outside sled (`mnemo-head`):
+    // a meta.head behind that record is a rollback, named at the recorded head.
+    r.case(
+        "meta.head's hash changed",
+        Expect::First(n, HeadKind),
+        |t| {
+            let mut head = t.meta_head();
+            head[8 + 17] ^= 0x01;
+            t.set_meta_head(head);
+        },
+    );
+    r.case(
+        &format!("meta.head rolled back to {}, the recorded head kept", n - 1),
+        Expect::First(n, HeadKind),
+        |t| t.set_head(n - 1, base.hash(n - 1)),
+    );
+    r.case(
+        "meta.head removed, the recorded head kept",
+        Expect::First(n, HeadKind),
+        |t| {
+            t.meta.remove(b"head").expect("remove");
+        },
+    );
+    // Removed with the record: the head reads as the empty log's (seq 0), as after a crash
+    // during the first commit; the log chains on from seq 1, so nothing is lost.
+    r.case(
+        "meta.head removed, and the recorded head",
+        Expect::Behind {
+            end: n,
+            meta_head: 0,
+        },
+        |t| {
+            t.meta.remove(b"head").expect("remove");
+            t.drop_recorded_head();
+        },
+    );
+    // Pushing the head's seq forward reads like events removed from the tail.
+    r.case(
+        "meta.head's seq pushed past the end",
+        Expect::First(n + 1, Missing),
+        |t| {
+            let mut head = t.meta_head();
+            head[..8].copy_from_slice(&(n + 1).to_be_bytes());
+            t.set_meta_head(head);
+        },
+    );
+    r.case("meta.head of 41 bytes", Expect::First(0, HeadKind), |t| {
+        let mut head = t.meta_head();
+        head.push(0);
+        t.set_meta_head(head);
+    });
+
+    // The index: compared when replay reaches its applied seq (the head).
+    r.case(
+        "the created seq of a file's `f` record changed",
+        Expect::First(n, Index),
+        |t| {
+            let (_, key) = file_entry(&t.content, b"the end\n");
+            let mut value = t.index.get(&key).expect("get").expect("present").to_vec();
+            value[0] ^= 0x01; // created seq (u64 LE)
+            t.index.insert(key, value).expect("insert");
+        },
+    );
+    for stray in [
+        &b"zzz"[..],
+        b"c\0\0\0\0\0\0\0\0stray",
+        b"f\0\0\0\0\0\0\0\x63",
+    ] {
+        r.case(
+            &format!("stray index key {stray:?}"),
+            Expect::First(n, Index),
+            |t| {
+                t.index.insert(stray, &b"x"[..]).expect("insert");
+            },
+        );
+    }
+    // Rolled back to 20: at seq 20 the replayed tree (before final.txt was created at 21)
+    // differs from the stored one. Pushed past the head: never reached during replay, reported
+    // after the head checks. Not 8 bytes: unreadable, reported at 0.
+    for (what, applied, expect) in [
+        ("rolled back to 20", (n - 2).to_be_bytes().to_vec(), n - 2),
+        (
+            "pushed past the head",
+            (n + 3).to_be_bytes().to_vec(),
+            n + 3,
+        ),
+        ("of 3 bytes", b"abc".to_vec(), 0),
+    ] {
+        r.case(
+            &format!("the index's applied seq {what}"),
+            Expect::First(expect, Index),
+            |t| {
+                t.index.insert(b"a", applied).expect("insert");
+            },
+        );
+    }
+
+    // Consistent rewrites: hashes valid. Event 14 creates /memories/x.txt; rewrite who made it,
+    // when, or what text it wrote, and the result text is the same: event 14 passes every check
+    // on its own, and the first inconsistency is event 15's prev_hash.
+    let same_outcome: [(&str, Change); 3] = [
+        ("agent", Box::new(|e| e.header.agent = "mallory".into())),
+        ("time", Box::new(|e| e.header.time_ms += 1)),
+        (
+            "file_text",
+            Box::new(|e| *create_x(e).1 = "forged\n".into()),
+        ),
+    ];
+    for (what, change) in same_outcome {
+        r.case(
+            &format!("consistent rewrite of event 14's {what}"),
+            Expect::First(CREATE_X + 1, BrokenLink),
+            |t| t.rewrite(CREATE_X, change),
+        );
+    }
+    // Re-answering gives another outcome than the recorded one: the rewritten event is named.
+    let other_outcome: [(&str, Change); 2] = [
+        (
+            "path to one that exists then",
+            Box::new(|e| *create_x(e).0 = "/memories/c/d/b.txt".into()),
+        ),
+        ("is_error", Box::new(|e| e.header.outcome.is_error = true)),
+    ];
+    for (what, change) in other_outcome {
+        r.case(
+            &format!("consistent rewrite of event 14's {what}"),
+            Expect::First(CREATE_X, OutcomeKind),
+            |t| t.rewrite(CREATE_X, change),
+        );
+    }
+    // The last event: no later prev_hash to break, so meta.head's hash is the witness; moved to
+    // the new hash, the recorded head still names the old one; with that record removed too,
+    // nothing on disk contradicts the rewrite (anchoring the head elsewhere detects it).
+    let mallory = |e: &mut Event| e.header.agent = "mallory".into();
+    r.case(
+        "consistent rewrite of the last event",
+        Expect::First(n, HeadKind),
+        |t| t.rewrite(n, mallory),
+    );
+    let forge_tail = |t: &Trees| {
+        t.rewrite(n, mallory);
+        t.set_head(n, Frame::decode(&t.record(n)).expect("frame").hash);
+    };
+    r.case(
+        "consistent rewrite of the last event and meta.head, the recorded head kept",
+        Expect::First(n, HeadKind),
+        forge_tail,
+    );
+    r.case(
+        "consistent rewrite of the last event and meta.head, the recorded head removed",
+        Expect::Forged,
+        |t| {
+            forge_tail(t);
+            t.drop_recorded_head();
+        },
+    );
+    // The agent's length field rewritten, and the chain hash recomputed so that every hash
+    // check passes: only decoding the header catches it. u64::MAX would only panic ("capacity
+    // overflow"); a length like 1 << 45 would make bincode allocate 32 TiB and abort the
+    // process, so it is not run.
+    for len in [1u64 << 20, u64::MAX] {
+        r.case(
+            &format!("event 14's agent length set to {len}, rehashed"),
+            Expect::First(CREATE_X, Undecodable),
+            |t| {
+                t.edit(CREATE_X, |rec| {
+                    let mut frame = Frame::decode(rec).expect("decode");
+                    frame.header[8..16].copy_from_slice(&len.to_le_bytes());
+                    frame.hash = frame.recompute_hash();
+                    *rec = frame.encode();
+                });
+            },
+        );
+    }
+}
+
+/// Every byte of event 2 of 3, with every bit flipped (0xff) and with only its lowest bit
+/// flipped (0x01): each is named at seq 2, with the kind its region predicts (the header is
+/// hashed before it is decoded, the payload hash checked before the payload is decoded).
+#[test]
+fn every_byte_of_event_2_of_3_is_named_at_seq_2() {
+    let started = Instant::now();
+    let base = pristine(Build::Calls(vec![
+        Input::Json(
+            json!({"command": "create", "path": "/memories/n.txt", "file_text": "one\ntwo\n"}),
+        ),
+        Input::Json(
+            json!({"type": "tool_use", "id": "toolu_2", "name": "memory",
+               "input": {"command": "str_replace", "path": "/memories/n.txt", "old_str": "two", "new_str": "2"}}),
+        ),
+        Input::Json(json!({"command": "view", "path": "/memories/n.txt"})),
+    ]));
+    let record = base.record(2);
+    let mut r = Runner::new(&base, "every byte of event 2 of 3", started);
+    for mask in [0xffu8, 0x01] {
+        for at in 0..record.len() {
+            let (region, kind) = expected_kind(&record, at);
+            r.case(
+                &format!("byte {at} ({region}) ^ {mask:#04x}"),
+                Expect::First(2, kind),
+                |t| t.edit(2, |rec| rec[at] ^= mask),
+            );
+        }
+    }
+    assert_eq!(r.cases, 2 * record.len(), "every byte was tried");
+    r.finish();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Standalone cases.
 // ---------------------------------------------------------------------------------------------
 
 #[test]
 fn an_empty_store_verifies_as_empty() {
     let t = TempStore::new();
-    let report = verify_tampered(&t.path());
+    let report = verify_store(&open_store(&t.path())).expect("verify");
     assert!(report.is_empty(), "{report:?}");
     assert!(report.is_intact());
     assert_eq!(report.events, 0);
     assert_eq!(report.head.seq, Seq(0));
     // The same through a client (which also creates the store's writer).
-    let client = open_client(&t.path());
-    let report = client.verify().expect("verify through the client");
+    let report = t.client().verify().expect("verify through the client");
     assert!(report.is_empty(), "{report:?}");
     assert_eq!(report.events, 0);
 }
 
 #[test]
 fn an_untouched_mixed_store_verifies_intact_through_the_client_too() {
-    let t = mixed();
-    let client = open_client(&t.path());
+    let base = mixed();
+    let client = open_client(&base.path, "test-agent");
     let report = client.verify().expect("verify through the client");
     assert!(report.is_intact(), "{:?}", report.violations);
     assert_eq!(report.events, MIXED_EVENTS);
@@ -306,463 +1260,22 @@ fn an_untouched_mixed_store_verifies_intact_through_the_client_too() {
     ));
 }
 
-// ---------------------------------------------------------------------------------------------
-// One byte changed in each region of a stored event.
-// ---------------------------------------------------------------------------------------------
-
 #[test]
-fn one_byte_in_each_region_of_a_middle_event_is_named() {
+fn the_client_verify_names_the_same_violation() {
     let base = mixed();
-    for seq in [STR_REPLACE, REJECTED_BLOCK] {
-        let original = record(&base.path(), seq);
-        for (name, start, end, kind) in regions(&original) {
-            assert!(start < end, "{name} of seq {seq} is not empty");
-            // First, middle and last byte of the region.
-            for at in [start, (start + end) / 2, end - 1] {
-                let copy = TempStore::new();
-                copy_dir(&base.path(), &copy.path());
-                tamper_record(&copy.path(), seq, |r| r[at] = r[at].wrapping_add(1));
-                let what = format!("seq {seq}, {name}, byte {at} + 1");
-                assert_first(&verify_tampered(&copy.path()), seq, kind, &what);
-            }
-        }
-    }
-}
-
-#[test]
-fn version_bytes_newer_and_zero_are_undecodable_at_that_seq() {
-    let t = mixed();
-    let original = record(&t.path(), STR_REPLACE);
-    // The store's records are format 2: 1 reads its header as one with 4 bytes left over.
-    for version in [0u8, 1, 3, 0xff] {
-        tamper_record(&t.path(), STR_REPLACE, |r| r[0] = version);
-        let report = verify_tampered(&t.path());
-        assert_first(
-            &report,
-            STR_REPLACE,
-            ViolationKind::Undecodable,
-            &format!("version {version}"),
-        );
-        if version == 3 {
-            assert!(
-                report.violations[0].detail.contains("newer"),
-                "a newer version says so: {}",
-                report.violations[0].detail
-            );
-        }
-    }
-    tamper_record(&t.path(), STR_REPLACE, |r| *r = original);
-    assert!(verify_tampered(&t.path()).is_intact(), "restored");
-}
-
-#[test]
-fn outcome_bits_in_the_header_are_covered_by_the_chain_hash() {
-    // Flipping the recorded is_error flag (or a result_hash byte, or the semantics the call was
-    // answered under) is caught by the chain hash before replay ever compares outcomes: the
-    // header is part of the hash input.
-    let base = mixed();
-    let original = record(&base.path(), STR_REPLACE);
-    let frame = Frame::decode(&original).expect("decodes");
-    assert_eq!(frame.version, 2, "the writer writes format 2");
-    let semantics_at = 109 + frame.header.len() - 4;
-    assert_eq!(original[semantics_at..semantics_at + 4], 2u32.to_le_bytes());
-    let is_error_at = semantics_at - 33;
-    assert_eq!(original[is_error_at], 0, "str_replace at seq 6 succeeded");
-    for (what, at, value) in [
-        ("is_error 0 -> 1", is_error_at, 1u8),
-        ("is_error 0 -> 2 (not a bool)", is_error_at, 2),
-        (
-            "result_hash byte",
-            is_error_at + 1,
-            original[is_error_at + 1] ^ 0x80,
-        ),
-        ("semantics 2 -> 1", semantics_at, 1),
-        ("semantics 2 -> 3", semantics_at, 3),
-    ] {
-        let copy = TempStore::new();
-        copy_dir(&base.path(), &copy.path());
-        tamper_record(&copy.path(), STR_REPLACE, |r| r[at] = value);
-        assert_first(
-            &verify_tampered(&copy.path()),
-            STR_REPLACE,
-            ViolationKind::Hash,
-            what,
-        );
-    }
-}
-
-#[test]
-fn every_byte_of_event_2_of_3_is_detected_at_seq_2() {
-    let base = TempStore::new();
-    {
-        let server = base.server();
-        let inputs = [
-            json!({"command": "create", "path": "/memories/n.txt", "file_text": "one\ntwo\n"}),
-            json!({"type": "tool_use", "id": "toolu_2", "name": "memory",
-                   "input": {"command": "str_replace", "path": "/memories/n.txt", "old_str": "two", "new_str": "2"}}),
-            json!({"command": "view", "path": "/memories/n.txt"}),
-        ];
-        for input in inputs {
-            let (text, is_error) = call(&server, input);
-            assert!(!is_error, "setup call failed: {text}");
-        }
-    }
-    assert!(verify_tampered(&base.path()).is_intact());
-    let original = record(&base.path(), 2);
-    let mut undetected = Vec::new();
-    let mut other_kind = Vec::new();
-    let mut cases = 0;
-    // Every byte, with every bit flipped (0xff) and with only its lowest bit flipped (0x01).
-    for mask in [0xffu8, 0x01] {
-        for at in 0..original.len() {
-            let copy = TempStore::new();
-            copy_dir(&base.path(), &copy.path());
-            tamper_record(&copy.path(), 2, |r| r[at] ^= mask);
-            let report = verify_tampered(&copy.path());
-            let (region, expected) = expected_kind(&original, at);
-            cases += 1;
-            match report.violations.first() {
-                None => undetected.push((at, mask)),
-                Some(v) => {
-                    assert_eq!(
-                        v.seq,
-                        Seq(2),
-                        "byte {at} ^ {mask:#04x} ({region}) named the wrong seq: {}",
-                        v.detail
-                    );
-                    if v.kind != expected {
-                        other_kind.push((at, mask, region, v.kind));
-                    }
-                }
-            }
-        }
-    }
-    assert_eq!(cases, 2 * original.len(), "every byte was tried");
-    assert!(undetected.is_empty(), "undetected flips at {undetected:?}");
-    // Every region's kind is the one the verifier's check order predicts (the header is hashed
-    // before it is decoded, the payload hash checked before the payload is decoded).
-    assert!(other_kind.is_empty(), "unexpected kinds: {other_kind:?}");
-}
-
-// ---------------------------------------------------------------------------------------------
-// Removed, swapped, duplicated and extra events.
-// ---------------------------------------------------------------------------------------------
-
-#[test]
-fn a_removed_middle_event_is_missing_at_its_seq() {
-    for seq in [1, REJECTED_BLOCK] {
-        let t = mixed();
-        edit_trees(&t.path(), |events, _, _| {
-            events.remove(Seq(seq).key()).expect("remove");
-        });
-        assert_first(
-            &verify_tampered(&t.path()),
-            seq,
-            ViolationKind::Missing,
-            &format!("seq {seq} removed"),
-        );
-    }
-}
-
-#[test]
-fn a_removed_last_event_is_missing_past_the_end() {
-    let t = mixed();
-    edit_trees(&t.path(), |events, _, _| {
-        events.remove(Seq(MIXED_EVENTS).key()).expect("remove");
+    tamper_record(&base.path, STR_REPLACE, |r| {
+        let last = r.len() - 1;
+        r[last] ^= 0x20;
     });
-    let report = verify_tampered(&t.path());
-    // Every remaining event checks out; meta.head names seq 22, which is no longer there.
+    let report = open_client(&base.path, "test-agent")
+        .verify()
+        .expect("verify through the client");
     assert_first(
         &report,
-        MIXED_EVENTS,
-        ViolationKind::Missing,
-        "last event removed",
+        STR_REPLACE,
+        ViolationKind::PayloadHash,
+        "client verify",
     );
-    assert_eq!(report.events, MIXED_EVENTS - 1);
-    assert!(
-        report.violations[0]
-            .detail
-            .contains("removed from the tail")
-    );
-}
-
-#[test]
-fn the_last_two_events_removed_name_the_first_of_them() {
-    let t = mixed();
-    edit_trees(&t.path(), |events, _, _| {
-        events.remove(Seq(MIXED_EVENTS).key()).expect("remove");
-        events.remove(Seq(MIXED_EVENTS - 1).key()).expect("remove");
-    });
-    assert_first(
-        &verify_tampered(&t.path()),
-        MIXED_EVENTS - 1,
-        ViolationKind::Missing,
-        "two tail events removed",
-    );
-}
-
-#[test]
-fn two_swapped_events_are_named_at_the_first() {
-    let t = mixed();
-    let (a, b) = (REJECTED_BLOCK, REJECTED_BLOCK + 1);
-    edit_trees(&t.path(), |events, _, _| {
-        let ra = events.get(Seq(a).key()).expect("get").expect("present");
-        let rb = events.get(Seq(b).key()).expect("get").expect("present");
-        events.insert(Seq(a).key(), rb).expect("insert");
-        events.insert(Seq(b).key(), ra).expect("insert");
-    });
-    // The record under key 11 says it is seq 12.
-    assert_first(
-        &verify_tampered(&t.path()),
-        a,
-        ViolationKind::SeqMismatch,
-        "swapped 11 and 12",
-    );
-}
-
-#[test]
-fn swapped_events_with_their_seq_fields_rewritten_break_the_link_at_the_first() {
-    // A smarter swap: the seq inside each record is fixed up to match its new key. The record
-    // now under 11 still carries event 12's prev_hash (the hash of event 11), not event 10's.
-    let t = mixed();
-    let (a, b) = (REJECTED_BLOCK, REJECTED_BLOCK + 1);
-    edit_trees(&t.path(), |events, _, _| {
-        let mut ra = events
-            .get(Seq(a).key())
-            .expect("get")
-            .expect("present")
-            .to_vec();
-        let mut rb = events
-            .get(Seq(b).key())
-            .expect("get")
-            .expect("present")
-            .to_vec();
-        ra[1..9].copy_from_slice(&b.to_le_bytes());
-        rb[1..9].copy_from_slice(&a.to_le_bytes());
-        events.insert(Seq(a).key(), rb).expect("insert");
-        events.insert(Seq(b).key(), ra).expect("insert");
-    });
-    assert_first(
-        &verify_tampered(&t.path()),
-        a,
-        ViolationKind::BrokenLink,
-        "swapped with seqs fixed",
-    );
-}
-
-#[test]
-fn a_duplicated_event_is_named_at_the_key_it_was_copied_to() {
-    let t = mixed();
-    edit_trees(&t.path(), |events, _, _| {
-        let r3 = events.get(Seq(3).key()).expect("get").expect("present");
-        events.insert(Seq(4).key(), r3).expect("insert");
-    });
-    assert_first(
-        &verify_tampered(&t.path()),
-        4,
-        ViolationKind::SeqMismatch,
-        "seq 3 duplicated over 4",
-    );
-}
-
-#[test]
-fn a_record_under_key_0_is_missing_at_0() {
-    let t = mixed();
-    edit_trees(&t.path(), |events, _, _| {
-        let r1 = events.get(Seq(1).key()).expect("get").expect("present");
-        events.insert(Seq(0).key(), r1).expect("insert");
-    });
-    assert_first(
-        &verify_tampered(&t.path()),
-        0,
-        ViolationKind::Missing,
-        "a record under key 0",
-    );
-}
-
-/// The stored record event `seq` would have if the writer had run `body` right after event
-/// `seq - 1`: linked to that event's hash, its outcome the real answer against the replayed tree.
-fn honest_record(path: &Path, seq: u64, agent: &str, body: Body) -> Vec<u8> {
-    let store = open_store(path);
-    let mut replay = mnemo::history::state_at(&store, Seq(seq - 1)).expect("replay");
-    let prev = match seq {
-        1 => EventHash::ZERO,
-        _ => {
-            let record = store.get(Seq(seq - 1)).expect("read").expect("event");
-            Frame::decode(&record).expect("frame").hash
-        }
-    };
-    let answer = replay
-        .run_call("test-agent", None, &body, Semantics::CURRENT, Seq(seq))
-        .expect("answer");
-    Event {
-        seq: Seq(seq),
-        prev_hash: prev,
-        header: mnemo::Header {
-            time_ms: 1_760_000_000_000,
-            agent: agent.into(),
-            tool_use_id: None,
-            outcome: Outcome::of(answer.is_error, &answer.text),
-            semantics: Semantics::CURRENT,
-        },
-        body,
-    }
-    .to_frame()
-    .encode()
-}
-
-fn create_body(path: &str, text: &str) -> Body {
-    Body::Tool(ToolCall {
-        root: "/memories".into(),
-        profile: Profile::Spec,
-        limits: mnemo::tool::Limits::default(),
-        command: Command::Create {
-            path: path.into(),
-            file_text: text.into(),
-        },
-    })
-}
-
-#[test]
-fn an_extra_event_past_the_end_is_named() {
-    let next = MIXED_EVENTS + 1;
-    // (a) garbage under the next key.
-    let t = mixed();
-    edit_trees(&t.path(), |events, _, _| {
-        events
-            .insert(Seq(next).key(), &b"garbage"[..])
-            .expect("insert");
-    });
-    assert_first(
-        &verify_tampered(&t.path()),
-        next,
-        ViolationKind::Undecodable,
-        "garbage past the end",
-    );
-    // (b) a copy of the last record under the next key.
-    let t = mixed();
-    edit_trees(&t.path(), |events, _, _| {
-        let last = events
-            .get(Seq(MIXED_EVENTS).key())
-            .expect("get")
-            .expect("present");
-        events.insert(Seq(next).key(), last).expect("insert");
-    });
-    assert_first(
-        &verify_tampered(&t.path()),
-        next,
-        ViolationKind::SeqMismatch,
-        "the last record copied past the end",
-    );
-    // (c) a perfectly chained, honestly answered event appended without moving meta.head: every
-    // record checks out, so it is the head that no longer names the last event.
-    let t = mixed();
-    let forged = honest_record(
-        &t.path(),
-        next,
-        "mallory",
-        create_body("/memories/evil.txt", "x"),
-    );
-    edit_trees(&t.path(), |events, _, _| {
-        events.insert(Seq(next).key(), forged).expect("insert");
-    });
-    // A chain proves order and content, not who may append: anyone who can write the store can
-    // extend it (with or without moving the head), and a checkpoint taken before cannot tell.
-    // Who wrote it is in the event, for the audit.
-    assert_behind(&t.path(), next, MIXED_EVENTS, "a chained event appended");
-    // (d) a chained event far past the end (a gap) is missing at the first absent seq.
-    let t = mixed();
-    let forged = honest_record(
-        &t.path(),
-        next,
-        "mallory",
-        create_body("/memories/evil.txt", "x"),
-    );
-    edit_trees(&t.path(), |events, _, _| {
-        events.insert(Seq(next + 5).key(), forged).expect("insert");
-    });
-    assert_first(
-        &verify_tampered(&t.path()),
-        next,
-        ViolationKind::Missing,
-        "an event stored 5 past the end",
-    );
-}
-
-// ---------------------------------------------------------------------------------------------
-// meta.head.
-// ---------------------------------------------------------------------------------------------
-
-fn read_head(meta: &sled::Tree) -> Vec<u8> {
-    meta.get(b"head")
-        .expect("get")
-        .expect("meta.head exists")
-        .to_vec()
-}
-
-#[test]
-fn a_rewritten_head_hash_is_named_at_the_last_event() {
-    let t = mixed();
-    edit_trees(&t.path(), |_, meta, _| {
-        let mut head = read_head(meta);
-        assert_eq!(head.len(), 40, "head is seq (8, BE) + hash (32)");
-        head[8 + 17] ^= 0x01;
-        meta.insert(b"head", head).expect("insert");
-    });
-    assert_first(
-        &verify_tampered(&t.path()),
-        MIXED_EVENTS,
-        ViolationKind::Head,
-        "head hash changed",
-    );
-}
-
-/// Asserts the report is intact, names the log's last event as the head, and shows `meta.head`
-/// behind it at `meta_head`; then that opening a client moves `meta.head` there.
-fn assert_behind(path: &Path, end: u64, meta_head: u64, what: &str) {
-    let report = verify_tampered(path);
-    assert!(report.is_intact(), "{what}: {:?}", report.violations);
-    assert_eq!(
-        (report.head.seq, report.meta_head.seq),
-        (Seq(end), Seq(meta_head)),
-        "{what}: {report:?}"
-    );
-    let client = open_client(path);
-    assert_eq!(client.head().expect("head"), report.head, "{what}");
-    drop(client);
-    let report = verify_tampered(path);
-    assert!(report.is_intact(), "{what}: {:?}", report.violations);
-    assert_eq!(report.meta_head, report.head, "{what}: moved on open");
-}
-
-#[test]
-fn a_head_behind_a_chained_log_is_what_a_crash_leaves_and_moves_on_open() {
-    // The head is written after the events it names, so a crash can leave it behind them. With
-    // every event there and chained, a head rolled back by hand looks the same and loses nothing.
-    let t = mixed();
-    let hash_of_21 = Frame::decode(&record(&t.path(), MIXED_EVENTS - 1))
-        .expect("frame")
-        .hash;
-    edit_trees(&t.path(), |_, meta, _| {
-        let mut head = (MIXED_EVENTS - 1).to_be_bytes().to_vec();
-        head.extend_from_slice(&hash_of_21.0);
-        meta.insert(b"head", head).expect("insert");
-    });
-    rolled_back_then_crash_like(&t.path());
-    assert_behind(&t.path(), MIXED_EVENTS, MIXED_EVENTS - 1, "head at 21");
-}
-
-/// A `meta.head` moved back behind the head the store recorded at its clean close is a rollback
-/// (named as `Head`); with that record gone too, it is what a crash leaves. Removes the record.
-fn rolled_back_then_crash_like(path: &Path) {
-    let report = verify_tampered(path);
-    assert_eq!(
-        report.violations.first().map(|v| v.kind),
-        Some(ViolationKind::Head),
-        "{:?}",
-        report.violations
-    );
-    std::fs::remove_file(path.join(mnemo::HEAD_FILE)).expect("remove the head record");
 }
 
 #[test]
@@ -784,14 +1297,15 @@ fn a_head_rolled_back_below_a_durable_commit_is_named() {
             assert!(!is_error, "{text}");
         }
     }
-    let hash_of_1 = Frame::decode(&record(&t.path(), 1)).expect("frame").hash;
-    edit_trees(&t.path(), |_, meta, _| {
-        let mut head = 1u64.to_be_bytes().to_vec();
-        head.extend_from_slice(&hash_of_1.0);
-        meta.insert(b"head", head).expect("insert");
-    });
+    let store = open_store(&t.path());
+    let record = store.get(Seq(1)).expect("read").expect("event 1");
+    let mut head = 1u64.to_be_bytes().to_vec();
+    head.extend_from_slice(&Frame::decode(&record).expect("frame").hash.0);
+    let (_, meta, _) = store.raw_trees();
+    meta.insert(b"head", head).expect("insert");
+    meta.flush().expect("flush");
     assert_first(
-        &verify_tampered(&t.path()),
+        &verify_store(&store).expect("verify"),
         2,
         ViolationKind::Head,
         "head rolled back below the recorded head",
@@ -799,340 +1313,21 @@ fn a_head_rolled_back_below_a_durable_commit_is_named() {
 }
 
 #[test]
-fn a_head_seq_past_the_end_is_missing_there() {
-    // Pushing the head's seq forward reads like events removed from the tail: it is reported as
-    // Missing at the first absent seq, not as Head.
-    let t = mixed();
-    edit_trees(&t.path(), |_, meta, _| {
-        let mut head = read_head(meta);
-        head[..8].copy_from_slice(&(MIXED_EVENTS + 1).to_be_bytes());
-        meta.insert(b"head", head).expect("insert");
-    });
-    assert_first(
-        &verify_tampered(&t.path()),
-        MIXED_EVENTS + 1,
-        ViolationKind::Missing,
-        "head seq + 1",
-    );
-}
-
-#[test]
-fn a_removed_head_is_behind_and_a_malformed_one_is_named() {
-    // Removed: the head reads as the empty log's (seq 0), as after a crash during the first
-    // commit; the log chains on from seq 1, so nothing is lost.
-    let t = mixed();
-    edit_trees(&t.path(), |_, meta, _| {
-        meta.remove(b"head").expect("remove");
-    });
-    rolled_back_then_crash_like(&t.path());
-    assert_behind(&t.path(), MIXED_EVENTS, 0, "head removed");
-    // Not 40 bytes: cannot be read at all, reported at seq 0.
-    let t = mixed();
-    edit_trees(&t.path(), |_, meta, _| {
-        let mut head = read_head(meta);
-        head.push(0);
-        meta.insert(b"head", head).expect("insert");
-    });
-    assert_first(
-        &verify_tampered(&t.path()),
-        0,
-        ViolationKind::Head,
-        "head of 41 bytes",
-    );
-}
-
-// ---------------------------------------------------------------------------------------------
-// The index.
-// ---------------------------------------------------------------------------------------------
-
-/// The key of the content chunk holding `content` (a file of one chunk), and of its file's `f`
-/// record.
-fn file_entry(content_tree: &sled::Tree, content: &[u8]) -> (Vec<u8>, Vec<u8>) {
-    let chunk = content_tree
-        .iter()
-        .map(|item| item.expect("scan"))
-        .find(|(_, v)| v.len() >= 8 && &v[8..] == content)
-        .map(|(k, _)| k.to_vec())
-        .expect("the file's content chunk");
-    let mut file = b"f".to_vec();
-    file.extend_from_slice(&chunk[1..9]);
-    (chunk, file)
-}
-
-#[test]
-fn an_altered_file_content_in_the_index_is_named() {
-    let t = mixed();
+fn a_store_without_meta_format_cannot_be_opened_to_verify() {
+    // Store::open refuses a store that has events but no meta.format: it cannot tell which format
+    // the events are in, so it says the store is corrupt rather than guess.
+    let base = mixed();
     {
-        let store = open_store(&t.path());
-        let content = store.raw_content_tree();
-        let (key, _) = file_entry(&content, b"the end\n");
-        let mut value = content.get(&key).expect("get").expect("present").to_vec();
-        value[8] = b'T';
-        content.insert(key, value).expect("insert");
-        content.flush().expect("flush the tampered tree");
+        let store = open_store(&base.path);
+        let (_, meta, _) = store.raw_trees();
+        meta.remove(b"format").expect("remove");
+        meta.flush().expect("flush");
     }
-    // The index is compared when replay reaches the index's applied seq (the head).
-    assert_first(
-        &verify_tampered(&t.path()),
-        MIXED_EVENTS,
-        ViolationKind::Index,
-        "file content changed",
-    );
-}
-
-#[test]
-fn an_altered_file_seq_in_the_index_is_named() {
-    let t = mixed();
-    let content = open_store(&t.path()).raw_content_tree();
-    let (_, key) = file_entry(&content, b"the end\n");
-    drop(content);
-    edit_trees(&t.path(), |_, _, index| {
-        let mut value = index.get(&key).expect("get").expect("present").to_vec();
-        value[0] ^= 0x01; // created seq (u64 LE)
-        index.insert(key, value).expect("insert");
-    });
-    assert_first(
-        &verify_tampered(&t.path()),
-        MIXED_EVENTS,
-        ViolationKind::Index,
-        "created seq changed",
-    );
-}
-
-#[test]
-fn a_removed_child_entry_is_named() {
-    let t = mixed();
-    edit_trees(&t.path(), |_, _, index| {
-        let mut key = b"c".to_vec();
-        key.extend_from_slice(&0u64.to_be_bytes());
-        key.extend_from_slice(b"memories");
-        assert!(
-            index.remove(&key).expect("remove").is_some(),
-            "the root holds a `memories` child entry"
-        );
-    });
-    assert_first(
-        &verify_tampered(&t.path()),
-        MIXED_EVENTS,
-        ViolationKind::Index,
-        "c entry removed",
-    );
-}
-
-#[test]
-fn a_stray_index_key_is_named() {
-    for stray in [
-        &b"zzz"[..],
-        b"c\0\0\0\0\0\0\0\0stray",
-        b"f\0\0\0\0\0\0\0\x63",
-    ] {
-        let t = mixed();
-        edit_trees(&t.path(), |_, _, index| {
-            index.insert(stray, &b"x"[..]).expect("insert");
-        });
-        assert_first(
-            &verify_tampered(&t.path()),
-            MIXED_EVENTS,
-            ViolationKind::Index,
-            &format!("stray key {stray:?}"),
-        );
+    match Store::open(&base.path) {
+        Err(mnemo::Error::Corrupt { what }) => assert!(what.contains("no meta.format"), "{what}"),
+        Err(e) => panic!("expected Corrupt, got {e}"),
+        Ok(_) => panic!("expected Corrupt, got an open store"),
     }
-}
-
-#[test]
-fn a_rewritten_applied_seq_is_named() {
-    // Rolled back to 20: the index is compared when replay reaches seq 20, where the replayed
-    // tree (before final.txt was created at 21) differs from the stored one.
-    let t = mixed();
-    edit_trees(&t.path(), |_, _, index| {
-        index
-            .insert(b"a", &(MIXED_EVENTS - 2).to_be_bytes()[..])
-            .expect("insert");
-    });
-    assert_first(
-        &verify_tampered(&t.path()),
-        MIXED_EVENTS - 2,
-        ViolationKind::Index,
-        "applied rolled back to 20",
-    );
-    // Pushed past the head: never reached during replay, reported after the head checks.
-    let t = mixed();
-    edit_trees(&t.path(), |_, _, index| {
-        index
-            .insert(b"a", &(MIXED_EVENTS + 3).to_be_bytes()[..])
-            .expect("insert");
-    });
-    assert_first(
-        &verify_tampered(&t.path()),
-        MIXED_EVENTS + 3,
-        ViolationKind::Index,
-        "applied pushed past the head",
-    );
-}
-
-// ---------------------------------------------------------------------------------------------
-// Consistent rewrites: a record re-encoded with valid hashes.
-// ---------------------------------------------------------------------------------------------
-
-/// Decodes event `seq`, lets `change` alter it, re-encodes it with a correctly recomputed payload
-/// hash and chain hash (`Event::to_frame`), and stores it. Later events are left alone.
-fn rewrite_consistently(path: &Path, seq: u64, change: impl FnOnce(&mut Event)) {
-    tamper_record(path, seq, |r| {
-        let mut event = Event::decode(r).expect("decode the original");
-        change(&mut event);
-        let frame = event.to_frame();
-        assert_eq!(frame.payload_hash, EventHash::of(&frame.payload));
-        assert_eq!(frame.recompute_hash(), frame.hash);
-        *r = frame.encode();
-    });
-}
-
-#[test]
-fn a_consistent_rewrite_with_the_same_outcome_is_named_at_the_next_seq() {
-    // Event 14 creates /memories/x.txt. Rewrite who made it, or what text it wrote: the result
-    // text ("File created successfully at: /memories/x.txt") is the same, so event 14 passes every
-    // check on its own — its hashes are valid and re-answering it reproduces its recorded outcome.
-    // The first inconsistency is event 15's prev_hash, which still holds event 14's old hash:
-    // verify names seq 15 (BrokenLink), one past the event that was actually rewritten.
-    for (what, change) in [
-        (
-            "agent",
-            Box::new(|e: &mut Event| e.header.agent = "mallory".into())
-                as Box<dyn FnOnce(&mut Event)>,
-        ),
-        ("time", Box::new(|e: &mut Event| e.header.time_ms += 1)),
-        (
-            "file_text",
-            Box::new(|e: &mut Event| {
-                let Body::Tool(ToolCall {
-                    command: Command::Create { file_text, .. },
-                    ..
-                }) = &mut e.body
-                else {
-                    panic!("event 14 is a create")
-                };
-                *file_text = "forged\n".into();
-            }),
-        ),
-    ] {
-        let t = mixed();
-        rewrite_consistently(&t.path(), CREATE_X, change);
-        assert_first(
-            &verify_tampered(&t.path()),
-            CREATE_X + 1,
-            ViolationKind::BrokenLink,
-            &format!("consistent rewrite of {what} at 14"),
-        );
-    }
-}
-
-#[test]
-fn a_consistent_rewrite_with_a_different_outcome_is_named_at_its_seq() {
-    // Event 14 rewritten to create /memories/c/d/b.txt, which exists at that point: re-answering
-    // gives an error where the log recorded success, so the rewritten event itself is named.
-    let t = mixed();
-    rewrite_consistently(&t.path(), CREATE_X, |e| {
-        let Body::Tool(ToolCall {
-            command: Command::Create { path, .. },
-            ..
-        }) = &mut e.body
-        else {
-            panic!("event 14 is a create")
-        };
-        *path = "/memories/c/d/b.txt".into();
-    });
-    assert_first(
-        &verify_tampered(&t.path()),
-        CREATE_X,
-        ViolationKind::Outcome,
-        "rewrite changing the answer",
-    );
-    // The same with a recorded is_error flipped (and hashes fixed up): Outcome at 14.
-    let t = mixed();
-    rewrite_consistently(&t.path(), CREATE_X, |e| e.header.outcome.is_error = true);
-    assert_first(
-        &verify_tampered(&t.path()),
-        CREATE_X,
-        ViolationKind::Outcome,
-        "rewrite flipping is_error",
-    );
-}
-
-#[test]
-fn a_consistent_rewrite_of_the_last_event_is_named_at_the_head() {
-    // Rewriting the last event consistently leaves no later prev_hash to break: meta.head's hash
-    // is the witness, named at the last seq.
-    let t = mixed();
-    rewrite_consistently(&t.path(), MIXED_EVENTS, |e| {
-        e.header.agent = "mallory".into();
-    });
-    assert_first(
-        &verify_tampered(&t.path()),
-        MIXED_EVENTS,
-        ViolationKind::Head,
-        "consistent rewrite of the tail",
-    );
-}
-
-#[test]
-fn a_consistent_rewrite_of_the_tail_with_its_head_is_not_detectable() {
-    // The limit of a hash chain without an external anchor: rewrite the last event consistently
-    // (same outcome, same effect on the index), move meta.head to its new hash and remove the
-    // store's own record of its last head (`mnemo-head`, which alone would give the rewrite away),
-    // and nothing on disk contradicts it. This test pins that limit down; anchoring the head hash
-    // elsewhere (printing it, signing it) is what detects it.
-    let t = mixed();
-    let old_hash = Frame::decode(&record(&t.path(), MIXED_EVENTS))
-        .expect("frame")
-        .hash;
-    rewrite_consistently(&t.path(), MIXED_EVENTS, |e| {
-        e.header.agent = "mallory".into();
-    });
-    let rewritten = Event::decode(&record(&t.path(), MIXED_EVENTS)).expect("decode");
-    assert_eq!(rewritten.header.agent, "mallory", "the rewrite is on disk");
-    let new_hash = rewritten.hash();
-    assert_ne!(new_hash, old_hash, "the rewritten event hashes differently");
-    edit_trees(&t.path(), |_, meta, _| {
-        let mut head = MIXED_EVENTS.to_be_bytes().to_vec();
-        head.extend_from_slice(&new_hash.0);
-        meta.insert(b"head", head).expect("insert");
-    });
-    // Left in place, the recorded head names the hash the rewrite replaced.
-    let report = verify_tampered(&t.path());
-    assert_eq!(
-        report.violations.first().map(|v| v.kind),
-        Some(ViolationKind::Head),
-        "{:?}",
-        report.violations
-    );
-    std::fs::remove_file(t.path().join(mnemo::HEAD_FILE)).expect("remove the head record");
-    let report = verify_tampered(&t.path());
-    assert!(report.is_intact(), "{:?}", report.violations);
-    assert_eq!(
-        report.head.hash, new_hash,
-        "verify accepted the forged head"
-    );
-}
-
-// ---------------------------------------------------------------------------------------------
-// Through the client.
-// ---------------------------------------------------------------------------------------------
-
-#[test]
-fn the_client_verify_names_the_same_violation() {
-    let t = mixed();
-    tamper_record(&t.path(), STR_REPLACE, |r| {
-        let last = r.len() - 1;
-        r[last] ^= 0x20;
-    });
-    let client = open_client(&t.path());
-    let report = client.verify().expect("verify through the client");
-    assert_first(
-        &report,
-        STR_REPLACE,
-        ViolationKind::PayloadHash,
-        "client verify",
-    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1232,102 +1427,6 @@ fn ten_thousand_random_calls_verify_and_each_random_tamper_is_named() {
         "random store: {RANDOM_CALLS} calls built in {built:?}, verified intact in {verified:?}, total {:?}",
         started.elapsed()
     );
-}
-
-// ---------------------------------------------------------------------------------------------
-// Malformed stores: keys and values that do not decode are named as violations, never errors.
-// ---------------------------------------------------------------------------------------------
-
-/// A malformed index applied seq (`a` not 8 bytes), and a key in `events` that is not 8 bytes.
-fn malformed_stores() -> Vec<(&'static str, TempStore)> {
-    let applied = mixed();
-    edit_trees(&applied.path(), |_, _, index| {
-        index.insert(b"a", &b"abc"[..]).expect("insert");
-    });
-    let key = mixed();
-    edit_trees(&key.path(), |events, _, _| {
-        let last = events
-            .get(Seq(MIXED_EVENTS).key())
-            .expect("get")
-            .expect("present");
-        // "abc" sorts after every 8-byte key that starts with a zero byte: past the end.
-        events.insert(b"abc", last).expect("insert");
-    });
-    vec![
-        ("index `a` of 3 bytes", applied),
-        ("events key of 3 bytes", key),
-    ]
-}
-
-#[test]
-fn malformed_applied_seq_or_events_key_are_named_as_violations() {
-    let mut stores = malformed_stores().into_iter();
-    let (_, applied) = stores.next().expect("first");
-    let report = verify_store(&open_store(&applied.path()))
-        .expect("a malformed applied seq is a violation, not an error");
-    assert_first(&report, 0, ViolationKind::Index, "index `a` of 3 bytes");
-    let (_, key) = stores.next().expect("second");
-    let report = verify_store(&open_store(&key.path()))
-        .expect("a malformed events key is a violation, not an error");
-    assert!(!report.is_intact(), "a stray events key");
-    assert_eq!(
-        report.violations[0].seq,
-        Seq(MIXED_EVENTS + 1),
-        "named past the end, where the stray key sorts"
-    );
-}
-
-/// Re-encodes event `seq` with its agent's `string` length field set to `len`, and the chain
-/// hash recomputed so that every hash check passes: only decoding the header can catch it.
-fn forge_agent_length(path: &Path, seq: u64, len: u64) {
-    tamper_record(path, seq, |r| {
-        let mut frame = Frame::decode(r).expect("decode");
-        frame.header[8..16].copy_from_slice(&len.to_le_bytes());
-        frame.hash = frame.recompute_hash();
-        *r = frame.encode();
-    });
-}
-
-#[test]
-fn a_rehashed_header_with_a_bad_but_small_length_is_undecodable() {
-    // A length that runs past the header (but is small enough to allocate) decodes to an error.
-    let t = mixed();
-    forge_agent_length(&t.path(), CREATE_X, 1 << 20);
-    assert_first(
-        &verify_tampered(&t.path()),
-        CREATE_X,
-        ViolationKind::Undecodable,
-        "agent length 1 MiB, rehashed",
-    );
-}
-
-#[test]
-fn a_rehashed_header_with_a_huge_length_is_undecodable() {
-    // u64::MAX only panics ("capacity overflow"); a length like 1 << 45 makes bincode allocate
-    // 32 TiB up front and aborts the whole process (SIGABRT), so it is not run here.
-    let t = mixed();
-    forge_agent_length(&t.path(), CREATE_X, u64::MAX);
-    assert_first(
-        &verify_tampered(&t.path()),
-        CREATE_X,
-        ViolationKind::Undecodable,
-        "agent length u64::MAX, rehashed",
-    );
-}
-
-#[test]
-fn a_store_without_meta_format_cannot_be_opened_to_verify() {
-    // Store::open refuses a store that has events but no meta.format: it cannot tell which format
-    // the events are in, so it says the store is corrupt rather than guess.
-    let t = mixed();
-    edit_trees(&t.path(), |_, meta, _| {
-        meta.remove(b"format").expect("remove");
-    });
-    match Store::open(&t.path()) {
-        Err(mnemo::Error::Corrupt { what }) => assert!(what.contains("no meta.format"), "{what}"),
-        Err(e) => panic!("expected Corrupt, got {e}"),
-        Ok(_) => panic!("expected Corrupt, got an open store"),
-    }
 }
 
 #[test]
