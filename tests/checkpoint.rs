@@ -2,12 +2,12 @@
 //! checkpoint exported earlier names — which a local chain alone cannot do against whoever holds
 //! the disk and rewrites the whole log consistently.
 
+use mnemo::Head;
 use mnemo::event::{Body, Event, Seq};
 use mnemo::tool::Command;
-use mnemo::{Head, Store};
 use serde_json::{Value, json};
 
-use crate::support::{TempStore, run_mnemo};
+use crate::support::{TempStore, open_store, run_mnemo};
 
 fn create_lines(from: usize, to: usize) -> String {
     (from..to)
@@ -33,7 +33,7 @@ fn verify_json(db: &str, expect: Option<&str>) -> (Option<i32>, Value) {
 /// consistent again, changing event `from`'s created text, and drops the index (an index that
 /// lags the log is legal: the next open rebuilds it): what an attacker with the disk can do.
 fn rewrite_consistently(path: &std::path::Path, from: u64) {
-    let store = Store::open(path).expect("open");
+    let store = open_store(path);
     let (events, meta, index) = store.raw_trees();
     let mut all: Vec<Event> = events
         .iter()
@@ -133,7 +133,7 @@ fn a_checkpoint_past_the_end_of_the_log_is_a_rollback() {
         .to_string();
     // Roll the log back to 2 events, consistently: remove the tail and move the head.
     {
-        let store = Store::open(&s.path()).expect("open");
+        let store = open_store(&s.path());
         let (events, meta, index) = store.raw_trees();
         let two = Event::decode(&events.get(Seq(2).key()).expect("get").expect("event 2"))
             .expect("decode");

@@ -8,7 +8,7 @@ use mnemo::event::{EventHash, Seq};
 use mnemo::{MnemoClient, MnemoMemoryToolServer};
 use serde_json::{Value, json};
 
-use crate::support::TempStore;
+use crate::support::{Rng, TempStore};
 
 const THREADS: usize = 16;
 
@@ -17,22 +17,6 @@ fn calls_per_thread() -> usize {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1000)
-}
-
-/// A small deterministic generator, one per thread.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[usize::try_from(self.next() % items.len() as u64).expect("small")]
-    }
 }
 
 /// A mixed command on paths every thread shares.

@@ -8,10 +8,10 @@
 
 use std::path::Path;
 
-use mnemo::{Durability, MnemoClient, MnemoMemoryToolServer};
+use mnemo::{Durability, MnemoMemoryToolServer};
 use serde_json::json;
 
-use crate::support::{TempStore, call};
+use crate::support::{TempStore, call, open_client};
 
 const MB: u64 = 1_000_000;
 
@@ -42,12 +42,7 @@ fn disk_bytes(path: &Path) -> u64 {
 }
 
 fn open(s: &TempStore) -> MnemoMemoryToolServer {
-    let client = MnemoClient::builder(s.path())
-        .agent_id("test-agent")
-        .durability(Durability::Flush)
-        .open()
-        .expect("open the store");
-    MnemoMemoryToolServer::new(client)
+    MnemoMemoryToolServer::new(open_client(&s.path(), "test-agent", Durability::Flush))
 }
 
 /// Flushes and closes `server`, reopens the store and closes it again, and returns its size.

@@ -18,10 +18,10 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use mnemo::{Durability, MnemoClient, MnemoMemoryToolServer};
+use mnemo::{Durability, MnemoMemoryToolServer};
 use serde_json::{Value, json};
 
-use crate::support::{TempStore, mnemo_bin};
+use crate::support::{Rng, TempStore, mnemo_bin, open_client, open_store};
 
 fn cycles() -> usize {
     std::env::var("MNEMO_CRASH_CYCLES")
@@ -35,18 +35,6 @@ fn cycles_in(mode: Durability) -> usize {
     match mode {
         Durability::Fsync => cycles(),
         Durability::Flush | Durability::Buffered => cycles().div_ceil(3),
-    }
-}
-
-/// A small deterministic generator.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
     }
 }
 
@@ -67,11 +55,7 @@ fn tree(path: &Path) -> (Tree, u64) {
             "verify of the store a kill left: {report:?}"
         );
     }
-    let client = MnemoClient::builder(path)
-        .agent_id("checker")
-        .durability(Durability::Buffered)
-        .open()
-        .expect("the store reopens after a kill");
+    let client = open_client(path, "checker", Durability::Buffered);
     let report = client.verify().expect("verify runs");
     assert!(report.is_intact(), "verify after a kill: {report:?}");
     let files = client
@@ -131,8 +115,8 @@ struct Kill {
 impl Kill {
     fn random(rng: &mut Rng, max_acks: u64) -> Kill {
         Kill {
-            acks: usize::try_from(rng.below(max_acks)).expect("small"),
-            delay: Duration::from_micros(rng.below(3000)),
+            acks: usize::try_from(rng.below_u64(max_acks)).expect("small"),
+            delay: Duration::from_micros(rng.below_u64(3000)),
         }
     }
 }
@@ -338,7 +322,7 @@ fn buffered_mode_keeps_a_prefix_of_acknowledged_calls_across_kill_9() {
 /// The seq of the last event in the log and the last the stored index has applied (the replay
 /// on open catches up the rest).
 fn log_and_index(path: &Path) -> (u64, u64) {
-    let store = mnemo::Store::open(path).expect("the store opens");
+    let store = open_store(path);
     let end = store.log_end().expect("the log's end");
     (end.seq.0, store.index().applied().expect("applied seq").0)
 }
@@ -356,11 +340,11 @@ fn index_batches_written_in_the_background_survive_kill_9() {
     let idle = mnemo::INDEX_IDLE;
     let idle_us = u64::try_from(idle.as_micros()).expect("small");
     for cycle in 0..cycles().div_ceil(2) {
-        let burst = 20 + rng.below(40);
+        let burst = 20 + rng.below_u64(40);
         let (before, _) = log_and_index(&s.path());
         let kill = Kill {
             acks: usize::try_from(burst).expect("small"),
-            delay: Duration::from_micros(idle_us + rng.below(2 * idle_us)),
+            delay: Duration::from_micros(idle_us + rng.below_u64(2 * idle_us)),
         };
         let start = acked.clone();
         let run = drive(
@@ -406,11 +390,7 @@ fn index_batches_written_in_the_background_survive_kill_9() {
 
 fn fill(path: &Path, dir: &str, files: usize) -> Tree {
     // Built buffered, outside the crash: closing the client flushes it before any child runs.
-    let client = MnemoClient::builder(path)
-        .agent_id("setup")
-        .durability(Durability::Buffered)
-        .open()
-        .expect("open");
+    let client = open_client(path, "setup", Durability::Buffered);
     let server = MnemoMemoryToolServer::new(client);
     let mut tree = Tree::new();
     for i in 0..files {
@@ -571,7 +551,7 @@ fn a_kill_9_while_a_store_is_created_leaves_no_store_or_a_whole_one() {
         let name = "store";
         let path = dir.path().join(name);
         let mut child = spawn(&path, Durability::Fsync);
-        let killer = kill_after(child.id(), Duration::from_micros(rng.below(window_us)));
+        let killer = kill_after(child.id(), Duration::from_micros(rng.below_u64(window_us)));
         if let Some(stdin) = child.stdin.as_mut() {
             // The child may be dead already: a broken pipe is expected then.
             let _ = writeln!(stdin, "{}", json!({"command": "view", "path": "/memories"}));

@@ -6,19 +6,14 @@ use std::collections::BTreeMap;
 
 use mnemo::failpoint::Failpoint;
 use mnemo::tool::Command;
-use mnemo::{Body, Durability, MnemoClient, MnemoMemoryToolServer, ToolCall};
+use mnemo::{Body, Durability, MnemoMemoryToolServer, ToolCall};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use crate::support::TempStore;
+use crate::support::{TempStore, open_client};
 
 fn open(s: &TempStore) -> MnemoMemoryToolServer {
-    let client = MnemoClient::builder(s.path())
-        .agent_id("faulty")
-        .durability(Durability::Fsync)
-        .open()
-        .expect("open");
-    MnemoMemoryToolServer::new(client)
+    MnemoMemoryToolServer::new(open_client(&s.path(), "faulty", Durability::Fsync))
 }
 
 fn create(id: &str, path: &str, text: &str) -> Value {

@@ -5,10 +5,10 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use mnemo::{Durability, MnemoClient, MnemoMemoryToolServer, Seq};
+use mnemo::{Durability, MnemoMemoryToolServer, Seq};
 use serde_json::{Value, json};
 
-use crate::support::{TempStore, copy_dir, run_mnemo};
+use crate::support::{TempStore, copy_dir, open_client, run_mnemo};
 
 /// The calls of the session: five creates (each durable), then four views and a traversal
 /// attempt (which no caller waits for): ten events.
@@ -30,12 +30,7 @@ fn session(server: &MnemoMemoryToolServer) {
 }
 
 fn open(path: &Path, durability: Durability) -> MnemoMemoryToolServer {
-    let client = MnemoClient::builder(path)
-        .agent_id("agent")
-        .durability(durability)
-        .open()
-        .expect("open");
-    MnemoMemoryToolServer::builder(client)
+    MnemoMemoryToolServer::builder(open_client(path, "agent", durability))
         .build()
         .expect("server")
 }

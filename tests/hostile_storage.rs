@@ -53,7 +53,7 @@ use mnemo::tool::{Command as ToolCommand, Limits, Profile};
 use mnemo::{Head, MnemoClient, MnemoMemoryToolServer, Store, verify_store};
 use serde_json::json;
 
-use crate::support::{Rng, copy_dir, have, is_root, skip};
+use crate::support::{Rng, copy_dir, have, is_root, open_store, skip};
 
 /// How long any child process may run before it is killed and the case fails as a hang.
 const TIMEOUT: Duration = Duration::from_secs(20);
@@ -1016,7 +1016,7 @@ fn pristine() -> Pristine {
     let reopened = dir.path().join("reopened.mnemo.db");
     copy_dir(&closed_once, &reopened);
     let head = {
-        let store = Store::open(&reopened).expect("reopen");
+        let store = open_store(&reopened);
         let report = verify_store(&store).expect("verify");
         assert!(report.is_intact() && report.events == EVENTS, "{report:?}");
         report.head
@@ -2073,7 +2073,7 @@ fn a_store_from_a_newer_format_is_refused_by_the_cli_too() {
     let newer = p.dir.path().join("newer.mnemo.db");
     copy_dir(&p.closed_once, &newer);
     {
-        let store = Store::open(&newer).expect("open");
+        let store = open_store(&newer);
         let (_, meta, _) = store.raw_trees();
         meta.insert("format", &[9u8]).expect("write");
         meta.flush().expect("flush");
@@ -2576,7 +2576,7 @@ fn blobbed(p: &Pristine) -> (PathBuf, String) {
         Some(blob) => blob,
         None => {
             // The store keeps large contents in small pieces now: make sled write a blob anyway.
-            let s = Store::open(&store).expect("open");
+            let s = open_store(&store);
             let (_, meta, _) = s.raw_trees();
             meta.insert("hostile-storage-blob", vec![b'B'; 300_000])
                 .expect("large meta value");

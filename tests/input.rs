@@ -16,7 +16,7 @@ use mnemo::{EventHash, MnemoMemoryToolServer, Profile};
 use serde_json::{Value, json};
 
 use crate::support::{
-    TempStore, call, dir_size, last_body, mnemo_command, run_mnemo_bytes, spawn_piped,
+    TempStore, call, dir_size, last_body, mnemo_command, open_client, run_mnemo_bytes, spawn_piped,
 };
 
 const MIB: u64 = 1024 * 1024;
@@ -106,7 +106,7 @@ fn is_error(answer: &Value) -> bool {
 
 /// The digest body of event `seq` of the closed store at `db`.
 fn digest_event(db: &Path, seq: u64) -> RejectedDigest {
-    let client = TempStoreAt(db).client();
+    let client = open_client(db, "reader", mnemo::Durability::Fsync);
     let event = client
         .events(Seq(seq))
         .expect("read the log")
@@ -117,14 +117,6 @@ fn digest_event(db: &Path, seq: u64) -> RejectedDigest {
     match event.body {
         Body::RejectedDigest(d) => d,
         other => panic!("event {seq} is not a digest: {other:?}"),
-    }
-}
-
-struct TempStoreAt<'a>(&'a Path);
-
-impl TempStoreAt<'_> {
-    fn client(&self) -> mnemo::MnemoClient {
-        mnemo::MnemoClient::open(self.0, "reader").expect("open the store")
     }
 }
 
@@ -560,7 +552,7 @@ fn duplicate_keys_and_invalid_utf8_through_the_binary() {
         "the digest is of the raw bytes; the prefix shows them with U+FFFD"
     );
     assert_eq!(third.refusal, Refusal::NotUtf8 { valid_up_to: 38 });
-    let client = TempStoreAt(&db).client();
+    let client = open_client(&db, "reader", mnemo::Durability::Fsync);
     assert_eq!(
         client
             .records_by_tag(mnemo::MEMORY_TAG)

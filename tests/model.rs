@@ -37,12 +37,12 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use mnemo::{Durability, MnemoClient, MnemoMemoryToolServer};
+use mnemo::{Durability, MnemoMemoryToolServer};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use serde_json::{Value, json};
 
-use crate::support::{TempStore, call};
+use crate::support::{Rng, TempStore, call, try_open_client};
 
 // ---------------------------------------------------------------------------------------------
 // Inputs
@@ -1100,10 +1100,7 @@ fn check_end(server: &MnemoMemoryToolServer, models: &[&Model], calls: u64) -> R
 /// Opens `store` with the settings of `TempStore::client` and a server under `root`; returns the
 /// error instead of panicking.
 fn open_server(store: &TempStore, root: &str) -> Result<MnemoMemoryToolServer, mnemo::Error> {
-    let client = MnemoClient::builder(store.path())
-        .agent_id("test-agent")
-        .durability(Durability::Buffered)
-        .open()?;
+    let client = try_open_client(&store.path(), "test-agent", Durability::Buffered)?;
     MnemoMemoryToolServer::builder(client).root(root).build()
 }
 
@@ -1568,37 +1565,8 @@ proptest! {
 // The seeded long run
 // ---------------------------------------------------------------------------------------------
 
-/// xorshift64: a fixed, dependency-free sequence.
-struct XorShift(u64);
-
-impl XorShift {
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.0 = x;
-        x
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        let n = u64::try_from(n).expect("n fits in u64");
-        usize::try_from(self.next() % n).expect("below n")
-    }
-
-    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
-        items[self.below(items.len())]
-    }
-
-    fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
-
-    fn small(&mut self, lo: i64, hi: i64) -> i64 {
-        let span = usize::try_from(hi - lo + 1).expect("a small span");
-        lo + i64::try_from(self.below(span)).expect("a small number")
-    }
-
+/// The command generator of the seeded runs, on the suite's one generator.
+impl Rng {
     fn path(&mut self) -> PathSpec {
         match self.below(19) {
             0..10 => {
@@ -1704,7 +1672,7 @@ fn model_ten_thousand_seeded_commands() {
         .and_then(|v| u64::from_str_radix(v.trim_start_matches("0x"), 16).ok())
         .filter(|s| *s != 0)
         .unwrap_or(0x9E37_79B9_7F4A_7C15);
-    let mut rng = XorShift(seed);
+    let mut rng = Rng(seed);
     let mut ops = Vec::with_capacity(CALLS + 64);
     let mut calls = 0;
     while calls < CALLS {
@@ -1871,7 +1839,7 @@ fn model_concurrent_agents_under_disjoint_roots() {
                     .root(root.clone())
                     .build()
                     .map_err(|e| format!("server for {root}: {e}"))?;
-                let mut rng = XorShift(0x2545_F491_4F6C_DD1D ^ (k + 1).wrapping_mul(0x9E37_79B9));
+                let mut rng = Rng(0x2545_F491_4F6C_DD1D ^ (k + 1).wrapping_mul(0x9E37_79B9));
                 let mut model = Model::new(&root);
                 let mut log = vec![format!("(agent {k}, root {root})")];
                 for step in 0..CALLS {

@@ -6,7 +6,7 @@ use mnemo::tool::{Command, Limits, Semantics};
 use mnemo::{Error, MnemoClient, MnemoMemoryToolServer, Profile, Store, verify_store};
 use serde_json::json;
 
-use crate::support::{TempStore, call, run_mnemo};
+use crate::support::{TempStore, call, open_store, run_mnemo};
 
 #[test]
 fn reopening_continues_the_chain() {
@@ -52,7 +52,7 @@ fn a_commit_cut_short_by_a_crash_is_read_and_completed_on_open() {
     // Simulate a crash after the events were appended but before the head that names them and
     // the index batch were written.
     {
-        let store = Store::open(&s.path()).expect("open");
+        let store = open_store(&s.path());
         let head = store.head().expect("head");
         let mut prev = head.hash;
         let mut frames = Vec::new();
@@ -185,7 +185,7 @@ fn a_store_from_a_newer_format_is_refused() {
     let s = TempStore::new();
     drop(s.client());
     {
-        let store = Store::open(&s.path()).expect("open");
+        let store = open_store(&s.path());
         let (_, meta, _) = store.raw_trees();
         meta.insert("format", &[9u8]).expect("write");
         meta.flush().expect("flush");

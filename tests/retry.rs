@@ -8,7 +8,7 @@ use mnemo::event::{Event, Outcome, Seq};
 use mnemo::{Access, MnemoClient, MnemoMemoryToolServer, Store, ViolationKind, verify_store};
 use serde_json::{Value, json};
 
-use crate::support::{TempStore, call};
+use crate::support::{TempStore, call, open_store};
 
 fn block(id: &str, input: Value) -> Value {
     json!({"type": "tool_use", "id": id, "name": "memory", "input": input})
@@ -246,7 +246,7 @@ fn concurrent_duplicates_change_the_tree_once() {
 
 /// Appends a copy of event 1 as event 2 with `outcome`, straight through sled.
 fn append_copy_of_first(s: &TempStore, outcome: Outcome) -> Store {
-    let store = Store::open(&s.path()).expect("open");
+    let store = open_store(&s.path());
     let (events, _, _) = store.raw_trees();
     let mut again =
         Event::decode(&events.get(Seq(1).key()).expect("get").expect("event")).expect("decode");

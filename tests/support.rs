@@ -25,9 +25,9 @@ impl TempStore {
         self.dir.path().join("store.mnemo.db")
     }
 
-    /// A client as `test-agent` (see [`open_client`]).
+    /// A client as `test-agent` with the cheapest durability (see [`open_client`]).
     pub fn client(&self) -> MnemoClient {
-        open_client(&self.path(), "test-agent")
+        open_client(&self.path(), "test-agent", Durability::Buffered)
     }
 
     pub fn server(&self) -> MnemoMemoryToolServer {
@@ -35,13 +35,22 @@ impl TempStore {
     }
 }
 
-/// A client on the store at `path` as `agent`, with the cheapest durability (tests that need
-/// fsync or other options build their own).
-pub fn open_client(path: &Path, agent: &str) -> MnemoClient {
+/// A client on the store at `path` (created if missing) as `agent` with `durability`, or why
+/// it did not open.
+pub fn try_open_client(
+    path: &Path,
+    agent: &str,
+    durability: Durability,
+) -> mnemo::Result<MnemoClient> {
     MnemoClient::builder(path)
         .agent_id(agent)
-        .durability(Durability::Buffered)
+        .durability(durability)
         .open()
+}
+
+/// [`try_open_client`], failing the test with the path and the error if it did not open.
+pub fn open_client(path: &Path, agent: &str, durability: Durability) -> MnemoClient {
+    try_open_client(path, agent, durability)
         .unwrap_or_else(|e| panic!("open a client at {}: {e}", path.display()))
 }
 
@@ -164,25 +173,49 @@ pub fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// A tiny seeded generator (xorshift64*), so every run damages and tampers the same way.
+/// The suite's one seeded generator (xorshift64: shifts 13, 7 and 17), so that every run of a
+/// seed makes the same choices: the same damage, tampering, commands and kill times. A seed of 0
+/// stays 0; pick any other.
 pub struct Rng(pub u64);
 
 impl Rng {
     pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// A number in `0..n` (`0` when `n` is 0).
+    pub fn below_u64(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+
+    /// A number in `0..n` (`0` when `n` is 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        let n = u64::try_from(n).expect("n fits in u64");
+        usize::try_from(self.below_u64(n)).expect("below n")
+    }
+
+    /// One of `items` (which must not be empty).
+    pub fn pick<T: Copy>(&mut self, items: &[T]) -> T {
+        items[self.below(items.len())]
+    }
+
+    /// True `percent` times in 100.
+    pub fn chance(&mut self, percent: usize) -> bool {
+        self.below(100) < percent
+    }
+
+    /// A number in `lo..=hi`.
+    pub fn small(&mut self, lo: i64, hi: i64) -> i64 {
+        let span = usize::try_from(hi - lo + 1).expect("a small span");
+        lo + i64::try_from(self.below(span)).expect("a small number")
     }
 
     /// `n` pseudo-random bytes.
     pub fn bytes(&mut self, n: usize) -> Vec<u8> {
         (0..n).map(|_| self.next().to_le_bytes()[7]).collect()
-    }
-
-    /// A number in `0..n` (`0` when `n` is 0).
-    pub fn below(&mut self, n: usize) -> usize {
-        usize::try_from(self.next() % u64::try_from(n.max(1)).expect("fits")).expect("fits")
     }
 }
 

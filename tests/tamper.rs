@@ -52,8 +52,8 @@ use std::time::Instant;
 use mnemo::event::Frame;
 use mnemo::tool::{Command, Limits, Profile, Semantics};
 use mnemo::{
-    Body, Durability, Event, EventHash, Head, MnemoClient, MnemoMemoryToolServer, Outcome, Report,
-    Seq, Store, ToolCall, VerifyOptions, ViolationKind, verify_store, verify_store_with,
+    Body, Durability, Event, EventHash, Head, MnemoMemoryToolServer, Outcome, Report, Seq, Store,
+    ToolCall, VerifyOptions, ViolationKind, verify_store, verify_store_with,
 };
 use serde_json::{Value, json};
 
@@ -179,7 +179,7 @@ enum Build {
 
 /// Builds the closed store `build` describes at `path`; returns its number of events.
 fn build_store(path: &Path, build: Build) -> u64 {
-    let client = open_client(path, "builder");
+    let client = open_client(path, "builder", Durability::Buffered);
     let n = match build {
         Build::Calls(inputs) => {
             let server = MnemoMemoryToolServer::new(client.clone());
@@ -1237,7 +1237,7 @@ fn an_empty_store_verifies_as_empty() {
 #[test]
 fn an_untouched_mixed_store_verifies_intact_through_the_client_too() {
     let base = mixed();
-    let client = open_client(&base.path, "test-agent");
+    let client = open_client(&base.path, "test-agent", Durability::Buffered);
     let report = client.verify().expect("verify through the client");
     assert!(report.is_intact(), "{:?}", report.violations);
     assert_eq!(report.events, MIXED_EVENTS);
@@ -1267,7 +1267,7 @@ fn the_client_verify_names_the_same_violation() {
         let last = r.len() - 1;
         r[last] ^= 0x20;
     });
-    let report = open_client(&base.path, "test-agent")
+    let report = open_client(&base.path, "test-agent", Durability::Buffered)
         .verify()
         .expect("verify through the client");
     assert_first(
@@ -1284,10 +1284,7 @@ fn a_head_rolled_back_below_a_durable_commit_is_named() {
     // that record is a rollback, not a crash.
     let t = TempStore::new();
     {
-        let client = MnemoClient::builder(t.path())
-            .durability(Durability::Fsync)
-            .open()
-            .expect("open");
+        let client = open_client(&t.path(), "test-agent", Durability::Fsync);
         let server = MnemoMemoryToolServer::new(client);
         for name in ["a", "b"] {
             let (text, is_error) = call(

@@ -7,7 +7,7 @@ use mnemo::token::{self, OPERATOR, TokenRecord, Verdict};
 use mnemo::{Durability, MnemoClient, Seq, Store, ViolationKind, verify_store};
 use proptest::prelude::*;
 
-use crate::support::{TempStore, run_mnemo, tamper_record};
+use crate::support::{TempStore, open_client, open_store, run_mnemo, tamper_record};
 
 fn db_arg(store: &TempStore) -> String {
     store.path().to_str().expect("utf-8 path").to_string()
@@ -194,7 +194,7 @@ fn tampering_a_token_event_makes_verify_fail() {
     );
     assert_eq!(out.status.code(), Some(0));
     {
-        let store = Store::open(&other.path()).expect("open");
+        let store = open_store(&other.path());
         let (_, _, index) = store.raw_trees();
         let key = [b"k".as_slice(), token::id_of(&text).expect("id").as_bytes()].concat();
         let stored = index.get(&key).expect("read").expect("the token record");
@@ -246,11 +246,7 @@ proptest! {
         steps in proptest::collection::vec(step(), 1..24)
     ) {
         let store = TempStore::new();
-        let client = MnemoClient::builder(store.path())
-            .agent_id(OPERATOR)
-            .durability(Durability::Buffered)
-            .open()
-            .expect("open");
+        let client = open_client(&store.path(), OPERATOR, Durability::Buffered);
         let mut model: BTreeMap<String, (String, bool)> = BTreeMap::new();
         let mut ids: Vec<String> = Vec::new();
         let server = mnemo::MnemoMemoryToolServer::new(client.clone());
