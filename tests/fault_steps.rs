@@ -17,15 +17,10 @@ use mnemo::{Durability, Event, MemPath, MnemoClient, MnemoMemoryToolServer, Outc
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use crate::support::TempStore;
+use crate::support::{TempStore, open_client};
 
 fn open(store: &TempStore) -> MnemoMemoryToolServer {
-    let client = MnemoClient::builder(store.path())
-        .agent_id("steps")
-        .durability(Durability::Fsync)
-        .open()
-        .expect("the store opens");
-    MnemoMemoryToolServer::new(client)
+    MnemoMemoryToolServer::new(open_client(&store.path(), "steps", Durability::Fsync))
 }
 
 /// A session as agents make them: writes, listings and file views between them, a refused call.
