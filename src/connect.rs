@@ -240,6 +240,11 @@ mod served {
                 }
             }
             Change::RevokeToken { id } => {
+                // An id that is not one is refused here, as the local command refuses it (an
+                // empty one would name another route).
+                if let Err(why) = mnemo::token::check_id(id) {
+                    return Ok(Err(mnemo::Error::InvalidArgument(why).into()));
+                }
                 revoke_route = format!("/v1/tokens/{}", path_segment(id));
                 AdminRequest::Delete {
                     route: &revoke_route,

@@ -22,6 +22,8 @@ use crate::support::{TempStore, mnemo_bin};
 
 // Agent tokens over HTTP, and the admin routes.
 mod tokens;
+// The gate against requests a client library would not send.
+mod gate;
 
 const WAIT: Duration = Duration::from_secs(30);
 

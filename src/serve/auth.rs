@@ -171,7 +171,13 @@ const UNKNOWN_TOKEN: &str = "the bearer token is not one this server or its stor
 /// Whether an agent token may use the route at `path`: only the memory tool, `POST /v1/memory`
 /// and MCP at `/mcp`. Every other route (the reads of the whole store, admin) is the operator's.
 pub fn agent_may_use(path: &str) -> bool {
-    path == "/v1/memory" || path == "/mcp" || path.starts_with("/mcp/")
+    // The memory tool, MCP, and what a client of the memory tool needs beside them: its files
+    // (access-checked for its agent), a line too large to send (recorded as its agent's call),
+    // and the connection that keeps the server from idling out under it.
+    matches!(
+        path,
+        "/v1/memory" | "/v1/memory/oversized" | "/v1/records" | "/v1/attach" | "/mcp"
+    ) || path.starts_with("/mcp/")
 }
 
 /// The token of an `Authorization: Bearer TOKEN` header.
@@ -250,23 +256,19 @@ impl Hosts {
 
     /// Checks `Host` (required, one of ours) and `Origin` (when present, `http://` one of ours).
     pub fn check(&self, headers: &HeaderMap) -> Result<(), Refusal> {
+        // One of each: with two, a proxy and this server could each read another.
+        for name in [HOST, ORIGIN] {
+            if headers.get_all(&name).iter().nth(1).is_some() {
+                return Err(Refusal::BadRequest(format!(
+                    "more than one {name} header; send one"
+                )));
+            }
+        }
         let host = headers
             .get(HOST)
             .and_then(|h| h.to_str().ok())
-            .ok_or_else(|| Refusal::BadRequest("no Host header".into()))?
-            .to_ascii_lowercase();
-        // A Host without a port names the scheme's default port.
-        let host = if has_port(&host) {
-            host
-        } else {
-            format!("{host}:80")
-        };
-        if !self.hosts.contains(&host) {
-            return Err(Refusal::ForeignHost(format!(
-                "Host {host:?} is not this server (it answers to {})",
-                self.hosts.join(", ")
-            )));
-        }
+            .ok_or_else(|| Refusal::BadRequest("no Host header".into()))?;
+        self.ours("Host", host)?;
         if let Some(origin) = headers.get(ORIGIN) {
             let origin = origin.to_str().unwrap_or_default().to_ascii_lowercase();
             let ours = origin
@@ -279,6 +281,35 @@ impl Hosts {
             }
         }
         Ok(())
+    }
+}
+
+impl Hosts {
+    /// Checks a request target in absolute form (`POST http://host/v1/acl`), whose authority a
+    /// server takes over `Host`: it must name this server too.
+    pub fn check_target(&self, target: &axum::http::Uri) -> Result<(), Refusal> {
+        match target.authority() {
+            Some(authority) => self.ours("The request target's host", authority.as_str()),
+            None => Ok(()),
+        }
+    }
+
+    /// Refuses `host` (from `what`) unless it names this server; one without a port names the
+    /// scheme's default port.
+    fn ours(&self, what: &str, host: &str) -> Result<(), Refusal> {
+        let host = host.to_ascii_lowercase();
+        let host = if has_port(&host) {
+            host
+        } else {
+            format!("{host}:80")
+        };
+        if self.hosts.contains(&host) {
+            return Ok(());
+        }
+        Err(Refusal::ForeignHost(format!(
+            "{what} {host:?} is not this server (it answers to {})",
+            self.hosts.join(", ")
+        )))
     }
 }
 
@@ -307,7 +338,7 @@ mod tests {
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
         let mut map = HeaderMap::new();
         for (name, value) in pairs {
-            map.insert(*name, HeaderValue::from_str(value).expect("header value"));
+            map.append(*name, HeaderValue::from_str(value).expect("header value"));
         }
         map
     }
@@ -394,6 +425,24 @@ mod tests {
         }
         let named = Hosts::new("0.0.0.0:80".parse().expect("addr"), &["Mem.Example".into()]);
         assert_eq!(named.check(&headers(&[("host", "mem.example:80")])), Ok(()));
+        for twice in [
+            [("host", "mem.example:80"), ("host", "evil.example:80")],
+            [("host", "mem.example:80"), ("host", "mem.example:80")],
+        ] {
+            assert!(
+                matches!(named.check(&headers(&twice)), Err(Refusal::BadRequest(_))),
+                "{twice:?}"
+            );
+        }
+        let two_origins = headers(&[
+            ("host", "mem.example:80"),
+            ("origin", "http://mem.example:80"),
+            ("origin", "http://evil.example"),
+        ]);
+        assert!(matches!(
+            named.check(&two_origins),
+            Err(Refusal::BadRequest(_))
+        ));
         assert!(named.check(&headers(&[("host", "localhost:80")])).is_err());
     }
 }

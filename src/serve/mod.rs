@@ -346,7 +346,11 @@ fn describe(reason: shutdown::Reason) -> String {
 /// its extensions.
 async fn gate(Extract(shared): Extract<Arc<Shared>>, mut request: Request, next: Next) -> Response {
     let _in_flight = shared.activity.begin();
-    let admitted = match shared.hosts.check(request.headers()) {
+    let checked = shared
+        .hosts
+        .check(request.headers())
+        .and_then(|()| shared.hosts.check_target(request.uri()));
+    let admitted = match checked {
         Ok(()) => authenticate(&shared, request.headers()).await,
         Err(refusal) => Err(refusal),
     };

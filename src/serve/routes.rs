@@ -482,15 +482,26 @@ async fn diff(
 const ADMIN_BODY_MAX: usize = 64 * 1024;
 
 /// An admin route's JSON body, parsed as `T`; `shape` shows a valid one.
-async fn admin_body<T: serde::de::DeserializeOwned>(body: Body, shape: &str) -> Result<T, Failure> {
-    let bytes = axum::body::to_bytes(body, ADMIN_BODY_MAX)
-        .await
-        .map_err(|e| {
-            Failure::Client(
-                StatusCode::BAD_REQUEST,
-                format!("the body could not be read ({e}); send at most {ADMIN_BODY_MAX} bytes of JSON such as {shape}"),
-            )
-        })?;
+async fn admin_body<T: serde::de::DeserializeOwned>(
+    shared: &Shared,
+    body: Body,
+    shape: &str,
+) -> Result<T, Failure> {
+    // The server's request limit, if lower: a body sent in chunks is cut off there too.
+    let limit = usize::try_from(shared.max_request_bytes())
+        .unwrap_or(usize::MAX)
+        .min(ADMIN_BODY_MAX);
+    let bytes = axum::body::to_bytes(body, limit).await.map_err(|e| {
+        let why = e.to_string();
+        let status = match is_too_large(e) {
+            true => StatusCode::PAYLOAD_TOO_LARGE,
+            false => StatusCode::BAD_REQUEST,
+        };
+        Failure::Client(
+            status,
+            format!("the body could not be read ({why}); send at most {limit} bytes of JSON such as {shape}"),
+        )
+    })?;
     serde_json::from_slice(&bytes).map_err(|e| {
         Failure::Client(
             StatusCode::BAD_REQUEST,
@@ -499,7 +510,6 @@ async fn admin_body<T: serde::de::DeserializeOwned>(body: Body, shape: &str) -> 
     })
 }
 
-/// The client admin changes are recorded under: the operator.
 /// The client an admin change is recorded through: as the name the operator gave in
 /// `X-Mnemo-Agent` (`mnemo acl grant --as NAME` sends it), else as [`OPERATOR`].
 fn operator_client(shared: &Shared, headers: &HeaderMap) -> Result<MnemoClient, Failure> {
@@ -573,7 +583,7 @@ async fn acl_change(
     body: Body,
 ) -> Result<Response, Failure> {
     operator(&caller)?;
-    let command = match admin_body(body, ACL_SHAPE).await? {
+    let command = match admin_body(&shared, body, ACL_SHAPE).await? {
         AclChange::Grant {
             agent,
             prefix,
@@ -624,8 +634,12 @@ async fn token_create(
     body: Body,
 ) -> Result<Response, Failure> {
     operator(&caller)?;
-    let wanted: TokenRequest =
-        admin_body(body, r#"{"agent": "planner", "label": "ci runner"}"#).await?;
+    let wanted: TokenRequest = admin_body(
+        &shared,
+        body,
+        r#"{"agent": "planner", "label": "ci runner"}"#,
+    )
+    .await?;
     let client = operator_client(&shared, &headers)?;
     let (agent, label) = (wanted.agent.clone(), wanted.label.clone());
     let issued = blocking(move || Ok(token::issue(&client, &wanted.agent, &wanted.label)?)).await?;

@@ -46,6 +46,28 @@ impl Shared {
         }
     }
 
+    /// Makes an admin change durable with an `fsync` whatever the mode, before it is
+    /// acknowledged: a grant, a revoke or a token undone by a crash would change who may do
+    /// what behind the operator's back (a revoked token would work again). In `fsync` mode the
+    /// wait for the change already did it. A failure poisons the writer, as a failed sync does.
+    pub(super) fn fsync_admin(&self) -> Result<()> {
+        if self.durability == Durability::Fsync {
+            return Ok(());
+        }
+        let store = {
+            let mut chain = self.chain()?;
+            chain.append_deferred()?;
+            chain.store.clone()
+        };
+        let synced = store.sync(Durability::Fsync);
+        if let Err(e) = &synced {
+            if let Ok(mut chain) = self.chain.lock() {
+                chain.poison(e.to_string());
+            }
+        }
+        synced
+    }
+
     /// Returns once the log is durable up to `seq` (at once in buffered mode), starting a sync if
     /// none is running.
     pub(super) fn wait_durable(&self, seq: Seq) -> Result<()> {

@@ -204,7 +204,8 @@ impl Writer {
     /// Records one call and returns its answer once what the answer depends on is durable.
     pub(crate) fn call(&self, call: Call) -> Result<Receipt> {
         let _caller = Caller::enter(&self.shared);
-        let (receipt, depends_on, wake_background) = {
+        let admin = matches!(call.body, Body::Admin(_));
+        let (receipt, depends_on, wake_background, admin_change) = {
             let chain = self.shared.chain()?;
             let mut chain = self.shared.make_room(chain)?;
             chain.check_poisoned()?;
@@ -236,12 +237,15 @@ impl Writer {
             if self.shared.gathering.load(Ordering::Relaxed) {
                 self.shared.queued.notify_one();
             }
-            (receipt, depends_on, wake)
+            (receipt, depends_on, wake, admin && changed)
         };
         if wake_background {
             let _ = self.shared.wake.send(());
         }
         self.shared.wait_durable(depends_on)?;
+        if admin_change {
+            self.shared.fsync_admin()?;
+        }
         Ok(receipt)
     }
 
@@ -390,6 +394,35 @@ mod tests {
             "{syncs} syncs for {calls} calls"
         );
         assert_eq!(store.head().expect("head").seq, Seq(calls));
+    }
+
+    #[test]
+    fn an_admin_change_is_fsynced_before_it_is_acknowledged_in_every_mode() {
+        for durability in [Durability::Buffered, Durability::Flush] {
+            let (_dir, store) = store();
+            let writer = Writer::new(store.clone(), durability).expect("writer");
+            // A memory-tool change in these modes makes no fsync: an armed one stays armed.
+            store.failpoints().arm(Failpoint::Fsync);
+            let made = writer
+                .call(create("/memories/a.md", "a"))
+                .expect("a create");
+            assert!(!made.is_error, "{}", made.text);
+            let grant = Call {
+                agent: "operator".into(),
+                tool_use_id: None,
+                body: Body::Admin(crate::policy::AdminCommand::Grant {
+                    agent: "planner".into(),
+                    prefix: "/memories".into(),
+                    access: crate::policy::Access::Read,
+                }),
+            };
+            let failed = writer.call(grant).expect_err("the grant's fsync fails");
+            assert!(
+                failed.to_string().contains("Fsync"),
+                "{durability:?}: {failed}"
+            );
+            assert!(writer.shared.poisoned.get().is_some(), "{durability:?}");
+        }
     }
 
     #[test]

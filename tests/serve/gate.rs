@@ -1,0 +1,145 @@
+//! The gate before every route, against requests a client library would not send: two `Host`
+//! or `Origin` headers, a request target in absolute form naming another host, an admin body
+//! sent in chunks past the server's request limit; and the routes an agent token may use.
+
+use std::io::Write;
+use std::net::TcpStream;
+
+use serde_json::json;
+
+use super::{Server, WAIT, read_reply, request};
+use crate::support::TempStore;
+
+/// The log's length, asked with the operator's token.
+fn events(server: &Server) -> u64 {
+    server.json("/v1/head")["seq"].as_u64().expect("a seq")
+}
+
+#[test]
+fn two_hosts_two_origins_or_a_foreign_absolute_target_are_refused_and_write_nothing() {
+    let store = TempStore::new();
+    let server = Server::start(&store.path(), &[]);
+    let own = server.addr().to_string();
+    let bearer = server.bearer();
+    let grant = json!({"action": "grant", "agent": "x", "prefix": "/memories", "access": "read"})
+        .to_string();
+    let origin = format!("http://{own}");
+    // (target, headers besides the bearer, the status it gets)
+    type Case<'a> = (String, Vec<(&'a str, &'a str)>, u16);
+    let cases: Vec<Case> = vec![
+        (
+            "/v1/acl".into(),
+            vec![("Host", own.as_str()), ("Host", "evil.example")],
+            400,
+        ),
+        (
+            "/v1/acl".into(),
+            vec![
+                ("Origin", origin.as_str()),
+                ("Origin", "http://evil.example"),
+            ],
+            400,
+        ),
+        ("http://evil.example/v1/acl".to_string(), vec![], 421),
+    ];
+    for (target, extra, status) in cases {
+        let mut headers = vec![("Authorization", bearer.as_str())];
+        headers.extend(extra.iter().copied());
+        let reply = request(server.addr(), "POST", &target, &headers, grant.as_bytes());
+        assert_eq!(reply.status, status, "{target} {extra:?}: {}", reply.text());
+    }
+    // The same grant, sent plainly, is taken: the refusals were for the headers.
+    let own_target = format!("http://{own}/v1/acl");
+    let reply = request(
+        server.addr(),
+        "POST",
+        &own_target,
+        &[("Authorization", bearer.as_str())],
+        grant.as_bytes(),
+    );
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert_eq!(events(&server), 1, "only the plain grant was recorded");
+}
+
+#[test]
+fn an_admin_body_sent_in_chunks_is_cut_off_at_the_request_limit() {
+    let store = TempStore::new();
+    let server = Server::start(&store.path(), &["--max-request-bytes", "1000"]);
+    let prefix = format!("/memories/{}", "p".repeat(1500));
+    let body =
+        json!({"action": "grant", "agent": "x", "prefix": prefix, "access": "read"}).to_string();
+    let mut stream = TcpStream::connect(server.addr()).expect("connect");
+    stream.set_read_timeout(Some(WAIT)).expect("timeout");
+    let head = format!(
+        "POST /v1/acl HTTP/1.1\r\nHost: {}\r\nAuthorization: {}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
+        server.addr(),
+        server.bearer()
+    );
+    stream.write_all(head.as_bytes()).expect("head");
+    for chunk in body.as_bytes().chunks(400) {
+        write!(stream, "{:x}\r\n", chunk.len()).expect("size");
+        stream.write_all(chunk).expect("chunk");
+        stream.write_all(b"\r\n").expect("end");
+    }
+    stream.write_all(b"0\r\n\r\n").expect("last");
+    let reply = read_reply(stream).expect("a reply");
+    assert_eq!(reply.status, 413, "{}", reply.text());
+    assert_eq!(events(&server), 0, "nothing was recorded");
+}
+
+#[test]
+fn an_agent_token_reaches_its_records_and_the_oversized_route_and_no_admin_route() {
+    let store = TempStore::new();
+    let server = Server::start(&store.path(), &[]);
+    let issued = server.call(
+        "POST",
+        "/v1/tokens",
+        json!({"agent": "planner"}).to_string().as_bytes(),
+    );
+    assert_eq!(issued.status, 200, "{}", issued.text());
+    let token: serde_json::Value = serde_json::from_slice(&issued.body).expect("json");
+    let bearer = format!("Bearer {}", token["token"].as_str().expect("token"));
+    let auth = [("Authorization", bearer.as_str())];
+    let made = request(
+        server.addr(),
+        "POST",
+        "/v1/memory",
+        &auth,
+        json!({"command": "create", "path": "/memories/p.md", "file_text": "p"})
+            .to_string()
+            .as_bytes(),
+    );
+    assert_eq!(made.status, 200, "{}", made.text());
+    let records = request(
+        server.addr(),
+        "GET",
+        "/v1/records?tag=memorytool",
+        &auth,
+        b"",
+    );
+    assert_eq!(records.status, 200, "{}", records.text());
+    assert!(
+        records.text().contains("/memories/p.md"),
+        "{}",
+        records.text()
+    );
+    let digest = json!({"len": 100_000_000u64, "hash": vec![0u8; 32], "prefix": "{\"command\""});
+    let oversized = request(
+        server.addr(),
+        "POST",
+        "/v1/memory/oversized",
+        &auth,
+        digest.to_string().as_bytes(),
+    );
+    assert_eq!(oversized.status, 200, "{}", oversized.text());
+    for (method, target) in [
+        ("GET", "/v1/log"),
+        ("POST", "/v1/acl"),
+        ("GET", "/v1/tokens"),
+    ] {
+        let reply = request(server.addr(), method, target, &auth, b"{}");
+        assert_eq!(reply.status, 403, "{method} {target}: {}", reply.text());
+    }
+    // The token's create and its oversized call, recorded under its agent.
+    assert_eq!(events(&server), 3);
+}
