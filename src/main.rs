@@ -162,9 +162,10 @@ enum Cmd {
         #[command(flatten)]
         remote: Remote,
     },
-    /// List the files under a directory, now or as they were after event SEQ.
+    /// List the files under a directory, now or as they were after event SEQ (exit 2 when no
+    /// file is there).
     Ls {
-        /// Directory to list.
+        /// Directory to list; / lists every file in the store.
         #[arg(default_value = "/memories")]
         dir: String,
         #[command(flatten)]
@@ -630,10 +631,19 @@ fn open_session(
     session: Session,
     agent: String,
 ) -> Result<MnemoMemoryToolServer, Box<dyn std::error::Error>> {
-    let client = MnemoClient::builder(&session.db.db)
+    let db = &session.db.db;
+    let new = std::fs::read_dir(db).map_or_else(
+        |e| e.kind() == std::io::ErrorKind::NotFound,
+        |mut entries| entries.next().is_none(),
+    );
+    let client = MnemoClient::builder(db)
         .agent_id(agent)
         .durability(session.durability)
         .open()?;
+    if new {
+        // A mistyped --db makes a store too: say where, so it is seen at once.
+        eprintln!("mnemo: created a new store at {}", db.display());
+    }
     Ok(MnemoMemoryToolServer::builder(client)
         .root(session.root)
         .profile(session.profile)

@@ -493,7 +493,10 @@ fn ls_of_the_top_and_of_nothing_and_reads_of_no_store() {
     let missing = s.dir.path().join("no-store-here");
     let missing = missing.to_str().expect("utf-8");
     let before = entries(s.dir.path());
+    let out_dir = s.dir.path().join("exported");
+    let out_dir = out_dir.to_str().expect("utf-8");
     for args in [
+        vec!["export", out_dir],
         vec!["ls", "/"],
         vec!["ls"],
         vec!["cat", "/memories/a/n.md"],
@@ -618,4 +621,25 @@ fn the_demo_hint_is_one_command_a_line_and_names_the_scratch_store() {
     let s = TempStore::new();
     let out = run_mnemo(&["demo", "--db", s.path().to_str().expect("utf-8")], "");
     assert!(!String::from_utf8_lossy(&out.stdout).contains("rm -r"));
+}
+
+/// `mnemo tool` says on stderr when it made the store (a mistyped `--db` shows at once), and only
+/// then.
+#[test]
+fn tool_says_when_it_creates_the_store() {
+    let s = TempStore::new();
+    let db = s.path();
+    let db = db.to_str().expect("utf-8");
+    let view = r#"{"command":"view","path":"/memories"}"#;
+    let first = run_mnemo(&["tool", "--db", db], view);
+    assert!(first.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&first.stderr),
+        format!("mnemo: created a new store at {db}\n")
+    );
+    let again = run_mnemo(&["tool", "--db", db], view);
+    assert!(
+        again.status.success() && again.stderr.is_empty(),
+        "{again:?}"
+    );
 }
