@@ -199,7 +199,10 @@ impl PyClient {
     /// The file at `path` (normalised as the CLI does: `//memories/./x` is `/memories/x`), if it
     /// exists and this agent may read it.
     fn record(&self, py: Python<'_>, path: &str) -> PyResult<Option<PyMemoryRecord>> {
-        let path = absolute_path(path).map_err(to_py_err)?.to_string();
+        // A path no file can have (relative, a traversal) names none.
+        let Ok(path) = absolute_path(path).map(|p| p.to_string()) else {
+            return Ok(None);
+        };
         Ok(self
             .run(py, move |c| c.record(&path))?
             .map(PyMemoryRecord::from))
