@@ -149,7 +149,15 @@ fn refuse_missing_log(path: &Path) -> Result<()> {
         )));
     }
     // Files of something else (an export's memories/, a project): no store is made among them.
-    if !names.is_empty() {
+    // Mnemo's own files beside a store (the head record, a server's file and its temporary,
+    // named as `serve::discovery` names them) are not something else.
+    let foreign = names.iter().any(|name| {
+        let name = name.to_string_lossy();
+        name != crate::disk::HEAD_FILE
+            && name != "mnemo-server.json"
+            && !name.starts_with(".mnemo-server.json.")
+    });
+    if foreign {
         return Err(Error::InvalidArgument(format!(
             "{} is a directory that holds other files and no store; a store is created only at a new or empty path, so pass the store's directory (or a new one) with --db",
             path.display()
