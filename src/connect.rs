@@ -439,8 +439,15 @@ mod served {
         query.extend(at.map(|at| ("at", at.to_string())));
         let listed: Value = serde_json::from_slice(&client.read("/v1/ls", &query)?)
             .map_err(|e| protocol(client, &e))?;
+        let files = listed["files"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        if files.is_empty() && dir != "/" {
+            return Ok(Err(crate::no_dir(dir, at).into()));
+        }
         let mut lines = String::new();
-        for file in listed["files"].as_array().into_iter().flatten() {
+        for file in files {
             let bytes = file["bytes"].as_u64().unwrap_or_default();
             let path = file["path"].as_str().unwrap_or_default();
             lines.push_str(&format!("{:>7}  {path}\n", format_size(bytes)));

@@ -48,7 +48,7 @@ pub enum Error {
 
     /// A store that must already exist (for `verify`, `log`, ...) does not.
     #[error(
-        "no store at {path}; create one with `mnemo demo --db {path}` or by opening it from a client, or pass the right --db"
+        "no store at {path}; pass the --db of an existing store (or set MNEMO_DB). A store is created only by `mnemo tool`, `mnemo mcp` or `mnemo serve` (or a client's open) on a new or empty path, and `mnemo demo` makes a scratch one of its own"
     )]
     NotFound {
         /// The path that was looked up.

@@ -22,11 +22,14 @@
 //! | version | written by | header |
 //! |---|---|---|
 //! | 1 | builds before semantics versions | no `semantics` field: every event of format 1 was answered under [`Semantics::V1`] |
-//! | 2 | this build ([`FORMAT_VERSION`]) | ends with `semantics: u32`, the version of the answers ([`Semantics`]) |
+//! | 2 | builds of semantics 2 | ends with `semantics: u32`, the version of the answers ([`Semantics`]) |
+//! | 3 | this build ([`FORMAT_VERSION`]) | as format 2; the header names semantics 3 |
 //!
 //! An event's format follows from its semantics: an event answered under semantics 1 is written
-//! as format 1, byte for byte what those builds wrote, and one answered under semantics 2 as
-//! format 2, whose header must name semantics 2 (any other number is refused as corrupt). So every
+//! as format 1, byte for byte what those builds wrote, and one answered under semantics 2 or 3 as
+//! format 2 or 3, whose header must name that semantics (any other number is refused as
+//! corrupt; a format-3 record is a format-2 one but for the number, so a build of semantics 2
+//! refuses it as newer rather than misreading it). So every
 //! event has exactly one encoding, a decoded event encodes back to the bytes it came from, and a
 //! log may hold format-1 events followed by format-2 ones (a store written by an earlier build
 //! and then opened by this one). The version byte is not hashed, but the header is, and the
@@ -37,7 +40,7 @@
 //! (raised before the first event of that format is written), so an older build refuses the
 //! whole store before it reads or writes anything.
 //!
-//! # Byte layout (format versions 1 and 2)
+//! # Byte layout (format versions 1, 2 and 3)
 //!
 //! All integers are little-endian and fixed-width; a `string` is a `u64` byte length followed by that
 //! many UTF-8 bytes; an `option<T>` is one byte `0` (none) or `1` followed by `T`; an enum is a `u32`
@@ -48,7 +51,7 @@
 //!
 //! | offset | size | field | meaning |
 //! |---|---|---|---|
-//! | 0 | 1 | `version` | format version, `1` or `2` |
+//! | 0 | 1 | `version` | format version, `1`, `2` or `3` |
 //! | 1 | 8 | `seq` | `u64`, from 1, dense |
 //! | 9 | 32 | `prev_hash` | hash of event `seq - 1`; zeros for seq 1 |
 //! | 41 | 32 | `hash` | this event's chain hash (recomputed and compared by `verify`) |
@@ -70,7 +73,7 @@
 //! | `tool_use_id` | `option<string>` |
 //! | `outcome.is_error` | `bool` |
 //! | `outcome.result_hash` | 32 bytes, `blake3` of the result text's UTF-8 bytes |
-//! | `semantics` | `u32`, format 2 only: the version of the semantics that answered the call (`2`) |
+//! | `semantics` | `u32`, formats 2 and 3 only: the version of the semantics that answered the call (`2` or `3`, as the format) |
 //!
 //! `payload` is a `Body` enum:
 //!
@@ -139,13 +142,14 @@ use crate::tool::{Command, Limits, Profile, Semantics};
 ///
 /// Compatibility policy: a build reads every version up to its own and refuses newer ones with
 /// [`Error::NewerFormat`]; the version byte leads every stored event and the store's `meta` tree.
-pub const FORMAT_VERSION: u8 = 2;
+pub const FORMAT_VERSION: u8 = 3;
 
 /// The format version an event answered under `semantics` is written in (see the module docs).
 pub fn format_of(semantics: Semantics) -> u8 {
     match semantics {
         Semantics::V1 => 1,
-        _ => 2,
+        Semantics::V2 => 2,
+        _ => 3,
     }
 }
 
@@ -734,12 +738,15 @@ mod tests {
             let mut bytes = frame.encode();
             let at = pick.index(bytes.len());
             bytes[at] ^= 1 << bit;
-            // Detectable: the record no longer decodes, or its stored hashes no longer match what
-            // its fields hash to, or it claims another seq or prev_hash than the original.
+            // Detectable: the record no longer decodes (as a frame, or its header under the
+            // format it now claims: a format-2 and a format-3 header differ only in the semantics
+            // they must name), or its stored hashes no longer match what its fields hash to, or
+            // it claims another seq or prev_hash than the original.
             let detected = match Frame::decode(&bytes) {
                 Err(_) => true,
                 Ok(f) => {
-                    f.recompute_hash() != f.hash
+                    f.event().is_err()
+                        || f.recompute_hash() != f.hash
                         || EventHash::of(&f.payload) != f.payload_hash
                         || f.seq != frame.seq
                         || f.prev_hash != frame.prev_hash

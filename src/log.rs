@@ -134,13 +134,32 @@ fn refuse_missing_log(path: &Path) -> Result<()> {
     if exists(&path.join("db")) {
         return Ok(());
     }
-    let snapshot = std::fs::read_dir(path)
+    let names: Vec<_> = std::fs::read_dir(path)
         .map_err(|e| Error::io(path, e))?
         .flatten()
-        .any(|e| e.file_name().to_string_lossy().starts_with("snap."));
+        .map(|e| e.file_name())
+        .collect();
+    let snapshot = names
+        .iter()
+        .any(|name| name.to_string_lossy().starts_with("snap."));
     if snapshot || exists(&path.join("conf")) {
         return Err(Error::corrupt(format!(
             "{} holds sled's configuration or snapshot but its log file `db` is missing",
+            path.display()
+        )));
+    }
+    // Files of something else (an export's memories/, a project): no store is made among them.
+    // Mnemo's own files beside a store (the head record, a server's file and its temporary,
+    // named as `serve::discovery` names them) are not something else.
+    let foreign = names.iter().any(|name| {
+        let name = name.to_string_lossy();
+        name != crate::disk::HEAD_FILE
+            && name != "mnemo-server.json"
+            && !name.starts_with(".mnemo-server.json.")
+    });
+    if foreign {
+        return Err(Error::InvalidArgument(format!(
+            "{} is a directory that holds other files and no store; a store is created only at a new or empty path, so pass the store's directory (or a new one) with --db",
             path.display()
         )));
     }

@@ -162,9 +162,10 @@ enum Cmd {
         #[command(flatten)]
         remote: Remote,
     },
-    /// List the files under a directory, now or as they were after event SEQ.
+    /// List the files under a directory, now or as they were after event SEQ (exit 2 when no
+    /// file is there).
     Ls {
-        /// Directory to list.
+        /// Directory to list; / lists every file in the store.
         #[arg(default_value = "/memories")]
         dir: String,
         #[command(flatten)]
@@ -550,6 +551,7 @@ fn demo_dir(db: Option<PathBuf>) -> Result<PathBuf, Box<dyn std::error::Error>> 
 }
 
 fn run_demo(db: Option<PathBuf>) -> CliResult {
+    let scratch = db.is_none();
     let path = demo_dir(db)?;
     let client = MnemoClient::open(&path, "demo-agent")?;
     let server = MnemoMemoryToolServer::new(client.clone());
@@ -592,11 +594,17 @@ fn run_demo(db: Option<PathBuf>) -> CliResult {
     let report = client.verify()?;
     writeln!(out)?;
     print_report(&mut out, &path, &ReportView::of(&report))?;
-    writeln!(
-        out,
-        "\nInspect it: mnemo log --db {0} | mnemo history /memories/done/mnemo.md --db {0} | mnemo verify --db {0}",
-        path.display()
-    )?;
+    let db = shell_word(&path.to_string_lossy());
+    writeln!(out, "\nInspect it, one command a line:")?;
+    for command in ["log", "history /memories/done/mnemo.md", "show 2", "verify"] {
+        writeln!(out, "  mnemo {command} --db {db}")?;
+    }
+    if scratch {
+        writeln!(
+            out,
+            "The store stays in the temporary directory until you remove it: rm -r {db}"
+        )?;
+    }
     Ok(if report.is_intact() {
         ExitCode::SUCCESS
     } else {
@@ -604,15 +612,38 @@ fn run_demo(db: Option<PathBuf>) -> CliResult {
     })
 }
 
+/// `word` as one word for a POSIX shell: as it is when it is made of characters no shell treats
+/// specially, else in single quotes.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:,@%".contains(c));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
 /// Opens the store and builds the memory-tool server a session answers through.
 fn open_session(
     session: Session,
     agent: String,
 ) -> Result<MnemoMemoryToolServer, Box<dyn std::error::Error>> {
-    let client = MnemoClient::builder(&session.db.db)
+    let db = &session.db.db;
+    let new = std::fs::read_dir(db).map_or_else(
+        |e| e.kind() == std::io::ErrorKind::NotFound,
+        |mut entries| entries.next().is_none(),
+    );
+    let client = MnemoClient::builder(db)
         .agent_id(agent)
         .durability(session.durability)
         .open()?;
+    if new {
+        // A mistyped --db makes a store too: say where, so it is seen at once.
+        eprintln!("mnemo: created a new store at {}", db.display());
+    }
     Ok(MnemoMemoryToolServer::builder(client)
         .root(session.root)
         .profile(session.profile)
@@ -1003,7 +1034,8 @@ fn log_local(db: &Path, query: &LogQuery, as_json: bool) -> CliResult {
 }
 
 fn run_ls(db: &Path, dir: &str, at: Option<u64>, remote: &Remote) -> CliResult {
-    let dir = absolute_path(dir)?;
+    // `/` too: every file the store holds, whatever root its calls ran under.
+    let dir = MemPath::absolute(dir).map_err(mnemo::Error::InvalidArgument)?;
     let read = Read::Ls {
         dir: dir.to_string(),
         at,
@@ -1014,6 +1046,9 @@ fn run_ls(db: &Path, dir: &str, at: Option<u64>, remote: &Remote) -> CliResult {
 fn ls_local(db: &Path, dir: &MemPath, at: Option<u64>) -> CliResult {
     let store = Store::open_current_read_only(db)?;
     let records = records_at(&store, dir, at.map(Seq))?;
+    if records.is_empty() && dir.as_str() != "/" {
+        return Err(no_dir(dir.as_str(), at).into());
+    }
     let mut out = std::io::stdout().lock();
     for r in records {
         writeln!(
@@ -1039,6 +1074,15 @@ fn run_cat(db: &Path, path: &str, at: Option<u64>, remote: &Remote) -> CliResult
 fn no_file(file: &str, at: Option<u64>) -> String {
     format!(
         "no file at {file}{}; list files with `mnemo ls`",
+        at.map(|s| format!(" after seq {s}")).unwrap_or_default()
+    )
+}
+
+/// The error of `mnemo ls` for a directory that holds no file (directories live only while a
+/// file lives under them, so it is not there).
+fn no_dir(dir: &str, at: Option<u64>) -> String {
+    format!(
+        "no file or directory at {dir}{}; `mnemo ls /` lists every file in the store",
         at.map(|s| format!(" after seq {s}")).unwrap_or_default()
     )
 }
@@ -1087,6 +1131,72 @@ fn export_records(records: &[mnemo::MemoryRecord], dir: &Path) -> CliResult {
 /// reason; the rest was imported), 2 when the import could not run.
 #[cfg(unix)]
 fn run_import(db: &Path, dir: &Path, agent: String, root: String) -> CliResult {
+    let Some(fresh) = fresh_store_beside(db)? else {
+        return import_into(db, dir, agent, root);
+    };
+    // A new store is built beside its path and renamed there once the import ran, so a failed
+    // import (or one killed midway) leaves nothing at the path.
+    let imported = import_into(&fresh, dir, agent, root);
+    let placed = imported.and_then(|code| {
+        std::fs::rename(&fresh, db)
+            .and_then(|()| sync_parent(db))
+            .map_err(|e| {
+                format!(
+                    "cannot move the imported store from {} to {}: {e}",
+                    fresh.display(),
+                    db.display()
+                )
+            })?;
+        Ok(code)
+    });
+    if placed.is_err() {
+        let _ = std::fs::remove_dir_all(&fresh);
+    }
+    placed
+}
+
+/// Where an import into the store at `db` builds it first: `None` when a store (or anything
+/// else, which opening refuses) is already at `db`, or its directory is not there to build in.
+#[cfg(unix)]
+fn fresh_store_beside(db: &Path) -> Result<Option<PathBuf>, Box<dyn std::error::Error>> {
+    let unborn = match std::fs::symlink_metadata(db) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+        Err(e) => return Err(format!("cannot read {}: {e}", db.display()).into()),
+        Ok(meta) => meta.is_dir() && std::fs::read_dir(db)?.next().is_none(),
+    };
+    let (Some(name), Some(parent)) = (db.file_name(), db.parent()) else {
+        return Ok(None);
+    };
+    let parent = if parent.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        parent
+    };
+    if !unborn || !parent.is_dir() {
+        return Ok(None);
+    }
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    Ok(Some(parent.join(format!(
+        ".{}.importing-{}-{stamp:08x}",
+        name.to_string_lossy(),
+        std::process::id()
+    ))))
+}
+
+/// `fsync`s the directory that holds `path`, so a rename into it survives a power loss.
+#[cfg(unix)]
+fn sync_parent(path: &Path) -> std::io::Result<()> {
+    match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => std::fs::File::open(parent)?.sync_all(),
+        _ => std::fs::File::open(".")?.sync_all(),
+    }
+}
+
+/// Imports `dir` into the store at `db` (see [`run_import`]); the store is closed on return.
+#[cfg(unix)]
+fn import_into(db: &Path, dir: &Path, agent: String, root: String) -> CliResult {
     let client = MnemoClient::open(db, agent)?;
     let server = MnemoMemoryToolServer::builder(client).root(root).build()?;
     let summary = mnemo::transfer::import(&server, dir)?;

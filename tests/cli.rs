@@ -432,3 +432,214 @@ fn completions_man_pages_and_help_name_what_they_take() {
         "{verify}"
     );
 }
+
+/// Every entry of the directory `dir`, by name, in order.
+fn entries(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("read the directory")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// `ls /` lists every file, `ls` of a directory that is not there says so (exit 2, as `cat` of
+/// a missing file does), and every read command on a path with no store says "no store at" and
+/// creates nothing, without pointing `mnemo demo` at that path.
+#[test]
+fn ls_of_the_top_and_of_nothing_and_reads_of_no_store() {
+    let s = TempStore::new();
+    let db = s.path();
+    let db = db.to_str().expect("utf-8");
+    let input = [
+        json!({"command": "create", "path": "/memories/a/n.md", "file_text": "x"}),
+        json!({"command": "create", "path": "/other/o.md", "file_text": "yy"}),
+    ];
+    let lines = format!("{}\n{}", input[0], input[1]);
+    assert!(run_mnemo(&["tool", "--db", db], &lines).status.success());
+    let other = run_mnemo(
+        &["tool", "--db", db, "--root", "/other"],
+        &input[1].to_string(),
+    );
+    assert!(other.status.success());
+
+    let top = run_mnemo(&["ls", "--db", db, "/"], "");
+    assert_eq!(top.status.code(), Some(0), "{top:?}");
+    let listed = String::from_utf8_lossy(&top.stdout);
+    assert!(
+        listed.contains("/memories/a/n.md") && listed.contains("/other/o.md"),
+        "{listed}"
+    );
+    for (args, shown) in [
+        (
+            vec!["ls", "--db", db, "/memories/nothere"],
+            "/memories/nothere",
+        ),
+        (
+            vec!["ls", "--db", db, "/memories/a", "--at", "0"],
+            "/memories/a after seq 0",
+        ),
+    ] {
+        let out = run_mnemo(&args, "");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(out.stdout.is_empty());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("no file or directory at {shown}")),
+            "{args:?}: {err}"
+        );
+    }
+
+    let missing = s.dir.path().join("no-store-here");
+    let missing = missing.to_str().expect("utf-8");
+    let before = entries(s.dir.path());
+    let out_dir = s.dir.path().join("exported");
+    let out_dir = out_dir.to_str().expect("utf-8");
+    for args in [
+        vec!["export", out_dir],
+        vec!["ls", "/"],
+        vec!["ls"],
+        vec!["cat", "/memories/a/n.md"],
+        vec!["log"],
+        vec!["history", "/memories/a/n.md"],
+        vec!["show", "1"],
+        vec!["diff", "0", "1"],
+        vec!["verify"],
+        vec!["acl", "list"],
+        vec!["token", "list"],
+    ] {
+        let mut args = args;
+        args.extend(["--db", missing]);
+        let out = run_mnemo(&args, "");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.starts_with(&format!("mnemo: error: no store at {missing};")),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("mnemo demo --db"), "{args:?}: {err}");
+        assert_eq!(entries(s.dir.path()), before, "{args:?} made something");
+    }
+}
+
+/// A failed import leaves no store behind; a successful one into a new path leaves only the
+/// store there, which verifies.
+#[test]
+fn a_failed_import_leaves_nothing_and_a_good_one_only_the_store() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let db = dir.path().join("new.mnemo.db");
+    let db_str = db.to_str().expect("utf-8");
+    let nowhere = dir.path().join("dir/that/does/not/exist");
+    let out = run_mnemo(
+        &["import", "--db", db_str, nowhere.to_str().expect("utf-8")],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
+    assert_eq!(entries(dir.path()), Vec::<String>::new(), "nothing is left");
+
+    // Into an empty directory made for it, too: it stays empty.
+    std::fs::create_dir(&db).expect("mkdir");
+    let out = run_mnemo(
+        &["import", "--db", db_str, nowhere.to_str().expect("utf-8")],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(entries(dir.path()), vec!["new.mnemo.db".to_string()]);
+    assert_eq!(entries(&db), Vec::<String>::new());
+
+    let base = dir.path().join("base");
+    std::fs::create_dir_all(base.join("memories/x")).expect("mkdir");
+    std::fs::write(base.join("memories/x/n.md"), "hi").expect("write");
+    let out = run_mnemo(
+        &["import", "--db", db_str, base.to_str().expect("utf-8")],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(
+        entries(dir.path()),
+        vec!["base".to_string(), "new.mnemo.db".to_string()],
+        "no building directory is left beside the store"
+    );
+    let cat = run_mnemo(&["cat", "/memories/x/n.md", "--db", db_str], "");
+    assert_eq!(String::from_utf8_lossy(&cat.stdout), "hi");
+    assert_eq!(
+        run_mnemo(&["verify", "--db", db_str], "").status.code(),
+        Some(0)
+    );
+}
+
+/// `mnemo tool --db` on a directory that holds other files (an export) is refused and writes
+/// nothing into it.
+#[test]
+fn tool_refuses_a_directory_that_is_not_a_store() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    std::fs::create_dir_all(dir.path().join("memories")).expect("mkdir");
+    std::fs::write(dir.path().join("memories/n.md"), "x").expect("write");
+    let out = run_mnemo(
+        &["tool", "--db", dir.path().to_str().expect("utf-8")],
+        r#"{"command":"view","path":"/memories"}"#,
+    );
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("holds other files and no store"), "{err}");
+    assert_eq!(entries(dir.path()), vec!["memories".to_string()]);
+}
+
+/// The demo's closing hint is one command a line (pasted, each runs on its own), and a demo on
+/// a store of its own says where the store stays and how to remove it.
+#[test]
+fn the_demo_hint_is_one_command_a_line_and_names_the_scratch_store() {
+    let out = run_mnemo(&["demo"], "");
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let store = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("Mnemo demo: a memory session on a fresh store at "))
+        .expect("the demo names its store")
+        .to_string();
+    let hint: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("Inspect it"))
+        .collect();
+    assert!(hint.len() > 3, "{stdout}");
+    for line in &hint[1..hint.len() - 1] {
+        assert!(!line.contains('|'), "{line}");
+        let words: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(words[0], "mnemo");
+        assert_eq!(&words[words.len() - 2..], ["--db", store.as_str()]);
+        let out = run_mnemo(&words[1..], "");
+        assert_eq!(out.status.code(), Some(0), "{line}: {out:?}");
+    }
+    let last = hint[hint.len() - 1];
+    assert_eq!(
+        last,
+        format!("The store stays in the temporary directory until you remove it: rm -r {store}")
+    );
+    std::fs::remove_dir_all(&store).expect("remove the demo store");
+
+    let s = TempStore::new();
+    let out = run_mnemo(&["demo", "--db", s.path().to_str().expect("utf-8")], "");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("rm -r"));
+}
+
+/// `mnemo tool` says on stderr when it made the store (a mistyped `--db` shows at once), and only
+/// then.
+#[test]
+fn tool_says_when_it_creates_the_store() {
+    let s = TempStore::new();
+    let db = s.path();
+    let db = db.to_str().expect("utf-8");
+    let view = r#"{"command":"view","path":"/memories"}"#;
+    let first = run_mnemo(&["tool", "--db", db], view);
+    assert!(first.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&first.stderr),
+        format!("mnemo: created a new store at {db}\n")
+    );
+    let again = run_mnemo(&["tool", "--db", db], view);
+    assert!(
+        again.status.success() && again.stderr.is_empty(),
+        "{again:?}"
+    );
+}

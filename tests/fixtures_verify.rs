@@ -4,7 +4,7 @@
 //! replay rule fails here; such a change needs a new version whose verifier still re-answers
 //! these stores as they were answered. `format-1` was written by a build of format 1 (semantics
 //! 1), `format-2` by the build that introduced semantics 2; and a store of format 1 that this
-//! build goes on writing holds both.
+//! build goes on writing holds both its events and this build's.
 
 use std::path::{Path, PathBuf};
 
@@ -112,7 +112,7 @@ fn fixture(name: &str) -> PathBuf {
 }
 
 #[test]
-fn a_store_of_format_one_goes_on_in_format_two_and_verifies() {
+fn a_store_of_format_one_goes_on_in_the_current_format_and_verifies() {
     let old = fixture("format-1");
     let expected: Value = serde_json::from_str(
         &std::fs::read_to_string(old.join("expected.json")).expect("expected.json"),
@@ -157,7 +157,7 @@ fn a_store_of_format_one_goes_on_in_format_two_and_verifies() {
     assert_eq!(report["status"], "intact", "{report}");
     let total = old_events + calls.len() as u64;
     assert_eq!(report["events"], total);
-    // The old events are untouched and still semantics 1; the new ones are semantics 2.
+    // The old events are untouched and still semantics 1; the new ones are the current one.
     let events = log(&t.path());
     assert_eq!(events.len() as u64, total);
     for event in &events {
@@ -165,7 +165,7 @@ fn a_store_of_format_one_goes_on_in_format_two_and_verifies() {
         let want = if seq <= old_events {
             Semantics::V1
         } else {
-            Semantics::V2
+            Semantics::CURRENT
         };
         assert_eq!(semantics_of(event), Some(want), "event {seq}");
     }
@@ -180,13 +180,14 @@ fn a_store_of_format_one_goes_on_in_format_two_and_verifies() {
     }
     let marker = |store: &Store| store.raw_trees().1.get(b"format").expect("read");
     assert_eq!(marker(&committed).as_deref(), Some(&[1u8][..]));
+    let current = format_of(Semantics::CURRENT);
     assert_eq!(
         marker(&continued).as_deref(),
-        Some(&[2u8][..]),
-        "the store now says it holds format 2, so an earlier build refuses it"
+        Some(&[current][..]),
+        "the store now says it holds the current format, so an earlier build refuses it"
     );
     // `show` names the semantics of each and re-derives both kinds of answer.
-    for (seq, want) in [(1, 1), (old_events + 1, 2)] {
+    for (seq, want) in [(1, 1), (old_events + 1, Semantics::CURRENT.number())] {
         let out = run_mnemo(&["show", &seq.to_string(), "--db", db, "--json"], "");
         let shown: Value = serde_json::from_slice(&out.stdout).expect("show --json");
         assert_eq!(shown["semantics"], want, "{shown}");

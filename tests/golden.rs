@@ -626,34 +626,59 @@ fn every_variant_encodes_to_its_golden_bytes_and_hash() {
     );
 }
 
-#[test]
-fn every_variant_of_format_two_encodes_to_its_golden_bytes_and_hash() {
-    let fixtures = fixtures_in(Semantics::V2);
-    assert_eq!(
-        fixtures.len(),
-        GOLDEN_V2.len(),
-        "one golden row per fixture"
-    );
-    for (((name, event), (golden_name, header, hash)), v1) in
-        fixtures.iter().zip(GOLDEN_V2).zip(GOLDEN)
+/// Checks that the fixtures answered under `semantics` encode to the `rows` (name, header hex,
+/// chain hash hex) of their format, whose header is `earlier`'s (of the format before) with
+/// `semantics` as a `u32` put in place of `replaced` at its end; the payloads are format 1's.
+fn later_format_rows(
+    semantics: Semantics,
+    rows: &[(&str, &str, &str)],
+    earlier: &[(&str, &str, &str)],
+    replaced: &str,
+) {
+    let format = mnemo::event::format_of(semantics);
+    let fixtures = fixtures_in(semantics);
+    assert_eq!(fixtures.len(), rows.len(), "one golden row per fixture");
+    for ((((name, event), (golden_name, header, hash)), before), v1) in
+        fixtures.iter().zip(rows).zip(earlier).zip(GOLDEN)
     {
         assert_eq!(name, golden_name, "same order as the fixtures");
-        assert_eq!(event.format(), 2, "{name} is written in format 2");
+        assert_eq!(
+            event.format(),
+            format,
+            "{name} is written in format {format}"
+        );
         assert_eq!(
             hex(&event.header_bytes()),
             *header,
             "header bytes of {name}"
         );
-        // Format 2's header is format 1's followed by the semantics (u32 LE 2).
-        assert_eq!(*header, format!("{}02000000", v1.1), "header of {name}");
+        let stem = before
+            .1
+            .strip_suffix(replaced)
+            .expect("the earlier header's end");
+        let number = hex(&semantics.number().to_le_bytes());
+        assert_eq!(*header, format!("{stem}{number}"), "header of {name}");
         assert_eq!(hex(&event.payload_bytes()), v1.2, "payload bytes of {name}");
         assert_eq!(event.hash().to_hex(), *hash, "chain hash of {name}");
         assert_ne!(
-            *hash, v1.3,
+            *hash, before.2,
             "{name}: the semantics is hashed into the chain"
         );
-        assert_eq!(event.to_frame().encode()[0], 2, "{name}: version byte");
+        assert_eq!(event.to_frame().encode()[0], format, "{name}: version byte");
     }
+}
+
+#[test]
+fn every_variant_of_format_two_encodes_to_its_golden_bytes_and_hash() {
+    // Format 2's header is format 1's followed by the semantics (u32 LE 2).
+    let v1: Vec<(&str, &str, &str)> = GOLDEN.iter().map(|r| (r.0, r.1, r.3)).collect();
+    later_format_rows(Semantics::V2, GOLDEN_V2, &v1, "");
+}
+
+#[test]
+fn every_variant_of_format_three_encodes_to_its_golden_bytes_and_hash() {
+    // Format 3's header is format 2's with the semantics u32 LE 3 in place of 2.
+    later_format_rows(Semantics::V3, GOLDEN_V3, GOLDEN_V2, "02000000");
 }
 
 /// The full stored record of one event, byte for byte (what sits under its key in `events`).
@@ -718,6 +743,124 @@ fn chain_in(semantics: Semantics) -> Vec<Event> {
     out
 }
 
+/// Format 3 (semantics 3): (name, header hex, chain hash hex) of the same fixtures, computed once
+/// by running the crate. The payloads are format 1's; the header is format 2's but for the
+/// semantics number.
+const GOLDEN_V3: &[(&str, &str, &str)] = &[
+    (
+        "view without view_range",
+        "01c02cc89901000007000000000000006167656e742d61000075f207cc3891a286903c08c61385772456d9873506dc5ef794c451658744cf4503000000",
+        "29abbf06e5322e52fad12600346d92e1f1dadd14e1fe6ea0d03c8a79b7bd0b32",
+    ),
+    (
+        "view with view_range",
+        "02c02cc89901000007000000000000006167656e742d61010900000000000000746f6f6c755f303141001b55d23bffd0ef60892f5dc98d0b4f1d30b3b8cf5e05354a72c28e8d592c139303000000",
+        "6ea7fbc8b0e3ac53910a5af017b00b729fdeb253b420da6ec8546f4a102dde0f",
+    ),
+    (
+        "create (multi-byte UTF-8 text)",
+        "03c02cc89901000007000000000000006167656e742d61010900000000000000746f6f6c755f30324200374438c62bfad46ea704faa22544e2d5fc0320ca8dd1abeea376fe4d231b00f603000000",
+        "a85e56c99b7ec15bd3e6a495bd6bd4f85405c86051b65a283b58226c9f19e306",
+    ),
+    (
+        "str_replace with new_str",
+        "04c02cc89901000007000000000000006167656e742d610000d1aa423637bb48fa48b0c825cc752ada4a76fafd5734912a3f5bbfe3274f7a9e03000000",
+        "65ffcb6332ef568641ebe482f4afc309e63aa66352019a1d5c4b032a4e2d3a38",
+    ),
+    (
+        "str_replace without new_str",
+        "05c02cc89901000007000000000000006167656e742d61010900000000000000746f6f6c755f30334300d1aa423637bb48fa48b0c825cc752ada4a76fafd5734912a3f5bbfe3274f7a9e03000000",
+        "48c779300467de63c639792013fbc893c1e2c8e753c6b7e36bdd7cce9c828f2a",
+    ),
+    (
+        "insert",
+        "06c02cc89901000007000000000000006167656e742d6100003b63e55a6b1b8b35a738fe39621245cf0e95c773b4bf4078943fee6c91358eac03000000",
+        "a9bf32a04721ca40648bbf103c429b07e133eedf82c5c60a3b5d7461d297d4ef",
+    ),
+    (
+        "delete",
+        "07c02cc89901000007000000000000006167656e742d610000829081b6296668f0b11c637768e6acfdeb8d801dbda69430b009479a56646bf903000000",
+        "61527e4c352f4f0f41845d7fe6119a63fbdc0d8e864602718c9d09f786a47433",
+    ),
+    (
+        "rename",
+        "08c02cc89901000007000000000000006167656e742d61010900000000000000746f6f6c755f30344400b19e70aba32e5de528a15b877c0edb33b5ce213fe32c40ca56f3e63f5dcfe98503000000",
+        "a0e979be710fd3eb0894d01882dd4c6769759eb9563fcfac39e4653f0f939b65",
+    ),
+    (
+        "tool call with an error outcome",
+        "09c02cc89901000007000000000000006167656e742d6100015966f222d30f090dc1f820c7b6b59a7747d4c9cab58ad134c032c2686cc4090003000000",
+        "5ffc3f217c7b9be4627ad7e08ab209c5b4a0780e0e057fb51b422852879a571c",
+    ),
+    (
+        "rejected input",
+        "0ac02cc89901000007000000000000006167656e742d610001df7a7afc7849e3577efd133d515498dbac4fd8a24690e9ff40aafa0db305a09e03000000",
+        "969e5a04d4388f67e6d6b3a7bc4202081091227357fb38c014278762db0a1bfe",
+    ),
+    (
+        "acl grant",
+        "0cc02cc89901000007000000000000006167656e742d610000ada66f5abf7cf2e204b0aa24c42bf1f2581d7189a824be6449bb084f0e22033503000000",
+        "d002d840e64bca2e57c3528ce8ec2f37fc6db0036307c8a728cee0dbef25fc30",
+    ),
+    (
+        "acl revoke",
+        "0dc02cc89901000007000000000000006167656e742d61010900000000000000746f6f6c755f30364600888da5f33fa06334c78c48602ff91f40f555ebcd893caeaeeb7ff5c09bf826c803000000",
+        "17d29d45b6f34680632634681004e212feea6d1d9ef07059be553bf8e5e93c1f",
+    ),
+    (
+        "python-sdk profile with limits",
+        "0bc02cc89901000007000000000000006167656e742d61010900000000000000746f6f6c755f30354500d9b1d1e437f06ace2c58ae401b9205dc92d72059e01e7e38fa9dbd414a5d85c303000000",
+        "a6dbf8da2299e9bde55537442c1c54950a3db8a79d95d5fcbc1a9d01916e7f24",
+    ),
+    (
+        "rejected digest: over the request limit",
+        "0ec02cc89901000007000000000000006167656e742d610001912d1d3c687be5ee47ae4f806e0cbbf851c9c467f69c354b2480d0043b65247b03000000",
+        "c6312ee91dd87ad2adde7823d031ddfd98d6ed0d3a561efb125c0d234f6dfdb6",
+    ),
+    (
+        "rejected digest: not UTF-8",
+        "0fc02cc89901000007000000000000006167656e742d61000197f250276f049b0a109870b7a3d25a9ca5e1a44414e4197e6b49b4a01705f71503000000",
+        "997051d0c2d3535883e8fa372fa73b2383958d36f7ccc41c62877d44a43f8935",
+    ),
+    (
+        "rejected digest: invalid and long",
+        "10c02cc89901000007000000000000006167656e742d61010900000000000000746f6f6c755f303747016bf7a1ad2d18b0ef71dc3b9700d5d0af2fe64bca0c67deb06bf3aae239d6aba703000000",
+        "3d06521ba1dc542e1d9e507303645a94a98971d0fb6aedc666537870002d7925",
+    ),
+    (
+        "rejected digest: content over the file limit",
+        "11c02cc89901000007000000000000006167656e742d61010900000000000000746f6f6c755f303848016b72b82cf4a05177c00e3f3b1809f256f83b71ecf072badda403cbd8a2fd9bfb03000000",
+        "240bffc49d45497d3d16b956e5e888d363573240200c5d4415f8b3692c6ee600",
+    ),
+    (
+        "rejected digest: conversion stopped at the limit",
+        "12c02cc89901000007000000000000006167656e742d610001214a3eec65f3552db565373f845486180c892e53a56844fcd40f4283b48015ee03000000",
+        "24045e50ced4e437b7ea72f1e933cd1e6a0110c76317c07a61905c9abadf4bf0",
+    ),
+    (
+        "rejected digest: a large call that failed",
+        "13c02cc89901000007000000000000006167656e742d61010900000000000000746f6f6c755f3039490102743e8c4bd7eb971df771e6637aa33ae003d82bfc0c0983cee81f1e908d2ec903000000",
+        "5d3d989e579c9d711d30461bafee17f7fc5c595730db1546f63f633ecb19e418",
+    ),
+    (
+        "token issue",
+        "13c02cc89901000007000000000000006167656e742d61000045506cf0946e21169a14c0a8eb2441306850549d4b67d830e384bead6c16244f03000000",
+        "7fa0795e246a07fbf62d0235edf67e0627ac8af1c8d5da6b7c9e0fa409612505",
+    ),
+    (
+        "token revoke",
+        "14c02cc89901000007000000000000006167656e742d61010900000000000000746f6f6c755f303949018b4e2ee19786d0a63c137289c33e29ef57c22d8200a68833f6ba712c21ade70d03000000",
+        "a6997059a8dad2e107489276d279be75a22af39ba038ad12240c49381c2ce088",
+    ),
+];
+
+/// The same chain in format 3.
+const GOLDEN_CHAIN_V3: [&str; 3] = [
+    "433f17ee2f91ecedfea5fa405c4943613f36ad712658eef0576f2c1eb6052b9d",
+    "b4fbfebcf36737e86d9a89c90dcd36c30afc334a1e911a68aff78d8162b8d6eb",
+    "2ff2a8ed3fb0eaab96c9a66c0432e309f761c636627097c4b7f7c180090396b0",
+];
+
 /// The same chain in format 2.
 const GOLDEN_CHAIN_V2: [&str; 3] = [
     "f43bd4eee08be549e3aadaecfeec624f80b78b951fad7e0456cdbac2502dcc3f",
@@ -736,6 +879,7 @@ fn a_three_event_chain_links_and_is_frozen() {
     for (chain, golden) in [
         (chain(), GOLDEN_CHAIN),
         (chain_in(Semantics::V2), GOLDEN_CHAIN_V2),
+        (chain_in(Semantics::V3), GOLDEN_CHAIN_V3),
     ] {
         chain_links_and_is_frozen(&chain, &golden);
     }
@@ -822,12 +966,13 @@ impl Doc {
     }
 }
 
-/// The documented format of an event: 1 for semantics 1, 2 for semantics 2.
+/// The documented format of an event: 1, 2 or 3 for semantics 1, 2 or 3.
 fn doc_format(h: &Header) -> u8 {
     match h.semantics {
         Semantics::V1 => 1,
         Semantics::V2 => 2,
-        other => panic!("the byte table documents semantics 1 and 2, got {other:?}"),
+        Semantics::V3 => 3,
+        other => panic!("the byte table documents semantics 1 to 3, got {other:?}"),
     }
 }
 
@@ -838,7 +983,7 @@ fn doc_header(h: &Header) -> Vec<u8> {
         .opt_string(h.tool_use_id.as_deref())
         .bool(h.outcome.is_error)
         .bytes(&h.outcome.result_hash.0);
-    if doc_format(h) == 2 {
+    if doc_format(h) >= 2 {
         d.u32(h.semantics.number());
     }
     d.0
@@ -992,9 +1137,9 @@ fn doc_record(event: &Event) -> Vec<u8> {
 fn every_vector_matches_the_documented_byte_table() {
     assert_eq!(DOMAIN_TAG, b"mnemo/event/v1", "domain tag as documented");
     assert_eq!(DOMAIN_TAG.len(), 14, "the docs say 14 ASCII bytes");
-    assert_eq!(FORMAT_VERSION, 2, "this is format version 2");
+    assert_eq!(FORMAT_VERSION, 3, "this is format version 3");
     let mut events = Vec::new();
-    for semantics in [Semantics::V1, Semantics::V2] {
+    for semantics in Semantics::ALL {
         events.extend(fixtures_in(semantics).into_iter().map(|(_, e)| e));
         events.extend(chain_in(semantics));
     }
@@ -1130,7 +1275,7 @@ fn golden_record_v2() -> Vec<u8> {
 
 #[test]
 fn a_record_with_a_newer_version_byte_is_refused_as_newer_format() {
-    for version in [3u8, 4, 0xff] {
+    for version in [4u8, 5, 0xff] {
         let mut record = golden_record_v2();
         record[0] = version;
         match Frame::decode(&record) {
@@ -1199,7 +1344,8 @@ fn a_store_with_a_newer_meta_format_is_refused() {
     {
         let store = mnemo::Store::open(&t.path()).expect("create the store");
         let (_, meta, _) = store.raw_trees();
-        meta.insert(b"format", &[3u8]).expect("write meta.format");
+        meta.insert(b"format", &[FORMAT_VERSION + 1])
+            .expect("write meta.format");
         meta.flush().expect("flush");
     }
     // Reopening right after a close can briefly hit sled's lock (see tamper.rs): wait it out.
@@ -1209,7 +1355,7 @@ fn a_store_with_a_newer_meta_format_is_refused() {
             Err(Error::Locked { .. }) if std::time::Instant::now() < deadline => {
                 std::thread::sleep(std::time::Duration::from_millis(10));
             }
-            Err(Error::NewerFormat { found: 3, max }) => {
+            Err(Error::NewerFormat { found, max }) if found == FORMAT_VERSION + 1 => {
                 assert_eq!(max, FORMAT_VERSION);
                 break;
             }

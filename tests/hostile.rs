@@ -621,7 +621,9 @@ fn check_path_answer(
                     }
                 }
                 1 if python => want_exact(format!("File {path} already exists")),
-                1 => want_exact(format!("Error: File {ROOT} already exists")),
+                1 => want_exact(format!(
+                    "Error: {ROOT} is the memory root directory, which always exists and cannot be a file; create a file inside it, such as {ROOT}/notes.md"
+                )),
                 2 if python => want_exact(format!("The path {path} is not a file.")),
                 2 => want_exact(format!(
                     "Error: The path {ROOT} does not exist. Please provide a valid path."
@@ -1125,7 +1127,7 @@ fn malformed_cases() -> Vec<Case> {
     // view_range of the wrong shape. python-sdk ignores a list that is not two long, as the SDK
     // does, and reads booleans as integers.
     let range_error = error_with(&[
-        "view_range must be an array of two integers [start_line, end_line]",
+        "`view_range` must be an array of two integers [start_line, end_line]",
         "end_line -1 reads to the end",
     ]);
     for (v, sdk_ignores) in [

@@ -100,7 +100,7 @@ fn a_capped_view_stops_at_a_line_and_says_how_to_page() {
         assert!(!err);
         assert_eq!(
             text,
-            "Here's the content of /memories/f.txt with line numbers:\n     1\tline 1\n     2\tline 2\n[Output truncated at 30 characters: showing lines 1-2 of 10. Use view_range [3, -1] to read the rest, or a narrower range.]",
+            "Here's the content of /memories/f.txt with line numbers:\n     1\tline 1\n     2\tline 2\n[Output truncated at 30 characters: showing lines 1-2 of the 10 in the file. Use view_range [3, -1] to read on.]",
             "{profile:?}"
         );
         // Paging on from where it stopped works and is capped the same way.
@@ -128,7 +128,7 @@ fn a_capped_view_stops_at_a_line_and_says_how_to_page() {
         // It says that the rest of that line cannot be viewed under the cap, and suggests no
         // range past the end of the file.
         assert!(
-            text.ends_with("line 1 alone is longer than that, so only its start is shown, and no view under this limit shows the rest of it. It is the last line asked for.]"),
+            text.ends_with("line 1 is 100 bytes long, more than a view under this limit shows, so only its start is shown and no view shows the rest of it; to change the line, str_replace a part of it you can see. It is the last line asked for.]"),
             "{text}"
         );
         // With lines after it, the range it suggests reads them.
@@ -141,7 +141,7 @@ fn a_capped_view_stops_at_a_line_and_says_how_to_page() {
             json!({"command": "view", "path": "/memories/long2.txt"}),
         );
         assert!(
-            text.ends_with("Use view_range [2, -1] to read the lines after it.]"),
+            text.ends_with("Use view_range [2, -1] to read on.]"),
             "{text}"
         );
         let (text, is_error) = call(
@@ -149,9 +149,71 @@ fn a_capped_view_stops_at_a_line_and_says_how_to_page() {
             json!({"command": "view", "path": "/memories/long2.txt", "view_range": [2, -1]}),
         );
         assert!(!is_error && text.contains("     2\tshort"), "{text}");
+        // A range cut by the cap counts the file's lines and pages on within the range asked
+        // for (a 4-line file viewed as [1, 3] used to say "showing lines 1-1 of 3").
+        call(
+            &server,
+            json!({"command": "create", "path": "/memories/four.txt", "file_text": "line 1\nline 2\nline 3\nline 4"}),
+        );
+        let (text, _) = call(
+            &server,
+            json!({"command": "view", "path": "/memories/four.txt", "view_range": [1, 3]}),
+        );
+        assert!(
+            text.ends_with("     2\tline 2\n[Output truncated at 30 characters: showing lines 1-2 of the 4 in the file. Use view_range [3, 3] to read on.]"),
+            "{text}"
+        );
         let report = server.client().verify().expect("verify");
         assert!(report.is_intact(), "{report:?}");
     }
+}
+
+/// The view cap bounds a directory listing too: 3,000 files under a cap of 1,000 characters
+/// list about that much (they used to list 78,541), and the note says how many entries are
+/// shown and which view lists the rest.
+#[test]
+fn a_capped_listing_stops_at_the_cap_and_names_a_view_that_lists_the_rest() {
+    let s = TempStore::new();
+    let limits = Limits {
+        view_max_chars: Some(1000),
+        ..Limits::default()
+    };
+    let server = server(&s, limits, Profile::Spec);
+    for i in 0..3000 {
+        let (_, err) = call(
+            &server,
+            json!({"command": "create", "path": format!("/memories/d{}/note-{i:04}.md", i % 30), "file_text": "x"}),
+        );
+        assert!(!err);
+    }
+    let (text, err) = call(&server, json!({"command": "view", "path": "/memories"}));
+    assert!(!err, "{text}");
+    let (listing, note) = text
+        .rsplit_once("\n[Listing truncated at 1000 characters: ")
+        .expect("a note");
+    let entries: Vec<&str> = listing.lines().skip(2).collect();
+    let counted: usize = entries.iter().map(|l| l.chars().count() + 1).sum();
+    assert!(
+        counted <= 1000 && counted > 900,
+        "{counted} characters of entries"
+    );
+    assert_eq!(
+        note,
+        format!(
+            "showing {} of 3030 entries. View a subdirectory, such as /memories/d0, to list what it holds, or view a file by its path.]",
+            entries.len()
+        )
+    );
+    // The subdirectory it names lists on (under the same cap).
+    let (text, _) = call(&server, json!({"command": "view", "path": "/memories/d0"}));
+    assert!(text.contains("/memories/d0/note-0000.md"), "{text}");
+    // Without a cap the listing is whole.
+    let whole = MnemoMemoryToolServer::builder(server.client().clone())
+        .build()
+        .expect("server");
+    let (text, _) = call(&whole, json!({"command": "view", "path": "/memories"}));
+    assert_eq!(text.lines().count(), 3032);
+    assert!(server.client().verify().expect("verify").is_intact());
 }
 
 /// Large files fill the writer's index changes fast: they are handed to the background thread

@@ -721,7 +721,11 @@ impl Model {
                 let (first, last) = match range {
                     None => (1, n),
                     Some((start, end)) => {
-                        let first = start.max(1);
+                        // The error says 1 <= start_line, and a start below 1 is refused.
+                        if start < 1 {
+                            return Expect::Error;
+                        }
+                        let first = start;
                         let last = match end {
                             -1 => n,
                             e if e < 0 => return Expect::Error,
@@ -749,6 +753,11 @@ impl Model {
             Err(refused) => return refused,
         };
         let path = self.canon(&segs);
+        if segs.is_empty() {
+            return err(format!(
+                "Error: {path} is the memory root directory, which always exists and cannot be a file; create a file inside it, such as {path}/notes.md"
+            ));
+        }
         if self.kind(&segs).is_some() {
             return err(format!("Error: File {path} already exists"));
         }

@@ -99,14 +99,12 @@ fn view_file_numbers_lines_and_keeps_crlf() {
 }
 
 #[test]
-fn view_range_is_clamped_where_it_makes_sense_and_an_error_elsewhere() {
+fn view_range_is_clamped_at_the_end_and_an_error_elsewhere() {
     let setup = [("/memories/r.txt", "l1\nl2\nl3\nl4\nl5")];
     let head = "Here's the content of /memories/r.txt with line numbers:\n";
     for (range, want) in [
         (json!([2, 3]), format!("{head}     2\tl2\n     3\tl3")),
         (json!([4, -1]), format!("{head}     4\tl4\n     5\tl5")),
-        (json!([0, 1]), format!("{head}     1\tl1")),
-        (json!([-7, 2]), format!("{head}     1\tl1\n     2\tl2")),
         (json!([5, 99]), format!("{head}     5\tl5")),
         (json!([3, 3]), format!("{head}     3\tl3")),
     ] {
@@ -117,13 +115,22 @@ fn view_range_is_clamped_where_it_makes_sense_and_an_error_elsewhere() {
             false,
         );
     }
-    for range in [json!([6, 7]), json!([3, 2]), json!([1, 0]), json!([1, -2])] {
+    // A start below line 1 is refused, as the error's `1 <= start_line` says (semantics 3; it
+    // used to be clamped to 1).
+    for range in [
+        json!([6, 7]),
+        json!([3, 2]),
+        json!([1, 0]),
+        json!([1, -2]),
+        json!([0, 1]),
+        json!([-7, 2]),
+    ] {
         let (s, e) = (range[0].as_i64().unwrap(), range[1].as_i64().unwrap());
         check(
             &setup,
             json!({"command": "view", "path": "/memories/r.txt", "view_range": range}),
             &format!(
-                "Error: Invalid view_range [{s}, {e}] for /memories/r.txt, which has 5 lines. Use [start_line, end_line] with 1 <= start_line <= end_line <= 5, or end_line -1 to read to the end."
+                "Error: Invalid `view_range` parameter: [{s}, {e}]. /memories/r.txt has 5 lines: use [start_line, end_line] with 1 <= start_line <= end_line and start_line <= 5 (an end_line past 5 reads to line 5), or end_line -1 to read to the end."
             ),
             true,
         );
@@ -143,7 +150,7 @@ fn view_range_is_clamped_where_it_makes_sense_and_an_error_elsewhere() {
         );
         assert!(err, "{range}: {text}");
         assert!(
-            text.starts_with("Error: view_range must be an array of two integers"),
+            text.starts_with("Error: `view_range` must be an array of two integers"),
             "{text}"
         );
     }
@@ -191,14 +198,24 @@ fn create_and_its_errors() {
         file(&s, "/memories/x/y.txt").as_deref(),
         Some("\u{feff}hé\r\n")
     );
-    for path in ["/memories/a.txt", "/memories/d", "/memories", "/memories/"] {
-        let canonical = path.trim_end_matches('/');
+    for path in ["/memories/a.txt", "/memories/d"] {
         check(
             &[("/memories/a.txt", "a"), ("/memories/d/f", "f")],
             json!({"command": "create", "path": path, "file_text": "new"}),
-            &format!("Error: File {canonical} already exists"),
+            &format!("Error: File {path} already exists"),
             true,
         );
+    }
+    // The memory root is no file: the answer says what it is and where files go.
+    for path in ["/memories", "/memories/"] {
+        for setup in [&[][..], &[("/memories/a.txt", "a")][..]] {
+            check(
+                setup,
+                json!({"command": "create", "path": path, "file_text": "new"}),
+                "Error: /memories is the memory root directory, which always exists and cannot be a file; create a file inside it, such as /memories/notes.md",
+                true,
+            );
+        }
     }
     let s = check(
         &[("/memories/a.txt", "a")],

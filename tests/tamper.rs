@@ -922,9 +922,10 @@ fn mixed_cases(r: &mut Runner<'_>) {
             }
         }
     }
-    // The store's records are format 2: 1 reads its header as one with 4 bytes left over.
-    for version in [0u8, 1, 3, 0xff] {
-        let expect = if version == 3 {
+    // The store's records are format 3: 1 reads its header as one with 4 bytes left over, 2 as
+    // one naming a semantics format 2 does not hold.
+    for version in [0u8, 1, 2, 4, 0xff] {
+        let expect = if version == 4 {
             Expect::Saying(STR_REPLACE, Undecodable, "newer")
         } else {
             Expect::First(STR_REPLACE, Undecodable)
@@ -937,9 +938,9 @@ fn mixed_cases(r: &mut Runner<'_>) {
     // caught by the chain hash before replay compares outcomes (the header is hashed).
     let record = base.record(STR_REPLACE);
     let frame = Frame::decode(&record).expect("decodes");
-    assert_eq!(frame.version, 2, "the writer writes format 2");
+    assert_eq!(frame.version, 3, "the writer writes format 3");
     let semantics_at = HEADER_AT + frame.header.len() - 4;
-    assert_eq!(record[semantics_at..semantics_at + 4], 2u32.to_le_bytes());
+    assert_eq!(record[semantics_at..semantics_at + 4], 3u32.to_le_bytes());
     let is_error_at = semantics_at - 33;
     assert_eq!(record[is_error_at], 0, "str_replace at seq 6 succeeded");
     for (what, at, value) in [
@@ -950,8 +951,9 @@ fn mixed_cases(r: &mut Runner<'_>) {
             is_error_at + 1,
             record[is_error_at + 1] ^ 0x80,
         ),
-        ("semantics 2 -> 1", semantics_at, 1),
-        ("semantics 2 -> 3", semantics_at, 3),
+        ("semantics 3 -> 1", semantics_at, 1),
+        ("semantics 3 -> 2", semantics_at, 2),
+        ("semantics 3 -> 4", semantics_at, 4),
     ] {
         r.case(
             &format!("seq {STR_REPLACE}: {what}"),

@@ -96,6 +96,9 @@ class _Setup:
         super().__init__(cache_control=cache_control)  # type: ignore[call-arg]
         self.server = _server(client, server, root, profile, max_file_bytes, view_max_chars)
 
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(server={self.server!r})"
+
 
 class MnemoMemoryTool(_Setup, BetaAbstractMemoryTool):
     """The SDK's memory tool interface, answered and logged by Mnemo.

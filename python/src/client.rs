@@ -15,7 +15,7 @@ use pyo3::types::PyType;
 use serde_json::Value;
 
 use crate::convert::to_py;
-use crate::errors::{ClosedError, InvalidArgumentError, to_py_err};
+use crate::errors::{ClosedError, InvalidArgumentError, to_py_err, whole_number};
 use crate::records::{PyEvent, PyGrant, PyHead, PyMemoryRecord, PyReceipt, PyVerifyReport};
 use crate::remote::PyRemote;
 
@@ -196,9 +196,13 @@ impl PyClient {
         Ok(records.into_iter().map(PyMemoryRecord::from).collect())
     }
 
-    /// The file at canonical `path`, if it exists and this agent may read it.
+    /// The file at `path` (normalised as the CLI does: `//memories/./x` is `/memories/x`), if it
+    /// exists and this agent may read it.
     fn record(&self, py: Python<'_>, path: &str) -> PyResult<Option<PyMemoryRecord>> {
-        let path = path.to_string();
+        // A path no file can have (relative, a traversal) names none.
+        let Ok(path) = absolute_path(path).map(|p| p.to_string()) else {
+            return Ok(None);
+        };
         Ok(self
             .run(py, move |c| c.record(&path))?
             .map(PyMemoryRecord::from))
@@ -206,7 +210,12 @@ impl PyClient {
 
     /// The files as they were right after event `seq`, replayed from the log (those this agent
     /// may read under the current policy).
-    fn records_at(&self, py: Python<'_>, seq: u64) -> PyResult<Vec<PyMemoryRecord>> {
+    fn records_at(&self, py: Python<'_>, seq: &Bound<'_, PyAny>) -> PyResult<Vec<PyMemoryRecord>> {
+        let seq = whole_number(
+            seq,
+            "seq",
+            "the event after which to show the files (0: before the first)",
+        )?;
         let agent = self.agent.clone();
         let records = self.run(py, move |c| {
             let head = c.head()?;

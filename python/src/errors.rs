@@ -4,7 +4,7 @@
 
 use mnemo::Error;
 use pyo3::create_exception;
-use pyo3::exceptions::PyException;
+use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
 create_exception!(
@@ -75,6 +75,37 @@ pub fn to_py_err(e: Error) -> PyErr {
         Error::InvalidArgument(_) => InvalidArgumentError::new_err(message),
         _ => StorageError::new_err(message),
     }
+}
+
+/// A count, size or seq given from Python as argument `name`: an `int` from 0 to 2**64 - 1.
+/// Anything else is a `ValueError` (a negative or too large `int`, where PyO3's own conversion
+/// raises a bare `OverflowError`) or a `TypeError` (not an `int`) that names the argument, what
+/// it is for and what is valid.
+pub fn whole_number(value: &Bound<'_, PyAny>, name: &str, what: &str) -> PyResult<u64> {
+    let valid = format!("{name} is {what}: a whole number from 0 to {}", u64::MAX);
+    if value.is_instance_of::<pyo3::types::PyBool>() {
+        return Err(PyTypeError::new_err(format!("{valid}, not a bool")));
+    }
+    let Ok(number) = value.extract::<i128>() else {
+        let kind = value
+            .get_type()
+            .name()
+            .map_or_else(|_| "?".to_string(), |n| n.to_string());
+        return Err(PyTypeError::new_err(format!("{valid}, got a {kind}")));
+    };
+    u64::try_from(number).map_err(|_| PyValueError::new_err(format!("{valid}, got {number}")))
+}
+
+/// [`whole_number`] for an argument that may be `None`.
+pub fn optional_whole_number(
+    value: Option<&Bound<'_, PyAny>>,
+    name: &str,
+    what: &str,
+) -> PyResult<Option<u64>> {
+    value
+        .filter(|v| !v.is_none())
+        .map(|v| whole_number(v, name, what))
+        .transpose()
 }
 
 /// Adds the exception classes to the module.

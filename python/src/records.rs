@@ -278,15 +278,21 @@ impl PyVerifyReport {
         self.violations.is_empty()
     }
 
+    /// `bool(report)` is `report.is_intact()`, so `if client.verify():` reads as it should.
+    fn __bool__(&self) -> bool {
+        self.is_intact()
+    }
+
     fn __repr__(&self) -> String {
+        let violations: Vec<String> = self.violations.iter().map(PyViolation::__repr__).collect();
         format!(
-            "VerifyReport(status={:?}, events={}, checkpoint={}, violations={})",
+            "VerifyReport(status={:?}, events={}, checkpoint={}, violations=[{}])",
             self.status,
             self.events,
             self.checkpoint
                 .as_ref()
                 .map_or_else(|| "None".to_string(), |c| format!("{c:?}")),
-            self.violations.len()
+            violations.join(", ")
         )
     }
 }

@@ -12,7 +12,7 @@ use crate::client::{PyClient, Shared};
 use mnemo::tool::request::{BoundedText, Request};
 
 use crate::convert::{block_id, to_json_text, to_py};
-use crate::errors::{InvalidArgumentError, to_py_err};
+use crate::errors::{InvalidArgumentError, optional_whole_number, to_py_err};
 
 /// Answers memory-tool calls from a Mnemo store; every call, valid or not, is one logged event.
 ///
@@ -66,10 +66,25 @@ impl PyServer {
         root: &str,
         profile: &str,
         managed_agents_beta: bool,
-        max_file_bytes: Option<u64>,
-        view_max_chars: Option<u64>,
-        max_request_bytes: Option<u64>,
+        max_file_bytes: Option<Bound<'_, PyAny>>,
+        view_max_chars: Option<Bound<'_, PyAny>>,
+        max_request_bytes: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
+        let max_file_bytes = optional_whole_number(
+            max_file_bytes.as_ref(),
+            "max_file_bytes",
+            "the largest memory file, in bytes (None for 16 MiB)",
+        )?;
+        let view_max_chars = optional_whole_number(
+            view_max_chars.as_ref(),
+            "view_max_chars",
+            "the most characters a view shows (None for no limit)",
+        )?;
+        let max_request_bytes = optional_whole_number(
+            max_request_bytes.as_ref(),
+            "max_request_bytes",
+            "the largest call, in bytes of JSON (None for 64 MiB)",
+        )?;
         let profile = Profile::from_name(profile).ok_or_else(|| {
             InvalidArgumentError::new_err(format!(
                 "invalid argument: profile must be \"spec\" or \"python-sdk\", got {profile:?}"

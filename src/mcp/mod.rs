@@ -44,8 +44,12 @@ use serde_json::{Value, json};
 use crate::projection::{MEMORY_TAG, MemoryRecord};
 use crate::tool::MnemoMemoryToolServer;
 
-pub use schema::{TOOL_NAME, instructions, memory_tool};
+pub use schema::{TOOL_NAME, instructions, memory_tool, memory_tool_for};
 pub use uri::{PREFIX as URI_PREFIX, from_path as resource_uri, to_path as resource_path};
+
+/// How many resources one `resources/list` reply holds at most; a longer list goes on in the
+/// next page, which the reply's `nextCursor` asks for (MCP's cursor pagination).
+pub const RESOURCES_PAGE: usize = 100;
 
 /// How long the runtime waits for its threads after the client hung up.
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(1);
@@ -112,6 +116,15 @@ pub struct MnemoMcpServer {
     route: Option<Route>,
 }
 
+/// One page of `resources/list`: the resources, and the cursor of the next page if any.
+#[derive(Debug)]
+pub struct ResourcePage {
+    /// At most [`RESOURCES_PAGE`] resources, in path order.
+    pub resources: Vec<Resource>,
+    /// What the next `resources/list` passes as its `cursor`; `None` on the last page.
+    pub next_cursor: Option<String>,
+}
+
 impl std::fmt::Debug for MnemoMcpServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MnemoMcpServer")
@@ -175,7 +188,14 @@ impl MnemoMcpServer {
 
     /// The `memory` tool's MCP definition: name, description and input schema.
     pub fn tool_definition(&self) -> Tool {
-        memory_tool(&self.root)
+        match &self.tool {
+            Some(tool) => memory_tool_for(
+                &self.root,
+                tool.limits().max_file_bytes,
+                Some(tool.profile()),
+            ),
+            None => memory_tool_for(&self.root, crate::tool::DEFAULT_MAX_FILE_BYTES, None),
+        }
     }
 
     /// Answers one `memory` call whose arguments are `input` (the memory tool's `input` object),
@@ -194,14 +214,44 @@ impl MnemoMcpServer {
         })
     }
 
-    /// The memory files under the root that the agent may read, as resources (not logged).
+    /// The memory files under the root that the agent may read, as resources, in path order
+    /// (not logged).
     pub async fn resources(&self) -> Result<Vec<Resource>, ErrorData> {
+        Ok(self.records().await?.iter().map(resource).collect())
+    }
+
+    /// One page of [`MnemoMcpServer::resources`]: the first [`RESOURCES_PAGE`] after `cursor`
+    /// (the `next_cursor` of the page before; `None` for the first page). The cursor names the
+    /// last path listed, so a file created or deleted between pages moves no other file to
+    /// another page. A cursor this server did not give is a `-32602` error.
+    pub async fn resource_page(&self, cursor: Option<&str>) -> Result<ResourcePage, ErrorData> {
+        let after = cursor.map(cursor_path).transpose()?;
+        let records = self.records().await?;
+        let start = after.map_or(0, |after| {
+            records.partition_point(|r| path_order(&r.path, &after).is_le())
+        });
+        let page: Vec<&MemoryRecord> = records[start..].iter().take(RESOURCES_PAGE).collect();
+        let next_cursor = match page.last() {
+            Some(last) if start + page.len() < records.len() => {
+                Some(format!("{CURSOR_PREFIX}{}", last.path))
+            }
+            _ => None,
+        };
+        Ok(ResourcePage {
+            resources: page.into_iter().map(resource).collect(),
+            next_cursor,
+        })
+    }
+
+    /// The memory files under the root the agent may read, in path order.
+    async fn records(&self) -> Result<Vec<MemoryRecord>, ErrorData> {
         let memory = Arc::clone(&self.memory);
         let mut records = blocking(move || memory.records_by_tag(MEMORY_TAG))
             .await?
             .map_err(store_error)?;
         records.retain(|r| under(&r.path, &self.root));
-        Ok(records.iter().map(resource).collect())
+        records.sort_by(|a, b| path_order(&a.path, &b.path));
+        Ok(records)
     }
 
     /// The content of the memory file `uri` names, if it is under the root and the agent may
@@ -309,13 +359,15 @@ impl ServerHandler for MnemoMcpServer {
 
     async fn list_resources(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let server = self.for_request(&context.extensions)?;
-        Ok(ListResourcesResult::with_all_items(
-            server.resources().await?,
-        ))
+        let cursor = request.and_then(|r| r.cursor);
+        let page = server.resource_page(cursor.as_deref()).await?;
+        let mut result = ListResourcesResult::with_all_items(page.resources);
+        result.next_cursor = page.next_cursor;
+        Ok(result)
     }
 
     async fn read_resource(
@@ -387,6 +439,32 @@ fn store_error(why: String) -> ErrorData {
     ErrorData::internal_error(why, None)
 }
 
+/// What starts every `resources/list` cursor this server gives; the path of the last resource
+/// listed follows.
+const CURSOR_PREFIX: &str = "after:";
+
+/// The path a `resources/list` cursor names, or the `-32602` error for a cursor that is not one
+/// this server gives.
+fn cursor_path(cursor: &str) -> Result<String, ErrorData> {
+    cursor
+        .strip_prefix(CURSOR_PREFIX)
+        .filter(|path| path.starts_with('/'))
+        .map(str::to_string)
+        .ok_or_else(|| {
+            ErrorData::invalid_params(
+                format!(
+                    "invalid cursor {cursor:?}; pass the nextCursor of the previous resources/list reply, or no cursor for the first page"
+                ),
+                None,
+            )
+        })
+}
+
+/// Canonical paths in listing order: segment by segment (`/a/b` before `/a-b`).
+fn path_order(a: &str, b: &str) -> std::cmp::Ordering {
+    a.split('/').cmp(b.split('/'))
+}
+
 /// Whether canonical `path` is `root` or lies under it.
 fn under(path: &str, root: &str) -> bool {
     root == "/"
@@ -438,6 +516,138 @@ mod tests {
             assert!(text.len() > 20, "{field} has no usable description");
         }
         assert!(instructions("/memories").contains("\"view\" and path \"/memories\""));
+    }
+
+    /// A store in a fresh temporary directory (kept while the directory lives) and a server on
+    /// it under `durability`.
+    fn server(durability: crate::Durability) -> (tempfile::TempDir, MnemoMcpServer) {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let client = crate::MnemoClient::builder(dir.path().join("store"))
+            .agent_id("mcp")
+            .durability(durability)
+            .open()
+            .expect("open");
+        (dir, MnemoMcpServer::new(MnemoMemoryToolServer::new(client)))
+    }
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime")
+    }
+
+    #[test]
+    fn resources_come_in_pages_that_cover_every_file_once() {
+        let (_dir, mcp) = server(crate::Durability::Buffered);
+        let tool = mcp.tool().expect("local").clone();
+        let files = 2 * RESOURCES_PAGE + 50;
+        for i in 0..files {
+            let create = json!({"command": "create", "path": format!("/memories/d{}/f{i:04}.md", i % 7), "file_text": "x"});
+            assert!(tool.handle(&create).get("is_error").is_none());
+        }
+        let rt = runtime();
+        let mut seen = Vec::new();
+        let mut cursor: Option<String> = None;
+        let mut pages = 0;
+        loop {
+            let page = rt
+                .block_on(mcp.resource_page(cursor.as_deref()))
+                .expect("page");
+            pages += 1;
+            assert!(page.resources.len() <= RESOURCES_PAGE);
+            seen.extend(page.resources.iter().map(|r| r.uri.clone()));
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        assert_eq!(pages, 3);
+        let all: Vec<String> = rt
+            .block_on(mcp.resources())
+            .expect("all")
+            .iter()
+            .map(|r| r.uri.clone())
+            .collect();
+        assert_eq!(all.len(), files);
+        assert_eq!(seen, all, "the pages, in order, are the whole list once");
+        for bad in ["nonsense", "after:", "after:relative"] {
+            let err = rt.block_on(mcp.resource_page(Some(bad))).expect_err(bad);
+            assert_eq!(err.code, ErrorCode::INVALID_PARAMS, "{bad}");
+            assert!(err.message.contains("nextCursor"), "{}", err.message);
+        }
+        // A file deleted between pages moves no other file to another page.
+        let first = rt.block_on(mcp.resource_page(None)).expect("page");
+        let last = first
+            .resources
+            .last()
+            .expect("a page")
+            .title
+            .clone()
+            .expect("title");
+        let deleted = tool.handle(&json!({"command": "delete", "path": last}));
+        assert!(deleted.get("is_error").is_none(), "{deleted}");
+        let second = rt
+            .block_on(mcp.resource_page(first.next_cursor.as_deref()))
+            .expect("page");
+        assert_eq!(second.resources[0].uri, all[RESOURCES_PAGE]);
+    }
+
+    /// A resource read, like a call, shows only writes that are durable: a read racing a create
+    /// whose fsync fails never returns the content (it gets an error or no file).
+    #[test]
+    fn a_resource_read_never_shows_a_write_whose_sync_failed() {
+        const SECRET: &str = "this text never became durable";
+        let rt = runtime();
+        for trial in 0..32 {
+            let (_dir, mcp) = server(crate::Durability::Fsync);
+            let tool = mcp.tool().expect("local").clone();
+            tool.client()
+                .store()
+                .failpoints()
+                .arm(crate::failpoint::Failpoint::Sync);
+            let uri = resource_uri("/memories/racy.md");
+            let (written, read) = std::thread::scope(|scope| {
+                let writer = scope.spawn(|| {
+                    tool.handle(&json!({"command": "create", "path": "/memories/racy.md", "file_text": SECRET}))
+                });
+                std::thread::sleep(Duration::from_micros(trial * 40));
+                let read = rt.block_on(mcp.read(&uri));
+                (writer.join().expect("writer"), read)
+            });
+            assert_eq!(written["is_error"], true, "the sync failed: {written}");
+            if let Ok(ResourceContents::TextResourceContents { text, .. }) = &read {
+                assert!(!text.contains(SECRET), "trial {trial}: {text}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_tool_description_names_the_size_limit_and_what_listings_leave_out() {
+        let (_dir, mcp) = server(crate::Durability::Buffered);
+        let description = mcp
+            .tool_definition()
+            .description
+            .expect("description")
+            .to_string();
+        assert!(
+            description.contains(&format!(
+                "at most {} bytes (16M)",
+                crate::tool::DEFAULT_MAX_FILE_BYTES
+            )),
+            "{description}"
+        );
+        assert!(
+            description
+                .contains("names that start with a dot and node_modules directories are created"),
+            "{description}"
+        );
+        let sdk = memory_tool_for("/memories", 1000, Some(crate::Profile::PythonSdk));
+        let text = sdk.description.expect("description").to_string();
+        assert!(
+            text.contains("at most 1000 bytes (1000B)") && !text.contains("node_modules"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -8,21 +8,38 @@ use std::sync::Arc;
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::{Value, json};
 
-use crate::tool::COMMAND_NAMES;
+use crate::tool::{COMMAND_NAMES, DEFAULT_MAX_FILE_BYTES, Profile, format_size};
 
 /// The tool's name: the same as the memory tool's, so prompts written for one fit the other.
 pub const TOOL_NAME: &str = "memory";
 
-/// The `memory` tool's definition for a server whose memory root is `root`.
+/// The `memory` tool's definition for a server whose memory root is `root`, with the default
+/// file size limit and the `spec` profile's listings.
 pub fn memory_tool(root: &str) -> Tool {
+    memory_tool_for(root, DEFAULT_MAX_FILE_BYTES, Some(Profile::Spec))
+}
+
+/// The `memory` tool's definition for a server whose memory root is `root`, whose files hold at
+/// most `max_file_bytes`, answering under `profile` (`None` when the server that answers is not
+/// known here: the description then covers both).
+pub fn memory_tool_for(root: &str, max_file_bytes: u64, profile: Option<Profile>) -> Tool {
+    let unlisted = match profile {
+        Some(Profile::Spec) => "names that start with a dot and node_modules directories",
+        Some(Profile::PythonSdk) => "names that start with a dot",
+        None => "names that start with a dot (and node_modules directories, in the spec profile)",
+    };
     let description = format!(
         "Your persistent memory: a directory of text files under {root} that outlasts this \
          conversation. Pick one command per call. view: list a directory two levels deep, or \
          show a file with numbered lines (view_range pages through a long file). create: write a \
          new file. str_replace: replace text that occurs exactly once in a file. insert: add \
          lines after a given line. delete: remove a file, or a directory with everything in it. \
-         rename: move a file or directory. Every path starts with {root}. View {root} before \
-         you start a task, and record progress as you go: your context may be reset at any time."
+         rename: move a file or directory. Every path starts with {root}. A file holds at most \
+         {max_file_bytes} bytes ({}); a call that would make one larger is refused, so split \
+         large notes across files. Files and directories under {unlisted} are created and read \
+         like any other but never shown in a directory listing. View {root} before you start a \
+         task, and record progress as you go: your context may be reset at any time.",
+        format_size(max_file_bytes)
     );
     Tool::new(TOOL_NAME, description, input_schema(root))
         .with_title("Memory")

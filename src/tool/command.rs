@@ -402,7 +402,8 @@ impl Fields<'_> {
     fn view_range(&self) -> Result<Option<(i64, i64)>, String> {
         let bad = |got: &Value| {
             format!(
-                "Error: view_range must be an array of two integers [start_line, end_line] (1-based, inclusive; end_line -1 reads to the end), got {}",
+                "Error: {} must be an array of two integers [start_line, end_line] (1-based, inclusive; end_line -1 reads to the end), got {}",
+                self.semantics.view_range_field(),
                 self.semantics.json_value(got)
             )
         };

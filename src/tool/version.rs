@@ -9,7 +9,8 @@
 //! difference is a method of [`Semantics`] below; the answer code is shared and calls them where
 //! such a piece goes. A change to any answer text — a word, a quoting rule, an order — is a new
 //! version: a new variant here, its arm in each method it changes, and the answer code passing it
-//! on. Semantics 1 is frozen as the builds before versions answered; semantics 2 is the current one.
+//! on. Semantics 1 is frozen as the builds before versions answered; semantics 2 as the builds
+//! before semantics 3, the current one.
 //!
 //! | piece of text | semantics 1 | semantics 2 |
 //! |---|---|---|
@@ -19,6 +20,17 @@
 //! | a JSON value an answer shows (a wrong `view_range`, `insert_line`) | as `serde_json` prints it | [`json_text`] |
 //! | why a text is not JSON | `serde_json`'s error message | the project's words, from `serde_json`'s error category, line and column |
 //! | a text nested past `serde_json`'s recursion limit | recognised by `serde_json`'s message | recognised by counting brackets outside strings before the place the parser stopped |
+//!
+//! Semantics 3 answers as 2 does except where 2 told the model something untrue or unclear
+//! (`spec` profile only where noted; `python-sdk` keeps the SDK's texts):
+//!
+//! | answer | semantics 1 and 2 | semantics 3 |
+//! |---|---|---|
+//! | `create` of the memory root (`spec`) | `File /memories already exists` | says it is the memory root directory and where files go |
+//! | a `view_range` starting below line 1 (`spec`) | clamped to line 1, while the error for a bad range says `1 <= start_line` | refused with that error ([`Semantics::start_below_one_is_refused`]) |
+//! | the error for a bad `view_range` | writes view_range bare | `` `view_range` ``, as the `insert_line` error writes its field |
+//! | a file view cut at `view_max_chars` | "of N" counts the lines asked for, not the file's; paging on reads to the end | "of N" is the file's line count; paging on names the range asked for; a line longer than the cap says its length and how to edit it |
+//! | a directory listing with `view_max_chars` | not capped | cut at the cap with a note: how many entries are shown, and which view lists the rest |
 
 use serde_json::Value;
 
@@ -37,20 +49,24 @@ pub enum Semantics {
     /// Answers made only of text the project writes: its own quoting ([`quoted`],
     /// [`json_text`]) and its own words for JSON errors.
     V2,
+    /// Semantics 2 with truthful view caps (listings included), a strict `view_range` start and
+    /// plainer words for the memory root and for a bad `view_range` (see the module docs).
+    V3,
 }
 
 impl Semantics {
     /// The version new events are answered under.
-    pub const CURRENT: Semantics = Semantics::V2;
+    pub const CURRENT: Semantics = Semantics::V3;
 
     /// Every version, oldest first.
-    pub const ALL: [Semantics; 2] = [Semantics::V1, Semantics::V2];
+    pub const ALL: [Semantics; 3] = [Semantics::V1, Semantics::V2, Semantics::V3];
 
     /// The version's number (as `mnemo show` prints it and event headers record it).
     pub fn number(self) -> u32 {
         match self {
             Semantics::V1 => 1,
             Semantics::V2 => 2,
+            Semantics::V3 => 3,
         }
     }
 
@@ -117,6 +133,32 @@ impl Semantics {
         }
     }
 
+    /// Whether a `spec` `view_range` whose start is below 1 is refused (semantics 3, as the
+    /// error's `1 <= start_line` says) rather than clamped to line 1.
+    pub(crate) fn start_below_one_is_refused(self) -> bool {
+        self >= Semantics::V3
+    }
+
+    /// How an answer names the `view_range` field in an error about it.
+    pub(crate) fn view_range_field(self) -> &'static str {
+        match self {
+            Semantics::V1 | Semantics::V2 => "view_range",
+            _ => "`view_range`",
+        }
+    }
+
+    /// Whether `view_max_chars` notes count the file's lines and page on within the range asked
+    /// for, and cap directory listings too (semantics 3).
+    pub(crate) fn caps_truthfully(self) -> bool {
+        self >= Semantics::V3
+    }
+
+    /// Whether a `spec` `create` of the memory root says it is the root (semantics 3) rather
+    /// than that a file is there.
+    pub(crate) fn names_the_root(self) -> bool {
+        self >= Semantics::V3
+    }
+
     /// Whether the parser refused `text` (with `e`) because it nests too deep, which the answer
     /// says in words of its own. Semantics 2 counts the brackets before the place the parser
     /// stopped: text that breaks off within 64 levels is not JSON, whatever follows.
@@ -145,7 +187,7 @@ mod tests {
             assert_eq!(Semantics::from_number(s.number()), Some(s));
         }
         assert_eq!(Semantics::from_number(0), None);
-        assert_eq!(Semantics::from_number(3), None);
+        assert_eq!(Semantics::from_number(4), None);
         assert_eq!(Semantics::CURRENT, *Semantics::ALL.last().expect("one"));
     }
 
@@ -246,7 +288,8 @@ mod differences {
         })
     }
 
-    /// The calls, each with a tool_use id or none, and the texts of semantics 1 and 2.
+    /// The calls, each with a tool_use id or none, and the texts of semantics 1 and 2 (3 answers
+    /// these as 2 does).
     fn table() -> Vec<(Option<&'static str>, Body, String, String)> {
         let decomposed = "e\u{301}".repeat(90);
         let valid_call = "A valid call looks like {\"command\": \"view\", \"path\": \"/memories\", \"view_range\": [1, 20]}";
@@ -353,17 +396,135 @@ mod differences {
         ]
     }
 
+    /// Where semantics 3 answers a call of [`table`] otherwise than 2: its row and its text.
+    fn changed_in_three(row: usize, v2: String) -> String {
+        match row {
+            7 => v2.replacen("view_range", "`view_range`", 1),
+            _ => v2,
+        }
+    }
+
     #[test]
     fn each_version_answers_with_its_own_texts() {
-        for (version, pick) in [(Semantics::V1, 0), (Semantics::V2, 1)] {
+        for version in Semantics::ALL {
             let mut tree = Projection::new(MemKv::default());
             for (i, (id, body, v1, v2)) in table().into_iter().enumerate() {
                 let seq = Seq(u64::try_from(i).expect("small") + 1);
                 let answer = tree
                     .run_call("a", id, &body, version, seq)
                     .expect("answered");
-                let want = if pick == 0 { v1 } else { v2 };
+                let want = match version {
+                    Semantics::V1 => v1,
+                    Semantics::V2 => v2,
+                    _ => changed_in_three(i, v2),
+                };
                 assert_eq!(answer.text, want, "semantics {version}, call {}", seq);
+            }
+        }
+    }
+
+    /// A call under a view cap of `cap` characters.
+    fn capped(cap: u64, command: Command) -> Body {
+        Body::Tool(ToolCall {
+            root: "/memories".into(),
+            profile: Profile::Spec,
+            limits: Limits {
+                view_max_chars: Some(cap),
+                ..Limits::default()
+            },
+            command,
+        })
+    }
+
+    fn whole(path: &str) -> Command {
+        Command::View {
+            path: path.into(),
+            view_range: None,
+        }
+    }
+
+    fn ranged(path: &str, from: i64, to: i64) -> Command {
+        Command::View {
+            path: path.into(),
+            view_range: Some((from, to)),
+        }
+    }
+
+    /// What semantics 3 answers otherwise than 2, on one tree: the texts of 2, then of 3.
+    fn three_table() -> Vec<(Body, String, String)> {
+        let four = "Here's the content of /memories/four.md with line numbers:\n";
+        let listing = "Here're the files and directories up to 2 levels deep in /memories, excluding hidden items and node_modules:\n4K\t/memories";
+        vec![
+            (
+                tool(Command::Create {
+                    path: "/memories".into(),
+                    file_text: "x".into(),
+                }),
+                "Error: File /memories already exists".into(),
+                "Error: /memories is the memory root directory, which always exists and cannot be a file; create a file inside it, such as /memories/notes.md".into(),
+            ),
+            (
+                tool(ranged("/memories/four.md", 0, 3)),
+                format!("{four}     1\tone\n     2\ttwo\n     3\tthree"),
+                "Error: Invalid `view_range` parameter: [0, 3]. /memories/four.md has 4 lines: use [start_line, end_line] with 1 <= start_line <= end_line and start_line <= 4 (an end_line past 4 reads to line 4), or end_line -1 to read to the end.".into(),
+            ),
+            (
+                tool(ranged("/memories/four.md", 3, 2)),
+                "Error: Invalid view_range [3, 2] for /memories/four.md, which has 4 lines. Use [start_line, end_line] with 1 <= start_line <= end_line <= 4, or end_line -1 to read to the end.".into(),
+                "Error: Invalid `view_range` parameter: [3, 2]. /memories/four.md has 4 lines: use [start_line, end_line] with 1 <= start_line <= end_line and start_line <= 4 (an end_line past 4 reads to line 4), or end_line -1 to read to the end.".into(),
+            ),
+            (
+                capped(10, ranged("/memories/four.md", 1, 3)),
+                format!("{four}     1\tone\n[Output truncated at 10 characters: showing lines 1-1 of 3. Use view_range [2, -1] to read the rest, or a narrower range.]"),
+                format!("{four}     1\tone\n[Output truncated at 10 characters: showing lines 1-1 of the 4 in the file. Use view_range [2, 3] to read on.]"),
+            ),
+            (
+                capped(9, whole("/memories/long.md")),
+                "Here's the content of /memories/long.md with line numbers:\n     1\tab\n[Output truncated at 9 characters: line 1 alone is longer than that, so only its start is shown, and no view under this limit shows the rest of it. Use view_range [2, -1] to read the lines after it.]".into(),
+                "Here's the content of /memories/long.md with line numbers:\n     1\tab\n[Output truncated at 9 characters: line 1 is 5 bytes long, more than a view under this limit shows, so only its start is shown and no view shows the rest of it; to change the line, str_replace a part of it you can see. Use view_range [2, -1] to read on.]".into(),
+            ),
+            (
+                capped(40, whole("/memories")),
+                format!("{listing}\n4K\t/memories/d/\n1B\t/memories/d/a.md\n1B\t/memories/d/b.md\n18B\t/memories/four.md\n7B\t/memories/long.md"),
+                format!("{listing}\n4K\t/memories/d/\n1B\t/memories/d/a.md\n[Listing truncated at 40 characters: showing 2 of 5 entries. View a subdirectory, such as /memories/d, to list what it holds, or view a file by its path.]"),
+            ),
+            (
+                capped(20, whole("/memories")),
+                format!("{listing}\n4K\t/memories/d/\n1B\t/memories/d/a.md\n1B\t/memories/d/b.md\n18B\t/memories/four.md\n7B\t/memories/long.md"),
+                format!("{listing}\n4K\t/memories/d/\n[Listing truncated at 20 characters: showing 1 of 5 entries. View a subdirectory, such as /memories/d, to list what it holds, or view a file by its path.]"),
+            ),
+        ]
+    }
+
+    #[test]
+    fn semantics_three_answers_truthfully_where_two_did_not() {
+        let files = [
+            ("/memories/four.md", "one\ntwo\nthree\nfour"),
+            ("/memories/long.md", "abcde\nf"),
+            ("/memories/d/a.md", "a"),
+            ("/memories/d/b.md", "b"),
+        ];
+        for version in [Semantics::V2, Semantics::V3] {
+            let mut tree = Projection::new(MemKv::default());
+            let mut seq = 0;
+            for (path, text) in files {
+                seq += 1;
+                let create = tool(Command::Create {
+                    path: path.into(),
+                    file_text: text.into(),
+                });
+                let made = tree
+                    .run_call("a", None, &create, version, Seq(seq))
+                    .expect("answered");
+                assert!(!made.is_error, "{}", made.text);
+            }
+            for (body, v2, v3) in three_table() {
+                seq += 1;
+                let answer = tree
+                    .run_call("a", None, &body, version, Seq(seq))
+                    .expect("answered");
+                let want = if version == Semantics::V2 { v2 } else { v3 };
+                assert_eq!(answer.text, want, "semantics {version}, call {seq}");
             }
         }
     }

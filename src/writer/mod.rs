@@ -271,10 +271,16 @@ impl Writer {
     }
 
     /// Runs `read` under the writer lock, after writing the deferred events and the index, so it
-    /// sees every event answered so far and no call half-applied.
+    /// sees every event answered so far and no call half-applied; returns once the last change
+    /// it could see is durable, as a call's answer does, so no read shows a write a crash could
+    /// undo (or whose sync failed).
     pub(crate) fn read<T>(&self, read: impl FnOnce(&Store) -> Result<T>) -> Result<T> {
         let chain = self.shared.write_index()?;
-        read(&chain.store)
+        let seen = chain.last_change;
+        let result = read(&chain.store);
+        drop(chain);
+        self.shared.wait_durable(seen)?;
+        result
     }
 }
 
