@@ -10,7 +10,7 @@
 //! content because some other key changed ([`IndexTrees`]). [`MemKv`] and [`Overlay`]'s own
 //! writes are one map, so a replay and the writer produce the same keys as the stored trees.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::BTreeMap;
 use std::iter::Peekable;
 use std::ops::Bound;
 
@@ -73,56 +73,11 @@ fn overwrite(stored: &mut Vec<u8>, value: &[u8]) {
     stored.extend_from_slice(value);
 }
 
-/// An in-memory map: the values by key in a hash map, for the point reads and overwrites that
-/// make up most of a replay's work (a path walk reads one entry per segment; every event sets
-/// the applied seq), and the keys in order beside it, for scans. Each key is kept twice, each
-/// value once.
+/// An in-memory map.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MemKv {
-    values: HashMap<Vec<u8>, Vec<u8>>,
-    keys: BTreeSet<Vec<u8>>,
-}
-
-impl MemKv {
-    /// No entry at all.
-    pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
-    }
-
-    /// How many entries.
-    pub fn len(&self) -> usize {
-        self.keys.len()
-    }
-
-    /// The keys, in order.
-    pub fn keys(&self) -> impl Iterator<Item = &[u8]> {
-        self.keys.iter().map(Vec::as_slice)
-    }
-
-    /// The entries, in key order.
-    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
-        self.entries(&self.keys)
-    }
-
-    /// The entries whose key starts with `prefix`, in key order.
-    fn prefixed<'a>(&'a self, prefix: &'a [u8]) -> impl Iterator<Item = (&'a [u8], &'a [u8])> {
-        let keys = self
-            .keys
-            .range::<[u8], _>((Bound::Included(prefix), Bound::Unbounded))
-            .take_while(move |k| k.starts_with(prefix));
-        self.entries(keys)
-    }
-
-    /// The entries of `keys`, each of which is in the map.
-    fn entries<'a>(
-        &'a self,
-        keys: impl IntoIterator<Item = &'a Vec<u8>>,
-    ) -> impl Iterator<Item = (&'a [u8], &'a [u8])> {
-        keys.into_iter().map(|k| {
-            let value = self.values.get(k).map_or(&[][..], Vec::as_slice);
-            (k.as_slice(), value)
-        })
-    }
+    /// The entries.
+    pub map: BTreeMap<Vec<u8>, Vec<u8>>,
 }
 
 fn prefix_range<'a, V>(
@@ -135,11 +90,11 @@ fn prefix_range<'a, V>(
 
 impl KvRead for MemKv {
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        Ok(self.values.get(key).cloned())
+        Ok(self.map.get(key).cloned())
     }
 
     fn get_with<T>(&self, key: &[u8], read: impl FnOnce(&[u8]) -> T) -> Result<Option<T>> {
-        Ok(self.values.get(key).map(|v| read(v)))
+        Ok(self.map.get(key).map(|v| read(v)))
     }
 
     fn visit_prefix(
@@ -147,7 +102,7 @@ impl KvRead for MemKv {
         prefix: &[u8],
         mut visit: impl FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<()> {
-        for (key, value) in self.prefixed(prefix) {
+        for (key, value) in prefix_range(&self.map, prefix) {
             if !visit(key, value) {
                 break;
             }
@@ -156,33 +111,24 @@ impl KvRead for MemKv {
     }
 
     fn scan_prefix(&self, prefix: &[u8], limit: usize) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-        Ok(self
-            .prefixed(prefix)
+        Ok(prefix_range(&self.map, prefix)
             .take(limit)
-            .map(|(k, v)| (k.to_vec(), v.to_vec()))
+            .map(|(k, v)| (k.clone(), v.clone()))
             .collect())
     }
 }
 
 impl KvWrite for MemKv {
     fn insert(&mut self, key: Vec<u8>, value: Vec<u8>) {
-        match self.values.get_mut(&key) {
-            Some(stored) => *stored = value,
-            None => {
-                self.keys.insert(key.clone());
-                self.values.insert(key, value);
-            }
-        }
+        self.map.insert(key, value);
     }
 
     fn remove(&mut self, key: &[u8]) {
-        if self.values.remove(key).is_some() {
-            self.keys.remove(key);
-        }
+        self.map.remove(key);
     }
 
     fn set(&mut self, key: &[u8], value: &[u8]) {
-        match self.values.get_mut(key) {
+        match self.map.get_mut(key) {
             Some(stored) => overwrite(stored, value),
             None => self.insert(key.to_vec(), value.to_vec()),
         }
@@ -300,8 +246,14 @@ impl IndexTrees {
     /// side by side, on two threads; the index tree's difference is the one named when both
     /// differ.
     pub fn first_difference(&self, ours: &MemKv) -> Result<Option<Difference>> {
-        let content = ours.iter().filter(|(k, _)| IndexTrees::is_content(k));
-        let rest = ours.iter().filter(|(k, _)| !IndexTrees::is_content(k));
+        let content = ours
+            .map
+            .iter()
+            .filter(|(k, _)| IndexTrees::is_content(k.as_slice()));
+        let rest = ours
+            .map
+            .iter()
+            .filter(|(k, _)| !IndexTrees::is_content(k.as_slice()));
         let (index, content) = std::thread::scope(|scope| {
             let content = scope.spawn(|| first_difference(content, &self.content, "content"));
             let index = first_difference(rest, &self.index, "index");
@@ -317,18 +269,18 @@ impl IndexTrees {
 
 /// The first difference between the entries `ours` and the sled tree `stored` (named `tree`).
 fn first_difference<'a>(
-    mut ours: impl Iterator<Item = (&'a [u8], &'a [u8])>,
+    mut ours: impl Iterator<Item = (&'a Vec<u8>, &'a Vec<u8>)>,
     stored: &sled::Tree,
     tree: &'static str,
 ) -> Result<Option<Difference>> {
     for item in stored.iter() {
         let (key, value) = item?;
         let found = match ours.next() {
-            Some((k, v)) if k == &*key && v == &*value => continue,
-            Some((k, _)) if k == &*key => Difference::Value { key: key.to_vec() },
+            Some((k, v)) if k.as_slice() == &*key && v.as_slice() == &*value => continue,
+            Some((k, _)) if k.as_slice() == &*key => Difference::Value { key: key.to_vec() },
             Some((k, _)) => Difference::Key {
                 tree,
-                ours: k.to_vec(),
+                ours: k.clone(),
                 stored: key.to_vec(),
             },
             None => Difference::Extra {
@@ -340,7 +292,7 @@ fn first_difference<'a>(
     }
     Ok(ours
         .next()
-        .map(|(k, _)| Difference::Missing { key: k.to_vec() }))
+        .map(|(k, _)| Difference::Missing { key: k.clone() }))
 }
 
 /// The first `limit` entries of a sled scan, copied out.

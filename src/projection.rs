@@ -1170,6 +1170,7 @@ mod tests {
     fn records(index: &Projection<MemKv>) -> Vec<&[u8]> {
         index
             .kv()
+            .map
             .keys()
             .filter(|k| k[0] == b't')
             .map(|k| &k[1..])
@@ -1207,7 +1208,7 @@ mod tests {
         run(&mut index, "4");
         run(&mut index, "5");
         assert_eq!(records(&index), [b"a\x001", b"a\x004", b"a\x005"]);
-        let slots = index.kv().keys().filter(|k| k[0] == b'T').count();
+        let slots = index.kv().map.keys().filter(|k| k[0] == b'T').count();
         assert_eq!(slots, 3);
         // An evicted id runs as a new call: no retry, a new record, and "1" goes.
         assert_eq!(run(&mut index, "2").retry, None);
@@ -1292,7 +1293,7 @@ mod tests {
             listed += usize::from(ours.text.starts_with("Here're"));
         }
         assert!(listed > 300, "only {listed} listings");
-        assert_eq!(kept.kv(), fresh.kv());
+        assert_eq!(kept.kv().map, fresh.kv().map);
     }
 
     /// A temporary sled database (kept alive by the caller) and the index's two trees in it.
@@ -1358,11 +1359,7 @@ mod tests {
             .iter()
             .map(|item| item.map(|(k, v)| (k.to_vec(), v.to_vec())).expect("read"))
             .collect();
-        let replayed: Vec<(Vec<u8>, Vec<u8>)> = replay
-            .kv()
-            .iter()
-            .map(|(k, v)| (k.to_vec(), v.to_vec()))
-            .collect();
+        let replayed: Vec<(Vec<u8>, Vec<u8>)> = replay.kv().map.clone().into_iter().collect();
         assert_eq!(stored, replayed);
         assert!(replayed.iter().filter(|(k, _)| k[0] == b't').count() <= 4);
     }

@@ -1262,8 +1262,12 @@ fn appended_chain_verifies(what: &str, chain: Vec<Event>) {
     let head = store.append(&frames).expect("append");
     assert_eq!(head.seq, Seq(3));
     assert_eq!(head.hash, prev);
-    for (key, value) in replay.kv().iter() {
-        store.raw_trees().2.insert(key, value).expect("index");
+    for (key, value) in &replay.kv().map {
+        store
+            .raw_trees()
+            .2
+            .insert(key, value.as_slice())
+            .expect("index");
     }
     let report = mnemo::verify_store(&store).expect("verify");
     assert!(report.is_intact(), "{what}: {:?}", report.violations);

@@ -432,7 +432,7 @@ mod tests {
             }
             let chunks = check(&kv, 7, &head, chunking).len();
             prop_assert_eq!(remove(&mut kv, 7, &head).expect("remove"), chunks);
-            prop_assert!(kv.is_empty(), "removing the file leaves no chunk: {:?}", kv.keys().collect::<Vec<_>>());
+            prop_assert!(kv.map.is_empty(), "removing the file leaves no chunk: {:?}", kv.map.keys());
         }
     }
 
@@ -508,7 +508,7 @@ mod tests {
         assert_eq!((again, kv.written), (head, 0));
         let emptied = write(&mut kv, 1, Some(&head), b"", Chunking::LAYOUT).expect("empty");
         assert_eq!((emptied.len, emptied.first), (0, LAST));
-        assert!(kv.kv.is_empty());
+        assert!(kv.kv.map.is_empty());
     }
 
     #[test]
