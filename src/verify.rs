@@ -24,8 +24,7 @@
 //! event, reported in [`Report::meta_head`], and not a violation.
 //!
 //! Steps 1-5 are the chain rules of [`crate::replay::chain`] (each [`Rule`] reported as its
-//! [`ViolationKind`]), checked on a thread of their own, which also decodes each record ahead of
-//! the replay; the replay engine's loop
+//! [`ViolationKind`]), checked on a thread of their own; the replay engine's loop
 //! ([`Replay::drive`]) re-answers every event against an in-memory tree, and steps 6-7 and the
 //! head and checkpoint checks are what this module adds to it.
 
@@ -282,8 +281,8 @@ pub fn verify_store_with(store: &Store, mut options: VerifyOptions<'_>) -> Resul
             return finish(report, Some(v));
         }
     }
-    // The chain checks (steps 1-5) and decoding run on a thread of their own, ahead of the
-    // replay (steps 6-7) on this one; it stops at its first violation, after handing over every record before it,
+    // The chain checks (steps 1-5) run on a thread of their own, ahead of the replay (steps 6-7)
+    // on this one; it stops at its first violation, after handing over every record before it,
     // so the first violation in seq order is the one reported, as if one thread did both.
     let (tx, rx) = crossbeam_channel::bounded::<Batch>(PIPELINE_DEPTH);
     let outcome = std::thread::scope(|scope| {
@@ -391,19 +390,44 @@ pub fn verify_store_with(store: &Store, mut options: VerifyOptions<'_>) -> Resul
 const PIPELINE_BATCH: usize = 256;
 const PIPELINE_DEPTH: usize = 16;
 
-/// What the chain thread hands the replay: a record that passed the chain checks, decoded, or
-/// why it stopped.
-// NOTE: nearly every item is a decoded record, the large variant; boxing it would allocate once
-// more per record for the sake of the one item that ends a walk.
-#[expect(clippy::large_enum_variant)]
+/// A stored record that passed the chain checks; its header and payload bytes are in its
+/// [`Batch`]'s buffer.
+struct Checked {
+    version: u8,
+    seq: Seq,
+    prev_hash: EventHash,
+    hash: EventHash,
+    payload_hash: EventHash,
+    header: std::ops::Range<usize>,
+    payload: std::ops::Range<usize>,
+    bytes: u64,
+}
+
+/// What the chain thread hands the replay: a checked record, or why it stopped.
 enum Item {
-    Checked(Decoded),
+    Checked(Checked),
     Violation(Violation),
     Failed(Error),
 }
 
-/// Records handed over at once.
-type Batch = Vec<Item>;
+/// Records handed over at once. Their bytes share one buffer, so the replay frees one
+/// allocation per batch that the chain thread made, not several per record.
+#[derive(Default)]
+struct Batch {
+    items: Vec<Item>,
+    data: Vec<u8>,
+}
+
+impl Batch {
+    /// An empty batch with room for as many records and bytes as `full` holds: the next batch
+    /// is about as large, and its buffer then never grows by copying itself.
+    fn like(full: &Batch) -> Batch {
+        Batch {
+            items: Vec::with_capacity(full.items.len()),
+            data: Vec::with_capacity(full.data.len()),
+        }
+    }
+}
 
 /// Why the replay stopped early: a violation to report, or a failure to read the store.
 enum Stop {
@@ -431,46 +455,55 @@ impl From<Break> for Violation {
     }
 }
 
-/// Walks the stored records in seq order through the chain rules (steps 1-5) and decodes each
-/// one that passes (the end of step 2), sending them to the replay in batches; stops after the
-/// first record that fails, or when the replay hangs up.
+/// Walks the stored records in seq order through the chain rules (steps 1-5), sending them to
+/// the replay in batches; stops after the first record that fails, or when the replay hangs up.
 fn read_chain(store: &Store, tx: &crossbeam_channel::Sender<Batch>) {
     let mut chain = Chain::new();
-    let mut batch = Batch::with_capacity(PIPELINE_BATCH);
+    let mut batch = Batch {
+        items: Vec::with_capacity(PIPELINE_BATCH),
+        data: Vec::new(),
+    };
     for entry in store.records(Seq(0)) {
         let item = match entry {
             Ok((seq, record)) => match chain.check_borrowed(seq, &record) {
-                Ok(frame) => match frame.event() {
-                    Ok(event) => Item::Checked(Decoded {
-                        event,
-                        hash: frame.hash,
-                        payload_hash: frame.payload_hash,
-                        bytes: record.len() as u64,
-                    }),
-                    Err(e) => {
-                        Item::Violation(violation(seq, ViolationKind::Undecodable, e.to_string()))
-                    }
-                },
+                Ok(frame) => Item::Checked(Checked {
+                    version: frame.version,
+                    seq,
+                    prev_hash: frame.prev_hash,
+                    hash: frame.hash,
+                    payload_hash: frame.payload_hash,
+                    header: append(&mut batch.data, frame.header),
+                    payload: append(&mut batch.data, frame.payload),
+                    bytes: record.len() as u64,
+                }),
                 Err(b) => Item::Violation(b.into()),
             },
             Err(Error::Corrupt { what }) => Item::Violation(chain.unreadable_key(what).into()),
             Err(e) => Item::Failed(e),
         };
         let last = !matches!(item, Item::Checked(_));
-        batch.push(item);
-        if last || batch.len() == PIPELINE_BATCH {
-            let full = std::mem::replace(&mut batch, Batch::with_capacity(PIPELINE_BATCH));
-            if tx.send(full).is_err() || last {
+        batch.items.push(item);
+        if last || batch.items.len() == PIPELINE_BATCH {
+            let next = Batch::like(&batch);
+            let sent = tx.send(std::mem::replace(&mut batch, next)).is_ok();
+            if !sent || last {
                 return;
             }
         }
     }
-    if !batch.is_empty() {
+    if !batch.items.is_empty() {
         let _ = tx.send(batch);
     }
 }
 
-/// A record the chain thread checked and decoded.
+/// Appends `bytes` to `data`; returns where they are.
+fn append(data: &mut Vec<u8>, bytes: &[u8]) -> std::ops::Range<usize> {
+    let start = data.len();
+    data.extend_from_slice(bytes);
+    start..data.len()
+}
+
+/// A record the chain thread checked, decoded on the replay's side.
 struct Decoded {
     event: Event,
     hash: EventHash,
@@ -492,10 +525,11 @@ impl Step for Decoded {
     }
 }
 
-/// The replay's source: the chain thread's records, batch by batch.
+/// The replay's source: the chain thread's records, batch by batch, each decoded as it is taken.
 struct Handed {
     rx: crossbeam_channel::IntoIter<Batch>,
     items: std::vec::IntoIter<Item>,
+    data: Vec<u8>,
 }
 
 impl Handed {
@@ -503,6 +537,7 @@ impl Handed {
         Handed {
             rx: rx.into_iter(),
             items: Vec::new().into_iter(),
+            data: Vec::new(),
         }
     }
 }
@@ -513,13 +548,36 @@ impl Iterator for Handed {
     fn next(&mut self) -> Option<Self::Item> {
         loop {
             match self.items.next() {
-                Some(Item::Checked(decoded)) => return Some(Ok(decoded)),
+                Some(Item::Checked(checked)) => return Some(decode(&checked, &self.data)),
                 Some(Item::Violation(v)) => return Some(Err(Stop::Violation(v))),
                 Some(Item::Failed(e)) => return Some(Err(Stop::Failed(e))),
-                None => self.items = self.rx.next()?.into_iter(),
+                None => {
+                    let batch = self.rx.next()?;
+                    self.items = batch.items.into_iter();
+                    self.data = batch.data;
+                }
             }
         }
     }
+}
+
+/// Decodes a checked record's header and payload (the end of step 2).
+fn decode(checked: &Checked, data: &[u8]) -> std::result::Result<Decoded, Stop> {
+    let seq = checked.seq;
+    let event = Event::from_parts(
+        checked.version,
+        seq,
+        checked.prev_hash,
+        &data[checked.header.clone()],
+        &data[checked.payload.clone()],
+    )
+    .map_err(|e| Stop::Violation(violation(seq, ViolationKind::Undecodable, e.to_string())))?;
+    Ok(Decoded {
+        event,
+        hash: checked.hash,
+        payload_hash: checked.payload_hash,
+        bytes: checked.bytes,
+    })
 }
 
 /// Compares the answer the replay gave `event` with the outcome the log recorded (step 6): the
