@@ -5,7 +5,10 @@
 //! deletes of small notes), written through `Store::append` and cached under
 //! `target/bench-fixtures/`, so only the first run pays for building them. `verify_store` runs on
 //! an open `Store` whose sled cache is warm (one untimed verify runs first). Throughput is in
-//! events; the note printed after each size turns the report's record bytes into MB/s.
+//! events; the note printed after each size turns the report's record bytes into MB/s, and
+//! gives the CPU time the process spent per verify (both of its threads, over every iteration
+//! criterion ran, warm-up included): on a machine shared with other work, events per CPU
+//! second move far less than wall time, and they are what one core would give.
 //!
 //! `verify-views` does the same for a log closer to what agents send
 //! (`common::view_heavy_command`): a tree of 2,000 notes, then one call in 20 views `/memories`
@@ -37,6 +40,7 @@ fn group(c: &mut Criterion, name: &str, sizes: &[usize], fixture: fn(u64) -> std
         group.throughput(Throughput::Elements(events as u64));
         let mut store: Option<Store> = None;
         let mut last: Option<Report> = None;
+        let mut cpu = CpuSpent::default();
         group.bench_function(BenchmarkId::from_parameter(events), |b| {
             let store = store.get_or_insert_with(|| {
                 let store = Store::open(&fixture(events as u64)).expect("open store");
@@ -44,11 +48,14 @@ fn group(c: &mut Criterion, name: &str, sizes: &[usize], fixture: fn(u64) -> std
                 assert!(report.is_intact(), "{:?}", report.violations);
                 store
             });
+            let before = cpu_time();
             b.iter(|| {
                 let report = verify_store(store).expect("verify");
                 assert!(report.is_intact() && report.events == events as u64);
                 last = Some(report);
+                cpu.runs += 1;
             });
+            cpu.add(before, cpu_time());
         });
         if let Some(report) = last {
             // NOTE: precision loss is irrelevant for a printed rate.
@@ -62,9 +69,58 @@ fn group(c: &mut Criterion, name: &str, sizes: &[usize], fixture: fn(u64) -> std
                 report.mb_per_sec(),
                 report.events_per_sec(),
             );
+            match cpu.per_run() {
+                // NOTE: precision loss is irrelevant for a printed rate.
+                #[allow(clippy::cast_precision_loss)]
+                Some(per_run) => println!(
+                    "note: {name}/{events}: CPU time per verify {:.3} s over {} runs = {:.0} events per CPU second",
+                    per_run.as_secs_f64(),
+                    cpu.runs,
+                    report.events as f64 / per_run.as_secs_f64().max(1e-9),
+                ),
+                None => println!(
+                    "note: {name}/{events}: no CPU time (this system has no /proc/self/stat)"
+                ),
+            }
         }
     }
     group.finish();
+}
+
+/// The process's CPU time over the iterations of one size.
+#[derive(Default)]
+struct CpuSpent {
+    total: Duration,
+    runs: u32,
+    unknown: bool,
+}
+
+impl CpuSpent {
+    /// Adds the CPU time between two readings; a missing reading makes the total unknown.
+    fn add(&mut self, before: Option<Duration>, after: Option<Duration>) {
+        match (before, after) {
+            (Some(before), Some(after)) => self.total += after.saturating_sub(before),
+            _ => self.unknown = true,
+        }
+    }
+
+    /// CPU time per verify, if every reading was there.
+    fn per_run(&self) -> Option<Duration> {
+        (!self.unknown && self.runs > 0).then(|| self.total / self.runs)
+    }
+}
+
+/// User and system CPU time of this process, every thread it ran included (those that ended
+/// too), from `/proc/self/stat`, in clock ticks of 10 ms (Linux's `USER_HZ`, which it keeps at
+/// 100 for this file whatever the kernel's own tick); `None` without procfs.
+fn cpu_time() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name, in parentheses, may hold spaces: fields are counted after it. utime
+    // and stime are the 14th and 15th fields, the 12th and 13th after the name.
+    let mut fields = stat.rsplit_once(')')?.1.split_whitespace().skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some(Duration::from_millis((utime + stime) * 10))
 }
 
 criterion_group!(benches, verify);

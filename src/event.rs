@@ -527,7 +527,7 @@ impl Event {
 
     /// Decodes a stored record, checking nothing but that it decodes.
     pub fn decode(bytes: &[u8]) -> Result<Event> {
-        Frame::decode(bytes)?.event()
+        FrameRef::parse(bytes)?.event()
     }
 }
 
@@ -576,6 +576,57 @@ impl Frame {
 
     /// Splits stored record bytes into fields.
     pub fn decode(bytes: &[u8]) -> Result<Frame> {
+        FrameRef::parse(bytes).map(|frame| frame.to_frame())
+    }
+
+    /// The chain hash recomputed from the stored fields (with the stored payload hash).
+    pub fn recompute_hash(&self) -> EventHash {
+        self.borrowed().recompute_hash()
+    }
+
+    /// Decodes the header and payload.
+    pub fn event(&self) -> Result<Event> {
+        self.borrowed().event()
+    }
+
+    /// The frame's fields, its header and payload borrowed.
+    pub fn borrowed(&self) -> FrameRef<'_> {
+        FrameRef {
+            version: self.version,
+            seq: self.seq,
+            prev_hash: self.prev_hash,
+            hash: self.hash,
+            payload_hash: self.payload_hash,
+            header: &self.header,
+            payload: &self.payload,
+        }
+    }
+}
+
+/// A [`Frame`] whose header and payload are borrowed from the stored record they were split
+/// from: what a reader that checks or decodes records one after another needs, with no copy of
+/// their bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameRef<'a> {
+    /// The format version byte.
+    pub version: u8,
+    /// The seq written inside the record.
+    pub seq: Seq,
+    /// The stored `prev_hash`.
+    pub prev_hash: EventHash,
+    /// The stored hash of this event.
+    pub hash: EventHash,
+    /// The stored payload hash.
+    pub payload_hash: EventHash,
+    /// Canonical header bytes.
+    pub header: &'a [u8],
+    /// Canonical payload bytes.
+    pub payload: &'a [u8],
+}
+
+impl<'a> FrameRef<'a> {
+    /// Splits stored record bytes into fields (what [`Frame::decode`] does, without copying).
+    pub fn parse(bytes: &'a [u8]) -> Result<FrameRef<'a>> {
         let mut rest = bytes;
         let version = take(&mut rest, 1, "version byte")?[0];
         if version > FORMAT_VERSION {
@@ -593,16 +644,16 @@ impl Frame {
         let hash = take_hash(&mut rest, "hash")?;
         let payload_hash = take_hash(&mut rest, "payload_hash")?;
         let header_len = take_u32(&mut rest, "header length")?;
-        let header = take(&mut rest, header_len, "header")?.to_vec();
+        let header = take(&mut rest, header_len, "header")?;
         let payload_len = take_u32(&mut rest, "payload length")?;
-        let payload = take(&mut rest, payload_len, "payload")?.to_vec();
+        let payload = take(&mut rest, payload_len, "payload")?;
         if !rest.is_empty() {
             return Err(Error::corrupt(format!(
                 "event record has {} trailing bytes",
                 rest.len()
             )));
         }
-        Ok(Frame {
+        Ok(FrameRef {
             version,
             seq: Seq(u64::from_le_bytes(seq)),
             prev_hash,
@@ -615,7 +666,7 @@ impl Frame {
 
     /// The chain hash recomputed from the stored fields (with the stored payload hash).
     pub fn recompute_hash(&self) -> EventHash {
-        chain_hash(self.seq, &self.prev_hash, &self.header, &self.payload_hash)
+        chain_hash(self.seq, &self.prev_hash, self.header, &self.payload_hash)
     }
 
     /// Decodes the header and payload.
@@ -624,9 +675,22 @@ impl Frame {
             self.version,
             self.seq,
             self.prev_hash,
-            &self.header,
-            &self.payload,
+            self.header,
+            self.payload,
         )
+    }
+
+    /// The frame with its own copy of the header and payload.
+    pub fn to_frame(&self) -> Frame {
+        Frame {
+            version: self.version,
+            seq: self.seq,
+            prev_hash: self.prev_hash,
+            hash: self.hash,
+            payload_hash: self.payload_hash,
+            header: self.header.to_vec(),
+            payload: self.payload.to_vec(),
+        }
     }
 }
 

@@ -418,6 +418,17 @@ struct Batch {
     data: Vec<u8>,
 }
 
+impl Batch {
+    /// An empty batch with room for as many records and bytes as `full` holds: the next batch
+    /// is about as large, and its buffer then never grows by copying itself.
+    fn like(full: &Batch) -> Batch {
+        Batch {
+            items: Vec::with_capacity(full.items.len()),
+            data: Vec::with_capacity(full.data.len()),
+        }
+    }
+}
+
 /// Why the replay stopped early: a violation to report, or a failure to read the store.
 enum Stop {
     Violation(Violation),
@@ -448,18 +459,21 @@ impl From<Break> for Violation {
 /// the replay in batches; stops after the first record that fails, or when the replay hangs up.
 fn read_chain(store: &Store, tx: &crossbeam_channel::Sender<Batch>) {
     let mut chain = Chain::new();
-    let mut batch = Batch::default();
+    let mut batch = Batch {
+        items: Vec::with_capacity(PIPELINE_BATCH),
+        data: Vec::new(),
+    };
     for entry in store.records(Seq(0)) {
         let item = match entry {
-            Ok((seq, record)) => match chain.check(seq, &record) {
+            Ok((seq, record)) => match chain.check_borrowed(seq, &record) {
                 Ok(frame) => Item::Checked(Checked {
                     version: frame.version,
                     seq,
                     prev_hash: frame.prev_hash,
                     hash: frame.hash,
                     payload_hash: frame.payload_hash,
-                    header: append(&mut batch.data, &frame.header),
-                    payload: append(&mut batch.data, &frame.payload),
+                    header: append(&mut batch.data, frame.header),
+                    payload: append(&mut batch.data, frame.payload),
                     bytes: record.len() as u64,
                 }),
                 Err(b) => Item::Violation(b.into()),
@@ -470,7 +484,8 @@ fn read_chain(store: &Store, tx: &crossbeam_channel::Sender<Batch>) {
         let last = !matches!(item, Item::Checked(_));
         batch.items.push(item);
         if last || batch.items.len() == PIPELINE_BATCH {
-            let sent = tx.send(std::mem::take(&mut batch)).is_ok();
+            let next = Batch::like(&batch);
+            let sent = tx.send(std::mem::replace(&mut batch, next)).is_ok();
             if !sent || last {
                 return;
             }

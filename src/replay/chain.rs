@@ -12,7 +12,7 @@
 //! 5. its payload hashes to the payload hash it stores ([`Rule::PayloadHash`]);
 //! 6. its fields hash to the chain hash it stores ([`Rule::ChainHash`]).
 
-use crate::event::{EventHash, Frame, Seq};
+use crate::event::{EventHash, Frame, FrameRef, Seq};
 
 /// A chain rule, in the order they are checked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -79,6 +79,16 @@ impl Chain {
     /// Checks the record stored under key `seq` and decodes it; the chain then goes on after
     /// it. A record that breaks a rule leaves the chain where it was.
     pub fn check(&mut self, seq: Seq, record: &[u8]) -> Result<Frame, Break> {
+        self.check_borrowed(seq, record)
+            .map(|frame| frame.to_frame())
+    }
+
+    /// [`Chain::check`], the frame's header and payload borrowed from `record`.
+    pub fn check_borrowed<'a>(
+        &mut self,
+        seq: Seq,
+        record: &'a [u8],
+    ) -> Result<FrameRef<'a>, Break> {
         let broke = |seq, rule, detail| Err(Break { seq, rule, detail });
         let expected = self.next;
         if seq != expected {
@@ -92,7 +102,7 @@ impl Chain {
                 broke(expected, Rule::Dense, detail)
             };
         }
-        let frame = match Frame::decode(record) {
+        let frame = match FrameRef::parse(record) {
             Ok(f) => f,
             Err(e) => return broke(seq, Rule::Decodes, e.to_string()),
         };
@@ -107,7 +117,7 @@ impl Chain {
             );
             return broke(seq, Rule::Link, detail);
         }
-        let payload_hash = EventHash::of(&frame.payload);
+        let payload_hash = EventHash::of(frame.payload);
         if payload_hash != frame.payload_hash {
             let detail = format!(
                 "the payload hashes to {payload_hash} but the record says {}",
