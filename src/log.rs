@@ -464,13 +464,20 @@ impl Store {
             )));
         }
         let files = StoreFiles::check(path)?;
+        Store::require(path)?;
+        refuse_missing_log(path)?;
+        Store::open_checked(path, path, &files)
+    }
+
+    /// [`Error::NotFound`] unless `path` holds a store (sled's files are there): for a command
+    /// that must not create one where a `--db` was mistyped.
+    pub fn require(path: &Path) -> Result<()> {
         if !exists(&path.join("conf")) && !exists(&path.join("db")) {
             return Err(Error::NotFound {
                 path: path.to_path_buf(),
             });
         }
-        refuse_missing_log(path)?;
-        Store::open_checked(path, path, &files)
+        Ok(())
     }
 
     /// Opens an existing store for reading without changing any byte of it, also on a read-only

@@ -1282,9 +1282,16 @@ fn run_acl(command: AclCmd) -> CliResult {
         ),
     };
     connect::change(&db.db, &remote, &operator, &Change::Acl(body), || {
-        let client = MnemoClient::open(&db.db, operator.as_str())?;
+        let client = open_for_admin(&db.db, &operator)?;
         print_receipt(&client.admin(change)?)
     })
+}
+
+/// The store at `db` for an admin change, acting as `operator`: an existing one only, so a
+/// mistyped `--db` is an error rather than a new store holding one grant.
+fn open_for_admin(db: &Path, operator: &str) -> Result<MnemoClient, mnemo::Error> {
+    Store::require(db)?;
+    MnemoClient::open(db, operator)
 }
 
 /// An admin change's answer as the CLI prints it: `RESULT (seq N)`, or the refusal as an error.
@@ -1489,7 +1496,7 @@ fn run_token(command: TokenCmd) -> CliResult {
                 label: label.clone(),
             };
             connect::change(&db.db, &remote, &operator.name, &change, || {
-                let client = MnemoClient::open(&db.db, operator.name.as_str())?;
+                let client = open_for_admin(&db.db, &operator.name)?;
                 let issued = mnemo::token::issue(&client, &agent, &label)?;
                 if issued.receipt.is_error {
                     return Err(refused(&issued.receipt).into());
@@ -1526,7 +1533,7 @@ fn run_token(command: TokenCmd) -> CliResult {
         } => {
             let change = Change::RevokeToken { id: id.clone() };
             connect::change(&db.db, &remote, &operator.name, &change, || {
-                let client = MnemoClient::open(&db.db, operator.name.as_str())?;
+                let client = open_for_admin(&db.db, &operator.name)?;
                 print_receipt(&mnemo::token::revoke(&client, &id)?)
             })
         }

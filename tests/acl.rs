@@ -230,3 +230,36 @@ fn denials_are_in_the_log_and_the_cli_manages_grants() {
         "3 grants and a revoke, then the CLI's grant, failed revoke and refused grant"
     );
 }
+
+#[test]
+fn admin_commands_on_a_mistyped_db_make_no_store() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let missing = dir.path().join("typo.db");
+    let db = missing.to_str().expect("utf-8");
+    for args in [
+        vec![
+            "acl",
+            "grant",
+            "--agent",
+            "a",
+            "--prefix",
+            "/memories",
+            "--access",
+            "read",
+        ],
+        vec!["acl", "revoke", "--agent", "a", "--prefix", "/memories"],
+        vec!["token", "create", "--agent", "a"],
+        vec!["token", "revoke", "0123456789abcdef"],
+    ] {
+        let mut args = args.clone();
+        args.extend(["--db", db]);
+        let out = run_mnemo(&args, "");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("no store at"), "{args:?}: {stderr}");
+        assert!(
+            !missing.exists(),
+            "{args:?} made a store at the mistyped path"
+        );
+    }
+}

@@ -32,6 +32,10 @@ fn events(store: &TempStore) -> u64 {
 
 /// Runs `mnemo token create` and returns the token it printed (its last line).
 fn create(store: &TempStore, agent: &str) -> String {
+    // `token create` makes no store (a mistyped --db must not get one): open it first.
+    if !store.path().exists() {
+        drop(store.client());
+    }
     let db = db_arg(store);
     let out = run_mnemo(
         &[

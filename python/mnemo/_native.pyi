@@ -88,6 +88,9 @@ class Event:
     def hash(self) -> str: ...
     @property
     def prev_hash(self) -> str: ...
+    @property
+    def semantics(self) -> int:
+        """The version of the semantics that answered the call (1, 2 or 3)."""
 
 class Grant:
     """One access grant: an agent (or ``*``), a path prefix, and ``read`` or ``read-write``."""

@@ -72,6 +72,9 @@ pub struct PyEvent {
     pub hash: String,
     /// The previous event's chain hash, hex (zeros for event 1).
     pub prev_hash: String,
+    /// The version of the semantics that answered the call (and that `verify` re-answers it
+    /// under): 1, 2 or 3.
+    pub semantics: u32,
 }
 
 impl From<&Event> for PyEvent {
@@ -89,6 +92,7 @@ impl From<&Event> for PyEvent {
             result_hash: event.header.outcome.result_hash.to_hex(),
             hash: event.hash().to_hex(),
             prev_hash: event.prev_hash.to_hex(),
+            semantics: event.header.semantics.number(),
         }
     }
 }
