@@ -34,6 +34,26 @@ pub enum Error {
         url: String,
     },
 
+    /// The client reaches its store through a `mnemo serve` process (the store was open there
+    /// when the client was opened), and what was asked needs the store open in this process.
+    #[error(
+        "{what} needs the store open in this process, but the store at {path} is held by the mnemo server at {url}, which this client reaches over HTTP; use the client's other calls (the tool server, records, log, history, show, diff, verify, head, grants), which the server answers, or stop the server and open the store again"
+    )]
+    NotLocal {
+        /// The store directory.
+        path: PathBuf,
+        /// The server's base URL.
+        url: String,
+        /// What was asked, such as `MnemoClient::store`.
+        what: String,
+    },
+
+    /// A call to the `mnemo serve` that holds the store failed: it could not be reached, broke
+    /// off, refused the request or answered with something unreadable. The message says which.
+    #[cfg(feature = "client")]
+    #[error(transparent)]
+    Server(#[from] crate::remote::RemoteError),
+
     /// A read could not make the private copy of the store it reads (see
     /// [`Store::open_read_only`](crate::Store::open_read_only)).
     #[error(

@@ -1,4 +1,10 @@
 //! `MnemoMemoryToolServer`: `tool_use` block in, `tool_result` block out, every call logged.
+//!
+//! Over a client of a served store ([`MnemoClient::server_url`]) each call is forwarded to the
+//! server's `POST /v1/memory` as the client's agent, with this server's root, profile, limits
+//! and durability: the server answers it byte for byte as a tool server of its own would, or,
+//! when it answers with other settings, refuses it and records nothing. A request over the
+//! limit is sent as its digest, as [`handle`](MnemoMemoryToolServer::handle) would log it.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -157,11 +163,11 @@ impl MnemoMemoryToolServer {
                 .and_then(Value::as_str)
                 .filter(|_| is_block)
                 .map(str::to_string);
-            return self.refuse(
-                id,
-                request::value_digest(block),
-                Refusal::TooLarge { limit },
-            );
+            return self.refuse_too_large(id, request::value_digest(block));
+        }
+        #[cfg(feature = "client")]
+        if let Some(remote) = self.client.remote() {
+            return self.forward(&remote, Forward::Line(block.to_string().as_bytes()));
         }
         let parsed = parse_value(block, &self.root, self.profile);
         self.record(parsed, Raw::Value(block))
@@ -180,7 +186,11 @@ impl MnemoMemoryToolServer {
     pub fn handle_bytes(&self, bytes: &[u8]) -> Value {
         let limit = self.limits.max_request_bytes;
         if bytes.len() as u64 > limit {
-            return self.refuse(None, request::digest_of(bytes), Refusal::TooLarge { limit });
+            return self.refuse_too_large(None, request::digest_of(bytes));
+        }
+        #[cfg(feature = "client")]
+        if let Some(remote) = self.client.remote() {
+            return self.forward(&remote, Forward::Line(bytes));
         }
         let text = match std::str::from_utf8(bytes) {
             Ok(text) => text,
@@ -204,24 +214,85 @@ impl MnemoMemoryToolServer {
     pub fn handle_request(&self, request: Request) -> Value {
         match request {
             Request::Line(bytes) => self.handle_bytes(&bytes),
-            Request::TooLarge(digest) => self.refuse(
-                None,
-                digest,
-                Refusal::TooLarge {
-                    limit: self.limits.max_request_bytes,
-                },
-            ),
+            Request::TooLarge(digest) => self.refuse_too_large(None, digest),
             Request::Stopped {
                 digest,
                 tool_use_id,
-            } => self.refuse(
-                tool_use_id,
-                digest,
-                Refusal::Stopped {
-                    limit: self.limits.max_request_bytes,
-                },
-            ),
+            } => {
+                #[cfg(feature = "client")]
+                if let Some(remote) = self.client.remote() {
+                    let stopped = Forward::Stopped(&digest, tool_use_id.as_deref());
+                    return self.forward(&remote, stopped);
+                }
+                self.refuse(
+                    tool_use_id,
+                    digest,
+                    Refusal::Stopped {
+                        limit: self.limits.max_request_bytes,
+                    },
+                )
+            }
         }
+    }
+
+    /// Refuses an input over the request limit, which is logged as its digest (through the
+    /// server, for a served store).
+    pub(crate) fn refuse_too_large(
+        &self,
+        tool_use_id: Option<String>,
+        input: InputDigest,
+    ) -> Value {
+        #[cfg(feature = "client")]
+        if let Some(remote) = self.client.remote() {
+            return self.forward(&remote, Forward::TooLarge(&input, tool_use_id.as_deref()));
+        }
+        let limit = self.limits.max_request_bytes;
+        self.refuse(tool_use_id, input, Refusal::TooLarge { limit })
+    }
+
+    /// Sends a call to the server of a served store and returns its answer; a call it did not
+    /// answer gets an error result that says why (and counts as a store failure).
+    #[cfg(feature = "client")]
+    fn forward(&self, remote: &crate::RemoteClient, call: Forward<'_>) -> Value {
+        let answering = crate::remote::Answering {
+            root: self.root.clone(),
+            profile: self.profile,
+            limits: self.limits,
+            durability: self.client.durability(),
+        };
+        let sent = match call {
+            Forward::Line(bytes) => remote.memory_answering(bytes, &answering),
+            Forward::TooLarge(digest, id) => {
+                remote.oversized_answering(digest, id, false, &answering)
+            }
+            Forward::Stopped(digest, id) => {
+                remote.oversized_answering(digest, id, true, &answering)
+            }
+        };
+        let answer = sent.and_then(|bytes| {
+            serde_json::from_slice(&bytes).map_err(|e| crate::RemoteError::Protocol {
+                url: remote.url().to_string(),
+                why: e.to_string(),
+            })
+        });
+        answer.unwrap_or_else(|e| {
+            self.failures.fetch_add(1, Ordering::Relaxed);
+            let id = match call {
+                Forward::Line(bytes) => request::tool_use_id(bytes),
+                Forward::TooLarge(_, id) | Forward::Stopped(_, id) => id.map(str::to_string),
+            };
+            match e.status() {
+                // The server turned the request away before recording anything.
+                Some(400..=499) => tool_result(
+                    id.unwrap_or_default(),
+                    &format!(
+                        "Error: The memory server refused this call ({e}). Nothing was recorded."
+                    ),
+                    true,
+                ),
+                _ => crate::serve::discovery::unanswered(id.as_deref(), &e),
+            }
+        })
     }
 
     fn refuse(&self, tool_use_id: Option<String>, input: InputDigest, refusal: Refusal) -> Value {
@@ -283,6 +354,18 @@ impl MnemoMemoryToolServer {
             }
         }
     }
+}
+
+/// A call forwarded to the server of a served store.
+#[cfg(feature = "client")]
+#[derive(Clone, Copy)]
+enum Forward<'a> {
+    /// A request's text (or bytes that may not be text).
+    Line(&'a [u8]),
+    /// The digest of an input over the limit, with the block's id.
+    TooLarge(&'a InputDigest, Option<&'a str>),
+    /// The digest of an object whose conversion to text stopped at the limit.
+    Stopped(&'a InputDigest, Option<&'a str>),
 }
 
 /// The input as it came: text read from outside, or a value built in memory (whose text is its
