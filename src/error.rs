@@ -24,8 +24,10 @@ pub enum Error {
     },
 
     /// The store directory is held by a running `mnemo serve`: reach it through the server.
+    /// [`MnemoClient::open`](crate::MnemoClient::open) no longer returns it (with the `client`
+    /// feature it connects to the server instead); kept for callers that match on it.
     #[error(
-        "the store at {path} is held by the mnemo server at {url}; reach it through the server (`MnemoClient::connect_store`, or the mnemo commands, which find it), or stop the server to open the store here"
+        "the store at {path} is held by the mnemo server at {url}; reach it through the server (opening the store with the `client` feature connects to it, and the mnemo commands find it), or stop the server to open the store here"
     )]
     Served {
         /// The store directory.
