@@ -27,8 +27,7 @@ use std::sync::{Arc, LazyLock};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::event::{Body, Event, Seq};
-use crate::history::{LogQuery, event_json, select_events, state_at};
+use crate::event::{Body, Event, InputDigest, Seq};
 use crate::log::{Durability, Head, Store};
 use crate::paths::MemPath;
 use crate::policy::{Access, AdminCommand, Policy};
@@ -39,7 +38,7 @@ use crate::remote::RemoteClient;
 #[cfg(feature = "client")]
 use crate::serve::discovery::{ServerFile, live_server};
 use crate::token::TokenRecord;
-use crate::tool::Tree;
+use crate::tool::{Limits, Profile, Tree};
 use crate::verify::{Report, VerifyOptions, verify_store, verify_store_with};
 use crate::writer::{Call, Receipt, Writer};
 
@@ -479,85 +478,6 @@ impl MnemoClient {
         })
     }
 
-    /// The files as they were right after event `at` (past the head: now), replayed from the
-    /// log: those this client's agent may read under the policy in force now.
-    pub fn records_at(&self, at: Seq) -> Result<Vec<MemoryRecord>> {
-        let at = at.min(self.head()?.seq);
-        let policy = self.policy()?;
-        #[cfg(feature = "client")]
-        let served = self.remote().map(|remote| remote.records_at(Some(at)));
-        #[cfg(not(feature = "client"))]
-        let served: Option<Result<Vec<MemoryRecord>>> = None;
-        let mut records = match served {
-            Some(records) => records?,
-            None => {
-                self.flush_index()?;
-                let everything = MemPath::absolute("/").map_err(Error::InvalidArgument)?;
-                state_at(self.store()?, at)?.records_under(&everything)?
-            }
-        };
-        records.retain(|r| readable(&policy, &self.agent, r));
-        Ok(records)
-    }
-
-    /// The logged events `query` selects, as `mnemo log --json` prints them (one JSON object
-    /// each, with the event's chain hash and the previous one's).
-    pub fn log(&self, query: &LogQuery) -> Result<Vec<Value>> {
-        #[cfg(feature = "client")]
-        if let Some(remote) = self.remote() {
-            return Ok(remote.log(query)?);
-        }
-        self.flush_index()?;
-        let mut events = Vec::new();
-        select_events(self.store()?, query, |event| {
-            events.push(event_json(event));
-            Ok::<(), Error>(())
-        })?;
-        Ok(events)
-    }
-
-    /// Every event of every file that lived at `path`, file by file, each followed through
-    /// renames, as `mnemo history --json` prints them.
-    pub fn history(&self, path: &MemPath) -> Result<Vec<Value>> {
-        #[cfg(feature = "client")]
-        if let Some(remote) = self.remote() {
-            return Ok(remote.history(path)?);
-        }
-        self.flush_index()?;
-        let mut events = Vec::new();
-        for trail in crate::lineage::trails(self.store()?, path)? {
-            for event in &trail.events {
-                events.push(crate::lineage::trail_json(&trail, event));
-            }
-        }
-        Ok(events)
-    }
-
-    /// Event `seq` whole, as `mnemo show --json` prints it.
-    pub fn show(&self, seq: Seq) -> Result<Value> {
-        #[cfg(feature = "client")]
-        if let Some(remote) = self.remote() {
-            return Ok(remote.show(seq)?);
-        }
-        self.flush_index()?;
-        Ok(crate::inspect::show(self.store()?, seq)?.to_json())
-    }
-
-    /// What changed in the files under `dir` from after event `from` to after event `to` (0:
-    /// the empty tree), as `mnemo diff --json` prints it.
-    pub fn diff(&self, from: Seq, to: Seq, dir: &MemPath) -> Result<Vec<Value>> {
-        #[cfg(feature = "client")]
-        if let Some(remote) = self.remote() {
-            return Ok(remote.diff(from, to, dir)?);
-        }
-        self.flush_index()?;
-        let files = crate::inspect::diff(self.store()?, from, to, dir)?;
-        Ok(files
-            .iter()
-            .map(crate::inspect::FileDiff::to_json)
-            .collect())
-    }
-
     /// Records a policy change, attributed to this client's agent (on a served store, to the
     /// server's operator).
     pub fn admin(&self, command: AdminCommand) -> Result<Receipt> {
@@ -611,8 +531,84 @@ impl MnemoClient {
     }
 }
 
+/// A memory-tool call a tool server forwards to the server of a served store.
+#[derive(Clone, Copy)]
+#[cfg_attr(not(feature = "client"), expect(dead_code))]
+pub(crate) enum Forward<'a> {
+    /// A request's text (or bytes that may not be text).
+    Line(&'a [u8]),
+    /// The digest of an input over the limit, with the block's id.
+    TooLarge(&'a InputDigest, Option<&'a str>),
+    /// The digest of an object whose conversion to text stopped at the limit, with its id.
+    Stopped(&'a InputDigest, Option<&'a str>),
+}
+
+impl MnemoClient {
+    /// For a served store: sends `call` to the server, as a tool server that answers with
+    /// `root`, `profile`, `limits` and this client's durability (a server that answers with
+    /// others refuses it, recording nothing), and returns the `tool_result`: `Ok` the server's,
+    /// `Err` an error result that says why the server did not answer. `None` for a store open
+    /// in this process.
+    #[cfg_attr(not(feature = "client"), expect(unused_variables))]
+    pub(crate) fn forward(
+        &self,
+        call: Forward<'_>,
+        root: &str,
+        profile: Profile,
+        limits: Limits,
+    ) -> Option<std::result::Result<Value, Value>> {
+        #[cfg(feature = "client")]
+        if let Some(remote) = self.remote() {
+            let answering = crate::remote::Answering {
+                root: root.to_string(),
+                profile,
+                limits,
+                durability: self.durability(),
+            };
+            return Some(forward_to(&remote, call, &answering));
+        }
+        None
+    }
+}
+
+/// `call` sent to `remote`'s server (see [`MnemoClient::forward`]).
+#[cfg(feature = "client")]
+fn forward_to(
+    remote: &RemoteClient,
+    call: Forward<'_>,
+    answering: &crate::remote::Answering,
+) -> std::result::Result<Value, Value> {
+    let sent = match call {
+        Forward::Line(bytes) => remote.memory_answering(bytes, answering),
+        Forward::TooLarge(digest, id) => remote.oversized_answering(digest, id, false, answering),
+        Forward::Stopped(digest, id) => remote.oversized_answering(digest, id, true, answering),
+    };
+    let answer = sent.and_then(|bytes| {
+        serde_json::from_slice(&bytes).map_err(|e| crate::RemoteError::Protocol {
+            url: remote.url().to_string(),
+            why: e.to_string(),
+        })
+    });
+    answer.map_err(|e| {
+        let id = match call {
+            Forward::Line(bytes) => crate::tool::request::tool_use_id(bytes),
+            Forward::TooLarge(_, id) | Forward::Stopped(_, id) => id.map(str::to_string),
+        };
+        match e.status() {
+            // The server turned the request away before recording anything.
+            Some(400..=499) => serde_json::json!({
+                "type": "tool_result",
+                "tool_use_id": id.unwrap_or_default(),
+                "content": format!("Error: The memory server refused this call ({e}). Nothing was recorded."),
+                "is_error": true,
+            }),
+            _ => crate::serve::discovery::unanswered(id.as_deref(), &e),
+        }
+    })
+}
+
 /// Whether `agent` may read `record` under `policy`.
-fn readable(policy: &Policy, agent: &str, record: &MemoryRecord) -> bool {
+pub(crate) fn readable(policy: &Policy, agent: &str, record: &MemoryRecord) -> bool {
     MemPath::absolute(&record.path).is_ok_and(|p| policy.allows(agent, &p, Access::Read))
 }
 

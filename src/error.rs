@@ -51,10 +51,17 @@ pub enum Error {
     },
 
     /// A call to the `mnemo serve` that holds the store failed: it could not be reached, broke
-    /// off, refused the request or answered with something unreadable. The message says which.
-    #[cfg(feature = "client")]
-    #[error(transparent)]
-    Server(#[from] crate::remote::RemoteError),
+    /// off, refused the request or answered with something unreadable. The message is the HTTP
+    /// client's (a `RemoteError`'s), which says which.
+    #[error("{reason}")]
+    Server {
+        /// What failed, and what to do about it.
+        reason: String,
+        /// Whether the request never reached a server (so it wrote nothing).
+        unreachable: bool,
+        /// The HTTP status of a refused request.
+        status: Option<u16>,
+    },
 
     /// A read could not make the private copy of the store it reads (see
     /// [`Store::open_read_only`](crate::Store::open_read_only)).

@@ -20,6 +20,7 @@ pub mod mcp;
 mod paths;
 mod policy;
 mod projection;
+mod reads;
 mod registry;
 #[cfg(feature = "client")]
 mod remote;

@@ -18,7 +18,6 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::event::{EventHash, InputDigest, Seq};
-use crate::history::LogQuery;
 use crate::log::{Durability, Head};
 use crate::paths::MemPath;
 use crate::policy::{Access, Grant, Policy};
@@ -118,6 +117,16 @@ pub enum AdminRequest<'a> {
         /// The route.
         route: &'a str,
     },
+}
+
+impl From<RemoteError> for crate::Error {
+    fn from(e: RemoteError) -> crate::Error {
+        crate::Error::Server {
+            reason: e.to_string(),
+            unreachable: e.is_unreachable(),
+            status: e.status(),
+        }
+    }
 }
 
 /// A client of a `mnemo serve` process: the memory tool, the agent's memory files, and the
@@ -418,12 +427,19 @@ impl RemoteClient {
         Ok(records)
     }
 
-    /// The logged events `query` selects, as `mnemo log --json` prints them (operator only).
-    pub fn log(&self, query: &LogQuery) -> Result<Vec<Value>, RemoteError> {
-        let mut params = vec![("from", query.from.max(1).to_string())];
-        params.extend(query.agent.clone().map(|agent| ("agent", agent)));
-        params.extend(query.path.as_ref().map(|path| ("path", path.to_string())));
-        params.extend(query.limit.map(|limit| ("limit", limit.to_string())));
+    /// The logged events from seq `from` on, only `agent`'s and only those naming a path under
+    /// `path` when given, at most `limit`, as `mnemo log --json` prints them (operator only).
+    pub fn log(
+        &self,
+        agent: Option<&str>,
+        path: Option<&MemPath>,
+        from: u64,
+        limit: Option<usize>,
+    ) -> Result<Vec<Value>, RemoteError> {
+        let mut params = vec![("from", from.max(1).to_string())];
+        params.extend(agent.map(|agent| ("agent", agent.to_string())));
+        params.extend(path.map(|path| ("path", path.to_string())));
+        params.extend(limit.map(|limit| ("limit", limit.to_string())));
         self.lines(&self.get("/v1/log", &params)?)
     }
 

@@ -268,7 +268,7 @@ proptest! {
             let srv = server.as_ref().expect("open");
             let (input, change) = match op {
                 Op::Countdown(n) => {
-                    srv.client().store().failpoints().countdown(u64::from(*n));
+                    srv.client().store().expect("a store open here").failpoints().countdown(u64::from(*n));
                     continue;
                 }
                 Op::Reopen => {

@@ -70,7 +70,7 @@ pub fn to_py_err(e: Error) -> PyErr {
         Error::Locked { .. } | Error::Served { .. } | Error::NotLocal { .. } => {
             StoreLockedError::new_err(message)
         }
-        Error::Server(_) => ServerError::new_err(message),
+        Error::Server { .. } => ServerError::new_err(message),
         Error::NotFound { .. } => StoreNotFoundError::new_err(message),
         Error::NewerFormat { .. } => NewerFormatError::new_err(message),
         Error::Corrupt { .. } | Error::UnsafeFile { .. } => CorruptStoreError::new_err(message),

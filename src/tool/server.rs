@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{Value, json};
 
-use crate::client::MnemoClient;
+use crate::client::{Forward, MnemoClient};
 use crate::error::{Error, Result};
 use crate::event::{Body, InputDigest, Refusal, RejectedCall, RejectedDigest, ToolCall};
 use crate::paths::MemPath;
@@ -165,9 +165,8 @@ impl MnemoMemoryToolServer {
                 .map(str::to_string);
             return self.refuse_too_large(id, request::value_digest(block));
         }
-        #[cfg(feature = "client")]
-        if let Some(remote) = self.client.remote() {
-            return self.forward(&remote, Forward::Line(block.to_string().as_bytes()));
+        if let Some(answer) = self.forwarded(Forward::Line(block.to_string().as_bytes())) {
+            return answer;
         }
         let parsed = parse_value(block, &self.root, self.profile);
         self.record(parsed, Raw::Value(block))
@@ -188,9 +187,8 @@ impl MnemoMemoryToolServer {
         if bytes.len() as u64 > limit {
             return self.refuse_too_large(None, request::digest_of(bytes));
         }
-        #[cfg(feature = "client")]
-        if let Some(remote) = self.client.remote() {
-            return self.forward(&remote, Forward::Line(bytes));
+        if let Some(answer) = self.forwarded(Forward::Line(bytes)) {
+            return answer;
         }
         let text = match std::str::from_utf8(bytes) {
             Ok(text) => text,
@@ -219,10 +217,9 @@ impl MnemoMemoryToolServer {
                 digest,
                 tool_use_id,
             } => {
-                #[cfg(feature = "client")]
-                if let Some(remote) = self.client.remote() {
-                    let stopped = Forward::Stopped(&digest, tool_use_id.as_deref());
-                    return self.forward(&remote, stopped);
+                let stopped = Forward::Stopped(&digest, tool_use_id.as_deref());
+                if let Some(answer) = self.forwarded(stopped) {
+                    return answer;
                 }
                 self.refuse(
                     tool_use_id,
@@ -242,57 +239,23 @@ impl MnemoMemoryToolServer {
         tool_use_id: Option<String>,
         input: InputDigest,
     ) -> Value {
-        #[cfg(feature = "client")]
-        if let Some(remote) = self.client.remote() {
-            return self.forward(&remote, Forward::TooLarge(&input, tool_use_id.as_deref()));
+        if let Some(answer) = self.forwarded(Forward::TooLarge(&input, tool_use_id.as_deref())) {
+            return answer;
         }
         let limit = self.limits.max_request_bytes;
         self.refuse(tool_use_id, input, Refusal::TooLarge { limit })
     }
 
-    /// Sends a call to the server of a served store and returns its answer; a call it did not
-    /// answer gets an error result that says why (and counts as a store failure).
-    #[cfg(feature = "client")]
-    fn forward(&self, remote: &crate::RemoteClient, call: Forward<'_>) -> Value {
-        let answering = crate::remote::Answering {
-            root: self.root.clone(),
-            profile: self.profile,
-            limits: self.limits,
-            durability: self.client.durability(),
-        };
-        let sent = match call {
-            Forward::Line(bytes) => remote.memory_answering(bytes, &answering),
-            Forward::TooLarge(digest, id) => {
-                remote.oversized_answering(digest, id, false, &answering)
-            }
-            Forward::Stopped(digest, id) => {
-                remote.oversized_answering(digest, id, true, &answering)
-            }
-        };
-        let answer = sent.and_then(|bytes| {
-            serde_json::from_slice(&bytes).map_err(|e| crate::RemoteError::Protocol {
-                url: remote.url().to_string(),
-                why: e.to_string(),
-            })
-        });
-        answer.unwrap_or_else(|e| {
+    /// The answer of the server of a served store to `call` (a call it did not answer gets an
+    /// error result that says why, and counts as a store failure); `None` for a store open here.
+    fn forwarded(&self, call: Forward<'_>) -> Option<Value> {
+        let answer = self
+            .client
+            .forward(call, &self.root, self.profile, self.limits)?;
+        Some(answer.unwrap_or_else(|unanswered| {
             self.failures.fetch_add(1, Ordering::Relaxed);
-            let id = match call {
-                Forward::Line(bytes) => request::tool_use_id(bytes),
-                Forward::TooLarge(_, id) | Forward::Stopped(_, id) => id.map(str::to_string),
-            };
-            match e.status() {
-                // The server turned the request away before recording anything.
-                Some(400..=499) => tool_result(
-                    id.unwrap_or_default(),
-                    &format!(
-                        "Error: The memory server refused this call ({e}). Nothing was recorded."
-                    ),
-                    true,
-                ),
-                _ => crate::serve::discovery::unanswered(id.as_deref(), &e),
-            }
-        })
+            unanswered
+        }))
     }
 
     fn refuse(&self, tool_use_id: Option<String>, input: InputDigest, refusal: Refusal) -> Value {
@@ -354,18 +317,6 @@ impl MnemoMemoryToolServer {
             }
         }
     }
-}
-
-/// A call forwarded to the server of a served store.
-#[cfg(feature = "client")]
-#[derive(Clone, Copy)]
-enum Forward<'a> {
-    /// A request's text (or bytes that may not be text).
-    Line(&'a [u8]),
-    /// The digest of an input over the limit, with the block's id.
-    TooLarge(&'a InputDigest, Option<&'a str>),
-    /// The digest of an object whose conversion to text stopped at the limit.
-    Stopped(&'a InputDigest, Option<&'a str>),
 }
 
 /// The input as it came: text read from outside, or a value built in memory (whose text is its

@@ -309,7 +309,11 @@ fn a_server_that_stops_mid_session_is_a_clear_error_and_the_store_opens_here_aga
     assert!(text.contains("cannot reach the mnemo server"), "{text}");
     assert_eq!(tool.store_failures(), 1);
     match first.head() {
-        Err(Error::Server(e)) => assert!(e.is_unreachable(), "{e}"),
+        Err(Error::Server {
+            reason,
+            unreachable,
+            ..
+        }) => assert!(unreachable && reason.contains("cannot reach"), "{reason}"),
         other => panic!("expected a server error, got {other:?}"),
     }
     assert!(second.records_by_tag("memorytool").is_err());
