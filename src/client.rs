@@ -6,22 +6,39 @@
 //!
 //! Opening a store that is already open in this process (a notebook cell run again, two parts
 //! of one program) returns a handle to that same store and writer, found by the store's
-//! canonical path ([`crate::registry`]); the store's lock only turns away other processes. A
-//! store another process serves (`mnemo serve`, with the `serve` feature) is reached with
-//! [`MnemoClient::connect_store`] or [`MnemoClient::connect`].
+//! canonical path ([`crate::registry`]); the store's lock only turns away other processes.
+//!
+//! **A served store.** With the `client` feature (which `serve` includes, and the Python package
+//! builds with), opening a store that a live `mnemo serve` holds connects to that server instead,
+//! found through its server file ([`crate::serve::discovery`]) and with the operator credential
+//! the file holds, acting as the client's agent. The client keeps the same API: the tool server
+//! forwards each call to `POST /v1/memory` (refused, and recording nothing, when the server
+//! answers with another root, profile, limits or durability than the tool server's), and records,
+//! log, history, show, diff, verify, head and grants are answered by the server's routes. What
+//! needs the store in this process ([`MnemoClient::store`], [`MnemoClient::read_store`],
+//! [`MnemoClient::events`], [`MnemoClient::token`], a [`MnemoClient::call`] that is not a grant
+//! or a revoke) is an [`Error::NotLocal`] that says so; a server that goes away is an
+//! [`Error::Server`] with the reason. [`MnemoClient::connect_store`] and
+//! [`MnemoClient::connect`] give the bare HTTP client ([`crate::RemoteClient`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock};
 
+use serde_json::Value;
+
 use crate::error::{Error, Result};
-use crate::event::{Body, Event, Seq};
+use crate::event::{Body, Event, InputDigest, Seq};
 use crate::log::{Durability, Head, Store};
 use crate::paths::MemPath;
 use crate::policy::{Access, AdminCommand, Policy};
 use crate::projection::{MEMORY_TAG, MemoryRecord};
 use crate::registry::{Opened, Registry};
+#[cfg(feature = "client")]
+use crate::remote::RemoteClient;
+#[cfg(feature = "client")]
+use crate::serve::discovery::{ServerFile, live_server};
 use crate::token::TokenRecord;
-use crate::tool::Tree;
+use crate::tool::{Limits, Profile, Tree};
 use crate::verify::{Report, VerifyOptions, verify_store, verify_store_with};
 use crate::writer::{Call, Receipt, Writer};
 
@@ -105,32 +122,75 @@ impl ClientBuilder {
 
     /// Opens or creates the store, finishing any index update a crash interrupted. A store
     /// already open in this process is shared: the handle uses its store and writer, which must
-    /// have been opened with the same durability.
+    /// have been opened with the same durability. A store a live `mnemo serve` holds (with the
+    /// `client` feature) is connected to, acting as this agent: see the module docs.
     pub fn open(self) -> Result<MnemoClient> {
         check_agent(&self.agent)?;
         let durability = self.durability;
-        let inner = match OPEN.open(&self.path, || self.open_store().map(Arc::new))? {
-            Opened::Fresh(inner) => inner,
-            Opened::Shared(inner) if inner.durability == durability => inner,
-            Opened::Shared(inner) => {
+        #[cfg(feature = "client")]
+        let mut held = None;
+        let opened = OPEN.open(&self.path, || {
+            // Look for a server first: trying the store's lock waits [`crate::LOCK_WAIT`].
+            #[cfg(feature = "client")]
+            if let Some(file) = live_server(&self.path) {
+                held = Some(file);
+                return Err(Error::Locked {
+                    path: self.path.clone(),
+                });
+            }
+            self.open_store().map(Arc::new)
+        });
+        let inner = match opened {
+            Ok(Opened::Fresh(inner)) => inner,
+            Ok(Opened::Shared(inner)) if inner.durability == durability => inner,
+            Ok(Opened::Shared(inner)) => {
                 return Err(Error::InvalidArgument(format!(
                     "the store at {} is already open in this process with durability {}; open it with that durability to share it, or drop its other handles first",
                     self.path.display(),
                     inner.durability.name()
                 )));
             }
+            // A server that started after the look holds the lock: reach it.
+            #[cfg(feature = "client")]
+            Err(Error::Locked { path }) => {
+                return match held.or_else(|| live_server(&path)) {
+                    Some(file) => self.connect(file),
+                    None => Err(Error::Locked { path }),
+                };
+            }
+            Err(e) => return Err(e),
         };
         Ok(MnemoClient {
-            inner,
+            backend: Backend::Local(inner),
+            agent: self.agent.into(),
+        })
+    }
+
+    /// A client of the server `file` names, acting as this builder's agent.
+    #[cfg(feature = "client")]
+    fn connect(self, file: ServerFile) -> Result<MnemoClient> {
+        if !crate::remote::fits_a_header(&self.agent) {
+            return Err(Error::InvalidArgument(format!(
+                "the store at {} is held by the mnemo server at {}, and the agent id {:?} cannot be sent to it (an HTTP header carries printable ASCII only); pick another agent id",
+                self.path.display(),
+                file.url,
+                self.agent
+            )));
+        }
+        let remote = RemoteClient::new(file.url, file.token);
+        crate::remote::stay_attached(&remote);
+        Ok(MnemoClient {
+            backend: Backend::Served(Arc::new(Served {
+                path: self.path,
+                durability: self.durability,
+                remote,
+            })),
             agent: self.agent.into(),
         })
     }
 
     fn open_store(&self) -> Result<Inner> {
-        let store = match Store::open(&self.path) {
-            Err(Error::Locked { path }) => return Err(served_or_locked(path)),
-            opened => opened?,
-        };
+        let store = Store::open(&self.path)?;
         if let Some(why) = store.rolled_back()? {
             return Err(Error::corrupt(why));
         }
@@ -144,33 +204,44 @@ impl ClientBuilder {
     }
 }
 
-/// The error for a store another process holds: [`Error::Served`] when that process is a live
-/// `mnemo serve` (so the caller can connect to it), else [`Error::Locked`].
-fn served_or_locked(path: PathBuf) -> Error {
-    #[cfg(feature = "serve")]
-    if let Some(file) = crate::serve::discovery::live_server(&path) {
-        return Error::Served {
-            path,
-            url: file.url,
-        };
-    }
-    Error::Locked { path }
+/// Where a client's store is.
+#[derive(Clone)]
+enum Backend {
+    /// Open in this process.
+    Local(Arc<Inner>),
+    /// Held by a `mnemo serve`, reached over HTTP.
+    #[cfg(feature = "client")]
+    Served(Arc<Served>),
+}
+
+/// A store a `mnemo serve` holds.
+#[cfg(feature = "client")]
+struct Served {
+    path: PathBuf,
+    durability: Durability,
+    /// The server, with the operator credential of its server file (and no agent named).
+    remote: RemoteClient,
 }
 
 /// An open Mnemo store acting as one agent. `Send + Sync`, cheap to clone.
 #[derive(Clone)]
 pub struct MnemoClient {
-    inner: Arc<Inner>,
+    backend: Backend,
     agent: Arc<str>,
 }
 
 impl std::fmt::Debug for MnemoClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MnemoClient")
-            .field("path", &self.inner.store().path())
+        let mut shown = f.debug_struct("MnemoClient");
+        shown
+            .field("path", &self.path())
             .field("agent", &self.agent)
-            .field("durability", &self.inner.durability)
-            .finish()
+            .field("durability", &self.durability());
+        #[cfg(feature = "client")]
+        if let Some(remote) = self.remote() {
+            shown.field("server", &remote.url());
+        }
+        shown.finish()
     }
 }
 
@@ -210,12 +281,21 @@ impl MnemoClient {
         Ok(crate::RemoteClient::new(file.url, file.token))
     }
 
-    /// A client for another agent over the same store and writer.
+    /// A client for another agent over the same store and writer (or the same server).
     pub fn with_agent(&self, agent_id: impl Into<String>) -> Result<MnemoClient> {
         let agent = agent_id.into();
         check_agent(&agent)?;
+        #[cfg(feature = "client")]
+        if let Backend::Served(served) = &self.backend {
+            if !crate::remote::fits_a_header(&agent) {
+                return Err(Error::InvalidArgument(format!(
+                    "the agent id {agent:?} cannot be sent to the mnemo server at {} (an HTTP header carries printable ASCII only); pick another agent id",
+                    served.remote.url()
+                )));
+            }
+        }
         Ok(MnemoClient {
-            inner: Arc::clone(&self.inner),
+            backend: self.backend.clone(),
             agent: agent.into(),
         })
     }
@@ -227,23 +307,68 @@ impl MnemoClient {
 
     /// The store directory.
     pub fn path(&self) -> &Path {
-        self.inner.store().path()
+        match &self.backend {
+            Backend::Local(inner) => inner.store().path(),
+            #[cfg(feature = "client")]
+            Backend::Served(served) => &served.path,
+        }
     }
 
-    /// The durability mode writes are acknowledged under.
+    /// The durability mode writes are acknowledged under. For a served store, the one the
+    /// client was opened with: the server refuses tool calls when its own differs.
     pub fn durability(&self) -> Durability {
-        self.inner.durability
+        match &self.backend {
+            Backend::Local(inner) => inner.durability,
+            #[cfg(feature = "client")]
+            Backend::Served(served) => served.durability,
+        }
     }
 
-    /// The underlying store (reads only; every write goes through the writer).
-    pub fn store(&self) -> &Store {
-        self.inner.store()
+    /// The URL of the `mnemo serve` this client reaches its store through, or `None` for a store
+    /// open in this process.
+    pub fn server_url(&self) -> Option<&str> {
+        #[cfg(feature = "client")]
+        if let Backend::Served(served) = &self.backend {
+            return Some(served.remote.url());
+        }
+        None
+    }
+
+    /// The HTTP client of the server, acting as this client's agent, for a served store.
+    #[cfg(feature = "client")]
+    pub(crate) fn remote(&self) -> Option<RemoteClient> {
+        match &self.backend {
+            Backend::Served(served) => Some(served.remote.with_agent(self.agent.to_string())),
+            Backend::Local(_) => None,
+        }
+    }
+
+    /// The store open in this process; for a served store, [`Error::NotLocal`] naming `what`.
+    #[cfg_attr(not(feature = "client"), expect(unused_variables))]
+    fn local(&self, what: &str) -> Result<&Inner> {
+        match &self.backend {
+            Backend::Local(inner) => Ok(inner),
+            #[cfg(feature = "client")]
+            Backend::Served(served) => Err(served.not_local(what)),
+        }
+    }
+
+    /// The underlying store (reads only; every write goes through the writer). A served store
+    /// is not open in this process: [`Error::NotLocal`].
+    pub fn store(&self) -> Result<&Store> {
+        Ok(self.local("MnemoClient::store")?.store())
     }
 
     /// Records one call and returns its answer. This is what the tool server calls; use it
-    /// directly to log calls that did not come as JSON.
+    /// directly to log calls that did not come as JSON. On a served store only a grant or a
+    /// revoke can be sent this way (recorded as the server's operator, as `/v1/acl` records
+    /// it); send memory-tool calls through the tool server.
     pub fn call(&self, tool_use_id: Option<String>, body: Body) -> Result<Receipt> {
-        self.inner.writer()?.call(Call {
+        #[cfg(feature = "client")]
+        if let Backend::Served(served) = &self.backend {
+            return served.admin(&served.remote.with_agent(self.agent.to_string()), &body);
+        }
+        self.local("MnemoClient::call")?.writer()?.call(Call {
             agent: self.agent.to_string(),
             tool_use_id,
             body,
@@ -252,59 +377,75 @@ impl MnemoClient {
 
     /// Verifies the whole store, pausing writes while it runs.
     pub fn verify(&self) -> Result<Report> {
-        self.read(verify_store)
+        self.verify_with(None)
     }
 
     /// [`verify`](Self::verify), also proving that the log still holds the checkpoint `expect`.
     pub fn verify_with(&self, expect: Option<Head>) -> Result<Report> {
-        self.read(|store| {
-            verify_store_with(
+        #[cfg(feature = "client")]
+        if let Some(remote) = self.remote() {
+            return Ok(remote.verify_report(expect.as_ref())?);
+        }
+        self.read("MnemoClient::verify", |store| match expect {
+            None => verify_store(store),
+            Some(expect) => verify_store_with(
                 store,
                 VerifyOptions {
-                    expect,
+                    expect: Some(expect),
                     progress: None,
                 },
-            )
+            ),
         })
     }
 
     /// Writes the index changes the writer holds in memory (it writes them in batches), so that
     /// the stored index, [`Store::index`], reflects every call answered so far. For tools and
-    /// tests that read the stored index directly.
+    /// tests that read the stored index directly. Nothing to do for a served store (the
+    /// server's reads write them first).
     pub fn flush_index(&self) -> Result<()> {
-        self.read(|_| Ok(()))
+        #[cfg(feature = "client")]
+        if self.remote().is_some() {
+            return Ok(());
+        }
+        self.read("MnemoClient::flush_index", |_| Ok(()))
     }
 
     /// The last event.
     pub fn head(&self) -> Result<Head> {
-        self.read(Store::head)
+        #[cfg(feature = "client")]
+        if let Some(remote) = self.remote() {
+            return Ok(remote.head()?);
+        }
+        self.read("MnemoClient::head", Store::head)
     }
 
     /// Runs `read` on the store under the writer lock (writes wait meanwhile), so it sees every
     /// call answered so far in the stored index ([`Store::index`]) and none half-applied: for
-    /// reads the methods here do not cover, such as a server's listing of the whole tree.
+    /// reads the methods here do not cover, such as a server's listing of the whole tree. A
+    /// served store is not open in this process: [`Error::NotLocal`].
     pub fn read_store<T>(&self, read: impl FnOnce(&Store) -> Result<T>) -> Result<T> {
-        self.read(read)
+        self.read("MnemoClient::read_store", read)
     }
 
     /// Runs `read` under the writer lock, so it sees no call half-applied.
-    fn read<T>(&self, read: impl FnOnce(&Store) -> Result<T>) -> Result<T> {
-        self.inner.writer()?.read(read)
+    fn read<T>(&self, what: &str, read: impl FnOnce(&Store) -> Result<T>) -> Result<T> {
+        self.local(what)?.writer()?.read(read)
     }
 
     /// Memory files carrying `tag` that this client's agent may read: `memorytool` lists every
     /// such file, `path:/memories/x` the one at that path; any other tag lists none.
     pub fn records_by_tag(&self, tag: &str) -> Result<Vec<MemoryRecord>> {
+        #[cfg(feature = "client")]
+        if let Some(remote) = self.remote() {
+            return Ok(remote.records_by_tag(tag)?);
+        }
         if tag == MEMORY_TAG {
             let agent = self.agent.clone();
-            return self.read(move |store| {
+            return self.read("MnemoClient::records_by_tag", move |store| {
                 let index = store.index();
                 let policy = index.policy()?;
                 let mut records = index.records_under(&MemPath::top())?;
-                records.retain(|r| {
-                    MemPath::absolute(&r.path)
-                        .is_ok_and(|p| policy.allows(&agent, &p, Access::Read))
-                });
+                records.retain(|r| readable(&policy, &agent, r));
                 Ok(records)
             });
         }
@@ -317,6 +458,10 @@ impl MnemoClient {
     /// The file at canonical path `path` (such as `/memories/notes.txt`), if there is one and
     /// this client's agent may read it.
     pub fn record(&self, path: &str) -> Result<Option<MemoryRecord>> {
+        #[cfg(feature = "client")]
+        if let Some(remote) = self.remote() {
+            return Ok(remote.record(path)?);
+        }
         let Ok(file) = MemPath::root(path) else {
             return Ok(None);
         };
@@ -324,7 +469,7 @@ impl MnemoClient {
             return Ok(None);
         }
         let agent = self.agent.clone();
-        self.read(move |store| {
+        self.read("MnemoClient::record", move |store| {
             let index = store.index();
             if !index.policy()?.allows(&agent, &file, Access::Read) {
                 return Ok(None);
@@ -333,7 +478,8 @@ impl MnemoClient {
         })
     }
 
-    /// Records a policy change, attributed to this client's agent.
+    /// Records a policy change, attributed to this client's agent (on a served store, to the
+    /// server's operator).
     pub fn admin(&self, command: AdminCommand) -> Result<Receipt> {
         self.call(None, Body::Admin(command))
     }
@@ -357,23 +503,151 @@ impl MnemoClient {
 
     /// The agent token with id `id` (see [`crate::token`]), as every call answered so far left
     /// the token table: one point read under the writer lock, writing nothing, so a server can
-    /// check every request's token and a revoke counts from the next request on.
+    /// check every request's token and a revoke counts from the next request on. A served
+    /// store: [`Error::NotLocal`] (`mnemo token list` asks the server).
     pub fn token(&self, id: &str) -> Result<Option<TokenRecord>> {
-        self.inner.writer()?.peek(|index| index.token(id))
+        self.local("MnemoClient::token")?
+            .writer()?
+            .peek(|index| index.token(id))
     }
 
     /// The access policy in force.
     pub fn policy(&self) -> Result<Policy> {
-        self.read(|store| store.index().policy())
+        #[cfg(feature = "client")]
+        if let Some(remote) = self.remote() {
+            return Ok(remote.policy()?);
+        }
+        self.read("MnemoClient::policy", |store| store.index().policy())
     }
 
-    /// Events from `from` on, decoded (deferred read events are written first).
+    /// Events from `from` on, decoded (deferred read events are written first). A served store:
+    /// [`Error::NotLocal`]; [`log`](Self::log) reads the log through the server.
     pub fn events(&self, from: Seq) -> Result<impl Iterator<Item = Result<Event>> + use<>> {
         self.flush_index()?;
         Ok(self
-            .inner
-            .store()
+            .store()?
             .records(from)
             .map(|item| item.and_then(|(_, record)| Event::decode(&record))))
+    }
+}
+
+/// A memory-tool call a tool server forwards to the server of a served store.
+#[derive(Clone, Copy)]
+#[cfg_attr(not(feature = "client"), expect(dead_code))]
+pub(crate) enum Forward<'a> {
+    /// A request's text (or bytes that may not be text).
+    Line(&'a [u8]),
+    /// The digest of an input over the limit, with the block's id.
+    TooLarge(&'a InputDigest, Option<&'a str>),
+    /// The digest of an object whose conversion to text stopped at the limit, with its id.
+    Stopped(&'a InputDigest, Option<&'a str>),
+}
+
+impl MnemoClient {
+    /// For a served store: sends `call` to the server, as a tool server that answers with
+    /// `root`, `profile`, `limits` and this client's durability (a server that answers with
+    /// others refuses it, recording nothing), and returns the `tool_result`: `Ok` the server's,
+    /// `Err` an error result that says why the server did not answer. `None` for a store open
+    /// in this process.
+    #[cfg_attr(not(feature = "client"), expect(unused_variables))]
+    pub(crate) fn forward(
+        &self,
+        call: Forward<'_>,
+        root: &str,
+        profile: Profile,
+        limits: Limits,
+    ) -> Option<std::result::Result<Value, Value>> {
+        #[cfg(feature = "client")]
+        if let Some(remote) = self.remote() {
+            let answering = crate::remote::Answering {
+                root: root.to_string(),
+                profile,
+                limits,
+                durability: self.durability(),
+            };
+            return Some(forward_to(&remote, call, &answering));
+        }
+        None
+    }
+}
+
+/// `call` sent to `remote`'s server (see [`MnemoClient::forward`]).
+#[cfg(feature = "client")]
+fn forward_to(
+    remote: &RemoteClient,
+    call: Forward<'_>,
+    answering: &crate::remote::Answering,
+) -> std::result::Result<Value, Value> {
+    let sent = match call {
+        Forward::Line(bytes) => remote.memory_answering(bytes, answering),
+        Forward::TooLarge(digest, id) => remote.oversized_answering(digest, id, false, answering),
+        Forward::Stopped(digest, id) => remote.oversized_answering(digest, id, true, answering),
+    };
+    let answer = sent.and_then(|bytes| {
+        serde_json::from_slice(&bytes).map_err(|e| crate::RemoteError::Protocol {
+            url: remote.url().to_string(),
+            why: e.to_string(),
+        })
+    });
+    answer.map_err(|e| {
+        let id = match call {
+            Forward::Line(bytes) => crate::tool::request::tool_use_id(bytes),
+            Forward::TooLarge(_, id) | Forward::Stopped(_, id) => id.map(str::to_string),
+        };
+        match e.status() {
+            // The server turned the request away before recording anything.
+            Some(400..=499) => serde_json::json!({
+                "type": "tool_result",
+                "tool_use_id": id.unwrap_or_default(),
+                "content": format!("Error: The memory server refused this call ({e}). Nothing was recorded."),
+                "is_error": true,
+            }),
+            _ => crate::serve::discovery::unanswered(id.as_deref(), &e),
+        }
+    })
+}
+
+/// Whether `agent` may read `record` under `policy`.
+pub(crate) fn readable(policy: &Policy, agent: &str, record: &MemoryRecord) -> bool {
+    MemPath::absolute(&record.path).is_ok_and(|p| policy.allows(agent, &p, Access::Read))
+}
+
+#[cfg(feature = "client")]
+impl Served {
+    /// The error for `what`, which needs the store in this process.
+    fn not_local(&self, what: &str) -> Error {
+        Error::NotLocal {
+            path: self.path.clone(),
+            url: self.remote.url().to_string(),
+            what: what.to_string(),
+        }
+    }
+
+    /// A call on a served store: a grant or a revoke, through `/v1/acl`; any other needs the
+    /// store in this process.
+    fn admin(&self, remote: &RemoteClient, body: &Body) -> Result<Receipt> {
+        let change = match body {
+            Body::Admin(AdminCommand::Grant {
+                agent,
+                prefix,
+                access,
+            }) => serde_json::json!({
+                "action": "grant", "agent": agent, "prefix": prefix, "access": access.name(),
+            }),
+            Body::Admin(AdminCommand::Revoke { agent, prefix }) => {
+                serde_json::json!({"action": "revoke", "agent": agent, "prefix": prefix})
+            }
+            Body::Admin(_) => {
+                return Err(self.not_local(
+                    "a token change through MnemoClient (`mnemo token` and POST /v1/tokens make one through the server)",
+                ));
+            }
+            _ => {
+                return Err(self.not_local(
+                    "MnemoClient::call (memory-tool calls go through MnemoMemoryToolServer::handle, which forwards them to the server)",
+                ));
+            }
+        };
+        Ok(remote.acl(&change)?)
     }
 }

@@ -299,7 +299,11 @@ mod served {
     fn is_locked(e: &(dyn std::error::Error + 'static)) -> bool {
         matches!(
             e.downcast_ref::<mnemo::Error>(),
-            Some(mnemo::Error::Locked { .. } | mnemo::Error::Served { .. })
+            Some(
+                mnemo::Error::Locked { .. }
+                    | mnemo::Error::Served { .. }
+                    | mnemo::Error::NotLocal { .. }
+            )
         )
     }
 

@@ -24,14 +24,43 @@ pub enum Error {
     },
 
     /// The store directory is held by a running `mnemo serve`: reach it through the server.
+    /// [`MnemoClient::open`](crate::MnemoClient::open) no longer returns it (with the `client`
+    /// feature it connects to the server instead); kept for callers that match on it.
     #[error(
-        "the store at {path} is held by the mnemo server at {url}; reach it through the server (`MnemoClient::connect_store`, or the mnemo commands, which find it), or stop the server to open the store here"
+        "the store at {path} is held by the mnemo server at {url}; reach it through the server (opening the store with the `client` feature connects to it, and the mnemo commands find it), or stop the server to open the store here"
     )]
     Served {
         /// The store directory.
         path: PathBuf,
         /// The server's base URL.
         url: String,
+    },
+
+    /// The client reaches its store through a `mnemo serve` process (the store was open there
+    /// when the client was opened), and what was asked needs the store open in this process.
+    #[error(
+        "{what} needs the store open in this process, but the store at {path} is held by the mnemo server at {url}, which this client reaches over HTTP; use the client's other calls (the tool server, records, log, history, show, diff, verify, head, grants), which the server answers, or stop the server and open the store again"
+    )]
+    NotLocal {
+        /// The store directory.
+        path: PathBuf,
+        /// The server's base URL.
+        url: String,
+        /// What was asked, such as `MnemoClient::store`.
+        what: String,
+    },
+
+    /// A call to the `mnemo serve` that holds the store failed: it could not be reached, broke
+    /// off, refused the request or answered with something unreadable. The message is the HTTP
+    /// client's (a `RemoteError`'s), which says which.
+    #[error("{reason}")]
+    Server {
+        /// What failed, and what to do about it.
+        reason: String,
+        /// Whether the request never reached a server (so it wrote nothing).
+        unreachable: bool,
+        /// The HTTP status of a refused request.
+        status: Option<u16>,
     },
 
     /// A read could not make the private copy of the store it reads (see

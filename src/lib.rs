@@ -20,12 +20,21 @@ pub mod mcp;
 mod paths;
 mod policy;
 mod projection;
+mod reads;
 mod registry;
 #[cfg(feature = "client")]
 mod remote;
 pub mod replay;
 #[cfg(feature = "serve")]
 pub mod serve;
+/// What a client of `mnemo serve` needs in a build without the server (feature `client` alone,
+/// as the Python package builds): the server file of a store, and reaching (or starting) the
+/// server it names. A build with the `serve` feature has the whole module.
+#[cfg(all(feature = "client", not(feature = "serve")))]
+pub mod serve {
+    pub mod discovery;
+    pub use discovery::{SERVER_FILE, ServerFile};
+}
 mod time;
 pub mod token;
 pub mod tool;

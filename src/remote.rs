@@ -15,11 +15,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use crate::event::{InputDigest, Seq};
-use crate::log::Head;
-use crate::projection::MemoryRecord;
+use crate::event::{EventHash, InputDigest, Seq};
+use crate::log::{Durability, Head};
+use crate::paths::MemPath;
+use crate::policy::{Access, Grant, Policy};
+use crate::projection::{MEMORY_TAG, MemoryRecord};
+use crate::tool::{Limits, Profile};
+use crate::verify::{Report, Violation, ViolationKind};
+use crate::writer::Receipt;
 
 /// How long a connection attempt waits.
 const CONNECT_WAIT: Duration = Duration::from_secs(5);
@@ -114,6 +119,16 @@ pub enum AdminRequest<'a> {
     },
 }
 
+impl From<RemoteError> for crate::Error {
+    fn from(e: RemoteError) -> crate::Error {
+        crate::Error::Server {
+            reason: e.to_string(),
+            unreachable: e.is_unreachable(),
+            status: e.status(),
+        }
+    }
+}
+
 /// A client of a `mnemo serve` process: the memory tool, the agent's memory files, and the
 /// operator's read routes. `Send + Sync`, cheap to clone (clones share connections).
 #[derive(Clone)]
@@ -164,7 +179,6 @@ impl RemoteClient {
 
     /// Whether `other` reaches the same server run (the same URL and token: a server started
     /// again makes a new token, even on a port it happens to get again).
-    #[cfg_attr(not(feature = "serve"), expect(dead_code))]
     pub(crate) fn same_server(&self, other: &RemoteClient) -> bool {
         self.url == other.url && self.token == other.token
     }
@@ -192,11 +206,19 @@ impl RemoteClient {
         self.answer(sent)
     }
 
-    fn post(&self, route: &str, body: &[u8]) -> Result<Vec<u8>, RemoteError> {
-        let request = self
+    fn post(
+        &self,
+        route: &str,
+        query: &[(&str, String)],
+        body: &[u8],
+    ) -> Result<Vec<u8>, RemoteError> {
+        let mut request = self
             .http
             .post(format!("{}{route}", self.url))
             .header("Content-Type", "application/json");
+        for (key, value) in query {
+            request = request.query(key, value);
+        }
         let sent = self.authorize(request).send(body);
         self.answer(sent)
     }
@@ -226,6 +248,11 @@ impl RemoteClient {
         sent: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
     ) -> Result<Vec<u8>, RemoteError> {
         let (status, body) = self.answer_whole(sent)?;
+        self.accepted(status, body)
+    }
+
+    /// `body` when `status` is 2xx; else the refusal, with the server's reason.
+    fn accepted(&self, status: u16, body: Vec<u8>) -> Result<Vec<u8>, RemoteError> {
         if (200..300).contains(&status) {
             return Ok(body);
         }
@@ -277,7 +304,7 @@ impl RemoteClient {
     /// byte for byte what the server's [`MnemoMemoryToolServer`](crate::MnemoMemoryToolServer)
     /// made.
     pub fn memory_bytes(&self, request: &[u8]) -> Result<Vec<u8>, RemoteError> {
-        self.post("/v1/memory", request)
+        self.post("/v1/memory", &[], request)
     }
 
     /// [`memory_bytes`](Self::memory_bytes) for a value: the `tool_result` block.
@@ -290,7 +317,37 @@ impl RemoteClient {
     /// returns the refusal's `tool_result` JSON text (as `mnemo tool` answers such a line).
     pub fn oversized(&self, digest: &InputDigest) -> Result<Vec<u8>, RemoteError> {
         let body = serde_json::to_vec(digest).map_err(|e| self.protocol(e.to_string()))?;
-        self.post("/v1/memory/oversized", &body)
+        self.post("/v1/memory/oversized", &[], &body)
+    }
+
+    /// [`memory_bytes`](Self::memory_bytes) for a tool server that answers with `answering`:
+    /// a server that answers with other settings refuses the call (409) and records nothing.
+    pub(crate) fn memory_answering(
+        &self,
+        request: &[u8],
+        answering: &Answering,
+    ) -> Result<Vec<u8>, RemoteError> {
+        self.post("/v1/memory", &answering.query(), request)
+    }
+
+    /// Records a request over the limit as its digest, as a tool server that answers with
+    /// `answering` refuses it: with the block's `tool_use_id`, and as an input whose conversion
+    /// to text `stopped` at the limit (a binding's object) or one sent whole.
+    pub(crate) fn oversized_answering(
+        &self,
+        digest: &InputDigest,
+        tool_use_id: Option<&str>,
+        stopped: bool,
+        answering: &Answering,
+    ) -> Result<Vec<u8>, RemoteError> {
+        let mut body = serde_json::to_value(digest).map_err(|e| self.protocol(e.to_string()))?;
+        body["tool_use_id"] = tool_use_id.into();
+        body["stopped"] = stopped.into();
+        self.post(
+            "/v1/memory/oversized",
+            &answering.query(),
+            body.to_string().as_bytes(),
+        )
     }
 
     /// Memory files carrying `tag` that the acting agent may read (see
@@ -342,6 +399,148 @@ impl RemoteClient {
             created: seq("created")?,
             updated: seq("updated")?,
         })
+    }
+
+    /// The files as they were right after event `at` (`None`: now), with their content, as
+    /// `/v1/ls` and `/v1/cat` answer (operator only): every file, whoever may read it.
+    pub fn records_at(&self, at: Option<Seq>) -> Result<Vec<MemoryRecord>, RemoteError> {
+        let mut query = vec![("dir", "/".to_string())];
+        query.extend(at.map(|at| ("at", at.0.to_string())));
+        let listed = self.json(&self.get("/v1/ls", &query)?)?;
+        let files = listed["files"]
+            .as_array()
+            .ok_or_else(|| self.protocol("no \"files\" list".into()))?;
+        let mut records = Vec::with_capacity(files.len());
+        for file in files {
+            let path = file["path"]
+                .as_str()
+                .ok_or_else(|| self.protocol("a file without \"path\"".into()))?;
+            let mut wanted = vec![("path", path.to_string())];
+            wanted.extend(at.map(|at| ("at", at.0.to_string())));
+            let content = String::from_utf8(self.get("/v1/cat", &wanted)?)
+                .map_err(|e| self.protocol(format!("the content of {path} is not UTF-8 ({e})")))?;
+            let mut listed = file.clone();
+            listed["content"] = content.into();
+            listed["tags"] = json!([MEMORY_TAG, format!("path:{path}")]);
+            records.push(self.record_of(&listed)?);
+        }
+        Ok(records)
+    }
+
+    /// The logged events from seq `from` on, only `agent`'s and only those naming a path under
+    /// `path` when given, at most `limit`, as `mnemo log --json` prints them (operator only).
+    pub fn log(
+        &self,
+        agent: Option<&str>,
+        path: Option<&MemPath>,
+        from: u64,
+        limit: Option<usize>,
+    ) -> Result<Vec<Value>, RemoteError> {
+        let mut params = vec![("from", from.max(1).to_string())];
+        params.extend(agent.map(|agent| ("agent", agent.to_string())));
+        params.extend(path.map(|path| ("path", path.to_string())));
+        params.extend(limit.map(|limit| ("limit", limit.to_string())));
+        self.lines(&self.get("/v1/log", &params)?)
+    }
+
+    /// Every event of every file that lived at `path`, as `mnemo history --json` prints them
+    /// (operator only).
+    pub fn history(&self, path: &MemPath) -> Result<Vec<Value>, RemoteError> {
+        self.lines(&self.get("/v1/history", &[("path", path.to_string())])?)
+    }
+
+    /// Event `seq` whole, as `mnemo show --json` prints it (operator only).
+    pub fn show(&self, seq: Seq) -> Result<Value, RemoteError> {
+        self.json(&self.get("/v1/show", &[("seq", seq.0.to_string())])?)
+    }
+
+    /// The files under `dir` that changed from after event `from` to after event `to`, as
+    /// `mnemo diff --json` prints them (operator only).
+    pub fn diff(&self, from: Seq, to: Seq, dir: &MemPath) -> Result<Vec<Value>, RemoteError> {
+        let query = [
+            ("from", from.0.to_string()),
+            ("to", to.0.to_string()),
+            ("path", dir.to_string()),
+        ];
+        self.lines(&self.get("/v1/diff", &query)?)
+    }
+
+    /// The access policy in force (operator only).
+    pub fn policy(&self) -> Result<Policy, RemoteError> {
+        let grants = self.lines(&self.get("/v1/acl", &[])?)?;
+        let grants = grants
+            .iter()
+            .map(|grant| {
+                let field = |key: &str| {
+                    grant[key]
+                        .as_str()
+                        .ok_or_else(|| self.protocol(format!("a grant without {key:?}")))
+                };
+                Ok(Grant {
+                    agent: field("agent")?.to_string(),
+                    prefix: MemPath::absolute(field("prefix")?).map_err(|e| self.protocol(e))?,
+                    access: Access::from_name(field("access")?)
+                        .ok_or_else(|| self.protocol("a grant of an unknown access".into()))?,
+                })
+            })
+            .collect::<Result<Vec<Grant>, RemoteError>>()?;
+        Ok(Policy::new(grants))
+    }
+
+    /// Records a grant (`{"action": "grant", ...}`) or a revoke as the server's operator
+    /// (operator only): the receipt of the admin event, an error one when the store refused the
+    /// change (which is logged too).
+    pub fn acl(&self, change: &Value) -> Result<Receipt, RemoteError> {
+        let (status, body) = self.admin(AdminRequest::Post {
+            route: "/v1/acl",
+            body: change,
+        })?;
+        let answer: Option<Value> = serde_json::from_slice(&body).ok();
+        let logged = answer.as_ref().and_then(|a| a["seq"].as_u64().map(Seq));
+        let text = |key: &str| {
+            answer
+                .as_ref()
+                .and_then(|a| a[key].as_str().map(str::to_string))
+        };
+        let is_error = match status {
+            200 => false,
+            400 if logged.is_some() => true,
+            _ => return Err(self.refused_or(status, body)),
+        };
+        let seq = logged.ok_or_else(|| self.protocol("an admin answer without \"seq\"".into()))?;
+        let text = text(if is_error { "error" } else { "result" })
+            .ok_or_else(|| self.protocol("an admin answer without its text".into()))?;
+        Ok(Receipt {
+            seq,
+            text,
+            is_error,
+            retried: false,
+            retry_of: None,
+        })
+    }
+
+    /// The refusal an answer with `status` is, or a protocol error for a 2xx one this route
+    /// does not make.
+    fn refused_or(&self, status: u16, body: Vec<u8>) -> RemoteError {
+        match self.accepted(status, body) {
+            Err(refused) => refused,
+            Ok(_) => self.protocol(format!("an unexpected status {status}")),
+        }
+    }
+
+    /// [`verify`](Self::verify) as the report the library makes (operator only).
+    pub fn verify_report(&self, expect: Option<&Head>) -> Result<Report, RemoteError> {
+        let json = self.verify(expect)?;
+        report_of(&json)
+            .ok_or_else(|| self.protocol("a verify report without one of its fields".into()))
+    }
+
+    /// JSON lines.
+    fn lines(&self, bytes: &[u8]) -> Result<Vec<Value>, RemoteError> {
+        String::from_utf8_lossy(bytes)
+            .lines()
+            .map(|line| serde_json::from_str(line).map_err(|e| self.protocol(e.to_string())))
+            .collect()
     }
 
     /// The last event (operator only).
@@ -423,5 +622,107 @@ impl RemoteClient {
             attached.store(false, Ordering::SeqCst);
         }
         attached
+    }
+}
+
+/// The report `mnemo verify --json` printed as `json`; `None` when a field is missing.
+fn report_of(json: &Value) -> Option<Report> {
+    let head = |seq: &Value, hash: &Value| -> Option<Head> {
+        Some(Head {
+            seq: Seq(seq.as_u64()?),
+            hash: EventHash::from_hex(hash.as_str()?)?,
+        })
+    };
+    let violations = json["violations"]
+        .as_array()?
+        .iter()
+        .map(|v| {
+            Some(Violation {
+                seq: Seq(v["seq"].as_u64()?),
+                kind: ViolationKind::ALL
+                    .into_iter()
+                    .find(|kind| Some(kind.name()) == v["kind"].as_str())?,
+                detail: v["detail"].as_str()?.to_string(),
+            })
+        })
+        .collect::<Option<Vec<Violation>>>()?;
+    let recorded = match &json["recorded_head"] {
+        Value::Null => None,
+        seq => Some(head(seq, &json["recorded_head_hash"])?),
+    };
+    Some(Report {
+        events: json["events"].as_u64()?,
+        bytes: json["bytes"].as_u64()?,
+        head: head(&json["head"]["seq"], &json["head"]["hash"])?,
+        meta_head: head(&json["meta_head"], &json["meta_head_hash"])?,
+        index_applied: Seq(json["index_applied"].as_u64()?),
+        log_last: Seq(json["log_last"].as_u64()?),
+        recorded,
+        violations,
+        elapsed: Duration::try_from_secs_f64(json["elapsed_ms"].as_f64()? / 1e3).ok()?,
+    })
+}
+
+/// What a tool server answers memory calls with, sent with each call a tool server over a
+/// served store forwards: the server compares it with its own and refuses a call it would
+/// answer with other strings (409), recording nothing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Answering {
+    /// The memory root, canonical.
+    pub(crate) root: String,
+    /// The result-string profile.
+    pub(crate) profile: Profile,
+    /// The limits.
+    pub(crate) limits: Limits,
+    /// The durability writes are acknowledged under.
+    pub(crate) durability: Durability,
+}
+
+impl Answering {
+    /// The settings as query parameters (`view_max_chars=none` for no view limit).
+    pub(crate) fn query(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("root", self.root.clone()),
+            ("profile", self.profile.name().to_string()),
+            ("durability", self.durability.name().to_string()),
+            ("max_file_bytes", self.limits.max_file_bytes.to_string()),
+            (
+                "max_request_bytes",
+                self.limits.max_request_bytes.to_string(),
+            ),
+            (
+                "view_max_chars",
+                self.limits
+                    .view_max_chars
+                    .map_or_else(|| "none".to_string(), |chars| chars.to_string()),
+            ),
+        ]
+    }
+}
+
+/// Whether `agent` can be sent as `X-Mnemo-Agent` unchanged: printable ASCII, no space at
+/// either end.
+pub(crate) fn fits_a_header(agent: &str) -> bool {
+    !agent.starts_with(' ')
+        && !agent.ends_with(' ')
+        && agent.bytes().all(|b| b.is_ascii_graphic() || b == b' ')
+}
+
+/// The servers this process holds an attachment to (see [`RemoteClient::attach`]), each with
+/// the flag that drops when the server goes away.
+static ATTACHED: std::sync::Mutex<Vec<(RemoteClient, Arc<AtomicBool>)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Keeps this process attached to `client`'s server, so that the server does not stop for
+/// `--idle-exit` while the process may still call it: one attachment per server run, made by
+/// the first client of it opened here.
+pub(crate) fn stay_attached(client: &RemoteClient) {
+    let mut attached = ATTACHED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    attached.retain(|(_, up)| up.load(Ordering::SeqCst));
+    if !attached.iter().any(|(held, _)| held.same_server(client)) {
+        let up = client.attach();
+        attached.push((client.clone(), up));
     }
 }

@@ -68,6 +68,21 @@ pub enum ViolationKind {
 }
 
 impl ViolationKind {
+    /// Every kind, in declaration order.
+    pub const ALL: [ViolationKind; 11] = [
+        ViolationKind::Missing,
+        ViolationKind::Undecodable,
+        ViolationKind::SeqMismatch,
+        ViolationKind::BrokenLink,
+        ViolationKind::PayloadHash,
+        ViolationKind::Hash,
+        ViolationKind::Outcome,
+        ViolationKind::Index,
+        ViolationKind::Head,
+        ViolationKind::Checkpoint,
+        ViolationKind::DuplicateCall,
+    ];
+
     /// A short stable name (used in `--json` output).
     pub fn name(self) -> &'static str {
         match self {
@@ -188,7 +203,9 @@ impl Report {
             "checkpoint": self.checkpoint(),
             "log_last": self.log_last.0,
             "recorded_head": self.recorded.map(|h| h.seq.0),
+            "recorded_head_hash": self.recorded.map(|h| h.hash.to_hex()),
             "meta_head": self.meta_head.seq.0,
+            "meta_head_hash": self.meta_head.hash.to_hex(),
             "index_applied": self.index_applied.0,
             "violations": violations,
         })

@@ -51,6 +51,7 @@ fn settle(s: &TempStore, server: MnemoMemoryToolServer) -> u64 {
     server
         .client()
         .store()
+        .expect("a store open here")
         .sync(Durability::Fsync)
         .expect("sync");
     drop(server);
@@ -58,6 +59,7 @@ fn settle(s: &TempStore, server: MnemoMemoryToolServer) -> u64 {
     again
         .client()
         .store()
+        .expect("a store open here")
         .sync(Durability::Fsync)
         .expect("sync");
     drop(again);
@@ -214,7 +216,11 @@ fn an_index_of_layout_2_is_rebuilt_on_open_with_content_in_chunks() {
         );
         server.client().flush_index().expect("write the index");
         // What an index of layout 2 says of itself (its content was whole under `f`).
-        let (_, _, index) = server.client().store().raw_trees();
+        let (_, _, index) = server
+            .client()
+            .store()
+            .expect("a store open here")
+            .raw_trees();
         index.insert(b"L", &[2u8]).expect("set the layout");
         index.flush().expect("flush");
     }
@@ -229,7 +235,7 @@ fn an_index_of_layout_2_is_rebuilt_on_open_with_content_in_chunks() {
         );
     }
     let server = open(&s);
-    let store = server.client().store().clone();
+    let store = server.client().store().expect("a store open here").clone();
     assert_eq!(store.index().layout().expect("layout"), mnemo::INDEX_LAYOUT);
     assert_eq!(mnemo::INDEX_LAYOUT, 3);
     let record = server
@@ -261,7 +267,7 @@ fn a_content_chunk_stored_in_the_wrong_tree_is_named_by_verify() {
             json!({"command": "create", "path": "/memories/a.md", "file_text": "tea\n"}),
         );
         server.client().flush_index().expect("write the index");
-        let store = server.client().store();
+        let store = server.client().store().expect("a store open here");
         let content = store.raw_content_tree();
         let (key, value) = content.pop_min().expect("pop").expect("a chunk");
         let (_, _, index) = store.raw_trees();

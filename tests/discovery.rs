@@ -445,6 +445,7 @@ fn read_commands_go_through_the_server_and_print_what_they_print_alone() {
                                 "events_per_sec",
                                 "mb_per_sec",
                                 "recorded_head",
+                                "recorded_head_hash",
                             ] {
                                 v[key] = Value::Null;
                             }
@@ -513,8 +514,8 @@ fn tree_of(dir: &Path) -> Vec<(String, String)> {
     files
 }
 
-/// From Rust: opening a served store names the server, `connect_store` reaches it, and the
-/// remote client answers as an opened store does.
+/// From Rust: opening a served store connects to the server, `connect_store` reaches it too, and
+/// the remote client answers as an opened store does.
 #[test]
 fn rust_clients_reach_a_served_store() {
     let store = TempStore::new();
@@ -524,12 +525,21 @@ fn rust_clients_reach_a_served_store() {
         &json!({"command": "create", "path": "/memories/r.md", "file_text": "r\n"}).to_string(),
     );
     let file = server_of(&db);
-    match MnemoClient::open(&db, "rust") {
-        Err(mnemo::Error::Served { path, url }) => {
-            assert_eq!((path, url), (db.clone(), file.url.clone()));
-        }
-        other => panic!("expected Error::Served, got {other:?}"),
-    }
+    let opened = MnemoClient::builder(&db)
+        .agent_id("rust")
+        .durability(Durability::Buffered)
+        .open()
+        .expect("a client of the server");
+    assert_eq!(
+        (opened.path(), opened.server_url()),
+        (db.as_path(), Some(file.url.as_str()))
+    );
+    let answer = MnemoMemoryToolServer::new(opened)
+        .handle(&json!({"command": "view", "path": "/memories/r.md"}));
+    assert_eq!(
+        answer["content"],
+        "Here's the content of /memories/r.md with line numbers:\n     1\tr\n     2\t"
+    );
     let remote = MnemoClient::connect_store(&db)
         .expect("the server of the store")
         .with_agent("rust");
@@ -553,7 +563,7 @@ fn rust_clients_reach_a_served_store() {
     );
     assert_eq!(remote.record("/memories/none.md").expect("record"), None);
     let head = remote.head().expect("head");
-    assert_eq!(head.seq.0, 2);
+    assert_eq!(head.seq.0, 3);
     assert_eq!(
         remote.verify(Some(&head)).expect("verify")["status"],
         "intact"

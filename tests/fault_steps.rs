@@ -58,7 +58,11 @@ struct Answer {
 /// the answers and the steps the session passed (before the close).
 fn run(store: &TempStore, fail_at: u64) -> (Vec<Answer>, u64) {
     let server = open(store);
-    let faults = server.client().store().failpoints();
+    let faults = server
+        .client()
+        .store()
+        .expect("a store open here")
+        .failpoints();
     let start = faults.steps();
     faults.countdown(fail_at);
     let mut answers = Vec::new();
@@ -98,7 +102,7 @@ fn log_of(client: &MnemoClient) -> Vec<Event> {
 /// The files of the store, as (path, content).
 fn tree(client: &MnemoClient, at: Option<Seq>) -> Vec<(String, String)> {
     let root = MemPath::root("/memories").expect("root");
-    records_at(client.store(), &root, at)
+    records_at(client.store().expect("a store open here"), &root, at)
         .expect("records")
         .into_iter()
         .map(|r| (r.path, r.content))
@@ -264,7 +268,7 @@ proptest! {
             let srv = server.as_ref().expect("open");
             let (input, change) = match op {
                 Op::Countdown(n) => {
-                    srv.client().store().failpoints().countdown(u64::from(*n));
+                    srv.client().store().expect("a store open here").failpoints().countdown(u64::from(*n));
                     continue;
                 }
                 Op::Reopen => {

@@ -50,7 +50,12 @@ fn each_failpoint_fails_the_call_poisons_the_store_and_recovers_on_reopen() {
             let server = open(&s);
             let ok = server.handle(&create("toolu_a", "/memories/a", "a"));
             assert!(ok.get("is_error").is_none(), "{ok}");
-            server.client().store().failpoints().arm(point);
+            server
+                .client()
+                .store()
+                .expect("a store open here")
+                .failpoints()
+                .arm(point);
             let hit = server.handle(&create("toolu_b", "/memories/b", "b"));
             assert_eq!(hit["is_error"], true, "{point:?}: {hit}");
             assert!(
@@ -115,7 +120,12 @@ fn calls_answered_before_a_storage_failure_are_still_logged() {
         assert_eq!(traversal["tool_use_id"], "mnemo-2");
         let listing = server.handle(&json!({"command": "view", "path": "/memories"}));
         assert_eq!(listing["tool_use_id"], "mnemo-3", "{listing}");
-        server.client().store().failpoints().arm(Failpoint::Answer);
+        server
+            .client()
+            .store()
+            .expect("a store open here")
+            .failpoints()
+            .arm(Failpoint::Answer);
         let hit = server.handle(&create("toolu_c", "/memories/c", "c"));
         assert_eq!(hit["is_error"], true, "{hit}");
         let why = hit["content"].as_str().expect("text");
@@ -162,7 +172,12 @@ fn a_failed_index_write_poisons_and_the_index_catches_up_on_reopen() {
         let server = open(&s);
         let a = server.handle(&create("toolu_a", "/memories/a", "a"));
         assert!(a.get("is_error").is_none(), "{a}");
-        server.client().store().failpoints().arm(Failpoint::Index);
+        server
+            .client()
+            .store()
+            .expect("a store open here")
+            .failpoints()
+            .arm(Failpoint::Index);
         let b = server.handle(&create("toolu_b", "/memories/b", "b"));
         assert!(b.get("is_error").is_none(), "the log took it: {b}");
         // A listing writes the index first: that write fails (or the idle thread's did).
@@ -188,7 +203,12 @@ fn a_read_never_shows_a_write_whose_sync_failed() {
         let server = open(&s);
         let reader =
             MnemoMemoryToolServer::new(server.client().with_agent("reader").expect("agent"));
-        server.client().store().failpoints().arm(Failpoint::Sync);
+        server
+            .client()
+            .store()
+            .expect("a store open here")
+            .failpoints()
+            .arm(Failpoint::Sync);
         let view = json!({"command": "view", "path": "/memories/racy.md"});
         let (written, seen) = std::thread::scope(|scope| {
             let writer =
@@ -246,7 +266,7 @@ proptest! {
                 Op::Fault(n) => {
                     let point = [Failpoint::Append, Failpoint::Sync][usize::from(*n)];
                     if armed.is_none() && !poisoned {
-                        server.as_ref().expect("open").client().store().failpoints().arm(point);
+                        server.as_ref().expect("open").client().store().expect("a store open here").failpoints().arm(point);
                         armed = Some(point);
                     }
                 }

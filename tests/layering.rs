@@ -44,6 +44,8 @@ const LAYERS: &[&[&str]] = &[
     &["history"],
     &["lineage"],
     &["inspect"],
+    // The reads a client offers beyond its files (log, history, show, diff, the past).
+    &["reads"],
     &["transfer"],
     &["mcp"],
     &["serve"],

@@ -294,7 +294,7 @@ fn verify_proves_each_retry_was_answered_by_the_rule() {
 /// Sum of the index's key and value bytes.
 fn index_bytes(client: &MnemoClient) -> usize {
     client.flush_index().expect("write the index");
-    let (_, _, index) = client.store().raw_trees();
+    let (_, _, index) = client.store().expect("a store open here").raw_trees();
     index
         .iter()
         .map(|item| {
@@ -552,7 +552,11 @@ fn an_index_of_layout_2_is_rebuilt_with_bounded_records() {
             json!({"command": "view", "path": "/memories/a"}),
         ));
         server.client().flush_index().expect("write the index");
-        let (_, _, index) = server.client().store().raw_trees();
+        let (_, _, index) = server
+            .client()
+            .store()
+            .expect("a store open here")
+            .raw_trees();
         index.insert(b"L", &[2u8]).expect("layout 2");
         // A record in the old layout: seq, is_error, the text.
         let mut old = 2u64.to_be_bytes().to_vec();
@@ -565,7 +569,13 @@ fn an_index_of_layout_2_is_rebuilt_with_bounded_records() {
     }
     let server = s.server();
     assert_eq!(
-        server.client().store().index().layout().expect("layout"),
+        server
+            .client()
+            .store()
+            .expect("a store open here")
+            .index()
+            .layout()
+            .expect("layout"),
         mnemo::INDEX_LAYOUT
     );
     let report = server.client().verify().expect("verify");
@@ -573,6 +583,7 @@ fn an_index_of_layout_2_is_rebuilt_with_bounded_records() {
     let kept = server
         .client()
         .store()
+        .expect("a store open here")
         .index()
         .recorded("test-agent", "toolu_2")
         .expect("read")

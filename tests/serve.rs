@@ -20,6 +20,8 @@ use serde_json::{Value, json};
 
 use crate::support::{TempStore, mnemo_bin};
 
+// Opening a served store connects to its server, with the API of an opened store.
+mod opened;
 // Agent tokens over HTTP, and the admin routes.
 mod tokens;
 // The gate against requests a client library would not send.

@@ -9,7 +9,7 @@ use crate::support::{TempStore, call};
 /// Every index key, in order.
 fn index_keys(client: &MnemoClient) -> Vec<Vec<u8>> {
     client.flush_index().expect("write the index");
-    let (_, _, index) = client.store().raw_trees();
+    let (_, _, index) = client.store().expect("a store open here").raw_trees();
     index
         .iter()
         .map(|item| item.expect("index entry").0.to_vec())
@@ -65,7 +65,7 @@ fn a_deleted_directory_is_unreachable_at_once_and_collected_by_later_writes() {
         1
     );
     server.client().flush_index().expect("write the index");
-    let index = server.client().store().index();
+    let index = server.client().store().expect("a store open here").index();
     assert!(
         index.trash_len().expect("trash") > 0,
         "the directory is in the trash"
@@ -78,7 +78,14 @@ fn a_deleted_directory_is_unreachable_at_once_and_collected_by_later_writes() {
     let mut writes = 0;
     while {
         server.client().flush_index().expect("write the index");
-        server.client().store().index().trash_len().expect("trash") > 0
+        server
+            .client()
+            .store()
+            .expect("a store open here")
+            .index()
+            .trash_len()
+            .expect("trash")
+            > 0
     } {
         assert!(writes < writes_needed, "the trash is not shrinking");
         let path = format!("/memories/w{}.md", writes % 2);
@@ -112,7 +119,11 @@ fn an_index_of_the_layout_before_the_trash_is_rebuilt_on_open() {
         call(&server, json!({"command": "delete", "path": "/memories/d"}));
         // What an index written before the layout key existed looks like: no `L`.
         server.client().flush_index().expect("write the index");
-        let (_, _, index) = server.client().store().raw_trees();
+        let (_, _, index) = server
+            .client()
+            .store()
+            .expect("a store open here")
+            .raw_trees();
         index.remove(b"L").expect("remove the layout key");
         index.flush().expect("flush");
     }
@@ -132,7 +143,12 @@ fn an_index_of_the_layout_before_the_trash_is_rebuilt_on_open() {
     }
     let client = s.client();
     assert_eq!(
-        client.store().index().layout().expect("layout"),
+        client
+            .store()
+            .expect("a store open here")
+            .index()
+            .layout()
+            .expect("layout"),
         INDEX_LAYOUT
     );
     let report = client.verify().expect("verify");

@@ -108,6 +108,7 @@ pub fn close(server: MnemoMemoryToolServer) {
     server
         .client()
         .store()
+        .expect("a store open here")
         .sync(Durability::Fsync)
         .expect("sync store");
     drop(server);

@@ -175,8 +175,11 @@ class RemoteClient:
 class MnemoClient:
     """An open Mnemo store acting as one agent.
 
-    Opening creates the store if it does not exist. A store is used by one process at a time
-    (``StoreLockedError`` otherwise); opening it again in the same process shares the store
+    Opening creates the store if it does not exist. A store a live ``mnemo serve`` holds (one
+    that ``mnemo mcp`` or ``mnemo tool`` started, too) is connected to instead, found through its
+    server file: every call below works the same and is answered by the server (``server_url``
+    names it; a server that goes away raises ``ServerError``). Any other process holding the
+    store raises ``StoreLockedError``; opening it again in the same process shares the store
     already open. Every call releases the GIL; one client may be shared by
     Python threads. ``close()`` (or leaving a ``with`` block) closes the store for this client and
     every client and server opened with it.
@@ -199,6 +202,9 @@ class MnemoClient:
     def durability(self) -> Durability: ...
     @property
     def closed(self) -> bool: ...
+    @property
+    def server_url(self) -> Optional[str]:
+        """The URL of the ``mnemo serve`` this client reaches its store through, or ``None``."""
     def with_agent(self, agent_id: str) -> MnemoClient:
         """A client for another agent over the same store and writer."""
     def verify(self) -> VerifyReport:

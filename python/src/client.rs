@@ -8,14 +8,14 @@
 use std::path::PathBuf;
 use std::sync::{Arc, PoisonError, RwLock};
 
-use mnemo::history::{absolute_path, describe, file_history, state_at};
-use mnemo::{Access, Durability, MemPath, MnemoClient, Seq};
+use mnemo::history::{LogQuery, absolute_path};
+use mnemo::{Access, Durability, MnemoClient, Seq};
 use pyo3::prelude::*;
 use pyo3::types::PyType;
 use serde_json::Value;
 
 use crate::convert::to_py;
-use crate::errors::{ClosedError, InvalidArgumentError, to_py_err, whole_number};
+use crate::errors::{ClosedError, InvalidArgumentError, ServerError, to_py_err, whole_number};
 use crate::records::{PyEvent, PyGrant, PyHead, PyMemoryRecord, PyReceipt, PyVerifyReport};
 use crate::remote::PyRemote;
 
@@ -74,8 +74,12 @@ fn parse_access(name: &str) -> PyResult<Access> {
 /// An open Mnemo store acting as one agent.
 ///
 /// `MnemoClient(db_path, agent_id="agent", durability="fsync")` opens the store directory, creating
-/// it if it does not exist. A store is used by one process at a time (`StoreLockedError`
-/// otherwise); opening it again in the same process shares the store already open. Every call releases the GIL, so Python threads may share one client. `close()`, or
+/// it if it does not exist. A store a live `mnemo serve` holds (one that `mnemo mcp` or `mnemo
+/// tool` started, too) is connected to instead, through its server file, with the same calls:
+/// the server answers them (`server_url` names it; a server that goes away raises
+/// `ServerError`). Any other process holding the store raises `StoreLockedError`; opening it
+/// again in the same process shares the store already open. Every call releases the GIL, so
+/// Python threads may share one client. `close()`, or
 /// leaving a `with` block, closes the store for this client and every client and server opened
 /// with it; the store also closes when the last of them is garbage-collected.
 #[pyclass(name = "MnemoClient", module = "mnemo", frozen)]
@@ -216,18 +220,7 @@ impl PyClient {
             "seq",
             "the event after which to show the files (0: before the first)",
         )?;
-        let agent = self.agent.clone();
-        let records = self.run(py, move |c| {
-            let head = c.head()?;
-            let policy = c.policy()?;
-            let tree = state_at(c.store(), Seq(seq.min(head.seq.0)))?;
-            let everything = MemPath::absolute("/").map_err(mnemo::Error::InvalidArgument)?;
-            let mut records = tree.records_under(&everything)?;
-            records.retain(|r| {
-                MemPath::absolute(&r.path).is_ok_and(|p| policy.allows(&agent, &p, Access::Read))
-            });
-            Ok(records)
-        })?;
+        let records = self.run(py, move |c| c.records_at(Seq(seq)))?;
         Ok(records.into_iter().map(PyMemoryRecord::from).collect())
     }
 
@@ -242,30 +235,14 @@ impl PyClient {
         from_seq: u64,
         limit: Option<usize>,
     ) -> PyResult<Vec<PyEvent>> {
-        let want = path.map(absolute_path).transpose().map_err(to_py_err)?;
-        self.run(py, move |c| {
-            let mut out = Vec::new();
-            for event in c.events(Seq(from_seq.max(1)))? {
-                if limit.is_some_and(|l| out.len() >= l) {
-                    break;
-                }
-                let event = event?;
-                if agent.as_ref().is_some_and(|a| *a != event.header.agent) {
-                    continue;
-                }
-                if let Some(want) = &want {
-                    let (_, paths) = describe(&event);
-                    if !paths
-                        .iter()
-                        .any(|p| absolute_path(p).is_ok_and(|p| p.starts_with(want)))
-                    {
-                        continue;
-                    }
-                }
-                out.push(PyEvent::from(&event));
-            }
-            Ok(out)
-        })
+        let query = LogQuery {
+            agent,
+            path: path.map(absolute_path).transpose().map_err(to_py_err)?,
+            from: from_seq.max(1),
+            limit,
+        };
+        let events = self.run(py, move |c| c.log(&query))?;
+        events.iter().map(event_of).collect()
     }
 
     /// Every event of every file that lived at `path`, file by file, each followed by identity
@@ -273,11 +250,19 @@ impl PyClient {
     /// `mnemo history`.
     fn history(&self, py: Python<'_>, path: &str) -> PyResult<Vec<PyEvent>> {
         let file = absolute_path(path).map_err(to_py_err)?;
-        self.run(py, move |c| {
-            c.head()?; // writes the events of reads answered a moment ago
-            let events = file_history(c.store(), &file)?;
-            Ok(events.iter().map(PyEvent::from).collect())
-        })
+        let events = self.run(py, move |c| c.history(&file))?;
+        events.iter().map(event_of).collect()
+    }
+
+    /// The URL of the `mnemo serve` this client reaches its store through, or `None` for a store
+    /// open in this process.
+    #[getter]
+    fn server_url(&self) -> PyResult<Option<String>> {
+        Ok(self
+            .shared
+            .client(&self.agent)?
+            .server_url()
+            .map(str::to_string))
     }
 
     /// A client of the `mnemo serve` at `url`, presenting the bearer `token` (the operator's, from
@@ -294,10 +279,7 @@ impl PyClient {
     /// that answer hashes to the recorded outcome) and `change` (`None`, or a dict with `kind`
     /// and a unified `diff` or the files moved or removed).
     fn show<'py>(&self, py: Python<'py>, seq: u64) -> PyResult<Bound<'py, PyAny>> {
-        let shown = self.run(py, move |c| {
-            c.head()?; // writes the events of reads answered a moment ago
-            Ok(mnemo::inspect::show(c.store(), Seq(seq))?.to_json())
-        })?;
+        let shown = self.run(py, move |c| c.show(Seq(seq)))?;
         to_py(py, &shown)
     }
 
@@ -313,11 +295,8 @@ impl PyClient {
         path: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
         let dir = absolute_path(path).map_err(to_py_err)?;
-        let files = self.run(py, move |c| {
-            c.head()?;
-            let files = mnemo::inspect::diff(c.store(), Seq(start), Seq(end), &dir)?;
-            Ok(Value::Array(files.iter().map(|f| f.to_json()).collect()))
-        })?;
+        let files = self.run(py, move |c| c.diff(Seq(start), Seq(end), &dir))?;
+        let files = Value::Array(files);
         to_py(py, &files)
     }
 
@@ -382,4 +361,41 @@ impl PyClient {
             }
         )
     }
+}
+
+/// An event as `mnemo log --json` (and `history --json`) prints it.
+fn event_of(event: &Value) -> PyResult<PyEvent> {
+    let unreadable = |key: &str| {
+        ServerError::new_err(format!(
+            "an event without {key:?} in the log's answer; check that the server is a mnemo of the same version"
+        ))
+    };
+    let text = |key: &str| {
+        event[key]
+            .as_str()
+            .map(str::to_string)
+            .ok_or_else(|| unreadable(key))
+    };
+    let number = |key: &str| event[key].as_u64().ok_or_else(|| unreadable(key));
+    Ok(PyEvent {
+        seq: number("seq")?,
+        time: text("time")?,
+        time_ms: number("time_ms")?,
+        agent: text("agent")?,
+        tool_use_id: event["tool_use_id"].as_str().map(str::to_string),
+        command: text("command")?,
+        paths: event["paths"]
+            .as_array()
+            .ok_or_else(|| unreadable("paths"))?
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect(),
+        is_error: event["is_error"]
+            .as_bool()
+            .ok_or_else(|| unreadable("is_error"))?,
+        result_hash: text("result_hash")?,
+        hash: text("hash")?,
+        prev_hash: text("prev_hash")?,
+    })
 }

@@ -4,44 +4,13 @@ and the server's refusals as ServerError."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import time
 from pathlib import Path
-from typing import Iterator, Tuple
+from typing import Tuple
 
 import pytest
 
 import mnemo
 from mnemo import MnemoClient
-
-
-def serve_bin() -> str:
-    path = os.environ.get("MNEMO_SERVE_BIN")
-    if not path:
-        if os.environ.get("CI") == "true":
-            pytest.fail("MNEMO_SERVE_BIN is not set; python/test.sh builds it (CI=true: a skipped check fails)")
-        pytest.skip("MNEMO_SERVE_BIN is not set: run python/test.sh, which builds `mnemo serve`")
-    return path
-
-
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[Tuple[str, str, Path]]:
-    db = tmp_path / "served.db"
-    proc = subprocess.Popen([serve_bin(), "serve", "--db", str(db)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    server_file = db / "mnemo-server.json"
-    deadline = time.monotonic() + 20
-    while not server_file.exists():
-        assert proc.poll() is None, proc.stderr.read() if proc.stderr else b""
-        assert time.monotonic() < deadline, "mnemo serve wrote no server file"
-        time.sleep(0.05)
-    info = json.loads(server_file.read_text())
-    try:
-        yield info["url"], info["token"], db
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
 
 
 def test_a_remote_client_is_an_opened_store_over_http(served: Tuple[str, str, Path]) -> None:

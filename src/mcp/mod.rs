@@ -604,6 +604,7 @@ mod tests {
             let tool = mcp.tool().expect("local").clone();
             tool.client()
                 .store()
+                .expect("a store open here")
                 .failpoints()
                 .arm(crate::failpoint::Failpoint::Sync);
             let uri = resource_uri("/memories/racy.md");

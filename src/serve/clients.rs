@@ -5,7 +5,7 @@
 //! |---|---|
 //! | `GET /v1/attach` | a body that never ends on its own: one `\n` every [`HEARTBEAT`], until the client hangs up or the server stops |
 //! | `GET /v1/records?tag=` | `{"files": [{"path", "content", "tags", "created", "updated"}]}`: the files carrying `tag` (`memorytool`, `path:/memories/x`) that the request's agent may read |
-//! | `POST /v1/memory/oversized` | the `tool_result` JSON for a request over the size limit, from its digest `{"len", "hash", "prefix"}` |
+//! | `POST /v1/memory/oversized` | the `tool_result` JSON for a request over the size limit, from its digest `{"len", "hash", "prefix"}` (and optionally the block's `"tool_use_id"`, and `"stopped": true` for an object whose conversion to text stopped at the limit) |
 //!
 //! **Attached clients.** `--idle-exit` counts requests in progress, and an attach is one for as
 //! long as its connection is open: a `mnemo tool` or `mnemo mcp` that reaches the server holds
@@ -34,7 +34,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Shared;
 use super::auth::Caller;
-use super::routes::error;
+use super::routes::{Asked, error, settings_refusal};
 use crate::event::InputDigest;
 use crate::projection::MemoryRecord;
 use crate::tool::request::Request;
@@ -145,11 +145,27 @@ fn files_json(records: Vec<MemoryRecord>) -> serde_json::Value {
     json!({ "files": files })
 }
 
+/// `POST /v1/memory/oversized`'s body: the digest, and optionally the block's `tool_use_id` and
+/// whether the input is an object whose conversion to text `stopped` at the limit.
+#[derive(Deserialize)]
+struct Oversized {
+    #[serde(flatten)]
+    digest: InputDigest,
+    #[serde(default)]
+    tool_use_id: Option<String>,
+    #[serde(default)]
+    stopped: bool,
+}
+
 async fn oversized(
     State(shared): State<Arc<Shared>>,
     Extension(caller): Extension<Caller>,
+    Query(asked): Asked,
     body: Body,
 ) -> Response {
+    if let Some(refused) = settings_refusal(&shared, &asked) {
+        return refused;
+    }
     let limit = usize::try_from(DIGEST_BODY_BYTES).unwrap_or(usize::MAX);
     let Ok(body) = axum::body::to_bytes(body, limit).await else {
         return error(
@@ -157,8 +173,12 @@ async fn oversized(
             &format!("a digest takes at most {DIGEST_BODY_BYTES} bytes"),
         );
     };
-    let digest: InputDigest = match serde_json::from_slice(&body) {
-        Ok(digest) => digest,
+    let Oversized {
+        digest,
+        tool_use_id,
+        stopped,
+    } = match serde_json::from_slice(&body) {
+        Ok(oversized) => oversized,
         Err(e) => {
             return error(
                 StatusCode::BAD_REQUEST,
@@ -182,7 +202,15 @@ async fn oversized(
         Err(why) => return error(StatusCode::BAD_REQUEST, &why),
     };
     let answered = tokio::task::spawn_blocking(move || {
-        serde_json::to_string(&tool.handle_request(Request::TooLarge(digest)))
+        let answer = if stopped {
+            tool.handle_request(Request::Stopped {
+                digest,
+                tool_use_id,
+            })
+        } else {
+            tool.refuse_too_large(tool_use_id, digest)
+        };
+        serde_json::to_string(&answer)
     })
     .await;
     match answered {

@@ -149,6 +149,13 @@ pub enum Error {
     )]
     Signals(#[source] std::io::Error),
 
+    /// The tool server's client reaches its store through another server: the store is served
+    /// already.
+    #[error(
+        "the store at {0} is already served by the mnemo server at {1}; use that server (its clients find it), or stop it first"
+    )]
+    Served(PathBuf, String),
+
     /// Serving stopped with an I/O error.
     #[error("the server stopped abnormally ({0}); restart it")]
     Serve(#[source] std::io::Error),
@@ -226,6 +233,12 @@ impl Shared {
 /// `idle_exit`. Prints the URL on stdout once listening. Blocks the calling thread.
 pub fn serve(tool: MnemoMemoryToolServer, options: ServeOptions) -> Result<Stopped, Error> {
     options.check()?;
+    if let Some(url) = tool.client().server_url() {
+        return Err(Error::Served(
+            tool.client().path().to_path_buf(),
+            url.to_string(),
+        ));
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("mnemo-serve")

@@ -20,12 +20,16 @@
 //! | `/mcp` | MCP over streamable HTTP |
 //!
 //! A call to `/v1/memory` is recorded under the request's agent, like any memory-tool call, and
-//! its status is 200 whether the tool result is an error or not. The read routes are not logged
+//! its status is 200 whether the tool result is an error or not. A client may name the settings
+//! its tool server answers with in the query (`?root=&profile=&durability=&max_file_bytes=&max_request_bytes=&view_max_chars=`,
+//! as a [`MnemoClient`] of a served store does): a call whose settings differ from the server's
+//! is refused with 409 and records nothing. The read routes are not logged
 //! and are the operator's. The admin routes are the operator's too; a change is an admin event
 //! recorded under the name the operator gives in `X-Mnemo-Agent`, else [`OPERATOR`], and one the store refuses (a revoke of a grant that is
 //! not there) is logged with its error, answered 400 `{"error", "seq"}`. Errors are
 //! `{"error": "..."}` with a 4xx or 5xx status.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::Router;
@@ -42,11 +46,11 @@ use super::auth::{AGENT_HEADER, Caller, Refusal};
 use super::{Shared, refuse};
 use crate::client::MnemoClient;
 use crate::event::Seq;
-use crate::history::{LogQuery, absolute_path, event_json, record_at, records_at, select_events};
-use crate::lineage::trail_json;
+use crate::history::{LogQuery, absolute_path, record_at, records_at};
 use crate::log::Head;
 use crate::paths::MemPath;
 use crate::policy::{Access, AdminCommand};
+use crate::remote::Answering;
 use crate::token::{self, OPERATOR};
 use crate::writer::Receipt;
 
@@ -146,11 +150,54 @@ fn operator(caller: &Caller) -> Result<(), Failure> {
     }
 }
 
+/// The settings a call's tool server answers with, as it sent them
+/// (`?root=&profile=&durability=&max_file_bytes=&max_request_bytes=&view_max_chars=`): none
+/// from a client that sends none.
+pub(crate) type Asked = Query<HashMap<String, String>>;
+
+/// The refusal (409, nothing recorded) of a call whose tool server answers with settings other
+/// than this server's: answering it here would give other strings than the caller's own would.
+pub(crate) fn settings_refusal(
+    shared: &Shared,
+    asked: &HashMap<String, String>,
+) -> Option<Response> {
+    let here = Answering {
+        root: shared.tool.root().to_string(),
+        profile: shared.tool.profile(),
+        limits: shared.tool.limits(),
+        durability: shared.client().durability(),
+    };
+    let differ: Vec<String> = here
+        .query()
+        .into_iter()
+        .filter_map(|(key, ours)| match asked.get(key) {
+            Some(theirs) if *theirs != ours => {
+                Some(format!("{key} {ours} here, {theirs} in the caller's"))
+            }
+            _ => None,
+        })
+        .collect();
+    if differ.is_empty() {
+        return None;
+    }
+    Some(error(
+        StatusCode::CONFLICT,
+        &format!(
+            "this server answers memory calls with other settings than the calling tool server ({}); build the tool server with the server's settings (its root, profile and limits, and the client's durability), or stop the server and open the store in your process",
+            differ.join("; ")
+        ),
+    ))
+}
+
 async fn memory(
     State(shared): State<Arc<Shared>>,
     Extension(caller): Extension<Caller>,
+    Query(asked): Asked,
     body: Body,
 ) -> Response {
+    if let Some(refused) = settings_refusal(&shared, &asked) {
+        return refused;
+    }
     let max = shared.max_request_bytes();
     let limit = usize::try_from(max).unwrap_or(usize::MAX);
     let bytes = match axum::body::to_bytes(body, limit).await {
@@ -254,33 +301,8 @@ async fn log(
         limit: params.limit,
     };
     let client = shared.client().clone();
-    let lines = blocking(move || {
-        // Views are logged in batches: write the pending ones, so the log holds every call
-        // answered so far.
-        client.flush_index()?;
-        Ok(ndjson(&client, |store, show| {
-            select_events(store, &query, show)
-        })?)
-    })
-    .await?;
-    Ok(json_body(lines, "application/x-ndjson"))
-}
-
-/// Events as JSON lines, from `select` over the client's store.
-fn ndjson(
-    client: &MnemoClient,
-    select: impl FnOnce(
-        &crate::log::Store,
-        &mut dyn FnMut(&crate::event::Event) -> crate::Result<()>,
-    ) -> crate::Result<()>,
-) -> crate::Result<Vec<u8>> {
-    let mut lines = Vec::new();
-    select(client.store(), &mut |event| {
-        lines.extend_from_slice(event_json(event).to_string().as_bytes());
-        lines.push(b'\n');
-        Ok(())
-    })?;
-    Ok(lines)
+    let events = blocking(move || Ok(client.log(&query)?)).await?;
+    Ok(lines(events))
 }
 
 /// `/v1/ls`'s and `/v1/cat`'s query.
@@ -331,7 +353,7 @@ fn tree_read<T>(
         None => client.read_store(read),
         Some(_) => {
             client.flush_index()?;
-            read(client.store())
+            read(client.store()?)
         }
     }
 }
@@ -396,19 +418,8 @@ async fn history(
     };
     let file: MemPath = absolute_path(raw)?;
     let client = shared.client().clone();
-    let lines = blocking(move || {
-        client.flush_index()?;
-        let mut lines = Vec::new();
-        for trail in crate::lineage::trails(client.store(), &file)? {
-            for event in &trail.events {
-                lines.extend_from_slice(trail_json(&trail, event).to_string().as_bytes());
-                lines.push(b'\n');
-            }
-        }
-        Ok(lines)
-    })
-    .await?;
-    Ok(json_body(lines, "application/x-ndjson"))
+    let events = blocking(move || Ok(client.history(&file)?)).await?;
+    Ok(lines(events))
 }
 
 /// `/v1/show`'s query.
@@ -431,11 +442,7 @@ async fn show(
         ));
     };
     let client = shared.client().clone();
-    let shown = blocking(move || {
-        client.flush_index()?;
-        Ok(crate::inspect::show(client.store(), Seq(seq))?.to_json())
-    })
-    .await?;
+    let shown = blocking(move || Ok(client.show(Seq(seq))?)).await?;
     Ok(json_body(
         shown.to_string().into_bytes(),
         "application/json",
@@ -465,17 +472,8 @@ async fn diff(
     };
     let dir = absolute_path(params.path.as_deref().unwrap_or("/memories"))?;
     let client = shared.client().clone();
-    let lines = blocking(move || {
-        client.flush_index()?;
-        let mut lines = Vec::new();
-        for file in crate::inspect::diff(client.store(), Seq(from), Seq(to), &dir)? {
-            lines.extend_from_slice(file.to_json().to_string().as_bytes());
-            lines.push(b'\n');
-        }
-        Ok(lines)
-    })
-    .await?;
-    Ok(json_body(lines, "application/x-ndjson"))
+    let files = blocking(move || Ok(client.diff(Seq(from), Seq(to), &dir)?)).await?;
+    Ok(lines(files))
 }
 
 /// The most bytes an admin route reads of its body.

@@ -108,6 +108,15 @@ impl Write for Counter {
     }
 }
 
+/// The `id` of a request that is a `tool_use` block (JSON text naming `"type": "tool_use"`).
+pub fn tool_use_id(request: &[u8]) -> Option<String> {
+    let value: Value = serde_json::from_slice(request).ok()?;
+    if value.get("type").and_then(Value::as_str) != Some("tool_use") {
+        return None;
+    }
+    value.get("id").and_then(Value::as_str).map(str::to_string)
+}
+
 /// Whether a value's compact JSON text is longer than `limit` bytes. Stops writing as soon as it
 /// is, and allocates nothing for the text.
 pub fn json_len_over(value: &Value, limit: u64) -> bool {

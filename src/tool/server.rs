@@ -1,11 +1,17 @@
 //! `MnemoMemoryToolServer`: `tool_use` block in, `tool_result` block out, every call logged.
+//!
+//! Over a client of a served store ([`MnemoClient::server_url`]) each call is forwarded to the
+//! server's `POST /v1/memory` as the client's agent, with this server's root, profile, limits
+//! and durability: the server answers it byte for byte as a tool server of its own would, or,
+//! when it answers with other settings, refuses it and records nothing. A request over the
+//! limit is sent as its digest, as [`handle`](MnemoMemoryToolServer::handle) would log it.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{Value, json};
 
-use crate::client::MnemoClient;
+use crate::client::{Forward, MnemoClient};
 use crate::error::{Error, Result};
 use crate::event::{Body, InputDigest, Refusal, RejectedCall, RejectedDigest, ToolCall};
 use crate::paths::MemPath;
@@ -157,11 +163,10 @@ impl MnemoMemoryToolServer {
                 .and_then(Value::as_str)
                 .filter(|_| is_block)
                 .map(str::to_string);
-            return self.refuse(
-                id,
-                request::value_digest(block),
-                Refusal::TooLarge { limit },
-            );
+            return self.refuse_too_large(id, request::value_digest(block));
+        }
+        if let Some(answer) = self.forwarded(Forward::Line(block.to_string().as_bytes())) {
+            return answer;
         }
         let parsed = parse_value(block, &self.root, self.profile);
         self.record(parsed, Raw::Value(block))
@@ -180,7 +185,10 @@ impl MnemoMemoryToolServer {
     pub fn handle_bytes(&self, bytes: &[u8]) -> Value {
         let limit = self.limits.max_request_bytes;
         if bytes.len() as u64 > limit {
-            return self.refuse(None, request::digest_of(bytes), Refusal::TooLarge { limit });
+            return self.refuse_too_large(None, request::digest_of(bytes));
+        }
+        if let Some(answer) = self.forwarded(Forward::Line(bytes)) {
+            return answer;
         }
         let text = match std::str::from_utf8(bytes) {
             Ok(text) => text,
@@ -204,24 +212,50 @@ impl MnemoMemoryToolServer {
     pub fn handle_request(&self, request: Request) -> Value {
         match request {
             Request::Line(bytes) => self.handle_bytes(&bytes),
-            Request::TooLarge(digest) => self.refuse(
-                None,
-                digest,
-                Refusal::TooLarge {
-                    limit: self.limits.max_request_bytes,
-                },
-            ),
+            Request::TooLarge(digest) => self.refuse_too_large(None, digest),
             Request::Stopped {
                 digest,
                 tool_use_id,
-            } => self.refuse(
-                tool_use_id,
-                digest,
-                Refusal::Stopped {
-                    limit: self.limits.max_request_bytes,
-                },
-            ),
+            } => {
+                let stopped = Forward::Stopped(&digest, tool_use_id.as_deref());
+                if let Some(answer) = self.forwarded(stopped) {
+                    return answer;
+                }
+                self.refuse(
+                    tool_use_id,
+                    digest,
+                    Refusal::Stopped {
+                        limit: self.limits.max_request_bytes,
+                    },
+                )
+            }
         }
+    }
+
+    /// Refuses an input over the request limit, which is logged as its digest (through the
+    /// server, for a served store).
+    pub(crate) fn refuse_too_large(
+        &self,
+        tool_use_id: Option<String>,
+        input: InputDigest,
+    ) -> Value {
+        if let Some(answer) = self.forwarded(Forward::TooLarge(&input, tool_use_id.as_deref())) {
+            return answer;
+        }
+        let limit = self.limits.max_request_bytes;
+        self.refuse(tool_use_id, input, Refusal::TooLarge { limit })
+    }
+
+    /// The answer of the server of a served store to `call` (a call it did not answer gets an
+    /// error result that says why, and counts as a store failure); `None` for a store open here.
+    fn forwarded(&self, call: Forward<'_>) -> Option<Value> {
+        let answer = self
+            .client
+            .forward(call, &self.root, self.profile, self.limits)?;
+        Some(answer.unwrap_or_else(|unanswered| {
+            self.failures.fetch_add(1, Ordering::Relaxed);
+            unanswered
+        }))
     }
 
     fn refuse(&self, tool_use_id: Option<String>, input: InputDigest, refusal: Refusal) -> Value {
