@@ -397,5 +397,6 @@ fn event_of(event: &Value) -> PyResult<PyEvent> {
         result_hash: text("result_hash")?,
         hash: text("hash")?,
         prev_hash: text("prev_hash")?,
+        semantics: u32::try_from(number("semantics")?).map_err(|_| unreadable("semantics"))?,
     })
 }
