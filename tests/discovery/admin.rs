@@ -281,3 +281,45 @@ fn an_agent_token_cannot_run_admin_commands_through_a_server() {
     drop(holder);
     stop_server(&db);
 }
+
+#[test]
+fn import_goes_through_the_server_and_records_what_it_records_alone() {
+    let source = TempStore::new();
+    let memories = source.dir.path().join("export").join("memories");
+    std::fs::create_dir_all(memories.join("sub")).expect("dirs");
+    std::fs::write(memories.join("a.md"), "a\n").expect("a");
+    std::fs::write(memories.join("sub").join("b.md"), "b\n").expect("b");
+    let from = source.dir.path().join("export");
+    let first = json!({"command": "create", "path": "/memories/x.md", "file_text": "x\n"});
+    let (served, alone) = (TempStore::new(), TempStore::new());
+    let import = |db: &Path| {
+        let out = mnemo(
+            &["import", from.to_str().expect("utf-8"), "--db", db_arg(db)],
+            &[],
+            b"",
+        );
+        (out.status.code(), text(&out.stdout), text(&out.stderr))
+    };
+    let mut holder = tool(&served.path(), &["--idle-exit", "5"]);
+    holder.call(&first.to_string());
+    let server = server_of(&served.path());
+    let through_server = import(&served.path());
+    assert_eq!(server_of(&served.path()).pid, server.pid, "one server held it");
+    let logged_served = events(&served.path(), &[]);
+    assert!(holder.finish().success());
+    stop_server(&served.path());
+
+    let mut local = tool(&alone.path(), &["--idle-exit", "1"]);
+    local.call(&first.to_string());
+    assert!(local.finish().success());
+    stop_server(&alone.path());
+    assert_eq!(through_server, import(&alone.path()));
+    assert_eq!(through_server.0, Some(0), "{through_server:?}");
+    assert!(through_server.1.starts_with("imported 2 files"), "{through_server:?}");
+    assert_eq!(logged_served, events(&alone.path(), &[]));
+    let agents: Vec<String> = logged_served
+        .iter()
+        .map(|l| serde_json::from_str::<Value>(l).expect("json")["agent"].to_string())
+        .collect();
+    assert_eq!(agents, ["\"cli\"", "\"import\"", "\"import\""]);
+}
