@@ -304,7 +304,11 @@ fn import_goes_through_the_server_and_records_what_it_records_alone() {
     holder.call(&first.to_string());
     let server = server_of(&served.path());
     let through_server = import(&served.path());
-    assert_eq!(server_of(&served.path()).pid, server.pid, "one server held it");
+    assert_eq!(
+        server_of(&served.path()).pid,
+        server.pid,
+        "one server held it"
+    );
     let logged_served = events(&served.path(), &[]);
     assert!(holder.finish().success());
     stop_server(&served.path());
@@ -315,7 +319,10 @@ fn import_goes_through_the_server_and_records_what_it_records_alone() {
     stop_server(&alone.path());
     assert_eq!(through_server, import(&alone.path()));
     assert_eq!(through_server.0, Some(0), "{through_server:?}");
-    assert!(through_server.1.starts_with("imported 2 files"), "{through_server:?}");
+    assert!(
+        through_server.1.starts_with("imported 2 files"),
+        "{through_server:?}"
+    );
     assert_eq!(logged_served, events(&alone.path(), &[]));
     let agents: Vec<String> = logged_served
         .iter()
