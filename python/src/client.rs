@@ -15,7 +15,9 @@ use pyo3::types::PyType;
 use serde_json::Value;
 
 use crate::convert::to_py;
-use crate::errors::{ClosedError, InvalidArgumentError, ServerError, to_py_err, whole_number};
+use crate::errors::{
+    ClosedError, InvalidArgumentError, ServerError, optional_whole_number, to_py_err, whole_number,
+};
 use crate::records::{PyEvent, PyGrant, PyHead, PyMemoryRecord, PyReceipt, PyVerifyReport};
 use crate::remote::PyRemote;
 
@@ -226,19 +228,23 @@ impl PyClient {
 
     /// Logged events in order, like `mnemo log`: from seq `from_seq`, only those of `agent` and
     /// those naming a path under `path` when given, at most `limit`.
-    #[pyo3(signature = (agent = None, path = None, from_seq = 1, limit = None))]
+    #[pyo3(signature = (agent = None, path = None, from_seq = None, limit = None))]
     fn log(
         &self,
         py: Python<'_>,
         agent: Option<String>,
         path: Option<&str>,
-        from_seq: u64,
-        limit: Option<usize>,
+        from_seq: Option<&Bound<'_, PyAny>>,
+        limit: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<PyEvent>> {
+        let from =
+            optional_whole_number(from_seq, "from_seq", "the first seq to list (default 1)")?;
+        let limit = optional_whole_number(limit, "limit", "the most events to list")?
+            .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
         let query = LogQuery {
             agent,
             path: path.map(absolute_path).transpose().map_err(to_py_err)?,
-            from: from_seq.max(1),
+            from: from.unwrap_or(1).max(1),
             limit,
         };
         let events = self.run(py, move |c| c.log(&query))?;
@@ -278,7 +284,8 @@ impl PyClient {
     /// `tool_use_id`, `input`, `answer` (re-derived by replay), `is_error`, `verified` (whether
     /// that answer hashes to the recorded outcome) and `change` (`None`, or a dict with `kind`
     /// and a unified `diff` or the files moved or removed).
-    fn show<'py>(&self, py: Python<'py>, seq: u64) -> PyResult<Bound<'py, PyAny>> {
+    fn show<'py>(&self, py: Python<'py>, seq: &Bound<'_, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let seq = whole_number(seq, "seq", "the event to show (1 to the last seq)")?;
         let shown = self.run(py, move |c| c.show(Seq(seq)))?;
         to_py(py, &shown)
     }
@@ -290,10 +297,16 @@ impl PyClient {
     fn diff<'py>(
         &self,
         py: Python<'py>,
-        start: u64,
-        end: u64,
+        start: &Bound<'_, PyAny>,
+        end: &Bound<'_, PyAny>,
         path: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let start = whole_number(
+            start,
+            "start",
+            "the event after which the diff starts (0: the empty tree)",
+        )?;
+        let end = whole_number(end, "end", "the event after which the diff ends")?;
         let dir = absolute_path(path).map_err(to_py_err)?;
         let files = self.run(py, move |c| c.diff(Seq(start), Seq(end), &dir))?;
         let files = Value::Array(files);

@@ -39,6 +39,24 @@ def test_records_at_a_negative_seq_is_a_value_error(tmp_path: Path) -> None:
     assert c.records_at(0) == []
 
 
+def test_show_diff_and_log_take_no_negative_seq_or_count(tmp_path: Path) -> None:
+    c = client(tmp_path)
+    MnemoMemoryToolServer(c).handle({"command": "create", "path": "/memories/a.md", "file_text": "x"})
+    for call, name in [
+        (lambda: c.show(-1), "seq"),
+        (lambda: c.diff(-1, 1), "start"),
+        (lambda: c.diff(0, -2), "end"),
+        (lambda: c.log(from_seq=-1), "from_seq"),
+        (lambda: c.log(limit=-1), "limit"),
+    ]:
+        with pytest.raises(ValueError, match=f"{name} is .* got -"):
+            call()
+    assert c.show(1)["seq"] == 1
+    assert [f["path"] for f in c.diff(0, 1)] == ["/memories/a.md"]
+    assert [e.seq for e in c.log(from_seq=1, limit=1)] == [1]
+    assert [e.seq for e in c.log()] == [1]
+
+
 def test_record_normalises_the_path_as_the_cli_does(tmp_path: Path) -> None:
     c = client(tmp_path)
     MnemoMemoryToolServer(c).handle({"command": "create", "path": "/memories/x", "file_text": "hi"})
