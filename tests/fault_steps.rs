@@ -235,6 +235,19 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// `model` after `change`: a file written with its content, or removed (`None`).
+fn applied(
+    model: &BTreeMap<String, String>,
+    (path, after): (String, Option<String>),
+) -> BTreeMap<String, String> {
+    let mut model = model.clone();
+    match after {
+        Some(text) => model.insert(path, text),
+        None => model.remove(&path),
+    };
+    model
+}
+
 /// The files of the store now, as (path, content).
 fn files(server: &MnemoMemoryToolServer) -> BTreeMap<String, String> {
     server
@@ -276,12 +289,8 @@ proptest! {
                     let reopened = open(&store);
                     prop_assert!(reopened.client().verify().expect("verify").is_intact());
                     let found = files(&reopened);
-                    if let Some((path, after)) = uncertain.take() {
-                        let mut landed = model.clone();
-                        match after {
-                            Some(text) => landed.insert(path, text),
-                            None => landed.remove(&path),
-                        };
+                    if let Some(change) = uncertain.take() {
+                        let landed = applied(&model, change);
                         prop_assert!(found == model || found == landed, "{:?}", found);
                         model = found.clone();
                     }
@@ -310,24 +319,17 @@ proptest! {
             } else if !acknowledged {
                 poisoned = true;
                 uncertain = change;
-            } else if let Some((path, after)) = change {
+            } else if let Some(change) = change {
                 prop_assert!(out.get("is_error").is_none(), "{}", out);
-                match after {
-                    Some(text) => model.insert(path, text),
-                    None => model.remove(&path),
-                };
+                model = applied(&model, change);
             }
         }
         drop(server.take());
         let server = open(&store);
         prop_assert!(server.client().verify().expect("verify").is_intact());
         let found = files(&server);
-        if let Some((path, after)) = uncertain {
-            let mut landed = model.clone();
-            match after {
-                Some(text) => landed.insert(path, text),
-                None => landed.remove(&path),
-            };
+        if let Some(change) = uncertain {
+            let landed = applied(&model, change);
             prop_assert!(found == model || found == landed, "{:?}", found);
         } else {
             prop_assert_eq!(found, model);

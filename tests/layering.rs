@@ -13,7 +13,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-/// Files of `src/` that belong to the binary, not the library.
+/// Files of `src/` outside the layers: the binary's own, and `lib.rs`, which re-exports them all.
 const BINARY: [&str; 3] = ["main.rs", "connect.rs", "lib.rs"];
 
 /// The layers, lowest first.

@@ -153,20 +153,34 @@ fn admin_session(db: &Path) -> Vec<(Option<i32>, String, String)> {
     outputs.iter().map(|out| shown(out, &ids)).collect()
 }
 
-#[test]
-fn admin_commands_go_through_the_server_and_print_and_record_what_they_do_alone() {
-    let first = json!({"command": "create", "path": "/memories/a.md", "file_text": "a\n"});
+/// What one run of a session gave, and the store's log after it.
+struct Ran<T> {
+    output: T,
+    log: Vec<String>,
+}
+
+/// Runs `session` twice on stores that start with the one call `first`: on one that a server
+/// (started by the `mnemo tool` that made `first`) holds throughout, and on one that no server
+/// holds. Each log is read with `log_of` while the store is in that state.
+fn served_and_alone<T>(
+    first: &Value,
+    session: impl Fn(&Path) -> T,
+    log_of: impl Fn(&Path) -> Vec<String>,
+) -> (Ran<T>, Ran<T>) {
     let (served, alone) = (TempStore::new(), TempStore::new());
     let mut holder = tool(&served.path(), &["--idle-exit", "5"]);
     holder.call(&first.to_string());
     let server = server_of(&served.path());
-    let through_server = admin_session(&served.path());
+    let output = session(&served.path());
     assert_eq!(
         server_of(&served.path()).pid,
         server.pid,
         "one server held the store throughout"
     );
-    let logged_served = events(&served.path(), &token_ids(&served.path()));
+    let through_server = Ran {
+        output,
+        log: log_of(&served.path()),
+    };
     assert!(holder.finish().success());
     stop_server(&served.path());
 
@@ -174,16 +188,25 @@ fn admin_commands_go_through_the_server_and_print_and_record_what_they_do_alone(
     local.call(&first.to_string());
     assert!(local.finish().success());
     stop_server(&alone.path());
-    let by_itself = admin_session(&alone.path());
+    let output = session(&alone.path());
     assert!(
         std::fs::metadata(alone.path().join("mnemo-server.json")).is_err(),
         "no server held the second store"
     );
-    assert_eq!(through_server, by_itself);
-    assert_eq!(
-        logged_served,
-        events(&alone.path(), &token_ids(&alone.path()))
-    );
+    let by_itself = Ran {
+        output,
+        log: log_of(&alone.path()),
+    };
+    (through_server, by_itself)
+}
+
+#[test]
+fn admin_commands_go_through_the_server_and_print_and_record_what_they_do_alone() {
+    let first = json!({"command": "create", "path": "/memories/a.md", "file_text": "a\n"});
+    let (served, alone) = served_and_alone(&first, admin_session, |db| events(db, &token_ids(db)));
+    assert_eq!(served.output, alone.output);
+    assert_eq!(served.log, alone.log);
+    let (by_itself, logged_served) = (alone.output, served.log);
 
     // What the commands did, checked on their own (not only as equal to each other).
     let codes: Vec<Option<i32>> = by_itself.iter().map(|(code, _, _)| *code).collect();
@@ -291,7 +314,6 @@ fn import_goes_through_the_server_and_records_what_it_records_alone() {
     std::fs::write(memories.join("sub").join("b.md"), "b\n").expect("b");
     let from = source.dir.path().join("export");
     let first = json!({"command": "create", "path": "/memories/x.md", "file_text": "x\n"});
-    let (served, alone) = (TempStore::new(), TempStore::new());
     let import = |db: &Path| {
         let out = mnemo(
             &["import", from.to_str().expect("utf-8"), "--db", db_arg(db)],
@@ -300,30 +322,15 @@ fn import_goes_through_the_server_and_records_what_it_records_alone() {
         );
         (out.status.code(), text(&out.stdout), text(&out.stderr))
     };
-    let mut holder = tool(&served.path(), &["--idle-exit", "5"]);
-    holder.call(&first.to_string());
-    let server = server_of(&served.path());
-    let through_server = import(&served.path());
-    assert_eq!(
-        server_of(&served.path()).pid,
-        server.pid,
-        "one server held it"
-    );
-    let logged_served = events(&served.path(), &[]);
-    assert!(holder.finish().success());
-    stop_server(&served.path());
-
-    let mut local = tool(&alone.path(), &["--idle-exit", "1"]);
-    local.call(&first.to_string());
-    assert!(local.finish().success());
-    stop_server(&alone.path());
-    assert_eq!(through_server, import(&alone.path()));
+    let (served, alone) = served_and_alone(&first, import, |db| events(db, &[]));
+    assert_eq!(served.output, alone.output);
+    assert_eq!(served.log, alone.log);
+    let (through_server, logged_served) = (served.output, served.log);
     assert_eq!(through_server.0, Some(0), "{through_server:?}");
     assert!(
         through_server.1.starts_with("imported 2 files"),
         "{through_server:?}"
     );
-    assert_eq!(logged_served, events(&alone.path(), &[]));
     let agents: Vec<String> = logged_served
         .iter()
         .map(|l| serde_json::from_str::<Value>(l).expect("json")["agent"].to_string())
