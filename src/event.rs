@@ -134,6 +134,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::codec;
 use crate::error::{Error, Result};
+pub use crate::hash::EventHash;
 use crate::policy::AdminCommand;
 use crate::tool::{Command, Limits, Profile, Semantics};
 
@@ -177,54 +178,6 @@ impl Seq {
 impl fmt::Display for Seq {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.0.fmt(f)
-    }
-}
-
-/// A blake3 hash in the chain (an event hash, a payload hash or a result-text hash).
-///
-/// Equality goes through [`blake3::Hash`], which compares in constant time.
-#[derive(Clone, Copy, Serialize, Deserialize)]
-pub struct EventHash(pub [u8; 32]);
-
-impl EventHash {
-    /// The `prev_hash` of event 1.
-    pub const ZERO: EventHash = EventHash([0; 32]);
-
-    /// Hashes `bytes` with blake3.
-    pub fn of(bytes: &[u8]) -> EventHash {
-        EventHash(*blake3::hash(bytes).as_bytes())
-    }
-
-    /// Lower-case hex, 64 characters.
-    pub fn to_hex(&self) -> String {
-        blake3::Hash::from_bytes(self.0).to_hex().to_string()
-    }
-
-    /// Parses 64 hex characters.
-    pub fn from_hex(hex: &str) -> Option<EventHash> {
-        blake3::Hash::from_hex(hex)
-            .ok()
-            .map(|h| EventHash(*h.as_bytes()))
-    }
-}
-
-impl PartialEq for EventHash {
-    fn eq(&self, other: &Self) -> bool {
-        blake3::Hash::from_bytes(self.0) == blake3::Hash::from_bytes(other.0)
-    }
-}
-
-impl Eq for EventHash {}
-
-impl fmt::Debug for EventHash {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "EventHash({})", self.to_hex())
-    }
-}
-
-impl fmt::Display for EventHash {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.to_hex())
     }
 }
 

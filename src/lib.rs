@@ -9,6 +9,7 @@ pub mod disk;
 mod error;
 pub mod event;
 pub mod failpoint;
+mod hash;
 mod head;
 pub mod history;
 pub mod inspect;
@@ -25,6 +26,7 @@ mod registry;
 #[cfg(feature = "client")]
 mod remote;
 pub mod replay;
+mod semantics_version;
 #[cfg(feature = "serve")]
 pub mod serve;
 /// What a client of `mnemo serve` needs in a build without the server (feature `client` alone,

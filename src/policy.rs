@@ -15,9 +15,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::event::EventHash;
+use crate::hash::EventHash;
 use crate::paths::MemPath;
-use crate::tool::Semantics;
+use crate::semantics_version::Semantics;
 
 /// The agent pattern that matches every agent.
 pub const ANY_AGENT: &str = "*";

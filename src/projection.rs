@@ -80,6 +80,8 @@ use crate::tool::{Change, Entry, NodeKind, Probe, Tree};
 mod compare;
 pub mod content;
 mod listings;
+#[cfg(test)]
+mod semantics_versions;
 
 pub use content::CONTENT_PREFIX;
 use content::{Chunking, FileHead};

@@ -7,14 +7,13 @@
 mod command;
 mod limits;
 mod matcher;
-pub mod quote;
 pub(crate) mod render;
 pub mod request;
 mod semantics;
 mod server;
 mod tree;
-mod version;
 
+pub use crate::semantics_version::{Semantics, quote};
 pub use command::{
     COMMAND_NAMES, Command, JsonError, Parsed, Profile, parse_json, parse_text, parse_text_under,
     parse_value, parse_value_under,
@@ -24,4 +23,3 @@ pub use render::format_size;
 pub use semantics::{Answer, MAX_VIEW_LINES, answer};
 pub use server::{MnemoMemoryToolServer, ServerBuilder};
 pub use tree::{Change, Entry, NodeKind, Probe, TokenIssue, Tree};
-pub use version::Semantics;

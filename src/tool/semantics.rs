@@ -17,6 +17,7 @@ use crate::error::Result;
 use crate::event::{Body, EventHash};
 use crate::paths::{MAX_PATH_BYTES, MAX_SEGMENT_BYTES, MemPath, PathRejection};
 use crate::policy::{ANY_AGENT, Access, AdminCommand, Policy, check_agent_id_under};
+use crate::semantics_version::Semantics;
 use crate::token::{
     already_revoked, check_id_under, check_label, check_token_agent_under, unknown_id,
 };
@@ -25,7 +26,6 @@ use crate::tool::limits::Limits;
 use crate::tool::matcher::Occurrences;
 use crate::tool::render::{echoed, listing, numbered};
 use crate::tool::tree::{Change, NodeKind, Probe, TokenIssue, Tree};
-use crate::tool::version::Semantics;
 
 /// Most lines a file may have and still be viewed.
 pub const MAX_VIEW_LINES: usize = 999_999;

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use crate::error::Result;
-use crate::event::EventHash;
+use crate::hash::EventHash;
 use crate::paths::MemPath;
 use crate::policy::{Access, Policy};
 use crate::token::TokenRecord;

@@ -5,7 +5,7 @@
 //! so the bytes of an answer cannot change under a compiler or library upgrade (semantics 1
 //! quoted with Rust's `{:?}`, whose escapes follow the toolchain's Unicode tables, and showed JSON
 //! values as `serde_json` prints them). Changing any rule below changes recorded answers: it is a
-//! new semantics version (see [`Semantics`](crate::tool::Semantics)).
+//! new semantics version (see [`Semantics`](crate::semantics_version::Semantics)).
 //!
 //! [`quoted`] writes `"`, then each character of the text, then `"`:
 //!
@@ -15,7 +15,7 @@
 //! | `\` | `\\` |
 //! | U+0009 tab, U+000A line feed, U+000D carriage return | `\t`, `\n`, `\r` |
 //! | any other of U+0000–U+001F, U+007F–U+009F (the C0 and C1 controls and DEL) | `\u{X}`: the code point in lower-case hex without leading zeros (`\u{1b}`) |
-//! | a character of the fixed invisible set that memory paths refuse (`is_invisible` in `src/paths.rs`: bidi controls, zero-width and other default-ignorable characters, U+2028, U+2029) | `\u{X}` (`\u{202e}`) |
+//! | a character of the fixed invisible set that memory paths refuse (`is_invisible` in `src/semantics_version/invisible.rs`: bidi controls, zero-width and other default-ignorable characters, U+2028, U+2029) | `\u{X}` (`\u{202e}`) |
 //! | anything else | itself |
 //!
 //! [`json_text`] writes a JSON value: `null`, `true`, `false`; an integer in decimal; any other
@@ -30,7 +30,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use crate::paths::is_invisible;
+use crate::semantics_version::is_invisible;
 
 /// `text` between double quotes, escaped by the rules in the module docs.
 pub fn quoted(text: &str) -> String {
