@@ -1,6 +1,7 @@
 //! The one place that knows the serialisation library.
 //!
-//! Event headers and payloads are serde types encoded with bincode 2 (`=2.0.1`) in a fixed
+//! Event headers and payloads are the event format's own serde types (`src/event/wire.rs` and
+//! the header's fields in `src/event.rs`), encoded with bincode 2 (`=2.0.1`) in a fixed
 //! configuration: little-endian, fixed-width integers, no size limit beyond the caller's. Version
 //! 3.0.0 of bincode is an empty tombstone and the crate is unmaintained, so nothing else in Mnemo
 //! imports it: swapping it means rewriting this file and bumping

@@ -75,7 +75,10 @@
 //! | `outcome.result_hash` | 32 bytes, `blake3` of the result text's UTF-8 bytes |
 //! | `semantics` | `u32`, formats 2 and 3 only: the version of the semantics that answered the call (`2` or `3`, as the format) |
 //!
-//! `payload` is a `Body` enum:
+//! `payload` is a `Body` enum. The core's [`Body`] derives nothing for this: the format stores it
+//! through its own types and an explicit conversion (`src/event/wire.rs`), so renaming or
+//! reordering a field or variant of the parser's `Command`, `Profile` or `Limits`, or of
+//! `AdminCommand` or `Refusal`, cannot change these bytes.
 //!
 //! | variant | index | fields |
 //! |---|---|---|
@@ -128,6 +131,8 @@
 //! The golden vectors in the tests freeze these bytes and hashes: a change to any of them is a new
 //! format version.
 
+mod wire;
+
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -135,8 +140,9 @@ use serde::{Deserialize, Serialize};
 use crate::codec;
 use crate::error::{Error, Result};
 pub use crate::hash::EventHash;
-use crate::policy::AdminCommand;
-use crate::tool::{Command, Limits, Profile, Semantics};
+use crate::tool::Semantics;
+pub use crate::tool::{Body, InputDigest, Refusal, RejectedCall, RejectedDigest, ToolCall};
+use wire::WireBody;
 
 /// The on-disk format version this build writes and the newest it reads: that of events answered
 /// under [`Semantics::CURRENT`].
@@ -182,7 +188,7 @@ impl fmt::Display for Seq {
 }
 
 /// What a call returned: whether it was an error and the hash of the exact result text.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Outcome {
     /// Whether the `tool_result` carried `is_error: true`.
     pub is_error: bool,
@@ -216,13 +222,15 @@ pub struct Header {
     pub semantics: Semantics,
 }
 
-/// The fields every format's header starts with, in order (as encoded).
+/// The fields every format's header starts with, in order (as encoded): the event format's own
+/// types, so no change to [`Outcome`] or [`EventHash`] can change a header's bytes.
 #[derive(Serialize)]
 struct HeaderFields<'a> {
     time_ms: u64,
     agent: &'a str,
     tool_use_id: Option<&'a str>,
-    outcome: Outcome,
+    is_error: bool,
+    result_hash: [u8; 32],
 }
 
 /// [`HeaderFields`], decoded.
@@ -231,7 +239,8 @@ struct DecodedFields {
     time_ms: u64,
     agent: String,
     tool_use_id: Option<String>,
-    outcome: Outcome,
+    is_error: bool,
+    result_hash: [u8; 32],
 }
 
 impl Header {
@@ -241,7 +250,8 @@ impl Header {
             time_ms: self.time_ms,
             agent: &self.agent,
             tool_use_id: self.tool_use_id.as_deref(),
-            outcome: self.outcome,
+            is_error: self.outcome.is_error,
+            result_hash: self.outcome.result_hash.0,
         };
         match format_of(self.semantics) {
             1 => codec::encode(&fields),
@@ -269,124 +279,13 @@ impl Header {
             time_ms: fields.time_ms,
             agent: fields.agent,
             tool_use_id: fields.tool_use_id,
-            outcome: fields.outcome,
+            outcome: Outcome {
+                is_error: fields.is_error,
+                result_hash: EventHash(fields.result_hash),
+            },
             semantics,
         })
     }
-}
-
-/// A memory-tool call that parsed into a typed command.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ToolCall {
-    /// The memory root the server ran under (`/memories` by default).
-    pub root: String,
-    /// The result-string profile the server ran under.
-    pub profile: Profile,
-    /// The limits the server enforced.
-    pub limits: Limits,
-    /// The command, with its paths exactly as the model sent them.
-    pub command: Command,
-}
-
-/// An input that could not be parsed into a command (not JSON, unknown command, missing fields...).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RejectedCall {
-    /// The memory root the server ran under.
-    pub root: String,
-    /// The result-string profile the server ran under.
-    pub profile: Profile,
-    /// The raw input text: the JSON as received, or the line that was not JSON.
-    pub input: String,
-}
-
-/// What is logged of an input instead of the input itself: its length, its hash and its start.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct InputDigest {
-    /// The input's length in bytes.
-    pub len: u64,
-    /// `blake3` of the input's bytes.
-    pub hash: EventHash,
-    /// At most the first 256 bytes, cut at a character boundary (decoded with U+FFFD for each
-    /// invalid sequence when the input is not UTF-8).
-    pub prefix: String,
-}
-
-/// Why an input logged as a digest was refused. The answer text is made from these fields (and
-/// the digest's) alone, so replay re-derives it without the input.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Refusal {
-    /// The input is over the request-size limit; it was not parsed.
-    TooLarge {
-        /// The limit, in bytes.
-        limit: u64,
-    },
-    /// The input is not UTF-8; it was not parsed.
-    NotUtf8 {
-        /// Offset of the first byte that is not UTF-8.
-        valid_up_to: u64,
-    },
-    /// An input over 4 KiB that is not a valid call: the parser's error text (at most 2 KiB).
-    Invalid {
-        /// The text the model was given.
-        text: String,
-    },
-    /// A call whose content field is over the file-size limit: refused before it runs.
-    ContentTooLarge {
-        /// The path as the answer shows it.
-        path: String,
-        /// The field that is too large (`file_text`, `old_str`, `new_str` or `insert_text`).
-        field: String,
-        /// The field's length in bytes.
-        bytes: u64,
-        /// The file-size limit, in bytes.
-        limit: u64,
-    },
-    /// An input handed over as an object (a Python dict) whose conversion to JSON text stopped
-    /// once it passed the request-size limit; the digest covers the bytes made until then.
-    Stopped {
-        /// The limit, in bytes.
-        limit: u64,
-    },
-    /// A call over 4 KiB that ran and failed against the tree (its path does not exist, its
-    /// `old_str` is not in the file, ...). The digest stands for the `Tool` body it was logged
-    /// in place of: `len` and `hash` are those of that body's canonical bytes (the hash a retry
-    /// of it is compared by) and `prefix` is the start of the call as JSON.
-    Failed {
-        /// The command's name (`view`, `str_replace`, ...).
-        command: String,
-        /// The paths the call named, as sent (each as an error result echoes it: whole up to
-        /// 4 KiB, else its start and length).
-        paths: Vec<String>,
-        /// The error the model was given (it echoes a bounded part of the input).
-        text: String,
-    },
-}
-
-/// An input logged as a digest instead of whole (see [`Refusal`]).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RejectedDigest {
-    /// The memory root the server ran under.
-    pub root: String,
-    /// The result-string profile the server ran under.
-    pub profile: Profile,
-    /// The input's length, hash and start.
-    pub input: InputDigest,
-    /// Why it was refused.
-    pub refusal: Refusal,
-}
-
-/// The payload of an event.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Body {
-    /// A parsed memory-tool command.
-    Tool(ToolCall),
-    /// Input that could not be parsed; replay re-parses it and must get the same error.
-    Rejected(RejectedCall),
-    /// A change to the access policy.
-    Admin(AdminCommand),
-    /// Input logged as a digest (too large, not UTF-8, or rejected or failed and over 4 KiB);
-    /// replay re-derives its answer from the digest's fields.
-    RejectedDigest(RejectedDigest),
 }
 
 /// One entry of the log.
@@ -423,6 +322,11 @@ pub struct Frame {
     pub payload: Vec<u8>,
 }
 
+/// The canonical payload bytes of `body` (what an event holding it stores and hashes).
+pub fn payload_of(body: &Body) -> Vec<u8> {
+    codec::encode(&WireBody::of(body))
+}
+
 /// Computes the chain hash from its parts (see the module docs).
 pub fn chain_hash(
     seq: Seq,
@@ -453,7 +357,7 @@ impl Event {
 
     /// Canonical payload bytes.
     pub fn payload_bytes(&self) -> Vec<u8> {
-        codec::encode(&self.body)
+        payload_of(&self.body)
     }
 
     /// Splits the event into its stored frame, computing the payload hash and the chain hash.
@@ -661,7 +565,7 @@ impl Event {
             seq,
             prev_hash,
             header: Header::decode(version, header)?,
-            body: codec::decode(payload, "event payload")?,
+            body: codec::decode::<WireBody<'static>>(payload, "event payload")?.into_body(),
         })
     }
 }
@@ -669,6 +573,7 @@ impl Event {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tool::{Command, Limits, Profile};
     use proptest::prelude::*;
 
     fn command() -> impl Strategy<Value = Command> {
@@ -794,7 +699,8 @@ mod tests {
                 time_ms: 1,
                 agent: "a",
                 tool_use_id: None,
-                outcome: Outcome::of(false, ""),
+                is_error: false,
+                result_hash: Outcome::of(false, "").result_hash.0,
             };
             codec::encode(&(fields, number))
         };

@@ -13,7 +13,7 @@
 //! **Invariant:** every call is checked against the policy as it stood when the call was
 //! committed; a denied call changes nothing and is logged like any other.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::hash::EventHash;
 use crate::paths::MemPath;
@@ -42,7 +42,9 @@ pub fn check_agent_id_under(agent: &str, semantics: Semantics) -> Result<(), Str
 }
 
 /// What a grant allows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+/// `Serialize` gives the JSON `mnemo show --json` prints; the stored bytes are the event format's
+/// own (see [`crate::event`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub enum Access {
     /// `view` only.
     Read,
@@ -95,9 +97,10 @@ impl Grant {
 /// An admin command: a change to the policy, or to the agent tokens. The operator who made it is
 /// the event's agent.
 ///
-/// New variants are appended after the existing ones: the variant index is part of the stored
-/// bytes (see [`crate::event`]).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// The event format stores it through its own types and encoder (see [`crate::event`]), so
+/// nothing here decides a stored byte; a new kind of admin event is a new variant there too.
+/// `Serialize` gives only the JSON `mnemo show --json` prints.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub enum AdminCommand {
     /// Give `agent` `access` on `prefix` and everything under it (replacing an earlier grant for
     /// the same agent and prefix).

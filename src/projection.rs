@@ -251,7 +251,7 @@ fn input_hash(body: &Body, payload_hash: Option<EventHash>) -> EventHash {
             refusal: Refusal::Failed { .. },
             ..
         }) => input.hash,
-        _ => payload_hash.unwrap_or_else(|| EventHash::of(&crate::codec::encode(body))),
+        _ => payload_hash.unwrap_or_else(|| EventHash::of(&crate::event::payload_of(body))),
     }
 }
 

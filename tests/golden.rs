@@ -626,6 +626,42 @@ fn every_variant_encodes_to_its_golden_bytes_and_hash() {
     );
 }
 
+/// The one value of a stored enum no fixture holds: `Access::ReadWrite`. Its payload is the
+/// "acl grant" vector's with the access index 1, and decodes back to the grant it came from.
+#[test]
+fn a_read_write_grant_encodes_as_the_grant_vector_with_access_one() {
+    let grant = fixed(
+        12,
+        None,
+        Outcome::of(
+            false,
+            "Granted read-write on /memories/agent-2 to agent agent-2",
+        ),
+        Body::Admin(AdminCommand::Grant {
+            agent: "agent-2".into(),
+            prefix: "/memories/agent-2".into(),
+            access: Access::ReadWrite,
+        }),
+    );
+    let read = GOLDEN
+        .iter()
+        .find(|row| row.0 == "acl grant")
+        .expect("the acl grant vector")
+        .2;
+    let want = format!("{}01000000", &read[..read.len() - 8]);
+    assert_eq!(
+        &read[read.len() - 8..],
+        "00000000",
+        "Access::Read is index 0"
+    );
+    assert_eq!(hex(&grant.payload_bytes()), want);
+    let decoded = Frame::decode(&grant.to_frame().encode())
+        .expect("frame")
+        .event()
+        .expect("event");
+    assert_eq!(decoded, grant);
+}
+
 /// Checks that the fixtures answered under `semantics` encode to the `rows` (name, header hex,
 /// chain hash hex) of their format, whose header is `earlier`'s (of the format before) with
 /// `semantics` as a `u32` put in place of `replaced` at its end; the payloads are format 1's.

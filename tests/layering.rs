@@ -69,7 +69,6 @@ const KNOWN: &[&str] = &[
     "projection -> token",
     "replay -> log",
     "tool -> client",
-    "tool -> event",
     "tool -> token",
 ];
 

@@ -4,14 +4,13 @@
 //! parses to the same command or the same error text, which is what lets the verifier re-parse a
 //! rejected input and prove the recorded answer.
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::semantics_version::Semantics;
 use crate::semantics_version::nesting::MAX_INPUT_DEPTH;
 
 /// The result-string profile a server runs under (recorded in every event).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Profile {
     /// The strings the memory-tool documentation recommends (the default).
@@ -53,7 +52,7 @@ impl Profile {
 /// {"command": "delete", "path": "..."}
 /// {"command": "rename", "old_path": "...", "new_path": "..."}
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Command {
     /// Show a directory listing or a file's numbered lines.
     View {

@@ -3,8 +3,6 @@
 //! request-size limit bounds what is read, no answer depends on it, and a call refused for it
 //! records the limit in its digest instead.
 
-use serde::{Deserialize, Serialize};
-
 /// Default largest memory file, in bytes (16 MiB).
 pub const DEFAULT_MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
@@ -17,12 +15,8 @@ pub const DEFAULT_MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 /// characters take 6: a file made mostly of those needs a higher limit.
 pub const DEFAULT_MAX_REQUEST_BYTES: u64 = 64 * 1024 * 1024;
 
-fn default_max_request_bytes() -> u64 {
-    DEFAULT_MAX_REQUEST_BYTES
-}
-
 /// Limits on one server's calls.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Limits {
     /// Largest content a file may reach through `create`, `str_replace` or `insert`, in bytes.
     pub max_file_bytes: u64,
@@ -32,7 +26,6 @@ pub struct Limits {
     /// Largest request, in bytes of its JSON text (default [`DEFAULT_MAX_REQUEST_BYTES`]). A longer
     /// one is refused unread and logged as a digest. Not encoded in events: a decoded event shows
     /// the default.
-    #[serde(skip, default = "default_max_request_bytes")]
     pub max_request_bytes: u64,
 }
 

@@ -4,6 +4,7 @@
 //! Nothing under `tool/` does I/O except `server`, which hands each call to the client, and
 //! `request`, which reads one request from the reader it is given.
 
+mod call;
 mod command;
 mod limits;
 mod matcher;
@@ -14,6 +15,7 @@ mod server;
 mod tree;
 
 pub use crate::semantics_version::{Semantics, quote};
+pub use call::{Body, InputDigest, Refusal, RejectedCall, RejectedDigest, ToolCall};
 pub use command::{
     COMMAND_NAMES, Command, JsonError, Parsed, Profile, parse_json, parse_text, parse_text_under,
     parse_value, parse_value_under,

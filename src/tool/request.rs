@@ -13,8 +13,9 @@ use std::io::{self, BufRead, Write};
 
 use serde_json::Value;
 
-use crate::event::{EventHash, InputDigest, Refusal, RejectedDigest, ToolCall};
+use crate::hash::EventHash;
 use crate::paths::{MAX_PATH_BYTES, MemPath};
+use crate::tool::call::{InputDigest, Refusal, RejectedDigest, ToolCall};
 use crate::tool::command::{Command, Profile, example};
 use crate::tool::limits::Limits;
 use crate::tool::render::echoed;

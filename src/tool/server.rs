@@ -13,8 +13,8 @@ use serde_json::{Value, json};
 
 use crate::client::{Forward, MnemoClient};
 use crate::error::{Error, Result};
-use crate::event::{Body, InputDigest, Refusal, RejectedCall, RejectedDigest, ToolCall};
 use crate::paths::MemPath;
+use crate::tool::call::{Body, InputDigest, Refusal, RejectedCall, RejectedDigest, ToolCall};
 use crate::tool::command::{Parsed, Profile, parse_text, parse_value};
 use crate::tool::limits::Limits;
 use crate::tool::request::{self, Request};
