@@ -679,6 +679,8 @@ impl<K: KvRead> Projection<K> {
 }
 
 impl<K: KvRead> Tree for Projection<K> {
+    type Error = Error;
+
     fn probe(&self, path: &MemPath) -> Result<Probe> {
         let mut last = NodeKind::Dir;
         let depth = self.walk(path, |kind, _| last = kind)?;

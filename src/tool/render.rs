@@ -2,7 +2,6 @@
 
 use std::fmt::Write as _;
 
-use crate::error::Result;
 use crate::paths::MemPath;
 use crate::tool::command::Profile;
 use crate::tool::tree::{Entry, NodeKind, Tree};
@@ -81,13 +80,13 @@ pub type Visible<'a> = &'a dyn Fn(&MemPath, NodeKind) -> bool;
 /// `visible` decides which entries the calling agent may see; `None` when it may see everything
 /// under `dir` (a read grant covering `dir` covers every path below it), which spares a check
 /// and a path per entry.
-pub fn listing(
-    tree: &dyn Tree,
+pub fn listing<E>(
+    tree: &dyn Tree<Error = E>,
     dir: &MemPath,
     shown: &str,
     profile: Profile,
     visible: Option<Visible<'_>>,
-) -> Result<String> {
+) -> Result<String, E> {
     let excluding = match profile {
         Profile::Spec => "hidden items and node_modules",
         Profile::PythonSdk => "hidden items",

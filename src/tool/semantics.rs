@@ -1,6 +1,7 @@
 //! The six commands' semantics: a pure function from (tree, call) to (result text, change).
 //!
-//! Nothing here does I/O beyond reading the [`Tree`] it is given. The live write path, the verifier
+//! Nothing here does I/O beyond reading the [`Tree`] it is given, and nothing here fails but a
+//! read of it: the functions return the tree's own [`Tree::Error`], untouched. The live write path, the verifier
 //! and `ls --at` all call [`answer`], so a replay re-derives exactly the text the model was given.
 //!
 //! Both profiles share one code path; where they differ (the path echoed in messages, a few
@@ -13,7 +14,6 @@
 
 use std::fmt::Write as _;
 
-use crate::error::Result;
 use crate::hash::EventHash;
 use crate::paths::{MAX_PATH_BYTES, MAX_SEGMENT_BYTES, MemPath, PathRejection};
 use crate::policy::{ANY_AGENT, Access, AdminCommand, Policy, check_agent_id_under};
@@ -62,7 +62,15 @@ impl Answer {
 
 /// Answers `agent`'s call against `tree` under `semantics`: runs a parsed command under the
 /// access policy, re-parses a rejected input, or changes the policy.
-pub fn answer(tree: &dyn Tree, agent: &str, body: &Body, semantics: Semantics) -> Result<Answer> {
+///
+/// Every bad input gets an answer (an error text), so the only error is the tree's own: a read
+/// of `tree` that failed, returned as the tree gave it.
+pub fn answer<E>(
+    tree: &dyn Tree<Error = E>,
+    agent: &str,
+    body: &Body,
+    semantics: Semantics,
+) -> Result<Answer, E> {
     match body {
         Body::Tool(call) => {
             let root = match MemPath::root_under(&call.root, semantics) {
@@ -93,12 +101,12 @@ pub fn answer(tree: &dyn Tree, agent: &str, body: &Body, semantics: Semantics) -
 }
 
 /// Answers an admin command made by operator `by`.
-fn admin(
-    tree: &dyn Tree,
+fn admin<E>(
+    tree: &dyn Tree<Error = E>,
     by: &str,
     command: &AdminCommand,
     semantics: Semantics,
-) -> Result<Answer> {
+) -> Result<Answer, E> {
     match command {
         AdminCommand::Grant {
             agent,
@@ -117,13 +125,13 @@ fn admin(
 }
 
 /// Answers a grant of `access` to `agent` on `prefix`, or with `None` the revoke of that grant.
-fn acl(
-    tree: &dyn Tree,
+fn acl<E>(
+    tree: &dyn Tree<Error = E>,
     agent: &str,
     prefix: &str,
     access: Option<Access>,
     semantics: Semantics,
-) -> Result<Answer> {
+) -> Result<Answer, E> {
     if agent != ANY_AGENT {
         if let Err(msg) = check_agent_id_under(agent, semantics) {
             return Ok(Answer::err(format!(
@@ -170,15 +178,15 @@ fn acl(
 }
 
 /// Answers the issue of agent token `id` for `agent` by operator `by`.
-fn issue_token(
-    tree: &dyn Tree,
+fn issue_token<E>(
+    tree: &dyn Tree<Error = E>,
     by: &str,
     id: &str,
     agent: &str,
     label: &str,
     hash: EventHash,
     semantics: Semantics,
-) -> Result<Answer> {
+) -> Result<Answer, E> {
     let checked = check_id_under(id, semantics)
         .and_then(|()| check_token_agent_under(agent, semantics))
         .and_then(|()| check_label(label));
@@ -204,7 +212,12 @@ fn issue_token(
 }
 
 /// Answers the revocation of agent token `id` by operator `by`.
-fn revoke_token(tree: &dyn Tree, by: &str, id: &str, semantics: Semantics) -> Result<Answer> {
+fn revoke_token<E>(
+    tree: &dyn Tree<Error = E>,
+    by: &str,
+    id: &str,
+    semantics: Semantics,
+) -> Result<Answer, E> {
     if let Err(msg) = check_id_under(id, semantics) {
         return Ok(Answer::err(format!("Error: {msg}")));
     }
@@ -259,8 +272,8 @@ struct Named {
 }
 
 /// Everything one call runs with.
-struct Ctx<'a> {
-    tree: &'a dyn Tree,
+struct Ctx<'a, E> {
+    tree: &'a dyn Tree<Error = E>,
     root: &'a MemPath,
     profile: Profile,
     limits: Limits,
@@ -277,7 +290,7 @@ fn prefix(profile: Profile) -> &'static str {
     }
 }
 
-impl Ctx<'_> {
+impl<E> Ctx<'_, E> {
     fn name(&self, raw: &str) -> Result<Named, Answer> {
         match MemPath::resolve(raw, self.root) {
             Ok(path) => Ok(Named {
@@ -291,7 +304,7 @@ impl Ctx<'_> {
         }
     }
 
-    fn execute(&self, command: &Command) -> Result<Answer> {
+    fn execute(&self, command: &Command) -> Result<Answer, E> {
         macro_rules! name {
             ($raw:expr) => {
                 match self.name($raw) {
@@ -351,12 +364,12 @@ impl Ctx<'_> {
         }
     }
 
-    fn kind_of(&self, p: &MemPath) -> Result<Option<NodeKind>> {
+    fn kind_of(&self, p: &MemPath) -> Result<Option<NodeKind>, E> {
         Ok(self.probe(p)?.kind)
     }
 
     /// [`Tree::probe`], with the configured root always a directory.
-    fn probe(&self, p: &MemPath) -> Result<Probe> {
+    fn probe(&self, p: &MemPath) -> Result<Probe, E> {
         if p == self.root {
             return Ok(Probe {
                 kind: Some(NodeKind::Dir),
@@ -375,7 +388,7 @@ impl Ctx<'_> {
 
     /// Why the root cannot be listed, when a session with an enclosing root left a file at the
     /// root or above it.
-    fn unusable_root(&self) -> Result<Option<Answer>> {
+    fn unusable_root(&self) -> Result<Option<Answer>, E> {
         let root = self.root;
         let probe = self.tree.probe(root)?;
         let file = match (probe.kind, probe.file_above) {
@@ -394,7 +407,7 @@ impl Ctx<'_> {
     }
 
     /// The content of the file to edit, or the error for a missing path or a directory.
-    fn editable(&self, p: &Named, spec_missing: &str) -> Result<Result<String, Answer>> {
+    fn editable(&self, p: &Named, spec_missing: &str) -> Result<Result<String, Answer>, E> {
         if let Some(content) = self.tree.read(&p.path)? {
             return Ok(Ok(content));
         }
@@ -421,7 +434,7 @@ impl Ctx<'_> {
         })
     }
 
-    fn view(&self, p: &Named, range: Option<(i64, i64)>) -> Result<Answer> {
+    fn view(&self, p: &Named, range: Option<(i64, i64)>) -> Result<Answer, E> {
         if !self.policy.may_see(self.agent, &p.path) {
             return Ok(self.denied(p, Access::Read));
         }
@@ -519,7 +532,7 @@ impl Ctx<'_> {
         Answer::ok(header + &text, None)
     }
 
-    fn create(&self, p: &Named, text: &str) -> Result<Answer> {
+    fn create(&self, p: &Named, text: &str) -> Result<Answer, E> {
         let probe = self.probe(&p.path)?;
         if &p.path == self.root && self.profile == Profile::Spec && self.semantics.names_the_root()
         {
@@ -553,7 +566,7 @@ impl Ctx<'_> {
         ))
     }
 
-    fn str_replace(&self, p: &Named, old: &str, new: &str) -> Result<Answer> {
+    fn str_replace(&self, p: &Named, old: &str, new: &str) -> Result<Answer, E> {
         let content = match self.editable(p, ". Please provide a valid path.")? {
             Ok(content) => content,
             Err(answer) => return Ok(answer),
@@ -620,7 +633,7 @@ impl Ctx<'_> {
         ))
     }
 
-    fn insert(&self, p: &Named, line: i64, text: &str) -> Result<Answer> {
+    fn insert(&self, p: &Named, line: i64, text: &str) -> Result<Answer, E> {
         let content = match self.editable(p, "")? {
             Ok(content) => content,
             Err(answer) => return Ok(answer),
@@ -655,7 +668,7 @@ impl Ctx<'_> {
         ))
     }
 
-    fn delete(&self, p: &Named) -> Result<Answer> {
+    fn delete(&self, p: &Named) -> Result<Answer, E> {
         if &p.path == self.root {
             return Ok(Answer::err(format!(
                 "Cannot delete the {} directory itself",
@@ -677,7 +690,7 @@ impl Ctx<'_> {
         ))
     }
 
-    fn rename(&self, from: &Named, to: &Named) -> Result<Answer> {
+    fn rename(&self, from: &Named, to: &Named) -> Result<Answer, E> {
         let (old, new) = (&from.shown, &to.shown);
         if &from.path == self.root {
             return Ok(Answer::err(format!(

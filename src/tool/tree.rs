@@ -1,12 +1,14 @@
 //! The read-only view of the memory tree that the semantics core runs against, and the changes it
 //! asks for.
 //!
-//! The live sled projection, the write path's uncommitted overlay and the verifier's in-memory
-//! replay all implement [`Tree`], so one pure function answers live calls and re-answers them.
+//! The projection implements [`Tree`] over each of its key-value stores (the sled index, the
+//! writer's overlay of the changes not yet written to it, and the in-memory map a replay
+//! builds), so one pure function answers live calls and re-answers them. A tree names its own
+//! error type ([`Tree::Error`]): the core imports no storage and no storage error, and hands a
+//! failed read back to its caller as the tree returned it.
 
 use std::sync::Arc;
 
-use crate::error::Result;
 use crate::hash::EventHash;
 use crate::paths::MemPath;
 use crate::policy::{Access, Policy};
@@ -45,36 +47,45 @@ pub struct Probe {
 
 /// Read access to the tree.
 pub trait Tree {
+    /// What a read of the tree fails with: the storage's own error. The core never fails on its
+    /// own (every bad input gets an answer), so what it returns is this, handed back untouched.
+    type Error;
+
     /// Walks `path` from `/` once: what it names, and the file in the way if one is. The root is
     /// not special here: it exists only while a file lives under it (callers treat the configured
     /// root as always present).
-    fn probe(&self, path: &MemPath) -> Result<Probe>;
+    fn probe(&self, path: &MemPath) -> Result<Probe, Self::Error>;
 
     /// What `path` names, if anything.
-    fn kind(&self, path: &MemPath) -> Result<Option<NodeKind>> {
+    fn kind(&self, path: &MemPath) -> Result<Option<NodeKind>, Self::Error> {
         Ok(self.probe(path)?.kind)
     }
 
     /// A file's content, or `None` if `path` is not a file.
-    fn read(&self, path: &MemPath) -> Result<Option<String>>;
+    fn read(&self, path: &MemPath) -> Result<Option<String>, Self::Error>;
 
     /// A directory's children sorted by name (byte order, which is code-point order); empty if
     /// `path` is not a directory.
-    fn list(&self, path: &MemPath) -> Result<Vec<Entry>>;
+    fn list(&self, path: &MemPath) -> Result<Vec<Entry>, Self::Error>;
 
     /// The lines of a listing for the children of directory `path`, named `shown` in the text,
     /// when every entry is visible (the second level of a `view` of a directory): what
     /// [`Tree::list`] renders to. A tree may keep them while the directory is unchanged, so a
     /// listing of a large tree costs what changed since the last one.
-    fn child_lines(&self, path: &MemPath, shown: &str, profile: Profile) -> Result<Arc<str>> {
+    fn child_lines(
+        &self,
+        path: &MemPath,
+        shown: &str,
+        profile: Profile,
+    ) -> Result<Arc<str>, Self::Error> {
         Ok(crate::tool::render::child_lines(&self.list(path)?, shown, profile).into())
     }
 
     /// The access policy in force.
-    fn policy(&self) -> Result<Policy>;
+    fn policy(&self) -> Result<Policy, Self::Error>;
 
     /// The agent token with id `id`, revoked or not.
-    fn token(&self, id: &str) -> Result<Option<TokenRecord>>;
+    fn token(&self, id: &str) -> Result<Option<TokenRecord>, Self::Error>;
 }
 
 /// A change to the tree, produced by a successful mutating command.
