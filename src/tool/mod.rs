@@ -3,6 +3,11 @@
 //!
 //! Nothing under `tool/` does I/O except `server`, which hands each call to the client, and
 //! `request`, which reads one request from the reader it is given.
+//!
+//! Everything here but `server` is the top of the pure core: it imports only the core below it
+//! (`hash`, `semantics_version`, `paths`, `policy`; and, a debt `tests/layering.rs` lists, the
+//! agent-token rules), never `error`, the event format or storage. Its functions return the
+//! [`Tree`]'s own error.
 
 mod call;
 mod command;
