@@ -44,7 +44,8 @@ pub enum PathRejection {
     Escape,
     /// The path contains a control character (shown escaped).
     ControlCharacter(char),
-    /// The path contains an invisible character ([`is_invisible`]), shown as its code point.
+    /// The path contains an invisible character (a bidi control, a zero-width or another
+    /// default-ignorable character: the set `is_invisible` holds), shown as its code point.
     InvisibleCharacter(char),
     /// The path or one of its segments is too long.
     TooLong {
