@@ -169,14 +169,6 @@ impl ClientBuilder {
     /// A client of the server `file` names, acting as this builder's agent.
     #[cfg(feature = "client")]
     fn connect(self, file: ServerFile) -> Result<MnemoClient> {
-        if !crate::remote::fits_a_header(&self.agent) {
-            return Err(Error::InvalidArgument(format!(
-                "the store at {} is held by the mnemo server at {}, and the agent id {:?} cannot be sent to it (an HTTP header carries printable ASCII only); pick another agent id",
-                self.path.display(),
-                file.url,
-                self.agent
-            )));
-        }
         let remote = RemoteClient::new(file.url, file.token);
         crate::remote::stay_attached(&remote);
         Ok(MnemoClient {
@@ -285,15 +277,6 @@ impl MnemoClient {
     pub fn with_agent(&self, agent_id: impl Into<String>) -> Result<MnemoClient> {
         let agent = agent_id.into();
         check_agent(&agent)?;
-        #[cfg(feature = "client")]
-        if let Backend::Served(served) = &self.backend {
-            if !crate::remote::fits_a_header(&agent) {
-                return Err(Error::InvalidArgument(format!(
-                    "the agent id {agent:?} cannot be sent to the mnemo server at {} (an HTTP header carries printable ASCII only); pick another agent id",
-                    served.remote.url()
-                )));
-            }
-        }
         Ok(MnemoClient {
             backend: self.backend.clone(),
             agent: agent.into(),

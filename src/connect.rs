@@ -34,6 +34,15 @@ pub struct Start {
         default_value_t = 30.0
     )]
     pub idle_exit: f64,
+    /// Start no server when none holds the store: open it in this process, as a build without
+    /// the server does (the store is then this process's alone until it exits). A server that
+    /// already holds the store is still used.
+    #[arg(
+        long = "no-start",
+        env = "MNEMO_NO_START",
+        value_parser = clap::builder::FalseyValueParser::new()
+    )]
+    pub no_start: bool,
 }
 
 type Failure = Box<dyn std::error::Error>;
@@ -189,12 +198,7 @@ mod served {
         change: &Change,
         local: impl FnOnce() -> CliResult,
     ) -> CliResult {
-        let served = |client: &RemoteClient| {
-            if !fits_a_header(operator) {
-                return Ok(Err(format!("the operator name {operator:?} cannot be sent to the server that holds the store (an HTTP header carries printable ASCII only); pick another --as").into()));
-            }
-            apply(&client.with_agent(operator), change)
-        };
+        let served = |client: &RemoteClient| apply(&client.with_agent(operator), change);
         through(db, remote, served, local)
     }
 
@@ -308,9 +312,9 @@ mod served {
     }
 
     /// The server connection of a `tool` or `mcp` session: to --connect's server, or to the
-    /// server of --db, started now (and again when it goes away) when none runs. `None` for an
-    /// agent id an HTTP header cannot carry (not printable ASCII), or when no server could be
-    /// started: that session opens the store itself, as a build without the server does.
+    /// server of --db, started now (and again when it goes away) when none runs. `None` under
+    /// `--no-start`, or when no server could be started: that session opens the store itself,
+    /// as a build without the server does.
     pub fn session_link(
         session: &Session,
         remote: &Remote,
@@ -321,18 +325,15 @@ mod served {
         if let Some(url) = &remote.connect {
             let client = RemoteClient::new(url.clone(), token(remote)?);
             let client = match agent {
-                Some(agent) if !fits_a_header(&agent) => {
-                    return Err(format!("the agent id {agent:?} cannot be sent to a server (an HTTP header carries printable ASCII only); pick another --agent").into());
-                }
                 Some(agent) => client.with_agent(agent),
                 None => client,
             };
             return Ok(Some(Link::fixed(client)));
         }
-        let agent = agent.unwrap_or_else(|| default_agent.to_string());
-        if !fits_a_header(&agent) {
+        if start.no_start {
             return Ok(None);
         }
+        let agent = agent.unwrap_or_else(|| default_agent.to_string());
         let launch = Launch {
             exe: std::env::current_exe()
                 .map_err(|e| format!("cannot find the mnemo binary to start a server ({e})"))?,
@@ -347,13 +348,6 @@ mod served {
                 Ok(None)
             }
         }
-    }
-
-    /// Whether `agent` can be sent as `X-Mnemo-Agent` unchanged.
-    fn fits_a_header(agent: &str) -> bool {
-        !agent.starts_with(' ')
-            && !agent.ends_with(' ')
-            && agent.bytes().all(|b| b.is_ascii_graphic() || b == b' ')
     }
 
     /// The `serve` options that give a started server this session's answers.

@@ -410,6 +410,11 @@ fn run_man(out: Option<&Path>) -> CliResult {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    #[cfg(feature = "client")]
+    if let Err(why) = mnemo::RemoteClient::answer_wait() {
+        eprintln!("error: {why}");
+        return ExitCode::from(2);
+    }
     let result = match cli.command {
         Cmd::Demo { db } => run_demo(db),
         Cmd::Completions { shell } => run_completions(shell),

@@ -29,6 +29,32 @@ use crate::writer::Receipt;
 /// How long a connection attempt waits.
 const CONNECT_WAIT: Duration = Duration::from_secs(5);
 
+/// How long a request waits for the server's answer (its headers, and then its whole body)
+/// unless `MNEMO_ANSWER_WAIT` says otherwise: long enough for a large import or a busy disk,
+/// short enough that a stopped or wedged server fails the call instead of hanging it.
+pub const ANSWER_WAIT: Duration = Duration::from_secs(120);
+
+/// The environment variable that sets [`ANSWER_WAIT`] for this process, in seconds.
+pub const ANSWER_WAIT_VAR: &str = "MNEMO_ANSWER_WAIT";
+
+/// The wait for an answer: `MNEMO_ANSWER_WAIT` seconds (a positive number, fractions allowed)
+/// when set to one, else [`ANSWER_WAIT`]; an error that says what is valid otherwise.
+fn answer_wait() -> Result<Duration, String> {
+    let Some(raw) = std::env::var_os(ANSWER_WAIT_VAR) else {
+        return Ok(ANSWER_WAIT);
+    };
+    let text = raw.to_string_lossy();
+    match text.trim().parse::<f64>() {
+        Ok(secs) if secs.is_finite() && secs > 0.0 && secs <= 86_400.0 => {
+            Ok(Duration::from_secs_f64(secs))
+        }
+        _ => Err(format!(
+            "{ANSWER_WAIT_VAR}={text:?} is not a number of seconds between 0 and 86400 (such as 30 or 0.5); unset it to wait the default {} s",
+            ANSWER_WAIT.as_secs()
+        )),
+    }
+}
+
 /// Why a call to the server failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -42,6 +68,19 @@ pub enum RemoteError {
         url: String,
         /// What the connection attempt met.
         why: String,
+    },
+
+    /// The server took the request but did not answer within the wait (`MNEMO_ANSWER_WAIT`,
+    /// default [`ANSWER_WAIT`]): it is stopped, wedged or overloaded. The call may or may not
+    /// have been applied.
+    #[error(
+        "the mnemo server at {url} did not answer within {waited_secs} s (is it stopped or overloaded?); the call may or may not have been applied, so check (`mnemo log`) before you retry, or wait longer with {ANSWER_WAIT_VAR}=SECONDS"
+    )]
+    Unanswered {
+        /// The server's base URL.
+        url: String,
+        /// How long the request waited, in seconds.
+        waited_secs: f64,
     },
 
     /// The connection broke after the request was sent: the call may or may not have been
@@ -137,6 +176,8 @@ pub struct RemoteClient {
     token: String,
     agent: Option<String>,
     http: ureq::Agent,
+    /// How long a request waits for the answer.
+    wait: Duration,
 }
 
 impl std::fmt::Debug for RemoteClient {
@@ -151,20 +192,35 @@ impl std::fmt::Debug for RemoteClient {
 impl RemoteClient {
     /// A client of the server at `url` (such as `http://127.0.0.1:41234`) presenting `token`.
     /// Makes no request: the first call finds out whether the server is there.
+    ///
+    /// Each request waits [`RemoteClient::answer_wait`] for the answer, then fails with
+    /// [`RemoteError::Unanswered`].
     pub fn new(url: impl Into<String>, token: impl Into<String>) -> RemoteClient {
+        let wait = RemoteClient::answer_wait().unwrap_or(ANSWER_WAIT);
         let config = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .timeout_connect(Some(CONNECT_WAIT))
+            .timeout_recv_response(Some(wait))
+            .timeout_recv_body(Some(wait))
             .build();
         RemoteClient {
             url: url.into().trim_end_matches('/').to_string(),
             token: token.into(),
             agent: None,
             http: ureq::Agent::new_with_config(config),
+            wait,
         }
     }
 
-    /// The same server and token, acting as `agent` (sent as `X-Mnemo-Agent`).
+    /// How long this process's clients wait for an answer: `MNEMO_ANSWER_WAIT` seconds when
+    /// set, else [`ANSWER_WAIT`]. An unusable value is an error that says what is valid (a
+    /// client made meanwhile waits the default); the `mnemo` binary refuses to start with one.
+    pub fn answer_wait() -> Result<Duration, String> {
+        answer_wait()
+    }
+
+    /// The same server and token, acting as `agent` (sent as `X-Mnemo-Agent`, or
+    /// percent-encoded as `X-Mnemo-Agent-Encoded` when no header could carry it as it is).
     pub fn with_agent(&self, agent: impl Into<String>) -> RemoteClient {
         RemoteClient {
             agent: Some(agent.into()),
@@ -192,7 +248,8 @@ impl RemoteClient {
     fn authorize<B>(&self, mut request: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
         request = request.header("Authorization", format!("Bearer {}", self.token));
         if let Some(agent) = &self.agent {
-            request = request.header("X-Mnemo-Agent", agent.as_str());
+            let (name, value) = agent_header(agent);
+            request = request.header(name, value);
         }
         request
     }
@@ -235,9 +292,15 @@ impl RemoteClient {
             .into_body()
             .into_reader()
             .read_to_end(&mut body)
-            .map_err(|e| RemoteError::Interrupted {
-                url: self.url.clone(),
-                why: e.to_string(),
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::TimedOut => RemoteError::Unanswered {
+                    url: self.url.clone(),
+                    waited_secs: self.wait.as_secs_f64(),
+                },
+                _ => RemoteError::Interrupted {
+                    url: self.url.clone(),
+                    why: e.to_string(),
+                },
             })?;
         Ok((status, body))
     }
@@ -279,6 +342,12 @@ impl RemoteClient {
                     | std::io::ErrorKind::NotFound
             ),
             ureq::Error::Timeout(ureq::Timeout::Connect | ureq::Timeout::Resolve) => true,
+            ureq::Error::Timeout(_) => {
+                return RemoteError::Unanswered {
+                    url,
+                    waited_secs: self.wait.as_secs_f64(),
+                };
+            }
             _ => false,
         };
         if never_sent {
@@ -601,7 +670,13 @@ impl RemoteClient {
         let spawned = std::thread::Builder::new()
             .name("mnemo-attach".into())
             .spawn(move || {
-                let request = client.http.get(format!("{}/v1/attach", client.url));
+                // The heartbeats last as long as the server: only the headers are waited for.
+                let request = client
+                    .http
+                    .get(format!("{}/v1/attach", client.url))
+                    .config()
+                    .timeout_recv_body(None)
+                    .build();
                 match client.authorize(request).call() {
                     Ok(response) if response.status().is_success() => {
                         // Heartbeats until the server stops or this process exits.
@@ -700,12 +775,66 @@ impl Answering {
     }
 }
 
-/// Whether `agent` can be sent as `X-Mnemo-Agent` unchanged: printable ASCII, no space at
-/// either end.
-pub(crate) fn fits_a_header(agent: &str) -> bool {
-    !agent.starts_with(' ')
+/// The header that names the acting agent when its id is printable ASCII with no space at
+/// either end (as most are): the id itself.
+pub(crate) const AGENT_HEADER: &str = "X-Mnemo-Agent";
+
+/// The header that names any other agent id (non-ASCII, or spaces at an end, which an HTTP
+/// header would lose): its UTF-8 bytes percent-encoded, every byte outside `A-Z a-z 0-9 - . _ ~`
+/// as `%XX`. A request carries one of the two headers, never both.
+pub(crate) const AGENT_ENCODED_HEADER: &str = "X-Mnemo-Agent-Encoded";
+
+/// The header, and its value, that carries `agent` to the server.
+pub(crate) fn agent_header(agent: &str) -> (&'static str, String) {
+    let plain = !agent.starts_with(' ')
         && !agent.ends_with(' ')
-        && agent.bytes().all(|b| b.is_ascii_graphic() || b == b' ')
+        && agent.bytes().all(|b| b.is_ascii_graphic() || b == b' ');
+    if plain {
+        return (AGENT_HEADER, agent.to_string());
+    }
+    let mut encoded = String::with_capacity(agent.len() * 3);
+    for b in agent.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            encoded.push(char::from(b));
+        } else {
+            encoded.push_str(&format!("%{b:02X}"));
+        }
+    }
+    (AGENT_ENCODED_HEADER, encoded)
+}
+
+/// The agent id an [`AGENT_ENCODED_HEADER`] value carries; an error that says what is wrong.
+pub(crate) fn decode_agent(value: &[u8]) -> Result<String, String> {
+    const HOW: &str = "send the agent id's UTF-8 bytes with every byte outside A-Z a-z 0-9 - . _ ~ written as %XX";
+    let hex = |b: u8| char::from(b).to_digit(16);
+    let mut bytes = Vec::with_capacity(value.len());
+    let mut at = 0;
+    while at < value.len() {
+        match value[at] {
+            b'%' => {
+                let pair = value
+                    .get(at + 1..at + 3)
+                    .and_then(|pair| Some(u8::try_from(hex(pair[0])? * 16 + hex(pair[1])?).ok()?));
+                let Some(byte) = pair else {
+                    return Err(format!(
+                        "a % at byte {at} is not followed by two hex digits; {HOW}"
+                    ));
+                };
+                bytes.push(byte);
+                at += 3;
+            }
+            b if b.is_ascii_alphanumeric() || b"-._~".contains(&b) => {
+                bytes.push(b);
+                at += 1;
+            }
+            b => {
+                return Err(format!(
+                    "byte {b:#04x} at {at} must be percent-encoded; {HOW}"
+                ));
+            }
+        }
+    }
+    String::from_utf8(bytes).map_err(|_| format!("the decoded bytes are not UTF-8; {HOW}"))
 }
 
 /// The servers this process holds an attachment to (see [`RemoteClient::attach`]), each with
@@ -724,5 +853,45 @@ pub(crate) fn stay_attached(client: &RemoteClient) {
     if !attached.iter().any(|(held, _)| held.same_server(client)) {
         let up = client.attach();
         attached.push((client.clone(), up));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn plain_ids_go_as_they_are_and_others_encoded() {
+        assert_eq!(
+            agent_header("planner-2"),
+            (AGENT_HEADER, "planner-2".into())
+        );
+        assert_eq!(agent_header("a b"), (AGENT_HEADER, "a b".into()));
+        assert_eq!(
+            agent_header(" José"),
+            (AGENT_ENCODED_HEADER, "%20Jos%C3%A9".into())
+        );
+    }
+
+    #[test]
+    fn malformed_encodings_are_refused_with_what_to_send() {
+        for bad in [&b"%"[..], b"%4", b"%zz", b"a b", b"%C3", b"\xff", b"%+1"] {
+            let why = decode_agent(bad).expect_err("refused");
+            assert!(why.contains("%XX"), "{why}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn every_id_decodes_to_itself(agent in any::<String>()) {
+            let (name, value) = agent_header(&agent);
+            if name == AGENT_ENCODED_HEADER {
+                prop_assert!(value.bytes().all(|b| b.is_ascii_graphic()));
+                prop_assert_eq!(decode_agent(value.as_bytes()), Ok(agent));
+            } else {
+                prop_assert_eq!(value, agent);
+            }
+        }
     }
 }

@@ -15,7 +15,7 @@ use mnemo::tool::request::read_request;
 use mnemo::{Durability, MnemoClient, MnemoMemoryToolServer};
 use serde_json::{Value, json};
 
-use crate::support::{TempStore, mnemo_command, run_mnemo_env, spawn_piped};
+use crate::support::{TempStore, run_command, served_command, spawn_piped};
 
 // acl and token commands through the server.
 mod admin;
@@ -24,9 +24,10 @@ mod processes;
 
 const WAIT: Duration = Duration::from_secs(30);
 
-/// Runs `mnemo args...` with `stdin` and the variables `env`, no other MNEMO_* from outside.
+/// Runs `mnemo args...` with `stdin` and the variables `env`, no other MNEMO_* from outside:
+/// `tool` and `mcp` reach or start the store's server.
 pub fn mnemo(args: &[&str], env: &[(&str, &str)], stdin: &[u8]) -> Output {
-    run_mnemo_env(args, env, stdin)
+    run_command(served_command(args, env), stdin)
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -81,7 +82,7 @@ pub struct Session {
 
 impl Session {
     pub fn start(args: &[&str], env: &[(&str, &str)]) -> Session {
-        let (child, stdin, stdout) = spawn_piped(mnemo_command(args, env));
+        let (child, stdin, stdout) = spawn_piped(served_command(args, env));
         Session {
             child,
             stdin,
@@ -247,27 +248,156 @@ fn tool_through_a_server_it_started_prints_what_a_local_session_prints() {
     );
 }
 
-/// An agent id no HTTP header can carry: the session opens the store itself, as before.
+/// Agent ids no HTTP header carries as they are (non-ASCII, a space at an end) reach the server
+/// percent-encoded and are recorded exactly; `--as` of an admin command too.
 #[test]
-fn an_agent_id_a_header_cannot_carry_opens_the_store_in_the_process() {
+fn agent_ids_no_header_carries_as_they_are_go_through_the_server_unchanged() {
     let store = TempStore::new();
     let db = store.path();
-    let agent = "ag\u{202e}ent";
+    for (n, agent) in ["ag\u{202e}ent", "José", " padded ", "100%"]
+        .iter()
+        .enumerate()
+    {
+        let input = format!(
+            "{}\n",
+            json!({"command": "create", "path": format!("/memories/u{n}.md"), "file_text": "u"})
+        );
+        let out = mnemo(
+            &["tool", "--db", db_arg(&db), "--agent", agent],
+            &[],
+            input.as_bytes(),
+        );
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert!(text(&out.stdout).contains("File created successfully"));
+        assert!(
+            ServerFile::path(&db).exists(),
+            "{agent:?}: a server holds the store"
+        );
+    }
+    let grant = mnemo(
+        &[
+            "acl",
+            "grant",
+            "--db",
+            db_arg(&db),
+            "--as",
+            "Zoë",
+            "--agent",
+            "*",
+            "--prefix",
+            "/memories",
+            "--access",
+            "read",
+        ],
+        &[],
+        b"",
+    );
+    assert!(grant.status.success(), "{}", text(&grant.stderr));
+    stop_server(&db);
+    let log = mnemo(&["log", "--db", db_arg(&db), "--json"], &[], b"");
+    let agents: Vec<String> = text(&log.stdout)
+        .lines()
+        .map(|line| {
+            let event: Value = serde_json::from_str(line).expect("an event");
+            event["agent"].as_str().expect("an agent").to_string()
+        })
+        .collect();
+    assert_eq!(agents, ["ag\u{202e}ent", "José", " padded ", "100%", "Zoë"]);
+}
+
+/// A stopped server (SIGSTOP: its port open, nothing answering) fails a client's call after
+/// `MNEMO_ANSWER_WAIT` seconds with an error that says so, instead of hanging it; an unusable
+/// wait is refused before anything runs.
+#[test]
+fn a_stopped_server_fails_the_call_after_the_answer_wait() {
+    let store = TempStore::new();
+    let db = store.path();
+    let mut session = tool(&db, &[]);
+    let created = session.call(
+        &json!({"command": "create", "path": "/memories/a.md", "file_text": "a"}).to_string(),
+    );
+    assert!(created["is_error"].is_null(), "{created}");
+    let file = server_of(&db);
+    signal("-STOP", file.pid);
+    let started = Instant::now();
+    let env = [("MNEMO_ANSWER_WAIT", "1")];
+    let log = mnemo(&["log", "--db", db_arg(&db)], &env, b"");
+    let grant = mnemo(
+        &[
+            "acl",
+            "grant",
+            "--db",
+            db_arg(&db),
+            "--agent",
+            "x",
+            "--prefix",
+            "/memories",
+            "--access",
+            "read",
+        ],
+        &env,
+        b"",
+    );
+    let waited = started.elapsed();
+    signal("-CONT", file.pid);
+    for out in [&log, &grant] {
+        assert_ne!(out.status.code(), Some(0), "{out:?}");
+        let err = text(&out.stderr);
+        assert!(err.contains("did not answer within 1 s"), "{err}");
+        assert!(err.contains("may or may not have been applied"), "{err}");
+    }
+    assert!(
+        waited < WAIT,
+        "both calls gave up within the wait, not after {waited:?}"
+    );
+    // The server goes on once continued; the session still works.
+    let viewed = session.call(&json!({"command": "view", "path": "/memories/a.md"}).to_string());
+    assert!(viewed["is_error"].is_null(), "{viewed}");
+    for bad in ["0", "-1", "soon", "1e9"] {
+        let out = mnemo(
+            &["ls", "--db", db_arg(&db)],
+            &[("MNEMO_ANSWER_WAIT", bad)],
+            b"",
+        );
+        assert_eq!(out.status.code(), Some(2), "{bad}: {out:?}");
+        assert!(text(&out.stderr).contains("MNEMO_ANSWER_WAIT"), "{bad}");
+    }
+    drop(session);
+    stop_server(&db);
+}
+
+/// `--no-start` (or `MNEMO_NO_START=1`) opens the store in the process, as a build without
+/// the server does: no server file appears; a store a server already holds is reached through
+/// it.
+#[test]
+fn no_start_opens_the_store_in_the_process() {
+    let store = TempStore::new();
+    let db = store.path();
     let input = format!(
         "{}\n",
-        json!({"command": "create", "path": "/memories/u.md", "file_text": "u"})
+        json!({"command": "create", "path": "/memories/a.md", "file_text": "a"})
     );
-    let out = mnemo(
-        &["tool", "--db", db_arg(&db), "--agent", agent],
+    let alone = mnemo(
+        &["tool", "--db", db_arg(&db), "--no-start"],
         &[],
         input.as_bytes(),
     );
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(text(&out.stdout).contains("File created successfully"));
+    assert!(alone.status.success(), "{}", text(&alone.stderr));
     assert!(!ServerFile::path(&db).exists(), "no server was started");
-    let log = mnemo(&["log", "--db", db_arg(&db), "--json"], &[], b"");
-    let event: Value = serde_json::from_slice(&log.stdout).expect("one event");
-    assert_eq!(event["agent"], agent);
+    let mut session = tool(&db, &[]);
+    let viewed = session.call(&json!({"command": "view", "path": "/memories/a.md"}).to_string());
+    assert!(viewed["is_error"].is_null(), "{viewed}");
+    let file = server_of(&db);
+    let held = mnemo(
+        &["tool", "--db", db_arg(&db)],
+        &[("MNEMO_NO_START", "1")],
+        input.as_bytes(),
+    );
+    assert!(held.status.success(), "{held:?}");
+    assert!(text(&held.stdout).contains("already exists"), "{held:?}");
+    assert_eq!(server_of(&db).pid, file.pid, "the same server answered");
+    drop(session);
+    stop_server(&db);
 }
 
 #[test]

@@ -352,6 +352,8 @@ impl Case<'_> {
             }
         };
         cmd.args(args);
+        // `tool` opens the hostile copy itself in every build, as the cases expect.
+        cmd.env("MNEMO_NO_START", "1");
         for (k, v) in env {
             cmd.env(k, v);
         }

@@ -85,11 +85,30 @@ pub fn run_mnemo(args: &[&str], stdin: &str) -> Output {
     run_mnemo_bytes(args, stdin.as_bytes())
 }
 
-/// `mnemo args...` with the variables `env` and no other `MNEMO_*` variable from outside.
+/// `mnemo args...` with the variables `env` and no other `MNEMO_*` variable from outside:
+/// `tool` and `mcp` open the store in their own process (`MNEMO_NO_START`), as in a build
+/// without the server, so every suite means the same in every build; the suites about
+/// servers use [`served_command`].
 pub fn mnemo_command(args: &[&str], env: &[(&str, &str)]) -> Command {
+    let mut command = served_command(args, &[]);
+    command.env("MNEMO_NO_START", "1");
+    command.envs(env.iter().copied());
+    command
+}
+
+/// [`mnemo_command`], but `tool` and `mcp` reach (or start) the server that holds the store,
+/// as they do by default in a build with `--features serve`.
+pub fn served_command(args: &[&str], env: &[(&str, &str)]) -> Command {
     let mut command = Command::new(mnemo_bin());
     command.args(args);
-    for name in ["MNEMO_DB", "MNEMO_URL", "MNEMO_TOKEN", "MNEMO_IDLE_EXIT"] {
+    for name in [
+        "MNEMO_DB",
+        "MNEMO_URL",
+        "MNEMO_TOKEN",
+        "MNEMO_IDLE_EXIT",
+        "MNEMO_NO_START",
+        "MNEMO_ANSWER_WAIT",
+    ] {
         command.env_remove(name);
     }
     command.envs(env.iter().copied());
@@ -123,8 +142,13 @@ pub fn run_mnemo_bytes(args: &[&str], stdin: &[u8]) -> Output {
 
 /// [`run_mnemo_bytes`] with the variables `env` set.
 pub fn run_mnemo_env(args: &[&str], env: &[(&str, &str)], stdin: &[u8]) -> Output {
+    run_command(mnemo_command(args, env), stdin)
+}
+
+/// Runs `command` with `stdin` and returns its output.
+pub fn run_command(mut command: Command, stdin: &[u8]) -> Output {
     use std::io::Write;
-    let mut child = mnemo_command(args, env)
+    let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -22,10 +22,14 @@ use std::sync::Arc;
 use axum::http::HeaderMap;
 use axum::http::header::{AUTHORIZATION, HOST, ORIGIN};
 
+use crate::remote::decode_agent;
 use crate::token::{TokenRecord, Verdict};
 
 /// The header an operator names the acting agent in.
 pub const AGENT_HEADER: &str = "x-mnemo-agent";
+
+/// The header that names an agent id no header carries as it is, percent-encoded.
+pub const AGENT_ENCODED_HEADER: &str = "x-mnemo-agent-encoded";
 
 /// Who presented the bearer token.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -146,13 +150,8 @@ impl Authority {
     pub fn caller(&self, headers: &HeaderMap, default_agent: &str) -> Result<Caller, Refusal> {
         let token = bearer(headers)?;
         let principal = self.principal(token)?;
-        let named = match headers.get(AGENT_HEADER) {
-            None => None,
-            Some(value) => Some(value.to_str().map_err(|_| {
-                Refusal::BadRequest("the X-Mnemo-Agent header is not visible ASCII".into())
-            })?),
-        };
-        let agent = match (&principal, named) {
+        let named = named_agent(headers)?;
+        let agent = match (&principal, named.as_deref()) {
             (Principal::Operator, Some(name)) => name.to_string(),
             (Principal::Operator, None) => default_agent.to_string(),
             (Principal::Agent(own), Some(name)) if name != own => {
@@ -163,6 +162,27 @@ impl Authority {
             (Principal::Agent(own), _) => own.clone(),
         };
         Ok(Caller { principal, agent })
+    }
+}
+
+/// The agent a request names: `X-Mnemo-Agent` as it is, or `X-Mnemo-Agent-Encoded`
+/// percent-decoded (for an id no header carries as it is); never both, never twice.
+pub(crate) fn named_agent(headers: &HeaderMap) -> Result<Option<String>, Refusal> {
+    let plain: Vec<_> = headers.get_all(AGENT_HEADER).iter().collect();
+    let encoded: Vec<_> = headers.get_all(AGENT_ENCODED_HEADER).iter().collect();
+    match (plain.as_slice(), encoded.as_slice()) {
+        ([], []) => Ok(None),
+        ([value], []) => value.to_str().map(|name| Some(name.to_string())).map_err(|_| {
+            Refusal::BadRequest(
+                "the X-Mnemo-Agent header is not visible ASCII; send an agent id outside it percent-encoded in X-Mnemo-Agent-Encoded".into(),
+            )
+        }),
+        ([], [value]) => decode_agent(value.as_bytes())
+            .map(Some)
+            .map_err(|why| Refusal::BadRequest(format!("the X-Mnemo-Agent-Encoded header: {why}"))),
+        _ => Err(Refusal::BadRequest(
+            "name the agent once: one X-Mnemo-Agent or one X-Mnemo-Agent-Encoded header".into(),
+        )),
     }
 }
 

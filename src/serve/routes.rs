@@ -42,7 +42,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::auth::{AGENT_HEADER, Caller, Refusal};
+use super::auth::{Caller, Refusal, named_agent};
 use super::{Shared, refuse};
 use crate::client::MnemoClient;
 use crate::event::Seq;
@@ -509,13 +509,14 @@ async fn admin_body<T: serde::de::DeserializeOwned>(
 }
 
 /// The client an admin change is recorded through: as the name the operator gave in
-/// `X-Mnemo-Agent` (`mnemo acl grant --as NAME` sends it), else as [`OPERATOR`].
+/// `X-Mnemo-Agent` or `X-Mnemo-Agent-Encoded` (`mnemo acl grant --as NAME` sends it), else as
+/// [`OPERATOR`].
 fn operator_client(shared: &Shared, headers: &HeaderMap) -> Result<MnemoClient, Failure> {
-    let name = match headers.get(AGENT_HEADER) {
-        // The caller was authenticated with this header, so it is visible ASCII.
-        Some(value) => value.to_str().unwrap_or(OPERATOR),
-        None => OPERATOR,
-    };
+    // The caller was authenticated with these headers, so they name at most one agent.
+    let name = named_agent(headers)
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| OPERATOR.to_string());
     Ok(shared.client().with_agent(name)?)
 }
 
