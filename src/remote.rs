@@ -814,7 +814,7 @@ pub(crate) fn decode_agent(value: &[u8]) -> Result<String, String> {
             b'%' => {
                 let pair = value
                     .get(at + 1..at + 3)
-                    .and_then(|pair| Some(u8::try_from(hex(pair[0])? * 16 + hex(pair[1])?).ok()?));
+                    .and_then(|pair| u8::try_from(hex(pair[0])? * 16 + hex(pair[1])?).ok());
                 let Some(byte) = pair else {
                     return Err(format!(
                         "a % at byte {at} is not followed by two hex digits; {HOW}"
