@@ -2,10 +2,18 @@
 
 #![allow(dead_code)]
 
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use mnemo::{Body, Durability, MnemoClient, MnemoMemoryToolServer, Seq};
+use mnemo::replay::Replay;
+use mnemo::tool::intake::{result_id, tool_result};
+use mnemo::tool::request::Request;
+use mnemo::tool::{Intake, Logged, Semantics, Tree};
+use mnemo::{
+    Access, Body, Durability, Event, EventHash, Header, MEMORY_TAG, MemKv, MemPath, MemoryRecord,
+    MnemoClient, MnemoMemoryToolServer, Outcome, Profile, Seq,
+};
 use serde_json::Value;
 
 /// A store in a temporary directory, removed on drop.
@@ -61,8 +69,12 @@ pub fn open_store(path: &Path) -> mnemo::Store {
 }
 
 /// Runs a command input through a server and returns (content, is_error).
-pub fn call(server: &MnemoMemoryToolServer, input: Value) -> (String, bool) {
-    let out = server.handle(&input);
+pub fn call(server: &(impl Host + ?Sized), input: Value) -> (String, bool) {
+    outcome(&server.handle(&input))
+}
+
+/// A `tool_result` block's content and error flag (the test fails on any other shape).
+pub fn outcome(out: &Value) -> (String, bool) {
     let content = out["content"]
         .as_str()
         .expect("tool_result content is a string")
@@ -320,4 +332,285 @@ pub fn checksums(dir: &Path) -> std::collections::BTreeMap<PathBuf, String> {
         }
     }
     out
+}
+
+/// Where a test's calls are answered: the pure core over an in-memory tree ([`PureServer`]),
+/// or a live server over a sled store ([`SledServer`], [`MnemoMemoryToolServer`]). Both take
+/// requests in through the same [`Intake`] and answer them through the same projection code.
+pub trait Host {
+    /// What the host is, for failure messages.
+    fn name(&self) -> &'static str;
+
+    /// The `tool_result` block for a `tool_use` block or a bare input.
+    fn handle(&self, block: &Value) -> Value;
+
+    /// The `tool_result` block for one request's raw bytes.
+    fn handle_bytes(&self, bytes: &[u8]) -> Value;
+
+    /// The `tool_result` block for one line of text.
+    fn handle_line(&self, line: &str) -> Value {
+        self.handle_bytes(line.as_bytes())
+    }
+
+    /// Every file the agent may read, in path order.
+    fn files(&self) -> Vec<MemoryRecord>;
+
+    /// The content of the file at canonical path `path`, if there is one.
+    fn file(&self, path: &str) -> Option<String> {
+        self.files()
+            .into_iter()
+            .find(|r| r.path == path)
+            .map(|r| r.content)
+    }
+
+    /// Why the log of the calls answered so far is not `calls` events that answer again as
+    /// they did, if it is not.
+    fn log_problem(&self, calls: u64) -> Option<String>;
+}
+
+impl Host for MnemoMemoryToolServer {
+    fn name(&self) -> &'static str {
+        "sled"
+    }
+
+    fn handle(&self, block: &Value) -> Value {
+        MnemoMemoryToolServer::handle(self, block)
+    }
+
+    fn handle_bytes(&self, bytes: &[u8]) -> Value {
+        MnemoMemoryToolServer::handle_bytes(self, bytes)
+    }
+
+    fn files(&self) -> Vec<MemoryRecord> {
+        self.client()
+            .records_by_tag(MEMORY_TAG)
+            .expect("list the files of a sled store")
+    }
+
+    fn file(&self, path: &str) -> Option<String> {
+        self.client()
+            .record(path)
+            .expect("read a record of a sled store")
+            .map(|r| r.content)
+    }
+
+    fn log_problem(&self, calls: u64) -> Option<String> {
+        match self.client().verify() {
+            Ok(report) if report.is_intact() && report.events == calls => None,
+            Ok(report) => Some(format!(
+                "verify: {} with {} events for {calls} calls: {:?}",
+                report.status(),
+                report.events,
+                report.violations
+            )),
+            Err(e) => Some(format!("verify failed: {e}")),
+        }
+    }
+}
+
+/// A live server over a fresh sled store of its own (removed on drop).
+pub struct SledServer {
+    // Declared first so that it closes before its directory is removed.
+    pub server: MnemoMemoryToolServer,
+    pub store: TempStore,
+}
+
+impl SledServer {
+    /// A server that takes requests in as `intake` does, over a fresh store.
+    pub fn new(intake: &Intake) -> SledServer {
+        let store = TempStore::new();
+        let server = MnemoMemoryToolServer::builder(store.client())
+            .root(intake.root())
+            .profile(intake.profile())
+            .limits(intake.limits())
+            .build()
+            .expect("build a server with a valid root");
+        SledServer { server, store }
+    }
+}
+
+impl Host for SledServer {
+    fn name(&self) -> &'static str {
+        self.server.name()
+    }
+
+    fn handle(&self, block: &Value) -> Value {
+        self.server.handle(block)
+    }
+
+    fn handle_bytes(&self, bytes: &[u8]) -> Value {
+        self.server.handle_bytes(bytes)
+    }
+
+    fn files(&self) -> Vec<MemoryRecord> {
+        self.server.files()
+    }
+
+    fn file(&self, path: &str) -> Option<String> {
+        Host::file(&self.server, path)
+    }
+
+    fn log_problem(&self, calls: u64) -> Option<String> {
+        self.server.log_problem(calls)
+    }
+}
+
+/// The agent every harness answers as (the one [`TempStore::client`] opens as).
+pub const AGENT: &str = "test-agent";
+
+/// The memory tool on the pure core over an in-memory tree: no sled, no files, no threads. A
+/// request goes through the server's own [`Intake`] (the request limits and parsing), becomes an
+/// event, and is answered by the replay engine the verifier re-answers events with
+/// ([`Replay::apply`] on [`Replay::in_memory_with_listings`]); its result block is made as the
+/// server makes it. So it gives the live server's (text, is_error) for every call.
+pub struct PureServer {
+    intake: Intake,
+    state: RefCell<PureState>,
+}
+
+struct PureState {
+    replay: Replay<MemKv>,
+    /// Every event answered, encoded, with the outcome it was answered with.
+    log: Vec<Vec<u8>>,
+}
+
+impl PureServer {
+    /// The defaults of a server: root `/memories`, profile `spec`, default limits.
+    pub fn new() -> PureServer {
+        PureServer::with(&spec())
+    }
+
+    /// A server that takes requests in as `intake` does.
+    pub fn with(intake: &Intake) -> PureServer {
+        PureServer {
+            intake: intake.clone(),
+            state: RefCell::new(PureState {
+                replay: Replay::in_memory_with_listings(),
+                log: Vec::new(),
+            }),
+        }
+    }
+
+    /// The `tool_result` block for a request as [`mnemo::tool::request::read_request`] read it.
+    pub fn handle_request(&self, request: &Request) -> Value {
+        self.answer(self.intake.request(request))
+    }
+
+    fn answer(&self, logged: Logged) -> Value {
+        let Logged { tool_use_id, body } = logged;
+        let mut state = self.state.borrow_mut();
+        let seq = Seq(state.replay.at().0 + 1);
+        let mut event = Event {
+            seq,
+            prev_hash: EventHash::ZERO,
+            header: Header {
+                time_ms: 0,
+                agent: AGENT.to_string(),
+                tool_use_id: tool_use_id.clone(),
+                outcome: Outcome::of(false, ""),
+                semantics: Semantics::CURRENT,
+            },
+            body,
+        };
+        let answer = state
+            .replay
+            .apply(&event)
+            .unwrap_or_else(|e| panic!("the pure core failed to answer event {seq}: {e}"))
+            .answer;
+        event.header.outcome = Outcome::of(answer.is_error, &answer.text);
+        state.log.push(event.to_frame().encode());
+        tool_result(result_id(tool_use_id, seq.0), &answer.text, answer.is_error)
+    }
+}
+
+impl Default for PureServer {
+    fn default() -> Self {
+        PureServer::new()
+    }
+}
+
+impl Host for PureServer {
+    fn name(&self) -> &'static str {
+        "pure"
+    }
+
+    fn handle(&self, block: &Value) -> Value {
+        self.answer(self.intake.value(block))
+    }
+
+    fn handle_bytes(&self, bytes: &[u8]) -> Value {
+        self.answer(self.intake.bytes(bytes))
+    }
+
+    fn files(&self) -> Vec<MemoryRecord> {
+        let state = self.state.borrow();
+        let tree = state.replay.tree();
+        let policy = tree.policy().expect("read the in-memory policy");
+        let top = MemPath::absolute("/").expect("/ is a path");
+        let mut records = tree.records_under(&top).expect("list the in-memory tree");
+        records.retain(|r| {
+            MemPath::absolute(&r.path).is_ok_and(|p| policy.allows(AGENT, &p, Access::Read))
+        });
+        records
+    }
+
+    /// Decodes every event answered and answers it again on a fresh tree, as the verifier would:
+    /// each must decode and get the outcome it was answered with.
+    fn log_problem(&self, calls: u64) -> Option<String> {
+        let state = self.state.borrow();
+        if state.log.len() as u64 != calls {
+            return Some(format!("{} events for {calls} calls", state.log.len()));
+        }
+        let mut again = Replay::in_memory();
+        for bytes in &state.log {
+            let event = match Event::decode(bytes) {
+                Ok(event) => event,
+                Err(e) => return Some(format!("an event does not decode: {e}")),
+            };
+            match again.apply(&event) {
+                Ok(traced) => {
+                    let answer = traced.answer;
+                    if Outcome::of(answer.is_error, &answer.text) != event.header.outcome {
+                        return Some(format!(
+                            "event {} answers again differently: {:?}",
+                            event.seq, answer.text
+                        ));
+                    }
+                }
+                Err(e) => return Some(format!("event {} does not answer again: {e}", event.seq)),
+            }
+        }
+        None
+    }
+}
+
+/// The settings of a default server: root `/memories`, profile `spec`, default limits.
+pub fn spec() -> Intake {
+    settings(Profile::Spec)
+}
+
+/// The settings of a server in `profile` with the default root and limits.
+pub fn settings(profile: Profile) -> Intake {
+    Intake::new("/memories", profile, mnemo::tool::Limits::default()).expect("a valid root")
+}
+
+/// One case in [`SLED_EVERY`] also runs through a sled store (all of them when
+/// `MNEMO_TEST_SLED=all`).
+pub const SLED_EVERY: u8 = 5;
+
+/// Whether the case named `key` is in the sled sample: a fixed choice by the hash of its name,
+/// so every run samples the same cases, whichever test thread gets there first.
+pub fn in_sled_sample(key: &str) -> bool {
+    std::env::var("MNEMO_TEST_SLED").is_ok_and(|v| v == "all")
+        || blake3::hash(key.as_bytes()).as_bytes()[0] % SLED_EVERY == 0
+}
+
+/// The hosts the case named `key` runs on: the pure core always, and a fresh sled store too
+/// when the case is in the sample ([`in_sled_sample`]).
+pub fn hosts(key: &str, intake: &Intake) -> Vec<Box<dyn Host>> {
+    let mut hosts: Vec<Box<dyn Host>> = vec![Box::new(PureServer::with(intake))];
+    if in_sled_sample(key) {
+        hosts.push(Box::new(SledServer::new(intake)));
+    }
+    hosts
 }

@@ -2,7 +2,8 @@
 //! server that turns `tool_use` blocks into `tool_result` blocks.
 //!
 //! Nothing under `tool/` does I/O except `server`, which hands each call to the client, and
-//! `request`, which reads one request from the reader it is given.
+//! `request`, which reads one request from the reader it is given. What a request becomes before
+//! it is answered (`intake`) is pure, so it can be answered over any tree.
 //!
 //! Everything here but `server` is the top of the pure core: it imports only the core below it
 //! (`hash`, `semantics_version`, `paths`, `policy`; and, a debt `tests/layering.rs` lists, the
@@ -11,6 +12,7 @@
 
 mod call;
 mod command;
+pub mod intake;
 mod limits;
 mod matcher;
 pub(crate) mod render;
@@ -25,6 +27,7 @@ pub use command::{
     COMMAND_NAMES, Command, JsonError, Parsed, Profile, parse_json, parse_text, parse_text_under,
     parse_value, parse_value_under,
 };
+pub use intake::{Intake, Logged};
 pub use limits::{DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_REQUEST_BYTES, Limits};
 pub use render::format_size;
 pub use semantics::{Answer, MAX_VIEW_LINES, answer};

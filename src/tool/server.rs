@@ -13,11 +13,11 @@ use serde_json::{Value, json};
 
 use crate::client::{Forward, MnemoClient};
 use crate::error::{Error, Result};
-use crate::paths::MemPath;
-use crate::tool::call::{Body, InputDigest, Refusal, RejectedCall, RejectedDigest, ToolCall};
-use crate::tool::command::{Parsed, Profile, parse_text, parse_value};
+use crate::tool::call::{Body, Refusal, RejectedDigest};
+use crate::tool::command::Profile;
+use crate::tool::intake::{Intake, Logged, result_id, tool_result};
 use crate::tool::limits::Limits;
-use crate::tool::request::{self, Request};
+use crate::tool::request::Request;
 
 /// The beta header sent when the server is built for Managed Agents.
 const MANAGED_AGENTS_BETA: &str = "managed-agents-2026-04-01";
@@ -61,9 +61,7 @@ impl ServerBuilder {
     fn build_default(self) -> MnemoMemoryToolServer {
         MnemoMemoryToolServer {
             client: self.client,
-            root: self.root,
-            profile: self.profile,
-            limits: self.limits,
+            intake: Intake::memories(self.profile, self.limits),
             managed_agents_beta: self.managed_agents_beta,
             failures: Arc::default(),
         }
@@ -71,12 +69,10 @@ impl ServerBuilder {
 
     /// Checks the root and builds the server.
     pub fn build(self) -> Result<MnemoMemoryToolServer> {
-        let root = MemPath::root(&self.root).map_err(Error::InvalidArgument)?;
         Ok(MnemoMemoryToolServer {
+            intake: Intake::new(&self.root, self.profile, self.limits)
+                .map_err(Error::InvalidArgument)?,
             client: self.client,
-            root: root.to_string(),
-            profile: self.profile,
-            limits: self.limits,
             managed_agents_beta: self.managed_agents_beta,
             failures: Arc::default(),
         })
@@ -87,9 +83,8 @@ impl ServerBuilder {
 #[derive(Clone, Debug)]
 pub struct MnemoMemoryToolServer {
     client: MnemoClient,
-    root: String,
-    profile: Profile,
-    limits: Limits,
+    /// The root, profile and limits requests are taken in with.
+    intake: Intake,
     managed_agents_beta: bool,
     failures: Arc<AtomicU64>,
 }
@@ -118,12 +113,12 @@ impl MnemoMemoryToolServer {
 
     /// The memory root.
     pub fn root(&self) -> &str {
-        &self.root
+        self.intake.root()
     }
 
     /// The result-string profile.
     pub fn profile(&self) -> Profile {
-        self.profile
+        self.intake.profile()
     }
 
     /// How many calls this server (and its clones) could not record because the store failed.
@@ -134,7 +129,13 @@ impl MnemoMemoryToolServer {
 
     /// The limits enforced.
     pub fn limits(&self) -> Limits {
-        self.limits
+        self.intake.limits()
+    }
+
+    /// How this server turns requests into the calls it records, with no I/O: the step before
+    /// the answer, which tests and tools can take on their own.
+    pub fn intake(&self) -> &Intake {
+        &self.intake
     }
 
     /// The tool definition to put in the request's `tools`.
@@ -155,21 +156,8 @@ impl MnemoMemoryToolServer {
     /// no duplicate keys by construction; text read from outside goes through
     /// [`handle_bytes`](Self::handle_bytes), which refuses them.
     pub fn handle(&self, block: &Value) -> Value {
-        let limit = self.limits.max_request_bytes;
-        if request::json_len_over(block, limit) {
-            let is_block = block.get("type").and_then(Value::as_str) == Some("tool_use");
-            let id = block
-                .get("id")
-                .and_then(Value::as_str)
-                .filter(|_| is_block)
-                .map(str::to_string);
-            return self.refuse_too_large(id, request::value_digest(block));
-        }
-        if let Some(answer) = self.forwarded(Forward::Line(block.to_string().as_bytes())) {
-            return answer;
-        }
-        let parsed = parse_value(block, &self.root, self.profile);
-        self.record(parsed, Raw::Value(block))
+        let logged = self.intake.value(block);
+        self.answer(logged, || block.to_string().into_bytes())
     }
 
     /// Answers one line of text as `mnemo tool` reads it: see [`handle_bytes`](Self::handle_bytes).
@@ -183,27 +171,8 @@ impl MnemoMemoryToolServer {
     /// [`handle`](Self::handle). Anything that is not a call gets an error result and is still
     /// recorded.
     pub fn handle_bytes(&self, bytes: &[u8]) -> Value {
-        let limit = self.limits.max_request_bytes;
-        if bytes.len() as u64 > limit {
-            return self.refuse_too_large(None, request::digest_of(bytes));
-        }
-        if let Some(answer) = self.forwarded(Forward::Line(bytes)) {
-            return answer;
-        }
-        let text = match std::str::from_utf8(bytes) {
-            Ok(text) => text,
-            Err(e) => {
-                return self.refuse(
-                    None,
-                    request::digest_of(bytes),
-                    Refusal::NotUtf8 {
-                        valid_up_to: e.valid_up_to() as u64,
-                    },
-                );
-            }
-        };
-        let parsed = parse_text(text, &self.root, self.profile);
-        self.record(parsed, Raw::Text(text))
+        let logged = self.intake.bytes(bytes);
+        self.answer(logged, || bytes.to_vec())
     }
 
     /// Answers a request as [`request::read_request`] read it (or a binding made it): a line as
@@ -212,96 +181,71 @@ impl MnemoMemoryToolServer {
     pub fn handle_request(&self, request: Request) -> Value {
         match request {
             Request::Line(bytes) => self.handle_bytes(&bytes),
-            Request::TooLarge(digest) => self.refuse_too_large(None, digest),
-            Request::Stopped {
-                digest,
-                tool_use_id,
-            } => {
-                let stopped = Forward::Stopped(&digest, tool_use_id.as_deref());
-                if let Some(answer) = self.forwarded(stopped) {
-                    return answer;
-                }
-                self.refuse(
-                    tool_use_id,
-                    digest,
-                    Refusal::Stopped {
-                        limit: self.limits.max_request_bytes,
-                    },
-                )
-            }
+            other => self.answer(self.intake.request(&other), Vec::new),
         }
     }
 
     /// Refuses an input over the request limit, which is logged as its digest (through the
     /// server, for a served store).
+    #[cfg(feature = "serve")]
     pub(crate) fn refuse_too_large(
         &self,
         tool_use_id: Option<String>,
-        input: InputDigest,
+        input: crate::tool::call::InputDigest,
     ) -> Value {
-        if let Some(answer) = self.forwarded(Forward::TooLarge(&input, tool_use_id.as_deref())) {
-            return answer;
+        self.answer(self.intake.too_large(tool_use_id, input), Vec::new)
+    }
+
+    /// Records `logged` and answers it; for a served store, has the server do both: a request
+    /// refused for its size as its digest, anything else as the request's bytes (`line`, made only
+    /// then).
+    fn answer(&self, logged: Logged, line: impl FnOnce() -> Vec<u8>) -> Value {
+        if self.client.server_url().is_some() {
+            let id = logged.tool_use_id.as_deref();
+            let bytes;
+            let call = match &logged.body {
+                Body::RejectedDigest(RejectedDigest {
+                    input,
+                    refusal: Refusal::TooLarge { .. },
+                    ..
+                }) => Forward::TooLarge(input, id),
+                Body::RejectedDigest(RejectedDigest {
+                    input,
+                    refusal: Refusal::Stopped { .. },
+                    ..
+                }) => Forward::Stopped(input, id),
+                _ => {
+                    bytes = line();
+                    Forward::Line(&bytes)
+                }
+            };
+            if let Some(answer) = self.forwarded(call) {
+                return answer;
+            }
         }
-        let limit = self.limits.max_request_bytes;
-        self.refuse(tool_use_id, input, Refusal::TooLarge { limit })
+        self.commit(logged)
     }
 
     /// The answer of the server of a served store to `call` (a call it did not answer gets an
     /// error result that says why, and counts as a store failure); `None` for a store open here.
     fn forwarded(&self, call: Forward<'_>) -> Option<Value> {
-        let answer = self
-            .client
-            .forward(call, &self.root, self.profile, self.limits)?;
+        let answer = self.client.forward(
+            call,
+            self.intake.root(),
+            self.intake.profile(),
+            self.intake.limits(),
+        )?;
         Some(answer.unwrap_or_else(|unanswered| {
             self.failures.fetch_add(1, Ordering::Relaxed);
             unanswered
         }))
     }
 
-    fn refuse(&self, tool_use_id: Option<String>, input: InputDigest, refusal: Refusal) -> Value {
-        let body = Body::RejectedDigest(RejectedDigest {
-            root: self.root.clone(),
-            profile: self.profile,
-            input,
-            refusal,
-        });
-        self.commit(tool_use_id, body)
-    }
-
-    fn record(&self, parsed: Parsed, raw: Raw<'_>) -> Value {
-        let body = match parsed.command {
-            Ok(command) => {
-                match request::oversized_content(&command, &self.limits, &self.root, self.profile) {
-                    Some(refusal) => {
-                        return self.refuse(parsed.tool_use_id, raw.digest(), refusal);
-                    }
-                    None => Body::Tool(ToolCall {
-                        root: self.root.clone(),
-                        profile: self.profile,
-                        limits: self.limits,
-                        command,
-                    }),
-                }
-            }
-            Err(text) if raw.len() > request::DIGEST_OVER_BYTES => {
-                let refusal = Refusal::Invalid {
-                    text: request::invalid_text(&text),
-                };
-                return self.refuse(parsed.tool_use_id, raw.digest(), refusal);
-            }
-            Err(_) => Body::Rejected(RejectedCall {
-                root: self.root.clone(),
-                profile: self.profile,
-                input: raw.text(),
-            }),
-        };
-        self.commit(parsed.tool_use_id, body)
-    }
-
-    fn commit(&self, tool_use_id: Option<String>, body: Body) -> Value {
+    fn commit(&self, logged: Logged) -> Value {
+        let Logged { tool_use_id, body } = logged;
         match self.client.call(tool_use_id.clone(), body) {
             Ok(receipt) => tool_result(
-                tool_use_id.unwrap_or_else(|| format!("mnemo-{}", receipt.seq)),
+                result_id(tool_use_id, receipt.seq.0),
                 &receipt.text,
                 receipt.is_error,
             ),
@@ -317,42 +261,4 @@ impl MnemoMemoryToolServer {
             }
         }
     }
-}
-
-/// The input as it came: text read from outside, or a value built in memory (whose text is its
-/// compact JSON, made only when needed).
-enum Raw<'a> {
-    Text(&'a str),
-    Value(&'a Value),
-}
-
-impl Raw<'_> {
-    fn len(&self) -> u64 {
-        match self {
-            Raw::Text(text) => text.len() as u64,
-            Raw::Value(value) => request::json_len(value),
-        }
-    }
-
-    fn digest(&self) -> InputDigest {
-        match self {
-            Raw::Text(text) => request::digest_of(text.as_bytes()),
-            Raw::Value(value) => request::value_digest(value),
-        }
-    }
-
-    fn text(&self) -> String {
-        match self {
-            Raw::Text(text) => (*text).to_string(),
-            Raw::Value(value) => value.to_string(),
-        }
-    }
-}
-
-fn tool_result(tool_use_id: String, text: &str, is_error: bool) -> Value {
-    let mut out = json!({"type": "tool_result", "tool_use_id": tool_use_id, "content": text});
-    if is_error {
-        out["is_error"] = Value::Bool(true);
-    }
-    out
 }
