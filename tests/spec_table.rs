@@ -1,37 +1,52 @@
-//! The `spec` profile, one case per row of its table and per semantics note: a fresh store, a few
-//! files, one call, the exact result text and error flag, and the file afterwards.
+//! The `spec` profile, one case per row of its table and per semantics note: a fresh tree, a few
+//! files, one call, the exact result text and error flag, and the file afterwards. Every case
+//! runs on the pure core over an in-memory tree; the sled sample (`support::in_sled_sample`) also
+//! through a live server over a sled store, which must answer the same.
 
 use serde_json::{Value, json};
 
-use crate::support::{TempStore, call};
+use crate::support::{Host, PureServer, SledServer, call, hosts, spec};
 
 const LISTING: &str = "Here're the files and directories up to 2 levels deep in";
 
-/// Runs `setup` (path, content) creates, then `input`; checks the result and, when given, the
-/// content of `after.0` afterwards (`None` = the file must not exist).
-fn check(setup: &[(&str, &str)], input: Value, want: &str, want_error: bool) -> TempStore {
-    let s = TempStore::new();
-    let server = s.server();
-    for (path, content) in setup {
-        let (text, err) = call(
-            &server,
-            json!({"command": "create", "path": path, "file_text": content}),
-        );
-        assert!(!err, "setup create {path}: {text}");
+/// Runs `setup` (path, content) creates, then `input`, on each host of the case; checks the
+/// result and the log, and returns the hosts to look at the files afterwards.
+fn check(setup: &[(&str, &str)], input: Value, want: &str, want_error: bool) -> Vec<Box<dyn Host>> {
+    let hosts = hosts(&format!("{setup:?} {input}"), &spec());
+    for host in &hosts {
+        let name = host.name();
+        for (path, content) in setup {
+            let (text, err) = call(
+                &**host,
+                json!({"command": "create", "path": path, "file_text": content}),
+            );
+            assert!(!err, "{name}: setup create {path}: {text}");
+        }
+        let (text, is_error) = call(&**host, input.clone());
+        assert_eq!(text, want, "{name}: input: {input}");
+        assert_eq!(is_error, want_error, "{name}: is_error for input: {input}");
+        let calls = setup.len() as u64 + 1;
+        assert_eq!(host.log_problem(calls), None, "{name}: input: {input}");
     }
-    let (text, is_error) = call(&server, input.clone());
-    assert_eq!(text, want, "input: {input}");
-    assert_eq!(is_error, want_error, "is_error for input: {input}");
-    let report = server.client().verify().expect("verify runs");
-    assert!(report.is_intact(), "{report:?}");
-    s
+    hosts
 }
 
-fn file(s: &TempStore, path: &str) -> Option<String> {
-    s.client()
-        .record(path)
-        .expect("read record")
-        .map(|r| r.content)
+/// The content of the file at `path` (`None` = no such file), the same on every host.
+fn file(hosts: &[Box<dyn Host>], path: &str) -> Option<String> {
+    same(hosts, |host| host.file(path))
+}
+
+/// What `read` gives on every host, failing unless they all give the same.
+fn same<T: PartialEq + std::fmt::Debug>(
+    hosts: &[Box<dyn Host>],
+    read: impl Fn(&dyn Host) -> T,
+) -> T {
+    let mut got = hosts.iter().map(|host| (host.name(), read(&**host)));
+    let (first_name, first) = got.next().expect("a case runs on at least one host");
+    for (name, other) in got {
+        assert_eq!(other, first, "{name} and {first_name} differ");
+    }
+    first
 }
 
 #[test]
@@ -142,17 +157,16 @@ fn view_range_is_clamped_at_the_end_and_an_error_elsewhere() {
         json!("1-2"),
         json!([1.5, 2]),
     ] {
-        let s = TempStore::new();
-        let server = s.server();
-        let (text, err) = call(
-            &server,
-            json!({"command": "view", "path": "/memories", "view_range": range}),
-        );
-        assert!(err, "{range}: {text}");
-        assert!(
-            text.starts_with("Error: `view_range` must be an array of two integers"),
-            "{text}"
-        );
+        let input = json!({"command": "view", "path": "/memories", "view_range": range});
+        for host in hosts(&input.to_string(), &spec()) {
+            let (text, err) = call(&*host, input.clone());
+            assert!(err, "{}: {range}: {text}", host.name());
+            assert!(
+                text.starts_with("Error: `view_range` must be an array of two integers"),
+                "{}: {text}",
+                host.name()
+            );
+        }
     }
 }
 
@@ -387,7 +401,9 @@ fn rename_files_and_directories() {
     assert_eq!(file(&s, "/memories/n/m/x.txt").as_deref(), Some("x"));
     assert_eq!(file(&s, "/memories/n/m/s/y.txt").as_deref(), Some("y"));
     assert_eq!(file(&s, "/memories/a/x.txt"), None);
-    let (text, _) = call(&s.server(), json!({"command": "view", "path": "/memories"}));
+    let (text, _) = same(&s, |host| {
+        call(host, json!({"command": "view", "path": "/memories"}))
+    });
     assert_eq!(
         text,
         format!(
@@ -533,45 +549,27 @@ fn malformed_calls_get_clear_errors() {
             "Error: Tool 'bash' not found",
         ),
     ] {
-        let s = TempStore::new();
-        let server = s.server();
-        let (text, err) = call(&server, input.clone());
-        assert!(err, "{input}");
-        assert!(text.starts_with(starts), "{input}: {text}");
-        let report = server.client().verify().expect("verify");
-        assert!(report.is_intact() && report.events == 1, "{report:?}");
+        for host in hosts(&input.to_string(), &spec()) {
+            let name = host.name();
+            let (text, err) = call(&*host, input.clone());
+            assert!(err, "{name}: {input}");
+            assert!(text.starts_with(starts), "{name}: {input}: {text}");
+            assert_eq!(host.log_problem(1), None, "{name}: {input}");
+        }
     }
 }
 
 #[test]
 fn a_custom_root_is_used_in_every_message() {
-    let s = TempStore::new();
-    let client = s.client();
-    let server = mnemo::MnemoMemoryToolServer::builder(client.clone())
-        .root("/other")
-        .build()
+    let other = mnemo::tool::Intake::new("/other", mnemo::Profile::Spec, Default::default())
         .expect("valid root");
-    assert_eq!(
-        call(&server, json!({"command": "view", "path": "/memories"})),
-        (
-            "Path must start with /other, got: /memories".to_string(),
-            true
-        )
-    );
-    assert_eq!(
-        call(&server, json!({"command": "delete", "path": "/other"})),
-        (
-            "Cannot delete the /other directory itself".to_string(),
-            true
-        )
-    );
-    assert_eq!(
-        call(
-            &server,
-            json!({"command": "create", "path": "/other/x", "file_text": ""})
-        ),
-        ("File created successfully at: /other/x".to_string(), false)
-    );
+    let sled = SledServer::new(&other);
+    assert_eq!(sled.server.root(), "/other");
+    let hosts: [Box<dyn Host>; 2] = [Box::new(PureServer::with(&other)), Box::new(sled)];
+    for server in &hosts {
+        custom_root_messages(&**server);
+    }
+    let client = crate::support::TempStore::new().client();
     for bad in ["relative", "/", "/a/../b"] {
         assert!(
             mnemo::MnemoMemoryToolServer::builder(client.clone())
@@ -580,5 +578,34 @@ fn a_custom_root_is_used_in_every_message() {
                 .is_err(),
             "{bad}"
         );
+        assert!(
+            mnemo::tool::Intake::new(bad, mnemo::Profile::Spec, Default::default()).is_err(),
+            "{bad}"
+        );
     }
+}
+
+/// The answers of a server under root `/other` name that root.
+fn custom_root_messages(server: &dyn Host) {
+    assert_eq!(
+        call(server, json!({"command": "view", "path": "/memories"})),
+        (
+            "Path must start with /other, got: /memories".to_string(),
+            true
+        )
+    );
+    assert_eq!(
+        call(server, json!({"command": "delete", "path": "/other"})),
+        (
+            "Cannot delete the /other directory itself".to_string(),
+            true
+        )
+    );
+    assert_eq!(
+        call(
+            server,
+            json!({"command": "create", "path": "/other/x", "file_text": ""})
+        ),
+        ("File created successfully at: /other/x".to_string(), false)
+    );
 }
