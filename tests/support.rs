@@ -605,6 +605,14 @@ pub fn in_sled_sample(key: &str) -> bool {
         || blake3::hash(key.as_bytes()).as_bytes()[0] % SLED_EVERY == 0
 }
 
+/// Whether the case named `key` is in the sample that also runs through the `mnemo` binary: one
+/// case in [`SLED_EVERY`], chosen by another byte of the same hash, so it is not the sled sample
+/// (all of them when `MNEMO_TEST_SLED=all`).
+pub fn in_binary_sample(key: &str) -> bool {
+    std::env::var("MNEMO_TEST_SLED").is_ok_and(|v| v == "all")
+        || blake3::hash(key.as_bytes()).as_bytes()[1] % SLED_EVERY == 0
+}
+
 /// The hosts the case named `key` runs on: the pure core always, and a fresh sled store too
 /// when the case is in the sample ([`in_sled_sample`]).
 pub fn hosts(key: &str, intake: &Intake) -> Vec<Box<dyn Host>> {
