@@ -14,18 +14,25 @@
 //! directly under the root. Overlong UTF-8 escapes (`%c0%ae`) do not decode to UTF-8, so they stay
 //! literal names too. `look_alikes_are_ordinary_names_inside_the_root` pins this.
 //!
+//! Every case runs on the pure core over an in-memory tree; a sample of them (every fifth path of
+//! each class, the malformed cases and proptest cases the hash picks) also through a live server
+//! over sled, and a sample through the binary.
+//!
 //! `MNEMO_HOSTILE_CASES` sets the proptest's case count (default 64).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::{Command, Output};
 
-use mnemo::{MEMORY_TAG, MnemoMemoryToolServer, Profile};
+use mnemo::Profile;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use serde_json::{Map, Number, Value, json};
 
-use crate::support::{TempStore, run_mnemo, run_mnemo_bytes};
+use crate::support::{
+    Host, PureServer, SledServer, TempStore, in_binary_sample, in_sled_sample, run_mnemo,
+    run_mnemo_bytes, settings,
+};
 
 const ROOT: &str = "/memories";
 const PROFILES: [Profile; 2] = [Profile::Spec, Profile::PythonSdk];
@@ -36,8 +43,25 @@ const VALID_COMMANDS: &str = "view, create, str_replace, insert, delete, rename"
 // Shared checks
 // ---------------------------------------------------------------------------------------------
 
-fn server(s: &TempStore, profile: Profile) -> MnemoMemoryToolServer {
-    MnemoMemoryToolServer::builder(s.client())
+/// A live server in `profile` over a fresh sled store.
+fn sled(profile: Profile) -> SledServer {
+    SledServer::new(&settings(profile))
+}
+
+/// The pure core in `profile` over an in-memory tree.
+fn pure(profile: Profile) -> PureServer {
+    PureServer::with(&settings(profile))
+}
+
+/// Both hosts in `profile`, for the tests small enough to run whole on each.
+fn both(profile: Profile) -> [Box<dyn Host>; 2] {
+    [Box::new(pure(profile)), Box::new(sled(profile))]
+}
+
+/// A live server in `profile` over the store at `path`, written by the binary.
+fn server_at(path: &Path, profile: Profile) -> mnemo::MnemoMemoryToolServer {
+    let client = crate::support::open_client(path, "test-agent", mnemo::Durability::Buffered);
+    mnemo::MnemoMemoryToolServer::builder(client)
         .profile(profile)
         .build()
         .expect("the default root is valid")
@@ -108,36 +132,31 @@ fn record_path_problem(path: &str) -> Option<String> {
     None
 }
 
-/// After a run: every record is inside the root, `verify` is intact with one event per call, and
-/// nothing but the store was written to the temporary directory.
-fn final_checks(s: &TempStore, server: &MnemoMemoryToolServer, calls: u64) -> Vec<String> {
-    let mut problems = Vec::new();
-    match server.client().records_by_tag(MEMORY_TAG) {
-        Ok(records) => problems.extend(records.iter().filter_map(|r| record_path_problem(&r.path))),
-        Err(e) => problems.push(format!("records_by_tag failed: {e}")),
-    }
-    match server.client().verify() {
-        Ok(report) => {
-            if !report.is_intact() {
-                problems.push(format!("verify is not intact: {:?}", report.violations));
-            }
-            if report.events != calls {
-                problems.push(format!(
-                    "verify counted {} events for {calls} calls",
-                    report.events
-                ));
-            }
-        }
-        Err(e) => problems.push(format!("verify failed: {e}")),
-    }
-    let entries: Vec<String> = std::fs::read_dir(s.dir.path())
+/// After a run: every record is inside the root, the log holds one event per call and answers
+/// again as it did (for a store, `verify` is intact), and nothing but the store was written to the
+/// store's temporary directory.
+fn final_checks(host: &dyn Host, calls: u64) -> Vec<String> {
+    let mut problems: Vec<String> = host
+        .files()
+        .iter()
+        .filter_map(|r| record_path_problem(&r.path))
+        .collect();
+    problems.extend(host.log_problem(calls));
+    problems.extend(host.store_dir().and_then(stray_files));
+    let name = host.name();
+    problems
+        .into_iter()
+        .map(|p| format!("{name}: {p}"))
+        .collect()
+}
+
+/// What the temporary directory `dir` holds besides the store, if anything.
+fn stray_files(dir: &Path) -> Option<String> {
+    let entries: Vec<String> = std::fs::read_dir(dir)
         .expect("list the temporary directory")
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
         .collect();
-    if entries != ["store.mnemo.db"] {
-        problems.push(format!("the temporary directory holds {entries:?}"));
-    }
-    problems
+    (entries != ["store.mnemo.db"]).then(|| format!("the temporary directory holds {entries:?}"))
 }
 
 fn assert_no_problems(what: &str, problems: &[String]) {
@@ -652,7 +671,7 @@ fn check_path_answer(
 /// Sends `input` (as a bare input on even calls, as a `tool_use` block on odd ones), counts the
 /// call and checks the result's shape. Returns (content, is_error) when it is well formed.
 fn send(
-    server: &MnemoMemoryToolServer,
+    server: &dyn Host,
     input: &Value,
     calls: &mut u64,
     problems: &mut Vec<String>,
@@ -703,28 +722,44 @@ fn allowed_records(corpus: &[(String, Class)]) -> BTreeSet<String> {
 }
 
 /// Records that are not where a corpus run may put files.
-fn unexpected_records(server: &MnemoMemoryToolServer, allowed: &BTreeSet<String>) -> Vec<String> {
-    match server.client().records_by_tag(MEMORY_TAG) {
-        Ok(records) => records
-            .iter()
-            .filter(|r| !allowed.contains(&r.path))
-            .map(|r| format!("unexpected record {}", short(&r.path)))
-            .collect(),
-        Err(e) => vec![format!("records_by_tag failed: {e}")],
-    }
+fn unexpected_records(server: &dyn Host, allowed: &BTreeSet<String>) -> Vec<String> {
+    server
+        .files()
+        .iter()
+        .filter(|r| !allowed.contains(&r.path))
+        .map(|r| format!("{}: unexpected record {}", server.name(), short(&r.path)))
+        .collect()
+}
+
+/// Every fifth path of each class (the first one included, so no class is left out): the part
+/// of the corpus that also goes through sled and the binary.
+fn corpus_sample(corpus: &[(String, Class)]) -> Vec<(String, Class)> {
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    corpus
+        .iter()
+        .filter(|(_, class)| {
+            let n = seen.entry(format!("{class:?}")).or_default();
+            *n += 1;
+            (*n - 1) % 5 == 0
+        })
+        .cloned()
+        .collect()
 }
 
 /// Runs every corpus path through every path field under `profile`; returns (calls, problems).
-fn run_corpus(s: &TempStore, profile: Profile, corpus: &[(String, Class)]) -> (u64, Vec<String>) {
-    let server = server(s, profile);
+fn run_corpus(
+    server: &dyn Host,
+    profile: Profile,
+    corpus: &[(String, Class)],
+) -> (u64, Vec<String>) {
     let mut calls = 0;
     let mut problems = Vec::new();
     let seed = json!({"command": "create", "path": SEED, "file_text": "hostile\nline two\n"});
-    send(&server, &seed, &mut calls, &mut problems);
+    send(server, &seed, &mut calls, &mut problems);
     for (path, class) in corpus {
         for (field, &name) in FIELDS.iter().enumerate() {
             let Some((content, is_error)) =
-                send(&server, &call_for(field, path), &mut calls, &mut problems)
+                send(server, &call_for(field, path), &mut calls, &mut problems)
             else {
                 continue;
             };
@@ -737,12 +772,12 @@ fn run_corpus(s: &TempStore, profile: Profile, corpus: &[(String, Class)]) -> (u
             }
             // A rename onto an ordinary path moved the seed: put a new one back.
             if field == 6 && !is_error {
-                send(&server, &seed, &mut calls, &mut problems);
+                send(server, &seed, &mut calls, &mut problems);
             }
         }
     }
-    problems.extend(unexpected_records(&server, &allowed_records(corpus)));
-    problems.extend(final_checks(s, &server, calls));
+    problems.extend(unexpected_records(server, &allowed_records(corpus)));
+    problems.extend(final_checks(server, calls));
     (calls, problems)
 }
 
@@ -766,12 +801,14 @@ fn every_hostile_path_in_every_field_of_every_command_is_refused_or_stays_inside
     ] {
         assert!(count(class) > 0, "no {class:?} paths");
     }
+    let sample = corpus_sample(&corpus);
     let mut total = 0;
     for profile in PROFILES {
-        let s = TempStore::new();
-        let (calls, problems) = run_corpus(&s, profile, &corpus);
+        let (calls, problems) = run_corpus(&pure(profile), profile, &corpus);
         assert_no_problems(profile.name(), &problems);
         total += calls;
+        let (_, problems) = run_corpus(&sled(profile), profile, &sample);
+        assert_no_problems(profile.name(), &problems);
     }
     eprintln!(
         "hostile corpus: {} paths (outside {}, escape {}, control {}, invisible {}, too long {}, root {}, inside {}), {} fields, 2 profiles: {total} calls",
@@ -785,13 +822,13 @@ fn every_hostile_path_in_every_field_of_every_command_is_refused_or_stays_inside
         count(Class::Inside),
         FIELDS.len(),
     );
+    eprintln!("of which through sled: {} paths", sample.len());
 }
 
 #[test]
 fn look_alikes_are_ordinary_names_inside_the_root() {
-    for profile in PROFILES {
-        let s = TempStore::new();
-        let server = server(&s, profile);
+    for server in PROFILES.into_iter().flat_map(both) {
+        let server = &*server;
         let mut calls = 0;
         let mut problems = Vec::new();
         let names = [
@@ -805,15 +842,15 @@ fn look_alikes_are_ordinary_names_inside_the_root() {
         for name in names {
             let path = format!("{ROOT}/{name}");
             let input = json!({"command": "create", "path": path, "file_text": name});
-            let got = send(&server, &input, &mut calls, &mut problems);
+            let got = send(server, &input, &mut calls, &mut problems);
             assert_eq!(
                 got,
                 Some((format!("File created successfully at: {path}"), false)),
                 "{}",
-                profile.name()
+                server.name()
             );
         }
-        let records = server.client().records_by_tag(MEMORY_TAG).expect("records");
+        let records = server.files();
         let mut got: Vec<(String, String)> =
             records.into_iter().map(|r| (r.path, r.content)).collect();
         got.sort();
@@ -823,11 +860,13 @@ fn look_alikes_are_ordinary_names_inside_the_root() {
             .collect();
         want.sort();
         assert_eq!(
-            got, want,
-            "each look-alike is one file directly under the root"
+            got,
+            want,
+            "{}: each look-alike is one file directly under the root",
+            server.name()
         );
-        problems.extend(final_checks(&s, &server, calls));
-        assert_no_problems(profile.name(), &problems);
+        problems.extend(final_checks(server, calls));
+        assert_no_problems(server.name(), &problems);
     }
 }
 
@@ -842,8 +881,7 @@ fn deep_listing_child() {
     if std::env::var_os(CHILD_ENV).is_none() {
         return;
     }
-    let s = TempStore::new();
-    let server = server(&s, Profile::Spec);
+    let server = sled(Profile::Spec);
     // 10 + 2 * 2040 + 1 = 4091 bytes: inside MAX_PATH_BYTES, so the path is valid.
     let path = format!("{ROOT}/{}f", "e/".repeat(2040));
     let out = server.handle(&json!({"command": "create", "path": path, "file_text": "deep"}));
@@ -851,12 +889,8 @@ fn deep_listing_child() {
         out["content"],
         json!(format!("File created successfully at: {path}"))
     );
-    let records = server
-        .client()
-        .records_by_tag(MEMORY_TAG)
-        .expect("list records");
-    assert_eq!(records.len(), 1);
-    let problems = final_checks(&s, &server, 1);
+    assert_eq!(server.files().len(), 1);
+    let problems = final_checks(&server, 1);
     assert_no_problems("deep", &problems);
 }
 
@@ -1422,40 +1456,53 @@ fn check_id(input: &Input, id: &str) -> Result<(), String> {
 #[test]
 fn malformed_calls_get_clear_errors_and_are_all_logged() {
     let cases = malformed_cases();
+    let sample: Vec<&Case> = cases.iter().filter(|c| in_sled_sample(&c.label)).collect();
+    assert!(
+        !sample.is_empty(),
+        "the sled sample holds no malformed case"
+    );
     let mut total = 0;
     for profile in PROFILES {
-        let s = TempStore::new();
-        let server = server(&s, profile);
-        let mut problems = Vec::new();
-        let mut calls = 0;
-        let seed = json!({"command": "create", "path": SEED, "file_text": "hostile\nline two\n"});
-        send(&server, &seed, &mut calls, &mut problems);
-        for c in &cases {
-            let out = match &c.input {
-                Input::Json(v) => server.handle(v),
-                Input::Line(l) => server.handle_line(l),
-            };
-            calls += 1;
-            let want = match profile {
-                Profile::PythonSdk => &c.sdk,
-                _ => &c.spec,
-            };
-            let checked = well_formed(&out).and_then(|(id, content, is_error)| {
-                check_id(&c.input, &id)?;
-                check_want(want, &content, is_error)
-            });
-            if let Err(e) = checked {
-                problems.push(format!("{} {}: {e}", profile.name(), c.label));
-            }
-        }
-        problems.extend(final_checks(&s, &server, calls));
-        assert_no_problems(profile.name(), &problems);
-        total += calls;
+        let all: Vec<&Case> = cases.iter().collect();
+        total += run_malformed(&pure(profile), profile, &all);
+        run_malformed(&sled(profile), profile, &sample);
     }
     eprintln!(
-        "malformed: {} cases, 2 profiles: {total} calls",
-        cases.len()
+        "malformed: {} cases, 2 profiles: {total} calls, {} cases through sled as well",
+        cases.len(),
+        sample.len()
     );
+}
+
+/// Sends a seed and then every case to `server`, checks each answer and the log; returns how many
+/// calls it made.
+fn run_malformed(server: &dyn Host, profile: Profile, cases: &[&Case]) -> u64 {
+    let what = format!("{} on {}", profile.name(), server.name());
+    let mut problems = Vec::new();
+    let mut calls = 0;
+    let seed = json!({"command": "create", "path": SEED, "file_text": "hostile\nline two\n"});
+    send(server, &seed, &mut calls, &mut problems);
+    for c in cases {
+        let out = match &c.input {
+            Input::Json(v) => server.handle(v),
+            Input::Line(l) => server.handle_line(l),
+        };
+        calls += 1;
+        let want = match profile {
+            Profile::PythonSdk => &c.sdk,
+            _ => &c.spec,
+        };
+        let checked = well_formed(&out).and_then(|(id, content, is_error)| {
+            check_id(&c.input, &id)?;
+            check_want(want, &content, is_error)
+        });
+        if let Err(e) = checked {
+            problems.push(format!("{what} {}: {e}", c.label));
+        }
+    }
+    problems.extend(final_checks(server, calls));
+    assert_no_problems(&what, &problems);
+    calls
 }
 
 /// FINDING (kept failing on purpose): a whole number too big for i64/u64 (a JSON integer literal
@@ -1464,12 +1511,19 @@ fn malformed_calls_get_clear_errors_and_are_all_logged() {
 #[test]
 fn huge_whole_insert_line_is_called_out_of_range() {
     for profile in PROFILES {
-        let s = TempStore::new();
-        let server = server(&s, profile);
+        for server in both(profile) {
+            huge_insert_lines(&*server, profile);
+        }
+    }
+}
+
+/// The out-of-range checks of [`huge_whole_insert_line_is_called_out_of_range`] on one host.
+fn huge_insert_lines(server: &dyn Host, profile: Profile) {
+    {
         let mut calls = 0;
         let mut problems = Vec::new();
         let seed = json!({"command": "create", "path": SEED, "file_text": "hostile\n"});
-        send(&server, &seed, &mut calls, &mut problems);
+        send(server, &seed, &mut calls, &mut problems);
         for n in [
             "100000000000000000000",
             "-100000000000000000000",
@@ -1491,7 +1545,7 @@ fn huge_whole_insert_line_is_called_out_of_range() {
                 ));
             }
         }
-        problems.extend(final_checks(&s, &server, calls));
+        problems.extend(final_checks(server, calls));
         assert_no_problems(profile.name(), &problems);
     }
 }
@@ -1502,9 +1556,8 @@ fn huge_whole_insert_line_is_called_out_of_range() {
 /// message that says what a valid call looks like.
 #[test]
 fn a_deeply_nested_value_is_refused_with_the_same_words_as_its_text() {
-    for profile in PROFILES {
-        let s = TempStore::new();
-        let server = server(&s, profile);
+    for (profile, server) in PROFILES.into_iter().flat_map(|p| both(p).map(|h| (p, h))) {
+        let server = &*server;
         let mut deep = json!("leaf");
         for _ in 0..200 {
             deep = Value::Array(vec![deep]);
@@ -1512,7 +1565,7 @@ fn a_deeply_nested_value_is_refused_with_the_same_words_as_its_text() {
         let input = json!({"command": "undo_edit", "path": SEED, "extra": deep});
         let from_value = server.handle(&input);
         let from_text = server.handle_line(&input.to_string());
-        let problems = final_checks(&s, &server, 2);
+        let problems = final_checks(server, 2);
         assert_no_problems(profile.name(), &problems);
         for out in [from_value, from_text] {
             let (_, content, is_error) = well_formed(&out).expect("well formed");
@@ -1587,8 +1640,15 @@ type Check = Box<dyn Fn(&str, bool) -> Result<(), String>>;
 
 #[test]
 fn the_binary_answers_every_hostile_line_with_one_tool_result() {
-    let corpus = corpus();
-    let malformed = malformed_cases();
+    let corpus = corpus_sample(&corpus());
+    let malformed: Vec<Case> = malformed_cases()
+        .into_iter()
+        .filter(|c| in_binary_sample(&c.label))
+        .collect();
+    assert!(
+        !malformed.is_empty(),
+        "the binary sample holds no malformed case"
+    );
     for profile in PROFILES {
         // (line, check of its answer)
         let mut lines: Vec<String> = Vec::new();
@@ -1665,13 +1725,14 @@ fn the_binary_answers_every_hostile_line_with_one_tool_result() {
         }
         problems.extend(cli_verify(&db, lines.len()));
         // Open the store the binary wrote: every file is inside the root, where the run may put one.
-        let server = server(&s, profile);
+        let server = server_at(&db, profile);
         problems.extend(unexpected_records(&server, &allowed_records(&corpus)));
         problems.extend(final_checks(
-            &s,
             &server,
             u64::try_from(lines.len()).expect("fits"),
         ));
+        drop(server);
+        problems.extend(stray_files(s.dir.path()));
         assert_no_problems(profile.name(), &problems);
         eprintln!("binary ({}): {} lines", profile.name(), lines.len());
     }
@@ -1718,8 +1779,8 @@ fn bytes_that_are_not_utf8_are_refused_and_do_not_break_the_line_count() {
     assert!(!got[1].2);
     assert!(got[4].2 && content(4).starts_with("Error: The input is not valid JSON"));
     assert!(got[5].2 && content(5).starts_with("Error: The input is not valid JSON"));
-    let server = server(&s, Profile::Spec);
-    let records = server.client().records_by_tag(MEMORY_TAG).expect("records");
+    let server = server_at(&s.path(), Profile::Spec);
+    let records = server.files();
     assert!(records.is_empty(), "{records:?}");
     drop(server);
     let problems = cli_verify(&s.path(), lines.len());
@@ -1954,9 +2015,20 @@ fn arb_input() -> impl Strategy<Value = Value> {
     ]
 }
 
+/// Runs `inputs` on the pure core and, for the inputs in the sled sample, on sled as well, which
+/// must give every result block exactly as the pure core did.
 fn run_arbitrary(profile: Profile, inputs: &[Value]) -> Result<(), TestCaseError> {
-    let s = TempStore::new();
-    let server = server(&s, profile);
+    let answers = run_arbitrary_on(&pure(profile), inputs)?;
+    if in_sled_sample(&format!("{inputs:?}")) {
+        let on_sled = run_arbitrary_on(&sled(profile), inputs)?;
+        prop_assert_eq!(on_sled, answers, "sled and the pure core differ");
+    }
+    Ok(())
+}
+
+/// Sends each input as a value and as a line and checks the results; returns them.
+fn run_arbitrary_on(server: &dyn Host, inputs: &[Value]) -> Result<Vec<Value>, TestCaseError> {
+    let mut answers = Vec::new();
     let mut calls = 0;
     for input in inputs {
         let block_id = match input {
@@ -1973,6 +2045,7 @@ fn run_arbitrary(profile: Profile, inputs: &[Value]) -> Result<(), TestCaseError
         for out in [server.handle(input), server.handle_line(&line)] {
             let (id, content, is_error) =
                 well_formed(&out).map_err(|e| TestCaseError::fail(format!("{e} for {input}")))?;
+            answers.push(out);
             // Every call is an event, a retry included.
             calls += 1;
             if let Some(want) = &block_id {
@@ -1989,9 +2062,9 @@ fn run_arbitrary(profile: Profile, inputs: &[Value]) -> Result<(), TestCaseError
             }
         }
     }
-    let problems = final_checks(&s, &server, calls);
+    let problems = final_checks(server, calls);
     prop_assert!(problems.is_empty(), "{:?}", problems);
-    Ok(())
+    Ok(answers)
 }
 
 proptest! {

@@ -366,6 +366,11 @@ pub trait Host {
     /// Why the log of the calls answered so far is not `calls` events that answer again as
     /// they did, if it is not.
     fn log_problem(&self, calls: u64) -> Option<String>;
+
+    /// The temporary directory of the host's store, if it has one.
+    fn store_dir(&self) -> Option<&Path> {
+        None
+    }
 }
 
 impl Host for MnemoMemoryToolServer {
@@ -452,6 +457,10 @@ impl Host for SledServer {
 
     fn log_problem(&self, calls: u64) -> Option<String> {
         self.server.log_problem(calls)
+    }
+
+    fn store_dir(&self) -> Option<&Path> {
+        Some(self.store.dir.path())
     }
 }
 
