@@ -55,7 +55,7 @@ fn pure(profile: Profile) -> PureServer {
 
 /// Both hosts in `profile`, for the tests small enough to run whole on each.
 fn both(profile: Profile) -> [Box<dyn Host>; 2] {
-    [Box::new(pure(profile)), Box::new(sled(profile))]
+    crate::support::both(&settings(profile))
 }
 
 /// A live server in `profile` over the store at `path`, written by the binary.
@@ -1519,35 +1519,32 @@ fn huge_whole_insert_line_is_called_out_of_range() {
 
 /// The out-of-range checks of [`huge_whole_insert_line_is_called_out_of_range`] on one host.
 fn huge_insert_lines(server: &dyn Host, profile: Profile) {
-    {
-        let mut calls = 0;
-        let mut problems = Vec::new();
-        let seed = json!({"command": "create", "path": SEED, "file_text": "hostile\n"});
-        send(server, &seed, &mut calls, &mut problems);
-        for n in [
-            "100000000000000000000",
-            "-100000000000000000000",
-            "1e20",
-            "-1e300",
-        ] {
-            let line = format!(
-                "{{\"command\":\"insert\",\"path\":\"{SEED}\",\"insert_line\":{n},\"insert_text\":\"x\"}}"
-            );
-            let out = server.handle_line(&line);
-            calls += 1;
-            let (_, content, is_error) = well_formed(&out).expect("well formed");
-            if !(is_error && content.contains("out of range") && !content.contains("whole number"))
-            {
-                problems.push(format!(
-                    "{} insert_line {n}: want an out-of-range error, got {}",
-                    profile.name(),
-                    short(&content)
-                ));
-            }
+    let mut calls = 0;
+    let mut problems = Vec::new();
+    let seed = json!({"command": "create", "path": SEED, "file_text": "hostile\n"});
+    send(server, &seed, &mut calls, &mut problems);
+    for n in [
+        "100000000000000000000",
+        "-100000000000000000000",
+        "1e20",
+        "-1e300",
+    ] {
+        let line = format!(
+            "{{\"command\":\"insert\",\"path\":\"{SEED}\",\"insert_line\":{n},\"insert_text\":\"x\"}}"
+        );
+        let out = server.handle_line(&line);
+        calls += 1;
+        let (_, content, is_error) = well_formed(&out).expect("well formed");
+        if !(is_error && content.contains("out of range") && !content.contains("whole number")) {
+            problems.push(format!(
+                "{} insert_line {n}: want an out-of-range error, got {}",
+                profile.name(),
+                short(&content)
+            ));
         }
-        problems.extend(final_checks(server, calls));
-        assert_no_problems(profile.name(), &problems);
     }
+    problems.extend(final_checks(server, calls));
+    assert_no_problems(profile.name(), &problems);
 }
 
 /// A rejected call is recorded as its text and answered again by re-parsing that text (which is

@@ -1,32 +1,35 @@
 //! Limits a server enforces: the largest memory file and the optional cap on a file view. Both
-//! are recorded with each call, so the store verifies under the limits the call ran under.
+//! are recorded with each call, so the store verifies under the limits the call ran under. The
+//! answers run on the pure core and on a sled store alike; the large-file case is about storage
+//! and runs on sled alone.
 
-use mnemo::tool::{DEFAULT_MAX_FILE_BYTES, Limits};
-use mnemo::{MnemoMemoryToolServer, Profile};
+use mnemo::Profile;
+use mnemo::tool::{DEFAULT_MAX_FILE_BYTES, Intake, Limits};
 use serde_json::json;
 
-use crate::support::{TempStore, call};
+use crate::support::{Host, PureServer, TempStore, both, call};
 
-fn server(store: &TempStore, limits: Limits, profile: Profile) -> MnemoMemoryToolServer {
-    MnemoMemoryToolServer::builder(store.client())
-        .limits(limits)
-        .profile(profile)
-        .build()
-        .expect("server")
+/// The settings of a server in `profile` with `limits` and the default root.
+fn with_limits(limits: Limits, profile: Profile) -> Intake {
+    Intake::new("/memories", profile, limits).expect("a valid root")
 }
 
 #[test]
 fn files_cannot_grow_past_the_limit_by_any_command() {
-    let s = TempStore::new();
     let limits = Limits {
         max_file_bytes: 10,
         view_max_chars: None,
         ..Limits::default()
     };
-    let server = server(&s, limits, Profile::Spec);
+    for server in both(&with_limits(limits, Profile::Spec)) {
+        files_cannot_grow(&*server);
+    }
+}
+
+fn files_cannot_grow(server: &dyn Host) {
     let big = "x".repeat(11);
     let (text, err) = call(
-        &server,
+        server,
         json!({"command": "create", "path": "/memories/a", "file_text": big}),
     );
     assert!(err);
@@ -36,7 +39,7 @@ fn files_cannot_grow_past_the_limit_by_any_command() {
     );
     assert_eq!(
         call(
-            &server,
+            server,
             json!({"command": "create", "path": "/memories/a", "file_text": "0123456789"})
         ),
         (
@@ -45,23 +48,21 @@ fn files_cannot_grow_past_the_limit_by_any_command() {
         )
     );
     let (_, err) = call(
-        &server,
+        server,
         json!({"command": "str_replace", "path": "/memories/a", "old_str": "0", "new_str": "ab"}),
     );
     assert!(err, "str_replace past the limit");
     let (_, err) = call(
-        &server,
+        server,
         json!({"command": "insert", "path": "/memories/a", "insert_line": 0, "insert_text": "z"}),
     );
     assert!(err, "insert past the limit");
-    let record = server
-        .client()
-        .record("/memories/a")
-        .expect("read")
-        .expect("exists");
-    assert_eq!(record.content, "0123456789", "refused edits change nothing");
-    let report = server.client().verify().expect("verify");
-    assert!(report.is_intact() && report.events == 4, "{report:?}");
+    assert_eq!(
+        server.file("/memories/a").as_deref(),
+        Some("0123456789"),
+        "refused edits change nothing"
+    );
+    assert_eq!(server.log_problem(4), None, "{}", server.name());
 }
 
 #[test]
@@ -77,95 +78,98 @@ fn the_default_limit_is_documented_and_generous() {
 #[test]
 fn a_capped_view_stops_at_a_line_and_says_how_to_page() {
     for profile in [Profile::Spec, Profile::PythonSdk] {
-        let s = TempStore::new();
         let limits = Limits {
             max_file_bytes: DEFAULT_MAX_FILE_BYTES,
             view_max_chars: Some(30),
             ..Limits::default()
         };
-        let server = server(&s, limits, profile);
-        let content = (1..=10)
-            .map(|i| format!("line {i}"))
-            .collect::<Vec<_>>()
-            .join("\n");
-        call(
-            &server,
-            json!({"command": "create", "path": "/memories/f.txt", "file_text": content}),
-        );
-        // Each numbered line is 6 + 1 + 6 = 13 characters, plus a newline between lines: two fit.
-        let (text, err) = call(
-            &server,
-            json!({"command": "view", "path": "/memories/f.txt"}),
-        );
-        assert!(!err);
-        assert_eq!(
-            text,
-            "Here's the content of /memories/f.txt with line numbers:\n     1\tline 1\n     2\tline 2\n[Output truncated at 30 characters: showing lines 1-2 of the 10 in the file. Use view_range [3, -1] to read on.]",
-            "{profile:?}"
-        );
-        // Paging on from where it stopped works and is capped the same way.
-        let (text, _) = call(
-            &server,
-            json!({"command": "view", "path": "/memories/f.txt", "view_range": [9, -1]}),
-        );
-        assert_eq!(
-            text,
-            "Here's the content of /memories/f.txt with line numbers:\n     9\tline 9\n    10\tline 10"
-        );
-        // A single line longer than the cap is cut rather than dropped.
-        call(
-            &server,
-            json!({"command": "create", "path": "/memories/long.txt", "file_text": "y".repeat(100)}),
-        );
-        let (text, _) = call(
-            &server,
-            json!({"command": "view", "path": "/memories/long.txt"}),
-        );
-        assert!(
-            text.contains(&format!("     1\t{}\n[Output truncated", "y".repeat(23))),
-            "{text}"
-        );
-        // It says that the rest of that line cannot be viewed under the cap, and suggests no
-        // range past the end of the file.
-        assert!(
-            text.ends_with("line 1 is 100 bytes long, more than a view under this limit shows, so only its start is shown and no view shows the rest of it; to change the line, str_replace a part of it you can see. It is the last line asked for.]"),
-            "{text}"
-        );
-        // With lines after it, the range it suggests reads them.
-        call(
-            &server,
-            json!({"command": "create", "path": "/memories/long2.txt", "file_text": format!("{}\nshort\n", "y".repeat(100))}),
-        );
-        let (text, _) = call(
-            &server,
-            json!({"command": "view", "path": "/memories/long2.txt"}),
-        );
-        assert!(
-            text.ends_with("Use view_range [2, -1] to read on.]"),
-            "{text}"
-        );
-        let (text, is_error) = call(
-            &server,
-            json!({"command": "view", "path": "/memories/long2.txt", "view_range": [2, -1]}),
-        );
-        assert!(!is_error && text.contains("     2\tshort"), "{text}");
-        // A range cut by the cap counts the file's lines and pages on within the range asked
-        // for (a 4-line file viewed as [1, 3] used to say "showing lines 1-1 of 3").
-        call(
-            &server,
-            json!({"command": "create", "path": "/memories/four.txt", "file_text": "line 1\nline 2\nline 3\nline 4"}),
-        );
-        let (text, _) = call(
-            &server,
-            json!({"command": "view", "path": "/memories/four.txt", "view_range": [1, 3]}),
-        );
-        assert!(
-            text.ends_with("     2\tline 2\n[Output truncated at 30 characters: showing lines 1-2 of the 4 in the file. Use view_range [3, 3] to read on.]"),
-            "{text}"
-        );
-        let report = server.client().verify().expect("verify");
-        assert!(report.is_intact(), "{report:?}");
+        for server in both(&with_limits(limits, profile)) {
+            capped_views(&*server, profile);
+        }
     }
+}
+
+fn capped_views(server: &dyn Host, profile: Profile) {
+    let content = (1..=10)
+        .map(|i| format!("line {i}"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    call(
+        server,
+        json!({"command": "create", "path": "/memories/f.txt", "file_text": content}),
+    );
+    // Each numbered line is 6 + 1 + 6 = 13 characters, plus a newline between lines: two fit.
+    let (text, err) = call(
+        server,
+        json!({"command": "view", "path": "/memories/f.txt"}),
+    );
+    assert!(!err);
+    assert_eq!(
+        text,
+        "Here's the content of /memories/f.txt with line numbers:\n     1\tline 1\n     2\tline 2\n[Output truncated at 30 characters: showing lines 1-2 of the 10 in the file. Use view_range [3, -1] to read on.]",
+        "{profile:?}"
+    );
+    // Paging on from where it stopped works and is capped the same way.
+    let (text, _) = call(
+        server,
+        json!({"command": "view", "path": "/memories/f.txt", "view_range": [9, -1]}),
+    );
+    assert_eq!(
+        text,
+        "Here's the content of /memories/f.txt with line numbers:\n     9\tline 9\n    10\tline 10"
+    );
+    // A single line longer than the cap is cut rather than dropped.
+    call(
+        server,
+        json!({"command": "create", "path": "/memories/long.txt", "file_text": "y".repeat(100)}),
+    );
+    let (text, _) = call(
+        server,
+        json!({"command": "view", "path": "/memories/long.txt"}),
+    );
+    assert!(
+        text.contains(&format!("     1\t{}\n[Output truncated", "y".repeat(23))),
+        "{text}"
+    );
+    // It says that the rest of that line cannot be viewed under the cap, and suggests no
+    // range past the end of the file.
+    assert!(
+        text.ends_with("line 1 is 100 bytes long, more than a view under this limit shows, so only its start is shown and no view shows the rest of it; to change the line, str_replace a part of it you can see. It is the last line asked for.]"),
+        "{text}"
+    );
+    // With lines after it, the range it suggests reads them.
+    call(
+        server,
+        json!({"command": "create", "path": "/memories/long2.txt", "file_text": format!("{}\nshort\n", "y".repeat(100))}),
+    );
+    let (text, _) = call(
+        server,
+        json!({"command": "view", "path": "/memories/long2.txt"}),
+    );
+    assert!(
+        text.ends_with("Use view_range [2, -1] to read on.]"),
+        "{text}"
+    );
+    let (text, is_error) = call(
+        server,
+        json!({"command": "view", "path": "/memories/long2.txt", "view_range": [2, -1]}),
+    );
+    assert!(!is_error && text.contains("     2\tshort"), "{text}");
+    // A range cut by the cap counts the file's lines and pages on within the range asked
+    // for (a 4-line file viewed as [1, 3] used to say "showing lines 1-1 of 3").
+    call(
+        server,
+        json!({"command": "create", "path": "/memories/four.txt", "file_text": "line 1\nline 2\nline 3\nline 4"}),
+    );
+    let (text, _) = call(
+        server,
+        json!({"command": "view", "path": "/memories/four.txt", "view_range": [1, 3]}),
+    );
+    assert!(
+        text.ends_with("     2\tline 2\n[Output truncated at 30 characters: showing lines 1-2 of the 4 in the file. Use view_range [3, 3] to read on.]"),
+        "{text}"
+    );
+    assert_eq!(server.log_problem(10), None, "{}", server.name());
 }
 
 /// The view cap bounds a directory listing too: 3,000 files under a cap of 1,000 characters
@@ -173,12 +177,12 @@ fn a_capped_view_stops_at_a_line_and_says_how_to_page() {
 /// shown and which view lists the rest.
 #[test]
 fn a_capped_listing_stops_at_the_cap_and_names_a_view_that_lists_the_rest() {
-    let s = TempStore::new();
     let limits = Limits {
         view_max_chars: Some(1000),
         ..Limits::default()
     };
-    let server = server(&s, limits, Profile::Spec);
+    let capped = with_limits(limits, Profile::Spec);
+    let server = PureServer::with(&capped);
     for i in 0..3000 {
         let (_, err) = call(
             &server,
@@ -208,12 +212,10 @@ fn a_capped_listing_stops_at_the_cap_and_names_a_view_that_lists_the_rest() {
     let (text, _) = call(&server, json!({"command": "view", "path": "/memories/d0"}));
     assert!(text.contains("/memories/d0/note-0000.md"), "{text}");
     // Without a cap the listing is whole.
-    let whole = MnemoMemoryToolServer::builder(server.client().clone())
-        .build()
-        .expect("server");
+    let whole = server.sharing(&with_limits(Limits::default(), Profile::Spec));
     let (text, _) = call(&whole, json!({"command": "view", "path": "/memories"}));
     assert_eq!(text.lines().count(), 3032);
-    assert!(server.client().verify().expect("verify").is_intact());
+    assert_eq!(server.log_problem(3003), None);
 }
 
 /// Large files fill the writer's index changes fast: they are handed to the background thread

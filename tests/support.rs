@@ -5,6 +5,7 @@
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::rc::Rc;
 
 use mnemo::replay::Replay;
 use mnemo::tool::intake::{result_id, tool_result};
@@ -474,7 +475,7 @@ pub const AGENT: &str = "test-agent";
 /// server makes it. So it gives the live server's (text, is_error) for every call.
 pub struct PureServer {
     intake: Intake,
-    state: RefCell<PureState>,
+    state: Rc<RefCell<PureState>>,
 }
 
 struct PureState {
@@ -493,10 +494,19 @@ impl PureServer {
     pub fn with(intake: &Intake) -> PureServer {
         PureServer {
             intake: intake.clone(),
-            state: RefCell::new(PureState {
+            state: Rc::new(RefCell::new(PureState {
                 replay: Replay::in_memory_with_listings(),
                 log: Vec::new(),
-            }),
+            })),
+        }
+    }
+
+    /// A server over the same tree and log that takes requests in as `intake` does (as a second
+    /// server with other settings over the same store).
+    pub fn sharing(&self, intake: &Intake) -> PureServer {
+        PureServer {
+            intake: intake.clone(),
+            state: Rc::clone(&self.state),
         }
     }
 
@@ -620,6 +630,14 @@ pub fn in_sled_sample(key: &str) -> bool {
 pub fn in_binary_sample(key: &str) -> bool {
     std::env::var("MNEMO_TEST_SLED").is_ok_and(|v| v == "all")
         || blake3::hash(key.as_bytes()).as_bytes()[1] % SLED_EVERY == 0
+}
+
+/// Both hosts, each fresh, for a test small enough to run whole on each.
+pub fn both(intake: &Intake) -> [Box<dyn Host>; 2] {
+    [
+        Box::new(PureServer::with(intake)),
+        Box::new(SledServer::new(intake)),
+    ]
 }
 
 /// The hosts the case named `key` runs on: the pure core always, and a fresh sled store too
