@@ -213,7 +213,7 @@ fn a_capped_listing_stops_at_the_cap_and_names_a_view_that_lists_the_rest() {
     assert!(text.contains("/memories/d0/note-0000.md"), "{text}");
     // Without a cap the listing is whole.
     let whole = server.sharing(&with_limits(Limits::default(), Profile::Spec));
-    let (text, _) = call(&whole, json!({"command": "view", "path": "/memories"}));
+    let (text, _) = call(&*whole, json!({"command": "view", "path": "/memories"}));
     assert_eq!(text.lines().count(), 3032);
     assert_eq!(server.log_problem(3003), None);
 }

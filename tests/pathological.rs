@@ -14,30 +14,24 @@
 //!   and a plain `view` of the case's own file (measured again before a call is failed, in case the
 //!   machine got busier); at the end `verify` must report an intact log.
 //!   `MNEMO_PATHOLOGICAL_CASES` sets the number of cases (16).
+//!
+//! The cost is the pure core's, so both run on it over an in-memory tree; the megabyte cases in
+//! the python-sdk profile and the sled sample of the proptest's cases run through sled as well.
 
 use std::time::{Duration, Instant};
 
-use mnemo::tool::Limits;
-use mnemo::{MnemoMemoryToolServer, Profile};
+use mnemo::Profile;
+use mnemo::tool::{Intake, Limits};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use serde_json::{Value, json};
 
-use crate::support::{TempStore, call};
+use crate::support::{Host, PureServer, SledServer, call, in_sled_sample, settings};
 
 const PATH: &str = "/memories/f";
 
-/// A server on `store` with `profile` and `limits`.
-fn server(store: &TempStore, profile: Profile, limits: Limits) -> MnemoMemoryToolServer {
-    MnemoMemoryToolServer::builder(store.client())
-        .profile(profile)
-        .limits(limits)
-        .build()
-        .expect("build the server")
-}
-
 /// `server.handle(input)` with its wall time.
-fn timed(server: &MnemoMemoryToolServer, input: Value) -> (String, bool, Duration) {
+fn timed(server: &dyn Host, input: Value) -> (String, bool, Duration) {
     let start = Instant::now();
     let (out, is_error) = call(server, input);
     (out, is_error, start.elapsed())
@@ -90,7 +84,7 @@ const CALL_BOUND: Duration = Duration::from_secs(2);
 
 /// [`CALL_BOUND`], plus twenty times what a linear call on the same file took just now (its
 /// `create` and a `view`), so a busy machine does not fail a call that is fast.
-fn call_bound(server: &MnemoMemoryToolServer, path: &str, create: Duration) -> Duration {
+fn call_bound(server: &dyn Host, path: &str, create: Duration) -> Duration {
     let (out, is_error, view) = timed(server, json!({"command": "view", "path": path}));
     assert!(!is_error, "view: {out:.300}");
     CALL_BOUND + (create + view) * 20
@@ -163,25 +157,34 @@ fn pathological_str_replace_on_a_megabyte() {
         ),
     ];
 
-    for profile in [Profile::Spec, Profile::PythonSdk] {
-        let store = TempStore::new();
-        let server = server(&store, profile, Limits::default());
+    for (profile, on_sled) in [
+        (Profile::Spec, false),
+        (Profile::PythonSdk, false),
+        (Profile::PythonSdk, true),
+    ] {
+        let server: Box<dyn Host> = if on_sled {
+            Box::new(SledServer::new(&settings(profile)))
+        } else {
+            Box::new(PureServer::with(&settings(profile)))
+        };
+        let server = &*server;
         for (i, (file, old, spec, sdk, want_error)) in cases.iter().enumerate() {
             let path = format!("{PATH}{i}");
             let (out, is_error, create) = timed(
-                &server,
+                server,
                 json!({"command": "create", "path": path, "file_text": file}),
             );
             assert!(!is_error, "create: {out}");
-            let bound = call_bound(&server, &path, create);
+            let bound = call_bound(server, &path, create);
             let (out, is_error, took) = timed(
-                &server,
+                server,
                 json!({"command": "str_replace", "path": path, "old_str": old, "new_str": "X"}),
             );
             let want = if profile == Profile::Spec { spec } else { sdk }.replace(PATH, &path);
             assert!(
                 is_error == *want_error && out == want,
-                "{profile:?} case {i}: unexpected answer (is_error={is_error}): {:.300}",
+                "{profile:?} on {} case {i}: unexpected answer (is_error={is_error}): {:.300}",
+                server.name(),
                 out
             );
             assert!(
@@ -192,19 +195,23 @@ fn pathological_str_replace_on_a_megabyte() {
         }
         if profile == Profile::PythonSdk {
             // An empty old_str matches at every character boundary: 1,000,001 lines listed.
-            let bound = call_bound(&server, &format!("{PATH}0"), Duration::ZERO);
+            let bound = call_bound(server, &format!("{PATH}0"), Duration::ZERO);
             let (out, is_error, took) = timed(
-                &server,
+                server,
                 json!({"command": "str_replace", "path": format!("{PATH}0"), "old_str": "", "new_str": "X"}),
             );
             assert!(is_error && out == several("", &listed("1", MB + 1)));
             assert!(took < bound, "empty old_str took {took:?}, over {bound:?}");
         }
-        // The verifier re-answers every call: it must not pay the old cost either.
-        let bound = call_bound(&server, &format!("{PATH}0"), Duration::ZERO) * 4;
+        // The verifier re-answers every call (and the pure harness's log check, as it does): it
+        // must not pay the old cost either.
+        let bound = call_bound(server, &format!("{PATH}0"), Duration::ZERO) * 4;
         let start = Instant::now();
-        let report = server.client().verify().expect("verify runs");
-        assert!(report.is_intact(), "verify: {:?}", report.violations);
+        // Each case is a create, a view and a str_replace; then the empty old_str's view and
+        // str_replace, and the view for the bound.
+        let calls = 3 * cases.len() + 2 * usize::from(profile == Profile::PythonSdk) + 1;
+        let problem = server.log_problem(calls as u64);
+        assert_eq!(problem, None, "{}", server.name());
         assert!(
             start.elapsed() < bound,
             "verify took {:?}, over {bound:?}",
@@ -294,7 +301,7 @@ fn case() -> impl Strategy<Value = Case> {
 /// Seconds per byte of a linear-time call on this machine, now: the larger of what a `create` of
 /// `created` bytes took and what a plain `view` of the file, through `plain`, takes per byte read
 /// and returned.
-fn rate(plain: &MnemoMemoryToolServer, created: Option<(Duration, usize)>, file: usize) -> f64 {
+fn rate(plain: &dyn Host, created: Option<(Duration, usize)>, file: usize) -> f64 {
     let (out, is_error, took) = timed(plain, json!({"command": "view", "path": PATH}));
     assert!(!is_error, "baseline view: {out:.300}");
     let view = took.as_secs_f64() / (file + out.len()) as f64;
@@ -325,8 +332,8 @@ fn insert_lines(content: &str) -> usize {
     newlines + usize::from(!content.is_empty() && !content.ends_with('\n'))
 }
 
+/// Runs `case` on the pure core and, when it is in the sled sample, through sled as well.
 fn run_case(case: &Case) -> Result<(), TestCaseError> {
-    let store = TempStore::new();
     let profile = if case.sdk {
         Profile::PythonSdk
     } else {
@@ -336,25 +343,28 @@ fn run_case(case: &Case) -> Result<(), TestCaseError> {
         view_max_chars: case.cap,
         ..Limits::default()
     };
-    let server = server(&store, profile, limits);
+    let intake = Intake::new("/memories", profile, limits).expect("a valid root");
+    run_case_on(&PureServer::with(&intake), profile, case)?;
+    if in_sled_sample(&format!("{case:?}")) {
+        run_case_on(&SledServer::new(&intake), profile, case)?;
+    }
+    Ok(())
+}
+
+fn run_case_on(server: &dyn Host, profile: Profile, case: &Case) -> Result<(), TestCaseError> {
     // The baseline views run without the cap, so they return the whole file.
-    let plain = MnemoMemoryToolServer::builder(server.client().clone())
-        .profile(profile)
-        .build()
-        .expect("build the baseline server");
+    let plain = server.sharing(&settings(profile));
+    let plain = &*plain;
     let original = case.unit.repeat(case.repeats);
     let create = json!({"command": "create", "path": PATH, "file_text": original});
     let create_len = create.to_string().len();
-    let (out, is_error, took) = timed(&server, create);
+    let (out, is_error, took) = timed(server, create);
     prop_assert!(!is_error, "create: {}", out);
-    let mut rate = rate(&plain, Some((took, create_len)), original.len());
+    let mut rate = rate(plain, Some((took, create_len)), original.len());
+    // The create and the baseline view, then one call per op and one per baseline measured again.
+    let mut calls = 2;
     for op in &case.ops {
-        let content = server
-            .client()
-            .record(PATH)
-            .expect("read the file")
-            .map(|r| r.content)
-            .unwrap_or_default();
+        let content = server.file(PATH).unwrap_or_default();
         let input = match *op {
             Op::Replace { turn, len, new } => {
                 let old: String = original.chars().skip(turn).take(len).collect();
@@ -373,12 +383,14 @@ fn run_case(case: &Case) -> Result<(), TestCaseError> {
             }
         };
         let input_len = input.to_string().len();
-        let (out, _, took) = timed(&server, input);
+        let (out, _, took) = timed(server, input);
+        calls += 1;
         let size = input_len + content.len() + out.len();
         if took > allowed(rate, size) {
             // Perhaps the machine got busier: measure the baseline again, on the file as it is.
-            let now = server.client().record(PATH).expect("read the file");
-            rate = rate.max(self::rate(&plain, None, now.map_or(0, |r| r.content.len())));
+            let now = server.file(PATH).map_or(0, |content| content.len());
+            rate = rate.max(self::rate(plain, None, now));
+            calls += 1;
         }
         prop_assert!(
             took <= allowed(rate, size),
@@ -390,8 +402,8 @@ fn run_case(case: &Case) -> Result<(), TestCaseError> {
             allowed(rate, size)
         );
     }
-    let report = server.client().verify().expect("verify runs");
-    prop_assert!(report.is_intact(), "verify: {:?}", report.violations);
+    let problem = server.log_problem(calls);
+    prop_assert!(problem.is_none(), "{}: {:?}", server.name(), problem);
     Ok(())
 }
 

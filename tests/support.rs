@@ -372,6 +372,9 @@ pub trait Host {
     fn store_dir(&self) -> Option<&Path> {
         None
     }
+
+    /// A second server over the same tree and log that takes requests in as `intake` does.
+    fn sharing(&self, intake: &Intake) -> Box<dyn Host>;
 }
 
 impl Host for MnemoMemoryToolServer {
@@ -411,6 +414,16 @@ impl Host for MnemoMemoryToolServer {
             )),
             Err(e) => Some(format!("verify failed: {e}")),
         }
+    }
+
+    fn sharing(&self, intake: &Intake) -> Box<dyn Host> {
+        let server = MnemoMemoryToolServer::builder(self.client().clone())
+            .root(intake.root())
+            .profile(intake.profile())
+            .limits(intake.limits())
+            .build()
+            .expect("build a server with a valid root");
+        Box::new(server)
     }
 }
 
@@ -463,6 +476,10 @@ impl Host for SledServer {
     fn store_dir(&self) -> Option<&Path> {
         Some(self.store.dir.path())
     }
+
+    fn sharing(&self, intake: &Intake) -> Box<dyn Host> {
+        self.server.sharing(intake)
+    }
 }
 
 /// The agent every harness answers as (the one [`TempStore::client`] opens as).
@@ -498,15 +515,6 @@ impl PureServer {
                 replay: Replay::in_memory_with_listings(),
                 log: Vec::new(),
             })),
-        }
-    }
-
-    /// A server over the same tree and log that takes requests in as `intake` does (as a second
-    /// server with other settings over the same store).
-    pub fn sharing(&self, intake: &Intake) -> PureServer {
-        PureServer {
-            intake: intake.clone(),
-            state: Rc::clone(&self.state),
         }
     }
 
@@ -600,6 +608,13 @@ impl Host for PureServer {
             }
         }
         None
+    }
+
+    fn sharing(&self, intake: &Intake) -> Box<dyn Host> {
+        Box::new(PureServer {
+            intake: intake.clone(),
+            state: Rc::clone(&self.state),
+        })
     }
 }
 
