@@ -31,7 +31,7 @@ use serde_json::{Map, Number, Value, json};
 
 use crate::support::{
     Host, PureServer, SledServer, TempStore, in_binary_sample, in_sled_sample, run_mnemo,
-    run_mnemo_bytes, settings,
+    run_mnemo_bytes, sample_all, settings,
 };
 
 const ROOT: &str = "/memories";
@@ -732,8 +732,12 @@ fn unexpected_records(server: &dyn Host, allowed: &BTreeSet<String>) -> Vec<Stri
 }
 
 /// Every fifth path of each class (the first one included, so no class is left out): the part
-/// of the corpus that also goes through sled and the binary.
+/// of the corpus that also goes through sled and the binary (all of it when
+/// `MNEMO_TEST_SLED=all`).
 fn corpus_sample(corpus: &[(String, Class)]) -> Vec<(String, Class)> {
+    if sample_all() {
+        return corpus.to_vec();
+    }
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
     corpus
         .iter()

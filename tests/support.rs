@@ -632,19 +632,22 @@ pub fn settings(profile: Profile) -> Intake {
 /// `MNEMO_TEST_SLED=all`).
 pub const SLED_EVERY: u8 = 5;
 
+/// Whether `MNEMO_TEST_SLED=all` widens the sled and binary samples to every case.
+pub fn sample_all() -> bool {
+    std::env::var("MNEMO_TEST_SLED").is_ok_and(|v| v == "all")
+}
+
 /// Whether the case named `key` is in the sled sample: a fixed choice by the hash of its name,
 /// so every run samples the same cases, whichever test thread gets there first.
 pub fn in_sled_sample(key: &str) -> bool {
-    std::env::var("MNEMO_TEST_SLED").is_ok_and(|v| v == "all")
-        || blake3::hash(key.as_bytes()).as_bytes()[0] % SLED_EVERY == 0
+    sample_all() || blake3::hash(key.as_bytes()).as_bytes()[0] % SLED_EVERY == 0
 }
 
 /// Whether the case named `key` is in the sample that also runs through the `mnemo` binary: one
 /// case in [`SLED_EVERY`], chosen by another byte of the same hash, so it is not the sled sample
 /// (all of them when `MNEMO_TEST_SLED=all`).
 pub fn in_binary_sample(key: &str) -> bool {
-    std::env::var("MNEMO_TEST_SLED").is_ok_and(|v| v == "all")
-        || blake3::hash(key.as_bytes()).as_bytes()[1] % SLED_EVERY == 0
+    sample_all() || blake3::hash(key.as_bytes()).as_bytes()[1] % SLED_EVERY == 0
 }
 
 /// Both hosts, each fresh, for a test small enough to run whole on each.
