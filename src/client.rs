@@ -130,7 +130,7 @@ impl ClientBuilder {
         #[cfg(feature = "client")]
         let mut held = None;
         let opened = OPEN.open(&self.path, || {
-            // Look for a server first: trying the store's lock waits [`crate::LOCK_WAIT`].
+            // Look for a server first: trying the store's lock waits `LOCK_WAIT`.
             #[cfg(feature = "client")]
             if let Some(file) = live_server(&self.path) {
                 held = Some(file);

@@ -111,9 +111,9 @@ mod served {
     use std::path::Path;
     use std::process::ExitCode;
 
-    use mnemo::serve::discovery::{Launch, Link, START_WAIT, live_server, unanswered};
+    use mnemo::cli_support::{tool_use_id, Launch, Link, START_WAIT, live_server, unanswered};
     use mnemo::tool::format_size;
-    use mnemo::tool::request::{Request, read_request};
+    use mnemo::tool::{Request, read_request};
     use mnemo::{AdminRequest, Head, RemoteClient, RemoteError};
     use serde_json::Value;
 
@@ -246,7 +246,7 @@ mod served {
             Change::RevokeToken { id } => {
                 // An id that is not one is refused here, as the local command refuses it (an
                 // empty one would name another route).
-                if let Err(why) = mnemo::token::check_id(id) {
+                if let Err(why) = mnemo::cli_support::check_id(id) {
                     return Ok(Err(mnemo::Error::InvalidArgument(why).into()));
                 }
                 revoke_route = format!("/v1/tokens/{}", path_segment(id));
@@ -408,15 +408,6 @@ mod served {
             .into());
         }
         Ok(ExitCode::SUCCESS)
-    }
-
-    /// The `id` of a line that is a `tool_use` block.
-    fn tool_use_id(line: &[u8]) -> Option<String> {
-        let value: Value = serde_json::from_slice(line).ok()?;
-        if value.get("type").and_then(Value::as_str) != Some("tool_use") {
-            return None;
-        }
-        value.get("id").and_then(Value::as_str).map(str::to_string)
     }
 
     /// `mnemo mcp` through a server: the same MCP session on stdin and stdout, every call and

@@ -78,6 +78,7 @@ mod copy;
 mod extent;
 
 pub(crate) use copy::{COPY_PREFIX, copy_for_reading, sweep_stale_copies};
+#[cfg(feature = "testing")]
 pub use extent::{MAX_CONF_BYTES, MAX_HOLE_BYTES};
 
 /// The file, beside sled's, that records the last durably committed head.

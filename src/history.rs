@@ -155,16 +155,6 @@ impl Called<'_> {
     }
 }
 
-/// Every event of every file that lived at `path`, file by file (see [`crate::lineage::trails`]:
-/// each file followed by identity through renames, in the order the files were created), then
-/// the events that named `path` while no file was there.
-pub fn file_history(store: &Store, path: &MemPath) -> Result<Vec<Event>> {
-    Ok(crate::lineage::trails(store, path)?
-        .into_iter()
-        .flat_map(|trail| trail.events)
-        .collect())
-}
-
 /// The command name (`create`, `rejected`, `acl-grant`, `token-issue`, ...) and the canonical paths an event
 /// names (raw paths if they do not resolve; for an admin event, the prefix and `agent {id}`, or
 /// `token {id}` and the token's agent), as

@@ -5,19 +5,19 @@
 
 mod client;
 mod codec;
-pub mod disk;
+mod disk;
 mod error;
 pub mod event;
-pub mod failpoint;
+mod failpoint;
 mod hash;
 mod head;
-pub mod history;
-pub mod inspect;
+mod history;
+mod inspect;
 mod kv;
-pub mod lineage;
+mod lineage;
 mod log;
 #[cfg(feature = "mcp")]
-pub mod mcp;
+mod mcp;
 mod paths;
 mod policy;
 mod projection;
@@ -25,22 +25,23 @@ mod reads;
 mod registry;
 #[cfg(feature = "client")]
 mod remote;
-pub mod replay;
+mod replay;
 mod semantics_version;
 #[cfg(feature = "serve")]
-pub mod serve;
+mod serve;
 /// What a client of `mnemo serve` needs in a build without the server (feature `client` alone,
 /// as the Python package builds): the server file of a store, and reaching (or starting) the
 /// server it names. A build with the `serve` feature has the whole module.
 #[cfg(all(feature = "client", not(feature = "serve")))]
-pub mod serve {
+mod serve {
     pub mod discovery;
+    #[cfg(feature = "testing")]
     pub use discovery::{SERVER_FILE, ServerFile};
 }
 mod time;
-pub mod token;
+mod token;
 pub mod tool;
-pub mod transfer;
+mod transfer;
 mod unwind;
 mod verify;
 mod writer;
@@ -48,26 +49,104 @@ mod writer;
 pub use client::{ClientBuilder, MnemoClient};
 pub use error::{Error, Result};
 pub use event::{Body, Event, EventHash, Header, Outcome, RejectedCall, Seq, ToolCall};
-pub use kv::MemKv;
-pub use log::{Durability, HEAD_FILE, Head, LOCK_WAIT, Store};
+pub use history::LogQuery;
+pub use log::{Durability, Head};
 #[cfg(feature = "mcp")]
 pub use mcp::MnemoMcpServer;
-pub use paths::{MAX_PATH_BYTES, MAX_SEGMENT_BYTES, MemPath, PathRejection};
-pub use policy::{ANY_AGENT, Access, AdminCommand, Grant, MAX_AGENT_BYTES, Policy};
-pub use projection::{
-    COLLECT_BUDGET, INDEX_LAYOUT, MEMORY_TAG, MemoryRecord, Projection, RETRY_RECORDS,
-    RETRY_TEXT_MAX, Recorded, Retry, RetryKind, Traced,
-};
+pub use paths::{MemPath, PathRejection};
+pub use policy::{ANY_AGENT, Access, AdminCommand, Grant, Policy};
+pub use projection::{MEMORY_TAG, MemoryRecord};
 #[cfg(feature = "client")]
 pub use remote::{AdminRequest, RemoteClient, RemoteError};
 #[cfg(feature = "serve")]
 pub use serve::{ServeOptions, serve};
-pub use tool::{MnemoMemoryToolServer, Profile};
-pub use verify::{
-    PROGRESS_EVERY, Report, VerifyOptions, Violation, ViolationKind, verify_store,
-    verify_store_with,
-};
-pub use writer::{
-    DEFER_IDLE, INDEX_BATCH_BYTES, INDEX_BATCH_EVENTS, INDEX_BATCH_KEYS, INDEX_IDLE,
-    INDEX_OVERFLOW, MAX_DEFERRED, Receipt,
-};
+pub use token::TokenRecord;
+pub use tool::{MnemoMemoryToolServer, Profile, ServerBuilder};
+pub use verify::{Report, Violation, ViolationKind};
+pub use writer::Receipt;
+
+/// What the `mnemo` binary and the Python bindings use beyond the public API: opening a store
+/// read-only (a private copy), the verifier's progress, the log's filters and renderings, tokens,
+/// import and export, and finding a store's server. Not a stable API: it changes with them.
+#[doc(hidden)]
+pub mod cli_support {
+    pub use crate::history::{
+        absolute_path, describe, event_json, printable, record_at, records_at, select_events, utc,
+    };
+    pub use crate::inspect::{FileDiff, Shift, Shown, diff, show};
+    pub use crate::lineage::{Trail, trail_json, trails};
+    pub use crate::log::Store;
+    #[cfg(feature = "client")]
+    pub use crate::serve::discovery::{Launch, Link, START_WAIT, live_server, unanswered};
+    #[cfg(feature = "client")]
+    pub use crate::tool::request::tool_use_id;
+    pub use crate::token::{OPERATOR, check_id, issue, listed, revoke};
+    pub use crate::transfer::{export, import};
+    pub use crate::verify::{PROGRESS_EVERY, VerifyOptions, verify_store_with};
+}
+
+/// The internals that the crate's own tests, benches and examples reach (feature `testing`,
+/// which a dev-dependency of the crate on itself turns on): the store under the client, the
+/// index, the writer's bounds, failpoints, replay, the on-disk files. Not an API: a build for
+/// use never has it.
+#[cfg(feature = "testing")]
+#[doc(hidden)]
+pub mod testing {
+    pub use crate::kv::MemKv;
+    pub use crate::log::{LOCK_WAIT, Store};
+    pub use crate::disk::HEAD_FILE;
+    pub use crate::paths::{MAX_PATH_BYTES, MAX_SEGMENT_BYTES};
+    pub use crate::policy::MAX_AGENT_BYTES;
+    pub use crate::projection::{
+        COLLECT_BUDGET, INDEX_LAYOUT, Projection, RETRY_RECORDS, RETRY_TEXT_MAX, Recorded, Retry,
+        RetryKind, Traced,
+    };
+    pub use crate::verify::{PROGRESS_EVERY, VerifyOptions, verify_store, verify_store_with};
+    pub use crate::writer::{
+        DEFER_IDLE, INDEX_BATCH_BYTES, INDEX_BATCH_EVENTS, INDEX_BATCH_KEYS, INDEX_IDLE,
+        INDEX_OVERFLOW, MAX_DEFERRED,
+    };
+
+    /// The store's files beside sled's: the head record, reading them.
+    pub mod disk {
+        pub use crate::disk::*;
+    }
+    /// The named failpoints of the write path.
+    pub mod failpoint {
+        pub use crate::failpoint::*;
+    }
+    /// The store at a past event, and the log's filters.
+    pub mod history {
+        pub use crate::history::*;
+    }
+    /// One event whole, and the diff between two.
+    pub mod inspect {
+        pub use crate::inspect::*;
+    }
+    /// A file's events followed through renames.
+    pub mod lineage {
+        pub use crate::lineage::*;
+    }
+    /// The MCP server's parts.
+    #[cfg(feature = "mcp")]
+    pub mod mcp {
+        pub use crate::mcp::*;
+    }
+    /// Replaying the log into a tree.
+    pub mod replay {
+        pub use crate::replay::*;
+    }
+    /// The HTTP server's parts, and the server file.
+    #[cfg(feature = "client")]
+    pub mod serve {
+        pub use crate::serve::*;
+    }
+    /// Agent tokens.
+    pub mod token {
+        pub use crate::token::*;
+    }
+    /// Import and export of memory directories.
+    pub mod transfer {
+        pub use crate::transfer::*;
+    }
+}

@@ -8,15 +8,14 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use connect::{Change, Read, Remote, Start};
-use mnemo::event::{Event, Seq};
-use mnemo::history::{
-    LogQuery, absolute_path, describe, event_json, printable, record_at, records_at, select_events,
-    utc,
+use mnemo::cli_support::{
+    PROGRESS_EVERY, Store, VerifyOptions, absolute_path, describe, event_json, printable,
+    record_at, records_at, select_events, utc, verify_store_with,
 };
 use mnemo::tool::{Limits, Tree, format_size};
 use mnemo::{
-    Access, AdminCommand, Durability, Head, MemPath, MnemoClient, MnemoMemoryToolServer, Profile,
-    Report, Store, VerifyOptions, verify_store_with,
+    Access, AdminCommand, Durability, Event, Head, LogQuery, MemPath, MnemoClient,
+    MnemoMemoryToolServer, Profile, Report, Seq,
 };
 use serde_json::json;
 
@@ -350,7 +349,7 @@ enum TokenCmd {
 struct Operator {
     /// The operator the change is recorded under (whoever can open the store directory is the
     /// operator).
-    #[arg(long = "as", default_value = mnemo::token::OPERATOR)]
+    #[arg(long = "as", default_value = mnemo::cli_support::OPERATOR)]
     name: String,
 }
 
@@ -754,7 +753,7 @@ fn run_tool(session: Session, agent: Option<String>, remote: &Remote, start: &St
     let mut out = std::io::stdout().lock();
     // Each line is read holding at most `limit` bytes of it; a longer one is only counted and
     // hashed up to its newline, answered with the size refusal, and the next line goes on.
-    while let Some(request) = mnemo::tool::request::read_request(&mut input, limit)? {
+    while let Some(request) = mnemo::tool::read_request(&mut input, limit)? {
         let result = server.handle_request(request);
         serde_json::to_writer(&mut out, &result)?;
         out.write_all(b"\n")?;
@@ -954,7 +953,7 @@ fn verify_local(db: &Path, as_json: bool, expect: Option<Head>) -> CliResult {
             progress: Some(&mut progress),
         },
     )?;
-    if tty && report.events >= mnemo::PROGRESS_EVERY {
+    if tty && report.events >= PROGRESS_EVERY {
         eprintln!();
     }
     print_verify(db, as_json, &report.to_json(db), &ReportView::of(&report))
@@ -1122,7 +1121,7 @@ fn run_export(db: &Path, dir: &Path, at: Option<u64>, remote: &Remote) -> CliRes
 /// Writes `records` as plain files under `dir` and says how many.
 #[cfg(unix)]
 fn export_records(records: &[mnemo::MemoryRecord], dir: &Path) -> CliResult {
-    let summary = mnemo::transfer::export(records, dir)?;
+    let summary = mnemo::cli_support::export(records, dir)?;
     println!(
         "exported {} ({} bytes) to {}",
         count(summary.files, "file"),
@@ -1204,7 +1203,7 @@ fn sync_parent(path: &Path) -> std::io::Result<()> {
 fn import_into(db: &Path, dir: &Path, agent: String, root: String) -> CliResult {
     let client = MnemoClient::open(db, agent)?;
     let server = MnemoMemoryToolServer::builder(client).root(root).build()?;
-    let summary = mnemo::transfer::import(&server, dir)?;
+    let summary = mnemo::cli_support::import(&server, dir)?;
     for skipped in &summary.skipped {
         eprintln!(
             "mnemo: not imported: {}: {}",
@@ -1321,7 +1320,7 @@ fn run_history(db: &Path, path: &str, as_json: bool, remote: &Remote) -> CliResu
 
 fn history_local(db: &Path, file: &MemPath, as_json: bool) -> CliResult {
     let store = Store::open_current_read_only(db)?;
-    let trails = mnemo::lineage::trails(&store, file)?;
+    let trails = mnemo::cli_support::trails(&store, file)?;
     let mut out = std::io::stdout().lock();
     for trail in &trails {
         if !as_json {
@@ -1333,7 +1332,7 @@ fn history_local(db: &Path, file: &MemPath, as_json: bool) -> CliResult {
         }
         for event in &trail.events {
             if as_json {
-                writeln!(out, "{}", mnemo::lineage::trail_json(trail, event))?;
+                writeln!(out, "{}", mnemo::cli_support::trail_json(trail, event))?;
             } else {
                 writeln!(out, "{}", event_line(event))?;
             }
@@ -1349,7 +1348,7 @@ fn run_show(db: &Path, seq: u64, as_json: bool, remote: &Remote) -> CliResult {
     let read = Read::Show { seq, as_json };
     connect::read(db, remote, &read, || {
         let store = Store::open_current_read_only(db)?;
-        print_shown(&mnemo::inspect::show(&store, Seq(seq))?.to_json(), as_json)
+        print_shown(&mnemo::cli_support::show(&store, Seq(seq))?.to_json(), as_json)
     })
 }
 
@@ -1452,7 +1451,7 @@ fn run_diff(
     };
     connect::read(db, remote, &read, || {
         let store = Store::open_current_read_only(db)?;
-        let files: Vec<serde_json::Value> = mnemo::inspect::diff(&store, Seq(from), Seq(to), &dir)?
+        let files: Vec<serde_json::Value> = mnemo::cli_support::diff(&store, Seq(from), Seq(to), &dir)?
             .iter()
             .map(|f| f.to_json())
             .collect();
@@ -1502,7 +1501,7 @@ fn run_token(command: TokenCmd) -> CliResult {
             };
             connect::change(&db.db, &remote, &operator.name, &change, || {
                 let client = open_for_admin(&db.db, &operator.name)?;
-                let issued = mnemo::token::issue(&client, &agent, &label)?;
+                let issued = mnemo::cli_support::issue(&client, &agent, &label)?;
                 if issued.receipt.is_error {
                     return Err(refused(&issued.receipt).into());
                 }
@@ -1523,7 +1522,7 @@ fn run_token(command: TokenCmd) -> CliResult {
             connect::read(&db.db, &remote, &read, || {
                 let store = Store::open_current_read_only(&db.db)?;
                 let records = store.current_index()?.tokens()?;
-                let tokens: Vec<_> = mnemo::token::listed(&store, records)?
+                let tokens: Vec<_> = mnemo::cli_support::listed(&store, records)?
                     .iter()
                     .map(|t| t.to_json())
                     .collect();
@@ -1539,7 +1538,7 @@ fn run_token(command: TokenCmd) -> CliResult {
             let change = Change::RevokeToken { id: id.clone() };
             connect::change(&db.db, &remote, &operator.name, &change, || {
                 let client = open_for_admin(&db.db, &operator.name)?;
-                print_receipt(&mnemo::token::revoke(&client, &id)?)
+                print_receipt(&mnemo::cli_support::revoke(&client, &id)?)
             })
         }
     }

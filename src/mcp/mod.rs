@@ -44,8 +44,8 @@ use serde_json::{Value, json};
 use crate::projection::{MEMORY_TAG, MemoryRecord};
 use crate::tool::MnemoMemoryToolServer;
 
-pub use schema::{TOOL_NAME, instructions, memory_tool, memory_tool_for};
-pub use uri::{PREFIX as URI_PREFIX, from_path as resource_uri, to_path as resource_path};
+pub use schema::{TOOL_NAME, instructions, memory_tool_for};
+pub use uri::{from_path as resource_uri, to_path as resource_path};
 
 /// How many resources one `resources/list` reply holds at most; a longer list goes on in the
 /// next page, which the reply's `nextCursor` asks for (MCP's cursor pagination).
@@ -501,7 +501,7 @@ mod tests {
 
     #[test]
     fn schema_names_the_six_commands_and_describes_every_field() {
-        let tool = memory_tool("/memories");
+        let tool = memory_tool_for("/memories", crate::tool::DEFAULT_MAX_FILE_BYTES, Some(Profile::Spec));
         assert_eq!(tool.name, "memory");
         let schema = Value::Object((*tool.input_schema).clone());
         assert_eq!(schema["required"], json!(["command"]));

@@ -8,16 +8,10 @@ use std::sync::Arc;
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::{Value, json};
 
-use crate::tool::{COMMAND_NAMES, DEFAULT_MAX_FILE_BYTES, Profile, format_size};
+use crate::tool::{COMMAND_NAMES, Profile, format_size};
 
 /// The tool's name: the same as the memory tool's, so prompts written for one fit the other.
 pub const TOOL_NAME: &str = "memory";
-
-/// The `memory` tool's definition for a server whose memory root is `root`, with the default
-/// file size limit and the `spec` profile's listings.
-pub fn memory_tool(root: &str) -> Tool {
-    memory_tool_for(root, DEFAULT_MAX_FILE_BYTES, Some(Profile::Spec))
-}
 
 /// The `memory` tool's definition for a server whose memory root is `root`, whose files hold at
 /// most `max_file_bytes`, answering under `profile` (`None` when the server that answers is not

@@ -198,7 +198,7 @@ pub fn start_server(store_dir: &Path, launch: &Launch) -> std::io::Result<Server
         let gave_up = match exited {
             // A server that lost the race waits for the lock before it exits: give the winner
             // as long again to publish its file.
-            Some((_, at)) => at.elapsed() > crate::LOCK_WAIT * 2,
+            Some((_, at)) => at.elapsed() > crate::log::LOCK_WAIT * 2,
             None => started.elapsed() > launch.wait,
         };
         if gave_up {

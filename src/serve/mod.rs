@@ -17,7 +17,8 @@
 //!
 //! Every request passes one gate first: its `Host` and `Origin` must name this server, it must
 //! carry a bearer token that proves a principal ([`auth`]), and its body must fit in
-//! the request limit (`--max-request-bytes`, default [`MAX_REQUEST_BYTES`]). A request turned away is answered with its status and a reason, writes
+//! the request limit (`--max-request-bytes`, default
+//! [`DEFAULT_MAX_REQUEST_BYTES`](crate::tool::DEFAULT_MAX_REQUEST_BYTES)). A request turned away is answered with its status and a reason, writes
 //! nothing, and leaves one line on stderr (status, method, route, reason; never the token).
 //!
 //! The agent a call is recorded under comes from each request, never from a session: an agent
@@ -53,16 +54,9 @@ use tokio_util::sync::CancellationToken;
 use crate::client::MnemoClient;
 use crate::tool::MnemoMemoryToolServer;
 
-pub use auth::{AGENT_HEADER, Authority, Caller, Hosts, Principal, Refusal, Token, TokenLookup};
+pub use auth::{Authority, Caller, Hosts, Refusal, Token, TokenLookup};
 pub use discovery::{SERVER_FILE, ServerFile};
 
-/// The largest request body the server reads by default, in bytes (the tool's request limit,
-/// `--max-request-bytes`): a larger one is refused with 413 before it is read.
-pub const MAX_REQUEST_BYTES: u64 = crate::tool::DEFAULT_MAX_REQUEST_BYTES;
-
-/// The default listen address: loopback, on a port the OS picks (printed, and written to the
-/// server file).
-pub const DEFAULT_LISTEN: &str = "127.0.0.1:0";
 
 /// How long a stop waits for calls in flight and open streams before it closes them.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);

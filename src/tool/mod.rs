@@ -16,7 +16,7 @@ pub mod intake;
 mod limits;
 mod matcher;
 pub(crate) mod render;
-pub mod request;
+pub(crate) mod request;
 mod semantics;
 mod server;
 mod tree;
@@ -30,6 +30,7 @@ pub use command::{
 pub use intake::{Intake, Logged};
 pub use limits::{DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_REQUEST_BYTES, Limits};
 pub use render::format_size;
+pub use request::{BoundedText, Request, read_request};
 pub use semantics::{Answer, MAX_VIEW_LINES, answer};
 pub use server::{MnemoMemoryToolServer, ServerBuilder};
 pub use tree::{Change, Entry, NodeKind, Probe, TokenIssue, Tree};

@@ -110,6 +110,7 @@ impl Write for Counter {
 }
 
 /// The `id` of a request that is a `tool_use` block (JSON text naming `"type": "tool_use"`).
+#[cfg(feature = "client")]
 pub fn tool_use_id(request: &[u8]) -> Option<String> {
     let value: Value = serde_json::from_slice(request).ok()?;
     if value.get("type").and_then(Value::as_str) != Some("tool_use") {

@@ -67,8 +67,11 @@ use crate::log::{Durability, Store};
 use crate::projection::Projection;
 
 use chain::{Chain, Ran};
-pub use chain::{DEFER_IDLE, MAX_DEFERRED};
+#[cfg(feature = "testing")]
+pub use chain::DEFER_IDLE;
+pub use chain::MAX_DEFERRED;
 use commit::Durable;
+#[cfg(feature = "testing")]
 pub use index::{
     INDEX_BATCH_BYTES, INDEX_BATCH_EVENTS, INDEX_BATCH_KEYS, INDEX_IDLE, INDEX_OVERFLOW,
 };
