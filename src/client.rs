@@ -15,8 +15,8 @@
 //! forwards each call to `POST /v1/memory` (refused, and recording nothing, when the server
 //! answers with another root, profile, limits or durability than the tool server's), and records,
 //! log, history, show, diff, verify, head and grants are answered by the server's routes. What
-//! needs the store in this process ([`MnemoClient::store`], [`MnemoClient::read_store`],
-//! [`MnemoClient::events`], [`MnemoClient::token`], a [`MnemoClient::call`] that is not a grant
+//! needs the store in this process ([`MnemoClient::events`], [`MnemoClient::token`], a
+//! [`MnemoClient::call`] that is not a grant
 //! or a revoke) is an [`Error::NotLocal`] that says so; a server that goes away is an
 //! [`Error::Server`] with the reason. [`MnemoClient::connect_store`] and
 //! [`MnemoClient::connect`] give the bare HTTP client ([`crate::RemoteClient`]).
@@ -338,7 +338,7 @@ impl MnemoClient {
 
     /// The underlying store (reads only; every write goes through the writer). A served store
     /// is not open in this process: [`Error::NotLocal`].
-    pub fn store(&self) -> Result<&Store> {
+    pub(crate) fn local_store(&self) -> Result<&Store> {
         Ok(self.local("MnemoClient::store")?.store())
     }
 
@@ -385,7 +385,7 @@ impl MnemoClient {
     /// the stored index, [`Store::index`], reflects every call answered so far. For tools and
     /// tests that read the stored index directly. Nothing to do for a served store (the
     /// server's reads write them first).
-    pub fn flush_index(&self) -> Result<()> {
+    pub(crate) fn settle_index(&self) -> Result<()> {
         #[cfg(feature = "client")]
         if self.remote().is_some() {
             return Ok(());
@@ -406,7 +406,8 @@ impl MnemoClient {
     /// call answered so far in the stored index ([`Store::index`]) and none half-applied: for
     /// reads the methods here do not cover, such as a server's listing of the whole tree. A
     /// served store is not open in this process: [`Error::NotLocal`].
-    pub fn read_store<T>(&self, read: impl FnOnce(&Store) -> Result<T>) -> Result<T> {
+    #[cfg(any(feature = "serve", feature = "testing"))]
+    pub(crate) fn read_local<T>(&self, read: impl FnOnce(&Store) -> Result<T>) -> Result<T> {
         self.read("MnemoClient::read_store", read)
     }
 
@@ -506,11 +507,34 @@ impl MnemoClient {
     /// Events from `from` on, decoded (deferred read events are written first). A served store:
     /// [`Error::NotLocal`]; [`log`](Self::log) reads the log through the server.
     pub fn events(&self, from: Seq) -> Result<impl Iterator<Item = Result<Event>> + use<>> {
-        self.flush_index()?;
+        self.settle_index()?;
         Ok(self
-            .store()?
+            .local_store()?
             .records(from)
             .map(|item| item.and_then(|(_, record)| Event::decode(&record))))
+    }
+}
+
+/// The store under a client, for the crate's own tests and benches (feature `testing`): a user
+/// reads through the methods above, which keep the writer's guarantees.
+#[cfg(feature = "testing")]
+impl MnemoClient {
+    /// [`local_store`](Self::local_store), for tests.
+    #[doc(hidden)]
+    pub fn store(&self) -> Result<&Store> {
+        self.local_store()
+    }
+
+    /// [`read_local`](Self::read_local), for tests.
+    #[doc(hidden)]
+    pub fn read_store<T>(&self, read: impl FnOnce(&Store) -> Result<T>) -> Result<T> {
+        self.read_local(read)
+    }
+
+    /// [`settle_index`](Self::settle_index), for tests.
+    #[doc(hidden)]
+    pub fn flush_index(&self) -> Result<()> {
+        self.settle_index()
     }
 }
 

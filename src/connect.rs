@@ -111,7 +111,7 @@ mod served {
     use std::path::Path;
     use std::process::ExitCode;
 
-    use mnemo::cli_support::{tool_use_id, Launch, Link, START_WAIT, live_server, unanswered};
+    use mnemo::cli_support::{Launch, Link, START_WAIT, live_server, tool_use_id, unanswered};
     use mnemo::tool::format_size;
     use mnemo::tool::{Request, read_request};
     use mnemo::{AdminRequest, Head, RemoteClient, RemoteError};

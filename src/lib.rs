@@ -78,9 +78,9 @@ pub mod cli_support {
     pub use crate::log::Store;
     #[cfg(feature = "client")]
     pub use crate::serve::discovery::{Launch, Link, START_WAIT, live_server, unanswered};
+    pub use crate::token::{OPERATOR, check_id, issue, listed, revoke};
     #[cfg(feature = "client")]
     pub use crate::tool::request::tool_use_id;
-    pub use crate::token::{OPERATOR, check_id, issue, listed, revoke};
     pub use crate::transfer::{export, import};
     pub use crate::verify::{PROGRESS_EVERY, VerifyOptions, verify_store_with};
 }
@@ -92,9 +92,9 @@ pub mod cli_support {
 #[cfg(feature = "testing")]
 #[doc(hidden)]
 pub mod testing {
+    pub use crate::disk::HEAD_FILE;
     pub use crate::kv::MemKv;
     pub use crate::log::{LOCK_WAIT, Store};
-    pub use crate::disk::HEAD_FILE;
     pub use crate::paths::{MAX_PATH_BYTES, MAX_SEGMENT_BYTES};
     pub use crate::policy::MAX_AGENT_BYTES;
     pub use crate::projection::{

@@ -39,7 +39,6 @@ use crate::unwind::{self, catch_quietly};
 
 const FORMAT_KEY: &[u8] = b"format";
 
-
 /// How long [`Store::open`] waits for a lock that a just-closed handle may still hold.
 pub const LOCK_WAIT: Duration = Duration::from_millis(1500);
 const HEAD_KEY: &[u8] = b"head";

@@ -1348,7 +1348,10 @@ fn run_show(db: &Path, seq: u64, as_json: bool, remote: &Remote) -> CliResult {
     let read = Read::Show { seq, as_json };
     connect::read(db, remote, &read, || {
         let store = Store::open_current_read_only(db)?;
-        print_shown(&mnemo::cli_support::show(&store, Seq(seq))?.to_json(), as_json)
+        print_shown(
+            &mnemo::cli_support::show(&store, Seq(seq))?.to_json(),
+            as_json,
+        )
     })
 }
 
@@ -1451,10 +1454,11 @@ fn run_diff(
     };
     connect::read(db, remote, &read, || {
         let store = Store::open_current_read_only(db)?;
-        let files: Vec<serde_json::Value> = mnemo::cli_support::diff(&store, Seq(from), Seq(to), &dir)?
-            .iter()
-            .map(|f| f.to_json())
-            .collect();
+        let files: Vec<serde_json::Value> =
+            mnemo::cli_support::diff(&store, Seq(from), Seq(to), &dir)?
+                .iter()
+                .map(|f| f.to_json())
+                .collect();
         print_diff(&files, as_json, &dir, from, to)
     })
 }

@@ -28,9 +28,9 @@ impl MnemoClient {
         let mut records = match served {
             Some(records) => records?,
             None => {
-                self.flush_index()?;
+                self.settle_index()?;
                 let everything = MemPath::absolute("/").map_err(Error::InvalidArgument)?;
-                state_at(self.store()?, at)?.records_under(&everything)?
+                state_at(self.local_store()?, at)?.records_under(&everything)?
             }
         };
         records.retain(|r| readable(&policy, self.agent_id(), r));
@@ -49,9 +49,9 @@ impl MnemoClient {
                 query.limit,
             )?);
         }
-        self.flush_index()?;
+        self.settle_index()?;
         let mut events = Vec::new();
-        select_events(self.store()?, query, |event| {
+        select_events(self.local_store()?, query, |event| {
             events.push(event_json(event));
             Ok::<(), Error>(())
         })?;
@@ -65,9 +65,9 @@ impl MnemoClient {
         if let Some(remote) = self.remote() {
             return Ok(remote.history(path)?);
         }
-        self.flush_index()?;
+        self.settle_index()?;
         let mut events = Vec::new();
-        for trail in crate::lineage::trails(self.store()?, path)? {
+        for trail in crate::lineage::trails(self.local_store()?, path)? {
             for event in &trail.events {
                 events.push(crate::lineage::trail_json(&trail, event));
             }
@@ -81,8 +81,8 @@ impl MnemoClient {
         if let Some(remote) = self.remote() {
             return Ok(remote.show(seq)?);
         }
-        self.flush_index()?;
-        Ok(crate::inspect::show(self.store()?, seq)?.to_json())
+        self.settle_index()?;
+        Ok(crate::inspect::show(self.local_store()?, seq)?.to_json())
     }
 
     /// What changed in the files under `dir` from after event `from` to after event `to` (0:
@@ -92,8 +92,8 @@ impl MnemoClient {
         if let Some(remote) = self.remote() {
             return Ok(remote.diff(from, to, dir)?);
         }
-        self.flush_index()?;
-        let files = crate::inspect::diff(self.store()?, from, to, dir)?;
+        self.settle_index()?;
+        let files = crate::inspect::diff(self.local_store()?, from, to, dir)?;
         Ok(files
             .iter()
             .map(crate::inspect::FileDiff::to_json)

@@ -54,7 +54,10 @@ pub fn hash_of(token: &str) -> EventHash {
 }
 
 /// The id in a token's text, if it has the shape of an agent token.
-#[cfg_attr(not(feature = "serve"), allow(dead_code, reason = "the server's; tests reach it"))]
+#[cfg_attr(
+    not(feature = "serve"),
+    allow(dead_code, reason = "the server's; tests reach it")
+)]
 pub fn id_of(token: &str) -> Option<&str> {
     let (id, secret) = token.strip_prefix(TOKEN_PREFIX)?.split_once('_')?;
     (check_id(id).is_ok() && !secret.is_empty()).then_some(id)
@@ -179,7 +182,10 @@ pub struct Revocation {
 }
 
 /// What a presented token proves.
-#[cfg_attr(not(feature = "serve"), allow(dead_code, reason = "the server's; tests reach it"))]
+#[cfg_attr(
+    not(feature = "serve"),
+    allow(dead_code, reason = "the server's; tests reach it")
+)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Verdict {
     /// A live token of this agent.
@@ -192,7 +198,10 @@ pub enum Verdict {
 
 /// Checks a presented token against the token table: `lookup` reads the record of an id (one
 /// point read). The hashes are compared in constant time.
-#[cfg_attr(not(feature = "serve"), allow(dead_code, reason = "the server's; tests reach it"))]
+#[cfg_attr(
+    not(feature = "serve"),
+    allow(dead_code, reason = "the server's; tests reach it")
+)]
 pub fn authenticate(
     presented: &str,
     lookup: impl FnOnce(&str) -> Result<Option<TokenRecord>>,

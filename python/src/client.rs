@@ -8,7 +8,8 @@
 use std::path::PathBuf;
 use std::sync::{Arc, PoisonError, RwLock};
 
-use mnemo::history::{LogQuery, absolute_path};
+use mnemo::LogQuery;
+use mnemo::cli_support::absolute_path;
 use mnemo::{Access, Durability, MnemoClient, Seq};
 use pyo3::prelude::*;
 use pyo3::types::PyType;

@@ -11,7 +11,7 @@
 //! conversion stops at once (so neither a huge string nor a structure that shares one list many
 //! times over can make it grow), and the call is refused with the digest of what was made.
 
-use mnemo::tool::request::BoundedText;
+use mnemo::tool::BoundedText;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde_json::{Map, Number, Value};

@@ -1,7 +1,7 @@
 //! The read-only objects the client returns: files, events, grants, receipts and verify reports.
 //! Each is a frozen copy of the Rust value, made without the GIL and handed to Python whole.
 
-use mnemo::history::{describe, utc};
+use mnemo::cli_support::{describe, utc};
 use mnemo::{Event, Grant, Head, MemoryRecord, Receipt, Report, Violation};
 use pyo3::prelude::*;
 

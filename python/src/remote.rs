@@ -2,8 +2,8 @@
 //! (`MnemoClient.connect(url, token)`), with the calls of an opened store that a server answers:
 //! the memory tool, the agent's files, the head and verify.
 
+use mnemo::tool::BoundedText;
 use mnemo::tool::DEFAULT_MAX_REQUEST_BYTES;
-use mnemo::tool::request::BoundedText;
 use mnemo::{RemoteClient, RemoteError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;

@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::client::{PyClient, Shared};
-use mnemo::tool::request::{BoundedText, Request};
+use mnemo::tool::{BoundedText, Request};
 
 use crate::convert::{block_id, to_json_text, to_py};
 use crate::errors::{InvalidArgumentError, optional_whole_number, to_py_err};

@@ -501,7 +501,11 @@ mod tests {
 
     #[test]
     fn schema_names_the_six_commands_and_describes_every_field() {
-        let tool = memory_tool_for("/memories", crate::tool::DEFAULT_MAX_FILE_BYTES, Some(Profile::Spec));
+        let tool = memory_tool_for(
+            "/memories",
+            crate::tool::DEFAULT_MAX_FILE_BYTES,
+            Some(Profile::Spec),
+        );
         assert_eq!(tool.name, "memory");
         let schema = Value::Object((*tool.input_schema).clone());
         assert_eq!(schema["required"], json!(["command"]));
@@ -603,7 +607,7 @@ mod tests {
             let (_dir, mcp) = server(crate::Durability::Fsync);
             let tool = mcp.tool().expect("local").clone();
             tool.client()
-                .store()
+                .local_store()
                 .expect("a store open here")
                 .failpoints()
                 .arm(crate::failpoint::Failpoint::Sync);

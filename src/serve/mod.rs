@@ -57,7 +57,6 @@ use crate::tool::MnemoMemoryToolServer;
 pub use auth::{Authority, Caller, Hosts, Refusal, Token, TokenLookup};
 pub use discovery::{SERVER_FILE, ServerFile};
 
-
 /// How long a stop waits for calls in flight and open streams before it closes them.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 

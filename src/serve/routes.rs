@@ -350,10 +350,10 @@ fn tree_read<T>(
     read: impl FnOnce(&crate::log::Store) -> crate::Result<T>,
 ) -> crate::Result<T> {
     match at {
-        None => client.read_store(read),
+        None => client.read_local(read),
         Some(_) => {
-            client.flush_index()?;
-            read(client.store()?)
+            client.settle_index()?;
+            read(client.local_store()?)
         }
     }
 }
@@ -611,7 +611,7 @@ async fn tokens_list(
     operator(&caller)?;
     let client = shared.client().clone();
     let listed = blocking(move || {
-        Ok(client.read_store(|store| token::listed(store, store.index().tokens()?))?)
+        Ok(client.read_local(|store| token::listed(store, store.index().tokens()?))?)
     })
     .await?;
     Ok(lines(listed.iter().map(token::Listed::to_json)))

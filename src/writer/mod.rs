@@ -66,10 +66,10 @@ use crate::kv::Overlay;
 use crate::log::{Durability, Store};
 use crate::projection::Projection;
 
-use chain::{Chain, Ran};
 #[cfg(feature = "testing")]
 pub use chain::DEFER_IDLE;
 pub use chain::MAX_DEFERRED;
+use chain::{Chain, Ran};
 use commit::Durable;
 #[cfg(feature = "testing")]
 pub use index::{
