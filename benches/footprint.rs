@@ -24,8 +24,9 @@ mod common;
 use std::path::Path;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use mnemo::testing::Store;
 use mnemo::tool::Command;
-use mnemo::{Durability, MnemoMemoryToolServer, Seq, Store};
+use mnemo::{Durability, MnemoMemoryToolServer, Seq};
 use serde_json::json;
 
 fn row(case: &str, path: &Path, events: u64, content: u64, records: u64) {

@@ -11,7 +11,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use mnemo::{MnemoClient, Seq, Store};
+use mnemo::testing::Store;
+use mnemo::{MnemoClient, Seq};
 
 fn open(c: &mut Criterion) {
     let mut group = c.benchmark_group("open");

@@ -21,7 +21,8 @@ use std::time::Duration;
 use criterion::{
     BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main,
 };
-use mnemo::{Report, Store, verify_store};
+use mnemo::Report;
+use mnemo::testing::{Store, verify_store};
 
 fn verify(c: &mut Criterion) {
     let sizes = common::sizes(&[10_000, 100_000, 1_000_000], &[1_000]);

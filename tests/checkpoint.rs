@@ -65,7 +65,7 @@ fn rewrite_consistently(path: &std::path::Path, from: u64) {
         .expect("drop the index's content");
     events.flush().expect("flush");
     // The store's own record of its last commit would give the rewrite away: remove it too.
-    std::fs::remove_file(path.join(mnemo::HEAD_FILE)).expect("remove the head record");
+    std::fs::remove_file(path.join(mnemo::testing::HEAD_FILE)).expect("remove the head record");
 }
 
 #[test]
@@ -161,7 +161,7 @@ fn a_checkpoint_past_the_end_of_the_log_is_a_rollback() {
         "{refused:?}"
     );
     // Whoever holds the disk can remove that record too; the exported checkpoint still knows.
-    std::fs::remove_file(s.path().join(mnemo::HEAD_FILE)).expect("remove the head record");
+    std::fs::remove_file(s.path().join(mnemo::testing::HEAD_FILE)).expect("remove the head record");
     let (code, report) = verify_json(db, Some(&checkpoint));
     assert_eq!(code, Some(1), "{report}");
     assert_eq!(report["violations"][0]["kind"], "checkpoint", "{report}");

@@ -225,9 +225,9 @@ fn an_index_of_layout_2_is_rebuilt_on_open_with_content_in_chunks() {
         index.flush().expect("flush");
     }
     {
-        let store = mnemo::Store::open_existing(&s.path()).expect("open");
+        let store = mnemo::testing::Store::open_existing(&s.path()).expect("open");
         assert_eq!(store.index().layout().expect("layout"), 2);
-        let report = mnemo::verify_store(&store).expect("verify");
+        let report = mnemo::testing::verify_store(&store).expect("verify");
         assert!(
             report.violations[0].detail.contains("older Mnemo"),
             "{:?}",
@@ -236,8 +236,11 @@ fn an_index_of_layout_2_is_rebuilt_on_open_with_content_in_chunks() {
     }
     let server = open(&s);
     let store = server.client().store().expect("a store open here").clone();
-    assert_eq!(store.index().layout().expect("layout"), mnemo::INDEX_LAYOUT);
-    assert_eq!(mnemo::INDEX_LAYOUT, 3);
+    assert_eq!(
+        store.index().layout().expect("layout"),
+        mnemo::testing::INDEX_LAYOUT
+    );
+    assert_eq!(mnemo::testing::INDEX_LAYOUT, 3);
     let record = server
         .client()
         .record("/memories/a.md")
@@ -275,8 +278,8 @@ fn a_content_chunk_stored_in_the_wrong_tree_is_named_by_verify() {
         index.flush().expect("flush");
         content.flush().expect("flush");
     }
-    let store = mnemo::Store::open_existing(&s.path()).expect("open");
-    let report = mnemo::verify_store(&store).expect("verify");
+    let store = mnemo::testing::Store::open_existing(&s.path()).expect("open");
+    let report = mnemo::testing::verify_store(&store).expect("verify");
     assert_eq!(
         report.violations.first().map(|v| v.kind),
         Some(mnemo::ViolationKind::Index),

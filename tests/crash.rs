@@ -48,8 +48,8 @@ fn tree(path: &Path) -> (Tree, u64) {
     // As the kill left it, before a writer completes the head and catches the index up: an
     // auditor's verify finds nothing wrong.
     {
-        let store = mnemo::Store::open(path).expect("the store opens after a kill");
-        let report = mnemo::verify_store(&store).expect("verify runs");
+        let store = mnemo::testing::Store::open(path).expect("the store opens after a kill");
+        let report = mnemo::testing::verify_store(&store).expect("verify runs");
         assert!(
             report.is_intact(),
             "verify of the store a kill left: {report:?}"
@@ -339,7 +339,7 @@ fn index_batches_written_in_the_background_survive_kill_9() {
     let mut rng = Rng(0x6A09_E667_F3BC_C908);
     let mut acked = Tree::new();
     let (mut written, mut lagging) = (0, 0);
-    let idle = mnemo::INDEX_IDLE;
+    let idle = mnemo::testing::INDEX_IDLE;
     let idle_us = u64::try_from(idle.as_micros()).expect("small");
     for cycle in 0..cycles().div_ceil(2) {
         let burst = 20 + rng.below_u64(40);
@@ -569,10 +569,10 @@ fn a_kill_9_while_a_store_is_created_leaves_no_store_or_a_whole_one() {
         } else {
             absent += 1;
         }
-        let store = mnemo::Store::open(&path).unwrap_or_else(|e| {
+        let store = mnemo::testing::Store::open(&path).unwrap_or_else(|e| {
             panic!("cycle {cycle}: the store a kill left while creating it does not open: {e}")
         });
-        let report = mnemo::verify_store(&store).expect("verify runs");
+        let report = mnemo::testing::verify_store(&store).expect("verify runs");
         assert!(report.is_intact(), "cycle {cycle}: {report:?}");
         assert!(report.events <= 1, "cycle {cycle}: {report:?}");
         drop(store);

@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use mnemo::history::records_at;
+use mnemo::testing::history::records_at;
 use mnemo::{Durability, Event, MemPath, MnemoClient, MnemoMemoryToolServer, Outcome, Seq};
 use proptest::prelude::*;
 use serde_json::{Value, json};

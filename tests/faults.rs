@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use mnemo::failpoint::Failpoint;
+use mnemo::testing::failpoint::Failpoint;
 use mnemo::tool::Command;
 use mnemo::{Body, Durability, MnemoMemoryToolServer, ToolCall};
 use proptest::prelude::*;

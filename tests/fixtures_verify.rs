@@ -8,9 +8,10 @@
 
 use std::path::{Path, PathBuf};
 
+use mnemo::Seq;
 use mnemo::event::format_of;
+use mnemo::testing::Store;
 use mnemo::tool::Semantics;
-use mnemo::{Seq, Store};
 use serde_json::Value;
 
 use crate::support::{TempStore, checksums, copy_dir, run_mnemo};

@@ -1378,7 +1378,7 @@ fn malformed_records_are_corrupt_not_newer() {
 fn a_store_with_a_newer_meta_format_is_refused() {
     let t = crate::support::TempStore::new();
     {
-        let store = mnemo::Store::open(&t.path()).expect("create the store");
+        let store = mnemo::testing::Store::open(&t.path()).expect("create the store");
         let (_, meta, _) = store.raw_trees();
         meta.insert(b"format", &[FORMAT_VERSION + 1])
             .expect("write meta.format");
@@ -1387,7 +1387,7 @@ fn a_store_with_a_newer_meta_format_is_refused() {
     // Reopening right after a close can briefly hit sled's lock (see tamper.rs): wait it out.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
-        match mnemo::Store::open(&t.path()) {
+        match mnemo::testing::Store::open(&t.path()) {
             Err(Error::Locked { .. }) if std::time::Instant::now() < deadline => {
                 std::thread::sleep(std::time::Duration::from_millis(10));
             }
@@ -1421,8 +1421,8 @@ fn golden_chain_appended_through_the_store_verifies() {
 
 fn appended_chain_verifies(what: &str, chain: Vec<Event>) {
     let t = crate::support::TempStore::new();
-    let store = mnemo::Store::open(&t.path()).expect("create the store");
-    let mut replay = mnemo::Projection::new(mnemo::MemKv::default());
+    let store = mnemo::testing::Store::open(&t.path()).expect("create the store");
+    let mut replay = mnemo::testing::Projection::new(mnemo::testing::MemKv::default());
     let mut prev = EventHash::ZERO;
     let mut frames = Vec::new();
     for mut event in chain {
@@ -1451,7 +1451,7 @@ fn appended_chain_verifies(what: &str, chain: Vec<Event>) {
             .insert(key, value.as_slice())
             .expect("index");
     }
-    let report = mnemo::verify_store(&store).expect("verify");
+    let report = mnemo::testing::verify_store(&store).expect("verify");
     assert!(report.is_intact(), "{what}: {:?}", report.violations);
     assert_eq!(report.events, 3);
     for frame in &frames {
@@ -1472,9 +1472,9 @@ fn appended_chain_verifies(what: &str, chain: Vec<Event>) {
 #[test]
 fn a_store_of_format_one_gets_the_newer_marker_with_its_first_newer_event() {
     let t = crate::support::TempStore::new();
-    let marker = |store: &mnemo::Store| store.raw_trees().1.get(b"format").expect("read");
+    let marker = |store: &mnemo::testing::Store| store.raw_trees().1.get(b"format").expect("read");
     {
-        let store = mnemo::Store::open(&t.path()).expect("create the store");
+        let store = mnemo::testing::Store::open(&t.path()).expect("create the store");
         assert_eq!(marker(&store).as_deref(), Some(&[FORMAT_VERSION][..]));
         // What the stores of earlier builds hold.
         store.raw_trees().1.insert(b"format", &[1u8]).expect("mark");
@@ -1482,7 +1482,7 @@ fn a_store_of_format_one_gets_the_newer_marker_with_its_first_newer_event() {
     }
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     let store = loop {
-        match mnemo::Store::open(&t.path()) {
+        match mnemo::testing::Store::open(&t.path()) {
             Err(Error::Locked { .. }) if std::time::Instant::now() < deadline => {
                 std::thread::sleep(std::time::Duration::from_millis(10));
             }

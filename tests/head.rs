@@ -42,7 +42,7 @@ fn a_clean_close_records_the_head_after_reads_in_every_mode() {
         let server = open(&s.path(), mode);
         session(&server);
         drop(server);
-        let head = mnemo::disk::read_head(&s.path()).expect("read the head");
+        let head = mnemo::testing::disk::read_head(&s.path()).expect("read the head");
         assert_eq!(head.map(|h| h.seq), Some(Seq(10)), "{mode:?}");
     }
 }
@@ -55,7 +55,7 @@ fn an_idle_writer_records_the_head_after_reads_without_closing() {
     // No call waits for the reads: the background thread settles them once it has nothing left.
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let head = mnemo::disk::read_head(&s.path()).expect("read the head");
+        let head = mnemo::testing::disk::read_head(&s.path()).expect("read the head");
         if head.map(|h| h.seq) == Some(Seq(10)) {
             break;
         }

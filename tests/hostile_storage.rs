@@ -49,8 +49,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use mnemo::event::{Body, ToolCall};
+use mnemo::testing::{Store, verify_store};
 use mnemo::tool::{Command as ToolCommand, Limits, Profile};
-use mnemo::{Head, MnemoClient, MnemoMemoryToolServer, Store, verify_store};
+use mnemo::{Head, MnemoClient, MnemoMemoryToolServer};
 use serde_json::json;
 
 use crate::support::{Rng, copy_dir, have, is_root, open_store, skip};
@@ -2563,7 +2564,7 @@ fn a_head_record_that_is_not_a_regular_file_is_refused() {
         "mnemo-head is not a regular file",
         &p,
         &p.reopened,
-        mnemo::HEAD_FILE,
+        mnemo::testing::HEAD_FILE,
         &Impostor::ALL,
     );
 }

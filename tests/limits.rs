@@ -227,7 +227,7 @@ fn large_files_written_faster_than_the_index_batches_all_read_back() {
     let s = TempStore::new();
     let server = s.server(); // buffered: calls do not wait for fsyncs, so they outpace sled
     let size = 512 * 1024;
-    let files = 2 * mnemo::INDEX_OVERFLOW * mnemo::INDEX_BATCH_BYTES / size;
+    let files = 2 * mnemo::testing::INDEX_OVERFLOW * mnemo::testing::INDEX_BATCH_BYTES / size;
     for i in 0..files {
         let text = format!("{i:08}").repeat(size / 8);
         let (out, is_error) = call(

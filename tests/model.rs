@@ -1192,13 +1192,13 @@ fn run_case_inspected(root: &str, ops: &[Op]) -> Result<(), String> {
         steps.push((text, is_error, model.files.clone()));
     }
     drop(server);
-    let store = mnemo::Store::open_existing(&store.path()).map_err(|e| e.to_string())?;
+    let store = mnemo::testing::Store::open_existing(&store.path()).map_err(|e| e.to_string())?;
     let top = mnemo::MemPath::absolute("/")?;
     let mut before = BTreeMap::new();
     for (i, (text, is_error, after)) in steps.iter().enumerate() {
         let seq = mnemo::Seq(i as u64 + 1);
         let fail = |what: String| failure(&log, &format!("event {seq}: {what}"));
-        let shown = mnemo::inspect::show(&store, seq).map_err(|e| fail(e.to_string()))?;
+        let shown = mnemo::testing::inspect::show(&store, seq).map_err(|e| fail(e.to_string()))?;
         if !shown.verified
             || shown.answer != *text
             || shown.event.header.outcome.is_error != *is_error
@@ -1222,7 +1222,7 @@ fn run_case_inspected(root: &str, ops: &[Op]) -> Result<(), String> {
             };
             want.push((path.clone(), kind));
         }
-        let diff = mnemo::inspect::diff(&store, mnemo::Seq(seq.0 - 1), seq, &top)
+        let diff = mnemo::testing::inspect::diff(&store, mnemo::Seq(seq.0 - 1), seq, &top)
             .map_err(|e| fail(e.to_string()))?;
         let got: Vec<(String, &str)> = diff.iter().map(|d| (d.path.clone(), d.kind)).collect();
         if got != want {
@@ -1255,17 +1255,17 @@ fn run_case_inspected(root: &str, ops: &[Op]) -> Result<(), String> {
         let named = match &shown.change {
             None => Vec::new(),
             Some(
-                mnemo::inspect::Shift::Created { path, .. }
-                | mnemo::inspect::Shift::Edited { path, .. },
+                mnemo::testing::inspect::Shift::Created { path, .. }
+                | mnemo::testing::inspect::Shift::Edited { path, .. },
             ) => {
                 vec![path.clone()]
             }
-            Some(mnemo::inspect::Shift::Deleted { files, .. }) => files.clone(),
-            Some(mnemo::inspect::Shift::Moved { files, .. }) => files
+            Some(mnemo::testing::inspect::Shift::Deleted { files, .. }) => files.clone(),
+            Some(mnemo::testing::inspect::Shift::Moved { files, .. }) => files
                 .iter()
                 .flat_map(|(a, b)| [a.clone(), b.clone()])
                 .collect(),
-            Some(mnemo::inspect::Shift::Policy { .. }) => Vec::new(),
+            Some(mnemo::testing::inspect::Shift::Policy { .. }) => Vec::new(),
         };
         let mut named: Vec<String> = named;
         named.sort();
@@ -1299,14 +1299,14 @@ fn run_case_replayed(root: &str, ops: &[Op]) -> Result<(), String> {
     drop(server);
     let fail = |what: String| failure(&log, &what);
     let broke = |e: mnemo::Error| fail(e.to_string());
-    let store = mnemo::Store::open_existing(&store.path()).map_err(&broke)?;
+    let store = mnemo::testing::Store::open_existing(&store.path()).map_err(&broke)?;
     let head = store.head().map_err(&broke)?;
     if head.seq.0 != calls {
         return Err(fail(format!("{calls} calls but the head is {head}")));
     }
     let top = mnemo::MemPath::absolute("/")?;
     // history's replay (`--at`) at the head: the model's files.
-    let history = mnemo::history::state_at(&store, head.seq).map_err(&broke)?;
+    let history = mnemo::testing::history::state_at(&store, head.seq).map_err(&broke)?;
     let files = |records: Vec<mnemo::MemoryRecord>| -> BTreeMap<String, String> {
         records.into_iter().map(|r| (r.path, r.content)).collect()
     };
@@ -1345,7 +1345,7 @@ fn run_case_replayed(root: &str, ops: &[Op]) -> Result<(), String> {
         )));
     }
     // verify's replay (listing lines kept) compares itself with that index at the head.
-    let report = mnemo::verify_store(&store).map_err(&broke)?;
+    let report = mnemo::testing::verify_store(&store).map_err(&broke)?;
     if !report.is_intact() || report.events != calls || report.index_applied != head.seq {
         return Err(fail(format!(
             "verify of the recovered store: {:?}, {} events, index at {}",
@@ -1356,7 +1356,7 @@ fn run_case_replayed(root: &str, ops: &[Op]) -> Result<(), String> {
     // path reused after a delete also ends the trail of the file deleted there).
     for path in model.files.keys() {
         let at = mnemo::MemPath::absolute(path)?;
-        let trails = mnemo::lineage::trails(&store, &at).map_err(&broke)?;
+        let trails = mnemo::testing::lineage::trails(&store, &at).map_err(&broke)?;
         if !trails.iter().any(|t| t.paths.last() == Some(path)) {
             return Err(fail(format!(
                 "{path} should end the trail of the file there, trails: {trails:?}"

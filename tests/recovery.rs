@@ -2,8 +2,9 @@
 //! store that cannot be used says why.
 
 use mnemo::event::{Body, Event, Header, Outcome, Seq, ToolCall};
+use mnemo::testing::{Store, verify_store};
 use mnemo::tool::{Command, Limits, Semantics};
-use mnemo::{Error, MnemoClient, MnemoMemoryToolServer, Profile, Store, verify_store};
+use mnemo::{Error, MnemoClient, MnemoMemoryToolServer, Profile};
 use serde_json::json;
 
 use crate::support::{TempStore, call, open_store, run_mnemo};

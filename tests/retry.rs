@@ -5,7 +5,8 @@
 //! verifier re-derives every retry answer from the log alone.
 
 use mnemo::event::{Event, Outcome, Seq};
-use mnemo::{Access, MnemoClient, MnemoMemoryToolServer, Store, ViolationKind, verify_store};
+use mnemo::testing::{Store, verify_store};
+use mnemo::{Access, MnemoClient, MnemoMemoryToolServer, ViolationKind};
 use serde_json::{Value, json};
 
 use crate::support::{TempStore, call, open_store};
@@ -576,7 +577,7 @@ fn an_index_of_layout_2_is_rebuilt_with_bounded_records() {
             .index()
             .layout()
             .expect("layout"),
-        mnemo::INDEX_LAYOUT
+        mnemo::testing::INDEX_LAYOUT
     );
     let report = server.client().verify().expect("verify");
     assert!(report.is_intact(), "{:?}", report.violations);

@@ -65,8 +65,9 @@ pub fn open_client(path: &Path, agent: &str, durability: Durability) -> MnemoCli
 
 /// Opens the (closed) store at `path` below the client, to read or tamper with it (`Store::open`
 /// waits out the moment sled holds the lock after a close).
-pub fn open_store(path: &Path) -> mnemo::Store {
-    mnemo::Store::open(path).unwrap_or_else(|e| panic!("open the store at {}: {e}", path.display()))
+pub fn open_store(path: &Path) -> mnemo::testing::Store {
+    mnemo::testing::Store::open(path)
+        .unwrap_or_else(|e| panic!("open the store at {}: {e}", path.display()))
 }
 
 /// Runs a command input through a server and returns (content, is_error).

@@ -50,10 +50,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use mnemo::event::Frame;
+use mnemo::testing::{Store, VerifyOptions, verify_store, verify_store_with};
 use mnemo::tool::{Command, Limits, Profile, Semantics};
 use mnemo::{
-    Body, Durability, Event, EventHash, Head, MnemoMemoryToolServer, Outcome, Report, Seq, Store,
-    ToolCall, VerifyOptions, ViolationKind, verify_store, verify_store_with,
+    Body, Durability, Event, EventHash, Head, MnemoMemoryToolServer, Outcome, Report, Seq,
+    ToolCall, ViolationKind,
 };
 use serde_json::{Value, json};
 
@@ -475,7 +476,8 @@ impl Trees {
     /// Removes the head the store recorded outside sled at its close (`mnemo-head`), as a crash
     /// before the close leaves it.
     fn drop_recorded_head(&self) {
-        std::fs::remove_file(self.dir.join(mnemo::HEAD_FILE)).expect("remove the head record");
+        std::fs::remove_file(self.dir.join(mnemo::testing::HEAD_FILE))
+            .expect("remove the head record");
     }
 }
 
@@ -655,7 +657,7 @@ impl<'a> Runner<'a> {
 /// The record of event `seq`, chained after the pristine event `seq - 1` and honestly answered
 /// against the replayed tree: every check passes on it.
 fn honest_record(events: &sled::Tree, seq: u64, prev: EventHash) -> Vec<u8> {
-    let mut replay = mnemo::replay::Replay::in_memory();
+    let mut replay = mnemo::testing::replay::Replay::in_memory();
     for item in events.range(..Seq(seq).key()) {
         let (_, record) = item.expect("read");
         replay

@@ -3,8 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use mnemo::token::{self, OPERATOR, TokenRecord, Verdict};
-use mnemo::{Durability, MnemoClient, Seq, Store, ViolationKind, verify_store};
+use mnemo::testing::token::{self, OPERATOR, TokenRecord, Verdict};
+use mnemo::testing::{Store, verify_store};
+use mnemo::{Durability, MnemoClient, Seq, ViolationKind};
 use proptest::prelude::*;
 
 use crate::support::{TempStore, open_client, open_store, run_mnemo, tamper_record};
@@ -232,7 +233,7 @@ fn step() -> impl Strategy<Value = Step> {
 }
 
 fn replayed_tokens(client: &MnemoClient) -> Vec<TokenRecord> {
-    let mut replay = mnemo::replay::Replay::in_memory();
+    let mut replay = mnemo::testing::replay::Replay::in_memory();
     for event in client.events(Seq(1)).expect("events") {
         replay.apply(&event.expect("decode")).expect("replay");
     }

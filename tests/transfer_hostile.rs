@@ -404,7 +404,7 @@ fn import_checks_the_size_before_reading_and_reads_at_most_one_byte_past_the_lim
         );
         return;
     };
-    let summary = mnemo::transfer::import(&server, work.path()).expect("import");
+    let summary = mnemo::testing::transfer::import(&server, work.path()).expect("import");
     let read = bytes_read_by_this_thread().expect("rchar") - before;
     assert!(
         read < 1 << 20,

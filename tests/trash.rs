@@ -1,7 +1,8 @@
 //! Deleting a directory is O(1): it goes to the trash, and later writes collect it, the same way
 //! in the writer and in the verifier's replay. An index of the layout before the trash is rebuilt.
 
-use mnemo::{COLLECT_BUDGET, INDEX_LAYOUT, MnemoClient, verify_store};
+use mnemo::MnemoClient;
+use mnemo::testing::{COLLECT_BUDGET, INDEX_LAYOUT, verify_store};
 use serde_json::json;
 
 use crate::support::{TempStore, call};
@@ -128,7 +129,7 @@ fn an_index_of_the_layout_before_the_trash_is_rebuilt_on_open() {
         index.flush().expect("flush");
     }
     {
-        let store = mnemo::Store::open_existing(&s.path()).expect("open");
+        let store = mnemo::testing::Store::open_existing(&s.path()).expect("open");
         assert_eq!(store.index().layout().expect("layout"), 1);
         let report = verify_store(&store).expect("verify");
         assert!(

@@ -5,8 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use mnemo::event::{Body, Event, EventHash, Header, Outcome, Seq, ToolCall};
+use mnemo::testing::{MemKv, Projection, Store};
 use mnemo::tool::{Command, Limits, Semantics};
-use mnemo::{Durability, MemKv, MnemoClient, MnemoMemoryToolServer, Profile, Projection, Store};
+use mnemo::{Durability, MnemoClient, MnemoMemoryToolServer, Profile};
 use serde_json::{Value, json};
 
 /// A store in a temporary directory that lives as long as the fixture.
@@ -205,11 +206,14 @@ pub fn cached(name: &str, build: impl FnOnce(&Path)) -> PathBuf {
 /// A closed store holding `files` small files under `/memories/big` (100 per subdirectory, so a
 /// listing two levels deep shows every file), cached.
 pub fn directory_template(files: usize) -> PathBuf {
-    cached(&format!("dir-v{}-{files}", mnemo::INDEX_LAYOUT), |path| {
-        let server = open_server(path, Durability::Buffered);
-        fill(&server, "/memories/big", files);
-        close(server);
-    })
+    cached(
+        &format!("dir-v{}-{files}", mnemo::testing::INDEX_LAYOUT),
+        |path| {
+            let server = open_server(path, Durability::Buffered);
+            fill(&server, "/memories/big", files);
+            close(server);
+        },
+    )
 }
 
 /// Agent id of the synthetic log.
@@ -356,7 +360,7 @@ fn cached_log(name: &str, events: u64, command: fn(u64) -> Command) -> PathBuf {
         &format!(
             "log-v{}-i{}-{name}-{events}",
             mnemo::event::FORMAT_VERSION,
-            mnemo::INDEX_LAYOUT
+            mnemo::testing::INDEX_LAYOUT
         ),
         |path| build_log_of(path, events, command),
     );

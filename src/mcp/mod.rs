@@ -504,7 +504,7 @@ mod tests {
         let tool = memory_tool_for(
             "/memories",
             crate::tool::DEFAULT_MAX_FILE_BYTES,
-            Some(Profile::Spec),
+            Some(crate::tool::Profile::Spec),
         );
         assert_eq!(tool.name, "memory");
         let schema = Value::Object((*tool.input_schema).clone());

@@ -4,7 +4,7 @@
 //! differ from the server's is refused with nothing recorded, a server that stops mid-session
 //! is a clear error, and what needs the store in this process says so.
 
-use mnemo::history::LogQuery;
+use mnemo::testing::history::LogQuery;
 use mnemo::tool::Limits;
 use mnemo::{Access, Durability, Error, MemPath, MnemoClient, MnemoMemoryToolServer, Profile, Seq};
 use serde_json::{Value, json};
