@@ -485,7 +485,7 @@ impl MnemoClient {
         })
     }
 
-    /// The agent token with id `id` (see [`crate::token`]), as every call answered so far left
+    /// The agent token with id `id` (see `mnemo token`), as every call answered so far left
     /// the token table: one point read under the writer lock, writing nothing, so a server can
     /// check every request's token and a revoke counts from the next request on. A served
     /// store: [`Error::NotLocal`] (`mnemo token list` asks the server).

@@ -64,7 +64,7 @@ pub enum Error {
     },
 
     /// A read could not make the private copy of the store it reads (see
-    /// [`Store::open_read_only`](crate::Store::open_read_only)).
+    /// `Store::open_read_only`).
     #[error(
         "a read copies the store into a private directory under {dir} (the system's temporary directory, $TMPDIR) and could not: {source}; set TMPDIR to a writable directory with room for a copy of the store"
     )]
@@ -107,7 +107,7 @@ pub enum Error {
     /// A file or directory of the store is not what the store keeps there — a symbolic link, a
     /// pipe, a device, a socket, a directory where a file belongs or the reverse — or it was
     /// replaced while the store was being opened. Mnemo opens none of them (see
-    /// [`crate::disk`]).
+    /// the `disk` module).
     #[error("{path} {what}; {fix}")]
     UnsafeFile {
         /// The file or directory.

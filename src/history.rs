@@ -14,7 +14,7 @@ use crate::replay::Replay;
 pub use crate::time::utc;
 use crate::tool::COMMAND_NAMES;
 
-/// Replays events `1..=at` into memory ([`crate::replay`]) and returns the tree as it was after
+/// Replays events `1..=at` into memory (the `replay` module) and returns the tree as it was after
 /// event `at`.
 pub fn state_at(store: &Store, at: Seq) -> Result<Projection<MemKv>> {
     let mut replay = Replay::in_memory();
@@ -35,7 +35,7 @@ pub fn point(store: &Store, at: Seq) -> Result<Seq> {
 }
 
 /// The files under `dir`, now (`at` is `None`) or as they were after event `at` (which the log
-/// must reach, see [`point`]), as `mnemo ls` and `mnemo export` list them.
+/// must reach, see `point`), as `mnemo ls` and `mnemo export` list them.
 pub fn records_at(store: &Store, dir: &MemPath, at: Option<Seq>) -> Result<Vec<MemoryRecord>> {
     match at {
         None => store.current_index()?.records_under(dir),

@@ -47,7 +47,7 @@ const HEAD_KEY: &[u8] = b"head";
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Durability {
     /// Flush sled's buffers, then `fsync` the store's files and directories (every one that may
-    /// hold unsynced data; see [`crate::disk`]): an acknowledged write survives power loss. The
+    /// hold unsynced data; see the `disk` module): an acknowledged write survives power loss. The
     /// default.
     #[default]
     Fsync,

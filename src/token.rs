@@ -63,7 +63,7 @@ pub fn id_of(token: &str) -> Option<&str> {
     (check_id(id).is_ok() && !secret.is_empty()).then_some(id)
 }
 
-/// Checks a token id: 1 to [`MAX_ID_BYTES`] ASCII letters, digits or `-`.
+/// Checks a token id: 1 to `MAX_ID_BYTES` ASCII letters, digits or `-`.
 pub fn check_id(id: &str) -> std::result::Result<(), String> {
     check_id_under(id, Semantics::CURRENT)
 }

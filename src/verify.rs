@@ -235,7 +235,7 @@ pub fn verify_store(store: &Store) -> Result<Report> {
     verify_store_with(store, VerifyOptions::default())
 }
 
-/// [`verify_store`] with a checkpoint to prove and a progress callback.
+/// `verify_store` with a checkpoint to prove and a progress callback.
 pub fn verify_store_with(store: &Store, mut options: VerifyOptions<'_>) -> Result<Report> {
     let start = Instant::now();
     let mut report = Report {

@@ -1,6 +1,6 @@
 //! The chain rules, written once. Every reader that trusts the order of the log checks it here:
 //! the verifier (on its chain thread) and the store's search for the log's end past its head
-//! ([`crate::Store::log_end`]).
+//! (`Store::log_end`).
 //!
 //! A stored record continues the chain when, in this order (the first rule broken is the one
 //! named):

@@ -4,7 +4,7 @@
 //! a [`Principal`]: the operator token the server made at start (written to the server file,
 //! readable only by the store directory's owner), or an agent token the operator issued
 //! (`mnemo token create`, `POST /v1/tokens`), kept as a hash in the log and looked up in the
-//! index's token table by its id ([`crate::token`]) on every request, so a revoke counts from the
+//! index's token table by its id (the `token` module) on every request, so a revoke counts from the
 //! next request on. Tokens are compared as blake3 hashes, whose equality is constant-time, so a
 //! wrong token's answer takes the same time however much of it was right.
 //!

@@ -35,7 +35,7 @@ const FILE_FLAGS: OFlags = OFlags::RDONLY
 /// opened relative to its directory's descriptor with `O_NOFOLLOW | O_NONBLOCK` and checked on the
 /// opened descriptor, so a link, FIFO, device or socket is skipped, also when it replaces a file or
 /// directory after the listing. A file's size is checked before it is read, and the read stops one
-/// byte past the limit. Every entry not imported is listed in [`ImportSummary::skipped`] with the
+/// byte past the limit. Every entry not imported is listed in `ImportSummary::skipped` with the
 /// reason, and the import goes on. Empty directories hold nothing the store keeps (a directory
 /// exists there while a file lives under it) and are passed over.
 ///
