@@ -147,7 +147,7 @@ pub struct Launch {
 /// closes its sockets within moments); one that still answers after this is taken as alive.
 const DYING_WAIT: Duration = Duration::from_secs(2);
 
-/// How long [`start_server`] waits by default: past the store's lock wait of a server that
+/// How long `start_server` waits by default: past the store's lock wait of a server that
 /// loses a race, and an open that catches up a large index.
 pub const START_WAIT: Duration = Duration::from_secs(30);
 
