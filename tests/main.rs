@@ -64,6 +64,8 @@ mod retry;
 // `mnemo serve`: the memory tool over HTTP byte for byte, refusals, concurrency, SIGTERM.
 #[cfg(feature = "serve")]
 mod serve;
+// The public API: the names src/lib.rs exports are the listed ones; `testing` only in tests.
+mod surface;
 // The spec profile's result strings, one row of the table per case.
 mod spec_table;
 // Directory deletes go to the trash; later writes collect it; old index layouts are rebuilt.
