@@ -77,7 +77,6 @@ fn module_of(file: &str) -> &str {
 const KNOWN: &[&str] = &[
     "client -> serve",
     "client -> token",
-    "history -> lineage",
     "kv -> projection",
     "projection -> token",
     "replay -> log",
