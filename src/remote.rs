@@ -71,7 +71,7 @@ pub enum RemoteError {
     },
 
     /// The server took the request but did not answer within the wait (`MNEMO_ANSWER_WAIT`,
-    /// default [`ANSWER_WAIT`]): it is stopped, wedged or overloaded. The call may or may not
+    /// default `ANSWER_WAIT`): it is stopped, wedged or overloaded. The call may or may not
     /// have been applied.
     #[error(
         "the mnemo server at {url} did not answer within {waited_secs} s (is it stopped or overloaded?); the call may or may not have been applied, so check (`mnemo log`) before you retry, or wait longer with {ANSWER_WAIT_VAR}=SECONDS"
@@ -213,7 +213,7 @@ impl RemoteClient {
     }
 
     /// How long this process's clients wait for an answer: `MNEMO_ANSWER_WAIT` seconds when
-    /// set, else [`ANSWER_WAIT`]. An unusable value is an error that says what is valid (a
+    /// set, else `ANSWER_WAIT`. An unusable value is an error that says what is valid (a
     /// client made meanwhile waits the default); the `mnemo` binary refuses to start with one.
     pub fn answer_wait() -> Result<Duration, String> {
         answer_wait()
@@ -804,6 +804,7 @@ pub(crate) fn agent_header(agent: &str) -> (&'static str, String) {
 }
 
 /// The agent id an [`AGENT_ENCODED_HEADER`] value carries; an error that says what is wrong.
+#[cfg(any(feature = "serve", test))]
 pub(crate) fn decode_agent(value: &[u8]) -> Result<String, String> {
     const HOW: &str = "send the agent id's UTF-8 bytes with every byte outside A-Z a-z 0-9 - . _ ~ written as %XX";
     let hex = |b: u8| char::from(b).to_digit(16);
