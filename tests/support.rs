@@ -7,12 +7,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::rc::Rc;
 
-use mnemo::replay::Replay;
+use mnemo::testing::MemKv;
+use mnemo::testing::replay::Replay;
+use mnemo::tool::Request;
 use mnemo::tool::intake::{result_id, tool_result};
-use mnemo::tool::request::Request;
 use mnemo::tool::{Intake, Logged, Semantics, Tree};
 use mnemo::{
-    Access, Body, Durability, Event, EventHash, Header, MEMORY_TAG, MemKv, MemPath, MemoryRecord,
+    Access, Body, Durability, Event, EventHash, Header, MEMORY_TAG, MemPath, MemoryRecord,
     MnemoClient, MnemoMemoryToolServer, Outcome, Profile, Seq,
 };
 use serde_json::Value;
@@ -519,7 +520,7 @@ impl PureServer {
         }
     }
 
-    /// The `tool_result` block for a request as [`mnemo::tool::request::read_request`] read it.
+    /// The `tool_result` block for a request as [`mnemo::tool::read_request`] read it.
     pub fn handle_request(&self, request: &Request) -> Value {
         self.answer(self.intake.request(request))
     }

@@ -115,6 +115,12 @@ impl<K: KvRead> Replay<K> {
 }
 
 impl<K> Replay<K> {
+    /// The seq of the last event applied: the tree is as it was after it (for tests).
+    #[cfg(feature = "testing")]
+    pub fn at(&self) -> Seq {
+        self.at
+    }
+
     /// The tree as replayed so far.
     pub fn tree(&self) -> &Projection<K> {
         &self.tree
