@@ -2,7 +2,7 @@
 //! request into the event body it records and the tool_use id its result carries, with its root,
 //! profile and limits; the limits a request is refused for (its size, its encoding, content over
 //! the file-size limit) are applied here, so everything that decides an answer is pure: the body
-//! is then answered by [`Projection::run_traced`](crate::Projection::run_traced), live or in a
+//! is then answered by `Projection::run_traced`, live or in a
 //! replay.
 
 use serde_json::{Value, json};
