@@ -147,9 +147,10 @@ fn sources(src: &Path) -> Vec<(String, String)> {
     found
 }
 
-/// The top-level modules `text` names through `crate::` paths, grouped ones included.
-fn named_modules(text: &str) -> BTreeSet<String> {
-    let mut names = BTreeSet::new();
+/// The first segment of every path `text` names through `crate::`, grouped ones included
+/// (`crate::{a, b::c}` names `a` and `b`); a path such as `mnemo_crate::x` is not one.
+fn crate_segments(text: &str) -> Vec<String> {
+    let mut segments = Vec::new();
     let mut rest = text;
     while let Some(at) = rest.find("crate::") {
         let after = &rest[at + "crate::".len()..];
@@ -159,46 +160,11 @@ fn named_modules(text: &str) -> BTreeSet<String> {
         if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
             continue;
         }
-        if let Some(group) = after.strip_prefix('{') {
-            let end = group.find('}').unwrap_or(group.len());
-            for item in group[..end].split(',') {
-                if let Some(name) = first_segment(item.trim()) {
-                    names.insert(name);
-                }
-            }
-        } else if let Some(name) = first_segment(after) {
-            names.insert(name);
-        }
-    }
-    names
-}
-
-fn first_segment(path: &str) -> Option<String> {
-    let name: String = path
-        .chars()
-        .take_while(|c| c.is_alphanumeric() || *c == '_')
-        .collect();
-    // A lowercase name is a module; an item re-exported at the root (`crate::Error`) is not.
-    (!name.is_empty() && name.chars().next().is_some_and(|c| c.is_lowercase())).then_some(name)
-}
-
-/// The items `text` names at the crate's root (`crate::Error`): re-exports, which hide the
-/// module they come from.
-fn root_items(text: &str) -> BTreeSet<String> {
-    let mut items = BTreeSet::new();
-    let mut rest = text;
-    while let Some(at) = rest.find("crate::") {
-        let after = &rest[at + "crate::".len()..];
-        let before = rest[..at].chars().next_back();
-        rest = after;
-        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
-            continue;
-        }
-        let group = after
-            .strip_prefix('{')
-            .map(|g| &g[..g.find('}').unwrap_or(g.len())]);
-        let paths: Vec<&str> = match group {
-            Some(group) => group.split(',').map(str::trim).collect(),
+        let paths: Vec<&str> = match after.strip_prefix('{') {
+            Some(group) => group[..group.find('}').unwrap_or(group.len())]
+                .split(',')
+                .map(str::trim)
+                .collect(),
             None => vec![after],
         };
         for path in paths {
@@ -206,12 +172,30 @@ fn root_items(text: &str) -> BTreeSet<String> {
                 .chars()
                 .take_while(|c| c.is_alphanumeric() || *c == '_')
                 .collect();
-            if name.chars().next().is_some_and(|c| c.is_uppercase()) {
-                items.insert(name);
+            if !name.is_empty() {
+                segments.push(name);
             }
         }
     }
-    items
+    segments
+}
+
+/// The top-level modules `text` names through `crate::` paths: lowercase first segments (an
+/// item re-exported at the root, `crate::Error`, is not a module).
+fn named_modules(text: &str) -> BTreeSet<String> {
+    crate_segments(text)
+        .into_iter()
+        .filter(|name| name.chars().next().is_some_and(char::is_lowercase))
+        .collect()
+}
+
+/// The items `text` names at the crate's root (`crate::Error`): re-exports, which hide the
+/// module they come from.
+fn root_items(text: &str) -> BTreeSet<String> {
+    crate_segments(text)
+        .into_iter()
+        .filter(|name| name.chars().next().is_some_and(char::is_uppercase))
+        .collect()
 }
 
 /// The imports of the library that break the layering (see [`broken_in`]).
