@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use mnemo::testing::serve::ServerFile;
+use mnemo::testing::discovery::ServerFile;
 use mnemo::{Durability, MnemoClient, MnemoMemoryToolServer, ServeOptions};
 use serde_json::json;
 

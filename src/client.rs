@@ -10,7 +10,7 @@
 //!
 //! **A served store.** With the `client` feature (which `serve` includes, and the Python package
 //! builds with), opening a store that a live `mnemo serve` holds connects to that server instead,
-//! found through its server file ([`crate::serve::discovery`]) and with the operator credential
+//! found through its server file ([`crate::discovery`]) and with the operator credential
 //! the file holds, acting as the client's agent. The client keeps the same API: the tool server
 //! forwards each call to `POST /v1/memory` (refused, and recording nothing, when the server
 //! answers with another root, profile, limits or durability than the tool server's), and records,
@@ -26,6 +26,9 @@ use std::sync::{Arc, LazyLock};
 
 use serde_json::Value;
 
+use crate::credential::TokenRecord;
+#[cfg(feature = "client")]
+use crate::discovery::{ServerFile, live_server};
 use crate::error::{Error, Result};
 use crate::event::{Body, Event, InputDigest, Seq};
 use crate::log::{Durability, Head, Store};
@@ -35,9 +38,6 @@ use crate::projection::{MEMORY_TAG, MemoryRecord};
 use crate::registry::{Opened, Registry};
 #[cfg(feature = "client")]
 use crate::remote::RemoteClient;
-#[cfg(feature = "client")]
-use crate::serve::discovery::{ServerFile, live_server};
-use crate::token::TokenRecord;
 use crate::tool::{Limits, Profile, Tree};
 use crate::verify::{Report, VerifyOptions, verify_store, verify_store_with};
 use crate::writer::{Call, Receipt, Writer};
@@ -267,7 +267,7 @@ impl MnemoClient {
     #[cfg(feature = "serve")]
     pub fn connect_store(db_path: impl AsRef<Path>) -> Result<crate::RemoteClient> {
         let path = db_path.as_ref();
-        let file = crate::serve::discovery::live_server(path).ok_or_else(|| Error::NotFound {
+        let file = crate::discovery::live_server(path).ok_or_else(|| Error::NotFound {
             path: path.to_path_buf(),
         })?;
         Ok(crate::RemoteClient::new(file.url, file.token))
@@ -609,7 +609,7 @@ fn forward_to(
                 "content": format!("Error: The memory server refused this call ({e}). Nothing was recorded."),
                 "is_error": true,
             }),
-            _ => crate::serve::discovery::unanswered(id.as_deref(), &e),
+            _ => crate::discovery::unanswered(id.as_deref(), &e),
         }
     })
 }

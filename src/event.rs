@@ -133,13 +133,12 @@
 
 mod wire;
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 
 use crate::codec;
 use crate::error::{Error, Result};
 pub use crate::hash::EventHash;
+pub use crate::seq::Seq;
 use crate::tool::Semantics;
 pub use crate::tool::{Body, InputDigest, Refusal, RejectedCall, RejectedDigest, ToolCall};
 use wire::WireBody;
@@ -164,28 +163,6 @@ pub fn format_of(semantics: Semantics) -> u8 {
 pub const DOMAIN_TAG: &[u8] = b"mnemo/event/v1";
 
 const FRAME_FIXED: usize = 1 + 8 + 32 + 32 + 32 + 4;
-
-/// An event's position in the log: dense, from 1, never reused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct Seq(pub u64);
-
-impl Seq {
-    /// The key of this seq in the `events` tree (big-endian, so sled orders keys by seq).
-    pub fn key(self) -> [u8; 8] {
-        self.0.to_be_bytes()
-    }
-
-    /// Parses an `events` key.
-    pub fn from_key(key: &[u8]) -> Option<Seq> {
-        Some(Seq(u64::from_be_bytes(key.try_into().ok()?)))
-    }
-}
-
-impl fmt::Display for Seq {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
-}
 
 /// What a call returned: whether it was an error and the hash of the exact result text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

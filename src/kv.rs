@@ -15,7 +15,11 @@ use std::iter::Peekable;
 use std::ops::Bound;
 
 use crate::error::Result;
-use crate::projection::CONTENT_PREFIX;
+
+/// The first byte of every key of file content (the projection's chunk keys): the sled-backed
+/// index keeps these keys in a tree of their own, so the nodes holding file content are
+/// rewritten only when that content changes.
+pub const CONTENT_PREFIX: u8 = b'b';
 
 /// Read side of an ordered map.
 pub trait KvRead {

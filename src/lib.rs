@@ -3,8 +3,12 @@
 #![deny(missing_docs)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used))]
 
+mod chain;
 mod client;
 mod codec;
+mod credential;
+#[cfg(feature = "client")]
+mod discovery;
 mod disk;
 mod error;
 pub mod event;
@@ -27,20 +31,13 @@ mod registry;
 mod remote;
 mod replay;
 mod semantics_version;
+mod seq;
 #[cfg(feature = "serve")]
 mod serve;
-/// What a client of `mnemo serve` needs in a build without the server (feature `client` alone,
-/// as the Python package builds): the server file of a store, and reaching (or starting) the
-/// server it names. A build with the `serve` feature has the whole module.
-#[cfg(all(feature = "client", not(feature = "serve")))]
-mod serve {
-    pub mod discovery;
-    #[cfg(feature = "testing")]
-    pub use discovery::{SERVER_FILE, ServerFile};
-}
 mod time;
 mod token;
 pub mod tool;
+mod tool_server;
 mod transfer;
 mod unwind;
 mod verify;
@@ -59,9 +56,12 @@ pub use projection::{MEMORY_TAG, MemoryRecord};
 #[cfg(feature = "client")]
 pub use remote::{AdminRequest, RemoteClient, RemoteError};
 #[cfg(feature = "serve")]
-pub use serve::{ServeOptions, serve};
+pub use serve::shutdown::Reason as StopReason;
+#[cfg(feature = "serve")]
+pub use serve::{Error as ServeError, ServeOptions, Stopped, serve};
 pub use token::TokenRecord;
-pub use tool::{MnemoMemoryToolServer, Profile, ServerBuilder};
+pub use tool::Profile;
+pub use tool_server::{MnemoMemoryToolServer, ServerBuilder};
 pub use verify::{Report, Violation, ViolationKind};
 pub use writer::Receipt;
 
@@ -70,14 +70,14 @@ pub use writer::Receipt;
 /// import and export, and finding a store's server. Not a stable API: it changes with them.
 #[doc(hidden)]
 pub mod cli_support {
+    #[cfg(feature = "client")]
+    pub use crate::discovery::{Launch, Link, START_WAIT, live_server, unanswered};
     pub use crate::history::{
         absolute_path, describe, event_json, printable, record_at, records_at, select_events, utc,
     };
     pub use crate::inspect::{FileDiff, Shift, Shown, diff, show};
     pub use crate::lineage::{Trail, trail_json, trails};
     pub use crate::log::Store;
-    #[cfg(feature = "client")]
-    pub use crate::serve::discovery::{Launch, Link, START_WAIT, live_server, unanswered};
     pub use crate::token::{OPERATOR, check_id, issue, listed, revoke};
     #[cfg(feature = "client")]
     pub use crate::tool::request::tool_use_id;
@@ -136,8 +136,17 @@ pub mod testing {
     pub mod replay {
         pub use crate::replay::*;
     }
-    /// The HTTP server's parts, and the server file.
+    /// The chain rules.
+    pub mod chain {
+        pub use crate::chain::*;
+    }
+    /// The server file, and reaching (or starting) the server it names.
     #[cfg(feature = "client")]
+    pub mod discovery {
+        pub use crate::discovery::*;
+    }
+    /// The HTTP server's parts.
+    #[cfg(feature = "serve")]
     pub mod serve {
         pub use crate::serve::*;
     }

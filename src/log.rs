@@ -28,13 +28,13 @@ use std::time::{Duration, Instant};
 use sled::transaction::{ConflictableTransactionError, TransactionError};
 use sled::{Transactional, Tree};
 
+use crate::chain::Chain;
 use crate::disk::{DiskSync, HeadRecord, StoreFiles};
 use crate::error::{Error, Result};
 use crate::event::{FORMAT_VERSION, Frame, Seq};
 use crate::failpoint::{Failpoint, Failpoints};
 pub use crate::head::Head;
 use crate::kv::{IndexTrees, Pending};
-use crate::replay::chain::Chain;
 use crate::unwind::{self, catch_quietly};
 
 const FORMAT_KEY: &[u8] = b"format";
@@ -148,7 +148,7 @@ fn refuse_missing_log(path: &Path) -> Result<()> {
     }
     // Files of something else (an export's memories/, a project): no store is made among them.
     // Mnemo's own files beside a store (the head record, a server's file and its temporary,
-    // named as `serve::discovery` names them) are not something else.
+    // named as `discovery` names them) are not something else.
     let foreign = names.iter().any(|name| {
         let name = name.to_string_lossy();
         name != crate::disk::HEAD_FILE
@@ -754,7 +754,7 @@ impl Store {
 
     /// The log's last event. That is the head, unless a crash cut a commit short after its events
     /// were written but before the head was: then it is the last of the events past the head,
-    /// each of which must continue the chain ([`crate::replay::chain`]), or this fails with
+    /// each of which must continue the chain ([`crate::chain`]), or this fails with
     /// [`Error::Corrupt`] (a writer must not overwrite them). Reads only.
     pub fn log_end(&self) -> Result<Head> {
         let mut head = self.head()?;

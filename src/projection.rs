@@ -67,12 +67,12 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
+use crate::credential::{Revocation, TokenRecord};
 use crate::error::{Error, Result};
 use crate::event::{Body, EventHash, Refusal, RejectedDigest, Seq};
 use crate::kv::{KvRead, KvWrite};
 use crate::paths::MemPath;
 use crate::policy::{Access, Grant, Policy};
-use crate::token::{Revocation, TokenRecord};
 use crate::tool::render::child_lines;
 use crate::tool::{Answer, Command, Profile, Semantics};
 use crate::tool::{Change, Entry, NodeKind, Probe, Tree};
@@ -83,7 +83,6 @@ mod listings;
 #[cfg(test)]
 mod semantics_versions;
 
-pub use content::CONTENT_PREFIX;
 use content::{Chunking, FileHead};
 use listings::Listings;
 

@@ -7,35 +7,27 @@
 //! ([`AdminCommand::RevokeToken`]). Both are chained and replayed by `verify` like any event, and
 //! the index keeps the table of tokens (key `k` ‖ id of the path index), so checking a
 //! token is one point read: its id names the record, whose hash is compared with the presented
-//! token's in constant time ([`EventHash`]'s equality). The token is shown once, when it is made.
+//! token's in constant time ([`EventHash`](crate::EventHash)'s equality). The token is shown once, when it is made.
+//!
+//! The token's rules and its record are [`crate::credential`]'s, part of the pure core; this
+//! module makes tokens, issues and revokes them through a client and checks a presented one.
 //!
 //! The operator who issued or revoked a token is the agent of that admin event: `operator` for a
 //! server's admin routes and, by default, for `mnemo token` on the command line.
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::client::MnemoClient;
+pub use crate::credential::{OPERATOR, TokenRecord, check_id, hash_of, id_of};
+use crate::credential::{
+    TOKEN_PREFIX, already_revoked, check_label, check_token_agent, unknown_id,
+};
 use crate::error::{Error, Result};
-use crate::event::{Event, EventHash, Seq};
+use crate::event::Event;
 use crate::log::Store;
-use crate::policy::{ANY_AGENT, AdminCommand, check_agent_id_under};
+use crate::policy::AdminCommand;
 use crate::time::utc;
-use crate::tool::Semantics;
 use crate::writer::Receipt;
-
-/// What every agent token's text starts with.
-pub const TOKEN_PREFIX: &str = "mnemo_";
-
-/// The identity admin events made with the operator credential are recorded under, unless the
-/// command line names another with `--as`.
-pub const OPERATOR: &str = "operator";
-
-/// Longest token id accepted, in bytes.
-pub const MAX_ID_BYTES: usize = 64;
-
-/// Longest label accepted, in bytes.
-pub const MAX_LABEL_BYTES: usize = 256;
 
 const ID_BYTES: usize = 8;
 const SECRET_BYTES: usize = 32;
@@ -46,69 +38,6 @@ pub fn random_hex(n: usize) -> std::io::Result<String> {
     getrandom::fill(&mut bytes)
         .map_err(|e| std::io::Error::other(format!("the OS random source failed ({e})")))?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
-}
-
-/// `blake3` of a token's text: what the store keeps of it.
-pub fn hash_of(token: &str) -> EventHash {
-    EventHash::of(token.as_bytes())
-}
-
-/// The id in a token's text, if it has the shape of an agent token.
-#[cfg_attr(
-    not(feature = "serve"),
-    allow(dead_code, reason = "the server's; tests reach it")
-)]
-pub fn id_of(token: &str) -> Option<&str> {
-    let (id, secret) = token.strip_prefix(TOKEN_PREFIX)?.split_once('_')?;
-    (check_id(id).is_ok() && !secret.is_empty()).then_some(id)
-}
-
-/// Checks a token id: 1 to `MAX_ID_BYTES` ASCII letters, digits or `-`.
-pub fn check_id(id: &str) -> std::result::Result<(), String> {
-    check_id_under(id, Semantics::CURRENT)
-}
-
-/// [`check_id`], with the error text of `semantics` (an answer's).
-pub fn check_id_under(id: &str, semantics: Semantics) -> std::result::Result<(), String> {
-    if id.is_empty()
-        || id.len() > MAX_ID_BYTES
-        || !id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-    {
-        return Err(format!(
-            "token id {} is not valid; ids are 1 to {MAX_ID_BYTES} ASCII letters, digits or '-', as `mnemo token list` shows them",
-            semantics.quote(id)
-        ));
-    }
-    Ok(())
-}
-
-/// Checks a label: at most [`MAX_LABEL_BYTES`] bytes of printable text (empty is fine).
-pub fn check_label(label: &str) -> std::result::Result<(), String> {
-    if label.len() > MAX_LABEL_BYTES || label.chars().any(char::is_control) {
-        return Err(format!(
-            "the label is not valid; use at most {MAX_LABEL_BYTES} bytes of printable text, such as \"ci runner\""
-        ));
-    }
-    Ok(())
-}
-
-/// Checks the agent a token is for: an agent id, not `*`.
-pub fn check_token_agent(agent: &str) -> std::result::Result<(), String> {
-    check_token_agent_under(agent, Semantics::CURRENT)
-}
-
-/// [`check_token_agent`], with the error text of `semantics` (an answer's).
-pub fn check_token_agent_under(
-    agent: &str,
-    semantics: Semantics,
-) -> std::result::Result<(), String> {
-    if agent == ANY_AGENT {
-        return Err(
-            "a token acts as one agent, and \"*\" names every agent; name one agent, such as \"planner\""
-                .into(),
-        );
-    }
-    check_agent_id_under(agent, semantics)
 }
 
 /// A token just made: its text (shown once) and the command that issues it.
@@ -151,34 +80,6 @@ impl std::fmt::Debug for NewToken {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("NewToken").field("id", &self.id).finish()
     }
-}
-
-/// A token's entry in the index's token table.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TokenRecord {
-    /// The token's id.
-    pub id: String,
-    /// The agent it acts as.
-    pub agent: String,
-    /// The operator's note.
-    pub label: String,
-    /// `blake3` of the token's text.
-    pub hash: EventHash,
-    /// The seq of the event that issued it.
-    pub issued: Seq,
-    /// The operator who issued it (that event's agent).
-    pub issued_by: String,
-    /// When it was revoked, if it was.
-    pub revoked: Option<Revocation>,
-}
-
-/// When and by whom a token was revoked.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Revocation {
-    /// The seq of the event that revoked it.
-    pub seq: Seq,
-    /// The operator who revoked it.
-    pub by: String,
 }
 
 /// What a presented token proves.
@@ -258,19 +159,6 @@ pub fn revoke(operator: &MnemoClient, id: &str) -> Result<Receipt> {
     }
 }
 
-/// What a revoke of an id that names no token is told.
-pub(crate) fn unknown_id(id: &str) -> String {
-    format!("no token has id {id}; `mnemo token list` shows the tokens and their ids")
-}
-
-/// What a revoke of a token already revoked is told.
-pub(crate) fn already_revoked(id: &str, revoked: &Revocation) -> String {
-    format!(
-        "token {id} was already revoked (event {}, by {}); nothing to do",
-        revoked.seq, revoked.by
-    )
-}
-
 /// A token as `mnemo token list` shows it: its record and when it was issued. Never its hash.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Listed {
@@ -320,6 +208,8 @@ pub fn listed(store: &Store, records: Vec<TokenRecord>) -> Result<Vec<Listed>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::credential::Revocation;
+    use crate::event::Seq;
 
     fn record(token: &NewToken, revoked: bool) -> TokenRecord {
         TokenRecord {
@@ -371,19 +261,5 @@ mod tests {
             authenticate(token.text(), |_| Ok(Some(gone.clone()))).expect("check"),
             Verdict::Revoked
         );
-    }
-
-    #[test]
-    fn ids_labels_and_agents_are_checked() {
-        assert!(check_id("0123abcd").is_ok());
-        for bad in ["", "a_b", "a b", &"a".repeat(65), "é"] {
-            assert!(check_id(bad).is_err(), "{bad:?}");
-        }
-        assert!(check_label("").is_ok());
-        assert!(check_label("ci\nrunner").is_err());
-        assert!(check_label(&"x".repeat(257)).is_err());
-        assert!(check_token_agent("*").is_err());
-        assert!(check_token_agent("").is_err());
-        assert!(check_token_agent("planner").is_ok());
     }
 }

@@ -23,19 +23,19 @@
 //! short (the head is written after the events it names): they are checked like every other
 //! event, reported in [`Report::meta_head`], and not a violation.
 //!
-//! Steps 1-5 are the chain rules of [`crate::replay::chain`] (each [`Rule`] reported as its
+//! Steps 1-5 are the chain rules of [`crate::chain`] (each [`Rule`] reported as its
 //! [`ViolationKind`]), checked on a thread of their own; the replay engine's loop
 //! ([`Replay::drive`]) re-answers every event against an in-memory tree, and steps 6-7 and the
 //! head and checkpoint checks are what this module adds to it.
 
 use std::time::{Duration, Instant};
 
+use crate::chain::{Break, Chain, Rule};
 use crate::error::{Error, Result};
 use crate::event::{Event, EventHash, Outcome, Seq};
 use crate::kv::{IndexTrees, MemKv};
 use crate::log::{Head, Store};
 use crate::projection::{INDEX_LAYOUT, Projection, Traced};
-use crate::replay::chain::{Break, Chain, Rule};
 use crate::replay::{Replay, Step};
 
 /// Which invariant broke.

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use mnemo::testing::serve::ServerFile;
+use mnemo::testing::discovery::ServerFile;
 use mnemo::tool::read_request;
 use mnemo::{Durability, MnemoClient, MnemoMemoryToolServer};
 use serde_json::{Value, json};
@@ -38,7 +38,7 @@ fn text(bytes: &[u8]) -> String {
 pub fn server_of(db: &Path) -> ServerFile {
     let started = Instant::now();
     loop {
-        if let Some(file) = mnemo::testing::serve::discovery::live_server(db) {
+        if let Some(file) = mnemo::testing::discovery::live_server(db) {
             return file;
         }
         assert!(started.elapsed() < WAIT, "no live server for {db:?}");

@@ -14,7 +14,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use mnemo::testing::serve::{SERVER_FILE, ServerFile};
+use mnemo::testing::discovery::{SERVER_FILE, ServerFile};
 use mnemo::tool::DEFAULT_MAX_REQUEST_BYTES as MAX_REQUEST_BYTES;
 use mnemo::{Durability, MnemoClient, MnemoMemoryToolServer};
 use serde_json::{Value, json};

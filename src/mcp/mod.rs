@@ -24,6 +24,8 @@
 //! so each runs on tokio's blocking pool, and one slow commit does not stall the session's reading
 //! and writing.
 
+#[cfg(feature = "client")]
+mod link;
 mod schema;
 mod stdio;
 mod uri;
@@ -42,7 +44,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
 use crate::projection::{MEMORY_TAG, MemoryRecord};
-use crate::tool::MnemoMemoryToolServer;
+use crate::tool_server::MnemoMemoryToolServer;
 
 pub use schema::{TOOL_NAME, instructions, memory_tool_for};
 pub use uri::{from_path as resource_uri, to_path as resource_path};

@@ -3,9 +3,9 @@
 //! keys it involves by what they are (a directory entry, a file record, a chunk, a token), so no
 //! caller needs to know the key layout.
 
-use super::{CONTENT_PREFIX, Projection};
+use super::Projection;
 use crate::error::Result;
-use crate::kv::{Difference, IndexTrees, MemKv};
+use crate::kv::{CONTENT_PREFIX, Difference, IndexTrees, MemKv};
 
 impl Projection<MemKv> {
     /// How this index (built in memory, by a replay) first differs from `stored`, in words, or

@@ -22,11 +22,7 @@
 //! numbers, and chunks left over are removed.
 
 use crate::error::{Error, Result};
-use crate::kv::{KvRead, KvWrite};
-
-/// The first byte of every chunk key: the sled-backed index keeps these keys in a tree of their
-/// own, so the nodes holding file content are rewritten only when that content changes.
-pub const CONTENT_PREFIX: u8 = b'b';
+use crate::kv::{CONTENT_PREFIX, KvRead, KvWrite};
 
 /// The most bytes a chunk holds. Part of the index layout.
 pub const CHUNK_MAX: usize = 16 * 1024;

@@ -1,10 +1,10 @@
 //! The replay engine: the one loop that applies the log's events, in seq order, to a projection.
 //!
 //! The log is the truth, and every tree Mnemo shows but the live one is a replay of it. This
-//! module holds what all those replays share: the chain rules ([`chain`]), and [`Replay`], which
-//! takes events from a source in order, answers each again against its projection and applies
-//! what the answer changed, handing every event and its answer to the user's observer. Each user
-//! adds only what it needs:
+//! module holds what all those replays share: [`Replay`], which takes events from a source in
+//! order, answers each again against its projection and applies what the answer changed, handing
+//! every event and its answer to the user's observer. The chain rules they trust are
+//! [`crate::chain`]'s. Each user adds only what it needs:
 //!
 //! | user | projection | events | what it adds |
 //! |---|---|---|---|
@@ -29,7 +29,6 @@ use crate::kv::{KvRead, KvWrite, MemKv};
 use crate::log::Store;
 use crate::projection::{Projection, Traced};
 
-pub mod chain;
 mod recovery;
 
 /// An event as a source hands it to [`Replay::drive`].

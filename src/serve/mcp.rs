@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use super::Shared;
 use super::auth::Caller;
 use crate::mcp::{MnemoMcpServer, Route};
-use crate::tool::MnemoMemoryToolServer;
+use crate::tool_server::MnemoMemoryToolServer;
 
 /// The `/mcp` service over `shared`; cancelling `stop` ends its sessions and streams.
 pub(crate) fn service(

@@ -2,7 +2,7 @@
 //!
 //! Compiled only with the `serve` cargo feature (which includes `mcp`), so the default build of
 //! the library carries no async runtime and no HTTP stack. [`serve`] binds the listen address,
-//! writes the server file ([`discovery`]) and answers, on loopback by default:
+//! writes the server file ([`crate::discovery`]) and answers, on loopback by default:
 //!
 //! - `POST /v1/memory`: a `tool_use` block or a bare input in, the `tool_result` JSON out, byte
 //!   for byte what [`MnemoMemoryToolServer::handle`] returns (see [`routes`]);
@@ -34,7 +34,6 @@
 
 pub mod auth;
 pub mod clients;
-pub mod discovery;
 mod mcp;
 pub mod routes;
 pub mod shutdown;
@@ -52,10 +51,10 @@ use axum::response::{IntoResponse, Response};
 use tokio_util::sync::CancellationToken;
 
 use crate::client::MnemoClient;
-use crate::tool::MnemoMemoryToolServer;
+use crate::tool_server::MnemoMemoryToolServer;
 
+pub use crate::discovery::{SERVER_FILE, ServerFile};
 pub use auth::{Authority, Caller, Hosts, Refusal, Token, TokenLookup};
-pub use discovery::{SERVER_FILE, ServerFile};
 
 /// How long a stop waits for calls in flight and open streams before it closes them.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);

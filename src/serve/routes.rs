@@ -673,14 +673,14 @@ async fn token_revoke(
     let receipt = blocking(move || match client.token(&id)? {
         None => Err(Failure::Client(
             StatusCode::NOT_FOUND,
-            token::unknown_id(&id),
+            crate::credential::unknown_id(&id),
         )),
         Some(token::TokenRecord {
             revoked: Some(revoked),
             ..
         }) => Err(Failure::Client(
             StatusCode::CONFLICT,
-            token::already_revoked(&id, &revoked),
+            crate::credential::already_revoked(&id, &revoked),
         )),
         Some(_) => Ok(token::revoke(&client, &id)?),
     })

@@ -1,14 +1,14 @@
-//! The memory tool: commands, their pure semantics over a tree, the result strings, and the
-//! server that turns `tool_use` blocks into `tool_result` blocks.
+//! The memory tool: commands, their pure semantics over a tree, and the result strings. The
+//! server that turns `tool_use` blocks into `tool_result` blocks through a client is
+//! [`MnemoMemoryToolServer`](crate::MnemoMemoryToolServer), above the store.
 //!
-//! Nothing under `tool/` does I/O except `server`, which hands each call to the client, and
-//! `request`, which reads one request from the reader it is given. What a request becomes before
-//! it is answered (`intake`) is pure, so it can be answered over any tree.
+//! Nothing under `tool/` does I/O except `request`, which reads one request from the reader it is
+//! given. What a request becomes before it is answered (`intake`) is pure, so it can be answered
+//! over any tree.
 //!
-//! Everything here but `server` is the top of the pure core: it imports only the core below it
-//! (`hash`, `semantics_version`, `paths`, `policy`; and, a debt `tests/layering.rs` lists, the
-//! agent-token rules), never `error`, the event format or storage. Its functions return the
-//! [`Tree`]'s own error.
+//! This is the top of the pure core: it imports only the core below it (`hash`, `seq`,
+//! `semantics_version`, `paths`, `policy`, `credential`), never `error`, the event format or
+//! storage. Its functions return the [`Tree`]'s own error.
 
 mod call;
 mod command;
@@ -18,7 +18,6 @@ mod matcher;
 pub(crate) mod render;
 pub(crate) mod request;
 mod semantics;
-mod server;
 mod tree;
 
 pub use crate::semantics_version::{Semantics, quote};
@@ -32,5 +31,4 @@ pub use limits::{DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_REQUEST_BYTES, Limits};
 pub use render::format_size;
 pub use request::{BoundedText, Request, read_request};
 pub use semantics::{Answer, MAX_VIEW_LINES, answer};
-pub use server::{MnemoMemoryToolServer, ServerBuilder};
 pub use tree::{Change, Entry, NodeKind, Probe, TokenIssue, Tree};

@@ -14,13 +14,13 @@
 
 use std::fmt::Write as _;
 
+use crate::credential::{
+    already_revoked, check_id_under, check_label, check_token_agent_under, unknown_id,
+};
 use crate::hash::EventHash;
 use crate::paths::{MAX_PATH_BYTES, MAX_SEGMENT_BYTES, MemPath, PathRejection};
 use crate::policy::{ANY_AGENT, Access, AdminCommand, Policy, check_agent_id_under};
 use crate::semantics_version::Semantics;
-use crate::token::{
-    already_revoked, check_id_under, check_label, check_token_agent_under, unknown_id,
-};
 use crate::tool::call::Body;
 use crate::tool::command::{Command, Profile, parse_text_under};
 use crate::tool::limits::Limits;

@@ -9,10 +9,10 @@
 
 use std::sync::Arc;
 
+use crate::credential::TokenRecord;
 use crate::hash::EventHash;
 use crate::paths::MemPath;
 use crate::policy::{Access, Policy};
-use crate::token::TokenRecord;
 use crate::tool::Profile;
 
 /// What a path names.

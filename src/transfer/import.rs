@@ -17,7 +17,7 @@ use super::walk::{
 use super::{ImportSummary, Skipped};
 use crate::error::{Error, Result};
 use crate::paths::{MAX_PATH_BYTES, MemPath};
-use crate::tool::MnemoMemoryToolServer;
+use crate::tool_server::MnemoMemoryToolServer;
 
 /// Flags for opening a file to import: never through a link, never blocking on a FIFO, never
 /// taking a terminal as the controlling one, never inherited.

@@ -264,7 +264,7 @@ fn an_agent_token_cannot_run_admin_commands_through_a_server() {
         .last()
         .expect("the token")
         .to_string();
-    let head = |file: &mnemo::testing::serve::ServerFile| {
+    let head = |file: &mnemo::testing::discovery::ServerFile| {
         let out = mnemo(&connect_args("log", file, "check")[..5], &[], b"");
         assert!(out.status.success(), "{}", text(&out.stderr));
         text(&out.stdout).lines().count()

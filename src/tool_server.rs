@@ -13,11 +13,8 @@ use serde_json::{Value, json};
 
 use crate::client::{Forward, MnemoClient};
 use crate::error::{Error, Result};
-use crate::tool::call::{Body, Refusal, RejectedDigest};
-use crate::tool::command::Profile;
-use crate::tool::intake::{Intake, Logged, result_id, tool_result};
-use crate::tool::limits::Limits;
-use crate::tool::request::Request;
+use crate::tool::intake::{result_id, tool_result};
+use crate::tool::{Body, Intake, Limits, Logged, Profile, Refusal, RejectedDigest, Request};
 
 /// The beta header sent when the server is built for Managed Agents.
 const MANAGED_AGENTS_BETA: &str = "managed-agents-2026-04-01";
@@ -191,7 +188,7 @@ impl MnemoMemoryToolServer {
     pub(crate) fn refuse_too_large(
         &self,
         tool_use_id: Option<String>,
-        input: crate::tool::call::InputDigest,
+        input: crate::tool::InputDigest,
     ) -> Value {
         self.answer(self.intake.too_large(tool_use_id, input), Vec::new)
     }

@@ -359,27 +359,6 @@ pub fn unanswered(tool_use_id: Option<&str>, error: &RemoteError) -> serde_json:
     })
 }
 
-#[cfg(feature = "mcp")]
-impl crate::mcp::Memory for Link {
-    fn handle(&self, block: &serde_json::Value) -> serde_json::Value {
-        self.call(|client| client.handle(block))
-            .unwrap_or_else(|e| {
-                let id = block.get("id").and_then(serde_json::Value::as_str);
-                unanswered(id, &e)
-            })
-    }
-
-    fn records_by_tag(&self, tag: &str) -> Result<Vec<crate::MemoryRecord>, String> {
-        self.call(|client| client.records_by_tag(tag))
-            .map_err(|e| e.to_string())
-    }
-
-    fn record(&self, path: &str) -> Result<Option<crate::MemoryRecord>, String> {
-        self.call(|client| client.record(path))
-            .map_err(|e| e.to_string())
-    }
-}
-
 /// Creates `path`, which must not exist (a symlink there is not followed), readable and
 /// writable by its owner only.
 fn create_private(path: &Path) -> std::io::Result<std::fs::File> {
