@@ -117,7 +117,7 @@ impl Chain {
             );
             return broke(seq, Rule::Link, detail);
         }
-        let payload_hash = EventHash::of(frame.payload);
+        let payload_hash = frame.recompute_payload_hash();
         if payload_hash != frame.payload_hash {
             let detail = format!(
                 "the payload hashes to {payload_hash} but the record says {}",
@@ -152,7 +152,7 @@ impl Chain {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::{FORMAT_VERSION, chain_hash};
+    use crate::event::{FORMAT_VERSION, Salt, chain_hash, payload_hash_of};
 
     /// The frames of a chain of `n` events. The rules never decode a header or a payload, so
     /// any bytes stand for them here.
@@ -162,7 +162,9 @@ mod tests {
             .map(|seq| {
                 let header = format!("header {seq}").into_bytes();
                 let payload = format!("payload {seq}").into_bytes();
-                let payload_hash = EventHash::of(&payload);
+                #[expect(clippy::cast_possible_truncation, reason = "any salt will do")]
+                let salt = Salt([seq as u8; 32]);
+                let payload_hash = payload_hash_of(&payload, Some(&salt));
                 let frame = Frame {
                     version: FORMAT_VERSION,
                     seq: Seq(seq),
@@ -170,6 +172,7 @@ mod tests {
                     hash: chain_hash(Seq(seq), &prev, &header, &payload_hash),
                     payload_hash,
                     header,
+                    salt: Some(salt),
                     payload,
                 };
                 prev = frame.hash;

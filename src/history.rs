@@ -115,6 +115,7 @@ pub fn event_json(event: &Event) -> serde_json::Value {
         "paths": paths,
         "is_error": event.header.outcome.is_error,
         "result_hash": event.header.outcome.result_hash.to_hex(),
+        "salt": event.salt.map(|salt| salt.to_hex()),
         "hash": event.hash().to_hex(),
         "prev_hash": event.prev_hash.to_hex(),
     })

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use similar::{ChangeTag, TextDiff};
 
 use crate::error::{Error, Result};
-use crate::event::{Body, Event, Outcome, Refusal, Seq};
+use crate::event::{Body, Event, Refusal, Seq};
 use crate::history::{describe, point, utc};
 use crate::kv::MemKv;
 use crate::log::Store;
@@ -172,7 +172,7 @@ pub fn show(store: &Store, seq: Seq) -> Result<Shown> {
     replay.run_to(store, Seq(seq.0 - 1))?;
     let before = BeforeAnswer::of(replay.tree(), &event)?;
     let answer = replay.apply(&event)?.answer;
-    let verified = Outcome::of(answer.is_error, &answer.text) == event.header.outcome;
+    let verified = event.outcome_of(answer.is_error, &answer.text) == event.header.outcome;
     let change = answer
         .change
         .as_ref()

@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use crate::chain::{Break, Chain, Rule};
 use crate::error::{Error, Result};
-use crate::event::{Event, EventHash, Outcome, Seq};
+use crate::event::{Event, EventHash, Salt, Seq};
 use crate::kv::{IndexTrees, MemKv};
 use crate::log::{Head, Store};
 use crate::projection::{INDEX_LAYOUT, Projection, Traced};
@@ -416,6 +416,7 @@ struct Checked {
     hash: EventHash,
     payload_hash: EventHash,
     header: std::ops::Range<usize>,
+    salt: Option<Salt>,
     payload: std::ops::Range<usize>,
     bytes: u64,
 }
@@ -490,6 +491,7 @@ fn read_chain(store: &Store, tx: &crossbeam_channel::Sender<Batch>) {
                     hash: frame.hash,
                     payload_hash: frame.payload_hash,
                     header: append(&mut batch.data, frame.header),
+                    salt: frame.salt,
                     payload: append(&mut batch.data, frame.payload),
                     bytes: record.len() as u64,
                 }),
@@ -538,7 +540,8 @@ impl Step for Decoded {
     }
 
     fn input(&self) -> Option<EventHash> {
-        Some(self.payload_hash)
+        // A salted payload hash is a commitment, not the plain hash retries are matched by.
+        self.event.salt.is_none().then_some(self.payload_hash)
     }
 }
 
@@ -586,6 +589,7 @@ fn decode(checked: &Checked, data: &[u8]) -> std::result::Result<Decoded, Stop> 
         seq,
         checked.prev_hash,
         &data[checked.header.clone()],
+        checked.salt,
         &data[checked.payload.clone()],
     )
     .map_err(|e| Stop::Violation(violation(seq, ViolationKind::Undecodable, e.to_string())))?;
@@ -609,7 +613,7 @@ fn check_outcome(event: &Event, traced: Result<Traced>) -> std::result::Result<(
         ))
     })?;
     let answer = traced.answer;
-    let outcome = Outcome::of(answer.is_error, &answer.text);
+    let outcome = event.outcome_of(answer.is_error, &answer.text);
     if outcome == event.header.outcome {
         return Ok(());
     }

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use mnemo::event::{EventHash, Seq};
+use mnemo::event::Seq;
 use mnemo::{MnemoClient, MnemoMemoryToolServer};
 use serde_json::{Value, json};
 
@@ -96,8 +96,8 @@ fn sixteen_threads_share_one_writer_without_losing_or_interleaving_anything() {
         let event = event.expect("decode");
         let text = &by_seq[&event.seq.0];
         assert_eq!(
-            event.header.outcome.result_hash,
-            EventHash::of(text.as_bytes()),
+            event.header.outcome,
+            event.outcome_of(event.header.outcome.is_error, text),
             "seq {}",
             event.seq
         );

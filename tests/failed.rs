@@ -38,6 +38,7 @@ fn tool_payload(input: &Value, profile: Profile) -> Vec<u8> {
             limits: Limits::default(),
             command,
         }),
+        salt: None,
     };
     event.payload_bytes()
 }

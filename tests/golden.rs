@@ -5,13 +5,15 @@
 //! formula) changes at least one of them and is a new format version. The vectors of format 1
 //! (events answered under semantics 1, as the builds before semantics versions wrote them) stay as they were pasted
 //! then: this build still writes and reads those bytes. Format 2 (semantics 2) has vectors of its
-//! own. Independently of those
+//! own, and so do formats 3 and 4 (format 4: salted, its payload hash a commitment keyed by the
+//! event's salt, the salt stored after the header). Independently of those
 //! pasted values, [`every_vector_matches_the_documented_byte_table`] rebuilds each header, payload,
 //! stored record and chain hash by hand from the byte table in `src/event.rs`'s module docs, so the
 //! docs and the code cannot drift apart either.
 
 use mnemo::event::{
-    DOMAIN_TAG, FORMAT_VERSION, Frame, InputDigest, Refusal, RejectedDigest, chain_hash,
+    DOMAIN_TAG, FORMAT_VERSION, Frame, InputDigest, PAYLOAD_TAG, RESULT_TAG, Refusal,
+    RejectedDigest, SALTED_FORMAT, Salt, chain_hash,
 };
 use mnemo::tool::{Command, Limits, Profile, Semantics};
 use mnemo::{
@@ -46,7 +48,24 @@ fn fixed(seq: u64, tool_use_id: Option<&str>, outcome: Outcome, body: Body) -> E
             semantics: Semantics::V1,
         },
         body,
+        salt: None,
     }
+}
+
+/// The salt of fixture event `seq` in format 4: recognisable, distinct per seq.
+fn salt_of(seq: u64) -> Salt {
+    let fill = u8::try_from(seq).expect("fixture seqs are small");
+    Salt([0x80 | fill; 32])
+}
+
+/// `events` in format 4: answered under semantics 3 and salted with [`salt_of`] their seq. The
+/// outcomes are kept as they are (these vectors freeze the encoding, not the semantics).
+fn salted(mut events: Vec<Event>) -> Vec<Event> {
+    for event in &mut events {
+        event.header.semantics = Semantics::V3;
+        event.salt = Some(salt_of(event.seq.0));
+    }
+    events
 }
 
 /// The fixtures answered under `semantics`: the same events, in its format.
@@ -717,14 +736,148 @@ fn every_variant_of_format_three_encodes_to_its_golden_bytes_and_hash() {
     later_format_rows(Semantics::V3, GOLDEN_V3, GOLDEN_V2, "02000000");
 }
 
+#[test]
+fn every_variant_of_format_four_encodes_to_its_golden_hash() {
+    let events = salted(fixtures().into_iter().map(|(_, e)| e).collect());
+    let names = fixtures().into_iter().map(|(name, _)| name);
+    assert_eq!(events.len(), GOLDEN_V4.len(), "one golden row per fixture");
+    for (((name, event), (golden_name, hash)), v3) in
+        names.zip(&events).zip(GOLDEN_V4).zip(GOLDEN_V3)
+    {
+        assert_eq!(name, *golden_name, "same order as the fixtures");
+        assert_eq!(
+            event.format(),
+            SALTED_FORMAT,
+            "{name} is written in format 4"
+        );
+        // Format 4's header is format 3's: the salt is beside the payload, not in the header.
+        assert_eq!(hex(&event.header_bytes()), v3.1, "{name}: header");
+        let frame = event.to_frame();
+        assert_eq!(frame.hash.to_hex(), *hash, "{name}: chain hash");
+        assert_ne!(
+            frame.hash.to_hex(),
+            v3.2,
+            "{name}: the salt changes the chain hash"
+        );
+        assert_ne!(
+            frame.payload_hash,
+            EventHash::of(&event.payload_bytes()),
+            "{name}: the payload hash is not the plain blake3 of the payload"
+        );
+        assert_eq!(frame.encode()[0], SALTED_FORMAT, "{name}: version byte");
+        // Another salt, another commitment: the hash confirms nothing without the salt.
+        let mut resalted = event.clone();
+        resalted.salt = Some(Salt([0; 32]));
+        assert_ne!(
+            resalted.to_frame().payload_hash,
+            frame.payload_hash,
+            "{name}"
+        );
+    }
+}
+
 /// The full stored record of one event, byte for byte (what sits under its key in `events`).
 const GOLDEN_RECORD_STR_REPLACE: &str = "01040000000000000004040404040404040404040404040404040404040404040404040404040404046a67b28c06936ce2793febb0f1910ed94a8e94ac9149227f8fd28370cd4761f109a10f8d97064822ba223087f29869e1865139bfbf29dd39b99ffe3e3507150a3900000004c02cc89901000007000000000000006167656e742d610000d1aa423637bb48fa48b0c825cc752ada4a76fafd5734912a3f5bbfe3274f7a9e5c0000000000000009000000000000002f6d656d6f72696573000000000000000100000000000200000013000000000000002f6d656d6f726965732f6e6f7465732e7478740500000000000000776f726c640105000000000000007468657265";
+
+/// Format 4 (semantics 3, salted with [`salt_of`] each seq): (name, chain hash hex) of the same
+/// fixtures, computed once by running the crate. The headers are format 3's.
+const GOLDEN_V4: &[(&str, &str)] = &[
+    (
+        "view without view_range",
+        "565fe96e2791660734b83d844424319bc85fdc2698ebef200667f8fabf861c4c",
+    ),
+    (
+        "view with view_range",
+        "5196fdfa74a54e278ad643ebdd6031279a8c2ed13ebd161f41d407db7c5d73d1",
+    ),
+    (
+        "create (multi-byte UTF-8 text)",
+        "badf7a1fbca2239b91a721a052b7cd6a2ac31cb3b7dbcc592cfabe8802f8a848",
+    ),
+    (
+        "str_replace with new_str",
+        "71fb3fa34e90ff366dba4e1b0f937882466a9464ddbcc14c274f3e64dc584b5f",
+    ),
+    (
+        "str_replace without new_str",
+        "45c93e0428135072948bd0e8936ccea4242e5366c93e3e21f2b63955db13d801",
+    ),
+    (
+        "insert",
+        "9201d956ce3f4c8257a778b9443632f17f7dfac6dc414c4b774d2d1375c2410d",
+    ),
+    (
+        "delete",
+        "63295be0e214cf4b262bad5102de2e432d6c09e3b0e69ed63aba71c99ec40992",
+    ),
+    (
+        "rename",
+        "62c1e2aee9b0b52d28b6bfa6c98d14ad42adff6610c94ffa0ec75deea8c33508",
+    ),
+    (
+        "tool call with an error outcome",
+        "047442245bdac4b4f364af6fd6b8ec1e4ac5e02b7918a5e3c86886a0788ba993",
+    ),
+    (
+        "rejected input",
+        "3333397bc0c3c477070ac49664026a0b736c9631b1577f04945b488f2de5ef5a",
+    ),
+    (
+        "acl grant",
+        "6b3f30b8b28e43d37922603eedbae0c5055e81a3f290f1140bcfb2fb00b7a3ad",
+    ),
+    (
+        "acl revoke",
+        "019aa6748963b97c0abe5e299f28852ed586f48042b3ded85896ee6d232c4fa8",
+    ),
+    (
+        "python-sdk profile with limits",
+        "1359ec9ca942f1e05136175487906e50106507878c370d3d641d774833cdbb07",
+    ),
+    (
+        "rejected digest: over the request limit",
+        "8be9a23a7e10db3426e7a5d21043094d4a0326dc46f1de8345a2a46382bff84d",
+    ),
+    (
+        "rejected digest: not UTF-8",
+        "f2547cc732f76980512d85a932debce97db066d05ccc9d831a6aeb8e7ada1528",
+    ),
+    (
+        "rejected digest: invalid and long",
+        "1868bbc12ca780b5bcd820a50eb5b8c22a4e3f378bd7c7839858e3ef2698a3fb",
+    ),
+    (
+        "rejected digest: content over the file limit",
+        "e49ea7643e3300e4d97d767eed542639a3c27847c786e1c30c3fd733396eff88",
+    ),
+    (
+        "rejected digest: conversion stopped at the limit",
+        "00986be4b3bbf11df0efb1004f3e28291ce1fcce432713fb45649bfb0e6c0ae6",
+    ),
+    (
+        "rejected digest: a large call that failed",
+        "246d2de6ed3536fd1cb082971169debad2d51b126c9d84be5dad09c76a6dcedf",
+    ),
+    (
+        "token issue",
+        "ec6cf7b014bb428c161acc209708291fab8b2d601ab059f2fdea2015df225ac5",
+    ),
+    (
+        "token revoke",
+        "847733e1314541a856f8cda1be3cadb4102c5c01f3f380fb8ee43806e001443e",
+    ),
+];
+
+/// The same record in format 4.
+const GOLDEN_RECORD_STR_REPLACE_V4: &str = "040400000000000000040404040404040404040404040404040404040404040404040404040404040471fb3fa34e90ff366dba4e1b0f937882466a9464ddbcc14c274f3e64dc584b5f2b24c3b26535a105d59b04b8763e1f497b23012631d53dfb3b3499df180a588e3d00000004c02cc89901000007000000000000006167656e742d610000d1aa423637bb48fa48b0c825cc752ada4a76fafd5734912a3f5bbfe3274f7a9e0300000084848484848484848484848484848484848484848484848484848484848484845c0000000000000009000000000000002f6d656d6f72696573000000000000000100000000000200000013000000000000002f6d656d6f726965732f6e6f7465732e7478740500000000000000776f726c640105000000000000007468657265";
 
 #[test]
 fn one_full_stored_record_is_frozen() {
     let (name, event) = &fixtures()[3];
     assert_eq!(*name, "str_replace with new_str");
     assert_eq!(hex(&event.to_frame().encode()), GOLDEN_RECORD_STR_REPLACE);
+    let v4 = &salted(vec![event.clone()])[0];
+    assert_eq!(hex(&v4.to_frame().encode()), GOLDEN_RECORD_STR_REPLACE_V4);
 }
 
 /// A three-event chain answered under semantics 1: event 1 links to zeros, each later one to
@@ -772,6 +925,7 @@ fn chain_in(semantics: Semantics) -> Vec<Event> {
                 semantics,
             },
             body,
+            salt: None,
         };
         prev = event.hash();
         out.push(event);
@@ -897,6 +1051,13 @@ const GOLDEN_CHAIN_V3: [&str; 3] = [
     "2ff2a8ed3fb0eaab96c9a66c0432e309f761c636627097c4b7f7c180090396b0",
 ];
 
+/// The same chain in format 4.
+const GOLDEN_CHAIN_V4: [&str; 3] = [
+    "74111ce40ece8f52d96b5ff44e072022d54c172c1efce618b2bc890d3edeb7e2",
+    "b3b4ce723a8daf02f73ee4c4e4c395735a8744f58910b5de697fc98617b6b7c7",
+    "2efc71deff37cc8b40c915676339750fd1e46b7595e43e1c111216ddf8b28f21",
+];
+
 /// The same chain in format 2.
 const GOLDEN_CHAIN_V2: [&str; 3] = [
     "f43bd4eee08be549e3aadaecfeec624f80b78b951fad7e0456cdbac2502dcc3f",
@@ -916,9 +1077,23 @@ fn a_three_event_chain_links_and_is_frozen() {
         (chain(), GOLDEN_CHAIN),
         (chain_in(Semantics::V2), GOLDEN_CHAIN_V2),
         (chain_in(Semantics::V3), GOLDEN_CHAIN_V3),
+        (salted_chain(), GOLDEN_CHAIN_V4),
     ] {
         chain_links_and_is_frozen(&chain, &golden);
     }
+}
+
+/// [`chain`] in format 4, each event linked to the salted hash before it.
+fn salted_chain() -> Vec<Event> {
+    let mut prev = EventHash::ZERO;
+    salted(chain_in(Semantics::V3))
+        .into_iter()
+        .map(|mut event| {
+            event.prev_hash = prev;
+            prev = event.hash();
+            event
+        })
+        .collect()
 }
 
 fn chain_links_and_is_frozen(chain: &[Event], golden: &[&str; 3]) {
@@ -1002,9 +1177,18 @@ impl Doc {
     }
 }
 
-/// The documented format of an event: 1, 2 or 3 for semantics 1, 2 or 3.
-fn doc_format(h: &Header) -> u8 {
-    match h.semantics {
+/// The documented format of an event: 4 when it is salted, else 1, 2 or 3 for semantics 1, 2
+/// or 3.
+fn doc_format(event: &Event) -> u8 {
+    if event.salt.is_some() {
+        assert_eq!(
+            event.header.semantics,
+            Semantics::V3,
+            "format 4 holds semantics 3"
+        );
+        return 4;
+    }
+    match event.header.semantics {
         Semantics::V1 => 1,
         Semantics::V2 => 2,
         Semantics::V3 => 3,
@@ -1013,13 +1197,17 @@ fn doc_format(h: &Header) -> u8 {
 }
 
 fn doc_header(h: &Header) -> Vec<u8> {
+    let unsalted_format = match h.semantics {
+        Semantics::V1 => 1,
+        _ => 2,
+    };
     let mut d = Doc::default();
     d.u64(h.time_ms)
         .string(&h.agent)
         .opt_string(h.tool_use_id.as_deref())
         .bool(h.outcome.is_error)
         .bytes(&h.outcome.result_hash.0);
-    if doc_format(h) >= 2 {
+    if unsalted_format >= 2 {
         d.u32(h.semantics.number());
     }
     d.0
@@ -1149,22 +1337,39 @@ fn doc_chain_hash(seq: u64, prev: &[u8; 32], header: &[u8], payload_hash: &[u8; 
     *h.finalize().as_bytes()
 }
 
+/// The documented payload hash: `blake3(payload)`, or in format 4 `blake3_keyed(salt,
+/// "mnemo/payload/v4" ‖ payload)`, with the `blake3` crate directly.
+fn doc_payload_hash(event: &Event, payload: &[u8]) -> [u8; 32] {
+    match &event.salt {
+        None => *blake3::hash(payload).as_bytes(),
+        Some(salt) => {
+            let mut h = blake3::Hasher::new_keyed(&salt.0);
+            h.update(b"mnemo/payload/v4");
+            h.update(payload);
+            *h.finalize().as_bytes()
+        }
+    }
+}
+
 /// The documented stored record: version, seq, prev_hash, hash, payload_hash, u32 header_len,
-/// header, u32 payload_len, payload.
+/// header, the salt (format 4), u32 payload_len, payload.
 fn doc_record(event: &Event) -> Vec<u8> {
     let header = doc_header(&event.header);
     let payload = doc_payload(&event.body);
-    let payload_hash = *blake3::hash(&payload).as_bytes();
+    let payload_hash = doc_payload_hash(event, &payload);
     let hash = doc_chain_hash(event.seq.0, &event.prev_hash.0, &header, &payload_hash);
     let mut d = Doc::default();
-    d.bytes(&[doc_format(&event.header)])
+    d.bytes(&[doc_format(event)])
         .u64(event.seq.0)
         .bytes(&event.prev_hash.0)
         .bytes(&hash)
         .bytes(&payload_hash)
         .u32(u32::try_from(header.len()).expect("fits"))
-        .bytes(&header)
-        .u32(u32::try_from(payload.len()).expect("fits"))
+        .bytes(&header);
+    if let Some(salt) = &event.salt {
+        d.bytes(&salt.0);
+    }
+    d.u32(u32::try_from(payload.len()).expect("fits"))
         .bytes(&payload);
     d.0
 }
@@ -1173,12 +1378,19 @@ fn doc_record(event: &Event) -> Vec<u8> {
 fn every_vector_matches_the_documented_byte_table() {
     assert_eq!(DOMAIN_TAG, b"mnemo/event/v1", "domain tag as documented");
     assert_eq!(DOMAIN_TAG.len(), 14, "the docs say 14 ASCII bytes");
-    assert_eq!(FORMAT_VERSION, 3, "this is format version 3");
+    assert_eq!(FORMAT_VERSION, 4, "this is format version 4");
+    assert_eq!(
+        PAYLOAD_TAG, b"mnemo/payload/v4",
+        "payload tag as documented"
+    );
+    assert_eq!(RESULT_TAG, b"mnemo/result/v4", "result tag as documented");
     let mut events = Vec::new();
     for semantics in Semantics::ALL {
         events.extend(fixtures_in(semantics).into_iter().map(|(_, e)| e));
         events.extend(chain_in(semantics));
     }
+    events.extend(salted(fixtures().into_iter().map(|(_, e)| e).collect()));
+    events.extend(salted_chain());
     for event in &events {
         let what = format!("event {} ({:?})", event.seq, event.body);
         let header = doc_header(&event.header);
@@ -1189,7 +1401,7 @@ fn every_vector_matches_the_documented_byte_table() {
             hex(&event.payload_bytes()),
             "payload of {what}"
         );
-        let payload_hash = *blake3::hash(&payload).as_bytes();
+        let payload_hash = doc_payload_hash(event, &payload);
         let hash = doc_chain_hash(event.seq.0, &event.prev_hash.0, &header, &payload_hash);
         assert_eq!(hex(&hash), event.hash().to_hex(), "chain hash of {what}");
         assert_eq!(
@@ -1209,7 +1421,7 @@ fn every_vector_matches_the_documented_byte_table() {
             "stored record of {what}"
         );
         // The documented fixed offsets.
-        assert_eq!(record[0], doc_format(&event.header), "offset 0: version");
+        assert_eq!(record[0], doc_format(event), "offset 0: version");
         assert_eq!(
             record[1..9],
             event.seq.0.to_le_bytes(),
@@ -1278,10 +1490,12 @@ fn known_constants() {
 #[test]
 fn frames_round_trip() {
     let mut events = Vec::new();
-    for semantics in [Semantics::V1, Semantics::V2] {
+    for semantics in Semantics::ALL {
         events.extend(fixtures_in(semantics).into_iter().map(|(_, e)| e));
         events.extend(chain_in(semantics));
     }
+    events.extend(salted(fixtures().into_iter().map(|(_, e)| e).collect()));
+    events.extend(salted_chain());
     for event in events {
         let frame = event.to_frame();
         let bytes = frame.encode();
@@ -1311,7 +1525,7 @@ fn golden_record_v2() -> Vec<u8> {
 
 #[test]
 fn a_record_with_a_newer_version_byte_is_refused_as_newer_format() {
-    for version in [4u8, 5, 0xff] {
+    for version in [FORMAT_VERSION + 1, 0xff] {
         let mut record = golden_record_v2();
         record[0] = version;
         match Frame::decode(&record) {
@@ -1409,11 +1623,16 @@ fn golden_chain_appended_through_the_store_verifies() {
     // store written by an earlier build and then opened by this one does.
     let v1 = chain_in(Semantics::V1);
     let v2 = chain_in(Semantics::V2);
+    let v3 = chain_in(Semantics::V3);
+    let v4 = salted_chain();
     let mixed = vec![v1[0].clone(), v1[1].clone(), v2[2].clone()];
+    let unsalted_then_salted = vec![v3[0].clone(), v4[1].clone(), v4[2].clone()];
     for (what, chain) in [
         ("format 1", v1),
         ("format 2", v2),
         ("format 1 then 2", mixed),
+        ("format 4", v4),
+        ("format 3 then 4", unsalted_then_salted),
     ] {
         appended_chain_verifies(what, chain);
     }
@@ -1435,7 +1654,7 @@ fn appended_chain_verifies(what: &str, chain: Vec<Event>) {
                 event.seq,
             )
             .expect("answer");
-        event.header.outcome = Outcome::of(answer.is_error, &answer.text);
+        event.header.outcome = event.outcome_of(answer.is_error, &answer.text);
         event.prev_hash = prev;
         let frame = event.to_frame();
         prev = frame.hash;
@@ -1505,5 +1724,66 @@ fn a_store_of_format_one_gets_the_newer_marker_with_its_first_newer_event() {
         marker(&store).as_deref(),
         Some(&[2u8][..]),
         "format 2 raises it"
+    );
+}
+
+/// A short secret (a four-digit PIN) written through the tool: from its stored record without the
+/// payload and salt — what an erasure leaves — no guess at the PIN matches the payload hash or
+/// the result hash of the view that showed it, though all 10,000 are tried; with the salt, the
+/// true PIN matches exactly once, so the commitments are sound and not merely random.
+#[test]
+fn a_short_secret_cannot_be_confirmed_from_its_salted_hashes() {
+    let t = crate::support::TempStore::new();
+    let server = t.server();
+    let pin = "4711";
+    let create =
+        serde_json::json!({"command": "create", "path": "/memories/pin.txt", "file_text": pin});
+    let view = serde_json::json!({"command": "view", "path": "/memories/pin.txt"});
+    let (_, failed) = crate::support::call(&server, create);
+    assert!(!failed);
+    let (shown, failed) = crate::support::call(&server, view);
+    assert!(!failed && shown.contains(pin), "{shown}");
+    drop(server);
+    let store = crate::support::open_store(&t.path());
+    let record = |seq: u64| Frame::decode(&store.get(Seq(seq)).expect("read").expect("present"));
+    let created = record(1).expect("decodes");
+    let viewed = record(2).expect("decodes");
+    let payload_of = |guess: &str| {
+        let mut event = Event::decode(&created.encode()).expect("decodes");
+        if let Body::Tool(call) = &mut event.body
+            && let Command::Create { file_text, .. } = &mut call.command
+        {
+            *file_text = guess.to_string();
+        }
+        event.payload_bytes()
+    };
+    let text_of = |guess: &str| shown.replace(pin, guess);
+    let mut confirmed = Vec::new();
+    for n in 0..10_000 {
+        let guess = format!("{n:04}");
+        let payload = payload_of(&guess);
+        let text = text_of(&guess);
+        assert_ne!(EventHash::of(&payload), created.payload_hash, "{guess}");
+        assert_ne!(
+            EventHash::of(text.as_bytes()),
+            viewed
+                .borrowed()
+                .event()
+                .expect("event")
+                .header
+                .outcome
+                .result_hash,
+            "{guess}"
+        );
+        let salt = created.salt.expect("salted");
+        if salt.commit(PAYLOAD_TAG, &payload) == created.payload_hash {
+            confirmed.push(guess);
+        }
+    }
+    assert_eq!(confirmed, [pin], "with its salt, only the true PIN matches");
+    let view_salt = viewed.salt.expect("salted");
+    assert_eq!(
+        view_salt.commit(RESULT_TAG, shown.as_bytes()),
+        viewed.event().expect("event").header.outcome.result_hash
     );
 }

@@ -1,7 +1,7 @@
 //! Reopening: the chain continues, an interrupted index update is caught up from the log, and a
 //! store that cannot be used says why.
 
-use mnemo::event::{Body, Event, Header, Outcome, Seq, ToolCall};
+use mnemo::event::{Body, Event, Header, Outcome, Salt, Seq, ToolCall};
 use mnemo::testing::{Store, verify_store};
 use mnemo::tool::{Command, Limits, Semantics};
 use mnemo::{Error, MnemoClient, MnemoMemoryToolServer, Profile};
@@ -74,6 +74,8 @@ fn a_commit_cut_short_by_a_crash_is_read_and_completed_on_open() {
                 Command::Create { .. } => "File created successfully at: /memories/b.txt",
                 _ => "Successfully renamed /memories/a.txt to /memories/d/a.txt",
             };
+            // Salted, as the writer salts every event.
+            let salt = Salt([u8::try_from(i).expect("a few events") + 1; 32]);
             let event = Event {
                 seq: Seq(head.seq.0 + 1 + i as u64),
                 prev_hash: prev,
@@ -81,7 +83,7 @@ fn a_commit_cut_short_by_a_crash_is_read_and_completed_on_open() {
                     time_ms: 0,
                     agent: "crashed".into(),
                     tool_use_id: None,
-                    outcome: Outcome::of(false, text),
+                    outcome: Outcome::under(Some(&salt), false, text),
                     semantics: Semantics::CURRENT,
                 },
                 body: Body::Tool(ToolCall {
@@ -90,6 +92,7 @@ fn a_commit_cut_short_by_a_crash_is_read_and_completed_on_open() {
                     limits: Limits::default(),
                     command,
                 }),
+                salt: Some(salt),
             };
             let frame = event.to_frame();
             prev = frame.hash;

@@ -4,7 +4,7 @@
 //! that changed nothing (a read, an error) is answered again against the tree as it is now. The
 //! verifier re-derives every retry answer from the log alone.
 
-use mnemo::event::{Event, Outcome, Seq};
+use mnemo::event::{Event, Seq};
 use mnemo::testing::{Store, verify_store};
 use mnemo::{Access, MnemoClient, MnemoMemoryToolServer, ViolationKind};
 use serde_json::{Value, json};
@@ -245,15 +245,16 @@ fn concurrent_duplicates_change_the_tree_once() {
     assert_eq!(report.events, 17);
 }
 
-/// Appends a copy of event 1 as event 2 with `outcome`, straight through sled.
-fn append_copy_of_first(s: &TempStore, outcome: Outcome) -> Store {
+/// Appends a copy of event 1 as event 2 with the outcome of `(is_error, text)`, straight
+/// through sled.
+fn append_copy_of_first(s: &TempStore, (is_error, text): (bool, &str)) -> Store {
     let store = open_store(&s.path());
     let (events, _, _) = store.raw_trees();
     let mut again =
         Event::decode(&events.get(Seq(1).key()).expect("get").expect("event")).expect("decode");
     again.seq = Seq(2);
     again.prev_hash = store.head().expect("head").hash;
-    again.header.outcome = outcome;
+    again.header.outcome = again.outcome_of(is_error, text);
     store.append(&[again.to_frame()]).expect("append");
     store
 }
@@ -264,20 +265,14 @@ fn verify_proves_each_retry_was_answered_by_the_rule() {
     let s = TempStore::new();
     s.server().handle(&block("toolu_d", create.clone()));
     // A logged retry with the recorded answer is what the writer does: intact.
-    let store = append_copy_of_first(
-        &s,
-        Outcome::of(false, "File created successfully at: /memories/d"),
-    );
+    let store = append_copy_of_first(&s, (false, "File created successfully at: /memories/d"));
     let report = verify_store(&store).expect("verify");
     assert!(report.is_intact(), "{report:?}");
 
     // A retry that ran again (and so found the file it had made) breaks the rule.
     let s = TempStore::new();
     s.server().handle(&block("toolu_d", create));
-    let store = append_copy_of_first(
-        &s,
-        Outcome::of(true, "Error: File /memories/d already exists"),
-    );
+    let store = append_copy_of_first(&s, (true, "Error: File /memories/d already exists"));
     let report = verify_store(&store).expect("verify");
     assert_eq!(
         report.violations[0].kind,

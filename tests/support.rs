@@ -540,6 +540,7 @@ impl PureServer {
                 semantics: Semantics::CURRENT,
             },
             body,
+            salt: None,
         };
         let answer = state
             .replay
@@ -668,4 +669,21 @@ pub fn hosts(key: &str, intake: &Intake) -> Vec<Box<dyn Host>> {
         hosts.push(Box::new(SledServer::new(intake)));
     }
     hosts
+}
+
+/// Whether `text` is the answer whose hash the event `event` (a line of `mnemo log --json`)
+/// records: `blake3_keyed(salt, "mnemo/result/v4" ‖ text)` for a salted event, `blake3(text)`
+/// for one of an earlier format (`"salt": null`), as README documents.
+pub fn records_answer(event: &Value, text: &str) -> bool {
+    let hash = match event["salt"].as_str() {
+        None => blake3::hash(text.as_bytes()),
+        Some(salt) => {
+            let key = blake3::Hash::from_hex(salt).expect("a salt is 64 hex digits");
+            let mut h = blake3::Hasher::new_keyed(key.as_bytes());
+            h.update(b"mnemo/result/v4");
+            h.update(text.as_bytes());
+            h.finalize()
+        }
+    };
+    event["result_hash"].as_str() == Some(hash.to_hex().as_str())
 }

@@ -49,7 +49,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use mnemo::event::Frame;
+use mnemo::event::{Frame, Salt};
 use mnemo::testing::{Store, VerifyOptions, verify_store, verify_store_with};
 use mnemo::tool::{Command, Limits, Profile, Semantics};
 use mnemo::{
@@ -300,7 +300,8 @@ fn mixed() -> Pristine {
 
 /// A record's regions, by the byte table in src/event.rs: `(name, start, end, expected kind)`.
 /// Header sub-fields are located by decoding the stored frame; the header ends with the outcome
-/// (`is_error`, then the 32-byte `result_hash`) and, in format 2, the 4-byte `semantics`.
+/// (`is_error`, then the 32-byte `result_hash`) and, from format 2, the 4-byte `semantics`; in
+/// format 4 the 32-byte salt follows the header.
 fn regions(rec: &[u8]) -> Vec<(&'static str, usize, usize, ViolationKind)> {
     use ViolationKind::{BrokenLink, Hash, PayloadHash, SeqMismatch, Undecodable};
     let frame = Frame::decode(rec).expect("an untouched record decodes");
@@ -313,7 +314,8 @@ fn regions(rec: &[u8]) -> Vec<(&'static str, usize, usize, ViolationKind)> {
     let tool_use_at = 16 + agent_len;
     let outcome_end = hl - if frame.version >= 2 { 4 } else { 0 };
     let is_error_at = outcome_end - 33;
-    let p = h + hl + 4; // payload offset
+    let salt = if frame.salt.is_some() { 32 } else { 0 };
+    let p = h + hl + salt + 4; // payload offset
     let mut out = vec![
         ("version", 0, 1, Undecodable),
         ("seq", 1, 9, SeqMismatch),
@@ -341,8 +343,13 @@ fn regions(rec: &[u8]) -> Vec<(&'static str, usize, usize, ViolationKind)> {
     if outcome_end < hl {
         out.push(("header.semantics", h + outcome_end, h + hl, Hash));
     }
+    if salt > 0 {
+        // The salt keys the payload commitment: a changed salt is a payload that no longer
+        // hashes to its commitment.
+        out.push(("salt", h + hl, h + hl + salt, PayloadHash));
+    }
     out.extend([
-        ("payload_len", h + hl, p, Undecodable),
+        ("payload_len", h + hl + salt, p, Undecodable),
         ("payload", p, rec.len(), PayloadHash),
     ]);
     // The regions tile the record: no gap, no overlap, nothing past the end.
@@ -444,7 +451,7 @@ impl Trees {
             let mut event = Event::decode(r).expect("decode the original");
             change(&mut event);
             let frame = event.to_frame();
-            assert_eq!(frame.payload_hash, EventHash::of(&frame.payload));
+            assert_eq!(frame.payload_hash, frame.recompute_payload_hash());
             assert_eq!(frame.recompute_hash(), frame.hash);
             *r = frame.encode();
         });
@@ -677,6 +684,8 @@ fn honest_record(events: &sled::Tree, seq: u64, prev: EventHash) -> Vec<u8> {
     let answer = replay
         .run_call("mallory", None, &body, Semantics::CURRENT, Seq(seq))
         .expect("answer");
+    // Salted, as the writer salts every event: a forgery looks like any other event.
+    let salt = Salt([0x5a; 32]);
     Event {
         seq: Seq(seq),
         prev_hash: prev,
@@ -684,10 +693,11 @@ fn honest_record(events: &sled::Tree, seq: u64, prev: EventHash) -> Vec<u8> {
             time_ms: 1_760_000_000_000,
             agent: "mallory".into(),
             tool_use_id: None,
-            outcome: Outcome::of(answer.is_error, &answer.text),
+            outcome: Outcome::under(Some(&salt), answer.is_error, &answer.text),
             semantics: Semantics::CURRENT,
         },
         body,
+        salt: Some(salt),
     }
     .to_frame()
     .encode()
@@ -924,10 +934,10 @@ fn mixed_cases(r: &mut Runner<'_>) {
             }
         }
     }
-    // The store's records are format 3: 1 reads its header as one with 4 bytes left over, 2 as
-    // one naming a semantics format 2 does not hold.
-    for version in [0u8, 1, 2, 4, 0xff] {
-        let expect = if version == 4 {
+    // The store's records are format 4: read as 1, 2 or 3 the salt is taken for the payload's
+    // length and the record no longer splits; 5 is newer than this build.
+    for version in [0u8, 1, 2, 3, 5, 0xff] {
+        let expect = if version == 5 {
             Expect::Saying(STR_REPLACE, Undecodable, "newer")
         } else {
             Expect::First(STR_REPLACE, Undecodable)
@@ -940,7 +950,7 @@ fn mixed_cases(r: &mut Runner<'_>) {
     // caught by the chain hash before replay compares outcomes (the header is hashed).
     let record = base.record(STR_REPLACE);
     let frame = Frame::decode(&record).expect("decodes");
-    assert_eq!(frame.version, 3, "the writer writes format 3");
+    assert_eq!(frame.version, 4, "the writer writes format 4");
     let semantics_at = HEADER_AT + frame.header.len() - 4;
     assert_eq!(record[semantics_at..semantics_at + 4], 3u32.to_le_bytes());
     let is_error_at = semantics_at - 33;

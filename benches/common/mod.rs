@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use mnemo::event::{Body, Event, EventHash, Header, Outcome, Seq, ToolCall};
+use mnemo::event::{Body, Event, EventHash, Header, Outcome, Salt, Seq, ToolCall};
 use mnemo::testing::{MemKv, Projection, Store};
 use mnemo::tool::{Command, Limits, Semantics};
 use mnemo::{Durability, MnemoClient, MnemoMemoryToolServer, Profile};
@@ -306,6 +306,8 @@ pub fn build_log_of(path: &Path, events: u64, command: fn(u64) -> Command) {
                 .run_call(MIX_AGENT, None, &body, Semantics::CURRENT, Seq(seq))
                 .expect("replay");
             assert!(!answer.is_error, "event {seq} failed: {}", answer.text);
+            // Salted as the writer salts every event, so verifying it costs what it costs.
+            let salt = Salt::random().expect("salt");
             let event = Event {
                 seq: Seq(seq),
                 prev_hash: prev,
@@ -313,10 +315,11 @@ pub fn build_log_of(path: &Path, events: u64, command: fn(u64) -> Command) {
                     time_ms: TIME_MS + seq,
                     agent: MIX_AGENT.into(),
                     tool_use_id: None,
-                    outcome: Outcome::of(answer.is_error, &answer.text),
+                    outcome: Outcome::under(Some(&salt), answer.is_error, &answer.text),
                     semantics: Semantics::CURRENT,
                 },
                 body,
+                salt: Some(salt),
             };
             let frame = event.to_frame();
             prev = frame.hash;

@@ -83,7 +83,8 @@ class Event:
     def is_error(self) -> bool: ...
     @property
     def result_hash(self) -> str:
-        """blake3 of the exact result text the model was given, hex."""
+        """The hash of the exact result text the model was given, hex: keyed by the event's salt
+        (format 4, ``mnemo log --json`` shows it), plain blake3 for older events."""
     @property
     def hash(self) -> str: ...
     @property

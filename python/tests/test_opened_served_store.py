@@ -27,8 +27,9 @@ SIX = [
 
 
 def timeless(event: mnemo.Event) -> Dict[str, Any]:
-    """What an event says apart from when it was logged (its time, and so its chain hashes)."""
-    return {key: getattr(event, key) for key in ("seq", "agent", "tool_use_id", "command", "paths", "is_error", "result_hash")}
+    """What an event says apart from when it was logged (its time, and so its chain hashes) and
+    its salt (and so its result hash, a commitment keyed by the salt)."""
+    return {key: getattr(event, key) for key in ("seq", "agent", "tool_use_id", "command", "paths", "is_error")}
 
 
 def test_opening_a_served_store_connects_with_the_calls_of_an_opened_store(

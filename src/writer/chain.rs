@@ -7,7 +7,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::{Call, Poison, Receipt};
 use crate::error::{Error, Result};
-use crate::event::{Body, Event, Frame, Header, Outcome, Seq, chain_hash};
+use crate::event::{Body, Event, EventHash, Frame, Header, Outcome, Salt, Seq, chain_hash};
 use crate::failpoint::Failpoint;
 use crate::kv::{Overlay, Pending};
 use crate::log::{Head, Store};
@@ -147,6 +147,7 @@ impl Chain {
             body,
         } = call;
         let seq = Seq(self.head.seq.0 + 1);
+        let salt = Salt::random()?;
         let mut event = Event {
             seq,
             prev_hash: self.head.hash,
@@ -159,6 +160,7 @@ impl Chain {
                 semantics: Semantics::CURRENT,
             },
             body,
+            salt: Some(salt),
         };
         let mut frame = event.to_frame();
         if u32::try_from(frame.header.len()).is_err() || u32::try_from(frame.payload.len()).is_err()
@@ -167,6 +169,9 @@ impl Chain {
                 "this call is too large to record (its event would exceed 4 GiB), so it was not run and nothing was recorded; send smaller inputs".into(),
             ));
         }
+        // Retries are matched by the plain hash of the input; the chain holds its salted
+        // commitment.
+        let input = EventHash::of(&frame.payload);
         let mut pending = std::mem::take(&mut self.pending);
         pending.savepoint();
         let writing = self.writing.as_deref();
@@ -177,7 +182,7 @@ impl Chain {
             event.header.tool_use_id.as_deref(),
             &event.body,
             event.header.semantics,
-            Some(frame.payload_hash),
+            Some(input),
             seq,
         );
         let mut pending = projection.into_inner().into_pending();
@@ -208,14 +213,13 @@ impl Chain {
                 .as_ref()
                 .is_some_and(|r| r.kind == RetryKind::AccessLost);
             if answer.is_error && !access_lost && logs_failure_as_digest(frame.payload.len()) {
-                let digest =
-                    failed_digest(call, frame.payload.len(), frame.payload_hash, &answer.text);
+                let digest = failed_digest(call, frame.payload.len(), input, &answer.text);
                 event.body = Body::RejectedDigest(digest);
                 frame = event.to_frame();
             }
         }
         let changed = answer.change.is_some();
-        event.header.outcome = Outcome::of(answer.is_error, &answer.text);
+        event.header.outcome = event.outcome_of(answer.is_error, &answer.text);
         frame.header = event.header_bytes();
         frame.hash = chain_hash(seq, &frame.prev_hash, &frame.header, &frame.payload_hash);
         self.head = Head {
