@@ -152,7 +152,7 @@ impl Chain {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::{FORMAT_VERSION, Salt, chain_hash, payload_hash_of};
+    use crate::event::{SALTED_FORMAT, Salt, chain_hash, payload_hash_of};
 
     /// The frames of a chain of `n` events. The rules never decode a header or a payload, so
     /// any bytes stand for them here.
@@ -166,7 +166,7 @@ mod tests {
                 let salt = Salt([seq as u8; 32]);
                 let payload_hash = payload_hash_of(&payload, Some(&salt));
                 let frame = Frame {
-                    version: FORMAT_VERSION,
+                    version: SALTED_FORMAT,
                     seq: Seq(seq),
                     prev_hash: prev,
                     hash: chain_hash(Seq(seq), &prev, &header, &payload_hash),
@@ -174,6 +174,7 @@ mod tests {
                     header,
                     salt: Some(salt),
                     payload,
+                    erased_from: None,
                 };
                 prev = frame.hash;
                 frame

@@ -33,7 +33,8 @@
 //! | 1 | builds before semantics versions | no `semantics` field: every event of format 1 was answered under [`Semantics::V1`] |
 //! | 2 | builds of semantics 2 | ends with `semantics: u32`, the version of the answers ([`Semantics`]) |
 //! | 3 | builds of semantics 3 before salts | as format 2; the header names semantics 3 |
-//! | 4 | this build ([`FORMAT_VERSION`]) | as format 3; the record holds the event's salt, and its payload and result hashes are salted commitments |
+//! | 4 | this build's writer ([`SALTED_FORMAT`]) | as format 3; the record holds the event's salt, and its payload and result hashes are salted commitments |
+//! | 5 | a redaction ([`ERASED_FORMAT`], [`FORMAT_VERSION`]) | the header of the format the event was written in; the record is an erased event's |
 //!
 //! An event's format follows from its semantics and its salt: an event answered under semantics
 //! 1 is written as format 1, byte for byte what those builds wrote, and one answered under
@@ -50,7 +51,13 @@
 //! (raised before the first event of that format is written), so an older build refuses the
 //! whole store before it reads or writes anything.
 //!
-//! # Byte layout (format versions 1 to 4)
+//! An erased record (format 5) is what a redaction leaves of an event of any earlier format: its
+//! seq, `prev_hash`, `hash`, `payload_hash` and header as they were, then one byte, the format the
+//! event was written in (which says how its header reads), and no salt and no payload. Its chain
+//! hash still recomputes from what is left; its payload hash cannot be checked, and the chain
+//! rules take it as stored. A redaction event after it must name it ([`crate::AdminCommand::Redact`]).
+//!
+//! # Byte layout (format versions 1 to 5)
 //!
 //! All integers are little-endian and fixed-width; a `string` is a `u64` byte length followed by that
 //! many UTF-8 bytes; an `option<T>` is one byte `0` (none) or `1` followed by `T`; an enum is a `u32`
@@ -61,7 +68,7 @@
 //!
 //! | offset | size | field | meaning |
 //! |---|---|---|---|
-//! | 0 | 1 | `version` | format version, `1` to `4` |
+//! | 0 | 1 | `version` | format version, `1` to `5` |
 //! | 1 | 8 | `seq` | `u64`, from 1, dense |
 //! | 9 | 32 | `prev_hash` | hash of event `seq - 1`; zeros for seq 1 |
 //! | 41 | 32 | `hash` | this event's chain hash (recomputed and compared by `verify`) |
@@ -69,6 +76,7 @@
 //! | 105 | 4 | `header_len` | `u32` |
 //! | 109 | `header_len` | `header` | see below |
 //! | … | 32 | `salt` | format 4 only: the event's salt |
+//! | … | 1 | `erased_from` | format 5 only, and the record's last byte: the format the event was written in (`1` to `4`) |
 //! | … | 4 | `payload_len` | `u32` |
 //! | … | `payload_len` | `payload` | see below |
 //!
@@ -123,6 +131,7 @@
 //! | `Revoke` | 1 | `agent: string`, `prefix: string` |
 //! | `IssueToken` | 2 | `id: string`, `agent: string`, `label: string`, `hash` (32 bytes, `blake3` of the token's text; the token itself is never logged) |
 //! | `RevokeToken` | 3 | `id: string` |
+//! | `Redact` | 4 | `reason: string`, `seqs: seq<u64>` (the events erased, ascending) |
 //!
 //! `Access`: `Read` = 0, `ReadWrite` = 1.
 //!
@@ -153,18 +162,22 @@ use crate::error::{Error, Result};
 pub use crate::hash::EventHash;
 pub use crate::seq::Seq;
 use crate::tool::Semantics;
-pub use crate::tool::{Body, InputDigest, Refusal, RejectedCall, RejectedDigest, ToolCall};
+pub use crate::tool::{Body, Erased, InputDigest, Refusal, RejectedCall, RejectedDigest, ToolCall};
 use wire::WireBody;
 
-/// The on-disk format version this build writes and the newest it reads: that of salted events
-/// answered under [`Semantics::CURRENT`].
+/// The newest on-disk format version this build reads and writes: that of erased records. The
+/// writer writes events of [`SALTED_FORMAT`]; a redaction writes erased records.
 ///
 /// Compatibility policy: a build reads every version up to its own and refuses newer ones with
 /// [`Error::NewerFormat`]; the version byte leads every stored event and the store's `meta` tree.
-pub const FORMAT_VERSION: u8 = 4;
+pub const FORMAT_VERSION: u8 = 5;
 
-/// The first format whose events are salted.
+/// The first format whose events are salted: the format the writer writes.
 pub const SALTED_FORMAT: u8 = 4;
+
+/// The format of an erased record: an event of any earlier format whose payload and salt a
+/// redaction dropped (see the module docs).
+pub const ERASED_FORMAT: u8 = 5;
 
 /// Domain-separation tag of a format-4 payload commitment.
 pub const PAYLOAD_TAG: &[u8] = b"mnemo/payload/v4";
@@ -384,13 +397,15 @@ pub struct Frame {
     pub header: Vec<u8>,
     /// The event's salt (format 4 only).
     pub salt: Option<Salt>,
-    /// Canonical payload bytes.
+    /// Canonical payload bytes (none in an erased record).
     pub payload: Vec<u8>,
+    /// For an erased record (format 5), the format the event was written in.
+    pub erased_from: Option<u8>,
 }
 
 /// The canonical payload bytes of `body` (what an event holding it stores and hashes).
 pub fn payload_of(body: &Body) -> Vec<u8> {
-    codec::encode(&WireBody::of(body))
+    WireBody::of(body).map_or_else(Vec::new, |wire| codec::encode(&wire))
 }
 
 /// Computes the chain hash from its parts (see the module docs).
@@ -419,9 +434,26 @@ impl Event {
     /// The format version this event is written in: [`SALTED_FORMAT`] with a salt, else
     /// [`format_of`] its semantics.
     pub fn format(&self) -> u8 {
-        match self.salt {
-            Some(_) => SALTED_FORMAT,
-            None => format_of(self.header.semantics),
+        match (&self.body, self.salt) {
+            (Body::Erased(_), _) => ERASED_FORMAT,
+            (_, Some(_)) => SALTED_FORMAT,
+            (_, None) => format_of(self.header.semantics),
+        }
+    }
+
+    /// This event with its payload and salt erased: what a redaction leaves of it. Its chain hash
+    /// is the same.
+    pub fn erased(&self) -> Event {
+        let frame = self.to_frame();
+        Event {
+            seq: self.seq,
+            prev_hash: self.prev_hash,
+            header: self.header.clone(),
+            body: Body::Erased(Erased {
+                format: frame.erased_from.unwrap_or(frame.version),
+                payload_hash: frame.payload_hash,
+            }),
+            salt: None,
         }
     }
 
@@ -440,7 +472,10 @@ impl Event {
     pub fn to_frame(&self) -> Frame {
         let header = self.header_bytes();
         let payload = self.payload_bytes();
-        let payload_hash = payload_hash_of(&payload, self.salt.as_ref());
+        let (payload_hash, erased_from) = match &self.body {
+            Body::Erased(erased) => (erased.payload_hash, Some(erased.format)),
+            _ => (payload_hash_of(&payload, self.salt.as_ref()), None),
+        };
         let hash = chain_hash(self.seq, &self.prev_hash, &header, &payload_hash);
         Frame {
             version: self.format(),
@@ -451,6 +486,7 @@ impl Event {
             header,
             salt: self.salt,
             payload,
+            erased_from,
         }
     }
 
@@ -503,6 +539,10 @@ impl Frame {
         #[expect(clippy::cast_possible_truncation)]
         out.extend_from_slice(&(self.header.len() as u32).to_le_bytes());
         out.extend_from_slice(&self.header);
+        if let Some(from) = self.erased_from {
+            out.push(from);
+            return out;
+        }
         if let Some(salt) = &self.salt {
             out.extend_from_slice(&salt.0);
         }
@@ -543,6 +583,7 @@ impl Frame {
             header: &self.header,
             salt: self.salt,
             payload: &self.payload,
+            erased_from: self.erased_from,
         }
     }
 }
@@ -566,8 +607,10 @@ pub struct FrameRef<'a> {
     pub header: &'a [u8],
     /// The event's salt (format 4 only).
     pub salt: Option<Salt>,
-    /// Canonical payload bytes.
+    /// Canonical payload bytes (none in an erased record).
     pub payload: &'a [u8],
+    /// For an erased record (format 5), the format the event was written in.
+    pub erased_from: Option<u8>,
 }
 
 impl<'a> FrameRef<'a> {
@@ -591,15 +634,25 @@ impl<'a> FrameRef<'a> {
         let payload_hash = take_hash(&mut rest, "payload_hash")?;
         let header_len = take_u32(&mut rest, "header length")?;
         let header = take(&mut rest, header_len, "header")?;
-        let salt = if version >= SALTED_FORMAT {
-            let mut salt = [0; 32];
-            salt.copy_from_slice(take(&mut rest, 32, "salt")?);
-            Some(Salt(salt))
+        let (salt, payload, erased_from) = if version == ERASED_FORMAT {
+            let from = take(&mut rest, 1, "erased record's format")?[0];
+            if from == 0 || from >= ERASED_FORMAT {
+                return Err(Error::corrupt(format!(
+                    "an erased record says it was an event of format {from}, which no event has"
+                )));
+            }
+            (None, &[][..], Some(from))
         } else {
-            None
+            let salt = if version >= SALTED_FORMAT {
+                let mut salt = [0; 32];
+                salt.copy_from_slice(take(&mut rest, 32, "salt")?);
+                Some(Salt(salt))
+            } else {
+                None
+            };
+            let payload_len = take_u32(&mut rest, "payload length")?;
+            (salt, take(&mut rest, payload_len, "payload")?, None)
         };
-        let payload_len = take_u32(&mut rest, "payload length")?;
-        let payload = take(&mut rest, payload_len, "payload")?;
         if !rest.is_empty() {
             return Err(Error::corrupt(format!(
                 "event record has {} trailing bytes",
@@ -615,6 +668,7 @@ impl<'a> FrameRef<'a> {
             header,
             salt,
             payload,
+            erased_from,
         })
     }
 
@@ -623,13 +677,26 @@ impl<'a> FrameRef<'a> {
         chain_hash(self.seq, &self.prev_hash, self.header, &self.payload_hash)
     }
 
-    /// The payload hash recomputed from the stored payload (and salt).
+    /// The payload hash recomputed from the stored payload (and salt); an erased record's, which
+    /// has no payload left to hash, as stored.
     pub fn recompute_payload_hash(&self) -> EventHash {
-        payload_hash_of(self.payload, self.salt.as_ref())
+        match self.erased_from {
+            Some(_) => self.payload_hash,
+            None => payload_hash_of(self.payload, self.salt.as_ref()),
+        }
     }
 
     /// Decodes the header and payload.
     pub fn event(&self) -> Result<Event> {
+        if let Some(from) = self.erased_from {
+            return Event::erased_from_parts(
+                from,
+                self.seq,
+                self.prev_hash,
+                self.header,
+                self.payload_hash,
+            );
+        }
         Event::from_parts(
             self.version,
             self.seq,
@@ -651,6 +718,7 @@ impl<'a> FrameRef<'a> {
             header: self.header.to_vec(),
             salt: self.salt,
             payload: self.payload.to_vec(),
+            erased_from: self.erased_from,
         }
     }
 }
@@ -666,6 +734,11 @@ impl Event {
         salt: Option<Salt>,
         payload: &[u8],
     ) -> Result<Event> {
+        if version >= ERASED_FORMAT {
+            return Err(Error::corrupt(format!(
+                "a record of format {version} has a payload"
+            )));
+        }
         if salt.is_some() != (version >= SALTED_FORMAT) {
             return Err(Error::corrupt(format!(
                 "an event of format {version} {} a salt",
@@ -678,6 +751,27 @@ impl Event {
             header: Header::decode(version, header)?,
             body: codec::decode::<WireBody<'static>>(payload, "event payload")?.into_body(),
             salt,
+        })
+    }
+
+    /// The erased event of format `format` whose canonical header is `header` and whose record
+    /// keeps `payload_hash` (an erased record's fields).
+    pub fn erased_from_parts(
+        format: u8,
+        seq: Seq,
+        prev_hash: EventHash,
+        header: &[u8],
+        payload_hash: EventHash,
+    ) -> Result<Event> {
+        Ok(Event {
+            seq,
+            prev_hash,
+            header: Header::decode(format, header)?,
+            body: Body::Erased(Erased {
+                format,
+                payload_hash,
+            }),
+            salt: None,
         })
     }
 }

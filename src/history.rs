@@ -189,6 +189,18 @@ pub fn describe(event: &Event) -> (&'static str, Vec<String>) {
         Body::Admin(AdminCommand::RevokeToken { id }) => {
             ("token-revoke", vec![format!("token {id}")])
         }
+        Body::Admin(AdminCommand::Redact { seqs, .. }) => (
+            "redact",
+            vec![format!(
+                "events {}",
+                seqs.iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )],
+        ),
+        // What it named was erased with its payload.
+        Body::Erased(_) => ("erased", Vec::new()),
     }
 }
 

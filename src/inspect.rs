@@ -37,6 +37,8 @@ pub struct Shown {
     pub verified: bool,
     /// What the event changed in the tree or the policy; `None` for a read, an error or a retry.
     pub change: Option<Shift>,
+    /// For an erased event, the redaction that erased it: its seq, time, operator and reason.
+    pub redaction: Option<Value>,
 }
 
 /// A change an event made.
@@ -129,6 +131,7 @@ impl Shown {
             "is_error": self.event.header.outcome.is_error,
             "verified": self.verified,
             "change": self.change.as_ref().map(Shift::to_json),
+            "redaction": self.redaction,
         })
     }
 }
@@ -149,11 +152,32 @@ fn input_of(body: &Body) -> Value {
             out
         }
         Body::Admin(command) => admin_input(command),
+        Body::Erased(erased) => json!({
+            "erased": {"format": erased.format, "payload_hash": erased.payload_hash.to_hex()},
+        }),
     }
 }
 
 fn admin_input(command: &AdminCommand) -> Value {
     serde_json::to_value(command).unwrap_or(Value::Null)
+}
+
+/// The redaction after `seq` that names it, as `show` gives it.
+fn redaction_of(store: &Store, seq: Seq) -> Result<Option<Value>> {
+    for item in store.records(Seq(seq.0 + 1)) {
+        let later = Event::decode(&item?.1)?;
+        if let Body::Admin(AdminCommand::Redact { reason, seqs }) = &later.body {
+            if seqs.contains(&seq.0) {
+                return Ok(Some(json!({
+                    "seq": later.seq.0,
+                    "time": utc(later.header.time_ms),
+                    "by": later.header.agent,
+                    "reason": reason,
+                })));
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// Event `seq` of `store`, shown whole. Replays events `1..seq` (time linear in `seq`).
@@ -168,6 +192,16 @@ pub fn show(store: &Store, seq: Seq) -> Result<Shown> {
         .get(seq)?
         .ok_or_else(|| Error::corrupt(format!("event {seq} is missing from the log")))?;
     let event = Event::decode(&record)?;
+    if let Body::Erased(_) = event.body {
+        return Ok(Shown {
+            input: input_of(&event.body),
+            answer: String::new(),
+            verified: false,
+            change: None,
+            redaction: redaction_of(store, seq)?,
+            event,
+        });
+    }
     let mut replay = Replay::in_memory();
     replay.run_to(store, Seq(seq.0 - 1))?;
     let before = BeforeAnswer::of(replay.tree(), &event)?;
@@ -182,6 +216,7 @@ pub fn show(store: &Store, seq: Seq) -> Result<Shown> {
         answer: answer.text,
         verified,
         change,
+        redaction: None,
         event,
     })
 }

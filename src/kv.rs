@@ -84,6 +84,67 @@ pub struct MemKv {
     pub map: BTreeMap<Vec<u8>, Vec<u8>>,
 }
 
+/// A [`MemKv`] whose writes since [`Savepoint::begin`] can be undone: a replay that tries an
+/// event and keeps its change only if its answer is the recorded one (a redaction's plan).
+#[derive(Clone, Debug, Default)]
+pub struct UndoKv {
+    map: MemKv,
+    /// Each write since the savepoint, with the value it replaced (`None`: there was none).
+    undo: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+}
+
+impl UndoKv {
+    /// Opens a savepoint: [`UndoKv::rollback`] undoes every write from here on.
+    pub fn begin(&mut self) {
+        self.undo.clear();
+    }
+
+    /// Undoes every write since [`UndoKv::begin`].
+    pub fn rollback(&mut self) {
+        for (key, old) in self.undo.drain(..).rev() {
+            match old {
+                Some(old) => self.map.map.insert(key, old),
+                None => self.map.map.remove(&key),
+            };
+        }
+    }
+
+    fn keep(&mut self, key: &[u8]) {
+        let old = self.map.map.get(key).cloned();
+        self.undo.push((key.to_vec(), old));
+    }
+}
+
+impl KvRead for UndoKv {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.map.get(key)
+    }
+
+    fn get_with<T>(&self, key: &[u8], read: impl FnOnce(&[u8]) -> T) -> Result<Option<T>> {
+        self.map.get_with(key, read)
+    }
+
+    fn visit_prefix(&self, prefix: &[u8], visit: impl FnMut(&[u8], &[u8]) -> bool) -> Result<()> {
+        self.map.visit_prefix(prefix, visit)
+    }
+
+    fn scan_prefix(&self, prefix: &[u8], limit: usize) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        self.map.scan_prefix(prefix, limit)
+    }
+}
+
+impl KvWrite for UndoKv {
+    fn insert(&mut self, key: Vec<u8>, value: Vec<u8>) {
+        self.keep(&key);
+        self.map.insert(key, value);
+    }
+
+    fn remove(&mut self, key: &[u8]) {
+        self.keep(key);
+        self.map.remove(key);
+    }
+}
+
 fn prefix_range<'a, V>(
     map: &'a BTreeMap<Vec<u8>, V>,
     prefix: &'a [u8],

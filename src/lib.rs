@@ -26,6 +26,7 @@ mod paths;
 mod policy;
 mod projection;
 mod reads;
+mod redact;
 mod registry;
 #[cfg(feature = "client")]
 mod remote;
@@ -78,6 +79,7 @@ pub mod cli_support {
     pub use crate::inspect::{FileDiff, Shift, Shown, diff, show};
     pub use crate::lineage::{Trail, trail_json, trails};
     pub use crate::log::Store;
+    pub use crate::redact::{Plan, Redacted, Selection, plan, redact};
     pub use crate::token::{OPERATOR, check_id, issue, listed, revoke};
     #[cfg(feature = "client")]
     pub use crate::tool::request::tool_use_id;

@@ -258,6 +258,32 @@ enum Cmd {
         #[command(flatten)]
         remote: Remote,
     },
+    /// Erase events' content from the store for real: their payloads go, the chain and the rest
+    /// of history still verify, and a redaction event records who, when, why and which seqs.
+    /// Also erases every event whose answer depended on what is erased (a view that showed it, an
+    /// edit or rename of the file). The store must not be served meanwhile.
+    Redact {
+        #[command(flatten)]
+        db: Db,
+        /// Why, recorded in the redaction event (1 to 1024 bytes of printable text).
+        #[arg(long)]
+        reason: String,
+        /// Erase event N (as `mnemo log` lists it); may be repeated.
+        #[arg(long = "seq", value_name = "N")]
+        seqs: Vec<u64>,
+        /// Erase every event that named PATH or a path under it (a file's whole history,
+        /// followed through renames; a directory's subtree); may be repeated.
+        #[arg(long = "path", value_name = "PATH")]
+        paths: Vec<String>,
+        /// Erase every event whose input or answer contains STRING; may be repeated.
+        #[arg(long = "text", value_name = "STRING")]
+        texts: Vec<String>,
+        /// List the seqs and paths that would be erased, and change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        #[command(flatten)]
+        operator: Operator,
+    },
     /// What changed in the files between two events: a unified diff per file
     Diff {
         /// The tree after this event (0: the empty tree before the first).
@@ -501,6 +527,22 @@ fn main() -> ExitCode {
             json,
             remote,
         } => run_diff(&db.db, from, to, &path, json, &remote),
+        Cmd::Redact {
+            db,
+            reason,
+            seqs,
+            paths,
+            texts,
+            dry_run,
+            operator,
+        } => {
+            let selection = mnemo::cli_support::Selection {
+                seqs: seqs.into_iter().map(Seq).collect(),
+                paths,
+                texts,
+            };
+            run_redact(&db.db, &reason, &selection, dry_run, &operator.name)
+        }
         Cmd::Acl { command } => run_acl(command),
         Cmd::Token { command } => run_token(command),
         Cmd::Export {
@@ -782,6 +824,8 @@ struct ReportView {
     /// The head the store recorded at its last commit or close.
     recorded: Option<u64>,
     violations: Vec<(u64, String, String)>,
+    /// The erased events, each with the seq of the redaction that names it.
+    redacted: Vec<(u64, u64)>,
 }
 
 impl ReportView {
@@ -805,6 +849,7 @@ impl ReportView {
                 .iter()
                 .map(|v| (v.seq.0, v.kind.name().to_string(), v.detail.clone()))
                 .collect(),
+            redacted: report.redacted.iter().map(|(s, by)| (s.0, by.0)).collect(),
         }
     }
 
@@ -838,6 +883,14 @@ impl ReportView {
             log_last: report["log_last"].as_u64()?,
             recorded: report["recorded_head"].as_u64(),
             violations,
+            redacted: report["redacted"]
+                .as_array()
+                .map(|all| {
+                    all.iter()
+                        .filter_map(|r| Some((r["seq"].as_u64()?, r["by"].as_u64()?)))
+                        .collect()
+                })
+                .unwrap_or_default(),
         })
     }
 
@@ -883,6 +936,21 @@ fn print_report(out: &mut impl Write, path: &Path, report: &ReportView) -> std::
         "  head:       seq {} hash {}{last}",
         report.head_seq, report.head_hash
     )?;
+    if !report.redacted.is_empty() {
+        let mut by: std::collections::BTreeMap<u64, Vec<String>> =
+            std::collections::BTreeMap::new();
+        for (seq, redaction) in &report.redacted {
+            by.entry(*redaction).or_default().push(seq.to_string());
+        }
+        for (redaction, seqs) in by {
+            writeln!(
+                out,
+                "  redacted:   {} events erased by redaction {redaction} ({}): their chain hashes verify, their answers cannot be re-derived",
+                seqs.len(),
+                seqs.join(", ")
+            )?;
+        }
+    }
     // Only an intact log has a checkpoint worth keeping.
     if let Some(checkpoint) = &report.checkpoint {
         writeln!(out, "  checkpoint: {checkpoint}")?;
@@ -1344,6 +1412,45 @@ fn history_local(db: &Path, file: &MemPath, as_json: bool) -> CliResult {
     Ok(ExitCode::SUCCESS)
 }
 
+fn run_redact(
+    db: &Path,
+    reason: &str,
+    selection: &mnemo::cli_support::Selection,
+    dry_run: bool,
+    operator: &str,
+) -> CliResult {
+    let list = |seqs: &[Seq]| {
+        seqs.iter()
+            .map(|s| s.0.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut out = std::io::stdout().lock();
+    if dry_run {
+        let store = Store::open_current_read_only(db)?;
+        let plan = mnemo::cli_support::plan(&store, selection)?;
+        writeln!(
+            out,
+            "would erase {} events: {}",
+            plan.seqs.len(),
+            list(&plan.seqs)
+        )?;
+        for path in &plan.paths {
+            writeln!(out, "  {}", mnemo::cli_support::printable(path))?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let done = mnemo::cli_support::redact(db, operator, reason, selection)?;
+    writeln!(
+        out,
+        "redacted {} events ({}); event {} records it",
+        done.plan.seqs.len(),
+        list(&done.plan.seqs),
+        done.seq
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
 fn run_show(db: &Path, seq: u64, as_json: bool, remote: &Remote) -> CliResult {
     let read = Read::Show { seq, as_json };
     connect::read(db, remote, &read, || {
@@ -1380,6 +1487,22 @@ fn print_shown(shown: &serde_json::Value, as_json: bool) -> CliResult {
         } else {
             "ok"
         };
+        let redaction = &shown["redaction"];
+        if !redaction.is_null() {
+            writeln!(
+                out,
+                "  erased:      by redaction {} at {}, operator {}: {}",
+                redaction["seq"],
+                redaction["time"].as_str().unwrap_or_default(),
+                printable(redaction["by"].as_str().unwrap_or_default()),
+                printable(redaction["reason"].as_str().unwrap_or_default())
+            )?;
+            writeln!(
+                out,
+                "  answer:      erased with the payload; its chain hash still verifies"
+            )?;
+            return Ok(ExitCode::SUCCESS);
+        }
         let proof = if shown["verified"] == true {
             "re-derived from the log; matches the recorded outcome"
         } else {
@@ -1398,11 +1521,13 @@ fn print_shown(shown: &serde_json::Value, as_json: bool) -> CliResult {
             }
         }
     }
-    Ok(if shown["verified"] == true {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(
+        if shown["verified"] == true || !shown["redaction"].is_null() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        },
+    )
 }
 
 /// The lines under `change:` for a change as `--json` gives it.

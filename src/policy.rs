@@ -136,6 +136,14 @@ pub enum AdminCommand {
         /// The token's id.
         id: String,
     },
+    /// Record a redaction: the payloads (and salts) of events `seqs` were erased, for `reason`.
+    /// The erased content is not in it.
+    Redact {
+        /// Why, in the operator's words.
+        reason: String,
+        /// The seqs erased, ascending.
+        seqs: Vec<u64>,
+    },
 }
 
 /// The grants in force.

@@ -484,6 +484,11 @@ impl<K> Projection<K> {
     pub fn kv(&self) -> &K {
         &self.kv
     }
+
+    /// The underlying map, to write around the projection (a savepoint's rollback).
+    pub fn kv_mut(&mut self) -> &mut K {
+        &mut self.kv
+    }
 }
 
 impl<K: KvRead> Projection<K> {
@@ -1040,6 +1045,19 @@ impl<K: KvWrite> Projection<K> {
         input: Option<EventHash>,
         seq: Seq,
     ) -> Result<Traced> {
+        if let Body::Erased(_) = body {
+            // Erased by a redaction: it changes nothing, keeps no retry record, and its answer
+            // is not re-derived (the verifier counts it as redacted).
+            self.set_applied(seq);
+            return Ok(Traced {
+                answer: Answer {
+                    text: String::new(),
+                    is_error: false,
+                    change: None,
+                },
+                retry: None,
+            });
+        }
         let Some(id) = tool_use_id else {
             let answer = self.run_fresh(agent, body, semantics, seq)?;
             return Ok(Traced {

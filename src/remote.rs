@@ -734,6 +734,14 @@ fn report_of(json: &Value) -> Option<Report> {
         log_last: Seq(json["log_last"].as_u64()?),
         recorded,
         violations,
+        redacted: json["redacted"]
+            .as_array()
+            .map(|all| {
+                all.iter()
+                    .filter_map(|r| Some((Seq(r["seq"].as_u64()?), Seq(r["by"].as_u64()?))))
+                    .collect()
+            })
+            .unwrap_or_default(),
         elapsed: Duration::try_from_secs_f64(json["elapsed_ms"].as_f64()? / 1e3).ok()?,
     })
 }

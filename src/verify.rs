@@ -32,9 +32,10 @@ use std::time::{Duration, Instant};
 
 use crate::chain::{Break, Chain, Rule};
 use crate::error::{Error, Result};
-use crate::event::{Event, EventHash, Salt, Seq};
+use crate::event::{Body, Event, EventHash, Salt, Seq};
 use crate::kv::{IndexTrees, MemKv};
 use crate::log::{Head, Store};
+use crate::policy::AdminCommand;
 use crate::projection::{INDEX_LAYOUT, Projection, Traced};
 use crate::replay::{Replay, Step};
 
@@ -65,11 +66,14 @@ pub enum ViolationKind {
     /// A retry (a tool_use id the agent used before) was not answered as the retry rule says: it
     /// ran again, or repeated a record it had no right to.
     DuplicateCall,
+    /// An erased record that no later redaction names, or a redaction that names an event that
+    /// is not erased (or that another redaction named already).
+    Redaction,
 }
 
 impl ViolationKind {
     /// Every kind, in declaration order.
-    pub const ALL: [ViolationKind; 11] = [
+    pub const ALL: [ViolationKind; 12] = [
         ViolationKind::Missing,
         ViolationKind::Undecodable,
         ViolationKind::SeqMismatch,
@@ -81,6 +85,7 @@ impl ViolationKind {
         ViolationKind::Head,
         ViolationKind::Checkpoint,
         ViolationKind::DuplicateCall,
+        ViolationKind::Redaction,
     ];
 
     /// A short stable name (used in `--json` output).
@@ -97,6 +102,7 @@ impl ViolationKind {
             ViolationKind::Head => "head",
             ViolationKind::Checkpoint => "checkpoint",
             ViolationKind::DuplicateCall => "duplicate-call",
+            ViolationKind::Redaction => "redaction",
         }
     }
 }
@@ -135,6 +141,9 @@ pub struct Report {
     pub recorded: Option<Head>,
     /// Broken invariants; empty means intact. Verification stops at the first.
     pub violations: Vec<Violation>,
+    /// The events a redaction erased, each with the seq of the redaction that names it: their
+    /// chain hashes verified, their answers could not be re-derived, and they are no violation.
+    pub redacted: Vec<(Seq, Seq)>,
     /// Wall time spent.
     pub elapsed: Duration,
 }
@@ -208,8 +217,33 @@ impl Report {
             "meta_head_hash": self.meta_head.hash.to_hex(),
             "index_applied": self.index_applied.0,
             "violations": violations,
+            "redacted": self
+                .redacted
+                .iter()
+                .map(|(seq, by)| serde_json::json!({"seq": seq.0, "by": by.0}))
+                .collect::<Vec<_>>(),
         })
     }
+}
+
+/// The first of the erased records `pending` (met before event `at`) that no redaction after
+/// `at` names; read only when an answer after them does not re-derive.
+fn unnamed(store: &Store, pending: &std::collections::BTreeSet<Seq>, at: Seq) -> Option<Seq> {
+    if pending.is_empty() {
+        return None;
+    }
+    let mut left = pending.clone();
+    for item in store.records(Seq(at.0 + 1)) {
+        let Ok(event) = item.and_then(|(_, record)| Event::decode(&record)) else {
+            break;
+        };
+        if let Body::Admin(AdminCommand::Redact { seqs, .. }) = &event.body {
+            for seq in seqs {
+                left.remove(&Seq(*seq));
+            }
+        }
+    }
+    left.first().copied()
 }
 
 fn violation(seq: Seq, kind: ViolationKind, detail: String) -> Violation {
@@ -248,6 +282,7 @@ pub fn verify_store_with(store: &Store, mut options: VerifyOptions<'_>) -> Resul
         log_last: store.last_seq().unwrap_or(Seq(0)),
         recorded: store.recorded_head().ok().flatten(),
         violations: Vec::new(),
+        redacted: Vec::new(),
         elapsed: Duration::ZERO,
     };
     let finish = |mut r: Report, v: Option<Violation>| {
@@ -302,11 +337,47 @@ pub fn verify_store_with(store: &Store, mut options: VerifyOptions<'_>) -> Resul
     // on this one; it stops at its first violation, after handing over every record before it,
     // so the first violation in seq order is the one reported, as if one thread did both.
     let (tx, rx) = crossbeam_channel::bounded::<Batch>(PIPELINE_DEPTH);
+    // Erased records not yet named by a redaction.
+    let mut erased = std::collections::BTreeSet::new();
     let outcome = std::thread::scope(|scope| {
         scope.spawn(move || read_chain(store, &tx));
         replay.drive(Handed::new(rx), |tree, checked, traced| {
             let seq = checked.event.seq;
-            check_outcome(&checked.event, traced)?;
+            match &checked.event.body {
+                Body::Erased(_) => {
+                    erased.insert(seq);
+                }
+                body => {
+                    if let Err(stop) = check_outcome(&checked.event, traced) {
+                        // A payload erased that no later redaction names is the cause.
+                        return Err(match (unnamed(store, &erased, seq), stop) {
+                            (Some(first), Stop::Violation(v)) => Stop::Violation(violation(
+                                first,
+                                ViolationKind::Redaction,
+                                format!(
+                                    "event {first} is erased but no redaction names it, and event {seq}'s answer depends on what it held ({})",
+                                    v.detail
+                                ),
+                            )),
+                            (_, stop) => stop,
+                        });
+                    }
+                    if let Body::Admin(AdminCommand::Redact { seqs, .. }) = body {
+                        for named in seqs {
+                            if !erased.remove(&Seq(*named)) {
+                                return Err(Stop::Violation(violation(
+                                    seq,
+                                    ViolationKind::Redaction,
+                                    format!(
+                                        "redaction {seq} names event {named}, which is not an erased record before it (or another redaction named it already)"
+                                    ),
+                                )));
+                            }
+                            report.redacted.push((Seq(*named), seq));
+                        }
+                    }
+                }
+            }
             let hash = checked.hash;
             report.head = Head { seq, hash };
             if seq == report.meta_head.seq && hash != report.meta_head.hash {
@@ -353,6 +424,16 @@ pub fn verify_store_with(store: &Store, mut options: VerifyOptions<'_>) -> Resul
         Ok(_) => {}
         Err(Stop::Violation(v)) => return finish(report, Some(v)),
         Err(Stop::Failed(e)) => return Err(e),
+    }
+    if let Some(first) = erased.first() {
+        let v = violation(
+            *first,
+            ViolationKind::Redaction,
+            format!(
+                "event {first} is erased but no redaction after it names it: its payload was removed outside Mnemo"
+            ),
+        );
+        return finish(report, Some(v));
     }
     let last = Seq(expected.0 - 1);
     let head = report.meta_head;
@@ -418,6 +499,7 @@ struct Checked {
     header: std::ops::Range<usize>,
     salt: Option<Salt>,
     payload: std::ops::Range<usize>,
+    erased_from: Option<u8>,
     bytes: u64,
 }
 
@@ -492,6 +574,7 @@ fn read_chain(store: &Store, tx: &crossbeam_channel::Sender<Batch>) {
                     payload_hash: frame.payload_hash,
                     header: append(&mut batch.data, frame.header),
                     salt: frame.salt,
+                    erased_from: frame.erased_from,
                     payload: append(&mut batch.data, frame.payload),
                     bytes: record.len() as u64,
                 }),
@@ -584,14 +667,20 @@ impl Iterator for Handed {
 /// Decodes a checked record's header and payload (the end of step 2).
 fn decode(checked: &Checked, data: &[u8]) -> std::result::Result<Decoded, Stop> {
     let seq = checked.seq;
-    let event = Event::from_parts(
-        checked.version,
-        seq,
-        checked.prev_hash,
-        &data[checked.header.clone()],
-        checked.salt,
-        &data[checked.payload.clone()],
-    )
+    let header = &data[checked.header.clone()];
+    let event = match checked.erased_from {
+        Some(from) => {
+            Event::erased_from_parts(from, seq, checked.prev_hash, header, checked.payload_hash)
+        }
+        None => Event::from_parts(
+            checked.version,
+            seq,
+            checked.prev_hash,
+            header,
+            checked.salt,
+            &data[checked.payload.clone()],
+        ),
+    }
     .map_err(|e| Stop::Violation(violation(seq, ViolationKind::Undecodable, e.to_string())))?;
     Ok(Decoded {
         event,

@@ -182,7 +182,7 @@ fn a_store_of_format_one_goes_on_in_the_current_format_and_verifies() {
     }
     let marker = |store: &Store| store.raw_trees().1.get(b"format").expect("read");
     assert_eq!(marker(&committed).as_deref(), Some(&[1u8][..]));
-    let current = mnemo::event::FORMAT_VERSION;
+    let current = mnemo::event::SALTED_FORMAT;
     assert_eq!(
         marker(&continued).as_deref(),
         Some(&[current][..]),

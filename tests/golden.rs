@@ -1292,6 +1292,14 @@ fn doc_payload(b: &Body) -> Vec<u8> {
         Body::Admin(AdminCommand::RevokeToken { id }) => {
             d.u32(2).u32(3).string(id);
         }
+        Body::Admin(AdminCommand::Redact { reason, seqs }) => {
+            d.u32(2).u32(4).string(reason).u64(seqs.len() as u64);
+            for seq in seqs {
+                d.u64(*seq);
+            }
+        }
+        // An erased record has no payload.
+        Body::Erased(_) => {}
         Body::RejectedDigest(r) => {
             d.u32(3).string(&r.root).profile(r.profile);
             d.u64(r.input.len)
@@ -1378,7 +1386,10 @@ fn doc_record(event: &Event) -> Vec<u8> {
 fn every_vector_matches_the_documented_byte_table() {
     assert_eq!(DOMAIN_TAG, b"mnemo/event/v1", "domain tag as documented");
     assert_eq!(DOMAIN_TAG.len(), 14, "the docs say 14 ASCII bytes");
-    assert_eq!(FORMAT_VERSION, 4, "this is format version 4");
+    assert_eq!(
+        FORMAT_VERSION, 5,
+        "this is format version 5 (erased records)"
+    );
     assert_eq!(
         PAYLOAD_TAG, b"mnemo/payload/v4",
         "payload tag as documented"
@@ -1786,4 +1797,61 @@ fn a_short_secret_cannot_be_confirmed_from_its_salted_hashes() {
         view_salt.commit(RESULT_TAG, shown.as_bytes()),
         viewed.event().expect("event").header.outcome.result_hash
     );
+}
+
+/// An erased record, as the byte table documents it: version 5, the event's seq, hashes and
+/// header as they were, then one byte, the format it was written in; no salt, no payload. Its
+/// chain hash is the event's: erasing changes no hash. And the redaction admin command's payload
+/// (`Admin`, variant 4: reason, seqs) as documented.
+#[test]
+fn an_erased_record_and_a_redaction_follow_the_documented_byte_table() {
+    for event in salted(fixtures().into_iter().map(|(_, e)| e).collect())
+        .into_iter()
+        .chain(fixtures().into_iter().map(|(_, e)| e))
+    {
+        let erased = event.erased();
+        let frame = erased.to_frame();
+        assert_eq!(frame.hash, event.hash(), "erasing keeps the chain hash");
+        let header = doc_header(&event.header);
+        let payload_hash = doc_payload_hash(&event, &doc_payload(&event.body));
+        let mut d = Doc::default();
+        d.bytes(&[5])
+            .u64(event.seq.0)
+            .bytes(&event.prev_hash.0)
+            .bytes(&event.hash().0)
+            .bytes(&payload_hash)
+            .u32(u32::try_from(header.len()).expect("fits"))
+            .bytes(&header)
+            .bytes(&[doc_format(&event)]);
+        assert_eq!(
+            hex(&frame.encode()),
+            hex(&d.0),
+            "erased record of {}",
+            event.seq
+        );
+        let decoded = Event::decode(&d.0).expect("an erased record decodes");
+        assert_eq!(decoded, erased);
+        assert_eq!(decoded.header, event.header, "the header stays");
+        assert!(matches!(decoded.body, Body::Erased(_)));
+    }
+    let redaction = tool_free_redaction();
+    assert_eq!(
+        hex(&redaction.payload_bytes()),
+        hex(&doc_payload(&redaction.body)),
+        "the redaction's payload"
+    );
+}
+
+fn tool_free_redaction() -> Event {
+    let mut event = fixed(
+        9,
+        None,
+        Outcome::of(false, "Redacted 2 events (3, 5): asked"),
+        Body::Admin(AdminCommand::Redact {
+            reason: "asked".into(),
+            seqs: vec![3, 5],
+        }),
+    );
+    event.header.semantics = Semantics::V3;
+    event
 }

@@ -50,6 +50,8 @@ const LAYERS: &[&[&str]] = &[
     &["history"],
     &["lineage"],
     &["inspect"],
+    // Erasing events: a replay that skips them, and a rewrite of the store.
+    &["redact"],
     // The reads a client offers beyond its files (log, history, show, diff, the past).
     &["reads"],
     &["transfer"],

@@ -80,3 +80,5 @@ mod tokens;
 // Tampering through sled, one table on stores of 1, 2, 255, 256, 257 and 10,000 events and a
 // mixed one: verify names the right seq and invariant.
 mod tamper;
+// mnemo redact: erased content gone from the store's bytes and reads; the rest verifies.
+mod redact;

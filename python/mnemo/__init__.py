@@ -43,6 +43,7 @@ from ._native import (
     VerifyReport,
     Violation,
     __version__,
+    redact,
 )
 
 __all__ = [
@@ -68,6 +69,7 @@ __all__ = [
     "VerifyReport",
     "Violation",
     "__version__",
+    "redact",
 ]
 
 

@@ -288,3 +288,23 @@ class MnemoMemoryToolServer:
         Never raises for anything the model sent: bad input gets an error result
         (``is_error: True``) and is logged. Raises ``ClosedError`` after ``close()``.
         """
+
+def redact(
+    db_path: Union[str, "os.PathLike[str]"],
+    reason: str,
+    *,
+    seqs: List[int] = [],
+    paths: List[str] = [],
+    texts: List[str] = [],
+    dry_run: bool = False,
+    operator: str = "operator",
+) -> dict[str, Any]:
+    """Erases the content of the chosen events (by seq, by path: a file's history or a directory's
+    subtree, by text: every event whose input or answer held it) and of every event whose answer
+    depended on them, for real: no byte of it is left in the store's directory, and the rest of
+    the history still verifies. Recorded as a redaction by ``operator`` for ``reason``.
+
+    Returns ``{"seqs": [...], "paths": [...], "seq": N}``: what was erased and the redaction's
+    seq (``None`` with ``dry_run=True``, which changes nothing). The store must not be open
+    elsewhere, this process included (``StoreLockedError``).
+    """

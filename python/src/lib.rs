@@ -13,6 +13,7 @@ mod client;
 mod convert;
 mod errors;
 mod records;
+mod redact;
 mod remote;
 mod server;
 
@@ -32,6 +33,7 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<records::PyViolation>()?;
     m.add_class::<records::PyVerifyReport>()?;
     m.add_class::<remote::PyRemote>()?;
+    m.add_function(wrap_pyfunction!(redact::redact, m)?)?;
     errors::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add(

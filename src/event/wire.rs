@@ -117,6 +117,10 @@ pub(super) enum WireAdmin<'a> {
     RevokeToken {
         id: Text<'a>,
     },
+    Redact {
+        reason: Text<'a>,
+        seqs: Vec<u64>,
+    },
 }
 
 /// [`Access`] as stored.
@@ -163,9 +167,10 @@ pub(super) enum WireRefusal<'a> {
 }
 
 impl<'a> WireBody<'a> {
-    /// The stored form of `body`, borrowing its text.
-    pub(super) fn of(body: &'a Body) -> WireBody<'a> {
-        match body {
+    /// The stored form of `body`, borrowing its text; none for an erased event, which has no
+    /// payload.
+    pub(super) fn of(body: &'a Body) -> Option<WireBody<'a>> {
+        Some(match body {
             Body::Tool(call) => WireBody::Tool {
                 root: text(&call.root),
                 profile: WireProfile::of(call.profile),
@@ -184,7 +189,8 @@ impl<'a> WireBody<'a> {
                 input: WireDigest::of(&d.input),
                 refusal: WireRefusal::of(&d.refusal),
             },
-        }
+            Body::Erased(_) => return None,
+        })
     }
 
     /// The core's value of a decoded payload.
@@ -365,6 +371,10 @@ impl<'a> WireAdmin<'a> {
                 hash: hash.0,
             },
             AdminCommand::RevokeToken { id } => WireAdmin::RevokeToken { id: text(id) },
+            AdminCommand::Redact { reason, seqs } => WireAdmin::Redact {
+                reason: text(reason),
+                seqs: seqs.clone(),
+            },
         }
     }
 
@@ -398,6 +408,10 @@ impl<'a> WireAdmin<'a> {
                 hash: EventHash(hash),
             },
             WireAdmin::RevokeToken { id } => AdminCommand::RevokeToken { id: owned(id) },
+            WireAdmin::Redact { reason, seqs } => AdminCommand::Redact {
+                reason: owned(reason),
+                seqs,
+            },
         }
     }
 }

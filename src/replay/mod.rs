@@ -146,6 +146,11 @@ impl<K: KvWrite> Replay<K> {
         )
     }
 
+    /// The tree as replayed so far, to undo what an event changed (see [`crate::kv::UndoKv`]).
+    pub fn tree_mut(&mut self) -> &mut Projection<K> {
+        &mut self.tree
+    }
+
     /// Applies one event, the next after [`Replay::at`]: its answer, and whether it was a retry.
     pub fn apply(&mut self, event: &Event) -> Result<Traced> {
         let traced = self.answer(event, None)?;

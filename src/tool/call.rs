@@ -125,4 +125,16 @@ pub enum Body {
     /// Input logged as a digest (too large, not UTF-8, or rejected or failed and over 4 KiB);
     /// replay re-derives its answer from the digest's fields.
     RejectedDigest(RejectedDigest),
+    /// An event whose payload (and salt) a redaction erased: what is left is the commitment the
+    /// chain hashed. Replay skips it: it changes nothing, and its answer cannot be re-derived.
+    Erased(Erased),
+}
+
+/// What is left of an erased event's payload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Erased {
+    /// The format the event was written in before its payload was erased (its header's shape).
+    pub format: u8,
+    /// The payload hash the record stored (a salted commitment from format 4).
+    pub payload_hash: EventHash,
 }

@@ -97,6 +97,8 @@ pub fn answer<E>(
             },
         ),
         Body::RejectedDigest(d) => Ok(Answer::err(crate::tool::request::refusal_text(d))),
+        // Nothing is left to answer from; replay never asks (see `Body::Erased`).
+        Body::Erased(_) => Ok(Answer::ok(String::new(), None)),
     }
 }
 
@@ -121,7 +123,24 @@ fn admin<E>(
             hash,
         } => issue_token(tree, by, id, agent, label, *hash, semantics),
         AdminCommand::RevokeToken { id } => revoke_token(tree, by, id, semantics),
+        AdminCommand::Redact { reason, seqs } => Ok(redacted(reason, seqs)),
     }
+}
+
+/// Answers the record of a redaction of `seqs` for `reason`: it changes nothing in the tree (the
+/// events it names were erased from the log, and every replay skips them).
+fn redacted(reason: &str, seqs: &[u64]) -> Answer {
+    let n = seqs.len();
+    let list = seqs
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let plural = if n == 1 { "" } else { "s" };
+    Answer::ok(
+        format!("Redacted {n} event{plural} ({list}): {reason}"),
+        None,
+    )
 }
 
 /// Answers a grant of `access` to `agent` on `prefix`, or with `None` the revoke of that grant.

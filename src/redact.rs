@@ -1,0 +1,459 @@
+//! Redaction: erasing chosen events' content from a store for real, while the rest of its history
+//! still verifies.
+//!
+//! An erased event keeps its record's seq, hashes and header, and loses its payload and salt
+//! (format 5, [`crate::event::ERASED_FORMAT`]): the chain hashed only the payload's commitment,
+//! so every chain hash, and every checkpoint taken before, still verifies. A redaction is itself
+//! an admin event ([`AdminCommand::Redact`]): the operator, the time, the reason and the seqs
+//! erased, never the content.
+//!
+//! What is erased is the selection closed over what depends on it ([`plan`]): the log is
+//! replayed with the chosen events skipped, and every other event whose answer then differs
+//! from the one it recorded (a view that showed an erased file, an edit of it, a rename that
+//! moved it, a retry of an erased call) is erased too, and skipped in turn. What is left
+//! re-derives every answer it recorded, so the verifier skips the erased events and checks the
+//! rest as before. For a text, a file of the tree left that still holds it (pieced together by
+//! edits none of which held it whole) has every event that named it erased, until no file does.
+//!
+//! The store is rewritten, not edited ([`redact`]): sled keeps overwritten values in its log
+//! until it rewrites a segment, so the erased bytes would stay in `db`. The whole store is copied
+//! into a new sled directory beside it (erased records in place of the chosen ones, the redaction
+//! appended, the index rebuilt by replay and the copy verified), made durable, and exchanged with
+//! the store's directory in one atomic `renameat2(RENAME_EXCHANGE)`; the old directory is then
+//! removed. A crash before the exchange leaves the store as it was (and a directory
+//! `.NAME.redact-*` beside it, which the next redaction removes, with the directory a killed
+//! creation of that copy leaves); after it, the redacted store.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::error::{Error, Result};
+use crate::event::{Body, Event, Frame, Header, Outcome, Salt, Seq};
+use crate::history::describe;
+use crate::kv::UndoKv;
+use crate::log::{Durability, Head, Store};
+use crate::paths::MemPath;
+use crate::policy::AdminCommand;
+use crate::projection::Projection;
+use crate::replay::Replay;
+use crate::tool::Semantics;
+use crate::verify::verify_store;
+
+/// The longest reason accepted, in bytes.
+pub const MAX_REASON_BYTES: usize = 1024;
+
+/// How many times a text found again in the tree left may widen the erasure.
+const MAX_ROUNDS: usize = 64;
+
+/// What to erase: events by seq, everything that named a path (a file, or a directory's
+/// subtree), everything whose input or answer held a text. At least one.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Selection {
+    /// Events by seq.
+    pub seqs: Vec<Seq>,
+    /// Paths such as `/memories/pin.txt` or `/memories/people`.
+    pub paths: Vec<String>,
+    /// Texts, such as a password pasted by mistake.
+    pub texts: Vec<String>,
+}
+
+/// What a redaction erases: the seqs, and the paths their events named.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// The events to erase, ascending.
+    pub seqs: Vec<Seq>,
+    /// The paths the erased events named, in order.
+    pub paths: Vec<String>,
+}
+
+/// A redaction done: what it erased and the seq of the admin event that records it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Redacted {
+    /// What was erased.
+    pub plan: Plan,
+    /// The redaction's own event.
+    pub seq: Seq,
+}
+
+/// Checks a redaction's reason: 1 to [`MAX_REASON_BYTES`] bytes of printable text.
+pub fn check_reason(reason: &str) -> std::result::Result<(), String> {
+    if reason.trim().is_empty()
+        || reason.len() > MAX_REASON_BYTES
+        || reason.chars().any(char::is_control)
+    {
+        return Err(format!(
+            "the reason is not valid; give 1 to {MAX_REASON_BYTES} bytes of printable text, such as --reason \"user asked to be forgotten\""
+        ));
+    }
+    Ok(())
+}
+
+/// The events of `store`'s log, decoded, in seq order.
+fn events(store: &Store) -> impl Iterator<Item = Result<Event>> + use<> {
+    store.records(Seq(1)).map(|item| Event::decode(&item?.1))
+}
+
+/// Whether `event` is the policy's history (grants, tokens, redactions), which is never erased.
+fn is_admin(event: &Event) -> bool {
+    matches!(event.body, Body::Admin(_))
+}
+
+/// The canonical paths `event` named (none for admin and erased events).
+fn named(event: &Event) -> Vec<String> {
+    if is_admin(event) {
+        return Vec::new();
+    }
+    describe(event).1
+}
+
+fn under(path: &str, prefix: &str) -> bool {
+    path == prefix
+        || path
+            .strip_prefix(prefix)
+            .is_some_and(|rest| rest.starts_with('/') || prefix.ends_with('/'))
+}
+
+/// What to erase in `store` for `selection`: the chosen events and every event whose recorded
+/// answer depends on them (see the module docs). Reads the log; writes nothing.
+pub fn plan(store: &Store, selection: &Selection) -> Result<Plan> {
+    if selection.seqs.is_empty() && selection.paths.is_empty() && selection.texts.is_empty() {
+        return Err(Error::InvalidArgument(
+            "say what to erase: --seq N, --path PATH or --text STRING (each may be repeated)"
+                .into(),
+        ));
+    }
+    let head = store.log_end()?;
+    let mut chosen = BTreeSet::new();
+    for seq in &selection.seqs {
+        if seq.0 == 0 || *seq > head.seq {
+            return Err(Error::InvalidArgument(format!(
+                "there is no event {seq}: the log holds events 1 to {}",
+                head.seq
+            )));
+        }
+        chosen.insert(*seq);
+    }
+    let prefixes = selection
+        .paths
+        .iter()
+        .map(|raw| {
+            MemPath::absolute(raw)
+                .map(|p| p.to_string())
+                .map_err(|why| Error::InvalidArgument(format!("--path {raw}: {why}")))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    if selection.texts.iter().any(String::is_empty) {
+        return Err(Error::InvalidArgument(
+            "--text must not be empty: every event would match".into(),
+        ));
+    }
+    let texts: Vec<&[u8]> = selection.texts.iter().map(|t| t.as_bytes()).collect();
+    // Events by path and by input; answers that held a text need a replay of the whole log.
+    let mut replay = Replay::in_memory();
+    for event in events(store) {
+        let event = event?;
+        let traced = replay.apply(&event)?;
+        if is_admin(&event) {
+            if chosen.contains(&event.seq) {
+                return Err(refused_admin(event.seq));
+            }
+            continue;
+        }
+        let payload = event.payload_bytes();
+        let paths = named(&event);
+        if paths
+            .iter()
+            .any(|p| prefixes.iter().any(|prefix| under(p, prefix)))
+            || texts
+                .iter()
+                .any(|t| contains(&payload, t) || contains(traced.answer.text.as_bytes(), t))
+        {
+            chosen.insert(event.seq);
+        }
+    }
+    for _ in 0..MAX_ROUNDS {
+        let (erased, left) = close(store, &chosen)?;
+        let found: Vec<String> = left
+            .iter()
+            .filter(|(_, content)| texts.iter().any(|t| contains(content.as_bytes(), t)))
+            .map(|(path, _)| path.clone())
+            .collect();
+        if found.is_empty() {
+            return describe_plan(store, &erased);
+        }
+        // A file left holds the text: erase every event that named it.
+        let before = erased.len();
+        chosen = erased;
+        for event in events(store) {
+            let event = event?;
+            if named(&event).iter().any(|p| found.contains(p)) {
+                chosen.insert(event.seq);
+            }
+        }
+        if chosen.len() == before {
+            return Err(Error::InvalidArgument(format!(
+                "the text is still in {} after every event that named it would be erased; nothing was changed",
+                found.join(", ")
+            )));
+        }
+    }
+    Err(Error::InvalidArgument(
+        "the erasure did not settle; redact by --path or --seq instead; nothing was changed".into(),
+    ))
+}
+
+fn refused_admin(seq: Seq) -> Error {
+    Error::InvalidArgument(format!(
+        "event {seq} is an admin event (a grant, a token or a redaction): the policy's history is never erased; choose memory-tool events"
+    ))
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// A file of the tree a redaction leaves: its path and content.
+type FileLeft = (String, String);
+
+/// `chosen` closed over what depends on it: replays the log skipping the chosen events, and
+/// erases every other event whose answer then differs from its recorded one (skipping it in
+/// turn). Returns the erased seqs and the files left (path, content).
+fn close(store: &Store, chosen: &BTreeSet<Seq>) -> Result<(BTreeSet<Seq>, Vec<FileLeft>)> {
+    let mut erased = chosen.clone();
+    let mut replay = Replay::resume(Projection::new(UndoKv::default()))?;
+    for event in events(store) {
+        let event = event?;
+        if erased.contains(&event.seq) {
+            replay.apply(&event.erased())?;
+            continue;
+        }
+        replay.tree_mut().kv_mut().begin();
+        let traced = replay.apply(&event)?;
+        let same = matches!(event.body, Body::Erased(_))
+            || event.outcome_of(traced.answer.is_error, &traced.answer.text)
+                == event.header.outcome;
+        if !same {
+            if is_admin(&event) {
+                return Err(Error::InvalidArgument(format!(
+                    "erasing what was chosen would change the answer of admin event {}; nothing was changed",
+                    event.seq
+                )));
+            }
+            replay.tree_mut().kv_mut().rollback();
+            erased.insert(event.seq);
+            replay.apply(&event.erased())?;
+        }
+    }
+    let root = MemPath::absolute("/").map_err(Error::InvalidArgument)?;
+    let left = replay
+        .tree()
+        .records_under(&root)?
+        .into_iter()
+        .map(|r| (r.path, r.content))
+        .collect();
+    // Events erased before, by an earlier redaction, are not erased again.
+    let mut out = BTreeSet::new();
+    for event in events(store) {
+        let event = event?;
+        if erased.contains(&event.seq) && !matches!(event.body, Body::Erased(_)) {
+            out.insert(event.seq);
+        }
+    }
+    Ok((out, left))
+}
+
+fn describe_plan(store: &Store, erased: &BTreeSet<Seq>) -> Result<Plan> {
+    let mut paths = Vec::new();
+    for event in events(store) {
+        let event = event?;
+        if erased.contains(&event.seq) {
+            for path in named(&event) {
+                if !paths.contains(&path) {
+                    paths.push(path);
+                }
+            }
+        }
+    }
+    Ok(Plan {
+        seqs: erased.iter().copied().collect(),
+        paths,
+    })
+}
+
+/// The directory beside `store` a redaction writes the new store into.
+fn sibling(store: &Path, tag: &str) -> Result<PathBuf> {
+    let name = store
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| Error::InvalidArgument(format!("{} has no name", store.display())))?;
+    let parent = store.parent().unwrap_or_else(|| Path::new("."));
+    Ok(parent.join(format!(".{name}.redact-{tag}")))
+}
+
+/// Removes what an interrupted redaction left beside `store`.
+fn remove_leftovers(store: &Path) -> Result<()> {
+    let prefix = sibling(store, "")?;
+    let Some(prefix) = prefix
+        .file_name()
+        .and_then(|n| n.to_str())
+        .map(str::to_string)
+    else {
+        return Ok(());
+    };
+    let parent = store.parent().unwrap_or_else(|| Path::new("."));
+    let parent = if parent.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        parent
+    };
+    for entry in std::fs::read_dir(parent).map_err(|e| Error::io("the store's directory", e))? {
+        let entry = entry.map_err(|e| Error::io("the store's directory", e))?;
+        let name = entry.file_name();
+        // The copy, and the directory a killed creation of the copy left (`.COPY.creating-*`).
+        if name.to_str().is_some_and(|n| {
+            n.starts_with(&prefix) || n.strip_prefix('.').is_some_and(|n| n.starts_with(&prefix))
+        }) && entry.file_type().is_ok_and(|t| t.is_dir())
+        {
+            std::fs::remove_dir_all(entry.path())
+                .map_err(|e| Error::io("an interrupted redaction's directory", e))?;
+        }
+    }
+    Ok(())
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// Erases from the store at `path` what `selection` chooses ([`plan`]), recorded as a redaction
+/// by `operator` for `reason`; durable and gone from the store's directory when it returns. The
+/// store must not be open elsewhere (a server holding it makes this [`Error::Locked`]).
+pub fn redact(
+    path: &Path,
+    operator: &str,
+    reason: &str,
+    selection: &Selection,
+) -> Result<Redacted> {
+    check_reason(reason).map_err(Error::InvalidArgument)?;
+    crate::policy::check_agent_id(operator).map_err(Error::InvalidArgument)?;
+    let store = Store::open_existing(path)?;
+    store.catch_up()?;
+    remove_leftovers(path)?;
+    let plan = plan(&store, selection)?;
+    if plan.seqs.is_empty() {
+        return Err(Error::InvalidArgument(
+            "nothing in the log matches what was chosen; nothing was changed".into(),
+        ));
+    }
+    let head = store.log_end()?;
+    let tag = crate::token::random_hex(8).map_err(|e| Error::io("the OS random source", e))?;
+    let new = sibling(path, &tag)?;
+    let written = write_redacted(&store, &new, &plan, head, operator, reason);
+    let seq = match written {
+        Ok(seq) => seq,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&new);
+            return Err(e);
+        }
+    };
+    exchange(&new, path)?;
+    sync_parent(path)?;
+    drop(store);
+    // `new` now names the old store.
+    std::fs::remove_dir_all(&new).map_err(|e| Error::io("the store as it was before", e))?;
+    sync_parent(path)?;
+    Ok(Redacted { plan, seq })
+}
+
+/// Writes the redacted copy of `store` (whose log ends at `head`) into `new`, verified and
+/// durable; returns the seq of the redaction's event.
+fn write_redacted(
+    store: &Store,
+    new: &Path,
+    plan: &Plan,
+    head: Head,
+    operator: &str,
+    reason: &str,
+) -> Result<Seq> {
+    let copy = Store::open(new)?;
+    let erased: BTreeSet<Seq> = plan.seqs.iter().copied().collect();
+    let mut batch = Vec::with_capacity(256);
+    for item in store.records(Seq(1)) {
+        let (seq, record) = item?;
+        if seq > head.seq {
+            break;
+        }
+        let frame = if erased.contains(&seq) {
+            Event::decode(&record)?.erased().to_frame()
+        } else {
+            Frame::decode(&record)?
+        };
+        batch.push(frame);
+        if batch.len() == batch.capacity() {
+            copy.append(&batch)?;
+            batch.clear();
+        }
+    }
+    let body = Body::Admin(AdminCommand::Redact {
+        reason: reason.to_string(),
+        seqs: plan.seqs.iter().map(|s| s.0).collect(),
+    });
+    let salt = Salt::random()?;
+    let answer = crate::tool::answer(
+        &Projection::new(crate::kv::MemKv::default()),
+        operator,
+        &body,
+        Semantics::CURRENT,
+    )?;
+    let seq = Seq(head.seq.0 + 1);
+    let event = Event {
+        seq,
+        prev_hash: head.hash,
+        header: Header {
+            time_ms: now_ms(),
+            agent: operator.to_string(),
+            tool_use_id: None,
+            outcome: Outcome::under(Some(&salt), answer.is_error, &answer.text),
+            semantics: Semantics::CURRENT,
+        },
+        body,
+        salt: Some(salt),
+    };
+    batch.push(event.to_frame());
+    copy.append(&batch)?;
+    copy.catch_up()?;
+    copy.sync(Durability::Fsync)?;
+    let report = verify_store(&copy)?;
+    if !report.is_intact() {
+        return Err(Error::corrupt(format!(
+            "the redacted copy does not verify ({:?}); nothing was changed",
+            report.violations.first()
+        )));
+    }
+    Ok(seq)
+}
+
+/// Exchanges the directories `a` and `b` in one atomic step.
+fn exchange(a: &Path, b: &Path) -> Result<()> {
+    rustix::fs::renameat_with(
+        rustix::fs::CWD,
+        a,
+        rustix::fs::CWD,
+        b,
+        rustix::fs::RenameFlags::EXCHANGE,
+    )
+    .map_err(|e| Error::io("exchanging the redacted store for the old one", e.into()))
+}
+
+fn sync_parent(path: &Path) -> Result<()> {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    std::fs::File::open(parent)
+        .and_then(|dir| dir.sync_all())
+        .map_err(|e| Error::io("the store's directory, after the redaction", e))
+}

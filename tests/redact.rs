@@ -1,0 +1,405 @@
+//! `mnemo redact`: erased content is gone from every byte of the store directory and from every
+//! read, the rest of history still verifies (old checkpoints too), tampering with what a
+//! redaction left is named by seq, and a kill at any moment leaves the store before or after it.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::{Rng, TempStore, mnemo_command, run_mnemo, tamper_record};
+
+const MARKER: &str = "ZQXMARKERQZX";
+
+fn db(t: &TempStore) -> String {
+    t.path().to_str().expect("utf-8").to_string()
+}
+
+fn run_ok(args: &[&str], stdin: &str) -> String {
+    let out = run_mnemo(args, stdin);
+    assert!(
+        out.status.success(),
+        "mnemo {args:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn block(id: &str, input: Value) -> String {
+    json!({"type": "tool_use", "id": id, "name": "memory", "input": input}).to_string()
+}
+
+/// A session that sends the marker through every kind of event: a create, a view's answer, a
+/// `str_replace`'s old and new strings, an insert, a rejected raw line, a retried call, a file
+/// renamed and then deleted; and files that never held it.
+fn session() -> String {
+    let lines = [
+        block(
+            "t1",
+            json!({"command": "create", "path": "/memories/secret.md", "file_text": format!("pin {MARKER}\n")}),
+        ),
+        block(
+            "t2",
+            json!({"command": "create", "path": "/memories/keep.md", "file_text": "keep\n"}),
+        ),
+        block(
+            "t3",
+            json!({"command": "view", "path": "/memories/secret.md"}),
+        ),
+        block(
+            "t4",
+            json!({"command": "str_replace", "path": "/memories/secret.md", "old_str": MARKER, "new_str": "gone"}),
+        ),
+        block(
+            "t5",
+            json!({"command": "str_replace", "path": "/memories/secret.md", "old_str": "gone", "new_str": MARKER}),
+        ),
+        block(
+            "t5",
+            json!({"command": "str_replace", "path": "/memories/secret.md", "old_str": "gone", "new_str": MARKER}),
+        ),
+        block(
+            "t6",
+            json!({"command": "insert", "path": "/memories/keep.md", "insert_line": 1, "insert_text": format!("{MARKER}\n")}),
+        ),
+        block(
+            "t7",
+            json!({"command": "rename", "old_path": "/memories/secret.md", "new_path": "/memories/old/s.md"}),
+        ),
+        block(
+            "t8",
+            json!({"command": "delete", "path": "/memories/old/s.md"}),
+        ),
+        format!("not json {MARKER}"),
+        block(
+            "t9",
+            json!({"command": "create", "path": "/memories/other.md", "file_text": "unrelated\n"}),
+        ),
+        block(
+            "t10",
+            json!({"command": "view", "path": "/memories/other.md"}),
+        ),
+    ];
+    lines.join("\n") + "\n"
+}
+
+/// Every file of the store directory holding `needle`, read as bytes.
+fn holding(dir: &Path, needle: &[u8]) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for entry in std::fs::read_dir(&d).expect("read dir") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                todo.push(path);
+            } else {
+                let bytes = std::fs::read(&path).expect("read file");
+                if bytes.windows(needle.len()).any(|w| w == needle) {
+                    found.push(path.display().to_string());
+                }
+            }
+        }
+    }
+    found
+}
+
+fn events(db: &str) -> Vec<Value> {
+    run_ok(&["log", "--db", db, "--json"], "")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a log line"))
+        .collect()
+}
+
+/// Every read of every seq: `cat --at`, `show`, `export --at`, none showing the marker.
+fn no_read_shows_it(t: &TempStore) {
+    let db = db(t);
+    let n = events(&db).len();
+    for seq in 1..=n {
+        let at = seq.to_string();
+        let out = run_mnemo(&["show", &at, "--db", &db, "--json"], "");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "show {seq}: {text}");
+        assert!(!text.contains(MARKER), "show {seq}: {text}");
+        for path in [
+            "/memories/secret.md",
+            "/memories/keep.md",
+            "/memories/old/s.md",
+        ] {
+            let out = run_mnemo(&["cat", path, "--db", &db, "--at", &at], "");
+            assert!(
+                !String::from_utf8_lossy(&out.stdout).contains(MARKER),
+                "cat {path} --at {seq}"
+            );
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let export = dir.path().join("out");
+        run_ok(
+            &[
+                "export",
+                export.to_str().expect("utf-8"),
+                "--db",
+                &db,
+                "--at",
+                &at,
+            ],
+            "",
+        );
+        assert!(
+            holding(&export, MARKER.as_bytes()).is_empty(),
+            "export --at {seq}"
+        );
+    }
+}
+
+fn verify_names_redaction(db: &str) -> String {
+    let out = run_ok(&["verify", "--db", db], "");
+    assert!(out.contains("INTACT") && out.contains("redacted:"), "{out}");
+    out
+}
+
+fn redacted_store(how: &[&str]) -> (TempStore, String, String) {
+    let t = TempStore::new();
+    let db = db(&t);
+    run_ok(&["tool", "--db", &db], &session());
+    assert!(!holding(&t.path(), MARKER.as_bytes()).is_empty());
+    let before = run_ok(&["verify", "--db", &db, "--json"], "");
+    let checkpoint = serde_json::from_str::<Value>(&before).expect("json")["checkpoint"]
+        .as_str()
+        .expect("a checkpoint")
+        .to_string();
+    let mut args = vec!["redact", "--db", &db, "--reason", "asked to be forgotten"];
+    args.extend_from_slice(how);
+    let said = run_ok(&args, "");
+    assert!(said.starts_with("redacted "), "{said}");
+    (t, db, checkpoint)
+}
+
+#[test]
+fn a_redaction_by_text_leaves_no_byte_of_it_and_the_rest_verifies() {
+    let (t, db, checkpoint) = redacted_store(&["--text", MARKER]);
+    assert_eq!(holding(&t.path(), MARKER.as_bytes()), Vec::<String>::new());
+    let siblings: Vec<_> = std::fs::read_dir(t.path().parent().expect("parent"))
+        .expect("list")
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains(".redact-"))
+        .collect();
+    assert!(siblings.is_empty(), "no copy is left beside the store");
+    let out = verify_names_redaction(&db);
+    // A checkpoint taken before the redaction still verifies: the chain hashes did not change.
+    run_ok(&["verify", "--db", &db, "--expect", &checkpoint], "");
+    no_read_shows_it(&t);
+    // What never held the marker is still there.
+    assert_eq!(
+        run_ok(&["cat", "/memories/other.md", "--db", &db], ""),
+        "unrelated\n"
+    );
+    let log = events(&db);
+    let erased: Vec<u64> = log
+        .iter()
+        .filter(|e| e["command"] == "erased")
+        .map(|e| e["seq"].as_u64().expect("seq"))
+        .collect();
+    for seq in &erased {
+        assert!(out.contains(&seq.to_string()), "verify names {seq}: {out}");
+    }
+    // The create, the view, both str_replaces and the retry, the insert, the raw line and
+    // every later event of the file that held the marker.
+    assert!(erased.len() >= 8, "{erased:?}");
+    let last = log.last().expect("an event");
+    assert_eq!(last["command"], "redact");
+    assert_eq!(last["agent"], "operator");
+    // `show` of an erased event says by which redaction, when, by whom and why.
+    let shown = run_ok(&["show", &erased[0].to_string(), "--db", &db], "");
+    assert!(
+        shown.contains("erased:") && shown.contains("asked to be forgotten"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn a_redaction_by_path_follows_the_file_through_its_rename() {
+    let (t, db, _) = redacted_store(&["--path", "/memories/secret.md"]);
+    verify_names_redaction(&db);
+    let log = events(&db);
+    for e in &log {
+        let paths = e["paths"].to_string();
+        assert!(
+            !paths.contains("secret.md") && !paths.contains("old/s.md"),
+            "an event of the file is left: {e}"
+        );
+    }
+    // keep.md's insert held the marker but named another file: a path redaction keeps it.
+    assert!(run_ok(&["cat", "/memories/keep.md", "--db", &db], "").contains(MARKER));
+    assert!(!holding(&t.path(), b"pin ").iter().any(|_| true));
+}
+
+#[test]
+fn a_redaction_by_seq_erases_what_showed_it_and_a_dry_run_changes_nothing() {
+    let t = TempStore::new();
+    let db = db(&t);
+    run_ok(&["tool", "--db", &db], &session());
+    let sums = crate::support::checksums(&t.path());
+    let dry = run_ok(
+        &[
+            "redact",
+            "--db",
+            &db,
+            "--reason",
+            "r",
+            "--seq",
+            "1",
+            "--dry-run",
+        ],
+        "",
+    );
+    assert!(dry.starts_with("would erase "), "{dry}");
+    // The view at seq 3 showed what seq 1 created: it is erased with it.
+    assert!(dry.contains("1, ") && dry.contains(" 3"), "{dry}");
+    assert_eq!(
+        crate::support::checksums(&t.path()),
+        sums,
+        "a dry run writes nothing"
+    );
+    run_ok(&["redact", "--db", &db, "--reason", "r", "--seq", "1"], "");
+    verify_names_redaction(&db);
+    // An admin event is the policy's history: never erased.
+    let redaction = events(&db).len().to_string();
+    let out = run_mnemo(
+        &["redact", "--db", &db, "--reason", "r", "--seq", &redaction],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("admin event"));
+    // No selection, an empty reason: refused, saying what a valid call looks like.
+    for args in [
+        vec!["redact", "--db", &db, "--reason", "r"],
+        vec!["redact", "--db", &db, "--reason", "", "--seq", "2"],
+    ] {
+        let out = run_mnemo(&args, "");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("--"),
+            "{args:?}"
+        );
+    }
+}
+
+#[test]
+fn tampering_with_what_a_redaction_left_is_named_by_seq() {
+    let (t, db, _) = redacted_store(&["--seq", "1"]);
+    let log = events(&db);
+    let redaction = log.last().expect("event")["seq"].as_u64().expect("seq");
+    let verify = |path: &Path| {
+        let out = run_mnemo(
+            &["verify", "--db", path.to_str().expect("utf-8"), "--json"],
+            "",
+        );
+        serde_json::from_slice::<Value>(&out.stdout).expect("json")
+    };
+    // The erased record's commitment (offset 73..105), and the redaction's own reason.
+    for (what, seq, at) in [("commitment", 1u64, 80usize), ("redaction", redaction, 0)] {
+        let copy = tempfile::tempdir().expect("tempdir");
+        let path = copy.path().join("s.db");
+        crate::support::copy_dir(&t.path(), &path);
+        tamper_record(&path, seq, |rec| {
+            let at = if at == 0 { rec.len() - 40 } else { at };
+            rec[at] ^= 0x01;
+        });
+        let report = verify(&path);
+        assert_eq!(report["status"], "violation", "{what}: {report}");
+        assert_eq!(report["violations"][0]["seq"], seq, "{what}: {report}");
+    }
+    // A record erased without a redaction naming it: a payload removed outside Mnemo.
+    let copy = tempfile::tempdir().expect("tempdir");
+    let path = copy.path().join("s.db");
+    crate::support::copy_dir(&t.path(), &path);
+    tamper_record(&path, 2, |rec| {
+        let event = mnemo::Event::decode(rec).expect("decode");
+        *rec = event.erased().to_frame().encode();
+    });
+    let report = verify(&path);
+    assert_eq!(report["violations"][0]["kind"], "redaction", "{report}");
+    assert_eq!(report["violations"][0]["seq"], 2, "{report}");
+}
+
+/// kill -9 at random moments of a redaction: the store opens as it was before (the marker in
+/// it, no redaction) or after (no marker, the redaction last), verifies, and a later redaction
+/// clears what the killed one left beside it.
+#[test]
+fn a_kill_9_during_a_redaction_leaves_the_store_before_or_after_it() {
+    let mut rng = Rng(0x4eda_c700_0001);
+    let cycles: u64 = std::env::var("MNEMO_REDACT_KILLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(12);
+    // The kills must land all over the redaction, however long it takes on this machine under
+    // its current load: from spawn to the end of an uninterrupted one, and a half again.
+    let window = {
+        let t = TempStore::new();
+        let db = db(&t);
+        run_ok(&["tool", "--db", &db], &session());
+        let started = std::time::Instant::now();
+        run_ok(
+            &["redact", "--db", &db, "--reason", "r", "--text", MARKER],
+            "",
+        );
+        started.elapsed() * 3 / 2
+    };
+    let window_us = u64::try_from(window.as_micros()).unwrap_or(u64::MAX).max(1);
+    let (mut before, mut after) = (0, 0);
+    for cycle in 0..cycles {
+        let t = TempStore::new();
+        let db = db(&t);
+        run_ok(&["tool", "--db", &db], &session());
+        let mut child = mnemo_command(
+            &["redact", "--db", &db, "--reason", "r", "--text", MARKER],
+            &[],
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+        std::thread::sleep(Duration::from_micros(rng.below_u64(window_us)));
+        let _ = child.kill();
+        let status = child.wait().expect("wait");
+        let report = run_ok(&["verify", "--db", &db, "--json"], "");
+        let report: Value = serde_json::from_str(&report).expect("json");
+        assert_eq!(
+            report["status"], "intact",
+            "cycle {cycle} ({status}): {report}"
+        );
+        let redacted = events(&db).last().expect("event")["command"] == "redact";
+        let holds = !holding(&t.path(), MARKER.as_bytes()).is_empty();
+        assert_ne!(
+            redacted, holds,
+            "cycle {cycle}: half a redaction ({status})"
+        );
+        if redacted {
+            after += 1;
+        } else {
+            before += 1;
+            // The next redaction completes it and clears the killed one's copy.
+            run_ok(
+                &["redact", "--db", &db, "--reason", "r", "--text", MARKER],
+                "",
+            );
+            assert!(holding(&t.path(), MARKER.as_bytes()).is_empty());
+            let parent = t.path().parent().expect("parent").to_path_buf();
+            let left: Vec<String> = std::fs::read_dir(parent)
+                .expect("list")
+                .filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|name| name.contains(".redact-"))
+                .collect();
+            assert!(
+                left.is_empty(),
+                "cycle {cycle}: a killed redaction's copy is left: {left:?}"
+            );
+        }
+    }
+    eprintln!(
+        "redaction killed {cycles} times within {window:?} of spawn: {before} before it, {after} after it"
+    );
+}
