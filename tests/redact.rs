@@ -403,3 +403,79 @@ fn a_kill_9_during_a_redaction_leaves_the_store_before_or_after_it() {
         "redaction killed {cycles} times within {window:?} of spawn: {before} before it, {after} after it"
     );
 }
+
+/// One call of a random session: the marker goes into some inputs.
+fn op() -> impl proptest::strategy::Strategy<Value = Value> {
+    use proptest::prelude::*;
+    let path = prop::sample::select(vec![
+        "/memories/a.md",
+        "/memories/b.md",
+        "/memories/d/x.md",
+        "/memories/d/y.md",
+    ]);
+    let text = prop::sample::select(vec!["plain", "other", MARKER]);
+    prop_oneof![
+        (path.clone(), text.clone()).prop_map(|(p, t)| json!({"command": "create", "path": p, "file_text": format!("{t}\n")})),
+        (path.clone(), text.clone(), text.clone()).prop_map(|(p, a, b)| json!({"command": "str_replace", "path": p, "old_str": a, "new_str": b})),
+        (path.clone(), text.clone()).prop_map(|(p, t)| json!({"command": "insert", "path": p, "insert_line": 0, "insert_text": format!("{t}\n")})),
+        path.clone().prop_map(|p| json!({"command": "view", "path": p})),
+        Just(json!({"command": "view", "path": "/memories"})),
+        path.clone().prop_map(|p| json!({"command": "delete", "path": p})),
+        (path.clone(), path).prop_map(|(a, b)| json!({"command": "rename", "old_path": a, "new_path": b})),
+    ]
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig {
+        cases: std::env::var("MNEMO_REDACT_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(16),
+        ..proptest::prelude::ProptestConfig::default()
+    })]
+
+    /// Random sessions, then a redaction of the marker: the store verifies and names exactly
+    /// the erased seqs; no byte of the marker is left in the store's directory or in a file;
+    /// every event not erased keeps its record byte for byte, and every erased one its chain
+    /// hash.
+    #[test]
+    fn a_redaction_of_random_sessions_keeps_every_promise(ops in proptest::collection::vec(op(), 1..24)) {
+        let t = TempStore::new();
+        let session: String = ops.iter().map(|o| o.to_string() + "\n").collect();
+        run_ok(&["tool", "--db", &db(&t)], &session);
+        let before: Vec<(u64, Vec<u8>)> = {
+            let store = crate::support::open_store(&t.path());
+            store.raw_trees().0.iter().map(|kv| {
+                let (k, v) = kv.expect("read");
+                (u64::from_be_bytes(k.as_ref().try_into().expect("8 bytes")), v.to_vec())
+            }).collect()
+        };
+        let selection = mnemo::cli_support::Selection { texts: vec![MARKER.into()], ..Default::default() };
+        let held = session.contains(MARKER);
+        match mnemo::cli_support::redact(&t.path(), "operator", "test", &selection) {
+            Ok(done) => {
+                let store = crate::support::open_store(&t.path());
+                let report = mnemo::testing::verify_store(&store).expect("verify");
+                proptest::prop_assert!(report.is_intact(), "{:?}", report.violations);
+                let named: Vec<_> = report.redacted.iter().map(|(s, _)| *s).collect();
+                proptest::prop_assert_eq!(&named, &done.plan.seqs);
+                let erased: std::collections::BTreeSet<u64> = done.plan.seqs.iter().map(|s| s.0).collect();
+                for (seq, record) in &before {
+                    let now = store.get(mnemo::Seq(*seq)).expect("read").expect("kept");
+                    if erased.contains(seq) {
+                        let was = mnemo::event::Frame::decode(record).expect("frame");
+                        let is = mnemo::event::Frame::decode(&now).expect("frame");
+                        proptest::prop_assert_eq!(is.hash, was.hash, "seq {}", seq);
+                        proptest::prop_assert_eq!(is.version, 5);
+                    } else {
+                        proptest::prop_assert_eq!(&now, record, "seq {} changed", seq);
+                    }
+                }
+                drop(store);
+                proptest::prop_assert!(holding(&t.path(), MARKER.as_bytes()).is_empty());
+            }
+            // Nothing held it, so nothing matched.
+            Err(mnemo::Error::InvalidArgument(why)) if !held => {
+                proptest::prop_assert!(why.contains("nothing"), "{}", why);
+            }
+            Err(e) => proptest::prop_assert!(false, "redact failed: {}", e),
+        }
+    }
+}
