@@ -339,7 +339,13 @@ pub enum RetryKind {
     DifferentInput,
     /// Refused: the agent no longer holds the access the original change needed.
     AccessLost,
+    /// Refused: a redaction erased the original, so it is not run again.
+    Erased,
 }
+
+/// The input hash a retry record of an erased call keeps: no input hashes to it (it is no blake3
+/// output anyone can aim for), so a retry of the call is told that it was erased.
+const ERASED_INPUT: EventHash = EventHash([0xee; 32]);
 
 /// A call that reused a tool_use id with a kept record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1046,8 +1052,18 @@ impl<K: KvWrite> Projection<K> {
         seq: Seq,
     ) -> Result<Traced> {
         if let Body::Erased(_) = body {
-            // Erased by a redaction: it changes nothing, keeps no retry record, and its answer
-            // is not re-derived (the verifier counts it as redacted).
+            // Erased by a redaction: it changes nothing and its answer is not re-derived (the
+            // verifier counts it as redacted). Its tool_use id keeps a record that says so, so
+            // a retry of the erased call (an SDK's, after a timeout) is not run again.
+            if let Some(id) = tool_use_id {
+                let recorded = self.recorded(agent, id)?;
+                let nothing = Answer {
+                    text: String::new(),
+                    is_error: false,
+                    change: None,
+                };
+                self.keep_record(agent, id, seq, ERASED_INPUT, &nothing, recorded.as_ref())?;
+            }
             self.set_applied(seq);
             return Ok(Traced {
                 answer: Answer {
@@ -1068,6 +1084,18 @@ impl<K: KvWrite> Projection<K> {
         let input = input_hash(body, input);
         let recorded = self.recorded(agent, id)?;
         let (answer, kind) = match &recorded {
+            Some(original) if original.input == ERASED_INPUT => (
+                Answer {
+                    text: format!(
+                        "Error: tool_use id {} of agent {agent} named a call that a redaction erased (event {}), so this call was not run. If it is still wanted, send it again with a fresh tool_use id.",
+                        semantics.quote(id),
+                        original.seq
+                    ),
+                    is_error: true,
+                    change: None,
+                },
+                RetryKind::Erased,
+            ),
             Some(original) if original.input != input => (
                 Answer {
                     text: format!(

@@ -216,6 +216,20 @@ fn a_redaction_by_text_leaves_no_byte_of_it_and_the_rest_verifies() {
         shown.contains("erased:") && shown.contains("asked to be forgotten"),
         "{shown}"
     );
+    // An SDK that retries the erased create (same tool_use id) is told, and nothing is made.
+    let retry = session().lines().next().expect("the create").to_string() + "\n";
+    let answer: Value =
+        serde_json::from_str(run_ok(&["tool", "--db", &db], &retry).trim()).expect("a result");
+    assert_eq!(answer["is_error"], true, "{answer}");
+    assert!(
+        answer["content"]
+            .as_str()
+            .is_some_and(|t| t.contains("a redaction erased")),
+        "{answer}"
+    );
+    let out = run_mnemo(&["cat", "/memories/secret.md", "--db", &db], "");
+    assert!(!out.status.success(), "the erased file was not made again");
+    verify_names_redaction(&db);
 }
 
 #[test]
