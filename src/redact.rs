@@ -154,6 +154,21 @@ pub fn plan(store: &Store, selection: &Selection) -> Result<Plan> {
     for event in events(store) {
         let event = event?;
         let traced = replay.apply(&event)?;
+        // What is never erased must not hold a text to erase: the redaction would leave it.
+        let header = [
+            Some(event.header.agent.as_str()),
+            event.header.tool_use_id.as_deref(),
+        ];
+        if let Some(text) = selection.texts.iter().find(|t| {
+            header.iter().flatten().any(|h| h.contains(t.as_str()))
+                || (is_admin(&event) && contains(&event.payload_bytes(), t.as_bytes()))
+        }) {
+            return Err(Error::InvalidArgument(format!(
+                "event {} holds {} where a redaction keeps it (an agent name, a tool_use id, or an admin event: a grant, a token or a redaction), so it cannot be erased; nothing was changed",
+                event.seq,
+                Semantics::CURRENT.quote(text)
+            )));
+        }
         if is_admin(&event) {
             if chosen.contains(&event.seq) {
                 return Err(refused_admin(event.seq));
@@ -338,6 +353,11 @@ pub fn redact(
     selection: &Selection,
 ) -> Result<Redacted> {
     check_reason(reason).map_err(Error::InvalidArgument)?;
+    if selection.texts.iter().any(|t| reason.contains(t.as_str())) {
+        return Err(Error::InvalidArgument(
+            "the reason holds a text to erase, and the redaction keeps its reason; give a reason without it".into(),
+        ));
+    }
     crate::policy::check_agent_id(operator).map_err(Error::InvalidArgument)?;
     let store = Store::open_existing(path)?;
     store.catch_up()?;

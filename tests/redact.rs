@@ -286,6 +286,33 @@ fn a_redaction_by_seq_erases_what_showed_it_and_a_dry_run_changes_nothing() {
     );
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("admin event"));
+    // A text kept where a redaction cannot reach (an agent name; the reason itself): refused,
+    // and nothing changes.
+    let sums = crate::support::checksums(&t.path());
+    for args in [
+        vec!["redact", "--db", &db, "--reason", "r", "--text", "cli"],
+        vec![
+            "redact",
+            "--db",
+            &db,
+            "--reason",
+            "forget unrelated",
+            "--text",
+            "unrelated",
+        ],
+    ] {
+        let out = run_mnemo(&args, "");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("keep"),
+            "{args:?}"
+        );
+    }
+    assert_eq!(
+        crate::support::checksums(&t.path()),
+        sums,
+        "a refused redaction writes nothing"
+    );
     // No selection, an empty reason: refused, saying what a valid call looks like.
     for args in [
         vec!["redact", "--db", &db, "--reason", "r"],

@@ -26,17 +26,23 @@ pub fn redact<'py>(
     py: Python<'py>,
     db_path: PathBuf,
     reason: String,
-    seqs: Vec<u64>,
+    seqs: Vec<i128>,
     paths: Vec<String>,
     texts: Vec<String>,
     dry_run: bool,
     operator: String,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let selection = Selection {
-        seqs: seqs.into_iter().map(Seq).collect(),
-        paths,
-        texts,
-    };
+    let seqs = seqs
+        .into_iter()
+        .map(|seq| {
+            u64::try_from(seq).map(Seq).map_err(|_| {
+                pyo3::exceptions::PyValueError::new_err(format!(
+                    "seqs are event numbers, whole numbers from 1 to 18446744073709551615 (as `log()` lists them), got {seq}"
+                ))
+            })
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    let selection = Selection { seqs, paths, texts };
     let done = py
         .detach(move || -> mnemo::Result<_> {
             if dry_run {

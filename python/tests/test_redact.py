@@ -51,3 +51,5 @@ def test_redact_says_what_a_valid_call_looks_like(tmp_path: Path) -> None:
         mnemo.redact(db, "r")
     with pytest.raises(mnemo.InvalidArgumentError, match="there is no event 9"):
         mnemo.redact(db, "r", seqs=[9])
+    with pytest.raises(ValueError, match="seqs are event numbers.*got -1"):
+        mnemo.redact(db, "r", seqs=[-1])
