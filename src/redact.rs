@@ -13,14 +13,19 @@
 //! moved it, a retry of an erased call) is erased too, and skipped in turn. What is left
 //! re-derives every answer it recorded, so the verifier skips the erased events and checks the
 //! rest as before. For a text, a file of the tree left that still holds it (pieced together by
-//! edits none of which held it whole) has every event that named it erased, until no file does.
+//! edits none of which held it whole) has every event that named it erased, until no file does;
+//! and an event that leaves a text in a file it touched (in its content, or in a path a rename
+//! made) is erased in the same replay. A text in what a redaction keeps (an agent name, a
+//! tool_use id, an admin event, the reason, the operator's name, sled's own names) is refused.
 //!
 //! The store is rewritten, not edited ([`redact`]): sled keeps overwritten values in its log
-//! until it rewrites a segment, so the erased bytes would stay in `db`. The whole store is copied
-//! into a new sled directory beside it (erased records in place of the chosen ones, the redaction
-//! appended, the index rebuilt by replay and the copy verified), made durable, and exchanged with
-//! the store's directory in one atomic `renameat2(RENAME_EXCHANGE)`; the old directory is then
-//! removed. A crash before the exchange leaves the store as it was (and a directory
+//! until it rewrites a segment, so the erased bytes would stay in `db`. The plan and the copy are
+//! made from a read-only copy of the store, so a refused redaction changes no byte of it: the
+//! whole store is copied into a new sled directory beside it (erased records in place of the
+//! chosen ones, the redaction appended, the index rebuilt by replay and the copy verified and
+//! scanned for the texts), made durable; only then is the store opened for writing, checked to
+//! have taken no write meanwhile, and exchanged with the copy in one atomic
+//! `renameat2(RENAME_EXCHANGE)`; the old directory is then removed. A crash before the exchange leaves the store as it was (and a directory
 //! `.NAME.redact-*` beside it, which the next redaction removes, with the directory a killed
 //! creation of that copy leaves); after it, the redacted store.
 
@@ -188,7 +193,7 @@ pub fn plan(store: &Store, selection: &Selection) -> Result<Plan> {
         }
     }
     for _ in 0..MAX_ROUNDS {
-        let (erased, left) = close(store, &chosen)?;
+        let (erased, left) = close(store, &chosen, &texts)?;
         let found: Vec<String> = left
             .iter()
             .filter(|(_, content)| texts.iter().any(|t| contains(content.as_bytes(), t)))
@@ -231,10 +236,37 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
 /// A file of the tree a redaction leaves: its path and content.
 type FileLeft = (String, String);
 
+/// Whether a file the event named (or one under a directory it named) holds one of `texts`, in
+/// its path or its content, in the tree after it: a text pieced together by edits or a rename
+/// that no input or answer held whole.
+fn makes_text(tree: &Projection<UndoKv>, event: &Event, texts: &[&[u8]]) -> Result<bool> {
+    if texts.is_empty() {
+        return Ok(false);
+    }
+    for raw in named(event) {
+        let Ok(path) = MemPath::absolute(&raw) else {
+            continue;
+        };
+        for record in tree.records_under(&path)? {
+            if texts.iter().any(|t| {
+                contains(record.path.as_bytes(), t) || contains(record.content.as_bytes(), t)
+            }) {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
+}
+
 /// `chosen` closed over what depends on it: replays the log skipping the chosen events, and
-/// erases every other event whose answer then differs from its recorded one (skipping it in
-/// turn). Returns the erased seqs and the files left (path, content).
-fn close(store: &Store, chosen: &BTreeSet<Seq>) -> Result<(BTreeSet<Seq>, Vec<FileLeft>)> {
+/// erases every other event whose answer then differs from its recorded one, or that leaves one
+/// of `texts` in a file it touched (skipping it in turn). Returns the erased seqs and the files
+/// left (path, content).
+fn close(
+    store: &Store,
+    chosen: &BTreeSet<Seq>,
+    texts: &[&[u8]],
+) -> Result<(BTreeSet<Seq>, Vec<FileLeft>)> {
     let mut erased = chosen.clone();
     let mut replay = Replay::resume(Projection::new(UndoKv::default()))?;
     for event in events(store) {
@@ -248,7 +280,7 @@ fn close(store: &Store, chosen: &BTreeSet<Seq>) -> Result<(BTreeSet<Seq>, Vec<Fi
         let same = matches!(event.body, Body::Erased(_))
             || event.outcome_of(traced.answer.is_error, &traced.answer.text)
                 == event.header.outcome;
-        if !same {
+        if !same || (!is_admin(&event) && makes_text(replay.tree(), &event, texts)?) {
             if is_admin(&event) {
                 return Err(Error::InvalidArgument(format!(
                     "erasing what was chosen would change the answer of admin event {}; nothing was changed",
@@ -306,8 +338,26 @@ fn sibling(store: &Path, tag: &str) -> Result<PathBuf> {
     Ok(parent.join(format!(".{name}.redact-{tag}")))
 }
 
-/// Removes what an interrupted redaction left beside `store`.
-fn remove_leftovers(store: &Path) -> Result<()> {
+/// Whether `rest` (what follows `.NAME.redact-` in a name) is a tag this module makes: 16
+/// lower-case hex digits, then nothing, or (for the directory a killed creation of the copy
+/// left) `.creating-` and more.
+fn is_tag(rest: &str, creating: bool) -> bool {
+    let (tag, tail) = rest.split_at(rest.len().min(16));
+    tag.len() == 16
+        && tag
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        && if creating {
+            tail.starts_with(".creating-")
+        } else {
+            tail.is_empty()
+        }
+}
+
+/// Removes what an interrupted redaction left beside `store`: directories named as its copies
+/// are (`.NAME.redact-` and 16 hex digits), never a link, never any other name, and not the
+/// copy of tag `ours`.
+fn remove_leftovers(store: &Path, ours: &str) -> Result<()> {
     let prefix = sibling(store, "")?;
     let Some(prefix) = prefix
         .file_name()
@@ -326,10 +376,17 @@ fn remove_leftovers(store: &Path) -> Result<()> {
         let entry = entry.map_err(|e| Error::io("the store's directory", e))?;
         let name = entry.file_name();
         // The copy, and the directory a killed creation of the copy left (`.COPY.creating-*`).
-        if name.to_str().is_some_and(|n| {
-            n.starts_with(&prefix) || n.strip_prefix('.').is_some_and(|n| n.starts_with(&prefix))
-        }) && entry.file_type().is_ok_and(|t| t.is_dir())
-        {
+        let Some(name) = name.to_str() else {
+            continue;
+        };
+        let left = name
+            .strip_prefix(&prefix)
+            .is_some_and(|rest| is_tag(rest, false) && rest != ours)
+            || name
+                .strip_prefix('.')
+                .and_then(|n| n.strip_prefix(&prefix))
+                .is_some_and(|rest| is_tag(rest, true) && !rest.starts_with(ours));
+        if left && entry.file_type().is_ok_and(|t| t.is_dir()) {
             std::fs::remove_dir_all(entry.path())
                 .map_err(|e| Error::io("an interrupted redaction's directory", e))?;
         }
@@ -353,37 +410,71 @@ pub fn redact(
     selection: &Selection,
 ) -> Result<Redacted> {
     check_reason(reason).map_err(Error::InvalidArgument)?;
-    if selection.texts.iter().any(|t| reason.contains(t.as_str())) {
-        return Err(Error::InvalidArgument(
-            "the reason holds a text to erase, and the redaction keeps its reason; give a reason without it".into(),
-        ));
-    }
     crate::policy::check_agent_id(operator).map_err(Error::InvalidArgument)?;
-    let store = Store::open_existing(path)?;
-    store.catch_up()?;
-    remove_leftovers(path)?;
-    let plan = plan(&store, selection)?;
+    if !selection.texts.iter().any(String::is_empty) {
+        if let Some(text) = selection
+            .texts
+            .iter()
+            .find(|t| reason.contains(t.as_str()) || operator.contains(t.as_str()))
+        {
+            return Err(Error::InvalidArgument(format!(
+                "the reason or the operator's name holds {}, and the redaction keeps both, so nothing was changed; give them without it",
+                Semantics::CURRENT.quote(text)
+            )));
+        }
+    }
+    // Planned and copied from a read-only copy of the store, so a refused redaction changes no
+    // byte of it; the store is opened for writing only to exchange it, once the copy is whole.
+    let source = Store::open_current_read_only(path)?;
+    let plan = plan(&source, selection)?;
     if plan.seqs.is_empty() {
         return Err(Error::InvalidArgument(
             "nothing in the log matches what was chosen; nothing was changed".into(),
         ));
     }
-    let head = store.log_end()?;
+    let head = source.log_end()?;
     let tag = crate::token::random_hex(8).map_err(|e| Error::io("the OS random source", e))?;
     let new = sibling(path, &tag)?;
-    let written = write_redacted(&store, &new, &plan, head, operator, reason);
-    let seq = match written {
-        Ok(seq) => seq,
+    let written = write_redacted(&source, &new, &plan, head, operator, reason).and_then(|seq| {
+        // Last, the bytes: a text that is still anywhere in the copy (in sled's own names, say)
+        // would be left by this redaction, which then does not happen.
+        for text in &selection.texts {
+            if let Some(file) = holding(&new, text.as_bytes())? {
+                return Err(Error::InvalidArgument(format!(
+                    "{} would still be in the store's own files ({file}: sled's names or a field every redaction keeps), so it cannot be erased; nothing was changed",
+                    Semantics::CURRENT.quote(text)
+                )));
+            }
+        }
+        Ok(seq)
+    });
+    drop(source);
+    let exchanged = written.and_then(|seq| {
+        let store = Store::open_existing(path)?;
+        if store.log_end()? != head {
+            return Err(Error::InvalidArgument(
+                "the store took a write while it was being redacted, so nothing was changed; run the redaction again (with no writer using the store)".into(),
+            ));
+        }
+        remove_leftovers(path, &tag)?;
+        exchange(&new, path)?;
+        sync_parent(path)?;
+        Ok((seq, store))
+    });
+    let (seq, store) = match exchanged {
+        Ok(done) => done,
         Err(e) => {
             let _ = std::fs::remove_dir_all(&new);
             return Err(e);
         }
     };
-    exchange(&new, path)?;
-    sync_parent(path)?;
     drop(store);
     // `new` now names the old store.
-    std::fs::remove_dir_all(&new).map_err(|e| Error::io("the store as it was before", e))?;
+    match std::fs::remove_dir_all(&new) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(Error::io("the store as it was before", e)),
+    }
     sync_parent(path)?;
     Ok(Redacted { plan, seq })
 }
@@ -443,9 +534,10 @@ fn write_redacted(
         salt: Some(salt),
     };
     batch.push(event.to_frame());
-    copy.append(&batch)?;
+    let head = copy.append(&batch)?;
     copy.catch_up()?;
     copy.sync(Durability::Fsync)?;
+    copy.record_head(head)?;
     let report = verify_store(&copy)?;
     if !report.is_intact() {
         return Err(Error::corrupt(format!(
@@ -454,6 +546,29 @@ fn write_redacted(
         )));
     }
     Ok(seq)
+}
+
+/// The first file under `dir` (links not followed) whose bytes hold `needle`, by name.
+fn holding(dir: &Path, needle: &[u8]) -> Result<Option<String>> {
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for entry in std::fs::read_dir(&d).map_err(|e| Error::io("the redacted copy", e))? {
+            let entry = entry.map_err(|e| Error::io("the redacted copy", e))?;
+            let kind = entry
+                .file_type()
+                .map_err(|e| Error::io("the redacted copy", e))?;
+            if kind.is_dir() {
+                todo.push(entry.path());
+            } else if kind.is_file() {
+                let bytes =
+                    std::fs::read(entry.path()).map_err(|e| Error::io("the redacted copy", e))?;
+                if contains(&bytes, needle) {
+                    return Ok(Some(entry.file_name().to_string_lossy().into_owned()));
+                }
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// Exchanges the directories `a` and `b` in one atomic step.

@@ -520,3 +520,133 @@ proptest::proptest! {
         }
     }
 }
+
+/// What an adversary found: a text pieced together only in the tree (between events, or in a
+/// path made by a rename) is erased too; a text in what a redaction keeps (the operator's name,
+/// sled's own names) is refused with nothing changed; a refused redaction changes no byte; and
+/// a directory beside the store that only looks like a leftover copy is not touched.
+#[test]
+fn a_text_pieced_together_or_kept_elsewhere_is_erased_or_refused() {
+    let lines = |calls: &[Value]| {
+        calls
+            .iter()
+            .map(|c| c.to_string() + "\n")
+            .collect::<String>()
+    };
+    // Between events: "SECXQ" inserted above "RETXQ" makes "XQ\nRET", then the file goes.
+    let t = TempStore::new();
+    let db = db(&t);
+    run_ok(
+        &["tool", "--db", &db],
+        &lines(&[
+            json!({"command": "create", "path": "/memories/a.md", "file_text": "RETXQ"}),
+            json!({"command": "insert", "path": "/memories/a.md", "insert_line": 0, "insert_text": "SECXQ"}),
+            json!({"command": "delete", "path": "/memories/a.md"}),
+            json!({"command": "create", "path": "/memories/b.md", "file_text": "unrelated"}),
+        ]),
+    );
+    let pieced = "XQ\nRET";
+    run_ok(
+        &["redact", "--db", &db, "--reason", "r", "--text", pieced],
+        "",
+    );
+    for at in 1..=4 {
+        let out = run_mnemo(
+            &[
+                "cat",
+                "/memories/a.md",
+                "--db",
+                &db,
+                "--at",
+                &at.to_string(),
+            ],
+            "",
+        );
+        assert!(
+            !String::from_utf8_lossy(&out.stdout).contains(pieced),
+            "cat --at {at}"
+        );
+    }
+    verify_names_redaction(&db);
+    // In a path made by a rename.
+    let t = TempStore::new();
+    let db = self::db(&t);
+    run_ok(
+        &["tool", "--db", &db],
+        &lines(&[
+            json!({"command": "create", "path": "/memories/A/ET.md", "file_text": "hello"}),
+            json!({"command": "rename", "old_path": "/memories/A", "new_path": "/memories/SECR"}),
+        ]),
+    );
+    run_ok(
+        &["redact", "--db", &db, "--reason", "r", "--text", "SECR/ET"],
+        "",
+    );
+    assert!(!run_ok(&["ls", "/", "--db", &db], "").contains("SECR/ET"));
+    verify_names_redaction(&db);
+    // Kept elsewhere: the operator's name, sled's own names. Refused, and no byte changes.
+    run_ok(
+        &["tool", "--db", &db],
+        &lines(&[
+            json!({"command": "create", "path": "/memories/c.md", "file_text": "segment_size 078-05"}),
+        ]),
+    );
+    let parent = t.path().parent().expect("parent").to_path_buf();
+    let name = t
+        .path()
+        .file_name()
+        .expect("name")
+        .to_string_lossy()
+        .into_owned();
+    let lookalike = parent.join(format!(".{name}.redact-userdir"));
+    std::fs::create_dir(&lookalike).expect("mkdir");
+    std::fs::write(lookalike.join("notes"), "mine").expect("write");
+    let sums = crate::support::checksums(&t.path());
+    for args in [
+        vec![
+            "redact",
+            "--db",
+            &db,
+            "--reason",
+            "r",
+            "--text",
+            "078-05",
+            "--as",
+            "ops-078-05",
+        ],
+        vec![
+            "redact",
+            "--db",
+            &db,
+            "--reason",
+            "r",
+            "--text",
+            "segment_size",
+        ],
+        vec!["redact", "--db", &db, "--reason", "r", "--text", "NOPE"],
+        vec!["redact", "--db", &db, "--reason", "r", "--seq", "0"],
+    ] {
+        let out = run_mnemo(&args, "");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("nothing was changed")
+                || String::from_utf8_lossy(&out.stderr).contains("no event 0"),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            crate::support::checksums(&t.path()),
+            sums,
+            "{args:?} changed the store"
+        );
+    }
+    run_ok(
+        &["redact", "--db", &db, "--reason", "r", "--text", "078-05"],
+        "",
+    );
+    assert_eq!(
+        std::fs::read_to_string(lookalike.join("notes")).expect("still there"),
+        "mine",
+        "a directory that only looks like a leftover copy is not removed"
+    );
+}
