@@ -261,7 +261,9 @@ enum Cmd {
     /// Erase events' content from the store for real: their payloads go, the chain and the rest
     /// of history still verify, and a redaction event records who, when, why and which seqs.
     /// Also erases every event whose answer depended on what is erased (a view that showed it, an
-    /// edit or rename of the file). The store must not be served meanwhile.
+    /// edit or rename of the file). The store must not be served meanwhile. Exit 0 when done
+    /// (or, with --dry-run, listed), 2 when refused: nothing matches, a text it could not erase,
+    /// a bad argument, the store in use; a refused redaction changes nothing.
     Redact {
         #[command(flatten)]
         db: Db,
@@ -1429,6 +1431,13 @@ fn run_redact(
     if dry_run {
         let store = Store::open_current_read_only(db)?;
         let plan = mnemo::cli_support::plan(&store, selection)?;
+        if plan.seqs.is_empty() {
+            writeln!(
+                out,
+                "nothing in the log matches what was chosen; a redaction would erase nothing"
+            )?;
+            return Ok(ExitCode::SUCCESS);
+        }
         writeln!(
             out,
             "would erase {} events: {}",
