@@ -276,6 +276,20 @@ fn a_redaction_by_seq_erases_what_showed_it_and_a_dry_run_changes_nothing() {
         sums,
         "a dry run writes nothing"
     );
+    let none = run_ok(
+        &[
+            "redact",
+            "--db",
+            &db,
+            "--reason",
+            "r",
+            "--text",
+            "NOWHERE",
+            "--dry-run",
+        ],
+        "",
+    );
+    assert!(none.starts_with("nothing in the log matches"), "{none}");
     run_ok(&["redact", "--db", &db, "--reason", "r", "--seq", "1"], "");
     verify_names_redaction(&db);
     // An admin event is the policy's history: never erased.
