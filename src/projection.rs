@@ -1055,22 +1055,18 @@ impl<K: KvWrite> Projection<K> {
             // Erased by a redaction: it changes nothing and its answer is not re-derived (the
             // verifier counts it as redacted). Its tool_use id keeps a record that says so, so
             // a retry of the erased call (an SDK's, after a timeout) is not run again.
+            let nothing = Answer {
+                text: String::new(),
+                is_error: false,
+                change: None,
+            };
             if let Some(id) = tool_use_id {
                 let recorded = self.recorded(agent, id)?;
-                let nothing = Answer {
-                    text: String::new(),
-                    is_error: false,
-                    change: None,
-                };
                 self.keep_record(agent, id, seq, ERASED_INPUT, &nothing, recorded.as_ref())?;
             }
             self.set_applied(seq);
             return Ok(Traced {
-                answer: Answer {
-                    text: String::new(),
-                    is_error: false,
-                    change: None,
-                },
+                answer: nothing,
                 retry: None,
             });
         }

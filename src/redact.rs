@@ -31,7 +31,6 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::error::{Error, Result};
 use crate::event::{Body, Event, Frame, Header, Outcome, Salt, Seq};
@@ -155,10 +154,19 @@ pub fn plan(store: &Store, selection: &Selection) -> Result<Plan> {
     }
     let texts: Vec<&[u8]> = selection.texts.iter().map(|t| t.as_bytes()).collect();
     // Events by path and by input; answers that held a text need a replay of the whole log.
-    let mut replay = Replay::in_memory();
+    let mut replay = (!texts.is_empty()).then(Replay::in_memory);
     for event in events(store) {
         let event = event?;
-        let traced = replay.apply(&event)?;
+        let answer = match replay.as_mut() {
+            Some(replay) => replay.apply(&event)?.answer.text,
+            None => String::new(),
+        };
+        // Only a text is looked for in the payload.
+        let payload = if texts.is_empty() {
+            Vec::new()
+        } else {
+            event.payload_bytes()
+        };
         // What is never erased must not hold a text to erase: the redaction would leave it.
         let header = [
             Some(event.header.agent.as_str()),
@@ -166,7 +174,7 @@ pub fn plan(store: &Store, selection: &Selection) -> Result<Plan> {
         ];
         if let Some(text) = selection.texts.iter().find(|t| {
             header.iter().flatten().any(|h| h.contains(t.as_str()))
-                || (is_admin(&event) && contains(&event.payload_bytes(), t.as_bytes()))
+                || (is_admin(&event) && contains(&payload, t.as_bytes()))
         }) {
             return Err(Error::InvalidArgument(format!(
                 "event {} holds {} where a redaction keeps it (an agent name, a tool_use id, or an admin event: a grant, a token or a redaction), so it cannot be erased; nothing was changed",
@@ -180,31 +188,29 @@ pub fn plan(store: &Store, selection: &Selection) -> Result<Plan> {
             }
             continue;
         }
-        let payload = event.payload_bytes();
-        let paths = named(&event);
-        if paths
+        if named(&event)
             .iter()
             .any(|p| prefixes.iter().any(|prefix| under(p, prefix)))
             || texts
                 .iter()
-                .any(|t| contains(&payload, t) || contains(traced.answer.text.as_bytes(), t))
+                .any(|t| contains(&payload, t) || contains(answer.as_bytes(), t))
         {
             chosen.insert(event.seq);
         }
     }
     for _ in 0..MAX_ROUNDS {
-        let (erased, left) = close(store, &chosen, &texts)?;
+        let (plan, left) = close(store, &chosen, &texts)?;
         let found: Vec<String> = left
             .iter()
             .filter(|(_, content)| texts.iter().any(|t| contains(content.as_bytes(), t)))
             .map(|(path, _)| path.clone())
             .collect();
         if found.is_empty() {
-            return describe_plan(store, &erased);
+            return Ok(plan);
         }
         // A file left holds the text: erase every event that named it.
-        let before = erased.len();
-        chosen = erased;
+        let before = plan.seqs.len();
+        chosen = plan.seqs.into_iter().collect();
         for event in events(store) {
             let event = event?;
             if named(&event).iter().any(|p| found.contains(p)) {
@@ -260,26 +266,36 @@ fn makes_text(tree: &Projection<UndoKv>, event: &Event, texts: &[&[u8]]) -> Resu
 
 /// `chosen` closed over what depends on it: replays the log skipping the chosen events, and
 /// erases every other event whose answer then differs from its recorded one, or that leaves one
-/// of `texts` in a file it touched (skipping it in turn). Returns the erased seqs and the files
-/// left (path, content).
-fn close(
-    store: &Store,
-    chosen: &BTreeSet<Seq>,
-    texts: &[&[u8]],
-) -> Result<(BTreeSet<Seq>, Vec<FileLeft>)> {
+/// of `texts` in a file it touched (skipping it in turn). Events an earlier redaction erased are
+/// not erased again. Returns the plan and the files left (path, content).
+fn close(store: &Store, chosen: &BTreeSet<Seq>, texts: &[&[u8]]) -> Result<(Plan, Vec<FileLeft>)> {
     let mut erased = chosen.clone();
+    let mut paths: Vec<String> = Vec::new();
+    let mut erase = |event: &Event, erased: &mut BTreeSet<Seq>| {
+        erased.insert(event.seq);
+        for path in named(event) {
+            if !paths.contains(&path) {
+                paths.push(path);
+            }
+        }
+    };
     let mut replay = Replay::resume(Projection::new(UndoKv::default()))?;
     for event in events(store) {
         let event = event?;
+        if let Body::Erased(_) = event.body {
+            erased.remove(&event.seq);
+            replay.apply(&event)?;
+            continue;
+        }
         if erased.contains(&event.seq) {
+            erase(&event, &mut erased);
             replay.apply(&event.erased())?;
             continue;
         }
         replay.tree_mut().kv_mut().begin();
         let traced = replay.apply(&event)?;
-        let same = matches!(event.body, Body::Erased(_))
-            || event.outcome_of(traced.answer.is_error, &traced.answer.text)
-                == event.header.outcome;
+        let same =
+            event.outcome_of(traced.answer.is_error, &traced.answer.text) == event.header.outcome;
         if !same || (!is_admin(&event) && makes_text(replay.tree(), &event, texts)?) {
             if is_admin(&event) {
                 return Err(Error::InvalidArgument(format!(
@@ -288,7 +304,7 @@ fn close(
                 )));
             }
             replay.tree_mut().kv_mut().rollback();
-            erased.insert(event.seq);
+            erase(&event, &mut erased);
             replay.apply(&event.erased())?;
         }
     }
@@ -299,43 +315,34 @@ fn close(
         .into_iter()
         .map(|r| (r.path, r.content))
         .collect();
-    // Events erased before, by an earlier redaction, are not erased again.
-    let mut out = BTreeSet::new();
-    for event in events(store) {
-        let event = event?;
-        if erased.contains(&event.seq) && !matches!(event.body, Body::Erased(_)) {
-            out.insert(event.seq);
-        }
-    }
-    Ok((out, left))
-}
-
-fn describe_plan(store: &Store, erased: &BTreeSet<Seq>) -> Result<Plan> {
-    let mut paths = Vec::new();
-    for event in events(store) {
-        let event = event?;
-        if erased.contains(&event.seq) {
-            for path in named(&event) {
-                if !paths.contains(&path) {
-                    paths.push(path);
-                }
-            }
-        }
-    }
-    Ok(Plan {
-        seqs: erased.iter().copied().collect(),
+    let plan = Plan {
+        seqs: erased.into_iter().collect(),
         paths,
-    })
+    };
+    Ok((plan, left))
 }
 
-/// The directory beside `store` a redaction writes the new store into.
-fn sibling(store: &Path, tag: &str) -> Result<PathBuf> {
+/// The directory holding `path` (`.` for a bare name).
+fn parent_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+/// The start of the names of the directories a redaction of `store` writes beside it:
+/// `.NAME.redact-`.
+fn copy_prefix(store: &Path) -> Result<String> {
     let name = store
         .file_name()
         .and_then(|n| n.to_str())
         .ok_or_else(|| Error::InvalidArgument(format!("{} has no name", store.display())))?;
-    let parent = store.parent().unwrap_or_else(|| Path::new("."));
-    Ok(parent.join(format!(".{name}.redact-{tag}")))
+    Ok(format!(".{name}.redact-"))
+}
+
+/// The directory beside `store` a redaction writes the new store into.
+fn sibling(store: &Path, tag: &str) -> Result<PathBuf> {
+    Ok(parent_of(store).join(copy_prefix(store)? + tag))
 }
 
 /// Whether `rest` (what follows `.NAME.redact-` in a name) is a tag this module makes: 16
@@ -358,21 +365,10 @@ fn is_tag(rest: &str, creating: bool) -> bool {
 /// are (`.NAME.redact-` and 16 hex digits), never a link, never any other name, and not the
 /// copy of tag `ours`.
 fn remove_leftovers(store: &Path, ours: &str) -> Result<()> {
-    let prefix = sibling(store, "")?;
-    let Some(prefix) = prefix
-        .file_name()
-        .and_then(|n| n.to_str())
-        .map(str::to_string)
-    else {
-        return Ok(());
-    };
-    let parent = store.parent().unwrap_or_else(|| Path::new("."));
-    let parent = if parent.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        parent
-    };
-    for entry in std::fs::read_dir(parent).map_err(|e| Error::io("the store's directory", e))? {
+    let prefix = copy_prefix(store)?;
+    for entry in
+        std::fs::read_dir(parent_of(store)).map_err(|e| Error::io("the store's directory", e))?
+    {
         let entry = entry.map_err(|e| Error::io("the store's directory", e))?;
         let name = entry.file_name();
         // The copy, and the directory a killed creation of the copy left (`.COPY.creating-*`).
@@ -392,12 +388,6 @@ fn remove_leftovers(store: &Path, ours: &str) -> Result<()> {
         }
     }
     Ok(())
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// Erases from the store at `path` what `selection` chooses ([`plan`]), recorded as a redaction
@@ -524,7 +514,7 @@ fn write_redacted(
         seq,
         prev_hash: head.hash,
         header: Header {
-            time_ms: now_ms(),
+            time_ms: crate::time::now_ms(),
             agent: operator.to_string(),
             tool_use_id: None,
             outcome: Outcome::under(Some(&salt), answer.is_error, &answer.text),
@@ -584,11 +574,7 @@ fn exchange(a: &Path, b: &Path) -> Result<()> {
 }
 
 fn sync_parent(path: &Path) -> Result<()> {
-    let parent = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    std::fs::File::open(parent)
+    std::fs::File::open(parent_of(path))
         .and_then(|dir| dir.sync_all())
         .map_err(|e| Error::io("the store's directory, after the redaction", e))
 }

@@ -1,4 +1,13 @@
-//! Times as the log, the CLI and the API show them.
+//! Times as the log, the CLI and the API show them, and the clock events are stamped with.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Milliseconds since the Unix epoch now: an event's `time_ms` (0 for a clock before 1970).
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
 
 /// `YYYY-MM-DDTHH:MM:SS.mmmZ` from Unix milliseconds (proleptic Gregorian, UTC): how `mnemo log`
 /// shows an event's time.

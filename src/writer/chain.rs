@@ -3,7 +3,7 @@
 //! that stops every later call after a storage failure.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use super::{Call, Poison, Receipt};
 use crate::error::{Error, Result};
@@ -53,12 +53,6 @@ pub(super) struct Chain {
     pub(super) writing: Option<Arc<Pending>>,
     /// When the last call was answered.
     pub(super) called_at: Instant,
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 impl Chain {
@@ -152,7 +146,7 @@ impl Chain {
             seq,
             prev_hash: self.head.hash,
             header: Header {
-                time_ms: now_ms(),
+                time_ms: crate::time::now_ms(),
                 agent,
                 tool_use_id,
                 // A placeholder of the same size: the outcome is fixed-width.
