@@ -92,17 +92,24 @@ impl Live {
     }
 }
 
-/// The files that ever lived at `path`, each with its events (following it through renames
-/// before and after it lived there), in the order they were created, then the events that named
-/// `path` while no file was there.
-pub fn trails(store: &Store, path: &MemPath) -> Result<Vec<Trail>> {
-    let mut live = Live::default();
-    // Per file, the events that touched it; and the events that named `path` alone.
-    let mut touched: BTreeMap<u64, Vec<Event>> = BTreeMap::new();
-    let mut alone = Vec::new();
-    Replay::in_memory().run(store, Seq(u64::MAX), |_, event, traced| {
+/// Files followed by identity through a replay: feed it each event and the change its answer
+/// made ([`Files::observe`]); it says which files (by ordinal) the event touched and keeps every
+/// path each file has had.
+#[derive(Default)]
+pub(crate) struct Files {
+    live: Live,
+}
+
+impl Files {
+    /// Follows the files through `event`, whose replayed answer made `change`; returns the
+    /// canonical paths the event named and the files it touched.
+    pub(crate) fn observe(
+        &mut self,
+        event: &Event,
+        change: Option<&Change>,
+    ) -> (Vec<MemPath>, Vec<u64>) {
         let Some(call) = Called::of(event) else {
-            return Ok::<(), Error>(());
+            return (Vec::new(), Vec::new());
         };
         let root = MemPath::root(call.root).ok();
         let named: Vec<MemPath> = call
@@ -110,18 +117,37 @@ pub fn trails(store: &Store, path: &MemPath) -> Result<Vec<Trail>> {
             .iter()
             .filter_map(|raw| MemPath::resolve(raw, root.as_ref()?).ok())
             .collect();
-        let ids = live.follow(traced.answer.change.as_ref(), &named);
+        let ids = self.live.follow(change, &named);
+        (named, ids)
+    }
+
+    /// Every path each file has had, by ordinal.
+    pub(crate) fn paths(&self) -> &BTreeMap<u64, Vec<String>> {
+        &self.live.paths
+    }
+}
+
+/// The files that ever lived at `path`, each with its events (following it through renames
+/// before and after it lived there), in the order they were created, then the events that named
+/// `path` while no file was there.
+pub fn trails(store: &Store, path: &MemPath) -> Result<Vec<Trail>> {
+    let mut files = Files::default();
+    // Per file, the events that touched it; and the events that named `path` alone.
+    let mut touched: BTreeMap<u64, Vec<Event>> = BTreeMap::new();
+    let mut alone = Vec::new();
+    Replay::in_memory().run(store, Seq(u64::MAX), |_, event, traced| {
+        let (named, ids) = files.observe(event, traced.answer.change.as_ref());
         if ids.is_empty() && named.iter().any(|p| p == path) {
             alone.push(event.clone());
         }
         for id in ids {
             touched.entry(id).or_default().push(event.clone());
         }
-        Ok(())
+        Ok::<(), Error>(())
     })?;
     let shown = path.to_string();
-    let mut out: Vec<Trail> = live
-        .paths
+    let mut out: Vec<Trail> = files
+        .paths()
         .iter()
         .filter(|(_, paths)| paths.contains(&shown))
         .map(|(id, paths)| Trail {

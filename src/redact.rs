@@ -29,13 +29,14 @@
 //! `.NAME.redact-*` beside it, which the next redaction removes, with the directory a killed
 //! creation of that copy leaves); after it, the redacted store.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::event::{Body, Event, Frame, Header, Outcome, Salt, Seq};
 use crate::history::describe;
 use crate::kv::UndoKv;
+use crate::lineage::Files;
 use crate::log::{Durability, Head, Store};
 use crate::paths::MemPath;
 use crate::policy::AdminCommand;
@@ -153,12 +154,21 @@ pub fn plan(store: &Store, selection: &Selection) -> Result<Plan> {
         ));
     }
     let texts: Vec<&[u8]> = selection.texts.iter().map(|t| t.as_bytes()).collect();
-    // Events by path and by input; answers that held a text need a replay of the whole log.
-    let mut replay = (!texts.is_empty()).then(Replay::in_memory);
+    // Events by path and by input; answers that held a text, and the files that lived under a
+    // path (followed by identity through renames), need a replay of the whole log.
+    let mut replay = (!texts.is_empty() || !prefixes.is_empty()).then(Replay::in_memory);
+    let mut files = Files::default();
+    let mut touched: BTreeMap<u64, Vec<Seq>> = BTreeMap::new();
     for event in events(store) {
         let event = event?;
         let answer = match replay.as_mut() {
-            Some(replay) => replay.apply(&event)?.answer.text,
+            Some(replay) => {
+                let traced = replay.apply(&event)?;
+                for id in files.observe(&event, traced.answer.change.as_ref()).1 {
+                    touched.entry(id).or_default().push(event.seq);
+                }
+                traced.answer.text
+            }
             None => String::new(),
         };
         // Only a text is looked for in the payload.
@@ -196,6 +206,15 @@ pub fn plan(store: &Store, selection: &Selection) -> Result<Plan> {
                 .any(|t| contains(&payload, t) || contains(answer.as_bytes(), t))
         {
             chosen.insert(event.seq);
+        }
+    }
+    // A file that ever lived under a path chosen: its whole history, under every name it had.
+    for (id, paths) in files.paths() {
+        if paths
+            .iter()
+            .any(|p| prefixes.iter().any(|prefix| under(p, prefix)))
+        {
+            chosen.extend(touched.remove(id).unwrap_or_default());
         }
     }
     for _ in 0..MAX_ROUNDS {

@@ -249,6 +249,44 @@ fn a_redaction_by_path_follows_the_file_through_its_rename() {
     assert!(!holding(&t.path(), b"pin ").iter().any(|_| true));
 }
 
+/// The other direction: the path a file was renamed to names its whole history, so the
+/// content is erased under the name it had first too, not left there in the tree.
+#[test]
+fn a_redaction_by_the_path_a_file_was_renamed_to_erases_it_under_its_first_name() {
+    let t = TempStore::new();
+    let db = db(&t);
+    let lines = [
+        block(
+            "r1",
+            json!({"command": "create", "path": "/memories/draft.md", "file_text": format!("{MARKER}\n")}),
+        ),
+        block(
+            "r2",
+            json!({"command": "rename", "old_path": "/memories/draft.md", "new_path": "/memories/final/f.md"}),
+        ),
+        block(
+            "r3",
+            json!({"command": "create", "path": "/memories/other.md", "file_text": "other\n"}),
+        ),
+        block(
+            "r4",
+            json!({"command": "view", "path": "/memories/final/f.md"}),
+        ),
+    ];
+    run_ok(&["tool", "--db", &db], &(lines.join("\n") + "\n"));
+    let said = run_ok(
+        &["redact", "--db", &db, "--reason", "r", "--path", "/memories/final"],
+        "",
+    );
+    assert!(said.starts_with("redacted 3 events (1, 2, 4)"), "{said}");
+    verify_names_redaction(&db);
+    assert_eq!(
+        run_ok(&["ls", "/", "--db", &db], "").trim_end(),
+        "     6B  /memories/other.md"
+    );
+    assert!(holding(&t.path(), MARKER.as_bytes()).is_empty());
+}
+
 #[test]
 fn a_redaction_by_seq_erases_what_showed_it_and_a_dry_run_changes_nothing() {
     let t = TempStore::new();
