@@ -444,7 +444,13 @@ pub fn redact(
     let head = source.log_end()?;
     let tag = crate::token::random_hex(8).map_err(|e| Error::io("the OS random source", e))?;
     let new = sibling(path, &tag)?;
-    let written = write_redacted(&source, &new, &plan, head, operator, reason).and_then(|seq| {
+    let written = private_like(path, &new)
+        .and_then(|()| write_redacted(&source, &new, &plan, head, operator, reason))
+        .and_then(|seq| {
+            same_access(path, &new)?;
+            Ok(seq)
+        })
+        .and_then(|seq| {
         // Last, the bytes: a text that is still anywhere in the copy (in sled's own names, say)
         // would be left by this redaction, which then does not happen.
         for text in &selection.texts {
@@ -555,6 +561,66 @@ fn write_redacted(
         )));
     }
     Ok(seq)
+}
+
+/// Makes the directory `new` with the permissions and owner of the store at `store`, before
+/// anything is written in it: a store only its owner may read gives no one else a moment's look
+/// at its copy. (An empty directory's permissions are what [`Store::open`] gives a new store.)
+fn private_like(store: &Path, new: &Path) -> Result<()> {
+    let meta = std::fs::metadata(store).map_err(|e| Error::io(store, e))?;
+    std::fs::create_dir(new).map_err(|e| Error::io(new, e))?;
+    std::fs::set_permissions(new, meta.permissions()).map_err(|e| Error::io(new, e))?;
+    owned_like(new, &meta)
+}
+
+/// Gives `path` the owner and group `like` has, when they are not this process's (the
+/// superuser redacting another user's store); an unprivileged owner's own files need nothing.
+fn owned_like(path: &Path, like: &std::fs::Metadata) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let here = std::fs::symlink_metadata(path).map_err(|e| Error::io(path, e))?;
+    if (here.uid(), here.gid()) != (like.uid(), like.gid()) {
+        std::os::unix::fs::lchown(path, Some(like.uid()), Some(like.gid()))
+            .map_err(|e| Error::io(path, e))?;
+    }
+    Ok(())
+}
+
+/// Gives every file and directory of the redacted copy `new` the permissions and owner of its
+/// namesake in the store at `store` (a file sled names anew takes those of the store's `db`, a
+/// directory those of the store's directory), and makes them durable: sled creates its files
+/// as the umask says, and a store kept `0600` must not come back readable by all.
+fn same_access(store: &Path, new: &Path) -> Result<()> {
+    let db = std::fs::metadata(store.join("db")).map_err(|e| Error::io(store, e))?;
+    let top = std::fs::metadata(store).map_err(|e| Error::io(store, e))?;
+    std::fs::set_permissions(new, top.permissions()).map_err(|e| Error::io(new, e))?;
+    owned_like(new, &top)?;
+    let mut todo = vec![std::path::PathBuf::new()];
+    while let Some(rel) = todo.pop() {
+        for entry in std::fs::read_dir(new.join(&rel)).map_err(|e| Error::io(new, e))? {
+            let entry = entry.map_err(|e| Error::io(new, e))?;
+            let kind = entry.file_type().map_err(|e| Error::io(new, e))?;
+            let rel = rel.join(entry.file_name());
+            let like = match std::fs::symlink_metadata(store.join(&rel)) {
+                Ok(old) if old.file_type() == kind => old,
+                _ if kind.is_dir() => top.clone(),
+                _ => db.clone(),
+            };
+            if kind.is_dir() {
+                todo.push(rel.clone());
+            } else if !kind.is_file() {
+                continue;
+            }
+            let path = entry.path();
+            std::fs::set_permissions(&path, like.permissions()).map_err(|e| Error::io(&path, e))?;
+            owned_like(&path, &like)?;
+            std::fs::File::open(&path)
+                .and_then(|f| f.sync_all())
+                .map_err(|e| Error::io(&path, e))?;
+        }
+    }
+    std::fs::File::open(new)
+        .and_then(|f| f.sync_all())
+        .map_err(|e| Error::io(new, e))
 }
 
 /// The first file under `dir` (links not followed) whose bytes hold `needle`, by name.

@@ -275,7 +275,15 @@ fn a_redaction_by_the_path_a_file_was_renamed_to_erases_it_under_its_first_name(
     ];
     run_ok(&["tool", "--db", &db], &(lines.join("\n") + "\n"));
     let said = run_ok(
-        &["redact", "--db", &db, "--reason", "r", "--path", "/memories/final"],
+        &[
+            "redact",
+            "--db",
+            &db,
+            "--reason",
+            "r",
+            "--path",
+            "/memories/final",
+        ],
         "",
     );
     assert!(said.starts_with("redacted 3 events (1, 2, 4)"), "{said}");
@@ -285,6 +293,68 @@ fn a_redaction_by_the_path_a_file_was_renamed_to_erases_it_under_its_first_name(
         "     6B  /memories/other.md"
     );
     assert!(holding(&t.path(), MARKER.as_bytes()).is_empty());
+}
+
+/// A store only its owner may read stays so: the redacted store takes the directory's and the
+/// files' permissions, and (run as root on another user's store) their owner.
+#[test]
+fn a_redaction_keeps_the_stores_permissions_and_owner() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let t = TempStore::new();
+    let db = db(&t);
+    run_ok(&["tool", "--db", &db], &session());
+    let set = |path: &Path, mode: u32| {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod")
+    };
+    let root = std::fs::metadata("/proc/self").expect("proc").uid() == 0;
+    for entry in std::fs::read_dir(t.path()).expect("dir") {
+        let path = entry.expect("entry").path();
+        set(&path, if path.is_dir() { 0o700 } else { 0o600 });
+        if root {
+            std::os::unix::fs::chown(&path, Some(65534), Some(65534)).expect("chown");
+        }
+    }
+    set(&t.path(), 0o700);
+    if root {
+        std::os::unix::fs::chown(t.path(), Some(65534), Some(65534)).expect("chown");
+    }
+    run_ok(
+        &[
+            "redact",
+            "--db",
+            &db,
+            "--reason",
+            "r",
+            "--path",
+            "/memories/keep.md",
+        ],
+        "",
+    );
+    let mut seen = 0;
+    let mut todo = vec![t.path().to_path_buf()];
+    while let Some(path) = todo.pop() {
+        let meta = std::fs::metadata(&path).expect("meta");
+        let want = if meta.is_dir() { 0o700 } else { 0o600 };
+        assert_eq!(meta.mode() & 0o777, want, "{}", path.display());
+        if root {
+            assert_eq!(
+                (meta.uid(), meta.gid()),
+                (65534, 65534),
+                "{}",
+                path.display()
+            );
+        }
+        if meta.is_dir() {
+            todo.extend(
+                std::fs::read_dir(&path)
+                    .expect("dir")
+                    .map(|e| e.expect("e").path()),
+            );
+        }
+        seen += 1;
+    }
+    assert!(seen >= 4, "the store's files were looked at");
+    verify_names_redaction(&db);
 }
 
 #[test]
