@@ -22,7 +22,7 @@
 //! [`MnemoClient::connect`] give the bare HTTP client ([`crate::RemoteClient`]).
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, LazyLock, PoisonError, RwLock, RwLockReadGuard};
 
 use serde_json::Value;
 
@@ -46,45 +46,109 @@ use crate::writer::{Call, Receipt, Writer};
 static OPEN: LazyLock<Registry<Inner>> = LazyLock::new(Registry::new);
 
 struct Inner {
-    store: Option<Store>,
+    /// The store directory, as it was opened.
+    path: PathBuf,
     durability: Durability,
-    writer: Option<Writer>,
+    /// The store and its writer. Every call holds this shared while it runs; a redaction holds
+    /// it alone, closes them, rewrites the store and opens it again ([`MnemoClient::closed_for`]).
+    state: RwLock<State>,
+}
+
+/// A store open in this process, or why it is not.
+enum State {
+    Open {
+        store: Store,
+        writer: Writer,
+    },
+    /// Opening the store again after a redaction failed, for this reason; or it is being dropped.
+    Closed(String),
+}
+
+/// The open store, held shared for as long as a call uses it.
+struct Held<'a>(RwLockReadGuard<'a, State>);
+
+impl Held<'_> {
+    fn store(&self) -> &Store {
+        match &*self.0 {
+            State::Open { store, .. } => store,
+            State::Closed(_) => unreachable!("a Held is made only of an open store"),
+        }
+    }
+
+    fn writer(&self) -> &Writer {
+        match &*self.0 {
+            State::Open { writer, .. } => writer,
+            State::Closed(_) => unreachable!("a Held is made only of an open store"),
+        }
+    }
+}
+
+/// The store under a client, held open (see [`MnemoClient::local_store`]).
+pub(crate) struct StoreRef<'a>(Held<'a>);
+
+impl std::ops::Deref for StoreRef<'_> {
+    type Target = Store;
+
+    fn deref(&self) -> &Store {
+        self.0.store()
+    }
 }
 
 impl Inner {
-    fn store(&self) -> &Store {
-        // NOTE: `store` is `None` only inside `drop`.
-        self.store
-            .as_ref()
-            .expect("the store is open while a client exists")
-    }
-
-    fn writer(&self) -> Result<&Writer> {
-        self.writer.as_ref().ok_or(Error::WriterGone)
+    /// The open store, held shared until the result is dropped. Never taken twice by one thread
+    /// (a redaction waiting for the lock would then block the second take, and with it the first).
+    fn held(&self) -> Result<Held<'_>> {
+        let state = self.state.read().unwrap_or_else(PoisonError::into_inner);
+        match &*state {
+            State::Open { .. } => Ok(Held(state)),
+            State::Closed(why) => Err(Error::WriterStopped {
+                path: self.path.clone(),
+                cause: why.clone(),
+            }),
+        }
     }
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        // Every call has written its event before it returned, so nothing is pending here.
-        // sled's own threads may hold the lock a moment after the close; `Store::open` waits.
-        self.writer.take();
-        // Closing sled flushes it, and after a failed write (a full disk) that flush can wait for
-        // ever on a write that will never complete. Close on another thread and stop waiting
-        // after a while: the process can still exit, and the next open recovers.
-        if let Some(store) = self.store.take() {
-            let (done, closed) = crossbeam_channel::bounded::<()>(1);
-            let closer = std::thread::Builder::new()
-                .name("mnemo-close".into())
-                .spawn(move || {
-                    drop(store);
-                    let _ = done.send(());
-                });
-            if closer.is_ok() {
-                let _ = closed.recv_timeout(CLOSE_WAIT);
-            }
-        }
+        let state = self.state.get_mut().unwrap_or_else(PoisonError::into_inner);
+        let open = std::mem::replace(state, State::Closed("the store was closed".into()));
+        close(open);
     }
+}
+
+/// Closes an open store: its writer first (which writes what it holds), then sled.
+fn close(state: State) {
+    let State::Open { store, writer } = state else {
+        return;
+    };
+    // Every call has written its event before it returned, so nothing is pending here.
+    // sled's own threads may hold the lock a moment after the close; `Store::open` waits.
+    drop(writer);
+    // Closing sled flushes it, and after a failed write (a full disk) that flush can wait for
+    // ever on a write that will never complete. Close on another thread and stop waiting
+    // after a while: the process can still exit, and the next open recovers.
+    let (done, closed) = crossbeam_channel::bounded::<()>(1);
+    let closer = std::thread::Builder::new()
+        .name("mnemo-close".into())
+        .spawn(move || {
+            drop(store);
+            let _ = done.send(());
+        });
+    if closer.is_ok() {
+        let _ = closed.recv_timeout(CLOSE_WAIT);
+    }
+}
+
+/// Opens the store at `path` with a writer, finishing any index update a crash interrupted.
+fn open_state(path: &Path, durability: Durability) -> Result<State> {
+    let store = Store::open(path)?;
+    if let Some(why) = store.rolled_back()? {
+        return Err(Error::corrupt(why));
+    }
+    store.catch_up()?;
+    let writer = Writer::new(store.clone(), durability)?;
+    Ok(State::Open { store, writer })
 }
 
 fn check_agent(agent: &str) -> Result<()> {
@@ -182,16 +246,14 @@ impl ClientBuilder {
     }
 
     fn open_store(&self) -> Result<Inner> {
-        let store = Store::open(&self.path)?;
-        if let Some(why) = store.rolled_back()? {
-            return Err(Error::corrupt(why));
-        }
-        store.catch_up()?;
-        let writer = Writer::new(store.clone(), self.durability)?;
+        let state = open_state(&self.path, self.durability)?;
+        let State::Open { store, .. } = &state else {
+            unreachable!("open_state returns an open store");
+        };
         Ok(Inner {
-            store: Some(store),
+            path: store.path().to_path_buf(),
             durability: self.durability,
-            writer: Some(writer),
+            state: RwLock::new(state),
         })
     }
 }
@@ -291,7 +353,7 @@ impl MnemoClient {
     /// The store directory.
     pub fn path(&self) -> &Path {
         match &self.backend {
-            Backend::Local(inner) => inner.store().path(),
+            Backend::Local(inner) => &inner.path,
             #[cfg(feature = "client")]
             Backend::Served(served) => &served.path,
         }
@@ -338,8 +400,39 @@ impl MnemoClient {
 
     /// The underlying store (reads only; every write goes through the writer). A served store
     /// is not open in this process: [`Error::NotLocal`].
-    pub(crate) fn local_store(&self) -> Result<&Store> {
-        Ok(self.local("MnemoClient::store")?.store())
+    pub(crate) fn local_store(&self) -> Result<StoreRef<'_>> {
+        Ok(StoreRef(self.local("MnemoClient::store")?.held()?))
+    }
+
+    /// Closes the store open in this process (once the calls running have answered, holding
+    /// off new ones), runs `closed` on its directory, and opens it again, for a redaction, which
+    /// rewrites the store's files. Returns what `closed` returned; if the store cannot be opened
+    /// again, every later call is an [`Error::WriterStopped`] that says why. A served store:
+    /// [`Error::NotLocal`].
+    pub(crate) fn closed_for<T>(&self, closed: impl FnOnce(&Path) -> Result<T>) -> Result<T> {
+        let inner = self.local("a redaction")?;
+        let mut state = inner.state.write().unwrap_or_else(PoisonError::into_inner);
+        if let State::Closed(why) = &*state {
+            return Err(Error::WriterStopped {
+                path: inner.path.clone(),
+                cause: why.clone(),
+            });
+        }
+        close(std::mem::replace(
+            &mut *state,
+            State::Closed("the store is being redacted".into()),
+        ));
+        let done = closed(&inner.path);
+        match open_state(&inner.path, inner.durability) {
+            Ok(open) => *state = open,
+            Err(e) => {
+                *state = State::Closed(format!(
+                    "it could not be opened again after a redaction: {e}"
+                ));
+                return Err(e);
+            }
+        }
+        done
     }
 
     /// Records one call and returns its answer. This is what the tool server calls; use it
@@ -351,11 +444,14 @@ impl MnemoClient {
         if let Backend::Served(served) = &self.backend {
             return served.admin(&served.remote.with_agent(self.agent.to_string()), &body);
         }
-        self.local("MnemoClient::call")?.writer()?.call(Call {
-            agent: self.agent.to_string(),
-            tool_use_id,
-            body,
-        })
+        self.local("MnemoClient::call")?
+            .held()?
+            .writer()
+            .call(Call {
+                agent: self.agent.to_string(),
+                tool_use_id,
+                body,
+            })
     }
 
     /// Verifies the whole store, pausing writes while it runs.
@@ -406,14 +502,13 @@ impl MnemoClient {
     /// call answered so far in the stored index ([`Store::index`]) and none half-applied: for
     /// reads the methods here do not cover, such as a server's listing of the whole tree. A
     /// served store is not open in this process: [`Error::NotLocal`].
-    #[cfg(any(feature = "serve", feature = "testing"))]
     pub(crate) fn read_local<T>(&self, read: impl FnOnce(&Store) -> Result<T>) -> Result<T> {
         self.read("MnemoClient::read_store", read)
     }
 
     /// Runs `read` under the writer lock, so it sees no call half-applied.
     fn read<T>(&self, what: &str, read: impl FnOnce(&Store) -> Result<T>) -> Result<T> {
-        self.local(what)?.writer()?.read(read)
+        self.local(what)?.held()?.writer().read(read)
     }
 
     /// Memory files carrying `tag` that this client's agent may read: `memorytool` lists every
@@ -491,7 +586,8 @@ impl MnemoClient {
     /// store: [`Error::NotLocal`] (`mnemo token list` asks the server).
     pub fn token(&self, id: &str) -> Result<Option<TokenRecord>> {
         self.local("MnemoClient::token")?
-            .writer()?
+            .held()?
+            .writer()
             .peek(|index| index.token(id))
     }
 
@@ -521,8 +617,8 @@ impl MnemoClient {
 impl MnemoClient {
     /// [`local_store`](Self::local_store), for tests.
     #[doc(hidden)]
-    pub fn store(&self) -> Result<&Store> {
-        self.local_store()
+    pub fn store(&self) -> Result<Store> {
+        Ok(self.local_store()?.clone())
     }
 
     /// [`read_local`](Self::read_local), for tests.

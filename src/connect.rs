@@ -99,6 +99,8 @@ pub enum Change {
     IssueToken { agent: String, label: String },
     /// `mnemo token revoke`.
     RevokeToken { id: String },
+    /// `mnemo redact`: the body of `POST /v1/redact`, printed as the route's `result`.
+    Redact(serde_json::Value),
 }
 
 #[cfg(feature = "serve")]
@@ -254,12 +256,20 @@ mod served {
                     route: &revoke_route,
                 }
             }
+            Change::Redact(body) => AdminRequest::Post {
+                route: "/v1/redact",
+                body,
+            },
         };
         let (status, body) = client.admin(request)?;
         let answer: Value = serde_json::from_slice(&body).map_err(|e| protocol(client, &e))?;
         let text = |key: &str| answer[key].as_str().map(str::to_string);
         let seq = answer["seq"].as_u64();
         match (status, text("result"), text("error"), seq) {
+            // A redaction's answer is what `mnemo redact` prints.
+            (200..=299, Some(result), _, _) if matches!(change, Change::Redact(_)) => {
+                Ok(print(result.as_bytes()))
+            }
             (200..=299, Some(result), _, Some(seq)) => {
                 let mut out = format!("{result} (seq {seq})\n");
                 if let Change::IssueToken { .. } = change {

@@ -32,8 +32,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::remote::{RemoteClient, RemoteError};
 
-/// The server file's name in the store directory.
-pub const SERVER_FILE: &str = "mnemo-server.json";
+pub use crate::disk::SERVER_FILE;
 
 /// How long [`ServerFile::is_live`] waits for the server to accept a connection.
 const CONNECT_WAIT: Duration = Duration::from_millis(500);

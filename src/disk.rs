@@ -609,6 +609,42 @@ fn check_blobs(dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The file a running `mnemo serve` keeps in the store directory (see `discovery`): the store's
+/// own, so a redaction carries it into the store it writes.
+pub const SERVER_FILE: &str = "mnemo-server.json";
+
+/// The longest server file carried: it holds a URL, an address, a pid and a token.
+const SERVER_FILE_MAX: u64 = 64 * 1024;
+
+/// Copies the server file of the store at `from` (if there is one, and it is a regular file)
+/// into the store being written at `to`, with its permissions, durably: a server that redacts
+/// the store it holds must stay findable in the rewritten one.
+pub(crate) fn carry_server_file(from: &Path, to: &Path) -> Result<()> {
+    use std::io::{Read, Write};
+    use std::os::unix::fs::OpenOptionsExt;
+    let source = from.join(SERVER_FILE);
+    let Some(file) = open_own(&source, OFlags::RDONLY)? else {
+        return Ok(());
+    };
+    let meta = file.metadata().map_err(|e| Error::io(&source, e))?;
+    let mut bytes = Vec::new();
+    file.take(SERVER_FILE_MAX)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io(&source, e))?;
+    let target = to.join(SERVER_FILE);
+    let mut out = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&target)
+        .map_err(|e| Error::io(&target, e))?;
+    out.write_all(&bytes)
+        .and_then(|()| out.set_permissions(meta.permissions()))
+        .and_then(|()| out.sync_all())
+        .and_then(|()| File::open(to)?.sync_all())
+        .map_err(|e| Error::io(&target, e))
+}
+
 /// `open(path, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)`: a link is not followed (`ELOOP`)
 /// and a pipe does not block the open.
 fn open_nofollow(path: &Path, flags: OFlags) -> std::result::Result<File, Errno> {

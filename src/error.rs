@@ -131,6 +131,17 @@ pub enum Error {
         cause: String,
     },
 
+    /// The store open in this process was closed for a redaction and could not be opened again.
+    #[error(
+        "the store at {path} is closed: {cause}; fix that and open the store again (restart the program or the server)"
+    )]
+    WriterStopped {
+        /// The store directory.
+        path: PathBuf,
+        /// Why it is closed.
+        cause: String,
+    },
+
     /// The store was closed (the last client was dropped or closed) while a call was made.
     #[error("the store's writer has stopped; reopen the store")]
     WriterGone,

@@ -54,6 +54,7 @@ pub use mcp::MnemoMcpServer;
 pub use paths::{MemPath, PathRejection};
 pub use policy::{ANY_AGENT, Access, AdminCommand, Grant, Policy};
 pub use projection::{MEMORY_TAG, MemoryRecord};
+pub use redact::{Plan, Redacted, Selection};
 #[cfg(feature = "client")]
 pub use remote::{AdminRequest, RemoteClient, RemoteError};
 #[cfg(feature = "serve")]

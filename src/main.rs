@@ -261,9 +261,10 @@ enum Cmd {
     /// Erase events' content from the store for real: their payloads go, the chain and the rest
     /// of history still verify, and a redaction event records who, when, why and which seqs.
     /// Also erases every event whose answer depended on what is erased (a view that showed it, an
-    /// edit or rename of the file). The store must not be served meanwhile. Exit 0 when done
-    /// (or, with --dry-run, listed), 2 when refused: nothing matches, a text it could not erase,
-    /// a bad argument, the store in use; a refused redaction changes nothing.
+    /// edit or rename of the file). A store a server holds is redacted by that server (its calls
+    /// wait meanwhile). Exit 0 when done (or, with --dry-run, listed), 2 when refused: nothing
+    /// matches, a text it could not erase, a bad argument, the store in use by another writer;
+    /// a refused redaction changes nothing.
     Redact {
         #[command(flatten)]
         db: Db,
@@ -285,6 +286,8 @@ enum Cmd {
         dry_run: bool,
         #[command(flatten)]
         operator: Operator,
+        #[command(flatten)]
+        remote: Remote,
     },
     /// What changed in the files between two events: a unified diff per file
     Diff {
@@ -537,13 +540,21 @@ fn main() -> ExitCode {
             texts,
             dry_run,
             operator,
+            remote,
         } => {
-            let selection = mnemo::cli_support::Selection {
+            let selection = mnemo::Selection {
                 seqs: seqs.into_iter().map(Seq).collect(),
                 paths,
                 texts,
             };
-            run_redact(&db.db, &reason, &selection, dry_run, &operator.name)
+            run_redact(
+                &db.db,
+                &reason,
+                &selection,
+                dry_run,
+                &operator.name,
+                &remote,
+            )
         }
         Cmd::Acl { command } => run_acl(command),
         Cmd::Token { command } => run_token(command),
@@ -1417,47 +1428,26 @@ fn history_local(db: &Path, file: &MemPath, as_json: bool) -> CliResult {
 fn run_redact(
     db: &Path,
     reason: &str,
-    selection: &mnemo::cli_support::Selection,
+    selection: &mnemo::Selection,
     dry_run: bool,
     operator: &str,
+    remote: &Remote,
 ) -> CliResult {
-    let list = |seqs: &[Seq]| {
-        seqs.iter()
-            .map(|s| s.0.to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let mut out = std::io::stdout().lock();
-    if dry_run {
-        let store = Store::open_current_read_only(db)?;
-        let plan = mnemo::cli_support::plan(&store, selection)?;
-        if plan.seqs.is_empty() {
-            writeln!(
-                out,
-                "nothing in the log matches what was chosen; a redaction would erase nothing"
-            )?;
-            return Ok(ExitCode::SUCCESS);
-        }
-        writeln!(
-            out,
-            "would erase {} events: {}",
-            plan.seqs.len(),
-            list(&plan.seqs)
-        )?;
-        for path in &plan.paths {
-            writeln!(out, "  {}", mnemo::cli_support::printable(path))?;
-        }
-        return Ok(ExitCode::SUCCESS);
-    }
-    let done = mnemo::cli_support::redact(db, operator, reason, selection)?;
-    writeln!(
-        out,
-        "redacted {} events ({}); event {} records it",
-        done.plan.seqs.len(),
-        list(&done.plan.seqs),
-        done.seq
-    )?;
-    Ok(ExitCode::SUCCESS)
+    let mut body = selection.to_json();
+    body["reason"] = reason.into();
+    body["dry_run"] = dry_run.into();
+    connect::change(db, remote, operator, &Change::Redact(body), || {
+        let text = if dry_run {
+            let store = Store::open_current_read_only(db)?;
+            mnemo::cli_support::plan(&store, selection)?.summary()
+        } else {
+            mnemo::cli_support::redact(db, operator, reason, selection)?.summary()
+        };
+        let mut out = std::io::stdout().lock();
+        out.write_all(text.as_bytes())?;
+        out.flush()?;
+        Ok(ExitCode::SUCCESS)
+    })
 }
 
 fn run_show(db: &Path, seq: u64, as_json: bool, remote: &Remote) -> CliResult {

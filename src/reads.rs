@@ -30,7 +30,7 @@ impl MnemoClient {
             None => {
                 self.settle_index()?;
                 let everything = MemPath::absolute("/").map_err(Error::InvalidArgument)?;
-                state_at(self.local_store()?, at)?.records_under(&everything)?
+                state_at(&*self.local_store()?, at)?.records_under(&everything)?
             }
         };
         records.retain(|r| readable(&policy, self.agent_id(), r));
@@ -51,7 +51,7 @@ impl MnemoClient {
         }
         self.settle_index()?;
         let mut events = Vec::new();
-        select_events(self.local_store()?, query, |event| {
+        select_events(&*self.local_store()?, query, |event| {
             events.push(event_json(event));
             Ok::<(), Error>(())
         })?;
@@ -67,7 +67,7 @@ impl MnemoClient {
         }
         self.settle_index()?;
         let mut events = Vec::new();
-        for trail in crate::lineage::trails(self.local_store()?, path)? {
+        for trail in crate::lineage::trails(&*self.local_store()?, path)? {
             for event in &trail.events {
                 events.push(crate::lineage::trail_json(&trail, event));
             }
@@ -82,7 +82,7 @@ impl MnemoClient {
             return Ok(remote.show(seq)?);
         }
         self.settle_index()?;
-        Ok(crate::inspect::show(self.local_store()?, seq)?.to_json())
+        Ok(crate::inspect::show(&*self.local_store()?, seq)?.to_json())
     }
 
     /// What changed in the files under `dir` from after event `from` to after event `to` (0:
@@ -93,7 +93,7 @@ impl MnemoClient {
             return Ok(remote.diff(from, to, dir)?);
         }
         self.settle_index()?;
-        let files = crate::inspect::diff(self.local_store()?, from, to, dir)?;
+        let files = crate::inspect::diff(&*self.local_store()?, from, to, dir)?;
         Ok(files
             .iter()
             .map(crate::inspect::FileDiff::to_json)

@@ -32,9 +32,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use crate::client::MnemoClient;
 use crate::error::{Error, Result};
 use crate::event::{Body, Event, Frame, Header, Outcome, Salt, Seq};
-use crate::history::describe;
+use crate::history::{describe, printable};
 use crate::kv::UndoKv;
 use crate::lineage::Files;
 use crate::log::{Durability, Head, Store};
@@ -79,6 +80,163 @@ pub struct Redacted {
     pub plan: Plan,
     /// The redaction's own event.
     pub seq: Seq,
+}
+
+impl Selection {
+    /// The selection as `POST /v1/redact` takes it: `{"seqs", "paths", "texts"}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "seqs": self.seqs.iter().map(|s| s.0).collect::<Vec<_>>(),
+            "paths": self.paths,
+            "texts": self.texts,
+        })
+    }
+}
+
+impl Plan {
+    /// What `mnemo redact --dry-run` prints: `would erase N events: 1, 2` and a line per path
+    /// (or that nothing matches).
+    pub fn summary(&self) -> String {
+        if self.seqs.is_empty() {
+            return "nothing in the log matches what was chosen; a redaction would erase nothing\n"
+                .into();
+        }
+        let mut out = format!(
+            "would erase {} events: {}\n",
+            self.seqs.len(),
+            listed(&self.seqs)
+        );
+        for path in &self.paths {
+            out.push_str(&format!("  {}\n", printable(path)));
+        }
+        out
+    }
+
+    /// The plan as `POST /v1/redact` answers it: `{"seqs", "paths"}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "seqs": self.seqs.iter().map(|s| s.0).collect::<Vec<_>>(),
+            "paths": self.paths,
+        })
+    }
+
+    #[cfg(feature = "client")]
+    fn from_json(answer: &serde_json::Value) -> Option<Plan> {
+        Some(Plan {
+            seqs: answer["seqs"]
+                .as_array()?
+                .iter()
+                .map(|s| s.as_u64().map(Seq))
+                .collect::<Option<_>>()?,
+            paths: answer["paths"]
+                .as_array()?
+                .iter()
+                .map(|p| p.as_str().map(str::to_string))
+                .collect::<Option<_>>()?,
+        })
+    }
+}
+
+impl Redacted {
+    /// What `mnemo redact` prints: `redacted N events (1, 2); event S records it`.
+    pub fn summary(&self) -> String {
+        format!(
+            "redacted {} events ({}); event {} records it\n",
+            self.plan.seqs.len(),
+            listed(&self.plan.seqs),
+            self.seq
+        )
+    }
+}
+
+fn listed(seqs: &[Seq]) -> String {
+    seqs.iter()
+        .map(|s| s.0.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Redaction through a client: of the store open in this process, or of a served store through
+/// its server's `POST /v1/redact` (which only the operator may call).
+impl MnemoClient {
+    /// Erases what `selection` chooses from the store, and every event whose answer depended on
+    /// it ([`plan`]), recorded as a redaction by this client's agent (the operator) for
+    /// `reason`: durable, and gone from the store's directory, when it returns. A store open in
+    /// this process is closed meanwhile: calls wait until it is open again (a second or so per
+    /// 25,000 events). A refused redaction changes nothing.
+    pub fn redact(&self, reason: &str, selection: &Selection) -> Result<Redacted> {
+        #[cfg(feature = "client")]
+        if let Some(remote) = self.remote() {
+            let mut body = selection.to_json();
+            body["reason"] = reason.into();
+            let answer = redact_served(&remote, &body)?;
+            let plan = Plan::from_json(&answer);
+            return match (plan, answer["seq"].as_u64()) {
+                (Some(plan), Some(seq)) => Ok(Redacted {
+                    plan,
+                    seq: Seq(seq),
+                }),
+                _ => Err(unexpected(&remote, &answer)),
+            };
+        }
+        let operator = self.agent_id().to_string();
+        self.closed_for(|path| redact(path, &operator, reason, selection))
+    }
+
+    /// What [`redact`](Self::redact) would erase for `selection`, changing nothing.
+    pub fn redaction_plan(&self, selection: &Selection) -> Result<Plan> {
+        #[cfg(feature = "client")]
+        if let Some(remote) = self.remote() {
+            let mut body = selection.to_json();
+            body["dry_run"] = true.into();
+            let answer = redact_served(&remote, &body)?;
+            return Plan::from_json(&answer).ok_or_else(|| unexpected(&remote, &answer));
+        }
+        self.read_local(|store| plan(store, selection))
+    }
+}
+
+/// `POST /v1/redact` with `body`: the answer, or the server's refusal as the error the store
+/// would have given.
+#[cfg(feature = "client")]
+fn redact_served(
+    remote: &crate::remote::RemoteClient,
+    body: &serde_json::Value,
+) -> Result<serde_json::Value> {
+    let (status, bytes) = remote.admin(crate::remote::AdminRequest::Post {
+        route: "/v1/redact",
+        body,
+    })?;
+    let answer: serde_json::Value =
+        serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
+    match (status, answer["error"].as_str()) {
+        (200..=299, _) => Ok(answer),
+        (400, Some(why)) => Err(Error::InvalidArgument(why.to_string())),
+        (_, why) => Err(Error::Server {
+            reason: format!(
+                "{} answered {status} to POST /v1/redact: {}",
+                remote.url(),
+                why.map_or_else(
+                    || String::from_utf8_lossy(&bytes).into_owned(),
+                    str::to_string
+                )
+            ),
+            unreachable: false,
+            status: Some(status),
+        }),
+    }
+}
+
+#[cfg(feature = "client")]
+fn unexpected(remote: &crate::remote::RemoteClient, answer: &serde_json::Value) -> Error {
+    Error::Server {
+        reason: format!(
+            "{} answered POST /v1/redact with {answer}, not a redaction; is it a mnemo serve of this version?",
+            remote.url()
+        ),
+        unreachable: false,
+        status: None,
+    }
 }
 
 /// Checks a redaction's reason: 1 to [`MAX_REASON_BYTES`] bytes of printable text.
@@ -472,6 +630,8 @@ pub fn redact(
             ));
         }
         remove_leftovers(path, &tag)?;
+        // A server redacting the store it holds stays findable in the new one.
+        crate::disk::carry_server_file(path, &new)?;
         exchange(&new, path)?;
         sync_parent(path)?;
         Ok((seq, store))

@@ -58,11 +58,8 @@ struct Answer {
 /// the answers and the steps the session passed (before the close).
 fn run(store: &TempStore, fail_at: u64) -> (Vec<Answer>, u64) {
     let server = open(store);
-    let faults = server
-        .client()
-        .store()
-        .expect("a store open here")
-        .failpoints();
+    let store = server.client().store().expect("a store open here");
+    let faults = store.failpoints();
     let start = faults.steps();
     faults.countdown(fail_at);
     let mut answers = Vec::new();
@@ -104,7 +101,7 @@ fn log_of(client: &MnemoClient) -> Vec<Event> {
 /// The files of the store, as (path, content).
 fn tree(client: &MnemoClient, at: Option<Seq>) -> Vec<(String, String)> {
     let root = MemPath::root("/memories").expect("root");
-    records_at(client.store().expect("a store open here"), &root, at)
+    records_at(&client.store().expect("a store open here"), &root, at)
         .expect("records")
         .into_iter()
         .map(|r| (r.path, r.content))

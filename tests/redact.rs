@@ -86,7 +86,7 @@ fn session() -> String {
 }
 
 /// Every file of the store directory holding `needle`, read as bytes.
-fn holding(dir: &Path, needle: &[u8]) -> Vec<String> {
+pub(crate) fn holding(dir: &Path, needle: &[u8]) -> Vec<String> {
     let mut found = Vec::new();
     let mut todo = vec![dir.to_path_buf()];
     while let Some(d) = todo.pop() {
@@ -771,4 +771,78 @@ fn a_text_pieced_together_or_kept_elsewhere_is_erased_or_refused() {
         "mine",
         "a directory that only looks like a leftover copy is not removed"
     );
+}
+
+/// `MnemoClient::redact` on a store open in this process: other handles of the store (another
+/// agent's, a tool server's) keep working across it, calls made while it runs wait and are kept,
+/// and the content is gone from disk when it returns.
+#[test]
+fn a_client_redacts_the_store_it_holds_open_and_its_other_handles_go_on() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let t = TempStore::new();
+    let client = mnemo::MnemoClient::open(t.path(), "operator-1").expect("open");
+    let tool = mnemo::MnemoMemoryToolServer::new(client.with_agent("model").expect("agent"));
+    for input in [
+        json!({"command": "create", "path": "/memories/secret.md", "file_text": format!("{MARKER}\n")}),
+        json!({"command": "view", "path": "/memories/secret.md"}),
+    ] {
+        assert!(tool.handle(&input).get("is_error").is_none());
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (tool, stop) = (tool.clone(), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            let mut made = Vec::new();
+            while !stop.load(Ordering::SeqCst) || made.len() < 3 {
+                let path = format!("/memories/n{}.md", made.len());
+                let answer =
+                    tool.handle(&json!({"command": "create", "path": path, "file_text": "note\n"}));
+                assert!(answer.get("is_error").is_none(), "{answer}");
+                made.push(path);
+            }
+            made
+        })
+    };
+    std::thread::sleep(Duration::from_millis(50));
+    let selection = mnemo::Selection {
+        texts: vec![MARKER.to_string()],
+        ..Default::default()
+    };
+    let plan = client.redaction_plan(&selection).expect("plan");
+    assert_eq!(plan.seqs, vec![mnemo::Seq(1), mnemo::Seq(2)]);
+    let done = client.redact("asked", &selection).expect("redact");
+    assert_eq!(done.plan, plan);
+    assert!(holding(&t.path(), MARKER.as_bytes()).is_empty());
+    std::thread::sleep(Duration::from_millis(50));
+    stop.store(true, Ordering::SeqCst);
+    let made = writer.join().expect("writer");
+    for path in &made {
+        assert!(client.record(path).expect("read").is_some(), "{path}");
+    }
+    assert!(
+        client
+            .record("/memories/secret.md")
+            .expect("read")
+            .is_none()
+    );
+    let report = client.verify().expect("verify");
+    assert!(report.is_intact(), "{report:?}");
+    let redaction = client
+        .events(done.seq)
+        .expect("events")
+        .next()
+        .expect("the redaction")
+        .expect("decoded");
+    assert_eq!(redaction.header.agent, "operator-1");
+    // A refused one changes nothing and leaves the store open.
+    let again = client.redact("asked", &selection);
+    assert!(again.is_err());
+    assert!(
+        tool.handle(&json!({"command": "view", "path": "/memories"}))
+            .get("is_error")
+            .is_none()
+    );
+    drop((tool, client));
+    assert!(holding(&t.path(), MARKER.as_bytes()).is_empty());
 }

@@ -27,6 +27,8 @@ mod opened;
 mod tokens;
 // The gate against requests a client library would not send.
 mod gate;
+// Redaction by the server that holds the store.
+mod redact;
 
 const WAIT: Duration = Duration::from_secs(30);
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import pathlib
 from types import TracebackType
-from typing import Any, Dict, List, Literal, Optional, Type, Union
+from typing import Any, Dict, List, Literal, Optional, Tuple, Type, Union
 
 __version__: str
 DEFAULT_MAX_FILE_BYTES: int
@@ -153,6 +153,9 @@ class VerifyReport:
     @property
     def violations(self) -> List[Violation]: ...
     @property
+    def redacted(self) -> List[Tuple[int, int]]:
+        """The events a redaction erased, as ``(seq, redaction's seq)``: not violations."""
+    @property
     def elapsed_ms(self) -> float: ...
     def is_intact(self) -> bool:
         """True when no invariant is broken."""
@@ -228,6 +231,18 @@ class MnemoClient:
         """Logged events in order, filtered like ``mnemo log``."""
     def history(self, path: str) -> List[Event]:
         """Every event of every file that lived at ``path``, file by file, followed through renames."""
+    def redact(
+        self,
+        reason: str,
+        *,
+        seqs: List[int] = [],
+        paths: List[str] = [],
+        texts: List[str] = [],
+        dry_run: bool = False,
+    ) -> Dict[str, Any]:
+        """Erases the chosen events' content as ``mnemo.redact`` does, recorded as a redaction by
+        this client's agent; the store stays open (its calls wait meanwhile). Returns
+        ``{"seqs": [...], "paths": [...], "seq": N}`` (``None`` with ``dry_run=True``)."""
     def show(self, seq: int) -> Dict[str, Any]:
         """Event ``seq`` whole, as ``mnemo show --json``: ``input``, the re-derived ``answer``, ``verified``, ``change``."""
     def diff(self, start: int, end: int, path: str = "/memories") -> List[Dict[str, Any]]:
@@ -305,6 +320,7 @@ def redact(
     the history still verifies. Recorded as a redaction by ``operator`` for ``reason``.
 
     Returns ``{"seqs": [...], "paths": [...], "seq": N}``: what was erased and the redaction's
-    seq (``None`` with ``dry_run=True``, which changes nothing). The store must not be open
-    elsewhere, this process included (``StoreLockedError``).
+    seq (``None`` with ``dry_run=True``, which changes nothing). A store a ``mnemo serve`` holds
+    is redacted by that server, and one open in this process through its open handle (whose
+    calls wait meanwhile); ``MnemoClient.redact`` does the same for a client already open.
     """

@@ -281,6 +281,26 @@ impl PyClient {
         PyRemote::new(url, token, agent_id)
     }
 
+    /// Erases the content of the chosen events (as `mnemo.redact`), recorded as a redaction by
+    /// this client's agent for `reason`; the store stays open, its calls waiting meanwhile.
+    /// Returns `{"seqs": [...], "paths": [...], "seq": N}` (`None` with `dry_run=True`).
+    #[pyo3(signature = (reason, *, seqs = Vec::new(), paths = Vec::new(), texts = Vec::new(), dry_run = false))]
+    fn redact<'py>(
+        &self,
+        py: Python<'py>,
+        reason: String,
+        seqs: Vec<i128>,
+        paths: Vec<String>,
+        texts: Vec<String>,
+        dry_run: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let selection = crate::redact::selection(seqs, paths, texts)?;
+        let (plan, seq) = self.run(py, move |c| {
+            crate::redact::run(&c, &reason, &selection, dry_run)
+        })?;
+        crate::redact::answer(py, &plan, seq)
+    }
+
     /// Event `seq` whole, as `mnemo show --json` prints it: a dict with `seq`, `agent`,
     /// `tool_use_id`, `input`, `answer` (re-derived by replay), `is_error`, `verified` (whether
     /// that answer hashes to the recorded outcome) and `change` (`None`, or a dict with `kind`

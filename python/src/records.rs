@@ -256,6 +256,9 @@ pub struct PyVerifyReport {
     pub index_applied: u64,
     /// Broken invariants; empty means intact (verification stops at the first).
     pub violations: Vec<PyViolation>,
+    /// The events a redaction erased, as `(seq, redaction's seq)`: their chain hashes verify,
+    /// their answers cannot be re-derived.
+    pub redacted: Vec<(u64, u64)>,
     /// Wall time spent, in milliseconds.
     pub elapsed_ms: f64,
 }
@@ -270,6 +273,7 @@ impl From<Report> for PyVerifyReport {
             head: r.head.into(),
             index_applied: r.index_applied.0,
             violations: r.violations.iter().map(PyViolation::from).collect(),
+            redacted: r.redacted.iter().map(|(seq, by)| (seq.0, by.0)).collect(),
             elapsed_ms: r.elapsed.as_secs_f64() * 1e3,
         }
     }

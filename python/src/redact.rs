@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 
 use mnemo::Seq;
-use mnemo::cli_support::{Selection, plan, redact as redact_store};
+use mnemo::cli_support::{Store, plan};
+use mnemo::{MnemoClient, Plan, Selection};
 use pyo3::prelude::*;
 use serde_json::json;
 
@@ -14,8 +15,8 @@ use crate::errors::to_py_err;
 /// file's history, a directory's subtree) and `texts` (every event whose input or answer held
 /// one), with every event whose answer depended on them, recorded as a redaction by `operator`
 /// for `reason`. Returns `{"seqs": [...], "paths": [...], "seq": N}`: what was erased and the
-/// redaction's own seq (`None` with `dry_run=True`, which changes nothing). The store must not be
-/// open elsewhere, this process included (`StoreLockedError`).
+/// redaction's own seq (`None` with `dry_run=True`, which changes nothing). A store a server
+/// holds is redacted by that server, and one open in this process through its open handle.
 #[pyfunction]
 #[pyo3(signature = (db_path, reason, *, seqs = Vec::new(), paths = Vec::new(), texts = Vec::new(), dry_run = false, operator = "operator".to_string()))]
 #[expect(
@@ -32,6 +33,43 @@ pub fn redact<'py>(
     dry_run: bool,
     operator: String,
 ) -> PyResult<Bound<'py, PyAny>> {
+    let selection = selection(seqs, paths, texts)?;
+    let done = py
+        .detach(move || -> mnemo::Result<_> {
+            Store::require(&db_path)?;
+            if dry_run {
+                // Read from a private copy, so a dry run writes no byte; a store held open (by a
+                // server, or in this process) is asked through its holder.
+                match Store::open_current_read_only(&db_path) {
+                    Ok(store) => return Ok((plan(&store, &selection)?, None)),
+                    Err(mnemo::Error::Locked { .. }) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            let client = MnemoClient::builder(&db_path).agent_id(operator).open()?;
+            run(&client, &reason, &selection, dry_run)
+        })
+        .map_err(to_py_err)?;
+    answer(py, &done.0, done.1)
+}
+
+/// A redaction (or with `dry_run`, its plan) through `client`: the plan and the redaction's seq.
+pub fn run(
+    client: &MnemoClient,
+    reason: &str,
+    selection: &Selection,
+    dry_run: bool,
+) -> mnemo::Result<(Plan, Option<u64>)> {
+    if dry_run {
+        return Ok((client.redaction_plan(selection)?, None));
+    }
+    let done = client.redact(reason, selection)?;
+    Ok((done.plan, Some(done.seq.0)))
+}
+
+/// The selection of Python's keyword arguments; a seq that is not an event number is a
+/// `ValueError`.
+pub fn selection(seqs: Vec<i128>, paths: Vec<String>, texts: Vec<String>) -> PyResult<Selection> {
     let seqs = seqs
         .into_iter()
         .map(|seq| {
@@ -42,19 +80,11 @@ pub fn redact<'py>(
             })
         })
         .collect::<PyResult<Vec<_>>>()?;
-    let selection = Selection { seqs, paths, texts };
-    let done = py
-        .detach(move || -> mnemo::Result<_> {
-            if dry_run {
-                let store = mnemo::cli_support::Store::open_current_read_only(&db_path)?;
-                Ok((plan(&store, &selection)?, None))
-            } else {
-                let done = redact_store(&db_path, &operator, &reason, &selection)?;
-                Ok((done.plan, Some(done.seq.0)))
-            }
-        })
-        .map_err(to_py_err)?;
-    let (plan, seq) = done;
+    Ok(Selection { seqs, paths, texts })
+}
+
+/// `{"seqs": [...], "paths": [...], "seq": N or None}`.
+pub fn answer<'py>(py: Python<'py>, plan: &Plan, seq: Option<u64>) -> PyResult<Bound<'py, PyAny>> {
     let value = json!({
         "seqs": plan.seqs.iter().map(|s| s.0).collect::<Vec<_>>(),
         "paths": plan.paths,

@@ -50,6 +50,7 @@ use crate::history::{LogQuery, absolute_path, record_at, records_at};
 use crate::log::Head;
 use crate::paths::MemPath;
 use crate::policy::{Access, AdminCommand};
+use crate::redact::Selection;
 use crate::remote::Answering;
 use crate::token::{self, OPERATOR};
 use crate::writer::Receipt;
@@ -70,6 +71,7 @@ pub(crate) fn router(shared: Arc<Shared>, stop: CancellationToken) -> Router {
         .route("/v1/acl", get(acl_list).post(acl_change))
         .route("/v1/tokens", get(tokens_list).post(token_create))
         .route("/v1/tokens/{id}", delete(token_revoke))
+        .route("/v1/redact", post(redact))
         .merge(super::clients::routes(stop))
         .nest_service("/mcp", mcp)
         .fallback(not_found)
@@ -93,7 +95,7 @@ fn json_body(bytes: Vec<u8>, content_type: &'static str) -> Response {
 async fn not_found() -> Response {
     error(
         StatusCode::NOT_FOUND,
-        "no such route; the routes are POST /v1/memory, /v1/memory/oversized, GET /v1/head, /v1/verify, /v1/log, /v1/ls, /v1/cat, /v1/history, /v1/show, /v1/diff, /v1/records, /v1/attach, GET and POST /v1/acl and /v1/tokens, DELETE /v1/tokens/ID, and MCP at /mcp",
+        "no such route; the routes are POST /v1/memory, /v1/memory/oversized, GET /v1/head, /v1/verify, /v1/log, /v1/ls, /v1/cat, /v1/history, /v1/show, /v1/diff, /v1/records, /v1/attach, GET and POST /v1/acl and /v1/tokens, DELETE /v1/tokens/ID, POST /v1/redact, and MCP at /mcp",
     )
 }
 
@@ -353,7 +355,7 @@ fn tree_read<T>(
         None => client.read_local(read),
         Some(_) => {
             client.settle_index()?;
-            read(client.local_store()?)
+            read(&*client.local_store()?)
         }
     }
 }
@@ -707,4 +709,60 @@ mod tests {
             "reset"
         ))));
     }
+}
+
+/// `POST /v1/redact`'s body: what to erase and why (see `mnemo redact`).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RedactRequest {
+    #[serde(default)]
+    reason: String,
+    #[serde(default)]
+    seqs: Vec<u64>,
+    #[serde(default)]
+    paths: Vec<String>,
+    #[serde(default)]
+    texts: Vec<String>,
+    #[serde(default)]
+    dry_run: bool,
+}
+
+/// Erases events' content, recorded under the operator's name (`X-Mnemo-Agent`, else
+/// `operator`): the store is closed for the rewrite, so calls wait until it is open again. With
+/// `"dry_run": true`, what would be erased, changing nothing.
+async fn redact(
+    State(shared): State<Arc<Shared>>,
+    Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, Failure> {
+    operator(&caller)?;
+    let wanted: RedactRequest = admin_body(
+        &shared,
+        body,
+        r#"{"reason": "asked to be forgotten", "paths": ["/memories/people/ann.md"], "seqs": [12], "texts": ["hunter2"], "dry_run": false}"#,
+    )
+    .await?;
+    let client = operator_client(&shared, &headers)?;
+    let selection = Selection {
+        seqs: wanted.seqs.into_iter().map(Seq).collect(),
+        paths: wanted.paths,
+        texts: wanted.texts,
+    };
+    let body = blocking(move || {
+        if wanted.dry_run {
+            let plan = client.redaction_plan(&selection)?;
+            let mut body = plan.to_json();
+            body["seq"] = Value::Null;
+            body["result"] = plan.summary().into();
+            return Ok(body);
+        }
+        let done = client.redact(&wanted.reason, &selection)?;
+        let mut body = done.plan.to_json();
+        body["seq"] = done.seq.0.into();
+        body["result"] = done.summary().into();
+        Ok(body)
+    })
+    .await?;
+    Ok(json_body(body.to_string().into_bytes(), "application/json"))
 }

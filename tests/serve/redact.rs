@@ -1,0 +1,217 @@
+//! `POST /v1/redact` and `mnemo redact` on a served store: the server closes the store for the
+//! rewrite while its clients wait, loses no call acknowledged before, during or after it, stays
+//! findable through its server file, and only the operator may redact.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde_json::{Value, json};
+
+use super::{Server, request};
+use crate::redact::holding;
+use crate::support::{TempStore, run_mnemo};
+
+const MARKER: &str = "QZVSERVEDSECRETVZQ";
+
+fn seed(server: &Server) {
+    for input in [
+        json!({"command": "create", "path": "/memories/secret.md", "file_text": format!("pin {MARKER}\n")}),
+        json!({"command": "create", "path": "/memories/keep.md", "file_text": "keep\n"}),
+        json!({"command": "view", "path": "/memories/secret.md"}),
+        json!({"command": "view", "path": "/memories"}),
+    ] {
+        assert_eq!(server.memory(&input).status, 200);
+    }
+}
+
+fn head(server: &Server) -> u64 {
+    server.json("/v1/head")["seq"].as_u64().expect("a seq")
+}
+
+#[test]
+fn a_served_store_is_redacted_by_its_server_and_no_acknowledged_call_is_lost() {
+    let store = TempStore::new();
+    let server = Server::start(&store.path(), &[]);
+    seed(&server);
+    // Four clients write while the redaction runs; each keeps the files it was told were made.
+    let stop = Arc::new(AtomicBool::new(false));
+    let writers: Vec<_> = (0..4)
+        .map(|w| {
+            let (addr, bearer, stop) = (server.addr(), server.bearer(), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                let mut made = Vec::new();
+                let mut i = 0;
+                while !stop.load(Ordering::SeqCst) || i < 3 {
+                    let path = format!("/memories/w{w}/f{i}.md");
+                    let input = json!({"command": "create", "path": path, "file_text": format!("{w} {i}\n")});
+                    let reply = request(
+                        addr,
+                        "POST",
+                        "/v1/memory",
+                        &[("Authorization", &bearer)],
+                        input.to_string().as_bytes(),
+                    );
+                    assert_eq!(reply.status, 200, "{}", reply.text());
+                    let answer: Value = serde_json::from_slice(&reply.body).expect("json");
+                    assert!(answer.get("is_error").is_none(), "{answer}");
+                    made.push(path);
+                    i += 1;
+                }
+                made
+            })
+        })
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let body = json!({"reason": "asked to be forgotten", "texts": [MARKER]}).to_string();
+    let reply = server.call("POST", "/v1/redact", body.as_bytes());
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let answer: Value = serde_json::from_slice(&reply.body).expect("json");
+    assert_eq!(answer["seqs"], json!([1, 3, 4]), "{answer}");
+    let redaction = answer["seq"].as_u64().expect("the redaction's seq");
+    assert!(
+        answer["result"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("redacted 3 events (1, 3, 4); event ")),
+        "{answer}"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    stop.store(true, Ordering::SeqCst);
+    let made: Vec<String> = writers
+        .into_iter()
+        .flat_map(|w| w.join().expect("writer"))
+        .collect();
+    // The server still answers, and is still found through its file in the new store.
+    let file = mnemo::testing::discovery::ServerFile::read(&store.path())
+        .expect("read")
+        .expect("the server file is in the redacted store");
+    assert_eq!(file.pid, server.child.id());
+    let listed: Vec<String> = server.json("/v1/ls?dir=/")["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .map(|f| f["path"].as_str().expect("path").to_string())
+        .collect();
+    for path in &made {
+        assert!(listed.contains(path), "{path} was acknowledged and is gone");
+    }
+    assert!(!listed.contains(&"/memories/secret.md".to_string()));
+    let report = server.json("/v1/verify");
+    assert_eq!(report["status"], "intact", "{report}");
+    assert!(
+        report["redacted"]
+            .as_array()
+            .is_some_and(|r| r.iter().all(|e| e["by"] == redaction) && r.len() == 3),
+        "{report}"
+    );
+    assert!(holding(&store.path(), MARKER.as_bytes()).is_empty());
+    let (status, stderr) = server.stop();
+    assert!(status.success(), "{stderr}");
+    // Closed and opened again: the same files, intact.
+    let reopened = mnemo::MnemoClient::open(store.path(), "check").expect("reopen");
+    for path in &made {
+        assert!(reopened.record(path).expect("read").is_some(), "{path}");
+    }
+    assert!(reopened.verify().expect("verify").is_intact());
+    assert!(holding(&store.path(), MARKER.as_bytes()).is_empty());
+}
+
+#[test]
+fn only_the_operator_redacts_and_a_refused_or_dry_redaction_changes_nothing() {
+    let store = TempStore::new();
+    let server = Server::start(&store.path(), &[]);
+    seed(&server);
+    let body = json!({"agent": "planner"}).to_string();
+    let issued: Value =
+        serde_json::from_slice(&server.call("POST", "/v1/tokens", body.as_bytes()).body)
+            .expect("json");
+    let token = issued["token"].as_str().expect("token");
+    let before = head(&server);
+    let wanted = json!({"reason": "r", "texts": [MARKER]}).to_string();
+    let bearer = format!("Bearer {token}");
+    let reply = request(
+        server.addr(),
+        "POST",
+        "/v1/redact",
+        &[("Authorization", &bearer)],
+        wanted.as_bytes(),
+    );
+    assert_eq!(reply.status, 403, "{}", reply.text());
+    // Refusals the store gives: no reason, nothing chosen, a text kept elsewhere; and the shape.
+    for (body, says) in [
+        (json!({"texts": [MARKER]}), "the reason is not valid"),
+        (json!({"reason": "r"}), "say what to erase"),
+        (
+            json!({"reason": "r", "texts": ["planner"]}),
+            "cannot be erased",
+        ),
+        (json!({"reason": "r", "seqs": [99]}), "there is no event 99"),
+        (json!({"reason": "r", "seq": [1]}), "send JSON such as"),
+    ] {
+        let reply = server.call("POST", "/v1/redact", body.to_string().as_bytes());
+        assert_eq!(reply.status, 400, "{body}: {}", reply.text());
+        assert!(reply.text().contains(says), "{body}: {}", reply.text());
+    }
+    let dry = json!({"reason": "r", "texts": [MARKER], "dry_run": true}).to_string();
+    let reply = server.call("POST", "/v1/redact", dry.as_bytes());
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let plan: Value = serde_json::from_slice(&reply.body).expect("json");
+    assert_eq!(plan["seqs"], json!([1, 3, 4]));
+    assert_eq!(plan["seq"], Value::Null);
+    assert_eq!(head(&server), before, "nothing was logged");
+    let (status, _) = server.stop();
+    assert!(status.success());
+    // The log is what it was, the text still in it.
+    let reopened = mnemo::MnemoClient::open(store.path(), "check").expect("reopen");
+    assert_eq!(reopened.head().expect("head").seq.0, before);
+    assert!(!holding(&store.path(), MARKER.as_bytes()).is_empty());
+}
+
+/// `mnemo redact --db` on a served store goes through its server and prints what it prints on
+/// a store alone, for a dry run and a redaction.
+#[test]
+fn mnemo_redact_through_the_server_prints_what_it_prints_alone() {
+    let outputs = |served: bool| {
+        let store = TempStore::new();
+        let db = store.path().to_str().expect("utf-8").to_string();
+        let server = Server::start(&store.path(), &[]);
+        seed(&server);
+        let server = if served {
+            Some(server)
+        } else {
+            let (status, _) = server.stop();
+            assert!(status.success());
+            None
+        };
+        let mut said = Vec::new();
+        for extra in [&["--dry-run"][..], &[][..]] {
+            let mut args = vec![
+                "redact",
+                "--db",
+                &db,
+                "--reason",
+                "r",
+                "--path",
+                "/memories/secret.md",
+            ];
+            args.extend_from_slice(extra);
+            let out = run_mnemo(&args, "");
+            assert!(out.status.success(), "{out:?}");
+            said.push(String::from_utf8_lossy(&out.stdout).into_owned());
+        }
+        let refused = run_mnemo(&["redact", "--db", &db, "--reason", "r", "--seq", "77"], "");
+        assert_eq!(refused.status.code(), Some(2));
+        said.push(String::from_utf8_lossy(&refused.stderr).into_owned());
+        if let Some(server) = server {
+            let (status, _) = server.stop();
+            assert!(status.success());
+        }
+        assert!(holding(&store.path(), MARKER.as_bytes()).is_empty());
+        said
+    };
+    let alone = outputs(false);
+    assert!(
+        alone[1].starts_with("redacted 3 events (1, 3, 4)"),
+        "{alone:?}"
+    );
+    assert_eq!(outputs(true), alone);
+}
