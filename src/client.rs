@@ -143,6 +143,10 @@ fn close(state: State) {
 /// Opens the store at `path` with a writer, finishing any index update a crash interrupted.
 fn open_state(path: &Path, durability: Durability) -> Result<State> {
     let store = Store::open(path)?;
+    // What a redaction killed midway left beside the store (its copy, or after the exchange the
+    // store as it was, with what it erased): gone at the next open rather than the next
+    // redaction. A failure here is no reason to refuse the store; the next redaction retries it.
+    let _ = crate::disk::remove_redaction_leftovers(path, None);
     if let Some(why) = store.rolled_back()? {
         return Err(Error::corrupt(why));
     }

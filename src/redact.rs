@@ -33,6 +33,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use crate::client::MnemoClient;
+use crate::disk::{parent_of, redaction_prefix, remove_redaction_leftovers};
 use crate::error::{Error, Result};
 use crate::event::{Body, Event, Frame, Header, Outcome, Salt, Seq};
 use crate::history::{describe, printable};
@@ -499,72 +500,9 @@ fn close(store: &Store, chosen: &BTreeSet<Seq>, texts: &[&[u8]]) -> Result<(Plan
     Ok((plan, left))
 }
 
-/// The directory holding `path` (`.` for a bare name).
-fn parent_of(path: &Path) -> &Path {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    }
-}
-
-/// The start of the names of the directories a redaction of `store` writes beside it:
-/// `.NAME.redact-`.
-fn copy_prefix(store: &Path) -> Result<String> {
-    let name = store
-        .file_name()
-        .and_then(|n| n.to_str())
-        .ok_or_else(|| Error::InvalidArgument(format!("{} has no name", store.display())))?;
-    Ok(format!(".{name}.redact-"))
-}
-
 /// The directory beside `store` a redaction writes the new store into.
 fn sibling(store: &Path, tag: &str) -> Result<PathBuf> {
-    Ok(parent_of(store).join(copy_prefix(store)? + tag))
-}
-
-/// Whether `rest` (what follows `.NAME.redact-` in a name) is a tag this module makes: 16
-/// lower-case hex digits, then nothing, or (for the directory a killed creation of the copy
-/// left) `.creating-` and more.
-fn is_tag(rest: &str, creating: bool) -> bool {
-    let (tag, tail) = rest.split_at(rest.len().min(16));
-    tag.len() == 16
-        && tag
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-        && if creating {
-            tail.starts_with(".creating-")
-        } else {
-            tail.is_empty()
-        }
-}
-
-/// Removes what an interrupted redaction left beside `store`: directories named as its copies
-/// are (`.NAME.redact-` and 16 hex digits), never a link, never any other name, and not the
-/// copy of tag `ours`.
-fn remove_leftovers(store: &Path, ours: &str) -> Result<()> {
-    let prefix = copy_prefix(store)?;
-    for entry in
-        std::fs::read_dir(parent_of(store)).map_err(|e| Error::io("the store's directory", e))?
-    {
-        let entry = entry.map_err(|e| Error::io("the store's directory", e))?;
-        let name = entry.file_name();
-        // The copy, and the directory a killed creation of the copy left (`.COPY.creating-*`).
-        let Some(name) = name.to_str() else {
-            continue;
-        };
-        let left = name
-            .strip_prefix(&prefix)
-            .is_some_and(|rest| is_tag(rest, false) && rest != ours)
-            || name
-                .strip_prefix('.')
-                .and_then(|n| n.strip_prefix(&prefix))
-                .is_some_and(|rest| is_tag(rest, true) && !rest.starts_with(ours));
-        if left && entry.file_type().is_ok_and(|t| t.is_dir()) {
-            std::fs::remove_dir_all(entry.path())
-                .map_err(|e| Error::io("an interrupted redaction's directory", e))?;
-        }
-    }
-    Ok(())
+    Ok(parent_of(store).join(redaction_prefix(store)? + tag))
 }
 
 /// Erases from the store at `path` what `selection` chooses ([`plan`]), recorded as a redaction
@@ -629,7 +567,7 @@ pub fn redact(
                 "the store took a write while it was being redacted, so nothing was changed; run the redaction again (with no writer using the store)".into(),
             ));
         }
-        remove_leftovers(path, &tag)?;
+        remove_redaction_leftovers(path, Some(&tag))?;
         // A server redacting the store it holds stays findable in the new one.
         crate::disk::carry_server_file(path, &new)?;
         exchange(&new, path)?;

@@ -846,3 +846,49 @@ fn a_client_redacts_the_store_it_holds_open_and_its_other_handles_go_on() {
     drop((tool, client));
     assert!(holding(&t.path(), MARKER.as_bytes()).is_empty());
 }
+
+/// A redaction killed after its exchange leaves the store as it was beside the store, with what
+/// was erased in it: the next open for writing removes it (and a killed copy), not only the next
+/// redaction; a directory that only looks like one, or a link, stays.
+#[test]
+fn the_next_open_removes_what_a_killed_redaction_left_beside_the_store() {
+    let t = TempStore::new();
+    let db = db(&t);
+    run_ok(&["tool", "--db", &db], &session());
+    let parent = t.path().parent().expect("parent").to_path_buf();
+    let name = t
+        .path()
+        .file_name()
+        .expect("name")
+        .to_string_lossy()
+        .into_owned();
+    let old = parent.join(format!(".{name}.redact-0123456789abcdef"));
+    let creating = parent.join(format!("..{name}.redact-fedcba9876543210.creating-1-2"));
+    let lookalike = parent.join(format!(".{name}.redact-0123456789abcdeg"));
+    let target = parent.join(format!("{name}-elsewhere"));
+    let link = parent.join(format!(".{name}.redact-00000000000000ff"));
+    for dir in [&old, &creating, &lookalike, &target] {
+        std::fs::create_dir(dir).expect("mkdir");
+        std::fs::write(dir.join("db"), MARKER).expect("write");
+    }
+    std::os::unix::fs::symlink(&target, &link).expect("link");
+    // A read changes nothing, beside the store too.
+    run_ok(&["verify", "--db", &db], "");
+    assert!(old.exists() && creating.exists());
+    run_ok(&["tool", "--db", &db], "");
+    assert!(
+        !old.exists(),
+        "the old store with the erased content is left"
+    );
+    assert!(!creating.exists(), "a killed copy is left");
+    assert!(lookalike.join("db").exists(), "a lookalike was removed");
+    assert!(target.join("db").exists(), "a link was followed");
+    assert!(
+        std::fs::symlink_metadata(&link).is_ok(),
+        "a link was removed"
+    );
+    for dir in [&lookalike, &target] {
+        std::fs::remove_dir_all(dir).expect("clean up");
+    }
+    std::fs::remove_file(&link).expect("clean up");
+}

@@ -221,6 +221,9 @@ mod tests {
         let (_dir, store, mut chain) = testing::chain();
         chain.run(create("/memories/a.md", "a")).expect("create");
         chain.run(view("/memories")).expect("view");
+        // Called a moment from now, however slowly a loaded machine ran the lines above: not
+        // idle yet.
+        chain.called_at = Instant::now() + std::time::Duration::from_secs(60);
         assert!(matches!(chain.background_work(), Background::Wait(_)));
         assert_eq!(store.head().expect("head").seq, Seq(0), "not idle yet");
         chain.called_at = Instant::now() - INDEX_IDLE;
