@@ -688,7 +688,8 @@ pub(crate) fn carry_server_file(from: &Path, to: &Path) -> Result<()> {
     use std::io::{Read, Write};
     use std::os::unix::fs::OpenOptionsExt;
     let source = from.join(SERVER_FILE);
-    let Some(file) = open_own(&source, OFlags::RDONLY)? else {
+    // A link or a pipe planted at its name is no server's file: left behind, never followed.
+    let Ok(Some(file)) = open_own(&source, OFlags::RDONLY) else {
         return Ok(());
     };
     let meta = file.metadata().map_err(|e| Error::io(&source, e))?;

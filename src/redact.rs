@@ -163,8 +163,8 @@ impl MnemoClient {
     /// Erases what `selection` chooses from the store, and every event whose answer depended on
     /// it ([`plan`]), recorded as a redaction by this client's agent (the operator) for
     /// `reason`: durable, and gone from the store's directory, when it returns. A store open in
-    /// this process is closed meanwhile: calls wait until it is open again (a second or so per
-    /// 25,000 events). A refused redaction changes nothing.
+    /// this process is closed meanwhile: calls wait until it is open again (as long as the
+    /// rewrite takes, which grows with the log). A refused redaction changes nothing.
     pub fn redact(&self, reason: &str, selection: &Selection) -> Result<Redacted> {
         #[cfg(feature = "client")]
         if let Some(remote) = self.remote() {
@@ -283,7 +283,7 @@ fn under(path: &str, prefix: &str) -> bool {
 pub fn plan(store: &Store, selection: &Selection) -> Result<Plan> {
     if selection.seqs.is_empty() && selection.paths.is_empty() && selection.texts.is_empty() {
         return Err(Error::InvalidArgument(
-            "say what to erase: --seq N, --path PATH or --text STRING (each may be repeated)"
+            "say what to erase: events by seq, paths or texts (--seq N, --path PATH or --text STRING, each may be repeated; \"seqs\", \"paths\" and \"texts\" over HTTP)"
                 .into(),
         ));
     }
@@ -304,12 +304,17 @@ pub fn plan(store: &Store, selection: &Selection) -> Result<Plan> {
         .map(|raw| {
             MemPath::absolute(raw)
                 .map(|p| p.to_string())
-                .map_err(|why| Error::InvalidArgument(format!("--path {raw}: {why}")))
+                .map_err(|why| {
+                    Error::InvalidArgument(format!(
+                        "the path {}: {why}",
+                        Semantics::CURRENT.quote(raw)
+                    ))
+                })
         })
         .collect::<Result<Vec<_>>>()?;
     if selection.texts.iter().any(String::is_empty) {
         return Err(Error::InvalidArgument(
-            "--text must not be empty: every event would match".into(),
+            "a text to erase must not be empty: every event would match".into(),
         ));
     }
     let texts: Vec<&[u8]> = selection.texts.iter().map(|t| t.as_bytes()).collect();

@@ -147,7 +147,7 @@ fn operator(caller: &Caller) -> Result<(), Failure> {
     } else {
         Err(Failure::Client(
             StatusCode::FORBIDDEN,
-            "the read routes need the operator's token; an agent token reaches POST /v1/memory and /mcp".into(),
+            "the read routes need the operator's token; an agent token reaches only the memory tool and what its clients use: POST /v1/memory, POST /v1/memory/oversized, GET /v1/records, GET /v1/attach and /mcp".into(),
         ))
     }
 }
@@ -478,19 +478,21 @@ async fn diff(
     Ok(lines(files))
 }
 
-/// The most bytes an admin route reads of its body.
+/// The most bytes an admin route reads of its body, but `POST /v1/redact`'s, whose texts may be
+/// as long as a note.
 const ADMIN_BODY_MAX: usize = 64 * 1024;
 
-/// An admin route's JSON body, parsed as `T`; `shape` shows a valid one.
+/// An admin route's JSON body of at most `cap` bytes, parsed as `T`; `shape` shows a valid one.
 async fn admin_body<T: serde::de::DeserializeOwned>(
     shared: &Shared,
     body: Body,
+    cap: usize,
     shape: &str,
 ) -> Result<T, Failure> {
     // The server's request limit, if lower: a body sent in chunks is cut off there too.
     let limit = usize::try_from(shared.max_request_bytes())
         .unwrap_or(usize::MAX)
-        .min(ADMIN_BODY_MAX);
+        .min(cap);
     let bytes = axum::body::to_bytes(body, limit).await.map_err(|e| {
         let why = e.to_string();
         let status = match is_too_large(e) {
@@ -584,7 +586,7 @@ async fn acl_change(
     body: Body,
 ) -> Result<Response, Failure> {
     operator(&caller)?;
-    let command = match admin_body(&shared, body, ACL_SHAPE).await? {
+    let command = match admin_body(&shared, body, ADMIN_BODY_MAX, ACL_SHAPE).await? {
         AclChange::Grant {
             agent,
             prefix,
@@ -638,6 +640,7 @@ async fn token_create(
     let wanted: TokenRequest = admin_body(
         &shared,
         body,
+        ADMIN_BODY_MAX,
         r#"{"agent": "planner", "label": "ci runner"}"#,
     )
     .await?;
@@ -737,9 +740,11 @@ async fn redact(
     body: Body,
 ) -> Result<Response, Failure> {
     operator(&caller)?;
+    // The request limit alone: a text to erase may be as long as the note that holds it.
     let wanted: RedactRequest = admin_body(
         &shared,
         body,
+        usize::MAX,
         r#"{"reason": "asked to be forgotten", "paths": ["/memories/people/ann.md"], "seqs": [12], "texts": ["hunter2"], "dry_run": false}"#,
     )
     .await?;

@@ -215,3 +215,38 @@ fn mnemo_redact_through_the_server_prints_what_it_prints_alone() {
     );
     assert_eq!(outputs(true), alone);
 }
+
+/// What an adversary found: a text as long as a note is erased through the server as it is
+/// without one (the admin routes' 64 KiB body cap does not apply to this route), and a link
+/// planted at the server file's name is neither followed nor a failure.
+#[test]
+fn a_long_text_is_erased_through_the_server_and_a_planted_link_is_left_alone() {
+    let store = TempStore::new();
+    let server = Server::start(&store.path(), &[]);
+    let long = format!("{MARKER}{}", "x".repeat(100_000));
+    let create =
+        json!({"command": "create", "path": "/memories/long.md", "file_text": format!("{long}\n")});
+    assert_eq!(server.memory(&create).status, 200);
+    assert_eq!(
+        server
+            .memory(&json!({"command": "create", "path": "/memories/k.md", "file_text": "k\n"}))
+            .status,
+        200
+    );
+    let victim = store.path().with_extension("victim");
+    std::fs::write(&victim, "not the server's").expect("write");
+    let file = store.path().join(mnemo::testing::discovery::SERVER_FILE);
+    std::fs::remove_file(&file).expect("remove");
+    std::os::unix::fs::symlink(&victim, &file).expect("link");
+    let body = json!({"reason": "r", "texts": [long]}).to_string();
+    assert!(body.len() > 64 * 1024);
+    let reply = server.call("POST", "/v1/redact", body.as_bytes());
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert!(holding(&store.path(), MARKER.as_bytes()).is_empty());
+    assert_eq!(
+        std::fs::read_to_string(&victim).expect("read"),
+        "not the server's"
+    );
+    assert_eq!(server.json("/v1/verify")["status"], "intact");
+    std::fs::remove_file(&victim).expect("clean up");
+}
