@@ -33,7 +33,7 @@ use crate::error::{Error, Result};
 use crate::event::{Body, Event, InputDigest, Seq};
 use crate::log::{Durability, Head, Store};
 use crate::paths::MemPath;
-use crate::policy::{Access, AdminCommand, Policy};
+use crate::policy::{Access, AdminCommand, DELETE_ERASES, DELETE_SETTING, Policy};
 use crate::projection::{MEMORY_TAG, MemoryRecord};
 use crate::registry::{Opened, Registry};
 #[cfg(feature = "client")]
@@ -595,6 +595,34 @@ impl MnemoClient {
             .peek(|index| index.token(id))
     }
 
+    /// Sets the store setting `name` to `value` (see `mnemo config`), recorded as an admin event
+    /// by this client's agent (on a served store, by the server's operator): `delete` = `erase`
+    /// makes the memory tool's delete erase the files it deletes, with their whole history.
+    pub fn configure(&self, name: &str, value: &str) -> Result<Receipt> {
+        self.admin(AdminCommand::Configure {
+            name: name.into(),
+            value: value.into(),
+        })
+    }
+
+    /// Every store setting and its value in force (the default where none was set).
+    pub fn settings(&self) -> Result<Vec<(String, String)>> {
+        #[cfg(feature = "client")]
+        if let Some(remote) = self.remote() {
+            return Ok(remote.settings()?);
+        }
+        let held = self.local("MnemoClient::settings")?.held()?;
+        held.writer().peek(|index| index.settings())
+    }
+
+    /// Whether the memory tool's delete erases what it deletes in a store open in this process
+    /// (the setting `delete` = `erase`): one point read of the index, writing nothing.
+    pub(crate) fn deletes_erase(&self) -> Result<bool> {
+        let held = self.local("MnemoClient::deletes_erase")?.held()?;
+        held.writer()
+            .peek(|index| Ok(index.setting(DELETE_SETTING)?.as_deref() == Some(DELETE_ERASES)))
+    }
+
     /// The access policy in force.
     pub fn policy(&self) -> Result<Policy> {
         #[cfg(feature = "client")]
@@ -743,6 +771,9 @@ impl Served {
             }),
             Body::Admin(AdminCommand::Revoke { agent, prefix }) => {
                 serde_json::json!({"action": "revoke", "agent": agent, "prefix": prefix})
+            }
+            Body::Admin(AdminCommand::Configure { name, value }) => {
+                return Ok(remote.configure(name, value)?);
             }
             Body::Admin(_) => {
                 return Err(self.not_local(

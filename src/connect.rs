@@ -101,6 +101,8 @@ pub enum Change {
     RevokeToken { id: String },
     /// `mnemo redact`: the body of `POST /v1/redact`, printed as the route's `result`.
     Redact(serde_json::Value),
+    /// `mnemo config set`: the body of `POST /v1/config`.
+    Config(serde_json::Value),
 }
 
 #[cfg(feature = "serve")]
@@ -258,6 +260,10 @@ mod served {
             }
             Change::Redact(body) => AdminRequest::Post {
                 route: "/v1/redact",
+                body,
+            },
+            Change::Config(body) => AdminRequest::Post {
+                route: "/v1/config",
                 body,
             },
         };

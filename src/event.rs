@@ -132,6 +132,7 @@
 //! | `IssueToken` | 2 | `id: string`, `agent: string`, `label: string`, `hash` (32 bytes, `blake3` of the token's text; the token itself is never logged) |
 //! | `RevokeToken` | 3 | `id: string` |
 //! | `Redact` | 4 | `reason: string`, `seqs: seq<u64>` (the events erased, ascending) |
+//! | `Configure` | 5 | `name: string`, `value: string` (a store setting, such as `delete` = `erase`) |
 //!
 //! `Access`: `Read` = 0, `ReadWrite` = 1.
 //!

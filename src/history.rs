@@ -189,6 +189,9 @@ pub fn describe(event: &Event) -> (&'static str, Vec<String>) {
         Body::Admin(AdminCommand::RevokeToken { id }) => {
             ("token-revoke", vec![format!("token {id}")])
         }
+        Body::Admin(AdminCommand::Configure { name, value }) => {
+            ("config-set", vec![format!("{name} {value}")])
+        }
         Body::Admin(AdminCommand::Redact { seqs, .. }) => (
             "redact",
             vec![format!(

@@ -228,6 +228,12 @@ enum Cmd {
         #[command(subcommand)]
         command: AclCmd,
     },
+    /// Store settings, each an admin event: `delete erase` makes the memory tool's delete erase
+    /// the files it deletes, with their whole history (a redaction each time).
+    Config {
+        #[command(subcommand)]
+        command: ConfigCmd,
+    },
     /// Agent tokens: bearer credentials for `mnemo serve`, each acting only as its agent.
     Token {
         #[command(subcommand)]
@@ -324,6 +330,36 @@ enum AclCmd {
         target: AclTarget,
     },
     /// List the grants in force.
+    List {
+        #[command(flatten)]
+        db: Db,
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        remote: Remote,
+    },
+}
+
+#[derive(Subcommand)]
+enum ConfigCmd {
+    /// Set a store setting. `delete erase`: the memory tool's delete erases the files it
+    /// deletes, with their whole history, before it answers; `delete keep` (the default): it
+    /// keeps their history, as every change does.
+    Set {
+        /// The setting: delete.
+        #[arg(value_name = "NAME")]
+        setting: String,
+        /// Its value: keep or erase.
+        value: String,
+        #[command(flatten)]
+        db: Db,
+        #[command(flatten)]
+        operator: Operator,
+        #[command(flatten)]
+        remote: Remote,
+    },
+    /// List the settings in force (`NAME = VALUE`).
     List {
         #[command(flatten)]
         db: Db,
@@ -558,6 +594,7 @@ fn main() -> ExitCode {
         }
         Cmd::Acl { command } => run_acl(command),
         Cmd::Token { command } => run_token(command),
+        Cmd::Config { command } => run_config(command),
         Cmd::Export {
             dir,
             db,
@@ -1370,6 +1407,56 @@ fn run_acl(command: AclCmd) -> CliResult {
         let client = open_for_admin(&db.db, &operator)?;
         print_receipt(&client.admin(change)?)
     })
+}
+
+fn run_config(command: ConfigCmd) -> CliResult {
+    match command {
+        ConfigCmd::List { db, json, remote } => {
+            let read = Read::Rows {
+                route: "/v1/config",
+                as_json: json,
+                row: setting_row,
+            };
+            connect::read(&db.db, &remote, &read, || {
+                let store = Store::open_current_read_only(&db.db)?;
+                let settings: Vec<_> = store
+                    .current_index()?
+                    .settings()?
+                    .into_iter()
+                    .map(|(name, value)| serde_json::json!({"name": name, "value": value}))
+                    .collect();
+                print_rows(&settings, json, setting_row)
+            })
+        }
+        ConfigCmd::Set {
+            setting: name,
+            value,
+            db,
+            operator,
+            remote,
+        } => {
+            let body = serde_json::json!({"name": &name, "value": &value});
+            connect::change(
+                &db.db,
+                &remote,
+                &operator.name,
+                &Change::Config(body),
+                || {
+                    let client = open_for_admin(&db.db, &operator.name)?;
+                    print_receipt(&client.configure(&name, &value)?)
+                },
+            )
+        }
+    }
+}
+
+/// A setting as `mnemo config list` prints it: `NAME = VALUE`.
+fn setting_row(setting: &serde_json::Value) -> Option<String> {
+    Some(format!(
+        "{} = {}",
+        setting["name"].as_str()?,
+        setting["value"].as_str()?
+    ))
 }
 
 /// The store at `db` for an admin change, acting as `operator`: an existing one only, so a

@@ -144,7 +144,27 @@ pub enum AdminCommand {
         /// The seqs erased, ascending.
         seqs: Vec<u64>,
     },
+    /// Set the store setting `name` to `value` (see [`SETTINGS`]); a name or value that is not
+    /// one is answered with an error and changes nothing.
+    Configure {
+        /// The setting, such as `delete`.
+        name: String,
+        /// Its new value, such as `erase`.
+        value: String,
+    },
 }
+
+/// The store settings an operator may set (`mnemo config set NAME VALUE`), each with its values,
+/// the default first. `delete`: `keep` (the memory tool's delete keeps the history of what it
+/// deletes, as every change does) or `erase` (it erases the deleted files' whole history, as a
+/// redaction would).
+pub const SETTINGS: &[(&str, &[&str])] = &[(DELETE_SETTING, &["keep", DELETE_ERASES])];
+
+/// The setting that decides what the memory tool's delete does to history.
+pub const DELETE_SETTING: &str = "delete";
+
+/// The value of [`DELETE_SETTING`] under which a delete erases.
+pub const DELETE_ERASES: &str = "erase";
 
 /// The grants in force.
 #[derive(Clone, Debug, PartialEq, Eq)]

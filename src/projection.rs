@@ -18,6 +18,7 @@
 //! | `g` ‖ directory id (u64 BE) | empty: a deleted directory whose nodes are still to be collected |
 //! | `k` ‖ token id | the agent token's record ([`TokenRecord`], canonical bytes as the events'): id, agent, label, blake3 of the token, issuing seq and operator, revocation (seq and operator) |
 //! | `L` | the index layout ([`INDEX_LAYOUT`], 1 byte), written with event 1 |
+//! | `s` ‖ setting name | the setting's value, once an operator set it ([`crate::policy::SETTINGS`]) |
 //!
 //! **File content** is in chunks ([`content`]): a file's bytes are the bytes of its chunks, from
 //! the `f` record's first chunk on, each chunk naming the next, `u64::MAX` ending the list (an
@@ -177,6 +178,13 @@ fn set_child_key(key: &mut Vec<u8>, parent: u64, name: &str) {
 
 const POLICY_KEY: &[u8] = b"P";
 const TOKEN_PREFIX: &[u8] = b"k";
+
+fn setting_key(name: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(1 + name.len());
+    k.push(b's');
+    k.extend_from_slice(name.as_bytes());
+    k
+}
 
 fn token_key(id: &str) -> Vec<u8> {
     let mut k = Vec::with_capacity(1 + id.len());
@@ -780,6 +788,15 @@ impl<K: KvRead> Tree for Projection<K> {
     fn token(&self, id: &str) -> Result<Option<TokenRecord>> {
         self.kv.get_with(&token_key(id), decode_token)?.transpose()
     }
+
+    fn setting(&self, name: &str) -> Result<Option<String>> {
+        match self.kv.get(&setting_key(name))? {
+            None => Ok(None),
+            Some(value) => String::from_utf8(value.to_vec())
+                .map(Some)
+                .map_err(|_| Error::corrupt(format!("path index setting {name} is not text"))),
+        }
+    }
 }
 
 impl<K: KvWrite> Projection<K> {
@@ -1013,6 +1030,9 @@ impl<K: KvWrite> Projection<K> {
                     by: by.clone(),
                 });
                 self.kv.insert(token_key(id), crate::codec::encode(&record));
+            }
+            Change::Configure { name, value } => {
+                self.kv.insert(setting_key(name), value.as_bytes().to_vec());
             }
         }
         self.collect_trash()?;

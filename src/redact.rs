@@ -41,7 +41,7 @@ use crate::kv::UndoKv;
 use crate::lineage::Files;
 use crate::log::{Durability, Head, Store};
 use crate::paths::MemPath;
-use crate::policy::AdminCommand;
+use crate::policy::{AdminCommand, DELETE_ERASES, DELETE_SETTING};
 use crate::projection::Projection;
 use crate::replay::Replay;
 use crate::tool::Semantics;
@@ -184,6 +184,20 @@ impl MnemoClient {
         self.closed_for(|path| redact(path, &operator, reason, selection))
     }
 
+    /// Under the store setting `delete` = `erase`: erases the files the delete at `seq` removed,
+    /// each with its whole history, recorded as a redaction by this client's agent (whose delete
+    /// it was). The reason names the setting and the seq, never a path (which may be what is
+    /// erased).
+    pub(crate) fn erase_deleted(&self, seq: Seq) -> Result<Redacted> {
+        let operator = self.agent_id().to_string();
+        let reason = format!(
+            "the store's setting {DELETE_SETTING} = {DELETE_ERASES}: the files event {seq} deleted"
+        );
+        self.closed_for(|path| {
+            redact_with(path, &operator, &reason, &Selection::default(), Some(seq))
+        })
+    }
+
     /// What [`redact`](Self::redact) would erase for `selection`, changing nothing.
     pub fn redaction_plan(&self, selection: &Selection) -> Result<Plan> {
         #[cfg(feature = "client")]
@@ -281,7 +295,17 @@ fn under(path: &str, prefix: &str) -> bool {
 /// What to erase in `store` for `selection`: the chosen events and every event whose recorded
 /// answer depends on them (see the module docs). Reads the log; writes nothing.
 pub fn plan(store: &Store, selection: &Selection) -> Result<Plan> {
-    if selection.seqs.is_empty() && selection.paths.is_empty() && selection.texts.is_empty() {
+    plan_with(store, selection, None)
+}
+
+/// [`plan`], also choosing every event of the files the delete at `deleted_by` removed (each
+/// followed by identity through its renames): what the setting `delete` = `erase` erases.
+fn plan_with(store: &Store, selection: &Selection, deleted_by: Option<Seq>) -> Result<Plan> {
+    if selection.seqs.is_empty()
+        && selection.paths.is_empty()
+        && selection.texts.is_empty()
+        && deleted_by.is_none()
+    {
         return Err(Error::InvalidArgument(
             "say what to erase: events by seq, paths or texts (--seq N, --path PATH or --text STRING, each may be repeated; \"seqs\", \"paths\" and \"texts\" over HTTP)"
                 .into(),
@@ -320,9 +344,11 @@ pub fn plan(store: &Store, selection: &Selection) -> Result<Plan> {
     let texts: Vec<&[u8]> = selection.texts.iter().map(|t| t.as_bytes()).collect();
     // Events by path and by input; answers that held a text, and the files that lived under a
     // path (followed by identity through renames), need a replay of the whole log.
-    let mut replay = (!texts.is_empty() || !prefixes.is_empty()).then(Replay::in_memory);
+    let mut replay =
+        (!texts.is_empty() || !prefixes.is_empty() || deleted_by.is_some()).then(Replay::in_memory);
     let mut files = Files::default();
     let mut touched: BTreeMap<u64, Vec<Seq>> = BTreeMap::new();
+    let mut deleted = Vec::new();
     for event in events(store) {
         let event = event?;
         let answer = match replay.as_mut() {
@@ -330,6 +356,9 @@ pub fn plan(store: &Store, selection: &Selection) -> Result<Plan> {
                 let traced = replay.apply(&event)?;
                 for id in files.observe(&event, traced.answer.change.as_ref()).1 {
                     touched.entry(id).or_default().push(event.seq);
+                    if Some(event.seq) == deleted_by {
+                        deleted.push(id);
+                    }
                 }
                 traced.answer.text
             }
@@ -372,11 +401,13 @@ pub fn plan(store: &Store, selection: &Selection) -> Result<Plan> {
             chosen.insert(event.seq);
         }
     }
-    // A file that ever lived under a path chosen: its whole history, under every name it had.
+    // A file that ever lived under a path chosen, or that the delete removed: its whole
+    // history, under every name it had.
     for (id, paths) in files.paths() {
-        if paths
-            .iter()
-            .any(|p| prefixes.iter().any(|prefix| under(p, prefix)))
+        if deleted.contains(id)
+            || paths
+                .iter()
+                .any(|p| prefixes.iter().any(|prefix| under(p, prefix)))
         {
             chosen.extend(touched.remove(id).unwrap_or_default());
         }
@@ -519,6 +550,17 @@ pub fn redact(
     reason: &str,
     selection: &Selection,
 ) -> Result<Redacted> {
+    redact_with(path, operator, reason, selection, None)
+}
+
+/// [`redact`], also erasing the files the delete at `deleted_by` removed ([`plan_with`]).
+fn redact_with(
+    path: &Path,
+    operator: &str,
+    reason: &str,
+    selection: &Selection,
+    deleted_by: Option<Seq>,
+) -> Result<Redacted> {
     check_reason(reason).map_err(Error::InvalidArgument)?;
     crate::policy::check_agent_id(operator).map_err(Error::InvalidArgument)?;
     if !selection.texts.iter().any(String::is_empty) {
@@ -536,7 +578,7 @@ pub fn redact(
     // Planned and copied from a read-only copy of the store, so a refused redaction changes no
     // byte of it; the store is opened for writing only to exchange it, once the copy is whole.
     let source = Store::open_current_read_only(path)?;
-    let plan = plan(&source, selection)?;
+    let plan = plan_with(&source, selection, deleted_by)?;
     if plan.seqs.is_empty() {
         return Err(Error::InvalidArgument(
             "nothing in the log matches what was chosen; nothing was changed".into(),

@@ -560,8 +560,33 @@ impl RemoteClient {
     /// (operator only): the receipt of the admin event, an error one when the store refused the
     /// change (which is logged too).
     pub fn acl(&self, change: &Value) -> Result<Receipt, RemoteError> {
+        self.admin_receipt("/v1/acl", change)
+    }
+
+    /// Sets the store setting `name` to `value` as the server's operator (operator only): the
+    /// receipt of the admin event, an error one when the store refused it (which is logged too).
+    pub fn configure(&self, name: &str, value: &str) -> Result<Receipt, RemoteError> {
+        self.admin_receipt(
+            "/v1/config",
+            &serde_json::json!({"name": name, "value": value}),
+        )
+    }
+
+    /// The store settings, each `(name, value)`, the defaults included (operator only).
+    pub fn settings(&self) -> Result<Vec<(String, String)>, RemoteError> {
+        self.lines(&self.get("/v1/config", &[])?)?
+            .iter()
+            .map(|row| match (row["name"].as_str(), row["value"].as_str()) {
+                (Some(name), Some(value)) => Ok((name.to_string(), value.to_string())),
+                _ => Err(self.protocol("a setting without \"name\" or \"value\"".into())),
+            })
+            .collect()
+    }
+
+    /// An admin change posted to `route`: its receipt (see [`acl`](Self::acl)).
+    fn admin_receipt(&self, route: &str, change: &Value) -> Result<Receipt, RemoteError> {
         let (status, body) = self.admin(AdminRequest::Post {
-            route: "/v1/acl",
+            route,
             body: change,
         })?;
         let answer: Option<Value> = serde_json::from_slice(&body).ok();

@@ -14,7 +14,9 @@ use serde_json::{Value, json};
 use crate::client::{Forward, MnemoClient};
 use crate::error::{Error, Result};
 use crate::tool::intake::{result_id, tool_result};
-use crate::tool::{Body, Intake, Limits, Logged, Profile, Refusal, RejectedDigest, Request};
+use crate::tool::{
+    Body, Command, Intake, Limits, Logged, Profile, Refusal, RejectedDigest, Request,
+};
 
 /// The beta header sent when the server is built for Managed Agents.
 const MANAGED_AGENTS_BETA: &str = "managed-agents-2026-04-01";
@@ -240,12 +242,19 @@ impl MnemoMemoryToolServer {
 
     fn commit(&self, logged: Logged) -> Value {
         let Logged { tool_use_id, body } = logged;
+        let deletes =
+            matches!(&body, Body::Tool(call) if matches!(call.command, Command::Delete { .. }));
         match self.client.call(tool_use_id.clone(), body) {
-            Ok(receipt) => tool_result(
-                result_id(tool_use_id, receipt.seq.0),
-                &receipt.text,
-                receipt.is_error,
-            ),
+            Ok(receipt) => {
+                if deletes && !receipt.is_error && !receipt.retried {
+                    self.erase_if_set(receipt.seq);
+                }
+                tool_result(
+                    result_id(tool_use_id, receipt.seq.0),
+                    &receipt.text,
+                    receipt.is_error,
+                )
+            }
             Err(e) => {
                 self.failures.fetch_add(1, Ordering::Relaxed);
                 tool_result(
@@ -256,6 +265,25 @@ impl MnemoMemoryToolServer {
                     true,
                 )
             }
+        }
+    }
+}
+
+impl MnemoMemoryToolServer {
+    /// Under the store setting `delete` = `erase`, erases the files the delete at `seq` removed
+    /// (with their whole history) before the delete is answered, so the model's forgetting
+    /// forgets. The answer itself is the one the log recorded, whatever happens here: a failure
+    /// to erase counts as a store failure and is said on stderr, with what to run instead.
+    fn erase_if_set(&self, seq: crate::event::Seq) {
+        let erased = self.client.deletes_erase().and_then(|erase| match erase {
+            true => self.client.erase_deleted(seq).map(|_| ()),
+            false => Ok(()),
+        });
+        if let Err(e) = erased {
+            self.failures.fetch_add(1, Ordering::Relaxed);
+            eprintln!(
+                "mnemo: the store's setting delete = erase could not erase what event {seq} deleted ({e}); erase the deleted files with `mnemo redact --path PATH --reason ...` once the cause is fixed"
+            );
         }
     }
 }

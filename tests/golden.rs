@@ -1298,6 +1298,9 @@ fn doc_payload(b: &Body) -> Vec<u8> {
                 d.u64(*seq);
             }
         }
+        Body::Admin(AdminCommand::Configure { name, value }) => {
+            d.u32(2).u32(5).string(name).string(value);
+        }
         // An erased record has no payload.
         Body::Erased(_) => {}
         Body::RejectedDigest(r) => {
@@ -1839,6 +1842,21 @@ fn an_erased_record_and_a_redaction_follow_the_documented_byte_table() {
         hex(&redaction.payload_bytes()),
         hex(&doc_payload(&redaction.body)),
         "the redaction's payload"
+    );
+    // A setting's payload, as the event module's table documents it.
+    let setting = Body::Admin(AdminCommand::Configure {
+        name: "delete".into(),
+        value: "erase".into(),
+    });
+    let event = fixed(10, None, Outcome::of(false, "Set delete to erase"), setting);
+    assert_eq!(
+        hex(&event.payload_bytes()),
+        hex(&doc_payload(&event.body)),
+        "a setting's payload"
+    );
+    assert_eq!(
+        Event::decode(&event.to_frame().encode()).expect("decodes"),
+        event
     );
 }
 

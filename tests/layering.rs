@@ -44,14 +44,15 @@ const LAYERS: &[&[&str]] = &[
     &["discovery"],
     &["client"],
     &["token"],
-    // The tool server: the core's tool answered through a client.
-    &["tool_server"],
-    // What reads and serves a store.
+    // What reads a store.
     &["history"],
     &["lineage"],
     &["inspect"],
     // Erasing events: a replay that skips them, and a rewrite of the store.
     &["redact"],
+    // The tool server: the core's tool answered through a client (whose delete erases under
+    // the setting `delete` = `erase`).
+    &["tool_server"],
     // The reads a client offers beyond its files (log, history, show, diff, the past).
     &["reads"],
     &["transfer"],

@@ -892,3 +892,103 @@ fn the_next_open_removes_what_a_killed_redaction_left_beside_the_store() {
     }
     std::fs::remove_file(&link).expect("clean up");
 }
+
+/// The store setting `delete` = `erase`: the memory tool's delete erases the files it deletes,
+/// with their whole history (followed by identity: a file that once lived at the path and moved
+/// away is kept), before it answers; a failed delete erases nothing; `keep` (the default, and
+/// again once set back) keeps history; a setting or value that is not one is refused and logged.
+#[test]
+fn under_delete_erase_the_tools_delete_erases_what_it_deletes() {
+    let t = TempStore::new();
+    let db = db(&t);
+    let calls = |calls: &[Value]| -> Vec<Value> {
+        let input: String = calls.iter().map(|c| c.to_string() + "\n").collect();
+        run_ok(&["tool", "--db", &db], &input)
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a result"))
+            .collect()
+    };
+    let keep = "KEEPQQ";
+    calls(&[
+        json!({"command": "create", "path": "/memories/p.md", "file_text": format!("{keep}\n")}),
+        json!({"command": "rename", "old_path": "/memories/p.md", "new_path": "/memories/kept.md"}),
+        json!({"command": "create", "path": "/memories/gone.md", "file_text": "draft\n"}),
+        json!({"command": "delete", "path": "/memories/gone.md"}),
+    ]);
+    // The default keeps history: the deleted draft is still in the log.
+    assert_eq!(
+        run_ok(&["config", "list", "--db", &db], ""),
+        "delete = keep\n"
+    );
+    assert_eq!(
+        run_ok(&["cat", "/memories/gone.md", "--db", &db, "--at", "3"], ""),
+        "draft\n"
+    );
+    for (args, says) in [
+        (
+            ["config", "set", "delete", "maybe"],
+            "is not a value of the setting delete",
+        ),
+        (["config", "set", "colour", "red"], "there is no setting"),
+    ] {
+        let mut args = args.to_vec();
+        args.extend(["--db", &db]);
+        let out = run_mnemo(&args, "");
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr).contains(says));
+    }
+    let set = run_ok(&["config", "set", "delete", "erase", "--db", &db], "");
+    assert!(set.starts_with("Set delete to erase"), "{set}");
+    assert_eq!(
+        run_ok(&["config", "list", "--db", &db, "--json"], ""),
+        "{\"name\":\"delete\",\"value\":\"erase\"}\n"
+    );
+    let answers = calls(&[
+        json!({"command": "create", "path": "/memories/p.md", "file_text": format!("{MARKER}\n")}),
+        json!({"command": "view", "path": "/memories/p.md"}),
+        json!({"command": "rename", "old_path": "/memories/p.md", "new_path": "/memories/d/s.md"}),
+        json!({"command": "create", "path": "/memories/d/t.md", "file_text": format!("t {MARKER}\n")}),
+        json!({"command": "delete", "path": "/memories/missing.md"}),
+        json!({"command": "delete", "path": "/memories/d"}),
+        json!({"command": "view", "path": "/memories"}),
+    ]);
+    assert!(answers[5].get("is_error").is_none(), "{}", answers[5]);
+    assert_eq!(answers[5]["content"], "Successfully deleted /memories/d");
+    assert!(!answers[6]["content"].to_string().contains("d/"));
+    assert!(
+        holding(&t.path(), MARKER.as_bytes()).is_empty(),
+        "the deleted files' history is left"
+    );
+    // The file that once lived at /memories/p.md and moved away is kept, with its history.
+    assert!(!holding(&t.path(), keep.as_bytes()).is_empty());
+    assert_eq!(
+        run_ok(&["cat", "/memories/kept.md", "--db", &db], ""),
+        format!("{keep}\n")
+    );
+    let verified = verify_names_redaction(&db);
+    assert!(verified.contains("redacted:"), "{verified}");
+    let log = events(&db);
+    let redaction = log
+        .iter()
+        .find(|e| e["command"] == "redact")
+        .expect("a redaction");
+    // Recorded under the agent whose delete it was, its reason naming no path.
+    assert_eq!(redaction["agent"], "cli");
+    // The failed delete erased nothing and is still in the log.
+    assert!(
+        log.iter()
+            .any(|e| e["paths"] == json!(["/memories/missing.md"]))
+    );
+    // Back to keep: history stays.
+    run_ok(&["config", "set", "delete", "keep", "--db", &db], "");
+    calls(&[
+        json!({"command": "create", "path": "/memories/late.md", "file_text": "late\n"}),
+        json!({"command": "delete", "path": "/memories/late.md"}),
+    ]);
+    let n = events(&db).len();
+    let at = (n - 1).to_string();
+    assert_eq!(
+        run_ok(&["cat", "/memories/late.md", "--db", &db, "--at", &at], ""),
+        "late\n"
+    );
+}

@@ -247,6 +247,12 @@ class MnemoClient:
         """Event ``seq`` whole, as ``mnemo show --json``: ``input``, the re-derived ``answer``, ``verified``, ``change``."""
     def diff(self, start: int, end: int, path: str = "/memories") -> List[Dict[str, Any]]:
         """The files changed under ``path`` between two events, as ``mnemo diff --json``."""
+    def configure(self, name: str, value: str) -> Receipt:
+        """Sets a store setting: ``configure("delete", "erase")`` makes the memory tool's delete
+        erase the files it deletes, with their whole history; ``"keep"`` (the default) keeps it.
+        A setting or value that is not one raises ``InvalidArgumentError`` (and is logged)."""
+    def settings(self) -> Dict[str, str]:
+        """Every store setting with the value in force, such as ``{"delete": "keep"}``."""
     def grant(self, agent: str, prefix: str, access: AccessName = "read-write") -> Receipt:
         """Gives ``agent`` (or ``*``) access on ``prefix``; a refused change raises ``InvalidArgumentError``."""
     def revoke(self, agent: str, prefix: str) -> Receipt:

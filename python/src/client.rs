@@ -334,6 +334,20 @@ impl PyClient {
         to_py(py, &files)
     }
 
+    /// Sets a store setting, a logged admin event attributed to this client's agent: `delete` to
+    /// `erase` makes the memory tool's delete erase the files it deletes, with their whole
+    /// history; `keep` (the default) keeps it. A setting or value that is not one raises
+    /// `InvalidArgumentError` (and is logged).
+    fn configure(&self, py: Python<'_>, name: &str, value: &str) -> PyResult<PyReceipt> {
+        let (name, value) = (name.to_string(), value.to_string());
+        self.admin(py, move |c| c.configure(&name, &value))
+    }
+
+    /// Every store setting with the value in force, as a dict (`{"delete": "keep"}`).
+    fn settings(&self, py: Python<'_>) -> PyResult<std::collections::BTreeMap<String, String>> {
+        Ok(self.run(py, |c| c.settings())?.into_iter().collect())
+    }
+
     /// Gives `agent` (or `*`) `access` (`read` or `read-write`) on `prefix` and everything under
     /// it. The change is a logged admin event attributed to this client's agent.
     #[pyo3(signature = (agent, prefix, access = "read-write"))]

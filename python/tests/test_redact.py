@@ -73,3 +73,22 @@ def test_a_client_redacts_the_store_it_holds_and_goes_on(tmp_path: Path) -> None
         assert mnemo.redact(db, "again", paths=["/memories/x.md"], operator="dpo")["seq"] == 6
         report = client.verify()
         assert report and report.redacted == [(1, 3), (5, 6)], report
+
+
+def test_delete_erases_under_the_setting(tmp_path: Path) -> None:
+    db = tmp_path / "store.mnemo.db"
+    with MnemoClient(db_path=str(db), agent_id="ops") as client:
+        assert client.settings() == {"delete": "keep"}
+        with pytest.raises(mnemo.InvalidArgumentError, match="give keep or erase"):
+            client.configure("delete", "later")
+        client.configure("delete", "erase")
+        assert client.settings() == {"delete": "erase"}
+        server = MnemoMemoryToolServer(client.with_agent("model"))
+        server.handle({"command": "create", "path": "/memories/secret.md", "file_text": f"pin {MARKER}\n"})
+        server.handle({"command": "create", "path": "/memories/keep.md", "file_text": "keep\n"})
+        done = server.handle({"command": "delete", "path": "/memories/secret.md"})
+        assert done["content"] == "Successfully deleted /memories/secret.md"
+        assert holding(db, MARKER.encode()) == []
+        report = client.verify()
+        assert report and report.redacted, report
+        assert [r.path for r in client.records_by_tag("memorytool")] == ["/memories/keep.md"]

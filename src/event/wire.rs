@@ -121,6 +121,10 @@ pub(super) enum WireAdmin<'a> {
         reason: Text<'a>,
         seqs: Vec<u64>,
     },
+    Configure {
+        name: Text<'a>,
+        value: Text<'a>,
+    },
 }
 
 /// [`Access`] as stored.
@@ -375,6 +379,10 @@ impl<'a> WireAdmin<'a> {
                 reason: text(reason),
                 seqs: seqs.clone(),
             },
+            AdminCommand::Configure { name, value } => WireAdmin::Configure {
+                name: text(name),
+                value: text(value),
+            },
         }
     }
 
@@ -411,6 +419,10 @@ impl<'a> WireAdmin<'a> {
             WireAdmin::Redact { reason, seqs } => AdminCommand::Redact {
                 reason: owned(reason),
                 seqs,
+            },
+            WireAdmin::Configure { name, value } => AdminCommand::Configure {
+                name: owned(name),
+                value: owned(value),
             },
         }
     }

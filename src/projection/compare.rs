@@ -54,6 +54,7 @@ fn describe_key(key: &[u8]) -> String {
             "record of agent token {:?}",
             String::from_utf8_lossy(&key[1..])
         ),
+        Some(b's') => format!("setting {:?}", String::from_utf8_lossy(&key[1..])),
         _ => format!("{:?}", String::from_utf8_lossy(key)),
     }
 }

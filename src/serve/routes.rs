@@ -72,6 +72,7 @@ pub(crate) fn router(shared: Arc<Shared>, stop: CancellationToken) -> Router {
         .route("/v1/tokens", get(tokens_list).post(token_create))
         .route("/v1/tokens/{id}", delete(token_revoke))
         .route("/v1/redact", post(redact))
+        .route("/v1/config", get(config_list).post(config_set))
         .merge(super::clients::routes(stop))
         .nest_service("/mcp", mcp)
         .fallback(not_found)
@@ -95,7 +96,7 @@ fn json_body(bytes: Vec<u8>, content_type: &'static str) -> Response {
 async fn not_found() -> Response {
     error(
         StatusCode::NOT_FOUND,
-        "no such route; the routes are POST /v1/memory, /v1/memory/oversized, GET /v1/head, /v1/verify, /v1/log, /v1/ls, /v1/cat, /v1/history, /v1/show, /v1/diff, /v1/records, /v1/attach, GET and POST /v1/acl and /v1/tokens, DELETE /v1/tokens/ID, POST /v1/redact, and MCP at /mcp",
+        "no such route; the routes are POST /v1/memory, /v1/memory/oversized, GET /v1/head, /v1/verify, /v1/log, /v1/ls, /v1/cat, /v1/history, /v1/show, /v1/diff, /v1/records, /v1/attach, GET and POST /v1/acl and /v1/tokens, DELETE /v1/tokens/ID, POST /v1/redact, GET and POST /v1/config, and MCP at /mcp",
     )
 }
 
@@ -770,4 +771,45 @@ async fn redact(
     })
     .await?;
     Ok(json_body(body.to_string().into_bytes(), "application/json"))
+}
+
+/// The store settings, one JSON object per line: `{"name": "delete", "value": "keep"}`.
+async fn config_list(
+    State(shared): State<Arc<Shared>>,
+    Extension(caller): Extension<Caller>,
+) -> Result<Response, Failure> {
+    operator(&caller)?;
+    let client = shared.client().clone();
+    let settings = blocking(move || Ok(client.settings()?)).await?;
+    Ok(lines(settings.into_iter().map(
+        |(name, value)| json!({"name": name, "value": value}),
+    )))
+}
+
+/// `POST /v1/config`'s body.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigRequest {
+    name: String,
+    value: String,
+}
+
+/// Sets a store setting, recorded as an admin event under the operator's name.
+async fn config_set(
+    State(shared): State<Arc<Shared>>,
+    Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, Failure> {
+    operator(&caller)?;
+    let wanted: ConfigRequest = admin_body(
+        &shared,
+        body,
+        ADMIN_BODY_MAX,
+        r#"{"name": "delete", "value": "erase"}"#,
+    )
+    .await?;
+    let client = operator_client(&shared, &headers)?;
+    let receipt = blocking(move || Ok(client.configure(&wanted.name, &wanted.value)?)).await?;
+    Ok(admin_answer(&receipt))
 }

@@ -19,7 +19,10 @@ use crate::credential::{
 };
 use crate::hash::EventHash;
 use crate::paths::{MAX_PATH_BYTES, MAX_SEGMENT_BYTES, MemPath, PathRejection};
-use crate::policy::{ANY_AGENT, Access, AdminCommand, Policy, check_agent_id_under};
+use crate::policy::{
+    ANY_AGENT, Access, AdminCommand, DELETE_ERASES, DELETE_SETTING, Policy, SETTINGS,
+    check_agent_id_under,
+};
 use crate::semantics_version::Semantics;
 use crate::tool::call::Body;
 use crate::tool::command::{Command, Profile, parse_text_under};
@@ -124,7 +127,46 @@ fn admin<E>(
         } => issue_token(tree, by, id, agent, label, *hash, semantics),
         AdminCommand::RevokeToken { id } => revoke_token(tree, by, id, semantics),
         AdminCommand::Redact { reason, seqs } => Ok(redacted(reason, seqs)),
+        AdminCommand::Configure { name, value } => Ok(configured(name, value, semantics)),
     }
+}
+
+/// Answers the setting of store setting `name` to `value`.
+fn configured(name: &str, value: &str, semantics: Semantics) -> Answer {
+    let known = SETTINGS
+        .iter()
+        .map(|(n, values)| format!("{n} ({})", values.join(" or ")))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let Some((_, values)) = SETTINGS.iter().find(|(n, _)| *n == name) else {
+        return Answer::err(format!(
+            "Error: there is no setting {}; the settings are {known}",
+            semantics.quote(name)
+        ));
+    };
+    if !values.contains(&value) {
+        return Answer::err(format!(
+            "Error: {} is not a value of the setting {name}; give {}",
+            semantics.quote(value),
+            values.join(" or ")
+        ));
+    }
+    let what = match (name, value) {
+        (DELETE_SETTING, DELETE_ERASES) => {
+            ": the memory tool's delete now erases the files it deletes, with their whole history"
+        }
+        (DELETE_SETTING, _) => {
+            ": the memory tool's delete keeps the history of the files it deletes"
+        }
+        _ => "",
+    };
+    Answer::ok(
+        format!("Set {name} to {value}{what}"),
+        Some(Change::Configure {
+            name: name.to_string(),
+            value: value.to_string(),
+        }),
+    )
 }
 
 /// Answers the record of a redaction of `seqs` for `reason`: it changes nothing in the tree (the

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use crate::credential::TokenRecord;
 use crate::hash::EventHash;
 use crate::paths::MemPath;
-use crate::policy::{Access, Policy};
+use crate::policy::{Access, Policy, SETTINGS};
 use crate::tool::Profile;
 
 /// What a path names.
@@ -86,6 +86,24 @@ pub trait Tree {
 
     /// The agent token with id `id`, revoked or not.
     fn token(&self, id: &str) -> Result<Option<TokenRecord>, Self::Error>;
+
+    /// The value of the store setting `name`, if an operator set it (else its default holds).
+    fn setting(&self, name: &str) -> Result<Option<String>, Self::Error>;
+
+    /// Every store setting ([`SETTINGS`]) with the value in force, the default where none was
+    /// set, as `(name, value)`.
+    fn settings(&self) -> Result<Vec<(String, String)>, Self::Error> {
+        SETTINGS
+            .iter()
+            .map(|(name, values)| {
+                let value = self.setting(name)?;
+                Ok((
+                    name.to_string(),
+                    value.unwrap_or_else(|| values[0].to_string()),
+                ))
+            })
+            .collect()
+    }
 }
 
 /// A change to the tree, produced by a successful mutating command.
@@ -134,6 +152,13 @@ pub enum Change {
         id: String,
         /// The operator who revoked it.
         by: String,
+    },
+    /// Set the store setting `name` to `value`.
+    Configure {
+        /// The setting.
+        name: String,
+        /// Its value.
+        value: String,
     },
 }
 

@@ -250,3 +250,41 @@ fn a_long_text_is_erased_through_the_server_and_a_planted_link_is_left_alone() {
     assert_eq!(server.json("/v1/verify")["status"], "intact");
     std::fs::remove_file(&victim).expect("clean up");
 }
+
+/// `mnemo config set delete erase` on a served store goes through its server (`POST
+/// /v1/config`), and then a delete sent to the server erases what it deleted before it answers.
+#[test]
+fn a_served_store_set_to_erase_erases_on_delete() {
+    let store = TempStore::new();
+    let db = store.path().to_str().expect("utf-8").to_string();
+    let server = Server::start(&store.path(), &[]);
+    seed(&server);
+    let out = run_mnemo(&["config", "set", "delete", "erase", "--db", &db], "");
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("Set delete to erase"));
+    let settings = server.call("GET", "/v1/config", b"");
+    assert_eq!(
+        settings.text(),
+        "{\"name\":\"delete\",\"value\":\"erase\"}\n"
+    );
+    let refused = server.call(
+        "POST",
+        "/v1/config",
+        json!({"name": "delete", "value": "never"})
+            .to_string()
+            .as_bytes(),
+    );
+    assert_eq!(refused.status, 400, "{}", refused.text());
+    let reply = server.memory(&json!({"command": "delete", "path": "/memories/secret.md"}));
+    let answer: Value = serde_json::from_slice(&reply.body).expect("json");
+    assert_eq!(
+        answer["content"],
+        "Successfully deleted /memories/secret.md"
+    );
+    assert!(holding(&store.path(), MARKER.as_bytes()).is_empty());
+    let report = server.json("/v1/verify");
+    assert_eq!(report["status"], "intact", "{report}");
+    assert!(report["redacted"].as_array().is_some_and(|r| !r.is_empty()));
+    let (status, _) = server.stop();
+    assert!(status.success());
+}
