@@ -1543,6 +1543,161 @@ proptest! {
     }
 }
 
+/// Files followed by identity through a session, as the model sees its changes: every file a
+/// write made gets a number that renames carry and deletes end; and, per event, the files it
+/// changed or viewed.
+#[derive(Default)]
+struct Identities {
+    at: BTreeMap<String, u64>,
+    lived: BTreeMap<u64, Vec<String>>,
+    next: u64,
+}
+
+impl Identities {
+    fn under(&self, path: &str) -> Vec<(String, u64)> {
+        self.at
+            .iter()
+            .filter(|(p, _)| *p == path || p.starts_with(&format!("{path}/")))
+            .map(|(p, id)| (p.clone(), *id))
+            .collect()
+    }
+
+    /// Follows a call that succeeded; returns the files it touched.
+    fn follow(&mut self, model: &Model, cmd: &Cmd) -> Vec<u64> {
+        let canon = |raw: &str| model.parse(raw).ok().map(|segs| model.canon(&segs));
+        match cmd {
+            Cmd::Create { path, .. } | Cmd::StrReplace { path, .. } | Cmd::Insert { path, .. } => {
+                let Some(path) = canon(path) else {
+                    return Vec::new();
+                };
+                let id = match self.at.get(&path) {
+                    Some(id) => *id,
+                    None => {
+                        self.next += 1;
+                        self.at.insert(path.clone(), self.next);
+                        self.lived.insert(self.next, vec![path]);
+                        self.next
+                    }
+                };
+                vec![id]
+            }
+            Cmd::View { path, .. } => canon(path)
+                .and_then(|p| self.at.get(&p).copied())
+                .into_iter()
+                .collect(),
+            Cmd::Delete { path } => {
+                let Some(path) = canon(path) else {
+                    return Vec::new();
+                };
+                let gone = self.under(&path);
+                for (p, _) in &gone {
+                    self.at.remove(p);
+                }
+                gone.into_iter().map(|(_, id)| id).collect()
+            }
+            Cmd::Rename { old, new } => {
+                let (Some(old), Some(new)) = (canon(old), canon(new)) else {
+                    return Vec::new();
+                };
+                let moving = self.under(&old);
+                for (p, id) in &moving {
+                    self.at.remove(p);
+                    let moved = format!("{new}{}", &p[old.len()..]);
+                    self.lived.entry(*id).or_default().push(moved.clone());
+                    self.at.insert(moved, *id);
+                }
+                moving.into_iter().map(|(_, id)| id).collect()
+            }
+            Cmd::Raw(_) => Vec::new(),
+        }
+    }
+}
+
+/// Runs `ops` (no reopens) through the store and the model, redacts by the `pick`th path a file
+/// had, and checks the redaction against the model, which erases the same content: every event
+/// of a file that ever lived under the path (followed by identity, as the model's own tracker
+/// sees it) is erased; the events left, replayed through a fresh model, each get the answer the
+/// store recorded for them and leave the tree the store holds after the redaction; and verify
+/// names exactly the erased events.
+fn run_case_redacted(ops: &[Op], pick: usize) -> Result<(), String> {
+    let store = TempStore::new();
+    let server = open_server(&store, ROOT).map_err(|e| format!("open failed: {e}"))?;
+    let mut model = Model::new(ROOT);
+    let mut ids = Identities::default();
+    let mut log: Vec<String> = vec![format!("(root {ROOT})")];
+    // Per event: the call, its answer, and the files it touched.
+    let mut events: Vec<(Cmd, String, bool, Vec<u64>)> = Vec::new();
+    for (i, op) in ops.iter().enumerate() {
+        let Some(cmd) = op.resolve(&model) else {
+            continue;
+        };
+        let input = cmd.to_json();
+        log.push(format!("#{i} {input}"));
+        let expect = model.step(&cmd);
+        let (text, is_error) = send(&server, input, None).map_err(|e| failure(&log, &e))?;
+        check_result(&expect, &text, is_error).map_err(|e| failure(&log, &e))?;
+        let touched = match is_error {
+            true => Vec::new(),
+            false => ids.follow(&model, &cmd),
+        };
+        events.push((cmd, text, is_error, touched));
+    }
+    let paths: Vec<String> = ids.lived.values().flatten().cloned().collect();
+    if paths.is_empty() {
+        return Ok(());
+    }
+    let chosen = paths[pick % paths.len()].clone();
+    log.push(format!("(redact --path {chosen})"));
+    let fail = |what: String| failure(&log, &what);
+    let selection = mnemo::Selection {
+        paths: vec![chosen.clone()],
+        ..Default::default()
+    };
+    let done = server
+        .client()
+        .redact("model", &selection)
+        .map_err(|e| fail(format!("redact: {e}")))?;
+    let erased: Vec<u64> = done.plan.seqs.iter().map(|s| s.0).collect();
+    // Identity: every event of a file that ever lived under the path is erased.
+    for (id, lived) in &ids.lived {
+        if !lived
+            .iter()
+            .any(|p| *p == chosen || p.starts_with(&format!("{chosen}/")))
+        {
+            continue;
+        }
+        for (i, (_, _, _, touched)) in events.iter().enumerate() {
+            let seq = i as u64 + 1;
+            if touched.contains(id) && !erased.contains(&seq) {
+                return Err(fail(format!(
+                    "event {seq} touched file {id} (which lived at {lived:?}) and was not erased; erased {erased:?}"
+                )));
+            }
+        }
+    }
+    // What is left, replayed through a fresh model: the recorded answers, the store's tree.
+    let mut left = Model::new(ROOT);
+    for (i, (cmd, text, is_error, _)) in events.iter().enumerate() {
+        if erased.contains(&(i as u64 + 1)) {
+            continue;
+        }
+        let expect = left.step(cmd);
+        check_result(&expect, text, *is_error)
+            .map_err(|e| fail(format!("event {} left by the redaction: {e}", i + 1)))?;
+    }
+    check_tree(&server, &left, true).map_err(|e| fail(format!("after the redaction: {e}")))?;
+    let report = server.client().verify().map_err(|e| fail(e.to_string()))?;
+    let named: Vec<u64> = report.redacted.iter().map(|(seq, _)| seq.0).collect();
+    if !report.is_intact() || named != erased {
+        return Err(fail(format!(
+            "verify: intact {}, names {named:?}, erased {erased:?}: {:?}",
+            report.is_intact(),
+            report.violations
+        )));
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig {
         cases: cases().div_ceil(4),
@@ -1557,6 +1712,16 @@ proptest! {
         ops in prop::collection::vec(op(), 1..=25),
     ) {
         run_case_inspected(root, &ops).map_err(TestCaseError::fail)?;
+    }
+
+    /// A redaction by a random path of a random session agrees with the model, which erases
+    /// the same content (see [`run_case_redacted`]).
+    #[test]
+    fn model_a_redaction_erases_what_the_model_erases(
+        ops in prop::collection::vec(op(), 1..=30),
+        pick in any::<usize>(),
+    ) {
+        run_case_redacted(&ops, pick).map_err(TestCaseError::fail)?;
     }
 
     /// Every user of the replay engine (history, a reader, recovery, verify) rebuilds the same
