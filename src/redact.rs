@@ -347,15 +347,21 @@ fn plan_with(store: &Store, selection: &Selection, deleted_by: Option<Seq>) -> R
     let mut replay =
         (!texts.is_empty() || !prefixes.is_empty() || deleted_by.is_some()).then(Replay::in_memory);
     let mut files = Files::default();
-    let mut touched: BTreeMap<u64, Vec<Seq>> = BTreeMap::new();
+    // Per file, the events that touched it and the paths each named.
+    let mut touched: BTreeMap<u64, Vec<(Seq, Vec<String>)>> = BTreeMap::new();
     let mut deleted = Vec::new();
     for event in events(store) {
         let event = event?;
         let answer = match replay.as_mut() {
             Some(replay) => {
                 let traced = replay.apply(&event)?;
-                for id in files.observe(&event, traced.answer.change.as_ref()).1 {
-                    touched.entry(id).or_default().push(event.seq);
+                let (named, ids) = files.observe(&event, traced.answer.change.as_ref());
+                let named: Vec<String> = named.iter().map(MemPath::to_string).collect();
+                for id in ids {
+                    touched
+                        .entry(id)
+                        .or_default()
+                        .push((event.seq, named.clone()));
                     if Some(event.seq) == deleted_by {
                         deleted.push(id);
                     }
@@ -402,14 +408,21 @@ fn plan_with(store: &Store, selection: &Selection, deleted_by: Option<Seq>) -> R
         }
     }
     // A file that ever lived under a path chosen, or that the delete removed: its whole
-    // history, under every name it had.
+    // history, under every name it had. Only the events that named the file itself hold its
+    // name or content: a rename or delete of a directory above it names the directory, and is
+    // erased only if erasing the file changes its answer (the closure below), so the other files
+    // it moved keep their history.
     for (id, paths) in files.paths() {
         if deleted.contains(id)
             || paths
                 .iter()
                 .any(|p| prefixes.iter().any(|prefix| under(p, prefix)))
         {
-            chosen.extend(touched.remove(id).unwrap_or_default());
+            for (seq, named) in touched.remove(id).unwrap_or_default() {
+                if named.iter().any(|n| paths.contains(n)) {
+                    chosen.insert(seq);
+                }
+            }
         }
     }
     for _ in 0..MAX_ROUNDS {

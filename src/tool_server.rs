@@ -246,8 +246,14 @@ impl MnemoMemoryToolServer {
             matches!(&body, Body::Tool(call) if matches!(call.command, Command::Delete { .. }));
         match self.client.call(tool_use_id.clone(), body) {
             Ok(receipt) => {
-                if deletes && !receipt.is_error && !receipt.retried {
-                    self.erase_if_set(receipt.seq);
+                // A retry answered from its record completes what its original owed: a crash
+                // between the delete and its erasure left the files in the log.
+                let deleted = match receipt.retried {
+                    true => receipt.retry_of,
+                    false => Some(receipt.seq),
+                };
+                if let (true, false, Some(seq)) = (deletes, receipt.is_error, deleted) {
+                    self.erase_if_set(seq);
                 }
                 tool_result(
                     result_id(tool_use_id, receipt.seq.0),

@@ -992,3 +992,84 @@ fn under_delete_erase_the_tools_delete_erases_what_it_deletes() {
         "late\n"
     );
 }
+
+/// What an adversary found under `delete` = `erase`: erasing one file must not take other
+/// files' history with it. A directory rename moved the deleted file with another agent's file;
+/// the rename names only the directories, so it stays, and so does everything after it. And a
+/// delete whose erasure was owed (the process died before it, here: the setting came after)
+/// is erased when the delete is retried with its tool_use id.
+#[test]
+fn erasing_a_deleted_file_keeps_the_files_a_rename_moved_with_it_and_a_retry_pays_what_is_owed() {
+    let t = TempStore::new();
+    let db = db(&t);
+    let calls = |agent: &str, calls: &[Value]| -> Vec<Value> {
+        let input: String = calls.iter().map(|c| c.to_string() + "\n").collect();
+        run_ok(&["tool", "--db", &db, "--agent", agent], &input)
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a result"))
+            .collect()
+    };
+    run_ok(&["tool", "--db", &db], "");
+    run_ok(&["config", "set", "delete", "erase", "--db", &db], "");
+    calls(
+        "alice",
+        &[
+            json!({"command": "create", "path": "/memories/d/x.md", "file_text": format!("{MARKER}\n")}),
+            json!({"command": "create", "path": "/memories/d/y.md", "file_text": "Y v1\n"}),
+            json!({"command": "rename", "old_path": "/memories/d", "new_path": "/memories/e"}),
+        ],
+    );
+    calls(
+        "bob",
+        &[
+            json!({"command": "create", "path": "/memories/d/y.md", "file_text": "BOB NOTE\n"}),
+            json!({"command": "str_replace", "path": "/memories/e/y.md", "old_str": "Y v1", "new_str": "Y v2 BOB EDIT"}),
+        ],
+    );
+    let gone = calls(
+        "alice",
+        &[json!({"command": "delete", "path": "/memories/e/x.md"})],
+    );
+    assert_eq!(gone[0]["content"], "Successfully deleted /memories/e/x.md");
+    assert!(holding(&t.path(), MARKER.as_bytes()).is_empty());
+    assert_eq!(
+        run_ok(&["cat", "/memories/d/y.md", "--db", &db], ""),
+        "BOB NOTE\n"
+    );
+    assert_eq!(
+        run_ok(&["cat", "/memories/e/y.md", "--db", &db], ""),
+        "Y v2 BOB EDIT\n"
+    );
+    let log = events(&db);
+    let redaction = log
+        .iter()
+        .find(|e| e["command"] == "redact")
+        .expect("redaction");
+    // Only x.md's create and its delete held its name or content.
+    assert_eq!(redaction["paths"], json!(["events 2, 7"]), "{redaction}");
+    verify_names_redaction(&db);
+
+    // An erasure owed: the delete was logged under keep, and is retried under erase.
+    run_ok(&["config", "set", "delete", "keep", "--db", &db], "");
+    let block = |id: &str, input: Value| {
+        json!({"type": "tool_use", "id": id, "name": "memory", "input": input}).to_string() + "\n"
+    };
+    let secret = json!({"command": "create", "path": "/memories/owed.md", "file_text": "OWEDQQ\n"});
+    let delete = json!({"command": "delete", "path": "/memories/owed.md"});
+    run_ok(
+        &["tool", "--db", &db],
+        &(block("c1", secret) + &block("DEL1", delete.clone())),
+    );
+    assert!(!holding(&t.path(), b"OWEDQQ").is_empty(), "kept under keep");
+    run_ok(&["config", "set", "delete", "erase", "--db", &db], "");
+    let retried = run_ok(&["tool", "--db", &db], &block("DEL1", delete));
+    assert!(
+        retried.contains("Successfully deleted /memories/owed.md"),
+        "{retried}"
+    );
+    assert!(
+        holding(&t.path(), b"OWEDQQ").is_empty(),
+        "the retry did not pay the erasure its delete owed"
+    );
+    verify_names_redaction(&db);
+}
