@@ -160,6 +160,17 @@ pub enum Error {
         source: std::io::Error,
     },
 
+    /// A replica in object storage could not be read or written.
+    #[error(
+        "the replica at {url} failed: {cause}; check the URL, that the location exists and is writable, and try again"
+    )]
+    Replica {
+        /// The replica's URL.
+        url: String,
+        /// What the object store said.
+        cause: String,
+    },
+
     /// An argument given to the library was not valid.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),

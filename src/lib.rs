@@ -31,6 +31,8 @@ mod registry;
 #[cfg(feature = "client")]
 mod remote;
 mod replay;
+#[cfg(feature = "replicate")]
+mod replica;
 mod semantics_version;
 mod seq;
 #[cfg(feature = "serve")]
@@ -81,6 +83,8 @@ pub mod cli_support {
     pub use crate::lineage::{Trail, trail_json, trails};
     pub use crate::log::Store;
     pub use crate::redact::{Plan, Redacted, Selection, plan, redact};
+    #[cfg(feature = "replicate")]
+    pub use crate::replica::{Replica, Shipped, restore, ship};
     pub use crate::token::{OPERATOR, check_id, issue, listed, revoke};
     #[cfg(feature = "client")]
     pub use crate::tool::request::tool_use_id;
@@ -138,6 +142,11 @@ pub mod testing {
     /// Replaying the log into a tree.
     pub mod replay {
         pub use crate::replay::*;
+    }
+    /// Replicas in object storage: segments and checkpoints.
+    #[cfg(feature = "replicate")]
+    pub mod replica {
+        pub use crate::replica::*;
     }
     /// The chain rules.
     pub mod chain {

@@ -20,6 +20,7 @@ use mnemo::{
 use serde_json::json;
 
 mod connect;
+mod replication;
 
 /// An event-sourced, verifiable memory store for Anthropic's memory tool.
 #[derive(Parser)]
@@ -136,8 +137,42 @@ enum Cmd {
         /// Also prove the log still holds this checkpoint (SEQ:HASH, as an earlier verify printed).
         #[arg(long, value_name = "SEQ:HASH")]
         expect: Option<String>,
+        /// Verify the replica at URL (file:///dir) instead of a store: its segments are fetched
+        /// into a private store, every record checked against the chain and the whole log
+        /// replayed (a build with `--features replicate`).
+        #[arg(long, value_name = "URL", conflicts_with = "connect")]
+        from: Option<String>,
         #[command(flatten)]
         remote: Remote,
+    },
+    /// Ship the store's log to a replica in object storage (file:///dir): sealed segments of
+    /// events and a checkpoint of the head. Resumes where the replica ends, with no gap and no
+    /// duplicate; refuses a replica of another history. Reads the store as the read commands do
+    /// (a private copy), so a store a server holds must be stopped first. A build with
+    /// `--features replicate`.
+    Replicate {
+        #[command(flatten)]
+        db: Db,
+        /// The replica: file:///absolute/dir (created if missing).
+        #[arg(long, value_name = "URL")]
+        to: String,
+        /// Ship up to the current head and exit (continuous shipping is not built yet).
+        #[arg(long)]
+        once: bool,
+    },
+    /// Rebuild a store from a replica: every record re-checked against the chain, the index
+    /// rebuilt, the whole store verified; nothing is left at --db if it fails. A build with
+    /// `--features replicate`.
+    Restore {
+        /// The replica: file:///absolute/dir.
+        #[arg(long, value_name = "URL")]
+        from: String,
+        /// The new store: a path that does not exist yet, or an empty directory.
+        #[arg(long, value_name = "NEW")]
+        db: PathBuf,
+        /// Restore up to this event (default: the replica's head checkpoint).
+        #[arg(long, value_name = "SEQ")]
+        at: Option<u64>,
     },
     /// List the events: seq, time, agent, command, path, ok/error.
     Log {
@@ -515,11 +550,20 @@ fn main() -> ExitCode {
             },
         ),
         Cmd::Verify {
+            from: Some(url),
+            json,
+            expect,
+            ..
+        } => replication::verify(&url, json, expect.as_deref()),
+        Cmd::Verify {
             db,
             json,
             expect,
             remote,
+            from: None,
         } => run_verify(&db.db, json, expect.as_deref(), &remote),
+        Cmd::Replicate { db, to, once } => replication::replicate(&db.db, &to, once),
+        Cmd::Restore { from, db, at } => replication::restore(&from, &db, at),
         Cmd::Log {
             db,
             agent,
@@ -856,7 +900,7 @@ fn run_tool(session: Session, agent: Option<String>, remote: &Remote, start: &St
 
 /// What `mnemo verify` prints of a report, from the report itself or from its JSON (a report
 /// a server made).
-struct ReportView {
+pub(crate) struct ReportView {
     status: String,
     events: u64,
     bytes: u64,
@@ -879,7 +923,7 @@ struct ReportView {
 }
 
 impl ReportView {
-    fn of(report: &Report) -> ReportView {
+    pub(crate) fn of(report: &Report) -> ReportView {
         ReportView {
             status: report.status().to_string(),
             events: report.events,
@@ -1031,7 +1075,7 @@ fn print_report(out: &mut impl Write, path: &Path, report: &ReportView) -> std::
 }
 
 /// Prints a verify report (`json` as `--json` prints it) and exits 0 when intact, else 1.
-fn print_verify(
+pub(crate) fn print_verify(
     db: &Path,
     as_json: bool,
     json: &serde_json::Value,

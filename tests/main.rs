@@ -55,6 +55,9 @@ mod nested_root;
 mod pathological;
 // The proptest model test: random command sequences against a naive in-memory model.
 mod model;
+// Replicas in object storage over file://: ship, resume, restore, verify --from, tampering.
+#[cfg(feature = "replicate")]
+mod replica;
 // Read-only forensics: read commands change no byte, work read-only, never repair damage.
 mod readonly;
 // Reopening, catch-up after a crash between append and index write, lock and format errors.

@@ -1,0 +1,430 @@
+//! Replicas of a store in object storage: the log shipped as sealed segments and checkpoints
+//! (`mnemo replicate --once`), a store rebuilt from them (`mnemo restore`), and a replica
+//! verified where it lies (`mnemo verify --from`). Compiled with the `replicate` cargo feature.
+//!
+//! A replica at `URL` (`file:///dir` in this build) holds, under the URL's path:
+//!
+//! | object | what |
+//! |---|---|
+//! | `segments/{first:020}-{last:020}.seg` | events `first` to `last`, as the store keeps them ([`segment`]); written once, with a create that fails if the name is taken |
+//! | `checkpoints/{seq:020}` | a checkpoint ([`checkpoint`]): the seq the segments reach and its chain hash, one per shipment |
+//! | `head` | the latest checkpoint, replaced by each shipment once its segments are written |
+//!
+//! Shipping resumes from the segments themselves: the next segment starts after the last one
+//! listed, so a shipment cut anywhere (after a segment, before its checkpoint) goes on with no
+//! gap and no duplicate. Before it ships, it proves the replica is this store's: the replica's
+//! last event must be the store's event of that seq, byte for byte. A restore checks the chain
+//! rules over every record it fetches (dense seqs, links, payload and chain hashes), checks the
+//! head checkpoint against the chain, and replays the whole log (`verify`) before it calls the
+//! new store whole.
+
+pub mod checkpoint;
+pub mod segment;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use object_store::local::LocalFileSystem;
+use object_store::path::Path as ObjectPath;
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
+
+use crate::chain::Chain;
+use crate::error::{Error, Result};
+use crate::event::Seq;
+use crate::log::{Durability, Head, Store};
+
+/// A replica: an object store and the prefix under which it lies.
+pub struct Replica {
+    url: String,
+    objects: Arc<dyn ObjectStore>,
+    runtime: tokio::runtime::Runtime,
+}
+
+/// What one shipment did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shipped {
+    /// The seq the replica reached before.
+    pub from: Seq,
+    /// The head it reaches now (what its checkpoint names).
+    pub head: Head,
+    /// The segments written.
+    pub segments: usize,
+}
+
+impl Replica {
+    /// The replica at `url`: `file:///absolute/dir` (created if `create`).
+    pub fn open(url: &str, create: bool) -> Result<Replica> {
+        let bad = |why: &str| {
+            Error::InvalidArgument(format!(
+                "the replica URL {url:?} {why}; give file:///absolute/dir (s3:// replicas are not in this build yet)"
+            ))
+        };
+        let dir = url
+            .strip_prefix("file://")
+            .ok_or_else(|| bad("is not a file:// URL"))?;
+        let dir = PathBuf::from(dir);
+        if !dir.is_absolute() || dir.components().any(|c| c.as_os_str() == "..") {
+            return Err(bad("does not name an absolute directory"));
+        }
+        if create {
+            std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        } else if !dir.is_dir() {
+            return Err(Error::NotFound { path: dir });
+        }
+        let objects = LocalFileSystem::new_with_prefix(&dir)
+            .map_err(|e| failed(url, &e))?
+            .with_fsync(true);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .map_err(|e| Error::io("the replica's runtime", e))?;
+        Ok(Replica {
+            url: url.to_string(),
+            objects: Arc::new(objects),
+            runtime,
+        })
+    }
+
+    /// The replica's URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    fn get(&self, name: &str) -> Result<Option<Vec<u8>>> {
+        let path = ObjectPath::from(name);
+        self.runtime.block_on(async {
+            match self.objects.get(&path).await {
+                Ok(got) => Ok(Some(
+                    got.bytes()
+                        .await
+                        .map_err(|e| failed(&self.url, &e))?
+                        .to_vec(),
+                )),
+                Err(object_store::Error::NotFound { .. }) => Ok(None),
+                Err(e) => Err(failed(&self.url, &e)),
+            }
+        })
+    }
+
+    fn put(&self, name: &str, bytes: Vec<u8>, mode: PutMode) -> Result<()> {
+        let path = ObjectPath::from(name);
+        let options = PutOptions {
+            mode,
+            ..PutOptions::default()
+        };
+        self.runtime
+            .block_on(self.objects.put_opts(&path, PutPayload::from(bytes), options))
+            .map(|_| ())
+            .map_err(|e| match e {
+                object_store::Error::AlreadyExists { .. } => Error::corrupt(format!(
+                    "the replica at {} already holds {name}: another process is shipping to it; ship from one store at a time",
+                    self.url
+                )),
+                e => failed(&self.url, &e),
+            })
+    }
+
+    /// The replica's segments in seq order, each `(first, last, name)`; they must run from event
+    /// 1 with no gap and no overlap.
+    fn segments(&self) -> Result<Vec<(Seq, Seq, String)>> {
+        let prefix = ObjectPath::from("segments");
+        let listed = self
+            .runtime
+            .block_on(self.objects.list_with_delimiter(Some(&prefix)))
+            .map_err(|e| failed(&self.url, &e))?;
+        let mut out: Vec<(Seq, Seq, String)> = Vec::new();
+        for object in listed.objects {
+            let Some(name) = object.location.filename() else {
+                continue;
+            };
+            let Some((first, last)) = segment::parse_name(name) else {
+                continue;
+            };
+            out.push((first, last, format!("segments/{name}")));
+        }
+        out.sort();
+        let mut next = Seq(1);
+        for (first, last, name) in &out {
+            if *first != next {
+                return Err(Error::corrupt(format!(
+                    "the replica at {} has a gap or an overlap: {name} starts at event {first}, where event {next} was next",
+                    self.url
+                )));
+            }
+            next = Seq(last.0 + 1);
+        }
+        Ok(out)
+    }
+
+    /// The replica's head checkpoint, if it has one: the origin name and the head.
+    pub fn head(&self) -> Result<Option<(String, Head)>> {
+        self.get("head")?
+            .map(|text| checkpoint::decode("head", &text))
+            .transpose()
+    }
+}
+
+fn failed(url: &str, e: &dyn std::fmt::Display) -> Error {
+    Error::Replica {
+        url: url.to_string(),
+        cause: e.to_string(),
+    }
+}
+
+/// The name a store's checkpoints give as their origin: its directory's name.
+fn origin(store: &Path) -> String {
+    store
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "store".into())
+}
+
+/// Ships every event of `store` that `replica` lacks, as sealed segments and then a checkpoint
+/// of the new head; returns what it shipped. Refuses a replica that holds another history.
+pub fn ship(store: &Store, replica: &Replica) -> Result<Shipped> {
+    let end = store.log_end()?;
+    let segments = replica.segments()?;
+    let have = segments.last().map_or(Seq(0), |(_, last, _)| *last);
+    if have > end.seq {
+        return Err(Error::InvalidArgument(format!(
+            "the replica at {} reaches event {have}, past this store's last event {}: it is another store's, or this store was rolled back; ship to a new replica",
+            replica.url, end.seq
+        )));
+    }
+    // The replica's last event must be this store's event of that seq: the same chain hash
+    // (a record erased since keeps its hash; its segment is rewritten below). What is shipped
+    // next must link to it.
+    let mut chain = Chain::new();
+    if let Some((first, last, name)) = segments.last() {
+        let bytes = replica
+            .get(name)?
+            .ok_or_else(|| Error::corrupt(format!("replica segment {name} vanished")))?;
+        let theirs = segment::decode(name, &bytes, (*first, *last))?;
+        let ours = store.records(*last).next().transpose()?;
+        let hash = |record: &[u8]| crate::event::Frame::decode(record).map(|f| f.hash).ok();
+        let same = match (theirs.last(), ours) {
+            (Some((_, theirs)), Some((seq, ours))) => {
+                seq == *last && hash(theirs).is_some() && hash(theirs) == hash(&ours)
+            }
+            _ => false,
+        };
+        let theirs = theirs.last().and_then(|(_, record)| hash(record));
+        match (same, theirs) {
+            (true, Some(hash)) => chain = Chain::after(*last, hash),
+            _ => {
+                return Err(Error::InvalidArgument(format!(
+                    "the replica at {} holds another history: its event {last} is not this store's; ship to a new replica",
+                    replica.url
+                )));
+            }
+        }
+    }
+    propagate_redactions(store, replica, &segments, have, end.seq)?;
+    let mut shipped = 0;
+    let mut batch: Vec<Vec<u8>> = Vec::new();
+    let mut bytes = 0;
+    let mut first = Seq(have.0 + 1);
+    let mut head = Head {
+        seq: have,
+        hash: crate::event::EventHash::ZERO,
+    };
+    for item in store.records(first) {
+        let (seq, record) = item?;
+        if seq > end.seq {
+            break;
+        }
+        let frame = chain.check(seq, &record).map_err(|b| {
+            Error::corrupt(format!(
+                "event {}: {} (the store does not verify; run mnemo verify)",
+                b.seq, b.detail
+            ))
+        })?;
+        head = Head {
+            seq,
+            hash: frame.hash,
+        };
+        bytes += record.len();
+        batch.push(record);
+        if batch.len() >= segment::SEGMENT_EVENTS || bytes >= segment::SEGMENT_BYTES {
+            seal(replica, first, &batch)?;
+            shipped += 1;
+            first = Seq(seq.0 + 1);
+            batch.clear();
+            bytes = 0;
+        }
+    }
+    if !batch.is_empty() {
+        seal(replica, first, &batch)?;
+        shipped += 1;
+    }
+    if head.seq > Seq(0) && head.seq == have {
+        // Nothing new: the head checkpoint names the replica's last event (written again if a
+        // cut shipment left it behind).
+        head.hash = crate::event::Frame::decode(
+            &store
+                .records(have)
+                .next()
+                .transpose()?
+                .ok_or_else(|| Error::corrupt(format!("event {have} is missing")))?
+                .1,
+        )?
+        .hash;
+    }
+    if head.seq > Seq(0) {
+        let text = checkpoint::encode(&origin(store.path()), head).into_bytes();
+        replica.put(
+            &format!("checkpoints/{:020}", head.seq.0),
+            text.clone(),
+            PutMode::Overwrite,
+        )?;
+        replica.put("head", text, PutMode::Overwrite)?;
+    }
+    Ok(Shipped {
+        from: have,
+        head,
+        segments: shipped,
+    })
+}
+
+/// Redactions reach the replica: for every redaction among the events about to be shipped
+/// (`have` + 1 to `end`) that erased events the replica already holds, the segments holding
+/// them are written again from the store, whose records are erased now, replacing the old
+/// objects, before the redaction itself is shipped.
+fn propagate_redactions(
+    store: &Store,
+    replica: &Replica,
+    segments: &[(Seq, Seq, String)],
+    have: Seq,
+    end: Seq,
+) -> Result<()> {
+    let mut erased: Vec<Seq> = Vec::new();
+    for item in store.records(Seq(have.0 + 1)) {
+        let (seq, record) = item?;
+        if seq > end {
+            break;
+        }
+        let event = crate::event::Event::decode(&record)?;
+        if let crate::event::Body::Admin(crate::policy::AdminCommand::Redact { seqs, .. }) =
+            &event.body
+        {
+            erased.extend(seqs.iter().map(|s| Seq(*s)).filter(|s| *s <= have));
+        }
+    }
+    for (first, last, name) in segments {
+        if !erased.iter().any(|s| s >= first && s <= last) {
+            continue;
+        }
+        let mut records = Vec::new();
+        for item in store.records(*first) {
+            let (seq, record) = item?;
+            if seq > *last {
+                break;
+            }
+            records.push(record);
+        }
+        replica.put(name, segment::encode(*first, &records), PutMode::Overwrite)?;
+    }
+    Ok(())
+}
+
+/// Writes the segment of `records` from event `first`, once.
+fn seal(replica: &Replica, first: Seq, records: &[Vec<u8>]) -> Result<()> {
+    let last = Seq(first.0 + records.len() as u64 - 1);
+    let name = format!("segments/{}", segment::name(first, last));
+    replica.put(&name, segment::encode(first, records), PutMode::Create)
+}
+
+/// Rebuilds the store at `db` (a new path or an empty directory) from `replica`, up to event
+/// `at` (else its head checkpoint's event): every record re-checked against the chain rules, the
+/// head checkpoint against the chain, the index rebuilt by replay and the whole store verified.
+/// Returns the restored head. On failure nothing is left at `db`.
+pub fn restore(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Head> {
+    if std::fs::read_dir(db).is_ok_and(|mut entries| entries.next().is_some()) {
+        return Err(Error::InvalidArgument(format!(
+            "{} is not empty; restore into a new path",
+            db.display()
+        )));
+    }
+    let made = fetch(replica, db, at);
+    if made.is_err() {
+        let _ = std::fs::remove_dir_all(db);
+    }
+    made
+}
+
+fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Head> {
+    let checkpoint = replica.head()?.map(|(_, head)| head);
+    let until = match (at, checkpoint) {
+        (Some(at), _) => at,
+        (None, Some(head)) => head.seq,
+        (None, None) => {
+            return Err(Error::InvalidArgument(format!(
+                "the replica at {} has no checkpoint: nothing was shipped to it (mnemo replicate --to URL --once)",
+                replica.url
+            )));
+        }
+    };
+    let segments = replica.segments()?;
+    let reach = segments.last().map_or(Seq(0), |(_, last, _)| *last);
+    if until > reach || until == Seq(0) {
+        return Err(Error::InvalidArgument(format!(
+            "the replica at {} holds events 1 to {reach}; there is no event {until} to restore to",
+            replica.url
+        )));
+    }
+    let store = Store::open(db)?;
+    let mut chain = Chain::new();
+    let mut head = Head::EMPTY;
+    'segments: for (first, last, name) in segments {
+        let bytes = replica
+            .get(&name)?
+            .ok_or_else(|| Error::corrupt(format!("replica segment {name} vanished")))?;
+        let mut frames = Vec::new();
+        for (seq, record) in segment::decode(&name, &bytes, (first, last))? {
+            if seq > until {
+                store.append(&frames)?;
+                break 'segments;
+            }
+            let frame = chain.check(seq, &record).map_err(|b| {
+                Error::corrupt(format!(
+                    "the replica at {} breaks the chain at event {} ({name}): {}",
+                    replica.url, b.seq, b.detail
+                ))
+            })?;
+            head = Head {
+                seq,
+                hash: frame.hash,
+            };
+            frames.push(frame);
+        }
+        store.append(&frames)?;
+    }
+    // The checkpoint must name an event of this chain.
+    if let Some(checkpoint) = checkpoint {
+        if checkpoint.seq <= head.seq {
+            let record = store
+                .records(checkpoint.seq)
+                .next()
+                .transpose()?
+                .ok_or_else(|| Error::corrupt("the restored log lost an event"))?;
+            let hash = crate::event::Frame::decode(&record.1)?.hash;
+            if hash != checkpoint.hash {
+                return Err(Error::corrupt(format!(
+                    "the replica's head checkpoint names event {} with hash {}, but its segments give {hash}",
+                    checkpoint.seq, checkpoint.hash
+                )));
+            }
+        }
+    }
+    store.catch_up()?;
+    store.sync(Durability::Fsync)?;
+    store.record_head(head)?;
+    let report = crate::verify::verify_store(&store)?;
+    if !report.is_intact() {
+        return Err(Error::corrupt(format!(
+            "the store restored from {} does not verify: {:?}",
+            replica.url,
+            report.violations.first()
+        )));
+    }
+    Ok(head)
+}

@@ -1,0 +1,352 @@
+//! Replicas over `file://` (feature `replicate`): `mnemo replicate --once` ships the log as
+//! sealed segments and a checkpoint, resumes with no gap and no duplicate (also after a shipment
+//! cut before its checkpoint), refuses a replica of another history; `mnemo restore` rebuilds the
+//! same tree from it, also after the primary is gone; `mnemo verify --from` names the event a
+//! tampered segment or checkpoint breaks.
+
+use std::path::{Path, PathBuf};
+
+use mnemo::Seq;
+use mnemo::testing::replica::segment;
+use serde_json::json;
+
+use crate::support::{TempStore, run_mnemo};
+
+fn run_ok(args: &[&str], stdin: &str) -> String {
+    let out = run_mnemo(args, stdin);
+    assert!(
+        out.status.success(),
+        "mnemo {args:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn session(from: usize, to: usize) -> String {
+    let mut lines = String::new();
+    for i in from..to {
+        for call in [
+            json!({"command": "create", "path": format!("/memories/d{}/n{i}.md", i % 3), "file_text": format!("note {i}\n")}),
+            json!({"command": "str_replace", "path": format!("/memories/d{}/n{i}.md", i % 3), "old_str": "note", "new_str": "edited note"}),
+            json!({"command": "view", "path": format!("/memories/d{}", i % 3)}),
+        ] {
+            lines.push_str(&call.to_string());
+            lines.push('\n');
+        }
+    }
+    lines
+}
+
+fn url(dir: &Path) -> String {
+    format!("file://{}", dir.display())
+}
+
+fn segments(dir: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir.join("segments"))
+        .expect("segments")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    out.sort();
+    out
+}
+
+fn s(path: &Path) -> &str {
+    path.to_str().expect("utf-8")
+}
+
+#[test]
+fn a_store_shipped_resumed_and_restored_is_the_same_store() {
+    let t = TempStore::new();
+    let db = t.path();
+    let replica = t.dir.path().join("replica");
+    let to = url(&replica);
+    run_ok(&["tool", "--db", s(&db)], &session(0, 10));
+    let said = run_ok(&["replicate", "--db", s(&db), "--to", &to, "--once"], "");
+    assert!(
+        said.starts_with("replicated events 1 to 30 in 1 segments"),
+        "{said}"
+    );
+    assert!(said.contains("checkpoint: 30:"), "{said}");
+    let again = run_ok(&["replicate", "--db", s(&db), "--to", &to, "--once"], "");
+    assert!(again.starts_with("the replica at "), "{again}");
+    assert_eq!(segments(&replica).len(), 1, "nothing shipped twice");
+    run_ok(&["tool", "--db", s(&db)], &session(10, 15));
+    let more = run_ok(&["replicate", "--db", s(&db), "--to", &to, "--once"], "");
+    assert!(
+        more.starts_with("replicated events 31 to 45 in 1 segments"),
+        "{more}"
+    );
+    let names: Vec<String> = segments(&replica)
+        .iter()
+        .map(|p| p.file_name().expect("name").to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        vec![
+            segment::name(Seq(1), Seq(30)),
+            segment::name(Seq(31), Seq(45))
+        ]
+    );
+    // The primary's checkpoint is the replica's.
+    let verified = run_ok(&["verify", "--db", s(&db)], "");
+    let checkpoint = verified
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("checkpoint: "))
+        .expect("a checkpoint")
+        .to_string();
+    assert!(more.contains(&checkpoint), "{more} / {checkpoint}");
+    // Restored: the same files, verified; the replica verifies where it lies, checkpoint too.
+    let restored = t.dir.path().join("restored");
+    let said = run_ok(&["restore", "--from", &to, "--db", s(&restored)], "");
+    assert!(said.starts_with("restored events 1 to 45"), "{said}");
+    assert_eq!(
+        run_ok(&["ls", "/", "--db", s(&restored)], ""),
+        run_ok(&["ls", "/", "--db", s(&db)], "")
+    );
+    let from = run_ok(&["verify", "--from", &to, "--expect", &checkpoint], "");
+    assert!(from.contains("INTACT"), "{from}");
+    // Restored up to an event: the tree as it was then.
+    let early = t.dir.path().join("early");
+    run_ok(
+        &["restore", "--from", &to, "--db", s(&early), "--at", "20"],
+        "",
+    );
+    assert_eq!(
+        run_ok(&["ls", "/", "--db", s(&early)], ""),
+        run_ok(&["ls", "/", "--db", s(&db), "--at", "20"], "")
+    );
+    // The primary gone for good: the replica still restores every shipped event.
+    std::fs::remove_dir_all(&db).expect("lose the primary");
+    let rescued = t.dir.path().join("rescued");
+    run_ok(&["restore", "--from", &to, "--db", s(&rescued)], "");
+    assert!(run_ok(&["verify", "--db", s(&rescued)], "").contains("INTACT"));
+    assert!(
+        run_ok(&["cat", "/memories/d2/n14.md", "--db", s(&rescued)], "").contains("edited note 14")
+    );
+}
+
+#[test]
+fn a_shipment_cut_before_its_checkpoint_resumes_with_no_gap_or_duplicate() {
+    let t = TempStore::new();
+    let db = t.path();
+    let replica = t.dir.path().join("replica");
+    let to = url(&replica);
+    run_ok(&["tool", "--db", s(&db)], &session(0, 4));
+    run_ok(&["replicate", "--db", s(&db), "--to", &to, "--once"], "");
+    run_ok(&["tool", "--db", s(&db)], &session(4, 8));
+    run_ok(&["replicate", "--db", s(&db), "--to", &to, "--once"], "");
+    // As if the second shipment was killed after its segment: its checkpoints never landed.
+    std::fs::remove_file(replica.join("head")).expect("head");
+    std::fs::remove_file(replica.join("checkpoints").join(format!("{:020}", 24))).expect("cp");
+    std::fs::copy(
+        replica.join("checkpoints").join(format!("{:020}", 12)),
+        replica.join("head"),
+    )
+    .expect("the older head");
+    run_ok(&["tool", "--db", s(&db)], &session(8, 10));
+    let said = run_ok(&["replicate", "--db", s(&db), "--to", &to, "--once"], "");
+    assert!(
+        said.starts_with("replicated events 25 to 30 in 1 segments"),
+        "{said}"
+    );
+    assert_eq!(segments(&replica).len(), 3);
+    let restored = t.dir.path().join("restored");
+    run_ok(&["restore", "--from", &to, "--db", s(&restored)], "");
+    assert_eq!(
+        run_ok(&["log", "--db", s(&restored), "--json"], ""),
+        run_ok(&["log", "--db", s(&db), "--json"], "")
+    );
+}
+
+#[test]
+fn a_replica_of_another_history_or_a_non_empty_target_is_refused() {
+    let t = TempStore::new();
+    let replica = t.dir.path().join("replica");
+    let to = url(&replica);
+    run_ok(&["tool", "--db", s(&t.path())], &session(0, 3));
+    run_ok(
+        &["replicate", "--db", s(&t.path()), "--to", &to, "--once"],
+        "",
+    );
+    let other = t.dir.path().join("other.db");
+    run_ok(&["tool", "--db", s(&other)], &session(0, 5));
+    let out = run_mnemo(&["replicate", "--db", s(&other), "--to", &to, "--once"], "");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("another history"));
+    assert_eq!(segments(&replica).len(), 1, "nothing was shipped");
+    let out = run_mnemo(&["restore", "--from", &to, "--db", s(&other)], "");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not empty"));
+    let out = run_mnemo(
+        &[
+            "replicate",
+            "--db",
+            s(&t.path()),
+            "--to",
+            "s3://bucket/x",
+            "--once",
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("file:///absolute/dir"));
+    let out = run_mnemo(&["replicate", "--db", s(&t.path()), "--to", &to], "");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--once"));
+}
+
+#[test]
+fn a_tampered_segment_or_checkpoint_is_named_and_nothing_is_restored() {
+    let t = TempStore::new();
+    let db = t.path();
+    let replica = t.dir.path().join("replica");
+    let to = url(&replica);
+    run_ok(&["tool", "--db", s(&db)], &session(0, 4));
+    run_ok(&["replicate", "--db", s(&db), "--to", &to, "--once"], "");
+    let seg = segments(&replica).remove(0);
+    let good = std::fs::read(&seg).expect("segment");
+    let range = (Seq(1), Seq(12));
+    let name = segment::name(range.0, range.1);
+    // A record changed and the segment's digest made again: the chain names the event.
+    let mut records = segment::decode(&name, &good, range).expect("decodes");
+    let last = records.last_mut().expect("a record");
+    let at = last.1.len() - 3;
+    last.1[at] ^= 1;
+    let records: Vec<Vec<u8>> = records.into_iter().map(|(_, r)| r).collect();
+    std::fs::write(&seg, segment::encode(Seq(1), &records)).expect("tamper");
+    let check = |what: &str, says: &str| {
+        let out = run_mnemo(&["verify", "--from", &to], "");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert_eq!(out.status.code(), Some(1), "{what}: {text}");
+        assert!(
+            text.contains("VIOLATION") && text.contains(says),
+            "{what}: {text}"
+        );
+        let target = t.dir.path().join("target");
+        let out = run_mnemo(&["restore", "--from", &to, "--db", s(&target)], "");
+        assert_eq!(out.status.code(), Some(2), "{what}");
+        assert!(
+            !target.exists(),
+            "{what}: a restore that failed left a store"
+        );
+    };
+    check("a record", "event 12");
+    // A byte changed with no new digest: the segment itself is named.
+    let mut flipped = good.clone();
+    flipped[40] ^= 1;
+    std::fs::write(&seg, &flipped).expect("tamper");
+    check("a byte", "damaged or cut");
+    // The checkpoint rewritten to another hash.
+    std::fs::write(&seg, &good).expect("restore the segment");
+    let head = std::fs::read_to_string(replica.join("head")).expect("head");
+    let mut lines: Vec<&str> = head.lines().collect();
+    let forged = "0".repeat(64);
+    lines[2] = &forged;
+    std::fs::write(replica.join("head"), lines.join("\n") + "\n").expect("forge");
+    check("the checkpoint", "checkpoint");
+    // Whole again, a checkpoint kept elsewhere that the replica no longer holds is refused.
+    std::fs::write(replica.join("head"), &head).expect("put back");
+    assert!(run_ok(&["verify", "--from", &to], "").contains("INTACT"));
+    let wrong = format!("5:{}", "1".repeat(64));
+    let out = run_mnemo(&["verify", "--from", &to, "--expect", &wrong], "");
+    assert_eq!(out.status.code(), Some(1));
+}
+
+/// A redaction reaches the replica: the next shipment writes the segments that held the erased
+/// events again from the store, so no byte of the text is left in the replica, and a store
+/// restored from it verifies and names the redaction.
+#[test]
+fn a_redaction_is_shipped_and_the_replicas_old_segments_are_rewritten() {
+    let t = TempStore::new();
+    let db = t.path();
+    let replica = t.dir.path().join("replica");
+    let to = url(&replica);
+    let secret = "QXREPLICASECRETQX";
+    let lines = [
+        json!({"command": "create", "path": "/memories/s.md", "file_text": format!("{secret}\n")}),
+        json!({"command": "create", "path": "/memories/k.md", "file_text": "keep\n"}),
+    ]
+    .map(|c| c.to_string() + "\n")
+    .concat();
+    run_ok(&["tool", "--db", s(&db)], &lines);
+    run_ok(&["tool", "--db", s(&db)], &session(0, 2));
+    run_ok(&["replicate", "--db", s(&db), "--to", &to, "--once"], "");
+    let holds = |dir: &Path| {
+        let mut todo = vec![dir.to_path_buf()];
+        while let Some(d) = todo.pop() {
+            for e in std::fs::read_dir(&d).expect("dir") {
+                let p = e.expect("entry").path();
+                if p.is_dir() {
+                    todo.push(p);
+                } else if std::fs::read(&p)
+                    .expect("read")
+                    .windows(secret.len())
+                    .any(|w| w == secret.as_bytes())
+                {
+                    return true;
+                }
+            }
+        }
+        false
+    };
+    assert!(holds(&replica));
+    run_ok(
+        &[
+            "redact",
+            "--db",
+            s(&db),
+            "--reason",
+            "asked",
+            "--text",
+            secret,
+        ],
+        "",
+    );
+    run_ok(&["replicate", "--db", s(&db), "--to", &to, "--once"], "");
+    assert!(!holds(&replica), "the replica still holds the erased text");
+    let restored = t.dir.path().join("restored");
+    run_ok(&["restore", "--from", &to, "--db", s(&restored)], "");
+    let report = run_ok(&["verify", "--db", s(&restored)], "");
+    assert!(
+        report.contains("INTACT") && report.contains("redacted:"),
+        "{report}"
+    );
+    assert_eq!(
+        run_ok(&["ls", "/", "--db", s(&restored)], ""),
+        run_ok(&["ls", "/", "--db", s(&db)], "")
+    );
+}
+
+/// A shipment past one segment's worth of events seals several, back to back, and a restore
+/// reads them all in order.
+#[test]
+fn a_long_log_ships_as_several_segments_that_restore_in_order() {
+    let t = TempStore::new();
+    let db = t.path();
+    let replica = t.dir.path().join("replica");
+    let to = url(&replica);
+    let events = segment::SEGMENT_EVENTS + 200;
+    run_ok(
+        &["tool", "--db", s(&db), "--durability", "buffered"],
+        &session(0, events.div_ceil(3)),
+    );
+    let said = run_ok(&["replicate", "--db", s(&db), "--to", &to, "--once"], "");
+    assert!(said.contains(" in 2 segments"), "{said}");
+    let names: Vec<String> = segments(&replica)
+        .iter()
+        .map(|p| p.file_name().expect("name").to_string_lossy().into_owned())
+        .collect();
+    let first_end = Seq(segment::SEGMENT_EVENTS as u64);
+    assert_eq!(names[0], segment::name(Seq(1), first_end));
+    assert!(names[1].starts_with(&format!("{:020}-", first_end.0 + 1)));
+    let restored = t.dir.path().join("restored");
+    run_ok(&["restore", "--from", &to, "--db", s(&restored)], "");
+    assert!(
+        run_ok(&["verify", "--db", s(&restored), "--json"], "").contains("\"status\":\"intact\"")
+    );
+    assert_eq!(
+        run_ok(&["ls", "/", "--db", s(&restored)], ""),
+        run_ok(&["ls", "/", "--db", s(&db)], "")
+    );
+}
