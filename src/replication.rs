@@ -27,7 +27,10 @@ mod with {
         }
         let store = Store::open_current_read_only(db)?;
         let replica = Replica::open(url, true)?;
-        let shipped = ship(&store, &replica)?;
+        // Each segment once it is written, on stderr: how far a long shipment has got.
+        let shipped = ship(&store, &replica, &mut |first, last| {
+            eprintln!("mnemo replicate: shipped events {first} to {last}");
+        })?;
         let mut out = std::io::stdout().lock();
         if shipped.segments == 0 {
             writeln!(

@@ -1,13 +1,16 @@
-//! Replicas over `file://` (feature `replicate`): `mnemo replicate --once` ships the log as
-//! sealed segments and a checkpoint, resumes with no gap and no duplicate (also after a shipment
-//! cut before its checkpoint), refuses a replica of another history; `mnemo restore` rebuilds the
-//! same tree from it, also after the primary is gone; `mnemo verify --from` names the event a
-//! tampered segment or checkpoint breaks.
-
-use std::path::{Path, PathBuf};
+//! Replicas (feature `replicate`): `mnemo replicate --once` ships the log as sealed segments and
+//! a checkpoint, resumes with no gap and no duplicate (also after a shipment cut before its
+//! checkpoint), refuses a replica of another history; `mnemo restore` rebuilds the same tree
+//! from it, also after the primary is gone; `mnemo verify --from` names the event a tampered
+//! segment or checkpoint breaks; a redaction rewrites the segments it touches.
+//!
+//! Every test runs over `file://` in a temporary directory, and over S3 when `MNEMO_TEST_S3`
+//! names a bucket and prefix (`s3://bucket/prefix`, with the `AWS_*` variables set):
+//! `tests/s3_replica.sh` starts a real S3-compatible server on loopback and runs them so. The
+//! replica's objects are read and tampered with through the object store, never as files.
 
 use mnemo::Seq;
-use mnemo::testing::replica::segment;
+use mnemo::testing::replica::{Replica, segment};
 use serde_json::json;
 
 use crate::support::{TempStore, run_mnemo};
@@ -38,20 +41,32 @@ fn session(from: usize, to: usize) -> String {
     lines
 }
 
-fn url(dir: &Path) -> String {
-    format!("file://{}", dir.display())
+/// A new, empty replica for one test: under `MNEMO_TEST_S3` when it is set, else a directory of
+/// `t`'s.
+fn new_replica(t: &TempStore, name: &str) -> (String, Replica) {
+    let url = match std::env::var("MNEMO_TEST_S3") {
+        Ok(base) if !base.is_empty() => {
+            let unique = t
+                .dir
+                .path()
+                .file_name()
+                .expect("a name")
+                .to_string_lossy()
+                .trim_start_matches('.')
+                .to_string();
+            format!("{}/{unique}-{name}", base.trim_end_matches('/'))
+        }
+        _ => format!("file://{}", t.dir.path().join(name).display()),
+    };
+    let replica = Replica::open(&url, true).expect("open the replica");
+    (url, replica)
 }
 
-fn segments(dir: &Path) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::fs::read_dir(dir.join("segments"))
-        .expect("segments")
-        .map(|e| e.expect("entry").path())
-        .collect();
-    out.sort();
-    out
+fn segments(replica: &Replica) -> Vec<String> {
+    replica.names("segments").expect("list the segments")
 }
 
-fn s(path: &Path) -> &str {
+fn s(path: &std::path::Path) -> &str {
     path.to_str().expect("utf-8")
 }
 
@@ -59,8 +74,7 @@ fn s(path: &Path) -> &str {
 fn a_store_shipped_resumed_and_restored_is_the_same_store() {
     let t = TempStore::new();
     let db = t.path();
-    let replica = t.dir.path().join("replica");
-    let to = url(&replica);
+    let (to, replica) = new_replica(&t, "replica");
     run_ok(&["tool", "--db", s(&db)], &session(0, 10));
     let said = run_ok(&["replicate", "--db", s(&db), "--to", &to, "--once"], "");
     assert!(
@@ -77,15 +91,11 @@ fn a_store_shipped_resumed_and_restored_is_the_same_store() {
         more.starts_with("replicated events 31 to 45 in 1 segments"),
         "{more}"
     );
-    let names: Vec<String> = segments(&replica)
-        .iter()
-        .map(|p| p.file_name().expect("name").to_string_lossy().into_owned())
-        .collect();
     assert_eq!(
-        names,
+        segments(&replica),
         vec![
-            segment::name(Seq(1), Seq(30)),
-            segment::name(Seq(31), Seq(45))
+            format!("segments/{}", segment::name(Seq(1), Seq(30))),
+            format!("segments/{}", segment::name(Seq(31), Seq(45)))
         ]
     );
     // The primary's checkpoint is the replica's.
@@ -130,20 +140,20 @@ fn a_store_shipped_resumed_and_restored_is_the_same_store() {
 fn a_shipment_cut_before_its_checkpoint_resumes_with_no_gap_or_duplicate() {
     let t = TempStore::new();
     let db = t.path();
-    let replica = t.dir.path().join("replica");
-    let to = url(&replica);
+    let (to, replica) = new_replica(&t, "replica");
     run_ok(&["tool", "--db", s(&db)], &session(0, 4));
     run_ok(&["replicate", "--db", s(&db), "--to", &to, "--once"], "");
     run_ok(&["tool", "--db", s(&db)], &session(4, 8));
     run_ok(&["replicate", "--db", s(&db), "--to", &to, "--once"], "");
     // As if the second shipment was killed after its segment: its checkpoints never landed.
-    std::fs::remove_file(replica.join("head")).expect("head");
-    std::fs::remove_file(replica.join("checkpoints").join(format!("{:020}", 24))).expect("cp");
-    std::fs::copy(
-        replica.join("checkpoints").join(format!("{:020}", 12)),
-        replica.join("head"),
-    )
-    .expect("the older head");
+    let older = replica
+        .read(&format!("checkpoints/{:020}", 12))
+        .expect("read")
+        .expect("the first checkpoint");
+    replica
+        .remove(&format!("checkpoints/{:020}", 24))
+        .expect("remove");
+    replica.write("head", older).expect("the older head");
     run_ok(&["tool", "--db", s(&db)], &session(8, 10));
     let said = run_ok(&["replicate", "--db", s(&db), "--to", &to, "--once"], "");
     assert!(
@@ -162,8 +172,7 @@ fn a_shipment_cut_before_its_checkpoint_resumes_with_no_gap_or_duplicate() {
 #[test]
 fn a_replica_of_another_history_or_a_non_empty_target_is_refused() {
     let t = TempStore::new();
-    let replica = t.dir.path().join("replica");
-    let to = url(&replica);
+    let (to, replica) = new_replica(&t, "replica");
     run_ok(&["tool", "--db", s(&t.path())], &session(0, 3));
     run_ok(
         &["replicate", "--db", s(&t.path()), "--to", &to, "--once"],
@@ -184,13 +193,16 @@ fn a_replica_of_another_history_or_a_non_empty_target_is_refused() {
             "--db",
             s(&t.path()),
             "--to",
-            "s3://bucket/x",
+            "gs://bucket/x",
             "--once",
         ],
         "",
     );
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("file:///absolute/dir"));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("give s3://bucket/prefix or file:///absolute/dir")
+    );
     let out = run_mnemo(&["replicate", "--db", s(&t.path()), "--to", &to], "");
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--once"));
@@ -200,12 +212,11 @@ fn a_replica_of_another_history_or_a_non_empty_target_is_refused() {
 fn a_tampered_segment_or_checkpoint_is_named_and_nothing_is_restored() {
     let t = TempStore::new();
     let db = t.path();
-    let replica = t.dir.path().join("replica");
-    let to = url(&replica);
+    let (to, replica) = new_replica(&t, "replica");
     run_ok(&["tool", "--db", s(&db)], &session(0, 4));
     run_ok(&["replicate", "--db", s(&db), "--to", &to, "--once"], "");
     let seg = segments(&replica).remove(0);
-    let good = std::fs::read(&seg).expect("segment");
+    let good = replica.read(&seg).expect("read").expect("segment");
     let range = (Seq(1), Seq(12));
     let name = segment::name(range.0, range.1);
     // A record changed and the segment's digest made again: the chain names the event.
@@ -214,7 +225,9 @@ fn a_tampered_segment_or_checkpoint_is_named_and_nothing_is_restored() {
     let at = last.1.len() - 3;
     last.1[at] ^= 1;
     let records: Vec<Vec<u8>> = records.into_iter().map(|(_, r)| r).collect();
-    std::fs::write(&seg, segment::encode(Seq(1), &records)).expect("tamper");
+    replica
+        .write(&seg, segment::encode(Seq(1), &records))
+        .expect("tamper");
     let check = |what: &str, says: &str| {
         let out = run_mnemo(&["verify", "--from", &to], "");
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -235,18 +248,24 @@ fn a_tampered_segment_or_checkpoint_is_named_and_nothing_is_restored() {
     // A byte changed with no new digest: the segment itself is named.
     let mut flipped = good.clone();
     flipped[40] ^= 1;
-    std::fs::write(&seg, &flipped).expect("tamper");
+    replica.write(&seg, flipped).expect("tamper");
     check("a byte", "damaged or cut");
     // The checkpoint rewritten to another hash.
-    std::fs::write(&seg, &good).expect("restore the segment");
-    let head = std::fs::read_to_string(replica.join("head")).expect("head");
+    replica
+        .write(&seg, good.clone())
+        .expect("restore the segment");
+    let head = String::from_utf8(replica.read("head").expect("read").expect("head")).expect("text");
     let mut lines: Vec<&str> = head.lines().collect();
     let forged = "0".repeat(64);
     lines[2] = &forged;
-    std::fs::write(replica.join("head"), lines.join("\n") + "\n").expect("forge");
+    replica
+        .write("head", (lines.join("\n") + "\n").into_bytes())
+        .expect("forge");
     check("the checkpoint", "checkpoint");
     // Whole again, a checkpoint kept elsewhere that the replica no longer holds is refused.
-    std::fs::write(replica.join("head"), &head).expect("put back");
+    replica
+        .write("head", head.clone().into_bytes())
+        .expect("put back");
     assert!(run_ok(&["verify", "--from", &to], "").contains("INTACT"));
     let wrong = format!("5:{}", "1".repeat(64));
     let out = run_mnemo(&["verify", "--from", &to, "--expect", &wrong], "");
@@ -260,8 +279,7 @@ fn a_tampered_segment_or_checkpoint_is_named_and_nothing_is_restored() {
 fn a_redaction_is_shipped_and_the_replicas_old_segments_are_rewritten() {
     let t = TempStore::new();
     let db = t.path();
-    let replica = t.dir.path().join("replica");
-    let to = url(&replica);
+    let (to, replica) = new_replica(&t, "replica");
     let secret = "QXREPLICASECRETQX";
     let lines = [
         json!({"command": "create", "path": "/memories/s.md", "file_text": format!("{secret}\n")}),
@@ -272,23 +290,17 @@ fn a_redaction_is_shipped_and_the_replicas_old_segments_are_rewritten() {
     run_ok(&["tool", "--db", s(&db)], &lines);
     run_ok(&["tool", "--db", s(&db)], &session(0, 2));
     run_ok(&["replicate", "--db", s(&db), "--to", &to, "--once"], "");
-    let holds = |dir: &Path| {
-        let mut todo = vec![dir.to_path_buf()];
-        while let Some(d) = todo.pop() {
-            for e in std::fs::read_dir(&d).expect("dir") {
-                let p = e.expect("entry").path();
-                if p.is_dir() {
-                    todo.push(p);
-                } else if std::fs::read(&p)
-                    .expect("read")
-                    .windows(secret.len())
-                    .any(|w| w == secret.as_bytes())
-                {
-                    return true;
-                }
-            }
-        }
-        false
+    // Every object of the replica, read through the object store.
+    let holds = |replica: &Replica| {
+        let mut names = segments(replica);
+        names.extend(replica.names("checkpoints").expect("list"));
+        names.push("head".into());
+        names.iter().any(|name| {
+            replica
+                .read(name)
+                .expect("read")
+                .is_some_and(|b| b.windows(secret.len()).any(|w| w == secret.as_bytes()))
+        })
     };
     assert!(holds(&replica));
     run_ok(
@@ -324,8 +336,7 @@ fn a_redaction_is_shipped_and_the_replicas_old_segments_are_rewritten() {
 fn a_long_log_ships_as_several_segments_that_restore_in_order() {
     let t = TempStore::new();
     let db = t.path();
-    let replica = t.dir.path().join("replica");
-    let to = url(&replica);
+    let (to, replica) = new_replica(&t, "replica");
     let events = segment::SEGMENT_EVENTS + 200;
     run_ok(
         &["tool", "--db", s(&db), "--durability", "buffered"],
@@ -333,13 +344,13 @@ fn a_long_log_ships_as_several_segments_that_restore_in_order() {
     );
     let said = run_ok(&["replicate", "--db", s(&db), "--to", &to, "--once"], "");
     assert!(said.contains(" in 2 segments"), "{said}");
-    let names: Vec<String> = segments(&replica)
-        .iter()
-        .map(|p| p.file_name().expect("name").to_string_lossy().into_owned())
-        .collect();
+    let names = segments(&replica);
     let first_end = Seq(segment::SEGMENT_EVENTS as u64);
-    assert_eq!(names[0], segment::name(Seq(1), first_end));
-    assert!(names[1].starts_with(&format!("{:020}-", first_end.0 + 1)));
+    assert_eq!(
+        names[0],
+        format!("segments/{}", segment::name(Seq(1), first_end))
+    );
+    assert!(names[1].starts_with(&format!("segments/{:020}-", first_end.0 + 1)));
     let restored = t.dir.path().join("restored");
     run_ok(&["restore", "--from", &to, "--db", s(&restored)], "");
     assert!(

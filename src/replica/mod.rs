@@ -24,8 +24,10 @@ pub mod segment;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use object_store::aws::AmazonS3Builder;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path as ObjectPath;
+use object_store::prefix::PrefixStore;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 
 use crate::chain::Chain;
@@ -52,16 +54,46 @@ pub struct Shipped {
 }
 
 impl Replica {
-    /// The replica at `url`: `file:///absolute/dir` (created if `create`).
+    /// The replica at `url`: `s3://bucket/prefix` (endpoint and credentials from the standard
+    /// `AWS_*` variables, `AWS_ENDPOINT_URL` included; an `http://` endpoint is allowed as given)
+    /// or `file:///absolute/dir` (created if `create`).
     pub fn open(url: &str, create: bool) -> Result<Replica> {
         let bad = |why: &str| {
             Error::InvalidArgument(format!(
-                "the replica URL {url:?} {why}; give file:///absolute/dir (s3:// replicas are not in this build yet)"
+                "the replica URL {url:?} {why}; give s3://bucket/prefix or file:///absolute/dir"
             ))
         };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| Error::io("the replica's runtime", e))?;
+        if let Some(rest) = url.strip_prefix("s3://") {
+            let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+            if bucket.is_empty() {
+                return Err(bad("names no bucket"));
+            }
+            let mut builder = AmazonS3Builder::from_env().with_bucket_name(bucket);
+            let endpoint = std::env::var("AWS_ENDPOINT_URL")
+                .or_else(|_| std::env::var("AWS_ENDPOINT"))
+                .unwrap_or_default();
+            if endpoint.starts_with("http://") {
+                builder = builder.with_allow_http(true);
+            }
+            let s3 = builder.build().map_err(|e| failed(url, &e))?;
+            let prefix = prefix.trim_matches('/');
+            let objects: Arc<dyn ObjectStore> = match prefix.is_empty() {
+                true => Arc::new(s3),
+                false => Arc::new(PrefixStore::new(s3, prefix)),
+            };
+            return Ok(Replica {
+                url: url.to_string(),
+                objects,
+                runtime,
+            });
+        }
         let dir = url
             .strip_prefix("file://")
-            .ok_or_else(|| bad("is not a file:// URL"))?;
+            .ok_or_else(|| bad("is neither s3:// nor file://"))?;
         let dir = PathBuf::from(dir);
         if !dir.is_absolute() || dir.components().any(|c| c.as_os_str() == "..") {
             return Err(bad("does not name an absolute directory"));
@@ -74,9 +106,6 @@ impl Replica {
         let objects = LocalFileSystem::new_with_prefix(&dir)
             .map_err(|e| failed(url, &e))?
             .with_fsync(true);
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .map_err(|e| Error::io("the replica's runtime", e))?;
         Ok(Replica {
             url: url.to_string(),
             objects: Arc::new(objects),
@@ -111,10 +140,28 @@ impl Replica {
             mode,
             ..PutOptions::default()
         };
-        self.runtime
-            .block_on(self.objects.put_opts(&path, PutPayload::from(bytes), options))
-            .map(|_| ())
-            .map_err(|e| match e {
+        let payload = PutPayload::from(bytes);
+        let put = self.runtime.block_on(async {
+            match self.objects.put_opts(&path, payload.clone(), options).await {
+                // A store without conditional puts: look first (a race with another shipper
+                // to the same replica is then possible; ship from one store at a time).
+                Err(
+                    object_store::Error::NotImplemented { .. }
+                    | object_store::Error::NotSupported { .. },
+                ) => match self.objects.head(&path).await {
+                    Ok(_) => Err(object_store::Error::AlreadyExists {
+                        path: path.to_string(),
+                        source: "the object exists".into(),
+                    }),
+                    Err(object_store::Error::NotFound { .. }) => {
+                        self.objects.put(&path, payload).await
+                    }
+                    Err(e) => Err(e),
+                },
+                done => done,
+            }
+        });
+        put.map(|_| ()).map_err(|e| match e {
                 object_store::Error::AlreadyExists { .. } => Error::corrupt(format!(
                     "the replica at {} already holds {name}: another process is shipping to it; ship from one store at a time",
                     self.url
@@ -155,6 +202,42 @@ impl Replica {
         Ok(out)
     }
 
+    /// The object `name` (such as `head` or `segments/…`), if there is one: for tools and tests
+    /// that look at a replica object by object.
+    pub fn read(&self, name: &str) -> Result<Option<Vec<u8>>> {
+        self.get(name)
+    }
+
+    /// Writes the object `name`, replacing one there (for tests that tamper with a replica).
+    pub fn write(&self, name: &str, bytes: Vec<u8>) -> Result<()> {
+        self.put(name, bytes, PutMode::Overwrite)
+    }
+
+    /// Removes the object `name`, if there is one.
+    pub fn remove(&self, name: &str) -> Result<()> {
+        let path = ObjectPath::from(name);
+        match self.runtime.block_on(self.objects.delete(&path)) {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(failed(&self.url, &e)),
+        }
+    }
+
+    /// The names of the objects directly under `dir` (such as `segments`), sorted.
+    pub fn names(&self, dir: &str) -> Result<Vec<String>> {
+        let prefix = ObjectPath::from(dir);
+        let listed = self
+            .runtime
+            .block_on(self.objects.list_with_delimiter(Some(&prefix)))
+            .map_err(|e| failed(&self.url, &e))?;
+        let mut names: Vec<String> = listed
+            .objects
+            .iter()
+            .filter_map(|o| o.location.filename().map(|n| format!("{dir}/{n}")))
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+
     /// The replica's head checkpoint, if it has one: the origin name and the head.
     pub fn head(&self) -> Result<Option<(String, Head)>> {
         self.get("head")?
@@ -179,8 +262,9 @@ fn origin(store: &Path) -> String {
 }
 
 /// Ships every event of `store` that `replica` lacks, as sealed segments and then a checkpoint
-/// of the new head; returns what it shipped. Refuses a replica that holds another history.
-pub fn ship(store: &Store, replica: &Replica) -> Result<Shipped> {
+/// of the new head, telling `sealed` the seqs of each segment once it is written; returns what
+/// it shipped. Refuses a replica that holds another history.
+pub fn ship(store: &Store, replica: &Replica, sealed: &mut dyn FnMut(Seq, Seq)) -> Result<Shipped> {
     let end = store.log_end()?;
     let segments = replica.segments()?;
     let have = segments.last().map_or(Seq(0), |(_, last, _)| *last);
@@ -246,6 +330,7 @@ pub fn ship(store: &Store, replica: &Replica) -> Result<Shipped> {
         batch.push(record);
         if batch.len() >= segment::SEGMENT_EVENTS || bytes >= segment::SEGMENT_BYTES {
             seal(replica, first, &batch)?;
+            sealed(first, seq);
             shipped += 1;
             first = Seq(seq.0 + 1);
             batch.clear();
@@ -254,6 +339,7 @@ pub fn ship(store: &Store, replica: &Replica) -> Result<Shipped> {
     }
     if !batch.is_empty() {
         seal(replica, first, &batch)?;
+        sealed(first, head.seq);
         shipped += 1;
     }
     if head.seq > Seq(0) && head.seq == have {
