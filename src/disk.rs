@@ -678,37 +678,46 @@ pub(crate) fn remove_redaction_leftovers(store: &Path, ours: Option<&str>) -> Re
 /// own, so a redaction carries it into the store it writes.
 pub const SERVER_FILE: &str = "mnemo-server.json";
 
-/// The longest server file carried: it holds a URL, an address, a pid and a token.
-const SERVER_FILE_MAX: u64 = 64 * 1024;
+/// The store owner's signing key for replica checkpoints (`mnemo key create`), mode 0600: the
+/// store's own, so a redaction carries it too.
+pub const KEY_FILE: &str = "mnemo-key";
 
-/// Copies the server file of the store at `from` (if there is one, and it is a regular file)
-/// into the store being written at `to`, with its permissions, durably: a server that redacts
-/// the store it holds must stay findable in the rewritten one.
-pub(crate) fn carry_server_file(from: &Path, to: &Path) -> Result<()> {
+/// The longest of those files carried: they hold a URL and a token, or a key.
+const CARRIED_MAX: u64 = 64 * 1024;
+
+/// Copies the store's own files beside sled's that a rewritten store must keep (the server file,
+/// so a server that redacts the store it holds stays findable; the signing key) from the store
+/// at `from` into the store being written at `to`, each if it is there and a regular file (a link
+/// or a pipe planted at its name is no file of the store's: left behind, never followed), with
+/// its permissions, durably.
+pub(crate) fn carry_own_files(from: &Path, to: &Path) -> Result<()> {
     use std::io::{Read, Write};
     use std::os::unix::fs::OpenOptionsExt;
-    let source = from.join(SERVER_FILE);
-    // A link or a pipe planted at its name is no server's file: left behind, never followed.
-    let Ok(Some(file)) = open_own(&source, OFlags::RDONLY) else {
-        return Ok(());
-    };
-    let meta = file.metadata().map_err(|e| Error::io(&source, e))?;
-    let mut bytes = Vec::new();
-    file.take(SERVER_FILE_MAX)
-        .read_to_end(&mut bytes)
-        .map_err(|e| Error::io(&source, e))?;
-    let target = to.join(SERVER_FILE);
-    let mut out = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&target)
-        .map_err(|e| Error::io(&target, e))?;
-    out.write_all(&bytes)
-        .and_then(|()| out.set_permissions(meta.permissions()))
-        .and_then(|()| out.sync_all())
-        .and_then(|()| File::open(to)?.sync_all())
-        .map_err(|e| Error::io(&target, e))
+    for name in [SERVER_FILE, KEY_FILE] {
+        let source = from.join(name);
+        let Ok(Some(file)) = open_own(&source, OFlags::RDONLY) else {
+            continue;
+        };
+        let meta = file.metadata().map_err(|e| Error::io(&source, e))?;
+        let mut bytes = Vec::new();
+        file.take(CARRIED_MAX)
+            .read_to_end(&mut bytes)
+            .map_err(|e| Error::io(&source, e))?;
+        let target = to.join(name);
+        let mut out = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&target)
+            .map_err(|e| Error::io(&target, e))?;
+        out.write_all(&bytes)
+            .and_then(|()| out.set_permissions(meta.permissions()))
+            .and_then(|()| out.sync_all())
+            .map_err(|e| Error::io(&target, e))?;
+    }
+    File::open(to)
+        .and_then(|dir| dir.sync_all())
+        .map_err(|e| Error::io(to, e))
 }
 
 /// `open(path, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)`: a link is not followed (`ELOOP`)

@@ -84,6 +84,10 @@ pub mod cli_support {
     pub use crate::log::Store;
     pub use crate::redact::{Plan, Redacted, Selection, plan, redact};
     #[cfg(feature = "replicate")]
+    pub use crate::replica::key::{
+        KEY_FILE, check as check_signed, create as create_key, default_name as default_key_name,
+    };
+    #[cfg(feature = "replicate")]
     pub use crate::replica::{Replica, Shipped, restore, ship};
     pub use crate::token::{OPERATOR, check_id, issue, listed, revoke};
     #[cfg(feature = "client")]

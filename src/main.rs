@@ -142,6 +142,10 @@ enum Cmd {
         /// replayed (a build with `--features replicate`).
         #[arg(long, value_name = "URL", conflicts_with = "connect")]
         from: Option<String>,
+        /// With --from: accept the replica's head only if this verifier key (NAME+ID+KEY, as
+        /// `mnemo key create` printed it) signed it.
+        #[arg(long, value_name = "VKEY", requires = "from")]
+        key: Option<String>,
         #[command(flatten)]
         remote: Remote,
     },
@@ -159,6 +163,12 @@ enum Cmd {
         /// Ship up to the current head and exit (continuous shipping is not built yet).
         #[arg(long)]
         once: bool,
+    },
+    /// The store owner's signing key for replica checkpoints (a build with `--features
+    /// replicate`).
+    Key {
+        #[command(subcommand)]
+        command: KeyCmd,
     },
     /// Rebuild a store from a replica: every record re-checked against the chain, the index
     /// rebuilt, the whole store verified; nothing is left at --db if it fails. A build with
@@ -377,6 +387,20 @@ enum AclCmd {
 }
 
 #[derive(Subcommand)]
+enum KeyCmd {
+    /// Make the store's Ed25519 signing key (its secret kept beside the store, mode 0600) and
+    /// print the verifier key to hand to whoever verifies a replica; from then on every
+    /// checkpoint `mnemo replicate` publishes is signed. A key is never replaced.
+    Create {
+        #[command(flatten)]
+        db: Db,
+        /// The key's name (default: mnemo- and the store directory's name).
+        #[arg(long)]
+        name: Option<String>,
+    },
+}
+
+#[derive(Subcommand)]
 enum ConfigCmd {
     /// Set a store setting. `delete erase`: the memory tool's delete erases the files it
     /// deletes, with their whole history, before it answers; `delete keep` (the default): it
@@ -553,17 +577,22 @@ fn main() -> ExitCode {
             from: Some(url),
             json,
             expect,
+            key,
             ..
-        } => replication::verify(&url, json, expect.as_deref()),
+        } => replication::verify(&url, json, expect.as_deref(), key.as_deref()),
         Cmd::Verify {
             db,
             json,
             expect,
             remote,
             from: None,
+            key: _,
         } => run_verify(&db.db, json, expect.as_deref(), &remote),
         Cmd::Replicate { db, to, once } => replication::replicate(&db.db, &to, once),
         Cmd::Restore { from, db, at } => replication::restore(&from, &db, at),
+        Cmd::Key {
+            command: KeyCmd::Create { db, name },
+        } => replication::key_create(&db.db, name.as_deref()),
         Cmd::Log {
             db,
             agent,

@@ -628,8 +628,9 @@ fn redact_with(
             ));
         }
         remove_redaction_leftovers(path, Some(&tag))?;
-        // A server redacting the store it holds stays findable in the new one.
-        crate::disk::carry_server_file(path, &new)?;
+        // A server redacting the store it holds stays findable in the new one, and the owner's
+        // signing key stays.
+        crate::disk::carry_own_files(path, &new)?;
         exchange(&new, path)?;
         sync_parent(path)?;
         Ok((seq, store))

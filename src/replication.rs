@@ -65,15 +65,39 @@ mod with {
         Ok(ExitCode::SUCCESS)
     }
 
+    /// `mnemo key create [--name NAME]`: the verifier key on stdout.
+    pub fn key_create(db: &Path, name: Option<&str>) -> CliResult {
+        Store::require(db)?;
+        let name = name.map_or_else(|| mnemo::cli_support::default_key_name(db), str::to_string);
+        let vkey = mnemo::cli_support::create_key(db, &name)?;
+        eprintln!(
+            "mnemo: made the signing key {name}; its secret is in {} (mode 0600): keep it there, and back it up apart from any replica. Hand out the verifier key below for `mnemo verify --from URL --key VKEY`.",
+            db.join(mnemo::cli_support::KEY_FILE).display()
+        );
+        println!("{vkey}");
+        Ok(ExitCode::SUCCESS)
+    }
+
     /// `mnemo verify --from URL [--expect SEQ:HASH] [--json]`: the replica fetched into a
     /// private store and verified there; a replica that breaks the chain or its checkpoint is a
     /// violation (exit 1) that names the event.
-    pub fn verify(url: &str, as_json: bool, expect: Option<&str>) -> CliResult {
+    pub fn verify(url: &str, as_json: bool, expect: Option<&str>, key: Option<&str>) -> CliResult {
         let expect = expect.map(mnemo::Head::parse).transpose()?;
         let replica = Replica::open(url, false)?;
         let private = tempfile::tempdir()?;
         let db = private.path().join("replica");
-        match rebuild(&replica, &db, None) {
+        // The signature first: a replica its owner did not sign is not looked at further.
+        let signed = match key {
+            None => Ok(()),
+            Some(vkey) => match replica.read("head")? {
+                Some(head) => mnemo::cli_support::check_signed(&head, vkey),
+                None => Err("the replica has no head checkpoint to check".to_string()),
+            },
+        };
+        let rebuilt = signed
+            .map_err(|what| mnemo::Error::Corrupt { what })
+            .and_then(|()| rebuild(&replica, &db, None));
+        match rebuilt {
             Ok(_) => {}
             Err(mnemo::Error::Corrupt { what }) => {
                 if as_json {
@@ -128,7 +152,17 @@ mod without {
     }
 
     /// `mnemo verify --from` in a build without replicas.
-    pub fn verify(_url: &str, _as_json: bool, _expect: Option<&str>) -> CliResult {
+    pub fn verify(
+        _url: &str,
+        _as_json: bool,
+        _expect: Option<&str>,
+        _key: Option<&str>,
+    ) -> CliResult {
+        missing()
+    }
+
+    /// `mnemo key create` in a build without replicas.
+    pub fn key_create(_db: &Path, _name: Option<&str>) -> CliResult {
         missing()
     }
 }

@@ -361,3 +361,81 @@ fn a_long_log_ships_as_several_segments_that_restore_in_order() {
         run_ok(&["ls", "/", "--db", s(&db)], "")
     );
 }
+
+/// Signed checkpoints: `mnemo key create` keeps the secret beside the store (0600) and prints the
+/// verifier key; every checkpoint shipped after is a signed note; `verify --from --key` accepts
+/// the head only with the owner's valid signature, so a head rewritten by whoever holds the
+/// bucket (signature kept, signature dropped, another key's) is a violation; and the key
+/// survives a redaction, which rewrites the store's directory.
+#[test]
+fn a_replica_head_is_accepted_only_with_the_owners_signature() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = TempStore::new();
+    let db = t.path();
+    let (to, replica) = new_replica(&t, "replica");
+    run_ok(&["tool", "--db", s(&db)], &session(0, 3));
+    let vkey = run_ok(&["key", "create", "--db", s(&db)], "")
+        .trim()
+        .to_string();
+    assert!(vkey.starts_with("mnemo-store.mnemo.db+"), "{vkey}");
+    let file = db.join(mnemo::cli_support::KEY_FILE);
+    let mode = std::fs::metadata(&file).expect("key").permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let again = run_mnemo(&["key", "create", "--db", s(&db)], "");
+    assert_eq!(again.status.code(), Some(2), "a key is never replaced");
+    run_ok(&["replicate", "--db", s(&db), "--to", &to, "--once"], "");
+    let head = String::from_utf8(replica.read("head").expect("read").expect("head")).expect("text");
+    assert!(
+        head.contains("\n\n\u{2014} mnemo-store.mnemo.db "),
+        "{head}"
+    );
+    assert!(run_ok(&["verify", "--from", &to, "--key", &vkey], "").contains("INTACT"));
+    let refused = |what: &str, says: &str, key: &str| {
+        let out = run_mnemo(&["verify", "--from", &to, "--key", key], "");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert_eq!(out.status.code(), Some(1), "{what}: {text}");
+        assert!(text.contains(says), "{what}: {text}");
+    };
+    // Another key: another store's owner.
+    let other = t.dir.path().join("other.db");
+    run_ok(&["tool", "--db", s(&other)], &session(0, 1));
+    let other_key = run_ok(&["key", "create", "--db", s(&other)], "")
+        .trim()
+        .to_string();
+    refused("another key", "signature", &other_key);
+    // The text changed under the signature.
+    let (body, signature) = head.split_once("\n\n").expect("a signed note");
+    let mut lines: Vec<&str> = body.lines().collect();
+    lines[1] = "3";
+    replica
+        .write(
+            "head",
+            format!("{}\n\n{signature}", lines.join("\n")).into_bytes(),
+        )
+        .expect("forge");
+    refused("an altered text", "signature", &vkey);
+    // The signature dropped.
+    replica
+        .write("head", format!("{body}\n").into_bytes())
+        .expect("forge");
+    refused("no signature", "not signed", &vkey);
+    replica
+        .write("head", head.clone().into_bytes())
+        .expect("put back");
+    // A redaction keeps the key, and what ships after it is signed by it.
+    run_ok(
+        &[
+            "redact",
+            "--db",
+            s(&db),
+            "--reason",
+            "r",
+            "--path",
+            "/memories/d0/n0.md",
+        ],
+        "",
+    );
+    assert!(file.exists(), "the redaction dropped the key");
+    run_ok(&["replicate", "--db", s(&db), "--to", &to, "--once"], "");
+    assert!(run_ok(&["verify", "--from", &to, "--key", &vkey], "").contains("INTACT"));
+}

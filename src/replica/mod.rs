@@ -19,6 +19,7 @@
 //! new store whole.
 
 pub mod checkpoint;
+pub mod key;
 pub mod segment;
 
 use std::path::{Path, PathBuf};
@@ -356,7 +357,12 @@ pub fn ship(store: &Store, replica: &Replica, sealed: &mut dyn FnMut(Seq, Seq)) 
         .hash;
     }
     if head.seq > Seq(0) {
-        let text = checkpoint::encode(&origin(store.path()), head).into_bytes();
+        let text = checkpoint::encode(&origin(store.path()), head);
+        // Signed by the owner's key, when the store has one.
+        let text = match key::signer(store.path())? {
+            Some(signer) => key::sign(&text, &signer)?,
+            None => text.into_bytes(),
+        };
         replica.put(
             &format!("checkpoints/{:020}", head.seq.0),
             text.clone(),

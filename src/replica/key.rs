@@ -1,0 +1,169 @@
+//! The store owner's signing key, and the signed checkpoints it makes.
+//!
+//! `mnemo key create` makes an Ed25519 key from the OS random source and keeps its secret beside
+//! the store, in [`KEY_FILE`] (mode 0600), as a C2SP signed-note signer key
+//! (`PRIVATE+KEY+NAME+ID+…`); it prints the verifier key (`NAME+ID+…`), which the owner hands to
+//! whoever verifies a replica. While the key is there, every checkpoint a shipment publishes is
+//! a signed note: the checkpoint's text, a blank line, and the signature line `— NAME …`.
+//! `mnemo verify --from URL --key VKEY` then accepts the replica's head only if the key signed
+//! it, so whoever holds the bucket cannot rewrite the replica, consistently or not, without the
+//! secret.
+
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+use signed_note::{Note, StandardSigner, StandardVerifier, VerifierList};
+
+pub use crate::disk::KEY_FILE;
+use crate::error::{Error, Result};
+
+/// The key name a store's key takes by default: `mnemo-` and the store directory's name, each
+/// character a key name may not hold (a space, a `+`) replaced by `-`.
+pub fn default_name(store: &Path) -> String {
+    let dir = store
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "store".into());
+    let clean: String = dir
+        .chars()
+        .map(|c| {
+            if c == '+' || c.is_whitespace() || c.is_control() {
+                '-'
+            } else {
+                c
+            }
+        })
+        .collect();
+    format!("mnemo-{clean}")
+}
+
+/// Makes the store's signing key, named `name`, and returns its verifier key. Refuses to replace
+/// one that is there (a replica signed by it would no longer verify against the new key).
+pub fn create(store: &Path, name: &str) -> Result<String> {
+    if !signed_note::is_key_name_valid(name) {
+        return Err(Error::InvalidArgument(format!(
+            "the key name {name:?} is not valid: give a non-empty name without spaces or +"
+        )));
+    }
+    let (signer, verifier) = signed_note::generate_key(&mut rand_core::OsRng, name);
+    let path = store.join(KEY_FILE);
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::AlreadyExists => Error::InvalidArgument(format!(
+                "{} already holds a key; replicas signed by it verify only against it, so it is not replaced (remove the file by hand to make a new one)",
+                path.display()
+            )),
+            _ => Error::io(&path, e),
+        })?;
+    file.write_all(signer.as_bytes())
+        .and_then(|()| file.write_all(b"\n"))
+        .and_then(|()| file.sync_all())
+        .map_err(|e| Error::io(&path, e))?;
+    std::fs::File::open(store)
+        .and_then(|dir| dir.sync_all())
+        .map_err(|e| Error::io(store, e))?;
+    Ok(verifier)
+}
+
+/// The store's signer, if it has a key.
+pub fn signer(store: &Path) -> Result<Option<StandardSigner>> {
+    let path = store.join(KEY_FILE);
+    let meta = match std::fs::symlink_metadata(&path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::io(&path, e)),
+    };
+    if !meta.is_file() || meta.len() > 4096 {
+        return Err(Error::corrupt(format!(
+            "{} is not a key file (a regular file of a few hundred bytes)",
+            path.display()
+        )));
+    }
+    let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+    StandardSigner::new(text.trim_end()).map(Some).map_err(|e| {
+        Error::corrupt(format!(
+            "{} does not hold a signer key ({e})",
+            path.display()
+        ))
+    })
+}
+
+/// `text` signed by `signer`, as a signed note.
+pub fn sign(text: &str, signer: &StandardSigner) -> Result<Vec<u8>> {
+    let mut note = Note::new(text.as_bytes(), &[])
+        .map_err(|e| Error::corrupt(format!("a checkpoint cannot be a signed note ({e})")))?;
+    note.add_sigs(&[signer])
+        .map_err(|e| Error::corrupt(format!("the checkpoint could not be signed ({e})")))?;
+    Ok(note.to_bytes())
+}
+
+/// The text a checkpoint object holds: a signed note's text, or the object whole when it is not
+/// signed.
+pub fn text(object: &[u8]) -> Vec<u8> {
+    match Note::from_bytes(object) {
+        Ok(note) => note.text().to_vec(),
+        Err(_) => object.to_vec(),
+    }
+}
+
+/// Checks that `object` (a checkpoint) is a note signed by the verifier key `vkey`; the error
+/// says what is wrong, for a violation.
+pub fn check(object: &[u8], vkey: &str) -> std::result::Result<(), String> {
+    let verifier = StandardVerifier::new(vkey.trim()).map_err(|e| {
+        format!(
+            "--key is not a verifier key ({e}); give the NAME+ID+KEY that mnemo key create printed"
+        )
+    })?;
+    let note = Note::from_bytes(object)
+        .map_err(|_| "the replica's head checkpoint is not signed".to_string())?;
+    let known = VerifierList::new(vec![Box::new(verifier)]);
+    note.verify(&known).map(|_| ()).map_err(|e| {
+        format!(
+            "the replica's head checkpoint does not carry a valid signature of the key given ({e})"
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_signed_checkpoint_verifies_only_against_its_key_and_text() {
+        let dir = tempfile::tempdir().expect("dir");
+        let vkey = create(dir.path(), "mnemo-test").expect("create");
+        assert!(
+            create(dir.path(), "mnemo-test").is_err(),
+            "a key is never replaced"
+        );
+        let signer = signer(dir.path()).expect("read").expect("a key");
+        let body =
+            "mnemo/store/s\n3\n0707070707070707070707070707070707070707070707070707070707070707\n";
+        let signed = sign(body, &signer).expect("sign");
+        assert_eq!(text(&signed), body.as_bytes());
+        assert_eq!(check(&signed, &vkey), Ok(()));
+        assert!(check(body.as_bytes(), &vkey).is_err(), "unsigned");
+        let forged = String::from_utf8(signed.clone())
+            .expect("utf-8")
+            .replacen("\n3\n", "\n4\n", 1);
+        assert!(check(forged.as_bytes(), &vkey).is_err(), "altered text");
+        let other = tempfile::tempdir().expect("dir");
+        let other_key = create(other.path(), "mnemo-test").expect("create");
+        assert!(
+            check(&signed, &other_key).is_err(),
+            "another key of the same name"
+        );
+        assert!(check(&signed, "not a key").is_err());
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(dir.path().join(KEY_FILE))
+            .expect("meta")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+}
