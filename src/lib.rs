@@ -86,6 +86,7 @@ pub mod cli_support {
     #[cfg(feature = "replicate")]
     pub use crate::replica::key::{
         KEY_FILE, check as check_signed, create as create_key, default_name as default_key_name,
+        verifier as key_verifier,
     };
     #[cfg(feature = "replicate")]
     pub use crate::replica::{Replica, Shipped, restore, ship};

@@ -83,6 +83,10 @@ mod with {
     /// violation (exit 1) that names the event.
     pub fn verify(url: &str, as_json: bool, expect: Option<&str>, key: Option<&str>) -> CliResult {
         let expect = expect.map(mnemo::Head::parse).transpose()?;
+        if let Some(vkey) = key {
+            // A key that is not one is a bad argument (exit 2), not a finding about the replica.
+            mnemo::cli_support::key_verifier(vkey)?;
+        }
         let replica = Replica::open(url, false)?;
         let private = tempfile::tempdir()?;
         let db = private.path().join("replica");

@@ -439,3 +439,106 @@ fn a_replica_head_is_accepted_only_with_the_owners_signature() {
     run_ok(&["replicate", "--db", s(&db), "--to", &to, "--once"], "");
     assert!(run_ok(&["verify", "--from", &to, "--key", &vkey], "").contains("INTACT"));
 }
+
+/// What an adversary found, each now named: a stray object among the segments, a checkpoint
+/// object whose hash or name lies, a head with no segments to back it or segments with no
+/// head, a pipe in place of an object (no hang), a replica placed in the store's own directory,
+/// a `--key` that is no key (a bad argument, exit 2); and a restore killed at any moment leaves
+/// nothing at its path, or the whole store.
+#[test]
+fn a_replica_is_checked_object_by_object_and_a_killed_restore_leaves_nothing() {
+    let t = TempStore::new();
+    let db = t.path();
+    let (to, replica) = new_replica(&t, "replica");
+    run_ok(
+        &["tool", "--db", s(&db), "--durability", "buffered"],
+        &session(0, 1500),
+    );
+    run_ok(&["replicate", "--db", s(&db), "--to", &to, "--once"], "");
+    run_ok(&["tool", "--db", s(&db)], &session(1500, 1502));
+    run_ok(&["replicate", "--db", s(&db), "--to", &to, "--once"], "");
+    let violation = |what: &str, says: &str| {
+        let out = run_mnemo(&["verify", "--from", &to], "");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert_eq!(out.status.code(), Some(1), "{what}: {text}");
+        assert!(text.contains(says), "{what}: {text}");
+    };
+    replica.write("segments/zzz", b"x".to_vec()).expect("stray");
+    violation("a stray object", "not a segment's name");
+    replica.remove("segments/zzz").expect("clean");
+    let checkpoints = replica.names("checkpoints").expect("list");
+    let first = checkpoints[0].clone();
+    let good = replica.read(&first).expect("read").expect("checkpoint");
+    let text = String::from_utf8(good.clone()).expect("text");
+    let mut lines: Vec<&str> = text.lines().collect();
+    let zeros = "0".repeat(64);
+    lines[2] = &zeros;
+    replica
+        .write(&first, (lines.join("\n") + "\n").into_bytes())
+        .expect("forge");
+    violation("a checkpoint's hash", "but the chain has");
+    replica.write(&first, good.clone()).expect("put back");
+    replica
+        .write(&format!("checkpoints/{:020}", 7), good.clone())
+        .expect("misnamed");
+    violation("a misnamed checkpoint", "not the one its name says");
+    replica
+        .remove(&format!("checkpoints/{:020}", 7))
+        .expect("clean");
+    let segments = segments(&replica);
+    let last = segments.last().expect("a segment").clone();
+    let bytes = replica.read(&last).expect("read").expect("segment");
+    replica.remove(&last).expect("remove");
+    violation("the last segment gone", "a segment is missing");
+    replica.write(&last, bytes).expect("put back");
+    let head = replica.read("head").expect("read").expect("head");
+    replica.remove("head").expect("remove");
+    violation("the head gone", "but no head checkpoint");
+    replica.write("head", head).expect("put back");
+    assert!(run_ok(&["verify", "--from", &to], "").contains("INTACT"));
+    let out = run_mnemo(&["verify", "--from", &to, "--key", "garbage+zz+AAAA"], "");
+    assert_eq!(out.status.code(), Some(2), "a key that is no key");
+    if let Some(dir) = to.strip_prefix("file://") {
+        // A pipe named as the head: named, never waited on.
+        let head = std::path::Path::new(dir).join("head");
+        let saved = std::fs::read(&head).expect("head");
+        std::fs::remove_file(&head).expect("remove");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&head)
+            .status()
+            .expect("mkfifo");
+        assert!(made.success());
+        violation("a pipe as the head", "not a regular file");
+        std::fs::remove_file(&head).expect("remove the pipe");
+        std::fs::write(&head, saved).expect("put back");
+        // The store's own directory is no place for its replica.
+        let inside = format!("file://{}/replica", db.display());
+        let out = run_mnemo(
+            &["replicate", "--db", s(&db), "--to", &inside, "--once"],
+            "",
+        );
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("store's own directory"));
+    }
+    // A restore killed at any moment: nothing at its path, or the whole store.
+    let mut rng = crate::support::Rng(0x5e11);
+    for round in 0..6 {
+        let target = t.dir.path().join(format!("killed-{round}"));
+        let mut child =
+            crate::support::mnemo_command(&["restore", "--from", &to, "--db", s(&target)], &[])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("spawn");
+        std::thread::sleep(std::time::Duration::from_millis(rng.below_u64(1500)));
+        let _ = child.kill();
+        let _ = child.wait();
+        if target.exists() {
+            let report = run_ok(&["verify", "--db", s(&target), "--json"], "");
+            assert!(
+                report.contains("\"events\":4506"),
+                "round {round}: {report}"
+            );
+        }
+    }
+}

@@ -76,6 +76,7 @@ const SURFACE: &[&str] = &[
     "cli_support::check_signed #[cfg(feature = \"replicate\")]",
     "cli_support::create_key #[cfg(feature = \"replicate\")]",
     "cli_support::default_key_name #[cfg(feature = \"replicate\")]",
+    "cli_support::key_verifier #[cfg(feature = \"replicate\")]",
     "cli_support::describe",
     "cli_support::diff",
     "cli_support::event_json",

@@ -111,14 +111,19 @@ pub fn text(object: &[u8]) -> Vec<u8> {
     }
 }
 
+/// The verifier of key text `vkey`; anything else is [`Error::InvalidArgument`].
+pub fn verifier(vkey: &str) -> Result<StandardVerifier> {
+    StandardVerifier::new(vkey.trim()).map_err(|e| {
+        Error::InvalidArgument(format!(
+            "--key is not a verifier key ({e}); give the NAME+ID+KEY that mnemo key create printed"
+        ))
+    })
+}
+
 /// Checks that `object` (a checkpoint) is a note signed by the verifier key `vkey`; the error
 /// says what is wrong, for a violation.
 pub fn check(object: &[u8], vkey: &str) -> std::result::Result<(), String> {
-    let verifier = StandardVerifier::new(vkey.trim()).map_err(|e| {
-        format!(
-            "--key is not a verifier key ({e}); give the NAME+ID+KEY that mnemo key create printed"
-        )
-    })?;
+    let verifier = verifier(vkey).map_err(|e| e.to_string())?;
     let note = Note::from_bytes(object)
         .map_err(|_| "the replica's head checkpoint is not signed".to_string())?;
     let known = VerifierList::new(vec![Box::new(verifier)]);

@@ -41,7 +41,15 @@ pub struct Replica {
     url: String,
     objects: Arc<dyn ObjectStore>,
     runtime: tokio::runtime::Runtime,
+    /// The directory of a `file://` replica, whose objects must be regular files.
+    local: Option<PathBuf>,
 }
+
+/// The largest segment object read: 8 MiB of records and the largest record a store keeps.
+pub const SEGMENT_OBJECT_MAX: u64 = 256 * 1024 * 1024;
+
+/// The largest checkpoint object read (a few lines and a signature).
+const CHECKPOINT_OBJECT_MAX: u64 = 64 * 1024;
 
 /// What one shipment did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -90,6 +98,7 @@ impl Replica {
                 url: url.to_string(),
                 objects,
                 runtime,
+                local: None,
             });
         }
         let dir = url
@@ -102,7 +111,10 @@ impl Replica {
         if create {
             std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
         } else if !dir.is_dir() {
-            return Err(Error::NotFound { path: dir });
+            return Err(Error::InvalidArgument(format!(
+                "there is no replica at {url}: {} is not a directory",
+                dir.display()
+            )));
         }
         let objects = LocalFileSystem::new_with_prefix(&dir)
             .map_err(|e| failed(url, &e))?
@@ -111,6 +123,7 @@ impl Replica {
             url: url.to_string(),
             objects: Arc::new(objects),
             runtime,
+            local: Some(dir),
         })
     }
 
@@ -120,8 +133,35 @@ impl Replica {
     }
 
     fn get(&self, name: &str) -> Result<Option<Vec<u8>>> {
+        let cap = match name.starts_with("segments/") {
+            true => SEGMENT_OBJECT_MAX,
+            false => CHECKPOINT_OBJECT_MAX,
+        };
+        // A file:// replica's object must be a regular file: a pipe would block the read, a
+        // link could point anywhere.
+        if let Some(dir) = &self.local {
+            match std::fs::symlink_metadata(dir.join(name)) {
+                Ok(meta) if !meta.is_file() => {
+                    return Err(Error::corrupt(format!(
+                        "replica object {name} is not a regular file"
+                    )));
+                }
+                _ => {}
+            }
+        }
         let path = ObjectPath::from(name);
         self.runtime.block_on(async {
+            match self.objects.head(&path).await {
+                Ok(meta) if meta.size > cap => {
+                    return Err(Error::corrupt(format!(
+                        "replica object {name} is {} bytes, more than such an object can be ({cap})",
+                        meta.size
+                    )));
+                }
+                Ok(_) => {}
+                Err(object_store::Error::NotFound { .. }) => return Ok(None),
+                Err(e) => return Err(failed(&self.url, &e)),
+            }
             match self.objects.get(&path).await {
                 Ok(got) => Ok(Some(
                     got.bytes()
@@ -174,6 +214,14 @@ impl Replica {
     /// The replica's segments in seq order, each `(first, last, name)`; they must run from event
     /// 1 with no gap and no overlap.
     fn segments(&self) -> Result<Vec<(Seq, Seq, String)>> {
+        if let Some(dir) = &self.local {
+            if std::fs::symlink_metadata(dir.join("segments")).is_ok_and(|m| !m.is_dir()) {
+                return Err(Error::corrupt(format!(
+                    "the replica at {}: segments is not a directory (a link is not followed)",
+                    self.url
+                )));
+            }
+        }
         let prefix = ObjectPath::from("segments");
         let listed = self
             .runtime
@@ -185,7 +233,10 @@ impl Replica {
                 continue;
             };
             let Some((first, last)) = segment::parse_name(name) else {
-                continue;
+                return Err(Error::corrupt(format!(
+                    "the replica at {} holds segments/{name}, which is not a segment's name",
+                    self.url
+                )));
             };
             out.push((first, last, format!("segments/{name}")));
         }
@@ -266,6 +317,18 @@ fn origin(store: &Path) -> String {
 /// of the new head, telling `sealed` the seqs of each segment once it is written; returns what
 /// it shipped. Refuses a replica that holds another history.
 pub fn ship(store: &Store, replica: &Replica, sealed: &mut dyn FnMut(Seq, Seq)) -> Result<Shipped> {
+    if let Some(dir) = &replica.local {
+        let inside = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+            (Ok(a), Ok(b)) => a.starts_with(&b) || b.starts_with(&a),
+            _ => false,
+        };
+        if inside(dir, store.path()) {
+            return Err(Error::InvalidArgument(format!(
+                "the replica at {} would lie in or around the store's own directory; put it elsewhere (another disk, ideally)",
+                replica.url
+            )));
+        }
+    }
     let end = store.log_end()?;
     let segments = replica.segments()?;
     let have = segments.last().map_or(Seq(0), |(_, last, _)| *last);
@@ -422,7 +485,18 @@ fn propagate_redactions(
 fn seal(replica: &Replica, first: Seq, records: &[Vec<u8>]) -> Result<()> {
     let last = Seq(first.0 + records.len() as u64 - 1);
     let name = format!("segments/{}", segment::name(first, last));
-    replica.put(&name, segment::encode(first, records), PutMode::Create)
+    replica.put(&name, segment::encode(first, records), PutMode::Create)?;
+    // Another shipment may have sealed a segment over some of the same events under another
+    // name: whichever looks after the other has written sees both, and takes its own back, so
+    // the replica never keeps two.
+    if let Err(e) = replica.segments() {
+        replica.remove(&name)?;
+        return Err(Error::InvalidArgument(format!(
+            "another shipment to {} wrote events this one was shipping, so this one stopped and took back its segment ({e}); ship from one process at a time, then run this again",
+            replica.url
+        )));
+    }
+    Ok(())
 }
 
 /// Rebuilds the store at `db` (a new path or an empty directory) from `replica`, up to event
@@ -436,15 +510,50 @@ pub fn restore(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Head> {
             db.display()
         )));
     }
-    let made = fetch(replica, db, at);
+    // Built beside its path and renamed there once whole, so a restore killed midway leaves
+    // nothing at `db` (only a directory `.NAME.restore-*` beside it).
+    let name = db
+        .file_name()
+        .ok_or_else(|| Error::InvalidArgument(format!("{} has no name", db.display())))?
+        .to_string_lossy()
+        .into_owned();
+    let parent = crate::disk::parent_of(db);
+    let tag = crate::token::random_hex(8).map_err(|e| Error::io("the OS random source", e))?;
+    let building = parent.join(format!(".{name}.restore-{tag}"));
+    let made = fetch(replica, &building, at).and_then(|head| {
+        if db.is_dir() {
+            std::fs::remove_dir(db).map_err(|e| Error::io(db, e))?;
+        }
+        std::fs::rename(&building, db).map_err(|e| Error::io(db, e))?;
+        std::fs::File::open(parent)
+            .and_then(|dir| dir.sync_all())
+            .map_err(|e| Error::io(parent, e))?;
+        Ok(head)
+    });
     if made.is_err() {
-        let _ = std::fs::remove_dir_all(db);
+        let _ = std::fs::remove_dir_all(&building);
     }
     made
 }
 
 fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Head> {
     let checkpoint = replica.head()?.map(|(_, head)| head);
+    let segments = replica.segments()?;
+    let reach = segments.last().map_or(Seq(0), |(_, last, _)| *last);
+    if checkpoint.is_none() && reach > Seq(0) {
+        return Err(Error::corrupt(format!(
+            "the replica at {} holds segments up to event {reach} but no head checkpoint",
+            replica.url
+        )));
+    }
+    if let Some(head) = checkpoint {
+        if head.seq > reach {
+            return Err(Error::corrupt(format!(
+                "the replica's head checkpoint names event {}, but its segments end at event {reach}: a segment is missing",
+                head.seq
+            )));
+        }
+    }
     let until = match (at, checkpoint) {
         (Some(at), _) => at,
         (None, Some(head)) => head.seq,
@@ -455,8 +564,6 @@ fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Head> {
             )));
         }
     };
-    let segments = replica.segments()?;
-    let reach = segments.last().map_or(Seq(0), |(_, last, _)| *last);
     if until > reach || until == Seq(0) {
         return Err(Error::InvalidArgument(format!(
             "the replica at {} holds events 1 to {reach}; there is no event {until} to restore to",
@@ -503,6 +610,39 @@ fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Head> {
                 return Err(Error::corrupt(format!(
                     "the replica's head checkpoint names event {} with hash {}, but its segments give {hash}",
                     checkpoint.seq, checkpoint.hash
+                )));
+            }
+        }
+    }
+    // Every checkpoint object too: each names an event of this chain by its own name.
+    for name in replica.names("checkpoints")? {
+        let bytes = replica
+            .get(&name)?
+            .ok_or_else(|| Error::corrupt(format!("replica checkpoint {name} vanished")))?;
+        let (_, named) = checkpoint::decode(&name, &bytes)?;
+        if name != format!("checkpoints/{:020}", named.seq.0) {
+            return Err(Error::corrupt(format!(
+                "replica checkpoint {name} names event {}, not the one its name says",
+                named.seq
+            )));
+        }
+        if named.seq > reach {
+            return Err(Error::corrupt(format!(
+                "replica checkpoint {name} names event {}, past the replica's last event {reach}",
+                named.seq
+            )));
+        }
+        if named.seq <= head.seq {
+            let record = store
+                .records(named.seq)
+                .next()
+                .transpose()?
+                .ok_or_else(|| Error::corrupt("the restored log lost an event"))?;
+            let hash = crate::event::Frame::decode(&record.1)?.hash;
+            if hash != named.hash {
+                return Err(Error::corrupt(format!(
+                    "replica checkpoint {name} gives event {} the hash {}, but the chain has {hash}",
+                    named.seq, named.hash
                 )));
             }
         }
