@@ -222,23 +222,16 @@ impl Replica {
                 )));
             }
         }
-        let prefix = ObjectPath::from("segments");
-        let listed = self
-            .runtime
-            .block_on(self.objects.list_with_delimiter(Some(&prefix)))
-            .map_err(|e| failed(&self.url, &e))?;
         let mut out: Vec<(Seq, Seq, String)> = Vec::new();
-        for object in listed.objects {
-            let Some(name) = object.location.filename() else {
-                continue;
-            };
+        for path in self.names("segments")? {
+            let name = path.strip_prefix("segments/").unwrap_or(&path);
             let Some((first, last)) = segment::parse_name(name) else {
                 return Err(Error::corrupt(format!(
                     "the replica at {} holds segments/{name}, which is not a segment's name",
                     self.url
                 )));
             };
-            out.push((first, last, format!("segments/{name}")));
+            out.push((first, last, path.clone()));
         }
         out.sort();
         let mut next = Seq(1);
@@ -342,6 +335,7 @@ pub fn ship(store: &Store, replica: &Replica, sealed: &mut dyn FnMut(Seq, Seq)) 
     // (a record erased since keeps its hash; its segment is rewritten below). What is shipped
     // next must link to it.
     let mut chain = Chain::new();
+    let mut head = Head::EMPTY;
     if let Some((first, last, name)) = segments.last() {
         let bytes = replica
             .get(name)?
@@ -357,7 +351,10 @@ pub fn ship(store: &Store, replica: &Replica, sealed: &mut dyn FnMut(Seq, Seq)) 
         };
         let theirs = theirs.last().and_then(|(_, record)| hash(record));
         match (same, theirs) {
-            (true, Some(hash)) => chain = Chain::after(*last, hash),
+            (true, Some(hash)) => {
+                chain = Chain::after(*last, hash);
+                head = Head { seq: *last, hash };
+            }
             _ => {
                 return Err(Error::InvalidArgument(format!(
                     "the replica at {} holds another history: its event {last} is not this store's; ship to a new replica",
@@ -371,10 +368,6 @@ pub fn ship(store: &Store, replica: &Replica, sealed: &mut dyn FnMut(Seq, Seq)) 
     let mut batch: Vec<Vec<u8>> = Vec::new();
     let mut bytes = 0;
     let mut first = Seq(have.0 + 1);
-    let mut head = Head {
-        seq: have,
-        hash: crate::event::EventHash::ZERO,
-    };
     for item in store.records(first) {
         let (seq, record) = item?;
         if seq > end.seq {
@@ -406,19 +399,8 @@ pub fn ship(store: &Store, replica: &Replica, sealed: &mut dyn FnMut(Seq, Seq)) 
         sealed(first, head.seq);
         shipped += 1;
     }
-    if head.seq > Seq(0) && head.seq == have {
-        // Nothing new: the head checkpoint names the replica's last event (written again if a
-        // cut shipment left it behind).
-        head.hash = crate::event::Frame::decode(
-            &store
-                .records(have)
-                .next()
-                .transpose()?
-                .ok_or_else(|| Error::corrupt(format!("event {have} is missing")))?
-                .1,
-        )?
-        .hash;
-    }
+    // With nothing new, the checkpoint names the replica's last event again (written anew if a
+    // cut shipment left it behind).
     if head.seq > Seq(0) {
         let text = checkpoint::encode(&origin(store.path()), head);
         // Signed by the owner's key, when the store has one.
@@ -600,12 +582,7 @@ fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Head> {
     // The checkpoint must name an event of this chain.
     if let Some(checkpoint) = checkpoint {
         if checkpoint.seq <= head.seq {
-            let record = store
-                .records(checkpoint.seq)
-                .next()
-                .transpose()?
-                .ok_or_else(|| Error::corrupt("the restored log lost an event"))?;
-            let hash = crate::event::Frame::decode(&record.1)?.hash;
+            let hash = hash_at(&store, checkpoint.seq)?;
             if hash != checkpoint.hash {
                 return Err(Error::corrupt(format!(
                     "the replica's head checkpoint names event {} with hash {}, but its segments give {hash}",
@@ -633,12 +610,7 @@ fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Head> {
             )));
         }
         if named.seq <= head.seq {
-            let record = store
-                .records(named.seq)
-                .next()
-                .transpose()?
-                .ok_or_else(|| Error::corrupt("the restored log lost an event"))?;
-            let hash = crate::event::Frame::decode(&record.1)?.hash;
+            let hash = hash_at(&store, named.seq)?;
             if hash != named.hash {
                 return Err(Error::corrupt(format!(
                     "replica checkpoint {name} gives event {} the hash {}, but the chain has {hash}",
@@ -659,4 +631,15 @@ fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Head> {
         )));
     }
     Ok(head)
+}
+
+/// The chain hash of event `seq` of `store`.
+fn hash_at(store: &Store, seq: Seq) -> Result<crate::event::EventHash> {
+    let (_, record) = store
+        .records(seq)
+        .next()
+        .transpose()?
+        .filter(|(at, _)| *at == seq)
+        .ok_or_else(|| Error::corrupt(format!("the restored log lost event {seq}")))?;
+    Ok(crate::event::Frame::decode(&record)?.hash)
 }
