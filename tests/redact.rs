@@ -16,7 +16,7 @@ fn db(t: &TempStore) -> String {
     t.path().to_str().expect("utf-8").to_string()
 }
 
-fn run_ok(args: &[&str], stdin: &str) -> String {
+pub(crate) fn run_ok(args: &[&str], stdin: &str) -> String {
     let out = run_mnemo(args, stdin);
     assert!(
         out.status.success(),

@@ -13,18 +13,8 @@ use mnemo::Seq;
 use mnemo::testing::replica::{Replica, segment};
 use serde_json::json;
 
+use crate::redact::run_ok;
 use crate::support::{TempStore, run_mnemo};
-
-fn run_ok(args: &[&str], stdin: &str) -> String {
-    let out = run_mnemo(args, stdin);
-    assert!(
-        out.status.success(),
-        "mnemo {args:?}: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 fn session(from: usize, to: usize) -> String {
     let mut lines = String::new();
