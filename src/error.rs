@@ -171,6 +171,16 @@ pub enum Error {
         cause: String,
     },
 
+    /// A replica's objects break its format, the chain rules or its checkpoints: it was damaged
+    /// or altered where it lies (`mnemo verify --from` names what broke).
+    #[error(
+        "the replica is damaged: {what}; run `mnemo verify --from URL` to see it whole, and ship to a new replica (or restore from another) if it was altered"
+    )]
+    ReplicaDamaged {
+        /// What broke, and where.
+        what: String,
+    },
+
     /// An argument given to the library was not valid.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
@@ -183,6 +193,12 @@ impl Error {
             path: path.into(),
             source,
         }
+    }
+
+    /// Builds an [`Error::ReplicaDamaged`].
+    #[cfg(feature = "replicate")]
+    pub(crate) fn damaged(what: impl Into<String>) -> Self {
+        Error::ReplicaDamaged { what: what.into() }
     }
 
     /// Builds an [`Error::Corrupt`].

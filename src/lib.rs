@@ -59,10 +59,16 @@ pub use projection::{MEMORY_TAG, MemoryRecord};
 pub use redact::{Plan, Redacted, Selection};
 #[cfg(feature = "client")]
 pub use remote::{AdminRequest, RemoteClient, RemoteError};
+#[cfg(feature = "replicate")]
+pub use replica::Replica;
+#[cfg(feature = "replicate")]
+pub use replica::shipper::{
+    Replication, Report as ShipReport, Shipping, Status as ReplicationStatus,
+};
 #[cfg(feature = "serve")]
 pub use serve::shutdown::Reason as StopReason;
 #[cfg(feature = "serve")]
-pub use serve::{Error as ServeError, ServeOptions, Stopped, serve};
+pub use serve::{Error as ServeError, ReplicationView, ServeOptions, Stopped, serve};
 pub use token::TokenRecord;
 pub use tool::Profile;
 pub use tool_server::{MnemoMemoryToolServer, ServerBuilder};
@@ -76,6 +82,7 @@ pub use writer::Receipt;
 pub mod cli_support {
     #[cfg(feature = "client")]
     pub use crate::discovery::{Launch, Link, START_WAIT, live_server, unanswered};
+    pub use crate::disk::SERVER_FILE;
     pub use crate::history::{
         absolute_path, describe, event_json, printable, record_at, records_at, select_events, utc,
     };
@@ -84,10 +91,14 @@ pub mod cli_support {
     pub use crate::log::Store;
     pub use crate::redact::{Plan, Redacted, Selection, plan, redact};
     #[cfg(feature = "replicate")]
+    pub use crate::replica::checkpoint::decode as decode_checkpoint;
+    #[cfg(feature = "replicate")]
     pub use crate::replica::key::{
         KEY_FILE, check as check_signed, create as create_key, default_name as default_key_name,
         verifier as key_verifier,
     };
+    #[cfg(feature = "replicate")]
+    pub use crate::replica::shipper::MAX_BACKOFF;
     #[cfg(feature = "replicate")]
     pub use crate::replica::{Replica, Shipped, restore, ship};
     pub use crate::token::{OPERATOR, check_id, issue, listed, revoke};

@@ -123,6 +123,20 @@ enum Cmd {
         /// Exit after this many seconds with no request in progress and no client attached.
         #[arg(long, value_name = "SECS")]
         idle_exit: Option<f64>,
+        /// Ship the log to the replica at URL (s3://bucket/prefix or file:///dir) as it is
+        /// written, from a thread of the server; `GET /v1/replication` says how far it is (a
+        /// build with `--features serve,replicate`).
+        #[arg(long, value_name = "URL")]
+        replicate: Option<String>,
+        /// With --replicate: the least time between shipments, in seconds (the lag's bound
+        /// while the object store keeps up).
+        #[arg(
+            long,
+            value_name = "SECS",
+            default_value_t = 1.0,
+            requires = "replicate"
+        )]
+        replicate_interval: f64,
     },
     /// Replay the log and prove the chain, the index and every recorded answer.
     #[command(
@@ -134,35 +148,49 @@ enum Cmd {
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
-        /// Also prove the log still holds this checkpoint (SEQ:HASH, as an earlier verify printed).
-        #[arg(long, value_name = "SEQ:HASH")]
+        /// Also prove the log still holds this checkpoint: SEQ:HASH, as an earlier verify
+        /// printed, or a checkpoint file (a replica's head object, kept by an auditor; checked
+        /// against --key when given). A build with `--features replicate` reads files.
+        #[arg(long, value_name = "SEQ:HASH|FILE")]
         expect: Option<String>,
         /// Verify the replica at URL (file:///dir) instead of a store: its segments are fetched
         /// into a private store, every record checked against the chain and the whole log
         /// replayed (a build with `--features replicate`).
         #[arg(long, value_name = "URL", conflicts_with = "connect")]
         from: Option<String>,
-        /// With --from: accept the replica's head only if this verifier key (NAME+ID+KEY, as
-        /// `mnemo key create` printed it) signed it.
-        #[arg(long, value_name = "VKEY", requires = "from")]
+        /// Accept the replica's head (--from) and the checkpoint file (--expect FILE) only if
+        /// this verifier key (NAME+ID+KEY, as `mnemo key create` printed it) signed them.
+        #[arg(long, value_name = "VKEY")]
         key: Option<String>,
         #[command(flatten)]
         remote: Remote,
     },
-    /// Ship the store's log to a replica in object storage (file:///dir): sealed segments of
-    /// events and a checkpoint of the head. Resumes where the replica ends, with no gap and no
-    /// duplicate; refuses a replica of another history. Reads the store as the read commands do
-    /// (a private copy), so a store a server holds must be stopped first. A build with
-    /// `--features replicate`.
+    /// Ship the store's log to a replica in object storage (s3://bucket/prefix or
+    /// file:///dir): sealed segments of events and a checkpoint of the head. Resumes where the
+    /// replica ends, with no gap and no duplicate; refuses a replica of another history. Runs
+    /// until stopped (Ctrl-C, any signal: the next run resumes), shipping whenever the store
+    /// changes; --once ships up to the current head and exits. Reads the store as the read
+    /// commands do (a private copy, whenever no process holds it), so a store a server holds is
+    /// replicated by that server: `mnemo serve --replicate URL`. A build with `--features
+    /// replicate`.
     Replicate {
         #[command(flatten)]
         db: Db,
-        /// The replica: file:///absolute/dir (created if missing).
+        /// The replica: s3://bucket/prefix (AWS_* variables) or file:///absolute/dir (created
+        /// if missing).
         #[arg(long, value_name = "URL")]
         to: String,
-        /// Ship up to the current head and exit (continuous shipping is not built yet).
+        /// Ship up to the current head and exit.
         #[arg(long)]
         once: bool,
+        /// Without --once: look for changes this often, in seconds.
+        #[arg(
+            long,
+            value_name = "SECS",
+            default_value_t = 1.0,
+            conflicts_with = "once"
+        )]
+        interval: f64,
     },
     /// The store owner's signing key for replica checkpoints (a build with `--features
     /// replicate`).
@@ -563,6 +591,8 @@ fn main() -> ExitCode {
             allow_remote,
             allow_host,
             idle_exit,
+            replicate,
+            replicate_interval,
         } => run_serve(
             session,
             agent,
@@ -571,24 +601,23 @@ fn main() -> ExitCode {
                 allow_remote,
                 allow_host,
                 idle_exit,
+                replicate: replicate.map(|url| (url, replicate_interval)),
             },
         ),
-        Cmd::Verify {
-            from: Some(url),
-            json,
-            expect,
-            key,
-            ..
-        } => replication::verify(&url, json, expect.as_deref(), key.as_deref()),
         Cmd::Verify {
             db,
             json,
             expect,
             remote,
-            from: None,
-            key: _,
-        } => run_verify(&db.db, json, expect.as_deref(), &remote),
-        Cmd::Replicate { db, to, once } => replication::replicate(&db.db, &to, once),
+            from,
+            key,
+        } => verify_command(&db.db, json, expect, from, key, &remote),
+        Cmd::Replicate {
+            db,
+            to,
+            once,
+            interval,
+        } => replication::replicate(&db.db, &to, (!once).then_some(interval)),
         Cmd::Restore { from, db, at } => replication::restore(&from, &db, at),
         Cmd::Key {
             command: KeyCmd::Create { db, name },
@@ -869,6 +898,8 @@ struct Listen {
     allow_remote: bool,
     allow_host: Vec<String>,
     idle_exit: Option<f64>,
+    /// The replica to ship to, and the least time between shipments in seconds.
+    replicate: Option<(String, f64)>,
 }
 
 #[cfg(feature = "serve")]
@@ -878,15 +909,29 @@ fn run_serve(session: Session, agent: String, listen: Listen) -> CliResult {
         .map(std::time::Duration::try_from_secs_f64)
         .transpose()
         .map_err(|_| "--idle-exit takes a number of seconds, such as 600 or 0.5")?;
-    let options = mnemo::ServeOptions {
+    let mut options = mnemo::ServeOptions {
         listen: listen.listen,
         allow_remote: listen.allow_remote,
         allow_hosts: listen.allow_host,
         idle_exit,
+        replication: None,
     };
     options.check()?;
     let server = open_session(session, agent)?;
+    // The replication runs beside the server, on the store the server holds, and ships what
+    // is left once the server has stopped.
+    let replication = match &listen.replicate {
+        Some((url, interval)) => {
+            let started = replication::start(server.client(), url, *interval)?;
+            options.replication = Some(started.view());
+            Some(started)
+        }
+        None => None,
+    };
     let stopped = mnemo::serve(server, options)?;
+    if let Some(replication) = replication {
+        replication.stop()?;
+    }
     if stopped.store_failures > 0 {
         return Err(format!(
             "the store failed on {} call(s) while serving (each got an error result); check the disk, then restart the server, which recovers to the last event that reached the log",
@@ -900,6 +945,28 @@ fn run_serve(session: Session, agent: String, listen: Listen) -> CliResult {
 #[cfg(not(feature = "serve"))]
 fn run_serve(_session: Session, _agent: String, _listen: Listen) -> CliResult {
     Err("this mnemo was built without the server; rebuild it with `cargo build --release --features serve` (or, from a clone of the repository, install it with `cargo install --path . --features serve`)".into())
+}
+
+/// `mnemo verify`: of the store, or of a replica (`--from`); `--expect` as SEQ:HASH or a
+/// checkpoint file.
+fn verify_command(
+    db: &Path,
+    json: bool,
+    expect: Option<String>,
+    from: Option<String>,
+    key: Option<String>,
+    remote: &Remote,
+) -> CliResult {
+    if key.is_some() && from.is_none() && expect.is_none() {
+        return Err("--key checks a replica's head (--from URL) or a checkpoint file (--expect FILE); give one of them".into());
+    }
+    let expect = expect
+        .map(|e| replication::expected(&e, key.as_deref()))
+        .transpose()?;
+    match from {
+        Some(url) => replication::verify(&url, json, expect.as_deref(), key.as_deref()),
+        None => run_verify(db, json, expect.as_deref(), remote),
+    }
 }
 
 fn run_tool(session: Session, agent: Option<String>, remote: &Remote, start: &Start) -> CliResult {

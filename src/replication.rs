@@ -12,26 +12,80 @@ mod with {
     use std::io::Write;
     use std::path::Path;
     use std::process::ExitCode;
+    use std::time::Duration;
 
     use mnemo::Seq;
     use mnemo::cli_support::{
-        Replica, Store, VerifyOptions, restore as rebuild, ship, verify_store_with,
+        MAX_BACKOFF, Replica, Shipped, Store, VerifyOptions, restore as rebuild, ship,
+        verify_store_with,
     };
 
     use crate::{CliResult, ReportView, print_verify};
 
-    /// `mnemo replicate --to URL --once`.
-    pub fn replicate(db: &Path, url: &str, once: bool) -> CliResult {
-        if !once {
-            return Err("continuous replication is not built yet: pass --once, which ships up to the current head and exits (run it after writes, or from a timer)".into());
-        }
-        let store = Store::open_current_read_only(db)?;
+    /// `mnemo replicate --to URL [--once]`: with `interval`, runs until stopped, shipping
+    /// whenever the store has changed (looked at every `interval` seconds).
+    pub fn replicate(db: &Path, url: &str, interval: Option<f64>) -> CliResult {
+        let Some(interval) = interval else {
+            let store = Store::open_current_read_only(db)?;
+            let replica = Replica::open(url, true)?;
+            let shipped = ship(&store, &replica, &mut |first, last| {
+                eprintln!("mnemo replicate: shipped events {first} to {last}");
+            })?;
+            print_shipped(&mut std::io::stdout().lock(), url, &shipped)?;
+            return Ok(ExitCode::SUCCESS);
+        };
+        let interval = seconds(interval, "--interval")?;
+        Store::require(db)?;
         let replica = Replica::open(url, true)?;
-        // Each segment once it is written, on stderr: how far a long shipment has got.
-        let shipped = ship(&store, &replica, &mut |first, last| {
-            eprintln!("mnemo replicate: shipped events {first} to {last}");
-        })?;
-        let mut out = std::io::stdout().lock();
+        let mut shipped_at: Option<Vec<FileState>> = None;
+        let mut told_held = false;
+        let mut wait = interval;
+        loop {
+            let now = files(db)?;
+            if shipped_at.as_ref() != Some(&now) {
+                // Each round reads a private copy, made while no process writes the store.
+                let round = Store::open_current_read_only(db).and_then(|store| {
+                    ship(&store, &replica, &mut |first, last| {
+                        eprintln!("mnemo replicate: shipped events {first} to {last}");
+                    })
+                });
+                match round {
+                    Ok(shipped) => {
+                        if shipped.segments > 0 || shipped_at.is_none() {
+                            print_shipped(&mut std::io::stdout().lock(), url, &shipped)?;
+                        }
+                        shipped_at = Some(now);
+                        told_held = false;
+                        wait = interval;
+                    }
+                    Err(mnemo::Error::Locked { .. }) => {
+                        if !told_held {
+                            let who = match db.join(mnemo::cli_support::SERVER_FILE).is_file() {
+                                true => format!(
+                                    "a mnemo serve holds {} (one that clients started stops once idle; one meant to stay up replicates as it goes if started with --replicate {url})",
+                                    db.display()
+                                ),
+                                false => format!("another process is writing {}", db.display()),
+                            };
+                            eprintln!("mnemo replicate: {who}; shipping once it lets go");
+                            told_held = true;
+                        }
+                    }
+                    Err(e @ (mnemo::Error::Replica { .. } | mnemo::Error::Io { .. })) => {
+                        wait = (wait * 2).clamp(interval, MAX_BACKOFF);
+                        eprintln!(
+                            "mnemo replicate: shipping to {url} failed ({e}); trying again in {:.0?}",
+                            wait
+                        );
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            std::thread::sleep(wait);
+        }
+    }
+
+    fn print_shipped(out: &mut dyn Write, url: &str, shipped: &Shipped) -> std::io::Result<()> {
         if shipped.segments == 0 {
             writeln!(
                 out,
@@ -50,8 +104,124 @@ mod with {
         if shipped.head.seq > Seq(0) {
             writeln!(out, "checkpoint: {}", shipped.head)?;
         }
-        Ok(ExitCode::SUCCESS)
+        out.flush()
     }
+
+    /// A positive number of seconds.
+    fn seconds(value: f64, flag: &str) -> Result<Duration, String> {
+        Duration::try_from_secs_f64(value)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| format!("{flag} takes a positive number of seconds, such as 1 or 0.5"))
+    }
+
+    /// A file of the store as a shipment saw it: name, size and modification time.
+    type FileState = (std::ffi::OsString, u64, Option<std::time::SystemTime>);
+
+    /// The store's top-level files (what a write changes), to ship only after a change.
+    fn files(db: &Path) -> std::io::Result<Vec<FileState>> {
+        let mut listed = Vec::new();
+        for entry in std::fs::read_dir(db)? {
+            let entry = entry?;
+            if entry.file_name() == mnemo::cli_support::SERVER_FILE {
+                continue;
+            }
+            let meta = entry.metadata()?;
+            listed.push((entry.file_name(), meta.len(), meta.modified().ok()));
+        }
+        listed.sort();
+        Ok(listed)
+    }
+
+    /// A replication beside a server (`mnemo serve --replicate URL`).
+    #[cfg(feature = "serve")]
+    pub struct Running(mnemo::Replication);
+
+    /// Starts shipping the store `client` holds to `url`, every `interval` seconds at most,
+    /// telling stderr about each shipment.
+    #[cfg(feature = "serve")]
+    pub fn start(
+        client: &mnemo::MnemoClient,
+        url: &str,
+        interval: f64,
+    ) -> Result<Running, Box<dyn std::error::Error>> {
+        let interval = seconds(interval, "--replicate-interval")?;
+        let replica = Replica::open(url, true)?;
+        let url = url.to_string();
+        let report = move |report: mnemo::ShipReport<'_>| match report {
+            mnemo::ShipReport::Shipped(shipped, status) => eprintln!(
+                "mnemo serve: replicated events {} to {} to {url} ({} events behind)",
+                shipped.from.0 + 1,
+                shipped.head.seq,
+                status.lag()
+            ),
+            mnemo::ShipReport::Failed(e, wait) => {
+                eprintln!("mnemo serve: shipping to {url} failed ({e}); trying again in {wait:.0?}")
+            }
+        };
+        let shipping = mnemo::Shipping { interval };
+        Ok(Running(mnemo::Replication::start(
+            client, replica, shipping, report,
+        )?))
+    }
+
+    #[cfg(feature = "serve")]
+    impl Running {
+        /// What `GET /v1/replication` answers.
+        pub fn view(&self) -> mnemo::ReplicationView {
+            let status = self.0.watcher();
+            mnemo::ReplicationView(std::sync::Arc::new(move || status().to_json()))
+        }
+
+        /// Ships what is left, then stops; an error if that last shipment failed.
+        pub fn stop(self) -> Result<(), String> {
+            let status = self.0.stop();
+            match status.error {
+                None => {
+                    eprintln!(
+                        "mnemo serve: the replica at {} is at {}",
+                        status.url, status.replicated
+                    );
+                    Ok(())
+                }
+                Some(why) => Err(format!(
+                    "the last shipment to {} failed ({why}): the replica is at {}, behind the store's event {}; run `mnemo replicate --db DIR --to {} --once` to ship the rest",
+                    status.url, status.replicated, status.head, status.url
+                )),
+            }
+        }
+    }
+
+    /// What `--expect` names, as SEQ:HASH: the value itself, or the checkpoint in a file (a
+    /// replica's `head` or `checkpoints/SEQ`, such as an auditor kept), which with `key` must
+    /// carry that key's valid signature.
+    pub fn expected(value: &str, key: Option<&str>) -> Result<String, String> {
+        if mnemo::Head::parse(value).is_ok() {
+            return Ok(value.to_string());
+        }
+        let path = Path::new(value);
+        let neither = || {
+            format!(
+                "--expect takes SEQ:HASH (as mnemo verify printed it) or a checkpoint file (a replica's head object, signed or not); {value:?} is neither"
+            )
+        };
+        let meta = std::fs::metadata(path).map_err(|_| neither())?;
+        if !meta.is_file() || meta.len() > CHECKPOINT_FILE_MAX {
+            return Err(neither());
+        }
+        let bytes = std::fs::read(path).map_err(|e| format!("cannot read {value}: {e}"))?;
+        let what = format!("the checkpoint file {value}");
+        let (_, head) =
+            mnemo::cli_support::decode_checkpoint(&what, &bytes).map_err(|_| neither())?;
+        if let Some(vkey) = key {
+            mnemo::cli_support::key_verifier(vkey).map_err(|e| e.to_string())?;
+            mnemo::cli_support::check_signed(&bytes, vkey, &what)?;
+        }
+        Ok(head.to_string())
+    }
+
+    /// The largest checkpoint file read (a few lines and signatures).
+    const CHECKPOINT_FILE_MAX: u64 = 64 * 1024;
 
     /// `mnemo restore --from URL --db NEW [--at SEQ]`.
     pub fn restore(url: &str, db: &Path, at: Option<u64>) -> CliResult {
@@ -94,16 +264,18 @@ mod with {
         let signed = match key {
             None => Ok(()),
             Some(vkey) => match replica.read("head")? {
-                Some(head) => mnemo::cli_support::check_signed(&head, vkey),
+                Some(head) => {
+                    mnemo::cli_support::check_signed(&head, vkey, "the replica's head checkpoint")
+                }
                 None => Err("the replica has no head checkpoint to check".to_string()),
             },
         };
         let rebuilt = signed
-            .map_err(|what| mnemo::Error::Corrupt { what })
+            .map_err(|what| mnemo::Error::ReplicaDamaged { what })
             .and_then(|()| rebuild(&replica, &db, None));
         match rebuilt {
             Ok(_) => {}
-            Err(mnemo::Error::Corrupt { what }) => {
+            Err(mnemo::Error::ReplicaDamaged { what } | mnemo::Error::Corrupt { what }) => {
                 if as_json {
                     println!(
                         "{}",
@@ -146,8 +318,45 @@ mod without {
     }
 
     /// `mnemo replicate` in a build without replicas.
-    pub fn replicate(_db: &Path, _url: &str, _once: bool) -> CliResult {
+    pub fn replicate(_db: &Path, _url: &str, _interval: Option<f64>) -> CliResult {
         missing()
+    }
+
+    /// A replication beside a server: none in a build without replicas.
+    #[cfg(feature = "serve")]
+    pub enum Running {}
+
+    /// `mnemo serve --replicate` in a build without replicas.
+    #[cfg(feature = "serve")]
+    pub fn start(
+        _client: &mnemo::MnemoClient,
+        _url: &str,
+        _interval: f64,
+    ) -> Result<Running, Box<dyn std::error::Error>> {
+        Err("mnemo serve --replicate needs a mnemo built with `--features serve,replicate` (from a clone of the repository: `cargo install --path . --features serve,replicate`)".into())
+    }
+
+    #[cfg(feature = "serve")]
+    impl Running {
+        /// Never made.
+        pub fn view(&self) -> mnemo::ReplicationView {
+            match *self {}
+        }
+
+        /// Never made.
+        pub fn stop(self) -> Result<(), String> {
+            match self {}
+        }
+    }
+
+    /// `--expect`'s SEQ:HASH; a checkpoint file needs replicas.
+    pub fn expected(value: &str, key: Option<&str>) -> Result<String, String> {
+        match mnemo::Head::parse(value) {
+            Ok(_) if key.is_none() => Ok(value.to_string()),
+            _ => Err(format!(
+                "--expect {value:?}: a checkpoint file and --key need a mnemo built with `--features replicate`; otherwise give SEQ:HASH, as mnemo verify printed it"
+            )),
+        }
     }
 
     /// `mnemo restore` in a build without replicas.

@@ -193,9 +193,82 @@ fn a_replica_of_another_history_or_a_non_empty_target_is_refused() {
         String::from_utf8_lossy(&out.stderr)
             .contains("give s3://bucket/prefix or file:///absolute/dir")
     );
-    let out = run_mnemo(&["replicate", "--db", s(&t.path()), "--to", &to], "");
+    let out = run_mnemo(
+        &[
+            "replicate",
+            "--db",
+            s(&t.path()),
+            "--to",
+            &to,
+            "--interval",
+            "0",
+        ],
+        "",
+    );
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--once"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("positive number of seconds"));
+}
+
+/// `mnemo replicate` without `--once` runs on: each time the store has changed and no process
+/// holds it, it ships what is new, until it is stopped; killed, the next run resumes.
+#[test]
+fn a_running_replicate_ships_each_change_and_a_killed_one_resumes() {
+    let t = TempStore::new();
+    let db = t.path();
+    let (to, replica) = new_replica(&t, "replica");
+    run_ok(&["tool", "--db", s(&db)], &session(0, 2));
+    let start = || {
+        crate::support::mnemo_command(
+            &[
+                "replicate",
+                "--db",
+                s(&db),
+                "--to",
+                &to,
+                "--interval",
+                "0.05",
+            ],
+            &[],
+        )
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start mnemo replicate")
+    };
+    // The replica's head, once it names the store's head.
+    let reaches = |seq: u64| {
+        let started = std::time::Instant::now();
+        while replica.head().ok().flatten().map(|(_, h)| h.seq) != Some(Seq(seq)) {
+            assert!(
+                started.elapsed().as_secs() < 30,
+                "the replica never reached {seq}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    };
+    let head = |db: &std::path::Path| -> u64 {
+        let out = run_ok(&["verify", "--db", s(db), "--json"], "");
+        let report: serde_json::Value = serde_json::from_str(&out).expect("json");
+        report["head"]["seq"].as_u64().expect("a seq")
+    };
+    let mut running = start();
+    reaches(head(&db));
+    run_ok(&["tool", "--db", s(&db)], &session(2, 4));
+    reaches(head(&db));
+    running.kill().expect("kill");
+    running.wait().expect("wait");
+    run_ok(&["tool", "--db", s(&db)], &session(4, 5));
+    let mut running = start();
+    reaches(head(&db));
+    running.kill().expect("kill");
+    running.wait().expect("wait");
+    let restored = t.dir.path().join("restored");
+    run_ok(&["restore", "--from", &to, "--db", s(&restored)], "");
+    assert_eq!(
+        run_ok(&["ls", "/", "--db", s(&restored)], ""),
+        run_ok(&["ls", "/", "--db", s(&db)], "")
+    );
 }
 
 #[test]
@@ -531,4 +604,175 @@ fn a_replica_is_checked_object_by_object_and_a_killed_restore_leaves_nothing() {
             );
         }
     }
+}
+
+/// Continuous shipping from the process that holds the store: eight agents write while the
+/// shipper runs, a redaction lands in the middle, and the replicated head only ever moves
+/// forward. Once stopped, the replica holds the store's own log record for record, up to the
+/// head the status reports, with no byte of the erased text, and a restore of it verifies.
+#[test]
+fn a_store_shipped_as_it_is_written_holds_the_stores_own_log() {
+    use mnemo::{MnemoMemoryToolServer, Replication, Selection, Shipping};
+    let t = TempStore::new();
+    let db = t.path();
+    let (to, replica) = new_replica(&t, "live");
+    let client = crate::support::open_client(&db, "owner", mnemo::Durability::Fsync);
+    let secret = "QXLIVESECRETQX";
+    crate::support::call(
+        &MnemoMemoryToolServer::new(client.clone()),
+        json!({"command": "create", "path": "/memories/secret.md", "file_text": format!("{secret}\n")}),
+    );
+    let interval = std::time::Duration::from_millis(30);
+    let replication = Replication::start(&client, replica, Shipping { interval }, |_| {})
+        .expect("start the replication");
+    let writers: Vec<_> = (0..8)
+        .map(|n| {
+            let tool = MnemoMemoryToolServer::new(client.with_agent(format!("agent{n}")).unwrap());
+            std::thread::spawn(move || {
+                for i in 0..40 {
+                    let path = format!("/memories/a{n}/f{i}.md");
+                    let (text, failed) = crate::support::call(
+                        &tool,
+                        json!({"command": "create", "path": path, "file_text": format!("{n} {i}\n")}),
+                    );
+                    assert!(!failed, "{text}");
+                    crate::support::call(&tool, json!({"command": "view", "path": "/memories"}));
+                }
+            })
+        })
+        .collect();
+    let mut seen = Vec::new();
+    let mut redacted = false;
+    while writers.iter().any(|w| !w.is_finished()) {
+        seen.push(replication.status().replicated.seq);
+        if !redacted && seen.last() > Some(&Seq(40)) {
+            let selection = Selection {
+                texts: vec![secret.to_string()],
+                ..Selection::default()
+            };
+            client.redact("asked", &selection).expect("redact");
+            redacted = true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    for writer in writers {
+        writer.join().expect("a writer");
+    }
+    assert!(
+        redacted,
+        "the writers finished before the first shipment: {seen:?}"
+    );
+    assert!(seen.windows(2).all(|w| w[0] <= w[1]), "went back: {seen:?}");
+    assert!(
+        seen.iter().any(|s| *s > Seq(0)),
+        "nothing shipped while writing"
+    );
+    let head = client.head().expect("head");
+    let status = replication.stop();
+    assert_eq!(status.error, None);
+    assert_eq!(status.replicated, head, "the last shipment stopped short");
+    assert_eq!(status.lag(), 0);
+    let (replica, ours) = (
+        Replica::open(&to, false).expect("reopen"),
+        client.read_store(|store| store.records(Seq(1)).collect::<Result<Vec<_>, _>>()),
+    );
+    let ours = ours.expect("the store's records");
+    drop(client);
+    let mut theirs = Vec::new();
+    for name in segments(&replica) {
+        let bytes = replica.read(&name).unwrap().unwrap();
+        assert!(
+            !bytes.windows(secret.len()).any(|w| w == secret.as_bytes()),
+            "{name} still holds the erased text"
+        );
+        let file = name.trim_start_matches("segments/");
+        let (first, last) = segment::parse_name(file).expect("a segment name");
+        theirs.extend(segment::decode(&name, &bytes, (first, last)).expect("a segment"));
+    }
+    assert_eq!(theirs, ours, "the replica's log is not the store's");
+    let restored = t.dir.path().join("restored");
+    let out = run_ok(&["restore", "--from", &to, "--db", s(&restored)], "");
+    assert!(out.contains(&head.to_string()), "{out}");
+}
+
+/// `verify --expect FILE`: an auditor keeps a replica's signed head as a file; later the store
+/// and the replica are proven to still hold that checkpoint (with `--key`, only if the file is
+/// the owner's signed note). A file whose text was changed, or that another key signed, or
+/// that is unsigned, is refused as an argument (exit 2); a checkpoint the log does not hold is a
+/// violation (exit 1); a file that is no checkpoint says what `--expect` takes.
+#[test]
+fn a_kept_checkpoint_file_is_expected_only_with_its_owners_signature() {
+    let t = TempStore::new();
+    let db = t.path();
+    let (to, replica) = new_replica(&t, "replica");
+    run_ok(&["tool", "--db", s(&db)], &session(0, 3));
+    let vkey = run_ok(&["key", "create", "--db", s(&db)], "")
+        .trim()
+        .to_string();
+    run_ok(&["replicate", "--db", s(&db), "--to", &to, "--once"], "");
+    let head = String::from_utf8(replica.read("head").unwrap().unwrap()).unwrap();
+    let kept = t.dir.path().join("kept-head");
+    std::fs::write(&kept, &head).unwrap();
+    // The store goes on; the kept checkpoint still holds, for the store and for the replica.
+    run_ok(&["tool", "--db", s(&db)], &session(3, 5));
+    run_ok(&["replicate", "--db", s(&db), "--to", &to, "--once"], "");
+    for args in [
+        vec![
+            "verify",
+            "--db",
+            s(&db),
+            "--expect",
+            s(&kept),
+            "--key",
+            &vkey,
+        ],
+        vec![
+            "verify",
+            "--from",
+            &to,
+            "--expect",
+            s(&kept),
+            "--key",
+            &vkey,
+        ],
+        vec!["verify", "--db", s(&db), "--expect", s(&kept)],
+    ] {
+        assert!(run_ok(&args, "").contains("INTACT"), "{args:?}");
+    }
+    let refused = |file: &std::path::Path, key: Option<&str>, code: i32, says: &str| {
+        let mut args = vec!["verify", "--db", s(&db), "--expect", s(file)];
+        args.extend(key.map(|k| ["--key", k]).into_iter().flatten());
+        let out = run_mnemo(&args, "");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {text}");
+        assert!(text.contains(says), "{args:?}: {text}");
+    };
+    // The hash under the signature changed: refused with the key, a violation without it.
+    let (body, signature) = head.split_once("\n\n").expect("a signed note");
+    let mut lines: Vec<String> = body.lines().map(str::to_string).collect();
+    lines[2] = "0".repeat(64);
+    let forged = t.dir.path().join("forged");
+    std::fs::write(&forged, format!("{}\n\n{signature}", lines.join("\n"))).unwrap();
+    refused(&forged, Some(&vkey), 2, "valid signature");
+    refused(&forged, None, 1, "VIOLATION");
+    // Unsigned, or signed by another store's key.
+    let unsigned = t.dir.path().join("unsigned");
+    std::fs::write(&unsigned, format!("{body}\n")).unwrap();
+    refused(&unsigned, Some(&vkey), 2, "not signed");
+    let other = t.dir.path().join("other.db");
+    run_ok(&["tool", "--db", s(&other)], &session(0, 1));
+    let other_key = run_ok(&["key", "create", "--db", s(&other)], "")
+        .trim()
+        .to_string();
+    refused(&kept, Some(&other_key), 2, "valid signature");
+    // Not a checkpoint at all; a key with nothing to check.
+    let junk = t.dir.path().join("junk");
+    std::fs::write(&junk, "hello\n").unwrap();
+    refused(&junk, None, 2, "SEQ:HASH");
+    let out = run_mnemo(&["verify", "--db", s(&db), "--key", &vkey], "");
+    assert_eq!(out.status.code(), Some(2));
 }

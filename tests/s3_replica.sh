@@ -6,6 +6,9 @@
 # 1. tests/replica.rs with MNEMO_TEST_S3 set: every replica test over s3:// as over file://.
 # 2. The S3 server killed (kill -9) in the middle of a shipment and started again: the shipment
 #    fails, the next one resumes with no gap and no duplicate, and a restore gives the whole log.
+# 3. `mnemo serve --replicate s3://…` while agents write: the S3 server killed (writes go on
+#    being answered, the failure is reported on GET /v1/replication), started again (the
+#    replica catches up), then the mnemo server killed with kill -9: a restore gives its log.
 #
 # Usage: bash tests/s3_replica.sh
 set -euo pipefail
@@ -53,7 +56,7 @@ cleanup() {
 trap cleanup EXIT
 
 mkdir -p "$work/data"
-cargo build --quiet --features replicate --bin mnemo
+cargo build --quiet --features serve,replicate --bin mnemo
 mnemo="$repo/target/debug/mnemo"
 
 # A tiny store, shipped until the server answers and its bucket exists (60 s at most).
@@ -76,7 +79,7 @@ wait_for_s3 a
 echo "== SeaweedFS $version serves S3 on 127.0.0.1:$port"
 
 echo "== tests/replica.rs over s3://"
-MNEMO_TEST_S3="s3://$bucket/suite-$$" cargo test --features replicate --test integration -- replica::
+MNEMO_TEST_S3="s3://$bucket/suite-$$" cargo test --features serve,replicate --test integration -- replica::
 
 echo "== the S3 server killed mid-shipment and started again"
 store="$work/big.db"
@@ -128,3 +131,62 @@ if [ "$interrupted" -eq 0 ]; then
     fi
 fi
 echo "shipments cut and resumed: $interrupted"
+
+echo "== mnemo serve --replicate: the S3 server killed while agents write, and started again"
+served="$work/served.db"
+url="s3://$bucket/served-$$"
+"$mnemo" serve --db "$served" --replicate "$url" --replicate-interval 0.2 \
+    > "$work/serve.out" 2> "$work/serve.err" &
+server=$!
+for _ in $(seq 1 400); do
+    [ -f "$served/mnemo-server.json" ] && break
+    sleep 0.05
+done
+# Polls GET /v1/replication until the Python condition on `s` (its JSON) and `head` holds.
+replication_until() {
+    python3 - "$served" "$1" "$2" <<'PY'
+import json, sys, time, urllib.request
+store, condition, what = sys.argv[1:4]
+server = json.load(open(f"{store}/mnemo-server.json"))
+def get(route):
+    request = urllib.request.Request(server["url"] + route, headers={"Authorization": "Bearer " + server["token"]})
+    return json.load(urllib.request.urlopen(request, timeout=10))
+deadline = time.time() + 120
+while True:
+    s, head = get("/v1/replication"), get("/v1/head")["seq"]
+    if eval(condition):
+        print(f"{what}: {json.dumps(s)}")
+        break
+    if time.time() > deadline:
+        sys.exit(f"{what}: never happened; last status {json.dumps(s)}")
+    time.sleep(0.1)
+PY
+}
+writes() {
+    python3 -c '
+import json, sys
+for i in range(int(sys.argv[1]), int(sys.argv[2])):
+    print(json.dumps({"command": "create", "path": f"/memories/s/{i}.md", "file_text": f"note {i}\n"}))
+' "$1" "$2" | "$mnemo" tool --db "$served" > "$work/writes.out"
+    if grep -q '"is_error":true' "$work/writes.out"; then
+        echo "a write through the server failed: $(grep -m1 is_error "$work/writes.out")" >&2
+        exit 1
+    fi
+}
+writes 0 200
+replication_until 's["replicated"]["seq"] == head and s["error"] is None' "caught up"
+stop_s3
+writes 200 400
+replication_until 's["error"] is not None and s["lag_events"] > 0' "the failure reported"
+start_s3
+replication_until 's["replicated"]["seq"] == head and s["error"] is None' "caught up again"
+kill -9 "$server"
+wait "$server" 2> /dev/null || true
+"$mnemo" restore --from "$url" --db "$work/served-restored"
+if ! diff <("$mnemo" log --db "$work/served-restored" --json) \
+    <(MNEMO_NO_START=1 "$mnemo" log --db "$served" --json) > /dev/null; then
+    echo "the store restored from the served replica differs from the store" >&2
+    exit 1
+fi
+grep -q "failed" "$work/serve.err" || { echo "the server did not report the failure" >&2; exit 1; }
+echo "served replica: caught up after the S3 server came back, and restored whole after kill -9"

@@ -29,8 +29,11 @@ mod tokens;
 mod gate;
 // Redaction by the server that holds the store.
 mod redact;
+// Replication by the server that holds the store (`--replicate`).
+#[cfg(feature = "replicate")]
+mod replicated;
 
-const WAIT: Duration = Duration::from_secs(30);
+pub(crate) const WAIT: Duration = Duration::from_secs(30);
 
 /// A running `mnemo serve`, its stderr collected.
 struct Server {
@@ -42,10 +45,14 @@ struct Server {
 
 impl Server {
     fn start(db: &Path, extra: &[&str]) -> Server {
+        Server::start_with(db, Durability::Buffered, extra)
+    }
+
+    fn start_with(db: &Path, durability: Durability, extra: &[&str]) -> Server {
         let mut child = Command::new(mnemo_bin())
             .args(["serve", "--db"])
             .arg(db)
-            .args(["--durability", "buffered"])
+            .args(["--durability", durability.name()])
             .args(extra)
             .env_remove("MNEMO_DB")
             .stdin(Stdio::null())
@@ -183,6 +190,17 @@ impl Reply {
 
 /// Sends one request on a new connection (`Connection: close`) and reads the whole response.
 /// `headers` may override `Host`.
+/// `POST /v1/memory` of `input` to the server at `addr` with `bearer`, from any thread.
+fn post_memory(addr: SocketAddr, bearer: &str, input: &Value) -> Reply {
+    request(
+        addr,
+        "POST",
+        "/v1/memory",
+        &[("Authorization", bearer)],
+        input.to_string().as_bytes(),
+    )
+}
+
 fn request(
     addr: SocketAddr,
     method: &str,

@@ -23,11 +23,11 @@ pub fn encode(name: &str, head: Head) -> String {
 }
 
 /// The origin name and head of checkpoint `text` (the object `what`); anything else is
-/// [`Error::Corrupt`].
+/// [`Error::ReplicaDamaged`].
 pub fn decode(what: &str, text: &[u8]) -> Result<(String, Head)> {
     let text = &super::key::text(text);
     let bad = || {
-        Error::corrupt(format!(
+        Error::damaged(format!(
             "replica checkpoint {what} is not a mnemo checkpoint"
         ))
     };

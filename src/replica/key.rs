@@ -120,18 +120,15 @@ pub fn verifier(vkey: &str) -> Result<StandardVerifier> {
     })
 }
 
-/// Checks that `object` (a checkpoint) is a note signed by the verifier key `vkey`; the error
-/// says what is wrong, for a violation.
-pub fn check(object: &[u8], vkey: &str) -> std::result::Result<(), String> {
+/// Checks that `object` (a checkpoint; `what` names it in the error) is a note signed by the
+/// verifier key `vkey`; the error says what is wrong.
+pub fn check(object: &[u8], vkey: &str, what: &str) -> std::result::Result<(), String> {
     let verifier = verifier(vkey).map_err(|e| e.to_string())?;
-    let note = Note::from_bytes(object)
-        .map_err(|_| "the replica's head checkpoint is not signed".to_string())?;
+    let note = Note::from_bytes(object).map_err(|_| format!("{what} is not signed"))?;
     let known = VerifierList::new(vec![Box::new(verifier)]);
-    note.verify(&known).map(|_| ()).map_err(|e| {
-        format!(
-            "the replica's head checkpoint does not carry a valid signature of the key given ({e})"
-        )
-    })
+    note.verify(&known)
+        .map(|_| ())
+        .map_err(|e| format!("{what} does not carry a valid signature of the key given ({e})"))
 }
 
 #[cfg(test)]
@@ -151,19 +148,22 @@ mod tests {
             "mnemo/store/s\n3\n0707070707070707070707070707070707070707070707070707070707070707\n";
         let signed = sign(body, &signer).expect("sign");
         assert_eq!(text(&signed), body.as_bytes());
-        assert_eq!(check(&signed, &vkey), Ok(()));
-        assert!(check(body.as_bytes(), &vkey).is_err(), "unsigned");
+        assert_eq!(check(&signed, &vkey, "it"), Ok(()));
+        assert!(check(body.as_bytes(), &vkey, "it").is_err(), "unsigned");
         let forged = String::from_utf8(signed.clone())
             .expect("utf-8")
             .replacen("\n3\n", "\n4\n", 1);
-        assert!(check(forged.as_bytes(), &vkey).is_err(), "altered text");
+        assert!(
+            check(forged.as_bytes(), &vkey, "it").is_err(),
+            "altered text"
+        );
         let other = tempfile::tempdir().expect("dir");
         let other_key = create(other.path(), "mnemo-test").expect("create");
         assert!(
-            check(&signed, &other_key).is_err(),
+            check(&signed, &other_key, "it").is_err(),
             "another key of the same name"
         );
-        assert!(check(&signed, "not a key").is_err());
+        assert!(check(&signed, "not a key", "it").is_err());
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(dir.path().join(KEY_FILE))
             .expect("meta")

@@ -21,6 +21,7 @@
 pub mod checkpoint;
 pub mod key;
 pub mod segment;
+pub mod shipper;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -142,7 +143,7 @@ impl Replica {
         if let Some(dir) = &self.local {
             match std::fs::symlink_metadata(dir.join(name)) {
                 Ok(meta) if !meta.is_file() => {
-                    return Err(Error::corrupt(format!(
+                    return Err(Error::damaged(format!(
                         "replica object {name} is not a regular file"
                     )));
                 }
@@ -153,7 +154,7 @@ impl Replica {
         self.runtime.block_on(async {
             match self.objects.head(&path).await {
                 Ok(meta) if meta.size > cap => {
-                    return Err(Error::corrupt(format!(
+                    return Err(Error::damaged(format!(
                         "replica object {name} is {} bytes, more than such an object can be ({cap})",
                         meta.size
                     )));
@@ -203,7 +204,7 @@ impl Replica {
             }
         });
         put.map(|_| ()).map_err(|e| match e {
-                object_store::Error::AlreadyExists { .. } => Error::corrupt(format!(
+                object_store::Error::AlreadyExists { .. } => Error::damaged(format!(
                     "the replica at {} already holds {name}: another process is shipping to it; ship from one store at a time",
                     self.url
                 )),
@@ -216,7 +217,7 @@ impl Replica {
     fn segments(&self) -> Result<Vec<(Seq, Seq, String)>> {
         if let Some(dir) = &self.local {
             if std::fs::symlink_metadata(dir.join("segments")).is_ok_and(|m| !m.is_dir()) {
-                return Err(Error::corrupt(format!(
+                return Err(Error::damaged(format!(
                     "the replica at {}: segments is not a directory (a link is not followed)",
                     self.url
                 )));
@@ -226,7 +227,7 @@ impl Replica {
         for path in self.names("segments")? {
             let name = path.strip_prefix("segments/").unwrap_or(&path);
             let Some((first, last)) = segment::parse_name(name) else {
-                return Err(Error::corrupt(format!(
+                return Err(Error::damaged(format!(
                     "the replica at {} holds segments/{name}, which is not a segment's name",
                     self.url
                 )));
@@ -237,7 +238,7 @@ impl Replica {
         let mut next = Seq(1);
         for (first, last, name) in &out {
             if *first != next {
-                return Err(Error::corrupt(format!(
+                return Err(Error::damaged(format!(
                     "the replica at {} has a gap or an overlap: {name} starts at event {first}, where event {next} was next",
                     self.url
                 )));
@@ -310,6 +311,20 @@ fn origin(store: &Path) -> String {
 /// of the new head, telling `sealed` the seqs of each segment once it is written; returns what
 /// it shipped. Refuses a replica that holds another history.
 pub fn ship(store: &Store, replica: &Replica, sealed: &mut dyn FnMut(Seq, Seq)) -> Result<Shipped> {
+    let end = store.log_end()?.seq;
+    ship_upto(store, replica, end, true, sealed)
+}
+
+/// [`ship`] up to event `end` (what the store had made durable when the shipment began), and
+/// writes `checkpoints/{seq}` only if `keep_checkpoint` (the `head` object is always written):
+/// a continuous shipper keeps one now and then rather than one per shipment.
+pub(crate) fn ship_upto(
+    store: &Store,
+    replica: &Replica,
+    end: Seq,
+    keep_checkpoint: bool,
+    sealed: &mut dyn FnMut(Seq, Seq),
+) -> Result<Shipped> {
     if let Some(dir) = &replica.local {
         let inside = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
             (Ok(a), Ok(b)) => a.starts_with(&b) || b.starts_with(&a),
@@ -322,13 +337,12 @@ pub fn ship(store: &Store, replica: &Replica, sealed: &mut dyn FnMut(Seq, Seq)) 
             )));
         }
     }
-    let end = store.log_end()?;
     let segments = replica.segments()?;
     let have = segments.last().map_or(Seq(0), |(_, last, _)| *last);
-    if have > end.seq {
+    if have > end {
         return Err(Error::InvalidArgument(format!(
-            "the replica at {} reaches event {have}, past this store's last event {}: it is another store's, or this store was rolled back; ship to a new replica",
-            replica.url, end.seq
+            "the replica at {} reaches event {have}, past this store's last event {end}: it is another store's, or this store was rolled back; ship to a new replica",
+            replica.url
         )));
     }
     // The replica's last event must be this store's event of that seq: the same chain hash
@@ -339,7 +353,7 @@ pub fn ship(store: &Store, replica: &Replica, sealed: &mut dyn FnMut(Seq, Seq)) 
     if let Some((first, last, name)) = segments.last() {
         let bytes = replica
             .get(name)?
-            .ok_or_else(|| Error::corrupt(format!("replica segment {name} vanished")))?;
+            .ok_or_else(|| Error::damaged(format!("replica segment {name} vanished")))?;
         let theirs = segment::decode(name, &bytes, (*first, *last))?;
         let ours = store.records(*last).next().transpose()?;
         let hash = |record: &[u8]| crate::event::Frame::decode(record).map(|f| f.hash).ok();
@@ -363,14 +377,14 @@ pub fn ship(store: &Store, replica: &Replica, sealed: &mut dyn FnMut(Seq, Seq)) 
             }
         }
     }
-    propagate_redactions(store, replica, &segments, have, end.seq)?;
+    propagate_redactions(store, replica, &segments, have, end)?;
     let mut shipped = 0;
     let mut batch: Vec<Vec<u8>> = Vec::new();
     let mut bytes = 0;
     let mut first = Seq(have.0 + 1);
     for item in store.records(first) {
         let (seq, record) = item?;
-        if seq > end.seq {
+        if seq > end {
             break;
         }
         let frame = chain.check(seq, &record).map_err(|b| {
@@ -408,11 +422,13 @@ pub fn ship(store: &Store, replica: &Replica, sealed: &mut dyn FnMut(Seq, Seq)) 
             Some(signer) => key::sign(&text, &signer)?,
             None => text.into_bytes(),
         };
-        replica.put(
-            &format!("checkpoints/{:020}", head.seq.0),
-            text.clone(),
-            PutMode::Overwrite,
-        )?;
+        if keep_checkpoint {
+            replica.put(
+                &format!("checkpoints/{:020}", head.seq.0),
+                text.clone(),
+                PutMode::Overwrite,
+            )?;
+        }
         replica.put("head", text, PutMode::Overwrite)?;
     }
     Ok(Shipped {
@@ -523,14 +539,14 @@ fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Head> {
     let segments = replica.segments()?;
     let reach = segments.last().map_or(Seq(0), |(_, last, _)| *last);
     if checkpoint.is_none() && reach > Seq(0) {
-        return Err(Error::corrupt(format!(
+        return Err(Error::damaged(format!(
             "the replica at {} holds segments up to event {reach} but no head checkpoint",
             replica.url
         )));
     }
     if let Some(head) = checkpoint {
         if head.seq > reach {
-            return Err(Error::corrupt(format!(
+            return Err(Error::damaged(format!(
                 "the replica's head checkpoint names event {}, but its segments end at event {reach}: a segment is missing",
                 head.seq
             )));
@@ -558,7 +574,7 @@ fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Head> {
     'segments: for (first, last, name) in segments {
         let bytes = replica
             .get(&name)?
-            .ok_or_else(|| Error::corrupt(format!("replica segment {name} vanished")))?;
+            .ok_or_else(|| Error::damaged(format!("replica segment {name} vanished")))?;
         let mut frames = Vec::new();
         for (seq, record) in segment::decode(&name, &bytes, (first, last))? {
             if seq > until {
@@ -566,7 +582,7 @@ fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Head> {
                 break 'segments;
             }
             let frame = chain.check(seq, &record).map_err(|b| {
-                Error::corrupt(format!(
+                Error::damaged(format!(
                     "the replica at {} breaks the chain at event {} ({name}): {}",
                     replica.url, b.seq, b.detail
                 ))
@@ -584,7 +600,7 @@ fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Head> {
         if checkpoint.seq <= head.seq {
             let hash = hash_at(&store, checkpoint.seq)?;
             if hash != checkpoint.hash {
-                return Err(Error::corrupt(format!(
+                return Err(Error::damaged(format!(
                     "the replica's head checkpoint names event {} with hash {}, but its segments give {hash}",
                     checkpoint.seq, checkpoint.hash
                 )));
@@ -595,16 +611,16 @@ fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Head> {
     for name in replica.names("checkpoints")? {
         let bytes = replica
             .get(&name)?
-            .ok_or_else(|| Error::corrupt(format!("replica checkpoint {name} vanished")))?;
+            .ok_or_else(|| Error::damaged(format!("replica checkpoint {name} vanished")))?;
         let (_, named) = checkpoint::decode(&name, &bytes)?;
         if name != format!("checkpoints/{:020}", named.seq.0) {
-            return Err(Error::corrupt(format!(
+            return Err(Error::damaged(format!(
                 "replica checkpoint {name} names event {}, not the one its name says",
                 named.seq
             )));
         }
         if named.seq > reach {
-            return Err(Error::corrupt(format!(
+            return Err(Error::damaged(format!(
                 "replica checkpoint {name} names event {}, past the replica's last event {reach}",
                 named.seq
             )));
@@ -612,7 +628,7 @@ fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Head> {
         if named.seq <= head.seq {
             let hash = hash_at(&store, named.seq)?;
             if hash != named.hash {
-                return Err(Error::corrupt(format!(
+                return Err(Error::damaged(format!(
                     "replica checkpoint {name} gives event {} the hash {}, but the chain has {hash}",
                     named.seq, named.hash
                 )));
@@ -624,7 +640,7 @@ fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Head> {
     store.record_head(head)?;
     let report = crate::verify::verify_store(&store)?;
     if !report.is_intact() {
-        return Err(Error::corrupt(format!(
+        return Err(Error::damaged(format!(
             "the store restored from {} does not verify: {:?}",
             replica.url,
             report.violations.first()
@@ -640,6 +656,6 @@ fn hash_at(store: &Store, seq: Seq) -> Result<crate::event::EventHash> {
         .next()
         .transpose()?
         .filter(|(at, _)| *at == seq)
-        .ok_or_else(|| Error::corrupt(format!("the restored log lost event {seq}")))?;
+        .ok_or_else(|| Error::damaged(format!("the restored log lost event {seq}")))?;
     Ok(crate::event::Frame::decode(&record)?.hash)
 }

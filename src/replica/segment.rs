@@ -43,9 +43,9 @@ pub fn encode(first: Seq, records: &[Vec<u8>]) -> Vec<u8> {
 }
 
 /// The records of the segment `bytes` named `name`, each with its seq; a segment that is cut,
-/// damaged or not the range its name says is [`Error::Corrupt`], naming the object.
+/// damaged or not the range its name says is [`Error::ReplicaDamaged`], naming the object.
 pub fn decode(name: &str, bytes: &[u8], range: (Seq, Seq)) -> Result<Vec<(Seq, Vec<u8>)>> {
-    let bad = |why: &str| Error::corrupt(format!("replica segment {name}: {why}"));
+    let bad = |why: &str| Error::damaged(format!("replica segment {name}: {why}"));
     let Some((body, digest)) = bytes.split_last_chunk::<32>() else {
         return Err(bad("it is shorter than a segment can be"));
     };

@@ -72,6 +72,20 @@ pub struct ServeOptions {
     /// Stop after this long with no request in progress (an attached client's `GET /v1/attach`
     /// is one for as long as it stays connected).
     pub idle_exit: Option<Duration>,
+    /// What `GET /v1/replication` answers: the status of a replication shipping this store
+    /// (`mnemo serve --replicate`); without one that route says the server does not replicate.
+    pub replication: Option<ReplicationView>,
+}
+
+/// A view of a replication running beside the server: its status as JSON, read on each
+/// `GET /v1/replication`.
+#[derive(Clone)]
+pub struct ReplicationView(pub Arc<dyn Fn() -> serde_json::Value + Send + Sync>);
+
+impl std::fmt::Debug for ReplicationView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ReplicationView")
+    }
 }
 
 impl ServeOptions {
@@ -92,6 +106,7 @@ impl Default for ServeOptions {
             allow_remote: false,
             allow_hosts: Vec::new(),
             idle_exit: None,
+            replication: None,
         }
     }
 }
@@ -163,6 +178,8 @@ pub(crate) struct Shared {
     authority: Authority,
     hosts: Hosts,
     activity: Arc<shutdown::Activity>,
+    /// The replication shipping this store, if one does.
+    replication: Option<ReplicationView>,
 }
 
 impl Shared {
@@ -174,6 +191,11 @@ impl Shared {
     /// The largest request body taken, in bytes (the tool's request limit).
     pub(crate) fn max_request_bytes(&self) -> u64 {
         self.tool.limits().max_request_bytes
+    }
+
+    /// The replication's status, if this server replicates its store.
+    pub(crate) fn replication(&self) -> Option<serde_json::Value> {
+        self.replication.as_ref().map(|view| (view.0)())
     }
 
     /// The memory root.
@@ -273,6 +295,7 @@ pub fn serve(tool: MnemoMemoryToolServer, options: ServeOptions) -> Result<Stopp
             authority: Authority::with_tokens(&token, tokens),
             hosts: Hosts::new(address, &options.allow_hosts),
             activity: shutdown::Activity::new(),
+            replication: options.replication.clone(),
         });
         println!("mnemo serve: listening on {}", file.url);
         println!("mnemo serve: server file {}", path.display());

@@ -61,6 +61,7 @@ pub(crate) fn router(shared: Arc<Shared>, stop: CancellationToken) -> Router {
     Router::new()
         .route("/v1/memory", post(memory))
         .route("/v1/head", get(head))
+        .route("/v1/replication", get(replication))
         .route("/v1/verify", get(verify))
         .route("/v1/log", get(log))
         .route("/v1/ls", get(ls))
@@ -255,6 +256,24 @@ async fn head(
         "checkpoint": head.to_string(),
     });
     Ok(json_body(body.to_string().into_bytes(), "application/json"))
+}
+
+/// `GET /v1/replication`: how far the replica is (operator only, as the head is).
+async fn replication(
+    State(shared): State<Arc<Shared>>,
+    Extension(caller): Extension<Caller>,
+) -> Result<Response, Failure> {
+    operator(&caller)?;
+    let status = shared.replication().ok_or_else(|| {
+        Failure::Client(
+            StatusCode::NOT_FOUND,
+            "this server does not replicate its store; start it with `mnemo serve --replicate URL` (a build with --features serve,replicate)".into(),
+        )
+    })?;
+    Ok(json_body(
+        status.to_string().into_bytes(),
+        "application/json",
+    ))
 }
 
 /// `/v1/verify`'s query.

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{Value, json};
 
-use super::{Server, request};
+use super::{Server, post_memory, request};
 use crate::redact::holding;
 use crate::support::{TempStore, run_mnemo};
 
@@ -44,13 +44,7 @@ fn a_served_store_is_redacted_by_its_server_and_no_acknowledged_call_is_lost() {
                 while !stop.load(Ordering::SeqCst) || i < 3 {
                     let path = format!("/memories/w{w}/f{i}.md");
                     let input = json!({"command": "create", "path": path, "file_text": format!("{w} {i}\n")});
-                    let reply = request(
-                        addr,
-                        "POST",
-                        "/v1/memory",
-                        &[("Authorization", &bearer)],
-                        input.to_string().as_bytes(),
-                    );
+                    let reply = post_memory(addr, &bearer, &input);
                     assert_eq!(reply.status, 200, "{}", reply.text());
                     let answer: Value = serde_json::from_slice(&reply.body).expect("json");
                     assert!(answer.get("is_error").is_none(), "{answer}");

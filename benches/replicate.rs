@@ -1,0 +1,172 @@
+//! Replication's cost and lag (build with `--features replicate`).
+//!
+//! `replicate_durable_writes`: 16 agents in one process, each running agent-like turns (a
+//! `create`, a `view` of its directory, a `str_replace`) under `fsync`, with no replication
+//! against a continuous shipper to a `file://` replica on the same disk at the default interval
+//! (1 s) and at 100 ms. The figure to read is the ratio of `on` to `off` (the target is at least
+//! 0.9).
+//!
+//! `replication_lag_16_agents`: while 16 agents write in the background, one more agent's
+//! `create`, made at a random moment of the interval, is timed from its answer to the moment the
+//! shipper reports a replicated head that holds it: the lag an event waits before a lost primary
+//! would no longer lose it. Printed at the end: p50 and p99 over every sample of the run.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use mnemo::{Durability, MnemoClient, MnemoMemoryToolServer, Replica, Replication, Shipping};
+use serde_json::json;
+
+const AGENTS: usize = 16;
+const TURNS: usize = 4;
+
+fn open(dir: &std::path::Path) -> MnemoClient {
+    MnemoClient::builder(dir.join("store"))
+        .agent_id("bench")
+        .durability(Durability::Fsync)
+        .open()
+        .expect("open the store")
+}
+
+fn replicate(client: &MnemoClient, dir: &std::path::Path, interval: Duration) -> Replication {
+    let url = format!("file://{}", dir.join("replica").display());
+    let replica = Replica::open(&url, true).expect("open the replica");
+    Replication::start(client, replica, Shipping { interval }, |_| {}).expect("replicate")
+}
+
+/// One agent's turn: make a note, look at the directory, edit the note.
+fn turn(tool: &MnemoMemoryToolServer, agent: usize, n: u64) {
+    let path = format!("/memories/agent{agent}/note{n}.md");
+    let text = format!("# note {n}\n") + &"- the user prefers short answers\n".repeat(7);
+    for input in [
+        json!({"command": "create", "path": path, "file_text": text}),
+        json!({"command": "view", "path": format!("/memories/agent{agent}")}),
+        json!({"command": "str_replace", "path": path, "old_str": "# note", "new_str": "# Note"}),
+    ] {
+        let out = tool.handle(&input);
+        assert_eq!(out["is_error"], serde_json::Value::Null, "{out}");
+    }
+}
+
+fn tools(client: &MnemoClient) -> Vec<MnemoMemoryToolServer> {
+    (0..AGENTS)
+        .map(|a| MnemoMemoryToolServer::new(client.with_agent(format!("agent{a}")).unwrap()))
+        .collect()
+}
+
+fn durable_writes(c: &mut Criterion) {
+    let mut group = c.benchmark_group("replicate_durable_writes");
+    group.throughput(Throughput::Elements((AGENTS * TURNS * 3) as u64));
+    group.sample_size(10);
+    for (name, interval) in [
+        ("off", None),
+        ("on_1s", Some(Duration::from_secs(1))),
+        ("on_100ms", Some(Duration::from_millis(100))),
+    ] {
+        let dir = tempfile::tempdir().expect("dir");
+        let client = open(dir.path());
+        let replication = interval.map(|i| replicate(&client, dir.path(), i));
+        let tools = tools(&client);
+        let mut round = 0u64;
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                round += 1;
+                std::thread::scope(|s| {
+                    for (agent, tool) in tools.iter().enumerate() {
+                        s.spawn(move || {
+                            for t in 0..TURNS as u64 {
+                                turn(tool, agent, round * TURNS as u64 + t);
+                            }
+                        });
+                    }
+                });
+            });
+        });
+        if let Some(replication) = replication {
+            assert_eq!(replication.stop().error, None);
+        }
+    }
+    group.finish();
+}
+
+fn lag(c: &mut Criterion) {
+    let mut group = c.benchmark_group("replication_lag_16_agents");
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(20));
+    for (name, interval) in [
+        ("interval_1s", Duration::from_secs(1)),
+        ("interval_100ms", Duration::from_millis(100)),
+    ] {
+        let dir = tempfile::tempdir().expect("dir");
+        let client = open(dir.path());
+        let replication = replicate(&client, dir.path(), interval);
+        let stop = Arc::new(AtomicBool::new(false));
+        let background: Vec<_> = tools(&client)
+            .into_iter()
+            .enumerate()
+            .map(|(agent, tool)| {
+                let stop = Arc::clone(&stop);
+                std::thread::spawn(move || {
+                    let mut n = 0;
+                    while !stop.load(Ordering::Relaxed) {
+                        turn(&tool, agent, n);
+                        n += 1;
+                    }
+                })
+            })
+            .collect();
+        let timed = MnemoMemoryToolServer::new(client.with_agent("timed").unwrap());
+        let mut samples: Vec<Duration> = Vec::new();
+        let mut n = 0u64;
+        let mut phase = 0x9e37_79b9_7f4a_7c15u64;
+        group.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    n += 1;
+                    // Writes come at any moment of the interval, as agents' do (waiting for
+                    // the shipment and writing at once would time every write from just after
+                    // a shipment: the whole interval each time). Not timed.
+                    phase = phase
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    std::thread::sleep(
+                        interval.mul_f64((phase >> 11) as f64 / (1u64 << 53) as f64),
+                    );
+                    let path = format!("/memories/timed/n{n}.md");
+                    timed.handle(&json!({"command": "create", "path": path, "file_text": "x\n"}));
+                    // The head once answered holds the create (and perhaps a few later events).
+                    let seq = client.head().expect("head").seq;
+                    let answered = Instant::now();
+                    while replication.status().replicated.seq < seq {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    let lag = answered.elapsed();
+                    samples.push(lag);
+                    total += lag;
+                }
+                total
+            });
+        });
+        stop.store(true, Ordering::Relaxed);
+        for agent in background {
+            agent.join().expect("an agent");
+        }
+        assert_eq!(replication.stop().error, None);
+        samples.sort();
+        // The sample at quantile `percent`, by nearest rank.
+        let at = |percent: usize| samples[(samples.len() - 1) * percent / 100];
+        println!(
+            "replication_lag_16_agents/{name}: {} samples, p50 {:.1} ms, p99 {:.1} ms",
+            samples.len(),
+            at(50).as_secs_f64() * 1e3,
+            at(99).as_secs_f64() * 1e3
+        );
+    }
+    group.finish();
+}
+
+criterion_group!(benches, durable_writes, lag);
+criterion_main!(benches);

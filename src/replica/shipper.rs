@@ -1,0 +1,329 @@
+//! Continuous shipping: a thread that ships a client's store to a replica as it is written
+//! (`mnemo serve --replicate URL`, `mnemo replicate --to URL`).
+//!
+//! The thread watches the store's head (a read of sled, no writer lock). Once the store has
+//! events the replica lacks and `interval` has passed since the last shipment, it takes the head
+//! the writer has made durable (the same head a read sees: no event a crash could undo) and ships
+//! up to it with [`ship_upto`](super::ship_upto), outside the writer lock, so writers never wait
+//! for the object store. A shipment that fails (the object store down, a network error) is
+//! reported and tried again, waiting twice as long each time up to [`MAX_BACKOFF`]; since a
+//! shipment resumes from the segments the replica holds, nothing is shipped twice or skipped.
+//!
+//! `checkpoints/{seq}` objects are kept at most every [`CHECKPOINT_EVERY`] (and by the first and
+//! the last shipment); the `head` object names the replicated head after every shipment.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::{Replica, Shipped, ship_upto};
+use crate::client::MnemoClient;
+use crate::error::{Error, Result};
+use crate::event::Seq;
+use crate::log::Head;
+
+/// How often the shipper looks at the store's head.
+const POLL: Duration = Duration::from_millis(20);
+
+/// The most heads the shipper remembers while the replica lags (see [`coarser`]).
+const SEEN_MAX: usize = 1024;
+
+/// The longest wait between tries after shipments fail.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// How often a continuous shipper keeps a `checkpoints/{seq}` object.
+pub const CHECKPOINT_EVERY: Duration = Duration::from_secs(60);
+
+/// Where a replication stands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Status {
+    /// The replica's URL.
+    pub url: String,
+    /// The head the replica's last checkpoint names (seq 0 before the first shipment).
+    pub replicated: Head,
+    /// The store's last event, as the shipper last saw it.
+    pub head: Seq,
+    /// How long the oldest event the replica lacks has been in the store (as the shipper saw
+    /// it); `None` when the replica is up to date.
+    pub behind: Option<Duration>,
+    /// The shipments that reached the replica.
+    pub shipments: u64,
+    /// Why the last shipment failed, if it did (cleared by the next that succeeds).
+    pub error: Option<String>,
+}
+
+impl Status {
+    /// The events the replica lacks.
+    pub fn lag(&self) -> u64 {
+        self.head.0.saturating_sub(self.replicated.seq.0)
+    }
+
+    /// The status as JSON (what `GET /v1/replication` answers).
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "url": self.url,
+            "replicated": {"seq": self.replicated.seq.0, "hash": self.replicated.hash.to_hex()},
+            "head": self.head.0,
+            "lag_events": self.lag(),
+            "behind_ms": self.behind.map(|d| d.as_secs_f64() * 1e3),
+            "shipments": self.shipments,
+            "error": self.error,
+        })
+    }
+}
+
+/// What the shipper tells its owner.
+#[derive(Debug)]
+pub enum Report<'a> {
+    /// A shipment reached the replica.
+    Shipped(&'a Shipped, &'a Status),
+    /// A shipment failed; the shipper tries again after the wait.
+    Failed(&'a Error, Duration),
+}
+
+/// How a replication runs.
+#[derive(Clone, Copy, Debug)]
+pub struct Shipping {
+    /// The least time between shipments: the bound on the lag while the object store keeps
+    /// up, and what keeps segments from being one event each.
+    pub interval: Duration,
+}
+
+impl Default for Shipping {
+    fn default() -> Self {
+        Shipping {
+            interval: Duration::from_secs(1),
+        }
+    }
+}
+
+struct Shared {
+    status: Status,
+    stop: bool,
+}
+
+/// A running replication: a thread shipping a store to a replica. Dropping it stops the thread
+/// without a last shipment; [`stop`](Replication::stop) ships what is left first.
+pub struct Replication {
+    shared: Arc<(Mutex<Shared>, Condvar)>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Replication {
+    /// Starts shipping the store `client` holds in this process to `replica`, telling `report`
+    /// about each shipment. The store must be open here ([`Error::NotLocal`] for a served
+    /// store: its server replicates it).
+    pub fn start(
+        client: &MnemoClient,
+        replica: Replica,
+        shipping: Shipping,
+        report: impl FnMut(Report<'_>) + Send + 'static,
+    ) -> Result<Replication> {
+        client.local_store()?;
+        let status = Status {
+            url: replica.url().to_string(),
+            replicated: Head::EMPTY,
+            head: Seq(0),
+            behind: None,
+            shipments: 0,
+            error: None,
+        };
+        let shared = Arc::new((
+            Mutex::new(Shared {
+                status,
+                stop: false,
+            }),
+            Condvar::new(),
+        ));
+        let thread = {
+            let shared = shared.clone();
+            let client = client.clone();
+            std::thread::Builder::new()
+                .name("mnemo-replicate".into())
+                .spawn(move || run(&client, &replica, shipping, &shared, report))
+                .map_err(|e| Error::io("the replication thread", e))?
+        };
+        Ok(Replication {
+            shared,
+            thread: Some(thread),
+        })
+    }
+
+    /// Where the replication stands.
+    pub fn status(&self) -> Status {
+        lock(&self.shared.0).status.clone()
+    }
+
+    /// A handle that reads the status after the replication is moved (into a server's route).
+    pub fn watcher(&self) -> impl Fn() -> Status + Send + Sync + 'static {
+        let shared = self.shared.clone();
+        move || lock(&shared.0).status.clone()
+    }
+
+    /// Ships what the store holds now, then stops; returns the last status (its `error` says
+    /// why the last shipment failed, if it did).
+    pub fn stop(mut self) -> Status {
+        self.halt();
+        self.status()
+    }
+
+    fn halt(&mut self) {
+        lock(&self.shared.0).stop = true;
+        self.shared.1.notify_all();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Replication {
+    fn drop(&mut self) {
+        self.halt();
+    }
+}
+
+fn lock(shared: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
+    shared.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The shipper's loop: watch, ship once `interval` has passed, back off on failure, and ship
+/// once more when asked to stop.
+fn run(
+    client: &MnemoClient,
+    replica: &Replica,
+    shipping: Shipping,
+    shared: &(Mutex<Shared>, Condvar),
+    mut report: impl FnMut(Report<'_>),
+) {
+    // Each head seen with when it was first seen: the age of the oldest event the replica
+    // lacks is that of the first entry past the replicated seq.
+    let mut seen: VecDeque<(Seq, Instant)> = VecDeque::new();
+    let mut replicated = Head::EMPTY;
+    let mut last_ship: Option<Instant> = None;
+    // The seq of the last `checkpoints/{seq}` object kept, and when.
+    let mut checkpointed = (Seq(0), None::<Instant>);
+    let mut wait = shipping.interval;
+    let mut failing = false;
+    loop {
+        let stopping = lock(&shared.0).stop;
+        let head = client
+            .local_store()
+            .and_then(|store| store.head())
+            .map(|h| h.seq);
+        let now = Instant::now();
+        if let Ok(head) = head {
+            if seen.back().is_none_or(|(seq, _)| *seq < head) {
+                seen.push_back((head, now));
+            }
+            if seen.len() > SEEN_MAX {
+                seen = coarser(&seen);
+            }
+        }
+        let newest = seen.back().map_or(Seq(0), |(seq, _)| *seq);
+        {
+            let mut guard = lock(&shared.0);
+            guard.status.head = newest.max(replicated.seq);
+            guard.status.behind = seen
+                .iter()
+                .find(|(seq, _)| *seq > replicated.seq)
+                .map(|(_, at)| at.elapsed());
+        }
+        let due = last_ship.is_none_or(|at| now.duration_since(at) >= wait);
+        // The first round ships too: it proves the replica is this store's and resumes it.
+        // The last ships what is left and keeps the checkpoint of where the replica ends.
+        let unkept = stopping && checkpointed.0 < replicated.seq;
+        if (newest > replicated.seq || last_ship.is_none() || failing || unkept)
+            && (due || stopping)
+        {
+            last_ship = Some(now);
+            let keep = stopping
+                || checkpointed
+                    .1
+                    .is_none_or(|at| now.duration_since(at) >= CHECKPOINT_EVERY);
+            match shipment(client, replica, keep) {
+                Ok(shipped) => {
+                    failing = false;
+                    wait = shipping.interval;
+                    replicated = shipped.head;
+                    if keep && replicated.seq > Seq(0) {
+                        checkpointed = (replicated.seq, Some(now));
+                    }
+                    while seen.front().is_some_and(|(seq, _)| *seq <= replicated.seq) {
+                        seen.pop_front();
+                    }
+                    let status = {
+                        let mut guard = lock(&shared.0);
+                        let status = &mut guard.status;
+                        status.replicated = replicated;
+                        status.head = newest.max(replicated.seq);
+                        status.behind = seen.front().map(|(_, at)| at.elapsed());
+                        status.shipments += 1;
+                        status.error = None;
+                        status.clone()
+                    };
+                    if shipped.segments > 0 {
+                        report(Report::Shipped(&shipped, &status));
+                    }
+                }
+                Err(e) => {
+                    failing = true;
+                    wait = (wait * 2).clamp(shipping.interval, MAX_BACKOFF);
+                    lock(&shared.0).status.error = Some(e.to_string());
+                    report(Report::Failed(&e, wait));
+                    if stopping {
+                        return;
+                    }
+                }
+            }
+        }
+        if stopping {
+            return;
+        }
+        let guard = lock(&shared.0);
+        if !guard.stop {
+            let _ = shared.1.wait_timeout(guard, POLL);
+        }
+    }
+}
+
+/// Heads seen while the replica lags, halved: each pair becomes the later seq with the earlier
+/// time, so an event's age is never under-reported (the list stays small while the replica is
+/// down for hours).
+fn coarser(seen: &VecDeque<(Seq, Instant)>) -> VecDeque<(Seq, Instant)> {
+    let seen: Vec<_> = seen.iter().copied().collect();
+    seen.chunks(2)
+        .map(|pair| (pair[pair.len() - 1].0, pair[0].1))
+        .collect()
+}
+
+/// One shipment: up to the head a read sees (durable), from a clone of the open store, with no
+/// writer lock held while the objects are written.
+fn shipment(client: &MnemoClient, replica: &Replica, keep_checkpoint: bool) -> Result<Shipped> {
+    let end = client.head()?;
+    let store = client.local_store()?;
+    ship_upto(&store, replica, end.seq, keep_checkpoint, &mut |_, _| {})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_coarser_list_never_makes_an_event_younger() {
+        let start = Instant::now();
+        let seen: VecDeque<_> = (1..=7u64)
+            .map(|i| (Seq(i * 10), start + Duration::from_millis(i)))
+            .collect();
+        let coarse = coarser(&seen);
+        assert_eq!(coarse.len(), 4);
+        // Whatever was replicated, the first entry past it is no later than the exact one.
+        for replicated in 0..80 {
+            let first = |list: &VecDeque<(Seq, Instant)>| {
+                list.iter().find(|(s, _)| s.0 > replicated).map(|(_, t)| *t)
+            };
+            assert!(first(&coarse) <= first(&seen), "at {replicated}");
+            assert_eq!(first(&coarse).is_some(), first(&seen).is_some());
+        }
+    }
+}
