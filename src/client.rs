@@ -413,7 +413,11 @@ impl MnemoClient {
     /// rewrites the store's files. Returns what `closed` returned; if the store cannot be opened
     /// again, every later call is an [`Error::WriterStopped`] that says why. A served store:
     /// [`Error::NotLocal`].
-    pub(crate) fn closed_for<T>(&self, closed: impl FnOnce(&Path) -> Result<T>) -> Result<T> {
+    pub(crate) fn closed_for<T>(
+        &self,
+        doing: &str,
+        closed: impl FnOnce(&Path) -> Result<T>,
+    ) -> Result<T> {
         let inner = self.local("a redaction")?;
         let mut state = inner.state.write().unwrap_or_else(PoisonError::into_inner);
         if let State::Closed(why) = &*state {
@@ -424,15 +428,13 @@ impl MnemoClient {
         }
         close(std::mem::replace(
             &mut *state,
-            State::Closed("the store is being redacted".into()),
+            State::Closed(doing.to_string()),
         ));
         let done = closed(&inner.path);
         match open_state(&inner.path, inner.durability) {
             Ok(open) => *state = open,
             Err(e) => {
-                *state = State::Closed(format!(
-                    "it could not be opened again after a redaction: {e}"
-                ));
+                *state = State::Closed(format!("it could not be opened again ({doing}): {e}"));
                 return Err(e);
             }
         }

@@ -62,6 +62,8 @@ pub use remote::{AdminRequest, RemoteClient, RemoteError};
 #[cfg(feature = "replicate")]
 pub use replica::Replica;
 #[cfg(feature = "replicate")]
+pub use replica::follower::{Following, Status as FollowerStatus};
+#[cfg(feature = "replicate")]
 pub use replica::shipper::{
     Replication, Report as ShipReport, Shipping, Status as ReplicationStatus,
 };

@@ -137,6 +137,15 @@ enum Cmd {
             requires = "replicate"
         )]
         replicate_interval: f64,
+        /// Serve a read-only copy of the replica at URL, kept up to date from it: --db is
+        /// restored from the replica if it is new, and must be a copy of it otherwise. Reads
+        /// are answered; every request that would write is refused (a build with `--features
+        /// serve,replicate`).
+        #[arg(long, value_name = "URL", conflicts_with = "replicate")]
+        follow: Option<String>,
+        /// With --follow: look at the replica this often, in seconds.
+        #[arg(long, value_name = "SECS", default_value_t = 1.0, requires = "follow")]
+        follow_interval: f64,
     },
     /// Replay the log and prove the chain, the index and every recorded answer.
     #[command(
@@ -593,6 +602,8 @@ fn main() -> ExitCode {
             idle_exit,
             replicate,
             replicate_interval,
+            follow,
+            follow_interval,
         } => run_serve(
             session,
             agent,
@@ -602,6 +613,7 @@ fn main() -> ExitCode {
                 allow_host,
                 idle_exit,
                 replicate: replicate.map(|url| (url, replicate_interval)),
+                follow: follow.map(|url| (url, follow_interval)),
             },
         ),
         Cmd::Verify {
@@ -900,6 +912,8 @@ struct Listen {
     idle_exit: Option<f64>,
     /// The replica to ship to, and the least time between shipments in seconds.
     replicate: Option<(String, f64)>,
+    /// The replica to follow, and how often to look at it in seconds.
+    follow: Option<(String, f64)>,
 }
 
 #[cfg(feature = "serve")]
@@ -915,8 +929,13 @@ fn run_serve(session: Session, agent: String, listen: Listen) -> CliResult {
         allow_hosts: listen.allow_host,
         idle_exit,
         replication: None,
+        follow: None,
     };
     options.check()?;
+    // A follower is restored from its replica first if it is new.
+    if let Some((url, _)) = &listen.follow {
+        replication::prepare_follower(&session.db.db, url)?;
+    }
     let server = open_session(session, agent)?;
     // The replication runs beside the server, on the store the server holds, and ships what
     // is left once the server has stopped.
@@ -928,7 +947,19 @@ fn run_serve(session: Session, agent: String, listen: Listen) -> CliResult {
         }
         None => None,
     };
+    let following = match &listen.follow {
+        Some((url, interval)) => {
+            let started = replication::follow(server.client(), url, *interval)?;
+            options.replication = Some(started.view());
+            options.follow = Some(url.clone());
+            Some(started)
+        }
+        None => None,
+    };
     let stopped = mnemo::serve(server, options)?;
+    if let Some(following) = following {
+        following.stop();
+    }
     if let Some(replication) = replication {
         replication.stop()?;
     }

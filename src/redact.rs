@@ -181,7 +181,9 @@ impl MnemoClient {
             };
         }
         let operator = self.agent_id().to_string();
-        self.closed_for(|path| redact(path, &operator, reason, selection))
+        self.closed_for("the store is being redacted", |path| {
+            redact(path, &operator, reason, selection)
+        })
     }
 
     /// Under the store setting `delete` = `erase`: erases the files the delete at `seq` removed,
@@ -193,7 +195,7 @@ impl MnemoClient {
         let reason = format!(
             "the store's setting {DELETE_SETTING} = {DELETE_ERASES}: the files event {seq} deleted"
         );
-        self.closed_for(|path| {
+        self.closed_for("the store is being redacted", |path| {
             redact_with(path, &operator, &reason, &Selection::default(), Some(seq))
         })
     }
@@ -806,7 +808,7 @@ fn holding(dir: &Path, needle: &[u8]) -> Result<Option<String>> {
 }
 
 /// Exchanges the directories `a` and `b` in one atomic step.
-fn exchange(a: &Path, b: &Path) -> Result<()> {
+pub(crate) fn exchange(a: &Path, b: &Path) -> Result<()> {
     rustix::fs::renameat_with(
         rustix::fs::CWD,
         a,

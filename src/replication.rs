@@ -165,6 +165,58 @@ mod with {
         )?))
     }
 
+    /// A follower beside a server (`mnemo serve --follow URL`).
+    #[cfg(feature = "serve")]
+    pub struct Follower(mnemo::Following);
+
+    /// Restores the store at `db` from the replica at `url` if it is new (missing or empty).
+    #[cfg(feature = "serve")]
+    pub fn prepare_follower(db: &Path, url: &str) -> Result<(), Box<dyn std::error::Error>> {
+        let empty = std::fs::read_dir(db).map_or(true, |mut entries| entries.next().is_none());
+        if empty {
+            let replica = Replica::open(url, false)?;
+            let head = rebuild(&replica, db, None)?;
+            eprintln!(
+                "mnemo serve: restored {} from {url} (checkpoint {head}) to follow it",
+                db.display()
+            );
+        }
+        Ok(())
+    }
+
+    /// Starts following `url` into the store `client` holds, every `interval` seconds.
+    #[cfg(feature = "serve")]
+    pub fn follow(
+        client: &mnemo::MnemoClient,
+        url: &str,
+        interval: f64,
+    ) -> Result<Follower, Box<dyn std::error::Error>> {
+        let interval = seconds(interval, "--follow-interval")?;
+        let replica = Replica::open(url, false)?;
+        let url = url.to_string();
+        let report = move |looked: Result<&mnemo::FollowerStatus, &mnemo::Error>| match looked {
+            Ok(status) => eprintln!("mnemo serve: took events up to {} from {url}", status.head),
+            Err(e) => eprintln!("mnemo serve: following {url} failed ({e}); trying again"),
+        };
+        Ok(Follower(mnemo::Following::start(
+            client, replica, interval, report,
+        )?))
+    }
+
+    #[cfg(feature = "serve")]
+    impl Follower {
+        /// What `GET /v1/replication` answers on a follower.
+        pub fn view(&self) -> mnemo::ReplicationView {
+            let status = self.0.watcher();
+            mnemo::ReplicationView(std::sync::Arc::new(move || status().to_json()))
+        }
+
+        /// Stops following (once the look under way has finished).
+        pub fn stop(self) {
+            drop(self.0);
+        }
+    }
+
     #[cfg(feature = "serve")]
     impl Running {
         /// What `GET /v1/replication` answers.
@@ -334,6 +386,42 @@ mod without {
         _interval: f64,
     ) -> Result<Running, Box<dyn std::error::Error>> {
         Err("mnemo serve --replicate needs a mnemo built with `--features serve,replicate` (from a clone of the repository: `cargo install --path . --features serve,replicate`)".into())
+    }
+
+    /// A follower beside a server: none in a build without replicas.
+    #[cfg(feature = "serve")]
+    pub enum Follower {}
+
+    #[cfg(feature = "serve")]
+    const NO_FOLLOW: &str = "mnemo serve --follow needs a mnemo built with `--features serve,replicate` (from a clone of the repository: `cargo install --path . --features serve,replicate`)";
+
+    /// `mnemo serve --follow` in a build without replicas.
+    #[cfg(feature = "serve")]
+    pub fn prepare_follower(_db: &Path, _url: &str) -> Result<(), Box<dyn std::error::Error>> {
+        Err(NO_FOLLOW.into())
+    }
+
+    /// `mnemo serve --follow` in a build without replicas.
+    #[cfg(feature = "serve")]
+    pub fn follow(
+        _client: &mnemo::MnemoClient,
+        _url: &str,
+        _interval: f64,
+    ) -> Result<Follower, Box<dyn std::error::Error>> {
+        Err(NO_FOLLOW.into())
+    }
+
+    #[cfg(feature = "serve")]
+    impl Follower {
+        /// Never made.
+        pub fn view(&self) -> mnemo::ReplicationView {
+            match *self {}
+        }
+
+        /// Never made.
+        pub fn stop(self) {
+            match self {}
+        }
     }
 
     #[cfg(feature = "serve")]

@@ -8,7 +8,8 @@
 #    fails, the next one resumes with no gap and no duplicate, and a restore gives the whole log.
 # 3. `mnemo serve --replicate s3://…` while agents write: the S3 server killed (writes go on
 #    being answered, the failure is reported on GET /v1/replication), started again (the
-#    replica catches up), then the mnemo server killed with kill -9: a restore gives its log.
+#    replica catches up), a follower (`mnemo serve --follow s3://…`) reaches the primary's head,
+#    then the mnemo server killed with kill -9: a restore gives its log.
 #
 # Usage: bash tests/s3_replica.sh
 set -euo pipefail
@@ -135,13 +136,19 @@ echo "shipments cut and resumed: $interrupted"
 echo "== mnemo serve --replicate: the S3 server killed while agents write, and started again"
 served="$work/served.db"
 url="s3://$bucket/served-$$"
+# Waits (20 s at most) for the server of store $1 to write its server file.
+server_file() {
+    for _ in $(seq 1 400); do
+        [ -f "$1/mnemo-server.json" ] && return 0
+        sleep 0.05
+    done
+    echo "no server file in $1" >&2
+    return 1
+}
 "$mnemo" serve --db "$served" --replicate "$url" --replicate-interval 0.2 \
     > "$work/serve.out" 2> "$work/serve.err" &
 server=$!
-for _ in $(seq 1 400); do
-    [ -f "$served/mnemo-server.json" ] && break
-    sleep 0.05
-done
+server_file "$served"
 # Polls GET /v1/replication until the Python condition on `s` (its JSON) and `head` holds.
 replication_until() {
     python3 - "$served" "$1" "$2" <<'PY'
@@ -180,6 +187,28 @@ writes 200 400
 replication_until 's["error"] is not None and s["lag_events"] > 0' "the failure reported"
 start_s3
 replication_until 's["replicated"]["seq"] == head and s["error"] is None' "caught up again"
+# A follower on the same replica, restored from S3 and then taking new shipments.
+"$mnemo" serve --db "$work/follower.db" --follow "$url" --follow-interval 0.2 \
+    > "$work/follow.out" 2> "$work/follow.err" &
+follower=$!
+server_file "$work/follower.db"
+writes 400 450
+replication_until 's["replicated"]["seq"] == head and s["error"] is None' "caught up with the follower"
+python3 - "$served" "$work/follower.db" <<'PY'
+import json, sys, time, urllib.request
+def head(store):
+    server = json.load(open(f"{store}/mnemo-server.json"))
+    request = urllib.request.Request(server["url"] + "/v1/head", headers={"Authorization": "Bearer " + server["token"]})
+    return json.load(urllib.request.urlopen(request, timeout=10))
+deadline = time.time() + 60
+while head(sys.argv[2]) != head(sys.argv[1]):
+    if time.time() > deadline:
+        sys.exit(f"the follower stayed at {head(sys.argv[2])}, the primary is at {head(sys.argv[1])}")
+    time.sleep(0.1)
+print(f"the follower reached the primary's head: {head(sys.argv[2])['checkpoint']}")
+PY
+kill "$follower"
+wait "$follower" 2> /dev/null || true
 kill -9 "$server"
 wait "$server" 2> /dev/null || true
 "$mnemo" restore --from "$url" --db "$work/served-restored"

@@ -1,6 +1,8 @@
 //! Replicas of a store in object storage: the log shipped as sealed segments and checkpoints
-//! (`mnemo replicate --once`), a store rebuilt from them (`mnemo restore`), and a replica
-//! verified where it lies (`mnemo verify --from`). Compiled with the `replicate` cargo feature.
+//! (`mnemo replicate`, once or as it changes; `mnemo serve --replicate`, from the server, by
+//! [`shipper`]), a store rebuilt from them (`mnemo restore`), a replica verified where it lies
+//! (`mnemo verify --from`) and followed by a read-only copy ([`follower`], `mnemo serve
+//! --follow`). Compiled with the `replicate` cargo feature.
 //!
 //! A replica at `URL` (`file:///dir` in this build) holds, under the URL's path:
 //!
@@ -19,9 +21,11 @@
 //! new store whole.
 
 pub mod checkpoint;
+pub mod follower;
 pub mod key;
 pub mod segment;
 pub mod shipper;
+mod worker;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -13,10 +13,9 @@
 //! the last shipment); the `head` object names the replicated head after every shipment.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use super::worker::{Control, Worker};
 use super::{Replica, Shipped, ship_upto};
 use crate::client::MnemoClient;
 use crate::error::{Error, Result};
@@ -98,17 +97,9 @@ impl Default for Shipping {
     }
 }
 
-struct Shared {
-    status: Status,
-    stop: bool,
-}
-
 /// A running replication: a thread shipping a store to a replica. Dropping it stops the thread
 /// without a last shipment; [`stop`](Replication::stop) ships what is left first.
-pub struct Replication {
-    shared: Arc<(Mutex<Shared>, Condvar)>,
-    thread: Option<JoinHandle<()>>,
-}
+pub struct Replication(Worker<Status>);
 
 impl Replication {
     /// Starts shipping the store `client` holds in this process to `replica`, telling `report`
@@ -129,62 +120,29 @@ impl Replication {
             shipments: 0,
             error: None,
         };
-        let shared = Arc::new((
-            Mutex::new(Shared {
-                status,
-                stop: false,
-            }),
-            Condvar::new(),
-        ));
-        let thread = {
-            let shared = shared.clone();
-            let client = client.clone();
-            std::thread::Builder::new()
-                .name("mnemo-replicate".into())
-                .spawn(move || run(&client, &replica, shipping, &shared, report))
-                .map_err(|e| Error::io("the replication thread", e))?
-        };
-        Ok(Replication {
-            shared,
-            thread: Some(thread),
+        let client = client.clone();
+        Worker::spawn("mnemo-replicate", status, move |control| {
+            run(&client, &replica, shipping, control, report);
         })
+        .map(Replication)
     }
 
     /// Where the replication stands.
     pub fn status(&self) -> Status {
-        lock(&self.shared.0).status.clone()
+        self.0.status()
     }
 
     /// A handle that reads the status after the replication is moved (into a server's route).
     pub fn watcher(&self) -> impl Fn() -> Status + Send + Sync + 'static {
-        let shared = self.shared.clone();
-        move || lock(&shared.0).status.clone()
+        self.0.watcher()
     }
 
     /// Ships what the store holds now, then stops; returns the last status (its `error` says
     /// why the last shipment failed, if it did).
     pub fn stop(mut self) -> Status {
-        self.halt();
+        self.0.halt();
         self.status()
     }
-
-    fn halt(&mut self) {
-        lock(&self.shared.0).stop = true;
-        self.shared.1.notify_all();
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-impl Drop for Replication {
-    fn drop(&mut self) {
-        self.halt();
-    }
-}
-
-fn lock(shared: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
-    shared.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The shipper's loop: watch, ship once `interval` has passed, back off on failure, and ship
@@ -193,7 +151,7 @@ fn run(
     client: &MnemoClient,
     replica: &Replica,
     shipping: Shipping,
-    shared: &(Mutex<Shared>, Condvar),
+    control: &Control<Status>,
     mut report: impl FnMut(Report<'_>),
 ) {
     // Each head seen with when it was first seen: the age of the oldest event the replica
@@ -206,7 +164,7 @@ fn run(
     let mut wait = shipping.interval;
     let mut failing = false;
     loop {
-        let stopping = lock(&shared.0).stop;
+        let stopping = control.stopping();
         let head = client
             .local_store()
             .and_then(|store| store.head())
@@ -221,14 +179,13 @@ fn run(
             }
         }
         let newest = seen.back().map_or(Seq(0), |(seq, _)| *seq);
-        {
-            let mut guard = lock(&shared.0);
-            guard.status.head = newest.max(replicated.seq);
-            guard.status.behind = seen
+        control.update(|status| {
+            status.head = newest.max(replicated.seq);
+            status.behind = seen
                 .iter()
                 .find(|(seq, _)| *seq > replicated.seq)
                 .map(|(_, at)| at.elapsed());
-        }
+        });
         let due = last_ship.is_none_or(|at| now.duration_since(at) >= wait);
         // The first round ships too: it proves the replica is this store's and resumes it.
         // The last ships what is left and keeps the checkpoint of where the replica ends.
@@ -252,16 +209,14 @@ fn run(
                     while seen.front().is_some_and(|(seq, _)| *seq <= replicated.seq) {
                         seen.pop_front();
                     }
-                    let status = {
-                        let mut guard = lock(&shared.0);
-                        let status = &mut guard.status;
+                    let status = control.update(|status| {
                         status.replicated = replicated;
                         status.head = newest.max(replicated.seq);
                         status.behind = seen.front().map(|(_, at)| at.elapsed());
                         status.shipments += 1;
                         status.error = None;
                         status.clone()
-                    };
+                    });
                     if shipped.segments > 0 {
                         report(Report::Shipped(&shipped, &status));
                     }
@@ -269,7 +224,7 @@ fn run(
                 Err(e) => {
                     failing = true;
                     wait = (wait * 2).clamp(shipping.interval, MAX_BACKOFF);
-                    lock(&shared.0).status.error = Some(e.to_string());
+                    control.update(|status| status.error = Some(e.to_string()));
                     report(Report::Failed(&e, wait));
                     if stopping {
                         return;
@@ -280,10 +235,7 @@ fn run(
         if stopping {
             return;
         }
-        let guard = lock(&shared.0);
-        if !guard.stop {
-            let _ = shared.1.wait_timeout(guard, POLL);
-        }
+        control.wait(POLL);
     }
 }
 

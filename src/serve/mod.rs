@@ -75,6 +75,9 @@ pub struct ServeOptions {
     /// What `GET /v1/replication` answers: the status of a replication shipping this store
     /// (`mnemo serve --replicate`); without one that route says the server does not replicate.
     pub replication: Option<ReplicationView>,
+    /// The replica this server follows (`mnemo serve --follow URL`): it answers reads only, and
+    /// refuses every request that would write (any method but GET, and /mcp) naming it.
+    pub follow: Option<String>,
 }
 
 /// A view of a replication running beside the server: its status as JSON, read on each
@@ -107,6 +110,7 @@ impl Default for ServeOptions {
             allow_hosts: Vec::new(),
             idle_exit: None,
             replication: None,
+            follow: None,
         }
     }
 }
@@ -180,6 +184,8 @@ pub(crate) struct Shared {
     activity: Arc<shutdown::Activity>,
     /// The replication shipping this store, if one does.
     replication: Option<ReplicationView>,
+    /// The replica this server follows, if it is a follower.
+    follow: Option<String>,
 }
 
 impl Shared {
@@ -296,6 +302,7 @@ pub fn serve(tool: MnemoMemoryToolServer, options: ServeOptions) -> Result<Stopp
             hosts: Hosts::new(address, &options.allow_hosts),
             activity: shutdown::Activity::new(),
             replication: options.replication.clone(),
+            follow: options.follow.clone(),
         });
         println!("mnemo serve: listening on {}", file.url);
         println!("mnemo serve: server file {}", path.display());
@@ -391,6 +398,14 @@ async fn gate(Extract(shared): Extract<Arc<Shared>>, mut request: Request, next:
                     "this route needs the operator's token; an agent token reaches only the memory tool and what its clients use: POST /v1/memory, POST /v1/memory/oversized, GET /v1/records, GET /v1/attach and /mcp".into(),
                 ))
             }
+        })
+        .and_then(|caller| match &shared.follow {
+            Some(url) if request.method() != axum::http::Method::GET || request.uri().path().starts_with("/mcp") => {
+                Err(Refusal::Forbidden(format!(
+                    "this server is a read-only follower of the replica at {url}: it answers GET /v1/ls, /v1/cat, /v1/log, /v1/history, /v1/show, /v1/diff, /v1/head, /v1/verify and /v1/replication; memory-tool calls (each one is recorded), MCP and changes go to the server of the primary store"
+                )))
+            }
+            _ => Ok(caller),
         })
         .and_then(|caller| {
             let limit = clients::body_limit(request.uri().path(), shared.max_request_bytes());

@@ -163,3 +163,104 @@ fn a_server_that_does_not_replicate_says_how_to_start_one_that_does() {
     assert_eq!(reply.status, 404);
     assert!(reply.text().contains("--replicate URL"), "{}", reply.text());
 }
+
+/// Polls `server`'s `GET /v1/head` until it reaches `seq`.
+fn head_reaches(server: &Server, seq: u64) {
+    let started = Instant::now();
+    loop {
+        let head = server.json("/v1/head")["seq"].as_u64().unwrap();
+        if head == seq {
+            return;
+        }
+        assert!(
+            head < seq,
+            "the follower went past the primary: {head} > {seq}"
+        );
+        assert!(
+            started.elapsed() < WAIT,
+            "the follower stayed at {head}, not {seq}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Every file under `dir`, read whole, holds `text` nowhere.
+fn holds(dir: &std::path::Path, text: &str) -> bool {
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(dir) = todo.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let entry = entry.unwrap();
+            if entry.file_type().unwrap().is_dir() {
+                todo.push(entry.path());
+            } else if std::fs::read(entry.path())
+                .unwrap()
+                .windows(text.len())
+                .any(|w| w == text.as_bytes())
+            {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// `mnemo serve --follow URL`: a new follower is restored from the replica, takes each new
+/// shipment, answers reads (the same file, the same head, an intact verify), refuses every
+/// write naming the replica (its log unchanged), and a redaction on the primary rebuilds it so
+/// that no byte of the erased text stays in its directory.
+#[test]
+fn a_follower_serves_the_replica_read_only_and_keeps_up_through_a_redaction() {
+    let store = TempStore::new();
+    let url = replica_url(&store);
+    let primary = Server::start(
+        &store.path(),
+        &["--replicate", &url, "--replicate-interval", "0.05"],
+    );
+    let secret = "QXFOLLOWSECRETQX";
+    let input = json!({"command": "create", "path": "/memories/secret.md", "file_text": format!("{secret}\n")});
+    assert_eq!(primary.memory(&input).status, 200);
+    create(&primary, "/memories/a.md");
+    let head = primary.json("/v1/head")["seq"].as_u64().unwrap();
+    replication_until(&primary, "the first shipment", |s| caught_up(s, head));
+    let follower_db = store.dir.path().join("follower");
+    let follower = Server::start(
+        &follower_db,
+        &["--follow", &url, "--follow-interval", "0.05"],
+    );
+    head_reaches(&follower, head);
+    for i in 0..3 {
+        create(&primary, &format!("/memories/b{i}.md"));
+    }
+    let head = primary.json("/v1/head")["seq"].as_u64().unwrap();
+    head_reaches(&follower, head);
+    let cat = follower.call("GET", "/v1/cat?path=/memories/b2.md", b"");
+    assert_eq!((cat.status, cat.text()), (200, "x\n".to_string()));
+    assert_eq!(follower.json("/v1/head"), primary.json("/v1/head"));
+    // Writes are refused, naming the replica, and leave the follower's log as it was.
+    let refused = follower.memory(&json!({"command": "view", "path": "/memories"}));
+    assert_eq!(refused.status, 403, "{}", refused.text());
+    assert!(refused.text().contains("read-only follower") && refused.text().contains(&url));
+    let refused = follower.call(
+        "POST",
+        "/v1/config",
+        br#"{"name":"delete","value":"erase"}"#,
+    );
+    assert_eq!(refused.status, 403, "{}", refused.text());
+    assert_eq!(follower.json("/v1/head")["seq"], head);
+    // A redaction on the primary reaches the follower, which is rebuilt without the text.
+    let body = json!({"reason": "asked", "texts": [secret]}).to_string();
+    let reply = primary.call("POST", "/v1/redact", body.as_bytes());
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let head = primary.json("/v1/head")["seq"].as_u64().unwrap();
+    head_reaches(&follower, head);
+    assert_eq!(follower.json("/v1/verify")["status"], "intact");
+    let status = follower.json("/v1/replication");
+    assert_eq!(status["lag_events"], 0, "{status}");
+    let (stopped, stderr) = follower.stop();
+    assert!(stopped.success(), "{stderr}");
+    assert!(
+        !holds(&follower_db, secret),
+        "the follower kept the erased text"
+    );
+    assert!(!holds(&store.dir.path().join("replica"), secret));
+}
