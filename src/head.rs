@@ -30,10 +30,17 @@ impl Head {
             ))
         };
         let (seq, hash) = text.trim().split_once(':').ok_or_else(bad)?;
-        Ok(Head {
+        let head = Head {
             seq: Seq(seq.parse().map_err(|_| bad())?),
             hash: EventHash::from_hex(hash).ok_or_else(bad)?,
-        })
+        };
+        // Seq 0 is the empty log, whose hash is all zeros: any other is no checkpoint at all.
+        if head.seq == Seq(0) && head != Head::EMPTY {
+            return Err(Error::InvalidArgument(format!(
+                "checkpoint {text:?} names seq 0, the empty log, with a hash it cannot have (all zeros); a checkpoint names an event from seq 1 on, as `mnemo verify` prints it"
+            )));
+        }
+        Ok(head)
     }
 
     /// The 40 bytes `meta.head` holds: the seq, big-endian, then the hash.

@@ -102,7 +102,7 @@ pub mod cli_support {
     #[cfg(feature = "replicate")]
     pub use crate::replica::shipper::MAX_BACKOFF;
     #[cfg(feature = "replicate")]
-    pub use crate::replica::{Replica, Shipped, restore, ship};
+    pub use crate::replica::{REWRITES, Replica, Shipped, restore, ship};
     pub use crate::token::{OPERATOR, check_id, issue, listed, revoke};
     #[cfg(feature = "client")]
     pub use crate::tool::request::tool_use_id;

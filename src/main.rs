@@ -932,6 +932,12 @@ fn run_serve(session: Session, agent: String, listen: Listen) -> CliResult {
         follow: None,
     };
     options.check()?;
+    let db = &session.db.db;
+    replication::check_serve(
+        db,
+        listen.replicate.as_ref().map(|(u, i)| (u.as_str(), *i)),
+        listen.follow.as_ref().map(|(u, i)| (u.as_str(), *i)),
+    )?;
     // A follower is restored from its replica first if it is new.
     if let Some((url, _)) = &listen.follow {
         replication::prepare_follower(&session.db.db, url)?;

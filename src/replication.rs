@@ -107,12 +107,37 @@ mod with {
         out.flush()
     }
 
-    /// A positive number of seconds.
+    /// A number of seconds above 0 and at most a day.
     fn seconds(value: f64, flag: &str) -> Result<Duration, String> {
         Duration::try_from_secs_f64(value)
             .ok()
-            .filter(|d| !d.is_zero())
-            .ok_or_else(|| format!("{flag} takes a positive number of seconds, such as 1 or 0.5"))
+            .filter(|d| !d.is_zero() && *d <= Duration::from_secs(86_400))
+            .ok_or_else(|| {
+                format!(
+                    "{flag} takes a number of seconds above 0 and at most 86400, such as 1 or 0.5"
+                )
+            })
+    }
+
+    /// Checks `mnemo serve`'s replica flags before the store is opened (or created): the
+    /// intervals, and that a replica to ship to opens and lies apart from the store at `db`.
+    #[cfg(feature = "serve")]
+    pub fn check_serve(
+        db: &Path,
+        replicate: Option<(&str, f64)>,
+        follow: Option<(&str, f64)>,
+    ) -> Result<(), Box<dyn std::error::Error>> {
+        if let Some((url, interval)) = replicate {
+            seconds(interval, "--replicate-interval")?;
+            Replica::check_url_apart(url, db)?;
+            Replica::open(url, true)?;
+        }
+        if let Some((url, interval)) = follow {
+            seconds(interval, "--follow-interval")?;
+            Replica::check_url_apart(url, db)?;
+            Replica::open(url, false)?;
+        }
+        Ok(())
     }
 
     /// A file of the store as a shipment saw it: name, size and modification time.
@@ -248,10 +273,15 @@ mod with {
     /// replica's `head` or `checkpoints/SEQ`, such as an auditor kept), which with `key` must
     /// carry that key's valid signature.
     pub fn expected(value: &str, key: Option<&str>) -> Result<String, String> {
-        if mnemo::Head::parse(value).is_ok() {
-            return Ok(value.to_string());
-        }
         let path = Path::new(value);
+        match mnemo::Head::parse(value) {
+            Ok(_) => return Ok(value.to_string()),
+            // Not a file either: what is wrong with it as SEQ:HASH.
+            Err(e) if value.contains(':') && std::fs::metadata(path).is_err() => {
+                return Err(format!("{e}; --expect also takes a checkpoint file"));
+            }
+            Err(_) => {}
+        }
         let neither = || {
             format!(
                 "--expect takes SEQ:HASH (as mnemo verify printed it) or a checkpoint file (a replica's head object, signed or not); {value:?} is neither"
@@ -340,6 +370,11 @@ mod with {
             }
             Err(e) => return Err(e.into()),
         }
+        if replica.read(mnemo::cli_support::REWRITES)?.is_some() {
+            eprintln!(
+                "mnemo verify: note: a shipment was cut before it wrote again the segments holding events a redaction erased, so the replica still holds their content (verified here as erased); the next shipment from the store finishes it"
+            );
+        }
         let store = Store::open_read_only(&db)?;
         let report = verify_store_with(
             &store,
@@ -392,8 +427,21 @@ mod without {
     #[cfg(feature = "serve")]
     pub enum Follower {}
 
+    /// `mnemo serve --replicate` or `--follow` in a build without replicas.
     #[cfg(feature = "serve")]
-    const NO_FOLLOW: &str = "mnemo serve --follow needs a mnemo built with `--features serve,replicate` (from a clone of the repository: `cargo install --path . --features serve,replicate`)";
+    pub fn check_serve(
+        _db: &Path,
+        replicate: Option<(&str, f64)>,
+        follow: Option<(&str, f64)>,
+    ) -> Result<(), Box<dyn std::error::Error>> {
+        match (replicate, follow) {
+            (None, None) => Ok(()),
+            _ => Err(NO_FOLLOW.into()),
+        }
+    }
+
+    #[cfg(feature = "serve")]
+    const NO_FOLLOW: &str = "mnemo serve --replicate and --follow need a mnemo built with `--features serve,replicate` (from a clone of the repository: `cargo install --path . --features serve,replicate`)";
 
     /// `mnemo serve --follow` in a build without replicas.
     #[cfg(feature = "serve")]

@@ -206,7 +206,7 @@ fn a_replica_of_another_history_or_a_non_empty_target_is_refused() {
         "",
     );
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("positive number of seconds"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("above 0"));
 }
 
 /// `mnemo replicate` without `--once` runs on: each time the store has changed and no process
@@ -775,4 +775,72 @@ fn a_kept_checkpoint_file_is_expected_only_with_its_owners_signature() {
     refused(&junk, None, 2, "SEQ:HASH");
     let out = run_mnemo(&["verify", "--db", s(&db), "--key", &vkey], "");
     assert_eq!(out.status.code(), Some(2));
+    // Seq 0 is the empty log: no hash but zeros makes it a checkpoint.
+    let zero = format!("0:{}", "f".repeat(64));
+    let out = run_mnemo(&["verify", "--db", s(&db), "--expect", &zero], "");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("seq 0"));
+}
+
+/// A shipment that carries a redaction can be cut at any step and the replica still restores
+/// and verifies, and the next shipment finishes it: (a) cut after the head moved past the
+/// redaction but before the segments holding what it erased were written again (the restore
+/// erases them itself, `verify --from` says the rewrite is pending); (b) cut after the new
+/// segment was sealed but before the head moved (the replica restores to its old head, whole).
+/// Both states are made through the object store from a finished shipment.
+#[test]
+fn a_shipment_cut_around_a_redaction_leaves_a_replica_that_restores_and_is_finished_next() {
+    let t = TempStore::new();
+    let db = t.path();
+    run_ok(&["tool", "--db", s(&db)], &session(0, 2));
+    for (case, cut_after_head) in [("a", true), ("b", false)] {
+        let secret = format!("QXCUTREDACTION{case}QX");
+        let holds = |replica: &Replica| {
+            segments(replica).iter().any(|name| {
+                let bytes = replica.read(name).unwrap().unwrap();
+                bytes.windows(secret.len()).any(|w| w == secret.as_bytes())
+            })
+        };
+        let line = json!({"command": "create", "path": format!("/memories/{case}.md"), "file_text": format!("{secret}\n")});
+        run_ok(&["tool", "--db", s(&db)], &format!("{line}\n"));
+        let (to, replica) = new_replica(&t, &format!("cut-{case}"));
+        run_ok(&["replicate", "--db", s(&db), "--to", &to, "--once"], "");
+        let first = segments(&replica)[0].clone();
+        let (whole, old_head) = (
+            replica.read(&first).unwrap().unwrap(),
+            replica.read("head").unwrap().unwrap(),
+        );
+        run_ok(
+            &["redact", "--db", s(&db), "--reason", "r", "--text", &secret],
+            "",
+        );
+        run_ok(&["replicate", "--db", s(&db), "--to", &to, "--once"], "");
+        assert!(!holds(&replica), "{case}: the shipment left the text");
+        // Put the replica back in the state a cut would have left.
+        replica.write(&first, whole).unwrap();
+        if cut_after_head {
+            replica
+                .write(mnemo::cli_support::REWRITES, first.clone().into_bytes())
+                .unwrap();
+        } else {
+            replica.write("head", old_head).unwrap();
+        }
+        assert!(holds(&replica));
+        let restored = t.dir.path().join(format!("restored-{case}"));
+        run_ok(&["restore", "--from", &to, "--db", s(&restored)], "");
+        let report = run_ok(&["verify", "--db", s(&restored)], "");
+        assert!(report.contains("INTACT"), "{case}: {report}");
+        let out = run_mnemo(&["verify", "--from", &to], "");
+        assert!(out.status.success(), "{case}: {out:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr).contains("a shipment was cut"),
+            cut_after_head,
+            "{case}: {out:?}"
+        );
+        // The next shipment finishes the redaction in the replica.
+        run_ok(&["replicate", "--db", s(&db), "--to", &to, "--once"], "");
+        assert!(!holds(&replica), "{case}: the next shipment left the text");
+        assert_eq!(replica.read(mnemo::cli_support::REWRITES).unwrap(), None);
+        assert!(run_ok(&["verify", "--from", &to], "").contains("INTACT"));
+    }
 }

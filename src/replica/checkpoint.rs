@@ -42,6 +42,10 @@ pub fn decode(what: &str, text: &[u8]) -> Result<(String, Head)> {
     let name = origin.strip_prefix(ORIGIN_PREFIX).ok_or_else(bad)?;
     let seq = seq.parse::<u64>().map_err(|_| bad())?;
     let hash = EventHash::from_hex(hash).ok_or_else(bad)?;
+    // A shipment checkpoints its last event, seq 1 at least.
+    if seq == 0 {
+        return Err(bad());
+    }
     Ok((
         name.to_string(),
         Head {
@@ -72,6 +76,7 @@ mod tests {
             "other/x\n12\n0707070707070707070707070707070707070707070707070707070707070707\n",
             "mnemo/store/x\n-1\n0707070707070707070707070707070707070707070707070707070707070707\n",
             "mnemo/store/x\n12\n0707\n",
+            "mnemo/store/x\n0\n0707070707070707070707070707070707070707070707070707070707070707\n",
         ] {
             assert!(decode("head", bad.as_bytes()).is_err(), "{bad:?}");
         }

@@ -132,6 +132,24 @@ impl Replica {
         })
     }
 
+    /// Refuses a `file://` replica that would lie in or around the store at `store` (which
+    /// need not exist yet).
+    pub fn check_apart(&self, store: &Path) -> Result<()> {
+        match &self.local {
+            Some(dir) => apart(&self.url, dir, store),
+            None => Ok(()),
+        }
+    }
+
+    /// [`check_apart`](Self::check_apart) for the replica at `url` before it is opened (so
+    /// that nothing is created for a replica that is refused).
+    pub fn check_url_apart(url: &str, store: &Path) -> Result<()> {
+        match url.strip_prefix("file://") {
+            Some(dir) => apart(url, Path::new(dir), store),
+            None => Ok(()),
+        }
+    }
+
     /// The replica's URL.
     pub fn url(&self) -> &str {
         &self.url
@@ -296,6 +314,35 @@ impl Replica {
     }
 }
 
+/// Refuses the replica directory `dir` (of `url`) if it lies in or around `store`.
+fn apart(url: &str, dir: &Path, store: &Path) -> Result<()> {
+    let (dir, store) = (resolved(dir), resolved(store));
+    if dir.starts_with(&store) || store.starts_with(&dir) {
+        return Err(Error::InvalidArgument(format!(
+            "the replica at {url} would lie in or around the store's own directory; put it elsewhere (another disk, ideally)"
+        )));
+    }
+    Ok(())
+}
+
+/// `path` with its links resolved as far as it exists (the rest joined as given).
+fn resolved(path: &Path) -> PathBuf {
+    let mut rest = Vec::new();
+    let mut at = path;
+    loop {
+        if let Ok(real) = at.canonicalize() {
+            return rest.iter().rev().fold(real, |p, name| p.join(name));
+        }
+        match (at.parent(), at.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                at = parent;
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
+
 fn failed(url: &str, e: &dyn std::fmt::Display) -> Error {
     Error::Replica {
         url: url.to_string(),
@@ -329,18 +376,7 @@ pub(crate) fn ship_upto(
     keep_checkpoint: bool,
     sealed: &mut dyn FnMut(Seq, Seq),
 ) -> Result<Shipped> {
-    if let Some(dir) = &replica.local {
-        let inside = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
-            (Ok(a), Ok(b)) => a.starts_with(&b) || b.starts_with(&a),
-            _ => false,
-        };
-        if inside(dir, store.path()) {
-            return Err(Error::InvalidArgument(format!(
-                "the replica at {} would lie in or around the store's own directory; put it elsewhere (another disk, ideally)",
-                replica.url
-            )));
-        }
-    }
+    replica.check_apart(store.path())?;
     let segments = replica.segments()?;
     let have = segments.last().map_or(Seq(0), |(_, last, _)| *last);
     if have > end {
@@ -381,7 +417,14 @@ pub(crate) fn ship_upto(
             }
         }
     }
-    propagate_redactions(store, replica, &segments, have, end)?;
+    // A rewrite a cut shipment left half done is finished first.
+    finish_rewrites(store, replica, &segments)?;
+    // The segments holding events that redactions erased since the replica's head checkpoint
+    // (a cut shipment may have sealed a redaction without rewriting what it erased).
+    let since = replica
+        .head()?
+        .map_or(Seq(0), |(_, head)| head.seq.min(have));
+    let rewrites = erased_segments(store, &segments, since, have, end)?;
     let mut shipped = 0;
     let mut batch: Vec<Vec<u8>> = Vec::new();
     let mut bytes = 0;
@@ -433,7 +476,20 @@ pub(crate) fn ship_upto(
                 PutMode::Overwrite,
             )?;
         }
+        // The segments to rewrite are named before the head moves past the redaction: a
+        // restore from here on erases what the redaction names itself, and the next shipment
+        // finishes a rewrite this one could not.
+        if !rewrites.is_empty() {
+            replica.put(
+                REWRITES,
+                rewrites.join("\n").into_bytes(),
+                PutMode::Overwrite,
+            )?;
+        }
         replica.put("head", text, PutMode::Overwrite)?;
+    }
+    if !rewrites.is_empty() {
+        finish_rewrites(store, replica, &replica.segments()?)?;
     }
     Ok(Shipped {
         from: have,
@@ -442,19 +498,22 @@ pub(crate) fn ship_upto(
     })
 }
 
-/// Redactions reach the replica: for every redaction among the events about to be shipped
-/// (`have` + 1 to `end`) that erased events the replica already holds, the segments holding
-/// them are written again from the store, whose records are erased now, replacing the old
-/// objects, before the redaction itself is shipped.
-fn propagate_redactions(
+/// The object naming segments a shipment has yet to write again from the store, because a
+/// redaction erased events they hold; present only while such a rewrite is under way.
+pub const REWRITES: &str = "rewrites";
+
+/// Redactions reach the replica: the names of the segments (among `segments`, which reach
+/// `have`) holding an event erased by a redaction from `since` + 1 to `end`, to be written again
+/// from the store, whose records are erased now.
+fn erased_segments(
     store: &Store,
-    replica: &Replica,
     segments: &[(Seq, Seq, String)],
+    since: Seq,
     have: Seq,
     end: Seq,
-) -> Result<()> {
+) -> Result<Vec<String>> {
     let mut erased: Vec<Seq> = Vec::new();
-    for item in store.records(Seq(have.0 + 1)) {
+    for item in store.records(Seq(since.0 + 1)) {
         let (seq, record) = item?;
         if seq > end {
             break;
@@ -466,10 +525,31 @@ fn propagate_redactions(
             erased.extend(seqs.iter().map(|s| Seq(*s)).filter(|s| *s <= have));
         }
     }
-    for (first, last, name) in segments {
-        if !erased.iter().any(|s| s >= first && s <= last) {
-            continue;
-        }
+    Ok(segments
+        .iter()
+        .filter(|(first, last, _)| erased.iter().any(|s| s >= first && s <= last))
+        .map(|(_, _, name)| name.clone())
+        .collect())
+}
+
+/// Writes again, from the store, each segment the replica's [`REWRITES`] object names (one of
+/// `segments`), replacing the old objects, then removes it.
+fn finish_rewrites(
+    store: &Store,
+    replica: &Replica,
+    segments: &[(Seq, Seq, String)],
+) -> Result<()> {
+    let Some(listed) = replica.get(REWRITES)? else {
+        return Ok(());
+    };
+    let listed = String::from_utf8(listed)
+        .map_err(|_| Error::damaged(format!("the replica's {REWRITES} object is not text")))?;
+    for name in listed.lines() {
+        let Some((first, last, _)) = segments.iter().find(|(_, _, n)| n == name) else {
+            return Err(Error::damaged(format!(
+                "the replica's {REWRITES} object names {name:?}, which is not one of its segments"
+            )));
+        };
         let mut records = Vec::new();
         for item in store.records(*first) {
             let (seq, record) = item?;
@@ -480,7 +560,7 @@ fn propagate_redactions(
         }
         replica.put(name, segment::encode(*first, &records), PutMode::Overwrite)?;
     }
-    Ok(())
+    replica.remove(REWRITES)
 }
 
 /// Writes the segment of `records` from event `first`, once.
@@ -575,6 +655,9 @@ fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Head> {
     let store = Store::open(db)?;
     let mut chain = Chain::new();
     let mut head = Head::EMPTY;
+    // The events redactions name: erased here if the replica still holds them whole (a
+    // shipment cut before it wrote their segments again).
+    let mut named: Vec<Seq> = Vec::new();
     'segments: for (first, last, name) in segments {
         let bytes = replica
             .get(&name)?
@@ -595,9 +678,23 @@ fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Head> {
                 seq,
                 hash: frame.hash,
             };
+            if let crate::event::Body::Admin(crate::policy::AdminCommand::Redact { seqs, .. }) =
+                crate::event::Event::decode(&record)?.body
+            {
+                named.extend(seqs.iter().map(|s| Seq(*s)));
+            }
             frames.push(frame);
         }
         store.append(&frames)?;
+    }
+    for seq in named {
+        let Some(record) = store.get(seq)? else {
+            continue;
+        };
+        let event = crate::event::Event::decode(&record)?;
+        if !matches!(event.body, crate::event::Body::Erased(_)) {
+            store.replace_with_erased(&event.erased().to_frame())?;
+        }
     }
     // The checkpoint must name an event of this chain.
     if let Some(checkpoint) = checkpoint {
@@ -643,11 +740,13 @@ fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Head> {
     store.sync(Durability::Fsync)?;
     store.record_head(head)?;
     let report = crate::verify::verify_store(&store)?;
-    if !report.is_intact() {
+    if let Some(v) = report.violations.first() {
         return Err(Error::damaged(format!(
-            "the store restored from {} does not verify: {:?}",
+            "the store restored from {} does not verify: event {} ({}): {}",
             replica.url,
-            report.violations.first()
+            v.seq,
+            v.kind.name(),
+            v.detail
         )));
     }
     Ok(head)

@@ -264,3 +264,38 @@ fn a_follower_serves_the_replica_read_only_and_keeps_up_through_a_redaction() {
     );
     assert!(!holds(&store.dir.path().join("replica"), secret));
 }
+
+/// Replica flags are checked before the store is opened: a bad interval or a replica in the
+/// store's own directory is refused with exit 2 and no store is created.
+#[test]
+fn bad_replica_flags_are_refused_before_a_store_is_made() {
+    let store = TempStore::new();
+    let db = store.path();
+    let url = replica_url(&store);
+    let inside = format!("file://{}/replica", db.display());
+    for (args, says) in [
+        (
+            vec!["--replicate", &url, "--replicate-interval", "0"],
+            "above 0",
+        ),
+        (
+            vec!["--replicate", &url, "--replicate-interval", "1e30"],
+            "at most 86400",
+        ),
+        (
+            vec!["--replicate", &url, "--replicate-interval", "nan"],
+            "above 0",
+        ),
+        (vec!["--replicate", &inside], "own directory"),
+        (vec!["--replicate", "file:///"], "own directory"),
+        (vec!["--follow", &url, "--follow-interval=-1"], "above 0"),
+    ] {
+        let mut all = vec!["serve", "--db", db.to_str().unwrap()];
+        all.extend(&args);
+        let out = run_mnemo(&all, "");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(!db.exists(), "{args:?} made a store");
+    }
+}
