@@ -147,6 +147,7 @@ fn open_state(path: &Path, durability: Durability) -> Result<State> {
     // store as it was, with what it erased): gone at the next open rather than the next
     // redaction. A failure here is no reason to refuse the store; the next redaction retries it.
     let _ = crate::disk::remove_redaction_leftovers(path, None);
+    let _ = crate::disk::remove_restore_leftovers(path);
     if let Some(why) = store.rolled_back()? {
         return Err(Error::corrupt(why));
     }

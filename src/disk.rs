@@ -643,6 +643,33 @@ fn is_tag(rest: &str, creating: bool) -> bool {
         }
 }
 
+/// Removes the directories a killed `mnemo restore` into `store` left beside it
+/// (`.NAME.restore-` and 16 hex digits, each a partial copy of a replica, which may hold what a
+/// later redaction erased); never a link, never any other name. Run by every restore and every
+/// open for writing: a restore refuses a path that holds a store, so none is under way then.
+pub(crate) fn remove_restore_leftovers(store: &Path) -> Result<()> {
+    let name = store
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| Error::InvalidArgument(format!("{} has no name", store.display())))?;
+    let prefix = format!(".{name}.restore-");
+    for entry in
+        std::fs::read_dir(parent_of(store)).map_err(|e| Error::io("the store's directory", e))?
+    {
+        let entry = entry.map_err(|e| Error::io("the store's directory", e))?;
+        let left = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.strip_prefix(&prefix))
+            .is_some_and(|rest| is_tag(rest, false));
+        if left && entry.file_type().is_ok_and(|t| t.is_dir()) {
+            std::fs::remove_dir_all(entry.path())
+                .map_err(|e| Error::io("an interrupted restore's directory", e))?;
+        }
+    }
+    Ok(())
+}
+
 /// Removes what an interrupted redaction left beside `store`: directories named as its copies
 /// are (`.NAME.redact-` and 16 hex digits: a copy being written, or after the exchange the store
 /// as it was, holding what was erased), never a link, never any other name, and not the copy of

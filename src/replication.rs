@@ -107,15 +107,13 @@ mod with {
         out.flush()
     }
 
-    /// A number of seconds above 0 and at most a day.
+    /// A number of seconds from 0.01 to a day.
     fn seconds(value: f64, flag: &str) -> Result<Duration, String> {
         Duration::try_from_secs_f64(value)
             .ok()
-            .filter(|d| !d.is_zero() && *d <= Duration::from_secs(86_400))
+            .filter(|d| *d >= Duration::from_millis(10) && *d <= Duration::from_secs(86_400))
             .ok_or_else(|| {
-                format!(
-                    "{flag} takes a number of seconds above 0 and at most 86400, such as 1 or 0.5"
-                )
+                format!("{flag} takes a number of seconds from 0.01 to 86400, such as 1 or 0.5")
             })
     }
 

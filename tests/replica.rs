@@ -206,7 +206,7 @@ fn a_replica_of_another_history_or_a_non_empty_target_is_refused() {
         "",
     );
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("above 0"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("from 0.01"));
 }
 
 /// `mnemo replicate` without `--once` runs on: each time the store has changed and no process

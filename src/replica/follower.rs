@@ -49,7 +49,7 @@ impl Status {
             "following": self.url,
             "head": {"seq": self.head.seq.0, "hash": self.head.hash.to_hex()},
             "replica_head": self.replica.map(|h| h.seq.0),
-            "lag_events": self.replica.map_or(0, |h| h.seq.0.saturating_sub(self.head.seq.0)),
+            "lag_events": self.replica.map(|h| h.seq.0.saturating_sub(self.head.seq.0)),
             "updates": self.updates,
             "error": self.error,
         })
@@ -79,11 +79,14 @@ impl Following {
         interval: Duration,
         report: impl FnMut(std::result::Result<&Status, &Error>) + Send + 'static,
     ) -> Result<Following> {
+        // The first look is made here, so a store that is not a copy of the replica (or a
+        // replica that cannot be read) is refused before anything is served from it.
+        let (head, theirs, updated) = update(client, &replica)?;
         let status = Status {
             url: replica.url().to_string(),
-            head: client.head()?,
-            replica: None,
-            updates: 0,
+            head,
+            replica: theirs,
+            updates: u64::from(updated),
             error: None,
         };
         let client = client.clone();
@@ -111,7 +114,14 @@ fn run(
     control: &Control<Status>,
     mut report: impl FnMut(std::result::Result<&Status, &Error>),
 ) {
+    // After a failure the next look waits twice as long, up to the shipper's longest wait;
+    // the same failure again is not reported again.
+    let mut wait = interval;
+    let mut told: Option<String> = None;
     loop {
+        if control.wait(wait) {
+            return;
+        }
         let looked = update(client, replica);
         let status = control.update(|status| {
             match &looked {
@@ -126,12 +136,20 @@ fn run(
             status.clone()
         });
         match &looked {
-            Ok((_, _, true)) => report(Ok(&status)),
-            Ok(_) => {}
-            Err(e) => report(Err(e)),
-        }
-        if control.wait(interval) {
-            return;
+            Ok((_, _, updated)) => {
+                wait = interval;
+                told = None;
+                if *updated {
+                    report(Ok(&status));
+                }
+            }
+            Err(e) => {
+                wait = (wait * 2).clamp(interval, super::shipper::MAX_BACKOFF);
+                if told.as_deref() != Some(&e.to_string()) {
+                    told = Some(e.to_string());
+                    report(Err(e));
+                }
+            }
         }
     }
 }
@@ -247,8 +265,9 @@ fn rebuild(replica: &Replica, path: &Path) -> Result<()> {
     let prefix = crate::disk::redaction_prefix(path)?;
     let tag = crate::token::random_hex(8).map_err(|e| Error::io("the OS random source", e))?;
     let fresh = crate::disk::parent_of(path).join(format!("{prefix}{tag}"));
-    super::restore(replica, &fresh, None)?;
-    let swapped = crate::disk::carry_own_files(path, &fresh)
+    // Built in place under that name (a restore's own directory beside it would not be).
+    let swapped = super::fetch(replica, &fresh, None)
+        .and_then(|_| crate::disk::carry_own_files(path, &fresh))
         .and_then(|()| crate::redact::exchange(&fresh, path));
     // After the exchange `fresh` holds the old store, erased content and all; before it, the
     // restore that could not be put in place.

@@ -600,6 +600,8 @@ pub fn restore(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Head> {
         .to_string_lossy()
         .into_owned();
     let parent = crate::disk::parent_of(db);
+    // What earlier restores into this path left when they were killed.
+    crate::disk::remove_restore_leftovers(db)?;
     let tag = crate::token::random_hex(8).map_err(|e| Error::io("the OS random source", e))?;
     let building = parent.join(format!(".{name}.restore-{tag}"));
     let made = fetch(replica, &building, at).and_then(|head| {
@@ -618,7 +620,8 @@ pub fn restore(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Head> {
     made
 }
 
-fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Head> {
+/// [`restore`]'s work, in the new directory `db` itself (left partial if it fails).
+pub(crate) fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Head> {
     let checkpoint = replica.head()?.map(|(_, head)| head);
     let segments = replica.segments()?;
     let reach = segments.last().map_or(Seq(0), |(_, last, _)| *last);

@@ -263,6 +263,12 @@ fn a_follower_serves_the_replica_read_only_and_keeps_up_through_a_redaction() {
         "the follower kept the erased text"
     );
     assert!(!holds(&store.dir.path().join("replica"), secret));
+    let beside: Vec<_> = std::fs::read_dir(store.dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".follower") || n.starts_with("..follower"))
+        .collect();
+    assert!(beside.is_empty(), "the rebuild left {beside:?}");
 }
 
 /// Replica flags are checked before the store is opened: a bad interval or a replica in the
@@ -276,19 +282,19 @@ fn bad_replica_flags_are_refused_before_a_store_is_made() {
     for (args, says) in [
         (
             vec!["--replicate", &url, "--replicate-interval", "0"],
-            "above 0",
+            "from 0.01",
         ),
         (
             vec!["--replicate", &url, "--replicate-interval", "1e30"],
-            "at most 86400",
+            "to 86400",
         ),
         (
             vec!["--replicate", &url, "--replicate-interval", "nan"],
-            "above 0",
+            "from 0.01",
         ),
         (vec!["--replicate", &inside], "own directory"),
         (vec!["--replicate", "file:///"], "own directory"),
-        (vec!["--follow", &url, "--follow-interval=-1"], "above 0"),
+        (vec!["--follow", &url, "--follow-interval=-1"], "from 0.01"),
     ] {
         let mut all = vec!["serve", "--db", db.to_str().unwrap()];
         all.extend(&args);
@@ -298,4 +304,63 @@ fn bad_replica_flags_are_refused_before_a_store_is_made() {
         assert!(stderr.contains(says), "{args:?}: {stderr}");
         assert!(!db.exists(), "{args:?} made a store");
     }
+}
+
+/// A follower is refused at start on a store that is not a copy of its replica, and what killed
+/// restores left beside its directory (partial copies, which may hold what a later redaction
+/// erased) is removed when it starts.
+#[test]
+fn a_follower_refuses_a_store_that_is_not_a_copy_and_sweeps_killed_restores() {
+    let store = TempStore::new();
+    let url = replica_url(&store);
+    let db = store.path();
+    run_ok(
+        &["tool", "--db", db.to_str().unwrap()],
+        &session_lines(0, 3),
+    );
+    run_ok(
+        &[
+            "replicate",
+            "--db",
+            db.to_str().unwrap(),
+            "--to",
+            &url,
+            "--once",
+        ],
+        "",
+    );
+    let other = store.dir.path().join("other");
+    run_ok(
+        &["tool", "--db", other.to_str().unwrap()],
+        &session_lines(5, 9),
+    );
+    let out = run_mnemo(
+        &["serve", "--db", other.to_str().unwrap(), "--follow", &url],
+        "",
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("another store's"), "{stderr}");
+    // A restore killed before it finished, and a name that only looks like one.
+    let follower = store.dir.path().join("f");
+    let left = store.dir.path().join(".f.restore-0123456789abcdef");
+    let other_name = store.dir.path().join(".f.restore-mine");
+    for dir in [&left, &other_name] {
+        std::fs::create_dir(dir).unwrap();
+        std::fs::write(dir.join("db"), "QXLEFTQX").unwrap();
+    }
+    let server = Server::start(&follower, &["--follow", &url]);
+    assert!(!left.exists(), "a killed restore's directory was kept");
+    assert!(
+        other_name.exists(),
+        "a directory of another name was removed"
+    );
+    let (status, stderr) = server.stop();
+    assert!(status.success(), "{stderr}");
+}
+
+fn session_lines(from: usize, to: usize) -> String {
+    (from..to)
+        .map(|i| json!({"command": "create", "path": format!("/memories/n{i}.md"), "file_text": format!("{i}\n")}).to_string() + "\n")
+        .collect()
 }
