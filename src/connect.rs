@@ -45,6 +45,53 @@ pub struct Start {
     pub no_start: bool,
 }
 
+/// Whether the environment's `MNEMO_URL` and `MNEMO_TOKEN` are to be set aside for this
+/// command line: `--db` given on it names the store, and a server named only by the environment
+/// must not take the writes or the audit meant for that store. `Err` when the command line
+/// gives both `--db` and `--connect`, which name two places.
+pub fn env_gives_way(matches: &clap::ArgMatches) -> Result<bool, String> {
+    use clap::parser::ValueSource::{CommandLine, EnvVariable};
+    let mut leaf = matches;
+    while let Some((_, sub)) = leaf.subcommand() {
+        leaf = sub;
+    }
+    let source = |id: &str| {
+        leaf.ids()
+            .any(|known| known.as_str() == id)
+            .then(|| leaf.value_source(id))
+            .flatten()
+    };
+    if source("db") != Some(CommandLine) {
+        return Ok(false);
+    }
+    match (source("connect"), source("token")) {
+        (Some(CommandLine), _) => Err(
+            "--db and --connect name two places: give --db to reach the store at that path (through the server that holds it, if one runs), or --connect URL to reach a server, not both".into(),
+        ),
+        (Some(EnvVariable), _) | (_, Some(EnvVariable)) => Ok(true),
+        _ => Ok(false),
+    }
+}
+
+/// `command` with `--connect` and `--token` no longer read from the environment, in every
+/// subcommand.
+pub fn without_remote_env(command: clap::Command) -> clap::Command {
+    let names: Vec<String> = command
+        .get_subcommands()
+        .map(|sub| sub.get_name().to_string())
+        .collect();
+    let mut command = command;
+    for name in names {
+        command = command.mut_subcommand(name, without_remote_env);
+    }
+    for id in ["connect", "token"] {
+        if command.get_arguments().any(|arg| arg.get_id() == id) {
+            command = command.mut_arg(id, |arg| arg.env(None));
+        }
+    }
+    command
+}
+
 type Failure = Box<dyn std::error::Error>;
 
 /// What a read command asks a server for (read only in a build with the server).
@@ -115,7 +162,7 @@ mod served {
     use std::path::Path;
     use std::process::ExitCode;
 
-    use mnemo::cli_support::{Launch, Link, START_WAIT, live_server, tool_use_id, unanswered};
+    use mnemo::cli_support::{Launch, Link, START_WAIT, find_server, tool_use_id, unanswered};
     use mnemo::tool::format_size;
     use mnemo::tool::{Request, read_request};
     use mnemo::{AdminRequest, Head, RemoteClient, RemoteError};
@@ -130,7 +177,7 @@ mod served {
         if let Some(url) = &remote.connect {
             return Ok(Some(RemoteClient::new(url.clone(), token(remote)?)));
         }
-        Ok(live_server(db).map(|file| RemoteClient::new(file.url, file.token)))
+        Ok(find_server(db)?.map(|file| RemoteClient::new(file.url, file.token)))
     }
 
     fn token(remote: &Remote) -> Result<String, Failure> {

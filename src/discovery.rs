@@ -34,6 +34,32 @@ use crate::remote::{RemoteClient, RemoteError};
 
 pub use crate::disk::SERVER_FILE;
 
+/// The largest server file read: it holds a URL, an address, a pid and a token.
+const SERVER_FILE_MAX: u64 = 64 * 1024;
+
+/// The domain of the key [`identity_proof`] derives from the operator token.
+const IDENTITY_CONTEXT: &str = "mnemo 2026-12 server identity v1";
+
+/// What a server answers to the challenge `challenge` (hex text a client made) to prove that
+/// it holds `token` and serves the store directory `store_dir`: hex of
+/// `blake3::keyed_hash(derive_key(IDENTITY_CONTEXT, token), challenge || dev || ino)`, where
+/// `dev` and `ino` are the directory's device and inode numbers (little-endian u64), read
+/// afresh on each call (a redaction renames a new directory into the store's place).
+pub fn identity_proof(
+    token: &str,
+    challenge: &str,
+    store_dir: &Path,
+) -> std::io::Result<blake3::Hash> {
+    use std::os::unix::fs::MetadataExt;
+    let dir = std::fs::metadata(store_dir)?;
+    let key = blake3::derive_key(IDENTITY_CONTEXT, token.as_bytes());
+    let mut hasher = blake3::Hasher::new_keyed(&key);
+    hasher.update(challenge.as_bytes());
+    hasher.update(&dir.dev().to_le_bytes());
+    hasher.update(&dir.ino().to_le_bytes());
+    Ok(hasher.finalize())
+}
+
 /// How long [`ServerFile::is_live`] waits for the server to accept a connection.
 const CONNECT_WAIT: Duration = Duration::from_millis(500);
 
@@ -56,14 +82,28 @@ impl ServerFile {
         store_dir.join(SERVER_FILE)
     }
 
-    /// Reads the server file of the store at `store_dir`; `Ok(None)` when there is none.
+    /// Reads the server file of the store at `store_dir`; `Ok(None)` when there is none. A file
+    /// that is not a regular file, not owned by the store directory's owner, or open to other
+    /// users is refused (see [`crate::disk::read_private`]): another local user could have
+    /// planted it to receive the owner's calls and token.
     pub fn read(store_dir: &Path) -> std::io::Result<Option<ServerFile>> {
-        let text = match std::fs::read_to_string(ServerFile::path(store_dir)) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e),
+        let bytes = match crate::disk::read_private(store_dir, SERVER_FILE, SERVER_FILE_MAX) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => return Ok(None),
+            Err(crate::Error::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound =>
+            {
+                return Ok(None);
+            }
+            Err(e) => {
+                let kind = match &e {
+                    crate::Error::Io { source, .. } => source.kind(),
+                    _ => std::io::ErrorKind::PermissionDenied,
+                };
+                return Err(std::io::Error::new(kind, e.to_string()));
+            }
         };
-        serde_json::from_str(&text).map(Some).map_err(|e| {
+        serde_json::from_slice(&bytes).map(Some).map_err(|e| {
             std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
                 format!("the server file is not valid ({e})"),
@@ -79,6 +119,34 @@ impl ServerFile {
             return false;
         }
         TcpStream::connect_timeout(&self.address, CONNECT_WAIT).is_ok()
+    }
+
+    /// Whether the server at this file's address proves that it holds the operator token of
+    /// this file and serves the store directory `store_dir` itself (not a copy of it, which
+    /// carries the original's server file), before anything secret is sent to it: the client
+    /// sends a fresh random challenge, unauthenticated, to `GET /v1/identity`, and the answer
+    /// must be [`identity_proof`] of it. A process that took over a dead server's pid and port
+    /// knows no token; the original server of a copied store stats another directory.
+    pub fn proves(&self, store_dir: &Path) -> bool {
+        self.challenge(store_dir).unwrap_or(false)
+    }
+
+    /// [`ServerFile::proves`], telling a wrong or missing proof (`Ok(false)`) from a request
+    /// that failed (`Err`: [`RemoteError::Unanswered`] for a process that took the challenge
+    /// and did not answer within the answer wait).
+    fn challenge(&self, store_dir: &Path) -> Result<bool, RemoteError> {
+        let Ok(challenge) = crate::token::random_hex(32) else {
+            return Ok(false);
+        };
+        let Ok(expected) = identity_proof(&self.token, &challenge, store_dir) else {
+            return Ok(false);
+        };
+        let answer = match RemoteClient::new(self.url.clone(), String::new()).identity(&challenge) {
+            Ok(answer) => answer,
+            Err(RemoteError::Refused { .. } | RemoteError::Protocol { .. }) => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        Ok(blake3::Hash::from_hex(answer.trim()).is_ok_and(|h| h == expected))
     }
 
     /// Writes this as the server file of the store at `store_dir`, replacing any stale one (and
@@ -123,12 +191,32 @@ impl ServerFile {
     }
 }
 
-/// The server that holds the store at `store_dir`, if its server file names a live one.
+/// The server that holds the store at `store_dir`, if its server file names a live one that
+/// proves it serves this very store (see [`find_server`], which also tells a server that did
+/// not answer the proof in time from none).
 pub fn live_server(store_dir: &Path) -> Option<ServerFile> {
-    ServerFile::read(store_dir)
-        .ok()
-        .flatten()
-        .filter(ServerFile::is_live)
+    find_server(store_dir).ok().flatten()
+}
+
+/// The server that holds the store at `store_dir`: `Ok(Some)` for a live one that proved it
+/// serves this very store ([`ServerFile::proves`]), `Ok(None)` when there is no server file, or
+/// it is not trusted, stale or names a process that cannot prove it, and
+/// [`RemoteError::Unproven`] when a live process at its address did not answer the proof within
+/// the answer wait (a stopped or overloaded server; nothing was sent to it).
+pub fn find_server(store_dir: &Path) -> Result<Option<ServerFile>, RemoteError> {
+    let Some(file) = ServerFile::read(store_dir).ok().flatten() else {
+        return Ok(None);
+    };
+    if !file.is_live() {
+        return Ok(None);
+    }
+    match file.challenge(store_dir) {
+        Ok(proven) => Ok(proven.then_some(file)),
+        Err(RemoteError::Unanswered { url, waited_secs }) => {
+            Err(RemoteError::Unproven { url, waited_secs })
+        }
+        Err(_) => Ok(None),
+    }
 }
 
 /// How a client starts a server for a store none holds.
@@ -272,7 +360,8 @@ impl Link {
     ) -> std::io::Result<RemoteClient> {
         let started = Instant::now();
         let file = loop {
-            match live_server(store_dir) {
+            let found = find_server(store_dir).map_err(|e| std::io::Error::other(e.to_string()))?;
+            match found {
                 Some(file) => {
                     let found = RemoteClient::new(file.url.clone(), file.token.clone());
                     let dying = failed.is_some_and(|failed| failed.same_server(&found));

@@ -747,11 +747,56 @@ pub(crate) fn carry_own_files(from: &Path, to: &Path) -> Result<()> {
         .map_err(|e| Error::io(to, e))
 }
 
+/// Reads the store's own private file `name` (the server file) from the store directory
+/// `store_dir`, at most `max` bytes; `Ok(None)` if there is none. It is read only if it is a
+/// regular file (a link, pipe or device at its name is refused unopened), owned by the store
+/// directory's owner, and neither readable nor writable by anyone else: a file another local user
+/// planted (in a directory others may write to) or could have read is not the owner's word.
+#[cfg(feature = "client")]
+pub(crate) fn read_private(store_dir: &Path, name: &str, max: u64) -> Result<Option<Vec<u8>>> {
+    let path = store_dir.join(name);
+    let Some(file) = open_own(&path, OFlags::RDONLY)? else {
+        return Ok(None);
+    };
+    let dir = std::fs::metadata(store_dir).map_err(|e| Error::io(store_dir, e))?;
+    let meta = file.metadata().map_err(|e| Error::io(&path, e))?;
+    if meta.uid() != dir.uid() {
+        return Err(Error::io(
+            &path,
+            std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                format!(
+                    "it is owned by uid {}, not by the store directory's owner (uid {}): another user may have planted it, so it is not trusted; remove it, and make the store directory writable by its owner only (chmod 700)",
+                    meta.uid(),
+                    dir.uid()
+                ),
+            ),
+        ));
+    }
+    if meta.mode() & 0o077 != 0 {
+        return Err(Error::io(
+            &path,
+            std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                format!(
+                    "its mode is {:04o}, so users other than its owner may read or change it; it is not trusted: remove it (a server writes it anew, mode 0600)",
+                    meta.mode() & 0o7777
+                ),
+            ),
+        ));
+    }
+    let mut bytes = Vec::new();
+    file.take(max)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io(&path, e))?;
+    Ok(Some(bytes))
+}
+
 /// `open(path, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)`: a link is not followed (`ELOOP`)
-/// and a pipe does not block the open.
+/// and a pipe does not block the open. A file it creates is its owner's alone (mode 0600).
 fn open_nofollow(path: &Path, flags: OFlags) -> std::result::Result<File, Errno> {
     let flags = flags | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-    rustix::fs::open(path, flags, Mode::from_raw_mode(0o666)).map(File::from)
+    rustix::fs::open(path, flags, Mode::from_raw_mode(0o600)).map(File::from)
 }
 
 /// Opens Mnemo's own file `path` with `flags` (`O_RDONLY`, or `O_WRONLY | O_CREAT`), only if it

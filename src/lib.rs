@@ -83,7 +83,7 @@ pub use writer::Receipt;
 #[doc(hidden)]
 pub mod cli_support {
     #[cfg(feature = "client")]
-    pub use crate::discovery::{Launch, Link, START_WAIT, live_server, unanswered};
+    pub use crate::discovery::{Launch, Link, START_WAIT, find_server, live_server, unanswered};
     pub use crate::disk::SERVER_FILE;
     pub use crate::history::{
         absolute_path, describe, event_json, printable, record_at, records_at, select_events, utc,

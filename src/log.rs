@@ -209,19 +209,52 @@ fn close_quietly(db: sled::Db) {
     let _ = catch_quietly(move || drop(db));
 }
 
-/// Whether the store at `path` is still to be made: nothing is there, or an empty directory.
-/// `Some` with the permissions a new store directory must keep (an empty directory's own), or
-/// `None` if there is something at `path` to open (or to refuse).
-fn unborn(path: &Path) -> Result<Option<Option<std::fs::Permissions>>> {
+/// Whether the store at `path` is still to be made: nothing is there, or an empty directory
+/// (`false` if there is something at `path` to open, or to refuse).
+fn unborn(path: &Path) -> Result<bool> {
     match std::fs::symlink_metadata(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Some(None)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(true),
         Err(e) => Err(Error::io(path, e)),
         Ok(meta) if meta.is_dir() => {
             let mut entries = std::fs::read_dir(path).map_err(|e| Error::io(path, e))?;
-            Ok(entries.next().is_none().then(|| Some(meta.permissions())))
+            Ok(entries.next().is_none())
         }
-        Ok(_) => Ok(None),
+        Ok(_) => Ok(false),
     }
+}
+
+/// The mode of a new store's directory: its owner's alone, whatever the umask (a service's
+/// umask is often 000). Nobody else may read the memories in it, plant a file in it (such as a
+/// server file that would take the owner's calls), or swap its files.
+const PRIVATE_DIR_MODE: u32 = 0o700;
+
+/// The mode of the files in a new store's directory.
+const PRIVATE_FILE_MODE: u32 = 0o600;
+
+/// Makes the store directory `dir` and what is in it its owner's alone: the directory
+/// [`PRIVATE_DIR_MODE`], its files [`PRIVATE_FILE_MODE`] (sled creates them as the umask
+/// says). Links are not followed.
+fn make_private(dir: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(PRIVATE_DIR_MODE))
+            .map_err(|e| Error::io(&d, e))?;
+        for entry in std::fs::read_dir(&d).map_err(|e| Error::io(&d, e))? {
+            let entry = entry.map_err(|e| Error::io(&d, e))?;
+            let kind = entry.file_type().map_err(|e| Error::io(&d, e))?;
+            if kind.is_dir() {
+                todo.push(entry.path());
+            } else if kind.is_file() {
+                std::fs::set_permissions(
+                    entry.path(),
+                    std::fs::Permissions::from_mode(PRIVATE_FILE_MODE),
+                )
+                .map_err(|e| Error::io(entry.path(), e))?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Creates the store at `path`, which [`unborn`] found missing or empty, so that a kill or a power
@@ -239,7 +272,7 @@ fn unborn(path: &Path) -> Result<Option<Option<std::fs::Permissions>>> {
 /// A creator killed midway leaves its directory behind: nothing in it was ever acknowledged, but
 /// it is not removed here, because a pid alone cannot tell a dead creator from a live one (pids
 /// are reused, and a process in another pid namespace may share the directory).
-fn create_atomically(path: &Path, permissions: Option<std::fs::Permissions>) -> Result<()> {
+fn create_atomically(path: &Path) -> Result<()> {
     let (Some(name), Some(parent)) = (path.file_name(), path.parent()) else {
         return Ok(()); // `/` or `..`: created in place.
     };
@@ -259,11 +292,11 @@ fn create_atomically(path: &Path, permissions: Option<std::fs::Permissions>) -> 
     match std::fs::create_dir(&temp) {
         Ok(()) => {}
         // The parent is not ours to write in (an empty directory made for the store in one that
-        // is not): created in place as before.
-        Err(e) if in_place_only(&e) => return Ok(()),
+        // is not): created in place as before, in a directory made its owner's alone.
+        Err(e) if in_place_only(&e) => return private_in_place(path),
         Err(e) => return Err(Error::io(&temp, e)),
     }
-    let built = build_new_store(&temp, permissions);
+    let built = build_new_store(&temp);
     let placed = built.and_then(|()| match std::fs::rename(&temp, path) {
         Ok(()) => fsync_dir(parent),
         // Another process put a store (or something else) there first: open that.
@@ -276,7 +309,7 @@ fn create_atomically(path: &Path, permissions: Option<std::fs::Permissions>) -> 
         }
         Err(e) if in_place_only(&e) => {
             remove_quietly(&temp);
-            Ok(())
+            private_in_place(path)
         }
         Err(e) => Err(Error::io(path, e)),
     });
@@ -297,11 +330,25 @@ fn in_place_only(e: &std::io::Error) -> bool {
     )
 }
 
-/// Makes a whole new store in `dir`: sled's files and the format marker, all durable, sled closed.
-fn build_new_store(dir: &Path, permissions: Option<std::fs::Permissions>) -> Result<()> {
-    if let Some(permissions) = permissions {
-        std::fs::set_permissions(dir, permissions).map_err(|e| Error::io(dir, e))?;
+/// An empty directory at `path` that a store is to be created in in place, made its owner's
+/// alone first (a directory this process may not change is left as it is: sled's open then
+/// says what is wrong, or the owner's mode stands).
+fn private_in_place(path: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    if std::fs::symlink_metadata(path).is_ok_and(|meta| meta.is_dir()) {
+        let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(PRIVATE_DIR_MODE));
     }
+    Ok(())
+}
+
+/// Makes a whole new store in `dir`: sled's files and the format marker, all durable, sled
+/// closed, and the directory and its files its owner's alone.
+fn build_new_store(dir: &Path) -> Result<()> {
+    std::fs::set_permissions(
+        dir,
+        std::os::unix::fs::PermissionsExt::from_mode(PRIVATE_DIR_MODE),
+    )
+    .map_err(|e| Error::io(dir, e))?;
     let db = open_sled(dir)?.map_err(Error::Storage)?;
     let marked = db
         .open_tree("meta")
@@ -310,6 +357,7 @@ fn build_new_store(dir: &Path, permissions: Option<std::fs::Permissions>) -> Res
     close_quietly(db);
     marked?;
     wait_for_sled_to_let_go(&dir.join("db"))?;
+    make_private(dir)?;
     // A store being made has no failpoints armed yet.
     DiskSync::default().sync(dir, &Failpoints::default())
 }
@@ -370,8 +418,8 @@ impl Store {
                 )));
             }
         }
-        if let Some(permissions) = unborn(path)? {
-            create_atomically(path, permissions)?;
+        if unborn(path)? {
+            create_atomically(path)?;
         }
         let files = StoreFiles::check(path)?;
         refuse_missing_log(path)?;

@@ -570,8 +570,29 @@ fn run_man(out: Option<&Path>) -> CliResult {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The command line, parsed. An explicit `--db` wins over `MNEMO_URL` and `MNEMO_TOKEN` from
+/// the environment (which are then not read, with a note on stderr); `--db` and `--connect`
+/// both on the command line are refused.
+fn parse_cli() -> Cli {
+    use clap::{CommandFactory, FromArgMatches};
+    let matches = Cli::command().get_matches();
+    let matches = match connect::env_gives_way(&matches) {
+        Ok(false) => matches,
+        Ok(true) => {
+            eprintln!(
+                "mnemo: --db names the store, so MNEMO_URL and MNEMO_TOKEN from the environment are not used (pass --connect to reach a server by URL)"
+            );
+            connect::without_remote_env(Cli::command()).get_matches()
+        }
+        Err(why) => Cli::command()
+            .error(clap::error::ErrorKind::ArgumentConflict, why)
+            .exit(),
+    };
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = parse_cli();
     #[cfg(feature = "client")]
     if let Err(why) = mnemo::RemoteClient::answer_wait() {
         eprintln!("error: {why}");

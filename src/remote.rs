@@ -83,6 +83,19 @@ pub enum RemoteError {
         waited_secs: f64,
     },
 
+    /// The process at a server file's address took the challenge that proves a server serves
+    /// the store (see `discovery`) and did not answer within the wait: it is stopped, wedged or
+    /// overloaded. Nothing else was sent to it, so nothing was applied.
+    #[error(
+        "the mnemo server at {url} did not answer within {waited_secs} s when asked to prove that it serves this store (is it stopped or overloaded?); nothing was sent to it, so retry once it answers, or wait longer with {ANSWER_WAIT_VAR}=SECONDS"
+    )]
+    Unproven {
+        /// The server's base URL.
+        url: String,
+        /// How long the challenge waited, in seconds.
+        waited_secs: f64,
+    },
+
     /// The connection broke after the request was sent: the call may or may not have been
     /// applied.
     #[error(
@@ -655,6 +668,38 @@ impl RemoteClient {
             .collect();
         let answer = self.get("/v1/verify", &query)?;
         self.json(&answer)
+    }
+
+    /// The server's answer to `challenge` on `GET /v1/identity`, asked without the token (see
+    /// `discovery::ServerFile::proves`): the hex of its proof, read within the answer wait and a
+    /// small size, since whatever listens at the address is not trusted yet.
+    pub(crate) fn identity(&self, challenge: &str) -> Result<String, RemoteError> {
+        let config = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_connect(Some(CONNECT_WAIT))
+            .timeout_recv_response(Some(self.wait))
+            .timeout_recv_body(Some(self.wait))
+            .build();
+        let sent = ureq::Agent::new_with_config(config)
+            .get(format!("{}/v1/identity", self.url))
+            .query("challenge", challenge)
+            .call();
+        let response = sent.map_err(|e| self.failure(e))?;
+        let status = response.status().as_u16();
+        let body = response
+            .into_body()
+            .with_config()
+            .limit(1024)
+            .read_to_string()
+            .map_err(|e| self.failure(e))?;
+        if status != 200 {
+            return Err(RemoteError::Refused {
+                url: self.url.clone(),
+                status,
+                reason: body,
+            });
+        }
+        Ok(body)
     }
 
     /// Runs a read route (`/v1/log`, `/v1/ls`, `/v1/cat`, `/v1/history`) with `query` and

@@ -21,6 +21,8 @@ use crate::support::{TempStore, run_command, served_command, spawn_piped};
 mod admin;
 // kill -9 loops, the MCP config twice, 16 client processes.
 mod processes;
+// Whom a client trusts: private stores, owned server files, servers that prove this store.
+mod trust;
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -344,7 +346,12 @@ fn a_stopped_server_fails_the_call_after_the_answer_wait() {
         assert_ne!(out.status.code(), Some(0), "{out:?}");
         let err = text(&out.stderr);
         assert!(err.contains("did not answer within 1 s"), "{err}");
-        assert!(err.contains("may or may not have been applied"), "{err}");
+        // The server is asked to prove it serves the store before a call is sent to it.
+        assert!(
+            err.contains("when asked to prove that it serves this store")
+                && err.contains("nothing was sent to it"),
+            "{err}"
+        );
     }
     assert!(
         waited < WAIT,
@@ -733,12 +740,14 @@ fn connect_reaches_a_server_by_url_and_a_wrong_token_is_refused() {
         answer["content"],
         "Here's the content of /memories/x.md with line numbers:\n     1\tx"
     );
-    // By environment, from a directory where no store is.
+    // By environment, from a directory where no store is (a `--db` on the command line would
+    // win over the environment: see `trust`).
     let env = [
         ("MNEMO_URL", file.url.as_str()),
         ("MNEMO_TOKEN", file.token.as_str()),
+        ("MNEMO_DB", "/nonexistent/store"),
     ];
-    let ls = mnemo(&["ls", "--db", "/nonexistent/store"], &env, b"");
+    let ls = mnemo(&["ls"], &env, b"");
     assert_eq!(
         text(&ls.stdout),
         "     1B  /memories/x.md\n",

@@ -252,7 +252,7 @@ fn a_new_store_is_created_whole_in_place_of_nothing_or_an_empty_directory() {
     assert_eq!(
         mode & 0o777,
         0o700,
-        "the store directory keeps the empty directory's mode"
+        "the store directory is its owner's alone"
     );
     assert!(path.join("db").is_file() && path.join("conf").is_file());
     let mut beside: Vec<String> = std::fs::read_dir(s.dir.path())

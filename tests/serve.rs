@@ -694,6 +694,8 @@ fn the_server_file_is_private_removed_on_exit_and_stale_ones_are_replaced() {
     };
     assert!(!stale.is_live());
     std::fs::write(&file, serde_json::to_vec(&stale).expect("json")).expect("plant");
+    // The owner's own file (one open to others is not trusted at all: see discovery::trust).
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
     let server = Server::start(&db, &[]);
     assert_ne!(server.file, stale);
     assert_ne!(server.file.token, first_token);

@@ -5,6 +5,7 @@
 //! |---|---|
 //! | `GET /v1/attach` | a body that never ends on its own: one `\n` every [`HEARTBEAT`], until the client hangs up or the server stops |
 //! | `GET /v1/records?tag=` | `{"files": [{"path", "content", "tags", "created", "updated"}]}`: the files carrying `tag` (`memorytool`, `path:/memories/x`) that the request's agent may read |
+//! | `GET /v1/identity?challenge=` | the hex of [`identity_proof`](crate::discovery::identity_proof) of the challenge: asked *without* a token, before a client sends one, so that a process squatting on a dead server's address, or the server of the store a copy was made from, is told apart from the server of this store |
 //! | `POST /v1/memory/oversized` | the `tool_result` JSON for a request over the size limit, from its digest `{"len", "hash", "prefix"}` (and optionally the block's `"tool_use_id"`, and `"stopped": true` for an object whose conversion to text stopped at the limit) |
 //!
 //! **Attached clients.** `--idle-exit` counts requests in progress, and an attach is one for as
@@ -67,8 +68,42 @@ pub(crate) fn routes(stop: CancellationToken) -> Router<Arc<Shared>> {
     Router::new()
         .route("/v1/attach", get(attach))
         .route("/v1/records", get(records))
+        .route(IDENTITY, get(identity))
         .route(OVERSIZED, post(oversized))
         .layer(Extension(stop))
+}
+
+/// The route a client proves the server on, the one route the gate admits without a token.
+pub(crate) const IDENTITY: &str = "/v1/identity";
+
+/// The longest challenge taken: a client sends 64 hex digits.
+const CHALLENGE_MAX: usize = 128;
+
+#[derive(Deserialize)]
+struct Challenge {
+    challenge: String,
+}
+
+/// `GET /v1/identity?challenge=`: the proof that this server holds the operator token of its
+/// server file and serves the store directory it was started on (stat'ed now).
+async fn identity(State(shared): State<Arc<Shared>>, query: Query<Challenge>) -> Response {
+    let challenge = &query.challenge;
+    if challenge.is_empty()
+        || challenge.len() > CHALLENGE_MAX
+        || !challenge.bytes().all(|b| b.is_ascii_hexdigit())
+    {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "the challenge must be 1 to 128 hex digits: GET /v1/identity?challenge=HEX",
+        );
+    }
+    match crate::discovery::identity_proof(shared.operator_token(), challenge, shared.store_dir()) {
+        Ok(proof) => proof.to_hex().to_string().into_response(),
+        Err(e) => error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &format!("the store directory cannot be read now ({e}); retry"),
+        ),
+    }
 }
 
 async fn attach(

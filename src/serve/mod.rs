@@ -186,6 +186,10 @@ pub(crate) struct Shared {
     replication: Option<ReplicationView>,
     /// The replica this server follows, if it is a follower.
     follow: Option<String>,
+    /// The operator token, which [`clients`]' identity route proves knowledge of.
+    operator_token: Token,
+    /// The store directory served, as an absolute path (stat'ed by the identity route).
+    store_dir: PathBuf,
 }
 
 impl Shared {
@@ -202,6 +206,16 @@ impl Shared {
     /// The replication's status, if this server replicates its store.
     pub(crate) fn replication(&self) -> Option<serde_json::Value> {
         self.replication.as_ref().map(|view| (view.0)())
+    }
+
+    /// The operator token's text.
+    pub(crate) fn operator_token(&self) -> &str {
+        self.operator_token.as_str()
+    }
+
+    /// The store directory served.
+    pub(crate) fn store_dir(&self) -> &std::path::Path {
+        &self.store_dir
     }
 
     /// The memory root.
@@ -282,11 +296,13 @@ pub fn serve(tool: MnemoMemoryToolServer, options: ServeOptions) -> Result<Stopp
             pid: std::process::id(),
             token: token.as_str().to_string(),
         };
-        if let Ok(Some(stale)) = ServerFile::read(&store_dir) {
-            eprintln!(
+        match ServerFile::read(&store_dir) {
+            Ok(Some(stale)) => eprintln!(
                 "mnemo serve: replacing the server file of a server that is gone (pid {}, {})",
                 stale.pid, stale.url
-            );
+            ),
+            Ok(None) => {}
+            Err(e) => eprintln!("mnemo serve: replacing a server file that is not trusted: {e}"),
         }
         let path = file
             .publish(&store_dir)
@@ -303,6 +319,8 @@ pub fn serve(tool: MnemoMemoryToolServer, options: ServeOptions) -> Result<Stopp
             activity: shutdown::Activity::new(),
             replication: options.replication.clone(),
             follow: options.follow.clone(),
+            operator_token: token,
+            store_dir: std::path::absolute(&store_dir).unwrap_or_else(|_| store_dir.clone()),
         });
         println!("mnemo serve: listening on {}", file.url);
         println!("mnemo serve: server file {}", path.display());
@@ -385,6 +403,14 @@ async fn gate(Extract(shared): Extract<Arc<Shared>>, mut request: Request, next:
         .hosts
         .check(request.headers())
         .and_then(|()| shared.hosts.check_target(request.uri()));
+    if checked.is_ok()
+        && request.uri().path() == clients::IDENTITY
+        && request.method() == axum::http::Method::GET
+    {
+        // The one route answered without a token: the client proves the server before it
+        // sends one. It reads nothing from the store and changes nothing.
+        return next.run(request).await;
+    }
     let admitted = match checked {
         Ok(()) => authenticate(&shared, request.headers()).await,
         Err(refusal) => Err(refusal),
