@@ -135,9 +135,11 @@ impl ServerFile {
     /// that failed (`Err`: [`RemoteError::Unanswered`] for a process that took the challenge
     /// and did not answer within the answer wait).
     fn challenge(&self, store_dir: &Path) -> Result<bool, RemoteError> {
-        let Ok(challenge) = crate::token::random_hex(32) else {
+        let mut nonce = [0u8; 32];
+        if getrandom::fill(&mut nonce).is_err() {
             return Ok(false);
-        };
+        }
+        let challenge: String = nonce.iter().map(|b| format!("{b:02x}")).collect();
         let Ok(expected) = identity_proof(&self.token, &challenge, store_dir) else {
             return Ok(false);
         };

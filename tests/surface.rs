@@ -96,6 +96,7 @@ const SURFACE: &[&str] = &[
     "cli_support::import",
     "cli_support::issue",
     "cli_support::listed",
+    "cli_support::find_server #[cfg(feature = \"client\")]",
     "cli_support::live_server #[cfg(feature = \"client\")]",
     "cli_support::printable",
     "cli_support::record_at",
