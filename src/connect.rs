@@ -21,6 +21,10 @@ pub struct Remote {
         hide_env_values = true
     )]
     pub token: Option<String>,
+    /// With --connect to a `mnemo serve --data` server: the store NAME every request goes to
+    /// (under /v1/stores/NAME/).
+    #[arg(long, env = "MNEMO_STORE", value_name = "NAME", requires = "connect")]
+    pub store: Option<String>,
 }
 
 /// How `tool` and `mcp` start a server when none holds the store.
@@ -84,7 +88,7 @@ pub fn without_remote_env(command: clap::Command) -> clap::Command {
     for name in names {
         command = command.mut_subcommand(name, without_remote_env);
     }
-    for id in ["connect", "token"] {
+    for id in ["connect", "token", "store"] {
         if command.get_arguments().any(|arg| arg.get_id() == id) {
             command = command.mut_arg(id, |arg| arg.env(None));
         }
@@ -175,9 +179,22 @@ mod served {
     /// `db`; `None` when the command should open the store itself.
     pub fn read_client(db: &Path, remote: &Remote) -> Result<Option<RemoteClient>, Failure> {
         if let Some(url) = &remote.connect {
-            return Ok(Some(RemoteClient::new(url.clone(), token(remote)?)));
+            return Ok(Some(remote_client(url, remote)?));
         }
         Ok(find_server(db)?.map(|file| RemoteClient::new(file.url, file.token)))
+    }
+
+    /// The client of the server at `url` that `remote` names: its token, and its store on a
+    /// `--data` server.
+    fn remote_client(url: &str, remote: &Remote) -> Result<RemoteClient, Failure> {
+        let client = RemoteClient::new(url.to_string(), token(remote)?);
+        Ok(match &remote.store {
+            Some(store) => {
+                mnemo::check_store_name(store)?;
+                client.in_store(store.clone())
+            }
+            None => client,
+        })
     }
 
     fn token(remote: &Remote) -> Result<String, Failure> {
@@ -386,7 +403,7 @@ mod served {
         default_agent: &str,
     ) -> Result<Option<Link>, Failure> {
         if let Some(url) = &remote.connect {
-            let client = RemoteClient::new(url.clone(), token(remote)?);
+            let client = remote_client(url, remote)?;
             let client = match agent {
                 Some(agent) => client.with_agent(agent),
                 None => client,

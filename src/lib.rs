@@ -70,6 +70,8 @@ pub use replica::shipper::{
 #[cfg(feature = "serve")]
 pub use serve::shutdown::Reason as StopReason;
 #[cfg(feature = "serve")]
+pub use serve::stores::{DataOptions, OpenStore, check_store_name, serve_data};
+#[cfg(feature = "serve")]
 pub use serve::{Error as ServeError, ReplicationView, ServeOptions, Stopped, serve};
 pub use token::TokenRecord;
 pub use tool::Profile;

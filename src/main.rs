@@ -146,6 +146,18 @@ enum Cmd {
         /// With --follow: look at the replica this often, in seconds.
         #[arg(long, value_name = "SECS", default_value_t = 1.0, requires = "follow")]
         follow_interval: f64,
+        /// Serve every store under DIR (each DIR/NAME a store of its own) instead of the one
+        /// store --db names: the routes of a store are under /v1/stores/NAME/, and POST, GET
+        /// /v1/stores and DELETE /v1/stores/NAME?confirm=NAME manage them.
+        #[arg(long, value_name = "DIR", conflicts_with_all = ["replicate", "follow"])]
+        data: Option<PathBuf>,
+        /// With --data: at most this many stores open at once (the least recently used idle
+        /// one is closed to open another).
+        #[arg(long, value_name = "N", default_value_t = 64, requires = "data")]
+        max_open_stores: usize,
+        /// With --data: close a store after this many seconds without a request.
+        #[arg(long, value_name = "SECS", default_value_t = 300.0, requires = "data")]
+        store_idle_close: f64,
     },
     /// Replay the log and prove the chain, the index and every recorded answer.
     #[command(
@@ -625,6 +637,9 @@ fn main() -> ExitCode {
             replicate_interval,
             follow,
             follow_interval,
+            data,
+            max_open_stores,
+            store_idle_close,
         } => run_serve(
             session,
             agent,
@@ -635,6 +650,7 @@ fn main() -> ExitCode {
                 idle_exit,
                 replicate: replicate.map(|url| (url, replicate_interval)),
                 follow: follow.map(|url| (url, follow_interval)),
+                data: data.map(|dir| (dir, max_open_stores, store_idle_close)),
             },
         ),
         Cmd::Verify {
@@ -935,6 +951,9 @@ struct Listen {
     replicate: Option<(String, f64)>,
     /// The replica to follow, and how often to look at it in seconds.
     follow: Option<(String, f64)>,
+    /// `--data`: the data directory, the most stores open at once, and the idle close in
+    /// seconds.
+    data: Option<(PathBuf, usize, f64)>,
 }
 
 #[cfg(feature = "serve")]
@@ -953,6 +972,9 @@ fn run_serve(session: Session, agent: String, listen: Listen) -> CliResult {
         follow: None,
     };
     options.check()?;
+    if let Some((dir, max_open_stores, idle_close)) = listen.data {
+        return run_data_server(&dir, session, agent, options, max_open_stores, idle_close);
+    }
     let db = &session.db.db;
     replication::check_serve(
         db,
@@ -993,6 +1015,61 @@ fn run_serve(session: Session, agent: String, listen: Listen) -> CliResult {
     if stopped.store_failures > 0 {
         return Err(format!(
             "the store failed on {} call(s) while serving (each got an error result); check the disk, then restart the server, which recovers to the last event that reached the log",
+            stopped.store_failures
+        )
+        .into());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `mnemo serve --data DIR`: every store under DIR, each opened with the session's settings.
+#[cfg(feature = "serve")]
+fn run_data_server(
+    dir: &Path,
+    session: Session,
+    agent: String,
+    options: mnemo::ServeOptions,
+    max_open_stores: usize,
+    idle_close: f64,
+) -> CliResult {
+    let store_idle_close = std::time::Duration::try_from_secs_f64(idle_close)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or("--store-idle-close takes a number of seconds above 0, such as 300 or 0.5")?;
+    if max_open_stores == 0 {
+        return Err("--max-open-stores must be at least 1".into());
+    }
+    let limits = Limits {
+        max_file_bytes: session.max_file_bytes,
+        view_max_chars: session.view_max_chars,
+        max_request_bytes: session.max_request_bytes,
+    };
+    let (root, profile, durability) = (session.root, session.profile, session.durability);
+    let open: mnemo::OpenStore = std::sync::Arc::new(move |path: &Path| {
+        let client = MnemoClient::builder(path)
+            .agent_id(agent.clone())
+            .durability(durability)
+            .open()
+            .map_err(|e| e.to_string())?;
+        MnemoMemoryToolServer::builder(client)
+            .root(root.clone())
+            .profile(profile)
+            .limits(limits)
+            .build()
+            .map_err(|e| e.to_string())
+    });
+    let stopped = mnemo::serve_data(
+        dir,
+        open,
+        options,
+        mnemo::DataOptions {
+            max_open_stores,
+            store_idle_close,
+        },
+    )?;
+    if stopped.store_failures > 0 {
+        return Err(format!(
+            "the stores failed on {} call(s) while serving (each got an error result); check the disk, then restart the server",
             stopped.store_failures
         )
         .into());

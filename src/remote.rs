@@ -188,6 +188,8 @@ pub struct RemoteClient {
     url: String,
     token: String,
     agent: Option<String>,
+    /// The store of a `--data` server every request goes to (under `/v1/stores/NAME/`).
+    store: Option<String>,
     http: ureq::Agent,
     /// How long a request waits for the answer.
     wait: Duration,
@@ -220,6 +222,7 @@ impl RemoteClient {
             url: url.into().trim_end_matches('/').to_string(),
             token: token.into(),
             agent: None,
+            store: None,
             http: ureq::Agent::new_with_config(config),
             wait,
         }
@@ -241,6 +244,25 @@ impl RemoteClient {
         }
     }
 
+    /// The same server, token and agent, sending every request to the store `name` of a
+    /// `mnemo serve --data` server: `/v1/X` becomes `/v1/stores/NAME/X`, and `/mcp`
+    /// `/v1/stores/NAME/mcp`.
+    pub fn in_store(&self, name: impl Into<String>) -> RemoteClient {
+        RemoteClient {
+            store: Some(name.into()),
+            ..self.clone()
+        }
+    }
+
+    /// Where `route` (such as `/v1/memory`) is for this client: on the server, or in its store.
+    fn target(&self, route: &str) -> String {
+        match (&self.store, route.strip_prefix("/v1")) {
+            (Some(store), Some(rest)) => format!("{}/v1/stores/{store}{rest}", self.url),
+            (Some(store), None) => format!("{}/v1/stores/{store}{route}", self.url),
+            (None, _) => format!("{}{route}", self.url),
+        }
+    }
+
     /// The server's base URL.
     pub fn url(&self) -> &str {
         &self.url
@@ -249,7 +271,7 @@ impl RemoteClient {
     /// Whether `other` reaches the same server run (the same URL and token: a server started
     /// again makes a new token, even on a port it happens to get again).
     pub(crate) fn same_server(&self, other: &RemoteClient) -> bool {
-        self.url == other.url && self.token == other.token
+        self.url == other.url && self.token == other.token && self.store == other.store
     }
 
     /// The agent named in every request, if any (otherwise the token's, or the server's
@@ -268,7 +290,7 @@ impl RemoteClient {
     }
 
     fn get(&self, route: &str, query: &[(&str, String)]) -> Result<Vec<u8>, RemoteError> {
-        let mut request = self.http.get(format!("{}{route}", self.url));
+        let mut request = self.http.get(self.target(route));
         for (key, value) in query {
             request = request.query(key, value);
         }
@@ -284,7 +306,7 @@ impl RemoteClient {
     ) -> Result<Vec<u8>, RemoteError> {
         let mut request = self
             .http
-            .post(format!("{}{route}", self.url))
+            .post(self.target(route))
             .header("Content-Type", "application/json");
         for (key, value) in query {
             request = request.query(key, value);
@@ -716,12 +738,12 @@ impl RemoteClient {
             AdminRequest::Post { route, body } => {
                 let request = self
                     .http
-                    .post(format!("{}{route}", self.url))
+                    .post(self.target(route))
                     .header("Content-Type", "application/json");
                 self.authorize(request).send(body.to_string().as_bytes())
             }
             AdminRequest::Delete { route } => {
-                let request = self.http.delete(format!("{}{route}", self.url));
+                let request = self.http.delete(self.target(route));
                 self.authorize(request).call()
             }
         };
@@ -743,7 +765,7 @@ impl RemoteClient {
                 // The heartbeats last as long as the server: only the headers are waited for.
                 let request = client
                     .http
-                    .get(format!("{}/v1/attach", client.url))
+                    .get(client.target("/v1/attach"))
                     .config()
                     .timeout_recv_body(None)
                     .build();

@@ -23,6 +23,8 @@ use crate::support::{TempStore, mnemo_bin};
 
 // Opening a served store connects to its server, with the API of an opened store.
 mod opened;
+// Many stores, one server: --data, /v1/stores, store-scoped tokens, bounded open stores.
+mod stores;
 // Agent tokens over HTTP, and the admin routes.
 mod tokens;
 // The gate against requests a client library would not send.
@@ -49,11 +51,25 @@ impl Server {
     }
 
     fn start_with(db: &Path, durability: Durability, extra: &[&str]) -> Server {
+        let mut args = vec!["--db", db.to_str().expect("a UTF-8 path")];
+        args.extend(["--durability", durability.name()]);
+        args.extend_from_slice(extra);
+        Server::launch(&args, db)
+    }
+
+    /// `mnemo serve --data DIR EXTRA...`: every store under `dir`.
+    fn start_data(dir: &Path, extra: &[&str]) -> Server {
+        let mut args = vec!["--data", dir.to_str().expect("a UTF-8 path")];
+        args.extend_from_slice(extra);
+        Server::launch(&args, dir)
+    }
+
+    /// `mnemo serve ARGS...`, once its server file appears in `dir`.
+    fn launch(args: &[&str], dir: &Path) -> Server {
+        let db = dir;
         let mut child = Command::new(mnemo_bin())
-            .args(["serve", "--db"])
-            .arg(db)
-            .args(["--durability", durability.name()])
-            .args(extra)
+            .arg("serve")
+            .args(args)
             .env_remove("MNEMO_DB")
             .stdin(Stdio::null())
             .stdout(Stdio::null())

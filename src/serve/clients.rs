@@ -87,7 +87,15 @@ struct Challenge {
 /// `GET /v1/identity?challenge=`: the proof that this server holds the operator token of its
 /// server file and serves the store directory it was started on (stat'ed now).
 async fn identity(State(shared): State<Arc<Shared>>, query: Query<Challenge>) -> Response {
-    let challenge = &query.challenge;
+    prove(
+        shared.operator_token(),
+        &query.challenge,
+        shared.store_dir(),
+    )
+}
+
+/// The answer to an identity challenge: the proof for `token` and `dir`, or why there is none.
+pub(crate) fn prove(token: &str, challenge: &str, dir: &std::path::Path) -> Response {
     if challenge.is_empty()
         || challenge.len() > CHALLENGE_MAX
         || !challenge.bytes().all(|b| b.is_ascii_hexdigit())
@@ -97,7 +105,7 @@ async fn identity(State(shared): State<Arc<Shared>>, query: Query<Challenge>) ->
             "the challenge must be 1 to 128 hex digits: GET /v1/identity?challenge=HEX",
         );
     }
-    match crate::discovery::identity_proof(shared.operator_token(), challenge, shared.store_dir()) {
+    match crate::discovery::identity_proof(token, challenge, dir) {
         Ok(proof) => proof.to_hex().to_string().into_response(),
         Err(e) => error(
             StatusCode::SERVICE_UNAVAILABLE,

@@ -37,6 +37,7 @@ pub mod clients;
 mod mcp;
 pub mod routes;
 pub mod shutdown;
+pub mod stores;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -193,6 +194,32 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// The shared state of a server of the store `tool` answers from, at `store_dir`, whose
+    /// operator token is `token`; agent tokens are looked up in the store.
+    pub(crate) fn of_store(
+        tool: MnemoMemoryToolServer,
+        token: &Token,
+        hosts: Hosts,
+        activity: Arc<shutdown::Activity>,
+        store_dir: PathBuf,
+    ) -> Shared {
+        let tokens: TokenLookup = {
+            let client = tool.client().clone();
+            Arc::new(move |id: &str| client.token(id))
+        };
+        Shared {
+            tool,
+            agents: Mutex::default(),
+            authority: Authority::with_tokens(token, tokens),
+            hosts,
+            activity,
+            replication: None,
+            follow: None,
+            operator_token: token.clone(),
+            store_dir,
+        }
+    }
+
     /// The client of the default agent (for reads, which are not attributed).
     pub(crate) fn client(&self) -> &MnemoClient {
         self.tool.client()
@@ -307,20 +334,16 @@ pub fn serve(tool: MnemoMemoryToolServer, options: ServeOptions) -> Result<Stopp
         let path = file
             .publish(&store_dir)
             .map_err(|e| Error::ServerFile(ServerFile::path(&store_dir), e))?;
-        let tokens: TokenLookup = {
-            let client = tool.client().clone();
-            Arc::new(move |id: &str| client.token(id))
-        };
         let shared = Arc::new(Shared {
-            tool,
-            agents: Mutex::default(),
-            authority: Authority::with_tokens(&token, tokens),
-            hosts: Hosts::new(address, &options.allow_hosts),
-            activity: shutdown::Activity::new(),
             replication: options.replication.clone(),
             follow: options.follow.clone(),
-            operator_token: token,
-            store_dir: std::path::absolute(&store_dir).unwrap_or_else(|_| store_dir.clone()),
+            ..Shared::of_store(
+                tool,
+                &token,
+                Hosts::new(address, &options.allow_hosts),
+                shutdown::Activity::new(),
+                std::path::absolute(&store_dir).unwrap_or_else(|_| store_dir.clone()),
+            )
         });
         println!("mnemo serve: listening on {}", file.url);
         println!("mnemo serve: server file {}", path.display());
@@ -351,6 +374,13 @@ pub fn serve(tool: MnemoMemoryToolServer, options: ServeOptions) -> Result<Stopp
     })
 }
 
+/// The routes of one store behind its gate: what a `--db` server serves at `/`, and a `--data`
+/// server under `/v1/stores/NAME/` ([`stores`]).
+pub(crate) fn store_app(shared: Arc<Shared>, stop: CancellationToken) -> axum::Router {
+    routes::router(Arc::clone(&shared), stop)
+        .layer(axum::middleware::from_fn_with_state(shared, gate))
+}
+
 /// Serves on `listener` until a stop, then drains.
 async fn run(
     listener: tokio::net::TcpListener,
@@ -359,15 +389,29 @@ async fn run(
     idle_exit: Option<Duration>,
 ) -> Result<shutdown::Reason, Error> {
     let stop = CancellationToken::new();
-    let app = routes::router(Arc::clone(&shared), stop.clone()).layer(
-        axum::middleware::from_fn_with_state(Arc::clone(&shared), gate),
-    );
-    let watcher = tokio::spawn(shutdown::wait(
-        signals,
-        stop.clone(),
+    let app = store_app(Arc::clone(&shared), stop.clone());
+    serve_app(
+        listener,
+        app,
         Arc::clone(&shared.activity),
+        signals,
         idle_exit,
-    ));
+        stop,
+    )
+    .await
+}
+
+/// Serves `app` on `listener` until a signal, `idle_exit` with no request in progress, or
+/// `stop`, then drains.
+pub(crate) async fn serve_app(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    activity: Arc<shutdown::Activity>,
+    signals: shutdown::Signals,
+    idle_exit: Option<Duration>,
+    stop: CancellationToken,
+) -> Result<shutdown::Reason, Error> {
+    let watcher = tokio::spawn(shutdown::wait(signals, stop.clone(), activity, idle_exit));
     let server = axum::serve(listener, app).with_graceful_shutdown(stop.clone().cancelled_owned());
     let grace = async {
         stop.cancelled().await;

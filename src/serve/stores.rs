@@ -1,0 +1,874 @@
+//! `mnemo serve --data DIR`: one process serves every store under a directory, each store the
+//! directory `DIR/NAME`, a complete Mnemo store on its own (`mnemo verify --db DIR/NAME` works on
+//! it when no server holds it).
+//!
+//! | route | who | answer |
+//! |---|---|---|
+//! | `POST /v1/stores` `{"name": "NAME"}` | operator | 201 `{"name", "created": true}`; 409 if it exists; 400 for a name that is not one |
+//! | `GET /v1/stores?after=&limit=` | operator | `{"stores": [{"name", "open"}], "next": NAME or null}`, by name, at most `limit` (default 100, at most 1,000) after `after` |
+//! | `DELETE /v1/stores/NAME?confirm=NAME` | operator | `{"name", "deleted": true}`; 400 without the confirmation, 404 for no such store, 409 while a call is in flight in it |
+//! | `ANY /v1/stores/NAME/ROUTE` | as the route | the single-store route `/v1/ROUTE` of that store (`/v1/stores/NAME/mcp` is its `/mcp`), with the same bodies and answers |
+//! | `GET /v1/identity?challenge=` | anyone | the proof of `DIR` (see [`crate::discovery`]) |
+//!
+//! **Names** are `[a-z0-9][a-z0-9_-]{0,63}` ([`check_store_name`]); anything else (a `..`, a
+//! `/`, a capital) is refused before any file is touched. A name whose directory entry is not a
+//! real directory holding a store (a symlink or a FIFO planted in `DIR`) is no store: 404.
+//!
+//! **Opening and closing.** A store is opened on its first request and closed after
+//! [`DataOptions::store_idle_close`] without one, and at most [`DataOptions::max_open_stores`]
+//! are open at once: opening one more closes the least recently used store that has no call in
+//! flight (a request whose answer is still being sent counts, an attached client's and an MCP
+//! stream's included); when every open store is busy the request gets 503 and is retried by the
+//! client. So memory, threads and descriptors are bounded by the cap, whatever the number of
+//! stores. Closing a store ends its MCP sessions.
+//!
+//! **Tokens.** The operator token of the server file `DIR/mnemo-server.json` administers every
+//! store. An agent token is issued by one store (`POST /v1/stores/NAME/tokens`), is a chained
+//! admin event of that store, and acts only there: any other store answers it 404, as if the
+//! store did not exist, and the `/v1/stores` routes answer it 401.
+//!
+//! One server per data directory: it holds an exclusive lock on `DIR/mnemo-data.lock` while it
+//! runs.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{Path as RoutePath, Query, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, delete, get};
+use futures_util::StreamExt;
+use serde::Deserialize;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
+
+use super::auth::{Authority, Hosts, Refusal, Token};
+use super::routes::error;
+use super::shutdown::{Activity, Signals};
+use super::{Error, ServeOptions, ServerFile, Shared, Stopped, refuse};
+use crate::tool_server::MnemoMemoryToolServer;
+
+/// The longest store name, in bytes.
+pub const MAX_STORE_NAME: usize = 64;
+
+/// The lock file a data server holds in its directory.
+pub const DATA_LOCK: &str = "mnemo-data.lock";
+
+/// How a data server opens the store at a path (creating it if it is new): the tool server of
+/// its default agent, with the root, profile, durability and limits every store shares.
+pub type OpenStore = Arc<dyn Fn(&Path) -> Result<MnemoMemoryToolServer, String> + Send + Sync>;
+
+/// What bounds a data server's open stores.
+#[derive(Clone, Debug)]
+pub struct DataOptions {
+    /// At most this many stores open at once.
+    pub max_open_stores: usize,
+    /// A store with no request for this long is closed.
+    pub store_idle_close: Duration,
+}
+
+impl Default for DataOptions {
+    fn default() -> Self {
+        DataOptions {
+            max_open_stores: 64,
+            store_idle_close: Duration::from_secs(300),
+        }
+    }
+}
+
+/// Whether `name` is a store name: `[a-z0-9][a-z0-9_-]{0,63}`. The error says what a name is.
+pub fn check_store_name(name: &str) -> Result<(), String> {
+    let bytes = name.as_bytes();
+    let valid = !bytes.is_empty()
+        && bytes.len() <= MAX_STORE_NAME
+        && (bytes[0].is_ascii_lowercase() || bytes[0].is_ascii_digit())
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_' || *b == b'-');
+    if valid {
+        Ok(())
+    } else {
+        let shown: String = name.chars().take(80).collect();
+        Err(format!(
+            "{shown:?} is not a store name: a name is 1 to {MAX_STORE_NAME} of a-z, 0-9, _ and -, starting with a letter or digit, such as \"user-1042\""
+        ))
+    }
+}
+
+/// Why a store could not be had.
+enum Unavailable {
+    /// There is no store of that name (or its entry is not a store's directory).
+    Missing,
+    /// Every open store has a call in flight and the cap is reached.
+    Busy,
+    /// Opening it failed.
+    Failed(String),
+}
+
+/// One open store: its shared state and routes.
+pub(crate) struct Served {
+    shared: Arc<Shared>,
+    app: Router,
+    last_used_ms: AtomicU64,
+}
+
+/// A store's place in the registry: the store while it is open. Its mutex is held while the
+/// store opens, closes or is deleted.
+type Slot = Arc<Mutex<Option<Arc<Served>>>>;
+
+fn lock<V>(mutex: &Mutex<V>) -> MutexGuard<'_, V> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The stores of a data directory, opened on demand.
+pub(crate) struct Stores {
+    dir: PathBuf,
+    open: OpenStore,
+    options: DataOptions,
+    token: Token,
+    authority: Authority,
+    hosts: Hosts,
+    activity: Arc<Activity>,
+    stop: CancellationToken,
+    slots: Mutex<HashMap<String, Slot>>,
+    open_count: AtomicUsize,
+    failures: AtomicU64,
+    clock: Instant,
+}
+
+impl Stores {
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.clock.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// The directory of the store `name` if it holds a store: a real directory (not a link)
+    /// with sled's `db` in it.
+    fn store_path(&self, name: &str) -> Result<PathBuf, Unavailable> {
+        check_store_name(name).map_err(|_| Unavailable::Missing)?;
+        let path = self.dir.join(name);
+        match std::fs::symlink_metadata(&path) {
+            Ok(meta) if meta.is_dir() => {}
+            _ => return Err(Unavailable::Missing),
+        }
+        match std::fs::symlink_metadata(path.join("db")) {
+            Ok(meta) if meta.is_file() => Ok(path),
+            _ => Err(Unavailable::Missing),
+        }
+    }
+
+    fn slot(&self, name: &str) -> Slot {
+        let mut slots = lock(&self.slots);
+        Arc::clone(slots.entry(name.to_string()).or_default())
+    }
+
+    /// Takes a place among the open stores, closing the least recently used idle one when
+    /// the cap is reached (never `except`'s, whose slot the caller holds).
+    fn reserve(&self, except: &str) -> Result<(), Unavailable> {
+        loop {
+            let count = self.open_count.load(Ordering::SeqCst);
+            if count < self.options.max_open_stores {
+                if self
+                    .open_count
+                    .compare_exchange(count, count + 1, Ordering::SeqCst, Ordering::SeqCst)
+                    .is_ok()
+                {
+                    return Ok(());
+                }
+                continue;
+            }
+            if !self.close_one(|name, _| name != except, true) {
+                return Err(Unavailable::Busy);
+            }
+        }
+    }
+
+    /// Closes open stores with no call in flight that `pick` chooses: the least recently used
+    /// one if `one`, else every one. Whether any was closed.
+    fn close_one(&self, pick: impl Fn(&str, &Served) -> bool, one: bool) -> bool {
+        let slots: Vec<(String, Slot)> = lock(&self.slots)
+            .iter()
+            .map(|(name, slot)| (name.clone(), Arc::clone(slot)))
+            .collect();
+        let mut candidates: Vec<(u64, String, Slot)> = Vec::new();
+        for (name, slot) in slots {
+            let Ok(open) = slot.try_lock() else { continue };
+            if let Some(served) = open.as_ref() {
+                if Arc::strong_count(served) == 1 && pick(&name, served) {
+                    let used = served.last_used_ms.load(Ordering::SeqCst);
+                    drop(open);
+                    candidates.push((used, name, slot));
+                }
+            }
+        }
+        candidates.sort_by_key(|(used, _, _)| *used);
+        let mut closed = false;
+        for (_, _, slot) in candidates {
+            let Ok(mut open) = slot.try_lock() else {
+                continue;
+            };
+            let idle = open.as_ref().is_some_and(|s| Arc::strong_count(s) == 1);
+            if idle {
+                if let Some(served) = open.take() {
+                    self.failures
+                        .fetch_add(served.shared.store_failures(), Ordering::SeqCst);
+                }
+                self.open_count.fetch_sub(1, Ordering::SeqCst);
+                closed = true;
+                if one {
+                    break;
+                }
+            }
+        }
+        closed
+    }
+
+    /// Closes the stores idle for longer than the option says, and forgets empty slots.
+    fn close_idle(&self) {
+        let now = self.now_ms();
+        let limit = u64::try_from(self.options.store_idle_close.as_millis()).unwrap_or(u64::MAX);
+        self.close_one(
+            |_, served| now.saturating_sub(served.last_used_ms.load(Ordering::SeqCst)) >= limit,
+            false,
+        );
+        lock(&self.slots).retain(|_, slot| {
+            Arc::strong_count(slot) > 1 || slot.try_lock().map_or(true, |open| open.is_some())
+        });
+    }
+
+    /// The open store `name`, opened now if it is closed.
+    fn get(&self, name: &str) -> Result<Arc<Served>, Unavailable> {
+        let path = self.store_path(name)?;
+        let slot = self.slot(name);
+        let mut open = lock(&slot);
+        if let Some(served) = open.as_ref() {
+            served.last_used_ms.store(self.now_ms(), Ordering::SeqCst);
+            return Ok(Arc::clone(served));
+        }
+        // Checked again under the slot: a delete may have taken it meanwhile.
+        let path = self.store_path(name).map(|_| path)?;
+        self.reserve(name)?;
+        match self.start(&path) {
+            Ok(served) => {
+                *open = Some(Arc::clone(&served));
+                Ok(served)
+            }
+            Err(why) => {
+                self.open_count.fetch_sub(1, Ordering::SeqCst);
+                Err(Unavailable::Failed(why))
+            }
+        }
+    }
+
+    /// Opens (or creates) the store at `path` and builds its routes.
+    fn start(&self, path: &Path) -> Result<Arc<Served>, String> {
+        let tool = (self.open)(path)?;
+        let shared = Arc::new(Shared::of_store(
+            tool,
+            &self.token,
+            self.hosts.clone(),
+            Arc::clone(&self.activity),
+            path.to_path_buf(),
+        ));
+        let app = super::store_app(Arc::clone(&shared), self.stop.clone());
+        Ok(Arc::new(Served {
+            shared,
+            app,
+            last_used_ms: AtomicU64::new(self.now_ms()),
+        }))
+    }
+
+    /// Creates the store `name`: `Ok(false)` if it exists already.
+    fn create(&self, name: &str) -> Result<bool, Unavailable> {
+        check_store_name(name).map_err(Unavailable::Failed)?;
+        let path = self.dir.join(name);
+        let slot = self.slot(name);
+        let mut open = lock(&slot);
+        if open.is_some() || std::fs::symlink_metadata(&path).is_ok() {
+            return Ok(false);
+        }
+        self.reserve(name)?;
+        match self.start(&path) {
+            Ok(served) => {
+                *open = Some(served);
+                Ok(true)
+            }
+            Err(why) => {
+                self.open_count.fetch_sub(1, Ordering::SeqCst);
+                Err(Unavailable::Failed(why))
+            }
+        }
+    }
+
+    /// Deletes the store `name`: closed first (refused while a call is in flight in it), then
+    /// renamed out of the way at once and removed.
+    fn delete(&self, name: &str) -> Result<(), (StatusCode, String)> {
+        let missing = || (StatusCode::NOT_FOUND, no_store(name));
+        let path = self.store_path(name).map_err(|_| missing())?;
+        let slot = self.slot(name);
+        let mut open = lock(&slot);
+        if let Some(served) = open.as_ref() {
+            if Arc::strong_count(served) > 1 {
+                return Err((
+                    StatusCode::CONFLICT,
+                    format!(
+                        "the store {name:?} has a call in flight (an attached client or an MCP stream counts); retry once its clients are gone"
+                    ),
+                ));
+            }
+            open.take();
+            self.open_count.fetch_sub(1, Ordering::SeqCst);
+        }
+        let nonce = crate::token::random_hex(8)
+            .map_err(|e| (StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?;
+        let gone = self.dir.join(format!(".deleted-{name}-{nonce}"));
+        let failed = |e: std::io::Error| {
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("could not delete the store {name:?} ({e}); check the data directory"),
+            )
+        };
+        std::fs::rename(&path, &gone).map_err(failed)?;
+        if let Ok(dir) = std::fs::File::open(&self.dir) {
+            let _ = dir.sync_all();
+        }
+        std::fs::remove_dir_all(&gone).map_err(failed)
+    }
+
+    /// The stores by name after `after`, at most `limit`, and whether each is open.
+    fn list(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> std::io::Result<(Vec<(String, bool)>, bool)> {
+        let mut names = Vec::new();
+        for entry in std::fs::read_dir(&self.dir)? {
+            let entry = entry?;
+            let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+                continue;
+            };
+            if check_store_name(&name).is_err()
+                || after.is_some_and(|after| name.as_str() <= after)
+                || !entry.file_type().is_ok_and(|t| t.is_dir())
+            {
+                continue;
+            }
+            names.push(name);
+        }
+        names.sort_unstable();
+        let more = names.len() > limit;
+        names.truncate(limit);
+        let slots = lock(&self.slots);
+        let listed = names
+            .into_iter()
+            .map(|name| {
+                let open = slots
+                    .get(&name)
+                    .is_some_and(|slot| slot.try_lock().map_or(true, |open| open.is_some()));
+                (name, open)
+            })
+            .collect();
+        Ok((listed, more))
+    }
+
+    /// How many stores are open now.
+    pub(crate) fn open_now(&self) -> usize {
+        self.open_count.load(Ordering::SeqCst)
+    }
+
+    /// Closes every store (at the end of serving) and returns the calls that failed in them.
+    fn close_all(&self) -> u64 {
+        let slots: Vec<Slot> = lock(&self.slots).drain().map(|(_, slot)| slot).collect();
+        for slot in slots {
+            if let Some(served) = lock(&slot).take() {
+                self.failures
+                    .fetch_add(served.shared.store_failures(), Ordering::SeqCst);
+            }
+        }
+        self.open_count.store(0, Ordering::SeqCst);
+        self.failures.load(Ordering::SeqCst)
+    }
+}
+
+fn answer(status: StatusCode, value: &serde_json::Value) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        value.to_string(),
+    )
+        .into_response()
+}
+
+fn no_store(name: &str) -> String {
+    let shown: String = name.chars().take(80).collect();
+    format!(
+        "no store {shown:?} on this server (or this token is not one of its tokens); list the stores with GET /v1/stores (operator), or create one with POST /v1/stores {{\"name\": \"...\"}}"
+    )
+}
+
+/// The request's refusal unless it carries the operator token (and names this server).
+fn operator_only(
+    stores: &Stores,
+    method: &str,
+    headers: &HeaderMap,
+    route: &str,
+) -> Option<Response> {
+    let checked = stores.hosts.check(headers).and_then(|()| {
+        if stores.authority.is_operator_request(headers) {
+            Ok(())
+        } else if headers.contains_key(header::AUTHORIZATION) {
+            Err(Refusal::Unauthorized(
+                "the /v1/stores routes need the operator's token (from the data directory's server file); an agent token acts only in its own store",
+            ))
+        } else {
+            Err(Refusal::Unauthorized("no Authorization header"))
+        }
+    });
+    checked.err().map(|refusal| refuse(method, route, &refusal))
+}
+
+async fn blocking<T: Send + 'static>(
+    call: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, Response> {
+    tokio::task::spawn_blocking(call).await.map_err(|e| {
+        error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &format!("the call did not finish ({e}); retry"),
+        )
+    })
+}
+
+fn unavailable(name: &str, why: Unavailable) -> Response {
+    match why {
+        Unavailable::Missing => error(StatusCode::NOT_FOUND, &no_store(name)),
+        Unavailable::Busy => error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "every open store has a call in flight and the server is at --max-open-stores; retry in a moment (or start the server with a larger --max-open-stores)",
+        ),
+        Unavailable::Failed(why) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &format!(
+                "the store {name:?} could not be opened ({why}); check it with `mnemo verify --db DIR/{name}` once no server holds it"
+            ),
+        ),
+    }
+}
+
+#[derive(Deserialize)]
+struct Listing {
+    after: Option<String>,
+    limit: Option<usize>,
+}
+
+/// The largest page of `GET /v1/stores`.
+const MAX_PAGE: usize = 1000;
+
+async fn list(
+    State(stores): State<Arc<Stores>>,
+    headers: HeaderMap,
+    query: Query<Listing>,
+) -> Response {
+    if let Some(refused) = operator_only(&stores, "GET", &headers, "/v1/stores") {
+        return refused;
+    }
+    let limit = query.limit.unwrap_or(100);
+    if limit == 0 || limit > MAX_PAGE {
+        return error(
+            StatusCode::BAD_REQUEST,
+            &format!("limit must be 1 to {MAX_PAGE}: GET /v1/stores?limit=100&after=NAME"),
+        );
+    }
+    let after = query.0.after;
+    let (open_now, max_open) = (stores.open_now(), stores.options.max_open_stores);
+    let listed = blocking(move || stores.list(after.as_deref(), limit)).await;
+    match listed {
+        Ok(Ok((names, more))) => {
+            let next = more
+                .then(|| names.last().map(|(name, _)| name.clone()))
+                .flatten();
+            let stores: Vec<_> = names
+                .into_iter()
+                .map(|(name, open)| json!({"name": name, "open": open}))
+                .collect();
+            answer(
+                StatusCode::OK,
+                &json!({"stores": stores, "next": next, "open": open_now, "max_open": max_open}),
+            )
+        }
+        Ok(Err(e)) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &format!("the data directory could not be listed ({e})"),
+        ),
+        Err(response) => response,
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewStore {
+    name: String,
+}
+
+async fn create(State(stores): State<Arc<Stores>>, headers: HeaderMap, body: Bytes) -> Response {
+    if let Some(refused) = operator_only(&stores, "POST", &headers, "/v1/stores") {
+        return refused;
+    }
+    let asked: NewStore = match serde_json::from_slice(&body) {
+        Ok(asked) => asked,
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                &format!("the body must be {{\"name\": \"NAME\"}} ({e})"),
+            );
+        }
+    };
+    if let Err(why) = check_store_name(&asked.name) {
+        return error(StatusCode::BAD_REQUEST, &why);
+    }
+    let name = asked.name.clone();
+    let created = blocking(move || stores.create(&name)).await;
+    match created {
+        Ok(Ok(true)) => answer(
+            StatusCode::CREATED,
+            &json!({"name": asked.name, "created": true}),
+        ),
+        Ok(Ok(false)) => error(
+            StatusCode::CONFLICT,
+            &format!("the store {:?} exists already", asked.name),
+        ),
+        Ok(Err(why)) => unavailable(&asked.name, why),
+        Err(response) => response,
+    }
+}
+
+#[derive(Deserialize)]
+struct Confirm {
+    confirm: Option<String>,
+}
+
+async fn remove(
+    State(stores): State<Arc<Stores>>,
+    RoutePath(name): RoutePath<String>,
+    headers: HeaderMap,
+    query: Query<Confirm>,
+) -> Response {
+    if let Some(refused) = operator_only(&stores, "DELETE", &headers, "/v1/stores/NAME") {
+        return refused;
+    }
+    if check_store_name(&name).is_err() {
+        return error(StatusCode::NOT_FOUND, &no_store(&name));
+    }
+    if query.confirm.as_deref() != Some(name.as_str()) {
+        return error(
+            StatusCode::BAD_REQUEST,
+            &format!(
+                "deleting a store removes every memory and its whole log: confirm with DELETE /v1/stores/{name}?confirm={name}"
+            ),
+        );
+    }
+    let gone = name.clone();
+    match blocking(move || stores.delete(&gone)).await {
+        Ok(Ok(())) => answer(StatusCode::OK, &json!({"name": name, "deleted": true})),
+        Ok(Err((status, why))) => error(status, &why),
+        Err(response) => response,
+    }
+}
+
+/// `ANY /v1/stores/NAME/ROUTE`: the store's own route `/v1/ROUTE` (or `/mcp...`), through
+/// its gate.
+async fn dispatch(
+    State(stores): State<Arc<Stores>>,
+    RoutePath((name, rest)): RoutePath<(String, String)>,
+    mut request: Request,
+) -> Response {
+    if check_store_name(&name).is_err() {
+        return error(StatusCode::NOT_FOUND, &no_store(&name));
+    }
+    let method = request.method().to_string();
+    if !request.headers().contains_key(header::AUTHORIZATION) {
+        return refuse(
+            &method,
+            request.uri().path(),
+            &Refusal::Unauthorized("no Authorization header"),
+        );
+    }
+    let operator = stores.authority.is_operator_request(request.headers());
+    let opening = Arc::clone(&stores);
+    let wanted = name.clone();
+    let served = match blocking(move || opening.get(&wanted)).await {
+        Ok(Ok(served)) => served,
+        Ok(Err(why)) => return unavailable(&name, why),
+        Err(response) => return response,
+    };
+    let path = if rest == "mcp" || rest.starts_with("mcp/") {
+        format!("/{rest}")
+    } else {
+        format!("/v1/{rest}")
+    };
+    let target = match request.uri().query() {
+        Some(query) => format!("{path}?{query}"),
+        None => path,
+    };
+    match target.parse() {
+        Ok(uri) => *request.uri_mut() = uri,
+        Err(_) => return error(StatusCode::BAD_REQUEST, "the request target is not valid"),
+    }
+    let response = match served.app.clone().oneshot(request).await {
+        Ok(response) => response,
+        Err(never) => match never {},
+    };
+    if !operator && response.status() == StatusCode::UNAUTHORIZED {
+        // A token this store did not issue: as if the store did not exist.
+        return error(StatusCode::NOT_FOUND, &no_store(&name));
+    }
+    // The store counts as in use (never closed) until the whole answer is sent: an attached
+    // client's heartbeats and an MCP stream included.
+    let (parts, body) = response.into_parts();
+    let held = served;
+    let body = Body::from_stream(body.into_data_stream().map(move |chunk| {
+        let _in_use = &held;
+        chunk
+    }));
+    Response::from_parts(parts, body)
+}
+
+#[derive(Deserialize)]
+struct Challenge {
+    challenge: String,
+}
+
+/// `GET /v1/identity?challenge=`: the proof that this server holds the operator token of the
+/// data directory's server file and serves that directory.
+async fn identity(
+    State(stores): State<Arc<Stores>>,
+    headers: HeaderMap,
+    query: Query<Challenge>,
+) -> Response {
+    if let Err(refusal) = stores.hosts.check(&headers) {
+        return refuse("GET", super::clients::IDENTITY, &refusal);
+    }
+    super::clients::prove(stores.token.as_str(), &query.challenge, &stores.dir)
+}
+
+async fn not_found() -> Response {
+    error(
+        StatusCode::NOT_FOUND,
+        "no such route on a --data server; the routes are GET and POST /v1/stores, DELETE /v1/stores/NAME?confirm=NAME, and every route of a store under /v1/stores/NAME/ (memory, log, ls, cat, history, show, diff, verify, head, acl, tokens, redact, config, records, attach, and mcp)",
+    )
+}
+
+/// Holds the data directory's lock file, exclusively, for the server's life.
+fn lock_data_dir(dir: &Path) -> Result<std::fs::File, Error> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = dir.join(DATA_LOCK);
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(&path)
+        .map_err(|e| Error::ServerFile(path.clone(), e))?;
+    rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive).map_err(
+        |_| {
+            Error::Served(
+                dir.to_path_buf(),
+                "another `mnemo serve --data` (it holds the data directory's lock)".into(),
+            )
+        },
+    )?;
+    Ok(file)
+}
+
+/// Checks and prepares the data directory `dir`: made (mode 0700) if missing; refused if it is
+/// a store itself.
+fn prepare(dir: &Path) -> Result<(), Error> {
+    let invalid = |why: String| Error::ServerFile(dir.to_path_buf(), std::io::Error::other(why));
+    if dir.join("db").exists() || dir.join("conf").exists() {
+        return Err(invalid(format!(
+            "{} is a store, not a data directory of stores: serve it with `mnemo serve --db {}`, or give --data a directory that holds stores",
+            dir.display(),
+            dir.display()
+        )));
+    }
+    match std::fs::metadata(dir) {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(_) => Err(invalid(format!("{} is not a directory", dir.display()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new()
+                .mode(0o700)
+                .create(dir)
+                .map_err(|e| Error::ServerFile(dir.to_path_buf(), e))
+        }
+        Err(e) => Err(Error::ServerFile(dir.to_path_buf(), e)),
+    }
+}
+
+/// Serves every store under `dir` (see the module docs) until a signal or `options.idle_exit`.
+/// Prints the URL on stdout once listening. Blocks the calling thread.
+pub fn serve_data(
+    dir: &Path,
+    open: OpenStore,
+    options: ServeOptions,
+    data: DataOptions,
+) -> Result<Stopped, Error> {
+    options.check()?;
+    if data.max_open_stores == 0 {
+        return Err(Error::ServerFile(
+            dir.to_path_buf(),
+            std::io::Error::other("--max-open-stores must be at least 1"),
+        ));
+    }
+    prepare(dir)?;
+    let dir = std::path::absolute(dir).map_err(|e| Error::ServerFile(dir.to_path_buf(), e))?;
+    let _lock = lock_data_dir(&dir)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("mnemo-serve")
+        .build()
+        .map_err(Error::Runtime)?;
+    let outcome = runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(options.listen)
+            .await
+            .map_err(|e| Error::Bind(options.listen, e))?;
+        let address = listener
+            .local_addr()
+            .map_err(|e| Error::Bind(options.listen, e))?;
+        let signals = Signals::catch().map_err(Error::Signals)?;
+        let token = Token::generate().map_err(Error::Token)?;
+        let file = ServerFile {
+            url: format!("http://{}", super::auth::authority(address)),
+            address,
+            pid: std::process::id(),
+            token: token.as_str().to_string(),
+        };
+        let path = file
+            .publish(&dir)
+            .map_err(|e| Error::ServerFile(ServerFile::path(&dir), e))?;
+        let stop = CancellationToken::new();
+        let stores = Arc::new(Stores {
+            dir: dir.clone(),
+            open,
+            options: data.clone(),
+            authority: Authority::new(&token),
+            token,
+            hosts: Hosts::new(address, &options.allow_hosts),
+            activity: Activity::new(),
+            stop: stop.clone(),
+            slots: Mutex::default(),
+            open_count: AtomicUsize::new(0),
+            failures: AtomicU64::new(0),
+            clock: Instant::now(),
+        });
+        let app = Router::new()
+            .route("/v1/stores", get(list).post(create))
+            .route("/v1/stores/{name}", delete(remove))
+            .route("/v1/stores/{name}/{*rest}", any(dispatch))
+            .route(super::clients::IDENTITY, get(identity))
+            .fallback(not_found)
+            .with_state(Arc::clone(&stores))
+            .layer(axum::middleware::from_fn_with_state(
+                Arc::clone(&stores.activity),
+                in_flight,
+            ));
+        let closer = tokio::spawn(close_idle_stores(Arc::clone(&stores), stop.clone()));
+        println!(
+            "mnemo serve: listening on {} (stores under {})",
+            file.url,
+            dir.display()
+        );
+        println!("mnemo serve: server file {}", path.display());
+        let outcome = super::serve_app(
+            listener,
+            app,
+            Arc::clone(&stores.activity),
+            signals,
+            options.idle_exit,
+            stop,
+        )
+        .await;
+        closer.abort();
+        Ok::<_, Error>((outcome, stores, file))
+    });
+    let (outcome, stores, file) = match outcome {
+        Ok(parts) => parts,
+        Err(e) => {
+            runtime.shutdown_timeout(super::SHUTDOWN_GRACE);
+            return Err(e);
+        }
+    };
+    runtime.shutdown_timeout(super::SHUTDOWN_GRACE);
+    let store_failures = stores.close_all();
+    drop(stores);
+    if let Err(e) = file.withdraw(&dir) {
+        eprintln!(
+            "mnemo serve: could not remove the server file ({e}); the next server replaces it"
+        );
+    }
+    Ok(Stopped {
+        reason: outcome?,
+        store_failures,
+    })
+}
+
+/// Counts each request as in progress for `--idle-exit` while it runs.
+async fn in_flight(
+    State(activity): State<Arc<Activity>>,
+    request: Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let _in_flight = activity.begin();
+    next.run(request).await
+}
+
+/// Closes idle stores every few seconds until the stop.
+async fn close_idle_stores(stores: Arc<Stores>, stop: CancellationToken) {
+    let every = (stores.options.store_idle_close / 4)
+        .clamp(Duration::from_millis(50), Duration::from_secs(5));
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(every) => {}
+        }
+        let sweeping = Arc::clone(&stores);
+        let _ = tokio::task::spawn_blocking(move || sweeping.close_idle()).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_checked_before_any_file_is_touched() {
+        for good in ["a", "user-1042", "0", "a_b-c", &"x".repeat(64)] {
+            assert!(check_store_name(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "",
+            "..",
+            ".",
+            "a/b",
+            "/a",
+            "A",
+            "-a",
+            "_a",
+            "a.b",
+            "a b",
+            "é",
+            &"x".repeat(65),
+            "a\0",
+            "mnemo-server.json",
+        ] {
+            let err = check_store_name(bad).expect_err(bad);
+            assert!(err.contains("is not a store name"), "{err}");
+        }
+    }
+}

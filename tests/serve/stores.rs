@@ -1,0 +1,478 @@
+//! `mnemo serve --data DIR`: many stores behind one server. Each store stays a store of its own
+//! (it verifies alone), agent tokens act only in their store, names cannot leave `DIR`, and the
+//! open stores (and so threads and descriptors) stay within `--max-open-stores`.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+use super::{Reply, Server, request};
+use crate::support::{TempStore, mnemo_bin};
+
+/// How many stores the many-stores test makes (`MNEMO_DATA_STORES` for a longer run).
+fn store_count() -> usize {
+    std::env::var("MNEMO_DATA_STORES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(120)
+}
+
+fn name(i: usize) -> String {
+    format!("user-{i:04}")
+}
+
+fn create(server: &Server, name: &str) -> Reply {
+    server.call(
+        "POST",
+        "/v1/stores",
+        json!({ "name": name }).to_string().as_bytes(),
+    )
+}
+
+fn write(server: &Server, store: &str, path: &str, text: &str) -> Reply {
+    let call = json!({"command": "create", "path": path, "file_text": text});
+    server.call(
+        "POST",
+        &format!("/v1/stores/{store}/memory"),
+        call.to_string().as_bytes(),
+    )
+}
+
+/// Every store name the server lists, page by page (`limit` a page), checking on each page that
+/// no more stores are open than the cap.
+fn all_listed(server: &Server, limit: usize, cap: u64) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut after = String::new();
+    loop {
+        let page = server.json(&format!("/v1/stores?limit={limit}&after={after}"));
+        assert!(page["open"].as_u64() <= Some(cap), "{page}");
+        for store in page["stores"].as_array().expect("stores") {
+            names.push(store["name"].as_str().expect("name").to_string());
+        }
+        match page["next"].as_str() {
+            Some(next) => after = next.to_string(),
+            None => return names,
+        }
+    }
+}
+
+/// The number of threads of process `pid`.
+fn threads(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("Threads:"))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("a thread count")
+}
+
+fn open_descriptors(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .expect("fd list")
+        .count()
+}
+
+/// Many stores written through one server with at most 8 open: every write answered, the open
+/// stores never above 8, threads and descriptors the same after 8 stores as after all of them,
+/// every store listed, and each store verifies alone afterwards, by the library and by `mnemo
+/// verify --db DIR/NAME`.
+#[test]
+fn many_stores_through_one_server_stay_bounded_and_each_verifies_alone() {
+    let data = TempStore::new();
+    let dir = data.dir.path().join("data");
+    let server = Server::start_data(
+        &dir,
+        &["--max-open-stores", "8", "--durability", "buffered"],
+    );
+    let count = store_count();
+    let mut bound = None;
+    for i in 0..count {
+        let store = name(i);
+        let made = create(&server, &store);
+        assert_eq!(made.status, 201, "{}", made.text());
+        let written = write(&server, &store, "/memories/who.md", &store);
+        assert_eq!(written.status, 200, "{}", written.text());
+        let answer: Value = serde_json::from_slice(&written.body).expect("json");
+        assert!(answer.get("is_error").is_none(), "{answer}");
+        if i == 15 {
+            // Past the cap already: what the server holds with 8 open.
+            bound = Some((
+                threads(server.child.id()),
+                open_descriptors(server.child.id()),
+            ));
+        }
+    }
+    let (threads_at_16, fds_at_16) = bound.expect("measured");
+    let (threads_now, fds_now) = (
+        threads(server.child.id()),
+        open_descriptors(server.child.id()),
+    );
+    assert!(
+        threads_now <= threads_at_16 + 4,
+        "threads grew with the stores: {threads_at_16} after 16, {threads_now} after {count}"
+    );
+    assert!(
+        fds_now <= fds_at_16 + 8,
+        "descriptors grew with the stores: {fds_at_16} after 16, {fds_now} after {count}"
+    );
+    let listed = all_listed(&server, 25, 8);
+    let expected: Vec<String> = (0..count).map(name).collect();
+    assert_eq!(listed, expected);
+    // A store closed long ago reads back.
+    let first = server.call("GET", "/v1/stores/user-0000/cat?path=/memories/who.md", b"");
+    assert_eq!(first.text(), "user-0000");
+    let (status, stderr) = server.stop();
+    assert!(status.success(), "{stderr}");
+
+    for i in 0..count {
+        let path = dir.join(name(i));
+        let store = mnemo::testing::Store::open(&path).expect("open alone");
+        let report = mnemo::testing::verify_store(&store).expect("verify");
+        assert!(report.is_intact(), "{}: {report:?}", name(i));
+        assert_eq!(report.events, 1, "{}", name(i));
+    }
+    for i in [0, count / 2, count - 1] {
+        let out = Command::new(mnemo_bin())
+            .args(["verify", "--db"])
+            .arg(dir.join(name(i)))
+            .env_remove("MNEMO_URL")
+            .env_remove("MNEMO_TOKEN")
+            .output()
+            .expect("verify");
+        assert!(out.status.success(), "{out:?}");
+    }
+}
+
+/// An agent token issued by store A acts in A only: every route of store B answers it 404, as
+/// if B did not exist, and writes nothing there; the /v1/stores routes answer it 401.
+#[test]
+fn an_agent_token_acts_only_in_its_own_store() {
+    let data = TempStore::new();
+    let dir = data.dir.path().join("data");
+    let server = Server::start_data(&dir, &["--durability", "buffered"]);
+    for store in ["a", "b"] {
+        assert_eq!(create(&server, store).status, 201);
+    }
+    let issued = server.call("POST", "/v1/stores/a/tokens", br#"{"agent": "alice"}"#);
+    assert_eq!(issued.status, 200, "{}", issued.text());
+    let issued: Value = serde_json::from_slice(&issued.body).expect("json");
+    let bearer = format!("Bearer {}", issued["token"].as_str().expect("token"));
+    let auth = [("Authorization", bearer.as_str())];
+    let call = br#"{"command":"create","path":"/memories/x.md","file_text":"x"}"#;
+    let own = request(server.addr(), "POST", "/v1/stores/a/memory", &auth, call);
+    assert_eq!(own.status, 200, "{}", own.text());
+    let b_head = server.json("/v1/stores/b/head");
+    for (method, target) in [
+        ("POST", "/v1/stores/b/memory"),
+        ("GET", "/v1/stores/b/records?tag=memorytool"),
+        ("GET", "/v1/stores/b/log"),
+        ("POST", "/v1/stores/b/tokens"),
+        ("POST", "/v1/stores/b/mcp"),
+        ("GET", "/v1/stores/nowhere/log"),
+    ] {
+        let reply = request(server.addr(), method, target, &auth, call);
+        assert_eq!(reply.status, 404, "{method} {target}: {}", reply.text());
+        assert!(reply.text().contains("no store"), "{}", reply.text());
+    }
+    assert_eq!(server.json("/v1/stores/b/head"), b_head, "B is unchanged");
+    for (method, target, body) in [
+        ("GET", "/v1/stores", &b""[..]),
+        ("POST", "/v1/stores", &br#"{"name":"c"}"#[..]),
+        ("DELETE", "/v1/stores/b?confirm=b", &b""[..]),
+    ] {
+        let reply = request(server.addr(), method, target, &auth, body);
+        assert_eq!(reply.status, 401, "{method} {target}: {}", reply.text());
+    }
+    let names = all_listed(&server, 100, 64);
+    assert_eq!(names, ["a", "b"], "nothing made or deleted");
+    // In its own store the token still reaches only what an agent token reaches.
+    let log = request(server.addr(), "GET", "/v1/stores/a/log", &auth, b"");
+    assert_eq!(log.status, 403, "{}", log.text());
+}
+
+/// Names that try to leave the data directory, and entries in it that are not stores (a link
+/// to a store elsewhere, a FIFO, a store swapped for a link while closed), are refused before
+/// any file outside is touched, and never listed.
+#[test]
+fn names_and_entries_that_leave_the_data_directory_are_refused() {
+    let data = TempStore::new();
+    let dir = data.dir.path().join("data");
+    let server = Server::start_data(
+        &dir,
+        &["--durability", "buffered", "--store-idle-close", "0.2"],
+    );
+    for bad in [
+        "..",
+        "../x",
+        "a/b",
+        "A",
+        "",
+        ".hidden",
+        "x".repeat(65).as_str(),
+        "é",
+    ] {
+        let reply = create(&server, bad);
+        assert_eq!(reply.status, 400, "{bad:?}: {}", reply.text());
+        assert!(
+            reply.text().contains("is not a store name"),
+            "{}",
+            reply.text()
+        );
+    }
+    for target in [
+        "/v1/stores/../log",
+        "/v1/stores/%2e%2e/log",
+        "/v1/stores/..%2Fdata/log",
+        "/v1/stores/A/log",
+    ] {
+        let reply = server.call("GET", target, b"");
+        assert!(
+            matches!(reply.status, 400 | 404),
+            "{target}: {}",
+            reply.text()
+        );
+    }
+    // A store outside, linked in; a FIFO.
+    let outside = data.dir.path().join("outside");
+    let made = Command::new(mnemo_bin())
+        .args(["tool", "--no-start", "--db"])
+        .arg(&outside)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("make a store outside");
+    assert!(made.status.success());
+    std::os::unix::fs::symlink(&outside, dir.join("linked")).expect("symlink");
+    let fifo = dir.join("fifo");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo")
+            .success()
+    );
+    for store in ["linked", "fifo"] {
+        let reply = write(&server, store, "/memories/x.md", "x");
+        assert_eq!(reply.status, 404, "{store}: {}", reply.text());
+    }
+    assert_eq!(create(&server, "linked").status, 409, "the name is taken");
+    // A store swapped for a link while it is closed.
+    assert_eq!(create(&server, "s").status, 201);
+    assert_eq!(write(&server, "s", "/memories/x.md", "x").status, 200);
+    let closed = || {
+        server.json("/v1/stores")["stores"]
+            .as_array()
+            .expect("stores")
+            .iter()
+            .all(|s| s["open"] == false)
+    };
+    super::super::discovery::wait_for(closed, "the store to close");
+    std::fs::rename(dir.join("s"), dir.join("s-moved")).expect("move");
+    std::os::unix::fs::symlink(&outside, dir.join("s")).expect("swap for a link");
+    assert_eq!(write(&server, "s", "/memories/y.md", "y").status, 404);
+    let names = all_listed(&server, 100, 64);
+    assert_eq!(names, ["s-moved"], "only real store directories are listed");
+    assert_files_unchanged(&outside);
+}
+
+/// The store made outside holds no write from the server.
+fn assert_files_unchanged(outside: &Path) {
+    let store = mnemo::testing::Store::open(outside).expect("open");
+    let report = mnemo::testing::verify_store(&store).expect("verify");
+    assert_eq!(report.events, 0, "{report:?}");
+}
+
+/// Deleting a store needs the operator and its name again; a second server on the same data
+/// directory is refused.
+#[test]
+fn deleting_needs_confirmation_and_one_server_holds_a_data_directory() {
+    let data = TempStore::new();
+    let dir = data.dir.path().join("data");
+    let server = Server::start_data(&dir, &["--durability", "buffered"]);
+    assert_eq!(create(&server, "keep").status, 201);
+    assert_eq!(create(&server, "keep").status, 409);
+    assert_eq!(create(&server, "gone").status, 201);
+    assert_eq!(write(&server, "gone", "/memories/x.md", "x").status, 200);
+    let unconfirmed = server.call("DELETE", "/v1/stores/gone", b"");
+    assert_eq!(unconfirmed.status, 400, "{}", unconfirmed.text());
+    let wrong = server.call("DELETE", "/v1/stores/gone?confirm=keep", b"");
+    assert_eq!(wrong.status, 400, "{}", wrong.text());
+    assert!(dir.join("gone").is_dir());
+    let deleted = server.call("DELETE", "/v1/stores/gone?confirm=gone", b"");
+    assert_eq!(deleted.status, 200, "{}", deleted.text());
+    assert!(!dir.join("gone").exists());
+    assert_eq!(write(&server, "gone", "/memories/x.md", "x").status, 404);
+    assert_eq!(all_listed(&server, 100, 64), ["keep"]);
+    let second = Command::new(mnemo_bin())
+        .args(["serve", "--data"])
+        .arg(&dir)
+        .output()
+        .expect("a second server");
+    assert_eq!(second.status.code(), Some(2), "{second:?}");
+    assert!(
+        String::from_utf8_lossy(&second.stderr).contains("already served"),
+        "{second:?}"
+    );
+    // A store directory is not a data directory.
+    let store = Command::new(mnemo_bin())
+        .args(["serve", "--data"])
+        .arg(dir.join("keep"))
+        .output()
+        .expect("serve a store as data");
+    assert_eq!(store.status.code(), Some(2), "{store:?}");
+}
+
+/// The command line reaches one store of a data server with `--connect URL --token T --store
+/// NAME` (or `MNEMO_STORE`): `tool` writes there, the reads read there, and nothing reaches the
+/// other store.
+#[test]
+fn the_command_line_names_a_store_of_a_data_server() {
+    let data = TempStore::new();
+    let dir = data.dir.path().join("data");
+    let server = Server::start_data(&dir, &["--durability", "buffered"]);
+    for store in ["a", "b"] {
+        assert_eq!(create(&server, store).status, 201);
+    }
+    let url = server.file.url.clone();
+    let token = server.file.token.clone();
+    let mnemo = |args: &[&str], env: &[(&str, &str)], stdin: &[u8]| {
+        crate::support::run_command(crate::support::served_command(args, env), stdin)
+    };
+    let connect = ["--connect", url.as_str(), "--token", token.as_str()];
+    let line = br#"{"command":"create","path":"/memories/in-a.md","file_text":"for a"}
+"#;
+    let out = mnemo(
+        &[&["tool"][..], &connect, &["--store", "a"]].concat(),
+        &[],
+        line,
+    );
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("File created"),
+        "{out:?}"
+    );
+    let cat = mnemo(
+        &[&["cat"][..], &connect, &["/memories/in-a.md"]].concat(),
+        &[("MNEMO_STORE", "a")],
+        b"",
+    );
+    assert_eq!(String::from_utf8_lossy(&cat.stdout), "for a", "{cat:?}");
+    let ls_b = mnemo(
+        &[&["ls"][..], &connect, &["--store", "b", "/"]].concat(),
+        &[],
+        b"",
+    );
+    assert!(ls_b.status.success(), "{ls_b:?}");
+    assert!(
+        !String::from_utf8_lossy(&ls_b.stdout).contains("in-a"),
+        "{ls_b:?}"
+    );
+    let verify = mnemo(
+        &[&["verify", "--json"][..], &connect, &["--store", "a"]].concat(),
+        &[],
+        b"",
+    );
+    let report: Value = serde_json::from_slice(&verify.stdout).expect("json");
+    assert_eq!(report["events"], 1, "{report}");
+    let missing = mnemo(
+        &[&["ls"][..], &connect, &["--store", "zz"]].concat(),
+        &[],
+        b"",
+    );
+    assert_eq!(missing.status.code(), Some(2), "{missing:?}");
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).contains("no store"),
+        "{missing:?}"
+    );
+    let bad = mnemo(
+        &[&["ls"][..], &connect, &["--store", "../a"]].concat(),
+        &[],
+        b"",
+    );
+    assert_eq!(bad.status.code(), Some(2), "{bad:?}");
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("not a store name"),
+        "{bad:?}"
+    );
+}
+
+/// A data server killed with `kill -9` while four clients write to twenty stores: every write it
+/// acknowledged is in its store, and every store verifies alone.
+#[test]
+fn a_killed_data_server_loses_no_acknowledged_write_in_any_store() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+    let data = TempStore::new();
+    let dir = data.dir.path().join("data");
+    let mut server = Server::start_data(&dir, &["--max-open-stores", "6"]);
+    let stores: Vec<String> = (0..20).map(|i| format!("k{i:02}")).collect();
+    for store in &stores {
+        assert_eq!(create(&server, store).status, 201);
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let acked = Arc::new(Mutex::new(Vec::<(String, String)>::new()));
+    let count = Arc::new(AtomicUsize::new(0));
+    let writers: Vec<_> = (0..4)
+        .map(|t| {
+            let (stop, acked, count) = (Arc::clone(&stop), Arc::clone(&acked), Arc::clone(&count));
+            let (addr, bearer, stores) = (server.addr(), server.bearer(), stores.clone());
+            std::thread::spawn(move || {
+                for n in 0.. {
+                    if stop.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    let store = &stores[(t * 5 + n) % stores.len()];
+                    let path = format!("/memories/t{t}-{n}.md");
+                    let call = json!({"command": "create", "path": path, "file_text": path});
+                    let target = format!("/v1/stores/{store}/memory");
+                    let sent = super::try_request(
+                        addr,
+                        "POST",
+                        &target,
+                        &[("Authorization", &bearer)],
+                        call.to_string().as_bytes(),
+                    );
+                    match sent {
+                        Ok(reply) if reply.status == 200 && !reply.text().contains("is_error") => {
+                            acked.lock().expect("lock").push((store.clone(), path));
+                            count.fetch_add(1, Ordering::SeqCst);
+                        }
+                        _ => return,
+                    }
+                }
+            })
+        })
+        .collect();
+    let started = std::time::Instant::now();
+    while count.load(Ordering::SeqCst) < 150 && started.elapsed() < super::WAIT {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    server.child.kill().expect("kill -9");
+    let _ = server.child.wait();
+    stop.store(true, Ordering::SeqCst);
+    for writer in writers {
+        writer.join().expect("writer");
+    }
+    let acked = acked.lock().expect("lock").clone();
+    assert!(
+        acked.len() >= 150,
+        "only {} writes were acknowledged",
+        acked.len()
+    );
+    for store in &stores {
+        let opened = mnemo::testing::Store::open(&dir.join(store)).expect("open alone");
+        let report = mnemo::testing::verify_store(&opened).expect("verify");
+        assert!(report.is_intact(), "{store}: {report:?}");
+    }
+    let mut clients = std::collections::HashMap::new();
+    for (store, path) in &acked {
+        let client = clients.entry(store.clone()).or_insert_with(|| {
+            mnemo::MnemoClient::open(dir.join(store), "check").expect("open alone")
+        });
+        let record = client
+            .record(path)
+            .expect("read")
+            .expect("an acknowledged file");
+        assert_eq!(record.content, *path, "{store} {path}");
+    }
+}
