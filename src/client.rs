@@ -18,7 +18,7 @@
 //! needs the store in this process ([`MnemoClient::events`], [`MnemoClient::token`], a
 //! [`MnemoClient::call`] that is not a grant
 //! or a revoke) is an [`Error::NotLocal`] that says so; a server that goes away is an
-//! [`Error::Server`] with the reason. [`MnemoClient::connect_store`] and
+//! [`Error::Server`] with the reason. [`MnemoClient::server_of`] and
 //! [`MnemoClient::connect`] give the bare HTTP client ([`crate::RemoteClient`]).
 
 use std::path::{Path, PathBuf};
@@ -328,11 +328,26 @@ impl MnemoClient {
         crate::RemoteClient::new(url, token)
     }
 
+    /// A client of the store `store` of the `mnemo serve --data` at `url`, presenting the
+    /// bearer `token` (the data directory's operator token, or an agent token that store
+    /// issued): every request goes to `/v1/stores/STORE/...`. [`Error::InvalidArgument`] for a
+    /// name that is not a store name.
+    #[cfg(feature = "client")]
+    pub fn connect_store(
+        url: impl Into<String>,
+        token: impl Into<String>,
+        store: &str,
+    ) -> Result<crate::RemoteClient> {
+        crate::RemoteClient::new(url, token)
+            .in_store(store)
+            .map_err(Error::InvalidArgument)
+    }
+
     /// A client of the `mnemo serve` that holds the store at `db_path`, found through its server
     /// file, with the operator token the file holds; [`Error::NotFound`] when no live server
     /// holds it (open it then with [`MnemoClient::open`]).
     #[cfg(feature = "serve")]
-    pub fn connect_store(db_path: impl AsRef<Path>) -> Result<crate::RemoteClient> {
+    pub fn server_of(db_path: impl AsRef<Path>) -> Result<crate::RemoteClient> {
         let path = db_path.as_ref();
         let file = crate::discovery::live_server(path).ok_or_else(|| Error::NotFound {
             path: path.to_path_buf(),

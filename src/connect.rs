@@ -189,10 +189,7 @@ mod served {
     fn remote_client(url: &str, remote: &Remote) -> Result<RemoteClient, Failure> {
         let client = RemoteClient::new(url.to_string(), token(remote)?);
         Ok(match &remote.store {
-            Some(store) => {
-                mnemo::check_store_name(store)?;
-                client.in_store(store.clone())
-            }
+            Some(store) => client.in_store(store)?,
             None => client,
         })
     }

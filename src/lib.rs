@@ -58,7 +58,7 @@ pub use policy::{ANY_AGENT, Access, AdminCommand, Grant, Policy};
 pub use projection::{MEMORY_TAG, MemoryRecord};
 pub use redact::{Plan, Redacted, Selection};
 #[cfg(feature = "client")]
-pub use remote::{AdminRequest, RemoteClient, RemoteError};
+pub use remote::{AdminRequest, RemoteClient, RemoteError, check_store_name};
 #[cfg(feature = "replicate")]
 pub use replica::Replica;
 #[cfg(feature = "replicate")]
@@ -70,7 +70,7 @@ pub use replica::shipper::{
 #[cfg(feature = "serve")]
 pub use serve::shutdown::Reason as StopReason;
 #[cfg(feature = "serve")]
-pub use serve::stores::{DataOptions, OpenStore, check_store_name, serve_data};
+pub use serve::stores::{DataOptions, OpenStore, serve_data};
 #[cfg(feature = "serve")]
 pub use serve::{Error as ServeError, ReplicationView, ServeOptions, Stopped, serve};
 pub use token::TokenRecord;

@@ -181,6 +181,29 @@ impl From<RemoteError> for crate::Error {
     }
 }
 
+/// The longest store name of a `mnemo serve --data` server, in bytes.
+pub const MAX_STORE_NAME: usize = 64;
+
+/// Whether `name` is a store name of a `mnemo serve --data` server: `[a-z0-9][a-z0-9_-]{0,63}`.
+/// The error says what a name is.
+pub fn check_store_name(name: &str) -> Result<(), String> {
+    let bytes = name.as_bytes();
+    let valid = !bytes.is_empty()
+        && bytes.len() <= MAX_STORE_NAME
+        && (bytes[0].is_ascii_lowercase() || bytes[0].is_ascii_digit())
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_' || *b == b'-');
+    if valid {
+        Ok(())
+    } else {
+        let shown: String = name.chars().take(80).collect();
+        Err(format!(
+            "{shown:?} is not a store name: a name is 1 to {MAX_STORE_NAME} of a-z, 0-9, _ and -, starting with a letter or digit, such as \"user-1042\""
+        ))
+    }
+}
+
 /// A client of a `mnemo serve` process: the memory tool, the agent's memory files, and the
 /// operator's read routes. `Send + Sync`, cheap to clone (clones share connections).
 #[derive(Clone)]
@@ -246,12 +269,19 @@ impl RemoteClient {
 
     /// The same server, token and agent, sending every request to the store `name` of a
     /// `mnemo serve --data` server: `/v1/X` becomes `/v1/stores/NAME/X`, and `/mcp`
-    /// `/v1/stores/NAME/mcp`.
-    pub fn in_store(&self, name: impl Into<String>) -> RemoteClient {
-        RemoteClient {
-            store: Some(name.into()),
+    /// `/v1/stores/NAME/mcp`. `Err` (what a name is) for a name that is not one
+    /// ([`check_store_name`]).
+    pub fn in_store(&self, name: &str) -> Result<RemoteClient, String> {
+        check_store_name(name)?;
+        Ok(RemoteClient {
+            store: Some(name.to_string()),
             ..self.clone()
-        }
+        })
+    }
+
+    /// The store of a `--data` server this client's requests go to, if any.
+    pub fn store(&self) -> Option<&str> {
+        self.store.as_deref()
     }
 
     /// Where `route` (such as `/v1/memory`) is for this client: on the server, or in its store.
@@ -960,6 +990,32 @@ pub(crate) fn stay_attached(client: &RemoteClient) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_are_checked_before_any_file_is_touched() {
+        for good in ["a", "user-1042", "0", "a_b-c", &"x".repeat(64)] {
+            assert!(check_store_name(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "",
+            "..",
+            ".",
+            "a/b",
+            "/a",
+            "A",
+            "-a",
+            "_a",
+            "a.b",
+            "a b",
+            "é",
+            &"x".repeat(65),
+            "a\0",
+            "mnemo-server.json",
+        ] {
+            let err = check_store_name(bad).expect_err(bad);
+            assert!(err.contains("is not a store name"), "{err}");
+        }
+    }
     use proptest::prelude::*;
 
     #[test]

@@ -651,7 +651,7 @@ fn tree_of(dir: &Path) -> Vec<(String, String)> {
     files
 }
 
-/// From Rust: opening a served store connects to the server, `connect_store` reaches it too, and
+/// From Rust: opening a served store connects to the server, `server_of` reaches it too, and
 /// the remote client answers as an opened store does.
 #[test]
 fn rust_clients_reach_a_served_store() {
@@ -677,7 +677,7 @@ fn rust_clients_reach_a_served_store() {
         answer["content"],
         "Here's the content of /memories/r.md with line numbers:\n     1\tr\n     2\t"
     );
-    let remote = MnemoClient::connect_store(&db)
+    let remote = MnemoClient::server_of(&db)
         .expect("the server of the store")
         .with_agent("rust");
     let block = json!({"type": "tool_use", "id": "toolu_rust", "name": "memory",

@@ -60,7 +60,7 @@ const SURFACE: &[&str] = &[
     "ServerBuilder",
     "StopReason #[cfg(feature = \"serve\")]",
     "Stopped #[cfg(feature = \"serve\")]",
-    "check_store_name #[cfg(feature = \"serve\")]",
+    "check_store_name #[cfg(feature = \"client\")]",
     "serve_data #[cfg(feature = \"serve\")]",
     "TokenRecord",
     "ToolCall",

@@ -190,8 +190,15 @@ class MnemoClient:
     """
 
     @staticmethod
-    def connect(url: str, token: str, agent_id: Optional[str] = None) -> RemoteClient:
-        """A client of the ``mnemo serve`` at ``url`` presenting the bearer ``token``."""
+    def connect(
+        url: str,
+        token: str,
+        agent_id: Optional[str] = None,
+        store: Optional[str] = None,
+    ) -> RemoteClient:
+        """A client of the ``mnemo serve`` at ``url`` presenting the bearer ``token``; with
+        ``store``, of that store of a ``mnemo serve --data`` server (``ValueError`` for a name
+        that is not a store name)."""
     def __init__(
         self,
         db_path: Union[str, os.PathLike[str]],

@@ -276,9 +276,14 @@ impl PyClient {
     /// the store's `mnemo-server.json`, or an agent's): the memory tool, the agent's files, the
     /// head and verify, answered by the server.
     #[staticmethod]
-    #[pyo3(signature = (url, token, agent_id = None))]
-    fn connect(url: &str, token: &str, agent_id: Option<&str>) -> PyRemote {
-        PyRemote::new(url, token, agent_id)
+    #[pyo3(signature = (url, token, agent_id = None, store = None))]
+    fn connect(
+        url: &str,
+        token: &str,
+        agent_id: Option<&str>,
+        store: Option<&str>,
+    ) -> PyResult<PyRemote> {
+        PyRemote::new(url, token, agent_id, store)
     }
 
     /// Erases the content of the chosen events (as `mnemo.redact`), recorded as a redaction by

@@ -20,15 +20,24 @@ pub struct PyRemote {
 }
 
 impl PyRemote {
-    /// A client of the server at `url` presenting `token`, acting as `agent_id` when given.
-    pub fn new(url: &str, token: &str, agent_id: Option<&str>) -> PyRemote {
-        let client = RemoteClient::new(url, token);
-        PyRemote {
-            client: match agent_id {
-                Some(agent) => client.with_agent(agent),
-                None => client,
-            },
+    /// A client of the server at `url` presenting `token`, acting as `agent_id` when given, in
+    /// the store `store` of a `mnemo serve --data` server when given.
+    pub fn new(
+        url: &str,
+        token: &str,
+        agent_id: Option<&str>,
+        store: Option<&str>,
+    ) -> PyResult<PyRemote> {
+        let mut client = RemoteClient::new(url, token);
+        if let Some(agent) = agent_id {
+            client = client.with_agent(agent);
         }
+        if let Some(store) = store {
+            client = client
+                .in_store(store)
+                .map_err(pyo3::exceptions::PyValueError::new_err)?;
+        }
+        Ok(PyRemote { client })
     }
 }
 

@@ -10,7 +10,7 @@
 //! | `ANY /v1/stores/NAME/ROUTE` | as the route | the single-store route `/v1/ROUTE` of that store (`/v1/stores/NAME/mcp` is its `/mcp`), with the same bodies and answers |
 //! | `GET /v1/identity?challenge=` | anyone | the proof of `DIR` (see [`crate::discovery`]) |
 //!
-//! **Names** are `[a-z0-9][a-z0-9_-]{0,63}` ([`check_store_name`]); anything else (a `..`, a
+//! **Names** are `[a-z0-9][a-z0-9_-]{0,63}` ([`check_store_name`](crate::check_store_name)); anything else (a `..`, a
 //! `/`, a capital) is refused before any file is touched. A name whose directory entry is not a
 //! real directory holding a store (a symlink or a FIFO planted in `DIR`) is no store: 404.
 //!
@@ -52,10 +52,8 @@ use super::auth::{Authority, Hosts, Refusal, Token};
 use super::routes::error;
 use super::shutdown::{Activity, Signals};
 use super::{Error, ServeOptions, ServerFile, Shared, Stopped, refuse};
+use crate::remote::check_store_name;
 use crate::tool_server::MnemoMemoryToolServer;
-
-/// The longest store name, in bytes.
-pub const MAX_STORE_NAME: usize = 64;
 
 /// The lock file a data server holds in its directory.
 pub const DATA_LOCK: &str = "mnemo-data.lock";
@@ -79,25 +77,6 @@ impl Default for DataOptions {
             max_open_stores: 64,
             store_idle_close: Duration::from_secs(300),
         }
-    }
-}
-
-/// Whether `name` is a store name: `[a-z0-9][a-z0-9_-]{0,63}`. The error says what a name is.
-pub fn check_store_name(name: &str) -> Result<(), String> {
-    let bytes = name.as_bytes();
-    let valid = !bytes.is_empty()
-        && bytes.len() <= MAX_STORE_NAME
-        && (bytes[0].is_ascii_lowercase() || bytes[0].is_ascii_digit())
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_' || *b == b'-');
-    if valid {
-        Ok(())
-    } else {
-        let shown: String = name.chars().take(80).collect();
-        Err(format!(
-            "{shown:?} is not a store name: a name is 1 to {MAX_STORE_NAME} of a-z, 0-9, _ and -, starting with a letter or digit, such as \"user-1042\""
-        ))
     }
 }
 
@@ -839,36 +818,5 @@ async fn close_idle_stores(stores: Arc<Stores>, stop: CancellationToken) {
         }
         let sweeping = Arc::clone(&stores);
         let _ = tokio::task::spawn_blocking(move || sweeping.close_idle()).await;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_are_checked_before_any_file_is_touched() {
-        for good in ["a", "user-1042", "0", "a_b-c", &"x".repeat(64)] {
-            assert!(check_store_name(good).is_ok(), "{good}");
-        }
-        for bad in [
-            "",
-            "..",
-            ".",
-            "a/b",
-            "/a",
-            "A",
-            "-a",
-            "_a",
-            "a.b",
-            "a b",
-            "é",
-            &"x".repeat(65),
-            "a\0",
-            "mnemo-server.json",
-        ] {
-            let err = check_store_name(bad).expect_err(bad);
-            assert!(err.contains("is not a store name"), "{err}");
-        }
     }
 }

@@ -374,6 +374,20 @@ fn the_command_line_names_a_store_of_a_data_server() {
     );
     let report: Value = serde_json::from_slice(&verify.stdout).expect("json");
     assert_eq!(report["events"], 1, "{report}");
+    // From Rust: the same store through connect_store.
+    let client = mnemo::MnemoClient::connect_store(&url, &token, "a").expect("a client");
+    let record = client
+        .record("/memories/in-a.md")
+        .expect("read")
+        .expect("the file");
+    assert_eq!(record.content, "for a");
+    let other = mnemo::MnemoClient::connect_store(&url, &token, "b").expect("b client");
+    assert!(other.record("/memories/in-a.md").expect("read").is_none());
+    let refused = mnemo::MnemoClient::connect_store(&url, &token, "../a").expect_err("a bad name");
+    assert!(
+        refused.to_string().contains("not a store name"),
+        "{refused}"
+    );
     let missing = mnemo(
         &[&["ls"][..], &connect, &["--store", "zz"]].concat(),
         &[],
