@@ -28,9 +28,9 @@ fi
 "$python" -m pip install --quiet './python[anthropic-memory-tool]' "anthropic==$sdk_version" 'pytest>=8,<10'
 
 # The remote-client tests start a real `mnemo serve` on loopback: the CLI built with the server
-# feature (the same build tests/mcp_client.sh uses).
-cargo build --quiet --release --features serve --bin mnemo
-export MNEMO_SERVE_BIN="$repo/target/release/mnemo"
+# (the debug build tests/mcp_client.sh and tests/s3_replica.sh use, so CI builds it once).
+cargo build --quiet --features serve,replicate --bin mnemo
+export MNEMO_SERVE_BIN="$repo/target/debug/mnemo"
 
 "$python" -m pytest -p no:cacheprovider "$repo/python/tests" "$@"
 

@@ -18,10 +18,11 @@ cd "$repo"
 ensure_venv mcp_client.sh "$repo/target/mcp-venv" mcp 2.3.0
 
 # The library's unit tests of the MCP module, then the binary the clients start (the `serve`
-# feature includes `mcp`, so one build serves both scripts).
-cargo test --features serve --lib mcp::
-cargo build --release --features serve --bin mnemo
+# feature includes `mcp`). Both are the builds the other suites use (`serve,replicate`, debug), so
+# CI compiles nothing again for them.
+cargo test --features serve,replicate --lib mcp::
+cargo build --features serve,replicate --bin mnemo
 
-mnemo="$(cargo_target_dir "$repo")/release/mnemo"
+mnemo="$(cargo_target_dir "$repo")/debug/mnemo"
 "$repo/target/mcp-venv/bin/python" "$repo/tests/mcp_client.py" --mnemo "$mnemo" --readme "$repo/README.md"
 exec "$repo/target/mcp-venv/bin/python" "$repo/tests/mcp_http_client.py" --mnemo "$mnemo"

@@ -84,17 +84,19 @@ MNEMO_TEST_S3="s3://$bucket/suite-$$" cargo test --features serve,replicate --te
 
 echo "== the S3 server killed mid-shipment and started again"
 store="$work/big.db"
+# Enough events for several segments, so a kill lands mid-shipment (MNEMO_S3_EVENTS for more).
+events="${MNEMO_S3_EVENTS:-24000}"
 python3 -c '
-import json
-for i in range(40000):
+import json, sys
+for i in range(int(sys.argv[1])):
     print(json.dumps({"command": "create", "path": f"/memories/d{i % 50}/f{i}.md", "file_text": f"note {i} " + "x" * 300 + "\n"}))
-' | MNEMO_NO_START=1 "$mnemo" tool --db "$store" --durability buffered > /dev/null 2>&1
+' "$events" | MNEMO_NO_START=1 "$mnemo" tool --db "$store" --durability buffered > /dev/null 2>&1
 interrupted=0
 for try in 1 2 3 4 5; do
     url="s3://$bucket/cut-$$-$try"
     "$mnemo" replicate --db "$store" --to "$url" --once > "$work/ship.out" 2>&1 &
     shipper=$!
-    # Killed once the first segment has landed, with nine more to go.
+    # Killed once the first segment has landed, with five more to go (4,096 events a segment).
     for _ in $(seq 1 600); do
         grep -q "shipped events" "$work/ship.out" && break
         kill -0 "$shipper" 2> /dev/null || break
@@ -112,7 +114,7 @@ for try in 1 2 3 4 5; do
     "$mnemo" replicate --db "$store" --to "$url" --once
     again="$("$mnemo" replicate --db "$store" --to "$url" --once)"
     case "$again" in
-        "the replica at $url is up to date at event 40000"*) ;;
+        "the replica at $url is up to date at event $events"*) ;;
         *) echo "a second shipment was not up to date: $again" >&2; exit 1 ;;
     esac
     restored="$work/restored-$try"
