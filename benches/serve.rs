@@ -6,6 +6,10 @@
 //! HTTP round trip: the request written and parsed, the gate (Host, token), the hop to the
 //! blocking pool, the response. Build with `--features serve`.
 //!
+//! `data_server`: a `view` through `mnemo serve --data` in a store that is open, and in one that
+//! is closed (two stores under `--max-open-stores 1`, called in turn: each call closes the other
+//! store and opens its own, so the figure is an open plus the answer).
+//!
 //! `durable_writes`: `create` calls under `fsync` from 16 threads in-process, against 1, 4 and 16
 //! client processes (`mnemo tool --connect`, each fed its calls on stdin) through one server on
 //! loopback. Each iteration starts the processes and waits until each has answered one `view`;
@@ -47,10 +51,15 @@ struct Connection {
 
 impl Connection {
     fn open(file: &ServerFile) -> Connection {
+        Connection::open_at(file, "/v1/memory")
+    }
+
+    /// A connection whose requests go to `route`.
+    fn open_at(file: &ServerFile, route: &str) -> Connection {
         let stream = TcpStream::connect(file.address).expect("connect");
         stream.set_nodelay(true).expect("nodelay");
         let head = format!(
-            "POST /v1/memory HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\n",
+            "POST {route} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\n",
             file.address, file.token
         );
         Connection {
@@ -61,6 +70,13 @@ impl Connection {
 
     /// Sends `body` and returns the response body's length.
     fn call(&mut self, body: &[u8]) -> usize {
+        let answer = self.send(body);
+        assert!(answer.starts_with(b"{\"content\":\"Here's the content"));
+        answer.len()
+    }
+
+    /// Sends `body` and returns the response body.
+    fn send(&mut self, body: &[u8]) -> Vec<u8> {
         let mut request = self.head.clone().into_bytes();
         request.extend_from_slice(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes());
         request.extend_from_slice(body);
@@ -79,8 +95,7 @@ impl Connection {
         }
         let mut answer = vec![0; length];
         self.reader.read_exact(&mut answer).expect("body");
-        assert!(answer.starts_with(b"{\"content\":\"Here's the content"));
-        length
+        answer
     }
 }
 
@@ -95,6 +110,47 @@ fn latency(c: &mut Criterion) {
     let mut connection = Connection::open(&file);
     let body = view.to_string().into_bytes();
     group.bench_function("http_loopback", |b| b.iter(|| connection.call(&body)));
+    group.finish();
+}
+
+/// A view of the note in a store that is open, and in one that must be opened first.
+fn data_server(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    let open: mnemo::OpenStore = std::sync::Arc::new(|path: &std::path::Path| Ok(tool(path)));
+    let options = mnemo::DataOptions {
+        max_open_stores: 1,
+        ..mnemo::DataOptions::default()
+    };
+    let served = data.clone();
+    std::thread::spawn(move || {
+        mnemo::serve_data(&served, open, ServeOptions::default(), options).expect("serve --data");
+    });
+    let file = loop {
+        if let Ok(Some(file)) = ServerFile::read(&data) {
+            break file;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let mut stores = Connection::open_at(&file, "/v1/stores");
+    for name in ["a", "b"] {
+        stores.send(json!({ "name": name }).to_string().as_bytes());
+    }
+    let body = json!({"command": "view", "path": "/memories/note.md"})
+        .to_string()
+        .into_bytes();
+    let mut a = Connection::open_at(&file, "/v1/stores/a/memory");
+    let mut b = Connection::open_at(&file, "/v1/stores/b/memory");
+    let mut group = c.benchmark_group("data_server");
+    group.bench_function("view_in_an_open_store", |bench| {
+        bench.iter(|| a.call(&body))
+    });
+    group.bench_function("view_in_a_closed_store", |bench| {
+        bench.iter(|| {
+            b.call(&body);
+            a.call(&body)
+        });
+    });
     group.finish();
 }
 
@@ -247,5 +303,5 @@ fn durable_writes(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, latency, durable_writes);
+criterion_group!(benches, latency, data_server, durable_writes);
 criterion_main!(benches);
