@@ -274,10 +274,11 @@ impl Hosts {
         Hosts { hosts }
     }
 
-    /// Checks `Host` (required, one of ours) and `Origin` (when present, `http://` one of ours).
+    /// Checks `Host` (required, one of ours) and `Origin` (when present, `http://` one of ours),
+    /// and that no request carries two `Host`, `Origin` or `Authorization` headers.
     pub fn check(&self, headers: &HeaderMap) -> Result<(), Refusal> {
         // One of each: with two, a proxy and this server could each read another.
-        for name in [HOST, ORIGIN] {
+        for name in [HOST, ORIGIN, AUTHORIZATION] {
             if headers.get_all(&name).iter().nth(1).is_some() {
                 return Err(Refusal::BadRequest(format!(
                     "more than one {name} header; send one"

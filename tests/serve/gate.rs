@@ -1,5 +1,5 @@
-//! The gate before every route, against requests a client library would not send: two `Host`
-//! or `Origin` headers, a request target in absolute form naming another host, an admin body
+//! The gate before every route, against requests a client library would not send: two `Host`,
+//! `Origin` or `Authorization` headers, a request target in absolute form naming another host, an admin body
 //! sent in chunks past the server's request limit; and the routes an agent token may use.
 
 use std::io::Write;
@@ -41,6 +41,13 @@ fn two_hosts_two_origins_or_a_foreign_absolute_target_are_refused_and_write_noth
             400,
         ),
         ("http://evil.example/v1/acl".to_string(), vec![], 421),
+        // Before: two Authorization headers were taken (the first won), where a proxy in front
+        // could have checked the other one.
+        (
+            "/v1/acl".into(),
+            vec![("Authorization", "Bearer not-the-token")],
+            400,
+        ),
     ];
     for (target, extra, status) in cases {
         let mut headers = vec![("Authorization", bearer.as_str())];
@@ -150,4 +157,56 @@ fn an_agent_token_reaches_its_records_and_the_oversized_route_and_no_admin_route
     }
     // The token's create and its oversized call, recorded under its agent.
     assert_eq!(events(&server), 3);
+}
+
+/// An unknown resource read without a session, in the 2026-07-28 protocol, is that protocol's
+/// resource-not-found: `-32602` with the URI in `data` (a session of an earlier protocol gets
+/// `-32002`, as `tests/mcp_client.py` checks). Before, README promised `-32002` for both.
+#[test]
+fn a_session_less_read_of_an_unknown_resource_is_that_protocols_not_found() {
+    let store = TempStore::new();
+    let server = Server::start(&store.path(), &[]);
+    let bearer = server.bearer();
+    let uri = "memory:///memories/nope.md";
+    let body = json!({
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "resources/read",
+        "params": {
+            "uri": uri,
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {}
+            }
+        }
+    })
+    .to_string();
+    let reply = request(
+        server.addr(),
+        "POST",
+        "/mcp",
+        &[
+            ("Authorization", bearer.as_str()),
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "resources/read"),
+            ("Mcp-Name", uri),
+        ],
+        body.as_bytes(),
+    );
+    let text = reply.text();
+    let json_text = text
+        .lines()
+        .find_map(|line| line.strip_prefix("data: "))
+        .unwrap_or(&text);
+    let answer: serde_json::Value = serde_json::from_str(json_text).expect("a JSON-RPC answer");
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert_eq!(answer["error"]["data"]["uri"], uri, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("no memory file")),
+        "{answer}"
+    );
 }
