@@ -1231,6 +1231,14 @@ fn print_report(out: &mut impl Write, path: &Path, report: &ReportView) -> std::
         ""
     };
     writeln!(out, "mnemo verify: {}{note}", report.status.to_uppercase())?;
+    if report.recorded.is_none() && report.head_seq > 0 && report.is_intact() {
+        let warning = format!(
+            "WARNING: the store's head record (mnemo-head) is missing, though the log holds {} events: it was deleted, or the store was killed before its first commit finished, so events cut from the log's tail would not be seen; prove the log whole with `mnemo verify --expect` and a checkpoint you kept",
+            report.head_seq
+        );
+        writeln!(out, "  {warning}")?;
+        eprintln!("mnemo verify: {warning}");
+    }
     writeln!(out, "  store:      {}", path.display())?;
     let of = if report.events < report.log_last {
         format!(

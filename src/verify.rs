@@ -149,6 +149,20 @@ pub struct Report {
 }
 
 impl Report {
+    /// What an auditor must know of an intact report: a log with events but no head record
+    /// (`mnemo-head`), which every commit and close writes, so a cut of the log's tail could not
+    /// be seen (only a kept checkpoint, `--expect`, can then prove the log whole).
+    pub fn notes(&self) -> Vec<String> {
+        let mut notes = Vec::new();
+        if self.recorded.is_none() && self.head.seq > Seq(0) && self.is_intact() {
+            notes.push(format!(
+                "the store's head record (mnemo-head) is missing, though the log holds {} events: it was deleted, or the store was killed before its first commit finished, so events cut from the log's tail would not be seen; prove the log whole with `mnemo verify --expect` and a checkpoint you kept",
+                self.head.seq
+            ));
+        }
+        notes
+    }
+
     /// No violation found.
     pub fn is_intact(&self) -> bool {
         self.violations.is_empty()
@@ -217,6 +231,7 @@ impl Report {
             "meta_head_hash": self.meta_head.hash.to_hex(),
             "index_applied": self.index_applied.0,
             "violations": violations,
+            "notes": self.notes(),
             "redacted": self
                 .redacted
                 .iter()

@@ -154,3 +154,66 @@ fn a_cut_or_damaged_tail_of_reads_is_never_intact() {
         silent.join("\n")
     );
 }
+
+/// Before: with `mnemo-head` deleted, `verify` said INTACT with no note, even after `db` was
+/// rolled back from ten events to five. Now an intact report of a log whose head record is
+/// missing says so loudly (a warning on stdout and stderr, and in `notes` of the JSON), and names
+/// what proves the log whole: a kept checkpoint, which then catches the rollback.
+#[test]
+fn a_missing_head_record_is_never_silent() {
+    let s = TempStore::new();
+    let db = s.path();
+    let five = s.dir.path().join("five");
+    {
+        let server = open(&db, Durability::Fsync);
+        for i in 1..=5 {
+            server.handle(&json!({"command": "create", "path": format!("/memories/a{i}.md"), "file_text": "x"}));
+        }
+    }
+    copy_dir(&db, &five);
+    {
+        let server = open(&db, Durability::Fsync);
+        for i in 6..=10 {
+            server.handle(&json!({"command": "create", "path": format!("/memories/a{i}.md"), "file_text": "x"}));
+        }
+    }
+    let whole = verify_json(&db);
+    assert_eq!(whole["status"], "intact");
+    assert_eq!(whole["notes"], json!([]), "{whole}");
+    let checkpoint = whole["checkpoint"]
+        .as_str()
+        .expect("a checkpoint")
+        .to_string();
+    // The rollback: the store's files as they were at five events, its head record deleted.
+    std::fs::remove_dir_all(&db).expect("remove");
+    copy_dir(&five, &db);
+    std::fs::remove_file(db.join(mnemo::testing::HEAD_FILE)).expect("delete the head record");
+    let rolled = verify_json(&db);
+    assert_eq!(rolled["events"], 5, "{rolled}");
+    let notes = rolled["notes"].as_array().expect("notes");
+    assert!(
+        notes.len() == 1
+            && notes[0]
+                .as_str()
+                .is_some_and(|n| n.contains("mnemo-head") && n.contains("--expect")),
+        "{rolled}"
+    );
+    let db_arg = db.to_str().expect("utf-8");
+    let out = run_mnemo(&["verify", "--db", db_arg], "");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("WARNING") && stdout.contains("mnemo-head"),
+        "{stdout}"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("WARNING"),
+        "{out:?}"
+    );
+    let expected = run_mnemo(&["verify", "--db", db_arg, "--expect", &checkpoint], "");
+    assert_eq!(
+        expected.status.code(),
+        Some(1),
+        "the kept checkpoint catches the rollback: {expected:?}"
+    );
+}
