@@ -16,7 +16,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub enum Error {
     /// The store directory is already open in another process (sled allows one process per store).
     #[error(
-        "the store at {path} is in use by another process; close that process (or point --db at another store) and try again. A mnemo built with `--features serve` shares a store among processes: `mnemo serve` holds it and the other commands reach it"
+        "the store at {path} is in use by another process; close that process (or point --db at another store) and try again. If it is a `mnemo serve` (which `mnemo tool` and `mnemo mcp` start in the background, and which exits after its idle time), the pid is in mnemo-server.json in the store directory, and the read and admin commands reach the store through it"
     )]
     Locked {
         /// The store directory.

@@ -68,6 +68,8 @@ pub use replica::shipper::{
     Replication, Report as ShipReport, Shipping, Status as ReplicationStatus,
 };
 #[cfg(feature = "serve")]
+pub use serve::listen::Connections;
+#[cfg(feature = "serve")]
 pub use serve::shutdown::Reason as StopReason;
 #[cfg(feature = "serve")]
 pub use serve::stores::{DataOptions, OpenStore, serve_data};

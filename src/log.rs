@@ -582,6 +582,12 @@ impl Store {
         refuse_rolled_back(Store::open_read_only(path)?)
     }
 
+    /// Whether this is a private read-only copy (see [`Store::open_read_only`]): a store no
+    /// writer of this process holds, whose head record is final for the moment it was copied.
+    pub fn is_read_only_copy(&self) -> bool {
+        self.copy.is_some()
+    }
+
     /// The head this store last recorded, outside sled, after a durable commit (`None` if it never
     /// did: a new store, or one written only in `buffered` mode).
     ///

@@ -155,6 +155,13 @@ enum Cmd {
         /// one is closed to open another).
         #[arg(long, value_name = "N", default_value_t = 64, requires = "data")]
         max_open_stores: usize,
+        /// Close a connection that has not sent a whole request head within this many seconds
+        /// (an idle kept-alive connection too).
+        #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+        header_timeout: f64,
+        /// Accept at most this many connections at once (more wait in the kernel's backlog).
+        #[arg(long, value_name = "N", default_value_t = 512)]
+        max_connections: usize,
         /// With --data: close a store after this many seconds without a request.
         #[arg(long, value_name = "SECS", default_value_t = 300.0, requires = "data")]
         store_idle_close: f64,
@@ -640,6 +647,8 @@ fn main() -> ExitCode {
             data,
             max_open_stores,
             store_idle_close,
+            header_timeout,
+            max_connections,
         } => run_serve(
             session,
             agent,
@@ -651,6 +660,8 @@ fn main() -> ExitCode {
                 replicate: replicate.map(|url| (url, replicate_interval)),
                 follow: follow.map(|url| (url, follow_interval)),
                 data: data.map(|dir| (dir, max_open_stores, store_idle_close)),
+                header_timeout,
+                max_connections,
             },
         ),
         Cmd::Verify {
@@ -954,6 +965,10 @@ struct Listen {
     /// `--data`: the data directory, the most stores open at once, and the idle close in
     /// seconds.
     data: Option<(PathBuf, usize, f64)>,
+    /// The deadline for a request's headers, in seconds.
+    header_timeout: f64,
+    /// The cap on open connections.
+    max_connections: usize,
 }
 
 #[cfg(feature = "serve")]
@@ -963,7 +978,18 @@ fn run_serve(session: Session, agent: String, listen: Listen) -> CliResult {
         .map(std::time::Duration::try_from_secs_f64)
         .transpose()
         .map_err(|_| "--idle-exit takes a number of seconds, such as 600 or 0.5")?;
+    let header_timeout = std::time::Duration::try_from_secs_f64(listen.header_timeout)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or("--header-timeout takes a number of seconds above 0, such as 30 or 0.5")?;
+    if listen.max_connections == 0 {
+        return Err("--max-connections must be at least 1".into());
+    }
     let mut options = mnemo::ServeOptions {
+        connections: mnemo::Connections {
+            header_timeout,
+            max: listen.max_connections,
+        },
         listen: listen.listen,
         allow_remote: listen.allow_remote,
         allow_hosts: listen.allow_host,
@@ -1151,6 +1177,8 @@ pub(crate) struct ReportView {
     violations: Vec<(u64, String, String)>,
     /// The erased events, each with the seq of the redaction that names it.
     redacted: Vec<(u64, u64)>,
+    /// What an auditor must know of an intact report (`Report::notes`).
+    notes: Vec<String>,
 }
 
 impl ReportView {
@@ -1175,6 +1203,7 @@ impl ReportView {
                 .map(|v| (v.seq.0, v.kind.name().to_string(), v.detail.clone()))
                 .collect(),
             redacted: report.redacted.iter().map(|(s, by)| (s.0, by.0)).collect(),
+            notes: report.notes(),
         }
     }
 
@@ -1216,6 +1245,14 @@ impl ReportView {
                         .collect()
                 })
                 .unwrap_or_default(),
+            notes: report["notes"]
+                .as_array()
+                .map(|all| {
+                    all.iter()
+                        .filter_map(|n| n.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default(),
         })
     }
 
@@ -1231,13 +1268,9 @@ fn print_report(out: &mut impl Write, path: &Path, report: &ReportView) -> std::
         ""
     };
     writeln!(out, "mnemo verify: {}{note}", report.status.to_uppercase())?;
-    if report.recorded.is_none() && report.head_seq > 0 && report.is_intact() {
-        let warning = format!(
-            "WARNING: the store's head record (mnemo-head) is missing, though the log holds {} events: it was deleted, or the store was killed before its first commit finished, so events cut from the log's tail would not be seen; prove the log whole with `mnemo verify --expect` and a checkpoint you kept",
-            report.head_seq
-        );
-        writeln!(out, "  {warning}")?;
-        eprintln!("mnemo verify: {warning}");
+    for note in &report.notes {
+        writeln!(out, "  WARNING: {note}")?;
+        eprintln!("mnemo verify: WARNING: {note}");
     }
     writeln!(out, "  store:      {}", path.display())?;
     let of = if report.events < report.log_last {

@@ -855,6 +855,9 @@ fn report_of(json: &Value) -> Option<Report> {
         index_applied: Seq(json["index_applied"].as_u64()?),
         log_last: Seq(json["log_last"].as_u64()?),
         recorded,
+        head_record_missing: json["notes"]
+            .as_array()
+            .is_some_and(|notes| !notes.is_empty()),
         violations,
         redacted: json["redacted"]
             .as_array()

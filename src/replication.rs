@@ -26,6 +26,7 @@ mod with {
     /// whenever the store has changed (looked at every `interval` seconds).
     pub fn replicate(db: &Path, url: &str, interval: Option<f64>) -> CliResult {
         let Some(interval) = interval else {
+            refuse_served(db, url)?;
             let store = Store::open_current_read_only(db)?;
             let replica = Replica::open(url, true)?;
             let shipped = ship(&store, &replica, &mut |first, last| {
@@ -302,6 +303,26 @@ mod with {
 
     /// The largest checkpoint file read (a few lines and signatures).
     const CHECKPOINT_FILE_MAX: u64 = 64 * 1024;
+
+    /// Refuses at once, saying what to do, to ship a store a live server holds: its copy could
+    /// only be made once the server let go (after the lock's wait, as a store in use), and a
+    /// `mnemo tool` or `mnemo mcp` just run leaves one running for its idle time.
+    fn refuse_served(db: &Path, url: &str) -> CliResult {
+        #[cfg(feature = "client")]
+        if let Ok(Some(file)) = mnemo::cli_support::find_server(db) {
+            return Err(format!(
+                "the store at {} is held by the mnemo server at {} (pid {}; `mnemo tool` and `mnemo mcp` start one that exits after --idle-exit, 30 s by default, without clients): ship while it serves with `mnemo serve --db {} --replicate {url}` in its place, or stop it (`kill {}`, or wait for its idle exit) and run this again",
+                db.display(),
+                file.url,
+                file.pid,
+                db.display(),
+                file.pid
+            )
+            .into());
+        }
+        let _ = (db, url);
+        Ok(ExitCode::SUCCESS)
+    }
 
     /// `mnemo restore --from URL --db NEW [--at SEQ]`.
     pub fn restore(url: &str, db: &Path, at: Option<u64>) -> CliResult {

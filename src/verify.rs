@@ -139,6 +139,10 @@ pub struct Report {
     /// The head the store recorded outside sled at its last commit or close (`mnemo-head`), if
     /// it has one: the log must hold at least that.
     pub recorded: Option<Head>,
+    /// Whether the store was verified as it rests (a copy no writer holds) with events in its
+    /// log and no head record: see [`Report::notes`]. (A store a server holds open records its
+    /// head only after its next durable commit, idle moment or close.)
+    pub head_record_missing: bool,
     /// Broken invariants; empty means intact. Verification stops at the first.
     pub violations: Vec<Violation>,
     /// The events a redaction erased, each with the seq of the redaction that names it: their
@@ -154,7 +158,7 @@ impl Report {
     /// be seen (only a kept checkpoint, `--expect`, can then prove the log whole).
     pub fn notes(&self) -> Vec<String> {
         let mut notes = Vec::new();
-        if self.recorded.is_none() && self.head.seq > Seq(0) && self.is_intact() {
+        if self.head_record_missing && self.is_intact() {
             notes.push(format!(
                 "the store's head record (mnemo-head) is missing, though the log holds {} events: it was deleted, or the store was killed before its first commit finished, so events cut from the log's tail would not be seen; prove the log whole with `mnemo verify --expect` and a checkpoint you kept",
                 self.head.seq
@@ -296,6 +300,7 @@ pub fn verify_store_with(store: &Store, mut options: VerifyOptions<'_>) -> Resul
         // A malformed key is named by the walk below; here it only leaves the count unknown.
         log_last: store.last_seq().unwrap_or(Seq(0)),
         recorded: store.recorded_head().ok().flatten(),
+        head_record_missing: false,
         violations: Vec::new(),
         redacted: Vec::new(),
         elapsed: Duration::ZERO,
@@ -451,6 +456,8 @@ pub fn verify_store_with(store: &Store, mut options: VerifyOptions<'_>) -> Resul
         return finish(report, Some(v));
     }
     let last = Seq(expected.0 - 1);
+    report.head_record_missing =
+        store.is_read_only_copy() && report.recorded.is_none() && last > Seq(0);
     let head = report.meta_head;
     let rolled_back = match store.rolled_back() {
         Ok(found) => found,

@@ -844,3 +844,37 @@ fn a_shipment_cut_around_a_redaction_leaves_a_replica_that_restores_and_is_finis
         assert!(run_ok(&["verify", "--from", &to], "").contains("INTACT"));
     }
 }
+
+/// Before: `mnemo replicate --once` right after `mnemo tool` waited 30 s for the lock of the
+/// store the auto-started server holds, then told a build with the server to rebuild with it.
+/// Now it says at once which server holds the store and how to ship while it serves.
+#[cfg(feature = "serve")]
+#[test]
+fn replicate_once_on_a_served_store_says_at_once_which_server_holds_it() {
+    let t = TempStore::new();
+    let db = t.path();
+    let out = crate::support::run_command(
+        crate::support::served_command(&["tool", "--db", s(&db), "--idle-exit", "30"], &[]),
+        session(0, 2).as_bytes(),
+    );
+    assert!(out.status.success(), "{out:?}");
+    let (url, _) = new_replica(&t, "held");
+    let started = std::time::Instant::now();
+    let shipped = crate::support::run_command(
+        crate::support::served_command(&["replicate", "--db", s(&db), "--to", &url, "--once"], &[]),
+        b"",
+    );
+    assert_eq!(shipped.status.code(), Some(2), "{shipped:?}");
+    let err = String::from_utf8_lossy(&shipped.stderr);
+    assert!(
+        err.contains("held by the mnemo server") && err.contains("--replicate"),
+        "{err}"
+    );
+    assert!(!err.contains("--features"), "no rebuild hint: {err}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "it answered after {:?}",
+        started.elapsed()
+    );
+    crate::discovery::stop_server(&db);
+}

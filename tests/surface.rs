@@ -53,6 +53,7 @@ const SURFACE: &[&str] = &[
     "Result",
     "Selection",
     "Seq",
+    "Connections #[cfg(feature = \"serve\")]",
     "DataOptions #[cfg(feature = \"serve\")]",
     "OpenStore #[cfg(feature = \"serve\")]",
     "ServeError #[cfg(feature = \"serve\")]",

@@ -34,6 +34,7 @@
 
 pub mod auth;
 pub mod clients;
+pub mod listen;
 mod mcp;
 pub mod routes;
 pub mod shutdown;
@@ -79,6 +80,8 @@ pub struct ServeOptions {
     /// The replica this server follows (`mnemo serve --follow URL`): it answers reads only, and
     /// refuses every request that would write (any method but GET, and /mcp) naming it.
     pub follow: Option<String>,
+    /// The deadline for a request's headers and the cap on open connections.
+    pub connections: listen::Connections,
 }
 
 /// A view of a replication running beside the server: its status as JSON, read on each
@@ -112,6 +115,7 @@ impl Default for ServeOptions {
             idle_exit: None,
             replication: None,
             follow: None,
+            connections: listen::Connections::default(),
         }
     }
 }
@@ -347,7 +351,14 @@ pub fn serve(tool: MnemoMemoryToolServer, options: ServeOptions) -> Result<Stopp
         });
         println!("mnemo serve: listening on {}", file.url);
         println!("mnemo serve: server file {}", path.display());
-        let outcome = run(listener, Arc::clone(&shared), signals, options.idle_exit).await;
+        let outcome = run(
+            listener,
+            options.connections,
+            Arc::clone(&shared),
+            signals,
+            options.idle_exit,
+        )
+        .await;
         Ok::<_, Error>((outcome, shared, file))
     });
     let (outcome, shared, file) = match outcome {
@@ -384,6 +395,7 @@ pub(crate) fn store_app(shared: Arc<Shared>, stop: CancellationToken) -> axum::R
 /// Serves on `listener` until a stop, then drains.
 async fn run(
     listener: tokio::net::TcpListener,
+    connections: listen::Connections,
     shared: Arc<Shared>,
     signals: shutdown::Signals,
     idle_exit: Option<Duration>,
@@ -393,6 +405,7 @@ async fn run(
     serve_app(
         listener,
         app,
+        connections,
         Arc::clone(&shared.activity),
         signals,
         idle_exit,
@@ -406,19 +419,20 @@ async fn run(
 pub(crate) async fn serve_app(
     listener: tokio::net::TcpListener,
     app: axum::Router,
+    connections: listen::Connections,
     activity: Arc<shutdown::Activity>,
     signals: shutdown::Signals,
     idle_exit: Option<Duration>,
     stop: CancellationToken,
 ) -> Result<shutdown::Reason, Error> {
     let watcher = tokio::spawn(shutdown::wait(signals, stop.clone(), activity, idle_exit));
-    let server = axum::serve(listener, app).with_graceful_shutdown(stop.clone().cancelled_owned());
+    let server = listen::accept(listener, app, connections, stop.clone());
     let grace = async {
         stop.cancelled().await;
         tokio::time::sleep(SHUTDOWN_GRACE).await;
     };
     tokio::select! {
-        served = server => served.map_err(Error::Serve)?,
+        () = server => {}
         () = grace => eprintln!(
             "mnemo serve: calls or streams still open {} s after the stop; closing them",
             SHUTDOWN_GRACE.as_secs()

@@ -767,6 +767,7 @@ pub fn serve_data(
         let outcome = super::serve_app(
             listener,
             app,
+            options.connections,
             Arc::clone(&stores.activity),
             signals,
             options.idle_exit,

@@ -210,3 +210,66 @@ fn a_session_less_read_of_an_unknown_resource_is_that_protocols_not_found() {
         "{answer}"
     );
 }
+
+/// Before: no deadline for request headers and no cap on connections: connections that never
+/// finished their headers held a descriptor each for ever, and enough of them starved every
+/// client. Now past `--max-connections` the server accepts nothing more (its descriptors stay
+/// bounded), a connection without a whole request head within `--header-timeout` is closed, and
+/// a legitimate request waiting behind them is answered once they are.
+#[test]
+fn connections_that_never_finish_their_headers_are_closed_and_bounded() {
+    use std::io::Read;
+    use std::time::{Duration, Instant};
+    let store = TempStore::new();
+    let server = Server::start(
+        &store.path(),
+        &["--header-timeout", "1", "--max-connections", "8"],
+    );
+    let pid = server.child.id();
+    let descriptors = || {
+        std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .expect("fd list")
+            .count()
+    };
+    let before = descriptors();
+    let mut slow = Vec::new();
+    for _ in 0..40 {
+        let mut stream = TcpStream::connect(server.addr()).expect("connect");
+        stream
+            .write_all(b"POST /v1/memory HTTP/1.1\r\nHost: ")
+            .expect("half a head");
+        slow.push(stream);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let held = descriptors();
+    assert!(
+        held <= before + 8 + 2,
+        "the server took {} descriptors for 40 half-sent heads",
+        held - before
+    );
+    let started = Instant::now();
+    let head = server.json("/v1/head");
+    assert!(head["seq"].is_u64(), "{head}");
+    assert!(
+        started.elapsed() < WAIT,
+        "a legitimate request waited {:?}",
+        started.elapsed()
+    );
+    // The first eight were accepted and timed out: each is closed by the server.
+    for stream in slow.iter_mut().take(8) {
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        // Read to the end: the server closes it (perhaps after a 408), or resets it.
+        let mut answered = Vec::new();
+        if let Err(e) = stream.read_to_end(&mut answered) {
+            assert!(
+                !matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ),
+                "a half-sent head was kept open: {e}"
+            );
+        }
+    }
+}
