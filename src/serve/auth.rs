@@ -230,6 +230,8 @@ pub enum Refusal {
     Forbidden(String),
     /// The request is malformed (400).
     BadRequest(String),
+    /// The request names an MCP session its token did not open (404, as for no session).
+    NoSession(String),
     /// The store could not check the token (503); the request may be retried.
     Unavailable(String),
     /// The body is larger than the server takes (413): its size (or a lower bound of it) and the

@@ -33,6 +33,7 @@ pub(crate) fn service(
         .with_max_request_body_bytes(
             usize::try_from(shared.max_request_bytes()).unwrap_or(usize::MAX),
         );
+    let shared_sessions = shared.mcp_sessions.manager();
     let route: Route = {
         let shared = Arc::clone(&shared);
         Arc::new(move |extensions: &Extensions| tool_for_request(&shared, extensions))
@@ -43,7 +44,7 @@ pub(crate) fn service(
             Arc::clone(&route),
         ))
     };
-    StreamableHttpService::new(factory, Arc::new(LocalSessionManager::default()), config)
+    StreamableHttpService::new(factory, shared_sessions, config)
 }
 
 /// The tool server of the agent the request being answered acts as.

@@ -37,6 +37,7 @@ pub mod clients;
 pub mod listen;
 mod mcp;
 pub mod routes;
+pub mod sessions;
 pub mod shutdown;
 pub mod stores;
 
@@ -195,6 +196,8 @@ pub(crate) struct Shared {
     operator_token: Token,
     /// The store directory served, as an absolute path (stat'ed by the identity route).
     store_dir: PathBuf,
+    /// The MCP sessions of `/mcp`, and whose each is.
+    mcp_sessions: sessions::McpSessions,
 }
 
 impl Shared {
@@ -221,6 +224,7 @@ impl Shared {
             follow: None,
             operator_token: token.clone(),
             store_dir,
+            mcp_sessions: sessions::McpSessions::new(),
         }
     }
 
@@ -503,7 +507,39 @@ async fn gate(Extract(shared): Extract<Arc<Shared>>, mut request: Request, next:
                 _ => Ok(caller),
             }
         });
+    let mcp = request.uri().path() == "/mcp" || request.uri().path().starts_with("/mcp/");
+    let session = request
+        .headers()
+        .get(sessions::SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let admitted = admitted.and_then(|caller| match &session {
+        Some(id) if mcp && !shared.mcp_sessions.may_use(id, &caller.principal) => {
+            Err(Refusal::NoSession(
+                "no such MCP session for this token; initialize a session of your own (a session belongs to the token that opened it)".into(),
+            ))
+        }
+        _ => Ok(caller),
+    });
     match admitted {
+        Ok(caller) if mcp => {
+            let principal = caller.principal.clone();
+            let closing = request.method() == axum::http::Method::DELETE;
+            request.extensions_mut().insert(caller);
+            let response = next.run(request).await;
+            match (&session, response.headers().get(sessions::SESSION_HEADER)) {
+                (None, Some(opened)) => {
+                    if let Ok(id) = opened.to_str() {
+                        shared.mcp_sessions.opened(id.to_string(), principal).await;
+                    }
+                }
+                (Some(id), _) if closing && response.status().is_success() => {
+                    shared.mcp_sessions.forget(id);
+                }
+                _ => {}
+            }
+            response
+        }
         Ok(caller) => {
             request.extensions_mut().insert(caller);
             next.run(request).await
@@ -543,6 +579,7 @@ pub(crate) fn refuse(method: &str, route: &str, refusal: &Refusal) -> Response {
         Refusal::ForeignHost(why) => (StatusCode::MISDIRECTED_REQUEST, why.clone()),
         Refusal::Forbidden(why) => (StatusCode::FORBIDDEN, why.clone()),
         Refusal::BadRequest(why) => (StatusCode::BAD_REQUEST, why.clone()),
+        Refusal::NoSession(why) => (StatusCode::NOT_FOUND, why.clone()),
         Refusal::Unavailable(why) => (StatusCode::SERVICE_UNAVAILABLE, why.clone()),
         Refusal::TooLarge { bytes, limit } => (
             StatusCode::PAYLOAD_TOO_LARGE,

@@ -273,3 +273,112 @@ fn connections_that_never_finish_their_headers_are_closed_and_bounded() {
         }
     }
 }
+
+/// `POST /mcp` of `message` with `bearer`, in the session `session` if given.
+fn mcp(
+    server: &Server,
+    bearer: &str,
+    session: Option<&str>,
+    message: &serde_json::Value,
+) -> super::Reply {
+    let mut headers = vec![
+        ("Authorization", bearer),
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    if let Some(id) = session {
+        headers.push(("Mcp-Session-Id", id));
+    }
+    request(
+        server.addr(),
+        "POST",
+        "/mcp",
+        &headers,
+        message.to_string().as_bytes(),
+    )
+}
+
+/// A new MCP session opened with `bearer`: its id.
+fn open_session(server: &Server, bearer: &str) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "gate-test", "version": "1"}}});
+    let reply = mcp(server, bearer, None, &init);
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let id = reply
+        .header("mcp-session-id")
+        .expect("a session id")
+        .to_string();
+    let ready = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let reply = mcp(server, bearer, Some(&id), &ready);
+    assert!(reply.status < 300, "{}", reply.text());
+    id
+}
+
+fn agent_bearer(server: &Server, agent: &str) -> String {
+    let issued = server.call(
+        "POST",
+        "/v1/tokens",
+        json!({ "agent": agent }).to_string().as_bytes(),
+    );
+    assert_eq!(issued.status, 200, "{}", issued.text());
+    let issued: serde_json::Value = serde_json::from_slice(&issued.body).expect("json");
+    format!("Bearer {}", issued["token"].as_str().expect("a token"))
+}
+
+/// Before: an MCP session was not bound to the token that opened it (another agent that learnt
+/// its id could call in it or close it), and one token could open sessions without bound. Now
+/// another principal's request naming the session is 404 and reaches nothing, and a token holds
+/// at most 32 sessions: opening more closes its oldest.
+#[test]
+fn an_mcp_session_belongs_to_its_token_and_a_token_holds_a_bounded_number() {
+    let store = TempStore::new();
+    let server = Server::start(&store.path(), &[]);
+    let alice = agent_bearer(&server, "alice");
+    let mallory = agent_bearer(&server, "mallory");
+    let session = open_session(&server, &alice);
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let stolen = mcp(&server, &mallory, Some(&session), &list);
+    assert_eq!(stolen.status, 404, "{}", stolen.text());
+    assert!(
+        stolen.text().contains("no such MCP session"),
+        "{}",
+        stolen.text()
+    );
+    let closed = request(
+        server.addr(),
+        "DELETE",
+        "/mcp",
+        &[
+            ("Authorization", mallory.as_str()),
+            ("Mcp-Session-Id", session.as_str()),
+        ],
+        b"",
+    );
+    assert_eq!(closed.status, 404, "{}", closed.text());
+    let own = mcp(&server, &alice, Some(&session), &list);
+    assert_eq!(own.status, 200, "{}", own.text());
+    assert!(own.text().contains("\"memory\""), "{}", own.text());
+
+    let mut opened: Vec<String> = (0..34).map(|_| open_session(&server, &mallory)).collect();
+    let newest = opened.pop().expect("a session");
+    let reply = mcp(&server, &mallory, Some(&newest), &list);
+    assert_eq!(
+        reply.status,
+        200,
+        "the newest session works: {}",
+        reply.text()
+    );
+    for oldest in &opened[..2] {
+        let reply = mcp(&server, &mallory, Some(oldest), &list);
+        assert_eq!(
+            reply.status,
+            404,
+            "the oldest sessions are closed: {}",
+            reply.text()
+        );
+    }
+    // Another token's session is not counted against this one's.
+    let own = mcp(&server, &alice, Some(&session), &list);
+    assert_eq!(own.status, 200, "{}", own.text());
+}
