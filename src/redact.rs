@@ -287,6 +287,74 @@ fn named(event: &Event) -> Vec<String> {
     describe(event).1
 }
 
+/// A rejected call's raw input: as received, and with the escapes a JSON string may hold
+/// decoded (`\u005A` is `Z`), so that a redaction by text or path finds what it spells.
+fn rejected_input(event: &Event) -> Option<(String, String)> {
+    match &event.body {
+        Body::Rejected(call) => Some((call.input.clone(), json_unescaped(&call.input))),
+        _ => None,
+    }
+}
+
+/// `text` with every JSON string escape in it decoded, leniently: an escape that is not one is
+/// kept as it is (the input was rejected, so it need not be valid JSON).
+fn json_unescaped(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('\\') {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        let (decoded, used) = unescape_one(rest);
+        match decoded {
+            Some(c) => out.push(c),
+            None => out.push_str(&rest[..used]),
+        }
+        rest = &rest[used..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The character the escape at the start of `text` (which starts with `\`) stands for, and
+/// how many bytes it took; `None` (one byte taken) for a backslash that starts no escape.
+fn unescape_one(text: &str) -> (Option<char>, usize) {
+    let bytes = text.as_bytes();
+    let simple = match bytes.get(1) {
+        Some(b'"') => Some('"'),
+        Some(b'\\') => Some('\\'),
+        Some(b'/') => Some('/'),
+        Some(b'b') => Some('\u{8}'),
+        Some(b'f') => Some('\u{c}'),
+        Some(b'n') => Some('\n'),
+        Some(b'r') => Some('\r'),
+        Some(b't') => Some('\t'),
+        _ => None,
+    };
+    if simple.is_some() {
+        return (simple, 2);
+    }
+    let unit = |at: usize| {
+        text.get(at..at + 6)
+            .and_then(|s| s.strip_prefix("\\u"))
+            .filter(|hex| hex.bytes().all(|b| b.is_ascii_hexdigit()))
+            .and_then(|hex| u32::from_str_radix(hex, 16).ok())
+    };
+    match unit(0) {
+        Some(high @ 0xD800..=0xDBFF) => match unit(6) {
+            Some(low @ 0xDC00..=0xDFFF) => (
+                char::from_u32(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00)),
+                12,
+            ),
+            _ => (None, 1),
+        },
+        Some(code) => match char::from_u32(code) {
+            Some(c) => (Some(c), 6),
+            None => (None, 1),
+        },
+        None => (None, 1),
+    }
+}
+
 fn under(path: &str, prefix: &str) -> bool {
     path == prefix
         || path
@@ -399,12 +467,24 @@ fn plan_with(store: &Store, selection: &Selection, deleted_by: Option<Seq>) -> R
             }
             continue;
         }
+        // A rejected raw input names no path the index knows, and may spell a text with JSON
+        // escapes: it is searched as received and as a JSON string would decode it.
+        let raw = rejected_input(&event);
         if named(&event)
             .iter()
             .any(|p| prefixes.iter().any(|prefix| under(p, prefix)))
-            || texts
-                .iter()
-                .any(|t| contains(&payload, t) || contains(answer.as_bytes(), t))
+            || raw.as_ref().is_some_and(|(received, decoded)| {
+                prefixes.iter().any(|prefix| {
+                    received.contains(prefix.as_str()) || decoded.contains(prefix.as_str())
+                })
+            })
+            || texts.iter().any(|t| {
+                contains(&payload, t)
+                    || contains(answer.as_bytes(), t)
+                    || raw
+                        .as_ref()
+                        .is_some_and(|(_, decoded)| contains(decoded.as_bytes(), t))
+            })
         {
             chosen.insert(event.seq);
         }
@@ -823,4 +903,25 @@ fn sync_parent(path: &Path) -> Result<()> {
     std::fs::File::open(parent_of(path))
         .and_then(|dir| dir.sync_all())
         .map_err(|e| Error::io("the store's directory, after the redaction", e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::json_unescaped;
+
+    #[test]
+    fn json_escapes_decode_leniently() {
+        assert_eq!(json_unescaped(r"\u005AEBRA"), "ZEBRA");
+        assert_eq!(json_unescaped(r#"a\"b\\c\/d\n"#), "a\"b\\c/d\n");
+        assert_eq!(json_unescaped(r"\ud83d\ude00!"), "\u{1F600}!");
+        // Not escapes: kept as they are.
+        for kept in [
+            r"\x41", r"\u00", r"\ud83d", r"\udc00x", "\\", r"\u12G4", "é\\",
+        ] {
+            assert_eq!(json_unescaped(kept), kept, "{kept}");
+        }
+        // A megabyte of backslashes decodes in one pass.
+        let many = "\\\\".repeat(1 << 19);
+        assert_eq!(json_unescaped(&many).len(), 1 << 19);
+    }
 }

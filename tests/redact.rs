@@ -1073,3 +1073,64 @@ fn erasing_a_deleted_file_keeps_the_files_a_rename_moved_with_it_and_a_retry_pay
     );
     verify_names_redaction(&db);
 }
+
+/// Before: a rejected raw line that spelt a secret with a JSON escape (`\u005AEBRA6666`) was not
+/// found by `redact --text ZEBRA6666`, and `redact --path` left the path in a rejected line that
+/// named it. Now a rejected line is searched as received and as JSON would decode it, for the
+/// texts and for the paths, and what is found is erased.
+#[test]
+fn rejected_raw_lines_are_searched_decoded_and_by_path() {
+    let t = TempStore::new();
+    let db = db(&t);
+    let lines = [
+        json!({"command": "create", "path": "/memories/people/ann.md", "file_text": "ann\n"})
+            .to_string(),
+        // Not JSON (cut short): kept as received.
+        r#"{"command":"create","path":"/memories/pin.md","file_text":"\u005AEBRA6666""#.to_string(),
+        r#"{"command":"view","path":"/memories/people/ann.md""#.to_string(),
+        json!({"command": "view", "path": "/memories"}).to_string(),
+    ];
+    run_ok(&["tool", "--db", &db], &(lines.join("\n") + "\n"));
+    let marker = "\\u005AEBRA6666";
+    assert!(
+        !holding(&t.path(), marker.as_bytes()).is_empty(),
+        "the raw line is kept"
+    );
+    let said = run_ok(
+        &[
+            "redact",
+            "--db",
+            &db,
+            "--reason",
+            "a secret",
+            "--text",
+            "ZEBRA6666",
+        ],
+        "",
+    );
+    assert!(said.contains("redacted 1 event"), "{said}");
+    assert!(
+        holding(&t.path(), marker.as_bytes()).is_empty(),
+        "no byte of it is left"
+    );
+    let raw_path = r#""path":"/memories/people/ann.md""#;
+    assert!(!holding(&t.path(), raw_path.as_bytes()).is_empty());
+    let said = run_ok(
+        &[
+            "redact",
+            "--db",
+            &db,
+            "--reason",
+            "forget ann",
+            "--path",
+            "/memories/people/ann.md",
+        ],
+        "",
+    );
+    assert!(said.starts_with("redacted "), "{said}");
+    assert!(
+        holding(&t.path(), raw_path.as_bytes()).is_empty(),
+        "the rejected line that named the path is erased"
+    );
+    verify_names_redaction(&db);
+}
