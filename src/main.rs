@@ -1373,7 +1373,15 @@ fn run_verify(db: &Path, as_json: bool, expect: Option<&str>, remote: &Remote) -
 }
 
 fn verify_local(db: &Path, as_json: bool, expect: Option<Head>) -> CliResult {
-    let store = Store::open_read_only(db)?;
+    let store = match Store::open_read_only(db) {
+        Ok(store) => store,
+        // sled refuses a log whose bytes are damaged: a finding (exit 1), not a failure to run.
+        Err(e) if Report::is_damage(&e) => {
+            let report = Report::unreadable(e.to_string());
+            return print_verify(db, as_json, &report.to_json(db), &ReportView::of(&report));
+        }
+        Err(e) => return Err(e.into()),
+    };
     let tty = std::io::stderr().is_terminal();
     let mut progress = |checked, head| {
         if tty {

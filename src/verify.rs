@@ -153,6 +153,38 @@ pub struct Report {
 }
 
 impl Report {
+    /// The report on a store whose log sled refuses to open because its bytes are damaged
+    /// (`why`): no event can be read, so the first unreadable seq is 1. A finding about the log
+    /// (exit 1), not a failure to run.
+    pub fn unreadable(why: impl Into<String>) -> Report {
+        Report {
+            events: 0,
+            bytes: 0,
+            head: Head::EMPTY,
+            meta_head: Head::EMPTY,
+            index_applied: Seq(0),
+            log_last: Seq(0),
+            recorded: None,
+            head_record_missing: false,
+            violations: vec![violation(
+                Seq(1),
+                ViolationKind::Undecodable,
+                format!(
+                    "the log cannot be read: sled found its bytes damaged ({}); restore the store from a replica or a backup",
+                    why.into()
+                ),
+            )],
+            redacted: Vec::new(),
+            elapsed: Duration::ZERO,
+        }
+    }
+
+    /// Whether `error`, met opening or reading a store to verify it, is damage to its log (a
+    /// finding, [`Report::unreadable`]) rather than a failure to run.
+    pub fn is_damage(error: &Error) -> bool {
+        matches!(error, Error::Storage(sled::Error::Corruption { .. }))
+    }
+
     /// What an auditor must know of an intact report: a log with events but no head record
     /// (`mnemo-head`), which every commit and close writes, so a cut of the log's tail could not
     /// be seen (only a kept checkpoint, `--expect`, can then prove the log whole).
@@ -603,6 +635,14 @@ fn read_chain(store: &Store, tx: &crossbeam_channel::Sender<Batch>) {
                 Err(b) => Item::Violation(b.into()),
             },
             Err(Error::Corrupt { what }) => Item::Violation(chain.unreadable_key(what).into()),
+            // Damage sled finds in its log is a finding about the log, not a failure to run.
+            Err(e @ Error::Storage(sled::Error::Corruption { .. })) => Item::Violation(
+                chain
+                    .unreadable_key(format!(
+                        "the log cannot be read from here on: sled found its bytes damaged ({e})"
+                    ))
+                    .into(),
+            ),
             Err(e) => Item::Failed(e),
         };
         let last = !matches!(item, Item::Checked(_));

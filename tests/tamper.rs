@@ -1474,3 +1474,60 @@ fn a_closed_store_reopens_at_once() {
         "{locked} of 160 immediate reopens were refused as Locked"
     );
 }
+
+/// Before: most single-byte flips in `db` made `verify` exit 2 ("storage error ... check the
+/// disk"), which an audit script reads as "could not run". Now damage sled finds in its log is a
+/// finding: exit 1 with a violation naming the first seq that cannot be read (or exit 0 for a
+/// flip in bytes the log does not use). A bounded sweep: the file's first 64 bytes and about 120
+/// offsets spread over the bytes the log uses.
+#[test]
+fn a_flipped_byte_in_the_log_is_a_finding_never_a_failure_to_run() {
+    use crate::support::{copy_dir, run_mnemo};
+    let s = TempStore::new();
+    let db = s.path();
+    let lines: String = (0..60)
+        .map(|i| {
+            format!(
+                "{{\"command\":\"create\",\"path\":\"/memories/f{i}.md\",\"file_text\":\"note {i}\"}}\n"
+            )
+        })
+        .collect();
+    let made = run_mnemo(&["tool", "--db", db.to_str().expect("utf-8")], &lines);
+    assert!(made.status.success(), "{made:?}");
+    let bytes = std::fs::read(db.join("db")).expect("read db");
+    let used = bytes.iter().rposition(|b| *b != 0).map_or(0, |p| p + 1);
+    let offsets: Vec<usize> = (0..64)
+        .chain((64..used).step_by((used / 120).max(1)))
+        .collect();
+    let mut findings = 0;
+    for offset in offsets {
+        let copy = s.dir.path().join(format!("flip-{offset}"));
+        copy_dir(&db, &copy);
+        let mut flipped = bytes.clone();
+        flipped[offset] ^= 0x01;
+        std::fs::write(copy.join("db"), &flipped).expect("write the flip");
+        let out = run_mnemo(
+            &["verify", "--db", copy.to_str().expect("utf-8"), "--json"],
+            "",
+        );
+        match out.status.code() {
+            Some(0) => {}
+            Some(1) => {
+                let report: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+                assert!(
+                    report["violations"][0]["seq"]
+                        .as_u64()
+                        .is_some_and(|seq| seq >= 1),
+                    "offset {offset}: {report}"
+                );
+                findings += 1;
+            }
+            other => panic!(
+                "offset {offset}: exit {other:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        }
+        std::fs::remove_dir_all(&copy).expect("clean up");
+    }
+    assert!(findings > 0, "no flip was found at all");
+}
