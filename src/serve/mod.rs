@@ -298,6 +298,48 @@ impl Shared {
     }
 }
 
+/// The multi-threaded runtime a server runs on.
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Error> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("mnemo-serve")
+        .build()
+        .map_err(Error::Runtime)
+}
+
+/// What every server starts with: its listener and address, the signals it stops on, a new
+/// operator token, and the server file naming them (not yet published).
+pub(crate) struct Started {
+    pub(crate) listener: tokio::net::TcpListener,
+    pub(crate) address: SocketAddr,
+    pub(crate) signals: shutdown::Signals,
+    pub(crate) token: Token,
+    pub(crate) file: ServerFile,
+}
+
+/// Binds `listen`, catches the signals and makes the operator token and server file.
+pub(crate) async fn start(listen: SocketAddr) -> Result<Started, Error> {
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| Error::Bind(listen, e))?;
+    let address = listener.local_addr().map_err(|e| Error::Bind(listen, e))?;
+    let signals = shutdown::Signals::catch().map_err(Error::Signals)?;
+    let token = Token::generate().map_err(Error::Token)?;
+    let file = ServerFile {
+        url: format!("http://{}", auth::authority(address)),
+        address,
+        pid: std::process::id(),
+        token: token.as_str().to_string(),
+    };
+    Ok(Started {
+        listener,
+        address,
+        signals,
+        token,
+        file,
+    })
+}
+
 /// Serves the store `tool` answers from (its agent is the default agent) until a signal, or
 /// `idle_exit`. Prints the URL on stdout once listening. Blocks the calling thread.
 pub fn serve(tool: MnemoMemoryToolServer, options: ServeOptions) -> Result<Stopped, Error> {
@@ -308,29 +350,18 @@ pub fn serve(tool: MnemoMemoryToolServer, options: ServeOptions) -> Result<Stopp
             url.to_string(),
         ));
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_name("mnemo-serve")
-        .build()
-        .map_err(Error::Runtime)?;
+    let runtime = runtime()?;
     let store_dir = tool.client().path().to_path_buf();
     let dir = store_dir.clone();
     let outcome = runtime.block_on(async move {
         let store_dir = dir;
-        let listener = tokio::net::TcpListener::bind(options.listen)
-            .await
-            .map_err(|e| Error::Bind(options.listen, e))?;
-        let address = listener
-            .local_addr()
-            .map_err(|e| Error::Bind(options.listen, e))?;
-        let signals = shutdown::Signals::catch().map_err(Error::Signals)?;
-        let token = Token::generate().map_err(Error::Token)?;
-        let file = ServerFile {
-            url: format!("http://{}", auth::authority(address)),
+        let Started {
+            listener,
             address,
-            pid: std::process::id(),
-            token: token.as_str().to_string(),
-        };
+            signals,
+            token,
+            file,
+        } = start(options.listen).await?;
         match ServerFile::read(&store_dir) {
             Ok(Some(stale)) => eprintln!(
                 "mnemo serve: replacing the server file of a server that is gone (pid {}, {})",

@@ -50,7 +50,7 @@ use tower::ServiceExt;
 
 use super::auth::{Authority, Hosts, Refusal, Token};
 use super::routes::error;
-use super::shutdown::{Activity, Signals};
+use super::shutdown::Activity;
 use super::{Error, ServeOptions, ServerFile, Shared, Stopped, refuse};
 use crate::remote::check_store_name;
 use crate::tool_server::MnemoMemoryToolServer;
@@ -708,26 +708,15 @@ pub fn serve_data(
     prepare(dir)?;
     let dir = std::path::absolute(dir).map_err(|e| Error::ServerFile(dir.to_path_buf(), e))?;
     let _lock = lock_data_dir(&dir)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_name("mnemo-serve")
-        .build()
-        .map_err(Error::Runtime)?;
+    let runtime = super::runtime()?;
     let outcome = runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind(options.listen)
-            .await
-            .map_err(|e| Error::Bind(options.listen, e))?;
-        let address = listener
-            .local_addr()
-            .map_err(|e| Error::Bind(options.listen, e))?;
-        let signals = Signals::catch().map_err(Error::Signals)?;
-        let token = Token::generate().map_err(Error::Token)?;
-        let file = ServerFile {
-            url: format!("http://{}", super::auth::authority(address)),
+        let super::Started {
+            listener,
             address,
-            pid: std::process::id(),
-            token: token.as_str().to_string(),
-        };
+            signals,
+            token,
+            file,
+        } = super::start(options.listen).await?;
         let path = file
             .publish(&dir)
             .map_err(|e| Error::ServerFile(ServerFile::path(&dir), e))?;
