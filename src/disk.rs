@@ -709,18 +709,23 @@ pub const SERVER_FILE: &str = "mnemo-server.json";
 /// store's own, so a redaction carries it too.
 pub const KEY_FILE: &str = "mnemo-key";
 
+/// The verifier key a store restored or followed from a replica trusts that replica's head
+/// checkpoints to be signed by (`mnemo restore --key`, `mnemo serve --follow URL --key`), mode
+/// 0600: a later `serve --follow` without `--key` still refuses a head it did not sign.
+pub const TRUST_FILE: &str = "mnemo-replica-key";
+
 /// The longest of those files carried: they hold a URL and a token, or a key.
 const CARRIED_MAX: u64 = 64 * 1024;
 
 /// Copies the store's own files beside sled's that a rewritten store must keep (the server file,
 /// so a server that redacts the store it holds stays findable; the signing key) from the store
-/// at `from` into the store being written at `to`, each if it is there and a regular file (a link
+/// at `from` into the store being written at `to` (and the replica key it trusts), each if it is there and a regular file (a link
 /// or a pipe planted at its name is no file of the store's: left behind, never followed), with
 /// its permissions, durably.
 pub(crate) fn carry_own_files(from: &Path, to: &Path) -> Result<()> {
     use std::io::{Read, Write};
     use std::os::unix::fs::OpenOptionsExt;
-    for name in [SERVER_FILE, KEY_FILE] {
+    for name in [SERVER_FILE, KEY_FILE, TRUST_FILE] {
         let source = from.join(name);
         let Ok(Some(file)) = open_own(&source, OFlags::RDONLY) else {
             continue;
@@ -752,7 +757,7 @@ pub(crate) fn carry_own_files(from: &Path, to: &Path) -> Result<()> {
 /// regular file (a link, pipe or device at its name is refused unopened), owned by the store
 /// directory's owner, and neither readable nor writable by anyone else: a file another local user
 /// planted (in a directory others may write to) or could have read is not the owner's word.
-#[cfg(feature = "client")]
+#[cfg(any(feature = "client", feature = "replicate"))]
 pub(crate) fn read_private(store_dir: &Path, name: &str, max: u64) -> Result<Option<Vec<u8>>> {
     let path = store_dir.join(name);
     let Some(file) = open_own(&path, OFlags::RDONLY)? else {

@@ -100,13 +100,14 @@ pub mod cli_support {
     pub use crate::replica::checkpoint::decode as decode_checkpoint;
     #[cfg(feature = "replicate")]
     pub use crate::replica::key::{
-        KEY_FILE, check as check_signed, create as create_key, default_name as default_key_name,
+        KEY_FILE, TRUST_FILE, check as check_signed, create as create_key,
+        default_name as default_key_name, remember as trust_key, remembered as trusted_key,
         verifier as key_verifier,
     };
     #[cfg(feature = "replicate")]
     pub use crate::replica::shipper::MAX_BACKOFF;
     #[cfg(feature = "replicate")]
-    pub use crate::replica::{REWRITES, Replica, Shipped, restore, ship};
+    pub use crate::replica::{REWRITES, Replica, Restored, Shipped, Stale, restore, ship};
     pub use crate::token::{OPERATOR, check_id, issue, listed, revoke};
     #[cfg(feature = "client")]
     pub use crate::tool::request::tool_use_id;

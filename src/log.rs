@@ -733,25 +733,6 @@ impl Store {
         Ok(head)
     }
 
-    /// Puts the erased form of an event in place of its whole record, as a redaction left it
-    /// elsewhere (a store restored from a replica whose segments a cut shipment had not yet
-    /// rewritten). The frame must carry the same seq and chain hash as the record it replaces.
-    #[cfg(feature = "replicate")]
-    pub(crate) fn replace_with_erased(&self, erased: &Frame) -> Result<()> {
-        let same = self
-            .get(erased.seq)?
-            .map(|record| Frame::decode(&record).map(|f| f.hash == erased.hash))
-            .transpose()?;
-        if same != Some(true) {
-            return Err(Error::corrupt(format!(
-                "event {} cannot be erased in place: the store holds no record of that seq with its chain hash",
-                erased.seq
-            )));
-        }
-        self.events.insert(erased.seq.key(), erased.encode())?;
-        Ok(())
-    }
-
     /// Writes index changes in one sled transaction over both index trees, so the index moves
     /// from one applied seq to another with nothing in between. The events the changes derive from
     /// must be appended first: the index never runs ahead of the log.

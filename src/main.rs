@@ -146,6 +146,10 @@ enum Cmd {
         /// With --follow: look at the replica this often, in seconds.
         #[arg(long, value_name = "SECS", default_value_t = 1.0, requires = "follow")]
         follow_interval: f64,
+        /// With --follow: take only heads this verifier key signed (as `mnemo key create`
+        /// printed it). The store records it, so a later --follow without --key still checks.
+        #[arg(long, value_name = "VKEY", requires = "follow")]
+        key: Option<String>,
         /// Serve every store under DIR (each DIR/NAME a store of its own) instead of the one
         /// store --db names: the routes of a store are under /v1/stores/NAME/, and POST, GET
         /// /v1/stores and DELETE /v1/stores/NAME?confirm=NAME manage them.
@@ -239,6 +243,10 @@ enum Cmd {
         /// Restore up to this event (default: the replica's head checkpoint).
         #[arg(long, value_name = "SEQ")]
         at: Option<u64>,
+        /// Take the replica only if this verifier key (as `mnemo key create` printed it) signed
+        /// its head, and restore no further than that head; the new store records the key.
+        #[arg(long, value_name = "VKEY")]
+        key: Option<String>,
     },
     /// List the events: seq, time, agent, command, path, ok/error.
     Log {
@@ -644,6 +652,7 @@ fn main() -> ExitCode {
             replicate_interval,
             follow,
             follow_interval,
+            key,
             data,
             max_open_stores,
             store_idle_close,
@@ -659,6 +668,7 @@ fn main() -> ExitCode {
                 idle_exit,
                 replicate: replicate.map(|url| (url, replicate_interval)),
                 follow: follow.map(|url| (url, follow_interval)),
+                follow_key: key,
                 data: data.map(|dir| (dir, max_open_stores, store_idle_close)),
                 header_timeout,
                 max_connections,
@@ -678,7 +688,7 @@ fn main() -> ExitCode {
             once,
             interval,
         } => replication::replicate(&db.db, &to, (!once).then_some(interval)),
-        Cmd::Restore { from, db, at } => replication::restore(&from, &db, at),
+        Cmd::Restore { from, db, at, key } => replication::restore(&from, &db, at, key.as_deref()),
         Cmd::Key {
             command: KeyCmd::Create { db, name },
         } => replication::key_create(&db.db, name.as_deref()),
@@ -962,6 +972,8 @@ struct Listen {
     replicate: Option<(String, f64)>,
     /// The replica to follow, and how often to look at it in seconds.
     follow: Option<(String, f64)>,
+    /// The verifier key the followed replica's heads must be signed by.
+    follow_key: Option<String>,
     /// `--data`: the data directory, the most stores open at once, and the idle close in
     /// seconds.
     data: Option<(PathBuf, usize, f64)>,
@@ -1009,7 +1021,7 @@ fn run_serve(session: Session, agent: String, listen: Listen) -> CliResult {
     )?;
     // A follower is restored from its replica first if it is new.
     if let Some((url, _)) = &listen.follow {
-        replication::prepare_follower(&session.db.db, url)?;
+        replication::prepare_follower(&session.db.db, url, listen.follow_key.as_deref())?;
     }
     let server = open_session(session, agent)?;
     // The replication runs beside the server, on the store the server holds, and ships what

@@ -193,17 +193,52 @@ mod with {
     #[cfg(feature = "serve")]
     pub struct Follower(mnemo::Following);
 
-    /// Restores the store at `db` from the replica at `url` if it is new (missing or empty).
+    /// The replica at `url`, trusting the verifier key `key` (given, or else the one the store
+    /// at `db` recorded, if it is there) to have signed its head.
+    fn open_trusting(
+        url: &str,
+        key: Option<&str>,
+        db: Option<&Path>,
+    ) -> Result<Replica, Box<dyn std::error::Error>> {
+        let replica = Replica::open(url, false)?;
+        let recorded = match db {
+            Some(db) if db.is_dir() => mnemo::cli_support::trusted_key(db)?,
+            _ => None,
+        };
+        Ok(match key.map(str::to_string).or(recorded) {
+            Some(vkey) => replica.trusting(&vkey)?,
+            None => replica,
+        })
+    }
+
+    /// Says on stderr what a restore found the replica still holding that it should not.
+    fn tell_stale(command: &str, restored: &mnemo::cli_support::Restored) {
+        for stale in &restored.stale {
+            eprintln!("mnemo {command}: WARNING: {}", stale.note());
+        }
+    }
+
+    /// Restores the store at `db` from the replica at `url` if it is new (missing or empty);
+    /// records the key it trusts (`--key`, which a store that records another refuses).
     #[cfg(feature = "serve")]
-    pub fn prepare_follower(db: &Path, url: &str) -> Result<(), Box<dyn std::error::Error>> {
+    pub fn prepare_follower(
+        db: &Path,
+        url: &str,
+        key: Option<&str>,
+    ) -> Result<(), Box<dyn std::error::Error>> {
         let empty = std::fs::read_dir(db).map_or(true, |mut entries| entries.next().is_none());
+        let replica = open_trusting(url, key, (!empty).then_some(db))?;
         if empty {
-            let replica = Replica::open(url, false)?;
-            let head = rebuild(&replica, db, None)?;
+            let restored = rebuild(&replica, db, None)?;
+            tell_stale("serve", &restored);
             eprintln!(
-                "mnemo serve: restored {} from {url} (checkpoint {head}) to follow it",
-                db.display()
+                "mnemo serve: restored {} from {url} (checkpoint {}) to follow it",
+                db.display(),
+                restored.head
             );
+        }
+        if let Some(vkey) = replica.trusted_key() {
+            mnemo::cli_support::trust_key(db, vkey)?;
         }
         Ok(())
     }
@@ -216,7 +251,8 @@ mod with {
         interval: f64,
     ) -> Result<Follower, Box<dyn std::error::Error>> {
         let interval = seconds(interval, "--follow-interval")?;
-        let replica = Replica::open(url, false)?;
+        // The key prepare_follower recorded, if any: every head taken must carry its signature.
+        let replica = open_trusting(url, None, Some(client.path()))?;
         let url = url.to_string();
         let report = move |looked: Result<&mnemo::FollowerStatus, &mnemo::Error>| match looked {
             Ok(status) => eprintln!("mnemo serve: took events up to {} from {url}", status.head),
@@ -324,10 +360,16 @@ mod with {
         Ok(ExitCode::SUCCESS)
     }
 
-    /// `mnemo restore --from URL --db NEW [--at SEQ]`.
-    pub fn restore(url: &str, db: &Path, at: Option<u64>) -> CliResult {
-        let replica = Replica::open(url, false)?;
-        let head = rebuild(&replica, db, at.map(Seq))?;
+    /// `mnemo restore --from URL --db NEW [--at SEQ] [--key VKEY]`: with a key, only a head it
+    /// signed is taken, and the new store records the key (for `serve --follow`).
+    pub fn restore(url: &str, db: &Path, at: Option<u64>, key: Option<&str>) -> CliResult {
+        let replica = open_trusting(url, key, None)?;
+        let restored = rebuild(&replica, db, at.map(Seq))?;
+        tell_stale("restore", &restored);
+        if let Some(vkey) = replica.trusted_key() {
+            mnemo::cli_support::trust_key(db, vkey)?;
+        }
+        let head = restored.head;
         println!(
             "restored events 1 to {} from {url} into {}, verified\ncheckpoint: {head}",
             head.seq,
@@ -358,24 +400,12 @@ mod with {
             // A key that is not one is a bad argument (exit 2), not a finding about the replica.
             mnemo::cli_support::key_verifier(vkey)?;
         }
-        let replica = Replica::open(url, false)?;
+        let replica = open_trusting(url, key, None)?;
         let private = tempfile::tempdir()?;
         let db = private.path().join("replica");
-        // The signature first: a replica its owner did not sign is not looked at further.
-        let signed = match key {
-            None => Ok(()),
-            Some(vkey) => match replica.read("head")? {
-                Some(head) => {
-                    mnemo::cli_support::check_signed(&head, vkey, "the replica's head checkpoint")
-                }
-                None => Err("the replica has no head checkpoint to check".to_string()),
-            },
-        };
-        let rebuilt = signed
-            .map_err(|what| mnemo::Error::ReplicaDamaged { what })
-            .and_then(|()| rebuild(&replica, &db, None));
-        match rebuilt {
-            Ok(_) => {}
+        // With a key, a replica its owner did not sign is not looked at further.
+        let stale = match rebuild(&replica, &db, None) {
+            Ok(restored) => restored.stale,
             Err(mnemo::Error::ReplicaDamaged { what } | mnemo::Error::Corrupt { what }) => {
                 if as_json {
                     println!(
@@ -388,12 +418,7 @@ mod with {
                 return Ok(ExitCode::from(1));
             }
             Err(e) => return Err(e.into()),
-        }
-        if replica.read(mnemo::cli_support::REWRITES)?.is_some() {
-            eprintln!(
-                "mnemo verify: note: a shipment was cut before it wrote again the segments holding events a redaction erased, so the replica still holds their content (verified here as erased); the next shipment from the store finishes it"
-            );
-        }
+        };
         let store = Store::open_read_only(&db)?;
         let report = verify_store_with(
             &store,
@@ -403,12 +428,15 @@ mod with {
             },
         )?;
         let label = Path::new(url);
-        print_verify(
-            label,
-            as_json,
-            &report.to_json(label),
-            &ReportView::of(&report),
-        )
+        // What the replica still holds that a redaction erased is named, segment by segment.
+        let notes: Vec<String> = stale.iter().map(|s| s.note()).collect();
+        let mut json = report.to_json(label);
+        let mut view = ReportView::of(&report);
+        if let Some(all) = json["notes"].as_array_mut() {
+            all.extend(notes.iter().cloned().map(serde_json::Value::from));
+        }
+        view.notes.extend(notes);
+        print_verify(label, as_json, &json, &view)
     }
 }
 
@@ -464,7 +492,11 @@ mod without {
 
     /// `mnemo serve --follow` in a build without replicas.
     #[cfg(feature = "serve")]
-    pub fn prepare_follower(_db: &Path, _url: &str) -> Result<(), Box<dyn std::error::Error>> {
+    pub fn prepare_follower(
+        _db: &Path,
+        _url: &str,
+        _key: Option<&str>,
+    ) -> Result<(), Box<dyn std::error::Error>> {
         Err(NO_FOLLOW.into())
     }
 
@@ -515,7 +547,7 @@ mod without {
     }
 
     /// `mnemo restore` in a build without replicas.
-    pub fn restore(_url: &str, _db: &Path, _at: Option<u64>) -> CliResult {
+    pub fn restore(_url: &str, _db: &Path, _at: Option<u64>, _key: Option<&str>) -> CliResult {
         missing()
     }
 

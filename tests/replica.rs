@@ -827,15 +827,39 @@ fn a_shipment_cut_around_a_redaction_leaves_a_replica_that_restores_and_is_finis
         }
         assert!(holds(&replica));
         let restored = t.dir.path().join(format!("restored-{case}"));
-        run_ok(&["restore", "--from", &to, "--db", s(&restored)], "");
+        if cut_after_head {
+            run_ok(&["restore", "--from", &to, "--db", s(&restored)], "");
+            let out = run_mnemo(&["verify", "--from", &to], "");
+            assert!(out.status.success(), "{case}: {out:?}");
+            let said = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                said.contains("a shipment was cut") && said.contains(&first),
+                "{case}: {out:?}"
+            );
+        } else {
+            // The head predates the redaction: restoring to it would bring the erased text
+            // back, so the restore names the redaction and restores to it when asked.
+            let out = run_mnemo(&["restore", "--from", &to, "--db", s(&restored)], "");
+            let said = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                !out.status.success() && said.contains("was erased by the redaction at event"),
+                "{case}: {said}"
+            );
+            assert!(!restored.exists(), "{case}: a refused restore left a store");
+            let end = run_ok(&["log", "--db", s(&db), "--json"], "")
+                .lines()
+                .count()
+                .to_string();
+            run_ok(
+                &["restore", "--from", &to, "--db", s(&restored), "--at", &end],
+                "",
+            );
+        }
         let report = run_ok(&["verify", "--db", s(&restored)], "");
         assert!(report.contains("INTACT"), "{case}: {report}");
-        let out = run_mnemo(&["verify", "--from", &to], "");
-        assert!(out.status.success(), "{case}: {out:?}");
-        assert_eq!(
-            String::from_utf8_lossy(&out.stderr).contains("a shipment was cut"),
-            cut_after_head,
-            "{case}: {out:?}"
+        assert!(
+            !crate::support::dir_holds(&restored, secret.as_bytes()),
+            "{case}: the restored store holds the erased text"
         );
         // The next shipment finishes the redaction in the replica.
         run_ok(&["replicate", "--db", s(&db), "--to", &to, "--once"], "");
@@ -877,4 +901,209 @@ fn replicate_once_on_a_served_store_says_at_once_which_server_holds_it() {
         started.elapsed()
     );
     crate::discovery::stop_server(&db);
+}
+
+/// Before: a replica that still held a segment from before a redaction (an old object put back
+/// by whoever holds the bucket) restored into a store whose `db` held the erased text, and
+/// `verify --from` said nothing. Now a restore erases every event a redaction names, whatever
+/// its segment holds, before a byte of it reaches the new store, and `verify --from` names the
+/// segment that still holds it (in its notes, on stdout, stderr and in the JSON).
+#[test]
+fn a_segment_put_back_with_erased_content_is_named_and_never_restored() {
+    let t = TempStore::new();
+    let db = t.path();
+    let (to, replica) = new_replica(&t, "replica");
+    let secret = "QXPUTBACKSECRETQX";
+    let line =
+        json!({"command": "create", "path": "/memories/s.md", "file_text": format!("{secret}\n")});
+    run_ok(
+        &["tool", "--db", s(&db)],
+        &format!("{line}\n{}", session(0, 2)),
+    );
+    run_ok(&["replicate", "--db", s(&db), "--to", &to, "--once"], "");
+    let first = segments(&replica)[0].clone();
+    let whole = replica.read(&first).unwrap().unwrap();
+    run_ok(
+        &["redact", "--db", s(&db), "--reason", "r", "--text", secret],
+        "",
+    );
+    run_ok(&["replicate", "--db", s(&db), "--to", &to, "--once"], "");
+    assert!(run_ok(&["verify", "--from", &to], "").contains("INTACT"));
+    // The bucket's holder puts the old segment back; no shipment is under way.
+    replica.write(&first, whole).unwrap();
+    assert_eq!(replica.read(mnemo::cli_support::REWRITES).unwrap(), None);
+    let restored = t.dir.path().join("restored");
+    let out = run_mnemo(&["restore", "--from", &to, "--db", s(&restored)], "");
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&first),
+        "{out:?}"
+    );
+    assert!(
+        !crate::support::dir_holds(&restored, secret.as_bytes()),
+        "the restored store's files hold the erased text"
+    );
+    assert!(run_ok(&["verify", "--db", s(&restored)], "").contains("INTACT"));
+    let shown = run_ok(&["show", "1", "--db", s(&restored)], "");
+    assert!(
+        shown.contains("erased") && !shown.contains(secret),
+        "{shown}"
+    );
+    let out = run_mnemo(&["verify", "--from", &to], "");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        stdout.contains("WARNING") && stdout.contains(&first) && stdout.contains("put back"),
+        "{stdout}"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains(&first));
+    let json: serde_json::Value =
+        serde_json::from_str(&run_ok(&["verify", "--from", &to, "--json"], "")).unwrap();
+    let notes = json["notes"].as_array().expect("notes");
+    assert!(
+        notes.iter().any(|n| n.as_str().unwrap().contains(&first)),
+        "{json}"
+    );
+}
+
+/// Before: `restore` took no `--key`, so whoever holds the bucket appended events under an
+/// unsigned head to a signed replica and a restore took them. Now `restore --key` takes only a
+/// head the key signed, reaches no further than it, and the new store records the key.
+#[test]
+fn a_forged_tail_under_an_unsigned_head_is_refused_by_a_restore_with_the_key() {
+    let t = TempStore::new();
+    let db = t.path();
+    let (to, replica) = new_replica(&t, "replica");
+    run_ok(&["tool", "--db", s(&db)], &session(0, 2));
+    let vkey = run_ok(&["key", "create", "--db", s(&db)], "")
+        .trim()
+        .to_string();
+    run_ok(&["replicate", "--db", s(&db), "--to", &to, "--once"], "");
+    let signed_head = replica.read("head").unwrap().unwrap();
+    // The forger restores the replica (no key of the owner's), writes, and ships the tail.
+    let forged = t.dir.path().join("forged");
+    run_ok(&["restore", "--from", &to, "--db", s(&forged)], "");
+    let line =
+        json!({"command": "create", "path": "/memories/forged.md", "file_text": "trust me\n"});
+    run_ok(&["tool", "--db", s(&forged)], &format!("{line}\n"));
+    run_ok(
+        &["replicate", "--db", s(&forged), "--to", &to, "--once"],
+        "",
+    );
+    // Without the key the forgery is taken: that is what the key is for.
+    let naive = t.dir.path().join("naive");
+    run_ok(&["restore", "--from", &to, "--db", s(&naive)], "");
+    assert!(run_ok(&["ls", "/", "--db", s(&naive)], "").contains("forged.md"));
+    let careful = t.dir.path().join("careful");
+    let out = run_mnemo(
+        &[
+            "restore",
+            "--from",
+            &to,
+            "--db",
+            s(&careful),
+            "--key",
+            &vkey,
+        ],
+        "",
+    );
+    assert!(!out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not signed"));
+    assert!(!careful.exists(), "a refused restore left a store");
+    // The signed head back: the forged tail past it is not reached, even when asked for.
+    replica.write("head", signed_head).unwrap();
+    let end = run_ok(&["log", "--db", s(&forged), "--json"], "")
+        .lines()
+        .count()
+        .to_string();
+    let out = run_mnemo(
+        &[
+            "restore",
+            "--from",
+            &to,
+            "--db",
+            s(&careful),
+            "--key",
+            &vkey,
+            "--at",
+            &end,
+        ],
+        "",
+    );
+    assert!(!out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("reaches no further"));
+    run_ok(
+        &[
+            "restore",
+            "--from",
+            &to,
+            "--db",
+            s(&careful),
+            "--key",
+            &vkey,
+        ],
+        "",
+    );
+    assert!(!run_ok(&["ls", "/", "--db", s(&careful)], "").contains("forged.md"));
+    let recorded = std::fs::read_to_string(careful.join(mnemo::cli_support::TRUST_FILE))
+        .expect("the restored store records the key");
+    assert_eq!(recorded.trim(), vkey);
+}
+
+/// Before: a nested `segments/sub/*.seg` passed `verify --from` and `restore`, a junk
+/// `rewrites` object was ignored, and a 300 MB one made `verify --from` exit 2 while `restore`
+/// exited 0. Now each is damage that both name the same way: `verify --from` a violation (exit
+/// 1), `restore` a refusal that leaves nothing.
+#[test]
+fn replica_leftovers_are_refused_alike_by_verify_and_restore() {
+    let t = TempStore::new();
+    let db = t.path();
+    let (to, replica) = new_replica(&t, "replica");
+    run_ok(&["tool", "--db", s(&db)], &session(0, 2));
+    run_ok(&["replicate", "--db", s(&db), "--to", &to, "--once"], "");
+    let first = segments(&replica)[0].clone();
+    let bytes = replica.read(&first).unwrap().unwrap();
+    // Past the cap on such an object as the 300 MB one was.
+    let big = vec![b'x'; 1024 * 1024];
+    let cases: Vec<(&str, String, Vec<u8>, &str)> = vec![
+        (
+            "a nested segment",
+            format!("segments/sub/{}", first.trim_start_matches("segments/")),
+            bytes,
+            "nested",
+        ),
+        (
+            "a junk rewrites object",
+            mnemo::cli_support::REWRITES.to_string(),
+            b"segments/nothing-here.seg\n".to_vec(),
+            "not one of its segments",
+        ),
+        (
+            "a 1 MiB rewrites object",
+            mnemo::cli_support::REWRITES.to_string(),
+            big,
+            "more than such an object can be",
+        ),
+    ];
+    for (what, name, object, says) in cases {
+        replica.write(&name, object).unwrap();
+        let out = run_mnemo(&["verify", "--from", &to], "");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{what}: {out:?}");
+        assert!(text.contains(says), "{what}: {text}");
+        let target = t.dir.path().join("restored");
+        let out = run_mnemo(&["restore", "--from", &to, "--db", s(&target)], "");
+        assert!(!out.status.success(), "{what}: restored");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(says),
+            "{what}: {out:?}"
+        );
+        assert!(!target.exists(), "{what}: a refused restore left a store");
+        replica.remove(&name).unwrap();
+        if let Some(dir) = to.strip_prefix("file://") {
+            // An empty directory under segments/ is a leftover too.
+            let _ = std::fs::remove_dir(std::path::Path::new(dir).join("segments/sub"));
+        }
+        assert!(run_ok(&["verify", "--from", &to], "").contains("INTACT"));
+    }
 }

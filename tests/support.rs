@@ -305,6 +305,26 @@ pub fn have(tool: &str) -> bool {
 }
 
 /// The bytes the files under `path` take (recursively), as their lengths add up.
+/// Whether any file under `dir` (in any subdirectory) holds `text` anywhere in its bytes.
+pub fn dir_holds(dir: &Path, text: &[u8]) -> bool {
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(dir) = todo.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read a directory") {
+            let entry = entry.expect("an entry");
+            if entry.file_type().expect("its type").is_dir() {
+                todo.push(entry.path());
+            } else if std::fs::read(entry.path())
+                .expect("read a file")
+                .windows(text.len())
+                .any(|w| w == text)
+            {
+                return true;
+            }
+        }
+    }
+    false
+}
+
 pub fn dir_size(path: &Path) -> u64 {
     std::fs::read_dir(path)
         .expect("list")

@@ -15,7 +15,7 @@ use std::path::Path;
 
 use signed_note::{Note, StandardSigner, StandardVerifier, VerifierList};
 
-pub use crate::disk::KEY_FILE;
+pub use crate::disk::{KEY_FILE, TRUST_FILE};
 use crate::error::{Error, Result};
 
 /// The key name a store's key takes by default: `mnemo-` and the store directory's name, each
@@ -129,6 +129,56 @@ pub fn check(object: &[u8], vkey: &str, what: &str) -> std::result::Result<(), S
     note.verify(&known)
         .map(|_| ())
         .map_err(|e| format!("{what} does not carry a valid signature of the key given ({e})"))
+}
+
+/// Records in the store at `store` that it trusts the replica heads `vkey` signs
+/// ([`TRUST_FILE`]). A store that trusts another key already is refused: which key a follower
+/// trusts is changed by hand (the file removed), never by a command line that may be mistaken.
+pub fn remember(store: &Path, vkey: &str) -> Result<()> {
+    let vkey = vkey.trim();
+    if let Some(known) = remembered(store)? {
+        if known != vkey {
+            return Err(Error::InvalidArgument(format!(
+                "the store at {} trusts replica heads signed by the key {known}, not {vkey}; to trust another key, remove {} by hand and run this again",
+                store.display(),
+                store.join(TRUST_FILE).display()
+            )));
+        }
+        return Ok(());
+    }
+    let path = store.join(TRUST_FILE);
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)
+        .map_err(|e| Error::io(&path, e))?;
+    file.write_all(vkey.as_bytes())
+        .and_then(|()| file.write_all(b"\n"))
+        .and_then(|()| file.sync_all())
+        .map_err(|e| Error::io(&path, e))?;
+    std::fs::File::open(store)
+        .and_then(|dir| dir.sync_all())
+        .map_err(|e| Error::io(store, e))
+}
+
+/// The verifier key the store at `store` trusts its replica's heads to be signed by, if it
+/// recorded one ([`remember`]). A file there that is not its owner's alone, or holds no verifier
+/// key, is an error: it is never ignored, as that would let anyone drop the check.
+pub fn remembered(store: &Path) -> Result<Option<String>> {
+    let Some(bytes) = crate::disk::read_private(store, TRUST_FILE, 4096)? else {
+        return Ok(None);
+    };
+    let path = store.join(TRUST_FILE);
+    let text = String::from_utf8(bytes)
+        .map_err(|_| Error::corrupt(format!("{} is not a verifier key", path.display())))?;
+    verifier(&text).map_err(|_| {
+        Error::corrupt(format!(
+            "{} does not hold a verifier key (NAME+ID+KEY); write the key the replica's owner gave you into it, or remove it to trust none",
+            path.display()
+        ))
+    })?;
+    Ok(Some(text.trim().to_string()))
 }
 
 #[cfg(test)]

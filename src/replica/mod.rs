@@ -18,7 +18,10 @@
 //! last event must be the store's event of that seq, byte for byte. A restore checks the chain
 //! rules over every record it fetches (dense seqs, links, payload and chain hashes), checks the
 //! head checkpoint against the chain, and replays the whole log (`verify`) before it calls the
-//! new store whole.
+//! new store whole. It writes every event a redaction names erased, whatever its segment holds
+//! ([`Stale`] names such segments), and with a trusted key ([`Replica::trusting`]) takes only a
+//! head that key signed, and nothing past it. Objects nested under `segments/` or
+//! `checkpoints/`, and a [`REWRITES`] object that lists anything but segments, are damage.
 
 pub mod checkpoint;
 pub mod follower;
@@ -48,6 +51,9 @@ pub struct Replica {
     runtime: tokio::runtime::Runtime,
     /// The directory of a `file://` replica, whose objects must be regular files.
     local: Option<PathBuf>,
+    /// The verifier key the head checkpoint must be signed by, if one is trusted
+    /// ([`Replica::trusting`]).
+    trust: Option<String>,
 }
 
 /// The largest segment object read: 8 MiB of records and the largest record a store keeps.
@@ -104,6 +110,7 @@ impl Replica {
                 objects,
                 runtime,
                 local: None,
+                trust: None,
             });
         }
         let dir = url
@@ -129,7 +136,24 @@ impl Replica {
             objects: Arc::new(objects),
             runtime,
             local: Some(dir),
+            trust: None,
         })
+    }
+
+    /// The replica, read only through a head checkpoint that the verifier key `vkey` signed: an
+    /// unsigned head, or one another key signed, is damage ([`Error::ReplicaDamaged`]), so
+    /// whoever holds the bucket cannot append events a restore or a follower would take. A
+    /// restore then reaches no further than that head. `vkey` that is no verifier key is
+    /// [`Error::InvalidArgument`].
+    pub fn trusting(mut self, vkey: &str) -> Result<Replica> {
+        key::verifier(vkey)?;
+        self.trust = Some(vkey.trim().to_string());
+        Ok(self)
+    }
+
+    /// The verifier key the replica's head must be signed by, if one is trusted.
+    pub fn trusted_key(&self) -> Option<&str> {
+        self.trust.as_deref()
     }
 
     /// Refuses a `file://` replica that would lie in or around the store at `store` (which
@@ -297,6 +321,12 @@ impl Replica {
             .runtime
             .block_on(self.objects.list_with_delimiter(Some(&prefix)))
             .map_err(|e| failed(&self.url, &e))?;
+        if let Some(nested) = listed.common_prefixes.first() {
+            return Err(Error::damaged(format!(
+                "the replica at {} holds {nested}/ under {dir}/, where only its own objects lie (nothing is nested there): another writer left it",
+                self.url
+            )));
+        }
         let mut names: Vec<String> = listed
             .objects
             .iter()
@@ -306,11 +336,20 @@ impl Replica {
         Ok(names)
     }
 
-    /// The replica's head checkpoint, if it has one: the origin name and the head.
+    /// The replica's head checkpoint, if it has one: the origin name and the head. With a
+    /// trusted key ([`Replica::trusting`]) the head must carry its valid signature.
     pub fn head(&self) -> Result<Option<(String, Head)>> {
-        self.get("head")?
-            .map(|text| checkpoint::decode("head", &text))
-            .transpose()
+        let Some(bytes) = self.get("head")? else {
+            return Ok(None);
+        };
+        if let Some(vkey) = &self.trust {
+            key::check(&bytes, vkey, "the replica's head checkpoint").map_err(|why| {
+                Error::damaged(format!(
+                    "{why}: whoever holds the bucket may have written it, so nothing of the replica is taken (the owner signs every checkpoint once `mnemo key create` made the store's key)"
+                ))
+            })?;
+        }
+        checkpoint::decode("head", &bytes).map(Some)
     }
 }
 
@@ -539,16 +578,12 @@ fn finish_rewrites(
     replica: &Replica,
     segments: &[(Seq, Seq, String)],
 ) -> Result<()> {
-    let Some(listed) = replica.get(REWRITES)? else {
+    let Some(listed) = rewrites_listed(replica, segments)? else {
         return Ok(());
     };
-    let listed = String::from_utf8(listed)
-        .map_err(|_| Error::damaged(format!("the replica's {REWRITES} object is not text")))?;
-    for name in listed.lines() {
+    for name in &listed {
         let Some((first, last, _)) = segments.iter().find(|(_, _, n)| n == name) else {
-            return Err(Error::damaged(format!(
-                "the replica's {REWRITES} object names {name:?}, which is not one of its segments"
-            )));
+            continue;
         };
         let mut records = Vec::new();
         for item in store.records(*first) {
@@ -584,8 +619,9 @@ fn seal(replica: &Replica, first: Seq, records: &[Vec<u8>]) -> Result<()> {
 /// Rebuilds the store at `db` (a new path or an empty directory) from `replica`, up to event
 /// `at` (else its head checkpoint's event): every record re-checked against the chain rules, the
 /// head checkpoint against the chain, the index rebuilt by replay and the whole store verified.
-/// Returns the restored head. On failure nothing is left at `db`.
-pub fn restore(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Head> {
+/// An event a redaction named is restored erased, whatever its segment holds. Returns what was
+/// restored. On failure nothing is left at `db`.
+pub fn restore(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Restored> {
     if std::fs::read_dir(db).is_ok_and(|mut entries| entries.next().is_some()) {
         return Err(Error::InvalidArgument(format!(
             "{} is not empty; restore into a new path",
@@ -604,7 +640,7 @@ pub fn restore(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Head> {
     crate::disk::remove_restore_leftovers(db)?;
     let tag = crate::token::random_hex(8).map_err(|e| Error::io("the OS random source", e))?;
     let building = parent.join(format!(".{name}.restore-{tag}"));
-    let made = fetch(replica, &building, at).and_then(|head| {
+    let made = fetch(replica, &building, at).and_then(|restored| {
         if db.is_dir() {
             std::fs::remove_dir(db).map_err(|e| Error::io(db, e))?;
         }
@@ -612,7 +648,7 @@ pub fn restore(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Head> {
         std::fs::File::open(parent)
             .and_then(|dir| dir.sync_all())
             .map_err(|e| Error::io(parent, e))?;
-        Ok(head)
+        Ok(restored)
     });
     if made.is_err() {
         let _ = std::fs::remove_dir_all(&building);
@@ -620,10 +656,115 @@ pub fn restore(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Head> {
     made
 }
 
+/// What a restore made, and what it found the replica still holding that it should not.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Restored {
+    /// The restored store's head.
+    pub head: Head,
+    /// The segments that hold, whole, events a redaction erased (restored erased all the same).
+    pub stale: Vec<Stale>,
+}
+
+/// A replica segment that still holds, whole, events a redaction erased.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stale {
+    /// The segment object, such as `segments/…-….seg`.
+    pub segment: String,
+    /// The erased events it holds whole, each with the seq of the redaction that names it.
+    pub events: Vec<(Seq, Seq)>,
+    /// Whether the replica's [`REWRITES`] object names it: a shipment was cut before it wrote
+    /// the segment again, and the next shipment does. If not, the bucket kept or was given back
+    /// content erased at the source (an old version put back).
+    pub pending: bool,
+}
+
+impl Stale {
+    /// What an auditor must know of it, in a sentence.
+    pub fn note(&self) -> String {
+        let events: Vec<String> = self
+            .events
+            .iter()
+            .map(|(seq, by)| format!("{seq} (erased by the redaction at event {by})"))
+            .collect();
+        let why = match self.pending {
+            true => {
+                "a shipment was cut before it wrote the segment again; the next shipment from the store does"
+            }
+            false => {
+                "the bucket kept or was given back content erased at the source (an old object put back, a versioned bucket); whoever reads the bucket reads it, so remove the object's old versions or ship the store to a new replica"
+            }
+        };
+        format!(
+            "the replica's {} still holds, whole, event(s) {} (a restore erases them again): {why}",
+            self.segment,
+            events.join(", ")
+        )
+    }
+}
+
+/// The segments the replica's [`REWRITES`] object names (all of them among `segments`), if it
+/// has one: an object that is not such a list is damage, whoever reads it.
+fn rewrites_listed(
+    replica: &Replica,
+    segments: &[(Seq, Seq, String)],
+) -> Result<Option<Vec<String>>> {
+    let Some(listed) = replica.get(REWRITES)? else {
+        return Ok(None);
+    };
+    let listed = String::from_utf8(listed)
+        .map_err(|_| Error::damaged(format!("the replica's {REWRITES} object is not text")))?;
+    let mut names = Vec::new();
+    for name in listed.lines() {
+        if !segments.iter().any(|(_, _, n)| n == name) {
+            return Err(Error::damaged(format!(
+                "the replica's {REWRITES} object names {name:?}, which is not one of its segments: a shipment writes it with the names of segments it is writing again, so another writer left it"
+            )));
+        }
+        names.push(name.to_string());
+    }
+    Ok(Some(names))
+}
+
+/// Every event a redaction in `segments` names, with the seq of that redaction.
+fn redaction_names(
+    replica: &Replica,
+    segments: &[(Seq, Seq, String)],
+) -> Result<std::collections::BTreeMap<Seq, Seq>> {
+    let mut named = std::collections::BTreeMap::new();
+    for (first, last, name) in segments {
+        let bytes = replica
+            .get(name)?
+            .ok_or_else(|| Error::damaged(format!("replica segment {name} vanished")))?;
+        for (seq, record) in segment::decode(name, &bytes, (*first, *last))? {
+            if let Some(seqs) = redacted_by(&record)? {
+                for erased in seqs {
+                    named.entry(erased).or_insert(seq);
+                }
+            }
+        }
+    }
+    Ok(named)
+}
+
+/// The events a record erases, if it is a redaction.
+fn redacted_by(record: &[u8]) -> Result<Option<Vec<Seq>>> {
+    Ok(match crate::event::Event::decode(record)?.body {
+        crate::event::Body::Admin(crate::policy::AdminCommand::Redact { seqs, .. }) => {
+            Some(seqs.into_iter().map(Seq).collect())
+        }
+        _ => None,
+    })
+}
+
 /// [`restore`]'s work, in the new directory `db` itself (left partial if it fails).
-pub(crate) fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Head> {
+///
+/// The replica is read twice: first for what its redactions name, then for the records, each
+/// named one appended erased, so no erased byte reaches `db` (sled would keep a replaced value
+/// in its log). The second read must find the same redactions.
+pub(crate) fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Restored> {
     let checkpoint = replica.head()?.map(|(_, head)| head);
     let segments = replica.segments()?;
+    let pending = rewrites_listed(replica, &segments)?.unwrap_or_default();
     let reach = segments.last().map_or(Seq(0), |(_, last, _)| *last);
     if checkpoint.is_none() && reach > Seq(0) {
         return Err(Error::damaged(format!(
@@ -655,12 +796,32 @@ pub(crate) fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Hea
             replica.url
         )));
     }
+    if let (Some(vkey), Some(head)) = (replica.trusted_key(), checkpoint) {
+        if until > head.seq {
+            return Err(Error::InvalidArgument(format!(
+                "the replica's signed head checkpoint names event {}; events past it are not signed by the key {}, so a restore with --key reaches no further: restore to {} or before",
+                head.seq,
+                vkey.split('+').next().unwrap_or(vkey),
+                head.seq
+            )));
+        }
+    }
+    let named = redaction_names(replica, &segments)?;
+    // Erased content never comes back: a restore to a point before the redaction that erased an
+    // event would hold the event whole (or, from a rewritten segment, erased with no redaction
+    // to say why).
+    if let Some((seq, by)) = named
+        .iter()
+        .find(|(seq, by)| **seq <= until && **by > until)
+    {
+        return Err(Error::InvalidArgument(format!(
+            "event {seq} was erased by the redaction at event {by}, past event {until} where this restore would stop; restore to event {by} or later (a redaction's erasure is never undone)",
+        )));
+    }
     let store = Store::open(db)?;
     let mut chain = Chain::new();
     let mut head = Head::EMPTY;
-    // The events redactions name: erased here if the replica still holds them whole (a
-    // shipment cut before it wrote their segments again).
-    let mut named: Vec<Seq> = Vec::new();
+    let mut stale: Vec<Stale> = Vec::new();
     'segments: for (first, last, name) in segments {
         let bytes = replica
             .get(&name)?
@@ -671,7 +832,7 @@ pub(crate) fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Hea
                 store.append(&frames)?;
                 break 'segments;
             }
-            let frame = chain.check(seq, &record).map_err(|b| {
+            let mut frame = chain.check(seq, &record).map_err(|b| {
                 Error::damaged(format!(
                     "the replica at {} breaks the chain at event {} ({name}): {}",
                     replica.url, b.seq, b.detail
@@ -681,23 +842,31 @@ pub(crate) fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Hea
                 seq,
                 hash: frame.hash,
             };
-            if let crate::event::Body::Admin(crate::policy::AdminCommand::Redact { seqs, .. }) =
-                crate::event::Event::decode(&record)?.body
-            {
-                named.extend(seqs.iter().map(|s| Seq(*s)));
+            if let Some(seqs) = redacted_by(&record)? {
+                if seqs.iter().any(|s| named.get(s).is_none_or(|by| *by > seq)) {
+                    return Err(Error::damaged(format!(
+                        "the replica at {} changed while it was restored: the redaction at event {seq} ({name}) was not there when it was first read; run the restore again",
+                        replica.url
+                    )));
+                }
+            }
+            if let Some(by) = named.get(&seq) {
+                let event = crate::event::Event::decode(&record)?;
+                if !matches!(event.body, crate::event::Body::Erased(_)) {
+                    frame = event.erased().to_frame();
+                    match stale.last_mut().filter(|s| s.segment == name) {
+                        Some(found) => found.events.push((seq, *by)),
+                        None => stale.push(Stale {
+                            segment: name.clone(),
+                            events: vec![(seq, *by)],
+                            pending: pending.contains(&name),
+                        }),
+                    }
+                }
             }
             frames.push(frame);
         }
         store.append(&frames)?;
-    }
-    for seq in named {
-        let Some(record) = store.get(seq)? else {
-            continue;
-        };
-        let event = crate::event::Event::decode(&record)?;
-        if !matches!(event.body, crate::event::Body::Erased(_)) {
-            store.replace_with_erased(&event.erased().to_frame())?;
-        }
     }
     // The checkpoint must name an event of this chain.
     if let Some(checkpoint) = checkpoint {
@@ -752,7 +921,7 @@ pub(crate) fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Hea
             v.detail
         )));
     }
-    Ok(head)
+    Ok(Restored { head, stale })
 }
 
 /// The chain hash of event `seq` of `store`.

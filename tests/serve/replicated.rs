@@ -184,26 +184,6 @@ fn head_reaches(server: &Server, seq: u64) {
     }
 }
 
-/// Every file under `dir`, read whole, holds `text` nowhere.
-fn holds(dir: &std::path::Path, text: &str) -> bool {
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(dir) = todo.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let entry = entry.unwrap();
-            if entry.file_type().unwrap().is_dir() {
-                todo.push(entry.path());
-            } else if std::fs::read(entry.path())
-                .unwrap()
-                .windows(text.len())
-                .any(|w| w == text.as_bytes())
-            {
-                return true;
-            }
-        }
-    }
-    false
-}
-
 /// `mnemo serve --follow URL`: a new follower is restored from the replica, takes each new
 /// shipment, answers reads (the same file, the same head, an intact verify), refuses every
 /// write naming the replica (its log unchanged), and a redaction on the primary rebuilds it so
@@ -259,10 +239,13 @@ fn a_follower_serves_the_replica_read_only_and_keeps_up_through_a_redaction() {
     let (stopped, stderr) = follower.stop();
     assert!(stopped.success(), "{stderr}");
     assert!(
-        !holds(&follower_db, secret),
+        !crate::support::dir_holds(&follower_db, secret.as_bytes()),
         "the follower kept the erased text"
     );
-    assert!(!holds(&store.dir.path().join("replica"), secret));
+    assert!(!crate::support::dir_holds(
+        &store.dir.path().join("replica"),
+        secret.as_bytes()
+    ));
     let beside: Vec<_> = std::fs::read_dir(store.dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -363,4 +346,81 @@ fn session_lines(from: usize, to: usize) -> String {
     (from..to)
         .map(|i| json!({"command": "create", "path": format!("/memories/n{i}.md"), "file_text": format!("{i}\n")}).to_string() + "\n")
         .collect()
+}
+
+/// Before: `serve --follow` took no `--key`, so whoever holds the bucket appended forged events
+/// under an unsigned head and the follower served them with `error: null`. Now a follower given
+/// the key takes only heads it signed (the forged tail is never served, and the status says why),
+/// records the key so a restart without `--key` still checks, and refuses another key.
+#[test]
+fn a_follower_with_the_owners_key_never_takes_a_forged_tail() {
+    let store = TempStore::new();
+    let url = replica_url(&store);
+    let db = store.path();
+    let d = |p: &std::path::Path| p.to_str().unwrap().to_string();
+    run_ok(&["tool", "--db", &d(&db)], &session_lines(0, 3));
+    let vkey = run_ok(&["key", "create", "--db", &d(&db)], "")
+        .trim()
+        .to_string();
+    run_ok(&["replicate", "--db", &d(&db), "--to", &url, "--once"], "");
+    let follower_db = store.dir.path().join("follower");
+    let follower = Server::start(
+        &follower_db,
+        &[
+            "--follow",
+            &url,
+            "--follow-interval",
+            "0.05",
+            "--key",
+            &vkey,
+        ],
+    );
+    head_reaches(&follower, 3);
+    // The forger restores the replica, writes, and ships a tail under an unsigned head.
+    let forged = store.dir.path().join("forged");
+    run_ok(&["restore", "--from", &url, "--db", &d(&forged)], "");
+    run_ok(&["tool", "--db", &d(&forged)], &session_lines(10, 11));
+    run_ok(
+        &["replicate", "--db", &d(&forged), "--to", &url, "--once"],
+        "",
+    );
+    let status = replication_until(&follower, "the forged head refused", |s| {
+        s["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("not signed"))
+    });
+    assert_eq!(status["head"]["seq"], 3, "{status}");
+    assert_eq!(follower.json("/v1/head")["seq"], 3);
+    let cat = follower.call("GET", "/v1/cat?path=/memories/n10.md", b"");
+    assert_eq!(cat.status, 404, "{}", cat.text());
+    let (stopped, stderr) = follower.stop();
+    assert!(stopped.success(), "{stderr}");
+    // Restarted without --key, it still checks (the key is recorded in the store) and is
+    // refused at once, the forged head being its replica's.
+    let out = run_mnemo(&["serve", "--db", &d(&follower_db), "--follow", &url], "");
+    assert!(!out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not signed"),
+        "{out:?}"
+    );
+    // Another key is refused, naming the one recorded.
+    let other = store.dir.path().join("other");
+    run_ok(&["tool", "--db", &d(&other)], &session_lines(0, 1));
+    let other_key = run_ok(&["key", "create", "--db", &d(&other)], "")
+        .trim()
+        .to_string();
+    let out = run_mnemo(
+        &[
+            "serve",
+            "--db",
+            &d(&follower_db),
+            "--follow",
+            &url,
+            "--key",
+            &other_key,
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("trusts replica heads signed by"));
 }
