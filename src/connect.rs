@@ -27,6 +27,18 @@ pub struct Remote {
     pub store: Option<String>,
 }
 
+impl Remote {
+    /// No server named: the one that holds the store, if any, found by its file.
+    #[cfg_attr(not(feature = "replicate"), expect(dead_code))]
+    pub fn none() -> Remote {
+        Remote {
+            connect: None,
+            token: None,
+            store: None,
+        }
+    }
+}
+
 /// How `tool` and `mcp` start a server when none holds the store.
 #[derive(Args, Clone, Debug)]
 pub struct Start {
@@ -154,6 +166,9 @@ pub enum Change {
     Redact(serde_json::Value),
     /// `mnemo config set`: the body of `POST /v1/config`.
     Config(serde_json::Value),
+    /// `mnemo replicate --once`: the body of `POST /v1/replicate`, printed as its `result`.
+    #[cfg_attr(not(feature = "replicate"), expect(dead_code))]
+    Replicate(serde_json::Value),
 }
 
 #[cfg(feature = "serve")]
@@ -327,6 +342,10 @@ mod served {
                 route: "/v1/config",
                 body,
             },
+            Change::Replicate(body) => AdminRequest::Post {
+                route: "/v1/replicate",
+                body,
+            },
         };
         let (status, body) = client.admin(request)?;
         let answer: Value = serde_json::from_slice(&body).map_err(|e| protocol(client, &e))?;
@@ -334,7 +353,9 @@ mod served {
         let seq = answer["seq"].as_u64();
         match (status, text("result"), text("error"), seq) {
             // A redaction's answer is what `mnemo redact` prints.
-            (200..=299, Some(result), _, _) if matches!(change, Change::Redact(_)) => {
+            (200..=299, Some(result), _, _)
+                if matches!(change, Change::Redact(_) | Change::Replicate(_)) =>
+            {
                 Ok(print(result.as_bytes()))
             }
             (200..=299, Some(result), _, Some(seq)) => {

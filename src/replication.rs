@@ -26,14 +26,24 @@ mod with {
     /// whenever the store has changed (looked at every `interval` seconds).
     pub fn replicate(db: &Path, url: &str, interval: Option<f64>) -> CliResult {
         let Some(interval) = interval else {
-            refuse_served(db, url)?;
-            let store = Store::open_current_read_only(db)?;
-            let replica = Replica::open(url, true)?;
-            let shipped = ship(&store, &replica, &mut |first, last| {
-                eprintln!("mnemo replicate: shipped events {first} to {last}");
-            })?;
-            print_shipped(&mut std::io::stdout().lock(), url, &shipped)?;
-            return Ok(ExitCode::SUCCESS);
+            // A store a server holds is shipped by that server, as the read commands ask it.
+            let local = || {
+                let store = Store::open_current_read_only(db)?;
+                let replica = Replica::open(url, true)?;
+                let shipped = ship(&store, &replica, &mut |first, last| {
+                    eprintln!("mnemo replicate: shipped events {first} to {last}");
+                })?;
+                print_shipped(&mut std::io::stdout().lock(), url, &shipped)?;
+                Ok(ExitCode::SUCCESS)
+            };
+            let body = serde_json::json!({ "to": url });
+            return crate::connect::change(
+                db,
+                &crate::connect::Remote::none(),
+                mnemo::cli_support::OPERATOR,
+                &crate::connect::Change::Replicate(body),
+                local,
+            );
         };
         let interval = seconds(interval, "--interval")?;
         Store::require(db)?;
@@ -87,24 +97,7 @@ mod with {
     }
 
     fn print_shipped(out: &mut dyn Write, url: &str, shipped: &Shipped) -> std::io::Result<()> {
-        if shipped.segments == 0 {
-            writeln!(
-                out,
-                "the replica at {url} is up to date at event {}",
-                shipped.head.seq
-            )?;
-        } else {
-            writeln!(
-                out,
-                "replicated events {} to {} in {} segments to {url}",
-                shipped.from.0 + 1,
-                shipped.head.seq,
-                shipped.segments
-            )?;
-        }
-        if shipped.head.seq > Seq(0) {
-            writeln!(out, "checkpoint: {}", shipped.head)?;
-        }
+        out.write_all(shipped.summary(url).as_bytes())?;
         out.flush()
     }
 
@@ -339,26 +332,6 @@ mod with {
 
     /// The largest checkpoint file read (a few lines and signatures).
     const CHECKPOINT_FILE_MAX: u64 = 64 * 1024;
-
-    /// Refuses at once, saying what to do, to ship a store a live server holds: its copy could
-    /// only be made once the server let go (after the lock's wait, as a store in use), and a
-    /// `mnemo tool` or `mnemo mcp` just run leaves one running for its idle time.
-    fn refuse_served(db: &Path, url: &str) -> CliResult {
-        #[cfg(feature = "client")]
-        if let Ok(Some(file)) = mnemo::cli_support::find_server(db) {
-            return Err(format!(
-                "the store at {} is held by the mnemo server at {} (pid {}; `mnemo tool` and `mnemo mcp` start one that exits after --idle-exit, 30 s by default, without clients): ship while it serves with `mnemo serve --db {} --replicate {url}` in its place, or stop it (`kill {}`, or wait for its idle exit) and run this again",
-                db.display(),
-                file.url,
-                file.pid,
-                db.display(),
-                file.pid
-            )
-            .into());
-        }
-        let _ = (db, url);
-        Ok(ExitCode::SUCCESS)
-    }
 
     /// `mnemo restore --from URL --db NEW [--at SEQ] [--key VKEY]`: with a key, only a head it
     /// signed is taken, and the new store records the key (for `serve --follow`).

@@ -869,12 +869,13 @@ fn a_shipment_cut_around_a_redaction_leaves_a_replica_that_restores_and_is_finis
     }
 }
 
-/// Before: `mnemo replicate --once` right after `mnemo tool` waited 30 s for the lock of the
-/// store the auto-started server holds, then told a build with the server to rebuild with it.
-/// Now it says at once which server holds the store and how to ship while it serves.
+/// Before: `mnemo replicate --once` (and `key create`) right after `mnemo tool` waited 30 s
+/// for the lock of the store the auto-started server holds, then told a build with the server
+/// to rebuild with it. Now the server that holds the store ships it (`POST /v1/replicate`), at
+/// once, and the key is made beside the served store; what ships after is signed.
 #[cfg(feature = "serve")]
 #[test]
-fn replicate_once_on_a_served_store_says_at_once_which_server_holds_it() {
+fn replicate_once_and_key_create_on_a_served_store_go_through_its_server() {
     let t = TempStore::new();
     let db = t.path();
     let out = crate::support::run_command(
@@ -882,24 +883,39 @@ fn replicate_once_on_a_served_store_says_at_once_which_server_holds_it() {
         session(0, 2).as_bytes(),
     );
     assert!(out.status.success(), "{out:?}");
-    let (url, _) = new_replica(&t, "held");
-    let started = std::time::Instant::now();
-    let shipped = crate::support::run_command(
-        crate::support::served_command(&["replicate", "--db", s(&db), "--to", &url, "--once"], &[]),
-        b"",
-    );
-    assert_eq!(shipped.status.code(), Some(2), "{shipped:?}");
-    let err = String::from_utf8_lossy(&shipped.stderr);
     assert!(
-        err.contains("held by the mnemo server") && err.contains("--replicate"),
-        "{err}"
+        mnemo::cli_support::find_server(&db).is_ok_and(|f| f.is_some()),
+        "no server holds the store"
     );
-    assert!(!err.contains("--features"), "no rebuild hint: {err}");
+    let (url, replica) = new_replica(&t, "held");
+    let started = std::time::Instant::now();
+    let served =
+        |args: &[&str]| crate::support::run_command(crate::support::served_command(args, &[]), b"");
+    let shipped = served(&["replicate", "--db", s(&db), "--to", &url, "--once"]);
+    assert!(shipped.status.success(), "{shipped:?}");
+    let said = String::from_utf8_lossy(&shipped.stdout);
+    assert!(said.contains("replicated events 1 to 6"), "{said}");
+    let vkey = served(&["key", "create", "--db", s(&db)]);
+    assert!(vkey.status.success(), "{vkey:?}");
+    let vkey = String::from_utf8_lossy(&vkey.stdout).trim().to_string();
     assert!(
         started.elapsed() < std::time::Duration::from_secs(10),
-        "it answered after {:?}",
+        "they answered after {:?}",
         started.elapsed()
     );
+    let more = crate::support::run_command(
+        crate::support::served_command(&["tool", "--db", s(&db)], &[]),
+        session(2, 3).as_bytes(),
+    );
+    assert!(more.status.success(), "{more:?}");
+    let shipped = served(&["replicate", "--db", s(&db), "--to", &url, "--once"]);
+    assert!(shipped.status.success(), "{shipped:?}");
+    let head = String::from_utf8(replica.read("head").unwrap().unwrap()).unwrap();
+    assert!(
+        head.contains("\n\n\u{2014} "),
+        "the server's shipment is not signed: {head}"
+    );
+    assert!(run_ok(&["verify", "--from", &url, "--key", &vkey], "").contains("INTACT"));
     crate::discovery::stop_server(&db);
 }
 

@@ -73,6 +73,28 @@ pub struct Shipped {
     pub segments: usize,
 }
 
+impl Shipped {
+    /// What `mnemo replicate --once` prints of it (and `POST /v1/replicate` answers as its
+    /// `result`): what was shipped to `url`, or that it was up to date, and the checkpoint.
+    pub fn summary(&self, url: &str) -> String {
+        let mut text = match self.segments {
+            0 => format!(
+                "the replica at {url} is up to date at event {}\n",
+                self.head.seq
+            ),
+            n => format!(
+                "replicated events {} to {} in {n} segments to {url}\n",
+                self.from.0 + 1,
+                self.head.seq
+            ),
+        };
+        if self.head.seq > Seq(0) {
+            text.push_str(&format!("checkpoint: {}\n", self.head));
+        }
+        text
+    }
+}
+
 impl Replica {
     /// The replica at `url`: `s3://bucket/prefix` (endpoint and credentials from the standard
     /// `AWS_*` variables, `AWS_ENDPOINT_URL` included; an `http://` endpoint is allowed as given)

@@ -73,6 +73,7 @@ pub(crate) fn router(shared: Arc<Shared>, stop: CancellationToken) -> Router {
         .route("/v1/tokens", get(tokens_list).post(token_create))
         .route("/v1/tokens/{id}", delete(token_revoke))
         .route("/v1/redact", post(redact))
+        .route("/v1/replicate", post(replicate))
         .route("/v1/config", get(config_list).post(config_set))
         .merge(super::clients::routes(stop))
         .nest_service("/mcp", mcp)
@@ -97,7 +98,7 @@ fn json_body(bytes: Vec<u8>, content_type: &'static str) -> Response {
 async fn not_found() -> Response {
     error(
         StatusCode::NOT_FOUND,
-        "no such route; the routes are POST /v1/memory, /v1/memory/oversized, GET /v1/head, /v1/verify, /v1/log, /v1/ls, /v1/cat, /v1/history, /v1/show, /v1/diff, /v1/records, /v1/attach, GET and POST /v1/acl and /v1/tokens, DELETE /v1/tokens/ID, POST /v1/redact, GET and POST /v1/config, and MCP at /mcp",
+        "no such route; the routes are POST /v1/memory, /v1/memory/oversized, GET /v1/head, /v1/verify, /v1/log, /v1/ls, /v1/cat, /v1/history, /v1/show, /v1/diff, /v1/records, /v1/attach, GET and POST /v1/acl and /v1/tokens, DELETE /v1/tokens/ID, POST /v1/redact, POST /v1/replicate, GET and POST /v1/config, and MCP at /mcp",
     )
 }
 
@@ -127,6 +128,10 @@ impl From<crate::Error> for Failure {
     fn from(e: crate::Error) -> Failure {
         match e {
             crate::Error::InvalidArgument(why) => Failure::Client(StatusCode::BAD_REQUEST, why),
+            // The object store failed or holds something it should not: not the store's fault.
+            e @ (crate::Error::Replica { .. } | crate::Error::ReplicaDamaged { .. }) => {
+                Failure::Client(StatusCode::BAD_GATEWAY, e.to_string())
+            }
             other => Failure::Store(other.to_string()),
         }
     }
@@ -790,6 +795,57 @@ async fn redact(
     })
     .await?;
     Ok(json_body(body.to_string().into_bytes(), "application/json"))
+}
+
+/// `POST /v1/replicate`'s body: the replica to ship to.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReplicateRequest {
+    to: String,
+}
+
+/// Ships, once, every event of the store the replica at `to` lacks (`mnemo replicate --once`
+/// on a store this server holds, which could not open it): the answer's `result` is what that
+/// command prints. Writers do not wait: the shipment reads what they made durable.
+async fn replicate(
+    State(shared): State<Arc<Shared>>,
+    Extension(caller): Extension<Caller>,
+    body: Body,
+) -> Result<Response, Failure> {
+    operator(&caller)?;
+    let wanted: ReplicateRequest = admin_body(
+        &shared,
+        body,
+        ADMIN_BODY_MAX,
+        r#"{"to": "s3://bucket/prefix"}"#,
+    )
+    .await?;
+    let client = shared.client().clone();
+    let body = blocking(move || ship_once(&client, &wanted.to)).await?;
+    Ok(json_body(body.to_string().into_bytes(), "application/json"))
+}
+
+#[cfg(feature = "replicate")]
+fn ship_once(client: &MnemoClient, url: &str) -> Result<Value, Failure> {
+    let replica = crate::replica::Replica::open(url, true)?;
+    // Up to what the writer made durable, as the server's own shipper ships.
+    let end = client.head()?.seq;
+    let store = client.local_store()?;
+    let shipped = crate::replica::ship_upto(&store, &replica, end, true, &mut |_, _| {})?;
+    Ok(json!({
+        "result": shipped.summary(url),
+        "from": shipped.from.0,
+        "head": {"seq": shipped.head.seq.0, "hash": shipped.head.hash.to_hex()},
+        "segments": shipped.segments,
+    }))
+}
+
+#[cfg(not(feature = "replicate"))]
+fn ship_once(_: &MnemoClient, _: &str) -> Result<Value, Failure> {
+    Err(Failure::Client(
+        StatusCode::NOT_IMPLEMENTED,
+        "this server was built without replicas (`--features replicate`): stop it and ship with `mnemo replicate --once`, or run a mnemo built with them".into(),
+    ))
 }
 
 /// The store settings, one JSON object per line: `{"name": "delete", "value": "keep"}`.
