@@ -72,6 +72,10 @@ pub struct Plan {
     pub seqs: Vec<Seq>,
     /// The paths the erased events named, in order.
     pub paths: Vec<String>,
+    /// With texts chosen: the events left that keep only a digest of an input too large (or
+    /// too malformed) to log whole, past whose kept start a text may lie unseen. They were not
+    /// searched and are not erased; [`Plan::summary`] says so, and how to erase them.
+    pub unsearched: Vec<Seq>,
 }
 
 /// A redaction done: what it erased and the seq of the admin event that records it.
@@ -99,8 +103,10 @@ impl Plan {
     /// (or that nothing matches).
     pub fn summary(&self) -> String {
         if self.seqs.is_empty() {
-            return "nothing in the log matches what was chosen; a redaction would erase nothing\n"
-                .into();
+            return format!(
+                "nothing in the log matches what was chosen; a redaction would erase nothing\n{}",
+                self.unsearched_note()
+            );
         }
         let mut out = format!(
             "would erase {} events: {}\n",
@@ -110,7 +116,21 @@ impl Plan {
         for path in &self.paths {
             out.push_str(&format!("  {}\n", printable(path)));
         }
+        out.push_str(&self.unsearched_note());
         out
+    }
+
+    /// The line that names the events a text search could not look into, if there are any.
+    fn unsearched_note(&self) -> String {
+        if self.unsearched.is_empty() {
+            return String::new();
+        }
+        format!(
+            "note: {} event(s) keep only a digest of an input too large or malformed to log whole ({}): past the first {} bytes it was never kept, so a text there could not be searched; if it may be there, erase them by seq (--seq N, \"seqs\" over HTTP)\n",
+            self.unsearched.len(),
+            listed(&self.unsearched),
+            crate::tool::request::DIGEST_PREFIX_BYTES
+        )
     }
 
     /// The plan as `POST /v1/redact` answers it: `{"seqs", "paths"}`.
@@ -118,6 +138,7 @@ impl Plan {
         serde_json::json!({
             "seqs": self.seqs.iter().map(|s| s.0).collect::<Vec<_>>(),
             "paths": self.paths,
+            "unsearched": self.unsearched.iter().map(|s| s.0).collect::<Vec<_>>(),
         })
     }
 
@@ -134,18 +155,24 @@ impl Plan {
                 .iter()
                 .map(|p| p.as_str().map(str::to_string))
                 .collect::<Option<_>>()?,
+            unsearched: answer["unsearched"]
+                .as_array()
+                .map(|all| all.iter().filter_map(|s| s.as_u64().map(Seq)).collect())
+                .unwrap_or_default(),
         })
     }
 }
 
 impl Redacted {
-    /// What `mnemo redact` prints: `redacted N events (1, 2); event S records it`.
+    /// What `mnemo redact` prints: `redacted N events (1, 2); event S records it`, and the
+    /// events a text search could not look into, if any.
     pub fn summary(&self) -> String {
         format!(
-            "redacted {} events ({}); event {} records it\n",
+            "redacted {} events ({}); event {} records it\n{}",
             self.plan.seqs.len(),
             listed(&self.plan.seqs),
-            self.seq
+            self.seq,
+            self.plan.unsearched_note()
         )
     }
 }
@@ -420,6 +447,7 @@ fn plan_with(store: &Store, selection: &Selection, deleted_by: Option<Seq>) -> R
     // Per file, the events that touched it and the paths each named.
     let mut touched: BTreeMap<u64, Vec<(Seq, Vec<String>)>> = BTreeMap::new();
     let mut deleted = Vec::new();
+    let mut unsearched = Vec::new();
     for event in events(store) {
         let event = event?;
         let answer = match replay.as_mut() {
@@ -466,6 +494,9 @@ fn plan_with(store: &Store, selection: &Selection, deleted_by: Option<Seq>) -> R
                 return Err(refused_admin(event.seq));
             }
             continue;
+        }
+        if !texts.is_empty() && keeps_part(&event) {
+            unsearched.push(event.seq);
         }
         // A rejected raw input names no path the index knows, and may spell a text with JSON
         // escapes: it is searched as received and as a JSON string would decode it.
@@ -515,7 +546,11 @@ fn plan_with(store: &Store, selection: &Selection, deleted_by: Option<Seq>) -> R
             .map(|(path, _)| path.clone())
             .collect();
         if found.is_empty() {
-            return Ok(plan);
+            let unsearched = unsearched
+                .into_iter()
+                .filter(|s| !plan.seqs.contains(s))
+                .collect();
+            return Ok(Plan { unsearched, ..plan });
         }
         // A file left holds the text: erase every event that named it.
         let before = plan.seqs.len();
@@ -536,6 +571,12 @@ fn plan_with(store: &Store, selection: &Selection, deleted_by: Option<Seq>) -> R
     Err(Error::InvalidArgument(
         "the erasure did not settle; redact by --path or --seq instead; nothing was changed".into(),
     ))
+}
+
+/// Whether the event keeps only part of its input: a digest whose kept start is shorter than
+/// the input, past which a text may lie unseen.
+fn keeps_part(event: &Event) -> bool {
+    matches!(&event.body, Body::RejectedDigest(d) if d.input.len > d.input.prefix.len() as u64)
 }
 
 fn refused_admin(seq: Seq) -> Error {
@@ -627,6 +668,7 @@ fn close(store: &Store, chosen: &BTreeSet<Seq>, texts: &[&[u8]]) -> Result<(Plan
     let plan = Plan {
         seqs: erased.into_iter().collect(),
         paths,
+        unsearched: Vec::new(),
     };
     Ok((plan, left))
 }
@@ -676,7 +718,12 @@ fn redact_with(
     let plan = plan_with(&source, selection, deleted_by)?;
     if plan.seqs.is_empty() {
         return Err(Error::InvalidArgument(
-            "nothing in the log matches what was chosen; nothing was changed".into(),
+            format!(
+                "nothing in the log matches what was chosen; nothing was changed\n{}",
+                plan.unsearched_note()
+            )
+            .trim_end()
+            .to_string(),
         ));
     }
     let head = source.log_end()?;

@@ -1134,3 +1134,81 @@ fn rejected_raw_lines_are_searched_decoded_and_by_path() {
     );
     verify_names_redaction(&db);
 }
+
+/// Before: a rejected call over 4 KiB keeps only a digest (its length, hash and first 256
+/// bytes), and `redact --text` with a text past that start answered "nothing matches" as if the
+/// log could not hold it. Now the answer (and a dry run, and a redaction that erases other
+/// events) names every such event it could not search, and says to erase it by seq; erased so,
+/// nothing of it is left.
+#[test]
+fn a_text_past_what_a_digest_keeps_is_named_as_unsearched_never_as_absent() {
+    let t = TempStore::new();
+    let db = db(&t);
+    // Not JSON (cut short) and over 4 KiB: kept as a digest; the PIN lies past its start.
+    let padding = "x".repeat(5000);
+    let long =
+        format!(r#"{{"command":"create","path":"/memories/a.md","file_text":"{padding} PIN 7319"#);
+    let lines = [
+        json!({"command": "create", "path": "/memories/keep.md", "file_text": "keep\n"})
+            .to_string(),
+        long,
+    ];
+    run_ok(&["tool", "--db", &db], &(lines.join("\n") + "\n"));
+    let shown = run_ok(&["show", "2", "--db", &db], "");
+    assert!(
+        shown.contains("digest") || shown.contains("bytes"),
+        "{shown}"
+    );
+    let out = run_mnemo(
+        &[
+            "redact", "--db", &db, "--reason", "pin", "--text", "PIN 7319",
+        ],
+        "",
+    );
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("nothing in the log matches")
+            && said.contains("digest")
+            && said.contains("(2)"),
+        "{said}"
+    );
+    let dry = run_ok(
+        &[
+            "redact",
+            "--db",
+            &db,
+            "--reason",
+            "pin",
+            "--text",
+            "PIN 7319",
+            "--dry-run",
+        ],
+        "",
+    );
+    assert!(dry.contains("--seq") && dry.contains("(2)"), "{dry}");
+    // A redaction that does erase something says it too.
+    let done = run_ok(
+        &["redact", "--db", &db, "--reason", "k", "--text", "keep"],
+        "",
+    );
+    assert!(
+        done.starts_with("redacted ") && done.contains("(2)"),
+        "{done}"
+    );
+    let kept = r#""path":"/memories/a.md""#;
+    assert!(
+        !holding(&t.path(), kept.as_bytes()).is_empty(),
+        "the digest keeps the start"
+    );
+    let done = run_ok(
+        &["redact", "--db", &db, "--reason", "pin", "--seq", "2"],
+        "",
+    );
+    assert!(done.starts_with("redacted 1 events (2)"), "{done}");
+    assert!(
+        holding(&t.path(), kept.as_bytes()).is_empty(),
+        "the start is left"
+    );
+    verify_names_redaction(&db);
+}

@@ -249,7 +249,7 @@ class MnemoClient:
     ) -> Dict[str, Any]:
         """Erases the chosen events' content as ``mnemo.redact`` does, recorded as a redaction by
         this client's agent; the store stays open (its calls wait meanwhile). Returns
-        ``{"seqs": [...], "paths": [...], "seq": N}`` (``None`` with ``dry_run=True``)."""
+        ``{"seqs": [...], "paths": [...], "unsearched": [...], "seq": N}`` (``None`` with ``dry_run=True``)."""
     def show(self, seq: int) -> Dict[str, Any]:
         """Event ``seq`` whole, as ``mnemo show --json``: ``input``, the re-derived ``answer``, ``verified``, ``change``."""
     def diff(self, start: int, end: int, path: str = "/memories") -> List[Dict[str, Any]]:
@@ -332,7 +332,7 @@ def redact(
     depended on them, for real: no byte of it is left in the store's directory, and the rest of
     the history still verifies. Recorded as a redaction by ``operator`` for ``reason``.
 
-    Returns ``{"seqs": [...], "paths": [...], "seq": N}``: what was erased and the redaction's
+    Returns ``{"seqs": [...], "paths": [...], "unsearched": [...], "seq": N}``: what was erased and the redaction's
     seq (``None`` with ``dry_run=True``, which changes nothing). A store a ``mnemo serve`` holds
     is redacted by that server, and one open in this process through its open handle (whose
     calls wait meanwhile); ``MnemoClient.redact`` does the same for a client already open.

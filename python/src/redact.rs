@@ -83,12 +83,9 @@ pub fn selection(seqs: Vec<i128>, paths: Vec<String>, texts: Vec<String>) -> PyR
     Ok(Selection { seqs, paths, texts })
 }
 
-/// `{"seqs": [...], "paths": [...], "seq": N or None}`.
+/// `{"seqs": [...], "paths": [...], "unsearched": [...], "seq": N or None}`.
 pub fn answer<'py>(py: Python<'py>, plan: &Plan, seq: Option<u64>) -> PyResult<Bound<'py, PyAny>> {
-    let value = json!({
-        "seqs": plan.seqs.iter().map(|s| s.0).collect::<Vec<_>>(),
-        "paths": plan.paths,
-        "seq": seq,
-    });
+    let mut value = plan.to_json();
+    value["seq"] = json!(seq);
     to_py(py, &value)
 }
