@@ -7,6 +7,7 @@ mod chain;
 mod client;
 mod codec;
 mod credential;
+pub mod data_dir;
 #[cfg(feature = "client")]
 mod discovery;
 mod disk;
@@ -47,6 +48,7 @@ mod verify;
 mod writer;
 
 pub use client::{ClientBuilder, MnemoClient};
+pub use data_dir::check_store_name;
 pub use error::{Error, Result};
 pub use event::{Body, Event, EventHash, Header, Outcome, RejectedCall, Seq, ToolCall};
 pub use history::LogQuery;
@@ -58,7 +60,7 @@ pub use policy::{ANY_AGENT, Access, AdminCommand, Grant, Policy};
 pub use projection::{MEMORY_TAG, MemoryRecord};
 pub use redact::{Plan, Redacted, Selection};
 #[cfg(feature = "client")]
-pub use remote::{AdminRequest, RemoteClient, RemoteError, check_store_name};
+pub use remote::{AdminRequest, RemoteClient, RemoteError};
 #[cfg(feature = "replicate")]
 pub use replica::Replica;
 #[cfg(feature = "replicate")]

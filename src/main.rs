@@ -21,6 +21,7 @@ use serde_json::json;
 
 mod connect;
 mod replication;
+mod store_admin;
 
 /// An event-sourced, verifiable memory store for Anthropic's memory tool.
 #[derive(Parser)]
@@ -229,6 +230,12 @@ enum Cmd {
     Key {
         #[command(subcommand)]
         command: KeyCmd,
+    },
+    /// The stores of a data directory (`mnemo serve --data DIR`): create, list or delete one,
+    /// through the server that serves it, else on the directory itself.
+    Store {
+        #[command(subcommand)]
+        command: StoreCmd,
     },
     /// Rebuild a store from a replica: every record re-checked against the chain, the index
     /// rebuilt, the whole store verified; nothing is left at --db if it fails. A build with
@@ -448,6 +455,56 @@ enum AclCmd {
         #[command(flatten)]
         remote: Remote,
     },
+}
+
+/// Where `mnemo store` finds the stores.
+#[derive(Args)]
+struct DataPlace {
+    /// The data directory: through the server that serves it if one runs, else directly.
+    #[arg(long, value_name = "DIR", required_unless_present = "connect")]
+    data: Option<PathBuf>,
+    /// The `mnemo serve --data` server at this URL instead (a build with `--features serve`).
+    #[arg(long, value_name = "URL", conflicts_with = "data", requires = "token")]
+    connect: Option<String>,
+    /// With --connect: the server's operator token (from DIR/mnemo-server.json).
+    #[arg(long, value_name = "TOKEN", requires = "connect")]
+    token: Option<String>,
+}
+
+#[derive(Subcommand)]
+enum StoreCmd {
+    /// Make the store NAME (`[a-z0-9][a-z0-9_-]{0,63}`).
+    Create {
+        name: String,
+        #[command(flatten)]
+        place: DataPlace,
+    },
+    /// The stores, one name a line (--json: `{"name", "open"}` a line).
+    List {
+        #[command(flatten)]
+        place: DataPlace,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove the store NAME, every memory and its whole log: asked with --confirm NAME.
+    Delete {
+        name: String,
+        /// The store's name again.
+        #[arg(long, value_name = "NAME")]
+        confirm: Option<String>,
+        #[command(flatten)]
+        place: DataPlace,
+    },
+}
+
+impl DataPlace {
+    fn place(&self) -> store_admin::Place<'_> {
+        store_admin::Place {
+            data: self.data.as_deref(),
+            connect: self.connect.as_deref(),
+            token: self.token.as_deref(),
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -692,6 +749,25 @@ fn main() -> ExitCode {
         Cmd::Key {
             command: KeyCmd::Create { db, name },
         } => replication::key_create(&db.db, name.as_deref()),
+        Cmd::Store { command } => match &command {
+            StoreCmd::Create { name, place } => {
+                store_admin::run(&store_admin::Action::Create(name), &place.place())
+            }
+            StoreCmd::List { place, json } => {
+                store_admin::run(&store_admin::Action::List { json: *json }, &place.place())
+            }
+            StoreCmd::Delete {
+                name,
+                confirm,
+                place,
+            } => store_admin::run(
+                &store_admin::Action::Delete {
+                    name,
+                    confirm: confirm.as_deref(),
+                },
+                &place.place(),
+            ),
+        },
         Cmd::Log {
             db,
             agent,

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::data_dir::check_store_name;
 use crate::event::{EventHash, InputDigest, Seq};
 use crate::log::{Durability, Head};
 use crate::paths::MemPath;
@@ -178,29 +179,6 @@ impl From<RemoteError> for crate::Error {
             unreachable: e.is_unreachable(),
             status: e.status(),
         }
-    }
-}
-
-/// The longest store name of a `mnemo serve --data` server, in bytes.
-pub const MAX_STORE_NAME: usize = 64;
-
-/// Whether `name` is a store name of a `mnemo serve --data` server: `[a-z0-9][a-z0-9_-]{0,63}`.
-/// The error says what a name is.
-pub fn check_store_name(name: &str) -> Result<(), String> {
-    let bytes = name.as_bytes();
-    let valid = !bytes.is_empty()
-        && bytes.len() <= MAX_STORE_NAME
-        && (bytes[0].is_ascii_lowercase() || bytes[0].is_ascii_digit())
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_' || *b == b'-');
-    if valid {
-        Ok(())
-    } else {
-        let shown: String = name.chars().take(80).collect();
-        Err(format!(
-            "{shown:?} is not a store name: a name is 1 to {MAX_STORE_NAME} of a-z, 0-9, _ and -, starting with a letter or digit, such as \"user-1042\""
-        ))
     }
 }
 
@@ -994,31 +972,6 @@ pub(crate) fn stay_attached(client: &RemoteClient) {
 mod tests {
     use super::*;
 
-    #[test]
-    fn names_are_checked_before_any_file_is_touched() {
-        for good in ["a", "user-1042", "0", "a_b-c", &"x".repeat(64)] {
-            assert!(check_store_name(good).is_ok(), "{good}");
-        }
-        for bad in [
-            "",
-            "..",
-            ".",
-            "a/b",
-            "/a",
-            "A",
-            "-a",
-            "_a",
-            "a.b",
-            "a b",
-            "é",
-            &"x".repeat(65),
-            "a\0",
-            "mnemo-server.json",
-        ] {
-            let err = check_store_name(bad).expect_err(bad);
-            assert!(err.contains("is not a store name"), "{err}");
-        }
-    }
     use proptest::prelude::*;
 
     #[test]

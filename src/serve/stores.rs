@@ -10,9 +10,9 @@
 //! | `ANY /v1/stores/NAME/ROUTE` | as the route | the single-store route `/v1/ROUTE` of that store (`/v1/stores/NAME/mcp` is its `/mcp`), with the same bodies and answers |
 //! | `GET /v1/identity?challenge=` | anyone | the proof of `DIR` (see [`crate::discovery`]) |
 //!
-//! **Names** are `[a-z0-9][a-z0-9_-]{0,63}` ([`check_store_name`](crate::check_store_name)); anything else (a `..`, a
-//! `/`, a capital) is refused before any file is touched. A name whose directory entry is not a
-//! real directory holding a store (a symlink or a FIFO planted in `DIR`) is no store: 404.
+//! **Names and entries** are checked as [`crate::data_dir`] says: a name that is not one is
+//! refused before any file is touched, and an entry that is not a store's real directory (a
+//! symlink or a FIFO planted in `DIR`) is no store: 404.
 //!
 //! **Opening and closing.** A store is opened on its first request and closed after
 //! [`DataOptions::store_idle_close`] without one, and at most [`DataOptions::max_open_stores`]
@@ -27,7 +27,7 @@
 //! admin event of that store, and acts only there: any other store answers it 404, as if the
 //! store did not exist, and the `/v1/stores` routes answer it 401.
 //!
-//! One server per data directory: it holds an exclusive lock on `DIR/mnemo-data.lock` while it
+//! One server per data directory: it holds the directory's lock ([`data_dir::lock`]) while it
 //! runs.
 
 use std::collections::HashMap;
@@ -52,11 +52,8 @@ use super::auth::{Authority, Hosts, Refusal, Token};
 use super::routes::error;
 use super::shutdown::Activity;
 use super::{Error, ServeOptions, ServerFile, Shared, Stopped, refuse};
-use crate::remote::check_store_name;
+use crate::data_dir::{self, check_store_name};
 use crate::tool_server::MnemoMemoryToolServer;
-
-/// The lock file a data server holds in its directory.
-pub const DATA_LOCK: &str = "mnemo-data.lock";
 
 /// How a data server opens the store at a path (creating it if it is new): the tool server of
 /// its default agent, with the root, profile, durability and limits every store shares.
@@ -129,16 +126,7 @@ impl Stores {
     /// The directory of the store `name` if it holds a store: a real directory (not a link)
     /// with sled's `db` in it.
     fn store_path(&self, name: &str) -> Result<PathBuf, Unavailable> {
-        check_store_name(name).map_err(|_| Unavailable::Missing)?;
-        let path = self.dir.join(name);
-        match std::fs::symlink_metadata(&path) {
-            Ok(meta) if meta.is_dir() => {}
-            _ => return Err(Unavailable::Missing),
-        }
-        match std::fs::symlink_metadata(path.join("db")) {
-            Ok(meta) if meta.is_file() => Ok(path),
-            _ => Err(Unavailable::Missing),
-        }
+        data_dir::store_dir(&self.dir, name).ok_or(Unavailable::Missing)
     }
 
     fn slot(&self, name: &str) -> Slot {
@@ -303,20 +291,12 @@ impl Stores {
             open.take();
             self.open_count.fetch_sub(1, Ordering::SeqCst);
         }
-        let nonce = crate::token::random_hex(8)
-            .map_err(|e| (StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?;
-        let gone = self.dir.join(format!(".deleted-{name}-{nonce}"));
-        let failed = |e: std::io::Error| {
+        data_dir::remove(&self.dir, &path).map_err(|e| {
             (
                 StatusCode::INTERNAL_SERVER_ERROR,
                 format!("could not delete the store {name:?} ({e}); check the data directory"),
             )
-        };
-        std::fs::rename(&path, &gone).map_err(failed)?;
-        if let Ok(dir) = std::fs::File::open(&self.dir) {
-            let _ = dir.sync_all();
-        }
-        std::fs::remove_dir_all(&gone).map_err(failed)
+        })
     }
 
     /// The stores by name after `after`, at most `limit`, and whether each is open.
@@ -325,23 +305,7 @@ impl Stores {
         after: Option<&str>,
         limit: usize,
     ) -> std::io::Result<(Vec<(String, bool)>, bool)> {
-        let mut names = Vec::new();
-        for entry in std::fs::read_dir(&self.dir)? {
-            let entry = entry?;
-            let Some(name) = entry.file_name().to_str().map(str::to_string) else {
-                continue;
-            };
-            if check_store_name(&name).is_err()
-                || after.is_some_and(|after| name.as_str() <= after)
-                || !entry.file_type().is_ok_and(|t| t.is_dir())
-            {
-                continue;
-            }
-            names.push(name);
-        }
-        names.sort_unstable();
-        let more = names.len() > limit;
-        names.truncate(limit);
+        let (names, more) = data_dir::list(&self.dir, after, limit)?;
         let slots = lock(&self.slots);
         let listed = names
             .into_iter()
@@ -643,33 +607,22 @@ async fn not_found() -> Response {
 
 /// Holds the data directory's lock file, exclusively, for the server's life.
 fn lock_data_dir(dir: &Path) -> Result<std::fs::File, Error> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let path = dir.join(DATA_LOCK);
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-        .open(&path)
-        .map_err(|e| Error::ServerFile(path.clone(), e))?;
-    rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive).map_err(
-        |_| {
+    data_dir::lock(dir)
+        .map_err(|e| Error::ServerFile(dir.join(data_dir::DATA_LOCK), e))?
+        .ok_or_else(|| {
             Error::Served(
                 dir.to_path_buf(),
-                "another `mnemo serve --data` (it holds the data directory's lock)".into(),
+                "another `mnemo serve --data` or `mnemo store` (it holds the data directory's lock)"
+                    .into(),
             )
-        },
-    )?;
-    Ok(file)
+        })
 }
 
 /// Checks and prepares the data directory `dir`: made (mode 0700) if missing; refused if it is
 /// a store itself.
 fn prepare(dir: &Path) -> Result<(), Error> {
     let invalid = |why: String| Error::ServerFile(dir.to_path_buf(), std::io::Error::other(why));
-    if dir.join("db").exists() || dir.join("conf").exists() {
+    if data_dir::is_store(dir) {
         return Err(invalid(format!(
             "{} is a store, not a data directory of stores: serve it with `mnemo serve --db {}`, or give --data a directory that holds stores",
             dir.display(),

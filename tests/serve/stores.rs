@@ -490,3 +490,113 @@ fn a_killed_data_server_loses_no_acknowledged_write_in_any_store() {
         assert_eq!(record.content, *path, "{store} {path}");
     }
 }
+
+/// `mnemo store create|list|delete`: on a data directory no server holds (directly, under its
+/// lock), through the server that serves it (found by its file), and through `--connect`; a
+/// delete asks for the name again; a name that is not one is refused before any file is made.
+#[test]
+fn the_store_command_manages_a_data_directory_directly_or_through_its_server() {
+    let t = TempStore::new();
+    let dir = t.dir.path().join("data");
+    let d = dir.to_str().expect("utf-8").to_string();
+    let mnemo = |args: &[&str]| {
+        let out = Command::new(mnemo_bin())
+            .args(args)
+            .env_remove("MNEMO_URL")
+            .env_remove("MNEMO_TOKEN")
+            .output()
+            .expect("run mnemo");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    // No data directory yet.
+    let (code, _, err) = mnemo(&["store", "list", "--data", &d]);
+    assert_eq!(code, Some(2), "{err}");
+    std::fs::create_dir(&dir).expect("mkdir");
+    let (code, out, err) = mnemo(&["store", "create", "alpha", "--data", &d]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("created the store alpha"), "{out}");
+    assert!(dir.join("alpha/db").is_file());
+    let (code, _, err) = mnemo(&["store", "create", "alpha", "--data", &d]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("exists already"), "{err}");
+    for bad in ["../escape", "Alpha", "a/b", ".hidden"] {
+        let (code, _, err) = mnemo(&["store", "create", bad, "--data", &d]);
+        assert_eq!(code, Some(2), "{bad}: {err}");
+        assert!(err.contains("is not a store name"), "{bad}: {err}");
+    }
+    assert!(!t.dir.path().join("escape").exists());
+    // A link planted in the directory is no store.
+    std::os::unix::fs::symlink(dir.join("alpha"), dir.join("linked")).expect("ln");
+    let (_, out, _) = mnemo(&["store", "list", "--data", &d]);
+    assert_eq!(out, "alpha\n");
+    // With a server on the directory, the command goes through it.
+    let server = Server::start_data(&dir, &[]);
+    let (code, out, err) = mnemo(&["store", "create", "beta", "--data", &d]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.contains(&server.addr().to_string()),
+        "through the server: {out}"
+    );
+    let (_, out, _) = mnemo(&["store", "list", "--data", &d, "--json"]);
+    let listed: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    assert_eq!(listed.len(), 2, "{out}");
+    assert_eq!(listed[1]["name"], "beta");
+    assert_eq!(
+        listed[1]["open"], true,
+        "beta was opened by its creation: {out}"
+    );
+    let (url, token) = (
+        format!("http://{}", server.addr()),
+        server.file.token.clone(),
+    );
+    let (code, _, err) = mnemo(&[
+        "store",
+        "delete",
+        "beta",
+        "--connect",
+        &url,
+        "--token",
+        &token,
+    ]);
+    assert_eq!(code, Some(2), "no confirmation: {err}");
+    assert!(err.contains("--confirm beta"), "{err}");
+    let (code, out, err) = mnemo(&[
+        "store",
+        "delete",
+        "beta",
+        "--confirm",
+        "beta",
+        "--connect",
+        &url,
+        "--token",
+        &token,
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("deleted the store beta"), "{out}");
+    assert!(!dir.join("beta").exists());
+    let (code, _, err) = mnemo(&["store", "list", "--connect", &url, "--token", "mnemo_wrong"]);
+    assert_eq!(code, Some(2), "{err}");
+    let (status, stderr) = server.stop();
+    assert!(status.success(), "{stderr}");
+    // Directly again: the store the server made is a store of its own.
+    let (code, out, err) = mnemo(&[
+        "store",
+        "delete",
+        "alpha",
+        "--confirm",
+        "alpha",
+        "--data",
+        &d,
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("deleted the store alpha"), "{out}");
+    let (_, out, _) = mnemo(&["store", "list", "--data", &d]);
+    assert_eq!(out, "", "{out}");
+}

@@ -1,0 +1,173 @@
+//! A data directory: the stores one `mnemo serve --data DIR` serves, each the directory
+//! `DIR/NAME`, a complete store on its own. What the server and `mnemo store` (on `--data DIR`
+//! directly, when no server holds it) both do to the directory: check names, find, list, make
+//! and remove stores, and hold the directory's lock.
+//!
+//! **Names** are `[a-z0-9][a-z0-9_-]{0,63}` ([`check_store_name`]); anything else (a `..`, a
+//! `/`, a capital) is refused before any file is touched. A name whose directory entry is not a
+//! real directory holding sled's `db` (a symlink or a FIFO planted in `DIR`) is no store.
+//!
+//! One process at a time changes a data directory: it holds an exclusive lock on
+//! [`DATA_LOCK`] while it does ([`lock`]).
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+/// The lock file a data server (or `mnemo store` on the directory) holds in it.
+pub const DATA_LOCK: &str = "mnemo-data.lock";
+
+/// The longest store name, in bytes.
+pub const MAX_STORE_NAME: usize = 64;
+
+/// Whether `name` is a store name of a data directory: `[a-z0-9][a-z0-9_-]{0,63}`. The error
+/// says what a name is.
+pub fn check_store_name(name: &str) -> Result<(), String> {
+    let bytes = name.as_bytes();
+    let valid = !bytes.is_empty()
+        && bytes.len() <= MAX_STORE_NAME
+        && (bytes[0].is_ascii_lowercase() || bytes[0].is_ascii_digit())
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_' || *b == b'-');
+    if valid {
+        Ok(())
+    } else {
+        let shown: String = name.chars().take(80).collect();
+        Err(format!(
+            "{shown:?} is not a store name: a name is 1 to {MAX_STORE_NAME} of a-z, 0-9, _ and -, starting with a letter or digit, such as \"user-1042\""
+        ))
+    }
+}
+
+/// The directory of the store `name` under `dir`, if it holds one: a valid name, a real
+/// directory (not a link) with sled's `db` file in it.
+pub fn store_dir(dir: &Path, name: &str) -> Option<PathBuf> {
+    check_store_name(name).ok()?;
+    let path = dir.join(name);
+    let is_dir = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir());
+    let has_db = std::fs::symlink_metadata(path.join("db")).is_ok_and(|m| m.is_file());
+    (is_dir && has_db).then_some(path)
+}
+
+/// The names of the stores under `dir` after `after`, sorted, at most `limit`, and whether
+/// there are more. Entries that are not stores' (another name, a link, a file) are left out.
+pub fn list(dir: &Path, after: Option<&str>, limit: usize) -> std::io::Result<(Vec<String>, bool)> {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+            continue;
+        };
+        if check_store_name(&name).is_err()
+            || after.is_some_and(|after| name.as_str() <= after)
+            || !entry.file_type().is_ok_and(|t| t.is_dir())
+        {
+            continue;
+        }
+        names.push(name);
+    }
+    names.sort_unstable();
+    let more = names.len() > limit;
+    names.truncate(limit);
+    Ok((names, more))
+}
+
+/// Removes the store directory `path` (of `dir`): renamed out of the way at once (so no
+/// request finds half a store), made durable, then removed.
+pub fn remove(dir: &Path, path: &Path) -> std::io::Result<()> {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let nonce = format!("{}-{nanos}", std::process::id());
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let gone = dir.join(format!(".deleted-{name}-{nonce}"));
+    std::fs::rename(path, &gone)?;
+    File::open(dir)?.sync_all()?;
+    std::fs::remove_dir_all(&gone)
+}
+
+/// Whether `dir` is a store itself (where a data directory is wanted).
+pub fn is_store(dir: &Path) -> bool {
+    dir.join("db").exists() || dir.join("conf").exists()
+}
+
+/// Takes the data directory's lock, exclusively, without waiting: `Ok(None)` if another
+/// process holds it. The lock lasts as long as the file returned is open.
+pub fn lock(dir: &Path) -> std::io::Result<Option<File>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(dir.join(DATA_LOCK))?;
+    match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(Some(file)),
+        Err(e) if e == rustix::io::Errno::WOULDBLOCK => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_name_is_lowercase_letters_digits_and_dashes_and_nothing_escapes() {
+        for good in ["a", "user-1042", "0", "a_b", &"x".repeat(64)] {
+            assert!(check_store_name(good).is_ok(), "{good}");
+        }
+        for bad in [
+            "",
+            "..",
+            ".",
+            "a/b",
+            "/a",
+            "A",
+            "-a",
+            "_a",
+            "a.b",
+            "a b",
+            "é",
+            &"x".repeat(65),
+            "a\0",
+            "mnemo-server.json",
+        ] {
+            let err = check_store_name(bad).expect_err(bad);
+            assert!(err.contains("is not a store name"), "{err}");
+        }
+    }
+
+    #[test]
+    fn only_a_real_directory_with_a_db_is_a_store_and_a_second_lock_is_refused() {
+        let dir = tempfile::tempdir().expect("dir");
+        std::fs::create_dir(dir.path().join("real")).expect("mkdir");
+        std::fs::write(dir.path().join("real/db"), b"").expect("db");
+        std::fs::create_dir(dir.path().join("empty")).expect("mkdir");
+        std::os::unix::fs::symlink(dir.path().join("real"), dir.path().join("link")).expect("ln");
+        assert!(store_dir(dir.path(), "real").is_some());
+        assert!(store_dir(dir.path(), "empty").is_none());
+        assert!(store_dir(dir.path(), "link").is_none());
+        assert!(store_dir(dir.path(), "../real").is_none());
+        let (names, more) = list(dir.path(), None, 10).expect("list");
+        assert_eq!(
+            (names, more),
+            (vec!["empty".to_string(), "real".to_string()], false)
+        );
+        let held = lock(dir.path()).expect("lock").expect("free");
+        assert!(
+            lock(dir.path()).expect("lock").is_none(),
+            "a second lock is refused"
+        );
+        drop(held);
+        assert!(lock(dir.path()).expect("lock").is_some());
+        let real = dir.path().join("real");
+        remove(dir.path(), &real).expect("remove");
+        assert!(!real.exists());
+    }
+}

@@ -1,0 +1,212 @@
+//! `mnemo store create|list|delete` (part of the binary): the stores of a data directory
+//! (`mnemo serve --data DIR`), through the server that serves it (the one `--connect` names, or
+//! the one whose server file `DIR` holds), else on `DIR` directly, holding its lock meanwhile so
+//! that no server starts on it halfway.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+use mnemo::data_dir;
+
+use crate::CliResult;
+
+/// What to do to a data directory's stores.
+pub enum Action<'a> {
+    /// Make the store `NAME`.
+    Create(&'a str),
+    /// List the stores, as JSON lines if asked.
+    List { json: bool },
+    /// Remove the store `NAME` and all of it; `confirm` must repeat the name.
+    Delete {
+        name: &'a str,
+        confirm: Option<&'a str>,
+    },
+}
+
+/// Where the stores are: a data directory, or a server given by URL and operator token.
+pub struct Place<'a> {
+    /// `--data DIR`.
+    pub data: Option<&'a Path>,
+    /// `--connect URL`.
+    pub connect: Option<&'a str>,
+    /// `--token T`.
+    pub token: Option<&'a str>,
+}
+
+/// Runs `action` where `place` says.
+pub fn run(action: &Action<'_>, place: &Place<'_>) -> CliResult {
+    if let Action::Create(name) | Action::Delete { name, .. } = action {
+        data_dir::check_store_name(name)?;
+    }
+    if let Action::Delete { name, confirm } = action {
+        if *confirm != Some(*name) {
+            return Err(format!(
+                "deleting a store removes every memory and its whole log: confirm with `mnemo store delete {name} --confirm {name}`"
+            )
+            .into());
+        }
+    }
+    match (place.data, place.connect) {
+        (_, Some(url)) => {
+            let token = place
+                .token
+                .ok_or("--connect needs --token: the operator token of the --data server")?;
+            served::run(action, url, token)
+        }
+        (Some(dir), None) => {
+            if let Some((url, token)) = served::server_of(dir)? {
+                return served::run(action, &url, &token);
+            }
+            directly(action, dir)
+        }
+        (None, None) => {
+            Err("say where the stores are: --data DIR (a data directory), or --connect URL --token T (its server)".into())
+        }
+    }
+}
+
+/// On the data directory itself, holding its lock.
+fn directly(action: &Action<'_>, dir: &Path) -> CliResult {
+    if !dir.is_dir() {
+        return Err(format!(
+            "{} is no data directory: `mnemo serve --data {}` makes one",
+            dir.display(),
+            dir.display()
+        )
+        .into());
+    }
+    if data_dir::is_store(dir) {
+        return Err(format!(
+            "{} is a store, not a data directory of stores",
+            dir.display()
+        )
+        .into());
+    }
+    let Some(_lock) = data_dir::lock(dir)? else {
+        return Err(format!(
+            "another process holds {} (a `mnemo serve --data` starting or stopping, or another `mnemo store`): run this again in a moment",
+            dir.display()
+        )
+        .into());
+    };
+    let mut out = std::io::stdout().lock();
+    match action {
+        Action::Create(name) => {
+            let path = dir.join(name);
+            if std::fs::symlink_metadata(&path).is_ok() {
+                return Err(
+                    format!("the store {name:?} exists already in {}", dir.display()).into(),
+                );
+            }
+            drop(mnemo::MnemoClient::open(
+                &path,
+                mnemo::cli_support::OPERATOR,
+            )?);
+            writeln!(out, "created the store {name} in {}", dir.display())?;
+        }
+        Action::List { json } => {
+            let (names, _) = data_dir::list(dir, None, usize::MAX)?;
+            for name in names {
+                if data_dir::store_dir(dir, &name).is_none() {
+                    continue;
+                }
+                match json {
+                    true => writeln!(out, "{}", serde_json::json!({"name": name, "open": false}))?,
+                    false => writeln!(out, "{name}")?,
+                }
+            }
+        }
+        Action::Delete { name, .. } => {
+            let path = data_dir::store_dir(dir, name)
+                .ok_or_else(|| format!("there is no store {name:?} in {}", dir.display()))?;
+            data_dir::remove(dir, &path)?;
+            writeln!(out, "deleted the store {name} from {}", dir.display())?;
+        }
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(feature = "client")]
+mod served {
+    use std::io::Write;
+    use std::path::Path;
+    use std::process::ExitCode;
+
+    use mnemo::{AdminRequest, RemoteClient};
+    use serde_json::{Value, json};
+
+    use super::Action;
+    use crate::CliResult;
+
+    /// The URL and operator token of the server that serves `dir`, if one runs.
+    pub fn server_of(dir: &Path) -> Result<Option<(String, String)>, mnemo::RemoteError> {
+        Ok(mnemo::cli_support::find_server(dir)?.map(|file| (file.url, file.token)))
+    }
+
+    /// Through the server at `url`.
+    pub fn run(action: &Action<'_>, url: &str, token: &str) -> CliResult {
+        let client = RemoteClient::new(url, token);
+        let mut out = std::io::stdout().lock();
+        let (status, body) = match action {
+            Action::Create(name) => client.admin(AdminRequest::Post {
+                route: "/v1/stores",
+                body: &json!({ "name": name }),
+            })?,
+            Action::Delete { name, .. } => client.admin(AdminRequest::Delete {
+                route: &format!("/v1/stores/{name}?confirm={name}"),
+            })?,
+            Action::List { json } => {
+                let mut after: Option<String> = None;
+                loop {
+                    let mut query = vec![("limit", "1000".to_string())];
+                    query.extend(after.take().map(|a| ("after", a)));
+                    let page: Value = serde_json::from_slice(&client.read("/v1/stores", &query)?)?;
+                    for store in page["stores"].as_array().into_iter().flatten() {
+                        match json {
+                            true => writeln!(out, "{store}")?,
+                            false => {
+                                writeln!(out, "{}", store["name"].as_str().unwrap_or_default())?
+                            }
+                        }
+                    }
+                    match page["next"].as_str() {
+                        Some(next) => after = Some(next.to_string()),
+                        None => break,
+                    }
+                }
+                out.flush()?;
+                return Ok(ExitCode::SUCCESS);
+            }
+        };
+        let answer: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        if !(200..300).contains(&status) {
+            let why = answer["error"].as_str().unwrap_or("no reason given");
+            return Err(format!("the server at {url} refused ({status}): {why}").into());
+        }
+        match action {
+            Action::Create(name) => writeln!(out, "created the store {name} on {url}")?,
+            Action::Delete { name, .. } => writeln!(out, "deleted the store {name} from {url}")?,
+            Action::List { .. } => {}
+        }
+        out.flush()?;
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+#[cfg(not(feature = "client"))]
+mod served {
+    use std::path::Path;
+
+    use super::Action;
+    use crate::CliResult;
+
+    pub fn server_of(_: &Path) -> Result<Option<(String, String)>, std::convert::Infallible> {
+        Ok(None)
+    }
+
+    pub fn run(_: &Action<'_>, _: &str, _: &str) -> CliResult {
+        Err("--connect needs a mnemo built with `--features serve`".into())
+    }
+}
