@@ -33,15 +33,17 @@
 //! | 1 | builds before semantics versions | no `semantics` field: every event of format 1 was answered under [`Semantics::V1`] |
 //! | 2 | builds of semantics 2 | ends with `semantics: u32`, the version of the answers ([`Semantics`]) |
 //! | 3 | builds of semantics 3 before salts | as format 2; the header names semantics 3 |
-//! | 4 | this build's writer ([`SALTED_FORMAT`]) | as format 3; the record holds the event's salt, and its payload and result hashes are salted commitments |
-//! | 5 | a redaction ([`ERASED_FORMAT`], [`FORMAT_VERSION`]) | the header of the format the event was written in; the record is an erased event's |
+//! | 4 | builds of semantics 3 with salts ([`SALTED_FORMAT`]) | as format 3; the record holds the event's salt, and its payload and result hashes are salted commitments |
+//! | 5 | a redaction ([`ERASED_FORMAT`]) | the header of the format the event was written in; the record is an erased event's |
+//! | 6 | this build's writer ([`WRITTEN_FORMAT`], [`FORMAT_VERSION`]) | as format 4; the header names semantics 4 |
 //!
 //! An event's format follows from its semantics and its salt: an event answered under semantics
 //! 1 is written as format 1, byte for byte what those builds wrote, and one answered under
 //! semantics 2 or 3 as format 2 or 3, whose header must name that semantics (any other number is
 //! refused as corrupt; a format-3 record is a format-2 one but for the number, so a build of
 //! semantics 2 refuses it as newer rather than misreading it); an event with a salt is format 4,
-//! whose header names semantics 3. So every event has exactly one encoding, a decoded event encodes back to the bytes it came from, and a
+//! whose header names semantics 3, or format 6, whose header names semantics 4 (so a build of
+//! semantics 3 refuses a semantics-4 event as newer). So every event has exactly one encoding, a decoded event encodes back to the bytes it came from, and a
 //! log may hold format-1 events followed by format-2 ones (a store written by an earlier build
 //! and then opened by this one). The version byte is not hashed, but the header is, and the
 //! header's shape is tied to the version byte (a format-1 header read as format 2 is cut short, a
@@ -57,7 +59,7 @@
 //! hash still recomputes from what is left; its payload hash cannot be checked, and the chain
 //! rules take it as stored. A redaction event after it must name it ([`crate::AdminCommand::Redact`]).
 //!
-//! # Byte layout (format versions 1 to 5)
+//! # Byte layout (format versions 1 to 6)
 //!
 //! All integers are little-endian and fixed-width; a `string` is a `u64` byte length followed by that
 //! many UTF-8 bytes; an `option<T>` is one byte `0` (none) or `1` followed by `T`; an enum is a `u32`
@@ -68,15 +70,15 @@
 //!
 //! | offset | size | field | meaning |
 //! |---|---|---|---|
-//! | 0 | 1 | `version` | format version, `1` to `5` |
+//! | 0 | 1 | `version` | format version, `1` to `6` |
 //! | 1 | 8 | `seq` | `u64`, from 1, dense |
 //! | 9 | 32 | `prev_hash` | hash of event `seq - 1`; zeros for seq 1 |
 //! | 41 | 32 | `hash` | this event's chain hash (recomputed and compared by `verify`) |
-//! | 73 | 32 | `payload_hash` | `blake3(payload)`; format 4: the salted commitment to the payload |
+//! | 73 | 32 | `payload_hash` | `blake3(payload)`; formats 4 and 6: the salted commitment to the payload |
 //! | 105 | 4 | `header_len` | `u32` |
 //! | 109 | `header_len` | `header` | see below |
-//! | … | 32 | `salt` | format 4 only: the event's salt |
-//! | … | 1 | `erased_from` | format 5 only, and the record's last byte: the format the event was written in (`1` to `4`) |
+//! | … | 32 | `salt` | formats 4 and 6 only: the event's salt |
+//! | … | 1 | `erased_from` | format 5 only, and the record's last byte: the format the event was written in (`1` to `4`, or `6`) |
 //! | … | 4 | `payload_len` | `u32` |
 //! | … | `payload_len` | `payload` | see below |
 //!
@@ -91,8 +93,8 @@
 //! | `agent` | `string` |
 //! | `tool_use_id` | `option<string>` |
 //! | `outcome.is_error` | `bool` |
-//! | `outcome.result_hash` | 32 bytes, `blake3` of the result text's UTF-8 bytes; format 4: the salted commitment to them |
-//! | `semantics` | `u32`, formats 2 to 4 only: the version of the semantics that answered the call (`2` or `3`, as the format; `3` in format 4) |
+//! | `outcome.result_hash` | 32 bytes, `blake3` of the result text's UTF-8 bytes; formats 4 and 6: the salted commitment to them |
+//! | `semantics` | `u32`, formats 2 to 4 and 6: the version of the semantics that answered the call (`2` or `3`, as the format; `3` in format 4, `4` in format 6) |
 //!
 //! `payload` is a `Body` enum. The core's [`Body`] derives nothing for this: the format stores it
 //! through its own types and an explicit conversion (`src/event/wire.rs`), so renaming or
@@ -166,15 +168,18 @@ use crate::tool::Semantics;
 pub use crate::tool::{Body, Erased, InputDigest, Refusal, RejectedCall, RejectedDigest, ToolCall};
 use wire::WireBody;
 
-/// The newest on-disk format version this build reads and writes: that of erased records. The
-/// writer writes events of [`SALTED_FORMAT`]; a redaction writes erased records.
+/// The newest on-disk format version this build reads and writes: [`WRITTEN_FORMAT`], the
+/// writer's; a redaction writes erased records ([`ERASED_FORMAT`]).
 ///
 /// Compatibility policy: a build reads every version up to its own and refuses newer ones with
 /// [`Error::NewerFormat`]; the version byte leads every stored event and the store's `meta` tree.
-pub const FORMAT_VERSION: u8 = 5;
+pub const FORMAT_VERSION: u8 = 6;
 
-/// The first format whose events are salted: the format the writer writes.
+/// The first format whose events are salted (answered under semantics 3).
 pub const SALTED_FORMAT: u8 = 4;
+
+/// The format the writer writes: salted, answered under semantics 4.
+pub const WRITTEN_FORMAT: u8 = 6;
 
 /// The format of an erased record: an event of any earlier format whose payload and salt a
 /// redaction dropped (see the module docs).
@@ -187,12 +192,38 @@ pub const PAYLOAD_TAG: &[u8] = b"mnemo/payload/v4";
 pub const RESULT_TAG: &[u8] = b"mnemo/result/v4";
 
 /// The format version an event answered under `semantics`, without a salt, is written in (see
-/// the module docs); with one, it is [`SALTED_FORMAT`].
+/// the module docs); with one, [`salted_format_of`] it. Semantics 4 is only ever salted.
 pub fn format_of(semantics: Semantics) -> u8 {
     match semantics {
         Semantics::V1 => 1,
         Semantics::V2 => 2,
-        _ => 3,
+        Semantics::V3 => 3,
+        _ => WRITTEN_FORMAT,
+    }
+}
+
+/// The format version a salted event answered under `semantics` is written in: format 4 for
+/// semantics 3 (and below, which no salted event is), format 6 for semantics 4.
+pub fn salted_format_of(semantics: Semantics) -> u8 {
+    match semantics {
+        Semantics::V1 | Semantics::V2 | Semantics::V3 => SALTED_FORMAT,
+        _ => WRITTEN_FORMAT,
+    }
+}
+
+/// Whether a record of format `version` holds a salt (formats 4 and 6).
+fn is_salted(version: u8) -> bool {
+    version == SALTED_FORMAT || version == WRITTEN_FORMAT
+}
+
+/// The semantics a header of format `version` must name (`None` for a version no event has).
+fn semantics_of_format(version: u8) -> Option<Semantics> {
+    match version {
+        1 => Some(Semantics::V1),
+        2 => Some(Semantics::V2),
+        3 | SALTED_FORMAT => Some(Semantics::V3),
+        WRITTEN_FORMAT => Some(Semantics::V4),
+        _ => None,
     }
 }
 
@@ -322,27 +353,24 @@ impl Header {
             is_error: self.outcome.is_error,
             result_hash: self.outcome.result_hash.0,
         };
-        match format_of(self.semantics) {
-            1 => codec::encode(&fields),
+        match self.semantics {
+            Semantics::V1 => codec::encode(&fields),
             _ => codec::encode(&(fields, self.semantics.number())),
         }
     }
 
-    /// Decodes the header of a record of format `version`.
+    /// Decodes the header of a record of format `version`, which must name the semantics that
+    /// format holds.
     fn decode(version: u8, bytes: &[u8]) -> Result<Header> {
-        // A salted event's header is that of its semantics' unsalted format.
-        let version = if version >= SALTED_FORMAT {
-            format_of(Semantics::V3)
-        } else {
-            version
-        };
-        let (fields, semantics) = if version == 1 {
+        let holds = semantics_of_format(version)
+            .ok_or_else(|| Error::corrupt(format!("no event header is of format {version}")))?;
+        let (fields, semantics) = if holds == Semantics::V1 {
             let fields: DecodedFields = codec::decode(bytes, "event header")?;
             (fields, Semantics::V1)
         } else {
             let (fields, number): (DecodedFields, u32) = codec::decode(bytes, "event header")?;
             let semantics = Semantics::from_number(number)
-                .filter(|s| format_of(*s) == version)
+                .filter(|s| *s == holds)
                 .ok_or_else(|| {
                     Error::corrupt(format!(
                         "an event header of format {version} names semantics version {number}, which format {version} does not hold"
@@ -432,12 +460,12 @@ impl Event {
         self.header.encode()
     }
 
-    /// The format version this event is written in: [`SALTED_FORMAT`] with a salt, else
-    /// [`format_of`] its semantics.
+    /// The format version this event is written in: [`salted_format_of`] its semantics with a
+    /// salt, else [`format_of`] it.
     pub fn format(&self) -> u8 {
         match (&self.body, self.salt) {
             (Body::Erased(_), _) => ERASED_FORMAT,
-            (_, Some(_)) => SALTED_FORMAT,
+            (_, Some(_)) => salted_format_of(self.header.semantics),
             (_, None) => format_of(self.header.semantics),
         }
     }
@@ -637,14 +665,14 @@ impl<'a> FrameRef<'a> {
         let header = take(&mut rest, header_len, "header")?;
         let (salt, payload, erased_from) = if version == ERASED_FORMAT {
             let from = take(&mut rest, 1, "erased record's format")?[0];
-            if from == 0 || from >= ERASED_FORMAT {
+            if semantics_of_format(from).is_none() {
                 return Err(Error::corrupt(format!(
                     "an erased record says it was an event of format {from}, which no event has"
                 )));
             }
             (None, &[][..], Some(from))
         } else {
-            let salt = if version >= SALTED_FORMAT {
+            let salt = if is_salted(version) {
                 let mut salt = [0; 32];
                 salt.copy_from_slice(take(&mut rest, 32, "salt")?);
                 Some(Salt(salt))
@@ -735,12 +763,12 @@ impl Event {
         salt: Option<Salt>,
         payload: &[u8],
     ) -> Result<Event> {
-        if version >= ERASED_FORMAT {
+        if version == ERASED_FORMAT {
             return Err(Error::corrupt(format!(
                 "a record of format {version} has a payload"
             )));
         }
-        if salt.is_some() != (version >= SALTED_FORMAT) {
+        if salt.is_some() != is_salted(version) {
             return Err(Error::corrupt(format!(
                 "an event of format {version} {} a salt",
                 if salt.is_some() { "has" } else { "lacks" }
@@ -836,8 +864,13 @@ mod tests {
         )
             .prop_map(
                 |(seq, prev, time_ms, agent, id, is_error, text, body, semantics, salt)| {
-                    // Only the current semantics is ever salted (format 4).
-                    let salt = salt.filter(|_| semantics == Semantics::CURRENT).map(Salt);
+                    // Semantics 3 may be salted (format 4) or not (format 3), semantics 4 is
+                    // always salted (format 6), and the older ones never are.
+                    let salt = match semantics {
+                        Semantics::V1 | Semantics::V2 => None,
+                        Semantics::V3 => salt.map(Salt),
+                        _ => Some(Salt(salt.unwrap_or([9; 32]))),
+                    };
                     Event {
                         seq: Seq(seq),
                         prev_hash: EventHash(prev),
@@ -860,7 +893,7 @@ mod tests {
         fn records_round_trip(event in event()) {
             let frame = event.to_frame();
             prop_assert_eq!(frame.version, event.format());
-            prop_assert_eq!(frame.salt.is_some(), frame.version == SALTED_FORMAT);
+            prop_assert_eq!(frame.salt.is_some(), is_salted(frame.version));
             let bytes = frame.encode();
             let decoded = Frame::decode(&bytes).expect("decodes");
             prop_assert_eq!(&decoded, &frame);
@@ -896,10 +929,13 @@ mod tests {
         fn a_header_read_as_another_format_does_not_decode(event in event()) {
             let frame = event.to_frame();
             // Formats 3 and 4 share a header: their records differ by the salt, which a record
-            // of format 4 must have and one of format 3 must not.
-            let header_of = |version: u8| version.min(3);
+            // of format 4 must have and one of format 3 must not. Format 6's names semantics 4.
+            let header_of = |version: u8| semantics_of_format(version);
             for version in 1..=FORMAT_VERSION {
-                let salt = (version >= SALTED_FORMAT).then(|| event.salt.unwrap_or(Salt([7; 32])));
+                if version == ERASED_FORMAT {
+                    continue;
+                }
+                let salt = is_salted(version).then(|| event.salt.unwrap_or(Salt([7; 32])));
                 let read = Event::from_parts(version, frame.seq, frame.prev_hash, &frame.header, salt, &frame.payload);
                 if version == frame.version {
                     prop_assert_eq!(read.expect("its own format"), event.clone());

@@ -11,8 +11,10 @@
 //! | `n` | next node id (u64 BE) |
 //! | `a` | the last seq applied (u64 BE) |
 //! | `t` ‖ agent ‖ 0 ‖ tool_use id | the retry record: seq (u64 BE) ‖ record number (u64 BE) ‖ flags (1 byte: 1 is_error, 2 changed the tree) ‖ blake3 of the call's canonical body bytes (32) ‖ blake3 of its result text (32) ‖ for a change only, the text a retry gets |
-//! | `T` ‖ slot (u64 BE) | the `t` key of the live record whose number is that slot modulo [`RETRY_RECORDS`] |
-//! | `U` | the next record number (u64 BE): how many retry records were ever made |
+//! | `T` ‖ slot (u64 BE) | the `t` key of the live record whose number is that slot modulo [`RETRY_RECORDS`] (records of calls answered under semantics 1 to 3: one pool) |
+//! | `U` | the next record number (u64 BE) of that pool: how many such records were ever made |
+//! | `V` ‖ agent ‖ 0 ‖ slot (u64 BE) | the same, for the pool of `agent`'s records of calls answered under semantics 4 |
+//! | `W` ‖ agent | the next record number (u64 BE) of `agent`'s pool |
 //! | `P` | present once the policy is explicit (after the first admin event) |
 //! | `p` ‖ agent ‖ 0 ‖ prefix | access (`r` or `w`) |
 //! | `g` ‖ directory id (u64 BE) | empty: a deleted directory whose nodes are still to be collected |
@@ -55,10 +57,13 @@
 //! against the tree as it is now, and its record becomes that call's. A change's text is kept
 //! whole up to [`RETRY_TEXT_MAX`] bytes (longer ones keep their first line and say the rest is
 //! not kept); a read keeps only its outcome. The records of the last [`RETRY_RECORDS`] calls that
-//! left one are kept: records are numbered as they are made, record `k` takes slot
-//! `k mod RETRY_RECORDS` and evicts the record `k - RETRY_RECORDS` left there (point reads only,
-//! no scan), so eviction is oldest first, a pure function of the log, and a retry of an evicted id
-//! runs as a new call. A record replaced by its retry gets a new number and frees its old slot.
+//! left one are kept, in pools: records are numbered as they are made in their pool, record `k`
+//! takes slot `k mod RETRY_RECORDS` and evicts the record `k - RETRY_RECORDS` left there (point
+//! reads only, no scan), so eviction is oldest first, a pure function of the log, and a retry of
+//! an evicted id runs as a new call. A record replaced by its retry gets a new number and frees
+//! its old slot. Calls answered under semantics 4 keep their records in their agent's own pool
+//! (flag 4 of the record), so an agent's calls evict only its own records; those answered under
+//! semantics 1 to 3 share one pool, as those builds kept them, so old logs replay as they ran.
 //!
 //! **Invariant:** a tool_use id changes the tree at most once per agent while its record is kept;
 //! every retry is logged, and replay re-derives its answer from the records replayed before it.
@@ -109,8 +114,11 @@ pub const RETRY_TEXT_MAX: usize = 16 * 1024;
 
 const RETRY_SLOT_PREFIX: &[u8] = b"T";
 const RETRY_NEXT_KEY: &[u8] = b"U";
+const AGENT_SLOT_PREFIX: u8 = b'V';
+const AGENT_NEXT_PREFIX: u8 = b'W';
 const RETRY_ERROR: u8 = 1;
 const RETRY_CHANGED: u8 = 2;
+const RETRY_PER_AGENT: u8 = 4;
 const RETRY_FLAGS_AT: usize = 16;
 const RETRY_FIXED: usize = RETRY_FLAGS_AT + 1 + 32 + 32;
 
@@ -241,11 +249,46 @@ fn retry_key(agent: &str, tool_use_id: &str) -> Vec<u8> {
     k
 }
 
-fn retry_slot_key(slot: u64) -> Vec<u8> {
-    let mut k = Vec::with_capacity(9);
-    k.extend_from_slice(RETRY_SLOT_PREFIX);
-    k.extend_from_slice(&slot.to_be_bytes());
-    k
+/// A retry record's pool: the one every agent shared (semantics 1 to 3), or an agent's own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pool<'a> {
+    Shared,
+    Agent(&'a str),
+}
+
+impl Pool<'_> {
+    /// The key of slot `slot` of this pool.
+    fn slot_key(self, slot: u64) -> Vec<u8> {
+        match self {
+            Pool::Shared => {
+                let mut k = Vec::with_capacity(9);
+                k.extend_from_slice(RETRY_SLOT_PREFIX);
+                k.extend_from_slice(&slot.to_be_bytes());
+                k
+            }
+            Pool::Agent(agent) => {
+                let mut k = Vec::with_capacity(10 + agent.len());
+                k.push(AGENT_SLOT_PREFIX);
+                k.extend_from_slice(agent.as_bytes());
+                k.push(0);
+                k.extend_from_slice(&slot.to_be_bytes());
+                k
+            }
+        }
+    }
+
+    /// The key of this pool's next record number.
+    fn next_key(self) -> Vec<u8> {
+        match self {
+            Pool::Shared => RETRY_NEXT_KEY.to_vec(),
+            Pool::Agent(agent) => {
+                let mut k = Vec::with_capacity(1 + agent.len());
+                k.push(AGENT_NEXT_PREFIX);
+                k.extend_from_slice(agent.as_bytes());
+                k
+            }
+        }
+    }
 }
 
 /// The hash a retry's input is compared by: blake3 of the body's canonical bytes (the event's
@@ -272,6 +315,9 @@ pub struct Recorded {
     pub number: u64,
     /// Whether its result was an error.
     pub is_error: bool,
+    /// Whether it is in its agent's own pool (a call answered under semantics 4) rather than the
+    /// pool every agent shared.
+    pub per_agent: bool,
     /// blake3 of its body's canonical bytes (its event's payload hash).
     pub input: EventHash,
     /// blake3 of its result text.
@@ -292,7 +338,8 @@ impl Recorded {
         } else {
             0
         };
-        v.push(u8::from(self.is_error) | changed);
+        let pool = if self.per_agent { RETRY_PER_AGENT } else { 0 };
+        v.push(u8::from(self.is_error) | changed | pool);
         v.extend_from_slice(&self.input.0);
         v.extend_from_slice(&self.answer.0);
         v.extend_from_slice(text.as_bytes());
@@ -305,7 +352,7 @@ impl Recorded {
             return Err(bad("is truncated"));
         }
         let flags = v[RETRY_FLAGS_AT];
-        if flags & !(RETRY_ERROR | RETRY_CHANGED) != 0 {
+        if flags & !(RETRY_ERROR | RETRY_CHANGED | RETRY_PER_AGENT) != 0 {
             return Err(bad("has unknown flags"));
         }
         let hash = |at: usize| {
@@ -329,6 +376,7 @@ impl Recorded {
             seq: Seq(be_u64(&v[..8], "retry seq")?),
             number: be_u64(&v[8..16], "retry record number")?,
             is_error: flags & RETRY_ERROR != 0,
+            per_agent: flags & RETRY_PER_AGENT != 0,
             input: hash(RETRY_FLAGS_AT + 1),
             answer: hash(RETRY_FLAGS_AT + 33),
             text,
@@ -548,9 +596,12 @@ impl<K: KvRead> Projection<K> {
             .transpose()
     }
 
-    /// How many retry records were ever made (the next record's number).
-    pub fn retry_records_made(&self) -> Result<u64> {
-        match self.kv.get(RETRY_NEXT_KEY)? {
+    /// How many retry records were ever made in `agent`'s own pool (calls answered under
+    /// semantics 4), or with `None` in the pool every agent shared (semantics 1 to 3): the next
+    /// record's number there.
+    pub fn retry_records_made(&self, agent: Option<&str>) -> Result<u64> {
+        let pool = agent.map_or(Pool::Shared, Pool::Agent);
+        match self.kv.get(&pool.next_key())? {
             Some(v) => be_u64(&v, "next retry record number"),
             None => Ok(0),
         }
@@ -1082,7 +1133,8 @@ impl<K: KvWrite> Projection<K> {
             };
             if let Some(id) = tool_use_id {
                 let recorded = self.recorded(agent, id)?;
-                self.keep_record(agent, id, seq, ERASED_INPUT, &nothing, recorded.as_ref())?;
+                let kept = (agent, id, seq, semantics);
+                self.keep_record(kept, ERASED_INPUT, &nothing, recorded.as_ref())?;
             }
             self.set_applied(seq);
             return Ok(Traced {
@@ -1139,7 +1191,12 @@ impl<K: KvWrite> Projection<K> {
             }
             _ => {
                 let answer = self.run_fresh(agent, body, semantics, seq)?;
-                self.keep_record(agent, id, seq, input, &answer, recorded.as_ref())?;
+                self.keep_record(
+                    (agent, id, seq, semantics),
+                    input,
+                    &answer,
+                    recorded.as_ref(),
+                )?;
                 let retry = recorded.map(|original| Retry {
                     of: original.seq,
                     kind: RetryKind::Reanswered,
@@ -1171,25 +1228,35 @@ impl<K: KvWrite> Projection<K> {
         Ok(answer)
     }
 
-    /// Keeps the record of `agent`'s call `tool_use_id` at `seq`, in place of `replaced` (the
-    /// record of an earlier call with the id that changed nothing, whose slot it frees), in the
-    /// next slot, evicting the record made [`RETRY_RECORDS`] records before it.
+    /// Keeps the record of `agent`'s call `tool_use_id` at `seq` (answered under `semantics`),
+    /// in place of `replaced` (the record of an earlier call with the id that changed nothing,
+    /// whose slot it frees), in the next slot of its pool, evicting the record made
+    /// [`RETRY_RECORDS`] records of that pool before it.
     fn keep_record(
         &mut self,
-        agent: &str,
-        tool_use_id: &str,
-        seq: Seq,
+        (agent, tool_use_id, seq, semantics): (&str, &str, Seq, Semantics),
         input: EventHash,
         answer: &Answer,
         replaced: Option<&Recorded>,
     ) -> Result<()> {
         let key = retry_key(agent, tool_use_id);
         if let Some(old) = replaced {
-            self.kv.remove(&retry_slot_key(old.number % self.retry_cap));
+            let pool = if old.per_agent {
+                Pool::Agent(agent)
+            } else {
+                Pool::Shared
+            };
+            self.kv.remove(&pool.slot_key(old.number % self.retry_cap));
         }
-        let number = self.retry_records_made()?;
-        self.kv.set(RETRY_NEXT_KEY, &(number + 1).to_be_bytes());
-        let slot = retry_slot_key(number % self.retry_cap);
+        let per_agent = semantics.retry_records_per_agent();
+        let pool = if per_agent {
+            Pool::Agent(agent)
+        } else {
+            Pool::Shared
+        };
+        let number = self.retry_records_made(per_agent.then_some(agent))?;
+        self.kv.set(&pool.next_key(), &(number + 1).to_be_bytes());
+        let slot = pool.slot_key(number % self.retry_cap);
         if let Some(evicted) = self.kv.get(&slot)? {
             // The slot names the record made `retry_cap` records ago (a replaced record freed
             // its slot), unless that is the key being kept now.
@@ -1201,6 +1268,7 @@ impl<K: KvWrite> Projection<K> {
             seq,
             number,
             is_error: answer.is_error,
+            per_agent,
             input,
             answer: EventHash::of(answer.text.as_bytes()),
             text: answer
@@ -1242,43 +1310,104 @@ mod tests {
             .collect()
     }
 
-    /// Past the cap, each new record evicts the oldest one; a record replaced by a retry becomes
-    /// the newest and frees its old slot.
+    /// Past the cap, each new record evicts the oldest one of its pool; a record replaced by a
+    /// retry becomes the newest and frees its old slot. The same under both pools.
     #[test]
     fn retry_records_past_the_cap_evict_the_oldest() {
-        let mut index = Projection::new(MemKv::default());
-        index.retry_cap = 3;
-        let mut seq = 0;
-        let mut run = |index: &mut Projection<MemKv>, id: &str| {
-            seq += 1;
-            index
-                .run_traced(
-                    "a",
-                    Some(id),
-                    &view("/memories"),
-                    Semantics::CURRENT,
-                    None,
-                    Seq(seq),
-                )
-                .expect("run")
-        };
-        for id in ["1", "2", "3"] {
-            assert_eq!(run(&mut index, id).retry, None);
+        for (semantics, slot_prefix, agent) in [
+            (Semantics::V3, b'T', None),
+            (Semantics::V4, b'V', Some("a")),
+        ] {
+            let mut index = Projection::new(MemKv::default());
+            index.retry_cap = 3;
+            let mut seq = 0;
+            let mut run = |index: &mut Projection<MemKv>, id: &str| {
+                seq += 1;
+                index
+                    .run_traced("a", Some(id), &view("/memories"), semantics, None, Seq(seq))
+                    .expect("run")
+            };
+            for id in ["1", "2", "3"] {
+                assert_eq!(run(&mut index, id).retry, None);
+            }
+            // A retry of "1" replaces its record, which becomes the newest.
+            let again = run(&mut index, "1").retry.expect("a retry");
+            assert_eq!((again.of, again.kind), (Seq(1), RetryKind::Reanswered));
+            assert_eq!(records(&index).len(), 3);
+            // "4" evicts "2", the oldest now; "5" evicts "3".
+            run(&mut index, "4");
+            run(&mut index, "5");
+            assert_eq!(records(&index), [b"a\x001", b"a\x004", b"a\x005"]);
+            let slots = index
+                .kv()
+                .map
+                .keys()
+                .filter(|k| k[0] == slot_prefix)
+                .count();
+            assert_eq!(slots, 3, "{semantics}");
+            // An evicted id runs as a new call: no retry, a new record, and "1" goes.
+            assert_eq!(run(&mut index, "2").retry, None);
+            assert_eq!(records(&index), [b"a\x002", b"a\x004", b"a\x005"]);
+            assert_eq!(index.retry_records_made(agent).expect("count"), 7);
         }
-        // A retry of "1" replaces its record, which becomes the newest.
-        let again = run(&mut index, "1").retry.expect("a retry");
-        assert_eq!((again.of, again.kind), (Seq(1), RetryKind::Reanswered));
-        assert_eq!(records(&index).len(), 3);
-        // "4" evicts "2", the oldest now; "5" evicts "3".
-        run(&mut index, "4");
-        run(&mut index, "5");
-        assert_eq!(records(&index), [b"a\x001", b"a\x004", b"a\x005"]);
-        let slots = index.kv().map.keys().filter(|k| k[0] == b'T').count();
-        assert_eq!(slots, 3);
-        // An evicted id runs as a new call: no retry, a new record, and "1" goes.
-        assert_eq!(run(&mut index, "2").retry, None);
-        assert_eq!(records(&index), [b"a\x002", b"a\x004", b"a\x005"]);
-        assert_eq!(index.retry_records_made().expect("count"), 7);
+    }
+
+    /// Before (semantics 1 to 3, one pool): another agent's calls evicted an agent's records,
+    /// so its retry of a change ran twice. Under semantics 4 an agent's calls evict only its own
+    /// records, and a record kept under the shared pool is freed from it when its retry keeps
+    /// the new record in the agent's pool.
+    #[test]
+    fn another_agents_calls_never_evict_an_agents_records_under_semantics_four() {
+        let create = |n: u64| {
+            Body::Tool(crate::event::ToolCall {
+                root: "/memories".into(),
+                profile: Profile::Spec,
+                limits: Limits::default(),
+                command: Command::Create {
+                    path: format!("/memories/n{n}.md"),
+                    file_text: "x\n".into(),
+                },
+            })
+        };
+        for semantics in [Semantics::V3, Semantics::V4] {
+            let mut index = Projection::new(MemKv::default());
+            index.retry_cap = 4;
+            let mut seq = 0;
+            let mut run = |index: &mut Projection<MemKv>, agent: &str, id: &str, body: &Body| {
+                seq += 1;
+                index
+                    .run_traced(agent, Some(id), body, semantics, None, Seq(seq))
+                    .expect("run")
+            };
+            run(&mut index, "a", "write", &create(0));
+            for i in 0..10 {
+                run(&mut index, "b", &format!("flood-{i}"), &view("/memories"));
+            }
+            let retry = run(&mut index, "a", "write", &create(0));
+            match semantics {
+                Semantics::V3 => assert_eq!(retry.retry, None, "the shared pool evicted it"),
+                _ => {
+                    let retry = retry.retry.expect("a's record is kept");
+                    // Repeated: the recorded text, nothing run again.
+                    assert_eq!((retry.of, retry.kind), (Seq(1), RetryKind::Repeated));
+                }
+            }
+        }
+        // A record of the shared pool, retried under semantics 4 after a read: moved to the
+        // agent's pool, its shared slot freed.
+        let mut index = Projection::new(MemKv::default());
+        index.retry_cap = 4;
+        let body = view("/memories");
+        index
+            .run_traced("a", Some("r"), &body, Semantics::V3, None, Seq(1))
+            .expect("run");
+        index
+            .run_traced("a", Some("r"), &body, Semantics::V4, None, Seq(2))
+            .expect("run");
+        assert_eq!(index.kv().map.keys().filter(|k| k[0] == b'T').count(), 0);
+        assert_eq!(index.kv().map.keys().filter(|k| k[0] == b'V').count(), 1);
+        let kept = index.recorded("a", "r").expect("read").expect("kept");
+        assert!(kept.per_agent && kept.seq == Seq(2), "{kept:?}");
     }
 
     /// A replay that keeps listing lines answers every call exactly as one that renders each
@@ -1404,14 +1533,20 @@ mod tests {
                 "/memories"
             });
             let agent = if rng % 7 == 0 { "b" } else { "a" };
+            // Both pools, records moving from the shared one to an agent's.
+            let semantics = if rng % 3 == 0 {
+                Semantics::V3
+            } else {
+                Semantics::V4
+            };
             let mut live = Projection::new(Overlay::resume(&trees, None, pending));
             live.retry_cap = 4;
             let ours = live
-                .run_traced(agent, Some(&id), &body, Semantics::CURRENT, None, Seq(seq))
+                .run_traced(agent, Some(&id), &body, semantics, None, Seq(seq))
                 .expect("run live");
             pending = live.into_inner().into_pending();
             let theirs = replay
-                .run_traced(agent, Some(&id), &body, Semantics::CURRENT, None, Seq(seq))
+                .run_traced(agent, Some(&id), &body, semantics, None, Seq(seq))
                 .expect("run replay");
             assert_eq!(ours, theirs, "seq {seq}");
             if seq % 11 == 0 {
@@ -1426,7 +1561,10 @@ mod tests {
             .collect();
         let replayed: Vec<(Vec<u8>, Vec<u8>)> = replay.kv().map.clone().into_iter().collect();
         assert_eq!(stored, replayed);
-        assert!(replayed.iter().filter(|(k, _)| k[0] == b't').count() <= 4);
+        // The shared pool and each agent's own hold at most the cap each.
+        assert!(replayed.iter().filter(|(k, _)| k[0] == b't').count() <= 4 * 3);
+        assert!(replayed.iter().filter(|(k, _)| k[0] == b'T').count() <= 4);
+        assert!(replayed.iter().filter(|(k, _)| k[0] == b'V').count() <= 4 * 2);
     }
 
     #[test]
@@ -1450,6 +1588,7 @@ mod tests {
             seq: Seq(7),
             number: 3,
             is_error: false,
+            per_agent: true,
             input: EventHash([1; 32]),
             answer: EventHash([2; 32]),
             text: Some("done".into()),
@@ -1458,6 +1597,7 @@ mod tests {
         let read = Recorded {
             text: None,
             is_error: true,
+            per_agent: false,
             ..record.clone()
         };
         assert_eq!(Recorded::decode(&read.encode()).expect("decode"), read);

@@ -60,12 +60,24 @@ fn salt_of(seq: u64) -> Salt {
 
 /// `events` in format 4: answered under semantics 3 and salted with [`salt_of`] their seq. The
 /// outcomes are kept as they are (these vectors freeze the encoding, not the semantics).
-fn salted(mut events: Vec<Event>) -> Vec<Event> {
+fn salted(events: Vec<Event>) -> Vec<Event> {
+    salted_in(Semantics::V3, events)
+}
+
+/// `events` answered under `semantics` and salted with [`salt_of`] their seq: format 4 for
+/// semantics 3, format 6 for semantics 4.
+fn salted_in(semantics: Semantics, mut events: Vec<Event>) -> Vec<Event> {
     for event in &mut events {
-        event.header.semantics = Semantics::V3;
+        event.header.semantics = semantics;
         event.salt = Some(salt_of(event.seq.0));
     }
     events
+}
+
+/// Every version of the semantics an unsalted event may be answered under (semantics 4 is
+/// only ever salted).
+fn unsalted_semantics() -> impl Iterator<Item = Semantics> {
+    Semantics::ALL.into_iter().filter(|s| *s <= Semantics::V3)
 }
 
 /// The fixtures answered under `semantics`: the same events, in its format.
@@ -776,6 +788,127 @@ fn every_variant_of_format_four_encodes_to_its_golden_hash() {
     }
 }
 
+#[test]
+fn every_variant_of_format_six_encodes_to_its_golden_hash() {
+    let events = salted_in(
+        Semantics::V4,
+        fixtures().into_iter().map(|(_, e)| e).collect(),
+    );
+    let names = fixtures().into_iter().map(|(name, _)| name);
+    if std::env::var("MNEMO_PRINT_GOLDEN").is_ok() {
+        for (name, event) in names.clone().zip(&events) {
+            println!(
+                "    (\n        {name:?},\n        {:?},\n    ),",
+                event.hash().to_hex()
+            );
+        }
+    }
+    assert_eq!(events.len(), GOLDEN_V6.len(), "one golden row per fixture");
+    for (((name, event), (golden_name, hash)), v4) in
+        names.zip(&events).zip(GOLDEN_V6).zip(GOLDEN_V4)
+    {
+        assert_eq!(name, *golden_name, "same order as the fixtures");
+        assert_eq!(event.format(), 6, "{name} is written in format 6");
+        // Format 6's header is format 4's with semantics 4 in place of 3.
+        let header = event.header_bytes();
+        assert_eq!(header[header.len() - 4..], 4u32.to_le_bytes(), "{name}");
+        let frame = event.to_frame();
+        assert_eq!(frame.hash.to_hex(), *hash, "{name}: chain hash");
+        assert_ne!(frame.hash.to_hex(), v4.1, "{name}: the semantics is hashed");
+        assert_eq!(frame.encode()[0], 6, "{name}: version byte");
+        assert!(frame.salt.is_some(), "{name}: salted");
+    }
+}
+
+/// Format 6 (semantics 4, salted with [`salt_of`] each seq): (name, chain hash hex) of the
+/// fixtures, computed once by running the crate (`MNEMO_PRINT_GOLDEN=1`).
+const GOLDEN_V6: &[(&str, &str)] = &[
+    (
+        "view without view_range",
+        "4994ba221026ad0cca944ab92cd96c9fe971aea8f5584006bf79591c5d5241f6",
+    ),
+    (
+        "view with view_range",
+        "422f217d6d0096cf3e59db826c24229a99c0d561143f482a4dcdf5c2f1fc7508",
+    ),
+    (
+        "create (multi-byte UTF-8 text)",
+        "2818904c63cfeaeef11653836971e19858b99529b8a02052b009a64c9c5eb4c1",
+    ),
+    (
+        "str_replace with new_str",
+        "c3dc381bb0898738b51dc7af46c9b25d68b300787f25ec64ef3840b930771ecb",
+    ),
+    (
+        "str_replace without new_str",
+        "61cef96f99c35f7efca11c22f809a24face0ef4918792ea41e8352d4e2403c18",
+    ),
+    (
+        "insert",
+        "924444a6dabfa5313e1568be8c79bdb2246ff50892c237546a71eeb89a9e34b6",
+    ),
+    (
+        "delete",
+        "fda189a3ed27ea6771812743511316157189585148af8d5b75ba9eb0ff98ff95",
+    ),
+    (
+        "rename",
+        "a753a5ae3ad98ebe13e24a4e876cb96a683468d2f7d01c2208b364a64b5806e1",
+    ),
+    (
+        "tool call with an error outcome",
+        "42e526766193b031e1c912088ec29280a8b61019e8f2d22f6ac786ad44255dec",
+    ),
+    (
+        "rejected input",
+        "aaccf729743ec37c7afadc1760cc82f2948d3806773c6f796055a6d849a2b626",
+    ),
+    (
+        "acl grant",
+        "716039542de632d4e03cee9c9c0f44d3f16dddd6748d0ee7fa97978235d96255",
+    ),
+    (
+        "acl revoke",
+        "da6e56b53660d2f75da2da8a1627f81cd3cea9598be022f2bfcb53604e8b0b07",
+    ),
+    (
+        "python-sdk profile with limits",
+        "0e2aff1934c3af002e514e2a03460c3707dbdf170f7dfc294028ff3f17cec23e",
+    ),
+    (
+        "rejected digest: over the request limit",
+        "e1388297923a445bf3200e8f0cc707fc43f219537504bb7ec6187d5b752cadb6",
+    ),
+    (
+        "rejected digest: not UTF-8",
+        "072d436b2b204d479adae09fcc41ff85959803faebb8599a073a8dd2d29864a2",
+    ),
+    (
+        "rejected digest: invalid and long",
+        "ba49da7c18a7c29172a8c3eec0458df006836185ac53f2a3ec763e6598d3d67b",
+    ),
+    (
+        "rejected digest: content over the file limit",
+        "80c992fac77bbc9ea769a60b37aa556455584c83a30b7903aade378347b997f9",
+    ),
+    (
+        "rejected digest: conversion stopped at the limit",
+        "5486bbfbb5d9853ee8e66473a61197b57ae28b073ccc85070b2506d1f994772c",
+    ),
+    (
+        "rejected digest: a large call that failed",
+        "cdcd5438f2000722f4f0476e1c0efa6b48086fb249bfa8c1e7403dfc83d3af09",
+    ),
+    (
+        "token issue",
+        "5ae5395f822cbab544249d0c361d7062e0367b9df4fb7ca316ccc057d5fc44c7",
+    ),
+    (
+        "token revoke",
+        "3e069dccccd1bcd59998d8ddb5118fb66f94f171362590373fb2883ead022c0c",
+    ),
+];
+
 /// The full stored record of one event, byte for byte (what sits under its key in `events`).
 const GOLDEN_RECORD_STR_REPLACE: &str = "01040000000000000004040404040404040404040404040404040404040404040404040404040404046a67b28c06936ce2793febb0f1910ed94a8e94ac9149227f8fd28370cd4761f109a10f8d97064822ba223087f29869e1865139bfbf29dd39b99ffe3e3507150a3900000004c02cc89901000007000000000000006167656e742d610000d1aa423637bb48fa48b0c825cc752ada4a76fafd5734912a3f5bbfe3274f7a9e5c0000000000000009000000000000002f6d656d6f72696573000000000000000100000000000200000013000000000000002f6d656d6f726965732f6e6f7465732e7478740500000000000000776f726c640105000000000000007468657265";
 
@@ -1177,16 +1310,15 @@ impl Doc {
     }
 }
 
-/// The documented format of an event: 4 when it is salted, else 1, 2 or 3 for semantics 1, 2
-/// or 3.
+/// The documented format of an event: 4 when it is salted under semantics 3, 6 when salted
+/// under semantics 4, else 1, 2 or 3 for semantics 1, 2 or 3.
 fn doc_format(event: &Event) -> u8 {
     if event.salt.is_some() {
-        assert_eq!(
-            event.header.semantics,
-            Semantics::V3,
-            "format 4 holds semantics 3"
-        );
-        return 4;
+        return match event.header.semantics {
+            Semantics::V3 => 4,
+            Semantics::V4 => 6,
+            other => panic!("only semantics 3 and 4 are salted, got {other:?}"),
+        };
     }
     match event.header.semantics {
         Semantics::V1 => 1,
@@ -1390,8 +1522,8 @@ fn every_vector_matches_the_documented_byte_table() {
     assert_eq!(DOMAIN_TAG, b"mnemo/event/v1", "domain tag as documented");
     assert_eq!(DOMAIN_TAG.len(), 14, "the docs say 14 ASCII bytes");
     assert_eq!(
-        FORMAT_VERSION, 5,
-        "this is format version 5 (erased records)"
+        FORMAT_VERSION, 6,
+        "this is format version 6 (salted events of semantics 4)"
     );
     assert_eq!(
         PAYLOAD_TAG, b"mnemo/payload/v4",
@@ -1399,12 +1531,16 @@ fn every_vector_matches_the_documented_byte_table() {
     );
     assert_eq!(RESULT_TAG, b"mnemo/result/v4", "result tag as documented");
     let mut events = Vec::new();
-    for semantics in Semantics::ALL {
+    for semantics in unsalted_semantics() {
         events.extend(fixtures_in(semantics).into_iter().map(|(_, e)| e));
         events.extend(chain_in(semantics));
     }
     events.extend(salted(fixtures().into_iter().map(|(_, e)| e).collect()));
     events.extend(salted_chain());
+    events.extend(salted_in(
+        Semantics::V4,
+        fixtures().into_iter().map(|(_, e)| e).collect(),
+    ));
     for event in &events {
         let what = format!("event {} ({:?})", event.seq, event.body);
         let header = doc_header(&event.header);
@@ -1504,12 +1640,16 @@ fn known_constants() {
 #[test]
 fn frames_round_trip() {
     let mut events = Vec::new();
-    for semantics in Semantics::ALL {
+    for semantics in unsalted_semantics() {
         events.extend(fixtures_in(semantics).into_iter().map(|(_, e)| e));
         events.extend(chain_in(semantics));
     }
     events.extend(salted(fixtures().into_iter().map(|(_, e)| e).collect()));
     events.extend(salted_chain());
+    events.extend(salted_in(
+        Semantics::V4,
+        fixtures().into_iter().map(|(_, e)| e).collect(),
+    ));
     for event in events {
         let frame = event.to_frame();
         let bytes = frame.encode();

@@ -560,14 +560,15 @@ impl PureServer {
                 semantics: Semantics::CURRENT,
             },
             body,
-            salt: None,
+            // The current format is salted; a fixed salt keeps the log reproducible.
+            salt: Some(mnemo::event::Salt([0; 32])),
         };
         let answer = state
             .replay
             .apply(&event)
             .unwrap_or_else(|e| panic!("the pure core failed to answer event {seq}: {e}"))
             .answer;
-        event.header.outcome = Outcome::of(answer.is_error, &answer.text);
+        event.header.outcome = event.outcome_of(answer.is_error, &answer.text);
         state.log.push(event.to_frame().encode());
         tool_result(result_id(tool_use_id, seq.0), &answer.text, answer.is_error)
     }
@@ -620,7 +621,7 @@ impl Host for PureServer {
             match again.apply(&event) {
                 Ok(traced) => {
                     let answer = traced.answer;
-                    if Outcome::of(answer.is_error, &answer.text) != event.header.outcome {
+                    if event.outcome_of(answer.is_error, &answer.text) != event.header.outcome {
                         return Some(format!(
                             "event {} answers again differently: {:?}",
                             event.seq, answer.text

@@ -15,7 +15,7 @@
 //! such a piece goes. A change to any answer text — a word, a quoting rule, an order — is a new
 //! version: a new variant here, its arm in each method it changes, and the answer code passing it
 //! on. Semantics 1 is frozen as the builds before versions answered; semantics 2 as the builds
-//! before semantics 3, the current one.
+//! before semantics 3; semantics 3 as the builds before semantics 4, the current one.
 //!
 //! | piece of text | semantics 1 | semantics 2 |
 //! |---|---|---|
@@ -36,6 +36,12 @@
 //! | the error for a bad `view_range` | writes view_range bare | `` `view_range` ``, as the `insert_line` error writes its field |
 //! | a file view cut at `view_max_chars` | "of N" counts the lines asked for, not the file's; paging on reads to the end | "of N" is the file's line count; paging on names the range asked for; a line longer than the cap says its length and how to edit it |
 //! | a directory listing with `view_max_chars` | not capped | cut at the cap with a note: how many entries are shown, and which view lists the rest |
+//!
+//! Semantics 4 answers every call as 3 does; what differs is which calls are retries. Up to
+//! semantics 3 the retry records of the last 65,536 calls were one
+//! pool for every agent, so one agent's calls evicted another's records and that agent's retry of
+//! a change then ran twice. Under semantics 4 each agent's records are a pool of their own
+//! ([`Semantics::retry_records_per_agent`]): an agent evicts only its own.
 
 use serde_json::Value;
 
@@ -61,14 +67,16 @@ pub enum Semantics {
     /// Semantics 2 with truthful view caps (listings included), a strict `view_range` start and
     /// plainer words for the memory root and for a bad `view_range` (see the module docs).
     V3,
+    /// Semantics 3 with each agent's retry records a pool of its own (see the module docs).
+    V4,
 }
 
 impl Semantics {
     /// The version new events are answered under.
-    pub const CURRENT: Semantics = Semantics::V3;
+    pub const CURRENT: Semantics = Semantics::V4;
 
     /// Every version, oldest first.
-    pub const ALL: [Semantics; 3] = [Semantics::V1, Semantics::V2, Semantics::V3];
+    pub const ALL: [Semantics; 4] = [Semantics::V1, Semantics::V2, Semantics::V3, Semantics::V4];
 
     /// The version's number (as `mnemo show` prints it and event headers record it).
     pub fn number(self) -> u32 {
@@ -76,6 +84,7 @@ impl Semantics {
             Semantics::V1 => 1,
             Semantics::V2 => 2,
             Semantics::V3 => 3,
+            Semantics::V4 => 4,
         }
     }
 
@@ -168,6 +177,12 @@ impl Semantics {
         self >= Semantics::V3
     }
 
+    /// Whether each agent's retry records are a pool of their own, evicted only by that agent's
+    /// calls (semantics 4), rather than one pool for every agent.
+    pub(crate) fn retry_records_per_agent(self) -> bool {
+        self >= Semantics::V4
+    }
+
     /// Whether the parser refused `text` (with `e`) because it nests too deep, which the answer
     /// says in words of its own. Semantics 2 counts the brackets before the place the parser
     /// stopped: text that breaks off within 64 levels is not JSON, whatever follows.
@@ -196,7 +211,7 @@ mod tests {
             assert_eq!(Semantics::from_number(s.number()), Some(s));
         }
         assert_eq!(Semantics::from_number(0), None);
-        assert_eq!(Semantics::from_number(4), None);
+        assert_eq!(Semantics::from_number(5), None);
         assert_eq!(Semantics::CURRENT, *Semantics::ALL.last().expect("one"));
     }
 
