@@ -117,7 +117,8 @@ fn latency(c: &mut Criterion) {
 fn data_server(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().join("data");
-    let open: mnemo::OpenStore = std::sync::Arc::new(|path: &std::path::Path| Ok(tool(path)));
+    let open: mnemo::OpenStore =
+        std::sync::Arc::new(|path: &std::path::Path| Ok(tool(path).into()));
     let options = mnemo::DataOptions {
         max_open_stores: 1,
         ..mnemo::DataOptions::default()

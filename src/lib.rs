@@ -74,7 +74,7 @@ pub use serve::listen::Connections;
 #[cfg(feature = "serve")]
 pub use serve::shutdown::Reason as StopReason;
 #[cfg(feature = "serve")]
-pub use serve::stores::{DataOptions, OpenStore, serve_data};
+pub use serve::stores::{DataOptions, OpenStore, OpenedStore, serve_data};
 #[cfg(feature = "serve")]
 pub use serve::{Error as ServeError, ReplicationView, ServeOptions, Stopped, serve};
 pub use token::TokenRecord;

@@ -154,7 +154,7 @@ enum Cmd {
         /// Serve every store under DIR (each DIR/NAME a store of its own) instead of the one
         /// store --db names: the routes of a store are under /v1/stores/NAME/, and POST, GET
         /// /v1/stores and DELETE /v1/stores/NAME?confirm=NAME manage them.
-        #[arg(long, value_name = "DIR", conflicts_with_all = ["replicate", "follow"])]
+        #[arg(long, value_name = "DIR", conflicts_with = "follow")]
         data: Option<PathBuf>,
         /// With --data: at most this many stores open at once (the least recently used idle
         /// one is closed to open another).
@@ -1087,7 +1087,12 @@ fn run_serve(session: Session, agent: String, listen: Listen) -> CliResult {
     };
     options.check()?;
     if let Some((dir, max_open_stores, idle_close)) = listen.data {
-        return run_data_server(&dir, session, agent, options, max_open_stores, idle_close);
+        let data = DataServer {
+            max_open_stores,
+            idle_close,
+            replicate: listen.replicate,
+        };
+        return run_data_server(&dir, session, agent, options, data);
     }
     let db = &session.db.db;
     replication::check_serve(
@@ -1137,15 +1142,31 @@ fn run_serve(session: Session, agent: String, listen: Listen) -> CliResult {
 }
 
 /// `mnemo serve --data DIR`: every store under DIR, each opened with the session's settings.
+/// What `--data` adds to a server's options.
+#[cfg(feature = "serve")]
+struct DataServer {
+    /// At most this many stores open at once.
+    max_open_stores: usize,
+    /// Close a store after this many seconds without a request.
+    idle_close: f64,
+    /// `--replicate URL` and its interval: each store shipped to `URL/NAME` while it is open.
+    replicate: Option<(String, f64)>,
+}
+
 #[cfg(feature = "serve")]
 fn run_data_server(
     dir: &Path,
     session: Session,
     agent: String,
     options: mnemo::ServeOptions,
-    max_open_stores: usize,
-    idle_close: f64,
+    data: DataServer,
 ) -> CliResult {
+    let DataServer {
+        max_open_stores,
+        idle_close,
+        replicate,
+    } = data;
+    replication::check_serve(dir, replicate.as_ref().map(|(u, i)| (u.as_str(), *i)), None)?;
     let store_idle_close = std::time::Duration::try_from_secs_f64(idle_close)
         .ok()
         .filter(|d| !d.is_zero())
@@ -1165,12 +1186,34 @@ fn run_data_server(
             .durability(durability)
             .open()
             .map_err(|e| e.to_string())?;
-        MnemoMemoryToolServer::builder(client)
+        let tool = MnemoMemoryToolServer::builder(client)
             .root(root.clone())
             .profile(profile)
             .limits(limits)
             .build()
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string())?;
+        let Some((base, interval)) = &replicate else {
+            return Ok(tool.into());
+        };
+        // Each store to a replica of its own under the URL, shipped while it is open and once
+        // more as it closes.
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        let url = format!(
+            "{}/{}",
+            base.trim_end_matches('/'),
+            name.unwrap_or_default()
+        );
+        let running =
+            replication::start(tool.client(), &url, *interval).map_err(|e| e.to_string())?;
+        Ok(mnemo::OpenedStore {
+            replication: Some(running.view()),
+            on_close: Some(Box::new(move || {
+                if let Err(why) = running.stop() {
+                    eprintln!("mnemo serve: {why}");
+                }
+            })),
+            tool,
+        })
     });
     let stopped = mnemo::serve_data(
         dir,

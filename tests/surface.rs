@@ -56,6 +56,7 @@ const SURFACE: &[&str] = &[
     "Connections #[cfg(feature = \"serve\")]",
     "DataOptions #[cfg(feature = \"serve\")]",
     "OpenStore #[cfg(feature = \"serve\")]",
+    "OpenedStore #[cfg(feature = \"serve\")]",
     "ServeError #[cfg(feature = \"serve\")]",
     "ServeOptions #[cfg(feature = \"serve\")]",
     "ServerBuilder",

@@ -209,6 +209,7 @@ impl Shared {
         hosts: Hosts,
         activity: Arc<shutdown::Activity>,
         store_dir: PathBuf,
+        replication: Option<ReplicationView>,
     ) -> Shared {
         let tokens: TokenLookup = {
             let client = tool.client().clone();
@@ -220,7 +221,7 @@ impl Shared {
             authority: Authority::with_tokens(token, tokens),
             hosts,
             activity,
-            replication: None,
+            replication,
             follow: None,
             operator_token: token.clone(),
             store_dir,
@@ -374,7 +375,6 @@ pub fn serve(tool: MnemoMemoryToolServer, options: ServeOptions) -> Result<Stopp
             .publish(&store_dir)
             .map_err(|e| Error::ServerFile(ServerFile::path(&store_dir), e))?;
         let shared = Arc::new(Shared {
-            replication: options.replication.clone(),
             follow: options.follow.clone(),
             ..Shared::of_store(
                 tool,
@@ -382,6 +382,7 @@ pub fn serve(tool: MnemoMemoryToolServer, options: ServeOptions) -> Result<Stopp
                 Hosts::new(address, &options.allow_hosts),
                 shutdown::Activity::new(),
                 std::path::absolute(&store_dir).unwrap_or_else(|_| store_dir.clone()),
+                options.replication.clone(),
             )
         });
         println!("mnemo serve: listening on {}", file.url);

@@ -51,13 +51,35 @@ use tower::ServiceExt;
 use super::auth::{Authority, Hosts, Refusal, Token};
 use super::routes::error;
 use super::shutdown::Activity;
-use super::{Error, ServeOptions, ServerFile, Shared, Stopped, refuse};
+use super::{Error, ReplicationView, ServeOptions, ServerFile, Shared, Stopped, refuse};
 use crate::data_dir::{self, check_store_name};
 use crate::tool_server::MnemoMemoryToolServer;
 
 /// How a data server opens the store at a path (creating it if it is new): the tool server of
-/// its default agent, with the root, profile, durability and limits every store shares.
-pub type OpenStore = Arc<dyn Fn(&Path) -> Result<MnemoMemoryToolServer, String> + Send + Sync>;
+/// its default agent, with the root, profile, durability and limits every store shares, and
+/// what runs beside it while it is open.
+pub type OpenStore = Arc<dyn Fn(&Path) -> Result<OpenedStore, String> + Send + Sync>;
+
+/// A store a data server opened.
+pub struct OpenedStore {
+    /// Its tool server.
+    pub tool: MnemoMemoryToolServer,
+    /// What `GET /v1/stores/NAME/replication` answers, if something ships the store.
+    pub replication: Option<ReplicationView>,
+    /// Called once when the store closes, before its client does: stops what runs beside it
+    /// (a shipper ships what is left first).
+    pub on_close: Option<Box<dyn FnOnce() + Send>>,
+}
+
+impl From<MnemoMemoryToolServer> for OpenedStore {
+    fn from(tool: MnemoMemoryToolServer) -> OpenedStore {
+        OpenedStore {
+            tool,
+            replication: None,
+            on_close: None,
+        }
+    }
+}
 
 /// What bounds a data server's open stores.
 #[derive(Clone, Debug)]
@@ -87,11 +109,20 @@ enum Unavailable {
     Failed(String),
 }
 
-/// One open store: its shared state and routes.
+/// One open store: its shared state and routes, and what to run when it closes.
 pub(crate) struct Served {
     shared: Arc<Shared>,
     app: Router,
     last_used_ms: AtomicU64,
+    on_close: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if let Some(close) = lock(&self.on_close).take() {
+            close();
+        }
+    }
 }
 
 /// A store's place in the registry: the store while it is open. Its mutex is held while the
@@ -234,19 +265,21 @@ impl Stores {
 
     /// Opens (or creates) the store at `path` and builds its routes.
     fn start(&self, path: &Path) -> Result<Arc<Served>, String> {
-        let tool = (self.open)(path)?;
+        let opened = (self.open)(path)?;
         let shared = Arc::new(Shared::of_store(
-            tool,
+            opened.tool,
             &self.token,
             self.hosts.clone(),
             Arc::clone(&self.activity),
             path.to_path_buf(),
+            opened.replication,
         ));
         let app = super::store_app(Arc::clone(&shared), self.stop.clone());
         Ok(Arc::new(Served {
             shared,
             app,
             last_used_ms: AtomicU64::new(self.now_ms()),
+            on_close: Mutex::new(opened.on_close),
         }))
     }
 

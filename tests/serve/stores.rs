@@ -600,3 +600,62 @@ fn the_store_command_manages_a_data_directory_directly_or_through_its_server() {
     let (_, out, _) = mnemo(&["store", "list", "--data", &d]);
     assert_eq!(out, "", "{out}");
 }
+
+/// `mnemo serve --data DIR --replicate URL`: each store is shipped to a replica of its own,
+/// `URL/NAME`, while it is open and once more as it closes (evicted by the cap, or at the
+/// server's stop), so each restores alone with every acknowledged write.
+#[cfg(feature = "replicate")]
+#[test]
+fn a_data_server_ships_each_store_to_a_replica_of_its_own() {
+    let t = TempStore::new();
+    let dir = t.dir.path().join("data");
+    let base = format!("file://{}", t.dir.path().join("replicas").display());
+    let server = Server::start_data(
+        &dir,
+        &[
+            "--replicate",
+            &base,
+            "--replicate-interval",
+            "0.05",
+            "--max-open-stores",
+            "1",
+        ],
+    );
+    for store in ["alpha", "beta"] {
+        assert_eq!(create(&server, store).status, 201);
+    }
+    // With one store open at a time, each write below closes the other store.
+    for (store, path) in [
+        ("alpha", "/memories/a1.md"),
+        ("beta", "/memories/b1.md"),
+        ("alpha", "/memories/a2.md"),
+    ] {
+        let reply = write(&server, store, path, "x\n");
+        assert_eq!(reply.status, 200, "{}", reply.text());
+    }
+    let status = server.json("/v1/stores/alpha/replication");
+    assert!(
+        status["url"]
+            .as_str()
+            .is_some_and(|u| u.ends_with("/alpha")),
+        "{status}"
+    );
+    let (stopped, stderr) = server.stop();
+    assert!(stopped.success(), "{stderr}");
+    for (store, files) in [("alpha", "a1.md a2.md"), ("beta", "b1.md")] {
+        let url = format!("{base}/{store}");
+        let restored = t.dir.path().join(format!("restored-{store}"));
+        let r = restored.to_str().expect("utf-8");
+        crate::redact::run_ok(&["restore", "--from", &url, "--db", r], "");
+        let listed = crate::redact::run_ok(&["ls", "/memories", "--db", r], "");
+        for file in files.split(' ') {
+            assert!(listed.contains(file), "{store}: {listed}");
+        }
+        assert_eq!(
+            listed.lines().filter(|l| l.contains(".md")).count(),
+            files.split(' ').count(),
+            "{store} holds only its own files: {listed}"
+        );
+        assert!(crate::redact::run_ok(&["verify", "--from", &url], "").contains("INTACT"));
+    }
+}
