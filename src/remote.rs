@@ -182,6 +182,9 @@ impl From<RemoteError> for crate::Error {
     }
 }
 
+/// The longest pause between tries of a request the server answered 503.
+const BUSY_PAUSE_MAX: Duration = Duration::from_millis(200);
+
 /// A client of a `mnemo serve` process: the memory tool, the agent's memory files, and the
 /// operator's read routes. `Send + Sync`, cheap to clone (clones share connections).
 #[derive(Clone)]
@@ -297,12 +300,34 @@ impl RemoteClient {
         request
     }
 
-    fn get(&self, route: &str, query: &[(&str, String)]) -> Result<Vec<u8>, RemoteError> {
-        let mut request = self.http.get(self.target(route));
-        for (key, value) in query {
-            request = request.query(key, value);
+    /// Sends with `send`, again while the server answers 503 (it refused the request before
+    /// doing anything: every open store of a `--data` server busy, the token table unreadable
+    /// for a moment), waiting longer each time, for as long as an answer is waited for.
+    fn retrying(
+        &self,
+        send: impl Fn() -> Result<ureq::http::Response<ureq::Body>, ureq::Error>,
+    ) -> Result<ureq::http::Response<ureq::Body>, ureq::Error> {
+        let started = std::time::Instant::now();
+        let mut pause = Duration::from_millis(5);
+        loop {
+            let sent = send();
+            let busy = sent.as_ref().is_ok_and(|r| r.status().as_u16() == 503);
+            if !busy || started.elapsed() + pause > self.wait {
+                return sent;
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(BUSY_PAUSE_MAX);
         }
-        let sent = self.authorize(request).call();
+    }
+
+    fn get(&self, route: &str, query: &[(&str, String)]) -> Result<Vec<u8>, RemoteError> {
+        let sent = self.retrying(|| {
+            let mut request = self.http.get(self.target(route));
+            for (key, value) in query {
+                request = request.query(key, value);
+            }
+            self.authorize(request).call()
+        });
         self.answer(sent)
     }
 
@@ -312,14 +337,16 @@ impl RemoteClient {
         query: &[(&str, String)],
         body: &[u8],
     ) -> Result<Vec<u8>, RemoteError> {
-        let mut request = self
-            .http
-            .post(self.target(route))
-            .header("Content-Type", "application/json");
-        for (key, value) in query {
-            request = request.query(key, value);
-        }
-        let sent = self.authorize(request).send(body);
+        let sent = self.retrying(|| {
+            let mut request = self
+                .http
+                .post(self.target(route))
+                .header("Content-Type", "application/json");
+            for (key, value) in query {
+                request = request.query(key, value);
+            }
+            self.authorize(request).send(body)
+        });
         self.answer(sent)
     }
 
@@ -742,7 +769,7 @@ impl RemoteClient {
     /// only) and returns its status and body whatever the status: a refusal's body carries
     /// the seq it was logged as, which [`RemoteError::Refused`] does not keep.
     pub fn admin(&self, change: AdminRequest<'_>) -> Result<(u16, Vec<u8>), RemoteError> {
-        let sent = match change {
+        let sent = self.retrying(|| match &change {
             AdminRequest::Post { route, body } => {
                 let request = self
                     .http
@@ -754,7 +781,7 @@ impl RemoteClient {
                 let request = self.http.delete(self.target(route));
                 self.authorize(request).call()
             }
-        };
+        });
         self.answer_whole(sent)
     }
 

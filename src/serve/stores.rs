@@ -17,9 +17,10 @@
 //! **Opening and closing.** A store is opened on its first request and closed after
 //! [`DataOptions::store_idle_close`] without one, and at most [`DataOptions::max_open_stores`]
 //! are open at once: opening one more closes the least recently used store that has no call in
-//! flight (a request whose answer is still being sent counts, an attached client's and an MCP
-//! stream's included); when every open store is busy the request gets 503 and is retried by the
-//! client. So memory, threads and descriptors are bounded by the cap, whatever the number of
+//! flight (a request whose answer is still being sent counts, an MCP stream's included; an
+//! attached client's heartbeats do not, as they hold nothing of the store); when every open store
+//! is busy the request gets 503, which [`crate::RemoteClient`] retries, waiting longer each time,
+//! for as long as it waits for an answer. So memory, threads and descriptors are bounded by the cap, whatever the number of
 //! stores. Closing a store ends its MCP sessions.
 //!
 //! **Tokens.** The operator token of the server file `DIR/mnemo-server.json` administers every
@@ -317,7 +318,7 @@ impl Stores {
                 return Err((
                     StatusCode::CONFLICT,
                     format!(
-                        "the store {name:?} has a call in flight (an attached client or an MCP stream counts); retry once its clients are gone"
+                        "the store {name:?} has a call in flight (an MCP stream counts); retry once its clients are gone"
                     ),
                 ));
             }
@@ -602,8 +603,14 @@ async fn dispatch(
         // A token this store did not issue: as if the store did not exist.
         return error(StatusCode::NOT_FOUND, &no_store(&name));
     }
-    // The store counts as in use (never closed) until the whole answer is sent: an attached
-    // client's heartbeats and an MCP stream included.
+    // An attached client's heartbeats hold nothing of the store (they keep the server from its
+    // idle exit), so they do not keep it open: a `mnemo tool` session left attached must not
+    // hold one of the --max-open-stores places for its whole life.
+    if rest == "attach" {
+        return response;
+    }
+    // Any other answer keeps the store in use (never closed) until it is all sent: an MCP
+    // stream included.
     let (parts, body) = response.into_parts();
     let held = served;
     let body = Body::from_stream(body.into_data_stream().map(move |chunk| {

@@ -659,3 +659,163 @@ fn a_data_server_ships_each_store_to_a_replica_of_its_own() {
         assert!(crate::redact::run_ok(&["verify", "--from", &url], "").contains("INTACT"));
     }
 }
+
+/// How many client processes and stores the spread test uses (`MNEMO_DATA_CLIENTS` and
+/// `MNEMO_DATA_SPREAD` for the 64 over 200).
+fn spread() -> (usize, usize) {
+    let var = |name: &str, default: usize| {
+        std::env::var(name)
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(default)
+    };
+    (var("MNEMO_DATA_CLIENTS", 16), var("MNEMO_DATA_SPREAD", 40))
+}
+
+/// Client processes (`mnemo tool --connect --store`, each a mixed session of the six commands)
+/// spread over more stores than may be open, with `--max-open-stores 8`: the open count never
+/// passes 8 (a request finding every open store busy gets 503, which the client retries), every
+/// answer a client got is the one its store's log records for that call, and every store
+/// verifies alone afterwards.
+#[test]
+fn client_processes_spread_over_many_stores_get_the_answers_their_logs_record() {
+    let (clients, stores) = spread();
+    let t = TempStore::new();
+    let dir = t.dir.path().join("data");
+    let server = Server::start_data(&dir, &["--max-open-stores", "8"]);
+    for s in 0..stores {
+        assert_eq!(create(&server, &name(s)).status, 201);
+    }
+    let url = format!("http://{}", server.addr());
+    let token = server.file.token.clone();
+    // Watches the open count while the clients run.
+    let running = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let watcher = {
+        let (running, addr, bearer) = (running.clone(), server.addr(), server.bearer());
+        std::thread::spawn(move || {
+            let mut most = 0;
+            while running.load(std::sync::atomic::Ordering::SeqCst) {
+                let reply = request(
+                    addr,
+                    "GET",
+                    "/v1/stores?limit=1",
+                    &[("Authorization", &bearer)],
+                    b"",
+                );
+                let page: Value = serde_json::from_slice(&reply.body).expect("json");
+                most = most.max(page["open"].as_u64().expect("open"));
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            most
+        })
+    };
+    let session = |c: usize| -> String {
+        let dir = format!("/memories/c{c}");
+        let calls = [
+            json!({"command": "create", "path": format!("{dir}/n.md"), "file_text": "one\ntwo\n"}),
+            json!({"command": "view", "path": "/memories"}),
+            json!({"command": "str_replace", "path": format!("{dir}/n.md"), "old_str": "two", "new_str": "TWO"}),
+            json!({"command": "insert", "path": format!("{dir}/n.md"), "insert_line": 1, "insert_text": "x\n"}),
+            json!({"command": "view", "path": format!("{dir}/n.md")}),
+            json!({"command": "rename", "old_path": format!("{dir}/n.md"), "new_path": format!("{dir}/m.md")}),
+            json!({"command": "str_replace", "path": format!("{dir}/missing.md"), "old_str": "a", "new_str": "b"}),
+            json!({"command": "delete", "path": format!("{dir}/m.md")}),
+        ];
+        calls
+            .iter()
+            .enumerate()
+            .map(|(i, input)| {
+                json!({"type": "tool_use", "id": format!("toolu_c{c}_{i}"), "name": "memory", "input": input}).to_string() + "\n"
+            })
+            .collect()
+    };
+    // Each client's store: spread over all of them, several clients on some.
+    let store_of = |c: usize| name((c * 7) % stores);
+    let children: Vec<_> = (0..clients)
+        .map(|c| {
+            let mut child = crate::support::served_command(
+                &[
+                    "tool",
+                    "--connect",
+                    &url,
+                    "--token",
+                    &token,
+                    "--store",
+                    &store_of(c),
+                ],
+                &[],
+            )
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn a client");
+            use std::io::Write;
+            child
+                .stdin
+                .take()
+                .expect("stdin")
+                .write_all(session(c).as_bytes())
+                .expect("send the session");
+            child
+        })
+        .collect();
+    let answers: Vec<Vec<Value>> = children
+        .into_iter()
+        .map(|child| {
+            let out = child.wait_with_output().expect("wait");
+            assert!(
+                out.status.success(),
+                "{}{}",
+                String::from_utf8_lossy(&out.stderr),
+                String::from_utf8_lossy(&out.stdout)
+            );
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .map(|l| serde_json::from_str(l).expect("a tool_result line"))
+                .collect()
+        })
+        .collect();
+    running.store(false, std::sync::atomic::Ordering::SeqCst);
+    let most = watcher.join().expect("watcher");
+    assert!(most <= 8, "{most} stores were open at once");
+    let (stopped, stderr) = server.stop();
+    assert!(stopped.success(), "{stderr}");
+    for (c, got) in answers.iter().enumerate() {
+        assert_eq!(got.len(), 8, "client {c}");
+        let db = dir.join(store_of(c));
+        let log =
+            crate::redact::run_ok(&["log", "--db", db.to_str().expect("utf-8"), "--json"], "");
+        let events: Vec<Value> = log
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("json"))
+            .collect();
+        for (i, result) in got.iter().enumerate() {
+            let id = format!("toolu_c{c}_{i}");
+            let event = events
+                .iter()
+                .find(|e| e["tool_use_id"] == id.as_str())
+                .unwrap_or_else(|| panic!("client {c}: no event for {id}"));
+            let text = result["content"].as_str().expect("a text answer");
+            assert!(
+                crate::support::records_answer(event, text),
+                "client {c}, {id}: {text}"
+            );
+            assert_eq!(
+                event["is_error"],
+                result["is_error"].as_bool().unwrap_or(false),
+                "{id}"
+            );
+        }
+    }
+    for s in 0..stores {
+        let db = dir.join(name(s));
+        let report = crate::redact::run_ok(&["verify", "--db", db.to_str().expect("utf-8")], "");
+        // A store no client chose holds no events.
+        assert!(
+            report.contains("INTACT") || report.contains("EMPTY"),
+            "{}: {report}",
+            name(s)
+        );
+    }
+}
