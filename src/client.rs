@@ -520,6 +520,13 @@ impl MnemoClient {
         self.read("MnemoClient::head", Store::head)
     }
 
+    /// The directory the store open in this process has open (see `Store::dir_id`). A served
+    /// store is not open here: [`Error::NotLocal`].
+    #[cfg(feature = "serve")]
+    pub(crate) fn store_dir_id(&self) -> Result<crate::disk::DirId> {
+        self.read_local(|store| Ok(store.dir_id()))
+    }
+
     /// Runs `read` on the store under the writer lock (writes wait meanwhile), so it sees every
     /// call answered so far in the stored index ([`Store::index`]) and none half-applied: for
     /// reads the methods here do not cover, such as a server's listing of the whole tree. A

@@ -50,7 +50,8 @@ pub fn store_dir(dir: &Path, name: &str) -> Option<PathBuf> {
 }
 
 /// The names of the stores under `dir` after `after`, sorted, at most `limit`, and whether
-/// there are more. Entries that are not stores' (another name, a link, a file) are left out.
+/// there are more. Entries that are not stores ([`store_dir`]: another name, a link, a file, a
+/// directory without a store in it) are left out.
 pub fn list(dir: &Path, after: Option<&str>, limit: usize) -> std::io::Result<(Vec<String>, bool)> {
     let mut names = Vec::new();
     for entry in std::fs::read_dir(dir)? {
@@ -58,10 +59,7 @@ pub fn list(dir: &Path, after: Option<&str>, limit: usize) -> std::io::Result<(V
         let Some(name) = entry.file_name().to_str().map(str::to_string) else {
             continue;
         };
-        if check_store_name(&name).is_err()
-            || after.is_some_and(|after| name.as_str() <= after)
-            || !entry.file_type().is_ok_and(|t| t.is_dir())
-        {
+        if after.is_some_and(|after| name.as_str() <= after) || store_dir(dir, &name).is_none() {
             continue;
         }
         names.push(name);

@@ -30,6 +30,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::disk::DirId;
 use crate::remote::{RemoteClient, RemoteError};
 
 pub use crate::disk::SERVER_FILE;
@@ -41,23 +42,18 @@ const SERVER_FILE_MAX: u64 = 64 * 1024;
 const IDENTITY_CONTEXT: &str = "mnemo 2026-12 server identity v1";
 
 /// What a server answers to the challenge `challenge` (hex text a client made) to prove that
-/// it holds `token` and serves the store directory `store_dir`: hex of
+/// it holds `token` and serves the store directory `dir`: hex of
 /// `blake3::keyed_hash(derive_key(IDENTITY_CONTEXT, token), challenge || dev || ino)`, where
-/// `dev` and `ino` are the directory's device and inode numbers (little-endian u64), read
-/// afresh on each call (a redaction renames a new directory into the store's place).
-pub fn identity_proof(
-    token: &str,
-    challenge: &str,
-    store_dir: &Path,
-) -> std::io::Result<blake3::Hash> {
-    use std::os::unix::fs::MetadataExt;
-    let dir = std::fs::metadata(store_dir)?;
+/// `dev` and `ino` are the directory's device and inode numbers (little-endian u64): for the
+/// client, of the directory at the path it names, now; for the server, of the directory it has
+/// open (so the server of a store moved aside, with a copy put at its path, proves nothing).
+pub fn identity_proof(token: &str, challenge: &str, dir: DirId) -> blake3::Hash {
     let key = blake3::derive_key(IDENTITY_CONTEXT, token.as_bytes());
     let mut hasher = blake3::Hasher::new_keyed(&key);
     hasher.update(challenge.as_bytes());
-    hasher.update(&dir.dev().to_le_bytes());
-    hasher.update(&dir.ino().to_le_bytes());
-    Ok(hasher.finalize())
+    hasher.update(&dir.dev.to_le_bytes());
+    hasher.update(&dir.ino.to_le_bytes());
+    hasher.finalize()
 }
 
 /// How long [`ServerFile::is_live`] waits for the server to accept a connection.
@@ -140,9 +136,10 @@ impl ServerFile {
             return Ok(false);
         }
         let challenge: String = nonce.iter().map(|b| format!("{b:02x}")).collect();
-        let Ok(expected) = identity_proof(&self.token, &challenge, store_dir) else {
+        let Ok(dir) = DirId::of(store_dir) else {
             return Ok(false);
         };
+        let expected = identity_proof(&self.token, &challenge, dir);
         let answer = match RemoteClient::new(self.url.clone(), String::new()).identity(&challenge) {
             Ok(answer) => answer,
             Err(RemoteError::Refused { .. } | RemoteError::Protocol { .. }) => return Ok(false),

@@ -486,6 +486,27 @@ fn not_utf8(path: &Path) -> Error {
 }
 
 /// Which file a path is: device, inode and file type.
+/// A directory's device and inode numbers: which directory a path named when it was looked at
+/// (a directory renamed into its place is another).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DirId {
+    /// The device number.
+    pub dev: u64,
+    /// The inode number.
+    pub ino: u64,
+}
+
+impl DirId {
+    /// The directory at `path` now.
+    pub fn of(path: &Path) -> std::io::Result<DirId> {
+        let meta = std::fs::metadata(path)?;
+        Ok(DirId {
+            dev: meta.dev(),
+            ino: meta.ino(),
+        })
+    }
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 struct Identity {
     dev: u64,
@@ -571,8 +592,8 @@ impl StoreFiles {
     /// store directory, `db`, `conf` and `blobs/` that were checked before are still the same
     /// files, or this is [`Error::UnsafeFile`]. Catches a swap made between the check and sled's
     /// open that is still in place; one undone before this runs is the window the module docs
-    /// describe.
-    pub(crate) fn confirm(&self, root: &Path) -> Result<()> {
+    /// describe. Returns the store directory's identity: the directory sled has open.
+    pub(crate) fn confirm(&self, root: &Path) -> Result<DirId> {
         let now = StoreFiles::check(root)?;
         for (path, before) in &self.identities {
             let same = now
@@ -583,7 +604,14 @@ impl StoreFiles {
                 return Err(replaced(path));
             }
         }
-        Ok(())
+        now.identities
+            .iter()
+            .find(|(p, _)| p == root)
+            .map(|(_, id)| DirId {
+                dev: id.dev,
+                ino: id.ino,
+            })
+            .ok_or_else(|| replaced(root))
     }
 }
 

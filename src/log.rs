@@ -29,7 +29,7 @@ use sled::transaction::{ConflictableTransactionError, TransactionError};
 use sled::{Transactional, Tree};
 
 use crate::chain::Chain;
-use crate::disk::{DiskSync, HeadRecord, StoreFiles};
+use crate::disk::{DirId, DiskSync, HeadRecord, StoreFiles};
 use crate::error::{Error, Result};
 use crate::event::{FORMAT_VERSION, Frame, Seq};
 use crate::failpoint::{Failpoint, Failpoints};
@@ -95,6 +95,8 @@ pub struct Store {
     copy: Option<Arc<tempfile::TempDir>>,
     /// The format marker in `meta` (the newest format the log may hold), as last read or written.
     format: Arc<AtomicU8>,
+    /// The directory sled opened (the store's own, or a private copy's).
+    dir_id: DirId,
 }
 
 /// The store's own files outside sled: what was last synced, and the head record's handle.
@@ -457,10 +459,13 @@ impl Store {
             }
         };
         // sled opened its files by path: refuse the store if one was swapped since the check.
-        if let Err(e) = files.confirm(sled_dir) {
-            close_quietly(db);
-            return Err(e);
-        }
+        let dir_id = match files.confirm(sled_dir) {
+            Ok(id) => id,
+            Err(e) => {
+                close_quietly(db);
+                return Err(e);
+            }
+        };
         let store = Store {
             path: path.to_path_buf(),
             events: db.open_tree("events")?,
@@ -471,6 +476,7 @@ impl Store {
             disk: Arc::default(),
             copy: None,
             format: Arc::default(),
+            dir_id,
         };
         match store.meta.get(FORMAT_KEY)? {
             Some(v) if v.len() == 1 && v[0] > FORMAT_VERSION => {
@@ -643,6 +649,13 @@ impl Store {
     /// The store directory.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The directory this store's sled has open, as it was when it opened: a server proves it
+    /// serves that directory, not whatever is at its path now (a copy moved into its place).
+    #[cfg_attr(not(feature = "serve"), expect(dead_code))]
+    pub(crate) fn dir_id(&self) -> DirId {
+        self.dir_id
     }
 
     /// The head recorded in `meta`.

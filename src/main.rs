@@ -677,6 +677,15 @@ fn parse_cli() -> Cli {
 
 fn main() -> ExitCode {
     let cli = parse_cli();
+    // What this process creates is its owner's alone: sled makes some files of a store (its
+    // snapshots) with the umask, at moments of its own. Not for the commands whose output is
+    // meant for others (man pages, completions, an export).
+    if !matches!(
+        cli.command,
+        Cmd::Man { .. } | Cmd::Completions { .. } | Cmd::Export { .. }
+    ) {
+        rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
+    }
     #[cfg(feature = "client")]
     if let Err(why) = mnemo::RemoteClient::answer_wait() {
         eprintln!("error: {why}");

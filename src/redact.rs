@@ -574,9 +574,14 @@ fn plan_with(store: &Store, selection: &Selection, deleted_by: Option<Seq>) -> R
 }
 
 /// Whether the event keeps only part of its input: a digest whose kept start is shorter than
-/// the input, past which a text may lie unseen.
+/// the input, past which a text may lie unseen, or that is not the input's bytes (an input that
+/// is not UTF-8 keeps its start decoded, each invalid sequence made U+FFFD, so a text between
+/// them is not there to find).
 fn keeps_part(event: &Event) -> bool {
-    matches!(&event.body, Body::RejectedDigest(d) if d.input.len > d.input.prefix.len() as u64)
+    matches!(&event.body, Body::RejectedDigest(d)
+        if d.input.len > d.input.prefix.len() as u64
+            || matches!(d.refusal, crate::event::Refusal::NotUtf8 { .. })
+            || d.input.prefix.contains('\u{FFFD}'))
 }
 
 fn refused_admin(seq: Seq) -> Error {

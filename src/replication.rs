@@ -27,6 +27,8 @@ mod with {
     pub fn replicate(db: &Path, url: &str, interval: Option<f64>) -> CliResult {
         let Some(interval) = interval else {
             // A store a server holds is shipped by that server, as the read commands ask it.
+            // Refused before anything is made for it (a replica in the store's own directory).
+            Replica::check_url_apart(url, db)?;
             let local = || {
                 let store = Store::open_current_read_only(db)?;
                 let replica = Replica::open(url, true)?;
@@ -47,6 +49,7 @@ mod with {
         };
         let interval = seconds(interval, "--interval")?;
         Store::require(db)?;
+        Replica::check_url_apart(url, db)?;
         let replica = Replica::open(url, true)?;
         let mut shipped_at: Option<Vec<FileState>> = None;
         let mut told_held = false;
@@ -206,8 +209,8 @@ mod with {
 
     /// Says on stderr what a restore found the replica still holding that it should not.
     fn tell_stale(command: &str, restored: &mnemo::cli_support::Restored) {
-        for stale in &restored.stale {
-            eprintln!("mnemo {command}: WARNING: {}", stale.note());
+        for note in restored.notes() {
+            eprintln!("mnemo {command}: WARNING: {note}");
         }
     }
 
@@ -377,8 +380,8 @@ mod with {
         let private = tempfile::tempdir()?;
         let db = private.path().join("replica");
         // With a key, a replica its owner did not sign is not looked at further.
-        let stale = match rebuild(&replica, &db, None) {
-            Ok(restored) => restored.stale,
+        let restored = match rebuild(&replica, &db, None) {
+            Ok(restored) => restored,
             Err(mnemo::Error::ReplicaDamaged { what } | mnemo::Error::Corrupt { what }) => {
                 if as_json {
                     println!(
@@ -402,7 +405,7 @@ mod with {
         )?;
         let label = Path::new(url);
         // What the replica still holds that a redaction erased is named, segment by segment.
-        let notes: Vec<String> = stale.iter().map(|s| s.note()).collect();
+        let notes = restored.notes();
         let mut json = report.to_json(label);
         let mut view = ReportView::of(&report);
         if let Some(all) = json["notes"].as_array_mut() {

@@ -108,9 +108,6 @@ fn directly(action: &Action<'_>, dir: &Path) -> CliResult {
         Action::List { json } => {
             let (names, _) = data_dir::list(dir, None, usize::MAX)?;
             for name in names {
-                if data_dir::store_dir(dir, &name).is_none() {
-                    continue;
-                }
                 match json {
                     true => writeln!(out, "{}", serde_json::json!({"name": name, "open": false}))?,
                     false => writeln!(out, "{name}")?,

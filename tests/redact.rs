@@ -1196,6 +1196,27 @@ fn a_text_past_what_a_digest_keeps_is_named_as_unsearched_never_as_absent() {
         done.starts_with("redacted ") && done.contains("(2)"),
         "{done}"
     );
+    // A short line that is not UTF-8: its start is kept decoded (each invalid byte made U+FFFD),
+    // so a text between the invalid bytes is not there to find either.
+    let mut odd = vec![0xffu8; 300];
+    odd.extend_from_slice(b"HUNTER2PASSWORD\n");
+    let out = crate::support::run_mnemo_bytes(&["tool", "--db", &db], &odd);
+    assert!(out.status.success(), "{out:?}");
+    let out = run_mnemo(
+        &[
+            "redact",
+            "--db",
+            &db,
+            "--reason",
+            "r",
+            "--text",
+            "HUNTER2PASSWORD",
+            "--dry-run",
+        ],
+        "",
+    );
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("digest") && said.contains("(2, 4)"), "{said}");
     let kept = r#""path":"/memories/a.md""#;
     assert!(
         !holding(&t.path(), kept.as_bytes()).is_empty(),

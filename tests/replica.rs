@@ -582,6 +582,10 @@ fn a_replica_is_checked_object_by_object_and_a_killed_restore_leaves_nothing() {
         );
         assert_eq!(out.status.code(), Some(2));
         assert!(String::from_utf8_lossy(&out.stderr).contains("store's own directory"));
+        assert!(
+            !db.join("replica").exists(),
+            "a refused replica made its directory in the store"
+        );
     }
     // A restore killed at any moment: nothing at its path, or the whole store.
     let mut rng = crate::support::Rng(0x5e11);
@@ -1122,4 +1126,53 @@ fn replica_leftovers_are_refused_alike_by_verify_and_restore() {
         }
         assert!(run_ok(&["verify", "--from", &to], "").contains("INTACT"));
     }
+}
+
+/// Before (found by an adversary): an object named `NAME#DIGITS` (the file store's own
+/// temporary name) was skipped by `verify --from` and `restore` alike, so an old segment put
+/// back as `….seg#1` kept erased content in the bucket with no word of it. Now every such
+/// partial object is named in a WARNING (it is never read: a shipment under way writes one),
+/// and any other entry that is no object of the replica (a name that is not UTF-8, a link, a
+/// directory) is damage to both.
+#[test]
+fn a_partial_object_is_named_and_an_unreadable_name_is_damage() {
+    let t = TempStore::new();
+    let db = t.path();
+    let (to, replica) = new_replica(&t, "replica");
+    let Some(dir) = to.strip_prefix("file://").map(std::path::PathBuf::from) else {
+        return; // Partial objects are the file store's; S3 has none.
+    };
+    run_ok(&["tool", "--db", s(&db)], &session(0, 2));
+    run_ok(&["replicate", "--db", s(&db), "--to", &to, "--once"], "");
+    let first = segments(&replica)[0].clone();
+    let hidden = format!("{first}#1");
+    std::fs::copy(dir.join(&first), dir.join(&hidden)).expect("plant");
+    let out = run_mnemo(&["verify", "--from", &to], "");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        stdout.contains("WARNING") && stdout.contains(&hidden) && stdout.contains("partial"),
+        "{stdout}"
+    );
+    let restored = t.dir.path().join("restored");
+    let out = run_mnemo(&["restore", "--from", &to, "--db", s(&restored)], "");
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&hidden),
+        "{out:?}"
+    );
+    std::fs::remove_file(dir.join(&hidden)).expect("clean");
+    // A name that is not UTF-8, and one with a newline: damage, exit 1, to both.
+    use std::os::unix::ffi::OsStrExt;
+    for name in [&b"segments/\xff.seg"[..], b"segments/a\nb"] {
+        let path = dir.join(std::ffi::OsStr::from_bytes(name));
+        std::fs::write(&path, b"x").expect("plant");
+        let out = run_mnemo(&["verify", "--from", &to], "");
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        let target = t.dir.path().join("refused");
+        let out = run_mnemo(&["restore", "--from", &to, "--db", s(&target)], "");
+        assert!(!out.status.success() && !target.exists(), "{out:?}");
+        std::fs::remove_file(&path).expect("clean");
+    }
+    assert!(run_ok(&["verify", "--from", &to], "").contains("INTACT"));
 }

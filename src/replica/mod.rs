@@ -336,8 +336,12 @@ impl Replica {
         }
     }
 
-    /// The names of the objects directly under `dir` (such as `segments`), sorted.
+    /// The names of the objects directly under `dir` (such as `segments`), sorted. Anything
+    /// nested under it is damage.
     pub fn names(&self, dir: &str) -> Result<Vec<String>> {
+        if let Some(root) = &self.local {
+            return self.local_names(&root.join(dir), dir);
+        }
         let prefix = ObjectPath::from(dir);
         let listed = self
             .runtime
@@ -358,6 +362,75 @@ impl Replica {
         Ok(names)
     }
 
+    /// [`names`](Self::names) of a `file://` replica, read from the directory itself: the
+    /// object store's listing skips some names (those ending in `#` and digits, its own
+    /// temporary files) and fails on others, and every entry must be an object of the replica
+    /// or be named as damage. Each must be a regular file (not a link, a pipe or a directory)
+    /// with a name of printable UTF-8.
+    fn local_names(&self, path: &Path, dir: &str) -> Result<Vec<String>> {
+        let entries = match std::fs::read_dir(path) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(failed(&self.url, &e)),
+        };
+        let mut names = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| failed(&self.url, &e))?;
+            let raw = entry.file_name();
+            let shown = raw.to_string_lossy();
+            if is_partial(&raw) {
+                // A write of the object store under way (or cut): see `partial_objects`.
+                continue;
+            }
+            let Some(name) = raw.to_str().filter(|n| !n.chars().any(char::is_control)) else {
+                return Err(Error::damaged(format!(
+                    "the replica at {} holds {dir}/{shown:?}, whose name is not one of its objects' (not printable UTF-8): another writer left it",
+                    self.url
+                )));
+            };
+            let kind = entry.file_type().map_err(|e| failed(&self.url, &e))?;
+            if kind.is_dir() {
+                return Err(Error::damaged(format!(
+                    "the replica at {} holds {dir}/{name}/, where only its own objects lie (nothing is nested there): another writer left it",
+                    self.url
+                )));
+            }
+            if !kind.is_file() {
+                return Err(Error::damaged(format!(
+                    "the replica at {} holds {dir}/{name}, which is not a regular file (a link or a pipe is no object of the replica)",
+                    self.url
+                )));
+            }
+            names.push(format!("{dir}/{name}"));
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    /// The partial objects of a `file://` replica under `segments/` and `checkpoints/`: files
+    /// named `NAME#DIGITS`, which the object store writes and renames into place, so one is
+    /// there while a shipment writes and stays if it was killed (or another writer put it
+    /// there). They are never read; [`Restored::partial`] names them.
+    pub fn partial_objects(&self) -> Result<Vec<String>> {
+        let Some(root) = &self.local else {
+            return Ok(Vec::new());
+        };
+        let mut found = Vec::new();
+        for dir in ["segments", "checkpoints"] {
+            let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
+                continue;
+            };
+            for entry in entries {
+                let raw = entry.map_err(|e| failed(&self.url, &e))?.file_name();
+                if is_partial(&raw) {
+                    found.push(format!("{dir}/{}", raw.to_string_lossy()));
+                }
+            }
+        }
+        found.sort();
+        Ok(found)
+    }
+
     /// The replica's head checkpoint, if it has one: the origin name and the head. With a
     /// trusted key ([`Replica::trusting`]) the head must carry its valid signature.
     pub fn head(&self) -> Result<Option<(String, Head)>> {
@@ -372,6 +445,17 @@ impl Replica {
             })?;
         }
         checkpoint::decode("head", &bytes).map(Some)
+    }
+}
+
+/// Whether a file name is a partial object of a `file://` replica: `NAME#DIGITS`.
+fn is_partial(name: &std::ffi::OsStr) -> bool {
+    let bytes = name.as_encoded_bytes();
+    match bytes.iter().rposition(|b| *b == b'#') {
+        Some(at) => {
+            at > 0 && at + 1 < bytes.len() && bytes[at + 1..].iter().all(u8::is_ascii_digit)
+        }
+        None => false,
     }
 }
 
@@ -685,6 +769,22 @@ pub struct Restored {
     pub head: Head,
     /// The segments that hold, whole, events a redaction erased (restored erased all the same).
     pub stale: Vec<Stale>,
+    /// The partial objects the replica holds ([`Replica::partial_objects`]), not read.
+    pub partial: Vec<String>,
+}
+
+impl Restored {
+    /// What an auditor must know of what the replica holds beside its log: each segment still
+    /// holding erased content, each partial object.
+    pub fn notes(&self) -> Vec<String> {
+        let mut notes: Vec<String> = self.stale.iter().map(Stale::note).collect();
+        notes.extend(self.partial.iter().map(|name| {
+            format!(
+                "the replica holds {name}, a partial object (the file store writes NAME#N and renames it into place): a shipment is writing it now, or one was killed, or another writer put it there; it was not read, and it may hold anything, erased content included: remove it unless a shipment is under way"
+            )
+        }));
+        notes
+    }
 }
 
 /// A replica segment that still holds, whole, events a redaction erased.
@@ -943,7 +1043,12 @@ pub(crate) fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Res
             v.detail
         )));
     }
-    Ok(Restored { head, stale })
+    let partial = replica.partial_objects()?;
+    Ok(Restored {
+        head,
+        stale,
+        partial,
+    })
 }
 
 /// The chain hash of event `seq` of `store`.

@@ -85,17 +85,23 @@ struct Challenge {
 }
 
 /// `GET /v1/identity?challenge=`: the proof that this server holds the operator token of its
-/// server file and serves the store directory it was started on (stat'ed now).
+/// server file and serves the store directory it has open (the one sled opened, again after a
+/// redaction put a new directory in its place; not whatever is at its path now).
 async fn identity(State(shared): State<Arc<Shared>>, query: Query<Challenge>) -> Response {
-    prove(
-        shared.operator_token(),
-        &query.challenge,
-        shared.store_dir(),
-    )
+    let dir = shared
+        .client()
+        .store_dir_id()
+        .map_err(|e| std::io::Error::other(e.to_string()));
+    prove(shared.operator_token(), &query.challenge, dir)
 }
 
-/// The answer to an identity challenge: the proof for `token` and `dir`, or why there is none.
-pub(crate) fn prove(token: &str, challenge: &str, dir: &std::path::Path) -> Response {
+/// The answer to an identity challenge: the proof for `token` and the directory `dir`, or why
+/// there is none.
+pub(crate) fn prove(
+    token: &str,
+    challenge: &str,
+    dir: std::io::Result<crate::disk::DirId>,
+) -> Response {
     if challenge.is_empty()
         || challenge.len() > CHALLENGE_MAX
         || !challenge.bytes().all(|b| b.is_ascii_hexdigit())
@@ -105,7 +111,7 @@ pub(crate) fn prove(token: &str, challenge: &str, dir: &std::path::Path) -> Resp
             "the challenge must be 1 to 128 hex digits: GET /v1/identity?challenge=HEX",
         );
     }
-    match crate::discovery::identity_proof(token, challenge, dir) {
+    match dir.map(|dir| crate::discovery::identity_proof(token, challenge, dir)) {
         Ok(proof) => proof.to_hex().to_string().into_response(),
         Err(e) => error(
             StatusCode::SERVICE_UNAVAILABLE,

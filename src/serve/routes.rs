@@ -821,12 +821,19 @@ async fn replicate(
     )
     .await?;
     let client = shared.client().clone();
-    let body = blocking(move || ship_once(&client, &wanted.to)).await?;
+    let store_dir = shared.store_dir().to_path_buf();
+    let body = blocking(move || ship_once(&client, &store_dir, &wanted.to)).await?;
     Ok(json_body(body.to_string().into_bytes(), "application/json"))
 }
 
 #[cfg(feature = "replicate")]
-fn ship_once(client: &MnemoClient, url: &str) -> Result<Value, Failure> {
+fn ship_once(
+    client: &MnemoClient,
+    store_dir: &std::path::Path,
+    url: &str,
+) -> Result<Value, Failure> {
+    // Refused before anything is made for it.
+    crate::replica::Replica::check_url_apart(url, store_dir)?;
     let replica = crate::replica::Replica::open(url, true)?;
     // Up to what the writer made durable, as the server's own shipper ships.
     let end = client.head()?.seq;
@@ -841,7 +848,7 @@ fn ship_once(client: &MnemoClient, url: &str) -> Result<Value, Failure> {
 }
 
 #[cfg(not(feature = "replicate"))]
-fn ship_once(_: &MnemoClient, _: &str) -> Result<Value, Failure> {
+fn ship_once(_: &MnemoClient, _: &std::path::Path, _: &str) -> Result<Value, Failure> {
     Err(Failure::Client(
         StatusCode::NOT_IMPLEMENTED,
         "this server was built without replicas (`--features replicate`): stop it and ship with `mnemo replicate --once`, or run a mnemo built with them".into(),

@@ -137,6 +137,8 @@ fn lock<V>(mutex: &Mutex<V>) -> MutexGuard<'_, V> {
 /// The stores of a data directory, opened on demand.
 pub(crate) struct Stores {
     dir: PathBuf,
+    /// The data directory as it was when the server locked it.
+    dir_id: crate::disk::DirId,
     open: OpenStore,
     options: DataOptions,
     token: Token,
@@ -495,7 +497,14 @@ async fn create(State(stores): State<Arc<Stores>>, headers: HeaderMap, body: Byt
     if let Some(refused) = operator_only(&stores, "POST", &headers, "/v1/stores") {
         return refused;
     }
-    let asked: NewStore = match serde_json::from_slice(&body) {
+    // An object only (serde would take `["NAME"]` for the struct too).
+    let object = serde_json::from_slice::<serde_json::Value>(&body).is_ok_and(|v| v.is_object());
+    let parsed = if object {
+        serde_json::from_slice(&body)
+    } else {
+        Err(serde::de::Error::custom("it is not a JSON object"))
+    };
+    let asked: NewStore = match parsed {
         Ok(asked) => asked,
         Err(e) => {
             return error(
@@ -635,7 +644,8 @@ async fn identity(
     if let Err(refusal) = stores.hosts.check(&headers) {
         return refuse("GET", super::clients::IDENTITY, &refusal);
     }
-    super::clients::prove(stores.token.as_str(), &query.challenge, &stores.dir)
+    // The data directory this server locked when it started, not whatever is at its path now.
+    super::clients::prove(stores.token.as_str(), &query.challenge, Ok(stores.dir_id))
 }
 
 async fn not_found() -> Response {
@@ -701,6 +711,8 @@ pub fn serve_data(
     prepare(dir)?;
     let dir = std::path::absolute(dir).map_err(|e| Error::ServerFile(dir.to_path_buf(), e))?;
     let _lock = lock_data_dir(&dir)?;
+    let dir_id =
+        crate::disk::DirId::of(&dir).map_err(|e| Error::ServerFile(dir.to_path_buf(), e))?;
     let runtime = super::runtime()?;
     let outcome = runtime.block_on(async {
         let super::Started {
@@ -716,6 +728,7 @@ pub fn serve_data(
         let stop = CancellationToken::new();
         let stores = Arc::new(Stores {
             dir: dir.clone(),
+            dir_id,
             open,
             options: data.clone(),
             authority: Authority::new(&token),

@@ -122,10 +122,10 @@ fn answer(
         Some(target) if target.starts_with("/v1/identity") => {
             let challenge = target.split("challenge=").nth(1).unwrap_or_default();
             match proves {
-                Some((token, dir)) => identity_proof(token, challenge, dir)
-                    .expect("stat the store")
-                    .to_hex()
-                    .to_string(),
+                Some((token, dir)) => {
+                    let dir = mnemo::testing::disk::DirId::of(dir).expect("stat the store");
+                    identity_proof(token, challenge, dir).to_hex().to_string()
+                }
                 None => "00".repeat(32),
             }
         }
@@ -207,8 +207,9 @@ fn a_new_store_is_its_owners_alone_whatever_the_umask() {
                 let meta = entry.metadata().expect("stat");
                 if meta.is_dir() {
                     todo.push(entry.path());
-                } else if !entry.file_name().to_string_lossy().starts_with("snap.") {
-                    // sled writes its snapshots as the umask says; the directory keeps them.
+                } else {
+                    // sled's snapshots too (it makes them with the process's umask, which the
+                    // command line sets to 077).
                     files += 1;
                     assert_eq!(
                         meta.mode() & 0o077,
@@ -220,7 +221,10 @@ fn a_new_store_is_its_owners_alone_whatever_the_umask() {
                 }
             }
         }
-        assert!(files >= 3, "db, conf and the head record were checked");
+        assert!(
+            files >= 4,
+            "db, conf, a snapshot and the head record were checked"
+        );
     }
 }
 
@@ -394,6 +398,51 @@ fn a_copy_of_a_served_store_is_not_served_by_the_originals_server() {
     wait_for(
         || !ServerFile::path(&original).exists(),
         "the original's server to stop",
+    );
+}
+
+/// Before (found by an adversary): the server stated the path it was started on afresh for each
+/// proof, so after `mv store store.orig && cp -a store.orig store` the server still holding
+/// `store.orig` proved itself for the copy at `store`, and the copy's clients wrote into the
+/// original. Now the server proves the directory it has open, and the copy gets its own.
+#[test]
+fn a_copy_moved_into_a_served_stores_place_is_not_served_by_the_moved_stores_server() {
+    let s = TempStore::new();
+    let original = made_store(&s);
+    let mut server = Command::new(mnemo_bin())
+        .args(["serve", "--db", db_arg(&original)])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("serve");
+    let file = server_of(&original);
+    let moved = s.dir.path().join("moved-aside");
+    std::fs::rename(&original, &moved).expect("move the served store aside");
+    let copied = Command::new("cp")
+        .args(["-a", db_arg(&moved), db_arg(&original)])
+        .status()
+        .expect("cp");
+    assert!(copied.success());
+    assert!(
+        live_server(&original).is_none(),
+        "the moved store's server does not serve the copy at its old path"
+    );
+    let out = mnemo(
+        &["tool", "--db", db_arg(&original), "--idle-exit", "1"],
+        &[],
+        create_line("copied").as_bytes(),
+    );
+    assert!(out.status.success(), "{out:?}");
+    stop_server(&original);
+    signal("-TERM", file.pid);
+    let _ = server.wait();
+    assert!(
+        listed(&original).contains("copied.txt"),
+        "the write is the copy's"
+    );
+    assert!(
+        !listed(&moved).contains("copied.txt"),
+        "the moved store has no write meant for the copy"
     );
 }
 

@@ -220,6 +220,14 @@ fn names_and_entries_that_leave_the_data_directory_are_refused() {
             reply.text()
         );
     }
+    let reply = server.call("POST", "/v1/stores", br#"["x"]"#);
+    assert_eq!(
+        reply.status,
+        400,
+        "a body that is no object: {}",
+        reply.text()
+    );
+    assert!(!dir.join("x").exists());
     for target in [
         "/v1/stores/../log",
         "/v1/stores/%2e%2e/log",
