@@ -143,7 +143,7 @@ fn input_of(body: &Body) -> Value {
         Body::Rejected(r) => Value::String(r.input.clone()),
         Body::RejectedDigest(d) => {
             let mut out = json!({
-                "digest": {"len": d.input.len, "blake3": d.input.hash.to_hex(), "prefix": d.input.prefix},
+                "digest": {"len": d.input.len, "blake3": (d.input.hash != crate::event::EventHash::ZERO).then(|| d.input.hash.to_hex()), "prefix": d.input.prefix},
             });
             if let Refusal::Failed { command, paths, .. } = &d.refusal {
                 out["command"] = command.as_str().into();

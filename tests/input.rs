@@ -181,7 +181,13 @@ fn refused_big_line(
     assert!(peak < max_peak, "peak RSS {} MiB", peak / MIB);
     assert!(grew < MIB, "the store grew by {grew} bytes");
     let digest = digest_event(&db, 2);
-    assert_eq!((digest.input.len, digest.input.hash), (len, hash));
+    // Its length; no hash of the whole line (semantics 4 keeps none of a refused input, so
+    // nothing confirms a guess at what the store never held). `hash` is what semantics 3 kept.
+    assert_eq!(
+        (digest.input.len, digest.input.hash),
+        (len, EventHash::ZERO)
+    );
+    assert_ne!(hash, EventHash::ZERO);
     verify_intact(&db, 3);
     (peak, grew)
 }
@@ -334,9 +340,10 @@ fn a_value_over_the_request_limit_is_refused_with_its_id_and_logged_as_the_diges
         d.input,
         InputDigest {
             len: text.len() as u64,
-            hash: EventHash::of(text.as_bytes()),
+            hash: EventHash::ZERO,
             prefix: text[..256.min(text.len())].to_string(),
-        }
+        },
+        "a refused input keeps no hash of itself (semantics 4)"
     );
     assert_eq!(d.refusal, Refusal::TooLarge { limit: 100 });
     // The same as a line: the same refusal. Within the limit, the call runs.
@@ -365,7 +372,7 @@ fn rejected_input_over_4_kib_is_logged_as_a_digest_and_shorter_input_whole() {
             panic!("not a digest")
         };
         assert_eq!(d.input.len, long.len() as u64);
-        assert_eq!(d.input.hash, EventHash::of(long.as_bytes()));
+        assert_eq!(d.input.hash, EventHash::ZERO, "no hash of a refused input");
         assert_eq!(d.input.prefix, &long[..256]);
         assert_eq!(
             d.refusal,
@@ -384,7 +391,8 @@ fn rejected_input_over_4_kib_is_logged_as_a_digest_and_shorter_input_whole() {
         let Body::RejectedDigest(d) = last_body(&server) else {
             panic!("not a digest")
         };
-        assert_eq!(d.input.hash, EventHash::of(value.to_string().as_bytes()));
+        assert_eq!(d.input.len, value.to_string().len() as u64);
+        assert_eq!(d.input.hash, EventHash::ZERO, "no hash of a refused input");
         // Short rejected input stays whole, so replay re-parses it.
         server.handle_line("{\"command\":\"undo\"}");
         assert!(
@@ -546,10 +554,10 @@ fn duplicate_keys_and_invalid_utf8_through_the_binary() {
         third.input,
         InputDigest {
             len: lines[2].len() as u64,
-            hash: EventHash::of(lines[2]),
+            hash: EventHash::ZERO,
             prefix: String::from_utf8_lossy(lines[2]).into_owned(),
         },
-        "the digest is of the raw bytes; the prefix shows them with U+FFFD"
+        "the digest keeps the raw bytes' length and no hash; the prefix shows them with U+FFFD"
     );
     assert_eq!(third.refusal, Refusal::NotUtf8 { valid_up_to: 38 });
     let client = open_client(&db, "reader", mnemo::Durability::Fsync);

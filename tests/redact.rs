@@ -1159,6 +1159,23 @@ fn a_text_past_what_a_digest_keeps_is_named_as_unsearched_never_as_absent() {
         shown.contains("digest") || shown.contains("bytes"),
         "{shown}"
     );
+    // No hash of the whole line is kept (semantics 4): nothing confirms a guess at the PIN.
+    let shown: serde_json::Value =
+        serde_json::from_str(&run_ok(&["show", "2", "--db", &db, "--json"], "")).expect("json");
+    assert!(
+        shown["input"]["digest"]["len"].as_u64() > Some(5000),
+        "{shown}"
+    );
+    assert_eq!(
+        shown["input"]["digest"]["blake3"],
+        serde_json::Value::Null,
+        "{shown}"
+    );
+    let whole = blake3::hash(lines[1].as_bytes());
+    assert!(
+        holding(&t.path(), whole.as_bytes()).is_empty(),
+        "the store keeps the hash of the whole line"
+    );
     let out = run_mnemo(
         &[
             "redact", "--db", &db, "--reason", "pin", "--text", "PIN 7319",

@@ -41,7 +41,10 @@
 //! semantics 3 the retry records of the last 65,536 calls were one
 //! pool for every agent, so one agent's calls evicted another's records and that agent's retry of
 //! a change then ran twice. Under semantics 4 each agent's records are a pool of their own
-//! ([`Semantics::retry_records_per_agent`]): an agent evicts only its own.
+//! ([`Semantics::retry_records_per_agent`]): an agent evicts only its own. And an input refused
+//! before it ran (too large, not UTF-8, not a call) and logged as a digest keeps no hash of the
+//! whole input ([`Semantics::digest_keeps_input_hash`]): only its length and first 256 bytes, so
+//! nothing in the log confirms a guess at what lay past them; a retry of it is matched by those.
 
 use serde_json::Value;
 
@@ -181,6 +184,13 @@ impl Semantics {
     /// calls (semantics 4), rather than one pool for every agent.
     pub(crate) fn retry_records_per_agent(self) -> bool {
         self >= Semantics::V4
+    }
+
+    /// Whether a refused input logged as a digest keeps the hash of the whole input (up to
+    /// semantics 3); under semantics 4 it keeps its length and start only (its hash is all
+    /// zeros), so a retry of it is matched by those.
+    pub(crate) fn digest_keeps_input_hash(self) -> bool {
+        self < Semantics::V4
     }
 
     /// Whether the parser refused `text` (with `e`) because it nests too deep, which the answer

@@ -156,6 +156,16 @@ impl Chain {
             body,
             salt: Some(salt),
         };
+        // A refused input logged as a digest keeps no hash of the whole input under semantics 4:
+        // the store never held what lay past its kept start, and such a hash let whoever reads
+        // the log or a replica confirm a guess at it (a short secret in a long line).
+        if !event.header.semantics.digest_keeps_input_hash() {
+            if let Body::RejectedDigest(digest) = &mut event.body {
+                if !matches!(digest.refusal, crate::event::Refusal::Failed { .. }) {
+                    digest.input.hash = EventHash::ZERO;
+                }
+            }
+        }
         let mut frame = event.to_frame();
         if u32::try_from(frame.header.len()).is_err() || u32::try_from(frame.payload.len()).is_err()
         {
