@@ -675,6 +675,12 @@ fn parse_cli() -> Cli {
     Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
 }
 
+/// The binary with the server allocates with jemalloc (see Cargo.toml): the library leaves the
+/// allocator to whoever embeds it.
+#[cfg(feature = "serve")]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() -> ExitCode {
     let cli = parse_cli();
     // What this process creates is its owner's alone: sled makes some files of a store (its
