@@ -347,11 +347,15 @@ impl Replica {
             .runtime
             .block_on(self.objects.list_with_delimiter(Some(&prefix)))
             .map_err(|e| failed(&self.url, &e))?;
-        if let Some(nested) = listed.common_prefixes.first() {
-            return Err(Error::damaged(format!(
-                "the replica at {} holds {nested}/ under {dir}/, where only its own objects lie (nothing is nested there): another writer left it",
-                self.url
-            )));
+        for nested in &listed.common_prefixes {
+            // Some object stores keep a "directory" once its objects are gone: only one that
+            // holds an object is a leftover.
+            if self.holds_objects(nested, 0)? {
+                return Err(Error::damaged(format!(
+                    "the replica at {} holds {nested}/ under {dir}/, where only its own objects lie (nothing is nested there): another writer left it",
+                    self.url
+                )));
+            }
         }
         let mut names: Vec<String> = listed
             .objects
@@ -360,6 +364,29 @@ impl Replica {
             .collect();
         names.sort();
         Ok(names)
+    }
+
+    /// Whether anything lies under `prefix` (an object, or a prefix nested more than a few
+    /// levels deep, which no object store keeps empty on its own).
+    fn holds_objects(&self, prefix: &ObjectPath, depth: usize) -> Result<bool> {
+        let listed = self
+            .runtime
+            .block_on(self.objects.list_with_delimiter(Some(prefix)))
+            .map_err(|e| failed(&self.url, &e))?;
+        // A directory marker (an empty object named as the prefix) is no object.
+        let marker = |o: &object_store::ObjectMeta| o.size == 0 && o.location == *prefix;
+        if listed.objects.iter().any(|o| !marker(o)) {
+            return Ok(true);
+        }
+        if depth >= 4 {
+            return Ok(!listed.common_prefixes.is_empty());
+        }
+        for nested in &listed.common_prefixes {
+            if self.holds_objects(nested, depth + 1)? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// [`names`](Self::names) of a `file://` replica, read from the directory itself: the
