@@ -53,18 +53,23 @@ pub fn store_dir(dir: &Path, name: &str) -> Option<PathBuf> {
 /// there are more. Entries that are not stores ([`store_dir`]: another name, a link, a file, a
 /// directory without a store in it) are left out.
 pub fn list(dir: &Path, after: Option<&str>, limit: usize) -> std::io::Result<(Vec<String>, bool)> {
-    let mut names = Vec::new();
+    let mut candidates = Vec::new();
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
         let Some(name) = entry.file_name().to_str().map(str::to_string) else {
             continue;
         };
-        if after.is_some_and(|after| name.as_str() <= after) || store_dir(dir, &name).is_none() {
-            continue;
+        if check_store_name(&name).is_ok() && after.is_none_or(|after| name.as_str() > after) {
+            candidates.push(name);
         }
-        names.push(name);
     }
-    names.sort_unstable();
+    candidates.sort_unstable();
+    // Only as many entries are looked at as the page needs (and one more, to say there are).
+    let mut names: Vec<String> = candidates
+        .into_iter()
+        .filter(|name| store_dir(dir, name).is_some())
+        .take(limit.saturating_add(1))
+        .collect();
     let more = names.len() > limit;
     names.truncate(limit);
     Ok((names, more))

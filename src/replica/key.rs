@@ -48,26 +48,28 @@ pub fn create(store: &Path, name: &str) -> Result<String> {
     }
     let (signer, verifier) = signed_note::generate_key(&mut rand_core::OsRng, name);
     let path = store.join(KEY_FILE);
+    write_new(store, KEY_FILE, signer.as_bytes()).map_err(|e| match e.kind() {
+        std::io::ErrorKind::AlreadyExists => Error::InvalidArgument(format!(
+            "{} already holds a key; replicas signed by it verify only against it, so it is not replaced (remove the file by hand to make a new one)",
+            path.display()
+        )),
+        _ => Error::io(&path, e),
+    })?;
+    Ok(verifier)
+}
+
+/// Writes `line` and a newline to the new file `name` in the store directory `store` (mode
+/// 0600; an error if it exists), durably, the directory entry included.
+fn write_new(store: &Path, name: &str, line: &[u8]) -> std::io::Result<()> {
     let mut file = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
-        .open(&path)
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::AlreadyExists => Error::InvalidArgument(format!(
-                "{} already holds a key; replicas signed by it verify only against it, so it is not replaced (remove the file by hand to make a new one)",
-                path.display()
-            )),
-            _ => Error::io(&path, e),
-        })?;
-    file.write_all(signer.as_bytes())
-        .and_then(|()| file.write_all(b"\n"))
-        .and_then(|()| file.sync_all())
-        .map_err(|e| Error::io(&path, e))?;
-    std::fs::File::open(store)
-        .and_then(|dir| dir.sync_all())
-        .map_err(|e| Error::io(store, e))?;
-    Ok(verifier)
+        .open(store.join(name))?;
+    file.write_all(line)?;
+    file.write_all(b"\n")?;
+    file.sync_all()?;
+    std::fs::File::open(store)?.sync_all()
 }
 
 /// The store's signer, if it has a key.
@@ -147,19 +149,7 @@ pub fn remember(store: &Path, vkey: &str) -> Result<()> {
         return Ok(());
     }
     let path = store.join(TRUST_FILE);
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&path)
-        .map_err(|e| Error::io(&path, e))?;
-    file.write_all(vkey.as_bytes())
-        .and_then(|()| file.write_all(b"\n"))
-        .and_then(|()| file.sync_all())
-        .map_err(|e| Error::io(&path, e))?;
-    std::fs::File::open(store)
-        .and_then(|dir| dir.sync_all())
-        .map_err(|e| Error::io(store, e))
+    write_new(store, TRUST_FILE, vkey.as_bytes()).map_err(|e| Error::io(&path, e))
 }
 
 /// The verifier key the store at `store` trusts its replica's heads to be signed by, if it
