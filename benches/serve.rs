@@ -12,19 +12,20 @@
 //!
 //! `durable_writes`: `create` calls under `fsync` from 16 threads in-process, against 1, 4 and 16
 //! client processes (`mnemo tool --connect`, each fed its calls on stdin) through one server on
-//! loopback. Each iteration starts the processes and waits until each has answered one `view`;
+//! loopback, and 16 processes through a `--data` server, all in one store or each in its own. Each iteration starts the processes and waits until each has answered one `view`;
 //! the clock then runs over the creates alone. `processes_16_start_up_included` runs the clock
 //! from the start of the processes, so their start-up is in that figure.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use mnemo::testing::discovery::ServerFile;
-use mnemo::{Durability, MnemoClient, MnemoMemoryToolServer, ServeOptions};
+use mnemo::{DataOptions, Durability, MnemoClient, MnemoMemoryToolServer, ServeOptions};
 use serde_json::json;
 
 fn tool(path: &std::path::Path) -> MnemoMemoryToolServer {
@@ -116,32 +117,12 @@ fn latency(c: &mut Criterion) {
 /// A view of the note in a store that is open, and in one that must be opened first.
 fn data_server(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let data = dir.path().join("data");
-    let open: mnemo::OpenStore =
-        std::sync::Arc::new(|path: &std::path::Path| Ok(tool(path).into()));
-    let options = mnemo::DataOptions {
-        max_open_stores: 1,
-        ..mnemo::DataOptions::default()
-    };
-    let served = data.clone();
-    std::thread::spawn(move || {
-        mnemo::serve_data(&served, open, ServeOptions::default(), options).expect("serve --data");
-    });
-    let file = loop {
-        if let Ok(Some(file)) = ServerFile::read(&data) {
-            break file;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    let mut stores = Connection::open_at(&file, "/v1/stores");
-    for name in ["a", "b"] {
-        stores.send(json!({ "name": name }).to_string().as_bytes());
-    }
+    let file = data_server_of(dir.path().join("data"), 2, 1, Durability::Buffered);
     let body = json!({"command": "view", "path": "/memories/note.md"})
         .to_string()
         .into_bytes();
-    let mut a = Connection::open_at(&file, "/v1/stores/a/memory");
-    let mut b = Connection::open_at(&file, "/v1/stores/b/memory");
+    let mut a = Connection::open_at(&file, "/v1/stores/s0/memory");
+    let mut b = Connection::open_at(&file, "/v1/stores/s1/memory");
     let mut group = c.benchmark_group("data_server");
     group.bench_function("view_in_an_open_store", |bench| {
         bench.iter(|| a.call(&body))
@@ -153,6 +134,37 @@ fn data_server(c: &mut Criterion) {
         });
     });
     group.finish();
+}
+
+/// Starts `mnemo serve --data DIR` in this process with stores `s0`..`s{stores - 1}`, each with
+/// the note and `durability`, and at most `max_open` of them open. Returns the server file.
+fn data_server_of(
+    data: PathBuf,
+    stores: usize,
+    max_open: usize,
+    durability: Durability,
+) -> ServerFile {
+    let open: mnemo::OpenStore =
+        std::sync::Arc::new(move |path: &std::path::Path| Ok(tool_with(path, durability).into()));
+    let options = DataOptions {
+        max_open_stores: max_open,
+        ..DataOptions::default()
+    };
+    let served = data.clone();
+    std::thread::spawn(move || {
+        mnemo::serve_data(&served, open, ServeOptions::default(), options).expect("serve --data");
+    });
+    let file = loop {
+        if let Ok(Some(file)) = ServerFile::read(&data) {
+            break file;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let mut created = Connection::open_at(&file, "/v1/stores");
+    for n in 0..stores {
+        created.send(json!({ "name": format!("s{n}") }).to_string().as_bytes());
+    }
+    file
 }
 
 /// Starts `mnemo serve` in this process on the store `tool` holds; returns its server file.
@@ -190,10 +202,16 @@ struct Writer {
 impl Writer {
     /// Starts a client as agent `writer-{p}` and sends it one `view`, whose answer [`Writer::ready`]
     /// waits for: then its start-up and first connection are behind it.
-    fn start(file: &ServerFile, p: u64) -> Writer {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_mnemo"))
+    /// With `store`, the client calls that store of a `--data` server.
+    fn start(file: &ServerFile, p: u64, store: Option<String>) -> Writer {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_mnemo"));
+        command
             .args(["tool", "--connect", &file.url, "--token", &file.token])
-            .args(["--agent", &format!("writer-{p}")])
+            .args(["--agent", &format!("writer-{p}")]);
+        if let Some(store) = store {
+            command.args(["--store", &store]);
+        }
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -242,10 +260,18 @@ impl Writer {
 
 /// `processes` clients, each `mnemo tool --connect` with `CALLS` creates on stdin. With
 /// `start_up`, the time includes starting the processes; without, the clock starts once every
-/// client has answered a first call, and it measures the calls alone.
-fn through_processes(file: &ServerFile, processes: u64, start_up: bool) -> Duration {
+/// client has answered a first call, and it measures the calls alone. With `store`, client `p`
+/// writes to the store that `store(p)` names on a `--data` server.
+fn through_processes(
+    file: &ServerFile,
+    processes: u64,
+    start_up: bool,
+    store: impl Fn(u64) -> Option<String>,
+) -> Duration {
     let started = Instant::now();
-    let mut writers: Vec<Writer> = (0..processes).map(|p| Writer::start(file, p)).collect();
+    let mut writers: Vec<Writer> = (0..processes)
+        .map(|p| Writer::start(file, p, store(p)))
+        .collect();
     writers.iter_mut().for_each(Writer::ready);
     let start = if start_up { started } else { Instant::now() };
     for (p, writer) in writers.iter_mut().enumerate() {
@@ -292,14 +318,33 @@ fn durable_writes(c: &mut Criterion) {
         group.bench_function(format!("processes_{processes}"), |b| {
             b.iter_custom(|iters| {
                 (0..iters)
-                    .map(|_| through_processes(&file, processes, false))
+                    .map(|_| through_processes(&file, processes, false, |_| None))
                     .sum()
             });
         });
     }
     group.throughput(Throughput::Elements(16 * CALLS));
     group.bench_function("processes_16_start_up_included", |b| {
-        b.iter_custom(|iters| (0..iters).map(|_| through_processes(&file, 16, true)).sum());
+        b.iter_custom(|iters| {
+            (0..iters)
+                .map(|_| through_processes(&file, 16, true, |_| None))
+                .sum()
+        });
+    });
+    let data = data_server_of(dir.path().join("data"), 16, 16, Durability::Fsync);
+    group.bench_function("processes_16_to_one_store_of_a_data_server", |b| {
+        b.iter_custom(|iters| {
+            (0..iters)
+                .map(|_| through_processes(&data, 16, false, |_| Some("s0".into())))
+                .sum()
+        });
+    });
+    group.bench_function("processes_16_to_16_stores_of_a_data_server", |b| {
+        b.iter_custom(|iters| {
+            (0..iters)
+                .map(|_| through_processes(&data, 16, false, |p| Some(format!("s{p}"))))
+                .sum()
+        });
     });
     group.finish();
 }
