@@ -130,8 +130,8 @@ pub mod testing {
     pub use crate::paths::{MAX_PATH_BYTES, MAX_SEGMENT_BYTES};
     pub use crate::policy::MAX_AGENT_BYTES;
     pub use crate::projection::{
-        COLLECT_BUDGET, INDEX_LAYOUT, Projection, RETRY_RECORDS, RETRY_TEXT_MAX, Recorded, Retry,
-        RetryKind, Traced,
+        COLLECT_BUDGET, FileEntry, INDEX_LAYOUT, Projection, RENAMES_UNSTAMPED, RETRY_RECORDS,
+        RETRY_TEXT_MAX, Recorded, Retry, RetryKind, Traced,
     };
     pub use crate::verify::{PROGRESS_EVERY, VerifyOptions, verify_store, verify_store_with};
     pub use crate::writer::{

@@ -5,7 +5,7 @@
 //!
 //! | key | value |
 //! |---|---|
-//! | `c` ‖ parent id (u64 BE) ‖ name | kind (`d` or `f`) ‖ child id (u64 BE) |
+//! | `c` ‖ parent id (u64 BE) ‖ name | kind (`d` or `f`) ‖ child id (u64 BE), and for an entry a rename made, ‖ that rename's seq (u64 BE) |
 //! | `f` ‖ file id (u64 BE) | created seq ‖ updated seq ‖ length in bytes ‖ first chunk ‖ next unused chunk number (five u64 LE) |
 //! | `b` ‖ file id (u64 BE) ‖ chunk number (u64 BE) | next chunk's number (u64 LE) ‖ 1 to 16 KiB of the file's bytes |
 //! | `n` | next node id (u64 BE) |
@@ -102,7 +102,13 @@ const TRASH_PREFIX: &[u8] = b"g";
 /// bounded retry records (`t`, `T`, `U`); 2 kept content whole under `f` and collects deleted
 /// directories lazily (the trash); 1, with no layout key, removed them at once. An index of an
 /// older layout is rebuilt from the log when a client opens the store.
-pub const INDEX_LAYOUT: u8 = 3;
+pub const INDEX_LAYOUT: u8 = 4;
+
+/// The layout before renames stamped their seq into the entries they make: still verified as
+/// it is (the verifier re-derives it in that layout), and rebuilt in [`INDEX_LAYOUT`] when a
+/// client opens the store. In an index of this layout, a file's [`FileEntry::touched`] is its
+/// last content change.
+pub const RENAMES_UNSTAMPED: u8 = 3;
 
 /// How many retry records the index keeps: those of the last 65,536 calls that left one (calls
 /// with a tool_use id). Part of the layout, like [`COLLECT_BUDGET`].
@@ -153,6 +159,35 @@ impl MemoryRecord {
             content: file.content,
             created: Seq(file.created),
             updated: Seq(file.updated),
+        }
+    }
+}
+
+/// A file as the index holds it, without its content.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileEntry {
+    /// Its path.
+    pub path: MemPath,
+    /// Seq of the event that created the file (its identity: it follows the file through
+    /// renames and content changes, and a file created again after a delete gets a new one).
+    pub created: Seq,
+    /// Seq of the event that last changed its content.
+    pub updated: Seq,
+    /// Seq of the last event that changed the file at all: its content, or its path (a rename of
+    /// the file or of a directory above it).
+    pub touched: Seq,
+    /// Its length in bytes.
+    pub bytes: u64,
+}
+
+impl FileEntry {
+    fn new(path: MemPath, head: FileHead, moved: u64) -> FileEntry {
+        FileEntry {
+            path,
+            created: Seq(head.created),
+            updated: Seq(head.updated),
+            touched: Seq(head.updated.max(moved)),
+            bytes: head.len,
         }
     }
 }
@@ -473,12 +508,32 @@ fn be_u64(bytes: &[u8], what: &str) -> Result<u64> {
 }
 
 fn decode_child(value: &[u8]) -> Result<(NodeKind, u64)> {
+    decode_entry(value).map(|(kind, id, _)| (kind, id))
+}
+
+/// A `c` entry's kind, child id, and the seq of the rename that made it (0 if none did).
+fn decode_entry(value: &[u8]) -> Result<(NodeKind, u64, u64)> {
     let kind = match value.first() {
         Some(b'd') => NodeKind::Dir,
         Some(b'f') => NodeKind::File,
         _ => return Err(Error::corrupt("path index entry has an unknown kind")),
     };
-    Ok((kind, be_u64(&value[1..], "child id")?))
+    let (id, moved) = match value.len() {
+        9 => (be_u64(&value[1..], "child id")?, 0),
+        17 => (
+            be_u64(&value[1..9], "child id")?,
+            be_u64(&value[9..], "rename seq")?,
+        ),
+        _ => return Err(Error::corrupt("path index entry is neither 9 nor 17 bytes")),
+    };
+    Ok((kind, id, moved))
+}
+
+/// The `c` entry a rename at `seq` makes for node `id`.
+fn encode_moved(kind: NodeKind, id: u64, seq: Seq) -> Vec<u8> {
+    let mut v = encode_child(kind, id);
+    v.extend_from_slice(&seq.0.to_be_bytes());
+    v
 }
 
 fn encode_child(kind: NodeKind, id: u64) -> Vec<u8> {
@@ -502,6 +557,8 @@ pub struct Projection<K> {
     kv: K,
     /// How many retry records are kept ([`RETRY_RECORDS`]; smaller in unit tests).
     retry_cap: u64,
+    /// The layout it writes ([`INDEX_LAYOUT`]; an older one to re-derive an index of that layout).
+    layout: u8,
     /// Rendered listing lines kept between calls ([`Projection::with_listings`]).
     listings: Option<Mutex<Listings>>,
 }
@@ -512,6 +569,7 @@ impl<K> Projection<K> {
         Projection {
             kv,
             retry_cap: RETRY_RECORDS,
+            layout: INDEX_LAYOUT,
             listings: None,
         }
     }
@@ -525,6 +583,14 @@ impl<K> Projection<K> {
             listings: Some(Mutex::new(Listings::default())),
             ..Projection::new(kv)
         }
+    }
+
+    /// Builds the index in `layout` rather than [`INDEX_LAYOUT`]: the verifier re-derives an
+    /// index of layout [`RENAMES_UNSTAMPED`] (whose renames made 9-byte entries) in its own
+    /// layout, to compare it byte for byte. Layouts before that one are not re-derivable.
+    pub fn in_layout(mut self, layout: u8) -> Self {
+        self.layout = layout;
+        self
     }
 
     /// Forgets the kept listing lines of directory `id`, whose entries changed.
@@ -725,6 +791,74 @@ impl<K: KvRead> Projection<K> {
         Ok(out)
     }
 
+    /// The file at `path` without its content, or `None` if no file is there.
+    pub fn file_entry(&self, path: &MemPath) -> Result<Option<FileEntry>> {
+        let mut moved = 0;
+        let mut key = Vec::with_capacity(64);
+        let mut id = ROOT_ID;
+        let mut kind = NodeKind::Dir;
+        for seg in path.segments() {
+            if kind != NodeKind::Dir {
+                return Ok(None);
+            }
+            set_child_key(&mut key, id, seg);
+            match self.kv.get_with(&key, decode_entry)? {
+                Some(entry) => {
+                    let (k, child, m) = entry?;
+                    (kind, id, moved) = (k, child, moved.max(m));
+                }
+                None => return Ok(None),
+            }
+        }
+        if kind != NodeKind::File {
+            return Ok(None);
+        }
+        Ok(Some(FileEntry::new(
+            path.clone(),
+            self.file_head(id)?,
+            moved,
+        )))
+    }
+
+    /// Every file at or under `dir` without its content, in path order (segment by segment, as
+    /// [`Projection::records_under`]). Iterative, as `collect`.
+    pub fn file_entries_under(&self, dir: &MemPath) -> Result<Vec<FileEntry>> {
+        let mut moved = 0;
+        let mut key = Vec::with_capacity(64);
+        let (mut kind, mut id) = (NodeKind::Dir, ROOT_ID);
+        for seg in dir.segments() {
+            if kind != NodeKind::Dir {
+                return Ok(Vec::new());
+            }
+            set_child_key(&mut key, id, seg);
+            match self.kv.get_with(&key, decode_entry)? {
+                Some(entry) => {
+                    let (k, child, m) = entry?;
+                    (kind, id, moved) = (k, child, moved.max(m));
+                }
+                None => return Ok(Vec::new()),
+            }
+        }
+        let mut out = Vec::new();
+        let mut stack = vec![(dir.clone(), kind, id, moved)];
+        while let Some((path, kind, id, moved)) = stack.pop() {
+            match kind {
+                NodeKind::File => out.push(FileEntry::new(path, self.file_head(id)?, moved)),
+                NodeKind::Dir => {
+                    let mut children = Vec::new();
+                    for (k, v) in self.kv.scan_prefix(&child_prefix(id), usize::MAX)? {
+                        let name = std::str::from_utf8(&k[9..])
+                            .map_err(|_| Error::corrupt("path index name is not UTF-8"))?;
+                        let (kind, child, m) = decode_entry(&v)?;
+                        children.push((path.join(name), kind, child, moved.max(m)));
+                    }
+                    stack.extend(children.into_iter().rev());
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// Every file under directory `id` (at `dir`), in path order. Iterative: paths may nest
     /// thousands of levels deep, more than a thread's stack would take in recursion.
     fn collect(&self, dir: &MemPath, id: u64, out: &mut Vec<MemoryRecord>) -> Result<()> {
@@ -854,7 +988,7 @@ impl<K: KvWrite> Projection<K> {
     /// Records that every event up to `seq` is applied.
     pub fn set_applied(&mut self, seq: Seq) {
         if seq == Seq(1) {
-            self.kv.set(LAYOUT_KEY, &[INDEX_LAYOUT]);
+            self.kv.set(LAYOUT_KEY, &[self.layout]);
         }
         self.kv.set(APPLIED_KEY, &seq.0.to_be_bytes());
     }
@@ -1038,8 +1172,12 @@ impl<K: KvWrite> Projection<K> {
                     self.forget_listing(dir);
                 }
                 self.forget_listing(parent_id);
-                self.kv
-                    .insert(child_key(parent_id, to.name()), encode_child(kind, id));
+                let entry = if self.layout > RENAMES_UNSTAMPED {
+                    encode_moved(kind, id, seq)
+                } else {
+                    encode_child(kind, id)
+                };
+                self.kv.insert(child_key(parent_id, to.name()), entry);
                 // The chain is still valid: the new entry cannot lie on the old path's chain
                 // because `to` is neither `from` nor inside it.
                 self.unlink(from, &chain)?;
@@ -1308,6 +1446,69 @@ mod tests {
             .filter(|k| k[0] == b't')
             .map(|k| &k[1..])
             .collect()
+    }
+
+    /// A file keeps its identity (`created`) through renames and edits; `touched` is the last
+    /// event that changed its content or its path, whether the rename named the file or a
+    /// directory above it; the listing without content is the listing with it, in the same order.
+    /// An index built in the layout before rename stamps holds 9-byte entries only.
+    #[test]
+    fn renames_stamp_the_entries_they_make_and_files_keep_their_identity() {
+        let p = |s: &str| MemPath::absolute(s).expect("path");
+        let write = |path: &str| Change::Write {
+            path: p(path),
+            content: format!("{path}\n"),
+        };
+        let rename = |from: &str, to: &str| Change::Rename {
+            from: p(from),
+            to: p(to),
+        };
+        let changes = [
+            write("/m/a/x.md"),
+            write("/m/a/y.md"),
+            write("/m/a-b.md"),
+            rename("/m/a/x.md", "/m/c/x.md"),
+            rename("/m/c", "/m/d"),
+            write("/m/d/x.md"),
+        ];
+        for layout in [RENAMES_UNSTAMPED, INDEX_LAYOUT] {
+            let mut index = Projection::new(MemKv::default()).in_layout(layout);
+            for (n, change) in changes.iter().enumerate() {
+                index.apply(change, Seq(n as u64 + 1)).expect("apply");
+            }
+            let entries = index.file_entries_under(&p("/m")).expect("entries");
+            let records = index.records_under(&p("/m")).expect("records");
+            let paths: Vec<String> = entries.iter().map(|e| e.path.to_string()).collect();
+            let record_paths: Vec<String> = records.iter().map(|r| r.path.clone()).collect();
+            assert_eq!(paths, record_paths);
+            assert_eq!(paths, ["/m/a/y.md", "/m/a-b.md", "/m/d/x.md"]);
+            let x = &entries[2];
+            assert_eq!((x.created, x.updated), (Seq(1), Seq(6)));
+            assert_eq!(x.touched, Seq(6));
+            let y = index.file_entry(&p("/m/a/y.md")).expect("read").expect("y");
+            assert_eq!((y.created, y.touched, y.bytes), (Seq(2), Seq(2), 10));
+            assert_eq!(index.file_entry(&p("/m/a")).expect("read"), None);
+            assert_eq!(index.file_entry(&p("/m/a/y.md/z")).expect("read"), None);
+            let long = index
+                .kv()
+                .map
+                .iter()
+                .filter(|(k, v)| k[0] == b'c' && v.len() == 17);
+            assert_eq!(long.count(), if layout == INDEX_LAYOUT { 2 } else { 0 });
+            // A rename of the directory above stamps the file below it.
+            index.apply(&rename("/m/d", "/m/e"), Seq(7)).expect("apply");
+            let x = index.file_entry(&p("/m/e/x.md")).expect("read").expect("x");
+            let stamped = if layout == INDEX_LAYOUT {
+                Seq(7)
+            } else {
+                Seq(6)
+            };
+            assert_eq!((x.created, x.updated, x.touched), (Seq(1), Seq(6), stamped));
+            assert_eq!(
+                index.file_entries_under(&p("/m/e")).expect("entries"),
+                vec![x]
+            );
+        }
     }
 
     /// Past the cap, each new record evicts the oldest one of its pool; a record replaced by a

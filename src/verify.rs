@@ -36,7 +36,7 @@ use crate::event::{Body, Event, EventHash, Salt, Seq};
 use crate::kv::{IndexTrees, MemKv};
 use crate::log::{Head, Store};
 use crate::policy::AdminCommand;
-use crate::projection::{INDEX_LAYOUT, Projection, Traced};
+use crate::projection::{INDEX_LAYOUT, Projection, RENAMES_UNSTAMPED, Traced};
 use crate::replay::{Replay, Step};
 
 /// Which invariant broke.
@@ -361,8 +361,8 @@ pub fn verify_store_with(store: &Store, mut options: VerifyOptions<'_>) -> Resul
             return finish(report, Some(v));
         }
     };
-    match stored_index.layout() {
-        Ok(layout) if layout < INDEX_LAYOUT => {
+    let layout = match stored_index.layout() {
+        Ok(layout) if layout < RENAMES_UNSTAMPED => {
             let v = violation(
                 Seq(0),
                 ViolationKind::Index,
@@ -372,13 +372,15 @@ pub fn verify_store_with(store: &Store, mut options: VerifyOptions<'_>) -> Resul
             );
             return finish(report, Some(v));
         }
-        Ok(_) => {}
+        Ok(layout) => layout.min(INDEX_LAYOUT),
         Err(e) => {
             let v = violation(Seq(0), ViolationKind::Index, format!("index layout: {e}"));
             return finish(report, Some(v));
         }
-    }
-    let mut replay = Replay::in_memory_with_listings();
+    };
+    // An index of the layout before this one is re-derived in its own layout: it holds the same
+    // tree, and a client that opens the store rebuilds it in this build's.
+    let mut replay = Replay::in_memory_with_listings().in_layout(layout);
     let mut expected = Seq(1);
     if report.index_applied == Seq(0) {
         if let Some(v) = compare_index(replay.tree(), &stored_index, Seq(0))? {

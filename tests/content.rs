@@ -240,7 +240,7 @@ fn an_index_of_layout_2_is_rebuilt_on_open_with_content_in_chunks() {
         store.index().layout().expect("layout"),
         mnemo::testing::INDEX_LAYOUT
     );
-    assert_eq!(mnemo::testing::INDEX_LAYOUT, 3);
+    assert_eq!(mnemo::testing::INDEX_LAYOUT, 4);
     let record = server
         .client()
         .record("/memories/a.md")

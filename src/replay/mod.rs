@@ -105,6 +105,16 @@ impl Replay<MemKv> {
     }
 }
 
+impl<K> Replay<K> {
+    /// The replay builds its tree in index layout `layout` (see [`Projection::in_layout`]).
+    pub fn in_layout(self, layout: u8) -> Replay<K> {
+        Replay {
+            tree: self.tree.in_layout(layout),
+            at: self.at,
+        }
+    }
+}
+
 impl<K: KvRead> Replay<K> {
     /// A replay that goes on from `tree`, an index as it was after the seq it says it applied.
     pub fn resume(tree: Projection<K>) -> Result<Replay<K>> {

@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::event::Seq;
 use crate::kv::{IndexTrees, Overlay};
 use crate::log::{Durability, Store};
-use crate::projection::{INDEX_LAYOUT, Projection};
+use crate::projection::{INDEX_LAYOUT, Projection, RENAMES_UNSTAMPED};
 
 impl Store {
     /// The path index as stored.
@@ -49,7 +49,7 @@ impl Store {
     /// batches, so after a crash or kill it lags the log; see [`Store::catch_up`]). Writes
     /// nothing.
     pub fn current_index(&self) -> Result<Projection<Overlay<'_>>> {
-        if self.index().layout()? < INDEX_LAYOUT {
+        if self.index().layout()? < RENAMES_UNSTAMPED {
             return Err(Error::corrupt(
                 "the index was written by an older Mnemo; open the store once with a client (for example `mnemo tool --db PATH < /dev/null`) to rebuild it from the log",
             ));
@@ -60,7 +60,10 @@ impl Store {
     /// The stored index with the events after its applied seq, up to `end`, replayed over it in
     /// memory; and how many were replayed.
     fn replay_index(&self, end: Seq) -> Result<(Replay<Overlay<'_>>, u64)> {
-        let mut replay = Replay::resume(Projection::new(Overlay::new(self.index_tree())))?;
+        // An index of the layout before this build's is read (and extended in memory) in its own.
+        let layout = self.index().layout()?.min(INDEX_LAYOUT);
+        let tree = Projection::new(Overlay::new(self.index_tree())).in_layout(layout);
+        let mut replay = Replay::resume(tree)?;
         let replayed = replay.run_to(self, end)?;
         Ok((replay, replayed))
     }
