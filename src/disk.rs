@@ -742,6 +742,10 @@ pub const KEY_FILE: &str = "mnemo-key";
 /// 0600: a later `serve --follow` without `--key` still refuses a head it did not sign.
 pub const TRUST_FILE: &str = "mnemo-replica-key";
 
+/// The label a memory store of the API keeps beside the store's log (its name, description and
+/// metadata), in the store directory.
+pub const LABEL_FILE: &str = "mnemo-memory-store.json";
+
 /// The longest of those files carried: they hold a URL and a token, or a key.
 const CARRIED_MAX: u64 = 64 * 1024;
 
@@ -753,7 +757,7 @@ const CARRIED_MAX: u64 = 64 * 1024;
 pub(crate) fn carry_own_files(from: &Path, to: &Path) -> Result<()> {
     use std::io::{Read, Write};
     use std::os::unix::fs::OpenOptionsExt;
-    for name in [SERVER_FILE, KEY_FILE, TRUST_FILE] {
+    for name in [SERVER_FILE, KEY_FILE, TRUST_FILE, LABEL_FILE] {
         let source = from.join(name);
         let Ok(Some(file)) = open_own(&source, OFlags::RDONLY) else {
             continue;

@@ -200,11 +200,25 @@ pub fn agent_may_use(path: &str) -> bool {
     ) || path.starts_with("/mcp/")
 }
 
-/// The token of an `Authorization: Bearer TOKEN` header.
-fn bearer(headers: &HeaderMap) -> Result<&str, Refusal> {
-    let value = headers
-        .get(AUTHORIZATION)
-        .ok_or(Refusal::Unauthorized("no Authorization header"))?;
+/// The header the Anthropic SDKs send their key in, which a server takes as it takes a bearer
+/// token (when no `Authorization` header is sent).
+pub const API_KEY_HEADER: &str = "x-api-key";
+
+/// The token of an `Authorization: Bearer TOKEN` header, or else of an `x-api-key: TOKEN` one.
+pub(crate) fn bearer(headers: &HeaderMap) -> Result<&str, Refusal> {
+    let Some(value) = headers.get(AUTHORIZATION) else {
+        let mut keys = headers.get_all(API_KEY_HEADER).iter();
+        return match (keys.next(), keys.next()) {
+            (Some(key), None) => key
+                .to_str()
+                .map(str::trim)
+                .map_err(|_| Refusal::Unauthorized("the x-api-key header is not visible ASCII")),
+            (None, _) => Err(Refusal::Unauthorized(
+                "no Authorization header (nor x-api-key)",
+            )),
+            (Some(_), Some(_)) => Err(Refusal::Unauthorized("send one x-api-key header")),
+        };
+    };
     let value = value
         .to_str()
         .map_err(|_| Refusal::Unauthorized("the Authorization header is not visible ASCII"))?;

@@ -36,6 +36,7 @@ pub mod auth;
 pub mod clients;
 pub mod listen;
 mod mcp;
+mod memory_api;
 pub mod routes;
 pub mod sessions;
 pub mod shutdown;

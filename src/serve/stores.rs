@@ -101,7 +101,7 @@ impl Default for DataOptions {
 }
 
 /// Why a store could not be had.
-enum Unavailable {
+pub(super) enum Unavailable {
     /// There is no store of that name (or its entry is not a store's directory).
     Missing,
     /// Every open store has a call in flight and the cap is reached.
@@ -116,6 +116,13 @@ pub(crate) struct Served {
     app: Router,
     last_used_ms: AtomicU64,
     on_close: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+}
+
+impl Served {
+    /// The store's shared state.
+    pub(super) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
 }
 
 impl Drop for Served {
@@ -153,6 +160,42 @@ pub(crate) struct Stores {
 }
 
 impl Stores {
+    /// The data directory.
+    pub(super) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Why the request may not use the operator's routes (it names another server, or carries
+    /// no operator token), or `None` if it may.
+    pub(super) fn operator_refusal(&self, headers: &HeaderMap) -> Option<Refusal> {
+        self.hosts.check(headers).err().or_else(|| {
+            (!self.authority.is_operator_request(headers)).then(|| {
+                if super::auth::bearer(headers).is_ok() {
+                    Refusal::Unauthorized(
+                        "the token is not the operator's (from the data directory's server file); an agent token acts only in its own store",
+                    )
+                } else {
+                    Refusal::Unauthorized("no x-api-key or Authorization: Bearer header")
+                }
+            })
+        })
+    }
+
+    /// The open store `name`, opened now if it is closed.
+    pub(super) fn open_store(&self, name: &str) -> Result<Arc<Served>, Unavailable> {
+        self.get(name)
+    }
+
+    /// Creates the store `name`: `Ok(false)` if it exists already.
+    pub(super) fn create_store(&self, name: &str) -> Result<bool, Unavailable> {
+        self.create(name)
+    }
+
+    /// Deletes the store `name` (see `delete`).
+    pub(super) fn delete_store(&self, name: &str) -> Result<(), (StatusCode, String)> {
+        self.delete(name)
+    }
+
     fn now_ms(&self) -> u64 {
         u64::try_from(self.clock.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
@@ -397,18 +440,9 @@ fn operator_only(
     headers: &HeaderMap,
     route: &str,
 ) -> Option<Response> {
-    let checked = stores.hosts.check(headers).and_then(|()| {
-        if stores.authority.is_operator_request(headers) {
-            Ok(())
-        } else if headers.contains_key(header::AUTHORIZATION) {
-            Err(Refusal::Unauthorized(
-                "the /v1/stores routes need the operator's token (from the data directory's server file); an agent token acts only in its own store",
-            ))
-        } else {
-            Err(Refusal::Unauthorized("no Authorization header"))
-        }
-    });
-    checked.err().map(|refusal| refuse(method, route, &refusal))
+    stores
+        .operator_refusal(headers)
+        .map(|refusal| refuse(method, route, &refusal))
 }
 
 async fn blocking<T: Send + 'static>(
@@ -576,11 +610,11 @@ async fn dispatch(
         return error(StatusCode::NOT_FOUND, &no_store(&name));
     }
     let method = request.method().to_string();
-    if !request.headers().contains_key(header::AUTHORIZATION) {
+    if super::auth::bearer(request.headers()).is_err() {
         return refuse(
             &method,
             request.uri().path(),
-            &Refusal::Unauthorized("no Authorization header"),
+            &Refusal::Unauthorized("no x-api-key or Authorization: Bearer header"),
         );
     }
     let operator = stores.authority.is_operator_request(request.headers());
@@ -746,6 +780,7 @@ pub fn serve_data(
             .route("/v1/stores/{name}", delete(remove))
             .route("/v1/stores/{name}/{*rest}", any(dispatch))
             .route(super::clients::IDENTITY, get(identity))
+            .merge(super::memory_api::routes())
             .fallback(not_found)
             .with_state(Arc::clone(&stores))
             .layer(axum::middleware::from_fn_with_state(

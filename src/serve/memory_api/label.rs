@@ -1,0 +1,188 @@
+//! A memory store's label: the name, description and metadata the API gives a store, when it
+//! was created and changed, and whether it is archived. It lives beside the store's log in the
+//! store directory's file `mnemo-memory-store.json` (mode 0600, replaced whole and durably on
+//! each change): it describes the store, it is none of its memories, and it is not chained. A
+//! store made without the API (`mnemo store create`, `POST /v1/stores`) has no label file until
+//! one is set, and reads as named after its directory.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::disk::{LABEL_FILE, read_private};
+
+/// The longest label file read.
+const LABEL_MAX: u64 = 64 * 1024;
+
+/// The most metadata pairs a store holds.
+pub(super) const METADATA_PAIRS: usize = 16;
+
+/// A store's label.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub(super) struct Label {
+    /// 1 to 255 characters, no control characters.
+    pub name: String,
+    /// Up to 1,024 characters.
+    pub description: String,
+    /// At most [`METADATA_PAIRS`] pairs; keys 1 to 64 characters, values up to 512.
+    pub metadata: BTreeMap<String, String>,
+    /// Unix milliseconds.
+    pub created_ms: u64,
+    /// Unix milliseconds of the last change to the label (not to the memories).
+    pub updated_ms: u64,
+    /// When it was archived, for good.
+    pub archived_ms: Option<u64>,
+}
+
+/// The label of the store in `store_dir` (named `name` in its data directory): its file's, or
+/// for a store without one, `name` with the directory's birth time (its change time where the
+/// file system keeps none).
+pub(super) fn read(store_dir: &Path, name: &str) -> crate::Result<Label> {
+    if let Some(bytes) = read_private(store_dir, LABEL_FILE, LABEL_MAX)? {
+        return serde_json::from_slice(&bytes).map_err(|e| {
+            crate::Error::corrupt(format!(
+                "{} is not a memory store's label ({e}); remove it to name the store after its directory",
+                store_dir.join(LABEL_FILE).display()
+            ))
+        });
+    }
+    let meta = std::fs::metadata(store_dir).map_err(|e| crate::Error::io(store_dir, e))?;
+    let born = meta
+        .created()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or_else(
+            || u64::try_from(meta.ctime()).unwrap_or(0) * 1000,
+            |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX),
+        );
+    Ok(Label {
+        name: name.to_string(),
+        created_ms: born,
+        updated_ms: born,
+        ..Label::default()
+    })
+}
+
+/// Replaces the label of the store in `store_dir` with `label`: written to a new file beside it
+/// (mode 0600), synced, renamed over the old one, and the directory synced.
+pub(super) fn write(store_dir: &Path, label: &Label) -> crate::Result<()> {
+    let bytes = serde_json::to_vec(label)
+        .map_err(|e| crate::Error::InvalidArgument(format!("the label: {e}")))?;
+    let target = store_dir.join(LABEL_FILE);
+    let partial = store_dir.join(format!("{LABEL_FILE}.{}.new", std::process::id()));
+    let written = (|| {
+        let _ = std::fs::remove_file(&partial);
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&partial)?;
+        file.write_all(&bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&partial, &target)?;
+        std::fs::File::open(store_dir)?.sync_all()
+    })();
+    written.map_err(|e| {
+        let _ = std::fs::remove_file(&partial);
+        crate::Error::io(&target, e)
+    })
+}
+
+/// Why a name is not a store name of the API: `None` if it is one.
+pub(super) fn check_name(name: &str) -> Option<String> {
+    let n = name.chars().count();
+    if !(1..=255).contains(&n) {
+        return Some(format!("name must be 1 to 255 characters long, not {n}"));
+    }
+    name.chars()
+        .any(char::is_control)
+        .then(|| "name must not contain control characters".to_string())
+}
+
+/// Why a description is not one: `None` if it is one.
+pub(super) fn check_description(description: &str) -> Option<String> {
+    let n = description.chars().count();
+    (n > 1024).then(|| format!("description must be at most 1,024 characters long, not {n}"))
+}
+
+/// Why metadata is not valid: `None` if it is.
+pub(super) fn check_metadata(metadata: &BTreeMap<String, String>) -> Option<String> {
+    if metadata.len() > METADATA_PAIRS {
+        return Some(format!(
+            "metadata holds at most {METADATA_PAIRS} key-value pairs, not {}",
+            metadata.len()
+        ));
+    }
+    metadata.iter().find_map(|(key, value)| {
+        let k = key.chars().count();
+        let v = value.chars().count();
+        if !(1..=64).contains(&k) {
+            Some(format!(
+                "metadata keys are 1 to 64 characters long; {key:?} has {k}"
+            ))
+        } else if v > 512 {
+            Some(format!(
+                "metadata values are at most 512 characters long; the value of {key:?} has {v}"
+            ))
+        } else {
+            None
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_label_reads_back_and_a_store_without_one_is_named_after_its_directory() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let unlabelled = read(dir.path(), "user-1").expect("read");
+        assert_eq!(unlabelled.name, "user-1");
+        assert!(unlabelled.created_ms > 0);
+        let label = Label {
+            name: "Notes of user 1".into(),
+            description: "what the user prefers".into(),
+            metadata: BTreeMap::from([("user".into(), "1".into())]),
+            created_ms: 5,
+            updated_ms: 6,
+            archived_ms: Some(7),
+        };
+        write(dir.path(), &label).expect("write");
+        assert_eq!(read(dir.path(), "user-1").expect("read"), label);
+        let file = dir.path().join(LABEL_FILE);
+        let mode = std::fs::metadata(&file).expect("meta").mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        std::fs::write(&file, b"{").expect("break it");
+        assert!(read(dir.path(), "user-1").is_err());
+    }
+
+    #[test]
+    fn a_link_in_place_of_the_label_is_refused_unfollowed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::os::unix::fs::symlink("/dev/zero", dir.path().join(LABEL_FILE)).expect("link");
+        assert!(read(dir.path(), "s").is_err());
+    }
+
+    #[test]
+    fn names_descriptions_and_metadata_are_checked_as_the_hosted_api_checks_them() {
+        assert_eq!(check_name("a"), None);
+        assert!(check_name("").is_some());
+        assert!(check_name(&"é".repeat(256)).is_some());
+        assert_eq!(check_name(&"é".repeat(255)), None);
+        assert!(check_name("a\nb").is_some());
+        assert!(check_description(&"x".repeat(1025)).is_some());
+        let many: BTreeMap<String, String> =
+            (0..17).map(|i| (format!("k{i}"), String::new())).collect();
+        assert!(check_metadata(&many).is_some());
+        assert!(check_metadata(&BTreeMap::from([(String::new(), "v".into())])).is_some());
+        assert!(check_metadata(&BTreeMap::from([("k".into(), "v".repeat(513))])).is_some());
+        assert_eq!(
+            check_metadata(&BTreeMap::from([("k".into(), "v".repeat(512))])),
+            None
+        );
+    }
+}

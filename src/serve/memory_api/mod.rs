@@ -1,0 +1,649 @@
+//! Anthropic's memory-stores API (`/v1/memory_stores`) on a `--data` server: the routes the
+//! official SDKs call (`client.beta.memory_stores`), answered from Mnemo's stores.
+//!
+//! A memory store is a store of the data directory (id `memstore_NAME`), labelled with a name,
+//! description and metadata ([`label`]); a memory is a file under the memory tool's root (the
+//! memory at `/a/b.md` is the memory tool's `/memories/a/b.md`), named by the seq of the event
+//! that created it (`mem_SEQ`), which follows it through renames and edits; its current version
+//! is the last event that changed its content or its path (`memver_SEQ_MEMSEQ`).
+//!
+//! | route | answer |
+//! |---|---|
+//! | `POST /v1/memory_stores` | a new store, labelled as asked |
+//! | `GET /v1/memory_stores` | the stores, in id order (`limit`, `page`, `include_archived`, `created_at_gte`, `created_at_lte`) |
+//! | `GET, POST, DELETE /v1/memory_stores/{id}` | one store: its label, a change to it, its deletion |
+//! | `POST /v1/memory_stores/{id}/archive` | the store, archived for good |
+//! | `GET /v1/memory_stores/{id}/memories` | its memories in path order (`path_prefix`, `depth`, `limit`, `page`, `view`) |
+//! | `GET /v1/memory_stores/{id}/memories/{mem}` | one memory (`view`) |
+//!
+//! Every route takes the operator token, as `x-api-key` (what the SDKs send) or as a bearer
+//! token; errors are the API's envelope. Writes of memories and versions are not served yet.
+
+mod label;
+mod listing;
+mod wire;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path as RoutePath, Query, State};
+use axum::http::HeaderMap;
+use axum::response::Response;
+use axum::routing::{get, post};
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+use super::auth::Refusal;
+use super::stores::{Stores, Unavailable};
+use crate::event::{Event, Seq};
+use crate::log::Store;
+use crate::paths::MemPath;
+use crate::projection::FileEntry;
+use crate::time::{now_ms, parse_rfc3339, utc};
+use label::Label;
+use listing::Listed;
+use wire::{ApiError, Deleted, Item, Memory, MemoryStore, Page, ok};
+
+/// The routes, over the data server's stores.
+pub(super) fn routes() -> Router<Arc<Stores>> {
+    Router::new()
+        .route("/v1/memory_stores", get(list_stores).post(create_store))
+        .route(
+            "/v1/memory_stores/{id}",
+            get(retrieve_store).post(update_store).delete(delete_store),
+        )
+        .route("/v1/memory_stores/{id}/archive", post(archive_store))
+        .route("/v1/memory_stores/{id}/memories", get(list_memories))
+        .route(
+            "/v1/memory_stores/{id}/memories/{memory}",
+            get(retrieve_memory),
+        )
+}
+
+/// The request's refusal unless it carries the operator token and names this server.
+fn operator(stores: &Stores, headers: &HeaderMap) -> Result<(), ApiError> {
+    match stores.operator_refusal(headers) {
+        None => Ok(()),
+        Some(Refusal::Unauthorized(why)) => Err(ApiError::Authentication(format!(
+            "{why}; the memory-stores API takes the operator token of the data directory's server file, as x-api-key or as Authorization: Bearer"
+        ))),
+        Some(Refusal::Forbidden(why) | Refusal::ForeignHost(why) | Refusal::BadRequest(why)) => {
+            Err(ApiError::Permission(why))
+        }
+        Some(other) => Err(ApiError::Api(format!("{other:?}"))),
+    }
+}
+
+/// Runs blocking store work off the async workers.
+async fn run<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| ApiError::Api(format!("the call did not finish ({e}); retry")))?
+}
+
+fn store_failed(e: crate::Error) -> ApiError {
+    match e {
+        crate::Error::InvalidArgument(why) => ApiError::InvalidRequest(why),
+        other => ApiError::Api(format!(
+            "the store failed ({other}); retry, and check the server's disk if it persists"
+        )),
+    }
+}
+
+fn no_store(id: &str) -> ApiError {
+    let shown: String = id.chars().take(80).collect();
+    ApiError::NotFound(format!(
+        "there is no memory store {shown:?}; list them with GET /v1/memory_stores"
+    ))
+}
+
+fn unavailable(id: &str, why: Unavailable) -> ApiError {
+    match why {
+        Unavailable::Missing => no_store(id),
+        Unavailable::Busy => ApiError::Overloaded(
+            "every open store has a call in flight and the server is at --max-open-stores; retry in a moment".into(),
+        ),
+        Unavailable::Failed(why) => ApiError::Api(format!(
+            "the memory store {id:?} could not be opened ({why}); check it with `mnemo verify --db DIR/NAME` once no server holds it"
+        )),
+    }
+}
+
+/// The store name and directory the memory-store id `id` names, if it is one.
+fn resolve(stores: &Stores, id: &str) -> Result<(String, std::path::PathBuf), ApiError> {
+    let name = wire::store_name(id).ok_or_else(|| no_store(id))?;
+    let dir = crate::data_dir::store_dir(stores.dir(), name).ok_or_else(|| no_store(id))?;
+    Ok((name.to_string(), dir))
+}
+
+fn store_object(name: &str, label: Label) -> MemoryStore {
+    MemoryStore {
+        kind: "memory_store",
+        id: wire::store_id(name),
+        name: label.name,
+        description: label.description,
+        metadata: label.metadata,
+        created_at: utc(label.created_ms),
+        updated_at: utc(label.updated_ms),
+        archived_at: label.archived_ms.map(utc),
+    }
+}
+
+/// A JSON object body as `T`, or the error that says what a valid one looks like.
+fn body<T: serde::de::DeserializeOwned>(bytes: &Bytes, valid: &str) -> Result<T, ApiError> {
+    let object = serde_json::from_slice::<serde_json::Value>(bytes).is_ok_and(|v| v.is_object());
+    if !object {
+        return Err(ApiError::InvalidRequest(format!(
+            "the body must be a JSON object such as {valid}"
+        )));
+    }
+    serde_json::from_slice(bytes)
+        .map_err(|e| ApiError::InvalidRequest(format!("{e}; a valid body is {valid}")))
+}
+
+/// A limit between 1 and `max`, `default` when none is given.
+fn limit(asked: Option<usize>, default: usize, max: usize) -> Result<usize, ApiError> {
+    match asked.unwrap_or(default) {
+        n if (1..=max).contains(&n) => Ok(n),
+        n => Err(ApiError::InvalidRequest(format!(
+            "limit must be between 1 and {max}, not {n}"
+        ))),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewStore {
+    name: String,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    metadata: BTreeMap<String, String>,
+}
+
+const NEW_STORE: &str =
+    r#"{"name": "Notes of user 1042", "description": "...", "metadata": {"user": "1042"}}"#;
+
+fn check_label(label: &Label) -> Result<(), ApiError> {
+    label::check_name(&label.name)
+        .or_else(|| label::check_description(&label.description))
+        .or_else(|| label::check_metadata(&label.metadata))
+        .map_or(Ok(()), |why| Err(ApiError::InvalidRequest(why)))
+}
+
+async fn create_store(
+    State(stores): State<Arc<Stores>>,
+    headers: HeaderMap,
+    bytes: Bytes,
+) -> Result<Response, ApiError> {
+    operator(&stores, &headers)?;
+    let asked: NewStore = body(&bytes, NEW_STORE)?;
+    let now = now_ms();
+    let label = Label {
+        name: asked.name,
+        description: asked.description,
+        metadata: asked.metadata,
+        created_ms: now,
+        updated_ms: now,
+        archived_ms: None,
+    };
+    check_label(&label)?;
+    run(move || {
+        // 26 random hex digits: a store name no one chose, so ids do not collide.
+        let name = crate::token::random_hex(13).map_err(|e| ApiError::Api(e.to_string()))?;
+        match stores.create_store(&name) {
+            Ok(true) => {}
+            Ok(false) => return Err(ApiError::Api("a fresh store name was taken; retry".into())),
+            Err(why) => return Err(unavailable(&wire::store_id(&name), why)),
+        }
+        let dir = resolve(&stores, &wire::store_id(&name))?.1;
+        label::write(&dir, &label).map_err(store_failed)?;
+        Ok(ok(&store_object(&name, label)))
+    })
+    .await
+}
+
+#[derive(Deserialize)]
+struct StoreQuery {
+    limit: Option<usize>,
+    page: Option<String>,
+    include_archived: Option<bool>,
+    created_at_gte: Option<String>,
+    created_at_lte: Option<String>,
+}
+
+/// A time filter's milliseconds.
+fn time_filter(name: &str, value: Option<&str>) -> Result<Option<u64>, ApiError> {
+    value
+        .map(|text| {
+            parse_rfc3339(text).ok_or_else(|| {
+                ApiError::InvalidRequest(format!(
+                    "{name} must be an RFC 3339 time such as 2026-12-04T08:00:00Z, not {text:?}"
+                ))
+            })
+        })
+        .transpose()
+}
+
+async fn list_stores(
+    State(stores): State<Arc<Stores>>,
+    headers: HeaderMap,
+    query: Query<StoreQuery>,
+) -> Result<Response, ApiError> {
+    operator(&stores, &headers)?;
+    let limit = limit(query.limit, 20, 100)?;
+    let after = query.page.as_deref().map(wire::page_key).transpose()?;
+    let from = time_filter("created_at_gte", query.created_at_gte.as_deref())?;
+    let to = time_filter("created_at_lte", query.created_at_lte.as_deref())?;
+    let archived = query.include_archived.unwrap_or(false);
+    run(move || {
+        let mut found = Vec::new();
+        let mut cursor = after;
+        let mut more = false;
+        'scan: loop {
+            let (names, rest) = crate::data_dir::list(stores.dir(), cursor.as_deref(), 100)
+                .map_err(|e| ApiError::Api(format!("the data directory: {e}")))?;
+            for name in names {
+                cursor = Some(name.clone());
+                let Some(dir) = crate::data_dir::store_dir(stores.dir(), &name) else {
+                    continue;
+                };
+                let label = label::read(&dir, &name).map_err(store_failed)?;
+                let shown = (archived || label.archived_ms.is_none())
+                    && from.is_none_or(|from| label.created_ms >= from)
+                    && to.is_none_or(|to| label.created_ms <= to);
+                if !shown {
+                    continue;
+                }
+                if found.len() == limit {
+                    more = true;
+                    break 'scan;
+                }
+                found.push(store_object(&name, label));
+            }
+            if !rest {
+                break;
+            }
+        }
+        let next_page = more
+            .then(|| {
+                found
+                    .last()
+                    .map(|s| wire::page_token(wire::store_name(&s.id).unwrap_or("")))
+            })
+            .flatten();
+        Ok(ok(&Page {
+            data: found,
+            next_page,
+        }))
+    })
+    .await
+}
+
+async fn retrieve_store(
+    State(stores): State<Arc<Stores>>,
+    RoutePath(id): RoutePath<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    operator(&stores, &headers)?;
+    run(move || {
+        let (name, dir) = resolve(&stores, &id)?;
+        let label = label::read(&dir, &name).map_err(store_failed)?;
+        Ok(ok(&store_object(&name, label)))
+    })
+    .await
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StoreChange {
+    name: Option<String>,
+    description: Option<String>,
+    metadata: Option<BTreeMap<String, Option<String>>>,
+}
+
+const STORE_CHANGE: &str =
+    r#"{"name": "...", "description": "...", "metadata": {"user": "1042", "old-key": null}}"#;
+
+/// Serializes changes to labels: each is read, changed and written whole.
+static LABELS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Reads the label of the store `id` names, lets `change` change it, and writes it back.
+fn relabel(
+    stores: &Stores,
+    id: &str,
+    change: impl FnOnce(&mut Label) -> Result<(), ApiError>,
+) -> Result<Response, ApiError> {
+    let _one = LABELS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let (name, dir) = resolve(stores, id)?;
+    let mut label = label::read(&dir, &name).map_err(store_failed)?;
+    change(&mut label)?;
+    label.updated_ms = now_ms().max(label.created_ms);
+    check_label(&label)?;
+    label::write(&dir, &label).map_err(store_failed)?;
+    Ok(ok(&store_object(&name, label)))
+}
+
+fn refuse_archived(label: &Label) -> Result<(), ApiError> {
+    match label.archived_ms {
+        Some(ms) => Err(ApiError::InvalidRequest(format!(
+            "the memory store was archived at {} and can no longer be changed; its memories can still be read",
+            utc(ms)
+        ))),
+        None => Ok(()),
+    }
+}
+
+async fn update_store(
+    State(stores): State<Arc<Stores>>,
+    RoutePath(id): RoutePath<String>,
+    headers: HeaderMap,
+    bytes: Bytes,
+) -> Result<Response, ApiError> {
+    operator(&stores, &headers)?;
+    let asked: StoreChange = body(&bytes, STORE_CHANGE)?;
+    run(move || {
+        relabel(&stores, &id, |label| {
+            refuse_archived(label)?;
+            if let Some(name) = asked.name {
+                label.name = name;
+            }
+            if let Some(description) = asked.description {
+                label.description = description;
+            }
+            for (key, value) in asked.metadata.unwrap_or_default() {
+                match value {
+                    Some(value) => label.metadata.insert(key, value),
+                    None => label.metadata.remove(&key),
+                };
+            }
+            Ok(())
+        })
+    })
+    .await
+}
+
+async fn archive_store(
+    State(stores): State<Arc<Stores>>,
+    RoutePath(id): RoutePath<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    operator(&stores, &headers)?;
+    run(move || {
+        relabel(&stores, &id, |label| {
+            refuse_archived(label)?;
+            label.archived_ms = Some(now_ms());
+            Ok(())
+        })
+    })
+    .await
+}
+
+async fn delete_store(
+    State(stores): State<Arc<Stores>>,
+    RoutePath(id): RoutePath<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    operator(&stores, &headers)?;
+    run(move || {
+        let (name, _) = resolve(&stores, &id)?;
+        stores
+            .delete_store(&name)
+            .map_err(|(status, why)| match status.as_u16() {
+                404 => no_store(&id),
+                409 => ApiError::Conflict(why),
+                _ => ApiError::Api(why),
+            })?;
+        Ok(ok(&Deleted {
+            kind: "memory_store_deleted",
+            id,
+        }))
+    })
+    .await
+}
+
+#[derive(Deserialize)]
+struct MemoryQuery {
+    path_prefix: Option<String>,
+    depth: Option<usize>,
+    limit: Option<usize>,
+    page: Option<String>,
+    view: Option<String>,
+}
+
+/// Whether `view` asks for content: `basic` (the default `basic_default`) or `full`.
+fn full_view(view: Option<&str>, full_default: bool) -> Result<bool, ApiError> {
+    match view {
+        None => Ok(full_default),
+        Some("basic") => Ok(false),
+        Some("full") => Ok(true),
+        Some(other) => Err(ApiError::InvalidRequest(format!(
+            "view must be basic or full, not {other:?}"
+        ))),
+    }
+}
+
+/// A `path_prefix`: `/`, or absolute whole segments ending in `/` (`/notes/`).
+fn check_prefix(prefix: &str) -> Result<(), ApiError> {
+    let segment =
+        |s: &str| !s.is_empty() && s != "." && s != ".." && !s.chars().any(char::is_control);
+    let valid = prefix.len() <= 1024
+        && match prefix.strip_prefix('/') {
+            Some("") => true,
+            Some(rest) => rest
+                .strip_suffix('/')
+                .is_some_and(|inner| inner.split('/').all(segment)),
+            None => false,
+        };
+    if valid {
+        Ok(())
+    } else {
+        Err(ApiError::InvalidRequest(format!(
+            "path_prefix must start and end with / and name whole segments, such as /notes/, not {prefix:?}"
+        )))
+    }
+}
+
+/// What a memory listing or retrieval reads of a store: the files' entries and, for the ones
+/// shown, content and event times.
+struct Reader<'a> {
+    store: &'a Store,
+    times: HashMap<Seq, u64>,
+}
+
+impl Reader<'_> {
+    /// The time of the event at `seq`.
+    fn time(&mut self, seq: Seq) -> crate::Result<u64> {
+        if let Some(ms) = self.times.get(&seq) {
+            return Ok(*ms);
+        }
+        let bytes = self
+            .store
+            .get(seq)?
+            .ok_or_else(|| crate::Error::corrupt(format!("event {seq} is missing from the log")))?;
+        let ms = Event::decode(&bytes)?.header.time_ms;
+        self.times.insert(seq, ms);
+        Ok(ms)
+    }
+}
+
+/// The memory at API path `path`, whose file is `entry`, in store `name`.
+fn memory_object(
+    reader: &mut Reader<'_>,
+    index: &crate::projection::Projection<impl crate::kv::KvRead>,
+    name: &str,
+    path: String,
+    entry: &FileEntry,
+    full: bool,
+) -> crate::Result<Memory> {
+    let record = index
+        .record(&entry.path)?
+        .ok_or_else(|| crate::Error::corrupt(format!("{} left the index mid-read", entry.path)))?;
+    let digest = Sha256::digest(record.content.as_bytes());
+    Ok(Memory {
+        kind: "memory",
+        id: wire::memory_id(entry.created),
+        memory_store_id: wire::store_id(name),
+        path,
+        content_sha256: digest.iter().map(|b| format!("{b:02x}")).collect(),
+        content_size_bytes: entry.bytes,
+        content: full.then_some(record.content),
+        created_at: utc(reader.time(entry.created)?),
+        updated_at: utc(reader.time(entry.touched)?),
+        memory_version_id: wire::version_id(entry.touched, entry.created),
+    })
+}
+
+/// The path the API names a file at: its path below the memory tool's root.
+fn api_path(root: &MemPath, file: &MemPath) -> Option<String> {
+    let full = file.to_string();
+    let rest = full.strip_prefix(&root.to_string())?;
+    rest.starts_with('/').then(|| rest.to_string())
+}
+
+/// The store `id` names, opened (the store stays open while the answer is made).
+fn open(stores: &Stores, id: &str) -> Result<(String, Arc<super::stores::Served>), ApiError> {
+    let (name, _) = resolve(stores, id)?;
+    let served = stores
+        .open_store(&name)
+        .map_err(|why| unavailable(id, why))?;
+    Ok((name, served))
+}
+
+async fn list_memories(
+    State(stores): State<Arc<Stores>>,
+    RoutePath(id): RoutePath<String>,
+    headers: HeaderMap,
+    query: Query<MemoryQuery>,
+) -> Result<Response, ApiError> {
+    operator(&stores, &headers)?;
+    let full = full_view(query.view.as_deref(), false)?;
+    let limit = limit(query.limit, 20, 100)?.min(if full { 20 } else { 100 });
+    let prefix = query.path_prefix.clone().unwrap_or_else(|| "/".into());
+    check_prefix(&prefix)?;
+    let depth = query.depth.unwrap_or(0);
+    let after = query.page.as_deref().map(wire::page_key).transpose()?;
+    run(move || {
+        let (name, served) = open(&stores, &id)?;
+        let shared = served.shared();
+        let root = MemPath::absolute(shared.root()).map_err(ApiError::Api)?;
+        let under = MemPath::absolute(&format!("{}{}", root, prefix.trim_end_matches('/')))
+            .map_err(ApiError::InvalidRequest)?;
+        let page = shared
+            .client()
+            .read_local(|store| {
+                let index = store.current_index()?;
+                let files = index
+                    .file_entries_under(&under)?
+                    .into_iter()
+                    .filter_map(|entry| Some((api_path(&root, &entry.path)?, entry)));
+                let (items, next) = listing::page(files, &prefix, depth, after.as_deref(), limit);
+                let mut reader = Reader {
+                    store,
+                    times: HashMap::new(),
+                };
+                let data = items
+                    .into_iter()
+                    .map(|item| match item {
+                        Listed::Memory(path, entry) => {
+                            memory_object(&mut reader, &index, &name, path, &entry, full)
+                                .map(Item::Memory)
+                        }
+                        Listed::Prefix(path) => Ok(Item::Prefix {
+                            kind: "memory_prefix",
+                            path,
+                        }),
+                    })
+                    .collect::<crate::Result<Vec<Item>>>()?;
+                Ok(Page {
+                    data,
+                    next_page: next.map(|key| wire::page_token(&key)),
+                })
+            })
+            .map_err(store_failed)?;
+        Ok(ok(&page))
+    })
+    .await
+}
+
+#[derive(Deserialize)]
+struct ViewQuery {
+    view: Option<String>,
+}
+
+fn no_memory(id: &str) -> ApiError {
+    let shown: String = id.chars().take(80).collect();
+    ApiError::NotFound(format!(
+        "there is no memory {shown:?} in this store; list them with GET /v1/memory_stores/{{id}}/memories"
+    ))
+}
+
+async fn retrieve_memory(
+    State(stores): State<Arc<Stores>>,
+    RoutePath((id, memory)): RoutePath<(String, String)>,
+    headers: HeaderMap,
+    query: Query<ViewQuery>,
+) -> Result<Response, ApiError> {
+    operator(&stores, &headers)?;
+    let full = full_view(query.view.as_deref(), true)?;
+    let created = wire::memory_seq(&memory).ok_or_else(|| no_memory(&memory))?;
+    run(move || {
+        let (name, served) = open(&stores, &id)?;
+        let shared = served.shared();
+        let root = MemPath::absolute(shared.root()).map_err(ApiError::Api)?;
+        let found = shared
+            .client()
+            .read_local(|store| {
+                let index = store.current_index()?;
+                let Some(entry) = index
+                    .file_entries_under(&root)?
+                    .into_iter()
+                    .find(|entry| entry.created == created)
+                else {
+                    return Ok(None);
+                };
+                let Some(path) = api_path(&root, &entry.path) else {
+                    return Ok(None);
+                };
+                let mut reader = Reader {
+                    store,
+                    times: HashMap::new(),
+                };
+                memory_object(&mut reader, &index, &name, path, &entry, full).map(Some)
+            })
+            .map_err(store_failed)?;
+        found.map(|m| ok(&m)).ok_or_else(|| no_memory(&memory))
+    })
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_prefixes_are_whole_absolute_segments() {
+        for good in ["/", "/notes/", "/a/b c/", "/ü/"] {
+            assert!(check_prefix(good).is_ok(), "{good}");
+        }
+        for bad in ["", "notes/", "/notes", "//", "/a//", "/./", "/../", "/a\n/"] {
+            assert!(check_prefix(bad).is_err(), "{bad:?}");
+        }
+        assert!(check_prefix(&format!("/{}/", "a".repeat(1023))).is_err());
+    }
+
+    #[test]
+    fn api_paths_are_below_the_root() {
+        let root = MemPath::absolute("/memories").expect("root");
+        let file = MemPath::absolute("/memories/a/b.md").expect("file");
+        assert_eq!(api_path(&root, &file).as_deref(), Some("/a/b.md"));
+        let other = MemPath::absolute("/memories-old/b.md").expect("file");
+        assert_eq!(api_path(&root, &other), None);
+    }
+}

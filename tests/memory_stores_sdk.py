@@ -1,0 +1,212 @@
+"""The memory-stores API of `mnemo serve --data`, driven by the official Python SDK.
+
+Starts a data server on loopback in a temporary directory, then calls every route of
+`client.beta.memory_stores` that the server answers (stores: create, retrieve, update, list,
+archive, delete; memories: list, retrieve) with `anthropic==2.16.0`, asserting that the SDK
+parses each answer into its typed objects and that the values are the store's: memories written
+through the memory tool's own route, 250 of them paged through, a rename that keeps a memory's id
+and moves its version, SHA-256 digests computed here, and the errors the SDK raises.
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+import anthropic
+from anthropic.types.beta import BetaManagedAgentsMemoryStore
+from anthropic.types.beta.memory_stores import (
+    BetaManagedAgentsMemory,
+    BetaManagedAgentsMemoryPrefix,
+)
+
+METHODS = []
+
+
+def tried(name):
+    METHODS.append(name)
+
+
+def start(mnemo, data):
+    server = subprocess.Popen(
+        [mnemo, "serve", "--data", data, "--listen", "127.0.0.1:0", "--max-open-stores", "4"],
+        stdout=subprocess.DEVNULL,
+        stderr=sys.stderr,
+    )
+    path = os.path.join(data, "mnemo-server.json")
+    for _ in range(600):
+        if os.path.exists(path):
+            try:
+                with open(path) as f:
+                    return server, json.load(f)
+            except json.JSONDecodeError:
+                pass
+        if server.poll() is not None:
+            sys.exit(f"the server exited with {server.returncode}")
+        time.sleep(0.05)
+    server.kill()
+    sys.exit("the server wrote no server file in 30 s")
+
+
+def tool_call(url, token, store, command):
+    """One memory-tool call through the store's own route, as an agent's host makes it."""
+    request = urllib.request.Request(
+        f"{url}/v1/stores/{store}/memory",
+        data=json.dumps(command).encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request) as response:
+        answer = json.loads(response.read())
+    assert not answer.get("is_error"), answer
+    return answer
+
+
+def expect(error, call):
+    try:
+        call()
+    except error as e:
+        body = e.body if isinstance(e.body, dict) else {}
+        assert body.get("type") == "error", body
+        assert isinstance(body.get("error", {}).get("message"), str), body
+        return body["error"]["type"]
+    raise AssertionError(f"expected {error.__name__}")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mnemo", required=True)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        data = os.path.join(tmp, "data")
+        server, file = start(args.mnemo, data)
+        try:
+            run(file["url"], file["token"])
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+    print(f"memory_stores_sdk: ok ({len(METHODS)} SDK calls of {len(set(METHODS))} kinds: "
+          + ", ".join(sorted(set(METHODS))) + ")")
+
+
+def run(url, token):
+    client = anthropic.Anthropic(api_key=token, base_url=url, max_retries=0)
+    stores = client.beta.memory_stores
+
+    # Stores: create, retrieve, update, list.
+    made = stores.create(name="Notes of user 1042", description="what the user prefers",
+                         metadata={"user": "1042", "tier": "free"})
+    tried("memory_stores.create")
+    assert isinstance(made, BetaManagedAgentsMemoryStore), type(made)
+    assert made.id.startswith("memstore_") and made.type == "memory_store", made
+    assert made.name == "Notes of user 1042" and made.metadata == {"user": "1042", "tier": "free"}
+    assert made.archived_at is None and made.created_at.tzinfo is not None
+    got = stores.retrieve(made.id)
+    tried("memory_stores.retrieve")
+    assert got == made, (got, made)
+    changed = stores.update(made.id, name="User 1042", metadata={"tier": "pro", "user": None})
+    tried("memory_stores.update")
+    assert changed.name == "User 1042" and changed.metadata == {"tier": "pro"}, changed
+    assert changed.description == "what the user prefers" and changed.updated_at >= made.updated_at
+    others = [stores.create(name=f"store {i}") for i in range(3)]
+    listed = list(stores.list(limit=2))
+    tried("memory_stores.list")
+    ids = [s.id for s in listed]
+    assert sorted(ids) == sorted([made.id] + [o.id for o in others]), ids
+    assert len(set(ids)) == len(ids) and ids == sorted(ids), ids
+    assert all(isinstance(s, BetaManagedAgentsMemoryStore) for s in listed)
+
+    # Memories, written through the memory tool's own route of that store.
+    name = made.id[len("memstore_"):]
+    contents = {}
+    for i in range(250):
+        path = f"/notes/{i // 50}/n{i:03}.md"
+        text = f"note {i}\n" + "é" * (i % 7)
+        tool_call(url, token, name, {"command": "create", "path": "/memories" + path, "file_text": text})
+        contents[path] = text
+    tool_call(url, token, name, {"command": "create", "path": "/memories/top.md", "file_text": "top\n"})
+    contents["/top.md"] = "top\n"
+
+    memories = client.beta.memory_stores.memories
+    seen = list(memories.list(made.id, limit=100))
+    tried("memories.list")
+    assert all(isinstance(m, BetaManagedAgentsMemory) for m in seen)
+    assert [m.path for m in seen] == sorted(contents), [m.path for m in seen][:5]
+    for m in seen:
+        text = contents[m.path]
+        assert m.content is None, m
+        assert m.content_sha256 == hashlib.sha256(text.encode()).hexdigest(), m
+        assert m.content_size_bytes == len(text.encode()), m
+        assert m.memory_store_id == made.id and m.id.startswith("mem_"), m
+        assert m.memory_version_id.startswith("memver_"), m
+    assert len({m.id for m in seen}) == len(seen)
+
+    page = memories.list(made.id, limit=100, view="full")
+    assert len(page.data) == 20 and page.next_page, len(page.data)
+    assert all(m.content == contents[m.path] for m in page.data)
+    full = list(memories.list(made.id, view="full", path_prefix="/notes/4/"))
+    assert [m.path for m in full] == sorted(p for p in contents if p.startswith("/notes/4/"))
+
+    top = list(memories.list(made.id, depth=1))
+    assert [(type(i).__name__, i.path) for i in top] == [
+        ("BetaManagedAgentsMemoryPrefix", "/notes/"), ("BetaManagedAgentsMemory", "/top.md")], top
+    assert isinstance(top[0], BetaManagedAgentsMemoryPrefix) and top[0].type == "memory_prefix"
+    two = list(memories.list(made.id, depth=1, path_prefix="/notes/"))
+    assert [i.path for i in two] == [f"/notes/{k}/" for k in range(5)], two
+
+    one = memories.retrieve(seen[0].id, memory_store_id=made.id)
+    tried("memories.retrieve")
+    assert one.content == contents[one.path] and one.id == seen[0].id, one
+    basic = memories.retrieve(seen[0].id, memory_store_id=made.id, view="basic")
+    assert basic.content is None and basic.content_sha256 == one.content_sha256
+
+    # A rename through the memory tool keeps the memory's id and makes a new version.
+    tool_call(url, token, name, {"command": "rename", "old_path": "/memories/notes/0",
+                                 "new_path": "/memories/archive/0"})
+    moved = memories.retrieve(seen[0].id, memory_store_id=made.id)
+    assert moved.path == "/archive/0/n000.md" and moved.id == one.id, moved
+    assert moved.memory_version_id != one.memory_version_id, moved
+    assert moved.content_sha256 == one.content_sha256 and moved.created_at == one.created_at
+
+    # Errors, as the SDK raises them.
+    assert expect(anthropic.NotFoundError, lambda: stores.retrieve("memstore_nope")) == "not_found_error"
+    assert expect(anthropic.NotFoundError, lambda: stores.retrieve("not-an-id")) == "not_found_error"
+    assert expect(anthropic.NotFoundError,
+                  lambda: memories.retrieve("mem_999999", memory_store_id=made.id)) == "not_found_error"
+    assert expect(anthropic.BadRequestError,
+                  lambda: memories.list(made.id, path_prefix="notes")) == "invalid_request_error"
+    assert expect(anthropic.BadRequestError, lambda: stores.list(limit=101)) == "invalid_request_error"
+    assert expect(anthropic.BadRequestError, lambda: stores.create(name="")) == "invalid_request_error"
+    assert expect(anthropic.BadRequestError,
+                  lambda: stores.create(name="x", metadata={f"k{i}": "v" for i in range(17)})) == "invalid_request_error"
+    stranger = anthropic.Anthropic(api_key="mnemo_not-a-token", base_url=url, max_retries=0)
+    assert expect(anthropic.AuthenticationError,
+                  lambda: stranger.beta.memory_stores.list()) == "authentication_error"
+    assert expect(anthropic.AuthenticationError,
+                  lambda: stranger.beta.memory_stores.memories.list(made.id)) == "authentication_error"
+
+    # Archive: for good, hidden from the default listing, closed to changes, still readable.
+    archived = stores.archive(others[0].id)
+    tried("memory_stores.archive")
+    assert archived.archived_at is not None, archived
+    assert others[0].id not in [s.id for s in stores.list()]
+    assert others[0].id in [s.id for s in stores.list(include_archived=True)]
+    assert expect(anthropic.BadRequestError, lambda: stores.update(others[0].id, name="again")) == "invalid_request_error"
+    assert expect(anthropic.BadRequestError, lambda: stores.archive(others[0].id)) == "invalid_request_error"
+    assert list(memories.list(others[0].id)) == []
+    later = stores.list(created_at_gte=made.created_at, include_archived=True)
+    assert made.id in [s.id for s in later]
+
+    # Delete.
+    gone = stores.delete(others[1].id)
+    tried("memory_stores.delete")
+    assert gone.type == "memory_store_deleted" and gone.id == others[1].id, gone
+    assert expect(anthropic.NotFoundError, lambda: stores.retrieve(others[1].id)) == "not_found_error"
+
+
+if __name__ == "__main__":
+    main()
