@@ -35,7 +35,8 @@
 //! | 3 | builds of semantics 3 before salts | as format 2; the header names semantics 3 |
 //! | 4 | builds of semantics 3 with salts ([`SALTED_FORMAT`]) | as format 3; the record holds the event's salt, and its payload and result hashes are salted commitments |
 //! | 5 | a redaction ([`ERASED_FORMAT`]) | the header of the format the event was written in; the record is an erased event's |
-//! | 6 | this build's writer ([`WRITTEN_FORMAT`], [`FORMAT_VERSION`]) | as format 4; the header names semantics 4 |
+//! | 6 | this build's writer ([`WRITTEN_FORMAT`]) | as format 4; the header names semantics 4 |
+//! | 7 | this build's writer, for a write of the memory-stores API ([`API_FORMAT`], [`FORMAT_VERSION`]) | as format 6; only it holds the payload variant `Api` |
 //!
 //! An event's format follows from its semantics and its salt: an event answered under semantics
 //! 1 is written as format 1, byte for byte what those builds wrote, and one answered under
@@ -107,6 +108,7 @@
 //! | `Rejected` | 1 | `root: string`, `profile: Profile`, `input: string` (the raw input text) |
 //! | `Admin` | 2 | `AdminCommand` |
 //! | `RejectedDigest` | 3 | `root: string`, `profile: Profile`, `input: InputDigest`, `refusal: Refusal` |
+//! | `Api` | 4 | `ApiWrite` (format 7 only) |
 //!
 //! `RejectedDigest` stands for an input that is not logged whole: one refused for its size, one
 //! that is not UTF-8, a rejected input over 4 KiB, a call whose content is over the file-size
@@ -135,6 +137,15 @@
 //! | `RevokeToken` | 3 | `id: string` |
 //! | `Redact` | 4 | `reason: string`, `seqs: seq<u64>` (the events erased, ascending) |
 //! | `Configure` | 5 | `name: string`, `value: string` (a store setting, such as `delete` = `erase`) |
+//!
+//! `ApiWrite` variants (paths are the memory tool's; `memory` is the seq of the event that created
+//! the memory's file; `expect` the SHA-256 its content must have):
+//!
+//! | variant | index | fields |
+//! |---|---|---|
+//! | `Create` | 0 | `path: string`, `content: string` |
+//! | `Update` | 1 | `memory: u64`, `path: string`, `content: option<string>`, `new_path: option<string>`, `expect: option<[u8; 32]>` |
+//! | `Delete` | 2 | `memory: u64`, `path: string`, `expect: option<[u8; 32]>` |
 //!
 //! `Access`: `Read` = 0, `ReadWrite` = 1.
 //!
@@ -173,13 +184,18 @@ use wire::WireBody;
 ///
 /// Compatibility policy: a build reads every version up to its own and refuses newer ones with
 /// [`Error::NewerFormat`]; the version byte leads every stored event and the store's `meta` tree.
-pub const FORMAT_VERSION: u8 = 6;
+pub const FORMAT_VERSION: u8 = 7;
 
 /// The first format whose events are salted (answered under semantics 3).
 pub const SALTED_FORMAT: u8 = 4;
 
 /// The format the writer writes: salted, answered under semantics 4.
 pub const WRITTEN_FORMAT: u8 = 6;
+
+/// The format of an event that holds a write of the memory-stores API ([`Body::Api`]): as format
+/// 6 (salted, semantics 4), with the payload variant only this format may hold, so a build that
+/// does not know it refuses the event as newer rather than misreading it.
+pub const API_FORMAT: u8 = 7;
 
 /// The format of an erased record: an event of any earlier format whose payload and salt a
 /// redaction dropped (see the module docs).
@@ -211,9 +227,9 @@ pub fn salted_format_of(semantics: Semantics) -> u8 {
     }
 }
 
-/// Whether a record of format `version` holds a salt (formats 4 and 6).
+/// Whether a record of format `version` holds a salt (formats 4, 6 and 7).
 fn is_salted(version: u8) -> bool {
-    version == SALTED_FORMAT || version == WRITTEN_FORMAT
+    version == SALTED_FORMAT || version == WRITTEN_FORMAT || version == API_FORMAT
 }
 
 /// The semantics a header of format `version` must name (`None` for a version no event has).
@@ -222,7 +238,7 @@ fn semantics_of_format(version: u8) -> Option<Semantics> {
         1 => Some(Semantics::V1),
         2 => Some(Semantics::V2),
         3 | SALTED_FORMAT => Some(Semantics::V3),
-        WRITTEN_FORMAT => Some(Semantics::V4),
+        WRITTEN_FORMAT | API_FORMAT => Some(Semantics::V4),
         _ => None,
     }
 }
@@ -465,6 +481,7 @@ impl Event {
     pub fn format(&self) -> u8 {
         match (&self.body, self.salt) {
             (Body::Erased(_), _) => ERASED_FORMAT,
+            (Body::Api(_), _) => API_FORMAT,
             (_, Some(_)) => salted_format_of(self.header.semantics),
             (_, None) => format_of(self.header.semantics),
         }
@@ -774,11 +791,24 @@ impl Event {
                 if salt.is_some() { "has" } else { "lacks" }
             )));
         }
+        let body = codec::decode::<WireBody<'static>>(payload, "event payload")?.into_body();
+        // Exactly one encoding per event: an API write is format 7, and format 7 holds nothing
+        // else.
+        if matches!(body, Body::Api(_)) != (version == API_FORMAT) {
+            return Err(Error::corrupt(format!(
+                "an event of format {version} {} a write of the memory-stores API",
+                if version == API_FORMAT {
+                    "is not"
+                } else {
+                    "holds"
+                }
+            )));
+        }
         Ok(Event {
             seq,
             prev_hash,
             header: Header::decode(version, header)?,
-            body: codec::decode::<WireBody<'static>>(payload, "event payload")?.into_body(),
+            body,
             salt,
         })
     }

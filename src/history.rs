@@ -176,6 +176,10 @@ pub fn describe(event: &Event) -> (&'static str, Vec<String>) {
     }
     match &event.body {
         Body::Tool(_) | Body::Rejected(_) | Body::RejectedDigest(_) => ("rejected", Vec::new()),
+        Body::Api(write) => (
+            write.name(),
+            write.paths().into_iter().map(str::to_string).collect(),
+        ),
         Body::Admin(AdminCommand::Grant { agent, prefix, .. }) => {
             ("acl-grant", vec![prefix.clone(), format!("agent {agent}")])
         }

@@ -136,6 +136,34 @@ impl Shown {
     }
 }
 
+/// An API write as `show` gives it: the operation, its fields, the digest it expected.
+fn api_input(write: &crate::tool::api::ApiWrite) -> Value {
+    use crate::tool::api::{ApiWrite, hex};
+    match write {
+        ApiWrite::Create { path, content } => {
+            json!({"api": "create", "path": path, "content": content})
+        }
+        ApiWrite::Update {
+            memory,
+            path,
+            content,
+            new_path,
+            expect,
+        } => json!({
+            "api": "update", "memory": memory, "path": path, "content": content,
+            "new_path": new_path, "expected_content_sha256": expect.as_ref().map(hex),
+        }),
+        ApiWrite::Delete {
+            memory,
+            path,
+            expect,
+        } => json!({
+            "api": "delete", "memory": memory, "path": path,
+            "expected_content_sha256": expect.as_ref().map(hex),
+        }),
+    }
+}
+
 /// The input an event carries, as `show` gives it.
 fn input_of(body: &Body) -> Value {
     match body {
@@ -152,6 +180,7 @@ fn input_of(body: &Body) -> Value {
             out
         }
         Body::Admin(command) => admin_input(command),
+        Body::Api(write) => api_input(write),
         Body::Erased(erased) => json!({
             "erased": {"format": erased.format, "payload_hash": erased.payload_hash.to_hex()},
         }),
@@ -231,7 +260,7 @@ impl BeforeAnswer {
     fn of(tree: &Projection<MemKv>, event: &Event) -> Result<BeforeAnswer> {
         let (_, paths) = describe(event);
         let mut files = Vec::new();
-        if let Body::Tool(_) = event.body {
+        if let Body::Tool(_) | Body::Api(_) = event.body {
             for raw in paths {
                 if let Ok(path) = MemPath::absolute(&raw) {
                     if let Some(file) = tree.record(&path)? {
@@ -270,6 +299,19 @@ impl BeforeAnswer {
             Change::Delete { path } => Shift::Deleted {
                 path: path.to_string(),
                 files: self.under(path).map(|f| f.path.clone()).collect(),
+            },
+            // The file's path and content changed in one step: shown as the edit at its new path
+            // (the answer says where it came from).
+            Change::Rewrite { from, to, content } => Shift::Edited {
+                path: to.to_string(),
+                diff: unified(
+                    &self
+                        .file(from)
+                        .map(|f| f.content.clone())
+                        .unwrap_or_default(),
+                    content,
+                    to,
+                ),
             },
             Change::Rename { from, to } => Shift::Moved {
                 from: from.to_string(),

@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
-use crate::event::{Event, Seq};
+use crate::event::{Body, Event, Seq};
 use crate::history::Called;
 use crate::log::Store;
 use crate::paths::MemPath;
@@ -84,6 +84,22 @@ impl Live {
                 }
                 moving.into_iter().map(|(_, id)| id).collect()
             }
+            Some(Change::Rewrite { from, to, .. }) => {
+                let moved = self.follow(
+                    Some(&Change::Rename {
+                        from: from.clone(),
+                        to: to.clone(),
+                    }),
+                    named,
+                );
+                let written = self.write(to);
+                moved
+                    .into_iter()
+                    .chain([written])
+                    .collect::<std::collections::BTreeSet<_>>()
+                    .into_iter()
+                    .collect()
+            }
             _ => named
                 .iter()
                 .filter_map(|p| self.at.get(p).copied())
@@ -108,15 +124,22 @@ impl Files {
         event: &Event,
         change: Option<&Change>,
     ) -> (Vec<MemPath>, Vec<u64>) {
-        let Some(call) = Called::of(event) else {
-            return (Vec::new(), Vec::new());
+        let named: Vec<MemPath> = match (&event.body, Called::of(event)) {
+            // An API write names whole paths, not paths under a root.
+            (Body::Api(write), _) => write
+                .paths()
+                .into_iter()
+                .filter_map(|raw| MemPath::absolute(raw).ok())
+                .collect(),
+            (_, Some(call)) => {
+                let root = MemPath::root(call.root).ok();
+                call.paths
+                    .iter()
+                    .filter_map(|raw| MemPath::resolve(raw, root.as_ref()?).ok())
+                    .collect()
+            }
+            (_, None) => return (Vec::new(), Vec::new()),
         };
-        let root = MemPath::root(call.root).ok();
-        let named: Vec<MemPath> = call
-            .paths
-            .iter()
-            .filter_map(|raw| MemPath::resolve(raw, root.as_ref()?).ok())
-            .collect();
         let ids = self.live.follow(change, &named);
         (named, ids)
     }

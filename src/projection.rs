@@ -907,6 +907,13 @@ impl<K: KvRead> Tree for Projection<K> {
         }
     }
 
+    fn created(&self, path: &MemPath) -> Result<Option<u64>> {
+        match self.lookup(path)? {
+            Some((NodeKind::File, id)) => Ok(Some(self.file_head(id)?.created)),
+            _ => Ok(None),
+        }
+    }
+
     fn list(&self, path: &MemPath) -> Result<Vec<Entry>> {
         let Some((NodeKind::Dir, id)) = self.lookup(path)? else {
             return Ok(Vec::new());
@@ -1114,6 +1121,23 @@ impl<K: KvWrite> Projection<K> {
     /// Applies a change made by the event at `seq`.
     pub fn apply(&mut self, change: &Change, seq: Seq) -> Result<()> {
         match change {
+            // A move, then a write at the new path: each collects trash and records `seq`.
+            Change::Rewrite { from, to, content } => {
+                self.apply(
+                    &Change::Rename {
+                        from: from.clone(),
+                        to: to.clone(),
+                    },
+                    seq,
+                )?;
+                return self.apply(
+                    &Change::Write {
+                        path: to.clone(),
+                        content: content.clone(),
+                    },
+                    seq,
+                );
+            }
             Change::Write { path, content } => {
                 let Some(parent) = path.parent() else {
                     return Err(Error::corrupt("a write named the directory /"));

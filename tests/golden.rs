@@ -1313,6 +1313,9 @@ impl Doc {
 /// The documented format of an event: 4 when it is salted under semantics 3, 6 when salted
 /// under semantics 4, else 1, 2 or 3 for semantics 1, 2 or 3.
 fn doc_format(event: &Event) -> u8 {
+    if matches!(event.body, Body::Api(_)) {
+        return 7;
+    }
     if event.salt.is_some() {
         return match event.header.semantics {
             Semantics::V3 => 4,
@@ -1435,6 +1438,45 @@ fn doc_payload(b: &Body) -> Vec<u8> {
         }
         // An erased record has no payload.
         Body::Erased(_) => {}
+        Body::Api(write) => {
+            use mnemo::tool::api::ApiWrite;
+            let digest = |d: &mut Doc, expect: &Option<[u8; 32]>| match expect {
+                None => {
+                    d.bytes(&[0]);
+                }
+                Some(bytes) => {
+                    d.bytes(&[1]).bytes(bytes);
+                }
+            };
+            d.u32(4);
+            match write {
+                ApiWrite::Create { path, content } => {
+                    d.u32(0).string(path).string(content);
+                }
+                ApiWrite::Update {
+                    memory,
+                    path,
+                    content,
+                    new_path,
+                    expect,
+                } => {
+                    d.u32(1)
+                        .u64(*memory)
+                        .string(path)
+                        .opt_string(content.as_deref())
+                        .opt_string(new_path.as_deref());
+                    digest(&mut d, expect);
+                }
+                ApiWrite::Delete {
+                    memory,
+                    path,
+                    expect,
+                } => {
+                    d.u32(2).u64(*memory).string(path);
+                    digest(&mut d, expect);
+                }
+            }
+        }
         Body::RejectedDigest(r) => {
             d.u32(3).string(&r.root).profile(r.profile);
             d.u64(r.input.len)
@@ -1522,8 +1564,8 @@ fn every_vector_matches_the_documented_byte_table() {
     assert_eq!(DOMAIN_TAG, b"mnemo/event/v1", "domain tag as documented");
     assert_eq!(DOMAIN_TAG.len(), 14, "the docs say 14 ASCII bytes");
     assert_eq!(
-        FORMAT_VERSION, 6,
-        "this is format version 6 (salted events of semantics 4)"
+        FORMAT_VERSION, 7,
+        "this is format version 7 (salted events of semantics 4; format 7 for the memory-stores API's writes)"
     );
     assert_eq!(
         PAYLOAD_TAG, b"mnemo/payload/v4",
@@ -2012,4 +2054,139 @@ fn tool_free_redaction() -> Event {
     );
     event.header.semantics = Semantics::V3;
     event
+}
+
+/// One event per variant (and option arm) of the memory-stores API's writes, answered under
+/// semantics 4 and salted: written in format 7, and only in it.
+fn api_fixtures() -> Vec<(&'static str, Event)> {
+    use mnemo::tool::api::ApiWrite;
+    let api = |seq: u64, text: &str, write: ApiWrite| {
+        let mut event = fixed(seq, None, Outcome::of(false, text), Body::Api(write));
+        event.header.semantics = Semantics::V4;
+        event.salt = Some(salt_of(seq));
+        event
+    };
+    vec![
+        (
+            "api create",
+            api(
+                1,
+                "Created the memory /memories/a/notes.md",
+                ApiWrite::Create {
+                    path: "/memories/a/notes.md".into(),
+                    content: "héllo\n".into(),
+                },
+            ),
+        ),
+        (
+            "api update with content, path and precondition",
+            api(
+                2,
+                "Moved the memory /memories/a/notes.md to /memories/b.md and updated it",
+                ApiWrite::Update {
+                    memory: 1,
+                    path: "/memories/a/notes.md".into(),
+                    content: Some("again\n".into()),
+                    new_path: Some("/memories/b.md".into()),
+                    expect: Some([0xab; 32]),
+                },
+            ),
+        ),
+        (
+            "api update with nothing",
+            api(
+                3,
+                "The memory /memories/b.md is unchanged",
+                ApiWrite::Update {
+                    memory: 1,
+                    path: "/memories/b.md".into(),
+                    content: None,
+                    new_path: None,
+                    expect: None,
+                },
+            ),
+        ),
+        (
+            "api delete with precondition",
+            api(
+                4,
+                "Deleted the memory /memories/b.md",
+                ApiWrite::Delete {
+                    memory: 1,
+                    path: "/memories/b.md".into(),
+                    expect: Some([0xcd; 32]),
+                },
+            ),
+        ),
+    ]
+}
+
+/// Format 7: (name, chain hash hex) of the API fixtures, computed once (`MNEMO_PRINT_GOLDEN=1`).
+const GOLDEN_V7: &[(&str, &str)] = &[
+    (
+        "api create",
+        "7ad5125f53c13abeb9ea83e7efa651deedcc59bbffdcf1ef9dcfeaf440b73e8a",
+    ),
+    (
+        "api update with content, path and precondition",
+        "beab710e6c11606d94a9a258f1880602c426bc2837dd205f1f460e76929202de",
+    ),
+    (
+        "api update with nothing",
+        "6c108b6f8b371096e8879eded4d2c2730cbf51018010041c84e176b43af3d28b",
+    ),
+    (
+        "api delete with precondition",
+        "91c2d3e46bacf561c55801ee0db36879f82e838bc0ccb4c027d2be2fa1a42dc2",
+    ),
+];
+
+#[test]
+fn every_api_write_of_format_seven_encodes_to_its_golden_hash_and_only_there() {
+    let fixtures = api_fixtures();
+    if std::env::var("MNEMO_PRINT_GOLDEN").is_ok() {
+        for (name, event) in &fixtures {
+            println!(
+                "    (\n        {name:?},\n        {:?},\n    ),",
+                event.hash().to_hex()
+            );
+        }
+    }
+    assert_eq!(
+        fixtures.len(),
+        GOLDEN_V7.len(),
+        "one golden row per fixture"
+    );
+    for ((name, event), (golden_name, hash)) in fixtures.iter().zip(GOLDEN_V7) {
+        assert_eq!(name, golden_name, "same order as the fixtures");
+        assert_eq!(event.format(), 7, "{name} is written in format 7");
+        let frame = event.to_frame();
+        assert_eq!(frame.hash.to_hex(), *hash, "{name}: chain hash");
+        let record = frame.encode();
+        assert_eq!(record[0], 7, "{name}: version byte");
+        assert_eq!(
+            hex(&record),
+            hex(&doc_record(event)),
+            "{name}: the documented bytes"
+        );
+        assert_eq!(&Event::decode(&record).expect("decodes"), event, "{name}");
+        // The same bytes under format 6 are refused: format 7 is the only encoding of an API
+        // write, so a build of format 6 refuses it as newer instead.
+        let mut as_six = record.clone();
+        as_six[0] = 6;
+        assert!(
+            matches!(Event::decode(&as_six), Err(Error::Corrupt { .. })),
+            "{name}: format 6 never holds an API write"
+        );
+    }
+    // And format 7 holds nothing else.
+    let mut tool_as_seven = salted_in(Semantics::V4, vec![fixtures_in(Semantics::V4)[3].1.clone()])
+        [0]
+    .to_frame()
+    .encode();
+    tool_as_seven[0] = 7;
+    assert!(matches!(
+        Event::decode(&tool_as_seven),
+        Err(Error::Corrupt { .. })
+    ));
 }

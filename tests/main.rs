@@ -53,6 +53,8 @@ mod limits;
 mod nested_root;
 // Pathological input (a megabyte of one byte, half of it as old_str): near-linear cost per call.
 mod pathological;
+// The memory-stores API's writes against a model, interleaved with the memory tool's calls.
+mod memory_api;
 // The proptest model test: random command sequences against a naive in-memory model.
 mod model;
 // Replicas in object storage over file://: ship, resume, restore, verify --from, tampering.

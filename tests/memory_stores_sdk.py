@@ -172,6 +172,69 @@ def run(url, token):
     assert moved.memory_version_id != one.memory_version_id, moved
     assert moved.content_sha256 == one.content_sha256 and moved.created_at == one.created_at
 
+    # Writes through the API: create, update (content, path, both; with and without the
+    # precondition), delete; each one event that the memory tool then sees.
+    created = memories.create(made.id, path="/api/a.md", content="first\n")
+    tried("memories.create")
+    assert isinstance(created, BetaManagedAgentsMemory) and created.content is None, created
+    assert created.content_sha256 == hashlib.sha256(b"first\n").hexdigest(), created
+    seen_by_tool = tool_call(url, token, name, {"command": "view", "path": "/memories/api/a.md"})
+    assert "first" in seen_by_tool["content"], seen_by_tool
+    full_created = memories.create(made.id, path="/api/empty.md", content="", view="full")
+    assert full_created.content == "" and full_created.content_size_bytes == 0, full_created
+    assert expect(anthropic.ConflictError,
+                  lambda: memories.create(made.id, path="/api/a.md", content="again")) == "memory_path_conflict_error"
+    assert expect(anthropic.ConflictError,
+                  lambda: memories.create(made.id, path="/api/a.md/b.md", content="x")) == "memory_path_conflict_error"
+    for bad in ["api/x.md", "/api//x.md", "/api/../x.md", "/e\u0301.md", "/a\u200bb.md", "/" + "/".join(["d"] * 21)]:
+        assert expect(anthropic.BadRequestError,
+                      lambda: memories.create(made.id, path=bad, content="x")) == "invalid_request_error", bad
+    assert expect(anthropic.BadRequestError,
+                  lambda: memories.create(made.id, path="/big.md", content="x" * 102_401)) == "invalid_request_error"
+
+    updated = memories.update(created.id, memory_store_id=made.id, content="second\n",
+                              precondition={"type": "content_sha256", "content_sha256": created.content_sha256})
+    tried("memories.update")
+    assert updated.id == created.id and updated.path == "/api/a.md", updated
+    assert updated.content_sha256 == hashlib.sha256(b"second\n").hexdigest(), updated
+    assert updated.memory_version_id != created.memory_version_id, updated
+    assert expect(anthropic.ConflictError, lambda: memories.update(
+        created.id, memory_store_id=made.id, content="lost",
+        precondition={"type": "content_sha256", "content_sha256": created.content_sha256})) == "memory_precondition_failed_error"
+    assert memories.retrieve(created.id, memory_store_id=made.id).content == "second\n"
+    moved_both = memories.update(created.id, memory_store_id=made.id, path="/api/b.md", content="third\n", view="full")
+    assert moved_both.path == "/api/b.md" and moved_both.content == "third\n" and moved_both.id == created.id, moved_both
+    assert expect(anthropic.ConflictError, lambda: memories.update(
+        created.id, memory_store_id=made.id, path="/api/empty.md")) == "memory_path_conflict_error"
+    same = memories.update(created.id, memory_store_id=made.id, content="third\n")
+    assert same.memory_version_id == moved_both.memory_version_id, (same, moved_both)
+    # The memory tool's edit is seen by the API, and the API's by the memory tool.
+    tool_call(url, token, name, {"command": "str_replace", "path": "/memories/api/b.md",
+                                 "old_str": "third", "new_str": "fourth"})
+    assert memories.retrieve(created.id, memory_store_id=made.id).content == "fourth\n"
+
+    assert expect(anthropic.ConflictError, lambda: memories.delete(
+        created.id, memory_store_id=made.id, expected_content_sha256="0" * 64)) == "memory_precondition_failed_error"
+    deleted = memories.delete(created.id, memory_store_id=made.id,
+                              expected_content_sha256=hashlib.sha256(b"fourth\n").hexdigest())
+    tried("memories.delete")
+    assert deleted.type == "memory_deleted" and deleted.id == created.id, deleted
+    assert expect(anthropic.NotFoundError,
+                  lambda: memories.retrieve(created.id, memory_store_id=made.id)) == "not_found_error"
+    assert expect(anthropic.NotFoundError,
+                  lambda: memories.delete(created.id, memory_store_id=made.id)) == "not_found_error"
+    gone_for_tool = urllib.request.urlopen(urllib.request.Request(
+        f"{url}/v1/stores/{name}/memory",
+        data=json.dumps({"command": "view", "path": "/memories/api/b.md"}).encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"}))
+    assert json.loads(gone_for_tool.read()).get("is_error") is True
+
+    # Every write is a chained event: the store verifies intact, each answer re-derived.
+    verify = urllib.request.urlopen(urllib.request.Request(
+        f"{url}/v1/stores/{name}/verify", headers={"Authorization": f"Bearer {token}"}))
+    report = json.loads(verify.read())
+    assert report["status"] == "intact", report
+
     # Errors, as the SDK raises them.
     assert expect(anthropic.NotFoundError, lambda: stores.retrieve("memstore_nope")) == "not_found_error"
     assert expect(anthropic.NotFoundError, lambda: stores.retrieve("not-an-id")) == "not_found_error"
@@ -198,6 +261,8 @@ def run(url, token):
     assert expect(anthropic.BadRequestError, lambda: stores.update(others[0].id, name="again")) == "invalid_request_error"
     assert expect(anthropic.BadRequestError, lambda: stores.archive(others[0].id)) == "invalid_request_error"
     assert list(memories.list(others[0].id)) == []
+    assert expect(anthropic.BadRequestError,
+                  lambda: memories.create(others[0].id, path="/x.md", content="x")) == "invalid_request_error"
     later = stores.list(created_at_gte=made.created_at, include_archived=True)
     assert made.id in [s.id for s in later]
 

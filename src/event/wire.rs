@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::hash::EventHash;
 use crate::policy::{Access, AdminCommand};
+use crate::tool::api::ApiWrite;
 use crate::tool::{
     Body, Command, InputDigest, Limits, Profile, Refusal, RejectedCall, RejectedDigest, ToolCall,
 };
@@ -50,6 +51,93 @@ pub(super) enum WireBody<'a> {
         input: WireDigest<'a>,
         refusal: WireRefusal<'a>,
     },
+    /// Only in format 7 ([`super::API_FORMAT`]).
+    Api(WireApi<'a>),
+}
+
+/// [`ApiWrite`] as stored.
+#[derive(Serialize, Deserialize)]
+pub(super) enum WireApi<'a> {
+    Create {
+        path: Text<'a>,
+        content: Text<'a>,
+    },
+    Update {
+        memory: u64,
+        path: Text<'a>,
+        content: Option<Text<'a>>,
+        new_path: Option<Text<'a>>,
+        expect: Option<[u8; 32]>,
+    },
+    Delete {
+        memory: u64,
+        path: Text<'a>,
+        expect: Option<[u8; 32]>,
+    },
+}
+
+impl<'a> WireApi<'a> {
+    fn of(write: &'a ApiWrite) -> WireApi<'a> {
+        match write {
+            ApiWrite::Create { path, content } => WireApi::Create {
+                path: text(path),
+                content: text(content),
+            },
+            ApiWrite::Update {
+                memory,
+                path,
+                content,
+                new_path,
+                expect,
+            } => WireApi::Update {
+                memory: *memory,
+                path: text(path),
+                content: content.as_deref().map(text),
+                new_path: new_path.as_deref().map(text),
+                expect: *expect,
+            },
+            ApiWrite::Delete {
+                memory,
+                path,
+                expect,
+            } => WireApi::Delete {
+                memory: *memory,
+                path: text(path),
+                expect: *expect,
+            },
+        }
+    }
+
+    fn into_write(self) -> ApiWrite {
+        match self {
+            WireApi::Create { path, content } => ApiWrite::Create {
+                path: owned(path),
+                content: owned(content),
+            },
+            WireApi::Update {
+                memory,
+                path,
+                content,
+                new_path,
+                expect,
+            } => ApiWrite::Update {
+                memory,
+                path: owned(path),
+                content: content.map(owned),
+                new_path: new_path.map(owned),
+                expect,
+            },
+            WireApi::Delete {
+                memory,
+                path,
+                expect,
+            } => ApiWrite::Delete {
+                memory,
+                path: owned(path),
+                expect,
+            },
+        }
+    }
 }
 
 /// [`Profile`] as stored.
@@ -193,6 +281,7 @@ impl<'a> WireBody<'a> {
                 input: WireDigest::of(&d.input),
                 refusal: WireRefusal::of(&d.refusal),
             },
+            Body::Api(write) => WireBody::Api(WireApi::of(write)),
             Body::Erased(_) => return None,
         })
     }
@@ -232,6 +321,7 @@ impl<'a> WireBody<'a> {
                 input: input.into_digest(),
                 refusal: refusal.into_refusal(),
             }),
+            WireBody::Api(write) => Body::Api(write.into_write()),
         }
     }
 }

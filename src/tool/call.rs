@@ -122,6 +122,8 @@ pub enum Body {
     Rejected(RejectedCall),
     /// A change to the access policy.
     Admin(AdminCommand),
+    /// A write of the memory-stores API (an operator's).
+    Api(crate::tool::api::ApiWrite),
     /// Input logged as a digest (too large, not UTF-8, or rejected or failed and over 4 KiB);
     /// replay re-derives its answer from the digest's fields.
     RejectedDigest(RejectedDigest),

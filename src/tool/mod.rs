@@ -10,6 +10,7 @@
 //! `semantics_version`, `paths`, `policy`, `credential`), never `error`, the event format or
 //! storage. Its functions return the [`Tree`]'s own error.
 
+pub mod api;
 mod call;
 mod command;
 pub mod intake;

@@ -64,6 +64,10 @@ pub trait Tree {
     /// A file's content, or `None` if `path` is not a file.
     fn read(&self, path: &MemPath) -> Result<Option<String>, Self::Error>;
 
+    /// The seq of the event that created the file at `path` (its identity, which renames and
+    /// edits keep), or `None` if `path` is not a file.
+    fn created(&self, path: &MemPath) -> Result<Option<u64>, Self::Error>;
+
     /// A directory's children sorted by name (byte order, which is code-point order); empty if
     /// `path` is not a directory.
     fn list(&self, path: &MemPath) -> Result<Vec<Entry>, Self::Error>;
@@ -127,6 +131,16 @@ pub enum Change {
         from: MemPath,
         /// New path.
         to: MemPath,
+    },
+    /// Move the file `from` to `to` (as `Rename`) and replace its content there (as `Write`),
+    /// in one step: an API update of a memory's path and content.
+    Rewrite {
+        /// Current path.
+        from: MemPath,
+        /// New path.
+        to: MemPath,
+        /// Its new content.
+        content: String,
     },
     /// Set `agent`'s grant on `prefix`.
     Grant {

@@ -15,10 +15,17 @@
 //! | `POST /v1/memory_stores/{id}/archive` | the store, archived for good |
 //! | `GET /v1/memory_stores/{id}/memories` | its memories in path order (`path_prefix`, `depth`, `limit`, `page`, `view`) |
 //! | `GET /v1/memory_stores/{id}/memories/{mem}` | one memory (`view`) |
+//! | `POST /v1/memory_stores/{id}/memories` | a new memory (`path`, `content`) |
+//! | `POST /v1/memory_stores/{id}/memories/{mem}` | the memory with new `content` and/or `path`, under an optional `precondition` |
+//! | `DELETE /v1/memory_stores/{id}/memories/{mem}` | its deletion (`expected_content_sha256`) |
 //!
-//! Every route takes the operator token, as `x-api-key` (what the SDKs send) or as a bearer
-//! token; errors are the API's envelope. Writes of memories and versions are not served yet.
+//! A write is one event of the store's log ([`crate::tool::api::ApiWrite`], answered by the pure
+//! core in the writer, so its condition is checked in the step that writes and a replay checks
+//! it again), recorded under the agent `X-Mnemo-Agent` names, else `operator`. Every route takes
+//! the operator token, as `x-api-key` (what the SDKs send) or as a bearer token; errors are the
+//! API's envelope. Memory versions are not served yet.
 
+mod api_path;
 mod label;
 mod listing;
 mod wire;
@@ -36,12 +43,15 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use super::auth::Refusal;
+use super::auth::named_agent;
 use super::stores::{Stores, Unavailable};
 use crate::event::{Event, Seq};
 use crate::log::Store;
 use crate::paths::MemPath;
 use crate::projection::FileEntry;
 use crate::time::{now_ms, parse_rfc3339, utc};
+use crate::tool::Body;
+use crate::tool::api::{ApiFailure, ApiWrite};
 use label::Label;
 use listing::Listed;
 use wire::{ApiError, Deleted, Item, Memory, MemoryStore, Page, ok};
@@ -55,10 +65,15 @@ pub(super) fn routes() -> Router<Arc<Stores>> {
             get(retrieve_store).post(update_store).delete(delete_store),
         )
         .route("/v1/memory_stores/{id}/archive", post(archive_store))
-        .route("/v1/memory_stores/{id}/memories", get(list_memories))
+        .route(
+            "/v1/memory_stores/{id}/memories",
+            get(list_memories).post(create_memory),
+        )
         .route(
             "/v1/memory_stores/{id}/memories/{memory}",
-            get(retrieve_memory),
+            get(retrieve_memory)
+                .post(update_memory)
+                .delete(delete_memory),
         )
 }
 
@@ -595,30 +610,318 @@ async fn retrieve_memory(
     let created = wire::memory_seq(&memory).ok_or_else(|| no_memory(&memory))?;
     run(move || {
         let (name, served) = open(&stores, &id)?;
-        let shared = served.shared();
-        let root = MemPath::absolute(shared.root()).map_err(ApiError::Api)?;
-        let found = shared
-            .client()
-            .read_local(|store| {
-                let index = store.current_index()?;
-                let Some(entry) = index
-                    .file_entries_under(&root)?
-                    .into_iter()
-                    .find(|entry| entry.created == created)
-                else {
-                    return Ok(None);
-                };
-                let Some(path) = api_path(&root, &entry.path) else {
-                    return Ok(None);
-                };
-                let mut reader = Reader {
-                    store,
-                    times: HashMap::new(),
-                };
-                memory_object(&mut reader, &index, &name, path, &entry, full).map(Some)
+        memory_by_seq(&served, &name, created, full)?
+            .map(|m| ok(&m))
+            .ok_or_else(|| no_memory(&memory))
+    })
+    .await
+}
+
+/// The largest memory content, in bytes (the hosted API's).
+const MAX_CONTENT_BYTES: usize = 102_400;
+
+fn check_content(content: &str) -> Result<(), ApiError> {
+    if content.len() > MAX_CONTENT_BYTES {
+        return Err(ApiError::InvalidRequest(format!(
+            "content is at most {MAX_CONTENT_BYTES} bytes (100 kB), not {}",
+            content.len()
+        )));
+    }
+    Ok(())
+}
+
+fn check_api_path(path: &str) -> Result<(), ApiError> {
+    api_path::check(path).map_or(Ok(()), |why| Err(ApiError::InvalidRequest(why)))
+}
+
+/// The agent a write is recorded under: the one `X-Mnemo-Agent` names, else `operator`.
+fn writer_agent(headers: &HeaderMap) -> Result<String, ApiError> {
+    named_agent(headers)
+        .map(|named| named.unwrap_or_else(|| crate::token::OPERATOR.to_string()))
+        .map_err(|refusal| ApiError::InvalidRequest(format!("{refusal:?}")))
+}
+
+/// The memory-tool path of the API path `path` in a store whose root is `root`.
+fn tool_path(root: &MemPath, path: &str) -> String {
+    format!("{root}{path}")
+}
+
+/// Records `write` in the opened store as `agent`; the seq of its event, or the API's error.
+fn record(served: &super::stores::Served, agent: &str, write: ApiWrite) -> Result<Seq, ApiError> {
+    let tool = served
+        .shared()
+        .tool_for(agent)
+        .map_err(ApiError::InvalidRequest)?;
+    let receipt = tool
+        .client()
+        .call(None, Body::Api(write))
+        .map_err(store_failed)?;
+    if !receipt.is_error {
+        return Ok(receipt.seq);
+    }
+    Err(match ApiFailure::of(&receipt.text) {
+        Some((ApiFailure::Invalid, why)) => ApiError::InvalidRequest(why.to_string()),
+        Some((ApiFailure::NotFound, why)) => ApiError::NotFound(why.to_string()),
+        Some((ApiFailure::Precondition, why)) => ApiError::PreconditionFailed(why.to_string()),
+        Some((ApiFailure::PathConflict, why)) => ApiError::PathConflict(why.to_string()),
+        None => ApiError::Api(receipt.text),
+    })
+}
+
+/// Refuses a write to an archived store.
+fn writable(stores: &Stores, id: &str) -> Result<(), ApiError> {
+    let (name, dir) = resolve(stores, id)?;
+    match label::read(&dir, &name).map_err(store_failed)?.archived_ms {
+        Some(ms) => Err(ApiError::InvalidRequest(format!(
+            "the memory store was archived at {}: its memories can be read and deleted, not created or changed",
+            utc(ms)
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The memory whose identity is `created` in the opened store `name`, as the API shows it.
+fn memory_by_seq(
+    served: &super::stores::Served,
+    name: &str,
+    created: Seq,
+    full: bool,
+) -> Result<Option<Memory>, ApiError> {
+    let shared = served.shared();
+    let root = MemPath::absolute(shared.root()).map_err(ApiError::Api)?;
+    shared
+        .client()
+        .read_local(|store| {
+            let index = store.current_index()?;
+            let Some(entry) = index
+                .file_entries_under(&root)?
+                .into_iter()
+                .find(|entry| entry.created == created)
+            else {
+                return Ok(None);
+            };
+            let Some(path) = api_path(&root, &entry.path) else {
+                return Ok(None);
+            };
+            let mut reader = Reader {
+                store,
+                times: HashMap::new(),
+            };
+            memory_object(&mut reader, &index, name, path, &entry, full).map(Some)
+        })
+        .map_err(store_failed)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewMemory {
+    path: String,
+    content: Option<String>,
+}
+
+const NEW_MEMORY: &str = r#"{"path": "/projects/foo/notes.md", "content": "..."}"#;
+
+async fn create_memory(
+    State(stores): State<Arc<Stores>>,
+    RoutePath(id): RoutePath<String>,
+    headers: HeaderMap,
+    query: Query<ViewQuery>,
+    bytes: Bytes,
+) -> Result<Response, ApiError> {
+    operator(&stores, &headers)?;
+    let full = full_view(query.view.as_deref(), false)?;
+    let asked: NewMemory = body(&bytes, NEW_MEMORY)?;
+    check_api_path(&asked.path)?;
+    let Some(content) = asked.content else {
+        return Err(ApiError::InvalidRequest(
+            "content is required: pass \"\" for an empty memory".into(),
+        ));
+    };
+    check_content(&content)?;
+    let agent = writer_agent(&headers)?;
+    run(move || {
+        writable(&stores, &id)?;
+        let (name, served) = open(&stores, &id)?;
+        let root = MemPath::absolute(served.shared().root()).map_err(ApiError::Api)?;
+        let write = ApiWrite::Create {
+            path: tool_path(&root, &asked.path),
+            content,
+        };
+        let seq = record(&served, &agent, write)?;
+        memory_by_seq(&served, &name, seq, full)?
+            .map(|m| ok(&m))
+            .ok_or_else(|| {
+                ApiError::Api(
+                    "the memory was created, then changed before it could be read; retrieve it"
+                        .into(),
+                )
             })
-            .map_err(store_failed)?;
-        found.map(|m| ok(&m)).ok_or_else(|| no_memory(&memory))
+    })
+    .await
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Precondition {
+    #[serde(rename = "type")]
+    kind: String,
+    content_sha256: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MemoryChange {
+    content: Option<String>,
+    path: Option<String>,
+    precondition: Option<Precondition>,
+}
+
+const MEMORY_CHANGE: &str = r#"{"content": "...", "path": "/new/path.md", "precondition": {"type": "content_sha256", "content_sha256": "<64 hex digits>"}}"#;
+
+/// A digest given as 64 lower-case hex digits.
+fn digest(name: &str, hex: &str) -> Result<[u8; 32], ApiError> {
+    let bad = || {
+        ApiError::InvalidRequest(format!(
+            "{name} must be 64 lower-case hex digits, not {hex:?}"
+        ))
+    };
+    if hex.len() != 64 || !hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+        return Err(bad());
+    }
+    let mut out = [0u8; 32];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).map_err(|_| bad())?;
+    }
+    Ok(out)
+}
+
+/// Where the memory `created` is now, in the opened store: its memory-tool path.
+fn locate(served: &super::stores::Served, created: Seq) -> Result<Option<String>, ApiError> {
+    let root = MemPath::absolute(served.shared().root()).map_err(ApiError::Api)?;
+    served
+        .shared()
+        .client()
+        .read_local(|store| {
+            Ok(store
+                .current_index()?
+                .file_entries_under(&root)?
+                .into_iter()
+                .find(|entry| entry.created == created)
+                .map(|entry| entry.path.to_string()))
+        })
+        .map_err(store_failed)
+}
+
+/// Records the write `make` builds for the memory `created` at its current path: looked up,
+/// then written in one event that checks it is still there; a memory moved in between is looked
+/// up again (a few times).
+fn write_memory(
+    served: &super::stores::Served,
+    agent: &str,
+    memory: &str,
+    created: Seq,
+    make: impl Fn(String) -> ApiWrite,
+) -> Result<Seq, ApiError> {
+    let mut last = no_memory(memory);
+    for _ in 0..4 {
+        let Some(path) = locate(served, created)? else {
+            return Err(no_memory(memory));
+        };
+        match record(served, agent, make(path)) {
+            Err(ApiError::NotFound(why)) => last = ApiError::NotFound(why),
+            done => return done,
+        }
+    }
+    Err(last)
+}
+
+async fn update_memory(
+    State(stores): State<Arc<Stores>>,
+    RoutePath((id, memory)): RoutePath<(String, String)>,
+    headers: HeaderMap,
+    query: Query<ViewQuery>,
+    bytes: Bytes,
+) -> Result<Response, ApiError> {
+    operator(&stores, &headers)?;
+    let full = full_view(query.view.as_deref(), false)?;
+    let asked: MemoryChange = body(&bytes, MEMORY_CHANGE)?;
+    if let Some(path) = &asked.path {
+        check_api_path(path)?;
+    }
+    if let Some(content) = &asked.content {
+        check_content(content)?;
+    }
+    let expect = match &asked.precondition {
+        None => None,
+        Some(Precondition {
+            kind,
+            content_sha256,
+        }) if kind == "content_sha256" => {
+            let Some(hex) = content_sha256 else {
+                return Err(ApiError::InvalidRequest(
+                    "a content_sha256 precondition names the digest: {\"type\": \"content_sha256\", \"content_sha256\": \"<64 hex digits>\"}".into(),
+                ));
+            };
+            Some(digest("precondition.content_sha256", hex)?)
+        }
+        Some(other) => {
+            return Err(ApiError::InvalidRequest(format!(
+                "the only precondition type is content_sha256, not {:?}",
+                other.kind
+            )));
+        }
+    };
+    let created = wire::memory_seq(&memory).ok_or_else(|| no_memory(&memory))?;
+    let agent = writer_agent(&headers)?;
+    run(move || {
+        writable(&stores, &id)?;
+        let (name, served) = open(&stores, &id)?;
+        let root = MemPath::absolute(served.shared().root()).map_err(ApiError::Api)?;
+        let new_path = asked.path.as_deref().map(|p| tool_path(&root, p));
+        write_memory(&served, &agent, &memory, created, |path| ApiWrite::Update {
+            memory: created.0,
+            path,
+            content: asked.content.clone(),
+            new_path: new_path.clone(),
+            expect,
+        })?;
+        memory_by_seq(&served, &name, created, full)?
+            .map(|m| ok(&m))
+            .ok_or_else(|| no_memory(&memory))
+    })
+    .await
+}
+
+#[derive(Deserialize)]
+struct DeleteQuery {
+    expected_content_sha256: Option<String>,
+}
+
+async fn delete_memory(
+    State(stores): State<Arc<Stores>>,
+    RoutePath((id, memory)): RoutePath<(String, String)>,
+    headers: HeaderMap,
+    query: Query<DeleteQuery>,
+) -> Result<Response, ApiError> {
+    operator(&stores, &headers)?;
+    let expect = query
+        .expected_content_sha256
+        .as_deref()
+        .map(|hex| digest("expected_content_sha256", hex))
+        .transpose()?;
+    let created = wire::memory_seq(&memory).ok_or_else(|| no_memory(&memory))?;
+    let agent = writer_agent(&headers)?;
+    run(move || {
+        let (_, served) = open(&stores, &id)?;
+        write_memory(&served, &agent, &memory, created, |path| ApiWrite::Delete {
+            memory: created.0,
+            path,
+            expect,
+        })?;
+        Ok(ok(&Deleted {
+            kind: "memory_deleted",
+            id: memory,
+        }))
     })
     .await
 }
@@ -626,6 +929,21 @@ async fn retrieve_memory(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn digests_are_64_lower_case_hex_digits() {
+        let hex = "ab".repeat(32);
+        assert_eq!(digest("d", &hex).expect("a digest"), [0xab; 32]);
+        for bad in [
+            "",
+            "AB".repeat(32).as_str(),
+            &"ab".repeat(31),
+            &"zz".repeat(32),
+            &"é".repeat(32),
+        ] {
+            assert!(digest("d", bad).is_err(), "{bad:?}");
+        }
+    }
 
     #[test]
     fn path_prefixes_are_whole_absolute_segments() {

@@ -147,6 +147,10 @@ pub(super) enum ApiError {
     NotFound(String),
     /// 409 `conflict_error`.
     Conflict(String),
+    /// 409 `memory_precondition_failed_error`.
+    PreconditionFailed(String),
+    /// 409 `memory_path_conflict_error`.
+    PathConflict(String),
     /// 529 `overloaded_error` (the SDKs retry it).
     Overloaded(String),
     /// 500 `api_error`.
@@ -161,6 +165,10 @@ impl ApiError {
             ApiError::Permission(m) => (StatusCode::FORBIDDEN, "permission_error", m),
             ApiError::NotFound(m) => (StatusCode::NOT_FOUND, "not_found_error", m),
             ApiError::Conflict(m) => (StatusCode::CONFLICT, "conflict_error", m),
+            ApiError::PreconditionFailed(m) => {
+                (StatusCode::CONFLICT, "memory_precondition_failed_error", m)
+            }
+            ApiError::PathConflict(m) => (StatusCode::CONFLICT, "memory_path_conflict_error", m),
             ApiError::Overloaded(m) => (
                 StatusCode::from_u16(529).unwrap_or(StatusCode::SERVICE_UNAVAILABLE),
                 "overloaded_error",
