@@ -229,6 +229,63 @@ def run(url, token):
         headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"}))
     assert json.loads(gone_for_tool.read()).get("is_error") is True
 
+    # Idempotency-Key: a retried request is a retry of the call it repeats (logged as one, and
+    # changing nothing); the same key for another request is refused.
+    key = {"Idempotency-Key": "retry-1"}
+    first = memories.create(made.id, path="/api/once.md", content="once\n", extra_headers=key)
+    again = memories.create(made.id, path="/api/once.md", content="once\n", extra_headers=key)
+    assert again.id == first.id and again.memory_version_id == first.memory_version_id, (first, again)
+    assert expect(anthropic.ConflictError, lambda: memories.create(
+        made.id, path="/api/other.md", content="x", extra_headers=key)) == "conflict_error"
+    dkey = {"Idempotency-Key": "delete-1"}
+    assert memories.delete(first.id, memory_store_id=made.id, extra_headers=dkey).id == first.id
+    assert memories.delete(first.id, memory_store_id=made.id, extra_headers=dkey).id == first.id
+    assert expect(anthropic.NotFoundError,
+                  lambda: memories.delete(first.id, memory_store_id=made.id)) == "not_found_error"
+
+    # Versions: every event that created, changed or deleted a memory, newest first, with its
+    # actor; the API's writes as the api_actor they were made as, the memory tool's as sessions.
+    versions = client.beta.memory_stores.memory_versions
+    lineage = list(versions.list(made.id, memory_id=created.id))
+    tried("memory_versions.list")
+    assert [v.operation for v in lineage] == ["deleted", "modified", "modified", "modified", "created"], lineage
+    assert [v.created_by.type for v in lineage] == ["api_actor", "session_actor", "api_actor", "api_actor", "api_actor"], lineage
+    assert lineage[0].content_sha256 is None and lineage[0].path == "/api/b.md", lineage[0]
+    assert lineage[-1].content_sha256 == created.content_sha256 and lineage[-1].id == created.memory_version_id
+    assert lineage[2].path == "/api/b.md" and lineage[3].path == "/api/a.md", lineage
+    assert all(v.memory_id == created.id and v.memory_store_id == made.id for v in lineage)
+    assert all(v.content is None for v in lineage)
+    full_lineage = list(versions.list(made.id, memory_id=created.id, view="full"))
+    assert [v.content for v in full_lineage] == [None, "fourth\n", "third\n", "second\n", "first\n"], full_lineage
+    one_version = versions.retrieve(lineage[3].id, memory_store_id=made.id)
+    tried("memory_versions.retrieve")
+    assert one_version.content == "second\n" and one_version.operation == "modified", one_version
+    every = list(versions.list(made.id, limit=7))
+    assert len(every) == len({v.id for v in every}) and len(every) >= 250 + 1 + 5 + 2, len(every)
+    keys = [(int(v.id.split("_")[1]), int(v.id.split("_")[2])) for v in every]
+    assert keys == sorted(keys, reverse=True), keys[:5]
+    created_only = list(versions.list(made.id, operation="created"))
+    assert all(v.operation == "created" for v in created_only) and len(created_only) == 254, len(created_only)
+    by_api = list(versions.list(made.id, api_key_id="operator"))
+    assert all(v.created_by.type == "api_actor" for v in by_api) and len(by_api) == 7, by_api
+    assert expect(anthropic.NotFoundError,
+                  lambda: versions.retrieve("memver_1_999", memory_store_id=made.id)) == "not_found_error"
+    assert expect(anthropic.BadRequestError,
+                  lambda: list(versions.list(made.id, operation="renamed"))) == "invalid_request_error"
+
+    # Redaction: refused where it would take a live memory with it; a deleted memory's
+    # versions are erased for real (and then named as redacted).
+    live_one = memories.retrieve(seen[1].id, memory_store_id=made.id)
+    assert expect(anthropic.ConflictError,
+                  lambda: versions.redact(live_one.memory_version_id, memory_store_id=made.id)) == "conflict_error"
+    redacted = versions.redact(lineage[-1].id, memory_store_id=made.id)
+    tried("memory_versions.redact")
+    assert redacted.redacted_at is not None and redacted.content is None and redacted.path is None, redacted
+    assert redacted.redacted_by is not None and redacted.redacted_by.type == "api_actor", redacted
+    assert expect(anthropic.NotFoundError,
+                  lambda: versions.retrieve(lineage[-1].id, memory_store_id=made.id)) == "not_found_error"
+    assert list(versions.list(made.id, memory_id=created.id)) == []
+
     # Every write is a chained event: the store verifies intact, each answer re-derived.
     verify = urllib.request.urlopen(urllib.request.Request(
         f"{url}/v1/stores/{name}/verify", headers={"Authorization": f"Bearer {token}"}))

@@ -28,6 +28,7 @@
 mod api_path;
 mod label;
 mod listing;
+mod versions;
 mod wire;
 
 use std::collections::{BTreeMap, HashMap};
@@ -74,6 +75,18 @@ pub(super) fn routes() -> Router<Arc<Stores>> {
             get(retrieve_memory)
                 .post(update_memory)
                 .delete(delete_memory),
+        )
+        .route(
+            "/v1/memory_stores/{id}/memory_versions",
+            get(versions::routes::list),
+        )
+        .route(
+            "/v1/memory_stores/{id}/memory_versions/{version}",
+            get(versions::routes::retrieve),
+        )
+        .route(
+            "/v1/memory_stores/{id}/memory_versions/{version}/redact",
+            post(versions::routes::redact),
         )
 }
 
@@ -646,26 +659,154 @@ fn tool_path(root: &MemPath, path: &str) -> String {
     format!("{root}{path}")
 }
 
-/// Records `write` in the opened store as `agent`; the seq of its event, or the API's error.
-fn record(served: &super::stores::Served, agent: &str, write: ApiWrite) -> Result<Seq, ApiError> {
-    let tool = served
-        .shared()
-        .tool_for(agent)
-        .map_err(ApiError::InvalidRequest)?;
-    let receipt = tool
-        .client()
-        .call(None, Body::Api(write))
-        .map_err(store_failed)?;
-    if !receipt.is_error {
-        return Ok(receipt.seq);
+/// Who writes, and under which `Idempotency-Key`: the agent the writes are recorded under, and
+/// the key that makes a retried request a retry of the call it repeats.
+struct Writing<'a> {
+    served: &'a super::stores::Served,
+    agent: String,
+    key: Option<String>,
+}
+
+/// The `Idempotency-Key` header: 1 to 255 visible ASCII characters, at most once.
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let mut keys = headers.get_all("idempotency-key").iter();
+    let (Some(key), None) = (keys.next(), keys.next()) else {
+        return match headers.get("idempotency-key") {
+            None => Ok(None),
+            Some(_) => Err(ApiError::InvalidRequest(
+                "send one Idempotency-Key header".into(),
+            )),
+        };
+    };
+    key.to_str()
+        .ok()
+        .filter(|k| (1..=255).contains(&k.len()) && k.bytes().all(|b| b.is_ascii_graphic()))
+        .map(|k| Some(k.to_string()))
+        .ok_or_else(|| {
+            ApiError::InvalidRequest(
+                "the Idempotency-Key header must be 1 to 255 visible ASCII characters".into(),
+            )
+        })
+}
+
+/// Whether `again` asks for what `original` asked (the path an update or delete was looked up
+/// at aside: the memory may have moved since, by that very call).
+fn same_request(original: &ApiWrite, again: &ApiWrite) -> bool {
+    match (original, again) {
+        (ApiWrite::Create { .. }, ApiWrite::Create { .. }) => original == again,
+        (
+            ApiWrite::Update {
+                memory,
+                content,
+                new_path,
+                expect,
+                ..
+            },
+            ApiWrite::Update {
+                memory: m,
+                content: c,
+                new_path: n,
+                expect: e,
+                ..
+            },
+        ) => (memory, content, new_path, expect) == (m, c, n, e),
+        (
+            ApiWrite::Delete { memory, expect, .. },
+            ApiWrite::Delete {
+                memory: m,
+                expect: e,
+                ..
+            },
+        ) => (memory, expect) == (m, e),
+        _ => false,
     }
-    Err(match ApiFailure::of(&receipt.text) {
-        Some((ApiFailure::Invalid, why)) => ApiError::InvalidRequest(why.to_string()),
-        Some((ApiFailure::NotFound, why)) => ApiError::NotFound(why.to_string()),
-        Some((ApiFailure::Precondition, why)) => ApiError::PreconditionFailed(why.to_string()),
-        Some((ApiFailure::PathConflict, why)) => ApiError::PathConflict(why.to_string()),
-        None => ApiError::Api(receipt.text),
-    })
+}
+
+impl Writing<'_> {
+    /// Records `write`; the seq of the event that made its change (for a retry, the original's),
+    /// or the API's error.
+    fn record(&self, write: ApiWrite) -> Result<Seq, ApiError> {
+        let tool = self
+            .served
+            .shared()
+            .tool_for(&self.agent)
+            .map_err(ApiError::InvalidRequest)?;
+        let receipt = tool
+            .client()
+            .call(self.key.clone(), Body::Api(write))
+            .map_err(store_failed)?;
+        if !receipt.is_error {
+            return Ok(receipt
+                .retry_of
+                .filter(|_| receipt.retried)
+                .unwrap_or(receipt.seq));
+        }
+        Err(match ApiFailure::of(&receipt.text) {
+            Some((ApiFailure::Invalid, why)) => ApiError::InvalidRequest(why.to_string()),
+            Some((ApiFailure::NotFound, why)) => ApiError::NotFound(why.to_string()),
+            Some((ApiFailure::Precondition, why)) => ApiError::PreconditionFailed(why.to_string()),
+            Some((ApiFailure::PathConflict, why)) => ApiError::PathConflict(why.to_string()),
+            // A key reused for another call, or for one a redaction erased.
+            None if self.key.is_some() => {
+                ApiError::Conflict(receipt.text.replace("tool_use id", "Idempotency-Key"))
+            }
+            None => ApiError::Api(receipt.text),
+        })
+    }
+
+    /// The write this agent made earlier under this request's key, if it made one: a retry of it
+    /// is that write again (refused if the request asks for something else).
+    fn earlier(&self, asked: &ApiWrite) -> Result<Option<ApiWrite>, ApiError> {
+        let Some(key) = &self.key else {
+            return Ok(None);
+        };
+        let earlier = self
+            .served
+            .shared()
+            .client()
+            .read_local(|store| {
+                let Some(recorded) = store.current_index()?.recorded(&self.agent, key)? else {
+                    return Ok(None);
+                };
+                let Some(bytes) = store.get(recorded.seq)? else {
+                    return Ok(None);
+                };
+                Ok(Some(Event::decode(&bytes)?.body))
+            })
+            .map_err(store_failed)?;
+        match earlier {
+            None => Ok(None),
+            Some(Body::Api(original)) if same_request(&original, asked) => Ok(Some(original)),
+            Some(_) => Err(ApiError::Conflict(format!(
+                "the Idempotency-Key {key:?} was used by this agent for another request; send this one with a fresh key"
+            ))),
+        }
+    }
+
+    /// Records the write `make` builds for the memory `created` at its current path: looked
+    /// up, then written in one event that checks it is still there; a memory moved in between
+    /// is looked up again (a few times). A retry under the same key repeats the original write.
+    fn write_memory(
+        &self,
+        memory: &str,
+        created: Seq,
+        make: impl Fn(String) -> ApiWrite,
+    ) -> Result<Seq, ApiError> {
+        if let Some(original) = self.earlier(&make(String::new()))? {
+            return self.record(original);
+        }
+        let mut last = no_memory(memory);
+        for _ in 0..4 {
+            let Some(path) = locate(self.served, created)? else {
+                return Err(no_memory(memory));
+            };
+            match self.record(make(path)) {
+                Err(ApiError::NotFound(why)) => last = ApiError::NotFound(why),
+                done => return done,
+            }
+        }
+        Err(last)
+    }
 }
 
 /// Refuses a write to an archived store.
@@ -739,6 +880,7 @@ async fn create_memory(
     };
     check_content(&content)?;
     let agent = writer_agent(&headers)?;
+    let key = idempotency_key(&headers)?;
     run(move || {
         writable(&stores, &id)?;
         let (name, served) = open(&stores, &id)?;
@@ -747,7 +889,15 @@ async fn create_memory(
             path: tool_path(&root, &asked.path),
             content,
         };
-        let seq = record(&served, &agent, write)?;
+        let writing = Writing {
+            served: &served,
+            agent,
+            key,
+        };
+        let seq = match writing.earlier(&write)? {
+            Some(original) => writing.record(original)?,
+            None => writing.record(write)?,
+        };
         memory_by_seq(&served, &name, seq, full)?
             .map(|m| ok(&m))
             .ok_or_else(|| {
@@ -812,29 +962,6 @@ fn locate(served: &super::stores::Served, created: Seq) -> Result<Option<String>
         .map_err(store_failed)
 }
 
-/// Records the write `make` builds for the memory `created` at its current path: looked up,
-/// then written in one event that checks it is still there; a memory moved in between is looked
-/// up again (a few times).
-fn write_memory(
-    served: &super::stores::Served,
-    agent: &str,
-    memory: &str,
-    created: Seq,
-    make: impl Fn(String) -> ApiWrite,
-) -> Result<Seq, ApiError> {
-    let mut last = no_memory(memory);
-    for _ in 0..4 {
-        let Some(path) = locate(served, created)? else {
-            return Err(no_memory(memory));
-        };
-        match record(served, agent, make(path)) {
-            Err(ApiError::NotFound(why)) => last = ApiError::NotFound(why),
-            done => return done,
-        }
-    }
-    Err(last)
-}
-
 async fn update_memory(
     State(stores): State<Arc<Stores>>,
     RoutePath((id, memory)): RoutePath<(String, String)>,
@@ -873,12 +1000,18 @@ async fn update_memory(
     };
     let created = wire::memory_seq(&memory).ok_or_else(|| no_memory(&memory))?;
     let agent = writer_agent(&headers)?;
+    let key = idempotency_key(&headers)?;
     run(move || {
         writable(&stores, &id)?;
         let (name, served) = open(&stores, &id)?;
         let root = MemPath::absolute(served.shared().root()).map_err(ApiError::Api)?;
         let new_path = asked.path.as_deref().map(|p| tool_path(&root, p));
-        write_memory(&served, &agent, &memory, created, |path| ApiWrite::Update {
+        let writing = Writing {
+            served: &served,
+            agent,
+            key,
+        };
+        writing.write_memory(&memory, created, |path| ApiWrite::Update {
             memory: created.0,
             path,
             content: asked.content.clone(),
@@ -911,9 +1044,15 @@ async fn delete_memory(
         .transpose()?;
     let created = wire::memory_seq(&memory).ok_or_else(|| no_memory(&memory))?;
     let agent = writer_agent(&headers)?;
+    let key = idempotency_key(&headers)?;
     run(move || {
         let (_, served) = open(&stores, &id)?;
-        write_memory(&served, &agent, &memory, created, |path| ApiWrite::Delete {
+        let writing = Writing {
+            served: &served,
+            agent,
+            key,
+        };
+        writing.write_memory(&memory, created, |path| ApiWrite::Delete {
             memory: created.0,
             path,
             expect,

@@ -103,6 +103,50 @@ pub(super) struct Memory {
     pub memory_version_id: String,
 }
 
+/// Who made a version (`BetaManagedAgentsActor`): the agent of an API write as the API key it
+/// wrote with, a memory-tool call's agent as the session it wrote in.
+#[derive(Serialize)]
+#[serde(tag = "type")]
+pub(super) enum Actor {
+    #[serde(rename = "api_actor")]
+    Api { api_key_id: String },
+    #[serde(rename = "session_actor")]
+    Session { session_id: String },
+}
+
+/// A memory version (`BetaManagedAgentsMemoryVersion`).
+#[derive(Serialize)]
+pub(super) struct MemoryVersion {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub id: String,
+    pub memory_id: String,
+    pub memory_store_id: String,
+    pub operation: &'static str,
+    pub created_at: String,
+    pub created_by: Actor,
+    /// `None` under `view=basic`, for a delete, or once redacted.
+    pub content: Option<String>,
+    pub content_sha256: Option<String>,
+    pub content_size_bytes: Option<u64>,
+    pub path: Option<String>,
+    pub redacted_at: Option<String>,
+    pub redacted_by: Option<Actor>,
+}
+
+/// The (seq, memory) a version id names.
+pub(super) fn version_seqs(id: &str) -> Option<(Seq, Seq)> {
+    let (seq, memory) = id.strip_prefix(VERSION_ID_PREFIX)?.split_once('_')?;
+    let number = |digits: &str| {
+        let canonical = !digits.is_empty()
+            && !digits.starts_with('0')
+            && digits.len() <= 20
+            && digits.bytes().all(|b| b.is_ascii_digit());
+        canonical.then(|| digits.parse().ok().map(Seq)).flatten()
+    };
+    Some((number(seq)?, number(memory)?))
+}
+
 /// One page of a listing (`PageCursor`): `next_page` is the `page` of the next request, `null`
 /// on the last page.
 #[derive(Serialize)]
@@ -247,6 +291,17 @@ mod tests {
             assert_eq!(memory_seq(bad), None, "{bad}");
         }
         assert_eq!(version_id(Seq(7), Seq(3)), "memver_7_3");
+        assert_eq!(version_seqs("memver_7_3"), Some((Seq(7), Seq(3))));
+        for bad in [
+            "memver_7",
+            "memver__3",
+            "memver_07_3",
+            "memver_7_3_1",
+            "mem_7_3",
+            "memver_7_x",
+        ] {
+            assert_eq!(version_seqs(bad), None, "{bad}");
+        }
     }
 
     #[test]
