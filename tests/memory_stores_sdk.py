@@ -19,6 +19,8 @@ import time
 import urllib.request
 
 import anthropic
+import anyio
+from types import SimpleNamespace
 from anthropic.types.beta import BetaManagedAgentsMemoryStore
 from anthropic.types.beta.memory_stores import (
     BetaManagedAgentsMemory,
@@ -86,6 +88,7 @@ def main():
         server, file = start(args.mnemo, data)
         try:
             run(file["url"], file["token"])
+            anyio.run(sync_both_ways, file["url"], file["token"], os.path.join(tmp, "session"))
         finally:
             server.terminate()
             server.wait(timeout=30)
@@ -328,6 +331,55 @@ def run(url, token):
     tried("memory_stores.delete")
     assert gone.type == "memory_store_deleted" and gone.id == others[1].id, gone
     assert expect(anthropic.NotFoundError, lambda: stores.retrieve(others[1].id)) == "not_found_error"
+
+
+async def sync_both_ways(url, token, workdir):
+    """The SDK's own sync helper for self-hosted sandboxes (`SessionMemoryStores`) keeps a
+    folder and a Mnemo store in step: it downloads the store, then its last sync uploads local
+    creates and edits, deletes what was deleted locally, and pulls what changed on the server;
+    the store verifies intact after, and the memory tool sees the files."""
+    from anthropic.lib.tools._memories import SessionMemoryStores
+
+    client = anthropic.AsyncAnthropic(api_key=token, base_url=url, max_retries=0)
+    store = await client.beta.memory_stores.create(name="a session's notes")
+    name = store.id[len("memstore_"):]
+    for path, text in [("/keep.md", "kept\n"), ("/edit.md", "before\n"), ("/gone.md", "bye\n"),
+                       ("/remote.md", "old\n"), ("/deep/a.md", "deep\n")]:
+        await client.beta.memory_stores.memories.create(store.id, path=path, content=text)
+    mount = os.path.join(workdir, "mnt", "notes")
+    session = SimpleNamespace(resources=[SimpleNamespace(
+        type="memory_store", memory_store_id=store.id, mount_path=mount, access="read_write", name="notes")])
+    synced = SessionMemoryStores(client, workdir=workdir)
+    await synced.download(session)
+    tried("SessionMemoryStores.download")
+    on_disk = {os.path.relpath(os.path.join(d, f), mount): open(os.path.join(d, f)).read()
+               for d, _, files in os.walk(mount) for f in files if f != ".anthropic-memory-store"}
+    assert on_disk == {"keep.md": "kept\n", "edit.md": "before\n", "gone.md": "bye\n",
+                       "remote.md": "old\n", "deep/a.md": "deep\n"}, on_disk
+
+    # Local: an edit, a new file, a delete. Server: the memory tool edits another file.
+    with open(os.path.join(mount, "edit.md"), "w") as f:
+        f.write("after\n")
+    with open(os.path.join(mount, "new.md"), "w") as f:
+        f.write("made here\n")
+    os.remove(os.path.join(mount, "gone.md"))
+    tool_call(url, token, name, {"command": "str_replace", "path": "/memories/remote.md",
+                                 "old_str": "old", "new_str": "new"})
+    await synced.finish()
+    tried("SessionMemoryStores.finish")
+
+    remote = {m.path: m.content async for m in client.beta.memory_stores.memories.list(store.id, view="full")}
+    assert remote == {"/keep.md": "kept\n", "/edit.md": "after\n", "/new.md": "made here\n",
+                      "/remote.md": "new\n", "/deep/a.md": "deep\n"}, remote
+    with open(os.path.join(mount, "remote.md")) as f:
+        assert f.read() == "new\n"
+    seen = tool_call(url, token, name, {"command": "view", "path": "/memories/new.md"})
+    assert "made here" in seen["content"], seen
+    verify = urllib.request.urlopen(urllib.request.Request(
+        f"{url}/v1/stores/{name}/verify", headers={"Authorization": f"Bearer {token}"}))
+    report = json.loads(verify.read())
+    assert report["status"] == "intact", report
+    await synced.dispose()
 
 
 if __name__ == "__main__":

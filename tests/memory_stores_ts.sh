@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Contract test of `mnemo serve --data`'s memory-stores API against the official TypeScript SDK
+# (@anthropic-ai/sdk 1.16.0, pinned by tests/sdk-ts/package-lock.json), with Node's test runner.
+# See tests/sdk-ts/memory_stores.test.mjs.
+#
+# Writes only under the repository (tests/sdk-ts/node_modules, ignored by git; the cargo build)
+# and a temporary directory the test removes. Exits non-zero on any failure.
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo"
+
+# shellcheck source=tests/venv.sh
+. "$repo/tests/venv.sh"
+
+command -v node > /dev/null || { echo "memory_stores_ts.sh: node (20 or newer) is not on PATH" >&2; exit 2; }
+(cd tests/sdk-ts && npm ci --no-audit --no-fund --loglevel=error)
+
+cargo build --quiet --features serve,replicate --bin mnemo
+MNEMO_BIN="$(cargo_target_dir "$repo")/debug/mnemo" exec node --test tests/sdk-ts/

@@ -1,0 +1,165 @@
+// The memory-stores API of `mnemo serve --data`, driven by the official TypeScript SDK
+// (@anthropic-ai/sdk 1.16.0, `client.beta.memoryStores`): each route through the SDK's own
+// methods, auto-pagination, the errors it raises as its classes, and the values the store holds.
+// Run by tests/memory_stores_ts.sh (MNEMO_BIN names the built binary).
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, existsSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Anthropic from '@anthropic-ai/sdk';
+
+const sha256 = (text) => createHash('sha256').update(text, 'utf8').digest('hex');
+let server;
+let file;
+let dir;
+
+before(async () => {
+  const mnemo = process.env.MNEMO_BIN;
+  assert.ok(mnemo, 'MNEMO_BIN must name the mnemo binary');
+  dir = mkdtempSync(join(tmpdir(), 'mnemo-ts-'));
+  const data = join(dir, 'data');
+  server = spawn(mnemo, ['serve', '--data', data, '--listen', '127.0.0.1:0'], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const serverFile = join(data, 'mnemo-server.json');
+  for (let i = 0; i < 600 && !file; i++) {
+    if (existsSync(serverFile)) {
+      try {
+        file = JSON.parse(readFileSync(serverFile, 'utf8'));
+      } catch {}
+    }
+    if (!file) await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.ok(file, 'the server wrote its server file');
+});
+
+after(async () => {
+  if (server && server.exitCode === null) {
+    const exited = new Promise((resolve) => server.once('exit', resolve));
+    server.kill('SIGTERM');
+    await exited;
+  }
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+async function toolCall(store, command) {
+  const answer = await fetch(`${file.url}/v1/stores/${store}/memory`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${file.token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(command),
+  }).then((r) => r.json());
+  assert.notEqual(answer.is_error, true, JSON.stringify(answer));
+  return answer;
+}
+
+async function rejects(promise, ErrorClass, type) {
+  await assert.rejects(promise, (e) => {
+    assert.ok(e instanceof ErrorClass, `${e?.constructor?.name}: ${e?.message}`);
+    assert.equal(e.error?.type, 'error');
+    assert.equal(e.error?.error?.type, type);
+    return true;
+  });
+}
+
+test('every memory-stores route answers the TypeScript SDK', async () => {
+  const client = new Anthropic({ apiKey: file.token, baseURL: file.url, maxRetries: 0 });
+  const stores = client.beta.memoryStores;
+
+  const made = await stores.create({ name: 'ts store', metadata: { user: '7' } });
+  assert.equal(made.type, 'memory_store');
+  assert.match(made.id, /^memstore_[a-z0-9_-]+$/);
+  assert.deepEqual(made.metadata, { user: '7' });
+  assert.equal(made.archived_at, null);
+  assert.ok(!Number.isNaN(Date.parse(made.created_at)));
+  assert.deepEqual(await stores.retrieve(made.id), made);
+  const renamed = await stores.update(made.id, { name: 'renamed', metadata: { user: null, plan: 'x' } });
+  assert.equal(renamed.name, 'renamed');
+  assert.deepEqual(renamed.metadata, { plan: 'x' });
+  const other = await stores.create({ name: 'other' });
+  const listed = [];
+  for await (const s of stores.list({ limit: 1 })) listed.push(s.id);
+  assert.deepEqual(listed.sort(), [made.id, other.id].sort());
+
+  const name = made.id.slice('memstore_'.length);
+  for (let i = 0; i < 45; i++) {
+    await toolCall(name, { command: 'create', path: `/memories/n/${String(i).padStart(2, '0')}.md`, file_text: `n${i}\n` });
+  }
+  const memories = client.beta.memoryStores.memories;
+  const all = [];
+  for await (const m of memories.list(made.id, { limit: 10 })) all.push(m);
+  assert.equal(all.length, 45);
+  for (const m of all) {
+    assert.equal(m.type, 'memory');
+    assert.equal(m.content, null);
+    const n = Number(m.path.slice(3, 5));
+    assert.equal(m.content_sha256, sha256(`n${n}\n`));
+  }
+  const prefixes = [];
+  for await (const item of memories.list(made.id, { depth: 1 })) prefixes.push([item.type, item.path]);
+  assert.deepEqual(prefixes, [['memory_prefix', '/n/']]);
+
+  const created = await memories.create(made.id, { path: '/ts/a.md', content: 'one\n' });
+  assert.equal(created.content_sha256, sha256('one\n'));
+  const updated = await memories.update(created.id, {
+    memory_store_id: made.id,
+    content: 'two\n',
+    path: '/ts/b.md',
+    precondition: { type: 'content_sha256', content_sha256: created.content_sha256 },
+    view: 'full',
+  });
+  assert.equal(updated.id, created.id);
+  assert.equal(updated.path, '/ts/b.md');
+  assert.equal(updated.content, 'two\n');
+  await rejects(
+    memories.update(created.id, {
+      memory_store_id: made.id,
+      content: 'lost',
+      precondition: { type: 'content_sha256', content_sha256: created.content_sha256 },
+    }),
+    Anthropic.ConflictError,
+    'memory_precondition_failed_error',
+  );
+  await rejects(
+    memories.create(made.id, { path: '/ts/b.md', content: 'again' }),
+    Anthropic.ConflictError,
+    'memory_path_conflict_error',
+  );
+  const retrieved = await memories.retrieve(created.id, { memory_store_id: made.id });
+  assert.equal(retrieved.content, 'two\n');
+
+  const versions = client.beta.memoryStores.memoryVersions;
+  const lineage = [];
+  for await (const v of versions.list(made.id, { memory_id: created.id })) lineage.push(v);
+  assert.deepEqual(lineage.map((v) => v.operation), ['modified', 'created']);
+  assert.equal(lineage[0].created_by.type, 'api_actor');
+  const first = await versions.retrieve(lineage[1].id, { memory_store_id: made.id });
+  assert.equal(first.content, 'one\n');
+  assert.equal(first.path, '/ts/a.md');
+
+  const deleted = await memories.delete(created.id, { memory_store_id: made.id, expected_content_sha256: sha256('two\n') });
+  assert.deepEqual(deleted, { type: 'memory_deleted', id: created.id });
+  const redacted = await versions.redact(lineage[1].id, { memory_store_id: made.id });
+  assert.notEqual(redacted.redacted_at, null);
+  assert.equal(redacted.content_sha256, null);
+  await rejects(versions.retrieve(lineage[1].id, { memory_store_id: made.id }), Anthropic.NotFoundError, 'not_found_error');
+
+  await rejects(stores.retrieve('memstore_missing'), Anthropic.NotFoundError, 'not_found_error');
+  await rejects(memories.list(made.id, { path_prefix: 'n' }), Anthropic.BadRequestError, 'invalid_request_error');
+  const stranger = new Anthropic({ apiKey: 'not-a-token', baseURL: file.url, maxRetries: 0 });
+  await rejects(stranger.beta.memoryStores.list(), Anthropic.AuthenticationError, 'authentication_error');
+
+  const archived = await stores.archive(other.id);
+  assert.notEqual(archived.archived_at, null);
+  const gone = await stores.delete(other.id);
+  assert.deepEqual(gone, { type: 'memory_store_deleted', id: other.id });
+  await rejects(stores.retrieve(other.id), Anthropic.NotFoundError, 'not_found_error');
+
+  const verify = await fetch(`${file.url}/v1/stores/${name}/verify`, {
+    headers: { authorization: `Bearer ${file.token}` },
+  }).then((r) => r.json());
+  assert.equal(verify.status, 'intact');
+});
