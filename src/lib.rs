@@ -23,6 +23,7 @@ mod lineage;
 mod log;
 #[cfg(feature = "mcp")]
 mod mcp;
+pub mod memory_store;
 mod paths;
 mod policy;
 mod projection;

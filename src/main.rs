@@ -20,6 +20,7 @@ use mnemo::{
 use serde_json::json;
 
 mod connect;
+mod memory_store_file;
 mod replication;
 mod store_admin;
 
@@ -303,7 +304,9 @@ enum Cmd {
         #[command(flatten)]
         remote: Remote,
     },
-    /// Write the memory tree as plain files (DIR/memories/...), now or after event SEQ.
+    /// Write the memory tree as plain files (DIR/memories/...), now or after event SEQ; or with
+    /// --format memory-stores, every memory and version as the memory-stores API's JSON
+    /// (DIR/memory-store.json).
     Export {
         /// A new or empty directory.
         dir: PathBuf,
@@ -312,6 +315,12 @@ enum Cmd {
         /// Export the tree as it was after event SEQ (a seq `mnemo log` lists).
         #[arg(long, value_name = "SEQ")]
         at: Option<u64>,
+        /// files (DIR/memories/...) or memory-stores (DIR/memory-store.json).
+        #[arg(long, value_enum, default_value = "files")]
+        format: TransferFormat,
+        /// With --format memory-stores: the memory tool's root the memories live under.
+        #[arg(long, default_value = "/memories")]
+        root: String,
         #[command(flatten)]
         remote: Remote,
     },
@@ -326,10 +335,15 @@ enum Cmd {
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
     },
-    /// Import the files an SDK filesystem tool left (DIR/memories/...) as logged create calls.
+    /// Import the files an SDK filesystem tool left (DIR/memories/...) as logged create calls;
+    /// or with --format memory-stores, a memory-stores export (DIR/memory-store.json) as the API's
+    /// writes.
     Import {
-        /// The directory that holds memories/ (the SDK tool's base_path).
+        /// The directory that holds memories/ (the SDK tool's base_path), or memory-store.json.
         dir: PathBuf,
+        /// files (DIR/memories/...) or memory-stores (DIR/memory-store.json).
+        #[arg(long, value_enum, default_value = "files")]
+        format: TransferFormat,
         #[command(flatten)]
         db: Db,
         /// The agent the create calls are recorded under.
@@ -681,6 +695,15 @@ fn parse_cli() -> Cli {
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
+/// What `mnemo export` writes and `mnemo import` reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum TransferFormat {
+    /// Plain files, DIR/memories/..., as the SDK's filesystem tool keeps them.
+    Files,
+    /// DIR/memory-store.json: the memories and versions as the memory-stores API's objects.
+    MemoryStores,
+}
+
 fn main() -> ExitCode {
     let cli = parse_cli();
     // What this process creates is its owner's alone: sled makes some files of a store (its
@@ -862,14 +885,36 @@ fn main() -> ExitCode {
             dir,
             db,
             at,
+            format: TransferFormat::Files,
             remote,
+            ..
         } => run_export(&db.db, &dir, at, &remote),
+        Cmd::Export {
+            dir,
+            db,
+            at,
+            format: TransferFormat::MemoryStores,
+            root,
+            remote,
+        } => match (at, remote.connect.is_some()) {
+            (Some(_), _) => Err("--at is for --format files; a memory-stores export holds every version".into()),
+            (_, true) => Err("--format memory-stores exports a store at --db; for a store on a server, use its /v1/memory_stores routes".into()),
+            (None, false) => memory_store_file::export(&db.db, &dir, &root),
+        },
         Cmd::Import {
             dir,
+            format: TransferFormat::Files,
             db,
             agent,
             root,
         } => run_import(&db.db, &dir, agent, root),
+        Cmd::Import {
+            dir,
+            format: TransferFormat::MemoryStores,
+            db,
+            agent,
+            root,
+        } => memory_store_file::import(&db.db, &dir, agent, &root),
     };
     match result {
         Ok(code) => code,

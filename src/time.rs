@@ -38,7 +38,6 @@ pub fn utc(ms: u64) -> String {
 /// space for the `T`, and lower-case `t`/`z`, taken too), as API filters such as
 /// `created_at_gte` carry it; `None` for anything else or a time before 1970. Inverse of [`utc`]
 /// to the millisecond (finer digits are dropped).
-#[cfg(feature = "serve")]
 pub fn parse_rfc3339(text: &str) -> Option<u64> {
     let b = text.as_bytes();
     if b.len() < 20 || !matches!(b[10], b'T' | b't' | b' ') {
@@ -133,7 +132,6 @@ pub fn parse_rfc3339(text: &str) -> Option<u64> {
 mod tests {
     use super::utc;
 
-    #[cfg(feature = "serve")]
     #[test]
     fn rfc3339_times_read_back_what_utc_writes() {
         use super::parse_rfc3339;

@@ -11,7 +11,7 @@ use mnemo::{Body, MnemoClient};
 use proptest::prelude::*;
 use serde_json::json;
 
-use crate::support::TempStore;
+use crate::support::{TempStore, run_mnemo};
 
 /// A small set of paths, so that steps collide: the same path, a path under a memory, a
 /// directory of memories.
@@ -260,4 +260,227 @@ fn api_writes_are_followed_shown_and_redacted_like_tool_calls() {
     assert!(report.is_intact(), "{:?}", report.violations);
     let left = client.record("/memories/c.md").expect("read");
     assert!(left.is_none_or(|r| !r.content.contains("4921")));
+}
+
+/// `mnemo VERB --format memory-stores --db DB DIR`.
+fn memory_stores(verb: &str, db: &std::path::Path, dir: &std::path::Path) -> std::process::Output {
+    let (db, dir) = (db.to_str().expect("utf-8"), dir.to_str().expect("utf-8"));
+    run_mnemo(&[verb, "--format", "memory-stores", "--db", db, dir], "")
+}
+
+/// The export file in `dir`.
+fn read_export(dir: &std::path::Path) -> serde_json::Value {
+    let bytes = std::fs::read(dir.join("memory-store.json")).expect("the export file");
+    serde_json::from_slice(&bytes).expect("json")
+}
+
+/// `mnemo export --format memory-stores` writes every memory and version; `mnemo import
+/// --format memory-stores` of that file into a new store gives the same memories with the same
+/// versions' contents in order, and the new store verifies.
+#[test]
+fn a_store_exported_as_memory_stores_json_imports_to_the_same_memories_and_versions() {
+    let store = TempStore::new();
+    let db = store.path();
+    {
+        let client = store.client();
+        let tool = mnemo::MnemoMemoryToolServer::new(client.clone());
+        let (a, _) = outcome(
+            &client,
+            ApiWrite::Create {
+                path: "/memories/a.md".into(),
+                content: "one\n".into(),
+            },
+        );
+        tool.handle(&json!({"command": "create", "path": "/memories/d/b.md", "file_text": "b\n"}));
+        tool.handle(
+            &json!({"command": "rename", "old_path": "/memories/d", "new_path": "/memories/e"}),
+        );
+        outcome(
+            &client,
+            ApiWrite::Update {
+                memory: a,
+                path: "/memories/a.md".into(),
+                content: Some("two\n".into()),
+                new_path: Some("/memories/x/a.md".into()),
+                expect: None,
+            },
+        );
+        tool.handle(
+            &json!({"command": "create", "path": "/memories/gone.md", "file_text": "bye\n"}),
+        );
+        tool.handle(&json!({"command": "delete", "path": "/memories/gone.md"}));
+    }
+    let out = store.dir.path().join("out");
+    let done = memory_stores("export", &db, &out);
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let exported: serde_json::Value = read_export(&out);
+    let memories = |doc: &serde_json::Value| -> Vec<(String, String)> {
+        let mut m: Vec<(String, String)> = doc["memories"]
+            .as_array()
+            .expect("memories")
+            .iter()
+            .map(|m| {
+                (
+                    m["path"].as_str().expect("path").into(),
+                    m["content"].as_str().expect("content").into(),
+                )
+            })
+            .collect();
+        m.sort();
+        m
+    };
+    let versions = |doc: &serde_json::Value| -> Vec<(String, Option<String>, Option<String>)> {
+        doc["memory_versions"]
+            .as_array()
+            .expect("versions")
+            .iter()
+            .map(|v| {
+                (
+                    v["operation"].as_str().expect("op").to_string(),
+                    v["path"].as_str().map(str::to_string),
+                    v["content"].as_str().map(str::to_string),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        memories(&exported),
+        [
+            ("/e/b.md".to_string(), "b\n".to_string()),
+            ("/x/a.md".into(), "two\n".into())
+        ]
+    );
+    assert_eq!(
+        versions(&exported),
+        [
+            (
+                "created".to_string(),
+                Some("/a.md".to_string()),
+                Some("one\n".to_string())
+            ),
+            ("created".into(), Some("/d/b.md".into()), Some("b\n".into())),
+            (
+                "modified".into(),
+                Some("/e/b.md".into()),
+                Some("b\n".into())
+            ),
+            (
+                "modified".into(),
+                Some("/x/a.md".into()),
+                Some("two\n".into())
+            ),
+            (
+                "created".into(),
+                Some("/gone.md".into()),
+                Some("bye\n".into())
+            ),
+            ("deleted".into(), Some("/gone.md".into()), None),
+        ]
+    );
+
+    let copy = store.dir.path().join("copy.mnemo.db");
+    let done = memory_stores("import", &copy, &out);
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let again = store.dir.path().join("again");
+    let done = memory_stores("export", &copy, &again);
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let reimported: serde_json::Value = read_export(&again);
+    assert_eq!(memories(&reimported), memories(&exported));
+    // The import replays each version as an API write: a directory rename becomes a move of the
+    // memory under it, so the versions keep their order, paths and contents.
+    assert_eq!(versions(&reimported), versions(&exported));
+    let verified = run_mnemo(&["verify", "--db", copy.to_str().expect("utf-8")], "");
+    assert!(
+        verified.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verified.stdout)
+    );
+
+    // A hosted export: its own ids, a redacted version, history cut short by retention. The
+    // listing decides the end state.
+    let hosted = json!({
+        "format": "memory-stores",
+        "memory_store_id": "memstore_01hosted",
+        "memories": [
+            {"type": "memory", "id": "mem_01a", "memory_store_id": "memstore_01hosted", "path": "/notes/a.md",
+             "content": "latest\n", "content_sha256": "", "content_size_bytes": 7,
+             "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-03T00:00:00Z", "memory_version_id": "memver_01c"},
+            {"type": "memory", "id": "mem_01b", "memory_store_id": "memstore_01hosted", "path": "/kept.md",
+             "content": "no history left\n", "content_sha256": "", "content_size_bytes": 16,
+             "created_at": "2025-01-01T00:00:00Z", "updated_at": "2025-01-01T00:00:00Z", "memory_version_id": "memver_01z"}
+        ],
+        "memory_versions": [
+            {"type": "memory_version", "id": "memver_01c", "memory_id": "mem_01a", "memory_store_id": "memstore_01hosted",
+             "operation": "modified", "created_at": "2026-01-03T00:00:00Z", "created_by": {"type": "user_actor", "user_id": "user_1"},
+             "content": "latest\n", "content_sha256": null, "content_size_bytes": 7, "path": "/notes/a.md",
+             "redacted_at": null, "redacted_by": null},
+            {"type": "memory_version", "id": "memver_01a", "memory_id": "mem_01a", "memory_store_id": "memstore_01hosted",
+             "operation": "created", "created_at": "2026-01-01T00:00:00Z", "created_by": {"type": "api_actor", "api_key_id": "apikey_1"},
+             "content": "first\n", "content_sha256": null, "content_size_bytes": 6, "path": "/a.md",
+             "redacted_at": null, "redacted_by": null},
+            {"type": "memory_version", "id": "memver_01b", "memory_id": "mem_01a", "memory_store_id": "memstore_01hosted",
+             "operation": "modified", "created_at": "2026-01-02T00:00:00Z", "created_by": null,
+             "content": null, "content_sha256": null, "content_size_bytes": null, "path": null,
+             "redacted_at": "2026-02-01T00:00:00Z", "redacted_by": {"type": "api_actor", "api_key_id": "apikey_1"}}
+        ]
+    });
+    let hosted_dir = store.dir.path().join("hosted");
+    std::fs::create_dir(&hosted_dir).expect("dir");
+    std::fs::write(hosted_dir.join("memory-store.json"), hosted.to_string()).expect("write");
+    let brought = store.dir.path().join("brought.mnemo.db");
+    let done = memory_stores("import", &brought, &hosted_dir);
+    // The redacted version is named as skipped: exit 1, the rest imported.
+    assert_eq!(
+        done.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    assert!(String::from_utf8_lossy(&done.stderr).contains("memver_01b"));
+    let client = crate::support::open_client(&brought, "reader", mnemo::Durability::Buffered);
+    let mut files: Vec<(String, String)> = client
+        .records_by_tag("memorytool")
+        .expect("records")
+        .into_iter()
+        .map(|r| (r.path, r.content))
+        .collect();
+    files.sort();
+    assert_eq!(
+        files,
+        [
+            (
+                "/memories/kept.md".to_string(),
+                "no history left\n".to_string()
+            ),
+            ("/memories/notes/a.md".into(), "latest\n".into()),
+        ]
+    );
+    assert!(client.verify().expect("verify").is_intact());
+
+    // Not a memory-stores file: refused, nothing made.
+    std::fs::write(
+        hosted_dir.join("memory-store.json"),
+        b"{\"format\": \"files\"}",
+    )
+    .expect("write");
+    let refused = store.dir.path().join("refused.mnemo.db");
+    let done = memory_stores("import", &refused, &hosted_dir);
+    assert_eq!(
+        done.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
 }

@@ -128,6 +128,7 @@ const SURFACE: &[&str] = &[
     "cli_support::verify_store_with",
     "data_dir",
     "event",
+    "memory_store",
     "serve #[cfg(feature = \"serve\")]",
     "tool",
 ];

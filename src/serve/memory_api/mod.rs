@@ -25,13 +25,11 @@
 //! the operator token, as `x-api-key` (what the SDKs send) or as a bearer token; errors are the
 //! API's envelope. Memory versions are not served yet.
 
-mod api_path;
 mod label;
-mod listing;
 mod versions;
 mod wire;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::Router;
@@ -41,21 +39,20 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 use axum::routing::{get, post};
 use serde::Deserialize;
-use sha2::{Digest, Sha256};
 
 use super::auth::Refusal;
 use super::auth::named_agent;
 use super::stores::{Stores, Unavailable};
 use crate::event::{Event, Seq};
-use crate::log::Store;
+use crate::memory_store::ids;
+use crate::memory_store::objects::Memory;
+use crate::memory_store::reading::{self, Listing};
 use crate::paths::MemPath;
-use crate::projection::FileEntry;
 use crate::time::{now_ms, parse_rfc3339, utc};
 use crate::tool::Body;
 use crate::tool::api::{ApiFailure, ApiWrite};
 use label::Label;
-use listing::Listed;
-use wire::{ApiError, Deleted, Item, Memory, MemoryStore, Page, ok};
+use wire::{ApiError, Deleted, MemoryStore, Page, ok};
 
 /// The routes, over the data server's stores.
 pub(super) fn routes() -> Router<Arc<Stores>> {
@@ -78,15 +75,15 @@ pub(super) fn routes() -> Router<Arc<Stores>> {
         )
         .route(
             "/v1/memory_stores/{id}/memory_versions",
-            get(versions::routes::list),
+            get(versions::list),
         )
         .route(
             "/v1/memory_stores/{id}/memory_versions/{version}",
-            get(versions::routes::retrieve),
+            get(versions::retrieve),
         )
         .route(
             "/v1/memory_stores/{id}/memory_versions/{version}/redact",
-            post(versions::routes::redact),
+            post(versions::redact),
         )
 }
 
@@ -143,7 +140,7 @@ fn unavailable(id: &str, why: Unavailable) -> ApiError {
 
 /// The store name and directory the memory-store id `id` names, if it is one.
 fn resolve(stores: &Stores, id: &str) -> Result<(String, std::path::PathBuf), ApiError> {
-    let name = wire::store_name(id).ok_or_else(|| no_store(id))?;
+    let name = ids::store_name(id).ok_or_else(|| no_store(id))?;
     let dir = crate::data_dir::store_dir(stores.dir(), name).ok_or_else(|| no_store(id))?;
     Ok((name.to_string(), dir))
 }
@@ -151,7 +148,7 @@ fn resolve(stores: &Stores, id: &str) -> Result<(String, std::path::PathBuf), Ap
 fn store_object(name: &str, label: Label) -> MemoryStore {
     MemoryStore {
         kind: "memory_store",
-        id: wire::store_id(name),
+        id: ids::store_id(name),
         name: label.name,
         description: label.description,
         metadata: label.metadata,
@@ -226,9 +223,9 @@ async fn create_store(
         match stores.create_store(&name) {
             Ok(true) => {}
             Ok(false) => return Err(ApiError::Api("a fresh store name was taken; retry".into())),
-            Err(why) => return Err(unavailable(&wire::store_id(&name), why)),
+            Err(why) => return Err(unavailable(&ids::store_id(&name), why)),
         }
-        let dir = resolve(&stores, &wire::store_id(&name))?.1;
+        let dir = resolve(&stores, &ids::store_id(&name))?.1;
         label::write(&dir, &label).map_err(store_failed)?;
         Ok(ok(&store_object(&name, label)))
     })
@@ -301,7 +298,7 @@ async fn list_stores(
             .then(|| {
                 found
                     .last()
-                    .map(|s| wire::page_token(wire::store_name(&s.id).unwrap_or("")))
+                    .map(|s| wire::page_token(ids::store_name(&s.id).unwrap_or("")))
             })
             .flatten();
         Ok(ok(&Page {
@@ -478,63 +475,6 @@ fn check_prefix(prefix: &str) -> Result<(), ApiError> {
     }
 }
 
-/// What a memory listing or retrieval reads of a store: the files' entries and, for the ones
-/// shown, content and event times.
-struct Reader<'a> {
-    store: &'a Store,
-    times: HashMap<Seq, u64>,
-}
-
-impl Reader<'_> {
-    /// The time of the event at `seq`.
-    fn time(&mut self, seq: Seq) -> crate::Result<u64> {
-        if let Some(ms) = self.times.get(&seq) {
-            return Ok(*ms);
-        }
-        let bytes = self
-            .store
-            .get(seq)?
-            .ok_or_else(|| crate::Error::corrupt(format!("event {seq} is missing from the log")))?;
-        let ms = Event::decode(&bytes)?.header.time_ms;
-        self.times.insert(seq, ms);
-        Ok(ms)
-    }
-}
-
-/// The memory at API path `path`, whose file is `entry`, in store `name`.
-fn memory_object(
-    reader: &mut Reader<'_>,
-    index: &crate::projection::Projection<impl crate::kv::KvRead>,
-    name: &str,
-    path: String,
-    entry: &FileEntry,
-    full: bool,
-) -> crate::Result<Memory> {
-    let record = index
-        .record(&entry.path)?
-        .ok_or_else(|| crate::Error::corrupt(format!("{} left the index mid-read", entry.path)))?;
-    let digest = Sha256::digest(record.content.as_bytes());
-    Ok(Memory {
-        kind: "memory",
-        id: wire::memory_id(entry.created),
-        memory_store_id: wire::store_id(name),
-        path,
-        content_sha256: digest.iter().map(|b| format!("{b:02x}")).collect(),
-        content_size_bytes: entry.bytes,
-        content: full.then_some(record.content),
-        created_at: utc(reader.time(entry.created)?),
-        updated_at: utc(reader.time(entry.touched)?),
-        memory_version_id: wire::version_id(entry.touched, entry.created),
-    })
-}
-
-/// The path the API names a file at: its path below the memory tool's root.
-fn api_path(root: &MemPath, file: &MemPath) -> Option<String> {
-    let full = file.to_string();
-    let rest = full.strip_prefix(&root.to_string())?;
-    rest.starts_with('/').then(|| rest.to_string())
-}
-
 /// The store `id` names, opened (the store stays open while the answer is made).
 fn open(stores: &Stores, id: &str) -> Result<(String, Arc<super::stores::Served>), ApiError> {
     let (name, _) = resolve(stores, id)?;
@@ -561,40 +501,22 @@ async fn list_memories(
         let (name, served) = open(&stores, &id)?;
         let shared = served.shared();
         let root = MemPath::absolute(shared.root()).map_err(ApiError::Api)?;
-        let under = MemPath::absolute(&format!("{}{}", root, prefix.trim_end_matches('/')))
-            .map_err(ApiError::InvalidRequest)?;
-        let page = shared
+        let asked = Listing {
+            prefix: &prefix,
+            depth,
+            after: after.as_deref(),
+            limit,
+            full,
+        };
+        let store_id = ids::store_id(&name);
+        let (data, next) = shared
             .client()
-            .read_local(|store| {
-                let index = store.current_index()?;
-                let files = index
-                    .file_entries_under(&under)?
-                    .into_iter()
-                    .filter_map(|entry| Some((api_path(&root, &entry.path)?, entry)));
-                let (items, next) = listing::page(files, &prefix, depth, after.as_deref(), limit);
-                let mut reader = Reader {
-                    store,
-                    times: HashMap::new(),
-                };
-                let data = items
-                    .into_iter()
-                    .map(|item| match item {
-                        Listed::Memory(path, entry) => {
-                            memory_object(&mut reader, &index, &name, path, &entry, full)
-                                .map(Item::Memory)
-                        }
-                        Listed::Prefix(path) => Ok(Item::Prefix {
-                            kind: "memory_prefix",
-                            path,
-                        }),
-                    })
-                    .collect::<crate::Result<Vec<Item>>>()?;
-                Ok(Page {
-                    data,
-                    next_page: next.map(|key| wire::page_token(&key)),
-                })
-            })
+            .read_local(|store| reading::memories(store, &root, &store_id, &asked))
             .map_err(store_failed)?;
+        let page = Page {
+            data,
+            next_page: next.map(|key| wire::page_token(&key)),
+        };
         Ok(ok(&page))
     })
     .await
@@ -620,7 +542,7 @@ async fn retrieve_memory(
 ) -> Result<Response, ApiError> {
     operator(&stores, &headers)?;
     let full = full_view(query.view.as_deref(), true)?;
-    let created = wire::memory_seq(&memory).ok_or_else(|| no_memory(&memory))?;
+    let created = ids::memory_seq(&memory).ok_or_else(|| no_memory(&memory))?;
     run(move || {
         let (name, served) = open(&stores, &id)?;
         memory_by_seq(&served, &name, created, full)?
@@ -644,7 +566,8 @@ fn check_content(content: &str) -> Result<(), ApiError> {
 }
 
 fn check_api_path(path: &str) -> Result<(), ApiError> {
-    api_path::check(path).map_or(Ok(()), |why| Err(ApiError::InvalidRequest(why)))
+    crate::memory_store::path_rules::check(path)
+        .map_or(Ok(()), |why| Err(ApiError::InvalidRequest(why)))
 }
 
 /// The agent a write is recorded under: the one `X-Mnemo-Agent` names, else `operator`.
@@ -830,26 +753,10 @@ fn memory_by_seq(
 ) -> Result<Option<Memory>, ApiError> {
     let shared = served.shared();
     let root = MemPath::absolute(shared.root()).map_err(ApiError::Api)?;
+    let store_id = ids::store_id(name);
     shared
         .client()
-        .read_local(|store| {
-            let index = store.current_index()?;
-            let Some(entry) = index
-                .file_entries_under(&root)?
-                .into_iter()
-                .find(|entry| entry.created == created)
-            else {
-                return Ok(None);
-            };
-            let Some(path) = api_path(&root, &entry.path) else {
-                return Ok(None);
-            };
-            let mut reader = Reader {
-                store,
-                times: HashMap::new(),
-            };
-            memory_object(&mut reader, &index, name, path, &entry, full).map(Some)
-        })
+        .read_local(|store| reading::memory(store, &root, &store_id, created, full))
         .map_err(store_failed)
 }
 
@@ -951,14 +858,8 @@ fn locate(served: &super::stores::Served, created: Seq) -> Result<Option<String>
     served
         .shared()
         .client()
-        .read_local(|store| {
-            Ok(store
-                .current_index()?
-                .file_entries_under(&root)?
-                .into_iter()
-                .find(|entry| entry.created == created)
-                .map(|entry| entry.path.to_string()))
-        })
+        .read_local(|store| reading::locate(store, &root, created))
+        .map(|entry| entry.map(|e| e.path.to_string()))
         .map_err(store_failed)
 }
 
@@ -998,7 +899,7 @@ async fn update_memory(
             )));
         }
     };
-    let created = wire::memory_seq(&memory).ok_or_else(|| no_memory(&memory))?;
+    let created = ids::memory_seq(&memory).ok_or_else(|| no_memory(&memory))?;
     let agent = writer_agent(&headers)?;
     let key = idempotency_key(&headers)?;
     run(move || {
@@ -1042,7 +943,7 @@ async fn delete_memory(
         .as_deref()
         .map(|hex| digest("expected_content_sha256", hex))
         .transpose()?;
-    let created = wire::memory_seq(&memory).ok_or_else(|| no_memory(&memory))?;
+    let created = ids::memory_seq(&memory).ok_or_else(|| no_memory(&memory))?;
     let agent = writer_agent(&headers)?;
     let key = idempotency_key(&headers)?;
     run(move || {
@@ -1093,14 +994,5 @@ mod tests {
             assert!(check_prefix(bad).is_err(), "{bad:?}");
         }
         assert!(check_prefix(&format!("/{}/", "a".repeat(1023))).is_err());
-    }
-
-    #[test]
-    fn api_paths_are_below_the_root() {
-        let root = MemPath::absolute("/memories").expect("root");
-        let file = MemPath::absolute("/memories/a/b.md").expect("file");
-        assert_eq!(api_path(&root, &file).as_deref(), Some("/a/b.md"));
-        let other = MemPath::absolute("/memories-old/b.md").expect("file");
-        assert_eq!(api_path(&root, &other), None);
     }
 }

@@ -4,7 +4,7 @@
 
 /// One item of a listing, with its key: a memory's path, or a prefix ending in `/`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) enum Listed<F> {
+pub enum Listed<F> {
     /// A memory (its file, at the path the API names).
     Memory(String, F),
     /// The memories below the listing's depth under this prefix (ending in `/`).
@@ -13,7 +13,7 @@ pub(super) enum Listed<F> {
 
 impl<F> Listed<F> {
     /// The key the listing is ordered by and a page token carries.
-    pub(super) fn key(&self) -> &str {
+    pub fn key(&self) -> &str {
         match self {
             Listed::Memory(path, _) | Listed::Prefix(path) => path,
         }
@@ -34,7 +34,7 @@ fn segments(key: &str) -> Vec<&str> {
 /// and one prefix item for each directory at that depth holding deeper ones. Only items after
 /// the key `after`, at most `limit` of them; and the key to pass as `after` for the next page,
 /// if there is one.
-pub(super) fn page<F>(
+pub fn page<F>(
     files: impl IntoIterator<Item = (String, F)>,
     prefix: &str,
     depth: usize,

@@ -41,7 +41,7 @@ fn is_format(c: char) -> bool {
 }
 
 /// Why `path` is not a memory path of the API: `None` if it is one.
-pub(super) fn check(path: &str) -> Option<String> {
+pub fn check(path: &str) -> Option<String> {
     let example = "such as /projects/foo/notes.md";
     if path.len() > MAX_BYTES {
         return Some(format!(

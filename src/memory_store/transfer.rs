@@ -1,0 +1,283 @@
+//! A memory store moved whole: the memories and every version, as the API's JSON objects, so a
+//! hosted store can be brought into Mnemo and a Mnemo store taken back (`mnemo export --format
+//! memory-stores`, `mnemo import --format memory-stores`).
+//!
+//! An import replays the versions, oldest first, as the API's writes (each one chained event,
+//! recorded under the importing agent): a `created` version creates its memory, a `modified` one
+//! sets its content and path, a `deleted` one deletes it. Then each memory of the listing is
+//! brought to its listed path and content, where the versions did not get it there (a hosted
+//! store keeps versions only for a while, and a redacted version has no content to replay). The
+//! events carry the import's time, not the versions' own.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::client::MnemoClient;
+use crate::error::{Error, Result};
+use crate::event::Seq;
+use crate::memory_store::objects::{Item, Memory, MemoryVersion};
+use crate::memory_store::reading::{self, Listing};
+use crate::memory_store::{path_rules, versions};
+use crate::paths::MemPath;
+use crate::time::parse_rfc3339;
+use crate::tool::Body;
+use crate::tool::api::{ApiFailure, ApiWrite};
+
+/// What `format` says an export file is.
+pub const FORMAT: &str = "memory-stores";
+
+/// The file an export writes in its directory, and an import reads.
+pub const FILE_NAME: &str = "memory-store.json";
+
+/// A memory store, whole.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Exported {
+    /// [`FORMAT`].
+    pub format: String,
+    /// The store's id.
+    pub memory_store_id: String,
+    /// Every live memory, with its content (`view=full`).
+    pub memories: Vec<Memory>,
+    /// Every version, oldest first, with its content where it has one.
+    pub memory_versions: Vec<MemoryVersion>,
+}
+
+/// Everything the store at `store` holds under `root`, as the memory store `store_id`.
+pub fn export(store: &crate::log::Store, root: &MemPath, store_id: &str) -> Result<Exported> {
+    let mut memories = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let asked = Listing {
+            prefix: "/",
+            depth: 0,
+            after: after.as_deref(),
+            limit: 1000,
+            full: true,
+        };
+        let (items, next) = reading::memories(store, root, store_id, &asked)?;
+        memories.extend(items.into_iter().filter_map(|item| match item {
+            Item::Memory(memory) => Some(memory),
+            Item::Prefix { .. } => None,
+        }));
+        match next {
+            Some(key) => after = Some(key),
+            None => break,
+        }
+    }
+    let found = versions::versions(store, root, Seq(u64::MAX), |_| true)?;
+    let wanted: Vec<(Seq, MemPath)> = found
+        .iter()
+        .filter(|v| v.content.is_some())
+        .map(|v| (v.seq, v.path.clone()))
+        .collect();
+    let mut contents = versions::contents_at(store, &wanted)?;
+    let memory_versions = found
+        .iter()
+        .map(|v| {
+            let content = contents.remove(&(v.seq, v.path.clone()));
+            v.object(store_id, root, content)
+        })
+        .collect();
+    Ok(Exported {
+        format: FORMAT.into(),
+        memory_store_id: store_id.to_string(),
+        memories,
+        memory_versions,
+    })
+}
+
+/// What an import did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Imported {
+    /// Versions replayed as writes.
+    pub versions: u64,
+    /// Writes made after the versions to bring a memory to its listed state.
+    pub settled: u64,
+    /// Live memories once done.
+    pub memories: u64,
+    /// What was not imported, each with why.
+    pub skipped: Vec<String>,
+}
+
+/// Records `write` through `client`; the seq of its event, or why the store refused it.
+fn write(client: &MnemoClient, write: ApiWrite) -> Result<std::result::Result<Seq, String>> {
+    let receipt = client.call(None, Body::Api(write))?;
+    if !receipt.is_error {
+        return Ok(Ok(receipt.seq));
+    }
+    Ok(Err(
+        ApiFailure::of(&receipt.text).map_or(receipt.text.clone(), |(_, why)| why.to_string())
+    ))
+}
+
+/// The memory-tool path of API path `path` under `root`, if it is a memory path of the API.
+fn tool_path(root: &MemPath, path: &str) -> std::result::Result<String, String> {
+    match path_rules::check(path) {
+        Some(why) => Err(why),
+        None => Ok(format!("{root}{path}")),
+    }
+}
+
+/// Imports `exported` into the store `client` writes, under its memory-tool root `root`.
+pub fn import(client: &MnemoClient, root: &MemPath, exported: &Exported) -> Result<Imported> {
+    if exported.format != FORMAT {
+        return Err(Error::InvalidArgument(format!(
+            "the file's format is {:?}, not {FORMAT:?}: write it with `mnemo export --format {FORMAT}`, or from the API's listings",
+            exported.format
+        )));
+    }
+    let mut done = Imported::default();
+    // The hosted memory id → (Mnemo identity, its memory-tool path now).
+    let mut made: BTreeMap<String, (Seq, String)> = BTreeMap::new();
+    let mut order: Vec<&MemoryVersion> = exported.memory_versions.iter().collect();
+    order.sort_by_key(|v| parse_rfc3339(&v.created_at).unwrap_or(0));
+    for version in order {
+        if version.redacted_at.is_some() {
+            done.skipped.push(format!(
+                "version {}: redacted, no content to replay",
+                version.id
+            ));
+            continue;
+        }
+        let target = version
+            .path
+            .as_deref()
+            .map(|p| tool_path(root, p))
+            .transpose();
+        let target = match target {
+            Ok(target) => target,
+            Err(why) => {
+                done.skipped.push(format!("version {}: {why}", version.id));
+                continue;
+            }
+        };
+        let outcome = match (
+            version.operation.as_str(),
+            made.get(&version.memory_id),
+            target,
+        ) {
+            ("deleted", Some((memory, path)), _) => write(
+                client,
+                ApiWrite::Delete {
+                    memory: memory.0,
+                    path: path.clone(),
+                    expect: None,
+                },
+            )?
+            .map(|_| None),
+            ("deleted", None, _) => continue,
+            (_, Some((memory, path)), Some(to)) => {
+                let memory = *memory;
+                let moved = (to != *path).then(|| to.clone());
+                write(
+                    client,
+                    ApiWrite::Update {
+                        memory: memory.0,
+                        path: path.clone(),
+                        content: version.content.clone(),
+                        new_path: moved,
+                        expect: None,
+                    },
+                )?
+                .map(|_| Some((memory, to)))
+            }
+            (_, None, Some(to)) => match &version.content {
+                Some(content) => write(
+                    client,
+                    ApiWrite::Create {
+                        path: to.clone(),
+                        content: content.clone(),
+                    },
+                )?
+                .map(|seq| Some((seq, to))),
+                None => continue,
+            },
+            (_, _, None) => continue,
+        };
+        match outcome {
+            Ok(Some(now)) => {
+                made.insert(version.memory_id.clone(), now);
+                done.versions += 1;
+            }
+            Ok(None) => {
+                made.remove(&version.memory_id);
+                done.versions += 1;
+            }
+            Err(why) => done.skipped.push(format!("version {}: {why}", version.id)),
+        }
+    }
+    // Each listed memory as the listing has it; what the versions left that is not listed goes.
+    let listed: BTreeMap<&str, &Memory> = exported
+        .memories
+        .iter()
+        .map(|m| (m.id.as_str(), m))
+        .collect();
+    for (id, (memory, path)) in made.clone() {
+        if listed.contains_key(id.as_str()) {
+            continue;
+        }
+        let gone = ApiWrite::Delete {
+            memory: memory.0,
+            path,
+            expect: None,
+        };
+        match write(client, gone)? {
+            Ok(_) => {
+                made.remove(&id);
+                done.settled += 1;
+            }
+            Err(why) => done.skipped.push(format!("memory {id}: {why}")),
+        }
+    }
+    for memory in &exported.memories {
+        let Some(content) = &memory.content else {
+            done.skipped.push(format!(
+                "memory {}: no content (export it with view=full)",
+                memory.id
+            ));
+            continue;
+        };
+        let to = match tool_path(root, &memory.path) {
+            Ok(to) => to,
+            Err(why) => {
+                done.skipped.push(format!("memory {}: {why}", memory.id));
+                continue;
+            }
+        };
+        let outcome = match made.get(&memory.id).cloned() {
+            Some((seq, path)) => {
+                let now = client
+                    .read_local(|store| reading::memory(store, root, "", seq, true))?
+                    .and_then(|m| m.content);
+                if path == to && now.as_deref() == Some(content.as_str()) {
+                    continue;
+                }
+                let update = ApiWrite::Update {
+                    memory: seq.0,
+                    path: path.clone(),
+                    content: Some(content.clone()),
+                    new_path: (path != to).then(|| to.clone()),
+                    expect: None,
+                };
+                write(client, update)?.map(|_| seq)
+            }
+            None => {
+                let create = ApiWrite::Create {
+                    path: to.clone(),
+                    content: content.clone(),
+                };
+                write(client, create)?
+            }
+        };
+        match outcome {
+            Ok(identity) => {
+                made.insert(memory.id.clone(), (identity, to));
+                done.settled += 1;
+            }
+            Err(why) => done.skipped.push(format!("memory {}: {why}", memory.id)),
+        }
+    }
+    done.memories = u64::try_from(made.len()).unwrap_or(u64::MAX);
+    Ok(done)
+}
