@@ -171,6 +171,9 @@ enum Cmd {
         /// With --data: close a store after this many seconds without a request.
         #[arg(long, value_name = "SECS", default_value_t = 300.0, requires = "data")]
         store_idle_close: f64,
+        /// With --data: the memory-stores API creates at most this many memories in a store.
+        #[arg(long, value_name = "N", default_value_t = 2000, requires = "data")]
+        max_memories: usize,
     },
     /// Replay the log and prove the chain, the index and every recorded answer.
     #[command(
@@ -751,6 +754,7 @@ fn main() -> ExitCode {
             data,
             max_open_stores,
             store_idle_close,
+            max_memories,
             header_timeout,
             max_connections,
         } => run_serve(
@@ -764,7 +768,7 @@ fn main() -> ExitCode {
                 replicate: replicate.map(|url| (url, replicate_interval)),
                 follow: follow.map(|url| (url, follow_interval)),
                 follow_key: key,
-                data: data.map(|dir| (dir, max_open_stores, store_idle_close)),
+                data: data.map(|dir| (dir, max_open_stores, store_idle_close, max_memories)),
                 header_timeout,
                 max_connections,
             },
@@ -1110,9 +1114,9 @@ struct Listen {
     follow: Option<(String, f64)>,
     /// The verifier key the followed replica's heads must be signed by.
     follow_key: Option<String>,
-    /// `--data`: the data directory, the most stores open at once, and the idle close in
-    /// seconds.
-    data: Option<(PathBuf, usize, f64)>,
+    /// `--data`: the data directory, the most stores open at once, the idle close in seconds,
+    /// and the most memories the memory-stores API creates in a store.
+    data: Option<(PathBuf, usize, f64, usize)>,
     /// The deadline for a request's headers, in seconds.
     header_timeout: f64,
     /// The cap on open connections.
@@ -1146,10 +1150,11 @@ fn run_serve(session: Session, agent: String, listen: Listen) -> CliResult {
         follow: None,
     };
     options.check()?;
-    if let Some((dir, max_open_stores, idle_close)) = listen.data {
+    if let Some((dir, max_open_stores, idle_close, max_memories)) = listen.data {
         let data = DataServer {
             max_open_stores,
             idle_close,
+            max_memories,
             replicate: listen.replicate,
         };
         return run_data_server(&dir, session, agent, options, data);
@@ -1209,6 +1214,8 @@ struct DataServer {
     max_open_stores: usize,
     /// Close a store after this many seconds without a request.
     idle_close: f64,
+    /// The memory-stores API creates at most this many memories in a store.
+    max_memories: usize,
     /// `--replicate URL` and its interval: each store shipped to `URL/NAME` while it is open.
     replicate: Option<(String, f64)>,
 }
@@ -1224,6 +1231,7 @@ fn run_data_server(
     let DataServer {
         max_open_stores,
         idle_close,
+        max_memories,
         replicate,
     } = data;
     replication::check_serve(dir, replicate.as_ref().map(|(u, i)| (u.as_str(), *i)), None)?;
@@ -1282,6 +1290,7 @@ fn run_data_server(
         mnemo::DataOptions {
             max_open_stores,
             store_idle_close,
+            max_memories,
         },
     )?;
     if stopped.store_failures > 0 {

@@ -34,9 +34,9 @@ def tried(name):
     METHODS.append(name)
 
 
-def start(mnemo, data):
+def start(mnemo, data, *extra):
     server = subprocess.Popen(
-        [mnemo, "serve", "--data", data, "--listen", "127.0.0.1:0", "--max-open-stores", "4"],
+        [mnemo, "serve", "--data", data, "--listen", "127.0.0.1:0", "--max-open-stores", "4", *extra],
         stdout=subprocess.DEVNULL,
         stderr=sys.stderr,
     )
@@ -92,6 +92,18 @@ def main():
         finally:
             server.terminate()
             server.wait(timeout=30)
+        # The cap on memories a store holds (--max-memories; 2,000 by default, as hosted).
+        capped, file = start(args.mnemo, os.path.join(tmp, "capped"), "--max-memories", "2")
+        try:
+            client = anthropic.Anthropic(api_key=file["token"], base_url=file["url"], max_retries=0)
+            store = client.beta.memory_stores.create(name="small")
+            for i in range(2):
+                client.beta.memory_stores.memories.create(store.id, path=f"/m{i}.md", content="x")
+            assert expect(anthropic.BadRequestError, lambda: client.beta.memory_stores.memories.create(
+                store.id, path="/m2.md", content="x")) == "invalid_request_error"
+        finally:
+            capped.terminate()
+            capped.wait(timeout=30)
     print(f"memory_stores_sdk: ok ({len(METHODS)} SDK calls of {len(set(METHODS))} kinds: "
           + ", ".join(sorted(set(METHODS))) + ")")
 

@@ -89,6 +89,9 @@ pub struct DataOptions {
     pub max_open_stores: usize,
     /// A store with no request for this long is closed.
     pub store_idle_close: Duration,
+    /// The memory-stores API creates at most this many memories in a store (the hosted API's
+    /// cap, 2,000, by default).
+    pub max_memories: usize,
 }
 
 impl Default for DataOptions {
@@ -96,6 +99,7 @@ impl Default for DataOptions {
         DataOptions {
             max_open_stores: 64,
             store_idle_close: Duration::from_secs(300),
+            max_memories: 2000,
         }
     }
 }
@@ -163,6 +167,11 @@ impl Stores {
     /// The data directory.
     pub(super) fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The most memories the memory-stores API creates in a store.
+    pub(super) fn max_memories(&self) -> usize {
+        self.options.max_memories
     }
 
     /// Why the request may not use the operator's routes (it names another server, or carries

@@ -792,6 +792,17 @@ async fn create_memory(
         writable(&stores, &id)?;
         let (name, served) = open(&stores, &id)?;
         let root = MemPath::absolute(served.shared().root()).map_err(ApiError::Api)?;
+        let cap = stores.max_memories();
+        let held = served
+            .shared()
+            .client()
+            .read_local(|store| Ok(store.current_index()?.file_entries_under(&root)?.len()))
+            .map_err(store_failed)?;
+        if held >= cap {
+            return Err(ApiError::InvalidRequest(format!(
+                "the memory store holds {held} memories, the most this server creates in one (--max-memories {cap}); delete some, or start the server with a larger --max-memories"
+            )));
+        }
         let write = ApiWrite::Create {
             path: tool_path(&root, &asked.path),
             content,
