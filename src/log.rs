@@ -31,7 +31,7 @@ use sled::{Transactional, Tree};
 use crate::chain::Chain;
 use crate::disk::{DirId, DiskSync, HeadRecord, StoreFiles};
 use crate::error::{Error, Result};
-use crate::event::{FORMAT_VERSION, Frame, Seq};
+use crate::event::{FORMAT_VERSION, Frame, Seq, WRITTEN_FORMAT};
 use crate::failpoint::{Failpoint, Failpoints};
 pub use crate::head::Head;
 use crate::kv::{IndexTrees, Pending};
@@ -354,7 +354,7 @@ fn build_new_store(dir: &Path) -> Result<()> {
     let db = open_sled(dir)?.map_err(Error::Storage)?;
     let marked = db
         .open_tree("meta")
-        .and_then(|meta| meta.insert(FORMAT_KEY, &[FORMAT_VERSION]))
+        .and_then(|meta| meta.insert(FORMAT_KEY, &[WRITTEN_FORMAT]))
         .and_then(|_| db.flush());
     close_quietly(db);
     marked?;
@@ -497,9 +497,11 @@ impl Store {
                         path.display()
                     )));
                 }
-                store.meta.insert(FORMAT_KEY, &[FORMAT_VERSION])?;
+                // The newest format the log holds: a new store's first events are the writer's;
+                // an API write raises it with the first of its own (format 7).
+                store.meta.insert(FORMAT_KEY, &[WRITTEN_FORMAT])?;
                 store.sync(Durability::Fsync)?;
-                store.format.store(FORMAT_VERSION, Ordering::Relaxed);
+                store.format.store(WRITTEN_FORMAT, Ordering::Relaxed);
             }
         }
         Ok(store)
