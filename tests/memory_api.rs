@@ -111,6 +111,9 @@ proptest! {
         let client = store.client();
         let tool = mnemo::MnemoMemoryToolServer::new(client.clone());
         let mut model = Model::new();
+        // The versions the steps should make: (operation, memory, path below the root).
+        let mut expected: Vec<(String, u64, String)> = Vec::new();
+        let below = |path: &str| path.strip_prefix("/memories").unwrap_or(path).to_string();
         for step in steps {
             match step {
                 Step::Create { path, content } => {
@@ -119,6 +122,7 @@ proptest! {
                     if free(&model, path) {
                         prop_assert_eq!(failure, None, "create {}", path);
                         model.insert(seq, (path.to_string(), text(content)));
+                        expected.push(("created".into(), seq, below(path)));
                     } else {
                         prop_assert_eq!(failure, Some(ApiFailure::PathConflict), "create {}", path);
                     }
@@ -150,8 +154,12 @@ proptest! {
                     prop_assert_eq!(failure, wanted, "update mem_{}", id);
                     if wanted.is_none() {
                         let entry = model.get_mut(&id).expect("picked");
+                        let before = entry.clone();
                         if let Some(to) = moving { entry.0 = to.clone(); }
                         if let Some(c) = content { entry.1 = text(c); }
+                        if *entry != before {
+                            expected.push(("modified".into(), id, below(&entry.0)));
+                        }
                     }
                 }
                 Step::Delete { pick, right } => {
@@ -162,19 +170,30 @@ proptest! {
                         prop_assert_eq!(failure, Some(ApiFailure::Precondition));
                     } else {
                         prop_assert_eq!(failure, None);
-                        model.remove(&id);
+                        let (path, _) = model.remove(&id).expect("picked");
+                        expected.push(("deleted".into(), id, below(&path)));
                     }
                 }
                 Step::ToolRename { from, to } => {
                     let (from, to) = (PATHS[from], PATHS[to]);
                     let answer = tool.handle(&json!({"command": "rename", "old_path": from, "new_path": to}));
                     if answer.get("is_error").is_none() {
-                        for (path, _) in model.values_mut() {
+                        // A rename of a directory is a version of each memory under it, in
+                        // path order.
+                        let mut moved = Vec::new();
+                        for (id, (path, _)) in model.iter_mut() {
                             if path == from {
                                 *path = to.to_string();
                             } else if let Some(rest) = path.strip_prefix(&format!("{from}/")) {
                                 *path = format!("{to}/{rest}");
+                            } else {
+                                continue;
                             }
+                            moved.push((path.clone(), *id));
+                        }
+                        moved.sort();
+                        for (path, id) in moved {
+                            expected.push(("modified".into(), id, below(&path)));
                         }
                     }
                 }
@@ -194,6 +213,19 @@ proptest! {
                 prop_assert_eq!(at(&model, path).is_some(), true);
             }
         }
+        // The versions listed are the events that made them, in order.
+        let store = client.store().expect("the store");
+        let root = mnemo::MemPath::absolute("/memories").expect("root");
+        let exported = mnemo::memory_store::transfer::export(&store, &root, "memstore_t").expect("export");
+        let listed: Vec<(String, u64, String)> = exported
+            .memory_versions
+            .iter()
+            .map(|v| {
+                let memory = mnemo::memory_store::ids::memory_seq(&v.memory_id).expect("an id").0;
+                (v.operation.clone(), memory, v.path.clone().unwrap_or_default())
+            })
+            .collect();
+        prop_assert_eq!(listed, expected);
         let report = client.verify().expect("verify");
         prop_assert!(report.is_intact(), "{:?}", report.violations);
     }
