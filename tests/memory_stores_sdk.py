@@ -68,6 +68,15 @@ def tool_call(url, token, store, command):
     return answer
 
 
+def admin(url, token, route, body):
+    """One operator call to a store's own admin route."""
+    request = urllib.request.Request(
+        f"{url}{route}", data=json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    with urllib.request.urlopen(request) as response:
+        return json.loads(response.read())
+
+
 def expect(error, call):
     try:
         call()
@@ -321,8 +330,52 @@ def run(url, token):
     stranger = anthropic.Anthropic(api_key="mnemo_not-a-token", base_url=url, max_retries=0)
     assert expect(anthropic.AuthenticationError,
                   lambda: stranger.beta.memory_stores.list()) == "authentication_error"
-    assert expect(anthropic.AuthenticationError,
-                  lambda: stranger.beta.memory_stores.memories.list(made.id)) == "authentication_error"
+    # A token the store did not issue may be another store's: the store answers as if it did not
+    # exist, as every route of a --data server does.
+    for call in [lambda: stranger.beta.memory_stores.memories.list(made.id),
+                 lambda: stranger.beta.memory_stores.memories.retrieve(seen[0].id, memory_store_id=made.id),
+                 lambda: stranger.beta.memory_stores.memories.create(made.id, path="/x.md", content="x"),
+                 lambda: stranger.beta.memory_stores.memories.update(seen[0].id, memory_store_id=made.id, content="x"),
+                 lambda: stranger.beta.memory_stores.memories.delete(seen[0].id, memory_store_id=made.id),
+                 lambda: stranger.beta.memory_stores.memory_versions.list(made.id),
+                 lambda: stranger.beta.memory_stores.memory_versions.retrieve(lineage[1].id, memory_store_id=made.id),
+                 lambda: stranger.beta.memory_stores.memory_versions.redact(lineage[1].id, memory_store_id=made.id),
+                 lambda: stranger.beta.memory_stores.retrieve(made.id)]:
+        assert expect(anthropic.NotFoundError, call) == "not_found_error"
+    for call in [lambda: stranger.beta.memory_stores.create(name="x"),
+                 lambda: stranger.beta.memory_stores.update(made.id, name="x"),
+                 lambda: stranger.beta.memory_stores.archive(made.id),
+                 lambda: stranger.beta.memory_stores.delete(made.id)]:
+        assert expect(anthropic.AuthenticationError, call) == "authentication_error"
+
+    # An agent token of one store: the memory-stores API as that agent, in that store only, and
+    # within its grants; no other store, no store administration, no redaction.
+    other_name = others[2].id[len("memstore_"):]
+    issued = admin(url, token, f"/v1/stores/{other_name}/tokens", {"agent": "helper"})
+    helper = anthropic.Anthropic(api_key=issued["token"], base_url=url, max_retries=0)
+    mine = helper.beta.memory_stores.memories.create(others[2].id, path="/pub/a.md", content="shared\n")
+    assert mine.content_sha256 == hashlib.sha256(b"shared\n").hexdigest()
+    by_helper = list(helper.beta.memory_stores.memory_versions.list(others[2].id))
+    assert [(v.created_by.type, v.created_by.api_key_id) for v in by_helper] == [("api_actor", "helper")], by_helper
+    assert helper.beta.memory_stores.retrieve(others[2].id).id == others[2].id
+    assert expect(anthropic.NotFoundError, lambda: helper.beta.memory_stores.retrieve(made.id)) == "not_found_error"
+    assert expect(anthropic.NotFoundError, lambda: list(helper.beta.memory_stores.memories.list(made.id))) == "not_found_error"
+    assert expect(anthropic.AuthenticationError, lambda: helper.beta.memory_stores.list()) == "authentication_error"
+    assert expect(anthropic.PermissionDeniedError, lambda: helper.beta.memory_stores.memory_versions.redact(
+        by_helper[0].id, memory_store_id=others[2].id)) == "permission_error"
+    # Under grants: it reads and writes what they cover, and sees nothing else.
+    memories.create(others[2].id, path="/private/b.md", content="secret\n")
+    admin(url, token, f"/v1/stores/{other_name}/acl", {"action": "grant", "agent": "helper", "prefix": "/memories/pub", "access": "read-write"})
+    admin(url, token, f"/v1/stores/{other_name}/acl", {"action": "revoke", "agent": "*", "prefix": "/"})
+    seen_by_helper = [m.path for m in helper.beta.memory_stores.memories.list(others[2].id)]
+    assert seen_by_helper == ["/pub/a.md"], seen_by_helper
+    helper_versions = [v.path for v in helper.beta.memory_stores.memory_versions.list(others[2].id)]
+    assert helper_versions == ["/pub/a.md"], helper_versions
+    assert expect(anthropic.PermissionDeniedError, lambda: helper.beta.memory_stores.memories.create(
+        others[2].id, path="/private/c.md", content="x")) == "permission_error"
+    private = [m for m in memories.list(others[2].id) if m.path == "/private/b.md"][0]
+    assert expect(anthropic.NotFoundError, lambda: helper.beta.memory_stores.memories.retrieve(
+        private.id, memory_store_id=others[2].id)) == "not_found_error"
 
     # Archive: for good, hidden from the default listing, closed to changes, still readable.
     archived = stores.archive(others[0].id)
@@ -333,6 +386,9 @@ def run(url, token):
     assert expect(anthropic.BadRequestError, lambda: stores.update(others[0].id, name="again")) == "invalid_request_error"
     assert expect(anthropic.BadRequestError, lambda: stores.archive(others[0].id)) == "invalid_request_error"
     assert list(memories.list(others[0].id)) == []
+    # Whoever holds no token of it learns nothing of it, archived or not.
+    assert expect(anthropic.NotFoundError, lambda: stranger.beta.memory_stores.memories.create(
+        others[0].id, path="/x.md", content="x")) == "not_found_error"
     assert expect(anthropic.BadRequestError,
                   lambda: memories.create(others[0].id, path="/x.md", content="x")) == "invalid_request_error"
     later = stores.list(created_at_gte=made.created_at, include_archived=True)

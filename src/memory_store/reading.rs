@@ -11,6 +11,7 @@ use crate::memory_store::ids;
 use crate::memory_store::listing::{self, Listed};
 use crate::memory_store::objects::{Item, Memory};
 use crate::paths::MemPath;
+use crate::policy::Access;
 use crate::projection::{FileEntry, Projection};
 use crate::time::utc;
 use crate::tool::api::{content_sha256, hex};
@@ -81,13 +82,14 @@ pub fn locate(store: &Store, root: &MemPath, created: Seq) -> Result<Option<File
 }
 
 /// The memory `created` of the memory store `store_id` (the store's memory-tool root `root`),
-/// with its content if `full`; `None` if it does not live.
+/// with its content if `full`; `None` if it does not live, or `reader` may not read it.
 pub fn memory(
     store: &Store,
     root: &MemPath,
     store_id: &str,
     created: Seq,
     full: bool,
+    reader: Option<&str>,
 ) -> Result<Option<Memory>> {
     let index = store.current_index()?;
     let Some(entry) = index
@@ -97,6 +99,11 @@ pub fn memory(
     else {
         return Ok(None);
     };
+    if let Some(agent) = reader {
+        if !crate::tool::Tree::policy(&index)?.allows(agent, &entry.path, Access::Read) {
+            return Ok(None);
+        }
+    }
     let Some(path) = api_path(root, &entry.path) else {
         return Ok(None);
     };
@@ -120,6 +127,8 @@ pub struct Listing<'a> {
     pub limit: usize,
     /// With content.
     pub full: bool,
+    /// Only the memories this agent may read (its grants); every memory when `None`.
+    pub reader: Option<&'a str>,
 }
 
 /// One page of the memories of the memory store `store_id` (root `root`), and the key after
@@ -133,9 +142,15 @@ pub fn memories(
     let under = MemPath::absolute(&format!("{root}{}", asked.prefix.trim_end_matches('/')))
         .map_err(Error::InvalidArgument)?;
     let index = store.current_index()?;
+    let policy = crate::tool::Tree::policy(&index)?;
     let files = index
         .file_entries_under(&under)?
         .into_iter()
+        .filter(|entry| {
+            asked
+                .reader
+                .is_none_or(|agent| policy.allows(agent, &entry.path, Access::Read))
+        })
         .filter_map(|entry| Some((api_path(root, &entry.path)?, entry)));
     let (items, next) = listing::page(files, asked.prefix, asked.depth, asked.after, asked.limit);
     let mut times = Times {

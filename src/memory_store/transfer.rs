@@ -54,6 +54,7 @@ pub fn export(store: &crate::log::Store, root: &MemPath, store_id: &str) -> Resu
             after: after.as_deref(),
             limit: 1000,
             full: true,
+            reader: None,
         };
         let (items, next) = reading::memories(store, root, store_id, &asked)?;
         memories.extend(items.into_iter().filter_map(|item| match item {
@@ -248,7 +249,7 @@ pub fn import(client: &MnemoClient, root: &MemPath, exported: &Exported) -> Resu
         let outcome = match made.get(&memory.id).cloned() {
             Some((seq, path)) => {
                 let now = client
-                    .read_local(|store| reading::memory(store, root, "", seq, true))?
+                    .read_local(|store| reading::memory(store, root, "", seq, true, None))?
                     .and_then(|m| m.content);
                 if path == to && now.as_deref() == Some(content.as_str()) {
                     continue;

@@ -230,6 +230,12 @@ impl Shared {
         }
     }
 
+    /// Who a request is from (on a blocking thread: an agent token is looked up in the store).
+    pub(crate) fn caller(&self, headers: &HeaderMap) -> Result<auth::Caller, auth::Refusal> {
+        self.authority
+            .caller(headers, self.tool.client().agent_id())
+    }
+
     /// The client of the default agent (for reads, which are not attributed).
     pub(crate) fn client(&self) -> &MnemoClient {
         self.tool.client()

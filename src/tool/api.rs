@@ -9,7 +9,9 @@
 
 use sha2::{Digest, Sha256};
 
+use crate::credential::OPERATOR;
 use crate::paths::MemPath;
+use crate::policy::Access;
 use crate::semantics_version::Semantics;
 use crate::tool::semantics::Answer;
 use crate::tool::tree::{Change, NodeKind, Tree};
@@ -90,6 +92,8 @@ pub enum ApiFailure {
     Precondition,
     /// Another memory (or a directory of memories) holds the path (`memory_path_conflict_error`).
     PathConflict,
+    /// The agent holds no read-write grant covering a path the write names (`permission_error`).
+    Permission,
 }
 
 impl ApiFailure {
@@ -100,6 +104,7 @@ impl ApiFailure {
             ApiFailure::NotFound => "not_found_error",
             ApiFailure::Precondition => "memory_precondition_failed_error",
             ApiFailure::PathConflict => "memory_path_conflict_error",
+            ApiFailure::Permission => "permission_error",
         }
     }
 
@@ -111,6 +116,7 @@ impl ApiFailure {
             ApiFailure::NotFound,
             ApiFailure::Precondition,
             ApiFailure::PathConflict,
+            ApiFailure::Permission,
         ]
         .into_iter()
         .find(|f| f.error_type() == kind)
@@ -168,12 +174,29 @@ fn free<E>(tree: &dyn Tree<Error = E>, path: &MemPath) -> Result<Option<Answer>,
     })
 }
 
-/// Answers an API write against `tree` under `semantics`. The only error is the tree's own.
+/// Answers `agent`'s API write against `tree` under `semantics`. The operator's writes (agent
+/// [`OPERATOR`], a name no agent token takes) are the store owner's, as its admin events are;
+/// any other agent's are held to its grants, as its memory-tool calls are: read-write access to
+/// every path the write names. The only error is the tree's own.
 pub fn answer_api<E>(
     tree: &dyn Tree<Error = E>,
+    agent: &str,
     write: &ApiWrite,
     semantics: Semantics,
 ) -> Result<Answer, E> {
+    if agent != OPERATOR {
+        let policy = tree.policy()?;
+        for raw in write.paths() {
+            let Ok(path) = MemPath::absolute_under(raw, semantics) else {
+                continue;
+            };
+            if !policy.allows(agent, &path, Access::ReadWrite) {
+                return Ok(ApiFailure::Permission.answer(format!(
+                    "agent {agent} holds no read-write grant covering {path}; ask the operator for one (`mnemo acl grant`)"
+                )));
+            }
+        }
+    }
     let ok = |text: String, change: Option<Change>| Answer {
         text,
         is_error: false,

@@ -92,7 +92,7 @@ pub fn answer<E>(
             ctx.execute(&call.command)
         }
         Body::Admin(command) => admin(tree, agent, command, semantics),
-        Body::Api(write) => crate::tool::api::answer_api(tree, write, semantics),
+        Body::Api(write) => crate::tool::api::answer_api(tree, agent, write, semantics),
         Body::Rejected(r) => Ok(
             match parse_text_under(&r.input, &r.root, r.profile, semantics).command {
                 Err(text) => Answer::err(text),

@@ -101,6 +101,69 @@ fn operator(stores: &Stores, headers: &HeaderMap) -> Result<(), ApiError> {
     }
 }
 
+/// Whom a request to one memory store's memories or versions is from.
+struct Who {
+    /// The agent it acts as: an agent token's own, or for the operator the one `X-Mnemo-Agent`
+    /// names (else `operator`).
+    agent: String,
+    /// Whether it carries the operator token.
+    operator: bool,
+}
+
+impl Who {
+    /// The agent whose read grants filter what it is shown (none for the operator, who reads
+    /// everything, as on the read routes).
+    fn reader(&self) -> Option<&str> {
+        (!self.operator).then_some(self.agent.as_str())
+    }
+}
+
+/// Turns away, before any store is opened, a request that names another server or carries no
+/// token at all.
+fn credentials(stores: &Stores, headers: &HeaderMap) -> Result<(), ApiError> {
+    match stores.operator_refusal(headers) {
+        None => Ok(()),
+        Some(Refusal::Unauthorized(_)) if super::auth::bearer(headers).is_ok() => Ok(()),
+        Some(_) => operator(stores, headers),
+    }
+}
+
+/// Who the request to the opened store `id` is from: the operator, or an agent token this store
+/// issued. A token this store did not issue is answered as for a store that does not exist.
+fn who(
+    stores: &Stores,
+    served: &super::stores::Served,
+    id: &str,
+    headers: &HeaderMap,
+) -> Result<Who, ApiError> {
+    if stores.operator_refusal(headers).is_none() {
+        return Ok(Who {
+            agent: writer_agent(headers)?,
+            operator: true,
+        });
+    }
+    match served.shared().caller(headers) {
+        Ok(caller) => Ok(Who {
+            agent: caller.agent,
+            operator: false,
+        }),
+        Err(Refusal::Forbidden(why)) => Err(ApiError::Permission(why)),
+        Err(Refusal::Unavailable(why)) => Err(ApiError::Overloaded(why)),
+        Err(_) => Err(no_store(id)),
+    }
+}
+
+/// Refuses an agent token: the route is the operator's.
+fn operator_only(who: &Who, what: &str) -> Result<(), ApiError> {
+    if who.operator {
+        Ok(())
+    } else {
+        Err(ApiError::Permission(format!(
+            "{what} is the operator's; an agent token reads and writes the memories of its store"
+        )))
+    }
+}
+
 /// Runs blocking store work off the async workers.
 async fn run<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
@@ -314,9 +377,14 @@ async fn retrieve_store(
     RoutePath(id): RoutePath<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    operator(&stores, &headers)?;
+    credentials(&stores, &headers)?;
     run(move || {
         let (name, dir) = resolve(&stores, &id)?;
+        if stores.operator_refusal(&headers).is_some() {
+            // An agent token sees its own store only.
+            let (_, served) = open(&stores, &id)?;
+            who(&stores, &served, &id, &headers)?;
+        }
         let label = label::read(&dir, &name).map_err(store_failed)?;
         Ok(ok(&store_object(&name, label)))
     })
@@ -490,7 +558,7 @@ async fn list_memories(
     headers: HeaderMap,
     query: Query<MemoryQuery>,
 ) -> Result<Response, ApiError> {
-    operator(&stores, &headers)?;
+    credentials(&stores, &headers)?;
     let full = full_view(query.view.as_deref(), false)?;
     let limit = limit(query.limit, 20, 100)?.min(if full { 20 } else { 100 });
     let prefix = query.path_prefix.clone().unwrap_or_else(|| "/".into());
@@ -499,6 +567,7 @@ async fn list_memories(
     let after = query.page.as_deref().map(wire::page_key).transpose()?;
     run(move || {
         let (name, served) = open(&stores, &id)?;
+        let who = who(&stores, &served, &id, &headers)?;
         let shared = served.shared();
         let root = MemPath::absolute(shared.root()).map_err(ApiError::Api)?;
         let asked = Listing {
@@ -507,6 +576,7 @@ async fn list_memories(
             after: after.as_deref(),
             limit,
             full,
+            reader: who.reader(),
         };
         let store_id = ids::store_id(&name);
         let (data, next) = shared
@@ -540,12 +610,13 @@ async fn retrieve_memory(
     headers: HeaderMap,
     query: Query<ViewQuery>,
 ) -> Result<Response, ApiError> {
-    operator(&stores, &headers)?;
+    credentials(&stores, &headers)?;
     let full = full_view(query.view.as_deref(), true)?;
     let created = ids::memory_seq(&memory).ok_or_else(|| no_memory(&memory))?;
     run(move || {
         let (name, served) = open(&stores, &id)?;
-        memory_by_seq(&served, &name, created, full)?
+        let who = who(&stores, &served, &id, &headers)?;
+        memory_by_seq(&served, &name, created, full, who.reader())?
             .map(|m| ok(&m))
             .ok_or_else(|| no_memory(&memory))
     })
@@ -669,6 +740,7 @@ impl Writing<'_> {
             Some((ApiFailure::NotFound, why)) => ApiError::NotFound(why.to_string()),
             Some((ApiFailure::Precondition, why)) => ApiError::PreconditionFailed(why.to_string()),
             Some((ApiFailure::PathConflict, why)) => ApiError::PathConflict(why.to_string()),
+            Some((ApiFailure::Permission, why)) => ApiError::Permission(why.to_string()),
             // A key reused for another call, or for one a redaction erased.
             None if self.key.is_some() => {
                 ApiError::Conflict(receipt.text.replace("tool_use id", "Idempotency-Key"))
@@ -750,13 +822,14 @@ fn memory_by_seq(
     name: &str,
     created: Seq,
     full: bool,
+    reader: Option<&str>,
 ) -> Result<Option<Memory>, ApiError> {
     let shared = served.shared();
     let root = MemPath::absolute(shared.root()).map_err(ApiError::Api)?;
     let store_id = ids::store_id(name);
     shared
         .client()
-        .read_local(|store| reading::memory(store, &root, &store_id, created, full))
+        .read_local(|store| reading::memory(store, &root, &store_id, created, full, reader))
         .map_err(store_failed)
 }
 
@@ -776,7 +849,7 @@ async fn create_memory(
     query: Query<ViewQuery>,
     bytes: Bytes,
 ) -> Result<Response, ApiError> {
-    operator(&stores, &headers)?;
+    credentials(&stores, &headers)?;
     let full = full_view(query.view.as_deref(), false)?;
     let asked: NewMemory = body(&bytes, NEW_MEMORY)?;
     check_api_path(&asked.path)?;
@@ -786,11 +859,11 @@ async fn create_memory(
         ));
     };
     check_content(&content)?;
-    let agent = writer_agent(&headers)?;
     let key = idempotency_key(&headers)?;
     run(move || {
-        writable(&stores, &id)?;
         let (name, served) = open(&stores, &id)?;
+        let who = who(&stores, &served, &id, &headers)?;
+        writable(&stores, &id)?;
         let root = MemPath::absolute(served.shared().root()).map_err(ApiError::Api)?;
         let cap = stores.max_memories();
         let held = served
@@ -809,14 +882,14 @@ async fn create_memory(
         };
         let writing = Writing {
             served: &served,
-            agent,
+            agent: who.agent.clone(),
             key,
         };
         let seq = match writing.earlier(&write)? {
             Some(original) => writing.record(original)?,
             None => writing.record(write)?,
         };
-        memory_by_seq(&served, &name, seq, full)?
+        memory_by_seq(&served, &name, seq, full, who.reader())?
             .map(|m| ok(&m))
             .ok_or_else(|| {
                 ApiError::Api(
@@ -881,7 +954,7 @@ async fn update_memory(
     query: Query<ViewQuery>,
     bytes: Bytes,
 ) -> Result<Response, ApiError> {
-    operator(&stores, &headers)?;
+    credentials(&stores, &headers)?;
     let full = full_view(query.view.as_deref(), false)?;
     let asked: MemoryChange = body(&bytes, MEMORY_CHANGE)?;
     if let Some(path) = &asked.path {
@@ -911,16 +984,16 @@ async fn update_memory(
         }
     };
     let created = ids::memory_seq(&memory).ok_or_else(|| no_memory(&memory))?;
-    let agent = writer_agent(&headers)?;
     let key = idempotency_key(&headers)?;
     run(move || {
-        writable(&stores, &id)?;
         let (name, served) = open(&stores, &id)?;
+        let who = who(&stores, &served, &id, &headers)?;
+        writable(&stores, &id)?;
         let root = MemPath::absolute(served.shared().root()).map_err(ApiError::Api)?;
         let new_path = asked.path.as_deref().map(|p| tool_path(&root, p));
         let writing = Writing {
             served: &served,
-            agent,
+            agent: who.agent.clone(),
             key,
         };
         writing.write_memory(&memory, created, |path| ApiWrite::Update {
@@ -930,7 +1003,7 @@ async fn update_memory(
             new_path: new_path.clone(),
             expect,
         })?;
-        memory_by_seq(&served, &name, created, full)?
+        memory_by_seq(&served, &name, created, full, who.reader())?
             .map(|m| ok(&m))
             .ok_or_else(|| no_memory(&memory))
     })
@@ -948,20 +1021,20 @@ async fn delete_memory(
     headers: HeaderMap,
     query: Query<DeleteQuery>,
 ) -> Result<Response, ApiError> {
-    operator(&stores, &headers)?;
+    credentials(&stores, &headers)?;
     let expect = query
         .expected_content_sha256
         .as_deref()
         .map(|hex| digest("expected_content_sha256", hex))
         .transpose()?;
     let created = ids::memory_seq(&memory).ok_or_else(|| no_memory(&memory))?;
-    let agent = writer_agent(&headers)?;
     let key = idempotency_key(&headers)?;
     run(move || {
         let (_, served) = open(&stores, &id)?;
+        let who = who(&stores, &served, &id, &headers)?;
         let writing = Writing {
             served: &served,
-            agent,
+            agent: who.agent.clone(),
             key,
         };
         writing.write_memory(&memory, created, |path| ApiWrite::Delete {

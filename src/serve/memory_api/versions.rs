@@ -9,7 +9,9 @@ use axum::response::Response;
 use serde::Deserialize;
 
 use super::wire::{self, ApiError, Page, ok};
-use super::{full_view, limit, open, operator, run, store_failed, time_filter};
+use super::{
+    credentials, full_view, limit, open, operator_only, run, store_failed, time_filter, who,
+};
 use crate::event::{Body, Event, Seq};
 use crate::memory_store::ids;
 use crate::memory_store::objects::{Actor, MemoryVersion};
@@ -86,7 +88,7 @@ pub(super) async fn list(
     headers: HeaderMap,
     query: Query<VersionQuery>,
 ) -> Result<Response, ApiError> {
-    operator(&stores, &headers)?;
+    credentials(&stores, &headers)?;
     let full = full_view(query.view.as_deref(), false)?;
     let limit = limit(query.limit, 20, 100)?.min(if full { 20 } else { 100 });
     let memory = query
@@ -121,14 +123,25 @@ pub(super) async fn list(
     let none = query.service_account_id.is_some();
     run(move || {
         let (name, served) = open(&stores, &id)?;
+        let who = who(&stores, &served, &id, &headers)?;
         let root = root_of(&served)?;
         let end = after.map_or(Seq(u64::MAX), |(seq, _)| seq);
+        // An agent sees the versions of the paths it may read now.
+        let policy = served
+            .shared()
+            .client()
+            .read_local(|store| crate::tool::Tree::policy(&store.current_index()?))
+            .map_err(store_failed)?;
+        let reader = who.reader();
         let mut found = served
             .shared()
             .client()
             .read_local(|store| {
                 versions(store, &root, end, |v| {
                     !none
+                        && reader.is_none_or(|agent| {
+                            policy.allows(agent, &v.path, crate::policy::Access::Read)
+                        })
                         && memory.is_none_or(|m| v.memory == m)
                         && op.is_none_or(|op| v.operation == op)
                         && from.is_none_or(|from| v.time_ms >= from)
@@ -203,11 +216,22 @@ pub(super) async fn retrieve(
     headers: HeaderMap,
     query: Query<ViewQuery>,
 ) -> Result<Response, ApiError> {
-    operator(&stores, &headers)?;
+    credentials(&stores, &headers)?;
     let full = full_view(query.view.as_deref(), true)?;
     run(move || {
         let (name, served) = open(&stores, &id)?;
+        let who = who(&stores, &served, &id, &headers)?;
         let (root, found) = find(&served, &version)?;
+        if let Some(agent) = who.reader() {
+            let policy = served
+                .shared()
+                .client()
+                .read_local(|store| crate::tool::Tree::policy(&store.current_index()?))
+                .map_err(store_failed)?;
+            if !policy.allows(agent, &found.path, crate::policy::Access::Read) {
+                return Err(no_version(&version));
+            }
+        }
         let shown = if full {
             with_contents(&served, &name, &root, std::slice::from_ref(&found))?
                 .pop()
@@ -228,9 +252,10 @@ pub(super) async fn redact(
     RoutePath((id, version)): RoutePath<(String, String)>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    operator(&stores, &headers)?;
+    credentials(&stores, &headers)?;
     run(move || {
         let (name, served) = open(&stores, &id)?;
+        operator_only(&who(&stores, &served, &id, &headers)?, "redacting a version")?;
         let (root, found) = find(&served, &version)?;
         let client = served.shared().client();
         let selection = Selection {
