@@ -321,6 +321,14 @@ impl Stores {
     /// Opens (or creates) the store at `path` and builds its routes.
     fn start(&self, path: &Path) -> Result<Arc<Served>, String> {
         let opened = (self.open)(path)?;
+        // A data server holds its stores itself: one another server holds (a `serve --db`, or
+        // the server `mnemo tool` started) is not served through it.
+        if let Some(remote) = opened.tool.client().remote() {
+            return Err(format!(
+                "another mnemo server holds it ({}); stop that server (or let it idle out), then retry",
+                remote.url()
+            ));
+        }
         let shared = Arc::new(Shared::of_store(
             opened.tool,
             &self.token,

@@ -330,6 +330,36 @@ fn deleting_needs_confirmation_and_one_server_holds_a_data_directory() {
     assert_eq!(store.status.code(), Some(2), "{store:?}");
 }
 
+/// A data server holds its stores itself: a store another server holds (a `serve --db` on it)
+/// is refused with a message that names that server, on the store's routes and on the
+/// memory-stores API's, and served once that server is gone.
+#[test]
+fn a_store_another_server_holds_is_not_served_through_a_data_server() {
+    let data = TempStore::new();
+    let dir = data.dir.path().join("data");
+    let server = Server::start_data(&dir, &["--durability", "buffered"]);
+    assert_eq!(create(&server, "held").status, 201);
+    // Closed by deleting and re-creating nothing: stop the data server, let another hold it.
+    drop(server);
+    let other = Server::start(&dir.join("held"), &[]);
+    let server = Server::start_data(&dir, &["--durability", "buffered"]);
+    for route in [
+        "/v1/stores/held/ls",
+        "/v1/memory_stores/memstore_held/memories",
+    ] {
+        let refused = server.call("GET", route, b"");
+        assert_eq!(refused.status, 500, "{route}: {}", refused.text());
+        assert!(
+            refused.text().contains("another mnemo server holds it"),
+            "{route}: {}",
+            refused.text()
+        );
+    }
+    drop(other);
+    let served = server.call("GET", "/v1/stores/held/ls", b"");
+    assert_eq!(served.status, 200, "{}", served.text());
+}
+
 /// The command line reaches one store of a data server with `--connect URL --token T --store
 /// NAME` (or `MNEMO_STORE`): `tool` writes there, the reads read there, and nothing reaches the
 /// other store.
