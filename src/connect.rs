@@ -401,11 +401,7 @@ mod served {
     fn is_locked(e: &(dyn std::error::Error + 'static)) -> bool {
         matches!(
             e.downcast_ref::<mnemo::Error>(),
-            Some(
-                mnemo::Error::Locked { .. }
-                    | mnemo::Error::Served { .. }
-                    | mnemo::Error::NotLocal { .. }
-            )
+            Some(mnemo::Error::Locked { .. } | mnemo::Error::NotLocal { .. })
         )
     }
 

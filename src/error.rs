@@ -23,19 +23,6 @@ pub enum Error {
         path: PathBuf,
     },
 
-    /// The store directory is held by a running `mnemo serve`: reach it through the server.
-    /// [`MnemoClient::open`](crate::MnemoClient::open) no longer returns it (with the `client`
-    /// feature it connects to the server instead); kept for callers that match on it.
-    #[error(
-        "the store at {path} is held by the mnemo server at {url}; reach it through the server (opening the store with the `client` feature connects to it, and the mnemo commands find it), or stop the server to open the store here"
-    )]
-    Served {
-        /// The store directory.
-        path: PathBuf,
-        /// The server's base URL.
-        url: String,
-    },
-
     /// The client reaches its store through a `mnemo serve` process (the store was open there
     /// when the client was opened), and what was asked needs the store open in this process.
     #[error(
@@ -141,10 +128,6 @@ pub enum Error {
         /// Why it is closed.
         cause: String,
     },
-
-    /// The store was closed (the last client was dropped or closed) while a call was made.
-    #[error("the store's writer has stopped; reopen the store")]
-    WriterGone,
 
     /// An error from sled.
     #[error("storage error: {0}; check the disk and permissions of the store directory")]

@@ -67,9 +67,7 @@ create_exception!(
 pub fn to_py_err(e: Error) -> PyErr {
     let message = e.to_string();
     match e {
-        Error::Locked { .. } | Error::Served { .. } | Error::NotLocal { .. } => {
-            StoreLockedError::new_err(message)
-        }
+        Error::Locked { .. } | Error::NotLocal { .. } => StoreLockedError::new_err(message),
         Error::Server { .. } => ServerError::new_err(message),
         Error::NotFound { .. } => StoreNotFoundError::new_err(message),
         Error::NewerFormat { .. } => NewerFormatError::new_err(message),
