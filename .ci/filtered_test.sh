@@ -1,11 +1,11 @@
 # Sourced by .ci/run.
 #
-#   filtered_test CARGO_TEST_ARGS... -- FILTER...
+#   check_filters CARGO_TEST_ARGS... -- FILTER...
 #
-# Runs `cargo test CARGO_TEST_ARGS -- FILTER...` once it has checked that every FILTER selects at
-# least one test (`--list`): a suite whose tests were renamed or moved away must fail, not pass
-# with nothing run.
-filtered_test() {
+# Fails unless every FILTER selects at least one test of `cargo test CARGO_TEST_ARGS` (`--list`):
+# a suite named by its filters whose tests were renamed or moved away must fail, not pass with
+# nothing run.
+check_filters() {
     local args=() filters=() seen_dashes=0
     for arg in "$@"; do
         if [ "$seen_dashes" = 0 ] && [ "$arg" = "--" ]; then
@@ -20,10 +20,9 @@ filtered_test() {
     for filter in "${filters[@]}"; do
         count=$(cargo test "${args[@]}" -- "$filter" --list 2> /dev/null | grep -c ': test$' || true)
         if [ "$count" -eq 0 ]; then
-            echo "filtered_test: the filter '$filter' selects no test of 'cargo test ${args[*]}'" >&2
+            echo "check_filters: the filter '$filter' selects no test of 'cargo test ${args[*]}'" >&2
             return 1
         fi
-        echo "filtered_test: '$filter' selects $count tests"
+        echo "check_filters: '$filter' selects $count tests of 'cargo test ${args[*]}'"
     done
-    cargo test "${args[@]}" -- "${filters[@]}"
 }

@@ -498,6 +498,7 @@ pub struct DirId {
 
 impl DirId {
     /// The directory at `path` now.
+    #[cfg(feature = "client")]
     pub fn of(path: &Path) -> std::io::Result<DirId> {
         let meta = std::fs::metadata(path)?;
         Ok(DirId {

@@ -24,7 +24,8 @@ esac
 . "$repo/tests/venv.sh"
 ensure_venv sdk_differential.sh "$repo/target/sdk-venv" anthropic 2.14.0
 
-cargo build --release --bin mnemo
-mnemo="$(cargo_target_dir "$repo")/release/mnemo"
+# The debug build the test suites share: what is compared is text, not speed.
+cargo build --bin mnemo
+mnemo="$(cargo_target_dir "$repo")/debug/mnemo"
 
 exec "$repo/target/sdk-venv/bin/python" "$repo/tests/sdk_differential.py" --mnemo "$mnemo" --steps "$steps" --seed "$seed"
