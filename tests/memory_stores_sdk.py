@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 
 import anthropic
@@ -75,6 +76,21 @@ def admin(url, token, route, body):
         headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
     with urllib.request.urlopen(request) as response:
         return json.loads(response.read())
+
+
+def admin_get(url, token, route):
+    request = urllib.request.Request(f"{url}{route}", headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request) as response:
+        return json.loads(response.read())
+
+
+def raw(url, route, headers):
+    """A GET whose error is returned, not raised: (status, headers, body)."""
+    try:
+        with urllib.request.urlopen(urllib.request.Request(f"{url}{route}", headers=headers)) as r:
+            return r.status, dict(r.headers), r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), e.read()
 
 
 def expect(error, call):
@@ -266,6 +282,19 @@ def run(url, token):
     assert memories.delete(first.id, memory_store_id=made.id, extra_headers=dkey).id == first.id
     assert expect(anthropic.NotFoundError,
                   lambda: memories.delete(first.id, memory_store_id=made.id)) == "not_found_error"
+    # The create retried after its memory was deleted: the memory is not there (404, no retry).
+    assert expect(anthropic.NotFoundError, lambda: memories.create(
+        made.id, path="/api/once.md", content="once\n", extra_headers=key)) == "not_found_error"
+    # A segment over the memory tool's 255 bytes is refused: the tool could not touch it.
+    assert expect(anthropic.BadRequestError, lambda: memories.create(
+        made.id, path="/" + "b" * 256 + ".md", content="x")) == "invalid_request_error"
+    # Query strings that do not read get the envelope; a 401 names the scheme.
+    for route in [f"/v1/memory_stores/{made.id}/memories?limit=-1", "/v1/memory_stores?include_archived=maybe",
+                  f"/v1/memory_stores/{made.id}/memory_versions?limit=abc"]:
+        status, _, body = raw(url, route, {"x-api-key": token})
+        assert status == 400 and json.loads(body)["error"]["type"] == "invalid_request_error", (route, body)
+    status, headers, _ = raw(url, "/v1/memory_stores", {"x-api-key": "nope"})
+    assert status == 401 and headers.get("www-authenticate", headers.get("WWW-Authenticate", "")).startswith("Bearer"), headers
 
     # Versions: every event that created, changed or deleted a memory, newest first, with its
     # actor; the API's writes as the api_actor they were made as, the memory tool's as sessions.
@@ -374,8 +403,18 @@ def run(url, token):
     assert expect(anthropic.PermissionDeniedError, lambda: helper.beta.memory_stores.memories.create(
         others[2].id, path="/private/c.md", content="x")) == "permission_error"
     private = [m for m in memories.list(others[2].id) if m.path == "/private/b.md"][0]
-    assert expect(anthropic.NotFoundError, lambda: helper.beta.memory_stores.memories.retrieve(
-        private.id, memory_store_id=others[2].id)) == "not_found_error"
+    head = admin_get(url, token, f"/v1/stores/{other_name}/head")
+    # A memory it may not read is not there for it: no path in an error, no event logged.
+    for call in [lambda: helper.beta.memory_stores.memories.retrieve(private.id, memory_store_id=others[2].id),
+                 lambda: helper.beta.memory_stores.memories.update(private.id, memory_store_id=others[2].id),
+                 lambda: helper.beta.memory_stores.memories.update(private.id, memory_store_id=others[2].id, content="x"),
+                 lambda: helper.beta.memory_stores.memories.delete(private.id, memory_store_id=others[2].id)]:
+        try:
+            call()
+            raise AssertionError("expected NotFoundError")
+        except anthropic.NotFoundError as e:
+            assert "private" not in str(e.body), e.body
+    assert admin_get(url, token, f"/v1/stores/{other_name}/head") == head
 
     # Archive: for good, hidden from the default listing, closed to changes, still readable.
     archived = stores.archive(others[0].id)

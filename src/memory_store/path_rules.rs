@@ -1,7 +1,9 @@
 //! The memory-stores API's path rules, checked before a write is recorded: a path starts with
 //! `/` and has 1 to 20 segments, none empty, `.` or `..`; no control characters, format
 //! characters (Unicode category Cf) or the line and paragraph separators U+2028 and U+2029; in
-//! Unicode Normalization Form C; at most 1,024 bytes.
+//! Unicode Normalization Form C; at most 1,024 bytes. And, stricter than the hosted API, no
+//! segment over 255 bytes: the memory tool's own limit, so that every memory the API makes is
+//! one the memory tool can read, edit and delete.
 
 use unicode_normalization::{IsNormalized, is_nfc_quick};
 
@@ -59,6 +61,16 @@ pub fn check(path: &str) -> Option<String> {
             segments.len()
         ));
     }
+    if let Some(long) = segments
+        .iter()
+        .find(|s| s.len() > crate::paths::MAX_SEGMENT_BYTES)
+    {
+        return Some(format!(
+            "a memory path's segments are at most {} bytes each (the memory tool's limit), not {}",
+            crate::paths::MAX_SEGMENT_BYTES,
+            long.len()
+        ));
+    }
     if let Some(bad) = segments
         .iter()
         .find(|s| s.is_empty() || **s == "." || **s == "..")
@@ -104,7 +116,8 @@ mod tests {
         ] {
             assert_eq!(check(good), None, "{good}");
         }
-        let long = format!("/{}", "a".repeat(1024));
+        let long = format!("/{}/{}", "a".repeat(200), "b".repeat(900));
+        let wide = format!("/{}", "c".repeat(256));
         let deep = format!("/{}", vec!["a"; 21].join("/"));
         for bad in [
             "a.md",
@@ -120,10 +133,13 @@ mod tests {
             "/a\u{2028}",
             "/e\u{301}.md",
             &long,
+            &wide,
             &deep,
         ] {
             assert!(check(bad).is_some(), "{bad:?}");
         }
         assert_eq!(check(&format!("/{}", vec!["a"; 20].join("/"))), None);
+        assert_eq!(check(&format!("/{}", "é".repeat(127))), None);
+        assert!(check(&format!("/{}", "é".repeat(128))).is_some());
     }
 }

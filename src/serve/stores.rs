@@ -655,6 +655,11 @@ async fn dispatch(
         Ok(uri) => *request.uri_mut() = uri,
         Err(_) => return error(StatusCode::BAD_REQUEST, "the request target is not valid"),
     }
+    // The store's routes see the request as if it came to them: none of this route's own
+    // captures (NAME, the rest), which their `Path` extractors would otherwise read as theirs.
+    let (mut parts, body) = request.into_parts();
+    parts.extensions = axum::http::Extensions::new();
+    let request = Request::from_parts(parts, body);
     let response = match served.app.clone().oneshot(request).await {
         Ok(response) => response,
         Err(never) => match never {},

@@ -189,6 +189,19 @@ fn an_agent_token_acts_only_in_its_own_store() {
     // In its own store the token still reaches only what an agent token reaches.
     let log = request(server.addr(), "GET", "/v1/stores/a/log", &auth, b"");
     assert_eq!(log.status, 403, "{}", log.text());
+    // A revoke through the data server counts from the next request; an unknown id is 404.
+    let id = issued["id"].as_str().expect("id");
+    let unknown = server.call("DELETE", "/v1/stores/a/tokens/0000000000000000", b"");
+    assert_eq!(unknown.status, 404, "{}", unknown.text());
+    let revoked = server.call("DELETE", &format!("/v1/stores/a/tokens/{id}"), b"");
+    assert_eq!(revoked.status, 200, "{}", revoked.text());
+    let after = request(server.addr(), "POST", "/v1/stores/a/memory", &auth, call);
+    assert_eq!(
+        after.status,
+        404,
+        "a revoked token is no token of the store: {}",
+        after.text()
+    );
 }
 
 /// Names that try to leave the data directory, and entries in it that are not stores (a link

@@ -34,7 +34,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Path as RoutePath, Query, State};
+use axum::extract::{Path as RoutePath, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use axum::routing::{get, post};
@@ -52,7 +52,7 @@ use crate::time::{now_ms, parse_rfc3339, utc};
 use crate::tool::Body;
 use crate::tool::api::{ApiFailure, ApiWrite};
 use label::Label;
-use wire::{ApiError, Deleted, MemoryStore, Page, ok};
+use wire::{ApiError, ApiQuery, Deleted, MemoryStore, Page, ok};
 
 /// The routes, over the data server's stores.
 pub(super) fn routes() -> Router<Arc<Stores>> {
@@ -94,9 +94,8 @@ fn operator(stores: &Stores, headers: &HeaderMap) -> Result<(), ApiError> {
         Some(Refusal::Unauthorized(why)) => Err(ApiError::Authentication(format!(
             "{why}; the memory-stores API takes the operator token of the data directory's server file, as x-api-key or as Authorization: Bearer"
         ))),
-        Some(Refusal::Forbidden(why) | Refusal::ForeignHost(why) | Refusal::BadRequest(why)) => {
-            Err(ApiError::Permission(why))
-        }
+        Some(Refusal::Forbidden(why) | Refusal::ForeignHost(why)) => Err(ApiError::Permission(why)),
+        Some(Refusal::BadRequest(why)) => Err(ApiError::InvalidRequest(why)),
         Some(other) => Err(ApiError::Api(format!("{other:?}"))),
     }
 }
@@ -148,6 +147,7 @@ fn who(
             operator: false,
         }),
         Err(Refusal::Forbidden(why)) => Err(ApiError::Permission(why)),
+        Err(Refusal::BadRequest(why)) => Err(ApiError::InvalidRequest(why)),
         Err(Refusal::Unavailable(why)) => Err(ApiError::Overloaded(why)),
         Err(_) => Err(no_store(id)),
     }
@@ -320,7 +320,7 @@ fn time_filter(name: &str, value: Option<&str>) -> Result<Option<u64>, ApiError>
 async fn list_stores(
     State(stores): State<Arc<Stores>>,
     headers: HeaderMap,
-    query: Query<StoreQuery>,
+    query: ApiQuery<StoreQuery>,
 ) -> Result<Response, ApiError> {
     operator(&stores, &headers)?;
     let limit = limit(query.limit, 20, 100)?;
@@ -556,7 +556,7 @@ async fn list_memories(
     State(stores): State<Arc<Stores>>,
     RoutePath(id): RoutePath<String>,
     headers: HeaderMap,
-    query: Query<MemoryQuery>,
+    query: ApiQuery<MemoryQuery>,
 ) -> Result<Response, ApiError> {
     credentials(&stores, &headers)?;
     let full = full_view(query.view.as_deref(), false)?;
@@ -608,7 +608,7 @@ async fn retrieve_memory(
     State(stores): State<Arc<Stores>>,
     RoutePath((id, memory)): RoutePath<(String, String)>,
     headers: HeaderMap,
-    query: Query<ViewQuery>,
+    query: ApiQuery<ViewQuery>,
 ) -> Result<Response, ApiError> {
     credentials(&stores, &headers)?;
     let full = full_view(query.view.as_deref(), true)?;
@@ -659,6 +659,9 @@ struct Writing<'a> {
     served: &'a super::stores::Served,
     agent: String,
     key: Option<String>,
+    /// For an agent token: the agent whose read grants decide which memories it may name (one
+    /// it may not read is answered 404, as if it were not there, before anything is logged).
+    reader: Option<String>,
 }
 
 /// The `Idempotency-Key` header: 1 to 255 visible ASCII characters, at most once.
@@ -795,6 +798,22 @@ impl Writing<'_> {
             let Some(path) = locate(self.served, created)? else {
                 return Err(no_memory(memory));
             };
+            if let Some(agent) = &self.reader {
+                let readable = self
+                    .served
+                    .shared()
+                    .client()
+                    .read_local(|store| {
+                        let policy = crate::tool::Tree::policy(&store.current_index()?)?;
+                        let path =
+                            MemPath::absolute(&path).map_err(crate::Error::InvalidArgument)?;
+                        Ok(policy.allows(agent, &path, crate::policy::Access::Read))
+                    })
+                    .map_err(store_failed)?;
+                if !readable {
+                    return Err(no_memory(memory));
+                }
+            }
             match self.record(make(path)) {
                 Err(ApiError::NotFound(why)) => last = ApiError::NotFound(why),
                 done => return done,
@@ -846,7 +865,7 @@ async fn create_memory(
     State(stores): State<Arc<Stores>>,
     RoutePath(id): RoutePath<String>,
     headers: HeaderMap,
-    query: Query<ViewQuery>,
+    query: ApiQuery<ViewQuery>,
     bytes: Bytes,
 ) -> Result<Response, ApiError> {
     credentials(&stores, &headers)?;
@@ -884,6 +903,7 @@ async fn create_memory(
             served: &served,
             agent: who.agent.clone(),
             key,
+            reader: who.reader().map(str::to_string),
         };
         let seq = match writing.earlier(&write)? {
             Some(original) => writing.record(original)?,
@@ -892,10 +912,10 @@ async fn create_memory(
         memory_by_seq(&served, &name, seq, full, who.reader())?
             .map(|m| ok(&m))
             .ok_or_else(|| {
-                ApiError::Api(
-                    "the memory was created, then changed before it could be read; retrieve it"
-                        .into(),
-                )
+                ApiError::NotFound(format!(
+                    "the memory this request created ({}) has since been deleted or moved out of the store's root; list the memories to see what is there",
+                    ids::memory_id(seq)
+                ))
             })
     })
     .await
@@ -951,7 +971,7 @@ async fn update_memory(
     State(stores): State<Arc<Stores>>,
     RoutePath((id, memory)): RoutePath<(String, String)>,
     headers: HeaderMap,
-    query: Query<ViewQuery>,
+    query: ApiQuery<ViewQuery>,
     bytes: Bytes,
 ) -> Result<Response, ApiError> {
     credentials(&stores, &headers)?;
@@ -995,6 +1015,7 @@ async fn update_memory(
             served: &served,
             agent: who.agent.clone(),
             key,
+            reader: who.reader().map(str::to_string),
         };
         writing.write_memory(&memory, created, |path| ApiWrite::Update {
             memory: created.0,
@@ -1019,7 +1040,7 @@ async fn delete_memory(
     State(stores): State<Arc<Stores>>,
     RoutePath((id, memory)): RoutePath<(String, String)>,
     headers: HeaderMap,
-    query: Query<DeleteQuery>,
+    query: ApiQuery<DeleteQuery>,
 ) -> Result<Response, ApiError> {
     credentials(&stores, &headers)?;
     let expect = query
@@ -1036,6 +1057,7 @@ async fn delete_memory(
             served: &served,
             agent: who.agent.clone(),
             key,
+            reader: who.reader().map(str::to_string),
         };
         writing.write_memory(&memory, created, |path| ApiWrite::Delete {
             memory: created.0,

@@ -3,12 +3,12 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Path as RoutePath, Query, State};
+use axum::extract::{Path as RoutePath, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use serde::Deserialize;
 
-use super::wire::{self, ApiError, Page, ok};
+use super::wire::{self, ApiError, ApiQuery, Page, ok};
 use super::{
     credentials, full_view, limit, open, operator_only, run, store_failed, time_filter, who,
 };
@@ -51,6 +51,19 @@ pub(super) struct VersionQuery {
     view: Option<String>,
 }
 
+/// Runs `read` on the opened store without the writer lock, once the calls answered so far are
+/// in the log: a replay of the log reads only events already written, so a listing that replays
+/// a long log never holds off the store's writes.
+fn replaying<T>(
+    served: &Served,
+    read: impl FnOnce(&crate::log::Store) -> crate::Result<T>,
+) -> Result<T, ApiError> {
+    let client = served.shared().client();
+    client.settle_index().map_err(store_failed)?;
+    let store = client.local_store().map_err(store_failed)?;
+    read(&store).map_err(store_failed)
+}
+
 /// The root of the opened store's memory tool.
 fn root_of(served: &Served) -> Result<MemPath, ApiError> {
     MemPath::absolute(served.shared().root()).map_err(ApiError::Api)
@@ -68,11 +81,7 @@ fn with_contents(
         .filter(|v| v.content.is_some())
         .map(|v| (v.seq, v.path.clone()))
         .collect();
-    let mut contents = served
-        .shared()
-        .client()
-        .read_local(|store| contents_at(store, &wanted))
-        .map_err(store_failed)?;
+    let mut contents = replaying(served, |store| contents_at(store, &wanted))?;
     Ok(found
         .iter()
         .map(|v| {
@@ -86,7 +95,7 @@ pub(super) async fn list(
     State(stores): State<Arc<Stores>>,
     RoutePath(id): RoutePath<String>,
     headers: HeaderMap,
-    query: Query<VersionQuery>,
+    query: ApiQuery<VersionQuery>,
 ) -> Result<Response, ApiError> {
     credentials(&stores, &headers)?;
     let full = full_view(query.view.as_deref(), false)?;
@@ -133,25 +142,21 @@ pub(super) async fn list(
             .read_local(|store| crate::tool::Tree::policy(&store.current_index()?))
             .map_err(store_failed)?;
         let reader = who.reader();
-        let mut found = served
-            .shared()
-            .client()
-            .read_local(|store| {
-                versions(store, &root, end, |v| {
-                    !none
-                        && reader.is_none_or(|agent| {
-                            policy.allows(agent, &v.path, crate::policy::Access::Read)
-                        })
-                        && memory.is_none_or(|m| v.memory == m)
-                        && op.is_none_or(|op| v.operation == op)
-                        && from.is_none_or(|from| v.time_ms >= from)
-                        && to.is_none_or(|to| v.time_ms <= to)
-                        && api_key.as_ref().is_none_or(|k| v.by_api && v.agent == *k)
-                        && session.as_ref().is_none_or(|s| !v.by_api && v.agent == *s)
-                        && after.is_none_or(|cursor| (v.seq, v.memory) < cursor)
-                })
+        let mut found = replaying(&served, |store| {
+            versions(store, &root, end, |v| {
+                !none
+                    && reader.is_none_or(|agent| {
+                        policy.allows(agent, &v.path, crate::policy::Access::Read)
+                    })
+                    && memory.is_none_or(|m| v.memory == m)
+                    && op.is_none_or(|op| v.operation == op)
+                    && from.is_none_or(|from| v.time_ms >= from)
+                    && to.is_none_or(|to| v.time_ms <= to)
+                    && api_key.as_ref().is_none_or(|k| v.by_api && v.agent == *k)
+                    && session.as_ref().is_none_or(|s| !v.by_api && v.agent == *s)
+                    && after.is_none_or(|cursor| (v.seq, v.memory) < cursor)
             })
-            .map_err(store_failed)?;
+        })?;
         found.sort_by_key(|v| std::cmp::Reverse((v.seq, v.memory)));
         let more = found.len() > limit;
         found.truncate(limit);
@@ -187,21 +192,17 @@ fn no_version(id: &str) -> ApiError {
 fn find(served: &Served, version: &str) -> Result<(MemPath, Version), ApiError> {
     let (seq, memory) = ids::version_seqs(version).ok_or_else(|| no_version(version))?;
     let root = root_of(served)?;
-    let found = served
-        .shared()
-        .client()
-        .read_local(|store| {
-            if let Some(bytes) = store.get(seq)? {
-                if let Body::Erased(_) = Event::decode(&bytes)?.body {
-                    return Ok(Err(ApiError::NotFound(format!(
-                        "the memory version {version} was redacted: its event {seq} is erased from the log, and with it the version"
-                    ))));
-                }
+    let found = replaying(served, |store| {
+        if let Some(bytes) = store.get(seq)? {
+            if let Body::Erased(_) = Event::decode(&bytes)?.body {
+                return Ok(Err(ApiError::NotFound(format!(
+                    "the memory version {version} was redacted: its event {seq} is erased from the log, and with it the version"
+                ))));
             }
-            let mut found = versions(store, &root, seq, |v| v.seq == seq && v.memory == memory)?;
-            Ok(found.pop().ok_or_else(|| no_version(version)))
-        })
-        .map_err(store_failed)??;
+        }
+        let mut found = versions(store, &root, seq, |v| v.seq == seq && v.memory == memory)?;
+        Ok(found.pop().ok_or_else(|| no_version(version)))
+    })??;
     Ok((root, found))
 }
 
@@ -214,7 +215,7 @@ pub(super) async fn retrieve(
     State(stores): State<Arc<Stores>>,
     RoutePath((id, version)): RoutePath<(String, String)>,
     headers: HeaderMap,
-    query: Query<ViewQuery>,
+    query: ApiQuery<ViewQuery>,
 ) -> Result<Response, ApiError> {
     credentials(&stores, &headers)?;
     let full = full_view(query.view.as_deref(), true)?;

@@ -119,6 +119,12 @@ impl IntoResponse for ApiError {
             body.to_string(),
         )
             .into_response();
+        if status == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"mnemo\""),
+            );
+        }
         // The SDKs retry 409 and 5xx unless told not to; only an overloaded server is worth it.
         if status.is_client_error() {
             response
@@ -126,6 +132,41 @@ impl IntoResponse for ApiError {
                 .insert("x-should-retry", HeaderValue::from_static("false"));
         }
         response
+    }
+}
+
+/// A query string read as `T`, refused (when it does not read) with the API's envelope rather
+/// than axum's plain-text rejection.
+pub(super) struct ApiQuery<T>(pub T);
+
+impl<T> std::ops::Deref for ApiQuery<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T, S> axum::extract::FromRequestParts<S> for ApiQuery<T>
+where
+    T: serde::de::DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, Self::Rejection> {
+        axum::extract::Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|axum::extract::Query(value)| ApiQuery(value))
+            .map_err(|e| {
+                ApiError::InvalidRequest(format!(
+                    "the query string is not one this route takes ({}); give each parameter once, with a value of its type",
+                    e.body_text()
+                ))
+            })
     }
 }
 
