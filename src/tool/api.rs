@@ -10,6 +10,7 @@
 use sha2::{Digest, Sha256};
 
 use crate::credential::OPERATOR;
+use crate::hash::EventHash;
 use crate::paths::MemPath;
 use crate::policy::Access;
 use crate::semantics_version::Semantics;
@@ -137,9 +138,9 @@ pub fn content_sha256(content: &str) -> [u8; 32] {
     Sha256::digest(content.as_bytes()).into()
 }
 
-/// Lower-case hex of a digest.
+/// Lower-case hex of a digest (64 characters), as event hashes are written.
 pub fn hex(digest: &[u8; 32]) -> String {
-    digest.iter().map(|b| format!("{b:02x}")).collect()
+    EventHash(*digest).to_hex()
 }
 
 fn path_of(raw: &str, semantics: Semantics) -> Result<MemPath, Answer> {

@@ -946,14 +946,13 @@ fn digest(name: &str, hex: &str) -> Result<[u8; 32], ApiError> {
             "{name} must be 64 lower-case hex digits, not {hex:?}"
         ))
     };
-    if hex.len() != 64 || !hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+    // Lower case only: the API writes digests so, and one spelling keeps the check exact.
+    if hex.bytes().any(|b| b.is_ascii_uppercase()) {
         return Err(bad());
     }
-    let mut out = [0u8; 32];
-    for (i, byte) in out.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).map_err(|_| bad())?;
-    }
-    Ok(out)
+    crate::hash::EventHash::from_hex(hex)
+        .map(|parsed| parsed.0)
+        .ok_or_else(bad)
 }
 
 /// Where the memory `created` is now, in the opened store: its memory-tool path.
