@@ -190,21 +190,6 @@ impl Stores {
         })
     }
 
-    /// The open store `name`, opened now if it is closed.
-    pub(super) fn open_store(&self, name: &str) -> Result<Arc<Served>, Unavailable> {
-        self.get(name)
-    }
-
-    /// Creates the store `name`: `Ok(false)` if it exists already.
-    pub(super) fn create_store(&self, name: &str) -> Result<bool, Unavailable> {
-        self.create(name)
-    }
-
-    /// Deletes the store `name` (see `delete`).
-    pub(super) fn delete_store(&self, name: &str) -> Result<(), (StatusCode, String)> {
-        self.delete(name)
-    }
-
     fn now_ms(&self) -> u64 {
         u64::try_from(self.clock.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
@@ -295,7 +280,7 @@ impl Stores {
     }
 
     /// The open store `name`, opened now if it is closed.
-    fn get(&self, name: &str) -> Result<Arc<Served>, Unavailable> {
+    pub(super) fn get(&self, name: &str) -> Result<Arc<Served>, Unavailable> {
         let path = self.store_path(name)?;
         let slot = self.slot(name);
         let mut open = lock(&slot);
@@ -347,7 +332,7 @@ impl Stores {
     }
 
     /// Creates the store `name`: `Ok(false)` if it exists already.
-    fn create(&self, name: &str) -> Result<bool, Unavailable> {
+    pub(super) fn create(&self, name: &str) -> Result<bool, Unavailable> {
         check_store_name(name).map_err(Unavailable::Failed)?;
         let path = self.dir.join(name);
         let slot = self.slot(name);
@@ -370,7 +355,7 @@ impl Stores {
 
     /// Deletes the store `name`: closed first (refused while a call is in flight in it), then
     /// renamed out of the way at once and removed.
-    fn delete(&self, name: &str) -> Result<(), (StatusCode, String)> {
+    pub(super) fn delete(&self, name: &str) -> Result<(), (StatusCode, String)> {
         let missing = || (StatusCode::NOT_FOUND, no_store(name));
         let path = self.store_path(name).map_err(|_| missing())?;
         let slot = self.slot(name);

@@ -283,7 +283,7 @@ async fn create_store(
     run(move || {
         // 26 random hex digits: a store name no one chose, so ids do not collide.
         let name = crate::token::random_hex(13).map_err(|e| ApiError::Api(e.to_string()))?;
-        match stores.create_store(&name) {
+        match stores.create(&name) {
             Ok(true) => {}
             Ok(false) => return Err(ApiError::Api("a fresh store name was taken; retry".into())),
             Err(why) => return Err(unavailable(&ids::store_id(&name), why)),
@@ -487,7 +487,7 @@ async fn delete_store(
     run(move || {
         let (name, _) = resolve(&stores, &id)?;
         stores
-            .delete_store(&name)
+            .delete(&name)
             .map_err(|(status, why)| match status.as_u16() {
                 404 => no_store(&id),
                 409 => ApiError::Conflict(why),
@@ -546,9 +546,7 @@ fn check_prefix(prefix: &str) -> Result<(), ApiError> {
 /// The store `id` names, opened (the store stays open while the answer is made).
 fn open(stores: &Stores, id: &str) -> Result<(String, Arc<super::stores::Served>), ApiError> {
     let (name, _) = resolve(stores, id)?;
-    let served = stores
-        .open_store(&name)
-        .map_err(|why| unavailable(id, why))?;
+    let served = stores.get(&name).map_err(|why| unavailable(id, why))?;
     Ok((name, served))
 }
 
