@@ -71,14 +71,39 @@ fn memory_object(
     })
 }
 
-/// The file of the memory `created` under `root`, if it lives.
-#[cfg(feature = "serve")]
-pub fn locate(store: &Store, root: &MemPath, created: Seq) -> Result<Option<FileEntry>> {
-    Ok(store
-        .current_index()?
+/// The file of the memory `created` under `root` in `index`, if it lives and `reader` (when
+/// given) may read it.
+fn find(
+    index: &Projection<impl KvRead>,
+    root: &MemPath,
+    created: Seq,
+    reader: Option<&str>,
+) -> Result<Option<FileEntry>> {
+    let Some(entry) = index
         .file_entries_under(root)?
         .into_iter()
-        .find(|entry| entry.created == created))
+        .find(|entry| entry.created == created)
+    else {
+        return Ok(None);
+    };
+    if let Some(agent) = reader {
+        if !crate::tool::Tree::policy(index)?.allows(agent, &entry.path, Access::Read) {
+            return Ok(None);
+        }
+    }
+    Ok(Some(entry))
+}
+
+/// The file of the memory `created` under `root`, if it lives and `reader` (when given) may
+/// read it.
+#[cfg(feature = "serve")]
+pub fn locate(
+    store: &Store,
+    root: &MemPath,
+    created: Seq,
+    reader: Option<&str>,
+) -> Result<Option<FileEntry>> {
+    find(&store.current_index()?, root, created, reader)
 }
 
 /// The memory `created` of the memory store `store_id` (the store's memory-tool root `root`),
@@ -92,18 +117,9 @@ pub fn memory(
     reader: Option<&str>,
 ) -> Result<Option<Memory>> {
     let index = store.current_index()?;
-    let Some(entry) = index
-        .file_entries_under(root)?
-        .into_iter()
-        .find(|entry| entry.created == created)
-    else {
+    let Some(entry) = find(&index, root, created, reader)? else {
         return Ok(None);
     };
-    if let Some(agent) = reader {
-        if !crate::tool::Tree::policy(&index)?.allows(agent, &entry.path, Access::Read) {
-            return Ok(None);
-        }
-    }
     let Some(path) = api_path(root, &entry.path) else {
         return Ok(None);
     };

@@ -793,25 +793,10 @@ impl Writing<'_> {
         }
         let mut last = no_memory(memory);
         for _ in 0..4 {
-            let Some(path) = locate(self.served, created)? else {
+            // A memory the agent may not read is not there for it: no path in an error.
+            let Some(path) = locate(self.served, created, self.reader.as_deref())? else {
                 return Err(no_memory(memory));
             };
-            if let Some(agent) = &self.reader {
-                let readable = self
-                    .served
-                    .shared()
-                    .client()
-                    .read_local(|store| {
-                        let policy = crate::tool::Tree::policy(&store.current_index()?)?;
-                        let path =
-                            MemPath::absolute(&path).map_err(crate::Error::InvalidArgument)?;
-                        Ok(policy.allows(agent, &path, crate::policy::Access::Read))
-                    })
-                    .map_err(store_failed)?;
-                if !readable {
-                    return Err(no_memory(memory));
-                }
-            }
             match self.record(make(path)) {
                 Err(ApiError::NotFound(why)) => last = ApiError::NotFound(why),
                 done => return done,
@@ -953,13 +938,18 @@ fn digest(name: &str, hex: &str) -> Result<[u8; 32], ApiError> {
         .ok_or_else(bad)
 }
 
-/// Where the memory `created` is now, in the opened store: its memory-tool path.
-fn locate(served: &super::stores::Served, created: Seq) -> Result<Option<String>, ApiError> {
+/// Where the memory `created` is now, in the opened store: its memory-tool path; `None` if it
+/// is not there, or `reader` (an agent token's agent) may not read it.
+fn locate(
+    served: &super::stores::Served,
+    created: Seq,
+    reader: Option<&str>,
+) -> Result<Option<String>, ApiError> {
     let root = MemPath::absolute(served.shared().root()).map_err(ApiError::Api)?;
     served
         .shared()
         .client()
-        .read_local(|store| reading::locate(store, &root, created))
+        .read_local(|store| reading::locate(store, &root, created, reader))
         .map(|entry| entry.map(|e| e.path.to_string()))
         .map_err(store_failed)
 }
