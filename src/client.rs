@@ -39,7 +39,7 @@ use crate::registry::{Opened, Registry};
 #[cfg(feature = "client")]
 use crate::remote::RemoteClient;
 use crate::tool::{Limits, Profile, Tree};
-use crate::verify::{Report, VerifyOptions, verify_store, verify_store_with};
+use crate::verify::{Report, VerifyOptions, verify_store_with};
 use crate::writer::{Call, Receipt, Writer};
 
 /// The stores open in this process.
@@ -65,7 +65,7 @@ enum State {
 }
 
 /// The open store, held shared for as long as a call uses it.
-struct Held<'a>(RwLockReadGuard<'a, State>);
+pub(crate) struct Held<'a>(RwLockReadGuard<'a, State>);
 
 impl Held<'_> {
     fn store(&self) -> &Store {
@@ -84,13 +84,21 @@ impl Held<'_> {
 }
 
 /// The store under a client, held open (see [`MnemoClient::local_store`]).
-pub(crate) struct StoreRef<'a>(Held<'a>);
+pub(crate) enum StoreRef<'a> {
+    /// A store open for writing, held shared.
+    Held(Held<'a>),
+    /// A private read-only copy.
+    Copy(&'a Store),
+}
 
 impl std::ops::Deref for StoreRef<'_> {
     type Target = Store;
 
     fn deref(&self) -> &Store {
-        self.0.store()
+        match self {
+            StoreRef::Held(held) => held.store(),
+            StoreRef::Copy(store) => store,
+        }
     }
 }
 
@@ -174,6 +182,7 @@ pub struct ClientBuilder {
     path: PathBuf,
     agent: String,
     durability: Durability,
+    read_only: bool,
 }
 
 impl ClientBuilder {
@@ -189,12 +198,27 @@ impl ClientBuilder {
         self
     }
 
+    /// Opens the store for reading only, changing none of its bytes (also on a read-only file
+    /// system, or for a user who may only read it): through the `mnemo serve` that holds it
+    /// (with the `client` feature), else as a private copy taken now (it costs a copy of the
+    /// store). Reads see the store as it was when copied; every write is an
+    /// [`Error::ReadOnly`]. A store that does not exist is an [`Error::NotFound`] (nothing is
+    /// created). [`MnemoClient::verify`] proves the store as it rests; the other reads refuse a
+    /// log behind the head it recorded ([`Error::Corrupt`]), which `verify` then shows.
+    pub fn read_only(mut self) -> Self {
+        self.read_only = true;
+        self
+    }
+
     /// Opens or creates the store, finishing any index update a crash interrupted. A store
     /// already open in this process is shared: the handle uses its store and writer, which must
     /// have been opened with the same durability. A store a live `mnemo serve` holds (with the
     /// `client` feature) is connected to, acting as this agent: see the module docs.
     pub fn open(self) -> Result<MnemoClient> {
         check_agent(&self.agent)?;
+        if self.read_only {
+            return self.open_read_only();
+        }
         let durability = self.durability;
         #[cfg(feature = "client")]
         let mut held = None;
@@ -250,6 +274,36 @@ impl ClientBuilder {
         })
     }
 
+    /// [`open`](Self::open) for [`read_only`](Self::read_only).
+    fn open_read_only(self) -> Result<MnemoClient> {
+        // A server that is there but does not prove itself in time (stopped, overloaded) is an
+        // error that says so, rather than a wait for its lock.
+        #[cfg(feature = "client")]
+        if let Some(file) = crate::discovery::find_server(&self.path)? {
+            return self.connect(file);
+        }
+        let store = match Store::open_read_only(&self.path) {
+            Ok(store) => store,
+            // A server that started after the look holds the lock: reach it.
+            #[cfg(feature = "client")]
+            Err(Error::Locked { path }) => {
+                return match live_server(&path) {
+                    Some(file) => self.connect(file),
+                    None => Err(Error::Locked { path }),
+                };
+            }
+            Err(e) => return Err(e),
+        };
+        Ok(MnemoClient {
+            backend: Backend::Copy(Arc::new(ReadCopy {
+                path: self.path,
+                durability: self.durability,
+                store,
+            })),
+            agent: self.agent.into(),
+        })
+    }
+
     fn open_store(&self) -> Result<Inner> {
         let state = open_state(&self.path, self.durability)?;
         let State::Open { store, .. } = &state else {
@@ -268,9 +322,31 @@ impl ClientBuilder {
 enum Backend {
     /// Open in this process.
     Local(Arc<Inner>),
+    /// A private read-only copy, open in this process.
+    Copy(Arc<ReadCopy>),
     /// Held by a `mnemo serve`, reached over HTTP.
     #[cfg(feature = "client")]
     Served(Arc<Served>),
+}
+
+/// A store opened read-only: a private copy of it.
+struct ReadCopy {
+    /// The store directory, as it was opened (not the copy's).
+    path: PathBuf,
+    durability: Durability,
+    store: Store,
+}
+
+impl ReadCopy {
+    /// The copy, as the store is now: refused when its log is behind the head it recorded.
+    fn current(&self) -> Result<&Store> {
+        if let Some(why) = self.store.rolled_back()? {
+            return Err(Error::corrupt(format!(
+                "{why}; `mnemo verify` shows what is missing"
+            )));
+        }
+        Ok(&self.store)
+    }
 }
 
 /// A store a `mnemo serve` holds.
@@ -316,6 +392,7 @@ impl MnemoClient {
             path: db_path.as_ref().to_path_buf(),
             agent: "agent".into(),
             durability: Durability::default(),
+            read_only: false,
         }
     }
 
@@ -346,13 +423,42 @@ impl MnemoClient {
     /// A client of the `mnemo serve` that holds the store at `db_path`, found through its server
     /// file, with the operator token the file holds; [`Error::NotFound`] when no live server
     /// holds it (open it then with [`MnemoClient::open`]).
-    #[cfg(feature = "serve")]
+    #[cfg(feature = "client")]
     pub fn server_of(db_path: impl AsRef<Path>) -> Result<crate::RemoteClient> {
         let path = db_path.as_ref();
         let file = crate::discovery::live_server(path).ok_or_else(|| Error::NotFound {
             path: path.to_path_buf(),
         })?;
         Ok(crate::RemoteClient::new(file.url, file.token))
+    }
+
+    /// A client whose every call goes to the server `remote` reaches (its token, and its store
+    /// on a `--data` server), acting as `agent_id`: the same API as a client that found its
+    /// server through the store's server file. `name` is how the store is named in reports
+    /// (such as `mnemo verify`'s), for a store the caller knows by its directory or its URL.
+    #[cfg(feature = "client")]
+    pub fn served_by(
+        remote: crate::RemoteClient,
+        name: impl AsRef<Path>,
+        agent_id: impl Into<String>,
+    ) -> Result<MnemoClient> {
+        let agent = agent_id.into();
+        check_agent(&agent)?;
+        crate::remote::stay_attached(&remote);
+        Ok(MnemoClient {
+            backend: Backend::Served(Arc::new(Served {
+                path: name.as_ref().to_path_buf(),
+                durability: Durability::default(),
+                remote,
+            })),
+            agent: agent.into(),
+        })
+    }
+
+    /// Whether this client only reads: a store opened with [`ClientBuilder::read_only`] as a
+    /// private copy.
+    pub fn is_read_only(&self) -> bool {
+        matches!(self.backend, Backend::Copy(_))
     }
 
     /// A client for another agent over the same store and writer (or the same server).
@@ -374,6 +480,7 @@ impl MnemoClient {
     pub fn path(&self) -> &Path {
         match &self.backend {
             Backend::Local(inner) => &inner.path,
+            Backend::Copy(copy) => &copy.path,
             #[cfg(feature = "client")]
             Backend::Served(served) => &served.path,
         }
@@ -384,6 +491,7 @@ impl MnemoClient {
     pub fn durability(&self) -> Durability {
         match &self.backend {
             Backend::Local(inner) => inner.durability,
+            Backend::Copy(copy) => copy.durability,
             #[cfg(feature = "client")]
             Backend::Served(served) => served.durability,
         }
@@ -404,24 +512,32 @@ impl MnemoClient {
     pub(crate) fn remote(&self) -> Option<RemoteClient> {
         match &self.backend {
             Backend::Served(served) => Some(served.remote.with_agent(self.agent.to_string())),
-            Backend::Local(_) => None,
+            Backend::Local(_) | Backend::Copy(_) => None,
         }
     }
 
-    /// The store open in this process; for a served store, [`Error::NotLocal`] naming `what`.
-    #[cfg_attr(not(feature = "client"), expect(unused_variables))]
+    /// The store open for writing in this process; for a served store, [`Error::NotLocal`]
+    /// naming `what`; for a read-only copy, [`Error::ReadOnly`].
     fn local(&self, what: &str) -> Result<&Inner> {
         match &self.backend {
             Backend::Local(inner) => Ok(inner),
+            Backend::Copy(copy) => Err(Error::ReadOnly {
+                path: copy.path.clone(),
+                what: what.to_string(),
+            }),
             #[cfg(feature = "client")]
             Backend::Served(served) => Err(served.not_local(what)),
         }
     }
 
-    /// The underlying store (reads only; every write goes through the writer). A served store
-    /// is not open in this process: [`Error::NotLocal`].
+    /// The underlying store (reads only; every write goes through the writer), as it is now:
+    /// a read-only copy whose log is behind the head it recorded is refused. A served store is
+    /// not open in this process: [`Error::NotLocal`].
     pub(crate) fn local_store(&self) -> Result<StoreRef<'_>> {
-        Ok(StoreRef(self.local("MnemoClient::store")?.held()?))
+        if let Backend::Copy(copy) = &self.backend {
+            return Ok(StoreRef::Copy(copy.current()?));
+        }
+        Ok(StoreRef::Held(self.local("MnemoClient::store")?.held()?))
     }
 
     /// Closes the store open in this process (once the calls running have answered, holding
@@ -483,19 +599,30 @@ impl MnemoClient {
 
     /// [`verify`](Self::verify), also proving that the log still holds the checkpoint `expect`.
     pub fn verify_with(&self, expect: Option<Head>) -> Result<Report> {
+        self.verify_watching(expect, &mut |_, _| {})
+    }
+
+    /// [`verify_with`](Self::verify_with), calling `progress(checked, head_seq)` every
+    /// 10,000 events checked in this process (a server's verification reports none).
+    pub fn verify_watching(
+        &self,
+        expect: Option<Head>,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<Report> {
         #[cfg(feature = "client")]
         if let Some(remote) = self.remote() {
             return Ok(remote.verify_report(expect.as_ref())?);
         }
-        self.read("MnemoClient::verify", |store| match expect {
-            None => verify_store(store),
-            Some(expect) => verify_store_with(
-                store,
-                VerifyOptions {
-                    expect: Some(expect),
-                    progress: None,
-                },
-            ),
+        let options = VerifyOptions {
+            expect,
+            progress: Some(progress),
+        };
+        // A read-only copy is proven as it rests: a log behind its recorded head is a finding.
+        if let Backend::Copy(copy) = &self.backend {
+            return verify_store_with(&copy.store, options);
+        }
+        self.read("MnemoClient::verify", |store| {
+            verify_store_with(store, options)
         })
     }
 
@@ -535,8 +662,12 @@ impl MnemoClient {
         self.read("MnemoClient::read_store", read)
     }
 
-    /// Runs `read` under the writer lock, so it sees no call half-applied.
+    /// Runs `read` under the writer lock, so it sees no call half-applied (on a read-only copy,
+    /// which no writer holds, on the copy as it is now).
     fn read<T>(&self, what: &str, read: impl FnOnce(&Store) -> Result<T>) -> Result<T> {
+        if let Backend::Copy(copy) = &self.backend {
+            return read(copy.current()?);
+        }
         self.local(what)?.held()?.writer().read(read)
     }
 
@@ -614,6 +745,9 @@ impl MnemoClient {
     /// check every request's token and a revoke counts from the next request on. A served
     /// store: [`Error::NotLocal`] (`mnemo token list` asks the server).
     pub fn token(&self, id: &str) -> Result<Option<TokenRecord>> {
+        if let Backend::Copy(copy) = &self.backend {
+            return copy.current()?.index().token(id);
+        }
         self.local("MnemoClient::token")?
             .held()?
             .writer()
@@ -635,6 +769,9 @@ impl MnemoClient {
         #[cfg(feature = "client")]
         if let Some(remote) = self.remote() {
             return Ok(remote.settings()?);
+        }
+        if let Backend::Copy(copy) = &self.backend {
+            return copy.current()?.index().settings();
         }
         let held = self.local("MnemoClient::settings")?.held()?;
         held.writer().peek(|index| index.settings())

@@ -110,40 +110,9 @@ pub fn without_remote_env(command: clap::Command) -> clap::Command {
 
 type Failure = Box<dyn std::error::Error>;
 
-/// What a read command asks a server for (read only in a build with the server).
+/// What an admin read asks a server for (read only in a build with the server).
 #[cfg_attr(not(feature = "serve"), expect(dead_code))]
 pub enum Read {
-    /// `mnemo verify`.
-    Verify {
-        as_json: bool,
-        expect: Option<mnemo::Head>,
-    },
-    /// `mnemo log` or `mnemo history`: events as JSON lines from `route`.
-    Events {
-        route: &'static str,
-        params: Vec<(&'static str, String)>,
-        as_json: bool,
-        /// Printed (in text form) when there is no event.
-        empty_note: Option<String>,
-    },
-    /// `mnemo ls`.
-    Ls { dir: String, at: Option<u64> },
-    /// `mnemo cat`.
-    Cat { file: String, at: Option<u64> },
-    /// `mnemo export`.
-    Export {
-        dir: std::path::PathBuf,
-        at: Option<u64>,
-    },
-    /// `mnemo show`.
-    Show { seq: u64, as_json: bool },
-    /// `mnemo diff`.
-    Diff {
-        from: u64,
-        to: u64,
-        path: String,
-        as_json: bool,
-    },
     /// `mnemo acl list` or `mnemo token list`: JSON lines from `route`, each printed in text
     /// form by `row` (`None` for a line it cannot read).
     Rows {
@@ -152,6 +121,44 @@ pub enum Read {
         row: fn(&serde_json::Value) -> Option<String>,
     },
 }
+
+/// The store at `db` as its owner reads it: through the server --connect names, or the live
+/// one that holds it, else as a private read-only copy (which changes none of its bytes).
+pub fn reader(db: &std::path::Path, remote: &Remote) -> mnemo::Result<mnemo::MnemoClient> {
+    #[cfg(feature = "serve")]
+    if let Some(url) = &remote.connect {
+        let client = served::remote_client(url, remote)
+            .map_err(|e| mnemo::Error::InvalidArgument(e.to_string()))?;
+        return mnemo::MnemoClient::served_by(client, db, OPERATOR);
+    }
+    #[cfg(not(feature = "serve"))]
+    refuse_connect(remote).map_err(|e| mnemo::Error::InvalidArgument(e.to_string()))?;
+    mnemo::MnemoClient::builder(db)
+        .agent_id(OPERATOR)
+        .read_only()
+        .open()
+}
+
+/// `read` on [`reader`]'s client. A server found by its file that is gone before it answered
+/// is left for the store, which it then no longer holds: `read` runs again on a copy.
+pub fn reading<T>(
+    db: &std::path::Path,
+    remote: &Remote,
+    mut read: impl FnMut(&mnemo::MnemoClient) -> mnemo::Result<T>,
+) -> mnemo::Result<T> {
+    let client = reader(db, remote)?;
+    match read(&client) {
+        Err(mnemo::Error::Server {
+            unreachable: true, ..
+        }) if remote.connect.is_none() && client.server_url().is_some() => {
+            read(&reader(db, remote)?)
+        }
+        done => done,
+    }
+}
+
+/// The name the owner's reads and admin changes act as.
+const OPERATOR: &str = "operator";
 
 /// What an admin command asks a server to change (sent only in a build with the server).
 #[cfg_attr(not(feature = "serve"), expect(dead_code))]
@@ -182,13 +189,12 @@ mod served {
     use std::process::ExitCode;
 
     use mnemo::cli_support::{Launch, Link, START_WAIT, find_server, tool_use_id, unanswered};
-    use mnemo::tool::format_size;
     use mnemo::tool::{Request, read_request};
-    use mnemo::{AdminRequest, Head, RemoteClient, RemoteError};
+    use mnemo::{AdminRequest, RemoteClient, RemoteError};
     use serde_json::Value;
 
     use super::{Change, Failure, Read, Remote, Start};
-    use crate::{CliResult, ReportView, Session, event_line_parts};
+    use crate::{CliResult, Session};
 
     /// The server a read command talks to: the one --connect names, or the live one that holds
     /// `db`; `None` when the command should open the store itself.
@@ -201,7 +207,7 @@ mod served {
 
     /// The client of the server at `url` that `remote` names: its token, and its store on a
     /// `--data` server.
-    fn remote_client(url: &str, remote: &Remote) -> Result<RemoteClient, Failure> {
+    pub(super) fn remote_client(url: &str, remote: &Remote) -> Result<RemoteClient, Failure> {
         let client = RemoteClient::new(url.to_string(), token(remote)?);
         Ok(match &remote.store {
             Some(store) => client.in_store(store)?,
@@ -224,46 +230,11 @@ mod served {
         local: impl FnOnce() -> CliResult,
     ) -> CliResult {
         let served = |client: &RemoteClient| match read {
-            Read::Verify { as_json, expect } => verify(client, db, *as_json, expect.as_ref()),
-            Read::Events {
-                route,
-                params,
-                as_json,
-                empty_note,
-            } => events(client, route, params, *as_json, empty_note.as_deref()),
-            Read::Ls { dir, at } => ls(client, dir, *at),
-            Read::Cat { file, at } => cat(client, file, *at),
-            Read::Export { dir, at } => export(client, dir, *at),
             Read::Rows {
                 route,
                 as_json,
                 row,
             } => rows(client, route, *as_json, *row),
-            Read::Show { seq, as_json } => {
-                let shown = client.read("/v1/show", &[("seq", seq.to_string())])?;
-                let shown: Value =
-                    serde_json::from_slice(&shown).map_err(|e| protocol(client, &e))?;
-                Ok(crate::print_shown(&shown, *as_json))
-            }
-            Read::Diff {
-                from,
-                to,
-                path,
-                as_json,
-            } => {
-                let query = [
-                    ("from", from.to_string()),
-                    ("to", to.to_string()),
-                    ("path", path.clone()),
-                ];
-                let lines = client.read("/v1/diff", &query)?;
-                let files = String::from_utf8_lossy(&lines)
-                    .lines()
-                    .map(serde_json::from_str)
-                    .collect::<Result<Vec<Value>, _>>()
-                    .map_err(|e| protocol(client, &e))?;
-                Ok(crate::print_diff(&files, *as_json, path, *from, *to))
-            }
         };
         through(db, remote, served, local)
     }
@@ -517,92 +488,6 @@ mod served {
         Ok(ExitCode::SUCCESS)
     }
 
-    fn ls(client: &RemoteClient, dir: &str, at: Option<u64>) -> Result<CliResult, RemoteError> {
-        let mut query = vec![("dir", dir.to_string())];
-        query.extend(at.map(|at| ("at", at.to_string())));
-        let listed: Value = serde_json::from_slice(&client.read("/v1/ls", &query)?)
-            .map_err(|e| protocol(client, &e))?;
-        let files = listed["files"]
-            .as_array()
-            .map(Vec::as_slice)
-            .unwrap_or_default();
-        if files.is_empty() && dir != "/" {
-            return Ok(Err(crate::no_dir(dir, at).into()));
-        }
-        let mut lines = String::new();
-        for file in files {
-            let bytes = file["bytes"].as_u64().unwrap_or_default();
-            let path = file["path"].as_str().unwrap_or_default();
-            lines.push_str(&format!("{:>7}  {path}\n", format_size(bytes)));
-        }
-        Ok(print(lines.as_bytes()))
-    }
-
-    fn cat(client: &RemoteClient, file: &str, at: Option<u64>) -> Result<CliResult, RemoteError> {
-        let mut query = vec![("path", file.to_string())];
-        query.extend(at.map(|at| ("at", at.to_string())));
-        match client.read("/v1/cat", &query) {
-            Ok(content) => Ok(print(&content)),
-            Err(e) if e.status() == Some(404) => Ok(Err(crate::no_file(file, at).into())),
-            Err(e) => Err(e),
-        }
-    }
-
-    fn events(
-        client: &RemoteClient,
-        route: &str,
-        query: &[(&str, String)],
-        as_json: bool,
-        empty_note: Option<&str>,
-    ) -> Result<CliResult, RemoteError> {
-        let lines = client.read(route, query)?;
-        if as_json {
-            return Ok(print(&lines));
-        }
-        let mut text = String::new();
-        // `history`'s lines name the file each event belongs to: a header where it changes.
-        let mut file: Option<Value> = None;
-        for line in String::from_utf8_lossy(&lines).lines() {
-            let event: Value = serde_json::from_str(line).map_err(|e| protocol(client, &e))?;
-            if let Some(this) = event.get("file") {
-                if file.as_ref() != Some(this) {
-                    let paths: Vec<String> = event["file_paths"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .filter_map(|p| p.as_str().map(str::to_string))
-                        .collect();
-                    let asked = query
-                        .iter()
-                        .find(|(k, _)| *k == "path")
-                        .map_or("", |(_, v)| v);
-                    text.push_str(&crate::history_header(this.as_u64(), &paths, asked));
-                    text.push('\n');
-                    file = Some(this.clone());
-                }
-            }
-            let paths: Vec<&str> = event["paths"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect();
-            text.push_str(&event_line_parts(
-                event["seq"].as_u64().unwrap_or_default(),
-                event["time"].as_str().unwrap_or_default(),
-                event["agent"].as_str().unwrap_or_default(),
-                event["command"].as_str().unwrap_or_default(),
-                event["is_error"].as_bool().unwrap_or_default(),
-                &paths,
-            ));
-            text.push('\n');
-        }
-        if let (true, Some(note)) = (text.is_empty(), empty_note) {
-            text = format!("{note}\n");
-        }
-        Ok(print(text.as_bytes()))
-    }
-
     fn rows(
         client: &RemoteClient,
         route: &str,
@@ -626,62 +511,6 @@ mod served {
             text.push('\n');
         }
         Ok(print(text.as_bytes()))
-    }
-
-    fn verify(
-        client: &RemoteClient,
-        db: &Path,
-        as_json: bool,
-        expect: Option<&Head>,
-    ) -> Result<CliResult, RemoteError> {
-        let mut report = client.verify(expect)?;
-        // The store as this command names it, as a local verify prints it.
-        report["store"] = Value::String(db.display().to_string());
-        let view = ReportView::from_json(&report).ok_or_else(|| RemoteError::Protocol {
-            url: client.url().to_string(),
-            why: "the verify report misses a field".into(),
-        })?;
-        Ok(crate::print_verify(db, as_json, &report, &view))
-    }
-
-    /// The whole tree (at a seq) from the listing and each file's content, exported here.
-    #[cfg(unix)]
-    fn export(
-        client: &RemoteClient,
-        dir: &Path,
-        at: Option<u64>,
-    ) -> Result<CliResult, RemoteError> {
-        let at_param = at.map(|at| ("at", at.to_string()));
-        let mut query = vec![("dir", "/".to_string())];
-        query.extend(at_param.clone());
-        let listed: Value = serde_json::from_slice(&client.read("/v1/ls", &query)?)
-            .map_err(|e| protocol(client, &e))?;
-        let mut records = Vec::new();
-        for file in listed["files"].as_array().into_iter().flatten() {
-            let path = file["path"].as_str().unwrap_or_default().to_string();
-            let mut query = vec![("path", path.clone())];
-            query.extend(at_param.clone());
-            let content = String::from_utf8(client.read("/v1/cat", &query)?).map_err(|e| {
-                RemoteError::Protocol {
-                    url: client.url().to_string(),
-                    why: e.to_string(),
-                }
-            })?;
-            let seq = |key: &str| mnemo::Seq(file[key].as_u64().unwrap_or_default());
-            records.push(mnemo::MemoryRecord {
-                tags: vec![mnemo::MEMORY_TAG.to_string(), format!("path:{path}")],
-                path,
-                content,
-                created: seq("created"),
-                updated: seq("updated"),
-            });
-        }
-        Ok(crate::export_records(&records, dir))
-    }
-
-    #[cfg(not(unix))]
-    fn export(_: &RemoteClient, _: &Path, _: Option<u64>) -> Result<CliResult, RemoteError> {
-        Ok(Err("mnemo export needs a Unix system".into()))
     }
 
     fn print(bytes: &[u8]) -> CliResult {

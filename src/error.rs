@@ -37,6 +37,17 @@ pub enum Error {
         what: String,
     },
 
+    /// A write, or a read that needs the writer, on a store opened read-only.
+    #[error(
+        "{what} writes, but the store at {path} was opened read-only (a private copy that changes none of its bytes); open it for writing (without `read_only`) to change it"
+    )]
+    ReadOnly {
+        /// The store directory.
+        path: PathBuf,
+        /// What was asked.
+        what: String,
+    },
+
     /// A call to the `mnemo serve` that holds the store failed: it could not be reached, broke
     /// off, refused the request or answered with something unreadable. The message is the HTTP
     /// client's (a `RemoteError`'s), which says which.

@@ -10,6 +10,7 @@ use crate::log::Store;
 use crate::paths::MemPath;
 use crate::policy::AdminCommand;
 use crate::projection::{MemoryRecord, Projection};
+use crate::protocol::LoggedEvent;
 use crate::replay::Replay;
 pub use crate::time::utc;
 use crate::tool::COMMAND_NAMES;
@@ -101,24 +102,24 @@ pub fn select_events<E: From<Error>>(
     Ok(())
 }
 
-/// An event as `mnemo log --json` and `mnemo history --json` print it: one JSON object.
-pub fn event_json(event: &Event) -> serde_json::Value {
+/// An event as `mnemo log --json` prints it.
+pub fn logged(event: &Event) -> LoggedEvent {
     let (command, paths) = describe(event);
-    serde_json::json!({
-        "seq": event.seq.0,
-        "time": utc(event.header.time_ms),
-        "time_ms": event.header.time_ms,
-        "agent": event.header.agent,
-        "tool_use_id": event.header.tool_use_id,
-        "semantics": event.header.semantics.number(),
-        "command": command,
-        "paths": paths,
-        "is_error": event.header.outcome.is_error,
-        "result_hash": event.header.outcome.result_hash.to_hex(),
-        "salt": event.salt.map(|salt| salt.to_hex()),
-        "hash": event.hash().to_hex(),
-        "prev_hash": event.prev_hash.to_hex(),
-    })
+    LoggedEvent {
+        agent: event.header.agent.clone(),
+        command: command.to_string(),
+        hash: event.hash().to_hex(),
+        is_error: event.header.outcome.is_error,
+        paths,
+        prev_hash: event.prev_hash.to_hex(),
+        result_hash: event.header.outcome.result_hash.to_hex(),
+        salt: event.salt.map(|salt| salt.to_hex()),
+        semantics: event.header.semantics.number(),
+        seq: event.seq.0,
+        time: utc(event.header.time_ms),
+        time_ms: event.header.time_ms,
+        tool_use_id: event.header.tool_use_id.clone(),
+    }
 }
 
 /// Parses an absolute path given on the command line (`/memories/notes.txt`).

@@ -19,6 +19,7 @@ use crate::log::Store;
 use crate::paths::MemPath;
 use crate::policy::AdminCommand;
 use crate::projection::{MemoryRecord, Projection};
+use crate::protocol::{DiffKind, EventChange, FileDiff, Redaction, ShownEvent};
 use crate::replay::Replay;
 use crate::tool::Change;
 
@@ -36,103 +37,31 @@ pub struct Shown {
     /// log does not prove this answer: run `mnemo verify`.
     pub verified: bool,
     /// What the event changed in the tree or the policy; `None` for a read, an error or a retry.
-    pub change: Option<Shift>,
+    pub change: Option<EventChange>,
     /// For an erased event, the redaction that erased it: its seq, time, operator and reason.
-    pub redaction: Option<Value>,
-}
-
-/// A change an event made.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Shift {
-    /// A file was created.
-    Created {
-        /// Its path.
-        path: String,
-        /// Its content as a unified diff against nothing.
-        diff: String,
-    },
-    /// A file's content was replaced.
-    Edited {
-        /// Its path.
-        path: String,
-        /// The unified diff from the old content to the new.
-        diff: String,
-    },
-    /// A file or a directory was removed, with the files under it.
-    Deleted {
-        /// What was removed.
-        path: String,
-        /// The files that went with it.
-        files: Vec<String>,
-    },
-    /// A file or a directory was moved, with the files under it.
-    Moved {
-        /// Where it was.
-        from: String,
-        /// Where it is.
-        to: String,
-        /// The files that moved, as (old path, new path).
-        files: Vec<(String, String)>,
-    },
-    /// The access policy or the token table changed.
-    Policy {
-        /// What changed, in words.
-        what: String,
-    },
-}
-
-impl Shift {
-    /// The kind, as `--json` names it: `created`, `edited`, `deleted`, `moved` or `policy`.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Shift::Created { .. } => "created",
-            Shift::Edited { .. } => "edited",
-            Shift::Deleted { .. } => "deleted",
-            Shift::Moved { .. } => "moved",
-            Shift::Policy { .. } => "policy",
-        }
-    }
-
-    /// As one JSON object.
-    pub fn to_json(&self) -> Value {
-        match self {
-            Shift::Created { path, diff } | Shift::Edited { path, diff } => {
-                json!({"kind": self.kind(), "path": path, "diff": diff})
-            }
-            Shift::Deleted { path, files } => {
-                json!({"kind": self.kind(), "path": path, "files": files})
-            }
-            Shift::Moved { from, to, files } => json!({
-                "kind": self.kind(),
-                "from": from,
-                "to": to,
-                "files": files.iter().map(|(a, b)| json!([a, b])).collect::<Vec<_>>(),
-            }),
-            Shift::Policy { what } => json!({"kind": self.kind(), "what": what}),
-        }
-    }
+    pub redaction: Option<Redaction>,
 }
 
 impl Shown {
     /// As `mnemo show --json` prints it.
-    pub fn to_json(&self) -> Value {
+    pub fn to_protocol(&self) -> ShownEvent {
         let (command, paths) = describe(&self.event);
-        json!({
-            "seq": self.event.seq.0,
-            "time": utc(self.event.header.time_ms),
-            "time_ms": self.event.header.time_ms,
-            "agent": self.event.header.agent,
-            "tool_use_id": self.event.header.tool_use_id,
-            "semantics": self.event.header.semantics.number(),
-            "command": command,
-            "paths": paths,
-            "input": self.input,
-            "answer": self.answer,
-            "is_error": self.event.header.outcome.is_error,
-            "verified": self.verified,
-            "change": self.change.as_ref().map(Shift::to_json),
-            "redaction": self.redaction,
-        })
+        ShownEvent {
+            agent: self.event.header.agent.clone(),
+            answer: self.answer.clone(),
+            change: self.change.clone(),
+            command: command.to_string(),
+            input: self.input.clone(),
+            is_error: self.event.header.outcome.is_error,
+            paths,
+            redaction: self.redaction.clone(),
+            semantics: self.event.header.semantics.number(),
+            seq: self.event.seq.0,
+            time: utc(self.event.header.time_ms),
+            time_ms: self.event.header.time_ms,
+            tool_use_id: self.event.header.tool_use_id.clone(),
+            verified: self.verified,
+        }
     }
 }
 
@@ -192,17 +121,17 @@ fn admin_input(command: &AdminCommand) -> Value {
 }
 
 /// The redaction after `seq` that names it, as `show` gives it.
-fn redaction_of(store: &Store, seq: Seq) -> Result<Option<Value>> {
+fn redaction_of(store: &Store, seq: Seq) -> Result<Option<Redaction>> {
     for item in store.records(Seq(seq.0 + 1)) {
         let later = Event::decode(&item?.1)?;
         if let Body::Admin(AdminCommand::Redact { reason, seqs }) = &later.body {
             if seqs.contains(&seq.0) {
-                return Ok(Some(json!({
-                    "seq": later.seq.0,
-                    "time": utc(later.header.time_ms),
-                    "by": later.header.agent,
-                    "reason": reason,
-                })));
+                return Ok(Some(Redaction {
+                    by: later.header.agent,
+                    reason: reason.clone(),
+                    seq: later.seq.0,
+                    time: utc(later.header.time_ms),
+                }));
             }
         }
     }
@@ -284,25 +213,25 @@ impl BeforeAnswer {
             .filter(move |f| MemPath::absolute(&f.path).is_ok_and(|p| p.starts_with(dir)))
     }
 
-    fn shift(&self, change: &Change, answer: &str) -> Shift {
+    fn shift(&self, change: &Change, answer: &str) -> EventChange {
         match change {
             Change::Write { path, content } => match self.file(path) {
-                Some(old) => Shift::Edited {
+                Some(old) => EventChange::Edited {
                     path: path.to_string(),
                     diff: unified(&old.content, content, path),
                 },
-                None => Shift::Created {
+                None => EventChange::Created {
                     path: path.to_string(),
                     diff: unified("", content, path),
                 },
             },
-            Change::Delete { path } => Shift::Deleted {
+            Change::Delete { path } => EventChange::Deleted {
                 path: path.to_string(),
                 files: self.under(path).map(|f| f.path.clone()).collect(),
             },
             // The file's path and content changed in one step: shown as the edit at its new path
             // (the answer says where it came from).
-            Change::Rewrite { from, to, content } => Shift::Edited {
+            Change::Rewrite { from, to, content } => EventChange::Edited {
                 path: to.to_string(),
                 diff: unified(
                     &self
@@ -313,7 +242,7 @@ impl BeforeAnswer {
                     to,
                 ),
             },
-            Change::Rename { from, to } => Shift::Moved {
+            Change::Rename { from, to } => EventChange::Moved {
                 from: from.to_string(),
                 to: to.to_string(),
                 files: self
@@ -325,7 +254,7 @@ impl BeforeAnswer {
                     .collect(),
             },
             // The answer says what a policy or token change did, and never shows a token hash.
-            _ => Shift::Policy {
+            _ => EventChange::Policy {
                 what: answer.to_string(),
             },
         }
@@ -362,24 +291,6 @@ fn unified(old: &str, new: &str, path: &MemPath) -> String {
     out
 }
 
-/// How one file differs between two points of the log.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FileDiff {
-    /// The file's path.
-    pub path: String,
-    /// `added`, `removed` or `changed`.
-    pub kind: &'static str,
-    /// The unified diff from the content at the first point to the content at the second.
-    pub diff: String,
-}
-
-impl FileDiff {
-    /// As one JSON object.
-    pub fn to_json(&self) -> Value {
-        json!({"path": self.path, "kind": self.kind, "diff": self.diff})
-    }
-}
-
 /// What changed in the files under `dir` from after event `from` to after event `to` (each one
 /// the log reaches), in path order: a file at the same path with other content is
 /// `changed` (a file moved elsewhere is `removed` at its old path and `added` at its new one).
@@ -409,9 +320,9 @@ pub fn diff(store: &Store, from: Seq, to: Seq, dir: &MemPath) -> Result<Vec<File
     for path in paths {
         let (kind, before, after) = match (old.get(path), new.get(path)) {
             (Some(a), Some(b)) if a == b => continue,
-            (Some(a), Some(b)) => ("changed", a.as_str(), b.as_str()),
-            (Some(a), None) => ("removed", a.as_str(), ""),
-            (None, Some(b)) => ("added", "", b.as_str()),
+            (Some(a), Some(b)) => (DiffKind::Changed, a.as_str(), b.as_str()),
+            (Some(a), None) => (DiffKind::Removed, a.as_str(), ""),
+            (None, Some(b)) => (DiffKind::Added, "", b.as_str()),
             (None, None) => continue,
         };
         let canonical = MemPath::absolute(path).map_err(Error::corrupt)?;

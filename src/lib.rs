@@ -27,6 +27,7 @@ pub mod memory_store;
 mod paths;
 mod policy;
 mod projection;
+pub mod protocol;
 mod reads;
 mod redact;
 mod registry;
@@ -92,11 +93,7 @@ pub mod cli_support {
     #[cfg(feature = "client")]
     pub use crate::discovery::{Launch, Link, START_WAIT, find_server, live_server, unanswered};
     pub use crate::disk::SERVER_FILE;
-    pub use crate::history::{
-        absolute_path, describe, event_json, printable, record_at, records_at, select_events, utc,
-    };
-    pub use crate::inspect::{FileDiff, Shift, Shown, diff, show};
-    pub use crate::lineage::{Trail, trail_json, trails};
+    pub use crate::history::{absolute_path, printable};
     pub use crate::log::Store;
     pub use crate::redact::{Plan, Redacted, Selection, plan, redact};
     #[cfg(feature = "replicate")]
@@ -115,7 +112,6 @@ pub mod cli_support {
     #[cfg(feature = "client")]
     pub use crate::tool::request::tool_use_id;
     pub use crate::transfer::{export, import};
-    pub use crate::verify::{PROGRESS_EVERY, VerifyOptions, verify_store_with};
 }
 
 /// The internals that the crate's own tests, benches and examples reach (feature `testing`,

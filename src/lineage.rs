@@ -17,6 +17,7 @@ use crate::event::{Body, Event, Seq};
 use crate::history::Called;
 use crate::log::Store;
 use crate::paths::MemPath;
+use crate::protocol::HistoryEvent;
 use crate::replay::Replay;
 use crate::tool::Change;
 
@@ -189,12 +190,13 @@ pub fn trails(store: &Store, path: &MemPath) -> Result<Vec<Trail>> {
     Ok(out)
 }
 
-/// One event of `trail` as `mnemo history --json` prints it: [`crate::history::event_json`]
+/// One event of `trail` as `mnemo history --json` prints it: [`crate::history::logged`]
 /// with `file`, the file's ordinal (`null` for an event that named the path while no file was
 /// there), and `file_paths`, every path that file has had.
-pub fn trail_json(trail: &Trail, event: &Event) -> serde_json::Value {
-    let mut out = crate::history::event_json(event);
-    out["file"] = trail.file.into();
-    out["file_paths"] = trail.paths.clone().into();
-    out
+pub fn trail_event(trail: &Trail, event: &Event) -> HistoryEvent {
+    HistoryEvent {
+        event: crate::history::logged(event),
+        file: trail.file,
+        file_paths: trail.paths.clone(),
+    }
 }

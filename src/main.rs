@@ -8,14 +8,12 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use connect::{Change, Read, Remote, Start};
-use mnemo::cli_support::{
-    PROGRESS_EVERY, Store, VerifyOptions, absolute_path, describe, event_json, printable,
-    record_at, records_at, select_events, utc, verify_store_with,
-};
+use mnemo::cli_support::{Store, absolute_path, printable};
+use mnemo::protocol::{EventChange, LoggedEvent, ShownEvent, VerifyReport};
 use mnemo::tool::{Limits, Tree, format_size};
 use mnemo::{
-    Access, AdminCommand, Durability, Event, Head, LogQuery, MemPath, MnemoClient,
-    MnemoMemoryToolServer, Profile, Report, Seq,
+    Access, AdminCommand, Durability, Head, LogQuery, MemPath, MnemoClient, MnemoMemoryToolServer,
+    Profile, Report, Seq,
 };
 use serde_json::json;
 
@@ -1001,7 +999,7 @@ fn run_demo(db: Option<PathBuf>) -> CliResult {
     }
     let report = client.verify()?;
     writeln!(out)?;
-    print_report(&mut out, &path, &ReportView::of(&report))?;
+    print_report(&mut out, &path, &report.to_protocol(&path))?;
     let db = shell_word(&path.to_string_lossy());
     writeln!(out, "\nInspect it, one command a line:")?;
     for command in ["log", "history /memories/done/mnemo.md", "show 2", "verify"] {
@@ -1355,113 +1353,7 @@ fn run_tool(session: Session, agent: Option<String>, remote: &Remote, start: &St
     end_session(&server)
 }
 
-/// What `mnemo verify` prints of a report, from the report itself or from its JSON (a report
-/// a server made).
-pub(crate) struct ReportView {
-    status: String,
-    events: u64,
-    bytes: u64,
-    elapsed_ms: f64,
-    events_per_sec: f64,
-    mb_per_sec: f64,
-    /// The checkpoint to keep: only for an intact log.
-    checkpoint: Option<String>,
-    head_seq: u64,
-    head_hash: String,
-    meta_head: u64,
-    index_applied: u64,
-    /// The highest seq the log holds (what there was to check).
-    log_last: u64,
-    /// The head the store recorded at its last commit or close.
-    recorded: Option<u64>,
-    violations: Vec<(u64, String, String)>,
-    /// The erased events, each with the seq of the redaction that names it.
-    redacted: Vec<(u64, u64)>,
-    /// What an auditor must know of an intact report (`Report::notes`).
-    notes: Vec<String>,
-}
-
-impl ReportView {
-    pub(crate) fn of(report: &Report) -> ReportView {
-        ReportView {
-            status: report.status().to_string(),
-            events: report.events,
-            bytes: report.bytes,
-            elapsed_ms: report.elapsed.as_secs_f64() * 1e3,
-            events_per_sec: report.events_per_sec(),
-            mb_per_sec: report.mb_per_sec(),
-            checkpoint: report.checkpoint(),
-            head_seq: report.head.seq.0,
-            head_hash: report.head.hash.to_string(),
-            meta_head: report.meta_head.seq.0,
-            index_applied: report.index_applied.0,
-            log_last: report.log_last.0,
-            recorded: report.recorded.map(|h| h.seq.0),
-            violations: report
-                .violations
-                .iter()
-                .map(|v| (v.seq.0, v.kind.name().to_string(), v.detail.clone()))
-                .collect(),
-            redacted: report.redacted.iter().map(|(s, by)| (s.0, by.0)).collect(),
-            notes: report.notes(),
-        }
-    }
-
-    /// The view of a report as `mnemo verify --json` prints it; `None` when a field is missing.
-    #[cfg_attr(not(feature = "serve"), expect(dead_code))]
-    fn from_json(report: &serde_json::Value) -> Option<ReportView> {
-        let text = |key: &str| report[key].as_str().map(str::to_string);
-        let violations = report["violations"]
-            .as_array()?
-            .iter()
-            .map(|v| {
-                Some((
-                    v["seq"].as_u64()?,
-                    v["kind"].as_str()?.to_string(),
-                    v["detail"].as_str()?.to_string(),
-                ))
-            })
-            .collect::<Option<Vec<_>>>()?;
-        Some(ReportView {
-            status: text("status")?,
-            events: report["events"].as_u64()?,
-            bytes: report["bytes"].as_u64()?,
-            elapsed_ms: report["elapsed_ms"].as_f64()?,
-            events_per_sec: report["events_per_sec"].as_f64()?,
-            mb_per_sec: report["mb_per_sec"].as_f64()?,
-            checkpoint: text("checkpoint"),
-            head_seq: report["head"]["seq"].as_u64()?,
-            head_hash: report["head"]["hash"].as_str()?.to_string(),
-            meta_head: report["meta_head"].as_u64()?,
-            index_applied: report["index_applied"].as_u64()?,
-            log_last: report["log_last"].as_u64()?,
-            recorded: report["recorded_head"].as_u64(),
-            violations,
-            redacted: report["redacted"]
-                .as_array()
-                .map(|all| {
-                    all.iter()
-                        .filter_map(|r| Some((r["seq"].as_u64()?, r["by"].as_u64()?)))
-                        .collect()
-                })
-                .unwrap_or_default(),
-            notes: report["notes"]
-                .as_array()
-                .map(|all| {
-                    all.iter()
-                        .filter_map(|n| n.as_str().map(str::to_string))
-                        .collect()
-                })
-                .unwrap_or_default(),
-        })
-    }
-
-    fn is_intact(&self) -> bool {
-        self.violations.is_empty()
-    }
-}
-
-fn print_report(out: &mut impl Write, path: &Path, report: &ReportView) -> std::io::Result<()> {
+fn print_report(out: &mut impl Write, path: &Path, report: &VerifyReport) -> std::io::Result<()> {
     let note = if report.events == 0 && report.is_intact() {
         " (the log holds no events; nothing to prove)"
     } else {
@@ -1486,7 +1378,7 @@ fn print_report(out: &mut impl Write, path: &Path, report: &ReportView) -> std::
         "  checked:    {} events{of}, {} bytes in {:.1} ms ({:.0} events/s, {:.1} MB/s)",
         report.events, report.bytes, report.elapsed_ms, report.events_per_sec, report.mb_per_sec
     )?;
-    if let Some(recorded) = report.recorded {
+    if let Some(recorded) = report.recorded_head {
         writeln!(
             out,
             "  recorded:   seq {recorded} at the store's last commit or close, so the log must hold at least {recorded} events"
@@ -1500,13 +1392,15 @@ fn print_report(out: &mut impl Write, path: &Path, report: &ReportView) -> std::
     writeln!(
         out,
         "  head:       seq {} hash {}{last}",
-        report.head_seq, report.head_hash
+        report.head.seq, report.head.hash
     )?;
     if !report.redacted.is_empty() {
         let mut by: std::collections::BTreeMap<u64, Vec<String>> =
             std::collections::BTreeMap::new();
-        for (seq, redaction) in &report.redacted {
-            by.entry(*redaction).or_default().push(seq.to_string());
+        for erased in &report.redacted {
+            by.entry(erased.by)
+                .or_default()
+                .push(erased.seq.to_string());
         }
         for (redaction, seqs) in by {
             writeln!(
@@ -1521,45 +1415,44 @@ fn print_report(out: &mut impl Write, path: &Path, report: &ReportView) -> std::
     if let Some(checkpoint) = &report.checkpoint {
         writeln!(out, "  checkpoint: {checkpoint}")?;
     }
-    if report.meta_head < report.head_seq && report.is_intact() {
+    if report.meta_head < report.head.seq && report.is_intact() {
         writeln!(
             out,
             "  note:       meta.head is {} events behind the log (a commit a crash cut short); the next open for writing moves it",
-            report.head_seq - report.meta_head
+            report.head.seq - report.meta_head
         )?;
     }
-    if report.index_applied < report.head_seq && report.is_intact() {
+    if report.index_applied < report.head.seq && report.is_intact() {
         writeln!(
             out,
             "  note:       the index is {} events behind the log (an interrupted commit); the next open catches it up",
-            report.head_seq - report.index_applied
+            report.head.seq - report.index_applied
         )?;
     }
-    for (seq, kind, detail) in &report.violations {
-        let at = if *seq > report.log_last {
+    for violation in &report.violations {
+        let at = if violation.seq > report.log_last {
             format!("after seq {}, where the log ends", report.log_last)
         } else {
-            format!("seq {seq}")
+            format!("seq {}", violation.seq)
         };
-        writeln!(out, "  violation:  {at} ({kind}): {detail}")?;
+        writeln!(
+            out,
+            "  violation:  {at} ({}): {}",
+            violation.kind, violation.detail
+        )?;
     }
     Ok(())
 }
 
-/// Prints a verify report (`json` as `--json` prints it) and exits 0 when intact, else 1.
-pub(crate) fn print_verify(
-    db: &Path,
-    as_json: bool,
-    json: &serde_json::Value,
-    view: &ReportView,
-) -> CliResult {
+/// Prints a verify report (as `--json` prints it with `as_json`) and exits 0 when intact, else 1.
+pub(crate) fn print_verify(db: &Path, as_json: bool, report: &VerifyReport) -> CliResult {
     let mut out = std::io::stdout().lock();
     if as_json {
-        writeln!(out, "{json}")?;
+        writeln!(out, "{}", serde_json::to_string(report)?)?;
     } else {
-        print_report(&mut out, db, view)?;
+        print_report(&mut out, db, report)?;
     }
-    Ok(if view.is_intact() {
+    Ok(if report.is_intact() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
@@ -1568,48 +1461,36 @@ pub(crate) fn print_verify(
 
 fn run_verify(db: &Path, as_json: bool, expect: Option<&str>, remote: &Remote) -> CliResult {
     let expect = expect.map(Head::parse).transpose()?;
-    let read = Read::Verify { as_json, expect };
-    connect::read(db, remote, &read, || verify_local(db, as_json, expect))
-}
-
-fn verify_local(db: &Path, as_json: bool, expect: Option<Head>) -> CliResult {
-    let store = match Store::open_read_only(db) {
-        Ok(store) => store,
-        // sled refuses a log whose bytes are damaged: a finding (exit 1), not a failure to run.
-        Err(e) if Report::is_damage(&e) => {
-            let report = Report::unreadable(e.to_string());
-            return print_verify(db, as_json, &report.to_json(db), &ReportView::of(&report));
-        }
-        Err(e) => return Err(e.into()),
-    };
     let tty = std::io::stderr().is_terminal();
+    let mut shown = false;
     let mut progress = |checked, head| {
         if tty {
             eprint!("\rverifying: {checked} / {head} events");
+            shown = true;
         }
     };
-    let report = verify_store_with(
-        &store,
-        VerifyOptions {
-            expect,
-            progress: Some(&mut progress),
-        },
-    )?;
-    if tty && report.events >= PROGRESS_EVERY {
+    let report = match connect::reading(db, remote, |client| {
+        client.verify_watching(expect, &mut progress)
+    }) {
+        Ok(report) => report,
+        // sled refuses a log whose bytes are damaged: a finding (exit 1), not a failure to run.
+        Err(e) if Report::is_damage(&e) => Report::unreadable(e.to_string()),
+        Err(e) => return Err(e.into()),
+    };
+    if shown {
         eprintln!();
     }
-    print_verify(db, as_json, &report.to_json(db), &ReportView::of(&report))
+    print_verify(db, as_json, &report.to_protocol(db))
 }
 
-fn event_line(event: &Event) -> String {
-    let (command, paths) = describe(event);
-    let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
+fn event_line(event: &LoggedEvent) -> String {
+    let paths: Vec<&str> = event.paths.iter().map(String::as_str).collect();
     event_line_parts(
-        event.seq.0,
-        &utc(event.header.time_ms),
-        &event.header.agent,
-        command,
-        event.header.outcome.is_error,
+        event.seq,
+        &event.time,
+        &event.agent,
+        &event.command,
+        event.is_error,
         &paths,
     )
 }
@@ -1648,72 +1529,43 @@ fn run_log(
         from,
         limit,
     };
-    let mut params = vec![("from", from.to_string())];
-    params.extend(agent.map(|a| ("agent", a.to_string())));
-    params.extend(query.path.as_ref().map(|p| ("path", p.to_string())));
-    params.extend(limit.map(|l| ("limit", l.to_string())));
-    let read = Read::Events {
-        route: "/v1/log",
-        params,
-        as_json,
-        empty_note: None,
-    };
-    connect::read(db, remote, &read, || log_local(db, &query, as_json))
-}
-
-fn log_local(db: &Path, query: &LogQuery, as_json: bool) -> CliResult {
-    let store = Store::open_current_read_only(db)?;
+    let events = connect::reading(db, remote, |client| client.log(&query))?;
     let mut out = std::io::stdout().lock();
-    select_events(
-        &store,
-        query,
-        |event| -> Result<(), Box<dyn std::error::Error>> {
-            if as_json {
-                writeln!(out, "{}", event_json(event))?;
-            } else {
-                writeln!(out, "{}", event_line(event))?;
-            }
-            Ok(())
-        },
-    )?;
+    for event in &events {
+        if as_json {
+            writeln!(out, "{}", serde_json::to_string(event)?)?;
+        } else {
+            writeln!(out, "{}", event_line(event))?;
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }
 
 fn run_ls(db: &Path, dir: &str, at: Option<u64>, remote: &Remote) -> CliResult {
     // `/` too: every file the store holds, whatever root its calls ran under.
     let dir = MemPath::absolute(dir).map_err(mnemo::Error::InvalidArgument)?;
-    let read = Read::Ls {
-        dir: dir.to_string(),
-        at,
-    };
-    connect::read(db, remote, &read, || ls_local(db, &dir, at))
-}
-
-fn ls_local(db: &Path, dir: &MemPath, at: Option<u64>) -> CliResult {
-    let store = Store::open_current_read_only(db)?;
-    let records = records_at(&store, dir, at.map(Seq))?;
-    if records.is_empty() && dir.as_str() != "/" {
+    let listing = connect::reading(db, remote, |client| client.listing(&dir, at.map(Seq)))?;
+    if listing.files.is_empty() && dir.as_str() != "/" {
         return Err(no_dir(dir.as_str(), at).into());
     }
     let mut out = std::io::stdout().lock();
-    for r in records {
-        writeln!(
-            out,
-            "{:>7}  {}",
-            format_size(r.content.len() as u64),
-            r.path
-        )?;
+    for file in &listing.files {
+        writeln!(out, "{:>7}  {}", format_size(file.bytes), file.path)?;
     }
     Ok(ExitCode::SUCCESS)
 }
 
 fn run_cat(db: &Path, path: &str, at: Option<u64>, remote: &Remote) -> CliResult {
     let file = absolute_path(path)?;
-    let read = Read::Cat {
-        file: file.to_string(),
-        at,
-    };
-    connect::read(db, remote, &read, || cat_local(db, &file, at))
+    match connect::reading(db, remote, |client| client.content_at(&file, at.map(Seq)))? {
+        Some(content) => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(content.as_bytes())?;
+            out.flush()?;
+            Ok(ExitCode::SUCCESS)
+        }
+        None => Err(no_file(&file.to_string(), at).into()),
+    }
 }
 
 /// The error of `mnemo cat` for a file that is not there.
@@ -1733,31 +1585,13 @@ fn no_dir(dir: &str, at: Option<u64>) -> String {
     )
 }
 
-fn cat_local(db: &Path, file: &MemPath, at: Option<u64>) -> CliResult {
-    let store = Store::open_current_read_only(db)?;
-    let record = record_at(&store, file, at.map(Seq))?;
-    match record {
-        Some(r) => {
-            let mut out = std::io::stdout().lock();
-            out.write_all(r.content.as_bytes())?;
-            out.flush()?;
-            Ok(ExitCode::SUCCESS)
-        }
-        None => Err(no_file(&file.to_string(), at).into()),
-    }
-}
-
 #[cfg(unix)]
 fn run_export(db: &Path, dir: &Path, at: Option<u64>, remote: &Remote) -> CliResult {
-    let read = Read::Export {
-        dir: dir.to_path_buf(),
-        at,
-    };
-    connect::read(db, remote, &read, || {
-        let store = Store::open_current_read_only(db)?;
-        let everything = MemPath::absolute("/")?;
-        export_records(&records_at(&store, &everything, at.map(Seq))?, dir)
-    })
+    let everything = MemPath::absolute("/")?;
+    let records = connect::reading(db, remote, |client| {
+        client.tree_at(&everything, at.map(Seq))
+    })?;
+    export_records(&records, dir)
 }
 
 /// Writes `records` as plain files under `dir` and says how many.
@@ -2001,36 +1835,26 @@ fn print_receipt(receipt: &mnemo::Receipt) -> CliResult {
 
 fn run_history(db: &Path, path: &str, as_json: bool, remote: &Remote) -> CliResult {
     let file = absolute_path(path)?;
-    let read = Read::Events {
-        route: "/v1/history",
-        params: vec![("path", file.to_string())],
-        as_json,
-        empty_note: Some(format!("no event names {file}")),
-    };
-    connect::read(db, remote, &read, || history_local(db, &file, as_json))
-}
-
-fn history_local(db: &Path, file: &MemPath, as_json: bool) -> CliResult {
-    let store = Store::open_current_read_only(db)?;
-    let trails = mnemo::cli_support::trails(&store, file)?;
+    let events = connect::reading(db, remote, |client| client.history(&file))?;
     let mut out = std::io::stdout().lock();
-    for trail in &trails {
-        if !as_json {
+    // The events come file by file: a header where the file changes.
+    let mut last: Option<Option<u64>> = None;
+    for event in &events {
+        if as_json {
+            writeln!(out, "{}", serde_json::to_string(event)?)?;
+            continue;
+        }
+        if last != Some(event.file) {
             writeln!(
                 out,
                 "{}",
-                history_header(trail.file, &trail.paths, file.as_str())
+                history_header(event.file, &event.file_paths, file.as_str())
             )?;
+            last = Some(event.file);
         }
-        for event in &trail.events {
-            if as_json {
-                writeln!(out, "{}", mnemo::cli_support::trail_json(trail, event))?;
-            } else {
-                writeln!(out, "{}", event_line(event))?;
-            }
-        }
+        writeln!(out, "{}", event_line(&event.event))?;
     }
-    if trails.is_empty() && !as_json {
+    if events.is_empty() && !as_json {
         writeln!(out, "no event names {file}")?;
     }
     Ok(ExitCode::SUCCESS)
@@ -2062,50 +1886,38 @@ fn run_redact(
 }
 
 fn run_show(db: &Path, seq: u64, as_json: bool, remote: &Remote) -> CliResult {
-    let read = Read::Show { seq, as_json };
-    connect::read(db, remote, &read, || {
-        let store = Store::open_current_read_only(db)?;
-        print_shown(
-            &mnemo::cli_support::show(&store, Seq(seq))?.to_json(),
-            as_json,
-        )
-    })
+    let shown = connect::reading(db, remote, |client| client.show(Seq(seq)))?;
+    print_shown(&shown, as_json)
 }
 
-/// Prints an event as `mnemo show` shows it, from its `--json` object; exit 1 when its answer is
-/// not the one the log recorded.
-fn print_shown(shown: &serde_json::Value, as_json: bool) -> CliResult {
-    let text = |key: &str| shown[key].as_str().unwrap_or_default();
+/// Prints an event as `mnemo show` shows it; exit 1 when its answer is not the one the log
+/// recorded.
+fn print_shown(shown: &ShownEvent, as_json: bool) -> CliResult {
     let mut out = std::io::stdout().lock();
     if as_json {
-        writeln!(out, "{shown}")?;
+        writeln!(out, "{}", serde_json::to_string(shown)?)?;
     } else {
-        writeln!(out, "event {}  {}", shown["seq"], text("time"))?;
-        writeln!(out, "  agent:       {}", printable(text("agent")))?;
-        if let Some(id) = shown["tool_use_id"].as_str() {
+        writeln!(out, "event {}  {}", shown.seq, shown.time)?;
+        writeln!(out, "  agent:       {}", printable(&shown.agent))?;
+        if let Some(id) = &shown.tool_use_id {
             writeln!(out, "  tool_use_id: {}", printable(id))?;
         }
-        writeln!(out, "  command:     {}", text("command"))?;
-        writeln!(out, "  semantics:   {}", shown["semantics"])?;
+        writeln!(out, "  command:     {}", shown.command)?;
+        writeln!(out, "  semantics:   {}", shown.semantics)?;
         writeln!(
             out,
             "  input:       {}",
-            printable(&shown["input"].to_string())
+            printable(&shown.input.to_string())
         )?;
-        let status = if shown["is_error"] == true {
-            "error"
-        } else {
-            "ok"
-        };
-        let redaction = &shown["redaction"];
-        if !redaction.is_null() {
+        let status = if shown.is_error { "error" } else { "ok" };
+        if let Some(redaction) = &shown.redaction {
             writeln!(
                 out,
                 "  erased:      by redaction {} at {}, operator {}: {}",
-                redaction["seq"],
-                redaction["time"].as_str().unwrap_or_default(),
-                printable(redaction["by"].as_str().unwrap_or_default()),
-                printable(redaction["reason"].as_str().unwrap_or_default())
+                redaction.seq,
+                redaction.time,
+                printable(&redaction.by),
+                printable(&redaction.reason)
             )?;
             writeln!(
                 out,
@@ -2113,61 +1925,53 @@ fn print_shown(shown: &serde_json::Value, as_json: bool) -> CliResult {
             )?;
             return Ok(ExitCode::SUCCESS);
         }
-        let proof = if shown["verified"] == true {
+        let proof = if shown.verified {
             "re-derived from the log; matches the recorded outcome"
         } else {
             "re-derived from the log; DOES NOT match the recorded outcome (run mnemo verify)"
         };
         writeln!(out, "  answer:      {status}, {proof}")?;
-        for line in shown_lines(text("answer")) {
+        for line in shown_lines(&shown.answer) {
             writeln!(out, "    | {}", printable(line))?;
         }
-        let change = &shown["change"];
-        match change["kind"].as_str() {
+        match &shown.change {
             None => writeln!(out, "  change:      none")?,
-            Some(kind) => {
-                writeln!(out, "  change:      {kind}")?;
+            Some(change) => {
+                writeln!(out, "  change:      {}", change.kind())?;
                 print_change(&mut out, change)?;
             }
         }
     }
-    Ok(
-        if shown["verified"] == true || !shown["redaction"].is_null() {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(1)
-        },
-    )
+    Ok(if shown.verified || shown.redaction.is_some() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
-/// The lines under `change:` for a change as `--json` gives it.
-fn print_change(out: &mut impl Write, change: &serde_json::Value) -> std::io::Result<()> {
-    let text = |v: &serde_json::Value| printable(v.as_str().unwrap_or_default()).into_owned();
-    let list = |key: &str| change[key].as_array().cloned().unwrap_or_default();
-    match change["kind"].as_str().unwrap_or_default() {
-        "created" | "edited" => {
-            for line in shown_lines(change["diff"].as_str().unwrap_or_default()) {
+/// The lines under `change:` for a change.
+fn print_change(out: &mut impl Write, change: &EventChange) -> std::io::Result<()> {
+    match change {
+        EventChange::Created { diff, .. } | EventChange::Edited { diff, .. } => {
+            for line in shown_lines(diff) {
                 writeln!(out, "{}", printable(line))?;
             }
         }
-        "deleted" => {
-            writeln!(out, "    removed {}", text(&change["path"]))?;
-            for file in list("files") {
-                writeln!(out, "    - {}", text(&file))?;
+        EventChange::Deleted { path, files } => {
+            writeln!(out, "    removed {}", printable(path))?;
+            for file in files {
+                writeln!(out, "    - {}", printable(file))?;
             }
         }
-        "moved" => {
-            writeln!(
-                out,
-                "    moved {} -> {}",
-                text(&change["from"]),
-                text(&change["to"])
-            )?;
-            for pair in list("files") {
-                writeln!(out, "    {} -> {}", text(&pair[0]), text(&pair[1]))?;
+        EventChange::Moved { files, from, to } => {
+            writeln!(out, "    moved {} -> {}", printable(from), printable(to))?;
+            for (old, new) in files {
+                writeln!(out, "    {} -> {}", printable(old), printable(new))?;
             }
         }
-        _ => writeln!(out, "    {}", text(&change["what"]))?,
+        EventChange::Policy { what } => writeln!(out, "    {}", printable(what))?,
+        // A kind of change this build does not know, from a newer server.
+        _ => writeln!(out, "    ({})", change.kind())?,
     }
     Ok(())
 }
@@ -2181,37 +1985,13 @@ fn run_diff(
     remote: &Remote,
 ) -> CliResult {
     let dir = absolute_path(path)?;
-    let read = Read::Diff {
-        from,
-        to,
-        path: dir.to_string(),
-        as_json,
-    };
-    connect::read(db, remote, &read, || {
-        let store = Store::open_current_read_only(db)?;
-        let files: Vec<serde_json::Value> =
-            mnemo::cli_support::diff(&store, Seq(from), Seq(to), &dir)?
-                .iter()
-                .map(|f| f.to_json())
-                .collect();
-        print_diff(&files, as_json, &dir, from, to)
-    })
-}
-
-/// Prints the files of `mnemo diff` from their `--json` objects.
-fn print_diff(
-    files: &[serde_json::Value],
-    as_json: bool,
-    dir: &impl std::fmt::Display,
-    from: u64,
-    to: u64,
-) -> CliResult {
+    let files = connect::reading(db, remote, |client| client.diff(Seq(from), Seq(to), &dir))?;
     let mut out = std::io::stdout().lock();
-    for file in files {
+    for file in &files {
         if as_json {
-            writeln!(out, "{file}")?;
+            writeln!(out, "{}", serde_json::to_string(file)?)?;
         } else {
-            for line in shown_lines(file["diff"].as_str().unwrap_or_default()) {
+            for line in shown_lines(&file.diff) {
                 writeln!(out, "{}", printable(line))?;
             }
         }

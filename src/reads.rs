@@ -4,14 +4,13 @@
 //! server's read routes (`/v1/ls` and `/v1/cat` at a seq, `/v1/log`, `/v1/history`, `/v1/show`,
 //! `/v1/diff`), which the same functions answer there.
 
-use serde_json::Value;
-
 use crate::client::{MnemoClient, readable};
 use crate::error::{Error, Result};
 use crate::event::Seq;
-use crate::history::{LogQuery, event_json, select_events, state_at};
+use crate::history::{LogQuery, logged, select_events, state_at};
 use crate::paths::MemPath;
 use crate::projection::MemoryRecord;
+use crate::protocol::{FileDiff, HistoryEvent, ListedFile, Listing, LoggedEvent, ShownEvent};
 
 impl MnemoClient {
     /// The files as they were right after event `at` (past the head: now), replayed from the
@@ -37,9 +36,43 @@ impl MnemoClient {
         Ok(records)
     }
 
+    /// Every file under `dir` (`/`: the whole store, whatever root its calls ran under) as it
+    /// was right after event `at` (`None`: now), with its content: the store owner's view,
+    /// whatever the grants (a server answers it to its operator only).
+    pub fn tree_at(&self, dir: &MemPath, at: Option<Seq>) -> Result<Vec<MemoryRecord>> {
+        #[cfg(feature = "client")]
+        if let Some(remote) = self.remote() {
+            return Ok(remote.tree_at(dir, at)?);
+        }
+        self.settle_index()?;
+        crate::history::records_at(&*self.local_store()?, dir, at)
+    }
+
+    /// The files under `dir` as [`tree_at`](Self::tree_at) finds them, without their content,
+    /// as `mnemo ls` prints them.
+    pub fn listing(&self, dir: &MemPath, at: Option<Seq>) -> Result<Listing> {
+        #[cfg(feature = "client")]
+        if let Some(remote) = self.remote() {
+            return Ok(remote.listing(dir, at)?);
+        }
+        let records = self.tree_at(dir, at)?;
+        Ok(listing_of(dir.to_string(), at.map(|at| at.0), &records))
+    }
+
+    /// The content of the file at `file` right after event `at` (`None`: now), if there was
+    /// one, as `mnemo cat` prints it: the store owner's view, whatever the grants.
+    pub fn content_at(&self, file: &MemPath, at: Option<Seq>) -> Result<Option<String>> {
+        #[cfg(feature = "client")]
+        if let Some(remote) = self.remote() {
+            return Ok(remote.content_at(file, at)?);
+        }
+        self.settle_index()?;
+        Ok(crate::history::record_at(&*self.local_store()?, file, at)?.map(|r| r.content))
+    }
+
     /// The logged events `query` selects, as `mnemo log --json` prints them (one JSON object
     /// each, with the event's chain hash and the previous one's).
-    pub fn log(&self, query: &LogQuery) -> Result<Vec<Value>> {
+    pub fn log(&self, query: &LogQuery) -> Result<Vec<LoggedEvent>> {
         #[cfg(feature = "client")]
         if let Some(remote) = self.remote() {
             return Ok(remote.log(
@@ -52,7 +85,7 @@ impl MnemoClient {
         self.settle_index()?;
         let mut events = Vec::new();
         select_events(&*self.local_store()?, query, |event| {
-            events.push(event_json(event));
+            events.push(logged(event));
             Ok::<(), Error>(())
         })?;
         Ok(events)
@@ -60,7 +93,7 @@ impl MnemoClient {
 
     /// Every event of every file that lived at `path`, file by file, each followed through
     /// renames, as `mnemo history --json` prints them.
-    pub fn history(&self, path: &MemPath) -> Result<Vec<Value>> {
+    pub fn history(&self, path: &MemPath) -> Result<Vec<HistoryEvent>> {
         #[cfg(feature = "client")]
         if let Some(remote) = self.remote() {
             return Ok(remote.history(path)?);
@@ -69,34 +102,47 @@ impl MnemoClient {
         let mut events = Vec::new();
         for trail in crate::lineage::trails(&*self.local_store()?, path)? {
             for event in &trail.events {
-                events.push(crate::lineage::trail_json(&trail, event));
+                events.push(crate::lineage::trail_event(&trail, event));
             }
         }
         Ok(events)
     }
 
     /// Event `seq` whole, as `mnemo show --json` prints it.
-    pub fn show(&self, seq: Seq) -> Result<Value> {
+    pub fn show(&self, seq: Seq) -> Result<ShownEvent> {
         #[cfg(feature = "client")]
         if let Some(remote) = self.remote() {
             return Ok(remote.show(seq)?);
         }
         self.settle_index()?;
-        Ok(crate::inspect::show(&*self.local_store()?, seq)?.to_json())
+        Ok(crate::inspect::show(&*self.local_store()?, seq)?.to_protocol())
     }
 
     /// What changed in the files under `dir` from after event `from` to after event `to` (0:
     /// the empty tree), as `mnemo diff --json` prints it.
-    pub fn diff(&self, from: Seq, to: Seq, dir: &MemPath) -> Result<Vec<Value>> {
+    pub fn diff(&self, from: Seq, to: Seq, dir: &MemPath) -> Result<Vec<FileDiff>> {
         #[cfg(feature = "client")]
         if let Some(remote) = self.remote() {
             return Ok(remote.diff(from, to, dir)?);
         }
         self.settle_index()?;
-        let files = crate::inspect::diff(&*self.local_store()?, from, to, dir)?;
-        Ok(files
+        crate::inspect::diff(&*self.local_store()?, from, to, dir)
+    }
+}
+
+/// `records` as the listing of `dir` at `at`.
+pub(crate) fn listing_of(dir: String, at: Option<u64>, records: &[MemoryRecord]) -> Listing {
+    Listing {
+        at,
+        dir,
+        files: records
             .iter()
-            .map(crate::inspect::FileDiff::to_json)
-            .collect())
+            .map(|r| ListedFile {
+                bytes: r.content.len() as u64,
+                created: r.created.0,
+                path: r.path.clone(),
+                updated: r.updated.0,
+            })
+            .collect(),
     }
 }

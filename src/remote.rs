@@ -18,13 +18,14 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::data_dir::check_store_name;
-use crate::event::{EventHash, InputDigest, Seq};
+use crate::event::{InputDigest, Seq};
 use crate::log::{Durability, Head};
 use crate::paths::MemPath;
 use crate::policy::{Access, Grant, Policy};
 use crate::projection::{MEMORY_TAG, MemoryRecord};
+use crate::protocol::{FileDiff, HistoryEvent, Listing, LoggedEvent, ShownEvent, VerifyReport};
 use crate::tool::{Limits, Profile};
-use crate::verify::{Report, Violation, ViolationKind};
+use crate::verify::Report;
 use crate::writer::Receipt;
 
 /// How long a connection attempt waits.
@@ -540,6 +541,59 @@ impl RemoteClient {
         })
     }
 
+    /// The files under `dir` right after event `at` (`None`: now), without their content, as
+    /// `/v1/ls` answers (operator only).
+    pub fn listing(&self, dir: &MemPath, at: Option<Seq>) -> Result<Listing, RemoteError> {
+        let mut query = vec![("dir", dir.to_string())];
+        query.extend(at.map(|at| ("at", at.0.to_string())));
+        self.typed(&self.get("/v1/ls", &query)?)
+    }
+
+    /// The content of the file at `file` right after event `at` (`None`: now), as `/v1/cat`
+    /// answers (operator only); `None` when there is no file there.
+    pub fn content_at(
+        &self,
+        file: &MemPath,
+        at: Option<Seq>,
+    ) -> Result<Option<String>, RemoteError> {
+        let mut query = vec![("path", file.to_string())];
+        query.extend(at.map(|at| ("at", at.0.to_string())));
+        match self.get("/v1/cat", &query) {
+            Ok(bytes) => String::from_utf8(bytes)
+                .map(Some)
+                .map_err(|e| self.protocol(format!("the content of {file} is not UTF-8 ({e})"))),
+            Err(e) if e.status() == Some(404) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Every file under `dir` right after event `at` (`None`: now), with its content, from
+    /// `/v1/ls` and `/v1/cat` (operator only).
+    pub fn tree_at(
+        &self,
+        dir: &MemPath,
+        at: Option<Seq>,
+    ) -> Result<Vec<MemoryRecord>, RemoteError> {
+        let listing = self.listing(dir, at)?;
+        let mut records = Vec::with_capacity(listing.files.len());
+        for file in listing.files {
+            let path = MemPath::absolute(&file.path)
+                .map_err(|e| self.protocol(format!("a listed path that is not one ({e})")))?;
+            // A file deleted between the listing and its read (only now, not at a seq) is gone.
+            let Some(content) = self.content_at(&path, at)? else {
+                continue;
+            };
+            records.push(MemoryRecord {
+                tags: vec![MEMORY_TAG.to_string(), format!("path:{}", file.path)],
+                path: file.path,
+                content,
+                created: Seq(file.created),
+                updated: Seq(file.updated),
+            });
+        }
+        Ok(records)
+    }
+
     /// The files as they were right after event `at` (`None`: now), with their content, as
     /// `/v1/ls` and `/v1/cat` answer (operator only): every file, whoever may read it.
     pub fn records_at(&self, at: Option<Seq>) -> Result<Vec<MemoryRecord>, RemoteError> {
@@ -574,34 +628,34 @@ impl RemoteClient {
         path: Option<&MemPath>,
         from: u64,
         limit: Option<usize>,
-    ) -> Result<Vec<Value>, RemoteError> {
+    ) -> Result<Vec<LoggedEvent>, RemoteError> {
         let mut params = vec![("from", from.max(1).to_string())];
         params.extend(agent.map(|agent| ("agent", agent.to_string())));
         params.extend(path.map(|path| ("path", path.to_string())));
         params.extend(limit.map(|limit| ("limit", limit.to_string())));
-        self.lines(&self.get("/v1/log", &params)?)
+        self.typed_lines(&self.get("/v1/log", &params)?)
     }
 
     /// Every event of every file that lived at `path`, as `mnemo history --json` prints them
     /// (operator only).
-    pub fn history(&self, path: &MemPath) -> Result<Vec<Value>, RemoteError> {
-        self.lines(&self.get("/v1/history", &[("path", path.to_string())])?)
+    pub fn history(&self, path: &MemPath) -> Result<Vec<HistoryEvent>, RemoteError> {
+        self.typed_lines(&self.get("/v1/history", &[("path", path.to_string())])?)
     }
 
     /// Event `seq` whole, as `mnemo show --json` prints it (operator only).
-    pub fn show(&self, seq: Seq) -> Result<Value, RemoteError> {
-        self.json(&self.get("/v1/show", &[("seq", seq.0.to_string())])?)
+    pub fn show(&self, seq: Seq) -> Result<ShownEvent, RemoteError> {
+        self.typed(&self.get("/v1/show", &[("seq", seq.0.to_string())])?)
     }
 
     /// The files under `dir` that changed from after event `from` to after event `to`, as
     /// `mnemo diff --json` prints them (operator only).
-    pub fn diff(&self, from: Seq, to: Seq, dir: &MemPath) -> Result<Vec<Value>, RemoteError> {
+    pub fn diff(&self, from: Seq, to: Seq, dir: &MemPath) -> Result<Vec<FileDiff>, RemoteError> {
         let query = [
             ("from", from.0.to_string()),
             ("to", to.0.to_string()),
             ("path", dir.to_string()),
         ];
-        self.lines(&self.get("/v1/diff", &query)?)
+        self.typed_lines(&self.get("/v1/diff", &query)?)
     }
 
     /// The access policy in force (operator only).
@@ -694,9 +748,26 @@ impl RemoteClient {
 
     /// [`verify`](Self::verify) as the report the library makes (operator only).
     pub fn verify_report(&self, expect: Option<&Head>) -> Result<Report, RemoteError> {
-        let json = self.verify(expect)?;
-        report_of(&json)
-            .ok_or_else(|| self.protocol("a verify report without one of its fields".into()))
+        let sent = self.verify(expect)?;
+        Report::from_protocol(&sent).ok_or_else(|| {
+            self.protocol("a verify report with a hash or a name that is not one".into())
+        })
+    }
+
+    /// One JSON value of type `T`.
+    fn typed<T: serde::de::DeserializeOwned>(&self, bytes: &[u8]) -> Result<T, RemoteError> {
+        serde_json::from_slice(bytes).map_err(|e| self.protocol(e.to_string()))
+    }
+
+    /// JSON lines, each a `T`.
+    fn typed_lines<T: serde::de::DeserializeOwned>(
+        &self,
+        bytes: &[u8],
+    ) -> Result<Vec<T>, RemoteError> {
+        String::from_utf8_lossy(bytes)
+            .lines()
+            .map(|line| serde_json::from_str(line).map_err(|e| self.protocol(e.to_string())))
+            .collect()
     }
 
     /// JSON lines.
@@ -718,13 +789,13 @@ impl RemoteClient {
 
     /// Verifies the whole store on the server, as `mnemo verify --json` reports it; `expect`
     /// is a checkpoint (`SEQ:HASH`) the log must still hold (operator only).
-    pub fn verify(&self, expect: Option<&Head>) -> Result<Value, RemoteError> {
+    pub fn verify(&self, expect: Option<&Head>) -> Result<VerifyReport, RemoteError> {
         let query: Vec<(&str, String)> = expect
             .map(|head| ("expect", head.to_string()))
             .into_iter()
             .collect();
         let answer = self.get("/v1/verify", &query)?;
-        self.json(&answer)
+        self.typed(&answer)
     }
 
     /// The server's answer to `challenge` on `GET /v1/identity`, asked without the token (see
@@ -825,55 +896,6 @@ impl RemoteClient {
         }
         attached
     }
-}
-
-/// The report `mnemo verify --json` printed as `json`; `None` when a field is missing.
-fn report_of(json: &Value) -> Option<Report> {
-    let head = |seq: &Value, hash: &Value| -> Option<Head> {
-        Some(Head {
-            seq: Seq(seq.as_u64()?),
-            hash: EventHash::from_hex(hash.as_str()?)?,
-        })
-    };
-    let violations = json["violations"]
-        .as_array()?
-        .iter()
-        .map(|v| {
-            Some(Violation {
-                seq: Seq(v["seq"].as_u64()?),
-                kind: ViolationKind::ALL
-                    .into_iter()
-                    .find(|kind| Some(kind.name()) == v["kind"].as_str())?,
-                detail: v["detail"].as_str()?.to_string(),
-            })
-        })
-        .collect::<Option<Vec<Violation>>>()?;
-    let recorded = match &json["recorded_head"] {
-        Value::Null => None,
-        seq => Some(head(seq, &json["recorded_head_hash"])?),
-    };
-    Some(Report {
-        events: json["events"].as_u64()?,
-        bytes: json["bytes"].as_u64()?,
-        head: head(&json["head"]["seq"], &json["head"]["hash"])?,
-        meta_head: head(&json["meta_head"], &json["meta_head_hash"])?,
-        index_applied: Seq(json["index_applied"].as_u64()?),
-        log_last: Seq(json["log_last"].as_u64()?),
-        recorded,
-        head_record_missing: json["notes"]
-            .as_array()
-            .is_some_and(|notes| !notes.is_empty()),
-        violations,
-        redacted: json["redacted"]
-            .as_array()
-            .map(|all| {
-                all.iter()
-                    .filter_map(|r| Some((Seq(r["seq"].as_u64()?), Seq(r["by"].as_u64()?))))
-                    .collect()
-            })
-            .unwrap_or_default(),
-        elapsed: Duration::try_from_secs_f64(json["elapsed_ms"].as_f64()? / 1e3).ok()?,
-    })
 }
 
 /// What a tool server answers memory calls with, sent with each call a tool server over a

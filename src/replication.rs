@@ -15,12 +15,9 @@ mod with {
     use std::time::Duration;
 
     use mnemo::Seq;
-    use mnemo::cli_support::{
-        MAX_BACKOFF, Replica, Shipped, Store, VerifyOptions, restore as rebuild, ship,
-        verify_store_with,
-    };
+    use mnemo::cli_support::{MAX_BACKOFF, Replica, Shipped, Store, restore as rebuild, ship};
 
-    use crate::{CliResult, ReportView, print_verify};
+    use crate::{CliResult, print_verify};
 
     /// `mnemo replicate --to URL [--once]`: with `interval`, runs until stopped, shipping
     /// whenever the store has changed (looked at every `interval` seconds).
@@ -395,24 +392,16 @@ mod with {
             }
             Err(e) => return Err(e.into()),
         };
-        let store = Store::open_read_only(&db)?;
-        let report = verify_store_with(
-            &store,
-            VerifyOptions {
-                expect,
-                progress: None,
-            },
-        )?;
+        let report = mnemo::MnemoClient::builder(&db)
+            .read_only()
+            .open()?
+            .verify_with(expect)?;
         let label = Path::new(url);
         // What the replica still holds that a redaction erased is named, segment by segment.
         let notes = restored.notes();
-        let mut json = report.to_json(label);
-        let mut view = ReportView::of(&report);
-        if let Some(all) = json["notes"].as_array_mut() {
-            all.extend(notes.iter().cloned().map(serde_json::Value::from));
-        }
-        view.notes.extend(notes);
-        print_verify(label, as_json, &json, &view)
+        let mut sent = report.to_protocol(label);
+        sent.notes.extend(notes);
+        print_verify(label, as_json, &sent)
     }
 }
 

@@ -37,6 +37,7 @@ use crate::kv::{IndexTrees, MemKv};
 use crate::log::{Head, Store};
 use crate::policy::AdminCommand;
 use crate::projection::{INDEX_LAYOUT, Projection, RENAMES_UNSTAMPED, Traced};
+use crate::protocol::{Checkpoint, Erased, Finding, VerifyReport};
 use crate::replay::{Replay, Step};
 
 /// Which invariant broke.
@@ -244,35 +245,89 @@ impl Report {
     }
 
     /// The report as `mnemo verify --json` prints it, for the store at `store`.
-    pub fn to_json(&self, store: &std::path::Path) -> serde_json::Value {
-        let violations: Vec<serde_json::Value> = self
-            .violations
-            .iter()
-            .map(|v| serde_json::json!({"seq": v.seq.0, "kind": v.kind.name(), "detail": v.detail}))
-            .collect();
-        serde_json::json!({
-            "status": self.status(),
-            "store": store.display().to_string(),
-            "events": self.events,
-            "bytes": self.bytes,
-            "elapsed_ms": self.elapsed.as_secs_f64() * 1e3,
-            "events_per_sec": self.events_per_sec(),
-            "mb_per_sec": self.mb_per_sec(),
-            "head": {"seq": self.head.seq.0, "hash": self.head.hash.to_hex()},
-            "checkpoint": self.checkpoint(),
-            "log_last": self.log_last.0,
-            "recorded_head": self.recorded.map(|h| h.seq.0),
-            "recorded_head_hash": self.recorded.map(|h| h.hash.to_hex()),
-            "meta_head": self.meta_head.seq.0,
-            "meta_head_hash": self.meta_head.hash.to_hex(),
-            "index_applied": self.index_applied.0,
-            "violations": violations,
-            "notes": self.notes(),
-            "redacted": self
+    pub fn to_protocol(&self, store: &std::path::Path) -> VerifyReport {
+        VerifyReport {
+            bytes: self.bytes,
+            checkpoint: self.checkpoint(),
+            elapsed_ms: self.elapsed.as_secs_f64() * 1e3,
+            events: self.events,
+            events_per_sec: self.events_per_sec(),
+            head: Checkpoint {
+                hash: self.head.hash.to_hex(),
+                seq: self.head.seq.0,
+            },
+            index_applied: self.index_applied.0,
+            log_last: self.log_last.0,
+            mb_per_sec: self.mb_per_sec(),
+            meta_head: self.meta_head.seq.0,
+            meta_head_hash: self.meta_head.hash.to_hex(),
+            notes: self.notes(),
+            recorded_head: self.recorded.map(|h| h.seq.0),
+            recorded_head_hash: self.recorded.map(|h| h.hash.to_hex()),
+            redacted: self
                 .redacted
                 .iter()
-                .map(|(seq, by)| serde_json::json!({"seq": seq.0, "by": by.0}))
-                .collect::<Vec<_>>(),
+                .map(|(seq, by)| Erased {
+                    by: by.0,
+                    seq: seq.0,
+                })
+                .collect(),
+            status: self.status().to_string(),
+            store: store.display().to_string(),
+            violations: self
+                .violations
+                .iter()
+                .map(|v| Finding {
+                    detail: v.detail.clone(),
+                    kind: v.kind.name().to_string(),
+                    seq: v.seq.0,
+                })
+                .collect(),
+        }
+    }
+
+    /// The report `sent` describes (a server's); `None` when one of its hashes or names is
+    /// not one.
+    pub fn from_protocol(sent: &VerifyReport) -> Option<Report> {
+        let head = |seq: u64, hash: &str| -> Option<Head> {
+            Some(Head {
+                seq: Seq(seq),
+                hash: EventHash::from_hex(hash)?,
+            })
+        };
+        let violations = sent
+            .violations
+            .iter()
+            .map(|v| {
+                Some(Violation {
+                    seq: Seq(v.seq),
+                    kind: ViolationKind::ALL
+                        .into_iter()
+                        .find(|kind| kind.name() == v.kind)?,
+                    detail: v.detail.clone(),
+                })
+            })
+            .collect::<Option<Vec<Violation>>>()?;
+        let recorded = match (sent.recorded_head, &sent.recorded_head_hash) {
+            (Some(seq), Some(hash)) => Some(head(seq, hash)?),
+            _ => None,
+        };
+        Some(Report {
+            events: sent.events,
+            bytes: sent.bytes,
+            head: head(sent.head.seq, &sent.head.hash)?,
+            meta_head: head(sent.meta_head, &sent.meta_head_hash)?,
+            index_applied: Seq(sent.index_applied),
+            log_last: Seq(sent.log_last),
+            recorded,
+            head_record_missing: !sent.notes.is_empty(),
+            violations,
+            redacted: sent
+                .redacted
+                .iter()
+                .map(|erased| (Seq(erased.seq), Seq(erased.by)))
+                .collect(),
+            elapsed: Duration::try_from_secs_f64(sent.elapsed_ms / 1e3).ok()?,
         })
     }
 }

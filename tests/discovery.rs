@@ -701,10 +701,7 @@ fn rust_clients_reach_a_served_store() {
     assert_eq!(remote.record("/memories/none.md").expect("record"), None);
     let head = remote.head().expect("head");
     assert_eq!(head.seq.0, 3);
-    assert_eq!(
-        remote.verify(Some(&head)).expect("verify")["status"],
-        "intact"
-    );
+    assert_eq!(remote.verify(Some(&head)).expect("verify").status, "intact");
     let by_url = MnemoClient::connect(file.url.clone(), "0".repeat(64));
     let refused = by_url.head().expect_err("a wrong token");
     assert_eq!(refused.status(), Some(401), "{refused}");

@@ -33,6 +33,8 @@ const LAYERS: &[&[&str]] = &[
     &["policy"],
     &["credential"],
     &["tool"],
+    // The answers of the read commands, as data (serde types that know no store).
+    &["protocol"],
     // The event format, the index and the store.
     &["event"],
     &["chain"],

@@ -263,16 +263,15 @@ fn api_writes_are_followed_shown_and_redacted_like_tool_calls() {
 
     let path = mnemo::MemPath::absolute("/memories/c.md").expect("path");
     let history = client.history(&path).expect("history");
-    let seqs: Vec<u64> = history
-        .iter()
-        .filter_map(|line| line["seq"].as_u64())
-        .collect();
+    let seqs: Vec<u64> = history.iter().map(|line| line.event.seq).collect();
     assert_eq!(seqs, [made, moved, moved + 1], "{history:?}");
 
     let shown = client.show(mnemo::Seq(moved)).expect("show");
-    assert_eq!(shown["command"], "api.update", "{shown}");
-    assert_eq!(shown["verified"], true, "{shown}");
-    let diff = shown["change"]["diff"].as_str().expect("a diff");
+    assert_eq!(shown.command, "api.update", "{shown:?}");
+    assert!(shown.verified, "{shown:?}");
+    let Some(mnemo::protocol::EventChange::Edited { diff, .. }) = &shown.change else {
+        panic!("an edit: {shown:?}");
+    };
     assert!(
         diff.contains("-the PIN is 4921") && diff.contains("+no PIN here"),
         "{diff}"

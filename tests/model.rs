@@ -1224,7 +1224,10 @@ fn run_case_inspected(root: &str, ops: &[Op]) -> Result<(), String> {
         }
         let diff = mnemo::testing::inspect::diff(&store, mnemo::Seq(seq.0 - 1), seq, &top)
             .map_err(|e| fail(e.to_string()))?;
-        let got: Vec<(String, &str)> = diff.iter().map(|d| (d.path.clone(), d.kind)).collect();
+        let got: Vec<(String, &str)> = diff
+            .iter()
+            .map(|d| (d.path.clone(), d.kind.name()))
+            .collect();
         if got != want {
             return Err(fail(format!(
                 "diff lists {got:?}, the model changed {want:?}"
@@ -1232,7 +1235,7 @@ fn run_case_inspected(root: &str, ops: &[Op]) -> Result<(), String> {
         }
         // Each file's diff adds exactly its new lines and removes its old ones.
         for d in &diff {
-            if d.kind != "added" {
+            if d.kind != mnemo::protocol::DiffKind::Added {
                 continue;
             }
             let mut added = String::new();
@@ -1255,17 +1258,18 @@ fn run_case_inspected(root: &str, ops: &[Op]) -> Result<(), String> {
         let named = match &shown.change {
             None => Vec::new(),
             Some(
-                mnemo::testing::inspect::Shift::Created { path, .. }
-                | mnemo::testing::inspect::Shift::Edited { path, .. },
+                mnemo::protocol::EventChange::Created { path, .. }
+                | mnemo::protocol::EventChange::Edited { path, .. },
             ) => {
                 vec![path.clone()]
             }
-            Some(mnemo::testing::inspect::Shift::Deleted { files, .. }) => files.clone(),
-            Some(mnemo::testing::inspect::Shift::Moved { files, .. }) => files
+            Some(mnemo::protocol::EventChange::Deleted { files, .. }) => files.clone(),
+            Some(mnemo::protocol::EventChange::Moved { files, .. }) => files
                 .iter()
                 .flat_map(|(a, b)| [a.clone(), b.clone()])
                 .collect(),
-            Some(mnemo::testing::inspect::Shift::Policy { .. }) => Vec::new(),
+            Some(mnemo::protocol::EventChange::Policy { .. }) => Vec::new(),
+            Some(other) => panic!("a change this test does not know: {other:?}"),
         };
         let mut named: Vec<String> = named;
         named.sort();

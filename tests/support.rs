@@ -695,7 +695,8 @@ pub fn hosts(key: &str, intake: &Intake) -> Vec<Box<dyn Host>> {
 /// Whether `text` is the answer whose hash the event `event` (a line of `mnemo log --json`)
 /// records: `blake3_keyed(salt, "mnemo/result/v4" ‖ text)` for a salted event, `blake3(text)`
 /// for one of an earlier format (`"salt": null`), as README documents.
-pub fn records_answer(event: &Value, text: &str) -> bool {
+pub fn records_answer(event: &impl serde::Serialize, text: &str) -> bool {
+    let event = serde_json::to_value(event).expect("an event is JSON");
     let hash = match event["salt"].as_str() {
         None => blake3::hash(text.as_bytes()),
         Some(salt) => {

@@ -10,10 +10,10 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use mnemo::LogQuery;
 use mnemo::cli_support::absolute_path;
+use mnemo::protocol::LoggedEvent;
 use mnemo::{Access, Durability, MnemoClient, Seq};
 use pyo3::prelude::*;
 use pyo3::types::PyType;
-use serde_json::Value;
 
 use crate::convert::to_py;
 use crate::errors::{
@@ -249,7 +249,7 @@ impl PyClient {
             limit,
         };
         let events = self.run(py, move |c| c.log(&query))?;
-        events.iter().map(event_of).collect()
+        Ok(events.iter().map(event_of).collect())
     }
 
     /// Every event of every file that lived at `path`, file by file, each followed by identity
@@ -258,7 +258,7 @@ impl PyClient {
     fn history(&self, py: Python<'_>, path: &str) -> PyResult<Vec<PyEvent>> {
         let file = absolute_path(path).map_err(to_py_err)?;
         let events = self.run(py, move |c| c.history(&file))?;
-        events.iter().map(event_of).collect()
+        Ok(events.iter().map(|e| event_of(&e.event)).collect())
     }
 
     /// The URL of the `mnemo serve` this client reaches its store through, or `None` for a store
@@ -313,7 +313,7 @@ impl PyClient {
     fn show<'py>(&self, py: Python<'py>, seq: &Bound<'_, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let seq = whole_number(seq, "seq", "the event to show (1 to the last seq)")?;
         let shown = self.run(py, move |c| c.show(Seq(seq)))?;
-        to_py(py, &shown)
+        to_py(py, &serde_json::to_value(&shown).map_err(unwritable)?)
     }
 
     /// What changed in the files under `path` from after event `start` to after event `end`
@@ -335,8 +335,7 @@ impl PyClient {
         let end = whole_number(end, "end", "the event after which the diff ends")?;
         let dir = absolute_path(path).map_err(to_py_err)?;
         let files = self.run(py, move |c| c.diff(Seq(start), Seq(end), &dir))?;
-        let files = Value::Array(files);
-        to_py(py, &files)
+        to_py(py, &serde_json::to_value(&files).map_err(unwritable)?)
     }
 
     /// Sets a store setting, a logged admin event attributed to this client's agent: `delete` to
@@ -417,39 +416,24 @@ impl PyClient {
 }
 
 /// An event as `mnemo log --json` (and `history --json`) prints it.
-fn event_of(event: &Value) -> PyResult<PyEvent> {
-    let unreadable = |key: &str| {
-        ServerError::new_err(format!(
-            "an event without {key:?} in the log's answer; check that the server is a mnemo of the same version"
-        ))
-    };
-    let text = |key: &str| {
-        event[key]
-            .as_str()
-            .map(str::to_string)
-            .ok_or_else(|| unreadable(key))
-    };
-    let number = |key: &str| event[key].as_u64().ok_or_else(|| unreadable(key));
-    Ok(PyEvent {
-        seq: number("seq")?,
-        time: text("time")?,
-        time_ms: number("time_ms")?,
-        agent: text("agent")?,
-        tool_use_id: event["tool_use_id"].as_str().map(str::to_string),
-        command: text("command")?,
-        paths: event["paths"]
-            .as_array()
-            .ok_or_else(|| unreadable("paths"))?
-            .iter()
-            .filter_map(Value::as_str)
-            .map(str::to_string)
-            .collect(),
-        is_error: event["is_error"]
-            .as_bool()
-            .ok_or_else(|| unreadable("is_error"))?,
-        result_hash: text("result_hash")?,
-        hash: text("hash")?,
-        prev_hash: text("prev_hash")?,
-        semantics: u32::try_from(number("semantics")?).map_err(|_| unreadable("semantics"))?,
-    })
+fn event_of(event: &LoggedEvent) -> PyEvent {
+    PyEvent {
+        seq: event.seq,
+        time: event.time.clone(),
+        time_ms: event.time_ms,
+        agent: event.agent.clone(),
+        tool_use_id: event.tool_use_id.clone(),
+        command: event.command.clone(),
+        paths: event.paths.clone(),
+        is_error: event.is_error,
+        result_hash: event.result_hash.clone(),
+        hash: event.hash.clone(),
+        prev_hash: event.prev_hash.clone(),
+        semantics: event.semantics,
+    }
+}
+
+/// An answer of the read protocol that could not be converted to JSON.
+fn unwritable(e: serde_json::Error) -> PyErr {
+    ServerError::new_err(e.to_string())
 }

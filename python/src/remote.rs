@@ -121,6 +121,8 @@ impl PyRemote {
     fn verify<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let client = self.client.clone();
         let report = py.detach(move || client.verify(None)).map_err(to_err)?;
+        let report = serde_json::to_value(&report)
+            .map_err(|e| ServerError::new_err(format!("the verify report is not JSON: {e}")))?;
         to_py(py, &report)
     }
 

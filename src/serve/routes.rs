@@ -297,13 +297,10 @@ async fn verify(
     let client = shared.client().clone();
     let report = blocking(move || {
         let report = client.verify_with(expect)?;
-        Ok(report.to_json(client.path()))
+        Ok(report.to_protocol(client.path()))
     })
     .await?;
-    Ok(json_body(
-        report.to_string().into_bytes(),
-        "application/json",
-    ))
+    Ok(typed_body(&report))
 }
 
 /// `/v1/log`'s query.
@@ -354,19 +351,9 @@ async fn ls(
     let shown = dir.to_string();
     let records =
         blocking(move || Ok(tree_read(&client, at, |store| records_at(store, &dir, at))?)).await?;
-    let files: Vec<Value> = records
-        .iter()
-        .map(|r| {
-            json!({
-                "path": r.path,
-                "bytes": r.content.len(),
-                "created": r.created.0,
-                "updated": r.updated.0,
-            })
-        })
-        .collect();
-    let body = json!({"dir": shown, "at": params.at, "files": files});
-    Ok(json_body(body.to_string().into_bytes(), "application/json"))
+    Ok(typed_body(&crate::reads::listing_of(
+        shown, params.at, &records,
+    )))
 }
 
 /// Reads the tree: the current one under the writer lock (so no call is half-applied), a past
@@ -470,10 +457,7 @@ async fn show(
     };
     let client = shared.client().clone();
     let shown = blocking(move || Ok(client.show(Seq(seq))?)).await?;
-    Ok(json_body(
-        shown.to_string().into_bytes(),
-        "application/json",
-    ))
+    Ok(typed_body(&shown))
 }
 
 /// `/v1/diff`'s query.
@@ -566,13 +550,22 @@ fn admin_answer(receipt: &Receipt) -> Response {
 }
 
 /// JSON lines of `values`.
-fn lines(values: impl IntoIterator<Item = Value>) -> Response {
+fn lines<T: serde::Serialize>(values: impl IntoIterator<Item = T>) -> Response {
     let mut out = Vec::new();
     for value in values {
-        out.extend_from_slice(value.to_string().as_bytes());
+        // Writing to a Vec fails only for a value serde cannot write, which these types are not.
+        let _ = serde_json::to_writer(&mut out, &value);
         out.push(b'\n');
     }
     json_body(out, "application/x-ndjson")
+}
+
+/// `value` as a JSON body.
+fn typed_body<T: serde::Serialize>(value: &T) -> Response {
+    json_body(
+        serde_json::to_vec(value).unwrap_or_default(),
+        "application/json",
+    )
 }
 
 async fn acl_list(

@@ -475,7 +475,7 @@ fn sixteen_client_processes_agree_with_the_log_and_its_serial_replay() {
     assert_eq!(final_tree, modelled, "the model's tree");
     assert!(!final_tree.is_empty());
     let report = served.verify(None).expect("verify through the server");
-    assert_eq!(report["status"], "intact", "{report}");
+    assert_eq!(report.status, "intact", "{report:?}");
     assert!(anchor.finish().success());
     stop_server(&db);
     verify_intact(&db);
