@@ -6,7 +6,7 @@
 //! a user who may only read. [`copy_for_reading`] copies `db`, `conf`, the snapshots and
 //! `blobs/` into a fresh private directory while holding a shared `flock` on `db` (sled holds an
 //! exclusive one while a store is open, so no writer changes the files during the copy), opening
-//! each file as [`super::open_own`] does: no link followed, no pipe opened, the file opened the
+//! each file as [`open_own`](super::opening::open_own) does: no link followed, no pipe opened, the file opened the
 //! one checked. The head record is copied too, under the same lock. sled then opens the copy;
 //! the store's own files are only read.
 
@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 use rustix::fs::{FlockOperation, OFlags};
 use rustix::io::Errno;
 
-use super::{BLOBS_DIR, kept_at, open_own};
+use super::checks::{BLOBS_DIR, kept_at};
+use super::opening::open_own;
 use crate::error::{Error, Result};
 
 /// Copies the sled files of the store at `root` into the empty directory `to`, waiting up to

@@ -1,8 +1,12 @@
 //! Group commit: a caller waits until the log is durable up to what its answer depends on; the
 //! first waiter that finds no sync running starts one, which covers every event queued by then,
 //! so concurrent callers share flushes and `fsync`s.
+//!
+//! Its state is the durability lock ([`Commit`]): how far the log is durable and whether a sync
+//! runs, the signal that one ended, and the counts that size the next sync's gathering.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use super::{Shared, lock_failed};
@@ -26,6 +30,54 @@ impl Durable {
     }
 }
 
+/// The durability lock and what waits on it, with the counts that size a sync's gathering.
+pub(super) struct Commit {
+    /// How far the log is durable, and whether a sync is running.
+    pub(super) durable: Mutex<Durable>,
+    /// Signalled when a sync ends.
+    synced: Condvar,
+    /// Threads inside [`Writer::call`](super::Writer::call) now, and the most at once since the
+    /// last sync started.
+    callers: AtomicUsize,
+    peak: AtomicUsize,
+    /// How long the last sync took, in nanoseconds (bounds how long the next one gathers).
+    last_sync_ns: AtomicU64,
+    /// How many syncs have started.
+    pub(super) syncs: AtomicU64,
+}
+
+impl Commit {
+    /// The state of a log durable up to `seq`, with no sync running and no caller.
+    pub(super) fn new(seq: Seq) -> Commit {
+        Commit {
+            durable: Mutex::new(Durable::new(seq)),
+            synced: Condvar::new(),
+            callers: AtomicUsize::new(0),
+            peak: AtomicUsize::new(0),
+            last_sync_ns: AtomicU64::new(0),
+            syncs: AtomicU64::new(0),
+        }
+    }
+}
+
+/// Counts a thread in [`Writer::call`](super::Writer::call) for as long as it is there.
+pub(super) struct Caller<'a>(&'a Commit);
+
+impl<'a> Caller<'a> {
+    /// Counts one more caller of `commit`.
+    pub(super) fn enter(commit: &'a Commit) -> Caller<'a> {
+        let now = commit.callers.fetch_add(1, Ordering::Relaxed) + 1;
+        commit.peak.fetch_max(now, Ordering::Relaxed);
+        Caller(commit)
+    }
+}
+
+impl Drop for Caller<'_> {
+    fn drop(&mut self) {
+        self.0.callers.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 /// The longest a sync waits for concurrent callers to queue their calls before it starts.
 pub(super) const GATHER_MAX: Duration = Duration::from_micros(500);
 
@@ -35,11 +87,11 @@ impl Shared {
     /// the recorded head covers them too and a log cut after them shows. At most once per idle
     /// spell, after the index changes are written ([`INDEX_IDLE`]); nothing in buffered mode.
     pub(super) fn settle(&self) {
-        let written = match self.chain.lock() {
-            Ok(chain) if chain.poisoned.get().is_none() => chain.written.seq,
+        let written = match self.lock.try_lock() {
+            Some(chain) if chain.poisoned.get().is_none() => chain.written.seq,
             _ => return,
         };
-        let behind = self.durable.lock().is_ok_and(|d| d.seq < written);
+        let behind = self.commit.durable.lock().is_ok_and(|d| d.seq < written);
         if behind {
             // A failure poisons the writer, as for a caller's sync; the next call reports it.
             let _ = self.wait_durable(written);
@@ -55,13 +107,13 @@ impl Shared {
             return Ok(());
         }
         let store = {
-            let mut chain = self.chain()?;
+            let mut chain = self.lock.lock()?;
             chain.append_deferred()?;
             chain.store.clone()
         };
         let synced = store.sync(Durability::Fsync);
         if let Err(e) = &synced {
-            if let Ok(mut chain) = self.chain.lock() {
+            if let Some(mut chain) = self.lock.try_lock() {
                 chain.poison(e.to_string());
             }
         }
@@ -74,7 +126,8 @@ impl Shared {
         if self.durability == Durability::Buffered {
             return Ok(());
         }
-        let mut durable = self.durable.lock().map_err(lock_failed)?;
+        let commit = &self.commit;
+        let mut durable = commit.durable.lock().map_err(lock_failed)?;
         loop {
             if let Some(cause) = self.poisoned.get() {
                 return Err(Error::Poisoned {
@@ -85,24 +138,24 @@ impl Shared {
                 return Ok(());
             }
             if durable.syncing {
-                durable = self.synced.wait(durable).map_err(lock_failed)?;
+                durable = commit.synced.wait(durable).map_err(lock_failed)?;
                 continue;
             }
             durable.syncing = true;
             drop(durable);
             let outcome = self.sync();
-            durable = self.durable.lock().map_err(lock_failed)?;
+            durable = commit.durable.lock().map_err(lock_failed)?;
             durable.syncing = false;
             match outcome {
                 Ok(head) => durable.seq = durable.seq.max(head.seq),
                 Err(e) => {
                     // `sync` poisoned the writer: every waiter now sees it.
                     let _ = self.poisoned.set(e.to_string());
-                    self.synced.notify_all();
+                    commit.synced.notify_all();
                     return Err(e);
                 }
             }
-            self.synced.notify_all();
+            commit.synced.notify_all();
         }
     }
 
@@ -113,31 +166,20 @@ impl Shared {
     /// for at most half the last sync's time and [`GATHER_MAX`] — so that one sync covers them
     /// all, rather than callers splitting into two groups that alternate half-full syncs.
     fn sync(&self) -> Result<Head> {
-        self.syncs.fetch_add(1, Ordering::Relaxed);
-        let want = self
+        let commit = &self.commit;
+        commit.syncs.fetch_add(1, Ordering::Relaxed);
+        let want = commit
             .peak
-            .swap(self.callers.load(Ordering::Relaxed), Ordering::Relaxed);
-        let window = Duration::from_nanos(self.last_sync_ns.load(Ordering::Relaxed) / 2);
+            .swap(commit.callers.load(Ordering::Relaxed), Ordering::Relaxed);
+        let window = Duration::from_nanos(commit.last_sync_ns.load(Ordering::Relaxed) / 2);
         let deadline = Instant::now() + window.min(GATHER_MAX);
         let (store, head) = {
-            let mut chain = self.chain()?;
+            let mut chain = self.lock.lock()?;
             if want > 1 {
-                self.gathering.store(true, Ordering::Relaxed);
-                while chain.deferred.len() < want {
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        break;
-                    }
-                    chain = self
-                        .queued
-                        .wait_timeout(chain, left)
-                        .map_err(lock_failed)?
-                        .0;
-                }
-                self.gathering.store(false, Ordering::Relaxed);
+                chain = self.lock.gather(chain, want, deadline)?;
             }
             if chain.write_deferred()? {
-                let _ = self.wake.send(());
+                self.wakeup.send();
             }
             (chain.store.clone(), chain.written)
         };
@@ -146,9 +188,9 @@ impl Shared {
             .sync(self.durability)
             .and_then(|()| store.record_head(head));
         let took = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        self.last_sync_ns.store(took, Ordering::Relaxed);
+        commit.last_sync_ns.store(took, Ordering::Relaxed);
         if let Err(e) = &synced {
-            if let Ok(mut chain) = self.chain.lock() {
+            if let Some(mut chain) = self.lock.try_lock() {
                 chain.poison(e.to_string());
             }
         }

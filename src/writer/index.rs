@@ -2,13 +2,18 @@
 //! read them through an overlay) and handed, in batches, to the background thread, which writes
 //! each in one sled transaction without the writer lock; calls wait for it only when it falls
 //! far behind.
+//!
+//! Its state beside the writer lock is the background thread's [`Wakeup`]: the signal that wakes
+//! it and the flag that ends it.
 
 use std::sync::Arc;
-use std::sync::MutexGuard;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use crossbeam_channel::Sender;
+
+use super::Shared;
 use super::chain::{Chain, DEFER_IDLE};
-use super::{Shared, lock_failed};
 use crate::error::{Error, Result};
 use crate::kv::Pending;
 use crate::log::Store;
@@ -32,6 +37,40 @@ pub const INDEX_BATCH_BYTES: usize = 8 * 1024 * 1024;
 /// changes held since), and a crash replays at most as many events.
 pub const INDEX_OVERFLOW: usize = 4;
 
+/// How the writer reaches the background thread: a wake-up, and the flag that ends it.
+pub(super) struct Wakeup {
+    /// Wakes the background thread.
+    sender: Sender<()>,
+    /// Set when the writer closes: the thread ends at its next wake-up.
+    stop: AtomicBool,
+}
+
+impl Wakeup {
+    /// The wake-up of a thread that receives what `sender` sends.
+    pub(super) fn new(sender: Sender<()>) -> Wakeup {
+        Wakeup {
+            sender,
+            stop: AtomicBool::new(false),
+        }
+    }
+
+    /// Wakes the background thread (a thread already gone is not an error).
+    pub(super) fn send(&self) {
+        let _ = self.sender.send(());
+    }
+
+    /// Ends the background thread: it stops at the wake-up this sends.
+    pub(super) fn stop(&self) {
+        self.stop.store(true, Ordering::Release);
+        self.send();
+    }
+
+    /// Whether the writer closed.
+    pub(super) fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Acquire)
+    }
+}
+
 /// What the background thread does next.
 enum Background {
     /// Write this batch of index changes.
@@ -43,46 +82,14 @@ enum Background {
 }
 
 impl Shared {
-    /// Waits for the background thread's write while the index changes held have outgrown the
-    /// limits [`INDEX_OVERFLOW`] times over: calls that outpace sled then wait for it, and the
-    /// memory the changes take stays bounded.
-    pub(super) fn make_room<'a>(
-        &'a self,
-        mut chain: MutexGuard<'a, Chain>,
-    ) -> Result<MutexGuard<'a, Chain>> {
-        while chain.writing.is_some() && chain.poisoned.get().is_none() && chain.index_overflows() {
-            chain = self.index_written.wait(chain).map_err(lock_failed)?;
-        }
-        Ok(chain)
-    }
-
-    /// Writes every deferred event and index change, waiting for a batch the background thread
-    /// is writing first; returns the writer lock, under which the stored index is up to date.
-    pub(super) fn write_index(&self) -> Result<MutexGuard<'_, Chain>> {
-        let mut chain = self.chain()?;
-        while chain.writing.is_some() && chain.poisoned.get().is_none() {
-            chain = self.index_written.wait(chain).map_err(lock_failed)?;
-        }
-        chain.append_deferred()?;
-        if !chain.pending.is_empty() {
-            let pending = std::mem::take(&mut chain.pending);
-            if let Err(e) = chain.store.write_index(&pending) {
-                chain.poison(e.to_string());
-                return Err(e);
-            }
-            chain.handed = chain.written.seq;
-        }
-        Ok(chain)
-    }
-
     /// The background thread's work: writes the batches of index changes handed to it, and what
     /// an idle writer leaves (deferred events after [`DEFER_IDLE`], index changes after
     /// [`INDEX_IDLE`]). Returns how long to wait before looking again, `None` to sleep until woken.
     pub(super) fn background(&self, store: &Store) -> Option<Duration> {
         loop {
-            let next = match self.chain.lock() {
-                Ok(mut chain) => chain.background_work(),
-                Err(_) => return None,
+            let next = match self.lock.try_lock() {
+                Some(mut chain) => chain.background_work(),
+                None => return None,
             };
             let batch = match next {
                 Background::Write(batch) => batch,
@@ -102,7 +109,7 @@ impl Shared {
                     cause: "writing a batch of index changes panicked".into(),
                 })
             });
-            if let Ok(mut chain) = self.chain.lock() {
+            if let Some(mut chain) = self.lock.try_lock() {
                 match written {
                     // A poisoned writer dropped the batch: nothing is left to clear.
                     Ok(()) if chain.poisoned.get().is_none() => chain.writing = None,
@@ -110,7 +117,7 @@ impl Shared {
                     Err(e) => chain.poison(e.to_string()),
                 }
             }
-            self.index_written.notify_all();
+            self.lock.index_written();
         }
     }
 }
@@ -134,7 +141,7 @@ impl Chain {
     }
 
     /// Whether the index changes held exceed the limits [`INDEX_OVERFLOW`] times over.
-    fn index_overflows(&self) -> bool {
+    pub(super) fn index_overflows(&self) -> bool {
         self.index_exceeds(INDEX_OVERFLOW)
     }
 

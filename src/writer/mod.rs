@@ -5,6 +5,11 @@
 //! changes in memory and hands them in batches to the background thread. This module wires the
 //! three together behind [`Writer`].
 //!
+//! The state they share is grouped by what guards it: the writer lock ([`lock::WriterLock`]:
+//! the chain, and the signals that wait on it), the durability lock ([`commit::Commit`]: how far
+//! the log is durable, the signal that a sync ended, the counts that size a sync), the
+//! background thread's wake-up ([`index::Wakeup`]), and the one poison cell both locks read.
+//!
 //! A call runs on the caller's own thread, with no hand-off to another thread. Under the writer
 //! lock it is answered against the index plus the changes not yet written, and its event is
 //! chained and queued with its index changes. The caller then releases the lock and waits until
@@ -52,13 +57,13 @@
 mod chain;
 mod commit;
 mod index;
+mod lock;
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use crossbeam_channel::{RecvTimeoutError, Sender};
+use crossbeam_channel::RecvTimeoutError;
 
 use crate::error::{Error, Result};
 use crate::event::{Body, Seq};
@@ -70,11 +75,13 @@ use crate::projection::Projection;
 pub use chain::DEFER_IDLE;
 pub use chain::MAX_DEFERRED;
 use chain::{Chain, Ran};
-use commit::Durable;
+use commit::{Caller, Commit};
+use index::Wakeup;
 #[cfg(feature = "testing")]
 pub use index::{
     INDEX_BATCH_BYTES, INDEX_BATCH_EVENTS, INDEX_BATCH_KEYS, INDEX_IDLE, INDEX_OVERFLOW,
 };
+use lock::WriterLock;
 
 /// What the writer returns for one call.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -110,45 +117,17 @@ pub(crate) struct Writer {
     thread: Option<JoinHandle<()>>,
 }
 
+/// What every clone of a client and the background thread share, grouped by what guards it.
 struct Shared {
-    chain: Mutex<Chain>,
+    /// The writer lock: the chain, and the signals that wait on it.
+    lock: WriterLock,
+    /// The durability lock: how far the log is durable, and the signal that a sync ended.
+    commit: Commit,
     /// Why the writer is poisoned (the chain holds the same cell).
     poisoned: Poison,
-    /// Signalled when the background thread has written a batch of index changes.
-    index_written: Condvar,
-    /// Wakes the background thread; `stop` ends it.
-    wake: Sender<()>,
-    stop: AtomicBool,
-    durable: Mutex<Durable>,
-    synced: Condvar,
+    /// Wakes the background thread, or ends it.
+    wakeup: Wakeup,
     durability: Durability,
-    /// Threads inside [`Writer::call`] now, and the most at once since the last sync started.
-    callers: AtomicUsize,
-    peak: AtomicUsize,
-    /// How long the last sync took, in nanoseconds (bounds how long the next one gathers).
-    last_sync_ns: AtomicU64,
-    /// How many syncs have started.
-    syncs: AtomicU64,
-    /// Whether a sync is waiting for calls to be queued, and the signal that one was.
-    gathering: AtomicBool,
-    queued: Condvar,
-}
-
-/// Counts a thread in [`Writer::call`] for as long as it is there.
-struct Caller<'a>(&'a Shared);
-
-impl<'a> Caller<'a> {
-    fn enter(shared: &'a Shared) -> Caller<'a> {
-        let now = shared.callers.fetch_add(1, Ordering::Relaxed) + 1;
-        shared.peak.fetch_max(now, Ordering::Relaxed);
-        Caller(shared)
-    }
-}
-
-impl Drop for Caller<'_> {
-    fn drop(&mut self) {
-        self.0.callers.fetch_sub(1, Ordering::Relaxed);
-    }
 }
 
 fn lock_failed<T>(_: T) -> Error {
@@ -164,20 +143,11 @@ impl Writer {
         let (wake, woken) = crossbeam_channel::unbounded::<()>();
         let poisoned = Poison::default();
         let shared = Arc::new(Shared {
-            chain: Mutex::new(Chain::new(store.clone(), head, Arc::clone(&poisoned))),
+            lock: WriterLock::new(Chain::new(store.clone(), head, Arc::clone(&poisoned))),
+            commit: Commit::new(head.seq),
             poisoned,
-            index_written: Condvar::new(),
-            wake,
-            stop: AtomicBool::new(false),
-            durable: Mutex::new(Durable::new(head.seq)),
-            synced: Condvar::new(),
+            wakeup: Wakeup::new(wake),
             durability,
-            callers: AtomicUsize::new(0),
-            peak: AtomicUsize::new(0),
-            last_sync_ns: AtomicU64::new(0),
-            syncs: AtomicU64::new(0),
-            gathering: AtomicBool::new(false),
-            queued: Condvar::new(),
         });
         let background = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
@@ -190,7 +160,7 @@ impl Writer {
                         Some(d) => woken.recv_timeout(d),
                     };
                     if matches!(woke, Err(RecvTimeoutError::Disconnected))
-                        || background.stop.load(Ordering::Acquire)
+                        || background.wakeup.stopped()
                     {
                         return;
                     }
@@ -206,11 +176,11 @@ impl Writer {
 
     /// Records one call and returns its answer once what the answer depends on is durable.
     pub(crate) fn call(&self, call: Call) -> Result<Receipt> {
-        let _caller = Caller::enter(&self.shared);
+        let _caller = Caller::enter(&self.shared.commit);
         let admin = matches!(call.body, Body::Admin(_));
         let (receipt, depends_on, wake_background, admin_change) = {
-            let chain = self.shared.chain()?;
-            let mut chain = self.shared.make_room(chain)?;
+            let chain = self.shared.lock.lock()?;
+            let mut chain = self.shared.lock.make_room(chain)?;
             chain.check_poisoned()?;
             let was_quiet = chain.is_quiet();
             let Ran {
@@ -233,17 +203,15 @@ impl Writer {
             let write_now = (changed && self.shared.durability == Durability::Buffered)
                 || chain.deferred.len() >= MAX_DEFERRED;
             if write_now && chain.write_deferred()? {
-                let _ = self.shared.wake.send(());
+                self.shared.wakeup.send();
             }
             // The background thread writes what is left once the writer goes quiet.
             let wake = was_quiet && !chain.is_quiet();
-            if self.shared.gathering.load(Ordering::Relaxed) {
-                self.shared.queued.notify_one();
-            }
+            self.shared.lock.queued();
             (receipt, depends_on, wake, admin && changed)
         };
         if wake_background {
-            let _ = self.shared.wake.send(());
+            self.shared.wakeup.send();
         }
         self.shared.wait_durable(depends_on)?;
         if admin_change {
@@ -260,7 +228,7 @@ impl Writer {
         &self,
         read: impl FnOnce(&Projection<Overlay<'_>>) -> Result<T>,
     ) -> Result<T> {
-        let mut chain = self.shared.chain()?;
+        let mut chain = self.shared.lock.lock()?;
         let chain = &mut *chain;
         let pending = std::mem::take(&mut chain.pending);
         let projection = Projection::new(Overlay::resume(
@@ -278,7 +246,7 @@ impl Writer {
     /// it could see is durable, as a call's answer does, so no read shows a write a crash could
     /// undo (or whose sync failed).
     pub(crate) fn read<T>(&self, read: impl FnOnce(&Store) -> Result<T>) -> Result<T> {
-        let chain = self.shared.write_index()?;
+        let chain = self.shared.lock.write_index()?;
         let seen = chain.last_change;
         let result = read(&chain.store);
         drop(chain);
@@ -291,7 +259,7 @@ impl Drop for Writer {
     fn drop(&mut self) {
         // Everything answered goes to sled, is made durable (flushed at least, also in buffered
         // mode) and its head recorded, so a log cut after a clean close shows as cut.
-        if let Ok(chain) = self.shared.write_index() {
+        if let Ok(chain) = self.shared.lock.write_index() {
             let (store, head) = (chain.store.clone(), chain.written);
             drop(chain);
             let mode = match self.shared.durability {
@@ -302,17 +270,10 @@ impl Drop for Writer {
                 let _ = store.record_head(head);
             }
         }
-        self.shared.stop.store(true, Ordering::Release);
-        let _ = self.shared.wake.send(());
+        self.shared.wakeup.stop();
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
-    }
-}
-
-impl Shared {
-    fn chain(&self) -> Result<MutexGuard<'_, Chain>> {
-        self.chain.lock().map_err(lock_failed)
     }
 }
 
@@ -371,6 +332,8 @@ mod testing {
 #[cfg(test)]
 mod tests {
     use super::testing::{create, store, view};
+    use std::sync::atomic::Ordering;
+
     use super::*;
     use crate::failpoint::Failpoint;
 
@@ -390,14 +353,14 @@ mod tests {
                         let receipt = writer.call(create(&path, "x")).expect("call");
                         assert!(!receipt.is_error, "{}", receipt.text);
                         // Durable when answered: the sync that covers it has run.
-                        let durable = writer.shared.durable.lock().expect("lock").seq;
+                        let durable = writer.shared.commit.durable.lock().expect("lock").seq;
                         assert!(durable >= receipt.seq, "{durable:?} < {:?}", receipt.seq);
                     }
                 });
             }
         });
         let calls = (threads * each) as u64;
-        let syncs = writer.shared.syncs.load(Ordering::Relaxed);
+        let syncs = writer.shared.commit.syncs.load(Ordering::Relaxed);
         assert!(
             syncs >= 1 && syncs < calls,
             "{syncs} syncs for {calls} calls"
@@ -455,7 +418,7 @@ mod tests {
         let cause = writer.shared.poisoned.get().expect("poisoned");
         assert!(cause.contains("failpoint Sync"), "{cause}");
         // The chain and the durability wait read the one cell.
-        let chain = writer.shared.chain().expect("lock");
+        let chain = writer.shared.lock.lock().expect("lock");
         assert!(Arc::ptr_eq(&chain.poisoned, &writer.shared.poisoned));
     }
 }

@@ -1,0 +1,247 @@
+//! Running a call against the index: a fresh call answered and its change applied, or a call
+//! that reuses a tool_use id answered from its retry record, and what was done, traced.
+
+use super::Projection;
+use crate::error::Result;
+use crate::event::{Body, EventHash, Refusal, RejectedDigest, Seq};
+use crate::kv::{KvRead, KvWrite};
+use crate::paths::MemPath;
+use crate::policy::Access;
+use crate::tool::{Answer, Command, Semantics, Tree};
+
+/// The hash a retry's input is compared by: blake3 of the body's canonical bytes (the event's
+/// payload hash, `payload_hash` when the caller has it), or for a failed call logged as a
+/// digest, the hash of the `Tool` body it replaces (which the digest keeps).
+fn input_hash(body: &Body, payload_hash: Option<EventHash>) -> EventHash {
+    match body {
+        Body::RejectedDigest(RejectedDigest {
+            input,
+            refusal: Refusal::Failed { .. },
+            ..
+        }) => input.hash,
+        _ => payload_hash.unwrap_or_else(|| EventHash::of(&crate::event::payload_of(body))),
+    }
+}
+
+/// How a call that reused a tool_use id was answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RetryKind {
+    /// With the text recorded for the original, a change (nothing ran).
+    Repeated,
+    /// Run again against the tree as it is now: the original changed nothing.
+    Reanswered,
+    /// Refused: the input differs from the original's.
+    DifferentInput,
+    /// Refused: the agent no longer holds the access the original change needed.
+    AccessLost,
+    /// Refused: a redaction erased the original, so it is not run again.
+    Erased,
+}
+
+/// The input hash a retry record of an erased call keeps: no input hashes to it (it is no blake3
+/// output anyone can aim for), so a retry of the call is told that it was erased.
+const ERASED_INPUT: EventHash = EventHash([0xee; 32]);
+
+/// A call that reused a tool_use id with a kept record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Retry {
+    /// The seq of the call whose record it reused.
+    pub of: Seq,
+    /// How it was answered.
+    pub kind: RetryKind,
+}
+
+/// What [`Projection::run_traced`] did with one call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Traced {
+    /// The answer, and the change it applied.
+    pub answer: Answer,
+    /// Set when the call was a retry.
+    pub retry: Option<Retry>,
+}
+
+/// The paths a tool command writes (none for `view`).
+fn written_paths(command: &Command) -> Vec<&str> {
+    match command {
+        Command::View { .. } => Vec::new(),
+        Command::Create { path, .. }
+        | Command::StrReplace { path, .. }
+        | Command::Insert { path, .. }
+        | Command::Delete { path } => vec![path],
+        Command::Rename { old_path, new_path } => vec![old_path, new_path],
+    }
+}
+
+impl<K: KvRead> Projection<K> {
+    /// When the agent no longer holds read-write access to a path the recorded change `body`
+    /// named: the error result its retry gets.
+    fn lost_access(
+        &self,
+        agent: &str,
+        tool_use_id: &str,
+        body: &Body,
+        original: Seq,
+        semantics: Semantics,
+    ) -> Result<Option<Answer>> {
+        let Body::Tool(call) = body else {
+            return Ok(None);
+        };
+        let Ok(root) = MemPath::root(&call.root) else {
+            return Ok(None);
+        };
+        let policy = self.policy()?;
+        for raw in written_paths(&call.command) {
+            let Ok(path) = MemPath::resolve(raw, &root) else {
+                continue;
+            };
+            if !policy.allows(agent, &path, Access::ReadWrite) {
+                return Ok(Some(Answer {
+                    text: format!(
+                        "Error: Access denied: agent {agent} no longer has a read-write grant covering {path}, which call {} (event {original}) needed, so its recorded answer is not repeated. Ask an operator for the grant, then retry.",
+                        semantics.quote(tool_use_id)
+                    ),
+                    is_error: true,
+                    change: None,
+                }));
+            }
+        }
+        Ok(None)
+    }
+}
+
+impl<K: KvWrite> Projection<K> {
+    /// Answers `agent`'s call against the index under `semantics`, applies its change as event
+    /// `seq`, and keeps the retry record of a call with a tool_use id (see the module docs). This
+    /// is the one step shared by the writer and the replay engine ([`crate::replay`]: recovery on
+    /// open, the verifier, and every view of the past).
+    pub fn run_call(
+        &mut self,
+        agent: &str,
+        tool_use_id: Option<&str>,
+        body: &Body,
+        semantics: Semantics,
+        seq: Seq,
+    ) -> Result<Answer> {
+        Ok(self
+            .run_traced(agent, tool_use_id, body, semantics, None, seq)?
+            .answer)
+    }
+
+    /// [`run_call`](Self::run_call), also saying whether the call was a retry and of which seq.
+    /// `input` is blake3 of `body`'s canonical bytes when the caller has it (the event's payload
+    /// hash); `None` computes it. Either way a retry is compared by [`input_hash`].
+    pub fn run_traced(
+        &mut self,
+        agent: &str,
+        tool_use_id: Option<&str>,
+        body: &Body,
+        semantics: Semantics,
+        input: Option<EventHash>,
+        seq: Seq,
+    ) -> Result<Traced> {
+        if let Body::Erased(_) = body {
+            // Erased by a redaction: it changes nothing and its answer is not re-derived (the
+            // verifier counts it as redacted). Its tool_use id keeps a record that says so, so
+            // a retry of the erased call (an SDK's, after a timeout) is not run again.
+            let nothing = Answer {
+                text: String::new(),
+                is_error: false,
+                change: None,
+            };
+            if let Some(id) = tool_use_id {
+                let recorded = self.recorded(agent, id)?;
+                let kept = (agent, id, seq, semantics);
+                self.keep_record(kept, ERASED_INPUT, &nothing, recorded.as_ref())?;
+            }
+            self.set_applied(seq);
+            return Ok(Traced {
+                answer: nothing,
+                retry: None,
+            });
+        }
+        let Some(id) = tool_use_id else {
+            let answer = self.run_fresh(agent, body, semantics, seq)?;
+            return Ok(Traced {
+                answer,
+                retry: None,
+            });
+        };
+        let input = input_hash(body, input);
+        let recorded = self.recorded(agent, id)?;
+        let (answer, kind) = match &recorded {
+            Some(original) if original.input == ERASED_INPUT => (
+                Answer {
+                    text: format!(
+                        "Error: tool_use id {} of agent {agent} named a call that a redaction erased (event {}), so this call was not run. If it is still wanted, send it again with a fresh tool_use id.",
+                        semantics.quote(id),
+                        original.seq
+                    ),
+                    is_error: true,
+                    change: None,
+                },
+                RetryKind::Erased,
+            ),
+            Some(original) if original.input != input => (
+                Answer {
+                    text: format!(
+                        "Error: tool_use id {} was already used by agent {agent} for a different call (event {}), so this call was not run. Send it again with a fresh tool_use id.",
+                        semantics.quote(id),
+                        original.seq
+                    ),
+                    is_error: true,
+                    change: None,
+                },
+                RetryKind::DifferentInput,
+            ),
+            Some(original) if original.text.is_some() => {
+                match self.lost_access(agent, id, body, original.seq, semantics)? {
+                    Some(denied) => (denied, RetryKind::AccessLost),
+                    None => (
+                        Answer {
+                            text: original.text.clone().unwrap_or_default(),
+                            is_error: original.is_error,
+                            change: None,
+                        },
+                        RetryKind::Repeated,
+                    ),
+                }
+            }
+            _ => {
+                let answer = self.run_fresh(agent, body, semantics, seq)?;
+                self.keep_record(
+                    (agent, id, seq, semantics),
+                    input,
+                    &answer,
+                    recorded.as_ref(),
+                )?;
+                let retry = recorded.map(|original| Retry {
+                    of: original.seq,
+                    kind: RetryKind::Reanswered,
+                });
+                return Ok(Traced { answer, retry });
+            }
+        };
+        self.set_applied(seq);
+        let of = recorded.map_or(seq, |original| original.seq);
+        Ok(Traced {
+            answer,
+            retry: Some(Retry { of, kind }),
+        })
+    }
+
+    /// Answers a call as new and applies its change.
+    fn run_fresh(
+        &mut self,
+        agent: &str,
+        body: &Body,
+        semantics: Semantics,
+        seq: Seq,
+    ) -> Result<Answer> {
+        let answer = crate::tool::answer(self, agent, body, semantics)?;
+        match &answer.change {
+            Some(change) => self.apply(change, seq)?,
+            None => self.set_applied(seq),
+        }
+        Ok(answer)
+    }
+}
