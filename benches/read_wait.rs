@@ -2,10 +2,10 @@
 //! `buffered`).
 //!
 //! A `view` is answered at once, but it returns only once the last change it saw is durable, so
-//! no answer shows a write a crash could undo (see the durability contract in README.md). These
-//! groups measure what that wait costs a reading agent. Each mode has its own store, shared by
-//! every agent of a group: a tree of about 200 small notes in 10 topic directories, each writer
-//! agent's own directory, and the note the reader and the editor share.
+//! no answer shows a write a crash could undo (see the durability contract in
+//! docs/operators.md). These groups measure what that wait costs a reading agent. Each mode has
+//! its own store, shared by every agent of a group: a tree of about 200 small notes in 10 topic
+//! directories, each writer agent's own directory, and the note the reader and the editor share.
 //!
 //! `view_after_write`: agent `reader` views a 20-line note.
 //!

@@ -1,7 +1,104 @@
-#![doc = include_str!("../README.md")]
+//! Mnemo: an audited memory store for AI agents, and the backend of Anthropic's memory tool
+//! (`memory_20250818`).
+//!
+//! The model keeps files under `/memories` through six commands (`view`, `create`,
+//! `str_replace`, `insert`, `delete`, `rename`); a program hands each `tool_use` block to
+//! [`MnemoMemoryToolServer::handle`] and sends back the `tool_result` it returns. Every call,
+//! reads and rejected calls included, becomes one blake3-chained [`Event`] in an embedded sled
+//! log, and [`MnemoClient::verify`] replays the log from event 1 to prove that the chain, the
+//! index and every answer the model was given agree, naming the first bad event if not.
+//!
+//! # The main types
+//!
+//! - [`MnemoClient`]: a store opened as one agent ([`ClientBuilder`] for the durability mode);
+//!   its reads ([`records_by_tag`](MnemoClient::records_by_tag), [`log`](MnemoClient::log),
+//!   [`history`](MnemoClient::history), [`show`](MnemoClient::show), [`diff`](MnemoClient::diff)),
+//!   access control ([`Grant`], [`Access`]), [`verify`](MnemoClient::verify) (a [`Report`]) and
+//!   redaction ([`Selection`]). On a store that a running `mnemo serve` holds, it talks to that
+//!   server with the same API.
+//! - [`MnemoMemoryToolServer`]: the memory tool over a client, with its root, [`Profile`] and
+//!   [`tool::Limits`] ([`ServerBuilder`]).
+//! - The event log's types, [`Event`], [`Body`], [`Header`], [`Outcome`], [`Seq`],
+//!   [`EventHash`], and the [`event`] module, whose docs give the byte layout; [`tool`], the pure
+//!   core that answers a call over a tree; [`memory_store`], Anthropic's memory-stores API's
+//!   model of a store.
+//!
+//! # Example
+//!
+//! ```
+//! use mnemo::{MnemoClient, MnemoMemoryToolServer};
+//! use serde_json::json;
+//!
+//! # fn main() -> mnemo::Result<()> {
+//! # let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+//! # let db_path = std::env::temp_dir().join(format!("mnemo-crate-docs-{stamp}.db"));
+//! let server = MnemoMemoryToolServer::new(MnemoClient::open(&db_path, "agent-1")?);
+//! let result = server.handle(&json!({
+//!     "type": "tool_use", "id": "toolu_01", "name": "memory",
+//!     "input": {"command": "create", "path": "/memories/notes.md", "file_text": "- likes tea\n"},
+//! }));
+//! assert_eq!(result["content"], "File created successfully at: /memories/notes.md");
+//! assert!(server.client().verify()?.is_intact());
+//! # drop(server); std::fs::remove_dir_all(&db_path).ok();
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Cargo features
+//!
+//! | feature | default | what it adds |
+//! |---|---|---|
+//! | `cli` | yes | the `mnemo` binary (clap); the library needs none of it |
+//! | `serve` | yes | the HTTP server (`serve()`, `mnemo serve`), which includes `mcp` and `client` |
+//! | `replicate` | yes | replicas in object storage (`Replica`, `Replication`, `Following`) |
+//! | `mcp` | through `serve` | the MCP server (`MnemoMcpServer`, `mnemo mcp`) |
+//! | `client` | through `serve` | the blocking HTTP client of a server (`RemoteClient`), nothing async |
+//!
+//! A program that embeds the store and wants the lean library (no async runtime, no HTTP, no
+//! object storage) depends on it with `default-features = false`, adding `client` to reach a
+//! server.
+//!
+//! # Guides
+//!
+//! The repository's `README.md` has the quick starts (Rust, Python, MCP) and the command line.
+//! `docs/agent-builders.md` covers embedding, the public API, profiles, limits and errors;
+//! `docs/operators.md` the server, tokens, many stores, replicas and the durability contract;
+//! `docs/auditors.md` verify, checkpoints, history and redaction; `docs/http-api.md` every route;
+//! `docs/formats.md` the bytes of events, indexes and replicas; `docs/performance.md` the
+//! measurements; `ARCHITECTURE.md` the code map and invariants.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used))]
+
+// Every Rust block in the README and the guides runs as a doctest (`cargo test --doc`);
+// `tests/docs.rs` checks that each markdown file with one is listed here.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+#[cfg(doctest)]
+#[doc = include_str!("../ARCHITECTURE.md")]
+struct ArchitectureDoctests;
+#[cfg(doctest)]
+#[doc = include_str!("../docs/agent-builders.md")]
+struct AgentBuildersDoctests;
+#[cfg(doctest)]
+#[doc = include_str!("../docs/operators.md")]
+struct OperatorsDoctests;
+#[cfg(doctest)]
+#[doc = include_str!("../docs/auditors.md")]
+struct AuditorsDoctests;
+#[cfg(doctest)]
+#[doc = include_str!("../docs/contributors.md")]
+struct ContributorsDoctests;
+#[cfg(doctest)]
+#[doc = include_str!("../docs/formats.md")]
+struct FormatsDoctests;
+#[cfg(doctest)]
+#[doc = include_str!("../docs/http-api.md")]
+struct HttpApiDoctests;
+#[cfg(doctest)]
+#[doc = include_str!("../docs/performance.md")]
+struct PerformanceDoctests;
 
 mod chain;
 mod client;

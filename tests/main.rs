@@ -20,6 +20,8 @@ mod concurrency;
 mod discovery;
 // File content on disk: reads write none, an edit rewrites a bounded chunk.
 mod content;
+// The docs against the code: commands and flags in shell blocks, links, doctests, README's size.
+mod docs;
 // kill -9 crash loops: small edits, large directory renames and deletes.
 mod crash;
 // A failure at every I/O step of a session, by the failpoint countdown.

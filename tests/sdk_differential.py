@@ -11,8 +11,8 @@ For each seed, a seeded random sequence of memory-tool inputs is fed to
 and every `tool_result` (content and `is_error`) is compared, then the final trees (every regular
 file under the SDK's `memories/` directory against `mnemo ls` / `mnemo cat`, byte for byte).
 
-What is deliberately not generated (documented in README.md's Profiles section as differences, or
-inputs on which the SDK only fails with a generic exception):
+What is deliberately not generated (documented in docs/agent-builders.md's Profiles section as
+differences, or inputs on which the SDK only fails with a generic exception):
   * traversal spellings (`..`, `%2e%2e`, `/memoriesX` prefixes, `.` segments);
   * `create` or `rename` involving a path whose parent chain runs through a regular file
     (the SDK raises `NotADirectoryError`); `view`, `str_replace`, `insert` and `delete` of such
@@ -76,7 +76,7 @@ RARE_FILE_NAMES = (
     "a", "notes",
 )
 # Mnemo refuses bidi controls and zero-width (format) characters in names in both profiles, a
-# deliberate difference from the SDK (see README), so the alphabet holds none.
+# deliberate difference from the SDK (see docs/agent-builders.md), so the alphabet holds none.
 assert not any(
     unicodedata.category(c) in ("Cf", "Zl", "Zp")
     for name in DIR_NAMES + RARE_DIR_NAMES + FILE_NAMES + RARE_FILE_NAMES

@@ -694,7 +694,7 @@ pub fn hosts(key: &str, intake: &Intake) -> Vec<Box<dyn Host>> {
 
 /// Whether `text` is the answer whose hash the event `event` (a line of `mnemo log --json`)
 /// records: `blake3_keyed(salt, "mnemo/result/v4" ‖ text)` for a salted event, `blake3(text)`
-/// for one of an earlier format (`"salt": null`), as README documents.
+/// for one of an earlier format (`"salt": null`), as docs/auditors.md documents.
 pub fn records_answer(event: &impl serde::Serialize, text: &str) -> bool {
     let event = serde_json::to_value(event).expect("an event is JSON");
     let hash = match event["salt"].as_str() {

@@ -294,8 +294,8 @@ fn the_public_surface_is_the_listed_one() {
         added.is_empty() && removed.is_empty(),
         "src/lib.rs exports names tests/surface.rs does not list: {added:?}; and no longer \
          exports listed ones: {removed:?}. A public name is a promise to users: make an internal \
-         one pub(crate) (or put it in `testing`), or add it to SURFACE and say in README's Public \
-         API why users need it."
+         one pub(crate) (or put it in `testing`), or add it to SURFACE and say in the Public API \
+         section of docs/agent-builders.md why users need it."
     );
 }
 
