@@ -223,9 +223,11 @@ impl ClientBuilder {
         #[cfg(feature = "client")]
         let mut held = None;
         let opened = OPEN.open(&self.path, || {
-            // Look for a server first: trying the store's lock waits `LOCK_WAIT`.
+            // Look for a server first: trying the store's lock waits `LOCK_WAIT`. One that is
+            // there but does not prove itself in time (stopped, overloaded) is an error that
+            // says so, rather than that wait.
             #[cfg(feature = "client")]
-            if let Some(file) = live_server(&self.path) {
+            if let Some(file) = crate::discovery::find_server(&self.path)? {
                 held = Some(file);
                 return Err(Error::Locked {
                     path: self.path.clone(),

@@ -140,9 +140,10 @@ pub enum Error {
         cause: String,
     },
 
-    /// An error from sled.
+    /// The embedded database (sled) failed to read or write: the disk, its permissions, or
+    /// damaged bytes. What it said is the message; the database's own error is the source.
     #[error("storage error: {0}; check the disk and permissions of the store directory")]
-    Storage(#[from] sled::Error),
+    Storage(#[from] StorageError),
 
     /// An I/O error outside sled (fsync of the store's files, reading a directory).
     #[error("I/O error on {path}: {source}")]
@@ -198,5 +199,36 @@ impl Error {
     /// Builds an [`Error::Corrupt`].
     pub(crate) fn corrupt(what: impl Into<String>) -> Self {
         Error::Corrupt { what: what.into() }
+    }
+}
+
+/// What the embedded database said when it failed, kept whole as the error's source but not
+/// part of the API: which database Mnemo embeds is its own business.
+#[derive(Debug)]
+pub struct StorageError(pub(crate) sled::Error);
+
+impl StorageError {
+    /// Whether the database found bytes of its files damaged (rather than failing to read or
+    /// write them).
+    pub fn is_damage(&self) -> bool {
+        matches!(self.0, sled::Error::Corruption { .. })
+    }
+}
+
+impl std::fmt::Display for StorageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for StorageError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
+    }
+}
+
+impl From<sled::Error> for Error {
+    fn from(e: sled::Error) -> Error {
+        Error::Storage(StorageError(e))
     }
 }

@@ -148,7 +148,7 @@ mod writer;
 
 pub use client::{ClientBuilder, MnemoClient};
 pub use data_dir::check_store_name;
-pub use error::{Error, Result};
+pub use error::{Error, Result, StorageError};
 pub use event::{Body, Event, EventHash, Header, Outcome, RejectedCall, Seq, ToolCall};
 pub use history::LogQuery;
 pub use log::{Durability, Head};

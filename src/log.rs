@@ -351,7 +351,7 @@ fn build_new_store(dir: &Path) -> Result<()> {
         std::os::unix::fs::PermissionsExt::from_mode(PRIVATE_DIR_MODE),
     )
     .map_err(|e| Error::io(dir, e))?;
-    let db = open_sled(dir)?.map_err(Error::Storage)?;
+    let db = open_sled(dir)?.map_err(Error::from)?;
     let marked = db
         .open_tree("meta")
         .and_then(|meta| meta.insert(FORMAT_KEY, &[WRITTEN_FORMAT]))
@@ -444,7 +444,7 @@ impl Store {
                 Err(e @ sled::Error::Corruption { .. }) if !removed_torn_snapshots => {
                     removed_torn_snapshots = true;
                     if remove_torn_snapshots(sled_dir)? == 0 {
-                        return Err(Error::Storage(e));
+                        return Err(Error::from(e));
                     }
                 }
                 Err(sled::Error::Io(io)) if io.to_string().contains("could not acquire lock") => {
@@ -455,7 +455,7 @@ impl Store {
                     }
                     std::thread::sleep(Duration::from_millis(10));
                 }
-                Err(other) => return Err(Error::Storage(other)),
+                Err(other) => return Err(Error::from(other)),
             }
         };
         // sled opened its files by path: refuse the store if one was swapped since the check.
@@ -769,7 +769,7 @@ impl Store {
                 Ok::<_, ConflictableTransactionError<()>>(())
             })
             .map_err(|e| match e {
-                TransactionError::Storage(e) => Error::Storage(e),
+                TransactionError::Storage(e) => Error::from(e),
                 TransactionError::Abort(()) => Error::corrupt("index transaction aborted"),
             })?;
         Ok(())

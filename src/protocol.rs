@@ -229,6 +229,37 @@ pub struct ListedFile {
     pub updated: u64,
 }
 
+/// An agent token as `mnemo token list --json` prints it and `GET /v1/tokens` sends it: never
+/// its hash or its text.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct TokenInfo {
+    /// The agent the token acts as.
+    pub agent: String,
+    /// The token's id (the part of its text that names it).
+    pub id: String,
+    /// When it was issued, UTC.
+    pub issued_at: String,
+    /// The operator who issued it.
+    pub issued_by: String,
+    /// The seq of the admin event that issued it.
+    pub issued_seq: u64,
+    /// The label it was issued with.
+    pub label: String,
+    /// Its revocation, if it was revoked.
+    pub revoked: Option<Revocation>,
+}
+
+/// A token's revocation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Revocation {
+    /// The operator who revoked it.
+    pub by: String,
+    /// The seq of the admin event that revoked it.
+    pub seq: u64,
+}
+
 /// A verification's report, as `mnemo verify --json` prints it and `GET /v1/verify` sends it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]

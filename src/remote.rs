@@ -23,7 +23,9 @@ use crate::log::{Durability, Head};
 use crate::paths::MemPath;
 use crate::policy::{Access, Grant, Policy};
 use crate::projection::{MEMORY_TAG, MemoryRecord};
-use crate::protocol::{FileDiff, HistoryEvent, Listing, LoggedEvent, ShownEvent, VerifyReport};
+use crate::protocol::{
+    FileDiff, HistoryEvent, Listing, LoggedEvent, ShownEvent, TokenInfo, VerifyReport,
+};
 use crate::tool::{Limits, Profile};
 use crate::verify::Report;
 use crate::writer::Receipt;
@@ -707,12 +709,53 @@ impl RemoteClient {
             .collect()
     }
 
+    /// Every agent token of the store, as `GET /v1/tokens` lists them (operator only).
+    pub fn tokens(&self) -> Result<Vec<TokenInfo>, RemoteError> {
+        self.typed_lines(&self.get("/v1/tokens", &[])?)
+    }
+
+    /// Issues a token for `agent` with `label` through `POST /v1/tokens` (operator only): the
+    /// receipt, and the token's text unless the store refused it.
+    pub fn issue_token(
+        &self,
+        agent: &str,
+        label: &str,
+    ) -> Result<(Receipt, Option<String>), RemoteError> {
+        let body = json!({"agent": agent, "label": label});
+        let (status, answer) = self.admin(AdminRequest::Post {
+            route: "/v1/tokens",
+            body: &body,
+        })?;
+        let receipt = self.receipt_of(status, answer.clone())?;
+        if receipt.is_error {
+            return Ok((receipt, None));
+        }
+        let sent: Value = self.typed(&answer)?;
+        let token = sent["token"]
+            .as_str()
+            .ok_or_else(|| self.protocol("a new token's answer without \"token\"".into()))?;
+        Ok((receipt, Some(token.to_string())))
+    }
+
+    /// Revokes token `id` through `DELETE /v1/tokens/ID` (operator only).
+    pub fn revoke_token(&self, id: &str) -> Result<Receipt, RemoteError> {
+        let route = format!("/v1/tokens/{}", path_segment(id));
+        let (status, answer) = self.admin(AdminRequest::Delete { route: &route })?;
+        self.receipt_of(status, answer)
+    }
+
     /// An admin change posted to `route`: its receipt (see [`acl`](Self::acl)).
     fn admin_receipt(&self, route: &str, change: &Value) -> Result<Receipt, RemoteError> {
         let (status, body) = self.admin(AdminRequest::Post {
             route,
             body: change,
         })?;
+        self.receipt_of(status, body)
+    }
+
+    /// The receipt of an admin route's answer: 200 a change made, 400 with a seq one the store
+    /// refused (and logged); any other answer is the server's refusal.
+    fn receipt_of(&self, status: u16, body: Vec<u8>) -> Result<Receipt, RemoteError> {
         let answer: Option<Value> = serde_json::from_slice(&body).ok();
         let logged = answer.as_ref().and_then(|a| a["seq"].as_u64().map(Seq));
         let text = |key: &str| {
@@ -1015,6 +1058,20 @@ pub(crate) fn stay_attached(client: &RemoteClient) {
         let up = client.attach();
         attached.push((client.clone(), up));
     }
+}
+
+/// `text` as one segment of a URL path: bytes other than letters, digits, `-` and `_`
+/// percent-encoded (`.` too, so `..` cannot reach another route).
+fn path_segment(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_' {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
 }
 
 #[cfg(test)]

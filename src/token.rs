@@ -15,8 +15,6 @@
 //! The operator who issued or revoked a token is the agent of that admin event: `operator` for a
 //! server's admin routes and, by default, for `mnemo token` on the command line.
 
-use serde_json::{Value, json};
-
 use crate::client::MnemoClient;
 pub use crate::credential::{OPERATOR, TokenRecord, check_id, hash_of, id_of};
 use crate::credential::{
@@ -26,6 +24,7 @@ use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::log::Store;
 use crate::policy::AdminCommand;
+use crate::protocol::{Revocation, TokenInfo};
 use crate::time::utc;
 use crate::writer::Receipt;
 
@@ -171,17 +170,20 @@ pub struct Listed {
 impl Listed {
     /// One line of `mnemo token list --json` (and of `GET /v1/tokens`): id, agent, label, issued
     /// seq, time and operator, revoked (`null` or its seq and operator). No hash, no token.
-    pub fn to_json(&self) -> Value {
+    pub fn to_protocol(&self) -> TokenInfo {
         let r = &self.record;
-        json!({
-            "id": r.id,
-            "agent": r.agent,
-            "label": r.label,
-            "issued_seq": r.issued.0,
-            "issued_at": utc(self.issued_ms),
-            "issued_by": r.issued_by,
-            "revoked": r.revoked.as_ref().map(|v| json!({"seq": v.seq.0, "by": v.by})),
-        })
+        TokenInfo {
+            agent: r.agent.clone(),
+            id: r.id.clone(),
+            issued_at: utc(self.issued_ms),
+            issued_by: r.issued_by.clone(),
+            issued_seq: r.issued.0,
+            label: r.label.clone(),
+            revoked: r.revoked.as_ref().map(|v| Revocation {
+                by: v.by.clone(),
+                seq: v.seq.0,
+            }),
+        }
     }
 }
 
@@ -203,6 +205,65 @@ pub fn listed(store: &Store, records: Vec<TokenRecord>) -> Result<Vec<Listed>> {
             Ok(Listed { record, issued_ms })
         })
         .collect()
+}
+
+impl MnemoClient {
+    /// Every agent token of the store, revoked ones included, as `mnemo token list` shows them
+    /// (never a token's hash or text).
+    pub fn tokens(&self) -> Result<Vec<TokenInfo>> {
+        #[cfg(feature = "client")]
+        if let Some(remote) = self.remote() {
+            return Ok(remote.tokens()?);
+        }
+        self.settle_index()?;
+        let store = self.local_store()?;
+        let records = store.current_index()?.tokens()?;
+        Ok(listed(&store, records)?
+            .iter()
+            .map(Listed::to_protocol)
+            .collect())
+    }
+
+    /// Issues a new token for `agent` with `label`, recorded as an admin event of this
+    /// client's agent (the operator): the receipt, and the token's text, shown this once (`None`
+    /// when the store refused it, which the receipt says). An agent id or label that is not
+    /// valid is an [`Error::InvalidArgument`], and nothing is recorded.
+    pub fn issue_token(&self, agent: &str, label: &str) -> Result<(Receipt, Option<String>)> {
+        #[cfg(feature = "client")]
+        if let Some(remote) = self.remote() {
+            return remote.issue_token(agent, label).map_err(turned_away);
+        }
+        let issued = issue(self, agent, label)?;
+        let text = (!issued.receipt.is_error).then(|| issued.token.text().to_string());
+        Ok((issued.receipt, text))
+    }
+
+    /// Revokes token `id`, recorded as an admin event of this client's agent. An id that is
+    /// not one, names no token, or names one already revoked is an [`Error::InvalidArgument`]
+    /// that says so, and nothing is recorded.
+    pub fn revoke_token(&self, id: &str) -> Result<Receipt> {
+        #[cfg(feature = "client")]
+        if let Some(remote) = self.remote() {
+            check_id(id).map_err(Error::InvalidArgument)?;
+            return remote.revoke_token(id).map_err(turned_away);
+        }
+        revoke(self, id)
+    }
+}
+
+/// A token change the server turned away before the store saw it (an agent, label or id that
+/// is not valid, an unknown id, one already revoked): the [`Error::InvalidArgument`] the same
+/// change gets on a store open in this process.
+#[cfg(feature = "client")]
+fn turned_away(e: crate::remote::RemoteError) -> Error {
+    match e {
+        crate::remote::RemoteError::Refused {
+            status: 400 | 404 | 409,
+            reason,
+            ..
+        } => Error::InvalidArgument(reason),
+        other => other.into(),
+    }
 }
 
 #[cfg(test)]

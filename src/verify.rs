@@ -183,7 +183,7 @@ impl Report {
     /// Whether `error`, met opening or reading a store to verify it, is damage to its log (a
     /// finding, [`Report::unreadable`]) rather than a failure to run.
     pub fn is_damage(error: &Error) -> bool {
-        matches!(error, Error::Storage(sled::Error::Corruption { .. }))
+        matches!(error, Error::Storage(e) if e.is_damage())
     }
 
     /// What an auditor must know of an intact report: a log with events but no head record
@@ -693,7 +693,7 @@ fn read_chain(store: &Store, tx: &crossbeam_channel::Sender<Batch>) {
             },
             Err(Error::Corrupt { what }) => Item::Violation(chain.unreadable_key(what).into()),
             // Damage sled finds in its log is a finding about the log, not a failure to run.
-            Err(e @ Error::Storage(sled::Error::Corruption { .. })) => Item::Violation(
+            Err(e) if Report::is_damage(&e) => Item::Violation(
                 chain
                     .unreadable_key(format!(
                         "the log cannot be read from here on: sled found its bytes damaged ({e})"

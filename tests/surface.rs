@@ -3,6 +3,9 @@
 //! module the binary and the Python bindings use. The test fails when a name is added or removed
 //! without updating [`SURFACE`], so the API cannot grow (or lose a name) silently.
 //!
+//! Inside the public modules (`event`, `tool`, `protocol`, ...) every public path is listed too
+//! ([`MODULE_SURFACE`]), read from the modules' files.
+//!
 //! The `testing` module is left out: it is what the crate's own tests reach, and it must stay
 //! behind `cfg(feature = "testing")`, which this test also checks.
 
@@ -53,6 +56,7 @@ const SURFACE: &[&str] = &[
     "Result",
     "Selection",
     "Seq",
+    "StorageError",
     "Connections #[cfg(feature = \"serve\")]",
     "DataOptions #[cfg(feature = \"serve\")]",
     "OpenStore #[cfg(feature = \"serve\")]",
@@ -334,4 +338,252 @@ fn the_reader_finds_grouped_renamed_and_gated_names() {
     .map(|s| s.to_string())
     .collect();
     assert_eq!(names, expected);
+}
+
+/// Every public path inside the library's public modules (`event::Body`, `tool::api::ApiWrite`),
+/// read from their files: what a user can name beyond the root. Items of `impl` blocks are not
+/// paths and are not listed; a module's `pub mod` is read from its own file.
+const MODULE_SURFACE: &[&str] = &[
+    "data_dir::DATA_LOCK",
+    "data_dir::MAX_STORE_NAME",
+    "data_dir::check_store_name",
+    "data_dir::is_store",
+    "data_dir::list",
+    "data_dir::lock",
+    "data_dir::remove",
+    "data_dir::store_dir",
+    "event::API_FORMAT",
+    "event::Body",
+    "event::DOMAIN_TAG",
+    "event::ERASED_FORMAT",
+    "event::Erased",
+    "event::Event",
+    "event::EventHash",
+    "event::FORMAT_VERSION",
+    "event::Frame",
+    "event::FrameRef",
+    "event::Header",
+    "event::InputDigest",
+    "event::Outcome",
+    "event::PAYLOAD_TAG",
+    "event::RESULT_TAG",
+    "event::Refusal",
+    "event::RejectedCall",
+    "event::RejectedDigest",
+    "event::SALTED_FORMAT",
+    "event::Salt",
+    "event::Seq",
+    "event::ToolCall",
+    "event::WRITTEN_FORMAT",
+    "event::chain_hash",
+    "event::format_of",
+    "event::payload_hash_of",
+    "event::payload_of",
+    "event::salted_format_of",
+    "memory_store::ids",
+    "memory_store::ids::memory_id",
+    "memory_store::ids::memory_seq",
+    "memory_store::ids::store_id",
+    "memory_store::ids::store_name",
+    "memory_store::ids::version_id",
+    "memory_store::ids::version_seqs",
+    "memory_store::objects",
+    "memory_store::objects::Actor",
+    "memory_store::objects::Item",
+    "memory_store::objects::Memory",
+    "memory_store::objects::MemoryVersion",
+    "memory_store::path_rules",
+    "memory_store::path_rules::check",
+    "memory_store::transfer",
+    "memory_store::transfer::Exported",
+    "memory_store::transfer::FILE_NAME",
+    "memory_store::transfer::FORMAT",
+    "memory_store::transfer::Imported",
+    "memory_store::transfer::export",
+    "memory_store::transfer::import",
+    "protocol::Checkpoint",
+    "protocol::DiffKind",
+    "protocol::Erased",
+    "protocol::EventChange",
+    "protocol::FileDiff",
+    "protocol::Finding",
+    "protocol::HistoryEvent",
+    "protocol::ListedFile",
+    "protocol::Listing",
+    "protocol::LoggedEvent",
+    "protocol::Redaction",
+    "protocol::Revocation",
+    "protocol::ShownEvent",
+    "protocol::TokenInfo",
+    "protocol::VerifyReport",
+    "tool::Answer",
+    "tool::Body",
+    "tool::BoundedText",
+    "tool::COMMAND_NAMES",
+    "tool::Change",
+    "tool::Command",
+    "tool::DEFAULT_MAX_FILE_BYTES",
+    "tool::DEFAULT_MAX_REQUEST_BYTES",
+    "tool::Entry",
+    "tool::Erased",
+    "tool::InputDigest",
+    "tool::Intake",
+    "tool::JsonError",
+    "tool::Limits",
+    "tool::Logged",
+    "tool::MAX_VIEW_LINES",
+    "tool::NodeKind",
+    "tool::Parsed",
+    "tool::Probe",
+    "tool::Profile",
+    "tool::Refusal",
+    "tool::RejectedCall",
+    "tool::RejectedDigest",
+    "tool::Request",
+    "tool::Semantics",
+    "tool::TokenIssue",
+    "tool::ToolCall",
+    "tool::Tree",
+    "tool::answer",
+    "tool::api",
+    "tool::api::ApiFailure",
+    "tool::api::ApiWrite",
+    "tool::api::answer_api",
+    "tool::api::content_sha256",
+    "tool::api::hex",
+    "tool::format_size",
+    "tool::intake",
+    "tool::intake::Intake",
+    "tool::intake::Logged",
+    "tool::intake::result_id",
+    "tool::intake::tool_result",
+    "tool::parse_json",
+    "tool::parse_text",
+    "tool::parse_text_under",
+    "tool::parse_value",
+    "tool::parse_value_under",
+    "tool::quote",
+    "tool::read_request",
+];
+
+/// The file of module `name` declared in `parent` (`src/a.rs` or `src/a/mod.rs` declares
+/// `src/a/NAME.rs` or `src/a/NAME/mod.rs`).
+fn module_file(parent: &std::path::Path, name: &str) -> std::path::PathBuf {
+    let dir = match parent.file_name().and_then(|f| f.to_str()) {
+        Some("mod.rs" | "lib.rs") => parent.parent().expect("a directory").to_path_buf(),
+        _ => parent.with_extension(""),
+    };
+    let flat = dir.join(format!("{name}.rs"));
+    if flat.is_file() {
+        flat
+    } else {
+        dir.join(name).join("mod.rs")
+    }
+}
+
+/// The public items at the top level of the module in `file` (each `pub` item at column 0:
+/// rustfmt puts nothing else there), each as `prefix` and its name, with the public modules it
+/// declares read in turn.
+fn module_items(file: &std::path::Path, prefix: &str, out: &mut BTreeSet<String>) {
+    let text = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        let Some(rest) = line.strip_prefix("pub ") else {
+            continue;
+        };
+        if let Some(tree) = rest.strip_prefix("use ") {
+            let mut tree = tree.to_string();
+            while !tree.trim_end().ends_with(';') {
+                tree.push_str(lines.next().expect("a use ends with ;"));
+            }
+            let mut names = Vec::new();
+            leaves(tree.trim_end().trim_end_matches(';'), &mut names);
+            out.extend(names.into_iter().map(|n| format!("{prefix}{n}")));
+            continue;
+        }
+        let words: Vec<&str> = rest.split_whitespace().collect();
+        let (kind, name) = match words.as_slice() {
+            ["const", "fn", name, ..] | ["async", "fn", name, ..] => ("fn", *name),
+            [kind, name, ..] => (*kind, *name),
+            _ => continue,
+        };
+        let name: String = name
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        match kind {
+            "mod" if rest.trim_end().ends_with(';') => {
+                out.insert(format!("{prefix}{name}"));
+                module_items(&module_file(file, &name), &format!("{prefix}{name}::"), out);
+            }
+            "fn" | "struct" | "enum" | "trait" | "type" | "const" | "static" | "mod" => {
+                out.insert(format!("{prefix}{name}"));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Every public path inside the public modules `lib.rs` declares (`pub mod NAME;`).
+fn module_surface() -> BTreeSet<String> {
+    let lib = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs");
+    let mut out = BTreeSet::new();
+    for (item, body) in items(&lib_code()) {
+        let words: Vec<&str> = item.text.split_whitespace().collect();
+        if body.is_none() && words.first() == Some(&"pub") && words.get(1) == Some(&"mod") {
+            let name = words[2].trim_end_matches(';');
+            module_items(&module_file(&lib, name), &format!("{name}::"), &mut out);
+        }
+    }
+    out
+}
+
+#[test]
+fn the_public_modules_hold_the_listed_paths() {
+    let found = module_surface();
+    let listed: BTreeSet<String> = MODULE_SURFACE.iter().map(|s| s.to_string()).collect();
+    assert_eq!(
+        listed.len(),
+        MODULE_SURFACE.len(),
+        "MODULE_SURFACE lists a path twice"
+    );
+    let added: Vec<_> = found.difference(&listed).collect();
+    let removed: Vec<_> = listed.difference(&found).collect();
+    assert!(
+        added.is_empty() && removed.is_empty(),
+        "the public modules export paths tests/surface.rs does not list: {added:?}; and no \
+         longer export listed ones: {removed:?}. A public path is a promise to users: make an \
+         internal one pub(crate), or add it to MODULE_SURFACE and say in docs/agent-builders.md's \
+         Public API why users need it."
+    );
+}
+
+#[test]
+fn the_module_reader_finds_items_uses_and_modules() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let root = dir.path().join("m.rs");
+    std::fs::write(
+        &root,
+        "//! doc\npub struct A;\npub(crate) fn hidden() {}\npub const fn b() {}\n\
+         pub use x::{C, d::E as F};\npub use y::{\n    G,\n};\npub mod inner;\nmod private;\n\
+         impl A {\n    pub fn method(&self) {}\n}\n",
+    )
+    .expect("write");
+    std::fs::create_dir(dir.path().join("m")).expect("mkdir");
+    std::fs::write(dir.path().join("m/inner.rs"), "pub enum H {}\n").expect("write");
+    let mut found = BTreeSet::new();
+    module_items(&root, "m::", &mut found);
+    let expected: BTreeSet<String> = [
+        "m::A",
+        "m::b",
+        "m::C",
+        "m::F",
+        "m::G",
+        "m::inner",
+        "m::inner::H",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    assert_eq!(found, expected);
 }

@@ -10,7 +10,6 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use mnemo::LogQuery;
 use mnemo::cli_support::absolute_path;
-use mnemo::protocol::LoggedEvent;
 use mnemo::{Access, Durability, MnemoClient, Seq};
 use pyo3::prelude::*;
 use pyo3::types::PyType;
@@ -249,7 +248,7 @@ impl PyClient {
             limit,
         };
         let events = self.run(py, move |c| c.log(&query))?;
-        Ok(events.iter().map(event_of).collect())
+        Ok(events.iter().map(PyEvent::from).collect())
     }
 
     /// Every event of every file that lived at `path`, file by file, each followed by identity
@@ -258,7 +257,7 @@ impl PyClient {
     fn history(&self, py: Python<'_>, path: &str) -> PyResult<Vec<PyEvent>> {
         let file = absolute_path(path).map_err(to_py_err)?;
         let events = self.run(py, move |c| c.history(&file))?;
-        Ok(events.iter().map(|e| event_of(&e.event)).collect())
+        Ok(events.iter().map(|e| PyEvent::from(&e.event)).collect())
     }
 
     /// The URL of the `mnemo serve` this client reaches its store through, or `None` for a store
@@ -412,24 +411,6 @@ impl PyClient {
                 ""
             }
         )
-    }
-}
-
-/// An event as `mnemo log --json` (and `history --json`) prints it.
-fn event_of(event: &LoggedEvent) -> PyEvent {
-    PyEvent {
-        seq: event.seq,
-        time: event.time.clone(),
-        time_ms: event.time_ms,
-        agent: event.agent.clone(),
-        tool_use_id: event.tool_use_id.clone(),
-        command: event.command.clone(),
-        paths: event.paths.clone(),
-        is_error: event.is_error,
-        result_hash: event.result_hash.clone(),
-        hash: event.hash.clone(),
-        prev_hash: event.prev_hash.clone(),
-        semantics: event.semantics,
     }
 }
 

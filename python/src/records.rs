@@ -1,8 +1,8 @@
 //! The read-only objects the client returns: files, events, grants, receipts and verify reports.
 //! Each is a frozen copy of the Rust value, made without the GIL and handed to Python whole.
 
-use mnemo::cli_support::{describe, utc};
-use mnemo::{Event, Grant, Head, MemoryRecord, Receipt, Report, Violation};
+use mnemo::protocol::LoggedEvent;
+use mnemo::{Grant, Head, MemoryRecord, Receipt, Report, Violation};
 use pyo3::prelude::*;
 
 /// A memory file: its canonical path, content, tags, and the seqs that created and last changed it.
@@ -77,22 +77,21 @@ pub struct PyEvent {
     pub semantics: u32,
 }
 
-impl From<&Event> for PyEvent {
-    fn from(event: &Event) -> Self {
-        let (command, paths) = describe(event);
+impl From<&LoggedEvent> for PyEvent {
+    fn from(event: &LoggedEvent) -> Self {
         PyEvent {
-            seq: event.seq.0,
-            time: utc(event.header.time_ms),
-            time_ms: event.header.time_ms,
-            agent: event.header.agent.clone(),
-            tool_use_id: event.header.tool_use_id.clone(),
-            command: command.to_string(),
-            paths,
-            is_error: event.header.outcome.is_error,
-            result_hash: event.header.outcome.result_hash.to_hex(),
-            hash: event.hash().to_hex(),
-            prev_hash: event.prev_hash.to_hex(),
-            semantics: event.header.semantics.number(),
+            seq: event.seq,
+            time: event.time.clone(),
+            time_ms: event.time_ms,
+            agent: event.agent.clone(),
+            tool_use_id: event.tool_use_id.clone(),
+            command: event.command.clone(),
+            paths: event.paths.clone(),
+            is_error: event.is_error,
+            result_hash: event.result_hash.clone(),
+            hash: event.hash.clone(),
+            prev_hash: event.prev_hash.clone(),
+            semantics: event.semantics,
         }
     }
 }

@@ -636,7 +636,7 @@ async fn tokens_list(
         Ok(client.read_local(|store| token::listed(store, store.index().tokens()?))?)
     })
     .await?;
-    Ok(lines(listed.iter().map(token::Listed::to_json)))
+    Ok(lines(listed.iter().map(token::Listed::to_protocol)))
 }
 
 /// `POST /v1/tokens`'s body.

@@ -110,18 +110,6 @@ pub fn without_remote_env(command: clap::Command) -> clap::Command {
 
 type Failure = Box<dyn std::error::Error>;
 
-/// What an admin read asks a server for (read only in a build with the server).
-#[cfg_attr(not(feature = "serve"), expect(dead_code))]
-pub enum Read {
-    /// `mnemo acl list` or `mnemo token list`: JSON lines from `route`, each printed in text
-    /// form by `row` (`None` for a line it cannot read).
-    Rows {
-        route: &'static str,
-        as_json: bool,
-        row: fn(&serde_json::Value) -> Option<String>,
-    },
-}
-
 /// The store at `db` as its owner reads it: through the server --connect names, or the live
 /// one that holds it, else as a private read-only copy (which changes none of its bytes).
 pub fn reader(db: &std::path::Path, remote: &Remote) -> mnemo::Result<mnemo::MnemoClient> {
@@ -144,15 +132,73 @@ pub fn reader(db: &std::path::Path, remote: &Remote) -> mnemo::Result<mnemo::Mne
 pub fn reading<T>(
     db: &std::path::Path,
     remote: &Remote,
-    mut read: impl FnMut(&mnemo::MnemoClient) -> mnemo::Result<T>,
+    read: impl FnMut(&mnemo::MnemoClient) -> mnemo::Result<T>,
 ) -> mnemo::Result<T> {
-    let client = reader(db, remote)?;
-    match read(&client) {
+    again_if_gone(remote, || reader(db, remote), read)
+}
+
+/// The store at `db` for an admin change, acting as `operator`: through the server --connect
+/// names, or the live one that holds it, else open in this process; an existing store only,
+/// so a mistyped `--db` is an error rather than a new store holding one grant.
+pub fn administrator(
+    db: &std::path::Path,
+    remote: &Remote,
+    operator: &str,
+) -> mnemo::Result<mnemo::MnemoClient> {
+    #[cfg(feature = "serve")]
+    if let Some(url) = &remote.connect {
+        let client = served::remote_client(url, remote)
+            .map_err(|e| mnemo::Error::InvalidArgument(e.to_string()))?;
+        return mnemo::MnemoClient::served_by(client, db, operator);
+    }
+    #[cfg(not(feature = "serve"))]
+    refuse_connect(remote).map_err(|e| mnemo::Error::InvalidArgument(e.to_string()))?;
+    mnemo::cli_support::Store::require(db)?;
+    mnemo::MnemoClient::open(db, operator)
+}
+
+/// The client of the server that --connect names, or of the live one that holds the store at
+/// `db`, acting as `operator`; `None` when no server holds it (a change is then made on the
+/// store itself, which this does not open).
+pub fn served_administrator(
+    db: &std::path::Path,
+    remote: &Remote,
+    operator: &str,
+) -> mnemo::Result<Option<mnemo::MnemoClient>> {
+    if remote.connect.is_some() {
+        return administrator(db, remote, operator).map(Some);
+    }
+    #[cfg(feature = "serve")]
+    if let Some(file) = mnemo::cli_support::find_server(db)? {
+        let client = mnemo::RemoteClient::new(file.url, file.token);
+        return mnemo::MnemoClient::served_by(client, db, operator).map(Some);
+    }
+    Ok(None)
+}
+
+/// `change` on [`administrator`]'s client, again on the store itself if a server found by its
+/// file was gone before anything was sent to it.
+pub fn administering<T>(
+    db: &std::path::Path,
+    remote: &Remote,
+    operator: &str,
+    change: impl FnMut(&mnemo::MnemoClient) -> mnemo::Result<T>,
+) -> mnemo::Result<T> {
+    again_if_gone(remote, || administrator(db, remote, operator), change)
+}
+
+/// `run` on the client `open` gives; once more on a new one when the client's server, found
+/// by its file, could not be reached (it sent nothing, so nothing was done).
+fn again_if_gone<T>(
+    remote: &Remote,
+    open: impl Fn() -> mnemo::Result<mnemo::MnemoClient>,
+    mut run: impl FnMut(&mnemo::MnemoClient) -> mnemo::Result<T>,
+) -> mnemo::Result<T> {
+    let client = open()?;
+    match run(&client) {
         Err(mnemo::Error::Server {
             unreachable: true, ..
-        }) if remote.connect.is_none() && client.server_url().is_some() => {
-            read(&reader(db, remote)?)
-        }
+        }) if remote.connect.is_none() && client.server_url().is_some() => run(&open()?),
         done => done,
     }
 }
@@ -160,21 +206,12 @@ pub fn reading<T>(
 /// The name the owner's reads and admin changes act as.
 const OPERATOR: &str = "operator";
 
-/// What an admin command asks a server to change (sent only in a build with the server).
+/// What `mnemo replicate --once` asks the server that holds a store to do (sent only in a
+/// build with the server).
+#[cfg(feature = "replicate")]
 #[cfg_attr(not(feature = "serve"), expect(dead_code))]
 pub enum Change {
-    /// `mnemo acl grant` or `mnemo acl revoke`: the body of `POST /v1/acl`.
-    Acl(serde_json::Value),
-    /// `mnemo token create`.
-    IssueToken { agent: String, label: String },
-    /// `mnemo token revoke`.
-    RevokeToken { id: String },
-    /// `mnemo redact`: the body of `POST /v1/redact`, printed as the route's `result`.
-    Redact(serde_json::Value),
-    /// `mnemo config set`: the body of `POST /v1/config`.
-    Config(serde_json::Value),
-    /// `mnemo replicate --once`: the body of `POST /v1/replicate`, printed as its `result`.
-    #[cfg_attr(not(feature = "replicate"), expect(dead_code))]
+    /// The body of `POST /v1/replicate`, printed as its `result`.
     Replicate(serde_json::Value),
 }
 
@@ -185,25 +222,14 @@ pub use served::*;
 mod served {
     use std::ffi::OsString;
     use std::io::Write;
-    use std::path::Path;
     use std::process::ExitCode;
 
-    use mnemo::cli_support::{Launch, Link, START_WAIT, find_server, tool_use_id, unanswered};
+    use mnemo::RemoteClient;
+    use mnemo::cli_support::{Launch, Link, START_WAIT, tool_use_id, unanswered};
     use mnemo::tool::{Request, read_request};
-    use mnemo::{AdminRequest, RemoteClient, RemoteError};
-    use serde_json::Value;
 
-    use super::{Change, Failure, Read, Remote, Start};
-    use crate::{CliResult, Session};
-
-    /// The server a read command talks to: the one --connect names, or the live one that holds
-    /// `db`; `None` when the command should open the store itself.
-    pub fn read_client(db: &Path, remote: &Remote) -> Result<Option<RemoteClient>, Failure> {
-        if let Some(url) = &remote.connect {
-            return Ok(Some(remote_client(url, remote)?));
-        }
-        Ok(find_server(db)?.map(|file| RemoteClient::new(file.url, file.token)))
-    }
+    use super::{Failure, Remote, Start};
+    use crate::{CliResult, args::Session};
 
     /// The client of the server at `url` that `remote` names: its token, and its store on a
     /// `--data` server.
@@ -219,161 +245,6 @@ mod served {
         remote.token.clone().ok_or_else(|| {
             "--connect needs --token (or MNEMO_TOKEN): an agent token, or the operator's from the server file".into()
         })
-    }
-
-    /// Answers `read` through the server that holds `db` (or that --connect names), else with
-    /// `local` on the store itself.
-    pub fn read(
-        db: &Path,
-        remote: &Remote,
-        read: &Read,
-        local: impl FnOnce() -> CliResult,
-    ) -> CliResult {
-        let served = |client: &RemoteClient| match read {
-            Read::Rows {
-                route,
-                as_json,
-                row,
-            } => rows(client, route, *as_json, *row),
-        };
-        through(db, remote, served, local)
-    }
-
-    /// Makes `change` through the server that holds `db` (or that --connect names), recorded
-    /// under `operator`, else with `local` on the store itself. It prints what the local
-    /// command prints, and a refusal is the same error.
-    pub fn change(
-        db: &Path,
-        remote: &Remote,
-        operator: &str,
-        change: &Change,
-        local: impl FnOnce() -> CliResult,
-    ) -> CliResult {
-        let served = |client: &RemoteClient| apply(&client.with_agent(operator), change);
-        through(db, remote, served, local)
-    }
-
-    /// `served` on the server that holds `db` (or that --connect names), else `local` on the
-    /// store itself. A server found by its file that stops before anything was sent is left for
-    /// the store, which it then no longer holds; a server that started after the look is asked.
-    fn through(
-        db: &Path,
-        remote: &Remote,
-        served: impl Fn(&RemoteClient) -> Result<CliResult, RemoteError>,
-        local: impl FnOnce() -> CliResult,
-    ) -> CliResult {
-        match read_client(db, remote)? {
-            Some(client) => match served(&client) {
-                Err(e) if e.is_unreachable() && remote.connect.is_none() => local(),
-                answered => answered?,
-            },
-            None => match local() {
-                // A server that started after the look: ask it.
-                Err(e) if is_locked(e.as_ref()) => match read_client(db, remote)? {
-                    Some(client) => served(&client)?,
-                    None => Err(e),
-                },
-                done => done,
-            },
-        }
-    }
-
-    /// One admin change through `client`, printed as the local command prints it.
-    fn apply(client: &RemoteClient, change: &Change) -> Result<CliResult, RemoteError> {
-        let revoke_route;
-        let token_body;
-        let request = match change {
-            Change::Acl(body) => AdminRequest::Post {
-                route: "/v1/acl",
-                body,
-            },
-            Change::IssueToken { agent, label } => {
-                token_body = serde_json::json!({"agent": agent, "label": label});
-                AdminRequest::Post {
-                    route: "/v1/tokens",
-                    body: &token_body,
-                }
-            }
-            Change::RevokeToken { id } => {
-                // An id that is not one is refused here, as the local command refuses it (an
-                // empty one would name another route).
-                if let Err(why) = mnemo::cli_support::check_id(id) {
-                    return Ok(Err(mnemo::Error::InvalidArgument(why).into()));
-                }
-                revoke_route = format!("/v1/tokens/{}", path_segment(id));
-                AdminRequest::Delete {
-                    route: &revoke_route,
-                }
-            }
-            Change::Redact(body) => AdminRequest::Post {
-                route: "/v1/redact",
-                body,
-            },
-            Change::Config(body) => AdminRequest::Post {
-                route: "/v1/config",
-                body,
-            },
-            Change::Replicate(body) => AdminRequest::Post {
-                route: "/v1/replicate",
-                body,
-            },
-        };
-        let (status, body) = client.admin(request)?;
-        let answer: Value = serde_json::from_slice(&body).map_err(|e| protocol(client, &e))?;
-        let text = |key: &str| answer[key].as_str().map(str::to_string);
-        let seq = answer["seq"].as_u64();
-        match (status, text("result"), text("error"), seq) {
-            // A redaction's answer is what `mnemo redact` prints.
-            (200..=299, Some(result), _, _)
-                if matches!(change, Change::Redact(_) | Change::Replicate(_)) =>
-            {
-                Ok(print(result.as_bytes()))
-            }
-            (200..=299, Some(result), _, Some(seq)) => {
-                let mut out = format!("{result} (seq {seq})\n");
-                if let Change::IssueToken { .. } = change {
-                    let token = text("token").ok_or_else(|| protocol(client, &"no \"token\""))?;
-                    eprintln!("{}", crate::KEEP_TOKEN);
-                    out.push_str(&token);
-                    out.push('\n');
-                }
-                Ok(print(out.as_bytes()))
-            }
-            // Refused by the store, and logged.
-            (400, _, Some(error), Some(seq)) => Ok(Err(crate::refused_text(&error, seq).into())),
-            // A change the server turned away before the store saw it (an agent id or a token
-            // id that is not valid; a token id that names no token, or one already revoked):
-            // nothing was logged, as the local command refuses it.
-            (400 | 404 | 409, _, Some(error), None) => {
-                Ok(Err(mnemo::Error::InvalidArgument(error).into()))
-            }
-            _ => Err(RemoteError::Refused {
-                url: client.url().to_string(),
-                status,
-                reason: text("error").unwrap_or_else(|| String::from_utf8_lossy(&body).into()),
-            }),
-        }
-    }
-
-    /// `text` as one segment of a URL path: bytes other than letters, digits, `-` and `_`
-    /// percent-encoded (`.` too, so `..` cannot reach another route).
-    fn path_segment(text: &str) -> String {
-        let mut out = String::with_capacity(text.len());
-        for byte in text.bytes() {
-            if byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_' {
-                out.push(char::from(byte));
-            } else {
-                out.push_str(&format!("%{byte:02X}"));
-            }
-        }
-        out
-    }
-
-    fn is_locked(e: &(dyn std::error::Error + 'static)) -> bool {
-        matches!(
-            e.downcast_ref::<mnemo::Error>(),
-            Some(mnemo::Error::Locked { .. } | mnemo::Error::NotLocal { .. })
-        )
     }
 
     /// The server connection of a `tool` or `mcp` session: to --connect's server, or to the
@@ -487,30 +358,101 @@ mod served {
         .serve_stdio()?;
         Ok(ExitCode::SUCCESS)
     }
+}
 
-    fn rows(
-        client: &RemoteClient,
-        route: &str,
-        as_json: bool,
-        row: fn(&Value) -> Option<String>,
-    ) -> Result<CliResult, RemoteError> {
-        let lines = client.read(route, &[])?;
-        if as_json {
-            return Ok(print(&lines));
+/// `mnemo replicate --once` on a store a server holds: the server ships it.
+#[cfg(all(feature = "serve", feature = "replicate"))]
+mod shipping {
+    use std::io::Write;
+    use std::path::Path;
+    use std::process::ExitCode;
+
+    use mnemo::cli_support::find_server;
+    use mnemo::{AdminRequest, RemoteClient, RemoteError};
+    use serde_json::Value;
+
+    use super::served::remote_client;
+    use super::{Change, Failure, Remote};
+    use crate::CliResult;
+
+    /// The server a read command talks to: the one --connect names, or the live one that holds
+    /// `db`; `None` when the command should open the store itself.
+    pub fn read_client(db: &Path, remote: &Remote) -> Result<Option<RemoteClient>, Failure> {
+        if let Some(url) = &remote.connect {
+            return Ok(Some(remote_client(url, remote)?));
         }
-        let mut text = String::new();
-        for line in String::from_utf8_lossy(&lines).lines() {
-            let value: Value = serde_json::from_str(line).map_err(|e| protocol(client, &e))?;
-            let shown = row(&value).ok_or_else(|| {
-                protocol(
-                    client,
-                    &format!("a line without the fields of a row: {line}"),
-                )
-            })?;
-            text.push_str(&shown);
-            text.push('\n');
+        Ok(find_server(db)?.map(|file| RemoteClient::new(file.url, file.token)))
+    }
+
+    /// Makes `change` through the server that holds `db` (or that --connect names), recorded
+    /// under `operator`, else with `local` on the store itself. It prints what the local
+    /// command prints, and a refusal is the same error.
+    pub fn change(
+        db: &Path,
+        remote: &Remote,
+        operator: &str,
+        change: &Change,
+        local: impl FnOnce() -> CliResult,
+    ) -> CliResult {
+        let served = |client: &RemoteClient| apply(&client.with_agent(operator), change);
+        through(db, remote, served, local)
+    }
+
+    /// `served` on the server that holds `db` (or that --connect names), else `local` on the
+    /// store itself. A server found by its file that stops before anything was sent is left for
+    /// the store, which it then no longer holds; a server that started after the look is asked.
+    fn through(
+        db: &Path,
+        remote: &Remote,
+        served: impl Fn(&RemoteClient) -> Result<CliResult, RemoteError>,
+        local: impl FnOnce() -> CliResult,
+    ) -> CliResult {
+        match read_client(db, remote)? {
+            Some(client) => match served(&client) {
+                Err(e) if e.is_unreachable() && remote.connect.is_none() => local(),
+                answered => answered?,
+            },
+            None => match local() {
+                // A server that started after the look: ask it.
+                Err(e) if is_locked(e.as_ref()) => match read_client(db, remote)? {
+                    Some(client) => served(&client)?,
+                    None => Err(e),
+                },
+                done => done,
+            },
         }
-        Ok(print(text.as_bytes()))
+    }
+
+    /// `mnemo replicate --once` through `client`, printed as the local command prints it.
+    fn apply(client: &RemoteClient, change: &Change) -> Result<CliResult, RemoteError> {
+        let Change::Replicate(body) = change;
+        let request = AdminRequest::Post {
+            route: "/v1/replicate",
+            body,
+        };
+        let (status, body) = client.admin(request)?;
+        let answer: Value = serde_json::from_slice(&body).map_err(|e| protocol(client, &e))?;
+        match (status, answer["result"].as_str(), answer["error"].as_str()) {
+            (200..=299, Some(result), _) => Ok(print(result.as_bytes())),
+            (400 | 404 | 409, _, Some(error)) => {
+                Ok(Err(mnemo::Error::InvalidArgument(error.to_string()).into()))
+            }
+            _ => Err(RemoteError::Refused {
+                url: client.url().to_string(),
+                status,
+                reason: answer["error"]
+                    .as_str()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| String::from_utf8_lossy(&body).into()),
+            }),
+        }
+    }
+
+    fn is_locked(e: &(dyn std::error::Error + 'static)) -> bool {
+        matches!(
+            e.downcast_ref::<mnemo::Error>(),
+            Some(mnemo::Error::Locked { .. } | mnemo::Error::NotLocal { .. })
+        )
     }
 
     fn print(bytes: &[u8]) -> CliResult {
@@ -528,20 +470,11 @@ mod served {
     }
 }
 
-/// Without the server feature every read opens the store itself.
-#[cfg(not(feature = "serve"))]
-pub fn read(
-    _db: &std::path::Path,
-    remote: &Remote,
-    _read: &Read,
-    local: impl FnOnce() -> crate::CliResult,
-) -> crate::CliResult {
-    refuse_connect(remote)?;
-    local()
-}
+#[cfg(all(feature = "serve", feature = "replicate"))]
+pub use shipping::change;
 
-/// Without the server feature every admin change is made on the store itself.
-#[cfg(not(feature = "serve"))]
+/// Without the server feature `mnemo replicate --once` ships from the store itself.
+#[cfg(all(feature = "replicate", not(feature = "serve")))]
 pub fn change(
     _db: &std::path::Path,
     remote: &Remote,

@@ -17,7 +17,7 @@ mod with {
     use mnemo::Seq;
     use mnemo::cli_support::{MAX_BACKOFF, Replica, Shipped, Store, restore as rebuild, ship};
 
-    use crate::{CliResult, print_verify};
+    use crate::{CliResult, verify::print_verify};
 
     /// `mnemo replicate --to URL [--once]`: with `interval`, runs until stopped, shipping
     /// whenever the store has changed (looked at every `interval` seconds).

@@ -1,0 +1,633 @@
+//! The command line: every subcommand, its arguments and their parsing (clap).
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+use mnemo::{Access, Durability, Profile};
+
+use crate::connect::{Remote, Start};
+
+#[derive(Args, Clone)]
+pub(crate) struct Db {
+    /// The store directory.
+    #[arg(long, env = "MNEMO_DB", default_value = "memory.mnemo.db")]
+    pub(crate) db: PathBuf,
+}
+
+/// How a memory-tool session answers, for `tool` and `mcp` alike.
+#[derive(Args)]
+pub(crate) struct Session {
+    #[command(flatten)]
+    pub(crate) db: Db,
+    /// Result-string profile: spec (the strings the memory tool's documentation gives) or
+    /// python-sdk (those of the Anthropic Python SDK's filesystem memory tool).
+    #[arg(long, default_value = "spec", value_name = "spec|python-sdk", value_parser = parse_profile)]
+    pub(crate) profile: Profile,
+    /// The memory root.
+    #[arg(long, default_value = "/memories")]
+    pub(crate) root: String,
+    /// When a write is acknowledged: fsync (survives power loss), flush, buffered.
+    #[arg(long, default_value = "fsync", value_parser = parse_durability)]
+    pub(crate) durability: Durability,
+    /// Largest memory file, in bytes.
+    #[arg(long, default_value_t = mnemo::tool::DEFAULT_MAX_FILE_BYTES)]
+    pub(crate) max_file_bytes: u64,
+    /// Cap a file view at this many characters and tell the model to page with view_range.
+    #[arg(long)]
+    pub(crate) view_max_chars: Option<u64>,
+    /// Largest request (one JSON line or message), in bytes; a longer one is refused unread.
+    #[arg(long, default_value_t = mnemo::tool::DEFAULT_MAX_REQUEST_BYTES)]
+    pub(crate) max_request_bytes: u64,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum Cmd {
+    /// Run a scripted memory session on a fresh store, printing each call, then verify it.
+    Demo {
+        /// Where to create the store (must not exist or be empty); default: a new directory.
+        #[arg(long)]
+        db: Option<PathBuf>,
+    },
+    /// Answer memory-tool calls: one JSON object per stdin line, one tool_result line out.
+    ///
+    /// Built with `--features serve`, it sends every call to the server that holds the store,
+    /// starting one in the background when none runs, so any number of processes share it.
+    Tool {
+        /// The agent id calls are recorded under [default: cli; with --connect, the token's].
+        #[arg(long)]
+        agent: Option<String>,
+        #[command(flatten)]
+        session: Session,
+        #[command(flatten)]
+        remote: Remote,
+        #[command(flatten)]
+        start: Start,
+    },
+    /// Serve the memory tool to an MCP client on stdin/stdout (a build with `--features mcp`).
+    ///
+    /// Built with `--features serve`, it answers through the server that holds the store,
+    /// starting one in the background when none runs, so any number of MCP clients share it.
+    Mcp {
+        /// The agent id calls are recorded under [default: mcp; with --connect, the token's].
+        #[arg(long)]
+        agent: Option<String>,
+        #[command(flatten)]
+        session: Session,
+        #[command(flatten)]
+        remote: Remote,
+        #[command(flatten)]
+        start: Start,
+    },
+    /// Own the store and serve it over HTTP: the memory tool, MCP, and the read routes (a build
+    /// with `--features serve`).
+    Serve {
+        /// The default agent id calls are recorded under (the operator names another with the
+        /// X-Mnemo-Agent header).
+        #[arg(long, default_value = "serve")]
+        agent: String,
+        #[command(flatten)]
+        session: Session,
+        /// The address to listen on; port 0 picks a free port (printed, and written to the
+        /// server file in the store directory).
+        #[arg(long, default_value = "127.0.0.1:0")]
+        listen: std::net::SocketAddr,
+        /// Allow a --listen address other than loopback.
+        #[arg(long)]
+        allow_remote: bool,
+        /// Another name the Host header may carry (host or host:port); repeatable.
+        #[arg(long, value_name = "HOST")]
+        allow_host: Vec<String>,
+        /// Exit after this many seconds with no request in progress and no client attached.
+        #[arg(long, value_name = "SECS")]
+        idle_exit: Option<f64>,
+        /// Ship the log to the replica at URL (s3://bucket/prefix or file:///dir) as it is
+        /// written, from a thread of the server; `GET /v1/replication` says how far it is (a
+        /// build with `--features serve,replicate`).
+        #[arg(long, value_name = "URL")]
+        replicate: Option<String>,
+        /// With --replicate: the least time between shipments, in seconds (the lag's bound
+        /// while the object store keeps up).
+        #[arg(
+            long,
+            value_name = "SECS",
+            default_value_t = 1.0,
+            requires = "replicate"
+        )]
+        replicate_interval: f64,
+        /// Serve a read-only copy of the replica at URL, kept up to date from it: --db is
+        /// restored from the replica if it is new, and must be a copy of it otherwise. Reads
+        /// are answered; every request that would write is refused (a build with `--features
+        /// serve,replicate`).
+        #[arg(long, value_name = "URL", conflicts_with = "replicate")]
+        follow: Option<String>,
+        /// With --follow: look at the replica this often, in seconds.
+        #[arg(long, value_name = "SECS", default_value_t = 1.0, requires = "follow")]
+        follow_interval: f64,
+        /// With --follow: take only heads this verifier key signed (as `mnemo key create`
+        /// printed it). The store records it, so a later --follow without --key still checks.
+        #[arg(long, value_name = "VKEY", requires = "follow")]
+        key: Option<String>,
+        /// Serve every store under DIR (each DIR/NAME a store of its own) instead of the one
+        /// store --db names: the routes of a store are under /v1/stores/NAME/, and POST, GET
+        /// /v1/stores and DELETE /v1/stores/NAME?confirm=NAME manage them.
+        #[arg(long, value_name = "DIR", conflicts_with = "follow")]
+        data: Option<PathBuf>,
+        /// With --data: at most this many stores open at once (the least recently used idle
+        /// one is closed to open another).
+        #[arg(long, value_name = "N", default_value_t = 64, requires = "data")]
+        max_open_stores: usize,
+        /// Close a connection that has not sent a whole request head within this many seconds
+        /// (an idle kept-alive connection too).
+        #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+        header_timeout: f64,
+        /// Accept at most this many connections at once (more wait in the kernel's backlog).
+        #[arg(long, value_name = "N", default_value_t = 512)]
+        max_connections: usize,
+        /// With --data: close a store after this many seconds without a request.
+        #[arg(long, value_name = "SECS", default_value_t = 300.0, requires = "data")]
+        store_idle_close: f64,
+        /// With --data: the memory-stores API creates at most this many memories in a store.
+        #[arg(long, value_name = "N", default_value_t = 2000, requires = "data")]
+        max_memories: usize,
+    },
+    /// Replay the log and prove the chain, the index and every recorded answer.
+    #[command(
+        after_help = "Exit status: 0 the log is intact; 1 an integrity violation (the report names the first bad seq and what broke); 2 verify could not run (no store, an I/O error, a bad argument)."
+    )]
+    Verify {
+        #[command(flatten)]
+        db: Db,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Also prove the log still holds this checkpoint: SEQ:HASH, as an earlier verify
+        /// printed, or a checkpoint file (a replica's head object, kept by an auditor; checked
+        /// against --key when given). A build with `--features replicate` reads files.
+        #[arg(long, value_name = "SEQ:HASH|FILE")]
+        expect: Option<String>,
+        /// Verify the replica at URL (file:///dir) instead of a store: its segments are fetched
+        /// into a private store, every record checked against the chain and the whole log
+        /// replayed (a build with `--features replicate`).
+        #[arg(long, value_name = "URL", conflicts_with = "connect")]
+        from: Option<String>,
+        /// Accept the replica's head (--from) and the checkpoint file (--expect FILE) only if
+        /// this verifier key (NAME+ID+KEY, as `mnemo key create` printed it) signed them.
+        #[arg(long, value_name = "VKEY")]
+        key: Option<String>,
+        #[command(flatten)]
+        remote: Remote,
+    },
+    /// Ship the store's log to a replica in object storage (s3://bucket/prefix or
+    /// file:///dir): sealed segments of events and a checkpoint of the head. Resumes where the
+    /// replica ends, with no gap and no duplicate; refuses a replica of another history. Runs
+    /// until stopped (Ctrl-C, any signal: the next run resumes), shipping whenever the store
+    /// changes; --once ships up to the current head and exits. Reads the store as the read
+    /// commands do (a private copy, whenever no process holds it), so a store a server holds is
+    /// replicated by that server: `mnemo serve --replicate URL`. A build with `--features
+    /// replicate`.
+    Replicate {
+        #[command(flatten)]
+        db: Db,
+        /// The replica: s3://bucket/prefix (AWS_* variables) or file:///absolute/dir (created
+        /// if missing).
+        #[arg(long, value_name = "URL")]
+        to: String,
+        /// Ship up to the current head and exit.
+        #[arg(long)]
+        once: bool,
+        /// Without --once: look for changes this often, in seconds.
+        #[arg(
+            long,
+            value_name = "SECS",
+            default_value_t = 1.0,
+            conflicts_with = "once"
+        )]
+        interval: f64,
+    },
+    /// The store owner's signing key for replica checkpoints (a build with `--features
+    /// replicate`).
+    Key {
+        #[command(subcommand)]
+        command: KeyCmd,
+    },
+    /// The stores of a data directory (`mnemo serve --data DIR`): create, list or delete one,
+    /// through the server that serves it, else on the directory itself.
+    Store {
+        #[command(subcommand)]
+        command: StoreCmd,
+    },
+    /// Rebuild a store from a replica: every record re-checked against the chain, the index
+    /// rebuilt, the whole store verified; nothing is left at --db if it fails. A build with
+    /// `--features replicate`.
+    Restore {
+        /// The replica: file:///absolute/dir.
+        #[arg(long, value_name = "URL")]
+        from: String,
+        /// The new store: a path that does not exist yet, or an empty directory.
+        #[arg(long, value_name = "NEW")]
+        db: PathBuf,
+        /// Restore up to this event (default: the replica's head checkpoint).
+        #[arg(long, value_name = "SEQ")]
+        at: Option<u64>,
+        /// Take the replica only if this verifier key (as `mnemo key create` printed it) signed
+        /// its head, and restore no further than that head; the new store records the key.
+        #[arg(long, value_name = "VKEY")]
+        key: Option<String>,
+    },
+    /// List the events: seq, time, agent, command, path, ok/error.
+    Log {
+        #[command(flatten)]
+        db: Db,
+        /// Only events of this agent.
+        #[arg(long)]
+        agent: Option<String>,
+        /// Only events naming this path or a path under it.
+        #[arg(long)]
+        path: Option<String>,
+        /// Start at this seq.
+        #[arg(long, default_value_t = 1)]
+        from: u64,
+        /// At most this many events.
+        #[arg(long)]
+        limit: Option<usize>,
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        remote: Remote,
+    },
+    /// List the files under a directory, now or as they were after event SEQ (exit 2 when no
+    /// file is there).
+    Ls {
+        /// Directory to list; / lists every file in the store.
+        #[arg(default_value = "/memories")]
+        dir: String,
+        #[command(flatten)]
+        db: Db,
+        /// Show the tree as it was after event SEQ (a seq `mnemo log` lists).
+        #[arg(long, value_name = "SEQ")]
+        at: Option<u64>,
+        #[command(flatten)]
+        remote: Remote,
+    },
+    /// Print a file's content, now or as it was after event SEQ.
+    Cat {
+        /// The file.
+        path: String,
+        #[command(flatten)]
+        db: Db,
+        /// Show the file as it was after event SEQ (a seq `mnemo log` lists).
+        #[arg(long, value_name = "SEQ")]
+        at: Option<u64>,
+        #[command(flatten)]
+        remote: Remote,
+    },
+    /// Write the memory tree as plain files (DIR/memories/...), now or after event SEQ; or with
+    /// --format memory-stores, every memory and version as the memory-stores API's JSON
+    /// (DIR/memory-store.json).
+    Export {
+        /// A new or empty directory.
+        dir: PathBuf,
+        #[command(flatten)]
+        db: Db,
+        /// Export the tree as it was after event SEQ (a seq `mnemo log` lists).
+        #[arg(long, value_name = "SEQ")]
+        at: Option<u64>,
+        /// files (DIR/memories/...) or memory-stores (DIR/memory-store.json).
+        #[arg(long, value_enum, default_value = "files")]
+        format: TransferFormat,
+        /// With --format memory-stores: the memory tool's root the memories live under.
+        #[arg(long, default_value = "/memories")]
+        root: String,
+        #[command(flatten)]
+        remote: Remote,
+    },
+    /// Print a shell completion script, such as `mnemo completions bash > /etc/bash_completion.d/mnemo`.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), or with --out write one page per command into a directory.
+    Man {
+        /// Write mnemo.1 and a page per subcommand (mnemo-ls.1, ...) into this directory.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
+    /// Import the files an SDK filesystem tool left (DIR/memories/...) as logged create calls;
+    /// or with --format memory-stores, a memory-stores export (DIR/memory-store.json) as the API's
+    /// writes.
+    Import {
+        /// The directory that holds memories/ (the SDK tool's base_path), or memory-store.json.
+        dir: PathBuf,
+        /// files (DIR/memories/...) or memory-stores (DIR/memory-store.json).
+        #[arg(long, value_enum, default_value = "files")]
+        format: TransferFormat,
+        #[command(flatten)]
+        db: Db,
+        /// The agent the create calls are recorded under.
+        #[arg(long, default_value = "import")]
+        agent: String,
+        /// The memory root to import into.
+        #[arg(long, default_value = "/memories")]
+        root: String,
+    },
+    /// Who may read or write what: grants of (agent, path prefix, access), kept in the log.
+    Acl {
+        #[command(subcommand)]
+        command: AclCmd,
+    },
+    /// Store settings, each an admin event: `delete erase` makes the memory tool's delete erase
+    /// the files it deletes, with their whole history (a redaction each time).
+    Config {
+        #[command(subcommand)]
+        command: ConfigCmd,
+    },
+    /// Agent tokens: bearer credentials for `mnemo serve`, each acting only as its agent.
+    Token {
+        #[command(subcommand)]
+        command: TokenCmd,
+    },
+    /// Each file that lived at PATH, followed by identity through renames, with its events
+    History {
+        /// The file.
+        path: String,
+        #[command(flatten)]
+        db: Db,
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        remote: Remote,
+    },
+    /// One event whole: the call as sent, the answer the model saw (re-derived and checked
+    /// against the log) and the change it made, as a unified diff
+    Show {
+        /// The event's seq (as `mnemo log` lists it).
+        seq: u64,
+        #[command(flatten)]
+        db: Db,
+        /// One JSON object.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        remote: Remote,
+    },
+    /// Erase events' content from the store for real: their payloads go, the chain and the rest
+    /// of history still verify, and a redaction event records who, when, why and which seqs.
+    /// Also erases every event whose answer depended on what is erased (a view that showed it, an
+    /// edit or rename of the file). A store a server holds is redacted by that server (its calls
+    /// wait meanwhile). Exit 0 when done (or, with --dry-run, listed), 2 when refused: nothing
+    /// matches, a text it could not erase, a bad argument, the store in use by another writer;
+    /// a refused redaction changes nothing.
+    Redact {
+        #[command(flatten)]
+        db: Db,
+        /// Why, recorded in the redaction event (1 to 1024 bytes of printable text).
+        #[arg(long)]
+        reason: String,
+        /// Erase event N (as `mnemo log` lists it); may be repeated.
+        #[arg(long = "seq", value_name = "N")]
+        seqs: Vec<u64>,
+        /// Erase every event that named PATH or a path under it (a file's whole history,
+        /// followed through renames; a directory's subtree); may be repeated.
+        #[arg(long = "path", value_name = "PATH")]
+        paths: Vec<String>,
+        /// Erase every event whose input or answer contains STRING; may be repeated.
+        #[arg(long = "text", value_name = "STRING")]
+        texts: Vec<String>,
+        /// List the seqs and paths that would be erased, and change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        #[command(flatten)]
+        operator: Operator,
+        #[command(flatten)]
+        remote: Remote,
+    },
+    /// What changed in the files between two events: a unified diff per file
+    Diff {
+        /// The tree after this event (0: the empty tree before the first).
+        from: u64,
+        /// The tree after this event.
+        to: u64,
+        /// Only files under this path.
+        #[arg(default_value = "/memories")]
+        path: String,
+        #[command(flatten)]
+        db: Db,
+        /// One JSON object per file.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        remote: Remote,
+    },
+}
+
+#[derive(Subcommand)]
+pub(crate) enum AclCmd {
+    /// Give an agent (or `*`, every agent) access to a path prefix and everything under it.
+    Grant {
+        #[command(flatten)]
+        target: AclTarget,
+        /// read or read-write.
+        #[arg(long, value_parser = parse_access)]
+        access: Access,
+    },
+    /// Remove an agent's grant on exactly this prefix.
+    Revoke {
+        #[command(flatten)]
+        target: AclTarget,
+    },
+    /// List the grants in force.
+    List {
+        #[command(flatten)]
+        db: Db,
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        remote: Remote,
+    },
+}
+
+/// Where `mnemo store` finds the stores.
+#[derive(Args)]
+pub(crate) struct DataPlace {
+    /// The data directory: through the server that serves it if one runs, else directly.
+    #[arg(long, value_name = "DIR", required_unless_present = "connect")]
+    pub(crate) data: Option<PathBuf>,
+    /// The `mnemo serve --data` server at this URL instead (a build with `--features serve`).
+    #[arg(long, value_name = "URL", conflicts_with = "data", requires = "token")]
+    pub(crate) connect: Option<String>,
+    /// With --connect: the server's operator token (from DIR/mnemo-server.json).
+    #[arg(long, value_name = "TOKEN", requires = "connect")]
+    pub(crate) token: Option<String>,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum StoreCmd {
+    /// Make the store NAME (`[a-z0-9][a-z0-9_-]{0,63}`).
+    Create {
+        name: String,
+        #[command(flatten)]
+        place: DataPlace,
+    },
+    /// The stores, one name a line (--json: `{"name", "open"}` a line).
+    List {
+        #[command(flatten)]
+        place: DataPlace,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove the store NAME, every memory and its whole log: asked with --confirm NAME.
+    Delete {
+        name: String,
+        /// The store's name again.
+        #[arg(long, value_name = "NAME")]
+        confirm: Option<String>,
+        #[command(flatten)]
+        place: DataPlace,
+    },
+}
+
+impl DataPlace {
+    pub(crate) fn place(&self) -> crate::store::Place<'_> {
+        crate::store::Place {
+            data: self.data.as_deref(),
+            connect: self.connect.as_deref(),
+            token: self.token.as_deref(),
+        }
+    }
+}
+
+#[derive(Subcommand)]
+pub(crate) enum KeyCmd {
+    /// Make the store's Ed25519 signing key (its secret kept beside the store, mode 0600) and
+    /// print the verifier key to hand to whoever verifies a replica; from then on every
+    /// checkpoint `mnemo replicate` publishes is signed. A key is never replaced.
+    Create {
+        #[command(flatten)]
+        db: Db,
+        /// The key's name (default: mnemo- and the store directory's name).
+        #[arg(long)]
+        name: Option<String>,
+    },
+}
+
+#[derive(Subcommand)]
+pub(crate) enum ConfigCmd {
+    /// Set a store setting. `delete erase`: the memory tool's delete erases the files it
+    /// deletes, with their whole history, before it answers; `delete keep` (the default): it
+    /// keeps their history, as every change does.
+    Set {
+        /// The setting: delete.
+        #[arg(value_name = "NAME")]
+        setting: String,
+        /// Its value: keep or erase.
+        value: String,
+        #[command(flatten)]
+        db: Db,
+        #[command(flatten)]
+        operator: Operator,
+        #[command(flatten)]
+        remote: Remote,
+    },
+    /// List the settings in force (`NAME = VALUE`).
+    List {
+        #[command(flatten)]
+        db: Db,
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        remote: Remote,
+    },
+}
+
+#[derive(Subcommand)]
+pub(crate) enum TokenCmd {
+    /// Make a token for an agent; it is printed once, as the last line of stdout.
+    Create {
+        #[command(flatten)]
+        db: Db,
+        /// The agent the token acts as.
+        #[arg(long)]
+        agent: String,
+        /// A note for the operator, such as what the token is for.
+        #[arg(long, default_value = "")]
+        label: String,
+        #[command(flatten)]
+        operator: Operator,
+        #[command(flatten)]
+        remote: Remote,
+    },
+    /// List the tokens: id, agent, label, when and by whom issued, revoked or not.
+    List {
+        #[command(flatten)]
+        db: Db,
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        remote: Remote,
+    },
+    /// Revoke a token: its bearer is refused from the next request on.
+    Revoke {
+        /// The token's id, as `mnemo token list` shows it.
+        id: String,
+        #[command(flatten)]
+        db: Db,
+        #[command(flatten)]
+        operator: Operator,
+        #[command(flatten)]
+        remote: Remote,
+    },
+}
+
+/// Who an admin change is recorded under.
+#[derive(Args)]
+pub(crate) struct Operator {
+    /// The operator the change is recorded under (whoever can open the store directory is the
+    /// operator).
+    #[arg(long = "as", default_value = mnemo::cli_support::OPERATOR)]
+    pub(crate) name: String,
+}
+
+/// Whose grant, on what, recorded by whom.
+#[derive(Args)]
+pub(crate) struct AclTarget {
+    #[command(flatten)]
+    pub(crate) db: Db,
+    /// The agent id, or `*` for every agent.
+    #[arg(long)]
+    pub(crate) agent: String,
+    /// The path prefix, such as /memories/agent-2 (or / for everything).
+    #[arg(long)]
+    pub(crate) prefix: String,
+    /// The operator the change is recorded under.
+    #[arg(long = "as", default_value = "cli")]
+    pub(crate) operator: String,
+    #[command(flatten)]
+    pub(crate) remote: Remote,
+}
+
+pub(crate) fn parse_access(s: &str) -> Result<Access, String> {
+    Access::from_name(s).ok_or_else(|| format!("unknown access {s:?}; use read or read-write"))
+}
+
+pub(crate) fn parse_profile(s: &str) -> Result<Profile, String> {
+    Profile::from_name(s).ok_or_else(|| format!("unknown profile {s:?}; use spec or python-sdk"))
+}
+
+pub(crate) fn parse_durability(s: &str) -> Result<Durability, String> {
+    Durability::from_name(s)
+        .ok_or_else(|| format!("unknown durability {s:?}; use one of: fsync, flush, buffered"))
+}
+
+/// What `mnemo export` writes and `mnemo import` reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum TransferFormat {
+    /// Plain files, DIR/memories/..., as the SDK's filesystem tool keeps them.
+    Files,
+    /// DIR/memory-store.json: the memories and versions as the memory-stores API's objects.
+    MemoryStores,
+}

@@ -1,0 +1,70 @@
+//! `mnemo log`: the logged events, one line each.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+use mnemo::LogQuery;
+use mnemo::cli_support::{absolute_path, printable};
+use mnemo::protocol::LoggedEvent;
+
+use crate::CliResult;
+use crate::connect::Remote;
+
+pub(crate) fn event_line(event: &LoggedEvent) -> String {
+    let paths: Vec<&str> = event.paths.iter().map(String::as_str).collect();
+    event_line_parts(
+        event.seq,
+        &event.time,
+        &event.agent,
+        &event.command,
+        event.is_error,
+        &paths,
+    )
+}
+
+/// One line of `mnemo log`: seq, time, agent, command, ok/error, paths.
+pub(crate) fn event_line_parts(
+    seq: u64,
+    time: &str,
+    agent: &str,
+    command: &str,
+    is_error: bool,
+    paths: &[&str],
+) -> String {
+    let status = if is_error { "error" } else { "ok" };
+    // Agent ids and the raw paths of refused calls come from outside: printed escaped, so no
+    // logged text can forge a line of the log or send escape codes to the terminal.
+    let paths: Vec<String> = paths.iter().map(|p| printable(p).into_owned()).collect();
+    format!(
+        "{seq:>6}  {time}  {:<12}  {command:<11}  {status:<5}  {}",
+        printable(agent),
+        paths.join(" -> ")
+    )
+}
+
+pub(crate) fn run_log(
+    db: &Path,
+    agent: Option<&str>,
+    path: Option<&str>,
+    (from, limit): (u64, Option<usize>),
+    as_json: bool,
+    remote: &Remote,
+) -> CliResult {
+    let query = LogQuery {
+        agent: agent.map(str::to_string),
+        path: path.map(absolute_path).transpose()?,
+        from,
+        limit,
+    };
+    let events = crate::connect::reading(db, remote, |client| client.log(&query))?;
+    let mut out = std::io::stdout().lock();
+    for event in &events {
+        if as_json {
+            writeln!(out, "{}", serde_json::to_string(event)?)?;
+        } else {
+            writeln!(out, "{}", event_line(event))?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

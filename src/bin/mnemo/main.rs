@@ -1,0 +1,319 @@
+//! `mnemo`: the command-line face of the store. Every subcommand is a thin layer over library
+//! calls; errors are printed once, and the exit code is 0 (ok), 1 (verify found a violation, or
+//! import skipped entries) or 2 (could not run).
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use mnemo::Seq;
+
+use crate::acl::run_acl;
+use crate::args::{Cmd, KeyCmd, StoreCmd, TransferFormat};
+use crate::cat::run_cat;
+use crate::completions::{run_completions, run_man};
+use crate::config::run_config;
+use crate::demo::run_demo;
+use crate::diff::run_diff;
+use crate::export::run_export;
+use crate::history::run_history;
+use crate::import::run_import;
+use crate::log::run_log;
+use crate::ls::run_ls;
+use crate::mcp::run_mcp;
+use crate::redact::run_redact;
+use crate::serve::{Listen, run_serve};
+use crate::show::run_show;
+use crate::token::run_token;
+use crate::tool::run_tool;
+use crate::verify::verify_command;
+
+mod acl;
+mod args;
+mod cat;
+mod completions;
+mod config;
+mod connect;
+mod demo;
+mod diff;
+mod export;
+mod history;
+mod import;
+mod log;
+mod ls;
+mod mcp;
+mod memory_stores;
+mod print;
+mod redact;
+mod replication;
+mod serve;
+mod session;
+mod show;
+mod store;
+mod token;
+mod tool;
+mod verify;
+
+/// An event-sourced, verifiable memory store for Anthropic's memory tool.
+#[derive(Parser)]
+#[command(name = "mnemo", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+pub(crate) type CliResult = Result<ExitCode, Box<dyn std::error::Error>>;
+
+/// The command line, parsed. An explicit `--db` wins over `MNEMO_URL` and `MNEMO_TOKEN` from
+/// the environment (which are then not read, with a note on stderr); `--db` and `--connect`
+/// both on the command line are refused.
+fn parse_cli() -> Cli {
+    use clap::{CommandFactory, FromArgMatches};
+    let matches = Cli::command().get_matches();
+    let matches = match connect::env_gives_way(&matches) {
+        Ok(false) => matches,
+        Ok(true) => {
+            eprintln!(
+                "mnemo: --db names the store, so MNEMO_URL and MNEMO_TOKEN from the environment are not used (pass --connect to reach a server by URL)"
+            );
+            connect::without_remote_env(Cli::command()).get_matches()
+        }
+        Err(why) => Cli::command()
+            .error(clap::error::ErrorKind::ArgumentConflict, why)
+            .exit(),
+    };
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
+/// The binary with the server allocates with jemalloc (see Cargo.toml): the library leaves the
+/// allocator to whoever embeds it.
+#[cfg(feature = "serve")]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+fn main() -> ExitCode {
+    let cli = parse_cli();
+    // What this process creates is its owner's alone: sled makes some files of a store (its
+    // snapshots) with the umask, at moments of its own. Not for the commands whose output is
+    // meant for others (man pages, completions, an export).
+    if !matches!(
+        cli.command,
+        Cmd::Man { .. } | Cmd::Completions { .. } | Cmd::Export { .. }
+    ) {
+        rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
+    }
+    #[cfg(feature = "client")]
+    if let Err(why) = mnemo::RemoteClient::answer_wait() {
+        eprintln!("error: {why}");
+        return ExitCode::from(2);
+    }
+    let result = match cli.command {
+        Cmd::Demo { db } => run_demo(db),
+        Cmd::Completions { shell } => run_completions(shell),
+        Cmd::Man { out } => run_man(out.as_deref()),
+        Cmd::Tool {
+            agent,
+            session,
+            remote,
+            start,
+        } => run_tool(session, agent, &remote, &start),
+        Cmd::Mcp {
+            agent,
+            session,
+            remote,
+            start,
+        } => run_mcp(session, agent, &remote, &start),
+        Cmd::Serve {
+            agent,
+            session,
+            listen,
+            allow_remote,
+            allow_host,
+            idle_exit,
+            replicate,
+            replicate_interval,
+            follow,
+            follow_interval,
+            key,
+            data,
+            max_open_stores,
+            store_idle_close,
+            max_memories,
+            header_timeout,
+            max_connections,
+        } => run_serve(
+            session,
+            agent,
+            Listen {
+                listen,
+                allow_remote,
+                allow_host,
+                idle_exit,
+                replicate: replicate.map(|url| (url, replicate_interval)),
+                follow: follow.map(|url| (url, follow_interval)),
+                follow_key: key,
+                data: data.map(|dir| (dir, max_open_stores, store_idle_close, max_memories)),
+                header_timeout,
+                max_connections,
+            },
+        ),
+        Cmd::Verify {
+            db,
+            json,
+            expect,
+            remote,
+            from,
+            key,
+        } => verify_command(&db.db, json, expect, from, key, &remote),
+        Cmd::Replicate {
+            db,
+            to,
+            once,
+            interval,
+        } => replication::replicate(&db.db, &to, (!once).then_some(interval)),
+        Cmd::Restore { from, db, at, key } => replication::restore(&from, &db, at, key.as_deref()),
+        Cmd::Key {
+            command: KeyCmd::Create { db, name },
+        } => replication::key_create(&db.db, name.as_deref()),
+        Cmd::Store { command } => match &command {
+            StoreCmd::Create { name, place } => {
+                store::run(&store::Action::Create(name), &place.place())
+            }
+            StoreCmd::List { place, json } => {
+                store::run(&store::Action::List { json: *json }, &place.place())
+            }
+            StoreCmd::Delete {
+                name,
+                confirm,
+                place,
+            } => store::run(
+                &store::Action::Delete {
+                    name,
+                    confirm: confirm.as_deref(),
+                },
+                &place.place(),
+            ),
+        },
+        Cmd::Log {
+            db,
+            agent,
+            path,
+            from,
+            limit,
+            json,
+            remote,
+        } => run_log(
+            &db.db,
+            agent.as_deref(),
+            path.as_deref(),
+            (from, limit),
+            json,
+            &remote,
+        ),
+        Cmd::Ls {
+            dir,
+            db,
+            at,
+            remote,
+        } => run_ls(&db.db, &dir, at, &remote),
+        Cmd::Cat {
+            path,
+            db,
+            at,
+            remote,
+        } => run_cat(&db.db, &path, at, &remote),
+        Cmd::History {
+            path,
+            db,
+            json,
+            remote,
+        } => run_history(&db.db, &path, json, &remote),
+        Cmd::Show {
+            seq,
+            db,
+            json,
+            remote,
+        } => run_show(&db.db, seq, json, &remote),
+        Cmd::Diff {
+            from,
+            to,
+            path,
+            db,
+            json,
+            remote,
+        } => run_diff(&db.db, from, to, &path, json, &remote),
+        Cmd::Redact {
+            db,
+            reason,
+            seqs,
+            paths,
+            texts,
+            dry_run,
+            operator,
+            remote,
+        } => {
+            let selection = mnemo::Selection {
+                seqs: seqs.into_iter().map(Seq).collect(),
+                paths,
+                texts,
+            };
+            run_redact(
+                &db.db,
+                &reason,
+                &selection,
+                dry_run,
+                &operator.name,
+                &remote,
+            )
+        }
+        Cmd::Acl { command } => run_acl(command),
+        Cmd::Token { command } => run_token(command),
+        Cmd::Config { command } => run_config(command),
+        Cmd::Export {
+            dir,
+            db,
+            at,
+            format: TransferFormat::Files,
+            remote,
+            ..
+        } => run_export(&db.db, &dir, at, &remote),
+        Cmd::Export {
+            dir,
+            db,
+            at,
+            format: TransferFormat::MemoryStores,
+            root,
+            remote,
+        } => match (at, remote.connect.is_some()) {
+            (Some(_), _) => Err("--at is for --format files; a memory-stores export holds every version".into()),
+            (_, true) => Err("--format memory-stores exports a store at --db; for a store on a server, use its /v1/memory_stores routes".into()),
+            (None, false) => memory_stores::export(&db.db, &dir, &root),
+        },
+        Cmd::Import {
+            dir,
+            format: TransferFormat::Files,
+            db,
+            agent,
+            root,
+        } => run_import(&db.db, &dir, agent, root),
+        Cmd::Import {
+            dir,
+            format: TransferFormat::MemoryStores,
+            db,
+            agent,
+            root,
+        } => memory_stores::import(&db.db, &dir, agent, &root),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) if is_broken_pipe(e.as_ref()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mnemo: error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn is_broken_pipe(e: &(dyn std::error::Error + 'static)) -> bool {
+    e.downcast_ref::<std::io::Error>()
+        .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+}

@@ -1,0 +1,220 @@
+//! `mnemo serve`: the HTTP server of one store (`--db`) or of a directory of stores (`--data`).
+
+use std::path::PathBuf;
+#[cfg(feature = "serve")]
+use std::{path::Path, process::ExitCode};
+
+#[cfg(feature = "serve")]
+use mnemo::{MnemoClient, MnemoMemoryToolServer, tool::Limits};
+
+use crate::CliResult;
+use crate::args::Session;
+#[cfg(feature = "serve")]
+use crate::session::open_session;
+
+/// Where and how long `mnemo serve` listens.
+#[cfg_attr(not(feature = "serve"), expect(dead_code))]
+pub(crate) struct Listen {
+    pub(crate) listen: std::net::SocketAddr,
+    pub(crate) allow_remote: bool,
+    pub(crate) allow_host: Vec<String>,
+    pub(crate) idle_exit: Option<f64>,
+    /// The replica to ship to, and the least time between shipments in seconds.
+    pub(crate) replicate: Option<(String, f64)>,
+    /// The replica to follow, and how often to look at it in seconds.
+    pub(crate) follow: Option<(String, f64)>,
+    /// The verifier key the followed replica's heads must be signed by.
+    pub(crate) follow_key: Option<String>,
+    /// `--data`: the data directory, the most stores open at once, the idle close in seconds,
+    /// and the most memories the memory-stores API creates in a store.
+    pub(crate) data: Option<(PathBuf, usize, f64, usize)>,
+    /// The deadline for a request's headers, in seconds.
+    pub(crate) header_timeout: f64,
+    /// The cap on open connections.
+    pub(crate) max_connections: usize,
+}
+
+#[cfg(feature = "serve")]
+pub(crate) fn run_serve(session: Session, agent: String, listen: Listen) -> CliResult {
+    let idle_exit = listen
+        .idle_exit
+        .map(std::time::Duration::try_from_secs_f64)
+        .transpose()
+        .map_err(|_| "--idle-exit takes a number of seconds, such as 600 or 0.5")?;
+    let header_timeout = std::time::Duration::try_from_secs_f64(listen.header_timeout)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or("--header-timeout takes a number of seconds above 0, such as 30 or 0.5")?;
+    if listen.max_connections == 0 {
+        return Err("--max-connections must be at least 1".into());
+    }
+    let mut options = mnemo::ServeOptions {
+        connections: mnemo::Connections {
+            header_timeout,
+            max: listen.max_connections,
+        },
+        listen: listen.listen,
+        allow_remote: listen.allow_remote,
+        allow_hosts: listen.allow_host,
+        idle_exit,
+        replication: None,
+        follow: None,
+    };
+    options.check()?;
+    if let Some((dir, max_open_stores, idle_close, max_memories)) = listen.data {
+        let data = DataServer {
+            max_open_stores,
+            idle_close,
+            max_memories,
+            replicate: listen.replicate,
+        };
+        return run_data_server(&dir, session, agent, options, data);
+    }
+    let db = &session.db.db;
+    crate::replication::check_serve(
+        db,
+        listen.replicate.as_ref().map(|(u, i)| (u.as_str(), *i)),
+        listen.follow.as_ref().map(|(u, i)| (u.as_str(), *i)),
+    )?;
+    // A follower is restored from its replica first if it is new.
+    if let Some((url, _)) = &listen.follow {
+        crate::replication::prepare_follower(&session.db.db, url, listen.follow_key.as_deref())?;
+    }
+    let server = open_session(session, agent)?;
+    // The replication runs beside the server, on the store the server holds, and ships what
+    // is left once the server has stopped.
+    let replication = match &listen.replicate {
+        Some((url, interval)) => {
+            let started = crate::replication::start(server.client(), url, *interval)?;
+            options.replication = Some(started.view());
+            Some(started)
+        }
+        None => None,
+    };
+    let following = match &listen.follow {
+        Some((url, interval)) => {
+            let started = crate::replication::follow(server.client(), url, *interval)?;
+            options.replication = Some(started.view());
+            options.follow = Some(url.clone());
+            Some(started)
+        }
+        None => None,
+    };
+    let stopped = mnemo::serve(server, options)?;
+    if let Some(following) = following {
+        following.stop();
+    }
+    if let Some(replication) = replication {
+        replication.stop()?;
+    }
+    if stopped.store_failures > 0 {
+        return Err(format!(
+            "the store failed on {} call(s) while serving (each got an error result); check the disk, then restart the server, which recovers to the last event that reached the log",
+            stopped.store_failures
+        )
+        .into());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `mnemo serve --data DIR`: every store under DIR, each opened with the session's settings.
+/// What `--data` adds to a server's options.
+#[cfg(feature = "serve")]
+pub(crate) struct DataServer {
+    /// At most this many stores open at once.
+    pub(crate) max_open_stores: usize,
+    /// Close a store after this many seconds without a request.
+    pub(crate) idle_close: f64,
+    /// The memory-stores API creates at most this many memories in a store.
+    pub(crate) max_memories: usize,
+    /// `--replicate URL` and its interval: each store shipped to `URL/NAME` while it is open.
+    pub(crate) replicate: Option<(String, f64)>,
+}
+
+#[cfg(feature = "serve")]
+pub(crate) fn run_data_server(
+    dir: &Path,
+    session: Session,
+    agent: String,
+    options: mnemo::ServeOptions,
+    data: DataServer,
+) -> CliResult {
+    let DataServer {
+        max_open_stores,
+        idle_close,
+        max_memories,
+        replicate,
+    } = data;
+    crate::replication::check_serve(dir, replicate.as_ref().map(|(u, i)| (u.as_str(), *i)), None)?;
+    let store_idle_close = std::time::Duration::try_from_secs_f64(idle_close)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or("--store-idle-close takes a number of seconds above 0, such as 300 or 0.5")?;
+    if max_open_stores == 0 {
+        return Err("--max-open-stores must be at least 1".into());
+    }
+    let limits = Limits {
+        max_file_bytes: session.max_file_bytes,
+        view_max_chars: session.view_max_chars,
+        max_request_bytes: session.max_request_bytes,
+    };
+    let (root, profile, durability) = (session.root, session.profile, session.durability);
+    let open: mnemo::OpenStore = std::sync::Arc::new(move |path: &Path| {
+        let client = MnemoClient::builder(path)
+            .agent_id(agent.clone())
+            .durability(durability)
+            .open()
+            .map_err(|e| e.to_string())?;
+        let tool = MnemoMemoryToolServer::builder(client)
+            .root(root.clone())
+            .profile(profile)
+            .limits(limits)
+            .build()
+            .map_err(|e| e.to_string())?;
+        let Some((base, interval)) = &replicate else {
+            return Ok(tool.into());
+        };
+        // Each store to a replica of its own under the URL, shipped while it is open and once
+        // more as it closes.
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        let url = format!(
+            "{}/{}",
+            base.trim_end_matches('/'),
+            name.unwrap_or_default()
+        );
+        let running =
+            crate::replication::start(tool.client(), &url, *interval).map_err(|e| e.to_string())?;
+        Ok(mnemo::OpenedStore {
+            replication: Some(running.view()),
+            on_close: Some(Box::new(move || {
+                if let Err(why) = running.stop() {
+                    eprintln!("mnemo serve: {why}");
+                }
+            })),
+            tool,
+        })
+    });
+    let stopped = mnemo::serve_data(
+        dir,
+        open,
+        options,
+        mnemo::DataOptions {
+            max_open_stores,
+            store_idle_close,
+            max_memories,
+        },
+    )?;
+    if stopped.store_failures > 0 {
+        return Err(format!(
+            "the stores failed on {} call(s) while serving (each got an error result); check the disk, then restart the server",
+            stopped.store_failures
+        )
+        .into());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(not(feature = "serve"))]
+pub(crate) fn run_serve(_session: Session, _agent: String, _listen: Listen) -> CliResult {
+    Err("this mnemo was built without the server; rebuild it with `cargo build --release --features serve` (or, from a clone of the repository, install it with `cargo install --path . --features serve`)".into())
+}

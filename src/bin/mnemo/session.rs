@@ -1,0 +1,50 @@
+//! A memory-tool session over a store open in this process, as `tool`, `mcp` and `serve` open it.
+
+use std::process::ExitCode;
+
+use mnemo::tool::Limits;
+use mnemo::{MnemoClient, MnemoMemoryToolServer};
+
+use crate::CliResult;
+use crate::args::Session;
+
+/// Opens the store and builds the memory-tool server a session answers through.
+pub(crate) fn open_session(
+    session: Session,
+    agent: String,
+) -> Result<MnemoMemoryToolServer, Box<dyn std::error::Error>> {
+    let db = &session.db.db;
+    let new = std::fs::read_dir(db).map_or_else(
+        |e| e.kind() == std::io::ErrorKind::NotFound,
+        |mut entries| entries.next().is_none(),
+    );
+    let client = MnemoClient::builder(db)
+        .agent_id(agent)
+        .durability(session.durability)
+        .open()?;
+    if new {
+        // A mistyped --db makes a store too: say where, so it is seen at once.
+        eprintln!("mnemo: created a new store at {}", db.display());
+    }
+    Ok(MnemoMemoryToolServer::builder(client)
+        .root(session.root)
+        .profile(session.profile)
+        .limits(Limits {
+            max_file_bytes: session.max_file_bytes,
+            view_max_chars: session.view_max_chars,
+            max_request_bytes: session.max_request_bytes,
+        })
+        .build()?)
+}
+
+/// Exit 0, or exit 2 when the store failed during the session (each such call got an error).
+pub(crate) fn end_session(server: &MnemoMemoryToolServer) -> CliResult {
+    let failures = server.store_failures();
+    if failures > 0 {
+        return Err(format!(
+            "the store failed on {failures} call(s) of this session (each got an error result); check the disk, then reopen the store, which recovers to the last event that reached the log"
+        )
+        .into());
+    }
+    Ok(ExitCode::SUCCESS)
+}
