@@ -183,6 +183,7 @@ pub struct ClientBuilder {
     agent: String,
     durability: Durability,
     read_only: bool,
+    existing: bool,
 }
 
 impl ClientBuilder {
@@ -210,12 +211,22 @@ impl ClientBuilder {
         self
     }
 
+    /// Opens only a store that exists: a path that holds none is an [`Error::NotFound`] rather
+    /// than a new store (so a mistyped path does not become a store holding one grant).
+    pub fn existing(mut self) -> Self {
+        self.existing = true;
+        self
+    }
+
     /// Opens or creates the store, finishing any index update a crash interrupted. A store
     /// already open in this process is shared: the handle uses its store and writer, which must
     /// have been opened with the same durability. A store a live `mnemo serve` holds (with the
     /// `client` feature) is connected to, acting as this agent: see the module docs.
     pub fn open(self) -> Result<MnemoClient> {
         check_agent(&self.agent)?;
+        if self.existing {
+            Store::require(&self.path)?;
+        }
         if self.read_only {
             return self.open_read_only();
         }
@@ -395,6 +406,7 @@ impl MnemoClient {
             agent: "agent".into(),
             durability: Durability::default(),
             read_only: false,
+            existing: false,
         }
     }
 

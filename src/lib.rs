@@ -147,6 +147,7 @@ mod verify;
 mod writer;
 
 pub use client::{ClientBuilder, MnemoClient};
+pub use credential::OPERATOR;
 pub use data_dir::check_store_name;
 pub use error::{Error, Result, StorageError};
 pub use event::{Body, Event, EventHash, Header, Outcome, RejectedCall, Seq, ToolCall};
@@ -179,6 +180,8 @@ pub use serve::{Error as ServeError, ReplicationView, ServeOptions, Stopped, ser
 pub use token::TokenRecord;
 pub use tool::Profile;
 pub use tool_server::{MnemoMemoryToolServer, ServerBuilder};
+#[cfg(unix)]
+pub use transfer::{ExportSummary, ImportSummary, Skipped};
 pub use verify::{Report, Violation, ViolationKind};
 pub use writer::Receipt;
 
@@ -190,7 +193,6 @@ pub mod cli_support {
     #[cfg(feature = "client")]
     pub use crate::discovery::{Launch, Link, START_WAIT, find_server, live_server, unanswered};
     pub use crate::disk::SERVER_FILE;
-    pub use crate::history::{absolute_path, printable};
     pub use crate::log::Store;
     pub use crate::redact::{Plan, Redacted, Selection, plan, redact};
     #[cfg(feature = "replicate")]
@@ -208,7 +210,6 @@ pub mod cli_support {
     pub use crate::token::{OPERATOR, check_id, issue, listed, revoke};
     #[cfg(feature = "client")]
     pub use crate::tool::request::tool_use_id;
-    pub use crate::transfer::{export, import};
 }
 
 /// The internals that the crate's own tests, benches and examples reach (feature `testing`,

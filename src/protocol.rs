@@ -342,6 +342,29 @@ pub struct Finding {
     pub seq: u64,
 }
 
+/// `text` as it may be printed on a terminal: every control character (line breaks and escape
+/// sequences included) and every character the store refuses in names as invisible (bidi
+/// controls, zero-width characters) is written as `\u{HEX}`, and a backslash as `\\`, so a
+/// logged string can neither forge a line of `mnemo log` nor hide or reorder what it shows.
+/// Text with none of these is returned as it is.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| c == '\\' || c.is_control() || crate::paths::is_invisible(c);
+    if !text.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if c == '\\' {
+            out.push_str("\\\\");
+        } else if unsafe_char(c) {
+            out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -404,5 +427,25 @@ mod tests {
             serde_json::to_string(&diff).unwrap_or_default(),
             r#"{"diff":"d","kind":"added","path":"/memories/x"}"#
         );
+    }
+}
+
+#[cfg(test)]
+mod printable_tests {
+    use super::printable;
+
+    #[test]
+    fn plain_text_is_borrowed_and_hostile_text_escaped() {
+        assert!(matches!(
+            printable("/memories/a b.md"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        assert_eq!(printable("a\nb"), "a\\u{a}b");
+        assert_eq!(printable("\u{1b}[2J"), "\\u{1b}[2J");
+        assert_eq!(printable("r\u{202e}txt"), "r\\u{202e}txt");
+        assert_eq!(printable("zero\u{200b}width"), "zero\\u{200b}width");
+        // A backslash is doubled, so a name cannot mimic an escape.
+        assert_eq!(printable("a\\u{a}"), "a\\\\u{a}");
+        assert_eq!(printable("é ü 日本"), "é ü 日本");
     }
 }

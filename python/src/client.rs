@@ -9,7 +9,6 @@ use std::path::PathBuf;
 use std::sync::{Arc, PoisonError, RwLock};
 
 use mnemo::LogQuery;
-use mnemo::cli_support::absolute_path;
 use mnemo::{Access, Durability, MnemoClient, Seq};
 use pyo3::prelude::*;
 use pyo3::types::PyType;
@@ -417,4 +416,9 @@ impl PyClient {
 /// An answer of the read protocol that could not be converted to JSON.
 fn unwritable(e: serde_json::Error) -> PyErr {
     ServerError::new_err(e.to_string())
+}
+
+/// A path given to a call (`/memories/notes.txt`), canonical.
+fn absolute_path(raw: &str) -> mnemo::Result<mnemo::MemPath> {
+    mnemo::MemPath::root(raw).map_err(mnemo::Error::InvalidArgument)
 }

@@ -3,7 +3,6 @@
 use std::path::PathBuf;
 
 use mnemo::Seq;
-use mnemo::cli_support::{Store, plan};
 use mnemo::{MnemoClient, Plan, Selection};
 use pyo3::prelude::*;
 use serde_json::json;
@@ -36,17 +35,24 @@ pub fn redact<'py>(
     let selection = selection(seqs, paths, texts)?;
     let done = py
         .detach(move || -> mnemo::Result<_> {
-            Store::require(&db_path)?;
             if dry_run {
-                // Read from a private copy, so a dry run writes no byte; a store held open (by a
-                // server, or in this process) is asked through its holder.
-                match Store::open_current_read_only(&db_path) {
-                    Ok(store) => return Ok((plan(&store, &selection)?, None)),
+                // Read from a private copy (or through the server that holds the store), so a dry
+                // run writes no byte; a store held open in this process is asked through its
+                // handle.
+                let reader = MnemoClient::builder(&db_path)
+                    .agent_id(operator.clone())
+                    .read_only()
+                    .open();
+                match reader {
+                    Ok(client) => return Ok((client.redaction_plan(&selection)?, None)),
                     Err(mnemo::Error::Locked { .. }) => {}
                     Err(e) => return Err(e),
                 }
             }
-            let client = MnemoClient::builder(&db_path).agent_id(operator).open()?;
+            let client = MnemoClient::builder(&db_path)
+                .agent_id(operator)
+                .existing()
+                .open()?;
             run(&client, &reason, &selection, dry_run)
         })
         .map_err(to_py_err)?;

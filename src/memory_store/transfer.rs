@@ -43,8 +43,12 @@ pub struct Exported {
     pub memory_versions: Vec<MemoryVersion>,
 }
 
-/// Everything the store at `store` holds under `root`, as the memory store `store_id`.
-pub fn export(store: &crate::log::Store, root: &MemPath, store_id: &str) -> Result<Exported> {
+/// Everything the store `client` has open holds under `root`, as the memory store `store_id`
+/// (a store open in this process, or a read-only copy; a served store is [`Error::NotLocal`]).
+pub fn export(client: &MnemoClient, root: &MemPath, store_id: &str) -> Result<Exported> {
+    client.settle_index()?;
+    let store = client.local_store()?;
+    let store = &*store;
     let mut memories = Vec::new();
     let mut after: Option<String> = None;
     loop {

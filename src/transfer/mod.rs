@@ -12,7 +12,13 @@
 //! those calls, so it exists on Unix only.
 #![cfg(unix)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use crate::client::MnemoClient;
+use crate::error::Result;
+use crate::event::Seq;
+use crate::paths::MemPath;
+use crate::tool_server::MnemoMemoryToolServer;
 
 mod export;
 mod import;
@@ -56,4 +62,24 @@ pub struct Skipped {
     /// Why it was not imported: a link, FIFO, device or socket; over the size limit; not UTF-8;
     /// too deep; refused by the store (its error text); or the I/O error met.
     pub reason: String,
+}
+
+impl MnemoClient {
+    /// Writes every file of the store as it was right after event `at` (`None`: now) as plain
+    /// files under `dir`, in the SDK's filesystem layout (`/memories/a.md` is
+    /// `DIR/memories/a.md`): `dir` must be new or empty, and nothing is written outside it.
+    /// The store owner's view, whatever the grants (as `mnemo export`).
+    pub fn export_files(&self, dir: &Path, at: Option<Seq>) -> Result<ExportSummary> {
+        let everything = MemPath::top();
+        export(&self.tree_at(&everything, at)?, dir)
+    }
+}
+
+impl MnemoMemoryToolServer {
+    /// Records every regular file under `DIR/<root>` as a `create` call of this tool server
+    /// (chained, checked against the policy and the limits, attributed to its agent), as
+    /// `mnemo import`; links, FIFOs, devices and what the store refuses are skipped and named.
+    pub fn import_files(&self, dir: &Path) -> Result<ImportSummary> {
+        import(self, dir)
+    }
 }

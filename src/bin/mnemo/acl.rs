@@ -1,7 +1,7 @@
 //! `mnemo acl`: the grants, listed, given and taken.
 
 use mnemo::AdminCommand;
-use mnemo::cli_support::printable;
+use mnemo::protocol::printable;
 
 use crate::CliResult;
 use crate::args::AclCmd;

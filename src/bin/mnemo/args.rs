@@ -588,7 +588,7 @@ pub(crate) enum TokenCmd {
 pub(crate) struct Operator {
     /// The operator the change is recorded under (whoever can open the store directory is the
     /// operator).
-    #[arg(long = "as", default_value = mnemo::cli_support::OPERATOR)]
+    #[arg(long = "as", default_value = mnemo::OPERATOR)]
     pub(crate) name: String,
 }
 
@@ -630,4 +630,9 @@ pub(crate) enum TransferFormat {
     Files,
     /// DIR/memory-store.json: the memories and versions as the memory-stores API's objects.
     MemoryStores,
+}
+
+/// A path given on the command line (`/memories/notes.txt`), canonical.
+pub(crate) fn path_arg(raw: &str) -> mnemo::Result<mnemo::MemPath> {
+    mnemo::MemPath::root(raw).map_err(mnemo::Error::InvalidArgument)
 }

@@ -4,14 +4,14 @@ use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
+use crate::args::path_arg;
 use mnemo::Seq;
-use mnemo::cli_support::absolute_path;
 
 use crate::CliResult;
 use crate::connect::Remote;
 
 pub(crate) fn run_cat(db: &Path, path: &str, at: Option<u64>, remote: &Remote) -> CliResult {
-    let file = absolute_path(path)?;
+    let file = path_arg(path)?;
     match crate::connect::reading(db, remote, |client| client.content_at(&file, at.map(Seq)))? {
         Some(content) => {
             let mut out = std::io::stdout().lock();

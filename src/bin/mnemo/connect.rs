@@ -153,8 +153,10 @@ pub fn administrator(
     }
     #[cfg(not(feature = "serve"))]
     refuse_connect(remote).map_err(|e| mnemo::Error::InvalidArgument(e.to_string()))?;
-    mnemo::cli_support::Store::require(db)?;
-    mnemo::MnemoClient::open(db, operator)
+    mnemo::MnemoClient::builder(db)
+        .agent_id(operator)
+        .existing()
+        .open()
 }
 
 /// The client of the server that --connect names, or of the live one that holds the store at

@@ -5,7 +5,9 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use mnemo::Seq;
-use mnemo::cli_support::{absolute_path, printable};
+use mnemo::protocol::printable;
+
+use crate::args::path_arg;
 
 use crate::CliResult;
 use crate::connect::Remote;
@@ -19,7 +21,7 @@ pub(crate) fn run_diff(
     as_json: bool,
     remote: &Remote,
 ) -> CliResult {
-    let dir = absolute_path(path)?;
+    let dir = path_arg(path)?;
     let files =
         crate::connect::reading(db, remote, |client| client.diff(Seq(from), Seq(to), &dir))?;
     let mut out = std::io::stdout().lock();

@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use mnemo::{MemPath, Seq};
+use mnemo::Seq;
 
 use crate::CliResult;
 use crate::connect::Remote;
@@ -11,17 +11,8 @@ use crate::print::count;
 
 #[cfg(unix)]
 pub(crate) fn run_export(db: &Path, dir: &Path, at: Option<u64>, remote: &Remote) -> CliResult {
-    let everything = MemPath::absolute("/")?;
-    let records = crate::connect::reading(db, remote, |client| {
-        client.tree_at(&everything, at.map(Seq))
-    })?;
-    export_records(&records, dir)
-}
-
-/// Writes `records` as plain files under `dir` and says how many.
-#[cfg(unix)]
-pub(crate) fn export_records(records: &[mnemo::MemoryRecord], dir: &Path) -> CliResult {
-    let summary = mnemo::cli_support::export(records, dir)?;
+    let summary =
+        crate::connect::reading(db, remote, |client| client.export_files(dir, at.map(Seq)))?;
     println!(
         "exported {} ({} bytes) to {}",
         count(summary.files, "file"),

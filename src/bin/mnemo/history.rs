@@ -4,14 +4,16 @@ use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
-use mnemo::cli_support::{absolute_path, printable};
+use mnemo::protocol::printable;
+
+use crate::args::path_arg;
 
 use crate::CliResult;
 use crate::connect::Remote;
 use crate::log::event_line;
 
 pub(crate) fn run_history(db: &Path, path: &str, as_json: bool, remote: &Remote) -> CliResult {
-    let file = absolute_path(path)?;
+    let file = path_arg(path)?;
     let events = crate::connect::reading(db, remote, |client| client.history(&file))?;
     let mut out = std::io::stdout().lock();
     // The events come file by file: a header where the file changes.

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use mnemo::cli_support::printable;
+use mnemo::protocol::printable;
 use mnemo::{MnemoClient, MnemoMemoryToolServer};
 
 use crate::CliResult;
@@ -81,7 +81,7 @@ pub(crate) fn sync_parent(path: &Path) -> std::io::Result<()> {
 pub(crate) fn import_into(db: &Path, dir: &Path, agent: String, root: String) -> CliResult {
     let client = MnemoClient::open(db, agent)?;
     let server = MnemoMemoryToolServer::builder(client).root(root).build()?;
-    let summary = mnemo::cli_support::import(&server, dir)?;
+    let summary = server.import_files(dir)?;
     for skipped in &summary.skipped {
         eprintln!(
             "mnemo: not imported: {}: {}",

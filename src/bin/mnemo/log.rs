@@ -5,7 +5,9 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use mnemo::LogQuery;
-use mnemo::cli_support::{absolute_path, printable};
+use mnemo::protocol::printable;
+
+use crate::args::path_arg;
 use mnemo::protocol::LoggedEvent;
 
 use crate::CliResult;
@@ -53,7 +55,7 @@ pub(crate) fn run_log(
 ) -> CliResult {
     let query = LogQuery {
         agent: agent.map(str::to_string),
-        path: path.map(absolute_path).transpose()?,
+        path: path.map(path_arg).transpose()?,
         from,
         limit,
     };

@@ -6,7 +6,6 @@ use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
-use mnemo::cli_support::Store;
 use mnemo::memory_store::ids::store_id;
 use mnemo::memory_store::transfer::{self, Exported, FILE_NAME};
 use mnemo::{MemPath, MnemoClient};
@@ -35,8 +34,8 @@ fn id_of(db: &Path) -> String {
 /// be new or empty.
 pub fn export(db: &Path, dir: &Path, root: &str) -> CliResult {
     let root = MemPath::absolute(root)?;
-    let store = Store::open_current_read_only(db)?;
-    let exported = transfer::export(&store, &root, &id_of(db))?;
+    let reader = MnemoClient::builder(db).read_only().open()?;
+    let exported = transfer::export(&reader, &root, &id_of(db))?;
     match std::fs::read_dir(dir) {
         Ok(entries) => {
             if entries.into_iter().next().is_some() {

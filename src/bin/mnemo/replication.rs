@@ -39,7 +39,7 @@ mod with {
             return crate::connect::change(
                 db,
                 &crate::connect::Remote::none(),
-                mnemo::cli_support::OPERATOR,
+                mnemo::OPERATOR,
                 &crate::connect::Change::Replicate(body),
                 local,
             );

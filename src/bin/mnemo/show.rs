@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use mnemo::Seq;
-use mnemo::cli_support::printable;
+use mnemo::protocol::printable;
 use mnemo::protocol::{EventChange, ShownEvent};
 
 use crate::CliResult;

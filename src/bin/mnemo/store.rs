@@ -99,10 +99,7 @@ fn directly(action: &Action<'_>, dir: &Path) -> CliResult {
                     format!("the store {name:?} exists already in {}", dir.display()).into(),
                 );
             }
-            drop(mnemo::MnemoClient::open(
-                &path,
-                mnemo::cli_support::OPERATOR,
-            )?);
+            drop(mnemo::MnemoClient::open(&path, mnemo::OPERATOR)?);
             writeln!(out, "created the store {name} in {}", dir.display())?;
         }
         Action::List { json } => {

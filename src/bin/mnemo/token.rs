@@ -3,8 +3,8 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use mnemo::cli_support::printable;
 use mnemo::protocol::TokenInfo;
+use mnemo::protocol::printable;
 
 use crate::CliResult;
 use crate::args::TokenCmd;
