@@ -59,6 +59,7 @@ pub struct Failpoints {
 }
 
 impl Failpoints {
+    #[cfg(any(test, feature = "testing"))]
     /// Makes the next pass through `point` fail once.
     pub fn arm(&self, point: Failpoint) {
         if let Ok(mut armed) = self.armed.lock() {
@@ -67,6 +68,7 @@ impl Failpoints {
         }
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// Makes the `n`-th step from now fail (`n` = 1: the next one), whatever place it is; 0
     /// disarms the countdown.
     pub fn countdown(&self, n: u64) {
@@ -82,6 +84,7 @@ impl Failpoints {
         }
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// How many steps have been passed since the store opened.
     pub fn steps(&self) -> u64 {
         self.steps.load(Ordering::Acquire)

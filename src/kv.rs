@@ -44,6 +44,7 @@ pub trait KvRead {
         Ok(())
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// The length of the value under `key`, without copying it (a listing needs file sizes, not
     /// contents).
     fn value_len(&self, key: &[u8]) -> Result<Option<usize>> {

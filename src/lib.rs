@@ -149,6 +149,7 @@ mod writer;
 pub use client::{ClientBuilder, MnemoClient};
 pub use credential::OPERATOR;
 pub use data_dir::check_store_name;
+pub use disk::SERVER_FILE;
 pub use error::{Error, Result, StorageError};
 pub use event::{Body, Event, EventHash, Header, Outcome, RejectedCall, Seq, ToolCall};
 pub use history::LogQuery;
@@ -158,7 +159,7 @@ pub use mcp::MnemoMcpServer;
 pub use paths::{MemPath, PathRejection};
 pub use policy::{ANY_AGENT, Access, AdminCommand, Grant, Policy};
 pub use projection::{MEMORY_TAG, MemoryRecord};
-pub use redact::{Plan, Redacted, Selection};
+pub use redact::{Plan, Redacted, Selection, redact as redact_store};
 #[cfg(feature = "client")]
 pub use remote::{AdminRequest, RemoteClient, RemoteError};
 #[cfg(feature = "replicate")]
@@ -185,30 +186,31 @@ pub use transfer::{ExportSummary, ImportSummary, Skipped};
 pub use verify::{Report, Violation, ViolationKind};
 pub use writer::Receipt;
 
-/// What the `mnemo` binary and the Python bindings use beyond the public API: opening a store
-/// read-only (a private copy), the verifier's progress, the log's filters and renderings, tokens,
-/// import and export, and finding a store's server. Not a stable API: it changes with them.
-#[doc(hidden)]
-pub mod cli_support {
-    #[cfg(feature = "client")]
-    pub use crate::discovery::{Launch, Link, START_WAIT, find_server, live_server, unanswered};
-    pub use crate::disk::SERVER_FILE;
-    pub use crate::log::Store;
-    pub use crate::redact::{Plan, Redacted, Selection, plan, redact};
-    #[cfg(feature = "replicate")]
+/// Replicas of a store in object storage (S3, `file://`; feature `replicate`): a [`Replica`],
+/// shipping to it ([`MnemoClient::ship_to`], or continuously with [`Replication`]), restoring
+/// from it ([`restore`](replication::restore)), and the owner's signing key whose signed
+/// checkpoints let a restore or a follower trust a replica
+/// ([`create_key`](replication::create_key), [`remember_key`](replication::remember_key)).
+#[cfg(feature = "replicate")]
+pub mod replication {
     pub use crate::replica::checkpoint::decode as decode_checkpoint;
-    #[cfg(feature = "replicate")]
     pub use crate::replica::key::{
-        KEY_FILE, TRUST_FILE, check as check_signed, create as create_key,
-        default_name as default_key_name, remember as trust_key, remembered as trusted_key,
-        verifier as key_verifier,
+        KEY_FILE, TRUST_FILE, check as check_signed, check_key, create as create_key,
+        default_name as default_key_name, remember as remember_key, remembered as remembered_key,
     };
-    #[cfg(feature = "replicate")]
     pub use crate::replica::shipper::MAX_BACKOFF;
-    #[cfg(feature = "replicate")]
-    pub use crate::replica::{REWRITES, Replica, Restored, Shipped, Stale, restore, ship};
-    pub use crate::token::{OPERATOR, check_id, issue, listed, revoke};
-    #[cfg(feature = "client")]
+    pub use crate::replica::{REWRITES, Replica, Restored, Shipped, Stale, restore};
+}
+
+/// Reaching the `mnemo serve` that holds a store (feature `client`): finding it by the store's
+/// server file ([`find_server`](link::find_server), which also proves the server serves that
+/// very store), starting one ([`Launch`](link::Launch)), and a [`Link`](link::Link) that starts
+/// it again when it goes away, as `mnemo tool` and `mnemo mcp` reach a store.
+#[cfg(feature = "client")]
+pub mod link {
+    pub use crate::discovery::{
+        Launch, Link, START_WAIT, ServerFile, find_server, live_server, unanswered,
+    };
     pub use crate::tool::request::tool_use_id;
 }
 

@@ -694,6 +694,7 @@ impl Store {
         &self.index
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// The raw sled trees `(events, meta, index)`, for tests and tools that must reach below the
     /// API (tamper tests). Writing through them breaks the store's invariants on purpose. File
     /// content is in a fourth tree, [`Store::raw_content_tree`].
@@ -706,6 +707,7 @@ impl Store {
         )
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// The raw sled tree of file content (the index's `b` keys), like [`Store::raw_trees`].
     #[doc(hidden)]
     pub fn raw_content_tree(&self) -> Tree {
@@ -803,6 +805,7 @@ impl Store {
         })
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// [`Store::open_existing`] for a command that presents the store as it is now (`ls`, `cat`,
     /// `log`, `history`, `export`): refuses, with [`Error::Corrupt`], a log that is behind the
     /// head the store recorded at its last commit or close, rather than show a rolled-back log

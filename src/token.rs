@@ -16,10 +16,10 @@
 //! server's admin routes and, by default, for `mnemo token` on the command line.
 
 use crate::client::MnemoClient;
-pub use crate::credential::{OPERATOR, TokenRecord, check_id, hash_of, id_of};
 use crate::credential::{
     TOKEN_PREFIX, already_revoked, check_label, check_token_agent, unknown_id,
 };
+pub use crate::credential::{TokenRecord, check_id, hash_of, id_of};
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::log::Store;
@@ -54,6 +54,7 @@ impl NewToken {
         Ok(NewToken { id, text })
     }
 
+    #[cfg(any(test, feature = "serve", feature = "testing"))]
     /// The token's id.
     pub fn id(&self) -> &str {
         &self.id
@@ -279,10 +280,10 @@ mod tests {
             label: String::new(),
             hash: hash_of(token.text()),
             issued: Seq(3),
-            issued_by: OPERATOR.into(),
+            issued_by: crate::credential::OPERATOR.into(),
             revoked: revoked.then(|| Revocation {
                 seq: Seq(4),
-                by: OPERATOR.into(),
+                by: crate::credential::OPERATOR.into(),
             }),
         }
     }

@@ -290,3 +290,50 @@ fn a_core_file_imports_the_core_only() {
         set(&["paths -> event"])
     );
 }
+
+/// The binary (`src/bin/mnemo/`) is a client of the library like any other: it names no
+/// internals (`mnemo::testing`), and the library hides nothing public for it (the only hidden
+/// module of `lib.rs` is `testing`, which exists in the crate's own test builds alone). So every
+/// path the binary uses is one `tests/surface.rs` lists.
+#[test]
+fn the_binary_uses_the_public_api_only() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    let mut pending = vec![src.join(BINARY_DIR)];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).expect("list the binary's directory") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().and_then(|e| e.to_str()) == Some("rs") {
+                files.push(path);
+            }
+        }
+    }
+    assert!(files.len() > 10, "the binary's files: {files:?}");
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("read");
+        assert!(
+            !text.contains("mnemo::testing"),
+            "{} names mnemo::testing: the binary uses the public API only",
+            file.display()
+        );
+    }
+    let lib = std::fs::read_to_string(src.join("lib.rs")).expect("read lib.rs");
+    let hidden: Vec<&str> = lib
+        .split("#[doc(hidden)]")
+        .skip(1)
+        .map(|after| {
+            after
+                .lines()
+                .find(|l| l.contains("pub "))
+                .unwrap_or("")
+                .trim()
+        })
+        .collect();
+    assert_eq!(
+        hidden,
+        ["pub mod testing {"],
+        "lib.rs hides public items other than `testing`: make them pub(crate), or public and listed"
+    );
+}

@@ -610,9 +610,9 @@ proptest::proptest! {
                 (u64::from_be_bytes(k.as_ref().try_into().expect("8 bytes")), v.to_vec())
             }).collect()
         };
-        let selection = mnemo::cli_support::Selection { texts: vec![MARKER.into()], ..Default::default() };
+        let selection = mnemo::Selection { texts: vec![MARKER.into()], ..Default::default() };
         let held = session.contains(MARKER);
-        match mnemo::cli_support::redact(&t.path(), "operator", "test", &selection) {
+        match mnemo::redact_store(&t.path(), "operator", "test", &selection) {
             Ok(done) => {
                 let store = crate::support::open_store(&t.path());
                 let report = mnemo::testing::verify_store(&store).expect("verify");

@@ -3,7 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use mnemo::testing::token::{self, OPERATOR, TokenRecord, Verdict};
+use mnemo::OPERATOR;
+use mnemo::testing::token::{self, TokenRecord, Verdict};
 use mnemo::testing::{Store, verify_store};
 use mnemo::{Durability, MnemoClient, Seq, ViolationKind};
 use proptest::prelude::*;

@@ -39,7 +39,7 @@ use rmcp::model::{
     PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
     Resource, ResourceContents, ServerCapabilities, ServerConfig, Tool,
 };
-use rmcp::service::{RequestContext, ServerInitializeError};
+use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
@@ -70,7 +70,7 @@ pub enum Error {
     #[error(
         "no MCP session was established ({0}); `mnemo mcp` speaks MCP on stdin and stdout, so start it from an MCP client's server configuration, not from a terminal"
     )]
-    Initialize(#[source] Box<ServerInitializeError>),
+    Initialize(String),
 
     /// The session's task failed after the handshake.
     #[error("the MCP session stopped abnormally ({0}); restart the server from the client")]
@@ -294,7 +294,7 @@ impl MnemoMcpServer {
                 let running = self
                     .serve(transport)
                     .await
-                    .map_err(|e| Error::Initialize(Box::new(e)))?;
+                    .map_err(|e| Error::Initialize(e.to_string()))?;
                 running
                     .waiting()
                     .await

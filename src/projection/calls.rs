@@ -110,6 +110,7 @@ impl<K: KvRead> Projection<K> {
 }
 
 impl<K: KvWrite> Projection<K> {
+    #[cfg(any(test, feature = "testing"))]
     /// Answers `agent`'s call against the index under `semantics`, applies its change as event
     /// `seq`, and keeps the retry record of a call with a tool_use id (see the module docs). This
     /// is the one step shared by the writer and the replay engine ([`crate::replay`]: recovery on

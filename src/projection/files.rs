@@ -118,6 +118,7 @@ impl<K: KvRead> Projection<K> {
         Ok(out)
     }
 
+    #[cfg(any(test, feature = "testing"))]
     /// The file at `path` without its content, or `None` if no file is there.
     pub fn file_entry(&self, path: &MemPath) -> Result<Option<FileEntry>> {
         let mut moved = 0;

@@ -26,6 +26,7 @@ fn trash_key(id: u64) -> Vec<u8> {
 }
 
 impl<K: KvRead> Projection<K> {
+    #[cfg(any(test, feature = "testing"))]
     /// How many deleted directories still wait in the trash to be collected.
     pub fn trash_len(&self) -> Result<usize> {
         Ok(self.kv.scan_prefix(TRASH_PREFIX, usize::MAX)?.len())

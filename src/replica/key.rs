@@ -122,6 +122,12 @@ pub fn verifier(vkey: &str) -> Result<StandardVerifier> {
     })
 }
 
+/// Whether `vkey` is a verifier key (`NAME+ID+KEY`, as `mnemo key create` prints it): `Err`
+/// says what is wrong.
+pub fn check_key(vkey: &str) -> Result<()> {
+    verifier(vkey).map(|_| ())
+}
+
 /// Checks that `object` (a checkpoint; `what` names it in the error) is a note signed by the
 /// verifier key `vkey`; the error says what is wrong.
 pub fn check(object: &[u8], vkey: &str, what: &str) -> std::result::Result<(), String> {

@@ -530,6 +530,18 @@ fn origin(store: &Path) -> String {
         .unwrap_or_else(|| "store".into())
 }
 
+impl crate::client::MnemoClient {
+    /// Ships every event of the store this client has open (for writing, or as a read-only
+    /// copy) that `replica` lacks, as sealed segments and then a checkpoint of the new head,
+    /// telling `sealed` the seqs of each segment once it is written; returns what it shipped.
+    /// Refuses a replica that holds another history; a served store is [`Error::NotLocal`]
+    /// (its server ships it: `POST /v1/replicate`).
+    pub fn ship_to(&self, replica: &Replica, sealed: &mut dyn FnMut(Seq, Seq)) -> Result<Shipped> {
+        self.settle_index()?;
+        ship(&*self.local_store()?, replica, sealed)
+    }
+}
+
 /// Ships every event of `store` that `replica` lacks, as sealed segments and then a checkpoint
 /// of the new head, telling `sealed` the seqs of each segment once it is written; returns what
 /// it shipped. Refuses a replica that holds another history.

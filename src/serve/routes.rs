@@ -45,6 +45,7 @@ use tokio_util::sync::CancellationToken;
 use super::auth::{Caller, Refusal, named_agent};
 use super::{Shared, refuse};
 use crate::client::MnemoClient;
+use crate::credential::OPERATOR;
 use crate::event::Seq;
 use crate::history::{LogQuery, absolute_path, record_at, records_at};
 use crate::log::Head;
@@ -52,7 +53,7 @@ use crate::paths::MemPath;
 use crate::policy::{Access, AdminCommand};
 use crate::redact::Selection;
 use crate::remote::Answering;
-use crate::token::{self, OPERATOR};
+use crate::token;
 use crate::writer::Receipt;
 
 /// The router of every route, over `shared`; `stop` ends the MCP streams.

@@ -171,7 +171,7 @@ pub fn served_administrator(
         return administrator(db, remote, operator).map(Some);
     }
     #[cfg(feature = "serve")]
-    if let Some(file) = mnemo::cli_support::find_server(db)? {
+    if let Some(file) = mnemo::link::find_server(db)? {
         let client = mnemo::RemoteClient::new(file.url, file.token);
         return mnemo::MnemoClient::served_by(client, db, operator).map(Some);
     }
@@ -227,7 +227,7 @@ mod served {
     use std::process::ExitCode;
 
     use mnemo::RemoteClient;
-    use mnemo::cli_support::{Launch, Link, START_WAIT, tool_use_id, unanswered};
+    use mnemo::link::{Launch, Link, START_WAIT, tool_use_id, unanswered};
     use mnemo::tool::{Request, read_request};
 
     use super::{Failure, Remote, Start};
@@ -369,7 +369,7 @@ mod shipping {
     use std::path::Path;
     use std::process::ExitCode;
 
-    use mnemo::cli_support::find_server;
+    use mnemo::link::find_server;
     use mnemo::{AdminRequest, RemoteClient, RemoteError};
     use serde_json::Value;
 

@@ -41,7 +41,7 @@ fn redact(
     if let Some(client) = crate::connect::served_administrator(db, remote, operator)? {
         return client.redact(reason, selection);
     }
-    match mnemo::cli_support::redact(db, operator, reason, selection) {
+    match mnemo::redact_store(db, operator, reason, selection) {
         Err(mnemo::Error::Locked { path }) => {
             match crate::connect::served_administrator(db, remote, operator)? {
                 Some(client) => client.redact(reason, selection),

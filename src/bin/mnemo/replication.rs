@@ -1,5 +1,5 @@
 //! The replica commands of the CLI (part of the binary): `mnemo replicate`, `mnemo restore` and
-//! `mnemo verify --from`, over `mnemo::cli_support`'s replica (feature `replicate`); without the
+//! `mnemo verify --from`, over `mnemo::replication` (feature `replicate`); without the
 //! feature each says how to get it.
 
 #[cfg(feature = "replicate")]
@@ -14,8 +14,9 @@ mod with {
     use std::process::ExitCode;
     use std::time::Duration;
 
+    use mnemo::MnemoClient;
     use mnemo::Seq;
-    use mnemo::cli_support::{MAX_BACKOFF, Replica, Shipped, Store, restore as rebuild, ship};
+    use mnemo::replication::{MAX_BACKOFF, Replica, Shipped, restore as rebuild};
 
     use crate::{CliResult, verify::print_verify};
 
@@ -27,9 +28,9 @@ mod with {
             // Refused before anything is made for it (a replica in the store's own directory).
             Replica::check_url_apart(url, db)?;
             let local = || {
-                let store = Store::open_current_read_only(db)?;
+                let reader = reader(db)?;
                 let replica = Replica::open(url, true)?;
-                let shipped = ship(&store, &replica, &mut |first, last| {
+                let shipped = reader.ship_to(&replica, &mut |first, last| {
                     eprintln!("mnemo replicate: shipped events {first} to {last}");
                 })?;
                 print_shipped(&mut std::io::stdout().lock(), url, &shipped)?;
@@ -45,7 +46,7 @@ mod with {
             );
         };
         let interval = seconds(interval, "--interval")?;
-        Store::require(db)?;
+        require_store(db)?;
         Replica::check_url_apart(url, db)?;
         let replica = Replica::open(url, true)?;
         let mut shipped_at: Option<Vec<FileState>> = None;
@@ -55,8 +56,8 @@ mod with {
             let now = files(db)?;
             if shipped_at.as_ref() != Some(&now) {
                 // Each round reads a private copy, made while no process writes the store.
-                let round = Store::open_current_read_only(db).and_then(|store| {
-                    ship(&store, &replica, &mut |first, last| {
+                let round = reader(db).and_then(|reader| {
+                    reader.ship_to(&replica, &mut |first, last| {
                         eprintln!("mnemo replicate: shipped events {first} to {last}");
                     })
                 });
@@ -71,7 +72,7 @@ mod with {
                     }
                     Err(mnemo::Error::Locked { .. }) => {
                         if !told_held {
-                            let who = match db.join(mnemo::cli_support::SERVER_FILE).is_file() {
+                            let who = match db.join(mnemo::SERVER_FILE).is_file() {
                                 true => format!(
                                     "a mnemo serve holds {} (one that clients started stops once idle; one meant to stay up replicates as it goes if started with --replicate {url})",
                                     db.display()
@@ -94,6 +95,30 @@ mod with {
             }
             std::thread::sleep(wait);
         }
+    }
+
+    /// A private read-only copy of the store at `db`, for shipping; [`mnemo::Error::Locked`]
+    /// when a server holds it (that server ships it), as when its lock is held.
+    fn reader(db: &Path) -> mnemo::Result<MnemoClient> {
+        let reader = MnemoClient::builder(db).existing().read_only().open()?;
+        match reader.server_url() {
+            Some(_) => Err(mnemo::Error::Locked {
+                path: db.to_path_buf(),
+            }),
+            None => Ok(reader),
+        }
+    }
+
+    /// [`mnemo::Error::NotFound`] unless `db` holds a store (its `conf` or `db` file), checked
+    /// without opening it.
+    fn require_store(db: &Path) -> mnemo::Result<()> {
+        let holds = |name: &str| std::fs::symlink_metadata(db.join(name)).is_ok();
+        if holds("conf") || holds("db") {
+            return Ok(());
+        }
+        Err(mnemo::Error::NotFound {
+            path: db.to_path_buf(),
+        })
     }
 
     fn print_shipped(out: &mut dyn Write, url: &str, shipped: &Shipped) -> std::io::Result<()> {
@@ -140,7 +165,7 @@ mod with {
         let mut listed = Vec::new();
         for entry in std::fs::read_dir(db)? {
             let entry = entry?;
-            if entry.file_name() == mnemo::cli_support::SERVER_FILE {
+            if entry.file_name() == mnemo::SERVER_FILE {
                 continue;
             }
             let meta = entry.metadata()?;
@@ -195,7 +220,7 @@ mod with {
     ) -> Result<Replica, Box<dyn std::error::Error>> {
         let replica = Replica::open(url, false)?;
         let recorded = match db {
-            Some(db) if db.is_dir() => mnemo::cli_support::trusted_key(db)?,
+            Some(db) if db.is_dir() => mnemo::replication::remembered_key(db)?,
             _ => None,
         };
         Ok(match key.map(str::to_string).or(recorded) {
@@ -205,7 +230,7 @@ mod with {
     }
 
     /// Says on stderr what a restore found the replica still holding that it should not.
-    fn tell_stale(command: &str, restored: &mnemo::cli_support::Restored) {
+    fn tell_stale(command: &str, restored: &mnemo::replication::Restored) {
         for note in restored.notes() {
             eprintln!("mnemo {command}: WARNING: {note}");
         }
@@ -231,7 +256,7 @@ mod with {
             );
         }
         if let Some(vkey) = replica.trusted_key() {
-            mnemo::cli_support::trust_key(db, vkey)?;
+            mnemo::replication::remember_key(db, vkey)?;
         }
         Ok(())
     }
@@ -322,10 +347,10 @@ mod with {
         let bytes = std::fs::read(path).map_err(|e| format!("cannot read {value}: {e}"))?;
         let what = format!("the checkpoint file {value}");
         let (_, head) =
-            mnemo::cli_support::decode_checkpoint(&what, &bytes).map_err(|_| neither())?;
+            mnemo::replication::decode_checkpoint(&what, &bytes).map_err(|_| neither())?;
         if let Some(vkey) = key {
-            mnemo::cli_support::key_verifier(vkey).map_err(|e| e.to_string())?;
-            mnemo::cli_support::check_signed(&bytes, vkey, &what)?;
+            mnemo::replication::check_key(vkey).map_err(|e| e.to_string())?;
+            mnemo::replication::check_signed(&bytes, vkey, &what)?;
         }
         Ok(head.to_string())
     }
@@ -340,7 +365,7 @@ mod with {
         let restored = rebuild(&replica, db, at.map(Seq))?;
         tell_stale("restore", &restored);
         if let Some(vkey) = replica.trusted_key() {
-            mnemo::cli_support::trust_key(db, vkey)?;
+            mnemo::replication::remember_key(db, vkey)?;
         }
         let head = restored.head;
         println!(
@@ -353,12 +378,12 @@ mod with {
 
     /// `mnemo key create [--name NAME]`: the verifier key on stdout.
     pub fn key_create(db: &Path, name: Option<&str>) -> CliResult {
-        Store::require(db)?;
-        let name = name.map_or_else(|| mnemo::cli_support::default_key_name(db), str::to_string);
-        let vkey = mnemo::cli_support::create_key(db, &name)?;
+        require_store(db)?;
+        let name = name.map_or_else(|| mnemo::replication::default_key_name(db), str::to_string);
+        let vkey = mnemo::replication::create_key(db, &name)?;
         eprintln!(
             "mnemo: made the signing key {name}; its secret is in {} (mode 0600): keep it there, and back it up apart from any replica. Hand out the verifier key below for `mnemo verify --from URL --key VKEY`.",
-            db.join(mnemo::cli_support::KEY_FILE).display()
+            db.join(mnemo::replication::KEY_FILE).display()
         );
         println!("{vkey}");
         Ok(ExitCode::SUCCESS)
@@ -371,7 +396,7 @@ mod with {
         let expect = expect.map(mnemo::Head::parse).transpose()?;
         if let Some(vkey) = key {
             // A key that is not one is a bad argument (exit 2), not a finding about the replica.
-            mnemo::cli_support::key_verifier(vkey)?;
+            mnemo::replication::check_key(vkey)?;
         }
         let replica = open_trusting(url, key, None)?;
         let private = tempfile::tempdir()?;

@@ -136,7 +136,7 @@ mod served {
 
     /// The URL and operator token of the server that serves `dir`, if one runs.
     pub fn server_of(dir: &Path) -> Result<Option<(String, String)>, mnemo::RemoteError> {
-        Ok(mnemo::cli_support::find_server(dir)?.map(|file| (file.url, file.token)))
+        Ok(mnemo::link::find_server(dir)?.map(|file| (file.url, file.token)))
     }
 
     /// Through the server at `url`.

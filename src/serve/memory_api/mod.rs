@@ -642,7 +642,7 @@ fn check_api_path(path: &str) -> Result<(), ApiError> {
 /// The agent a write is recorded under: the one `X-Mnemo-Agent` names, else `operator`.
 fn writer_agent(headers: &HeaderMap) -> Result<String, ApiError> {
     named_agent(headers)
-        .map(|named| named.unwrap_or_else(|| crate::token::OPERATOR.to_string()))
+        .map(|named| named.unwrap_or_else(|| crate::credential::OPERATOR.to_string()))
         .map_err(|refusal| ApiError::InvalidRequest(format!("{refusal:?}")))
 }
 
