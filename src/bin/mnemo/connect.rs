@@ -117,12 +117,12 @@ pub fn reader(db: &std::path::Path, remote: &Remote) -> mnemo::Result<mnemo::Mne
     if let Some(url) = &remote.connect {
         let client = served::remote_client(url, remote)
             .map_err(|e| mnemo::Error::InvalidArgument(e.to_string()))?;
-        return mnemo::MnemoClient::served_by(client, db, OPERATOR);
+        return mnemo::MnemoClient::served_by(client, db, mnemo::OPERATOR);
     }
     #[cfg(not(feature = "serve"))]
     refuse_connect(remote).map_err(|e| mnemo::Error::InvalidArgument(e.to_string()))?;
     mnemo::MnemoClient::builder(db)
-        .agent_id(OPERATOR)
+        .agent_id(mnemo::OPERATOR)
         .read_only()
         .open()
 }
@@ -204,9 +204,6 @@ fn again_if_gone<T>(
         done => done,
     }
 }
-
-/// The name the owner's reads and admin changes act as.
-const OPERATOR: &str = "operator";
 
 /// What `mnemo replicate --once` asks the server that holds a store to do (sent only in a
 /// build with the server).
