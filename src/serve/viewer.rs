@@ -1,6 +1,6 @@
 //! The auditor's window: a web viewer at `/ui/`, its login, and the sessions it reads through.
 //!
-//! The viewer is three hand-written files (`viewer/index.html`, `app.js`, `app.css`) embedded in
+//! The viewer is four hand-written files (`viewer/index.html`, `app.js`, `app.css`, `icon.svg`) embedded in
 //! the binary; its pages read the store through the JSON read routes (`/v1/log`, `/v1/show`,
 //! `/v1/history`, `/v1/ls`, `/v1/diff`, `/v1/verify`, and on a `--data` server `/v1/stores` and
 //! `/v1/stores/NAME/...`), so what it shows is what the CLI prints. Every `/ui/` answer carries a
@@ -69,6 +69,7 @@ const LOGIN_BODY_MAX: usize = 4096;
 const INDEX_HTML: &str = include_str!("viewer/index.html");
 const APP_JS: &str = include_str!("viewer/app.js");
 const APP_CSS: &str = include_str!("viewer/app.css");
+const ICON_SVG: &str = include_str!("viewer/icon.svg");
 
 /// One logged-in browser.
 struct Session {
@@ -248,6 +249,7 @@ pub(crate) fn around(app: Router, viewer: Arc<Viewer>) -> Router {
         .route("/ui/", get(index))
         .route("/ui/app.js", get(script))
         .route("/ui/app.css", get(style))
+        .route("/ui/icon.svg", get(icon))
         .route("/ui/api/link", post(link))
         .route("/ui/api/login", post(login))
         .route("/ui/api/session", get(session))
@@ -309,6 +311,10 @@ async fn script() -> Response {
 
 async fn style() -> Response {
     asset("text/css; charset=utf-8", APP_CSS)
+}
+
+async fn icon() -> Response {
+    asset("image/svg+xml", ICON_SVG)
 }
 
 fn answer(status: StatusCode, value: &serde_json::Value) -> Response {

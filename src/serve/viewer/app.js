@@ -23,7 +23,7 @@
       else if (key.startsWith('on')) node.addEventListener(key.slice(2), value);
       else node.setAttribute(key, value === true ? '' : String(value));
     }
-    for (const child of children.flat()) {
+    for (const child of children.flat(Infinity)) {
       if (child === undefined || child === null || child === false) continue;
       node.appendChild(typeof child === 'string' || typeof child === 'number'
         ? document.createTextNode(String(child)) : child);
@@ -42,16 +42,20 @@
   function text(value, tag) {
     const node = el(tag || 'span', { class: 'text' });
     node.textContent = String(value);
-    if (INVISIBLE.test(String(value))) {
-      return el('span', {}, node, ' ', el('span', { class: 'warn', title: 'holds invisible or bidi control characters' }, 'hidden chars'));
-    }
-    return node;
+    return flagged(node, value);
+  }
+
+  // The node, with a mark beside it when `value` holds characters that hide or reorder text.
+  function flagged(node, value) {
+    if (!INVISIBLE.test(String(value))) return node;
+    const mark = el('span', { class: 'warn', title: 'holds invisible or bidi control characters: what shows is not all there is, or not in its order' }, 'hidden or reordering characters');
+    return node.tagName === 'PRE' ? el('div', {}, mark, node) : el('span', {}, node, ' ', mark);
   }
 
   function agentName(name) {
     const node = el('bdi', { class: 'agent' });
     node.textContent = String(name);
-    return node;
+    return flagged(node, name);
   }
 
   function show(...nodes) {
@@ -89,7 +93,7 @@
       span.textContent = line + '\n';
       pre.appendChild(span);
     }
-    return pre;
+    return flagged(pre, diff);
   }
 
   // ---- talking to the server ----
@@ -361,13 +365,15 @@
     input.textContent = JSON.stringify(shown.input, null, 2);
     const answer = el('pre', { class: 'text', id: 'event-answer' });
     answer.textContent = shown.answer;
+    const sent = flagged(input, input.textContent);
+    const saw = flagged(answer, shown.answer);
     const nodes = [el('h1', {}, 'Event ' + shown.seq + ' ', mark), facts];
     if (shown.redaction) {
       const r = shown.redaction;
       nodes.push(el('p', { class: 'warn' }, 'Redacted by ', agentName(r.by), ' at seq ' + r.seq + ' (' + r.time + '): ', text(r.reason)));
     }
-    nodes.push(el('h2', {}, 'The call as sent'), input,
-      el('h2', {}, 'The answer the model saw'), answer,
+    nodes.push(el('h2', {}, 'The call as sent'), sent,
+      el('h2', {}, 'The answer the model saw'), saw,
       el('h2', {}, 'The change'), changeOf(shown));
     const pager = el('div', { class: 'pager', id: 'event-pager' });
     if (seq > 1) pager.appendChild(link('event', { seq: seq - 1 }, '← event ' + (seq - 1)));
