@@ -17,7 +17,8 @@ cd "$repo"
 . "$repo/tests/venv.sh"
 
 chromium="${CHROMIUM:-/usr/bin/chromium}"
-if [ ! -x "$chromium" ] && [ "$(id -u)" = 0 ] && command -v apt-get > /dev/null; then
+if [ ! -x "$chromium" ] && [ "$chromium" = /usr/bin/chromium ] && [ "$(id -u)" = 0 ] \
+    && command -v apt-get > /dev/null; then
     apt-get update -q && apt-get install -qy --no-install-recommends chromium
 fi
 if [ ! -x "$chromium" ]; then

@@ -300,3 +300,14 @@ test('a --data server lists its stores and opens one', async () => {
   await page.waitForSelector('text=No events here.');
   await context.close();
 });
+
+test('the newest page of the timeline follows the head', async () => {
+  const { context, page } = await loggedIn(main, ['--db', main.dir]);
+  await page.waitForSelector('#timeline');
+  const before = await head(main);
+  assert.equal(await page.textContent('#head'), 'head seq ' + before);
+  tool(main.dir, 'later', [{ command: 'create', path: '/memories/later.md', file_text: 'new\n' }]);
+  await page.waitForFunction((seq) => document.querySelector('#head')?.textContent === 'head seq ' + seq, before + 1);
+  assert.match(await page.textContent('#timeline tbody tr:first-child'), /later/);
+  await context.close();
+});
