@@ -8,7 +8,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use super::{Reply, Server, request};
-use crate::support::{TempStore, copy_dir, tamper_record};
+use crate::support::{TempStore, copy_dir, run_mnemo, tamper_record};
 
 const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
@@ -422,4 +422,31 @@ fn a_viewer_session_sees_verify_name_the_first_tampered_event() {
     let report: Value = serde_json::from_slice(&reply.body).expect("json");
     assert_eq!(report["violations"][0]["seq"], 2, "{report}");
     server.stop();
+}
+
+#[test]
+fn mnemo_ui_prints_a_link_of_the_running_server_and_says_when_there_is_none() {
+    let store = TempStore::new();
+    let server = Server::start(&store.path(), &[]);
+    let db = store.path();
+    let db = db.to_str().expect("a UTF-8 path");
+    let out = run_mnemo(&["ui", "--db", db], "");
+    assert!(out.status.success(), "{out:?}");
+    let link = String::from_utf8(out.stdout).expect("UTF-8");
+    let prefix = format!("http://{}/ui/#login=", server.addr());
+    let secret = link
+        .trim()
+        .strip_prefix(&prefix)
+        .unwrap_or_else(|| panic!("{link:?} is not {prefix}SECRET"));
+    cookie_of(&login(&server, &json!({ "link": secret })));
+
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let none = dir.path().join("none.mnemo.db");
+    let missing = run_mnemo(&["ui", "--db", none.to_str().expect("UTF-8")], "");
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no store at"));
+    assert!(!none.exists(), "mnemo ui makes no store");
+    let unserved = run_mnemo(&["ui", "--data", dir.path().to_str().expect("UTF-8")], "");
+    assert_eq!(unserved.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&unserved.stderr).contains("mnemo serve --data"));
 }

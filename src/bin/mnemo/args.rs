@@ -87,8 +87,9 @@ pub(crate) enum Cmd {
     Ui {
         #[command(flatten)]
         db: Db,
-        /// The data directory of a running `mnemo serve --data DIR` instead of one store.
-        #[arg(long, value_name = "DIR", conflicts_with = "db")]
+        /// The data directory of a running `mnemo serve --data DIR` instead of one store (it
+        /// wins over --db, which MNEMO_DB may set).
+        #[arg(long, value_name = "DIR")]
         data: Option<PathBuf>,
         /// Open the link in the desktop's browser too (xdg-open, or open on macOS).
         #[arg(long)]
