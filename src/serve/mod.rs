@@ -11,6 +11,7 @@
 //! - the admin routes `GET`/`POST /v1/acl`, `GET`/`POST /v1/tokens`, `DELETE /v1/tokens/ID`;
 //! - MCP over streamable HTTP at `/mcp` (rmcp's transport), the same `memory` tool and resources
 //!   as `mnemo mcp`, for clients that keep a session and for session-less requests alike;
+//! - the auditor's window at `/ui/`: the viewer's pages, its login and its sessions (`viewer`);
 //! - what the CLI's stdio clients need ([`clients`]): `GET /v1/attach` (a client stays
 //!   connected, so `--idle-exit` waits for it), `GET /v1/records` (the agent's own files) and
 //!   `POST /v1/memory/oversized` (a line over the limit, as its digest).
@@ -41,6 +42,7 @@ pub mod routes;
 pub mod sessions;
 pub mod shutdown;
 pub mod stores;
+mod viewer;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -444,7 +446,18 @@ async fn run(
     idle_exit: Option<Duration>,
 ) -> Result<shutdown::Reason, Error> {
     let stop = CancellationToken::new();
-    let app = store_app(Arc::clone(&shared), stop.clone());
+    let address = listener.local_addr().map_err(Error::Serve)?;
+    let viewer = viewer::Viewer::new(
+        address,
+        shared.hosts.clone(),
+        shared.authority.clone(),
+        shared.operator_token.clone(),
+        false,
+    );
+    let app = viewer::around(
+        store_app(Arc::clone(&shared), stop.clone()),
+        Arc::new(viewer),
+    );
     serve_app(
         listener,
         app,

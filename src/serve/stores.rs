@@ -789,11 +789,17 @@ pub fn serve_data(
             .route(super::clients::IDENTITY, get(identity))
             .merge(super::memory_api::routes())
             .fallback(not_found)
-            .with_state(Arc::clone(&stores))
-            .layer(axum::middleware::from_fn_with_state(
-                Arc::clone(&stores.activity),
-                in_flight,
-            ));
+            .with_state(Arc::clone(&stores));
+        let viewer = super::viewer::Viewer::new(
+            address,
+            stores.hosts.clone(),
+            stores.authority.clone(),
+            stores.token.clone(),
+            true,
+        );
+        let app = super::viewer::around(app, Arc::new(viewer)).layer(
+            axum::middleware::from_fn_with_state(Arc::clone(&stores.activity), in_flight),
+        );
         let closer = tokio::spawn(close_idle_stores(Arc::clone(&stores), stop.clone()));
         println!(
             "mnemo serve: listening on {} (stores under {})",

@@ -78,6 +78,26 @@ pub(crate) enum Cmd {
         #[command(flatten)]
         start: Start,
     },
+    /// Open the auditor's window: print a one-time login link to the web viewer (`/ui/`) of
+    /// the server that holds the store, starting one when none runs (a build with `--features
+    /// serve`).
+    ///
+    /// The link's secret works once, within two minutes, and is exchanged for a session cookie
+    /// of that server; it rides in the URL's fragment, which no request or log carries.
+    Ui {
+        #[command(flatten)]
+        db: Db,
+        /// The data directory of a running `mnemo serve --data DIR` instead of one store (it
+        /// wins over --db, which MNEMO_DB may set).
+        #[arg(long, value_name = "DIR")]
+        data: Option<PathBuf>,
+        /// Open the link in the desktop's browser too (xdg-open, or open on macOS).
+        #[arg(long)]
+        open: bool,
+        /// A server this starts exits this many seconds after its last request.
+        #[arg(long = "idle-exit", value_name = "SECS", default_value_t = 900.0)]
+        idle_exit: f64,
+    },
     /// Own the store and serve it over HTTP: the memory tool, MCP, and the read routes (a build
     /// with `--features serve`).
     Serve {

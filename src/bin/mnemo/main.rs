@@ -25,6 +25,7 @@ use crate::serve::{Listen, run_serve};
 use crate::show::run_show;
 use crate::token::run_token;
 use crate::tool::run_tool;
+use crate::ui::run_ui;
 use crate::verify::verify_command;
 
 mod acl;
@@ -51,6 +52,7 @@ mod show;
 mod store;
 mod token;
 mod tool;
+mod ui;
 mod verify;
 
 /// An event-sourced, verifiable memory store for Anthropic's memory tool.
@@ -110,6 +112,12 @@ fn main() -> ExitCode {
         Cmd::Demo { db } => run_demo(db),
         Cmd::Completions { shell } => run_completions(shell),
         Cmd::Man { out } => run_man(out.as_deref()),
+        Cmd::Ui {
+            db,
+            data,
+            open,
+            idle_exit,
+        } => run_ui(&db.db, data.as_deref(), open, idle_exit),
         Cmd::Tool {
             agent,
             session,

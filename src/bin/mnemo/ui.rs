@@ -1,0 +1,111 @@
+//! `mnemo ui`: a one-time login link to the web viewer of the server that holds a store.
+
+use std::path::Path;
+
+use crate::CliResult;
+
+/// Finds (or, for one store, starts) the server, asks it for a login link and prints it.
+#[cfg(feature = "serve")]
+pub(crate) fn run_ui(db: &Path, data: Option<&Path>, open: bool, idle_exit: f64) -> CliResult {
+    use mnemo::cli_support::{Launch, Link, START_WAIT, find_server};
+
+    let file = match data {
+        Some(dir) => find_server(dir)?.ok_or_else(|| {
+            format!(
+                "no server serves the data directory {}; start one with `mnemo serve --data {}`",
+                dir.display(),
+                dir.display()
+            )
+        })?,
+        None => {
+            if find_server(db)?.is_none() {
+                if !db.is_dir() {
+                    return Err(format!(
+                        "no store at {}; give --db the store directory (or --data a served data directory)",
+                        db.display()
+                    )
+                    .into());
+                }
+                let launch = Launch {
+                    exe: std::env::current_exe().map_err(|e| {
+                        format!("cannot find the mnemo binary to start a server ({e})")
+                    })?,
+                    args: vec!["--idle-exit".into(), idle_exit.to_string().into()],
+                    wait: START_WAIT,
+                };
+                // Starts the server; the link's own connection ends when it is dropped.
+                drop(Link::to_store(db, None, launch)?);
+            }
+            find_server(db)?.ok_or_else(|| {
+                format!(
+                    "the server of {} went away; run `mnemo ui` again",
+                    db.display()
+                )
+            })?
+        }
+    };
+    let secret = mint(&file.url, &file.token)?;
+    let link = format!("{}/ui/#login={secret}", file.url);
+    println!("{link}");
+    eprintln!(
+        "mnemo ui: the link logs in once, within two minutes; run `mnemo ui` again for another"
+    );
+    if open {
+        let opener = if cfg!(target_os = "macos") {
+            "open"
+        } else {
+            "xdg-open"
+        };
+        if let Err(e) = std::process::Command::new(opener)
+            .arg(&link)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+        {
+            eprintln!("mnemo ui: could not run {opener} ({e}); open the link yourself");
+        }
+    }
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// `POST /ui/api/link` with the operator token: the new link's secret.
+#[cfg(feature = "serve")]
+fn mint(url: &str, token: &str) -> Result<String, Box<dyn std::error::Error>> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut response = agent
+        .post(format!("{url}/ui/api/link"))
+        .header("Authorization", format!("Bearer {token}"))
+        .send_empty()
+        .map_err(|e| format!("cannot reach the server at {url} ({e}); is it running?"))?;
+    let status = response.status();
+    let body = response
+        .body_mut()
+        .read_to_string()
+        .map_err(|e| format!("the server at {url} answered unreadably ({e})"))?;
+    if !status.is_success() {
+        return Err(format!("the server at {url} refused a login link ({status}): {body}").into());
+    }
+    let answer: serde_json::Value = serde_json::from_str(&body)
+        .map_err(|e| format!("the server at {url} answered unreadably ({e})"))?;
+    answer["secret"]
+        .as_str()
+        .map(str::to_string)
+        .ok_or_else(|| {
+            format!(
+                "the server at {url} sent no login link (is it a mnemo server with the viewer?)"
+            )
+            .into()
+        })
+}
+
+#[cfg(not(feature = "serve"))]
+pub(crate) fn run_ui(_db: &Path, _data: Option<&Path>, _open: bool, _idle_exit: f64) -> CliResult {
+    Err(
+        "`mnemo ui` needs a build with `--features serve` (the viewer is served by `mnemo serve`)"
+            .into(),
+    )
+}

@@ -1,0 +1,550 @@
+//! The auditor's window: a web viewer at `/ui/`, its login, and the sessions it reads through.
+//!
+//! The viewer is four hand-written files (`viewer/index.html`, `app.js`, `app.css`, `icon.svg`) embedded in
+//! the binary; its pages read the store through the JSON read routes (`/v1/log`, `/v1/show`,
+//! `/v1/history`, `/v1/ls`, `/v1/diff`, `/v1/verify`, and on a `--data` server `/v1/stores` and
+//! `/v1/stores/NAME/...`), so what it shows is what the CLI prints. Every `/ui/` answer carries a
+//! strict Content-Security-Policy ([`CSP`]: no inline script or style, nothing from another
+//! origin, no framing), `X-Content-Type-Options: nosniff` and `Referrer-Policy: no-referrer`.
+//!
+//! **Logging in.** A browser holds no bearer token. It logs in one of two ways, and gets a
+//! session cookie (`HttpOnly; SameSite=Strict; Path=/`, named after the server's port):
+//!
+//! - a one-time link, `http://HOST:PORT/ui/#login=SECRET`, which `mnemo ui` asks the server for
+//!   (`POST /ui/api/link` with the operator token): the secret is 256 random bits, lives
+//!   [`LINK_LIFE`], and is dead once used. It rides in the URL's fragment, which a browser never
+//!   sends, so no request line, server log or `Referer` carries it; the page reads it, takes it
+//!   off the address bar and posts it;
+//! - a form that posts a token (the operator's, or on a `--db` server an agent token).
+//!
+//! `POST /ui/api/login` must come from this server's own origin (`Origin` present and ours, as
+//! the gate checks `Host`). Sessions live in this process only, for [`SESSION_LIFE`]: a cookie
+//! from another server, or from this one before a restart, names no session and is refused.
+//!
+//! **Reading as the session.** A request to `/v1/...` that carries no bearer token but the
+//! session cookie goes through the gate as the session's principal (its token is put in its
+//! `Authorization` header), so the session reaches exactly what its token reaches: an agent's
+//! session none of the operator's read routes. Such a request must also carry the session's CSRF
+//! token in `X-Mnemo-CSRF` (which another site's page cannot add), and one that is not a GET
+//! must carry this server's `Origin`: a cross-site request is refused before the gate.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::auth::{Authority, Hosts, Principal, Refusal, Token, bearer};
+use super::refuse;
+use super::routes::error;
+
+/// The Content-Security-Policy of every `/ui/` answer.
+pub(crate) const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+/// The header the viewer's requests carry their session's CSRF token in.
+pub(crate) const CSRF_HEADER: &str = "x-mnemo-csrf";
+
+/// How long a login link's secret may be used.
+pub(crate) const LINK_LIFE: Duration = Duration::from_secs(120);
+
+/// How long a session lasts from its login.
+pub(crate) const SESSION_LIFE: Duration = Duration::from_secs(12 * 3600);
+
+/// The most login links waiting to be used, and sessions held, at once: the oldest go first.
+const MAX_LINKS: usize = 64;
+const MAX_SESSIONS: usize = 256;
+
+/// The largest login body read.
+const LOGIN_BODY_MAX: usize = 4096;
+
+const INDEX_HTML: &str = include_str!("viewer/index.html");
+const APP_JS: &str = include_str!("viewer/app.js");
+const APP_CSS: &str = include_str!("viewer/app.css");
+const ICON_SVG: &str = include_str!("viewer/icon.svg");
+
+/// One logged-in browser.
+struct Session {
+    /// The token its requests are authenticated with.
+    token: String,
+    principal: Principal,
+    csrf: String,
+    expires: Instant,
+}
+
+/// The viewer of one server: its login links and sessions.
+pub(crate) struct Viewer {
+    hosts: Hosts,
+    authority: Authority,
+    /// The operator token, which a session opened by a link acts with.
+    operator: Token,
+    /// The session cookie's name, with the server's port (cookies are per host, not per port).
+    cookie: String,
+    /// Whether the server is a `--data` server (its stores under `/v1/stores/NAME/`).
+    data: bool,
+    /// The blake3 hash of each unused link secret, and when it expires.
+    links: Mutex<HashMap<[u8; 32], Instant>>,
+    /// The blake3 hash of each session id, and the session.
+    sessions: Mutex<HashMap<[u8; 32], Session>>,
+}
+
+fn lock<V>(mutex: &Mutex<V>) -> MutexGuard<'_, V> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn digest(secret: &str) -> [u8; 32] {
+    *blake3::hash(secret.as_bytes()).as_bytes()
+}
+
+impl Viewer {
+    /// The viewer of the server at `address`, which answers to `hosts` and proves tokens with
+    /// `authority`; `data` for a `--data` server.
+    pub(crate) fn new(
+        address: SocketAddr,
+        hosts: Hosts,
+        authority: Authority,
+        operator: Token,
+        data: bool,
+    ) -> Self {
+        Viewer {
+            hosts,
+            authority,
+            operator,
+            cookie: format!("mnemo_ui_{}", address.port()),
+            data,
+            links: Mutex::default(),
+            sessions: Mutex::default(),
+        }
+    }
+
+    /// A new login link's secret.
+    fn mint_link(&self) -> std::io::Result<String> {
+        let secret = crate::token::random_hex(32)?;
+        let now = Instant::now();
+        let mut links = lock(&self.links);
+        links.retain(|_, expires| *expires > now);
+        while links.len() >= MAX_LINKS {
+            let oldest = links.iter().min_by_key(|(_, e)| **e).map(|(k, _)| *k);
+            match oldest {
+                Some(key) => links.remove(&key),
+                None => break,
+            };
+        }
+        links.insert(digest(&secret), now + LINK_LIFE);
+        Ok(secret)
+    }
+
+    /// Uses up the link `secret`: true once, if it was minted here and has not expired.
+    fn redeem_link(&self, secret: &str) -> bool {
+        let expires = lock(&self.links).remove(&digest(secret));
+        expires.is_some_and(|e| e > Instant::now())
+    }
+
+    /// Opens a session for `principal`, authenticated by `token`: its id and CSRF token.
+    fn open_session(&self, token: String, principal: Principal) -> std::io::Result<String> {
+        let id = crate::token::random_hex(32)?;
+        let csrf = crate::token::random_hex(32)?;
+        let now = Instant::now();
+        let mut sessions = lock(&self.sessions);
+        sessions.retain(|_, s| s.expires > now);
+        while sessions.len() >= MAX_SESSIONS {
+            let oldest = sessions
+                .iter()
+                .min_by_key(|(_, s)| s.expires)
+                .map(|(k, _)| *k);
+            match oldest {
+                Some(key) => sessions.remove(&key),
+                None => break,
+            };
+        }
+        sessions.insert(
+            digest(&id),
+            Session {
+                token,
+                principal,
+                csrf,
+                expires: now + SESSION_LIFE,
+            },
+        );
+        Ok(id)
+    }
+
+    /// The session id the request's cookie names, if it carries this server's cookie once.
+    fn session_id<'h>(&self, headers: &'h HeaderMap) -> Result<Option<&'h str>, Refusal> {
+        let mut found = None;
+        for value in headers.get_all(header::COOKIE) {
+            let Ok(text) = value.to_str() else { continue };
+            for pair in text.split(';') {
+                let Some((name, id)) = pair.trim().split_once('=') else {
+                    continue;
+                };
+                if name == self.cookie {
+                    if found.is_some() {
+                        return Err(Refusal::BadRequest(format!(
+                            "more than one {} cookie; log in to the viewer again",
+                            self.cookie
+                        )));
+                    }
+                    found = Some(id);
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    /// The session's principal, token and CSRF token, if `id` names a live one.
+    fn session(&self, id: &str) -> Option<(Principal, String, String)> {
+        let sessions = lock(&self.sessions);
+        sessions
+            .get(&digest(id))
+            .filter(|s| s.expires > Instant::now())
+            .map(|s| (s.principal.clone(), s.token.clone(), s.csrf.clone()))
+    }
+
+    fn close_session(&self, id: &str) {
+        lock(&self.sessions).remove(&digest(id));
+    }
+
+    /// Refuses a request that does not name this server in `Host` or that comes from another
+    /// origin; with `own_origin`, one that names no origin too (a browser's POST always does).
+    fn check_origin(&self, headers: &HeaderMap, own_origin: bool) -> Result<(), Refusal> {
+        self.hosts.check(headers)?;
+        if own_origin && !headers.contains_key(header::ORIGIN) {
+            return Err(Refusal::Forbidden(
+                "no Origin header: the viewer's changes come only from its own pages".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn cookie_header(&self, id: &str) -> Option<HeaderValue> {
+        HeaderValue::from_str(&format!(
+            "{}={id}; HttpOnly; SameSite=Strict; Path=/",
+            self.cookie
+        ))
+        .ok()
+    }
+
+    fn expired_cookie(&self) -> Option<HeaderValue> {
+        HeaderValue::from_str(&format!(
+            "{}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0",
+            self.cookie
+        ))
+        .ok()
+    }
+}
+
+/// `app` with the viewer: its pages at `/ui/`, and sessions admitted to `app`'s `/v1/` routes.
+pub(crate) fn around(app: Router, viewer: Arc<Viewer>) -> Router {
+    let pages = Router::new()
+        .route("/ui", get(to_index))
+        .route("/ui/", get(index))
+        .route("/ui/app.js", get(script))
+        .route("/ui/app.css", get(style))
+        .route("/ui/icon.svg", get(icon))
+        .route("/ui/api/link", post(link))
+        .route("/ui/api/login", post(login))
+        .route("/ui/api/session", get(session))
+        .route("/ui/api/logout", post(logout))
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&viewer),
+            hardened,
+        ))
+        .with_state(Arc::clone(&viewer));
+    pages
+        .merge(app)
+        .layer(axum::middleware::from_fn_with_state(viewer, admit))
+}
+
+/// Refuses a `/ui/` request that names another server in `Host` (a page reached by DNS
+/// rebinding), and adds the viewer's security headers to every `/ui/` answer.
+async fn hardened(State(viewer): State<Arc<Viewer>>, request: Request, next: Next) -> Response {
+    let checked = viewer
+        .hosts
+        .check(request.headers())
+        .and_then(|()| viewer.hosts.check_target(request.uri()));
+    let mut response = match checked {
+        Ok(()) => next.run(request).await,
+        Err(refusal) => refuse(request.method().as_str(), request.uri().path(), &refusal),
+    };
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+fn asset(content_type: &'static str, body: &'static str) -> Response {
+    ([(header::CONTENT_TYPE, content_type)], body).into_response()
+}
+
+async fn to_index() -> Response {
+    (StatusCode::PERMANENT_REDIRECT, [(header::LOCATION, "/ui/")]).into_response()
+}
+
+async fn index() -> Response {
+    asset("text/html; charset=utf-8", INDEX_HTML)
+}
+
+async fn script() -> Response {
+    asset("text/javascript; charset=utf-8", APP_JS)
+}
+
+async fn style() -> Response {
+    asset("text/css; charset=utf-8", APP_CSS)
+}
+
+async fn icon() -> Response {
+    asset("image/svg+xml", ICON_SVG)
+}
+
+fn answer(status: StatusCode, value: &serde_json::Value) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        value.to_string(),
+    )
+        .into_response()
+}
+
+/// `POST /ui/api/link` (operator token): a one-time login link's secret.
+async fn link(State(viewer): State<Arc<Viewer>>, headers: HeaderMap) -> Response {
+    if let Err(refusal) = viewer.hosts.check(&headers) {
+        return refuse("POST", "/ui/api/link", &refusal);
+    }
+    if !viewer.authority.is_operator_request(&headers) {
+        return refuse(
+            "POST",
+            "/ui/api/link",
+            &Refusal::Unauthorized("a login link needs the operator's token"),
+        );
+    }
+    match viewer.mint_link() {
+        Ok(secret) => answer(
+            StatusCode::OK,
+            &json!({"secret": secret, "expires_in_s": LINK_LIFE.as_secs()}),
+        ),
+        Err(e) => error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &format!("cannot make a login link ({e}); retry"),
+        ),
+    }
+}
+
+/// What `POST /ui/api/login` takes: a link's secret, or a token.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Login {
+    link: Option<String>,
+    token: Option<String>,
+}
+
+/// `POST /ui/api/login`: a link's secret or a token in, a session cookie out.
+async fn login(State(viewer): State<Arc<Viewer>>, headers: HeaderMap, body: Bytes) -> Response {
+    const ROUTE: &str = "/ui/api/login";
+    if let Err(refusal) = viewer.check_origin(&headers, true) {
+        return refuse("POST", ROUTE, &refusal);
+    }
+    if body.len() > LOGIN_BODY_MAX {
+        return refuse(
+            "POST",
+            ROUTE,
+            &Refusal::TooLarge {
+                bytes: body.len() as u64,
+                limit: LOGIN_BODY_MAX as u64,
+            },
+        );
+    }
+    let asked: Login = match serde_json::from_slice(&body) {
+        Ok(asked) => asked,
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                &format!("the body must be {{\"link\": SECRET}} or {{\"token\": TOKEN}} ({e})"),
+            );
+        }
+    };
+    let (token, principal) = match (asked.link, asked.token) {
+        (Some(secret), None) => {
+            if !viewer.redeem_link(&secret) {
+                return refuse(
+                    "POST",
+                    ROUTE,
+                    &Refusal::Unauthorized(
+                        "the login link is used, expired or not this server's; run `mnemo ui` again for a new one",
+                    ),
+                );
+            }
+            (viewer.operator.as_str().to_string(), Principal::Operator)
+        }
+        (None, Some(token)) => {
+            let authority = viewer.authority.clone();
+            let checked = token.clone();
+            let proved =
+                tokio::task::spawn_blocking(move || authority.principal(checked.trim())).await;
+            match proved {
+                Ok(Ok(principal)) => (token.trim().to_string(), principal),
+                Ok(Err(refusal)) => return refuse("POST", ROUTE, &refusal),
+                Err(e) => {
+                    return error(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        &format!("the token check did not finish ({e}); retry"),
+                    );
+                }
+            }
+        }
+        _ => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "send one of {\"link\": SECRET} or {\"token\": TOKEN}",
+            );
+        }
+    };
+    let opened = viewer.open_session(token, principal.clone());
+    let Some(cookie) = opened.ok().and_then(|id| viewer.cookie_header(&id)) else {
+        return error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "cannot open a session (the OS random source failed); retry",
+        );
+    };
+    let mut response = answer(StatusCode::OK, &describe(&principal));
+    response.headers_mut().insert(header::SET_COOKIE, cookie);
+    response
+}
+
+fn describe(principal: &Principal) -> serde_json::Value {
+    match principal {
+        Principal::Operator => json!({"principal": "operator", "agent": null}),
+        Principal::Agent(agent) => json!({"principal": "agent", "agent": agent}),
+    }
+}
+
+/// `GET /ui/api/session`: who the session is, its CSRF token, and what kind of server this is.
+async fn session(State(viewer): State<Arc<Viewer>>, headers: HeaderMap) -> Response {
+    const ROUTE: &str = "/ui/api/session";
+    if let Err(refusal) = viewer.check_origin(&headers, false) {
+        return refuse("GET", ROUTE, &refusal);
+    }
+    let found = match viewer.session_id(&headers) {
+        Ok(found) => found.and_then(|id| viewer.session(id)),
+        Err(refusal) => return refuse("GET", ROUTE, &refusal),
+    };
+    match found {
+        Some((principal, _, csrf)) => {
+            let mut shown = describe(&principal);
+            shown["csrf"] = json!(csrf);
+            shown["data"] = json!(viewer.data);
+            answer(StatusCode::OK, &shown)
+        }
+        None => error(StatusCode::UNAUTHORIZED, "not logged in"),
+    }
+}
+
+/// `POST /ui/api/logout` (with the session's CSRF token): ends the session.
+async fn logout(State(viewer): State<Arc<Viewer>>, headers: HeaderMap) -> Response {
+    const ROUTE: &str = "/ui/api/logout";
+    let checked = viewer.check_origin(&headers, true).and_then(|()| {
+        let id = viewer
+            .session_id(&headers)?
+            .ok_or(Refusal::Unauthorized("not logged in"))?;
+        let (_, _, csrf) = viewer
+            .session(id)
+            .ok_or(Refusal::Unauthorized("no such session"))?;
+        check_csrf(&headers, &csrf)?;
+        Ok(id)
+    });
+    match checked {
+        Ok(id) => {
+            viewer.close_session(id);
+            let mut response = answer(StatusCode::OK, &json!({"logged_out": true}));
+            if let Some(cookie) = viewer.expired_cookie() {
+                response.headers_mut().insert(header::SET_COOKIE, cookie);
+            }
+            response
+        }
+        Err(refusal) => refuse("POST", ROUTE, &refusal),
+    }
+}
+
+fn check_csrf(headers: &HeaderMap, csrf: &str) -> Result<(), Refusal> {
+    let sent = headers
+        .get(CSRF_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    // Compared as blake3 hashes, in constant time.
+    if blake3::hash(sent.as_bytes()) == blake3::hash(csrf.as_bytes()) {
+        Ok(())
+    } else {
+        Err(Refusal::Forbidden(
+            "the viewer's request lacks its session's X-Mnemo-CSRF token; reload the viewer".into(),
+        ))
+    }
+}
+
+/// Admits a viewer session's request to the `/v1/` routes: with no bearer token but the session
+/// cookie, its CSRF token and (when it is not a GET) this server's `Origin`, it goes on with the
+/// session's token; a cookie naming no session here is refused.
+async fn admit(State(viewer): State<Arc<Viewer>>, mut request: Request, next: Next) -> Response {
+    let path = request.uri().path();
+    if !path.starts_with("/v1/") || bearer(request.headers()).is_ok() {
+        return next.run(request).await;
+    }
+    let id = match viewer.session_id(request.headers()) {
+        Ok(Some(id)) => id.to_string(),
+        Ok(None) => return next.run(request).await,
+        Err(refusal) => return refuse(request.method().as_str(), path, &refusal),
+    };
+    let changes = request.method() != Method::GET && request.method() != Method::HEAD;
+    let checked = viewer
+        .check_origin(request.headers(), changes)
+        .and_then(|()| {
+            viewer.session(&id).ok_or(Refusal::Unauthorized(
+                "the viewer's session is not one of this server's (it expired, or the server restarted); log in again",
+            ))
+        })
+        .and_then(|(_, token, csrf)| {
+            check_csrf(request.headers(), &csrf)?;
+            Ok(token)
+        });
+    let token = match checked {
+        Ok(token) => token,
+        Err(refusal) => {
+            let (method, path) = (
+                request.method().to_string(),
+                request.uri().path().to_string(),
+            );
+            return refuse(&method, &path, &refusal);
+        }
+    };
+    match HeaderValue::from_str(&format!("Bearer {token}")) {
+        Ok(value) => {
+            let headers = request.headers_mut();
+            headers.insert(header::AUTHORIZATION, value);
+            headers.remove(header::COOKIE);
+            next.run(request).await
+        }
+        Err(_) => error(
+            StatusCode::BAD_REQUEST,
+            "the session's token is not a valid header; log in again",
+        ),
+    }
+}

@@ -1,0 +1,528 @@
+// The mnemo viewer: pages over the server's JSON read routes.
+//
+// Every text from the store (memory contents, paths, agent names, answers) is put in the page
+// with textContent or a text node, never as HTML; links are built only from numbers and
+// encodeURIComponent'd values under this page's own #fragment.
+'use strict';
+
+(function () {
+  const PAGE = 50;
+  const POLL_MS = 3000;
+  const INVISIBLE = /[\u200B-\u200F\u202A-\u202E\u2060-\u2069\uFEFF]/;
+  let me = null; // {principal, agent, csrf, data}
+  let poll = null;
+
+  // ---- building the page ----
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (value === undefined || value === null || value === false) continue;
+      if (key === 'class') node.className = value;
+      else if (key === 'href') node.setAttribute('href', safeHref(value));
+      else if (key.startsWith('on')) node.addEventListener(key.slice(2), value);
+      else node.setAttribute(key, value === true ? '' : String(value));
+    }
+    for (const child of children.flat(Infinity)) {
+      if (child === undefined || child === null || child === false) continue;
+      node.appendChild(typeof child === 'string' || typeof child === 'number'
+        ? document.createTextNode(String(child)) : child);
+    }
+    return node;
+  }
+
+  // Only links to this page's own views.
+  function safeHref(value) {
+    const text = String(value);
+    return text.startsWith('#/') ? text : '#/';
+  }
+
+  // A text from the store: shown as written, isolated from the page's direction, and flagged
+  // when it holds invisible or direction-changing characters.
+  function text(value, tag) {
+    const node = el(tag || 'span', { class: 'text' });
+    node.textContent = String(value);
+    return flagged(node, value);
+  }
+
+  // The node, with a mark beside it when `value` holds characters that hide or reorder text.
+  function flagged(node, value) {
+    if (!INVISIBLE.test(String(value))) return node;
+    const mark = el('span', { class: 'warn', title: 'holds invisible or bidi control characters: what shows is not all there is, or not in its order' }, 'hidden or reordering characters');
+    return node.tagName === 'PRE' ? el('div', {}, mark, node) : el('span', {}, node, ' ', mark);
+  }
+
+  function agentName(name) {
+    const node = el('bdi', { class: 'agent' });
+    node.textContent = String(name);
+    return flagged(node, name);
+  }
+
+  function show(...nodes) {
+    const app = document.getElementById('app');
+    app.replaceChildren(...nodes);
+  }
+
+  function fail(e) {
+    show(el('h1', {}, 'Something went wrong'), el('p', { class: 'error' }, String(e && e.message || e)));
+  }
+
+  function link(view, params, label) {
+    return el('a', { href: route(view, params) }, label);
+  }
+
+  function route(view, params) {
+    const query = new URLSearchParams();
+    const all = Object.assign({}, params || {});
+    if (me && me.data && current.store && all.store === undefined && view !== 'stores') all.store = current.store;
+    for (const [k, v] of Object.entries(all)) {
+      if (v !== undefined && v !== null && v !== '') query.set(k, String(v));
+    }
+    const q = query.toString();
+    return '#/' + view + (q ? '?' + q : '');
+  }
+
+  function diffBlock(diff) {
+    const pre = el('pre', { class: 'diff text' });
+    for (const line of String(diff).split('\n')) {
+      let cls = '';
+      if (line.startsWith('+')) cls = 'add';
+      else if (line.startsWith('-')) cls = 'del';
+      else if (line.startsWith('@@')) cls = 'hunk';
+      const span = el('span', { class: cls });
+      span.textContent = line + '\n';
+      pre.appendChild(span);
+    }
+    return flagged(pre, diff);
+  }
+
+  // ---- talking to the server ----
+
+  let current = { view: 'timeline', params: {}, store: null };
+
+  function base() {
+    if (me && me.data) {
+      if (!current.store) throw new Error('pick a store first');
+      return '/v1/stores/' + encodeURIComponent(current.store) + '/';
+    }
+    return '/v1/';
+  }
+
+  async function request(url, options) {
+    const opts = Object.assign({ credentials: 'same-origin', cache: 'no-store' }, options || {});
+    opts.headers = Object.assign({}, opts.headers || {});
+    if (me) opts.headers['X-Mnemo-CSRF'] = me.csrf;
+    const response = await fetch(url, opts);
+    const body = await response.text();
+    if (!response.ok) {
+      let why = body;
+      try { why = JSON.parse(body).error || body; } catch (_) { /* not JSON */ }
+      if (response.status === 401 && me) { me = null; await start(); }
+      throw new Error(response.status + ': ' + why);
+    }
+    return body;
+  }
+
+  async function read(route, params) {
+    const query = new URLSearchParams();
+    for (const [k, v] of Object.entries(params || {})) {
+      if (v !== undefined && v !== null && v !== '') query.set(k, String(v));
+    }
+    const q = query.toString();
+    return request(base() + route + (q ? '?' + q : ''));
+  }
+
+  async function json(route, params) {
+    return JSON.parse(await read(route, params));
+  }
+
+  async function lines(route, params) {
+    const body = await read(route, params);
+    return body.split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l));
+  }
+
+  // ---- login ----
+
+  async function loginWith(body) {
+    const response = await fetch('/ui/api/login', {
+      method: 'POST',
+      credentials: 'same-origin',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    if (!response.ok) {
+      let why = await response.text();
+      try { why = JSON.parse(why).error; } catch (_) { /* not JSON */ }
+      throw new Error(why);
+    }
+  }
+
+  function loginPage(message) {
+    const input = el('input', { type: 'password', id: 'token', autocomplete: 'off', placeholder: 'operator token' });
+    const status = el('p', { id: 'login-error', class: 'error' }, message || '');
+    const form = el('form', {
+      id: 'login-form', class: 'login',
+      onsubmit: async (event) => {
+        event.preventDefault();
+        try {
+          await loginWith({ token: input.value });
+          input.value = '';
+          await start();
+        } catch (e) {
+          status.textContent = e.message;
+        }
+      },
+    },
+    el('label', { for: 'token' }, 'Token (the operator\'s, from the server file, or an agent token)'),
+    input,
+    el('button', { type: 'submit' }, 'Log in'));
+    document.getElementById('nav').replaceChildren();
+    document.getElementById('who').replaceChildren();
+    show(el('h1', {}, 'Log in to the mnemo viewer'),
+      el('p', { class: 'note' }, 'Run `mnemo ui` for a one-time login link, or give a token.'),
+      status, form);
+  }
+
+  async function start() {
+    const hash = location.hash;
+    let message = '';
+    if (hash.startsWith('#login=')) {
+      const secret = hash.slice('#login='.length);
+      // Off the address bar and out of the history at once.
+      history.replaceState(null, '', location.pathname);
+      try {
+        await loginWith({ link: secret });
+      } catch (e) {
+        message = e.message;
+      }
+    }
+    const response = await fetch('/ui/api/session', { credentials: 'same-origin', cache: 'no-store' });
+    if (!response.ok) {
+      me = null;
+      loginPage(message);
+      return;
+    }
+    me = await response.json();
+    const who = document.getElementById('who');
+    who.replaceChildren(me.principal === 'operator' ? 'operator' : el('span', {}, 'agent ', agentName(me.agent)), ' ',
+      el('button', { id: 'logout', onclick: logout }, 'Log out'));
+    if (!location.hash.startsWith('#/')) location.replace('#/' + (me.data ? 'stores' : 'timeline'));
+    await render();
+  }
+
+  async function logout() {
+    try {
+      await request('/ui/api/logout', { method: 'POST' });
+    } catch (_) { /* gone already */ }
+    me = null;
+    loginPage('Logged out.');
+  }
+
+  // ---- navigation ----
+
+  function parse() {
+    const hash = location.hash.slice(2);
+    const [view, q] = hash.split('?');
+    const params = Object.fromEntries(new URLSearchParams(q || ''));
+    return { view: view || 'timeline', params };
+  }
+
+  function nav() {
+    const items = [];
+    if (me.data) items.push(link('stores', { store: undefined }, 'Stores'));
+    if (!me.data || current.store) {
+      items.push(link('timeline', {}, 'Timeline'), link('tree', {}, 'Tree'), link('verify', {}, 'Verify'));
+    }
+    const bar = document.getElementById('nav');
+    bar.replaceChildren(...items);
+    if (me.data && current.store) bar.appendChild(el('span', { class: 'note' }, 'store ', text(current.store)));
+  }
+
+  async function render() {
+    if (!me) return;
+    if (poll) { clearInterval(poll); poll = null; }
+    const { view, params } = parse();
+    current = { view, params, store: params.store || null };
+    nav();
+    const pages = { timeline, event, file, tree, verify, stores };
+    const page = pages[view];
+    if (!page) { show(el('h1', {}, 'No such page')); return; }
+    if (me.data && view !== 'stores' && !current.store) { location.replace('#/stores'); return; }
+    try {
+      await page(params);
+    } catch (e) {
+      fail(e);
+    }
+  }
+
+  // ---- pages ----
+
+  async function head() {
+    return json('head');
+  }
+
+  async function timeline(params) {
+    const filtered = !!(params.agent || params.path);
+    const top = await head();
+    let from;
+    if (params.from) from = Math.max(1, Number(params.from));
+    else from = filtered ? 1 : Math.max(1, top.seq - PAGE + 1);
+    const events = top.seq === 0 ? [] : await lines('log', { agent: params.agent, path: params.path, from, limit: PAGE });
+    let shown = events;
+    if (params.command) shown = shown.filter((e) => e.command === params.command);
+    if (params.error === 'yes') shown = shown.filter((e) => e.is_error);
+    if (params.error === 'no') shown = shown.filter((e) => !e.is_error);
+    shown = shown.slice().reverse();
+
+    const field = (name, label, placeholder) => el('label', {}, label,
+      el('input', { name, value: params[name] || '', placeholder: placeholder || '' }));
+    const errorSelect = el('select', { name: 'error' },
+      el('option', { value: '' }, 'any'), el('option', { value: 'yes' }, 'errors'), el('option', { value: 'no' }, 'no errors'));
+    errorSelect.value = params.error || '';
+    const filters = el('form', {
+      class: 'filters', id: 'filters',
+      onsubmit: (e) => {
+        e.preventDefault();
+        const data = Object.fromEntries(new FormData(e.target));
+        location.hash = route('timeline', data);
+      },
+    },
+    field('agent', 'agent'), field('path', 'path', '/memories/...'), field('command', 'command', 'create, view, ...'),
+    el('label', {}, 'result', errorSelect), el('button', { type: 'submit' }, 'Filter'));
+
+    const rows = shown.map((e) => el('tr', { class: e.is_error ? 'error' : '' },
+      el('td', {}, link('event', { seq: e.seq }, String(e.seq))),
+      el('td', { class: 'mono' }, e.time),
+      el('td', {}, agentName(e.agent)),
+      el('td', {}, e.command),
+      el('td', {}, e.paths.map((p, i) => [i ? ', ' : '', link('file', { path: p }, text(p))])),
+      el('td', {}, e.is_error ? 'error' : 'ok')));
+    const table = el('table', { id: 'timeline' },
+      el('thead', {}, el('tr', {}, ['seq', 'time', 'agent', 'command', 'paths', 'result'].map((h) => el('th', {}, h)))),
+      el('tbody', {}, rows));
+
+    const keep = { agent: params.agent, path: params.path, command: params.command, error: params.error };
+    const pager = el('div', { class: 'pager' });
+    const last = events.length ? events[events.length - 1].seq : from;
+    if (filtered) {
+      if (from > 1) pager.appendChild(link('timeline', keep, 'first page'));
+      if (events.length === PAGE) pager.appendChild(link('timeline', Object.assign({ from: last + 1 }, keep), 'later events →'));
+    } else {
+      if (from > 1) pager.appendChild(link('timeline', Object.assign({ from: Math.max(1, from - PAGE) }, keep), '← older'));
+      if (last < top.seq) {
+        pager.appendChild(link('timeline', Object.assign({ from: Math.min(top.seq, from + PAGE) }, keep), 'newer →'));
+        pager.appendChild(link('timeline', keep, 'newest'));
+      }
+    }
+    pager.appendChild(el('span', { class: 'note', id: 'head' }, 'head seq ' + top.seq));
+    show(el('h1', {}, 'Timeline'), filters, pager, shown.length ? table : el('p', { class: 'note' }, 'No events here.'));
+
+    if (!params.from) {
+      // Live: the newest page follows the head.
+      poll = setInterval(async () => {
+        try {
+          const now = await head();
+          if (now.seq !== top.seq && parse().view === 'timeline') await render();
+        } catch (_) { /* next time */ }
+      }, POLL_MS);
+    }
+  }
+
+  function changeOf(shown) {
+    const c = shown.change;
+    if (!c) return el('p', { class: 'note' }, 'No change: this call only read, or was refused.');
+    switch (c.kind) {
+      case 'created':
+      case 'edited':
+        return el('div', {}, el('p', {}, c.kind + ' ', link('file', { path: c.path }, text(c.path))), diffBlock(c.diff));
+      case 'deleted':
+        return el('div', {}, el('p', {}, 'deleted ', text(c.path)), el('ul', {}, c.files.map((f) => el('li', {}, text(f)))));
+      case 'moved':
+        return el('div', {}, el('p', {}, 'moved ', text(c.from), ' → ', link('file', { path: c.to }, text(c.to))),
+          el('ul', {}, c.files.map(([a, b]) => el('li', {}, text(a), ' → ', text(b)))));
+      case 'policy':
+        return el('p', {}, 'policy: ', text(c.what));
+      default:
+        return el('p', { class: 'note' }, 'change: ' + c.kind);
+    }
+  }
+
+  async function event(params) {
+    const seq = Number(params.seq);
+    const shown = await json('show', { seq });
+    const mark = shown.verified
+      ? el('span', { class: 'mark ok', id: 'verified' }, '✓ re-derived and checked')
+      : el('span', { class: 'mark bad', id: 'verified' }, 'answer not re-derived');
+    const facts = el('dl', {},
+      el('dt', {}, 'seq'), el('dd', {}, String(shown.seq)),
+      el('dt', {}, 'time'), el('dd', {}, shown.time),
+      el('dt', {}, 'agent'), el('dd', { id: 'event-agent' }, agentName(shown.agent)),
+      el('dt', {}, 'command'), el('dd', {}, shown.command),
+      el('dt', {}, 'result'), el('dd', {}, shown.is_error ? el('span', { class: 'error' }, 'error') : 'ok'),
+      el('dt', {}, 'tool_use_id'), el('dd', {}, shown.tool_use_id ? text(shown.tool_use_id) : '—'),
+      el('dt', {}, 'paths'), el('dd', {}, shown.paths.map((p, i) => [i ? ', ' : '', link('file', { path: p }, text(p))])));
+    const input = el('pre', { class: 'text', id: 'event-input' });
+    input.textContent = JSON.stringify(shown.input, null, 2);
+    const answer = el('pre', { class: 'text', id: 'event-answer' });
+    answer.textContent = shown.answer;
+    const sent = flagged(input, input.textContent);
+    const saw = flagged(answer, shown.answer);
+    const nodes = [el('h1', {}, 'Event ' + shown.seq + ' ', mark), facts];
+    if (shown.redaction) {
+      const r = shown.redaction;
+      nodes.push(el('p', { class: 'warn' }, 'Redacted by ', agentName(r.by), ' at seq ' + r.seq + ' (' + r.time + '): ', text(r.reason)));
+    }
+    nodes.push(el('h2', {}, 'The call as sent'), sent,
+      el('h2', {}, 'The answer the model saw'), saw,
+      el('h2', {}, 'The change'), changeOf(shown));
+    const pager = el('div', { class: 'pager', id: 'event-pager' });
+    if (seq > 1) pager.appendChild(link('event', { seq: seq - 1 }, '← event ' + (seq - 1)));
+    pager.appendChild(link('event', { seq: seq + 1 }, 'event ' + (seq + 1) + ' →'));
+    nodes.push(pager);
+    const path = shown.change && (shown.change.path || shown.change.to) || shown.paths[0];
+    if (path && shown.change) {
+      const same = el('div', { class: 'pager', id: 'same-file' }, 'Same file: ');
+      nodes.push(same);
+      try {
+        const versions = await lines('history', { path });
+        const seqs = versions.map((v) => v.seq);
+        const at = seqs.indexOf(seq);
+        if (at > 0) same.appendChild(link('event', { seq: seqs[at - 1] }, '← previous (' + seqs[at - 1] + ')'));
+        if (at >= 0 && at < seqs.length - 1) same.appendChild(link('event', { seq: seqs[at + 1] }, 'next (' + seqs[at + 1] + ') →'));
+        same.appendChild(link('file', { path }, 'its history'));
+      } catch (e) {
+        same.appendChild(el('span', { class: 'note' }, e.message));
+      }
+    }
+    show(...nodes);
+  }
+
+  async function file(params) {
+    const path = params.path;
+    const versions = await lines('history', { path });
+    const rows = versions.map((v) => {
+      const details = el('details', {}, el('summary', {}, 'diff'));
+      details.addEventListener('toggle', async () => {
+        if (!details.open || details.dataset.loaded) return;
+        details.dataset.loaded = '1';
+        try {
+          const shown = await json('show', { seq: v.seq });
+          details.appendChild(changeOf(shown));
+        } catch (e) {
+          details.appendChild(el('p', { class: 'error' }, e.message));
+        }
+      });
+      return el('tr', { class: v.is_error ? 'error' : '' },
+        el('td', {}, link('event', { seq: v.seq }, String(v.seq))),
+        el('td', { class: 'mono' }, v.time),
+        el('td', {}, agentName(v.agent)),
+        el('td', {}, v.command),
+        el('td', {}, (v.file_paths || []).map((p, i) => [i ? ', ' : '', text(p)])),
+        el('td', {}, details));
+    });
+    show(el('h1', {}, 'History of ', text(path)),
+      el('p', { class: 'note' }, 'Every event that touched this file, followed through renames.'),
+      el('table', { id: 'history' },
+        el('thead', {}, el('tr', {}, ['seq', 'time', 'agent', 'command', 'file as', 'change'].map((h) => el('th', {}, h)))),
+        el('tbody', {}, rows)));
+  }
+
+  async function tree(params) {
+    const top = await head();
+    const at = params.at ? Number(params.at) : null;
+    const listing = await json('ls', { dir: params.dir || '/memories', at: at === null ? undefined : at });
+    const seqInput = el('input', { type: 'number', id: 'tree-at', min: 0, max: top.seq, value: at === null ? top.seq : at });
+    const slider = el('input', { type: 'range', id: 'tree-slider', min: 0, max: top.seq, value: at === null ? top.seq : at });
+    slider.addEventListener('input', () => { seqInput.value = slider.value; });
+    slider.addEventListener('change', () => { location.hash = route('tree', { at: slider.value, dir: params.dir }); });
+    const form = el('form', {
+      class: 'filters', id: 'tree-form',
+      onsubmit: (e) => { e.preventDefault(); location.hash = route('tree', { at: seqInput.value, dir: params.dir }); },
+    }, el('label', {}, 'after seq', seqInput), el('label', {}, 'time travel', slider), el('button', { type: 'submit' }, 'Show'));
+    const rows = listing.files.map((f) => {
+      const content = el('details', {}, el('summary', {}, 'content'));
+      content.addEventListener('toggle', async () => {
+        if (!content.open || content.dataset.loaded) return;
+        content.dataset.loaded = '1';
+        try {
+          const body = await read('cat', { path: f.path, at: at === null ? undefined : at });
+          content.appendChild(text(body, 'pre'));
+        } catch (e) {
+          content.appendChild(el('p', { class: 'error' }, e.message));
+        }
+      });
+      return el('tr', {},
+        el('td', {}, link('file', { path: f.path }, text(f.path))),
+        el('td', {}, String(f.bytes)),
+        el('td', {}, link('event', { seq: f.created }, String(f.created))),
+        el('td', {}, link('event', { seq: f.updated }, String(f.updated))),
+        el('td', {}, content));
+    });
+    show(el('h1', {}, 'Tree ', at === null ? 'now (seq ' + top.seq + ')' : 'after seq ' + at),
+      form,
+      listing.files.length
+        ? el('table', { id: 'tree' },
+          el('thead', {}, el('tr', {}, ['path', 'bytes', 'created', 'updated', ''].map((h) => el('th', {}, h)))),
+          el('tbody', {}, rows))
+        : el('p', { class: 'note' }, 'No files.'));
+  }
+
+  async function verify() {
+    const out = el('div', { id: 'verify-report' });
+    const button = el('button', {
+      id: 'run-verify',
+      onclick: async () => {
+        button.disabled = true;
+        out.replaceChildren(el('p', { class: 'note' }, 'Replaying the log…'));
+        try {
+          const report = await json('verify');
+          out.replaceChildren(verifyReport(report));
+        } catch (e) {
+          out.replaceChildren(el('p', { class: 'error' }, e.message));
+        }
+        button.disabled = false;
+      },
+    }, 'Run verify');
+    show(el('h1', {}, 'Verify'),
+      el('p', { class: 'note' }, 'Replays the whole log: re-derives every answer and checks the chain and the index.'),
+      button, out);
+  }
+
+  function verifyReport(r) {
+    const nodes = [];
+    if (!r.violations.length) {
+      nodes.push(el('p', {}, el('span', { class: 'mark ok', id: 'verify-status' }, 'INTACT')));
+    } else {
+      const first = r.violations.slice().sort((a, b) => a.seq - b.seq)[0];
+      nodes.push(el('p', {}, el('span', { class: 'mark bad', id: 'verify-status' }, 'BROKEN'),
+        ' first bad seq ', el('strong', { id: 'verify-bad-seq' }, String(first.seq)), ': ', text(first.kind), ' — ', text(first.detail)));
+      nodes.push(el('ul', {}, r.violations.slice(0, 50).map((v) => el('li', {}, 'seq ' + v.seq + ' ', text(v.kind), ': ', text(v.detail)))));
+    }
+    nodes.push(el('dl', {},
+      el('dt', {}, 'checkpoint'), el('dd', { class: 'mono', id: 'verify-checkpoint' }, r.checkpoint || '—'),
+      el('dt', {}, 'events'), el('dd', {}, String(r.events)),
+      el('dt', {}, 'head'), el('dd', { class: 'mono' }, r.head.seq + ':' + r.head.hash),
+      el('dt', {}, 'took'), el('dd', {}, r.elapsed_ms.toFixed(1) + ' ms')));
+    if (r.notes.length) nodes.push(el('ul', {}, r.notes.map((n) => el('li', { class: 'note' }, text(n)))));
+    return el('div', {}, nodes);
+  }
+
+  async function stores(params) {
+    const query = new URLSearchParams({ limit: String(PAGE) });
+    if (params.after) query.set('after', params.after);
+    const listing = JSON.parse(await request('/v1/stores?' + query.toString()));
+    const rows = listing.stores.map((s) => el('tr', {},
+      el('td', {}, el('a', { href: '#/timeline?store=' + encodeURIComponent(s.name) }, text(s.name))),
+      el('td', {}, s.open ? 'open' : 'closed')));
+    const pager = el('div', { class: 'pager' });
+    if (params.after) pager.appendChild(el('a', { href: '#/stores' }, 'first page'));
+    if (listing.next) pager.appendChild(el('a', { href: '#/stores?after=' + encodeURIComponent(listing.next) }, 'more →'));
+    show(el('h1', {}, 'Stores'),
+      el('p', { class: 'note' }, listing.open + ' of at most ' + listing.max_open + ' open'),
+      el('table', { id: 'stores' }, el('thead', {}, el('tr', {}, el('th', {}, 'store'), el('th', {}, 'state'))), el('tbody', {}, rows)),
+      pager);
+  }
+
+  window.addEventListener('hashchange', () => { if (!location.hash.startsWith('#login=')) render(); else start(); });
+  document.addEventListener('DOMContentLoaded', () => { start().catch(fail); });
+}());

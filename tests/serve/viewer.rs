@@ -1,0 +1,452 @@
+//! The viewer at `/ui/` (no browser: `tests/viewer.sh` drives one): its pages' security headers,
+//! the one-time login link, the token form, the session cookie and its CSRF token, and the
+//! refusals an adversary meets — a used or foreign link, a wrong token, a request from another
+//! site, a cookie from another server, an agent's session on the operator's routes.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use super::{Reply, Server, request};
+use crate::support::{TempStore, copy_dir, run_mnemo, tamper_record};
+
+const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+fn origin(server: &Server) -> String {
+    format!("http://{}", server.addr())
+}
+
+/// `POST /ui/api/link` with the operator token: a link's secret.
+fn mint(server: &Server) -> String {
+    let reply = server.call("POST", "/ui/api/link", b"");
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let answer: Value = serde_json::from_slice(&reply.body).expect("json");
+    answer["secret"].as_str().expect("a secret").to_string()
+}
+
+/// `POST /ui/api/login` of `body` from the server's own page.
+fn login(server: &Server, body: &Value) -> Reply {
+    let origin = origin(server);
+    request(
+        server.addr(),
+        "POST",
+        "/ui/api/login",
+        &[("Origin", &origin), ("Content-Type", "application/json")],
+        body.to_string().as_bytes(),
+    )
+}
+
+/// The `name=value` of a login's `Set-Cookie`, checked for its attributes.
+fn cookie_of(reply: &Reply) -> String {
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let set = reply.header("set-cookie").expect("a Set-Cookie header");
+    for attribute in ["HttpOnly", "SameSite=Strict", "Path=/"] {
+        assert!(set.contains(attribute), "{set}");
+    }
+    set.split(';').next().expect("name=value").to_string()
+}
+
+/// The session's CSRF token.
+fn csrf(server: &Server, cookie: &str) -> String {
+    let reply = request(
+        server.addr(),
+        "GET",
+        "/ui/api/session",
+        &[("Cookie", cookie)],
+        b"",
+    );
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let answer: Value = serde_json::from_slice(&reply.body).expect("json");
+    answer["csrf"].as_str().expect("csrf").to_string()
+}
+
+/// A viewer request: the cookie, and the extra headers.
+fn as_session(
+    server: &Server,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Reply {
+    request(server.addr(), method, target, headers, body)
+}
+
+/// A viewer's read: `GET target` with the session's cookie and CSRF token.
+fn read_as(server: &Server, cookie: &str, csrf: &str, target: &str) -> Reply {
+    as_session(
+        server,
+        "GET",
+        target,
+        &[("Cookie", cookie), ("X-Mnemo-CSRF", csrf)],
+        b"",
+    )
+}
+
+fn head(server: &Server) -> u64 {
+    server.json("/v1/head")["seq"].as_u64().expect("a seq")
+}
+
+fn write_some(server: &Server) {
+    for input in [
+        json!({"command": "create", "path": "/memories/a.md", "file_text": "alpha\n"}),
+        json!({"command": "create", "path": "/memories/b.md", "file_text": "beta\n"}),
+        json!({"command": "str_replace", "path": "/memories/a.md", "old_str": "alpha", "new_str": "ALPHA"}),
+    ] {
+        assert_eq!(server.memory(&input).status, 200);
+    }
+}
+
+#[test]
+fn every_viewer_page_carries_a_strict_policy_and_no_inline_code() {
+    let store = TempStore::new();
+    let server = Server::start(&store.path(), &[]);
+    for (target, kind) in [
+        ("/ui/", "text/html"),
+        ("/ui/app.js", "text/javascript"),
+        ("/ui/app.css", "text/css"),
+        ("/ui/api/session", "application/json"),
+    ] {
+        let reply = request(server.addr(), "GET", target, &[], b"");
+        assert_eq!(
+            reply.header("content-security-policy"),
+            Some(CSP),
+            "{target}"
+        );
+        assert_eq!(reply.header("x-content-type-options"), Some("nosniff"));
+        assert_eq!(reply.header("referrer-policy"), Some("no-referrer"));
+        assert!(
+            reply
+                .header("content-type")
+                .is_some_and(|t| t.starts_with(kind)),
+            "{target}: {:?}",
+            reply.header("content-type")
+        );
+    }
+    let page = request(server.addr(), "GET", "/ui/", &[], b"").text();
+    assert!(page.contains(r#"<script src="/ui/app.js" defer></script>"#));
+    assert_eq!(page.matches("<script").count(), 1, "no inline script");
+    assert!(!page.contains("style="), "no inline style");
+    let script = request(server.addr(), "GET", "/ui/app.js", &[], b"").text();
+    for sink in [
+        "innerHTML",
+        "outerHTML",
+        "insertAdjacentHTML",
+        "document.write",
+        "eval(",
+    ] {
+        assert!(!script.contains(sink), "app.js uses {sink}");
+    }
+    // Without a session the page says so, and the API wants a token.
+    let anonymous = request(server.addr(), "GET", "/ui/api/session", &[], b"");
+    assert_eq!(anonymous.status, 401);
+    let foreign = request(
+        server.addr(),
+        "GET",
+        "/ui/",
+        &[("Host", "evil.example:80")],
+        b"",
+    );
+    assert_eq!(foreign.status, 421, "{}", foreign.text());
+    assert_eq!(foreign.header("content-security-policy"), Some(CSP));
+}
+
+#[test]
+fn a_login_link_logs_in_once_and_only_from_this_servers_page() {
+    let store = TempStore::new();
+    let server = Server::start(&store.path(), &[]);
+    write_some(&server);
+    // Only the operator mints links.
+    let anonymous = request(server.addr(), "POST", "/ui/api/link", &[], b"");
+    assert_eq!(anonymous.status, 401);
+    let wrong = request(
+        server.addr(),
+        "POST",
+        "/ui/api/link",
+        &[("Authorization", "Bearer 00")],
+        b"",
+    );
+    assert_eq!(wrong.status, 401);
+
+    let secret = mint(&server);
+    assert_eq!(secret.len(), 64, "256 bits in hex");
+    // From another site, or from no page at all: refused, and the link is not spent.
+    for headers in [
+        vec![("Origin", "http://evil.example")],
+        vec![("Origin", "null")],
+        vec![],
+    ] {
+        let reply = request(
+            server.addr(),
+            "POST",
+            "/ui/api/login",
+            &headers,
+            json!({ "link": secret }).to_string().as_bytes(),
+        );
+        assert_eq!(reply.status, 403, "{headers:?}: {}", reply.text());
+    }
+    let cookie = cookie_of(&login(&server, &json!({ "link": secret })));
+    assert!(cookie.starts_with(&format!("mnemo_ui_{}=", server.addr().port())));
+    // Used once: dead.
+    let again = login(&server, &json!({ "link": secret }));
+    assert_eq!(again.status, 401, "{}", again.text());
+    assert!(again.header("set-cookie").is_none());
+    // A secret this server never minted.
+    let forged = login(&server, &json!({ "link": "ab".repeat(32) }));
+    assert_eq!(forged.status, 401);
+
+    // The session reads as the operator, with its CSRF token.
+    let token = csrf(&server, &cookie);
+    let log = read_as(&server, &cookie, &token, "/v1/log?limit=2");
+    assert_eq!(log.status, 200, "{}", log.text());
+    assert_eq!(log.text().lines().count(), 2);
+    let (_, stderr) = server.stop();
+    assert!(!stderr.contains(&secret), "the secret is never logged");
+    assert!(!stderr.contains(&token), "the CSRF token is never logged");
+}
+
+#[test]
+fn a_session_needs_its_csrf_token_and_refuses_changes_from_another_site() {
+    let store = TempStore::new();
+    let server = Server::start(&store.path(), &[]);
+    write_some(&server);
+    let wrong = login(&server, &json!({"token": "not-a-token"}));
+    assert_eq!(wrong.status, 401);
+    assert!(wrong.header("set-cookie").is_none());
+    let cookie = cookie_of(&login(&server, &json!({"token": server.file.token})));
+    let token = csrf(&server, &cookie);
+    let own = origin(&server);
+    let before = head(&server);
+
+    // A read without the CSRF token (another site's <img> or top-level GET): refused.
+    for headers in [
+        vec![("Cookie", cookie.as_str())],
+        vec![("Cookie", cookie.as_str()), ("X-Mnemo-CSRF", "0000")],
+    ] {
+        let reply = as_session(&server, "GET", "/v1/log", &headers, b"");
+        assert_eq!(reply.status, 403, "{headers:?}: {}", reply.text());
+    }
+    // A change from another site, or from no page, or without the CSRF token: refused, unwritten.
+    let grant =
+        json!({"action": "grant", "agent": "mallory", "prefix": "/memories", "access": "read-write"})
+            .to_string();
+    for headers in [
+        vec![
+            ("Cookie", cookie.as_str()),
+            ("X-Mnemo-CSRF", token.as_str()),
+            ("Origin", "http://evil.example"),
+        ],
+        vec![
+            ("Cookie", cookie.as_str()),
+            ("X-Mnemo-CSRF", token.as_str()),
+        ],
+        vec![("Cookie", cookie.as_str()), ("Origin", own.as_str())],
+        vec![
+            ("Cookie", cookie.as_str()),
+            ("Origin", own.as_str()),
+            ("Content-Type", "text/plain"),
+        ],
+    ] {
+        let reply = as_session(&server, "POST", "/v1/acl", &headers, grant.as_bytes());
+        assert_eq!(reply.status, 403, "{headers:?}: {}", reply.text());
+    }
+    assert_eq!(head(&server), before, "no refused change was written");
+    // From its own page, with its token: the session acts as the operator.
+    let reply = as_session(
+        &server,
+        "POST",
+        "/v1/acl",
+        &[
+            ("Cookie", &cookie),
+            ("X-Mnemo-CSRF", &token),
+            ("Origin", &own),
+        ],
+        grant.as_bytes(),
+    );
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert_eq!(head(&server), before + 1);
+
+    // Two cookies of this server's name: refused rather than guessed between.
+    let doubled = format!("{cookie}; {cookie}");
+    let reply = read_as(&server, &doubled, &token, "/v1/head");
+    assert_eq!(reply.status, 400, "{}", reply.text());
+
+    // Logging out needs the token too; after it the cookie is dead.
+    let refused = as_session(
+        &server,
+        "POST",
+        "/ui/api/logout",
+        &[("Cookie", &cookie), ("Origin", &own)],
+        b"",
+    );
+    assert_eq!(refused.status, 403);
+    let out = as_session(
+        &server,
+        "POST",
+        "/ui/api/logout",
+        &[
+            ("Cookie", &cookie),
+            ("X-Mnemo-CSRF", &token),
+            ("Origin", &own),
+        ],
+        b"",
+    );
+    assert_eq!(out.status, 200, "{}", out.text());
+    let dead = read_as(&server, &cookie, &token, "/v1/head");
+    assert_eq!(dead.status, 401, "{}", dead.text());
+}
+
+#[test]
+fn a_cookie_from_another_server_is_refused() {
+    let (one, two) = (TempStore::new(), TempStore::new());
+    let first = Server::start(&one.path(), &[]);
+    let second = Server::start(&two.path(), &[]);
+    let cookie = cookie_of(&login(&first, &json!({ "link": mint(&first) })));
+    let token = csrf(&first, &cookie);
+    let id = cookie.split_once('=').expect("name=value").1;
+    // The browser sends every cookie of the host (cookies ignore ports): the other server finds
+    // its own name absent, or, planted under its name, a session it never opened.
+    for sent in [
+        cookie.clone(),
+        format!("mnemo_ui_{}={id}", second.addr().port()),
+    ] {
+        let reply = read_as(&second, &sent, &token, "/v1/head");
+        assert_eq!(reply.status, 401, "{sent}: {}", reply.text());
+        let session = as_session(&second, "GET", "/ui/api/session", &[("Cookie", &sent)], b"");
+        assert_eq!(session.status, 401);
+    }
+    // And a link of one server does not log in to the other.
+    let secret = mint(&first);
+    assert_eq!(login(&second, &json!({ "link": secret })).status, 401);
+    cookie_of(&login(&first, &json!({ "link": secret })));
+}
+
+#[test]
+fn an_agents_session_reaches_only_what_its_token_does() {
+    let store = TempStore::new();
+    let server = Server::start(&store.path(), &[]);
+    let body = json!({"agent": "planner", "label": "viewer"}).to_string();
+    let created = server.call("POST", "/v1/tokens", body.as_bytes());
+    assert_eq!(created.status, 200, "{}", created.text());
+    let agent_token = serde_json::from_slice::<Value>(&created.body).expect("json")["token"]
+        .as_str()
+        .expect("token")
+        .to_string();
+    let cookie = cookie_of(&login(&server, &json!({ "token": agent_token })));
+    let session = as_session(
+        &server,
+        "GET",
+        "/ui/api/session",
+        &[("Cookie", &cookie)],
+        b"",
+    );
+    let who: Value = serde_json::from_slice(&session.body).expect("json");
+    assert_eq!(
+        (who["principal"].as_str(), who["agent"].as_str()),
+        (Some("agent"), Some("planner"))
+    );
+    let token = who["csrf"].as_str().expect("csrf").to_string();
+    for target in ["/v1/log", "/v1/verify", "/v1/acl", "/v1/tokens"] {
+        let reply = read_as(&server, &cookie, &token, target);
+        assert_eq!(reply.status, 403, "{target}: {}", reply.text());
+    }
+    // Minting links is the operator's, by bearer token only.
+    let mint = as_session(
+        &server,
+        "POST",
+        "/ui/api/link",
+        &[
+            ("Cookie", &cookie),
+            ("X-Mnemo-CSRF", &token),
+            ("Origin", &origin(&server)),
+        ],
+        b"",
+    );
+    assert_eq!(mint.status, 401);
+}
+
+#[test]
+fn a_data_servers_viewer_lists_its_stores() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let data = dir.path().join("stores");
+    let server = Server::start_data(&data, &[]);
+    let made = server.call("POST", "/v1/stores", br#"{"name": "alpha"}"#);
+    assert_eq!(made.status, 201, "{}", made.text());
+    let cookie = cookie_of(&login(&server, &json!({ "link": mint(&server) })));
+    let session = as_session(
+        &server,
+        "GET",
+        "/ui/api/session",
+        &[("Cookie", &cookie)],
+        b"",
+    );
+    let who: Value = serde_json::from_slice(&session.body).expect("json");
+    assert_eq!(who["data"], true);
+    let token = who["csrf"].as_str().expect("csrf").to_string();
+    let headers = [
+        ("Cookie", cookie.as_str()),
+        ("X-Mnemo-CSRF", token.as_str()),
+    ];
+    let stores = as_session(&server, "GET", "/v1/stores", &headers, b"");
+    assert_eq!(stores.status, 200, "{}", stores.text());
+    assert!(stores.text().contains("\"alpha\""));
+    let log = as_session(&server, "GET", "/v1/stores/alpha/head", &headers, b"");
+    assert_eq!(log.status, 200, "{}", log.text());
+    let page = request(server.addr(), "GET", "/ui/", &[], b"");
+    assert_eq!(page.header("content-security-policy"), Some(CSP));
+}
+
+/// Serves a copy of a store whose event 2 was changed below the API; a viewer session's verify
+/// names seq 2. With `MNEMO_VIEWER_TAMPERED` set, the tampered copy is left at that path (the
+/// browser test serves it).
+#[test]
+fn a_viewer_session_sees_verify_name_the_first_tampered_event() {
+    let store = TempStore::new();
+    {
+        let server = Server::start(&store.path(), &[]);
+        write_some(&server);
+        server.stop();
+    }
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let copy = match std::env::var_os("MNEMO_VIEWER_TAMPERED") {
+        Some(path) => Path::new(&path).to_path_buf(),
+        None => dir.path().join("tampered.mnemo.db"),
+    };
+    copy_dir(&store.path(), &copy);
+    // A byte of event 2's payload hash: its record no longer matches its payload.
+    tamper_record(&copy, 2, |record| record[80] ^= 0x01);
+    let server = Server::start(&copy, &[]);
+    let cookie = cookie_of(&login(&server, &json!({ "link": mint(&server) })));
+    let token = csrf(&server, &cookie);
+    let reply = read_as(&server, &cookie, &token, "/v1/verify");
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let report: Value = serde_json::from_slice(&reply.body).expect("json");
+    assert_eq!(report["violations"][0]["seq"], 2, "{report}");
+    server.stop();
+}
+
+#[test]
+fn mnemo_ui_prints_a_link_of_the_running_server_and_says_when_there_is_none() {
+    let store = TempStore::new();
+    let server = Server::start(&store.path(), &[]);
+    let db = store.path();
+    let db = db.to_str().expect("a UTF-8 path");
+    let out = run_mnemo(&["ui", "--db", db], "");
+    assert!(out.status.success(), "{out:?}");
+    let link = String::from_utf8(out.stdout).expect("UTF-8");
+    let prefix = format!("http://{}/ui/#login=", server.addr());
+    let secret = link
+        .trim()
+        .strip_prefix(&prefix)
+        .unwrap_or_else(|| panic!("{link:?} is not {prefix}SECRET"));
+    cookie_of(&login(&server, &json!({ "link": secret })));
+
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let none = dir.path().join("none.mnemo.db");
+    let missing = run_mnemo(&["ui", "--db", none.to_str().expect("UTF-8")], "");
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no store at"));
+    assert!(!none.exists(), "mnemo ui makes no store");
+    let unserved = run_mnemo(&["ui", "--data", dir.path().to_str().expect("UTF-8")], "");
+    assert_eq!(unserved.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&unserved.stderr).contains("mnemo serve --data"));
+}
