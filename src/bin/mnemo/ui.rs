@@ -7,7 +7,7 @@ use crate::CliResult;
 /// Finds (or, for one store, starts) the server, asks it for a login link and prints it.
 #[cfg(feature = "serve")]
 pub(crate) fn run_ui(db: &Path, data: Option<&Path>, open: bool, idle_exit: f64) -> CliResult {
-    use mnemo::cli_support::{Launch, Link, START_WAIT, find_server};
+    use mnemo::link::{Launch, Link, START_WAIT, find_server};
 
     let file = match data {
         Some(dir) => find_server(dir)?.ok_or_else(|| {
