@@ -19,9 +19,11 @@ impl MnemoClient {
         let at = at.min(self.head()?.seq);
         let policy = self.policy()?;
         #[cfg(feature = "client")]
-        let served = self
-            .remote()
-            .map(|remote| remote.records_at(Some(at)).map_err(Error::from));
+        let served = self.remote().map(|remote| {
+            remote
+                .tree_at(&MemPath::top(), Some(at))
+                .map_err(Error::from)
+        });
         #[cfg(not(feature = "client"))]
         let served: Option<Result<Vec<MemoryRecord>>> = None;
         let mut records = match served {

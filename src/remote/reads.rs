@@ -2,7 +2,7 @@
 //! a diff, the grants, the settings, the tokens, the head and verify, read into the types of
 //! [`crate::protocol`].
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::{RemoteClient, RemoteError};
 use crate::event::Seq;
@@ -116,32 +116,6 @@ impl RemoteClient {
                 created: Seq(file.created),
                 updated: Seq(file.updated),
             });
-        }
-        Ok(records)
-    }
-
-    /// The files as they were right after event `at` (`None`: now), with their content, as
-    /// `/v1/ls` and `/v1/cat` answer (operator only): every file, whoever may read it.
-    pub fn records_at(&self, at: Option<Seq>) -> Result<Vec<MemoryRecord>, RemoteError> {
-        let mut query = vec![("dir", "/".to_string())];
-        query.extend(at.map(|at| ("at", at.0.to_string())));
-        let listed = self.json(&self.get("/v1/ls", &query)?)?;
-        let files = listed["files"]
-            .as_array()
-            .ok_or_else(|| self.protocol("no \"files\" list".into()))?;
-        let mut records = Vec::with_capacity(files.len());
-        for file in files {
-            let path = file["path"]
-                .as_str()
-                .ok_or_else(|| self.protocol("a file without \"path\"".into()))?;
-            let mut wanted = vec![("path", path.to_string())];
-            wanted.extend(at.map(|at| ("at", at.0.to_string())));
-            let content = String::from_utf8(self.get("/v1/cat", &wanted)?)
-                .map_err(|e| self.protocol(format!("the content of {path} is not UTF-8 ({e})")))?;
-            let mut listed = file.clone();
-            listed["content"] = content.into();
-            listed["tags"] = json!([MEMORY_TAG, format!("path:{path}")]);
-            records.push(self.record_of(&listed)?);
         }
         Ok(records)
     }
