@@ -15,11 +15,11 @@ use crate::replay::Replay;
 pub use crate::time::utc;
 use crate::tool::COMMAND_NAMES;
 
-/// Replays events `1..=at` into memory (the `replay` module) and returns the tree as it was after
-/// event `at`.
+/// The tree as it was after event `at`: replayed into memory (the `replay` module) from the
+/// nearest tree the store keeps before it ([`crate::snapshot`]), or from event 1.
 pub fn state_at(store: &Store, at: Seq) -> Result<Projection<MemKv>> {
-    let mut replay = Replay::in_memory();
-    replay.run_to(store, at)?;
+    let mut replay = Replay::from_kept(store, at)?;
+    replay.run_to_keeping(store, at)?;
     Ok(replay.into_tree())
 }
 

@@ -13,7 +13,7 @@ use similar::{ChangeTag, TextDiff};
 
 use crate::error::{Error, Result};
 use crate::event::{Body, Event, Refusal, Seq};
-use crate::history::{describe, point, utc};
+use crate::history::{describe, point, state_at, utc};
 use crate::kv::MemKv;
 use crate::log::Store;
 use crate::paths::MemPath;
@@ -160,8 +160,8 @@ pub fn show(store: &Store, seq: Seq) -> Result<Shown> {
             event,
         });
     }
-    let mut replay = Replay::in_memory();
-    replay.run_to(store, Seq(seq.0 - 1))?;
+    let mut replay = Replay::from_kept(store, Seq(seq.0 - 1))?;
+    replay.run_to_keeping(store, Seq(seq.0 - 1))?;
     let before = BeforeAnswer::of(replay.tree(), &event)?;
     let answer = replay.apply(&event)?.answer;
     let verified = event.outcome_of(answer.is_error, &answer.text) == event.header.outcome;
@@ -303,18 +303,9 @@ pub fn diff(store: &Store, from: Seq, to: Seq, dir: &MemPath) -> Result<Vec<File
             .map(|f| (f.path, f.content))
             .collect())
     };
-    // One replay: to the earlier point, then on to the later one.
-    let (first, second) = (from.min(to), from.max(to));
-    let mut replay = Replay::in_memory();
-    replay.run_to(store, first)?;
-    let at_first = files(replay.tree())?;
-    replay.run_to(store, second)?;
-    let at_second = files(replay.tree())?;
-    let (old, new) = if from <= to {
-        (at_first, at_second)
-    } else {
-        (at_second, at_first)
-    };
+    // Each from the nearest tree the store keeps before it.
+    let old = files(&state_at(store, from)?)?;
+    let new = files(&state_at(store, to)?)?;
     let paths: BTreeSet<&String> = old.keys().chain(new.keys()).collect();
     let mut out = Vec::new();
     for path in paths {

@@ -137,6 +137,7 @@ mod semantics_version;
 mod seq;
 #[cfg(feature = "serve")]
 mod serve;
+mod snapshot;
 mod time;
 mod token;
 pub mod tool;
@@ -264,6 +265,10 @@ pub mod testing {
     /// Replaying the log into a tree.
     pub mod replay {
         pub use crate::replay::*;
+    }
+    /// Replayed trees of the past an open store keeps.
+    pub mod snapshot {
+        pub use crate::snapshot::*;
     }
     /// Replicas in object storage: segments and checkpoints.
     #[cfg(feature = "replicate")]

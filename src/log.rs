@@ -35,6 +35,7 @@ use crate::event::{FORMAT_VERSION, Frame, Seq, WRITTEN_FORMAT};
 use crate::failpoint::{Failpoint, Failpoints};
 pub use crate::head::Head;
 use crate::kv::{IndexTrees, Pending};
+use crate::snapshot::Snapshots;
 use crate::unwind::{self, catch_quietly};
 
 const FORMAT_KEY: &[u8] = b"format";
@@ -97,6 +98,8 @@ pub struct Store {
     format: Arc<AtomicU8>,
     /// The directory sled opened (the store's own, or a private copy's).
     dir_id: DirId,
+    /// Replayed trees of the past, kept while the store is open (see [`crate::snapshot`]).
+    snapshots: Arc<Snapshots>,
 }
 
 /// The store's own files outside sled: what was last synced, and the head record's handle.
@@ -477,6 +480,7 @@ impl Store {
             copy: None,
             format: Arc::default(),
             dir_id,
+            snapshots: Arc::default(),
         };
         match store.meta.get(FORMAT_KEY)? {
             Some(v) if v.len() == 1 && v[0] > FORMAT_VERSION => {
@@ -822,6 +826,11 @@ impl Store {
                 .ok_or_else(|| Error::corrupt(format!("events key {key:?} is not 8 bytes"))),
             None => Ok(Seq(0)),
         }
+    }
+
+    /// The replayed trees of the past this open store keeps (shared by its clones).
+    pub fn snapshots(&self) -> &Snapshots {
+        &self.snapshots
     }
 
     /// The log's last event. That is the head, unless a crash cut a commit short after its events

@@ -38,6 +38,7 @@ const LAYERS: &[&[&str]] = &[
     &["chain"],
     &["head"],
     &["kv"],
+    &["snapshot"],
     &["projection"],
     &["disk"],
     &["log"],

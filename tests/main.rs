@@ -44,6 +44,8 @@ mod hostile;
 mod hostile_storage;
 // mnemo show and mnemo diff: one event whole, and what changed between two events.
 mod inspect;
+// Trees of the past kept in memory: the same past as a replay from event 1, never a stale one.
+mod snapshot;
 // Bounded input: the request-size limit while reading, digests of refused input, duplicate keys,
 // invalid UTF-8.
 mod input;

@@ -105,6 +105,41 @@ impl Replay<MemKv> {
     }
 }
 
+impl Replay<MemKv> {
+    /// A replay from the tree `store` keeps nearest before or at `at` ([`crate::snapshot`]),
+    /// which the log must still hold the event it was taken after, with the same chain hash (a
+    /// tree that does not match is dropped, with every later one); from the empty tree when none
+    /// is kept. Its listings are kept between events, as [`Replay::in_memory_with_listings`].
+    pub fn from_kept(store: &Store, at: Seq) -> Result<Replay<MemKv>> {
+        let kept = store.snapshots();
+        while let Some((seq, snapshot)) = kept.nearest(at) {
+            let still = match store.get(seq)? {
+                Some(record) => Event::decode(&record)?.hash() == snapshot.hash,
+                None => false,
+            };
+            if still {
+                return Ok(Replay {
+                    tree: Projection::with_listings(MemKv::clone(&snapshot.kv)),
+                    at: seq,
+                });
+            }
+            kept.forget_from(seq);
+        }
+        Ok(Replay::in_memory_with_listings())
+    }
+
+    /// [`Replay::run_to`], leaving the store a tree at each seq its snapshots want on the way.
+    pub fn run_to_keeping(&mut self, store: &Store, to: Seq) -> Result<u64> {
+        let kept = store.snapshots();
+        self.run(store, to, |tree, event, _| {
+            if kept.wants(event.seq) {
+                kept.keep(event.seq, event.hash(), tree.kv().clone());
+            }
+            Ok::<(), Error>(())
+        })
+    }
+}
+
 impl<K> Replay<K> {
     /// The replay builds its tree in index layout `layout` (see [`Projection::in_layout`]).
     pub fn in_layout(self, layout: u8) -> Replay<K> {
