@@ -10,6 +10,7 @@ use crate::log::Store;
 use crate::paths::MemPath;
 use crate::policy::AdminCommand;
 use crate::projection::{MemoryRecord, Projection};
+pub use crate::protocol::LogQuery;
 use crate::protocol::LoggedEvent;
 use crate::replay::Replay;
 pub use crate::time::utc;
@@ -53,48 +54,57 @@ pub fn record_at(store: &Store, file: &MemPath, at: Option<Seq>) -> Result<Optio
     }
 }
 
-/// Which events `mnemo log` lists.
-#[derive(Clone, Debug, Default)]
-pub struct LogQuery {
-    /// Only events of this agent.
-    pub agent: Option<String>,
-    /// Only events naming this path or a path under it.
-    pub path: Option<MemPath>,
-    /// Start at this seq (1 when 0).
-    pub from: u64,
-    /// At most this many events.
-    pub limit: Option<usize>,
+/// Whether `event` passes the filters of `query` (not its seq bounds).
+fn selects(query: &LogQuery, event: &Event) -> bool {
+    let header = &event.header;
+    if query.agent.as_deref().is_some_and(|a| a != header.agent)
+        || query.errors.is_some_and(|e| e != header.outcome.is_error)
+        || query.since_ms.is_some_and(|t| header.time_ms < t)
+        || query.until_ms.is_some_and(|t| header.time_ms > t)
+    {
+        return false;
+    }
+    if query.command.is_none() && query.path.is_none() {
+        return true;
+    }
+    let (command, paths) = describe(event);
+    if query.command.as_deref().is_some_and(|c| c != command) {
+        return false;
+    }
+    query.path.as_ref().is_none_or(|want| {
+        paths
+            .iter()
+            .any(|p| absolute_path(p).is_ok_and(|p| p.starts_with(want)))
+    })
 }
 
-/// Calls `show` with each event `query` selects, oldest first, as `mnemo log` lists them; stops
-/// at the first error, `show`'s or the store's.
+/// Calls `show` with each event `query` selects, in its order (oldest first, or newest first
+/// with `before`), as `mnemo log` lists them; stops at the first error, `show`'s or the
+/// store's.
 pub fn select_events<E: From<Error>>(
     store: &Store,
     query: &LogQuery,
     mut show: impl FnMut(&Event) -> std::result::Result<(), E>,
 ) -> std::result::Result<(), E> {
+    let from = Seq(query.from.max(1));
+    let records: Box<dyn Iterator<Item = Result<(Seq, Vec<u8>)>>> = match query.before {
+        Some(before) => Box::new(
+            store
+                .records_back(Seq(before))
+                .take_while(move |item| !matches!(item, Ok((seq, _)) if *seq < from)),
+        ),
+        None => Box::new(store.records(from)),
+    };
     let mut shown = 0;
-    for item in store.records(Seq(query.from.max(1))) {
+    for item in records.take(usize::try_from(query.scan.unwrap_or(u64::MAX)).unwrap_or(usize::MAX))
+    {
         if query.limit.is_some_and(|l| shown >= l) {
             break;
         }
         let (_, record) = item?;
         let event = Event::decode(&record)?;
-        if query
-            .agent
-            .as_deref()
-            .is_some_and(|a| a != event.header.agent)
-        {
+        if !selects(query, &event) {
             continue;
-        }
-        if let Some(want) = &query.path {
-            let (_, paths) = describe(&event);
-            let hit = paths
-                .iter()
-                .any(|p| absolute_path(p).is_ok_and(|p| p.starts_with(want)));
-            if !hit {
-                continue;
-            }
         }
         show(&event)?;
         shown += 1;

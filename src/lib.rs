@@ -153,13 +153,13 @@ pub use data_dir::check_store_name;
 pub use disk::SERVER_FILE;
 pub use error::{Error, Result, StorageError};
 pub use event::{Body, Event, EventHash, Header, Outcome, RejectedCall, Seq, ToolCall};
-pub use history::LogQuery;
 pub use log::{Durability, Head};
 #[cfg(feature = "mcp")]
 pub use mcp::MnemoMcpServer;
 pub use paths::{MemPath, PathRejection};
 pub use policy::{ANY_AGENT, Access, AdminCommand, Grant, Policy};
 pub use projection::{MEMORY_TAG, MemoryRecord};
+pub use protocol::LogQuery;
 pub use redact::{Plan, Redacted, Selection, redact as redact_store};
 #[cfg(feature = "client")]
 pub use remote::{AdminRequest, RemoteClient, RemoteError};

@@ -13,8 +13,9 @@
 use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
-use crate::event::{Body, Event, Seq};
+use crate::event::{Body, Event, EventHash, Seq};
 use crate::history::Called;
+use crate::kv::MemKv;
 use crate::log::Store;
 use crate::paths::MemPath;
 use crate::protocol::HistoryEvent;
@@ -151,43 +152,124 @@ impl Files {
     }
 }
 
+/// The files followed through the log up to `at`, kept by the open store ([`Store::derived`]) so
+/// that each `history` replays only the events written since the last one.
+#[derive(Default)]
+struct Followed {
+    /// The tree after `at`, to answer the next events again; `None` before the first read.
+    replay: Option<Replay<MemKv>>,
+    /// The last event followed, and its chain hash (checked against the log before going on).
+    last: Option<(Seq, EventHash)>,
+    files: Files,
+    /// Per file, the events that touched it.
+    touched: BTreeMap<u64, Vec<Seq>>,
+    /// Per path, the events that named it while no file was there.
+    alone: BTreeMap<MemPath, Vec<Seq>>,
+}
+
+impl Followed {
+    /// Brings the files up to the log's end: from where it stopped if the log still holds that
+    /// event as it was, else from event 1.
+    fn catch_up(&mut self, store: &Store) -> Result<()> {
+        if let Some((seq, hash)) = self.last {
+            let same = match store.get(seq)? {
+                Some(record) => Event::decode(&record)?.hash() == hash,
+                None => false,
+            };
+            if !same {
+                *self = Followed::default();
+            }
+        }
+        let replay = self
+            .replay
+            .get_or_insert_with(Replay::in_memory_with_listings);
+        let (files, touched, alone) = (&mut self.files, &mut self.touched, &mut self.alone);
+        let mut last = None;
+        let ran = replay.run(store, Seq(u64::MAX), |_, event, traced| {
+            let (named, ids) = files.observe(event, traced.answer.change.as_ref());
+            if ids.is_empty() {
+                for path in named {
+                    alone.entry(path).or_default().push(event.seq);
+                }
+            }
+            for id in ids {
+                touched.entry(id).or_default().push(event.seq);
+            }
+            last = Some(event.seq);
+            Ok::<(), Error>(())
+        });
+        if let Err(e) = ran {
+            // An event that cannot be read or answered: the next call starts over, and meets it.
+            *self = Followed::default();
+            return Err(e);
+        }
+        if let Some(seq) = last {
+            let hash = match store.get(seq)? {
+                Some(record) => Event::decode(&record)?.hash(),
+                None => EventHash::ZERO,
+            };
+            self.last = Some((seq, hash));
+        }
+        Ok(())
+    }
+}
+
+/// The stored events `seqs`, decoded.
+fn events_at(store: &Store, seqs: &[Seq]) -> Result<Vec<Event>> {
+    seqs.iter()
+        .map(|seq| {
+            let record = store
+                .get(*seq)?
+                .ok_or_else(|| Error::corrupt(format!("event {seq} is missing from the log")))?;
+            Event::decode(&record)
+        })
+        .collect()
+}
+
 /// The files that ever lived at `path`, each with its events (following it through renames
 /// before and after it lived there), in the order they were created, then the events that named
-/// `path` while no file was there.
+/// `path` while no file was there. The files are followed once per open store and then only
+/// through the events written since ([`Followed`]).
 pub fn trails(store: &Store, path: &MemPath) -> Result<Vec<Trail>> {
-    let mut files = Files::default();
-    // Per file, the events that touched it; and the events that named `path` alone.
-    let mut touched: BTreeMap<u64, Vec<Event>> = BTreeMap::new();
-    let mut alone = Vec::new();
-    Replay::in_memory().run(store, Seq(u64::MAX), |_, event, traced| {
-        let (named, ids) = files.observe(event, traced.answer.change.as_ref());
-        if ids.is_empty() && named.iter().any(|p| p == path) {
-            alone.push(event.clone());
+    store.derived(|followed: &mut Followed| {
+        followed.catch_up(store)?;
+        followed.trails(store, path)
+    })
+}
+
+/// [`trails`] with the files followed from event 1, whatever the store keeps (for tests).
+#[cfg(any(test, feature = "testing"))]
+pub fn trails_afresh(store: &Store, path: &MemPath) -> Result<Vec<Trail>> {
+    let mut followed = Followed::default();
+    followed.catch_up(store)?;
+    followed.trails(store, path)
+}
+
+impl Followed {
+    /// The trails of `path` among the files followed so far.
+    fn trails(&self, store: &Store, path: &MemPath) -> Result<Vec<Trail>> {
+        let shown = path.to_string();
+        let mut out = Vec::new();
+        for (id, paths) in self.files.paths() {
+            if !paths.contains(&shown) {
+                continue;
+            }
+            let seqs = self.touched.get(id).map_or(&[][..], Vec::as_slice);
+            out.push(Trail {
+                file: Some(*id),
+                paths: paths.clone(),
+                events: events_at(store, seqs)?,
+            });
         }
-        for id in ids {
-            touched.entry(id).or_default().push(event.clone());
+        if let Some(seqs) = self.alone.get(path) {
+            out.push(Trail {
+                file: None,
+                paths: Vec::new(),
+                events: events_at(store, seqs)?,
+            });
         }
-        Ok::<(), Error>(())
-    })?;
-    let shown = path.to_string();
-    let mut out: Vec<Trail> = files
-        .paths()
-        .iter()
-        .filter(|(_, paths)| paths.contains(&shown))
-        .map(|(id, paths)| Trail {
-            file: Some(*id),
-            paths: paths.clone(),
-            events: touched.remove(id).unwrap_or_default(),
-        })
-        .collect();
-    if !alone.is_empty() {
-        out.push(Trail {
-            file: None,
-            paths: Vec::new(),
-            events: alone,
-        });
+        Ok(out)
     }
-    Ok(out)
 }
 
 /// One event of `trail` as `mnemo history --json` prints it: [`crate::history::logged`]

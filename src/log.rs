@@ -20,6 +20,8 @@
 //! and writes them in batches, so the stored index lags the log, and opening the store replays
 //! the missing events into it before anything else runs.
 
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
@@ -100,6 +102,9 @@ pub struct Store {
     dir_id: DirId,
     /// Replayed trees of the past, kept while the store is open (see [`crate::snapshot`]).
     snapshots: Arc<Snapshots>,
+    /// State derived from the log that readers above the store keep while it is open, one value
+    /// per type (see [`Store::derived`]).
+    derived: Arc<Mutex<HashMap<TypeId, Box<dyn Any + Send>>>>,
 }
 
 /// The store's own files outside sled: what was last synced, and the head record's handle.
@@ -481,6 +486,7 @@ impl Store {
             format: Arc::default(),
             dir_id,
             snapshots: Arc::default(),
+            derived: Arc::default(),
         };
         match store.meta.get(FORMAT_KEY)? {
             Some(v) if v.len() == 1 && v[0] > FORMAT_VERSION => {
@@ -687,6 +693,19 @@ impl Store {
         })
     }
 
+    /// Every stored record before `before`, newest first, with the seq its key names.
+    pub fn records_back(
+        &self,
+        before: Seq,
+    ) -> impl Iterator<Item = Result<(Seq, Vec<u8>)>> + use<> {
+        self.events.range(..before.key()).rev().map(|item| {
+            let (k, v) = item?;
+            let seq = Seq::from_key(&k)
+                .ok_or_else(|| Error::corrupt(format!("events key {k:?} is not 8 bytes")))?;
+            Ok((seq, v.to_vec()))
+        })
+    }
+
     /// This store's failpoints, for fault-injection tests.
     #[doc(hidden)]
     pub fn failpoints(&self) -> &Failpoints {
@@ -831,6 +850,23 @@ impl Store {
     /// The replayed trees of the past this open store keeps (shared by its clones).
     pub fn snapshots(&self) -> &Snapshots {
         &self.snapshots
+    }
+
+    /// Runs `with` on the value of type `T` this open store keeps for a reader above it (made
+    /// with `T::default()` the first time), shared by the store's clones; one `with` at a time
+    /// per store. What it keeps must check itself against the log: a store opened anew starts
+    /// with none.
+    pub(crate) fn derived<T: Any + Send + Default, R>(&self, with: impl FnOnce(&mut T) -> R) -> R {
+        let mut kept = self
+            .derived
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let slot = kept
+            .entry(TypeId::of::<T>())
+            .or_insert_with(|| Box::new(T::default()));
+        // Keyed by its type, so the downcast holds; a fresh value otherwise, rather than a panic.
+        let mut fresh = T::default();
+        with(slot.downcast_mut::<T>().unwrap_or(&mut fresh))
     }
 
     /// The log's last event. That is the head, unless a crash cut a commit short after its events

@@ -14,6 +14,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::paths::MemPath;
+
 /// One logged event, as a line of `mnemo log --json`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -448,4 +450,33 @@ mod printable_tests {
         assert_eq!(printable("a\\u{a}"), "a\\\\u{a}");
         assert_eq!(printable("é ü 日本"), "é ü 日本");
     }
+}
+
+/// Which events `mnemo log` lists.
+#[derive(Clone, Debug, Default)]
+pub struct LogQuery {
+    /// Only events of this agent.
+    pub agent: Option<String>,
+    /// Only events naming this path or a path under it.
+    pub path: Option<MemPath>,
+    /// Only events of this command (`create`, `view`, ..., or an admin command such as `redact`,
+    /// as `mnemo log` names it).
+    pub command: Option<String>,
+    /// Only events whose result was an error (`Some(true)`) or was not (`Some(false)`).
+    pub errors: Option<bool>,
+    /// Only events recorded at or after this time (milliseconds since the Unix epoch, UTC).
+    pub since_ms: Option<u64>,
+    /// Only events recorded at or before this time (milliseconds since the Unix epoch, UTC).
+    pub until_ms: Option<u64>,
+    /// Start at this seq (1 when 0); with `before`, the lowest seq looked at.
+    pub from: u64,
+    /// Newest first: the events before this seq, from the newest down (`None`: oldest first,
+    /// from `from` up).
+    pub before: Option<u64>,
+    /// At most this many events.
+    pub limit: Option<usize>,
+    /// Look at no more than this many events, whether they match or not, so that a filter that
+    /// matches little costs a bounded read (a page of a long log): the next stretch starts
+    /// where this one stopped.
+    pub scan: Option<u64>,
 }

@@ -77,12 +77,7 @@ impl MnemoClient {
     pub fn log(&self, query: &LogQuery) -> Result<Vec<LoggedEvent>> {
         #[cfg(feature = "client")]
         if let Some(remote) = self.remote() {
-            return Ok(remote.log(
-                query.agent.as_deref(),
-                query.path.as_ref(),
-                query.from,
-                query.limit,
-            )?);
+            return Ok(remote.log(query)?);
         }
         self.settle_index()?;
         let mut events = Vec::new();

@@ -117,3 +117,59 @@ fn a_retried_create_that_ran_nothing_is_no_new_file() {
         vec![(json!(1), 1), (json!(1), 2)]
     );
 }
+
+/// The files are followed once per open store and then only through the events written since:
+/// each history asked between writes is the one a store opened afresh gives.
+#[test]
+fn history_asked_between_writes_equals_history_from_a_fresh_open() {
+    let s = TempStore::new();
+    let client = s.client();
+    let server = mnemo::MnemoMemoryToolServer::new(client.clone());
+    let paths = [
+        "/memories/a.md",
+        "/memories/d/b.md",
+        "/memories/e/b.md",
+        "/memories/d",
+    ];
+    let calls = [
+        json!({"command": "create", "path": "/memories/a.md", "file_text": "first\n"}),
+        json!({"command": "view", "path": "/memories/d/b.md"}),
+        json!({"command": "rename", "old_path": "/memories/a.md", "new_path": "/memories/d/b.md"}),
+        json!({"command": "create", "path": "/memories/a.md", "file_text": "second\n"}),
+        json!({"command": "rename", "old_path": "/memories/d", "new_path": "/memories/e"}),
+        json!({"command": "str_replace", "path": "/memories/e/b.md", "old_str": "first", "new_str": "FIRST"}),
+        json!({"command": "delete", "path": "/memories/a.md"}),
+        json!({"command": "create", "path": "/memories/d/b.md", "file_text": "third\n"}),
+    ];
+    for call in &calls {
+        server.handle(call);
+        for path in paths {
+            let path = mnemo::MemPath::absolute(path).expect("path");
+            let kept: Vec<u64> = client
+                .history(&path)
+                .expect("history")
+                .iter()
+                .map(|e| e.event.seq)
+                .collect();
+            let afresh = client
+                .read_store(|store| mnemo::testing::lineage::trails_afresh(store, &path))
+                .expect("history from event 1");
+            let afresh: Vec<u64> = afresh
+                .iter()
+                .flat_map(|t| t.events.iter().map(|e| e.seq.0))
+                .collect();
+            assert_eq!(kept, afresh, "history of {path} after {call}");
+        }
+    }
+    let last: Vec<u64> = client
+        .history(&mnemo::MemPath::absolute("/memories/e/b.md").expect("path"))
+        .expect("history")
+        .iter()
+        .map(|e| e.event.seq)
+        .collect();
+    assert_eq!(
+        last,
+        [1, 3, 5, 6],
+        "create, rename into d, the directory's rename, the edit"
+    );
+}

@@ -44,6 +44,8 @@ mod hostile;
 mod hostile_storage;
 // mnemo show and mnemo diff: one event whole, and what changed between two events.
 mod inspect;
+// log's filters and its two orders, with a bounded scan, against a model.
+mod log_filters;
 // Trees of the past kept in memory: the same past as a replay from event 1, never a stale one.
 mod snapshot;
 // Bounded input: the request-size limit while reading, digests of refused input, duplicate keys,

@@ -245,6 +245,7 @@ impl PyClient {
             path: path.map(absolute_path).transpose().map_err(to_py_err)?,
             from: from.unwrap_or(1).max(1),
             limit,
+            ..LogQuery::default()
         };
         let events = self.run(py, move |c| c.log(&query))?;
         Ok(events.iter().map(PyEvent::from).collect())

@@ -11,7 +11,7 @@ use crate::paths::MemPath;
 use crate::policy::{Access, Grant, Policy};
 use crate::projection::{MEMORY_TAG, MemoryRecord};
 use crate::protocol::{
-    FileDiff, HistoryEvent, Listing, LoggedEvent, ShownEvent, TokenInfo, VerifyReport,
+    FileDiff, HistoryEvent, Listing, LogQuery, LoggedEvent, ShownEvent, TokenInfo, VerifyReport,
 };
 use crate::verify::Report;
 
@@ -122,17 +122,17 @@ impl RemoteClient {
 
     /// The logged events from seq `from` on, only `agent`'s and only those naming a path under
     /// `path` when given, at most `limit`, as `mnemo log --json` prints them (operator only).
-    pub fn log(
-        &self,
-        agent: Option<&str>,
-        path: Option<&MemPath>,
-        from: u64,
-        limit: Option<usize>,
-    ) -> Result<Vec<LoggedEvent>, RemoteError> {
-        let mut params = vec![("from", from.max(1).to_string())];
-        params.extend(agent.map(|agent| ("agent", agent.to_string())));
-        params.extend(path.map(|path| ("path", path.to_string())));
-        params.extend(limit.map(|limit| ("limit", limit.to_string())));
+    pub fn log(&self, query: &LogQuery) -> Result<Vec<LoggedEvent>, RemoteError> {
+        let mut params = vec![("from", query.from.max(1).to_string())];
+        params.extend(query.agent.as_ref().map(|agent| ("agent", agent.clone())));
+        params.extend(query.path.as_ref().map(|path| ("path", path.to_string())));
+        params.extend(query.command.as_ref().map(|c| ("command", c.clone())));
+        params.extend(query.errors.map(|e| ("error", e.to_string())));
+        params.extend(query.since_ms.map(|t| ("since_ms", t.to_string())));
+        params.extend(query.until_ms.map(|t| ("until_ms", t.to_string())));
+        params.extend(query.before.map(|b| ("before", b.to_string())));
+        params.extend(query.limit.map(|limit| ("limit", limit.to_string())));
+        params.extend(query.scan.map(|scan| ("scan", scan.to_string())));
         self.typed_lines(&self.get("/v1/log", &params)?)
     }
 

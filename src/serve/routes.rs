@@ -309,8 +309,14 @@ async fn verify(
 struct LogParams {
     agent: Option<String>,
     path: Option<String>,
+    command: Option<String>,
+    error: Option<bool>,
+    since_ms: Option<u64>,
+    until_ms: Option<u64>,
     from: Option<u64>,
+    before: Option<u64>,
     limit: Option<usize>,
+    scan: Option<u64>,
 }
 
 async fn log(
@@ -322,8 +328,14 @@ async fn log(
     let query = LogQuery {
         agent: params.agent,
         path: params.path.as_deref().map(absolute_path).transpose()?,
+        command: params.command,
+        errors: params.error,
+        since_ms: params.since_ms,
+        until_ms: params.until_ms,
         from: params.from.unwrap_or(1),
+        before: params.before,
         limit: params.limit,
+        scan: params.scan,
     };
     let client = shared.client().clone();
     let events = blocking(move || Ok(client.log(&query)?)).await?;

@@ -58,6 +58,7 @@ pub(crate) fn run_log(
         path: path.map(path_arg).transpose()?,
         from,
         limit,
+        ..LogQuery::default()
     };
     let events = crate::connect::reading(db, remote, |client| client.log(&query))?;
     let mut out = std::io::stdout().lock();

@@ -261,25 +261,45 @@
     return json('head');
   }
 
-  async function timeline(params) {
-    const filtered = !!(params.agent || params.path);
-    const top = await head();
-    let from;
-    if (params.from) from = Math.max(1, Number(params.from));
-    else from = filtered ? 1 : Math.max(1, top.seq - PAGE + 1);
-    const events = top.seq === 0 ? [] : await lines('log', { agent: params.agent, path: params.path, from, limit: PAGE });
-    let shown = events;
-    if (params.command) shown = shown.filter((e) => e.command === params.command);
-    if (params.error === 'yes') shown = shown.filter((e) => e.is_error);
-    if (params.error === 'no') shown = shown.filter((e) => !e.is_error);
-    shown = shown.slice().reverse();
+  // A filtered timeline reads the log newest first in stretches of SCAN events, until a page
+  // is full or SEARCH_MS have passed, so a filter that matches little costs a bounded read.
+  const SCAN = 20000;
+  const SEARCH_MS = 150;
 
-    const field = (name, label, placeholder) => el('label', {}, label,
-      el('input', { name, value: params[name] || '', placeholder: placeholder || '' }));
+  // A datetime-local value (the browser's local time) as milliseconds since the epoch.
+  function localMs(value) {
+    if (!value) return undefined;
+    const ms = new Date(value).getTime();
+    return Number.isFinite(ms) ? ms : undefined;
+  }
+
+  async function timeline(params) {
+    const filters = {
+      agent: params.agent, path: params.path, command: params.command,
+      error: params.error === 'yes' ? 'true' : params.error === 'no' ? 'false' : undefined,
+      since_ms: localMs(params.since), until_ms: localMs(params.until),
+    };
+    const filtered = Object.values(filters).some((v) => v !== undefined && v !== '');
+    const top = await head();
+    const newest = params.before === undefined;
+    let before = newest ? top.seq + 1 : Math.max(1, Number(params.before));
+    const events = [];
+    const started = performance.now();
+    while (before > 1 && events.length < PAGE) {
+      const want = PAGE - events.length;
+      const got = await lines('log', Object.assign({ before, limit: want, scan: filtered ? SCAN : undefined }, filters));
+      events.push(...got);
+      if (!filtered || got.length === want) before = got.length ? got[got.length - 1].seq : before;
+      else before = Math.max(1, before - SCAN);
+      if (!filtered || performance.now() - started > SEARCH_MS) break;
+    }
+
+    const field = (name, label, placeholder, type) => el('label', {}, label,
+      el('input', { name, type: type || 'text', value: params[name] || '', placeholder: placeholder || '' }));
     const errorSelect = el('select', { name: 'error' },
       el('option', { value: '' }, 'any'), el('option', { value: 'yes' }, 'errors'), el('option', { value: 'no' }, 'no errors'));
     errorSelect.value = params.error || '';
-    const filters = el('form', {
+    const form = el('form', {
       class: 'filters', id: 'filters',
       onsubmit: (e) => {
         e.preventDefault();
@@ -288,9 +308,11 @@
       },
     },
     field('agent', 'agent'), field('path', 'path', '/memories/...'), field('command', 'command', 'create, view, ...'),
-    el('label', {}, 'result', errorSelect), el('button', { type: 'submit' }, 'Filter'));
+    el('label', {}, 'result', errorSelect),
+    field('since', 'from (local time)', '', 'datetime-local'), field('until', 'to', '', 'datetime-local'),
+    el('button', { type: 'submit' }, 'Filter'));
 
-    const rows = shown.map((e) => el('tr', { class: e.is_error ? 'error' : '' },
+    const rows = events.map((e) => el('tr', { class: e.is_error ? 'error' : '' },
       el('td', {}, link('event', { seq: e.seq }, String(e.seq))),
       el('td', { class: 'mono' }, e.time),
       el('td', {}, agentName(e.agent)),
@@ -301,23 +323,18 @@
       el('thead', {}, el('tr', {}, ['seq', 'time', 'agent', 'command', 'paths', 'result'].map((h) => el('th', {}, h)))),
       el('tbody', {}, rows));
 
-    const keep = { agent: params.agent, path: params.path, command: params.command, error: params.error };
-    const pager = el('div', { class: 'pager' });
-    const last = events.length ? events[events.length - 1].seq : from;
-    if (filtered) {
-      if (from > 1) pager.appendChild(link('timeline', keep, 'first page'));
-      if (events.length === PAGE) pager.appendChild(link('timeline', Object.assign({ from: last + 1 }, keep), 'later events →'));
-    } else {
-      if (from > 1) pager.appendChild(link('timeline', Object.assign({ from: Math.max(1, from - PAGE) }, keep), '← older'));
-      if (last < top.seq) {
-        pager.appendChild(link('timeline', Object.assign({ from: Math.min(top.seq, from + PAGE) }, keep), 'newer →'));
-        pager.appendChild(link('timeline', keep, 'newest'));
-      }
-    }
+    const keep = { agent: params.agent, path: params.path, command: params.command, error: params.error, since: params.since, until: params.until };
+    const pager = el('div', { class: 'pager', id: 'timeline-pager' });
+    if (!newest) pager.appendChild(link('timeline', keep, 'newest'));
+    if (before > 1) pager.appendChild(link('timeline', Object.assign({ before }, keep), filtered ? 'search older →' : 'older →'));
+    const searched = filtered
+      ? el('span', { class: 'note', id: 'searched' }, 'searched seqs ' + before + ' to ' + (newest ? top.seq : Number(params.before) - 1))
+      : null;
     pager.appendChild(el('span', { class: 'note', id: 'head' }, 'head seq ' + top.seq));
-    show(el('h1', {}, 'Timeline'), filters, pager, shown.length ? table : el('p', { class: 'note' }, 'No events here.'));
+    show(el('h1', {}, 'Timeline'), form, pager, searched,
+      events.length ? table : el('p', { class: 'note' }, before > 1 ? 'No matching events in this stretch; search older.' : 'No events here.'));
 
-    if (!params.from) {
+    if (newest) {
       // Live: the newest page follows the head.
       poll = setInterval(async () => {
         try {
