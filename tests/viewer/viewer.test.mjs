@@ -175,7 +175,7 @@ test('timeline → event → file history → tree at a seq → verify', async (
   assert.deepEqual([...new Set(agents)], ['planner']);
   // By command and result, read newest first by the server.
   await page.goto(main.url + '/ui/#/timeline?command=create&error=no');
-  await page.waitForFunction(() => document.querySelector('#searched'));
+  await page.waitForFunction(() => document.querySelector('#filters input[name=command]')?.value === 'create' && document.querySelector('#searched'));
   const created = await page.$$eval('#timeline tbody tr', (trs) => trs.map((tr) => [tr.children[0].textContent, tr.children[3].textContent, tr.children[5].textContent]));
   assert.ok(created.length > 0);
   assert.deepEqual([...new Set(created.map((r) => r[1] + ' ' + r[2]))], ['create ok']);
@@ -185,7 +185,7 @@ test('timeline → event → file history → tree at a seq → verify', async (
   await page.goto(main.url + '/ui/#/timeline?since=' + new Date(Date.now() + 86400000).toISOString().slice(0, 16));
   await page.waitForSelector('text=No events here.');
   await page.goto(main.url + '/ui/#/timeline?agent=planner');
-  await page.waitForSelector('#timeline');
+  await page.waitForFunction(() => document.querySelector('#filters input[name=agent]')?.value === 'planner' && document.querySelector('#timeline'));
   // One event: the edit of notes.md.
   await page.click('#timeline a[href="#/event?seq=2"]');
   await page.waitForSelector('#verified');
