@@ -201,7 +201,14 @@ pub(crate) struct Shared {
     store_dir: PathBuf,
     /// The MCP sessions of `/mcp`, and whose each is.
     mcp_sessions: sessions::McpSessions,
+    /// The outcome of the last `verify` this server ran on the store (a data server keeps it
+    /// per store name, across the store's closes).
+    last_verify: LastVerify,
 }
+
+/// The outcome of the last `verify` a server ran on a store: `{"intact", "head", "first_bad",
+/// "time"}`, or nothing yet.
+pub(crate) type LastVerify = Arc<Mutex<Option<serde_json::Value>>>;
 
 impl Shared {
     /// The shared state of a server of the store `tool` answers from, at `store_dir`, whose
@@ -229,7 +236,23 @@ impl Shared {
             operator_token: token.clone(),
             store_dir,
             mcp_sessions: sessions::McpSessions::new(),
+            last_verify: LastVerify::default(),
         }
+    }
+
+    /// Remembers `report` as the store's last verify.
+    pub(crate) fn remember_verify(&self, report: &crate::protocol::VerifyReport) {
+        let first_bad = report.violations.iter().map(|v| v.seq).min();
+        let summary = serde_json::json!({
+            "intact": report.violations.is_empty(),
+            "head": report.head.seq,
+            "first_bad": first_bad,
+            "time": crate::time::utc(crate::time::now_ms()),
+        });
+        *self
+            .last_verify
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(summary);
     }
 
     /// Who a request is from (on a blocking thread: an agent token is looked up in the store).

@@ -301,6 +301,7 @@ async fn verify(
         Ok(report.to_protocol(client.path()))
     })
     .await?;
+    shared.remember_verify(&report);
     Ok(typed_body(&report))
 }
 

@@ -5,7 +5,7 @@
 //! | route | who | answer |
 //! |---|---|---|
 //! | `POST /v1/stores` `{"name": "NAME"}` | operator | 201 `{"name", "created": true}`; 409 if it exists; 400 for a name that is not one |
-//! | `GET /v1/stores?after=&limit=` | operator | `{"stores": [{"name", "open"}], "next": NAME or null}`, by name, at most `limit` (default 100, at most 1,000) after `after` |
+//! | `GET /v1/stores?after=&limit=&details=` | operator | `{"stores": [{"name", "open"}], "next": NAME or null}`, by name, at most `limit` (default 100, at most 1,000) after `after`; with `details=true` each store also has `head` (`{"seq", "hash"}`), `last_write` (when its head record was last written, UTC), `bytes` (its files) and `verified` (the last verify this server ran on it: `{"intact", "head", "first_bad", "time"}`, or null) |
 //! | `DELETE /v1/stores/NAME?confirm=NAME` | operator | `{"name", "deleted": true}`; 400 without the confirmation, 404 for no such store, 409 while a call is in flight in it |
 //! | `ANY /v1/stores/NAME/ROUTE` | as the route | the single-store route `/v1/ROUTE` of that store (`/v1/stores/NAME/mcp` is its `/mcp`), with the same bodies and answers |
 //! | `GET /v1/identity?challenge=` | anyone | the proof of `DIR` (see [`crate::discovery`]) |
@@ -161,6 +161,8 @@ pub(crate) struct Stores {
     open_count: AtomicUsize,
     failures: AtomicU64,
     clock: Instant,
+    /// Per store name, the outcome of the last verify this server ran on it.
+    verified: Mutex<HashMap<String, super::LastVerify>>,
 }
 
 impl Stores {
@@ -314,14 +316,21 @@ impl Stores {
                 remote.url()
             ));
         }
-        let shared = Arc::new(Shared::of_store(
-            opened.tool,
-            &self.token,
-            self.hosts.clone(),
-            Arc::clone(&self.activity),
-            path.to_path_buf(),
-            opened.replication,
-        ));
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let shared = Arc::new(Shared {
+            last_verify: self.last_verify(&name),
+            ..Shared::of_store(
+                opened.tool,
+                &self.token,
+                self.hosts.clone(),
+                Arc::clone(&self.activity),
+                path.to_path_buf(),
+                opened.replication,
+            )
+        });
         let app = super::store_app(Arc::clone(&shared), self.stop.clone());
         Ok(Arc::new(Served {
             shared,
@@ -400,6 +409,41 @@ impl Stores {
         Ok((listed, more))
     }
 
+    /// Where the outcome of the last verify of store `name` is kept.
+    fn last_verify(&self, name: &str) -> super::LastVerify {
+        Arc::clone(lock(&self.verified).entry(name.to_string()).or_default())
+    }
+
+    /// What the stores page shows of store `name` beside its name: its head (the open store's,
+    /// else the one its head record holds), when that record was last written, the bytes of its
+    /// files, and the last verify this server ran on it.
+    fn details(&self, name: &str) -> serde_json::Value {
+        let Some(path) = data_dir::store_dir(&self.dir, name) else {
+            return json!({});
+        };
+        let open = lock(&self.slots)
+            .get(name)
+            .and_then(|slot| slot.try_lock().ok().and_then(|open| open.clone()));
+        let head = match &open {
+            Some(served) => served.shared.client().head().ok(),
+            None => crate::disk::read_head(&path).ok().flatten(),
+        };
+        let written = std::fs::symlink_metadata(path.join(crate::disk::HEAD_FILE))
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| crate::time::utc(u64::try_from(d.as_millis()).unwrap_or(u64::MAX)));
+        let verified = lock(&self.verified)
+            .get(name)
+            .and_then(|kept| kept.lock().unwrap_or_else(PoisonError::into_inner).clone());
+        json!({
+            "head": head.map(|h| json!({"seq": h.seq.0, "hash": h.hash.to_hex()})),
+            "last_write": written,
+            "bytes": bytes_under(&path, 0),
+            "verified": verified,
+        })
+    }
+
     /// How many stores are open now.
     pub(crate) fn open_now(&self) -> usize {
         self.open_count.load(Ordering::SeqCst)
@@ -417,6 +461,22 @@ impl Stores {
         self.open_count.store(0, Ordering::SeqCst);
         self.failures.load(Ordering::SeqCst)
     }
+}
+
+/// The bytes of the regular files under `dir`, not following links, at most a few levels down
+/// (a store's files are sled's, its head record and `blobs/`).
+fn bytes_under(dir: &Path, depth: u32) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|entry| match entry.path().symlink_metadata() {
+            Ok(m) if m.is_file() => m.len(),
+            Ok(m) if m.is_dir() && depth < 4 => bytes_under(&entry.path(), depth + 1),
+            _ => 0,
+        })
+        .sum()
 }
 
 fn answer(status: StatusCode, value: &serde_json::Value) -> Response {
@@ -478,6 +538,9 @@ fn unavailable(name: &str, why: Unavailable) -> Response {
 struct Listing {
     after: Option<String>,
     limit: Option<usize>,
+    /// Each store's head, last write, size and last verify too.
+    #[serde(default)]
+    details: bool,
 }
 
 /// The largest page of `GET /v1/stores`.
@@ -498,18 +561,33 @@ async fn list(
             &format!("limit must be 1 to {MAX_PAGE}: GET /v1/stores?limit=100&after=NAME"),
         );
     }
-    let after = query.0.after;
+    let (after, details) = (query.0.after, query.0.details);
     let (open_now, max_open) = (stores.open_now(), stores.options.max_open_stores);
-    let listed = blocking(move || stores.list(after.as_deref(), limit)).await;
+    let listed = blocking(move || {
+        let (names, more) = stores.list(after.as_deref(), limit)?;
+        let listed: Vec<_> = names
+            .into_iter()
+            .map(|(name, open)| {
+                let mut entry = json!({"name": name, "open": open});
+                if details {
+                    if let (Some(entry), serde_json::Value::Object(more)) =
+                        (entry.as_object_mut(), stores.details(&name))
+                    {
+                        entry.extend(more);
+                    }
+                }
+                (name, entry)
+            })
+            .collect();
+        Ok::<_, std::io::Error>((listed, more))
+    })
+    .await;
     match listed {
         Ok(Ok((names, more))) => {
             let next = more
                 .then(|| names.last().map(|(name, _)| name.clone()))
                 .flatten();
-            let stores: Vec<_> = names
-                .into_iter()
-                .map(|(name, open)| json!({"name": name, "open": open}))
-                .collect();
+            let stores: Vec<_> = names.into_iter().map(|(_, entry)| entry).collect();
             answer(
                 StatusCode::OK,
                 &json!({"stores": stores, "next": next, "open": open_now, "max_open": max_open}),
@@ -781,6 +859,7 @@ pub fn serve_data(
             open_count: AtomicUsize::new(0),
             failures: AtomicU64::new(0),
             clock: Instant::now(),
+            verified: Mutex::default(),
         });
         let app = Router::new()
             .route("/v1/stores", get(list).post(create))

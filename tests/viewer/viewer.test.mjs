@@ -304,10 +304,24 @@ test('a --data server lists its stores and opens one', async () => {
     });
     assert.equal(r.status, 201);
   }
+  // Two events in beta, then a verify of it by the API.
+  const auth = { Authorization: 'Bearer ' + data.token, 'Content-Type': 'application/json' };
+  for (const call of [{ command: 'create', path: '/memories/b.md', file_text: 'b\n' }, { command: 'view', path: '/memories/b.md' }]) {
+    const r = await fetch(data.url + '/v1/stores/beta/memory', { method: 'POST', headers: auth, body: JSON.stringify(call) });
+    assert.equal(r.status, 200, await r.text());
+  }
+  const verified = await fetch(data.url + '/v1/stores/beta/verify', { headers: auth });
+  assert.equal(verified.status, 200);
   const { context, page } = await loggedIn(data, ['--data', dir]);
   await page.waitForSelector('#stores');
-  const names = await page.$$eval('#stores tbody tr td:first-child', (tds) => tds.map((td) => td.textContent));
-  assert.deepEqual(names, ['alpha', 'beta']);
+  const rows = await page.$$eval('#stores tbody tr', (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)));
+  assert.deepEqual(rows.map((r) => r[0]), ['alpha', 'beta']);
+  const beta = rows[1];
+  assert.equal(beta[2], '2', 'beta\'s head seq');
+  assert.match(beta[3], /^\d{4}-\d\d-\d\dT/, 'beta\'s last write');
+  assert.match(beta[4], /^[\d.]+ [KM]?B$/, 'beta\'s size');
+  assert.match(beta[5], /^INTACT to seq 2, /);
+  assert.equal(rows[0][5], 'not verified since the server started');
   await shot(page, 'stores');
   await page.click('#stores a >> text=alpha');
   await page.waitForSelector('text=No events here.');

@@ -524,19 +524,41 @@
     return el('div', {}, nodes);
   }
 
+  function bytesShown(n) {
+    if (n === undefined || n === null) return '—';
+    const units = ['B', 'KB', 'MB', 'GB', 'TB'];
+    let value = n;
+    let unit = 0;
+    while (value >= 1000 && unit < units.length - 1) { value /= 1000; unit += 1; }
+    return (unit ? value.toFixed(1) : String(value)) + ' ' + units[unit];
+  }
+
+  function verifiedShown(v) {
+    if (!v) return el('span', { class: 'note' }, 'not verified since the server started');
+    return v.intact
+      ? el('span', {}, el('span', { class: 'mark ok' }, 'INTACT'), ' to seq ' + v.head + ', ' + v.time)
+      : el('span', {}, el('span', { class: 'mark bad' }, 'BROKEN'), ' at seq ' + v.first_bad + ', ' + v.time);
+  }
+
   async function stores(params) {
-    const query = new URLSearchParams({ limit: String(PAGE) });
+    const query = new URLSearchParams({ limit: String(PAGE), details: 'true' });
     if (params.after) query.set('after', params.after);
     const listing = JSON.parse(await request('/v1/stores?' + query.toString()));
     const rows = listing.stores.map((s) => el('tr', {},
       el('td', {}, el('a', { href: '#/timeline?store=' + encodeURIComponent(s.name) }, text(s.name))),
-      el('td', {}, s.open ? 'open' : 'closed')));
+      el('td', {}, s.open ? 'open' : 'closed'),
+      el('td', { class: 'mono' }, s.head ? String(s.head.seq) : '—'),
+      el('td', { class: 'mono' }, s.last_write || '—'),
+      el('td', {}, bytesShown(s.bytes)),
+      el('td', {}, verifiedShown(s.verified))));
     const pager = el('div', { class: 'pager' });
     if (params.after) pager.appendChild(el('a', { href: '#/stores' }, 'first page'));
     if (listing.next) pager.appendChild(el('a', { href: '#/stores?after=' + encodeURIComponent(listing.next) }, 'more →'));
     show(el('h1', {}, 'Stores'),
       el('p', { class: 'note' }, listing.open + ' of at most ' + listing.max_open + ' open'),
-      el('table', { id: 'stores' }, el('thead', {}, el('tr', {}, el('th', {}, 'store'), el('th', {}, 'state'))), el('tbody', {}, rows)),
+      el('table', { id: 'stores' },
+        el('thead', {}, el('tr', {}, ['store', 'state', 'head seq', 'last write', 'size', 'last verify'].map((h) => el('th', {}, h)))),
+        el('tbody', {}, rows)),
       pager);
   }
 
