@@ -185,7 +185,12 @@ impl Followed {
             .get_or_insert_with(Replay::in_memory_with_listings);
         let (files, touched, alone) = (&mut self.files, &mut self.touched, &mut self.alone);
         let mut last = None;
-        let ran = replay.run(store, Seq(u64::MAX), |_, event, traced| {
+        // The same replay leaves the store its trees of the past on the way ([`crate::snapshot`]).
+        let kept = store.snapshots();
+        let ran = replay.run(store, Seq(u64::MAX), |tree, event, traced| {
+            if kept.wants(event.seq) {
+                kept.keep(event.seq, event.hash(), tree.kv().clone());
+            }
             let (named, ids) = files.observe(event, traced.answer.change.as_ref());
             if ids.is_empty() {
                 for path in named {

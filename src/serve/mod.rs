@@ -204,6 +204,8 @@ pub(crate) struct Shared {
     /// The outcome of the last `verify` this server ran on the store (a data server keeps it
     /// per store name, across the store's closes).
     last_verify: LastVerify,
+    /// Whether [`Shared::warm_past`] runs.
+    warming: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// The outcome of the last `verify` a server ran on a store: `{"intact", "head", "first_bad",
@@ -237,7 +239,27 @@ impl Shared {
             store_dir,
             mcp_sessions: sessions::McpSessions::new(),
             last_verify: LastVerify::default(),
+            warming: Arc::default(),
         }
+    }
+
+    /// Starts, unless one runs, a replay of the whole log in the background that leaves the
+    /// store the state its past is read from (the files `history` follows, the trees `show` and
+    /// `ls --at` start from), so the viewer's pages of a long log answer from it.
+    pub(crate) fn warm_past(&self) {
+        if self.warming.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        let client = self.client().clone();
+        let warming = Arc::clone(&self.warming);
+        let root = self.tool.root().to_string();
+        tokio::task::spawn_blocking(move || {
+            if let Ok(root) = crate::paths::MemPath::absolute(&root) {
+                // A failure here is met again, and reported, by the page that needs it.
+                let _ = client.history(&root);
+            }
+            warming.store(false, std::sync::atomic::Ordering::SeqCst);
+        });
     }
 
     /// Remembers `report` as the store's last verify.

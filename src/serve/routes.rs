@@ -323,9 +323,15 @@ struct LogParams {
 async fn log(
     State(shared): State<Arc<Shared>>,
     Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
     Query(params): Query<LogParams>,
 ) -> Result<Response, Failure> {
     operator(&caller)?;
+    // The viewer's timeline (its requests alone carry the CSRF header): its next pages read the
+    // past, so the state they read it from is brought up now, in the background.
+    if headers.contains_key(super::viewer::CSRF_HEADER) {
+        shared.warm_past();
+    }
     let query = LogQuery {
         agent: params.agent,
         path: params.path.as_deref().map(absolute_path).transpose()?,

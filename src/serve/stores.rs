@@ -409,6 +409,20 @@ impl Stores {
         Ok((listed, more))
     }
 
+    /// Who `token` is in store `name` (opening it if it is closed): the agent it was issued to,
+    /// or a refusal that names no store that is not one, as the store's routes do.
+    fn agent_in(&self, name: &str, token: &str) -> Result<super::auth::Principal, Refusal> {
+        const NONE: &str = "no such store, or the token is not one of its tokens";
+        if check_store_name(name).is_err() {
+            return Err(Refusal::Unauthorized(NONE));
+        }
+        let served = self.get(name).map_err(|_| Refusal::Unauthorized(NONE))?;
+        match served.shared.authority.principal(token) {
+            Ok(principal) => Ok(principal),
+            Err(_) => Err(Refusal::Unauthorized(NONE)),
+        }
+    }
+
     /// Where the outcome of the last verify of store `name` is kept.
     fn last_verify(&self, name: &str) -> super::LastVerify {
         Arc::clone(lock(&self.verified).entry(name.to_string()).or_default())
@@ -869,13 +883,17 @@ pub fn serve_data(
             .merge(super::memory_api::routes())
             .fallback(not_found)
             .with_state(Arc::clone(&stores));
+        let proving = Arc::clone(&stores);
         let viewer = super::viewer::Viewer::new(
             address,
             stores.hosts.clone(),
             stores.authority.clone(),
             stores.token.clone(),
             true,
-        );
+        )
+        .with_store_tokens(Arc::new(move |name: &str, token: &str| {
+            proving.agent_in(name, token)
+        }));
         let app = super::viewer::around(app, Arc::new(viewer)).layer(
             axum::middleware::from_fn_with_state(Arc::clone(&stores.activity), in_flight),
         );

@@ -76,6 +76,8 @@ struct Session {
     /// The token its requests are authenticated with.
     token: String,
     principal: Principal,
+    /// On a `--data` server, the one store an agent token's session reads (its token's store).
+    store: Option<String>,
     csrf: String,
     expires: Instant,
 }
@@ -94,7 +96,13 @@ pub(crate) struct Viewer {
     links: Mutex<HashMap<[u8; 32], Instant>>,
     /// The blake3 hash of each session id, and the session.
     sessions: Mutex<HashMap<[u8; 32], Session>>,
+    /// On a `--data` server: who an agent token is in the store that issued it.
+    store_tokens: Option<StoreTokens>,
 }
+
+/// Proves an agent token in the store that issued it (`store`, `token`): a `--data` server's
+/// tokens are each one store's.
+pub(crate) type StoreTokens = Arc<dyn Fn(&str, &str) -> Result<Principal, Refusal> + Send + Sync>;
 
 fn lock<V>(mutex: &Mutex<V>) -> MutexGuard<'_, V> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
@@ -122,7 +130,14 @@ impl Viewer {
             data,
             links: Mutex::default(),
             sessions: Mutex::default(),
+            store_tokens: None,
         }
+    }
+
+    /// A `--data` server's viewer, whose agent tokens `tokens` proves in their stores.
+    pub(crate) fn with_store_tokens(mut self, tokens: StoreTokens) -> Self {
+        self.store_tokens = Some(tokens);
+        self
     }
 
     /// A new login link's secret.
@@ -149,7 +164,12 @@ impl Viewer {
     }
 
     /// Opens a session for `principal`, authenticated by `token`: its id and CSRF token.
-    fn open_session(&self, token: String, principal: Principal) -> std::io::Result<String> {
+    fn open_session(
+        &self,
+        token: String,
+        principal: Principal,
+        store: Option<String>,
+    ) -> std::io::Result<String> {
         let id = crate::token::random_hex(32)?;
         let csrf = crate::token::random_hex(32)?;
         let now = Instant::now();
@@ -170,6 +190,7 @@ impl Viewer {
             Session {
                 token,
                 principal,
+                store,
                 csrf,
                 expires: now + SESSION_LIFE,
             },
@@ -202,11 +223,24 @@ impl Viewer {
 
     /// The session's principal, token and CSRF token, if `id` names a live one.
     fn session(&self, id: &str) -> Option<(Principal, String, String)> {
+        self.session_store(id)
+            .map(|(principal, token, csrf, _)| (principal, token, csrf))
+    }
+
+    /// [`Viewer::session`] with the store an agent's session on a `--data` server reads.
+    fn session_store(&self, id: &str) -> Option<(Principal, String, String, Option<String>)> {
         let sessions = lock(&self.sessions);
         sessions
             .get(&digest(id))
             .filter(|s| s.expires > Instant::now())
-            .map(|s| (s.principal.clone(), s.token.clone(), s.csrf.clone()))
+            .map(|s| {
+                (
+                    s.principal.clone(),
+                    s.token.clone(),
+                    s.csrf.clone(),
+                    s.store.clone(),
+                )
+            })
     }
 
     fn close_session(&self, id: &str) {
@@ -350,12 +384,14 @@ async fn link(State(viewer): State<Arc<Viewer>>, headers: HeaderMap) -> Response
     }
 }
 
-/// What `POST /ui/api/login` takes: a link's secret, or a token.
+/// What `POST /ui/api/login` takes: a link's secret, or a token (on a `--data` server, an
+/// agent token with the store that issued it).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Login {
     link: Option<String>,
     token: Option<String>,
+    store: Option<String>,
 }
 
 /// `POST /ui/api/login`: a link's secret or a token in, a session cookie out.
@@ -383,7 +419,14 @@ async fn login(State(viewer): State<Arc<Viewer>>, headers: HeaderMap, body: Byte
             );
         }
     };
+    let store = asked.store.filter(|s| !s.trim().is_empty());
     let (token, principal) = match (asked.link, asked.token) {
+        (Some(_), _) if store.is_some() => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "a login link is the operator's and names no store; send {\"link\": SECRET} alone",
+            );
+        }
         (Some(secret), None) => {
             if !viewer.redeem_link(&secret) {
                 return refuse(
@@ -399,8 +442,21 @@ async fn login(State(viewer): State<Arc<Viewer>>, headers: HeaderMap, body: Byte
         (None, Some(token)) => {
             let authority = viewer.authority.clone();
             let checked = token.clone();
-            let proved =
-                tokio::task::spawn_blocking(move || authority.principal(checked.trim())).await;
+            let in_store = match (&store, &viewer.store_tokens) {
+                (Some(name), Some(tokens)) => Some((name.clone(), Arc::clone(tokens))),
+                (Some(_), None) => {
+                    return error(
+                        StatusCode::BAD_REQUEST,
+                        "this server holds one store: log in with a token alone",
+                    );
+                }
+                (None, _) => None,
+            };
+            let proved = tokio::task::spawn_blocking(move || match in_store {
+                Some((name, tokens)) => tokens(&name, checked.trim()),
+                None => authority.principal(checked.trim()),
+            })
+            .await;
             match proved {
                 Ok(Ok(principal)) => (token.trim().to_string(), principal),
                 Ok(Err(refusal)) => return refuse("POST", ROUTE, &refusal),
@@ -419,14 +475,18 @@ async fn login(State(viewer): State<Arc<Viewer>>, headers: HeaderMap, body: Byte
             );
         }
     };
-    let opened = viewer.open_session(token, principal.clone());
+    // An operator's session reads every store; only an agent's is held to its token's.
+    let store = store.filter(|_| principal != Principal::Operator);
+    let opened = viewer.open_session(token, principal.clone(), store.clone());
     let Some(cookie) = opened.ok().and_then(|id| viewer.cookie_header(&id)) else {
         return error(
             StatusCode::SERVICE_UNAVAILABLE,
             "cannot open a session (the OS random source failed); retry",
         );
     };
-    let mut response = answer(StatusCode::OK, &describe(&principal));
+    let mut shown = describe(&principal);
+    shown["store"] = json!(store);
+    let mut response = answer(StatusCode::OK, &shown);
     response.headers_mut().insert(header::SET_COOKIE, cookie);
     response
 }
@@ -445,13 +505,14 @@ async fn session(State(viewer): State<Arc<Viewer>>, headers: HeaderMap) -> Respo
         return refuse("GET", ROUTE, &refusal);
     }
     let found = match viewer.session_id(&headers) {
-        Ok(found) => found.and_then(|id| viewer.session(id)),
+        Ok(found) => found.and_then(|id| viewer.session_store(id)),
         Err(refusal) => return refuse("GET", ROUTE, &refusal),
     };
     match found {
-        Some((principal, _, csrf)) => {
+        Some((principal, _, csrf, store)) => {
             let mut shown = describe(&principal);
             shown["csrf"] = json!(csrf);
+            shown["store"] = json!(store);
             shown["data"] = json!(viewer.data);
             answer(StatusCode::OK, &shown)
         }

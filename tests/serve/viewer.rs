@@ -82,6 +82,24 @@ fn read_as(server: &Server, cookie: &str, csrf: &str, target: &str) -> Reply {
     )
 }
 
+/// A new agent token for `agent`, issued through `route` (`/v1/tokens`, or a store's).
+fn agent_token(server: &Server, route: &str, agent: &str) -> String {
+    let body = json!({"agent": agent, "label": "viewer"}).to_string();
+    let created = server.call("POST", route, body.as_bytes());
+    assert_eq!(created.status, 200, "{}", created.text());
+    serde_json::from_slice::<Value>(&created.body).expect("json")["token"]
+        .as_str()
+        .expect("token")
+        .to_string()
+}
+
+/// Who the session of `cookie` is: `/ui/api/session`'s answer.
+fn session_of(server: &Server, cookie: &str) -> Value {
+    let session = as_session(server, "GET", "/ui/api/session", &[("Cookie", cookie)], b"");
+    assert_eq!(session.status, 200, "{}", session.text());
+    serde_json::from_slice(&session.body).expect("json")
+}
+
 fn head(server: &Server) -> u64 {
     server.json("/v1/head")["seq"].as_u64().expect("a seq")
 }
@@ -324,22 +342,9 @@ fn a_cookie_from_another_server_is_refused() {
 fn an_agents_session_reaches_only_what_its_token_does() {
     let store = TempStore::new();
     let server = Server::start(&store.path(), &[]);
-    let body = json!({"agent": "planner", "label": "viewer"}).to_string();
-    let created = server.call("POST", "/v1/tokens", body.as_bytes());
-    assert_eq!(created.status, 200, "{}", created.text());
-    let agent_token = serde_json::from_slice::<Value>(&created.body).expect("json")["token"]
-        .as_str()
-        .expect("token")
-        .to_string();
+    let agent_token = agent_token(&server, "/v1/tokens", "planner");
     let cookie = cookie_of(&login(&server, &json!({ "token": agent_token })));
-    let session = as_session(
-        &server,
-        "GET",
-        "/ui/api/session",
-        &[("Cookie", &cookie)],
-        b"",
-    );
-    let who: Value = serde_json::from_slice(&session.body).expect("json");
+    let who = session_of(&server, &cookie);
     assert_eq!(
         (who["principal"].as_str(), who["agent"].as_str()),
         (Some("agent"), Some("planner"))
@@ -393,6 +398,118 @@ fn a_data_servers_viewer_lists_its_stores() {
     assert_eq!(log.status, 200, "{}", log.text());
     let page = request(server.addr(), "GET", "/ui/", &[], b"");
     assert_eq!(page.header("content-security-policy"), Some(CSP));
+}
+
+/// On a data server an agent logs in with its token and the store that issued it: its session
+/// reads that store's files as its grants allow, and nothing of another store or the operator.
+#[test]
+fn an_agent_logs_in_to_its_store_of_a_data_server_and_reads_only_its_files() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let data = dir.path().join("stores");
+    let server = Server::start_data(&data, &[]);
+    for name in ["alpha", "beta"] {
+        let made = server.call(
+            "POST",
+            "/v1/stores",
+            json!({ "name": name }).to_string().as_bytes(),
+        );
+        assert_eq!(made.status, 201, "{}", made.text());
+    }
+    let write = |store: &str, input: Value| {
+        let reply = server.call(
+            "POST",
+            &format!("/v1/stores/{store}/memory"),
+            input.to_string().as_bytes(),
+        );
+        assert_eq!(reply.status, 200, "{}", reply.text());
+    };
+    write(
+        "alpha",
+        json!({"command": "create", "path": "/memories/shared/plan.md", "file_text": "plan\n"}),
+    );
+    write(
+        "alpha",
+        json!({"command": "create", "path": "/memories/private/key.md", "file_text": "secret\n"}),
+    );
+    write(
+        "beta",
+        json!({"command": "create", "path": "/memories/shared/other.md", "file_text": "beta's\n"}),
+    );
+    // The first grant makes the implicit one (every agent, everything) explicit: revoked here.
+    for change in [
+        json!({"action": "grant", "agent": "planner", "prefix": "/memories/shared", "access": "read"}),
+        json!({"action": "revoke", "agent": "*", "prefix": "/"}),
+    ] {
+        let changed = server.call(
+            "POST",
+            "/v1/stores/alpha/acl",
+            change.to_string().as_bytes(),
+        );
+        assert_eq!(changed.status, 200, "{}", changed.text());
+    }
+    let agent_token = agent_token(&server, "/v1/stores/alpha/tokens", "planner");
+
+    // Without the store, or with another store, the token proves nothing here.
+    for body in [
+        json!({ "token": agent_token }),
+        json!({ "token": agent_token, "store": "beta" }),
+        json!({ "token": agent_token, "store": "nosuch" }),
+        json!({ "token": agent_token, "store": "../alpha" }),
+        json!({ "token": "mnemo_wrong", "store": "alpha" }),
+    ] {
+        assert_eq!(login(&server, &body).status, 401, "{body}");
+    }
+    let cookie = cookie_of(&login(
+        &server,
+        &json!({ "token": agent_token, "store": "alpha" }),
+    ));
+    let who = session_of(&server, &cookie);
+    assert_eq!(
+        (
+            who["principal"].as_str(),
+            who["agent"].as_str(),
+            who["store"].as_str()
+        ),
+        (Some("agent"), Some("planner"), Some("alpha"))
+    );
+    let csrf = who["csrf"].as_str().expect("csrf").to_string();
+    let files = read_as(
+        &server,
+        &cookie,
+        &csrf,
+        "/v1/stores/alpha/records?tag=memorytool",
+    );
+    assert_eq!(files.status, 200, "{}", files.text());
+    let files: Value = serde_json::from_slice(&files.body).expect("json");
+    let paths: Vec<&str> = files["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .map(|f| f["path"].as_str().expect("path"))
+        .collect();
+    assert_eq!(
+        paths,
+        ["/memories/shared/plan.md"],
+        "only what the grant lets it read"
+    );
+    for target in [
+        "/v1/stores/beta/records?tag=memorytool",
+        "/v1/stores/alpha/log",
+        "/v1/stores/alpha/tokens",
+        "/v1/stores",
+    ] {
+        let reply = read_as(&server, &cookie, &csrf, target);
+        assert!(
+            [401, 403, 404].contains(&reply.status),
+            "{target}: {} {}",
+            reply.status,
+            reply.text()
+        );
+        assert!(
+            !reply.text().contains("secret") && !reply.text().contains("beta's"),
+            "{target}"
+        );
+    }
 }
 
 /// Serves a copy of a store whose event 2 was changed below the API; a viewer session's verify

@@ -326,6 +326,29 @@ test('a --data server lists its stores and opens one', async () => {
   await page.click('#stores a >> text=alpha');
   await page.waitForSelector('text=No events here.');
   await context.close();
+
+  // An agent token of beta logs in with its store, and sees beta's files and nothing else.
+  const issued = await fetch(data.url + '/v1/stores/beta/tokens', { method: 'POST', headers: auth, body: JSON.stringify({ agent: 'reader', label: 'viewer' }) });
+  assert.equal(issued.status, 200);
+  const agentToken = (await issued.json()).token;
+  const agent = await fresh();
+  const agentPage = await agent.newPage();
+  await agentPage.goto(data.url + '/ui/');
+  await agentPage.waitForSelector('#login-form');
+  await agentPage.fill('#token', agentToken);
+  await agentPage.fill('#login-store', 'alpha');
+  await agentPage.click('#login-form button');
+  await agentPage.waitForFunction(() => document.querySelector('#login-error').textContent.length > 0);
+  await agentPage.fill('#token', agentToken);
+  await agentPage.fill('#login-store', 'beta');
+  await agentPage.click('#login-form button');
+  await agentPage.waitForSelector('#files');
+  const paths = await agentPage.$$eval('#files tbody tr td:first-child', (tds) => tds.map((td) => td.textContent));
+  assert.deepEqual(paths, ['/memories/b.md']);
+  const links = await agentPage.$$eval('#nav a', (as) => as.map((a) => a.textContent));
+  assert.deepEqual(links, ['Files'], 'no operator page');
+  await shot(agentPage, 'agent-files');
+  await agent.close();
 });
 
 test('the newest page of the timeline follows the head', async () => {

@@ -102,8 +102,10 @@
 
   function base() {
     if (me && me.data) {
-      if (!current.store) throw new Error('pick a store first');
-      return '/v1/stores/' + encodeURIComponent(current.store) + '/';
+      // An agent's session reads its token's store only.
+      const store = me.store || current.store;
+      if (!store) throw new Error('pick a store first');
+      return '/v1/stores/' + encodeURIComponent(store) + '/';
     }
     return '/v1/';
   }
@@ -159,13 +161,16 @@
 
   function loginPage(message) {
     const input = el('input', { type: 'password', id: 'token', autocomplete: 'off', placeholder: 'operator token' });
+    const storeInput = el('input', { type: 'text', id: 'login-store', autocomplete: 'off', placeholder: 'store name' });
     const status = el('p', { id: 'login-error', class: 'error' }, message || '');
     const form = el('form', {
       id: 'login-form', class: 'login',
       onsubmit: async (event) => {
         event.preventDefault();
         try {
-          await loginWith({ token: input.value });
+          const body = { token: input.value };
+          if (storeInput.value.trim()) body.store = storeInput.value.trim();
+          await loginWith(body);
           input.value = '';
           await start();
         } catch (e) {
@@ -175,6 +180,8 @@
     },
     el('label', { for: 'token' }, 'Token (the operator\'s, from the server file, or an agent token)'),
     input,
+    el('label', { for: 'login-store' }, 'Store (an agent token of a server of many stores: the store that issued it)'),
+    storeInput,
     el('button', { type: 'submit' }, 'Log in'));
     document.getElementById('nav').replaceChildren();
     document.getElementById('who').replaceChildren();
@@ -206,7 +213,8 @@
     const who = document.getElementById('who');
     who.replaceChildren(me.principal === 'operator' ? 'operator' : el('span', {}, 'agent ', agentName(me.agent)), ' ',
       el('button', { id: 'logout', onclick: logout }, 'Log out'));
-    if (!location.hash.startsWith('#/')) location.replace('#/' + (me.data ? 'stores' : 'timeline'));
+    const landing = me.principal !== 'operator' ? 'files' : me.data ? 'stores' : 'timeline';
+    if (!location.hash.startsWith('#/')) location.replace('#/' + landing);
     await render();
   }
 
@@ -229,6 +237,11 @@
 
   function nav() {
     const items = [];
+    if (me.principal !== 'operator') {
+      // An agent's session: the files its grants let it read, nothing of the operator's.
+      document.getElementById('nav').replaceChildren(link('files', {}, 'Files'));
+      return;
+    }
     if (me.data) items.push(link('stores', { store: undefined }, 'Stores'));
     if (!me.data || current.store) {
       items.push(link('timeline', {}, 'Timeline'), link('tree', {}, 'Tree'), link('verify', {}, 'Verify'));
@@ -244,10 +257,10 @@
     const { view, params } = parse();
     current = { view, params, store: params.store || null };
     nav();
-    const pages = { timeline, event, file, tree, verify, stores };
+    const pages = { timeline, event, file, tree, verify, stores, files };
     const page = pages[view];
     if (!page) { show(el('h1', {}, 'No such page')); return; }
-    if (me.data && view !== 'stores' && !current.store) { location.replace('#/stores'); return; }
+    if (me.data && view !== 'stores' && !current.store && !me.store) { location.replace('#/stores'); return; }
     try {
       await page(params);
     } catch (e) {
@@ -560,6 +573,30 @@
         el('thead', {}, el('tr', {}, ['store', 'state', 'head seq', 'last write', 'size', 'last verify'].map((h) => el('th', {}, h)))),
         el('tbody', {}, rows)),
       pager);
+  }
+
+  // The files the session may read, now: an agent's through its grants (`/v1/records`, which
+  // logs nothing), the operator's all.
+  async function files() {
+    const listing = await json('records', { tag: 'memorytool' });
+    const rows = listing.files.map((f) => {
+      const content = el('details', {}, el('summary', {}, 'content'));
+      content.appendChild(text(f.content, 'pre'));
+      return el('tr', {},
+        el('td', {}, text(f.path)),
+        el('td', {}, String(new TextEncoder().encode(f.content).length)),
+        el('td', {}, String(f.created)),
+        el('td', {}, String(f.updated)),
+        el('td', {}, content));
+    });
+    const who = me.principal === 'operator' ? 'every file' : el('span', {}, 'what ', agentName(me.agent), '\'s grants let it read');
+    show(el('h1', {}, 'Files'),
+      el('p', { class: 'note' }, 'Now: ', who, me.store ? el('span', {}, ', in store ', text(me.store)) : ''),
+      listing.files.length
+        ? el('table', { id: 'files' },
+          el('thead', {}, el('tr', {}, ['path', 'bytes', 'created', 'updated', ''].map((h) => el('th', {}, h)))),
+          el('tbody', {}, rows))
+        : el('p', { class: 'note' }, 'No files you may read.'));
   }
 
   window.addEventListener('hashchange', () => { if (!location.hash.startsWith('#login=')) render(); else start(); });
