@@ -567,3 +567,57 @@ fn mnemo_ui_prints_a_link_of_the_running_server_and_says_when_there_is_none() {
     assert_eq!(unserved.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&unserved.stderr).contains("mnemo serve --data"));
 }
+
+/// Another local user reaches the server's loopback port like anyone, but not its login: `mnemo
+/// ui` run as `nobody` cannot read the store's server file (the operator token), so it prints no
+/// link and starts no second server.
+#[test]
+fn another_local_user_gets_no_login_link() {
+    const TEST: &str = "mnemo ui as another local user";
+    if !(crate::support::is_root() && crate::support::have("setpriv")) {
+        return crate::support::skip(TEST, "needs root and setpriv to run a child as nobody");
+    }
+    let as_nobody = |args: &[&str]| {
+        std::process::Command::new("setpriv")
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                crate::support::mnemo_bin(),
+            ])
+            .args(args)
+            .output()
+            .expect("run setpriv")
+    };
+    if !as_nobody(&["--version"]).status.success() {
+        return crate::support::skip(
+            TEST,
+            "the built binary is not reachable by nobody (a private checkout)",
+        );
+    }
+    let store = TempStore::new();
+    let server = Server::start(&store.path(), &[]);
+    // Every directory above the store open to other users: only the store's own modes stop them.
+    let mut dir = store.path();
+    while let Some(parent) = dir.parent().map(Path::to_path_buf) {
+        if parent == Path::new("/") || parent == std::env::temp_dir() {
+            break;
+        }
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&parent, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        dir = parent;
+    }
+    let db = store.path();
+    let out = as_nobody(&["ui", "--db", db.to_str().expect("UTF-8")]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{out:?}");
+    assert!(
+        !stdout.contains("login="),
+        "a link for another user: {stdout}"
+    );
+    // Refused for what it could not read, not for anything else.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("ermission denied"), "{stderr}");
+    // The server that holds the store is still the one, and still answers its own operator.
+    assert_eq!(server.call("POST", "/ui/api/link", b"").status, 200);
+}

@@ -7,8 +7,20 @@ use crate::CliResult;
 /// Finds (or, for one store, starts) the server, asks it for a login link and prints it.
 #[cfg(feature = "serve")]
 pub(crate) fn run_ui(db: &Path, data: Option<&Path>, open: bool, idle_exit: f64) -> CliResult {
-    use mnemo::link::{Launch, Link, START_WAIT, find_server};
+    use mnemo::link::{Launch, Link, START_WAIT, ServerFile, find_server};
 
+    // A server file this user may not read is another user's server: say so, rather than
+    // start a server that cannot open the store either.
+    let dir = data.unwrap_or(db);
+    if let Err(e) = ServerFile::read(dir) {
+        if e.kind() == std::io::ErrorKind::PermissionDenied {
+            return Err(format!(
+                "cannot read the server file of {} ({e}): the viewer's login is for the user who owns the store; run `mnemo ui` as that user",
+                dir.display()
+            )
+            .into());
+        }
+    }
     let file = match data {
         Some(dir) => find_server(dir)?.ok_or_else(|| {
             format!(
