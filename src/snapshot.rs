@@ -4,8 +4,9 @@
 //!
 //! A [`Snapshots`] belongs to one open store (a [`crate::log::Store`] and its clones) and is
 //! filled by the replays that read the past ([`crate::replay`]): as one runs forward it leaves a
-//! tree every [`Snapshots::spacing`] events. What it holds is bounded: at most [`MAX_TREES`]
-//! trees and [`MAX_BYTES`] of them; when either would be passed, the spacing doubles and every
+//! tree every so many events (the spacing). What it holds is bounded: at most [`MAX_TREES`]
+//! trees and [`MAX_BYTES`] of them, and every store open in the process together at most
+//! [`PROCESS_MAX_BYTES`]; when either would be passed, the spacing doubles and every
 //! tree off the new spacing goes (so a long log keeps trees evenly spread, each replay at most one
 //! spacing long). A tree larger than the budget is not kept at all.
 //!
@@ -15,6 +16,7 @@
 //! trees: it replays from event 1 and is what proves them.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::event::{EventHash, Seq};
@@ -25,6 +27,22 @@ pub const MAX_TREES: usize = 256;
 
 /// The most bytes (keys, values and a per-entry overhead) one store's trees take together.
 pub const MAX_BYTES: usize = 64 << 20;
+
+/// The most bytes the trees of every store open in this process take together (a data server
+/// holds many): a store that would pass it thins its own trees, and keeps none when it has none.
+pub const PROCESS_MAX_BYTES: usize = 256 << 20;
+
+/// What the trees of several stores may hold together, and hold now.
+struct Budget {
+    max: usize,
+    held: AtomicUsize,
+}
+
+/// The budget of every store open in this process.
+static PROCESS: Budget = Budget {
+    max: PROCESS_MAX_BYTES,
+    held: AtomicUsize::new(0),
+};
 
 /// The spacing of a store's first trees, in events.
 pub const FIRST_SPACING: u64 = 1024;
@@ -54,6 +72,8 @@ struct Inner {
     bytes: usize,
     /// [`MAX_BYTES`], or less in tests.
     max_bytes: usize,
+    /// What it shares with the other stores' trees: [`PROCESS`], or another in tests.
+    shared: &'static Budget,
 }
 
 impl Default for Snapshots {
@@ -73,12 +93,18 @@ fn size_of(kv: &MemKv) -> usize {
 impl Snapshots {
     /// Trees kept within `max_bytes`.
     fn within(max_bytes: usize) -> Snapshots {
+        Snapshots::sharing(max_bytes, &PROCESS)
+    }
+
+    /// Trees kept within `max_bytes`, and with other stores' within `shared`.
+    fn sharing(max_bytes: usize, shared: &'static Budget) -> Snapshots {
         Snapshots {
             inner: Mutex::new(Inner {
                 trees: BTreeMap::new(),
                 spacing: FIRST_SPACING,
                 bytes: 0,
                 max_bytes,
+                shared,
             }),
         }
     }
@@ -121,6 +147,7 @@ impl Snapshots {
             return false;
         }
         inner.bytes += bytes;
+        inner.shared.held.fetch_add(bytes, Ordering::SeqCst);
         inner.trees.insert(
             seq,
             Snapshot {
@@ -129,7 +156,13 @@ impl Snapshots {
                 bytes,
             },
         );
-        while inner.trees.len() > MAX_TREES || inner.bytes > inner.max_bytes {
+        while inner.trees.len() > MAX_TREES
+            || inner.bytes > inner.max_bytes
+            || inner.shared.held.load(Ordering::SeqCst) > inner.shared.max
+        {
+            if inner.trees.is_empty() {
+                break;
+            }
             inner.thin();
         }
         inner.trees.contains_key(&seq)
@@ -140,7 +173,7 @@ impl Snapshots {
     pub fn forget_from(&self, seq: Seq) {
         let mut inner = self.lock();
         let dropped = inner.trees.split_off(&seq);
-        inner.bytes -= dropped.values().map(|t| t.bytes).sum::<usize>();
+        inner.release(dropped.values().map(|t| t.bytes).sum());
     }
 
     /// How many trees are kept, and their bytes.
@@ -152,7 +185,8 @@ impl Snapshots {
 }
 
 impl Inner {
-    /// Doubles the spacing and drops the trees off it.
+    /// Doubles the spacing and drops the trees off it (the last one too, once the spacing
+    /// passes every kept seq).
     fn thin(&mut self) {
         self.spacing = self.spacing.saturating_mul(2);
         let spacing = self.spacing;
@@ -164,7 +198,21 @@ impl Inner {
             }
             keep
         });
-        self.bytes -= freed;
+        self.release(freed);
+    }
+
+    /// Counts `bytes` of trees as gone, here and in the process.
+    fn release(&mut self, bytes: usize) {
+        self.bytes -= bytes;
+        self.shared.held.fetch_sub(bytes, Ordering::SeqCst);
+    }
+}
+
+impl Drop for Snapshots {
+    fn drop(&mut self) {
+        let mut inner = self.lock();
+        let held = inner.bytes;
+        inner.release(held);
     }
 }
 
@@ -221,6 +269,34 @@ mod tests {
         assert!(
             !big.keep(Seq(1 << 40), EventHash::ZERO, tree(1100, 100)),
             "larger than the budget"
+        );
+    }
+
+    #[test]
+    fn stores_together_stay_within_the_shared_budget_and_give_it_back_when_closed() {
+        let one = size_of(&tree(100, 100));
+        let shared: &'static Budget = Box::leak(Box::new(Budget {
+            max: 6 * one,
+            held: AtomicUsize::new(0),
+        }));
+        let stores: Vec<Snapshots> = (0..4)
+            .map(|_| Snapshots::sharing(MAX_BYTES, shared))
+            .collect();
+        for round in 1..=6 {
+            for store in &stores {
+                let seq = Seq(round * store.spacing());
+                store.keep(seq, EventHash::ZERO, tree(100, 100));
+                assert!(shared.held.load(Ordering::SeqCst) <= shared.max);
+            }
+        }
+        let held: usize = stores.iter().map(|s| s.held().1).sum();
+        assert_eq!(held, shared.held.load(Ordering::SeqCst));
+        assert!(held > 0);
+        drop(stores);
+        assert_eq!(
+            shared.held.load(Ordering::SeqCst),
+            0,
+            "closed stores give their bytes back"
         );
     }
 
