@@ -402,6 +402,7 @@ const MODULE_SURFACE: &[&str] = &[
     "protocol::ListedFile",
     "protocol::Listing",
     "protocol::printable",
+    "protocol::LogQuery",
     "protocol::LoggedEvent",
     "protocol::Redaction",
     "protocol::Revocation",
