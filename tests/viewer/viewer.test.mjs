@@ -533,3 +533,32 @@ test('the verify page shows where a replicating server\'s replica stands', async
   assert.deepEqual(errors, []);
   await context.close();
 });
+
+test('a --data server\'s store has its own access and redaction pages', async () => {
+  const dir = join(work, 'data-pages');
+  const data = await serve(['--data', dir], dir);
+  const made = await fetch(data.url + '/v1/stores', {
+    method: 'POST',
+    headers: { Authorization: 'Bearer ' + data.token, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ name: 'gamma' }),
+  });
+  assert.equal(made.status, 201);
+  const { context, page, errors } = await loggedIn(data, ['--data', dir]);
+  await page.waitForSelector('#stores');
+  assert.equal(await page.$('#nav a[href^="#/access"]'), null, 'no store picked: no store\'s access');
+  await page.click('#stores a >> text=gamma');
+  await page.click('#nav a[href="#/access?store=gamma"]');
+  await page.waitForSelector('#issue-form');
+  await page.fill('#issue-form input[name=agent]', 'worker');
+  await page.click('#issue-token');
+  await page.click('#issue-token-confirm');
+  await page.waitForSelector('#issued-token');
+  // Issued by that store: listed in it.
+  const listed = await fetch(data.url + '/v1/stores/gamma/tokens', { headers: { Authorization: 'Bearer ' + data.token } });
+  assert.match(await listed.text(), /"agent":"worker"/);
+  await page.click('#nav a[href="#/redact?store=gamma"]');
+  await page.waitForSelector('#redactions-box');
+  assert.match(await page.textContent('#redactions-box'), /No redactions/);
+  assert.deepEqual(errors, []);
+  await context.close();
+});
