@@ -5,6 +5,7 @@
 //! | `POST /v1/memory` | the `tool_result` JSON for the body (a `tool_use` block or a bare input) |
 //! | `GET /v1/head` | `{"seq", "hash", "checkpoint"}` of the last event |
 //! | `GET /v1/verify?expect=` | the report, as `mnemo verify --json [--expect SEQ:HASH]` prints it |
+//! | `GET /v1/verify?progress=1` | NDJSON: `{"progress": {"done", "of"}}` lines while the log is replayed, then the report (or `{"error"}`) |
 //! | `GET /v1/log?agent=&path=&from=&limit=` | one JSON object per line, as `mnemo log --json` |
 //! | `GET /v1/ls?dir=&at=` | `{"dir", "at", "files": [{"path", "bytes", "created", "updated"}]}` (`dir=/`: the whole store) |
 //! | `GET /v1/cat?path=&at=` | the file's content (`text/plain`), as `mnemo cat` prints it |
@@ -115,14 +116,14 @@ impl IntoResponse for Failure {
     fn into_response(self) -> Response {
         match self {
             Failure::Client(status, why) => error(status, &why),
-            Failure::Store(why) => error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                &format!(
-                    "the store failed ({why}); retry, and check the server's disk if it persists"
-                ),
-            ),
+            Failure::Store(why) => error(StatusCode::INTERNAL_SERVER_ERROR, &store_failed(&why)),
         }
     }
+}
+
+/// What a store failure is answered with.
+fn store_failed(why: &str) -> String {
+    format!("the store failed ({why}); retry, and check the server's disk if it persists")
 }
 
 impl From<crate::Error> for Failure {
@@ -286,6 +287,8 @@ async fn replication(
 #[derive(Deserialize)]
 struct VerifyParams {
     expect: Option<String>,
+    /// `1`: stream progress lines before the report (see [`verify_progress`]).
+    progress: Option<String>,
 }
 
 async fn verify(
@@ -296,6 +299,18 @@ async fn verify(
     operator(&caller)?;
     let expect = params.expect.as_deref().map(Head::parse).transpose()?;
     let client = shared.client().clone();
+    match params.progress.as_deref() {
+        None | Some("0") => {}
+        Some("1") => return Ok(verify_progress(Arc::clone(&shared), expect)),
+        Some(other) => {
+            return Err(Failure::Client(
+                StatusCode::BAD_REQUEST,
+                format!(
+                    "progress is 1 (stream progress lines, then the report) or 0, not {other:?}"
+                ),
+            ));
+        }
+    }
     let report = blocking(move || {
         let report = client.verify_with(expect)?;
         Ok(report.to_protocol(client.path()))
@@ -303,6 +318,63 @@ async fn verify(
     .await?;
     shared.remember_verify(&report);
     Ok(typed_body(&report))
+}
+
+/// How many lines of a verification's progress wait for a slow reader; past that, progress
+/// lines are dropped (a later one, or the report, says more) rather than waited for.
+const PROGRESS_QUEUE: usize = 16;
+
+/// `GET /v1/verify?progress=1`: NDJSON, a line `{"progress": {"done", "of"}}` at the start (0
+/// done) and every [`PROGRESS_EVERY`](crate::verify::PROGRESS_EVERY) events, then the report as
+/// the plain route answers it, or `{"error"}` if the store failed meanwhile. The status is sent
+/// before the replay ends, so a failure can only be told in that last line. The replay runs on
+/// the blocking pool, not on the request's worker thread, so that the lines flow while it runs.
+///
+/// The replay holds the store's writer, as the plain route's does, so it never waits for the
+/// reader: a progress line that finds the queue full is dropped. A reader that went away stops
+/// nothing: the replay runs to its end, as the plain route's does.
+fn verify_progress(shared: Arc<Shared>, expect: Option<Head>) -> Response {
+    let client = shared.client().clone();
+    let (lines, mut queue) = tokio::sync::mpsc::channel::<Value>(PROGRESS_QUEUE);
+    tokio::task::spawn_blocking(move || {
+        let last = client.head().and_then(|head| {
+            let _ = lines.try_send(json!({"progress": {"done": 0, "of": head.seq.0}}));
+            client.verify_watching(expect, &mut |done, of| {
+                let _ = lines.try_send(json!({"progress": {"done": done, "of": of}}));
+            })
+        });
+        let last = match last {
+            Ok(report) => {
+                let report = report.to_protocol(client.path());
+                shared.remember_verify(&report);
+                serde_json::to_value(report).unwrap_or_else(|e| json!({ "error": e.to_string() }))
+            }
+            // As the plain route's 4xx or 5xx body says it.
+            Err(e) => json!({ "error": match Failure::from(e) {
+                Failure::Client(_, why) => why,
+                Failure::Store(why) => store_failed(&why),
+            }}),
+        };
+        // The writer is let go by now: the report waits for room.
+        let _ = lines.blocking_send(last);
+    });
+    let body = futures_util::stream::poll_fn(move |cx| {
+        queue.poll_recv(cx).map(|line| {
+            line.map(|line| {
+                let mut bytes = line.to_string().into_bytes();
+                bytes.push(b'\n');
+                Ok::<_, std::convert::Infallible>(axum::body::Bytes::from(bytes))
+            })
+        })
+    });
+    let mut response = Response::new(Body::from_stream(body));
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/x-ndjson"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
 }
 
 /// `/v1/log`'s query.

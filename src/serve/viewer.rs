@@ -2,8 +2,10 @@
 //!
 //! The viewer is four hand-written files (`viewer/index.html`, `app.js`, `app.css`, `icon.svg`) embedded in
 //! the binary; its pages read the store through the JSON read routes (`/v1/log`, `/v1/show`,
-//! `/v1/history`, `/v1/ls`, `/v1/diff`, `/v1/verify`, and on a `--data` server `/v1/stores` and
-//! `/v1/stores/NAME/...`), so what it shows is what the CLI prints. Every `/ui/` answer carries a
+//! `/v1/history`, `/v1/ls`, `/v1/diff`, `/v1/verify` (with `?progress=1`), `/v1/replication`, and
+//! on a `--data` server `/v1/stores` and `/v1/stores/NAME/...`), so what it shows is what the CLI
+//! prints; the operator's pages change access and redact through the admin routes (`/v1/acl`,
+//! `/v1/tokens`, `/v1/redact`), each change behind a confirming second button. Every `/ui/` answer carries a
 //! strict Content-Security-Policy ([`CSP`]: no inline script or style, nothing from another
 //! origin, no framing), `X-Content-Type-Options: nosniff` and `Referrer-Policy: no-referrer`.
 //!

@@ -1,7 +1,9 @@
 //! The viewer at `/ui/` (no browser: `tests/viewer.sh` drives one): its pages' security headers,
 //! the one-time login link, the token form, the session cookie and its CSRF token, and the
 //! refusals an adversary meets — a used or foreign link, a wrong token, a request from another
-//! site, a cookie from another server, an agent's session on the operator's routes.
+//! site, a cookie from another server, an agent's session on the operator's routes (reads, and
+//! the access and redaction changes the viewer's operator pages make), and verify's progress
+//! stream.
 
 use std::path::Path;
 
@@ -620,4 +622,213 @@ fn another_local_user_gets_no_login_link() {
     assert!(stderr.contains("ermission denied"), "{stderr}");
     // The server that holds the store is still the one, and still answers its own operator.
     assert_eq!(server.call("POST", "/ui/api/link", b"").status, 200);
+}
+
+/// The lines of an NDJSON body.
+fn ndjson(reply: &Reply) -> Vec<Value> {
+    reply
+        .text()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{line:?}: {e}")))
+        .collect()
+}
+
+/// A verify report without its timings, which differ between two runs.
+fn untimed(mut report: Value) -> Value {
+    let fields = report.as_object_mut().expect("a report is an object");
+    for timing in ["elapsed_ms", "events_per_sec", "mb_per_sec"] {
+        assert!(fields.remove(timing).is_some(), "a report has {timing}");
+    }
+    report
+}
+
+#[test]
+fn verify_with_progress_streams_counts_then_the_plain_report() {
+    let store = TempStore::new();
+    let every = mnemo::testing::PROGRESS_EVERY;
+    let events = every + 3;
+    {
+        // Cheap events, written in this process before the server holds the store.
+        let tool = store.server();
+        tool.handle(&json!({"command": "create", "path": "/memories/a.md", "file_text": "a\n"}));
+        for _ in 1..events {
+            tool.handle(&json!({"command": "view", "path": "/memories/a.md"}));
+        }
+    }
+    let server = Server::start(&store.path(), &[]);
+    let cookie = cookie_of(&login(&server, &json!({ "link": mint(&server) })));
+    let token = csrf(&server, &cookie);
+    let reply = read_as(&server, &cookie, &token, "/v1/verify?progress=1");
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert_eq!(reply.header("content-type"), Some("application/x-ndjson"));
+    let mut lines = ndjson(&reply);
+    let report = lines.pop().expect("a last line");
+    assert_eq!(
+        lines,
+        [
+            json!({"progress": {"done": 0, "of": events}}),
+            json!({"progress": {"done": every, "of": events}}),
+        ]
+    );
+    assert_eq!(report["events"], events, "{report}");
+    assert_eq!(report["violations"], json!([]), "{report}");
+    // The report is the plain route's, which is unchanged (the CLI and clients read it).
+    let plain = read_as(&server, &cookie, &token, "/v1/verify");
+    assert_eq!(plain.status, 200, "{}", plain.text());
+    assert_eq!(plain.header("content-type"), Some("application/json"));
+    let plain: Value = serde_json::from_slice(&plain.body).expect("json");
+    assert_eq!(untimed(report), untimed(plain));
+    // With a checkpoint to prove, as the plain route takes it; a bad one is refused before any line.
+    let checkpoint = server.json("/v1/head")["checkpoint"]
+        .as_str()
+        .expect("checkpoint")
+        .to_string();
+    let proved = read_as(
+        &server,
+        &cookie,
+        &token,
+        &format!("/v1/verify?progress=1&expect={checkpoint}"),
+    );
+    let last = ndjson(&proved).pop().expect("a report");
+    assert_eq!(last["violations"], json!([]), "{last}");
+    assert_eq!(last["checkpoint"], checkpoint.as_str(), "{last}");
+    for target in [
+        "/v1/verify?progress=1&expect=nonsense",
+        "/v1/verify?progress=yes",
+    ] {
+        let refused = read_as(&server, &cookie, &token, target);
+        assert_eq!(refused.status, 400, "{target}: {}", refused.text());
+    }
+}
+
+#[test]
+fn an_agents_session_changes_no_access_and_redacts_nothing() {
+    let store = TempStore::new();
+    let server = Server::start(&store.path(), &[]);
+    write_some(&server);
+    let body = json!({"agent": "planner", "label": "viewer"}).to_string();
+    let created = server.call("POST", "/v1/tokens", body.as_bytes());
+    assert_eq!(created.status, 200, "{}", created.text());
+    let issued: Value = serde_json::from_slice(&created.body).expect("json");
+    let (agent_token, id) = (
+        issued["token"].as_str().expect("token").to_string(),
+        issued["id"].as_str().expect("id").to_string(),
+    );
+    let cookie = cookie_of(&login(&server, &json!({ "token": agent_token })));
+    let token = csrf(&server, &cookie);
+    let own = origin(&server);
+    let headers = [
+        ("Cookie", cookie.as_str()),
+        ("X-Mnemo-CSRF", token.as_str()),
+        ("Origin", own.as_str()),
+        ("Content-Type", "application/json"),
+    ];
+    let before = head(&server);
+    let revoke = format!("/v1/tokens/{id}");
+    for (method, target, body) in [
+        ("GET", "/v1/verify?progress=1", String::new()),
+        (
+            "POST",
+            "/v1/tokens",
+            json!({"agent": "planner", "label": "more"}).to_string(),
+        ),
+        ("DELETE", revoke.as_str(), String::new()),
+        (
+            "POST",
+            "/v1/acl",
+            json!({"action": "grant", "agent": "planner", "prefix": "/memories", "access": "read-write"}).to_string(),
+        ),
+        (
+            "POST",
+            "/v1/redact",
+            json!({"reason": "mine", "seqs": [1], "dry_run": true}).to_string(),
+        ),
+        (
+            "POST",
+            "/v1/redact",
+            json!({"reason": "mine", "seqs": [1]}).to_string(),
+        ),
+    ] {
+        let reply = as_session(&server, method, target, &headers, body.as_bytes());
+        assert_eq!(reply.status, 403, "{method} {target}: {}", reply.text());
+    }
+    assert_eq!(head(&server), before, "no refused change was written");
+    assert!(server.json("/v1/show?seq=1")["redaction"].is_null());
+    // Its token was not revoked: it still reaches the memory tool.
+    let call = request(
+        server.addr(),
+        "POST",
+        "/v1/memory",
+        &[
+            ("Authorization", &format!("Bearer {agent_token}")),
+            ("Content-Type", "application/json"),
+        ],
+        json!({"command": "view", "path": "/memories"})
+            .to_string()
+            .as_bytes(),
+    );
+    assert_eq!(call.status, 200, "{}", call.text());
+}
+
+#[test]
+fn a_redaction_from_another_site_or_without_the_csrf_token_erases_nothing() {
+    let store = TempStore::new();
+    let server = Server::start(&store.path(), &[]);
+    write_some(&server);
+    let cookie = cookie_of(&login(&server, &json!({ "link": mint(&server) })));
+    let token = csrf(&server, &cookie);
+    let own = origin(&server);
+    let before = head(&server);
+    let body = json!({"reason": "forged", "texts": ["alpha"]}).to_string();
+    for headers in [
+        vec![
+            ("Cookie", cookie.as_str()),
+            ("Origin", own.as_str()),
+            ("Content-Type", "application/json"),
+        ],
+        vec![
+            ("Cookie", cookie.as_str()),
+            ("X-Mnemo-CSRF", "00"),
+            ("Origin", own.as_str()),
+            ("Content-Type", "application/json"),
+        ],
+        vec![
+            ("Cookie", cookie.as_str()),
+            ("X-Mnemo-CSRF", token.as_str()),
+            ("Origin", "http://evil.example"),
+            ("Content-Type", "application/json"),
+        ],
+        vec![
+            ("Cookie", cookie.as_str()),
+            ("X-Mnemo-CSRF", token.as_str()),
+            ("Content-Type", "application/json"),
+        ],
+    ] {
+        let reply = as_session(&server, "POST", "/v1/redact", &headers, body.as_bytes());
+        assert_eq!(reply.status, 403, "{headers:?}: {}", reply.text());
+    }
+    assert_eq!(head(&server), before, "nothing recorded");
+    let first = server.json("/v1/show?seq=1");
+    assert!(first["redaction"].is_null(), "{first}");
+    assert_eq!(first["input"]["file_text"], "alpha\n", "{first}");
+    // The same request from the viewer's own page, with its token, redacts: the refusals above
+    // were for how they came, not for what they asked.
+    let reply = as_session(
+        &server,
+        "POST",
+        "/v1/redact",
+        &[
+            ("Cookie", &cookie),
+            ("X-Mnemo-CSRF", &token),
+            ("Origin", &own),
+            ("Content-Type", "application/json"),
+        ],
+        body.as_bytes(),
+    );
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert_eq!(head(&server), before + 1);
+    assert_eq!(
+        server.json("/v1/show?seq=1")["redaction"]["reason"],
+        "forged"
+    );
 }

@@ -170,7 +170,8 @@ test('timeline → event → file history → tree at a seq → verify', async (
   await page.fill('#filters input[name=agent]', 'planner');
   await page.click('#filters button');
   await page.waitForFunction(() => location.hash.includes('agent=planner'));
-  await page.waitForSelector('#timeline');
+  // The filtered page (the unfiltered one it replaces has no #searched line).
+  await page.waitForFunction(() => document.querySelector('#searched') && document.querySelector('#timeline'));
   const agents = await page.$$eval('#timeline tbody tr td:nth-child(3)', (tds) => tds.map((td) => td.textContent));
   assert.deepEqual([...new Set(agents)], ['planner']);
   // By command and result, read newest first by the server.
@@ -359,5 +360,256 @@ test('the newest page of the timeline follows the head', async () => {
   tool(main.dir, 'later', [{ command: 'create', path: '/memories/later.md', file_text: 'new\n' }]);
   await page.waitForFunction((seq) => document.querySelector('#head')?.textContent === 'head seq ' + seq, before + 1);
   assert.match(await page.textContent('#timeline tbody tr:first-child'), /later/);
+  await context.close();
+});
+
+// ---- the operator's pages: access, redactions, verify's progress and replication ----
+
+const SECRET = 'QZVVIEWERSECRETVZQ';
+
+// A store of its own, so the redaction changes no event the tests above count.
+let pages; // { dir, url, token, ... }
+async function pagesServer() {
+  if (pages) return pages;
+  const dir = join(work, 'pages.mnemo.db');
+  pages = await serve(['--db', dir], dir);
+  tool(dir, 'planner', [
+    { command: 'create', path: '/memories/secret.md', file_text: 'pin ' + SECRET + '\n' },
+    { command: 'view', path: '/memories/secret.md' },
+    { command: 'create', path: '/memories/keep.md', file_text: 'keep\n' },
+  ]);
+  return pages;
+}
+
+async function asAgent(server, secret, input) {
+  return fetch(server.url + '/v1/memory', {
+    method: 'POST',
+    headers: { Authorization: 'Bearer ' + secret, 'Content-Type': 'application/json' },
+    body: JSON.stringify(input),
+  });
+}
+
+test('the access page issues a token shown once, grants, and revokes only after confirming', async () => {
+  const server = await pagesServer();
+  const { context, page, errors } = await loggedIn(server, ['--db', server.dir]);
+  await page.waitForSelector('#timeline');
+  await page.click('#nav a[href="#/access"]');
+  await page.waitForSelector('#issue-form');
+  await page.fill('#issue-form input[name=agent]', 'reviewer');
+  await page.fill('#issue-form input[name=label]', 'browser test');
+  await page.click('#issue-token');
+  assert.equal(await page.textContent('#issue-token-confirm'), 'Confirm issue of a token for agent reviewer');
+  await page.click('#issue-token-confirm');
+  await page.waitForSelector('#issued-token');
+  const secret = await page.textContent('#issued-token');
+  assert.match(secret, /^mnemo_[0-9a-f]{16}_/);
+  assert.match(await page.textContent('#issued-note'), /Copy it now: it is not shown again/);
+  const row = page.locator('#tokens tbody tr', { hasText: 'reviewer' });
+  await row.waitFor();
+  const id = await row.locator('td').first().textContent();
+  assert.ok(secret.startsWith('mnemo_' + id + '_'), secret + ' is token ' + id);
+  assert.ok(!(await page.textContent('#tokens')).includes(secret), 'the list holds no secret');
+  await shot(page, 'access');
+
+  // The token works, as its agent.
+  const used = await asAgent(server, secret, { command: 'view', path: '/memories' });
+  assert.equal(used.status, 200, await used.text());
+  const log = await fetch(server.url + '/v1/log?agent=reviewer', { headers: { Authorization: 'Bearer ' + server.token } });
+  assert.equal((await log.text()).trim().split('\n').length, 1, 'one call logged under reviewer');
+
+  // A grant, behind its confirmation, then revoked behind its own.
+  await page.fill('#grant-form input[name=agent]', 'reviewer');
+  await page.fill('#grant-form input[name=prefix]', '/memories/reviews');
+  await page.selectOption('#grant-form select[name=access]', 'read-write');
+  await page.click('#grant');
+  assert.equal(await page.textContent('#grant-confirm'), 'Confirm grant of read-write on /memories/reviews to agent reviewer');
+  await page.click('#grant-confirm');
+  const grant = page.locator('#grants tbody tr', { hasText: 'reviewer' });
+  await grant.waitFor();
+  assert.match(await page.textContent('#access-result'), /Granted read-write on \/memories\/reviews to agent reviewer/);
+  assert.deepEqual(await grant.locator('td').allTextContents(), ['reviewer', '/memories/reviews', 'read-write', 'Revoke']);
+  await grant.locator('button').click();
+  assert.equal(await grant.locator('button.danger').textContent(), 'Confirm revoke of read-write on /memories/reviews from agent reviewer');
+  await grant.locator('button.danger').click();
+  await grant.waitFor({ state: 'detached' });
+  assert.match(await page.textContent('#access-result'), /reviewer/);
+
+  // Revoking asks first; until confirmed the token still works.
+  await page.click('#token-revoke-' + id);
+  assert.equal(await page.textContent('#token-revoke-' + id + '-confirm'), 'Confirm revoke of token ' + id + ' for agent reviewer');
+  assert.equal((await asAgent(server, secret, { command: 'view', path: '/memories' })).status, 200);
+  await page.click('#token-revoke-' + id + '-confirm');
+  await row.locator('text=revoked at').waitFor();
+  assert.match(await page.textContent('#access-result'), new RegExp('Revoked token ' + id + ' of agent reviewer'));
+  await shot(page, 'access-revoked');
+  const refused = await asAgent(server, secret, { command: 'view', path: '/memories' });
+  assert.equal(refused.status, 401, await refused.text());
+  // Leaving the page and coming back: the secret is not shown again.
+  await page.click('#nav a[href="#/timeline"]');
+  await page.waitForSelector('#timeline');
+  await page.click('#nav a[href="#/access"]');
+  await page.waitForSelector('#tokens');
+  assert.ok(!(await page.textContent('main')).includes(secret));
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('an agent session sees no Access link, and the page says it is the operator\'s', async () => {
+  const server = await pagesServer();
+  const r = await fetch(server.url + '/v1/tokens', {
+    method: 'POST',
+    headers: { Authorization: 'Bearer ' + server.token, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ agent: 'auditor', label: 'viewer' }),
+  });
+  assert.equal(r.status, 200);
+  const { token } = await r.json();
+  const context = await fresh();
+  const page = await context.newPage();
+  await page.goto(server.url + '/ui/');
+  await page.fill('#token', token);
+  await page.click('#login-form button');
+  await page.waitForSelector('#logout');
+  assert.match(await page.textContent('#who'), /agent auditor/);
+  const nav = await page.$$eval('#nav a', (links) => links.map((a) => a.getAttribute('href')));
+  assert.ok(nav.length > 0 && !nav.includes('#/access') && !nav.includes('#/redact'), JSON.stringify(nav));
+  await page.goto(server.url + '/ui/#/access');
+  await page.waitForSelector('#operator-only');
+  assert.match(await page.textContent('#operator-only'), /for the operator/);
+  await shot(page, 'access-agent');
+  await page.goto(server.url + '/ui/#/redact');
+  await page.waitForSelector('#operator-only');
+  await context.close();
+});
+
+test('a redaction runs dry first, then for real; the event says so and the log verifies with progress', async () => {
+  const server = await pagesServer();
+  const { context, page, errors } = await loggedIn(server, ['--db', server.dir]);
+  await page.waitForSelector('#timeline');
+  await page.click('#nav a[href="#/redact"]');
+  await page.waitForSelector('#redact-form');
+  assert.match(await page.textContent('#redactions-box'), /No redactions/);
+  await page.fill('#redact-form input[name=reason]', 'asked to be forgotten');
+  await page.fill('#redact-form textarea[name=texts]', SECRET);
+  await page.click('#redact-dry-run');
+  await page.waitForSelector('#plan-seqs');
+  // What the server's own dry run says (the create that holds it, the view whose answer showed
+  // it, and what else depended on them), changing nothing.
+  const asked = await fetch(server.url + '/v1/redact', {
+    method: 'POST',
+    headers: { Authorization: 'Bearer ' + server.token, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ reason: 'x', texts: [SECRET], dry_run: true }),
+  });
+  const plan = await asked.json();
+  assert.ok(plan.seqs.includes(1) && plan.seqs.includes(2), JSON.stringify(plan));
+  const seqs = plan.seqs.join(', ');
+  assert.equal(await page.textContent('#plan-seqs'), seqs);
+  assert.deepEqual(await page.$$eval('#plan-paths li', (li) => li.map((x) => x.textContent)), plan.paths);
+  assert.ok(plan.paths.includes('/memories/secret.md'), JSON.stringify(plan));
+  // Changing the form takes the offer away: a new dry run is needed.
+  await page.fill('#redact-form input[name=reason]', 'asked to be forgotten, twice');
+  await page.waitForSelector('#redact-stale');
+  assert.equal(await page.$('#redact-real'), null);
+  await page.click('#redact-dry-run');
+  await page.waitForSelector('#redact-real');
+  assert.equal(await page.textContent('#redact-real'), `Redact for real: erase ${plan.seqs.length} events`);
+  await shot(page, 'redact-dry-run');
+  const before = await head(server);
+  await page.click('#redact-real');
+  await page.waitForSelector('#redact-result');
+  assert.equal((await page.textContent('#redact-result')).split('\n')[0],
+    `redacted ${plan.seqs.length} events (${seqs}); event ${before + 1} records it`);
+  await page.waitForSelector('#redactions');
+  const row = await page.$$eval('#redactions tbody tr td', (tds) => tds.map((td) => td.textContent));
+  assert.equal(row[0], String(before + 1));
+  assert.equal(row[2], 'operator');
+  assert.equal(row[3], 'asked to be forgotten, twice');
+  assert.equal(row[4], seqs);
+  await shot(page, 'redactions');
+
+  await page.goto(server.url + '/ui/#/event?seq=1');
+  await page.waitForSelector('#verified');
+  assert.match(await page.textContent('main'), new RegExp('Redacted by operator at seq ' + (before + 1) + ' \\(.*\\): asked to be forgotten, twice'));
+  assert.ok(!(await page.textContent('main')).includes(SECRET), 'the text is gone');
+  await shot(page, 'redacted-event');
+
+  // The log still verifies; the count moves as the server's progress lines come.
+  await page.click('#nav a[href="#/verify"]');
+  await page.waitForSelector('#replication-none');
+  assert.match(await page.textContent('#replication-none'), /Not replicated/);
+  await page.evaluate(() => {
+    window.__counts = [];
+    // Each count as it was set (a text node per setting), even when two come in one task.
+    new MutationObserver((changes) => changes.forEach((c) => c.addedNodes.forEach((n) => window.__counts.push(n.textContent))))
+      .observe(document.querySelector('#verify-count'), { childList: true, characterData: true, subtree: true });
+  });
+  await page.click('#run-verify');
+  await page.waitForSelector('#verify-status');
+  assert.equal(await page.textContent('#verify-status'), 'INTACT');
+  const events = before + 1;
+  assert.equal(await page.textContent('#verify-count'), `${events} of ${events} events checked`);
+  const counts = await page.evaluate(() => window.__counts);
+  assert.ok(counts.includes(`0 of ${events} events checked`), JSON.stringify(counts));
+  assert.equal(await page.getAttribute('#verify-progress', 'max'), String(events));
+  await shot(page, 'verify-progress');
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('the verify page shows where a replicating server\'s replica stands', async () => {
+  const dir = join(work, 'replicated.mnemo.db');
+  const replica = 'file://' + join(work, 'replica');
+  const server = await serve(['--db', dir, '--replicate', replica, '--replicate-interval', '0.05'], dir);
+  tool(dir, 'planner', [{ command: 'create', path: '/memories/r.md', file_text: 'r\n' }]);
+  const { context, page, errors } = await loggedIn(server, ['--db', dir]);
+  await page.waitForSelector('#timeline');
+  // Shipped: the replica's checkpoint names the head.
+  let state;
+  for (let i = 0; i < 200; i++) {
+    const r = await fetch(server.url + '/v1/replication', { headers: { Authorization: 'Bearer ' + server.token } });
+    state = await r.json();
+    if (state.lag_events === 0 && state.replicated.seq === 1) break;
+    await new Promise((res) => setTimeout(res, 50));
+  }
+  assert.equal(state.replicated.seq, 1, JSON.stringify(state));
+  await page.click('#nav a[href="#/verify"]');
+  await page.waitForSelector('#replication');
+  assert.equal(await page.textContent('#replication-url'), replica);
+  assert.match(await page.textContent('#replication-checkpoint'), /^1:[0-9a-f]{64}$/);
+  assert.match(await page.textContent('#replication-lag'), /^0 events, up to date$/);
+  assert.equal(await page.textContent('#replication-error'), 'none');
+  await page.click('#run-verify');
+  await page.waitForSelector('#verify-status');
+  assert.equal(await page.textContent('#verify-status'), 'INTACT');
+  await shot(page, 'verify-replicated');
+  assert.deepEqual(errors, []);
+  await context.close();
+});
+
+test('a --data server\'s store has its own access and redaction pages', async () => {
+  const dir = join(work, 'data-pages');
+  const data = await serve(['--data', dir], dir);
+  const made = await fetch(data.url + '/v1/stores', {
+    method: 'POST',
+    headers: { Authorization: 'Bearer ' + data.token, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ name: 'gamma' }),
+  });
+  assert.equal(made.status, 201);
+  const { context, page, errors } = await loggedIn(data, ['--data', dir]);
+  await page.waitForSelector('#stores');
+  assert.equal(await page.$('#nav a[href^="#/access"]'), null, 'no store picked: no store\'s access');
+  await page.click('#stores a >> text=gamma');
+  await page.click('#nav a[href="#/access?store=gamma"]');
+  await page.waitForSelector('#issue-form');
+  await page.fill('#issue-form input[name=agent]', 'worker');
+  await page.click('#issue-token');
+  await page.click('#issue-token-confirm');
+  await page.waitForSelector('#issued-token');
+  // Issued by that store: listed in it.
+  const listed = await fetch(data.url + '/v1/stores/gamma/tokens', { headers: { Authorization: 'Bearer ' + data.token } });
+  assert.match(await listed.text(), /"agent":"worker"/);
+  await page.click('#nav a[href="#/redact?store=gamma"]');
+  await page.waitForSelector('#redactions-box');
+  assert.match(await page.textContent('#redactions-box'), /No redactions/);
+  assert.deepEqual(errors, []);
   await context.close();
 });

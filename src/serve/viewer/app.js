@@ -246,6 +246,7 @@
     if (!me.data || current.store) {
       items.push(link('timeline', {}, 'Timeline'), link('tree', {}, 'Tree'), link('verify', {}, 'Verify'));
     }
+    if (me.principal === 'operator' && (!me.data || current.store)) items.push(link('access', {}, 'Access'), link('redact', {}, 'Redactions'));
     const bar = document.getElementById('nav');
     bar.replaceChildren(...items);
     if (me.data && current.store) bar.appendChild(el('span', { class: 'note' }, 'store ', text(current.store)));
@@ -257,7 +258,7 @@
     const { view, params } = parse();
     current = { view, params, store: params.store || null };
     nav();
-    const pages = { timeline, event, file, tree, verify, stores, files };
+    const pages = { timeline, event, file, tree, verify, stores, files, access, redact };
     const page = pages[view];
     if (!page) { show(el('h1', {}, 'No such page')); return; }
     if (me.data && view !== 'stores' && !current.store && !me.store) { location.replace('#/stores'); return; }
@@ -499,23 +500,42 @@
 
   async function verify() {
     const out = el('div', { id: 'verify-report' });
+    const bar = el('progress', { id: 'verify-progress', max: 1, value: 0 });
+    const count = el('span', { id: 'verify-count', class: 'note' });
+    const progress = el('p', { class: 'progress' }, bar, ' ', count);
+    const shown = (done, of) => {
+      bar.max = Math.max(1, of);
+      bar.value = Math.min(done, bar.max);
+      count.textContent = done + ' of ' + of + ' events checked';
+    };
     const button = el('button', {
       id: 'run-verify',
       onclick: async () => {
         button.disabled = true;
+        shown(0, 0);
         out.replaceChildren(el('p', { class: 'note' }, 'Replaying the log…'));
         try {
-          const report = await json('verify');
-          out.replaceChildren(verifyReport(report));
+          let last = null;
+          await streamLines('verify', { progress: 1 }, (line) => {
+            if (line.progress) shown(line.progress.done, line.progress.of);
+            else last = line;
+          });
+          if (!last) throw new Error('the server ended the answer before its report');
+          if (last.error !== undefined) throw new Error(last.error);
+          shown(last.events, last.events);
+          out.replaceChildren(verifyReport(last));
         } catch (e) {
           out.replaceChildren(el('p', { class: 'error' }, e.message));
         }
         button.disabled = false;
       },
     }, 'Run verify');
+    const replica = el('div', { id: 'replication-box' }, el('p', { class: 'note' }, 'Asking…'));
     show(el('h1', {}, 'Verify'),
       el('p', { class: 'note' }, 'Replays the whole log: re-derives every answer and checks the chain and the index.'),
-      button, out);
+      button, progress, out,
+      el('h2', {}, 'Replication'), replica);
+    await replicationState(replica);
   }
 
   function verifyReport(r) {
@@ -551,6 +571,344 @@
     return v.intact
       ? el('span', {}, el('span', { class: 'mark ok' }, 'INTACT'), ' to seq ' + v.head + ', ' + v.time)
       : el('span', {}, el('span', { class: 'mark bad' }, 'BROKEN'), ' at seq ' + v.first_bad + ', ' + v.time);
+  }
+
+  // ---- the operator's pages: access, redactions; verify's progress and replication ----
+
+  // A POST or DELETE of JSON to one of the store's routes; the answer's JSON.
+  async function change(method, route, body) {
+    const options = { method };
+    if (body !== undefined) {
+      options.headers = { 'Content-Type': 'application/json' };
+      options.body = JSON.stringify(body);
+    }
+    return JSON.parse(await request(base() + route, options));
+  }
+
+  // The answer of an optional route, or null when the server answers 404 (it has no such thing).
+  async function optional(route) {
+    try {
+      return await json(route);
+    } catch (e) {
+      if (String(e.message).startsWith('404:')) return null;
+      throw e;
+    }
+  }
+
+  // A GET of NDJSON whose lines are handed to `each` as they arrive.
+  async function streamLines(route, params, each) {
+    const query = new URLSearchParams(params).toString();
+    const response = await fetch(base() + route + (query ? '?' + query : ''), {
+      credentials: 'same-origin', cache: 'no-store', headers: { 'X-Mnemo-CSRF': me.csrf },
+    });
+    if (!response.ok) {
+      const body = await response.text();
+      let why = body;
+      try { why = JSON.parse(body).error || body; } catch (_) { /* not JSON */ }
+      throw new Error(response.status + ': ' + why);
+    }
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let held = '';
+    for (;;) {
+      const { done, value } = await reader.read();
+      held += decoder.decode(value || new Uint8Array(), { stream: !done });
+      const parts = held.split('\n');
+      held = done ? '' : parts.pop();
+      for (const part of parts) if (part.trim() !== '') each(JSON.parse(part));
+      if (done) return;
+    }
+  }
+
+  // A button that acts only after a second, explicit click on the button that replaces it, which
+  // says what will happen (`question`); Cancel puts the first back.
+  function confirming(id, label, question, act) {
+    const box = el('span', { class: 'confirm' });
+    const first = el('button', {
+      type: 'button', id,
+      onclick: () => {
+        const yes = el('button', {
+          type: 'button', id: id + '-confirm', class: 'danger',
+          onclick: async () => {
+            yes.disabled = true;
+            no.disabled = true;
+            await act();
+          },
+        }, question);
+        const no = el('button', { type: 'button', onclick: () => box.replaceChildren(first) }, 'Cancel');
+        box.replaceChildren(yes, ' ', no);
+      },
+    }, label);
+    box.appendChild(first);
+    return box;
+  }
+
+  function operatorOnly(title) {
+    show(el('h1', {}, title),
+      el('p', { class: 'note', id: 'operator-only' }, 'This page is for the operator: log in with the operator\'s token (or a link from `mnemo ui`). An agent session reaches only its own memory, and the server refuses it these routes.'));
+  }
+
+  function table(id, heads, rows) {
+    return el('table', { id },
+      el('thead', {}, el('tr', {}, heads.map((h) => el('th', {}, h)))),
+      el('tbody', {}, rows));
+  }
+
+  async function access() {
+    if (me.principal !== 'operator') { operatorOnly('Access'); return; }
+    const status = el('div', { id: 'access-status' });
+    const grantsBox = el('div', { id: 'grants-box' });
+    const tokensBox = el('div', { id: 'tokens-box' });
+
+    // A change's outcome in the status area, then the lists as they are now.
+    async function done(act) {
+      try {
+        const answer = await act();
+        if (answer) status.replaceChildren(answer);
+      } catch (e) {
+        status.replaceChildren(el('p', { class: 'error', id: 'access-error' }, e.message));
+      }
+      try {
+        await refresh();
+      } catch (e) {
+        status.appendChild(el('p', { class: 'error' }, e.message));
+      }
+    }
+    const said = (answer) => el('p', { id: 'access-result' }, text(answer.result));
+
+    async function refresh() {
+      const [grants, tokens] = await Promise.all([lines('acl'), lines('tokens')]);
+      grantsBox.replaceChildren(grants.length
+        ? table('grants', ['agent', 'prefix', 'access', ''], grants.map((g, i) => el('tr', {},
+          el('td', {}, agentName(g.agent)), el('td', {}, text(g.prefix)), el('td', {}, g.access),
+          el('td', {}, confirming('grant-revoke-' + i, 'Revoke',
+            ['Confirm revoke of ', g.access, ' on ', text(g.prefix), ' from agent ', agentName(g.agent)],
+            () => done(async () => said(await change('POST', 'acl', { action: 'revoke', agent: g.agent, prefix: g.prefix }))))))))
+        : el('p', { class: 'note' }, 'No grants: no agent reaches any memory.'));
+      tokensBox.replaceChildren(tokens.length
+        ? table('tokens', ['id', 'agent', 'label', 'issued', 'state'], tokens.map((t) => el('tr', { class: t.revoked ? 'revoked' : '' },
+          el('td', { class: 'mono' }, t.id),
+          el('td', {}, agentName(t.agent)),
+          el('td', {}, text(t.label)),
+          el('td', {}, link('event', { seq: t.issued_seq }, 'seq ' + t.issued_seq), ' ', el('span', { class: 'mono' }, t.issued_at), ' by ', agentName(t.issued_by)),
+          el('td', {}, t.revoked
+            ? ['revoked at ', link('event', { seq: t.revoked.seq }, 'seq ' + t.revoked.seq), ' by ', agentName(t.revoked.by)]
+            : confirming('token-revoke-' + t.id, 'Revoke',
+              ['Confirm revoke of token ', t.id, ' for agent ', agentName(t.agent)],
+              () => done(async () => said(await change('DELETE', 'tokens/' + encodeURIComponent(t.id)))))))))
+        : el('p', { class: 'note' }, 'No agent tokens issued.'));
+    }
+
+    const field = (name, label, attrs) => el('label', {}, label, el('input', Object.assign({ name, required: true, autocomplete: 'off' }, attrs || {})));
+    const issueForm = el('form', { class: 'filters', id: 'issue-form', onsubmit: (e) => e.preventDefault() },
+      field('agent', 'agent'), field('label', 'label', { required: false, placeholder: 'what it is for' }));
+    // The form's button asks first: it becomes "Confirm ..." (saying what, from the form) and
+    // Cancel; editing the form takes the question back.
+    const ask = (form, id, label, question, act) => {
+      const slot = el('span', {});
+      const reset = () => slot.replaceChildren(el('button', {
+        type: 'button', id,
+        onclick: () => {
+          if (!form.reportValidity()) return;
+          const data = Object.fromEntries(new FormData(form));
+          const yes = el('button', {
+            type: 'button', id: id + '-confirm', class: 'danger',
+            onclick: async () => {
+              yes.disabled = true;
+              no.disabled = true;
+              await act(data);
+              reset();
+            },
+          }, question(data));
+          const no = el('button', { type: 'button', onclick: reset }, 'Cancel');
+          slot.replaceChildren(yes, ' ', no);
+        },
+      }, label));
+      form.addEventListener('input', reset);
+      reset();
+      form.appendChild(slot);
+    };
+    ask(issueForm, 'issue-token', 'Issue token', (d) => ['Confirm issue of a token for agent ', agentName(d.agent)], (d) => done(async () => {
+      const issued = await change('POST', 'tokens', { agent: d.agent, label: d.label });
+      issueForm.reset();
+      const secret = el('pre', { class: 'text secret', id: 'issued-token' });
+      secret.textContent = issued.token;
+      return el('div', { class: 'issued', id: 'issued' },
+        el('p', {}, 'Token ', el('span', { class: 'mono' }, issued.id), ' for agent ', agentName(issued.agent), ' (seq ' + issued.seq + '):'),
+        secret,
+        el('p', { class: 'warn', id: 'issued-note' }, 'Copy it now: it is not shown again. The store keeps only its hash; if it is lost, revoke it and issue another.'));
+    }));
+
+    const accessSelect = el('select', { name: 'access' }, el('option', { value: 'read' }, 'read'), el('option', { value: 'read-write' }, 'read-write'));
+    const grantForm = el('form', { class: 'filters', id: 'grant-form', onsubmit: (e) => e.preventDefault() },
+      field('agent', 'agent', { placeholder: 'planner, or *' }), field('prefix', 'prefix', { placeholder: '/memories/plans' }), el('label', {}, 'access', accessSelect));
+    ask(grantForm, 'grant', 'Grant', (d) => ['Confirm grant of ', d.access, ' on ', text(d.prefix), ' to agent ', agentName(d.agent)],
+      (d) => done(async () => {
+        const answer = await change('POST', 'acl', { action: 'grant', agent: d.agent, prefix: d.prefix, access: d.access });
+        grantForm.reset();
+        return said(answer);
+      }));
+
+    await refresh();
+    show(el('h1', {}, 'Access'),
+      el('p', { class: 'note' }, 'Who may reach what: the grants and the agent tokens. Every change here is an admin event in the log, recorded under the operator.'),
+      status,
+      el('h2', {}, 'Tokens'), tokensBox, issueForm,
+      el('h2', {}, 'Grants'), grantsBox, grantForm);
+  }
+
+  // The command of a redaction's admin event, as /v1/log names it.
+  const REDACT = 'redact';
+
+  // The redaction events of the log, oldest first: a scan of /v1/log in pages, asking the server
+  // to keep only redactions (a server that cannot filter ignores it; so this filters too).
+  async function redactions() {
+    const found = [];
+    let from = 1;
+    for (;;) {
+      const page = await lines('log', { from, limit: 1000, command: REDACT });
+      found.push(...page.filter((e) => e.command === REDACT));
+      if (page.length < 1000) return found;
+      from = page[page.length - 1].seq + 1;
+    }
+  }
+
+  // One list of the form's: `split` cuts it (lines, or commas and blanks too).
+  function listOf(value, split) {
+    return String(value || '').split(split).map((s) => s.trim()).filter((s) => s !== '');
+  }
+
+  async function redact() {
+    if (me.principal !== 'operator') { operatorOnly('Redactions'); return; }
+    const pastBox = el('div', { id: 'redactions-box' });
+    async function refresh() {
+      const events = await redactions();
+      const rows = [];
+      for (const e of events.slice(-50).reverse()) {
+        const shown = await json('show', { seq: e.seq });
+        // The admin command as `show` gives it: {"Redact": {"reason", "seqs"}}.
+        const input = (shown.input && shown.input.Redact) || {};
+        rows.push(el('tr', {},
+          el('td', {}, link('event', { seq: e.seq }, String(e.seq))),
+          el('td', { class: 'mono' }, e.time),
+          el('td', {}, agentName(e.agent)),
+          el('td', {}, text(input.reason === undefined ? '' : input.reason)),
+          el('td', { class: 'erased' }, (input.seqs || []).map((s, i) => [i ? ', ' : '', link('event', { seq: s }, String(s))]))));
+      }
+      pastBox.replaceChildren(rows.length
+        ? table('redactions', ['seq', 'time', 'by', 'reason', 'erased'], rows)
+        : el('p', { class: 'note' }, 'No redactions in this log.'));
+      if (events.length > 50) pastBox.appendChild(el('p', { class: 'note' }, 'The newest 50 of ' + events.length + '.'));
+    }
+
+    const plan = el('div', { id: 'redact-plan' });
+    const area = (name, label, hint) => el('label', {}, label, el('textarea', { name, rows: 3, placeholder: hint }));
+    const form = el('form', {
+      class: 'redact-form', id: 'redact-form',
+      onsubmit: async (e) => {
+        e.preventDefault();
+        const data = Object.fromEntries(new FormData(form));
+        const seqs = listOf(data.seqs, /[\s,]+/);
+        const bad = seqs.find((s) => !/^[0-9]+$/.test(s));
+        if (bad !== undefined) {
+          plan.replaceChildren(el('p', { class: 'error' }, 'not a seq: ', text(bad)));
+          return;
+        }
+        const selection = {
+          reason: data.reason,
+          seqs: seqs.map(Number),
+          paths: listOf(data.paths, /\r?\n/),
+          texts: listOf(data.texts, /\r?\n/),
+        };
+        plan.replaceChildren(el('p', { class: 'note' }, 'Dry run…'));
+        try {
+          const would = await change('POST', 'redact', Object.assign({ dry_run: true }, selection));
+          plan.replaceChildren(planOf(would, selection));
+        } catch (err) {
+          plan.replaceChildren(el('p', { class: 'error', id: 'redact-error' }, err.message));
+        }
+      },
+    },
+    el('label', {}, 'reason', el('input', { name: 'reason', required: true, autocomplete: 'off', placeholder: 'asked to be forgotten' })),
+    area('seqs', 'seqs (commas, blanks or lines)', '12, 13'),
+    area('paths', 'paths (one a line)', '/memories/people/ann.md'),
+    area('texts', 'texts (one a line)', 'hunter2'),
+    el('button', { type: 'submit', id: 'redact-dry-run' }, 'Dry run'));
+    // A dry run speaks for the form as it was: any change takes its offer away.
+    form.addEventListener('input', () => {
+      if (plan.querySelector('#plan-seqs')) plan.replaceChildren(el('p', { class: 'note', id: 'redact-stale' }, 'The form changed: run the dry run again.'));
+    });
+
+    function planOf(would, selection) {
+      const nodes = [el('h2', {}, 'The dry run')];
+      nodes.push(el('p', {}, 'Would erase ', el('strong', { id: 'plan-count' }, String(would.seqs.length)), ' events: ',
+        el('span', { id: 'plan-seqs' }, would.seqs.map((s, i) => [i ? ', ' : '', link('event', { seq: s }, String(s))]))));
+      if (would.paths.length) nodes.push(el('p', {}, 'Paths:'), el('ul', { id: 'plan-paths' }, would.paths.map((p) => el('li', {}, text(p)))));
+      if (would.unsearched && would.unsearched.length) {
+        nodes.push(el('p', { class: 'warn', id: 'plan-unsearched' }, 'Not searched past their first bytes (only a digest of the input was kept): ',
+          would.unsearched.map((s, i) => [i ? ', ' : '', link('event', { seq: s }, String(s))]), '. If the text may be there, add them by seq.'));
+      }
+      nodes.push(text(would.result, 'pre'));
+      if (!would.seqs.length) return el('div', {}, nodes);
+      const result = el('div', { id: 'redact-done' });
+      const real = el('button', {
+        type: 'button', id: 'redact-real', class: 'danger',
+        onclick: async () => {
+          real.disabled = true;
+          try {
+            const answer = await change('POST', 'redact', Object.assign({ dry_run: false }, selection));
+            form.reset();
+            const out = text(answer.result, 'pre');
+            out.id = 'redact-result';
+            plan.replaceChildren(el('h2', {}, 'Redacted'), out);
+            await refresh();
+          } catch (err) {
+            result.replaceChildren(el('p', { class: 'error' }, err.message));
+          }
+        },
+      }, 'Redact for real: erase ' + would.seqs.length + ' events');
+      nodes.push(el('p', {}, real), result);
+      return el('div', {}, nodes);
+    }
+
+    await refresh();
+    show(el('h1', {}, 'Redactions'),
+      el('p', { class: 'note' }, 'A redaction erases events\' content for good and records who did it and why; the chain still verifies. It always runs dry first.'),
+      el('h2', {}, 'Redact'), form, plan,
+      el('h2', {}, 'Past redactions'), pastBox);
+  }
+
+  // Where replication stands, or that there is none.
+  async function replicationState(box) {
+    let state;
+    try {
+      state = await optional('replication');
+    } catch (e) {
+      box.replaceChildren(el('p', { class: 'error' }, e.message));
+      return;
+    }
+    if (!state) {
+      box.replaceChildren(el('p', { class: 'note', id: 'replication-none' }, 'Not replicated: this server ships its log to no replica.'));
+      return;
+    }
+    const facts = [];
+    const fact = (label, value, id) => facts.push(el('dt', {}, label), el('dd', { id }, value));
+    const ms = (v) => (v === null || v === undefined ? 'up to date' : (v / 1000).toFixed(1) + ' s behind');
+    if (state.following !== undefined) {
+      fact('follows', text(state.following), 'replication-url');
+      fact('head here', el('span', { class: 'mono' }, state.head.seq + ':' + state.head.hash));
+      fact('replica\'s checkpoint', state.replica_head === null ? 'not read yet' : 'seq ' + state.replica_head);
+      fact('lag', state.lag_events === null ? '—' : state.lag_events + ' events', 'replication-lag');
+      fact('updates taken', String(state.updates));
+    } else {
+      fact('replica', text(state.url), 'replication-url');
+      fact('replica\'s checkpoint', el('span', { class: 'mono', id: 'replication-checkpoint' }, state.replicated.seq + ':' + state.replicated.hash));
+      fact('head here', 'seq ' + state.head);
+      fact('lag', state.lag_events + ' events, ' + ms(state.behind_ms), 'replication-lag');
+      fact('shipments', String(state.shipments));
+    }
+    fact('last error', state.error ? el('span', { class: 'error' }, text(state.error)) : 'none', 'replication-error');
+    box.replaceChildren(el('dl', { id: 'replication' }, facts));
   }
 
   async function stores(params) {
