@@ -130,6 +130,7 @@ test('a login link logs in once; the used link is refused', async () => {
   await page.goto(link);
   await page.waitForSelector('#timeline');
   assert.ok(!page.url().includes('login='), 'the secret is off the address bar: ' + page.url());
+  assert.doesNotMatch(await page.textContent('#app'), /\bnull\b|\bundefined\b/, 'no missing value is printed');
   await shot(page, 'timeline');
   const two = await fresh();
   const again = await two.newPage();

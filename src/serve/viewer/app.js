@@ -60,7 +60,7 @@
 
   function show(...nodes) {
     const app = document.getElementById('app');
-    app.replaceChildren(...nodes);
+    app.replaceChildren(...nodes.filter((n) => n !== undefined && n !== null && n !== false));
   }
 
   function fail(e) {
