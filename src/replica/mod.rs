@@ -71,6 +71,9 @@ pub struct Shipped {
     pub head: Head,
     /// The segments written.
     pub segments: usize,
+    /// Whether the checkpoint names its head under the store's signing key (the store has
+    /// one: `mnemo replicate --keygen`), so a restore trusting that key can prove it.
+    pub signed: bool,
 }
 
 impl Shipped {
@@ -646,11 +649,15 @@ pub(crate) fn ship_upto(
     }
     // With nothing new, the checkpoint names the replica's last event again (written anew if a
     // cut shipment left it behind).
+    let mut signed = false;
     if head.seq > Seq(0) {
         let text = checkpoint::encode(&origin(store.path()), head);
         // Signed by the owner's key, when the store has one.
         let text = match key::signer(store.path())? {
-            Some(signer) => key::sign(&text, &signer)?,
+            Some(signer) => {
+                signed = true;
+                key::sign(&text, &signer)?
+            }
             None => text.into_bytes(),
         };
         if keep_checkpoint {
@@ -679,6 +686,7 @@ pub(crate) fn ship_upto(
         from: have,
         head,
         segments: shipped,
+        signed,
     })
 }
 

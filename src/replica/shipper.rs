@@ -50,6 +50,9 @@ pub struct Status {
     pub shipments: u64,
     /// Why the last shipment failed, if it did (cleared by the next that succeeds).
     pub error: Option<String>,
+    /// Whether the last shipment's checkpoint was signed by the store's key (`None` before
+    /// the first).
+    pub signed: Option<bool>,
 }
 
 impl Status {
@@ -68,6 +71,7 @@ impl Status {
             "behind_ms": self.behind.map(|d| d.as_secs_f64() * 1e3),
             "shipments": self.shipments,
             "error": self.error,
+            "signed": self.signed,
         })
     }
 }
@@ -119,6 +123,7 @@ impl Replication {
             behind: None,
             shipments: 0,
             error: None,
+            signed: None,
         };
         let client = client.clone();
         Worker::spawn("mnemo-replicate", status, move |control| {
@@ -211,6 +216,7 @@ fn run(
                     }
                     let status = control.update(|status| {
                         status.replicated = replicated;
+                        status.signed = Some(shipped.signed);
                         status.head = newest.max(replicated.seq);
                         status.behind = seen.front().map(|(_, at)| at.elapsed());
                         status.shipments += 1;

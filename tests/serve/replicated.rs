@@ -79,6 +79,10 @@ fn a_served_store_replicates_as_written_and_a_kill_loses_nothing_it_reported_rep
         caught_up(s, head)
     });
     let checkpoint = format!("{head}:{}", status["replicated"]["hash"].as_str().unwrap());
+    assert_eq!(
+        status["signed"], false,
+        "the store has no signing key: {status}"
+    );
     // More writes, acknowledged but perhaps not replicated, then the server dies at once.
     for i in 0..5 {
         create(&server, &format!("/memories/late{i}.md"));

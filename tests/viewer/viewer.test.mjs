@@ -560,6 +560,8 @@ test('the verify page shows where a replicating server\'s replica stands', async
   const dir = join(work, 'replicated.mnemo.db');
   const replica = 'file://' + join(work, 'replica');
   const server = await serve(['--db', dir, '--replicate', replica, '--replicate-interval', '0.05'], dir);
+  // The store gets a signing key before its first event: that event's checkpoint is signed.
+  execFileSync(BIN, ['key', 'create', '--db', dir], { encoding: 'utf8' });
   tool(dir, 'planner', [{ command: 'create', path: '/memories/r.md', file_text: 'r\n' }]);
   const { context, page, errors } = await loggedIn(server, ['--db', dir]);
   await page.waitForSelector('#timeline');
@@ -578,6 +580,7 @@ test('the verify page shows where a replicating server\'s replica stands', async
   assert.match(await page.textContent('#replication-checkpoint'), /^1:[0-9a-f]{64}$/);
   assert.match(await page.textContent('#replication-lag'), /^0 events, up to date$/);
   assert.equal(await page.textContent('#replication-error'), 'none');
+  assert.match(await page.textContent('#replication-signed'), /^yes, by the store's key$/);
   await page.click('#run-verify');
   await page.waitForSelector('#verify-status');
   assert.equal(await page.textContent('#verify-status'), 'INTACT');

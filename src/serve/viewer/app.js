@@ -906,6 +906,8 @@
       fact('head here', 'seq ' + state.head);
       fact('lag', state.lag_events + ' events, ' + ms(state.behind_ms), 'replication-lag');
       fact('shipments', String(state.shipments));
+      fact('checkpoint signed', state.signed === null || state.signed === undefined ? '— (nothing shipped yet)'
+        : state.signed ? 'yes, by the store\'s key' : 'no: the store has no signing key (mnemo replicate --keygen)', 'replication-signed');
     }
     fact('last error', state.error ? el('span', { class: 'error' }, text(state.error)) : 'none', 'replication-error');
     box.replaceChildren(el('dl', { id: 'replication' }, facts));
