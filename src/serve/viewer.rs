@@ -27,7 +27,8 @@
 //! session cookie goes through the gate as the session's principal (its token is put in its
 //! `Authorization` header), so the session reaches exactly what its token reaches: an agent's
 //! session none of the operator's read routes. Such a request must also carry the session's CSRF
-//! token in `X-Mnemo-CSRF` (which another site's page cannot add), and one that is not a GET
+//! token in `X-Mnemo-CSRF` (given only in the login's answer: the cookie reaches every port of
+//! this host, the page's tab storage only this page), and one that is not a GET
 //! must carry this server's `Origin`: a cross-site request is refused before the gate.
 
 use std::collections::HashMap;
@@ -64,6 +65,9 @@ pub(crate) const SESSION_LIFE: Duration = Duration::from_secs(12 * 3600);
 /// The most login links waiting to be used, and sessions held, at once: the oldest go first.
 const MAX_LINKS: usize = 64;
 const MAX_SESSIONS: usize = 256;
+
+/// The most sessions one principal holds at once (its oldest goes first).
+const MAX_SESSIONS_EACH: usize = 32;
 
 /// The largest login body read.
 const LOGIN_BODY_MAX: usize = 4096;
@@ -171,18 +175,39 @@ impl Viewer {
         token: String,
         principal: Principal,
         store: Option<String>,
-    ) -> std::io::Result<String> {
+    ) -> std::io::Result<(String, String)> {
         let id = crate::token::random_hex(32)?;
         let csrf = crate::token::random_hex(32)?;
         let now = Instant::now();
         let mut sessions = lock(&self.sessions);
         sessions.retain(|_, s| s.expires > now);
-        while sessions.len() >= MAX_SESSIONS {
-            let oldest = sessions
-                .iter()
-                .min_by_key(|(_, s)| s.expires)
-                .map(|(k, _)| *k);
-            match oldest {
+        // Room is made at the cost of whoever logs in: first its own oldest session (at most
+        // MAX_SESSIONS_EACH each), then the oldest of an agent's, the operator's last, so that no
+        // token holder can log another principal out by logging in again and again.
+        loop {
+            let own = sessions
+                .values()
+                .filter(|s| s.principal == principal)
+                .count();
+            let full = sessions.len() >= MAX_SESSIONS;
+            if own < MAX_SESSIONS_EACH && !full {
+                break;
+            }
+            let oldest_of = |pick: &dyn Fn(&Session) -> bool| {
+                sessions
+                    .iter()
+                    .filter(|(_, s)| pick(s))
+                    .min_by_key(|(_, s)| s.expires)
+                    .map(|(k, _)| *k)
+            };
+            let victim = if own >= MAX_SESSIONS_EACH || principal != Principal::Operator {
+                oldest_of(&|s| s.principal == principal)
+            } else {
+                None
+            }
+            .or_else(|| oldest_of(&|s| s.principal != Principal::Operator))
+            .or_else(|| oldest_of(&|_| true));
+            match victim {
                 Some(key) => sessions.remove(&key),
                 None => break,
             };
@@ -193,11 +218,11 @@ impl Viewer {
                 token,
                 principal,
                 store,
-                csrf,
+                csrf: csrf.clone(),
                 expires: now + SESSION_LIFE,
             },
         );
-        Ok(id)
+        Ok((id, csrf))
     }
 
     /// The session id the request's cookie names, if it carries this server's cookie once.
@@ -480,7 +505,10 @@ async fn login(State(viewer): State<Arc<Viewer>>, headers: HeaderMap, body: Byte
     // An operator's session reads every store; only an agent's is held to its token's.
     let store = store.filter(|_| principal != Principal::Operator);
     let opened = viewer.open_session(token, principal.clone(), store.clone());
-    let Some(cookie) = opened.ok().and_then(|id| viewer.cookie_header(&id)) else {
+    let Some((cookie, csrf)) = opened
+        .ok()
+        .and_then(|(id, csrf)| Some((viewer.cookie_header(&id)?, csrf)))
+    else {
         return error(
             StatusCode::SERVICE_UNAVAILABLE,
             "cannot open a session (the OS random source failed); retry",
@@ -488,6 +516,9 @@ async fn login(State(viewer): State<Arc<Viewer>>, headers: HeaderMap, body: Byte
     };
     let mut shown = describe(&principal);
     shown["store"] = json!(store);
+    // The CSRF token goes to the page that logged in, and only here: a cookie reaches every
+    // server of this host whatever its port, so what the cookie alone can fetch must not be it.
+    shown["csrf"] = json!(csrf);
     let mut response = answer(StatusCode::OK, &shown);
     response.headers_mut().insert(header::SET_COOKIE, cookie);
     response
@@ -511,9 +542,9 @@ async fn session(State(viewer): State<Arc<Viewer>>, headers: HeaderMap) -> Respo
         Err(refusal) => return refuse("GET", ROUTE, &refusal),
     };
     match found {
-        Some((principal, _, csrf, store)) => {
+        Some((principal, _, _, store)) => {
+            // Not the CSRF token: the login's answer gave it to the page that logged in.
             let mut shown = describe(&principal);
-            shown["csrf"] = json!(csrf);
             shown["store"] = json!(store);
             shown["data"] = json!(viewer.data);
             answer(StatusCode::OK, &shown)

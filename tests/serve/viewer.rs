@@ -48,18 +48,11 @@ fn cookie_of(reply: &Reply) -> String {
     set.split(';').next().expect("name=value").to_string()
 }
 
-/// The session's CSRF token.
-fn csrf(server: &Server, cookie: &str) -> String {
-    let reply = request(
-        server.addr(),
-        "GET",
-        "/ui/api/session",
-        &[("Cookie", cookie)],
-        b"",
-    );
-    assert_eq!(reply.status, 200, "{}", reply.text());
+/// The cookie and the CSRF token a login's answer gives (the CSRF token comes in its body only).
+fn logged_in(reply: &Reply) -> (String, String) {
+    let cookie = cookie_of(reply);
     let answer: Value = serde_json::from_slice(&reply.body).expect("json");
-    answer["csrf"].as_str().expect("csrf").to_string()
+    (cookie, answer["csrf"].as_str().expect("csrf").to_string())
 }
 
 /// A viewer request: the cookie, and the extra headers.
@@ -204,7 +197,7 @@ fn a_login_link_logs_in_once_and_only_from_this_servers_page() {
         );
         assert_eq!(reply.status, 403, "{headers:?}: {}", reply.text());
     }
-    let cookie = cookie_of(&login(&server, &json!({ "link": secret })));
+    let (cookie, token) = logged_in(&login(&server, &json!({ "link": secret })));
     assert!(cookie.starts_with(&format!("mnemo_ui_{}=", server.addr().port())));
     // Used once: dead.
     let again = login(&server, &json!({ "link": secret }));
@@ -215,7 +208,6 @@ fn a_login_link_logs_in_once_and_only_from_this_servers_page() {
     assert_eq!(forged.status, 401);
 
     // The session reads as the operator, with its CSRF token.
-    let token = csrf(&server, &cookie);
     let log = read_as(&server, &cookie, &token, "/v1/log?limit=2");
     assert_eq!(log.status, 200, "{}", log.text());
     assert_eq!(log.text().lines().count(), 2);
@@ -232,8 +224,7 @@ fn a_session_needs_its_csrf_token_and_refuses_changes_from_another_site() {
     let wrong = login(&server, &json!({"token": "not-a-token"}));
     assert_eq!(wrong.status, 401);
     assert!(wrong.header("set-cookie").is_none());
-    let cookie = cookie_of(&login(&server, &json!({"token": server.file.token})));
-    let token = csrf(&server, &cookie);
+    let (cookie, token) = logged_in(&login(&server, &json!({"token": server.file.token})));
     let own = origin(&server);
     let before = head(&server);
 
@@ -320,8 +311,7 @@ fn a_cookie_from_another_server_is_refused() {
     let (one, two) = (TempStore::new(), TempStore::new());
     let first = Server::start(&one.path(), &[]);
     let second = Server::start(&two.path(), &[]);
-    let cookie = cookie_of(&login(&first, &json!({ "link": mint(&first) })));
-    let token = csrf(&first, &cookie);
+    let (cookie, token) = logged_in(&login(&first, &json!({ "link": mint(&first) })));
     let id = cookie.split_once('=').expect("name=value").1;
     // The browser sends every cookie of the host (cookies ignore ports): the other server finds
     // its own name absent, or, planted under its name, a session it never opened.
@@ -345,13 +335,12 @@ fn an_agents_session_reaches_only_what_its_token_does() {
     let store = TempStore::new();
     let server = Server::start(&store.path(), &[]);
     let agent_token = agent_token(&server, "/v1/tokens", "planner");
-    let cookie = cookie_of(&login(&server, &json!({ "token": agent_token })));
+    let (cookie, token) = logged_in(&login(&server, &json!({ "token": agent_token })));
     let who = session_of(&server, &cookie);
     assert_eq!(
         (who["principal"].as_str(), who["agent"].as_str()),
         (Some("agent"), Some("planner"))
     );
-    let token = who["csrf"].as_str().expect("csrf").to_string();
     for target in ["/v1/log", "/v1/verify", "/v1/acl", "/v1/tokens"] {
         let reply = read_as(&server, &cookie, &token, target);
         assert_eq!(reply.status, 403, "{target}: {}", reply.text());
@@ -378,17 +367,9 @@ fn a_data_servers_viewer_lists_its_stores() {
     let server = Server::start_data(&data, &[]);
     let made = server.call("POST", "/v1/stores", br#"{"name": "alpha"}"#);
     assert_eq!(made.status, 201, "{}", made.text());
-    let cookie = cookie_of(&login(&server, &json!({ "link": mint(&server) })));
-    let session = as_session(
-        &server,
-        "GET",
-        "/ui/api/session",
-        &[("Cookie", &cookie)],
-        b"",
-    );
-    let who: Value = serde_json::from_slice(&session.body).expect("json");
+    let (cookie, token) = logged_in(&login(&server, &json!({ "link": mint(&server) })));
+    let who = session_of(&server, &cookie);
     assert_eq!(who["data"], true);
-    let token = who["csrf"].as_str().expect("csrf").to_string();
     let headers = [
         ("Cookie", cookie.as_str()),
         ("X-Mnemo-CSRF", token.as_str()),
@@ -461,7 +442,7 @@ fn an_agent_logs_in_to_its_store_of_a_data_server_and_reads_only_its_files() {
     ] {
         assert_eq!(login(&server, &body).status, 401, "{body}");
     }
-    let cookie = cookie_of(&login(
+    let (cookie, csrf) = logged_in(&login(
         &server,
         &json!({ "token": agent_token, "store": "alpha" }),
     ));
@@ -474,7 +455,6 @@ fn an_agent_logs_in_to_its_store_of_a_data_server_and_reads_only_its_files() {
         ),
         (Some("agent"), Some("planner"), Some("alpha"))
     );
-    let csrf = who["csrf"].as_str().expect("csrf").to_string();
     let files = read_as(
         &server,
         &cookie,
@@ -534,8 +514,7 @@ fn a_viewer_session_sees_verify_name_the_first_tampered_event() {
     // A byte of event 2's payload hash: its record no longer matches its payload.
     tamper_record(&copy, 2, |record| record[80] ^= 0x01);
     let server = Server::start(&copy, &[]);
-    let cookie = cookie_of(&login(&server, &json!({ "link": mint(&server) })));
-    let token = csrf(&server, &cookie);
+    let (cookie, token) = logged_in(&login(&server, &json!({ "link": mint(&server) })));
     let reply = read_as(&server, &cookie, &token, "/v1/verify");
     assert_eq!(reply.status, 200, "{}", reply.text());
     let report: Value = serde_json::from_slice(&reply.body).expect("json");
@@ -656,8 +635,7 @@ fn verify_with_progress_streams_counts_then_the_plain_report() {
         }
     }
     let server = Server::start(&store.path(), &[]);
-    let cookie = cookie_of(&login(&server, &json!({ "link": mint(&server) })));
-    let token = csrf(&server, &cookie);
+    let (cookie, token) = logged_in(&login(&server, &json!({ "link": mint(&server) })));
     let reply = read_as(&server, &cookie, &token, "/v1/verify?progress=1");
     assert_eq!(reply.status, 200, "{}", reply.text());
     assert_eq!(reply.header("content-type"), Some("application/x-ndjson"));
@@ -714,8 +692,7 @@ fn an_agents_session_changes_no_access_and_redacts_nothing() {
         issued["token"].as_str().expect("token").to_string(),
         issued["id"].as_str().expect("id").to_string(),
     );
-    let cookie = cookie_of(&login(&server, &json!({ "token": agent_token })));
-    let token = csrf(&server, &cookie);
+    let (cookie, token) = logged_in(&login(&server, &json!({ "token": agent_token })));
     let own = origin(&server);
     let headers = [
         ("Cookie", cookie.as_str()),
@@ -775,8 +752,7 @@ fn a_redaction_from_another_site_or_without_the_csrf_token_erases_nothing() {
     let store = TempStore::new();
     let server = Server::start(&store.path(), &[]);
     write_some(&server);
-    let cookie = cookie_of(&login(&server, &json!({ "link": mint(&server) })));
-    let token = csrf(&server, &cookie);
+    let (cookie, token) = logged_in(&login(&server, &json!({ "link": mint(&server) })));
     let own = origin(&server);
     let before = head(&server);
     let body = json!({"reason": "forged", "texts": ["alpha"]}).to_string();
@@ -831,4 +807,126 @@ fn a_redaction_from_another_site_or_without_the_csrf_token_erases_nothing() {
         server.json("/v1/show?seq=1")["redaction"]["reason"],
         "forged"
     );
+}
+
+/// Browsers send a host's cookies to every port of it, so another local server can be handed the
+/// session cookie (a page of it loaded by the operator's browser): the cookie alone must open
+/// nothing. The CSRF token comes only in the login's answer, and every `/v1/` read needs it.
+#[test]
+fn a_session_cookie_alone_reads_nothing_and_does_not_give_its_csrf_token() {
+    let store = TempStore::new();
+    let server = Server::start(&store.path(), &[]);
+    write_some(&server);
+    let (cookie, token) = logged_in(&login(&server, &json!({ "link": mint(&server) })));
+    let who = session_of(&server, &cookie);
+    assert_eq!(who["principal"], "operator");
+    assert!(
+        who.get("csrf").is_none(),
+        "the session route gives the CSRF token: {who}"
+    );
+    assert!(!who.to_string().contains(&token));
+    for target in ["/v1/log", "/v1/cat?path=/memories/a.md", "/v1/tokens"] {
+        let bare = as_session(&server, "GET", target, &[("Cookie", &cookie)], b"");
+        assert_eq!(bare.status, 403, "{target}: {}", bare.text());
+        assert!(!bare.text().contains("ALPHA"), "{target}");
+    }
+    let body = json!({"agent": "stolen", "label": "x"}).to_string();
+    let origin = origin(&server);
+    let forged = as_session(
+        &server,
+        "POST",
+        "/v1/tokens",
+        &[
+            ("Cookie", &cookie),
+            ("Origin", &origin),
+            ("Content-Type", "application/json"),
+        ],
+        body.as_bytes(),
+    );
+    assert_eq!(forged.status, 403, "{}", forged.text());
+    assert_eq!(read_as(&server, &cookie, &token, "/v1/log").status, 200);
+}
+
+/// Sessions are bounded, and making room costs whoever logs in: an agent that logs in again and
+/// again ends its own oldest sessions, never the operator's.
+#[test]
+fn logging_in_again_and_again_as_an_agent_does_not_log_the_operator_out() {
+    let store = TempStore::new();
+    let server = Server::start(&store.path(), &[]);
+    let (cookie, token) = logged_in(&login(&server, &json!({ "link": mint(&server) })));
+    let agent = agent_token(&server, "/v1/tokens", "flooder");
+    let mut first = None;
+    for _ in 0..300 {
+        let session = logged_in(&login(&server, &json!({ "token": agent })));
+        first.get_or_insert(session);
+    }
+    assert_eq!(
+        read_as(&server, &cookie, &token, "/v1/head").status,
+        200,
+        "the operator's session outlived 300 agent logins"
+    );
+    let (old_cookie, _) = first.expect("a first agent session");
+    let old = as_session(
+        &server,
+        "GET",
+        "/ui/api/session",
+        &[("Cookie", &old_cookie)],
+        b"",
+    );
+    assert_eq!(old.status, 401, "the agent's oldest session made room");
+}
+
+/// `mnemo ui --open` hands the browser opener a page in a directory only this user reads, never
+/// the link itself: a command line is readable by every local user (`/proc/PID/cmdline`), and
+/// the link's secret logs in as the operator.
+#[test]
+fn mnemo_ui_open_puts_no_secret_on_a_command_line() {
+    use std::os::unix::fs::PermissionsExt;
+    let store = TempStore::new();
+    let server = Server::start(&store.path(), &[]);
+    let bin = tempfile::tempdir().expect("a directory for the fake opener");
+    let seen = bin.path().join("seen");
+    let opener = bin.path().join("xdg-open");
+    std::fs::write(
+        &opener,
+        format!("#!/bin/sh\nprintf '%s\\n' \"$@\" > {}\n", seen.display()),
+    )
+    .expect("write the fake opener");
+    std::fs::set_permissions(&opener, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let db = store.path();
+    let out = crate::support::run_mnemo_env(
+        &["ui", "--db", db.to_str().expect("UTF-8"), "--open"],
+        &[("PATH", &path)],
+        b"",
+    );
+    assert!(out.status.success(), "{out:?}");
+    let link = String::from_utf8(out.stdout)
+        .expect("UTF-8")
+        .trim()
+        .to_string();
+    assert!(link.contains("#login="), "{link}");
+    let started = std::time::Instant::now();
+    while !seen.exists() && started.elapsed() < std::time::Duration::from_secs(10) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let args = std::fs::read_to_string(&seen).expect("the opener ran");
+    assert!(
+        !args.contains("login="),
+        "the secret on a command line: {args}"
+    );
+    let page = std::path::PathBuf::from(args.trim());
+    let html = std::fs::read_to_string(&page).expect("the page the opener was given");
+    assert!(html.contains(&link), "the page leads to the link: {html}");
+    let dir = page.parent().expect("its directory");
+    let mode = std::fs::metadata(dir).expect("stat").permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "only its user may read the page's directory");
+    // The link still logs in once.
+    let secret = link.split("#login=").nth(1).expect("a secret");
+    cookie_of(&login(&server, &json!({ "link": secret })));
+    std::fs::remove_dir_all(dir).expect("clean up");
 }

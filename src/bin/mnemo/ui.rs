@@ -63,22 +63,94 @@ pub(crate) fn run_ui(db: &Path, data: Option<&Path>, open: bool, idle_exit: f64)
         "mnemo ui: the link logs in once, within two minutes; run `mnemo ui` again for another"
     );
     if open {
-        let opener = if cfg!(target_os = "macos") {
-            "open"
-        } else {
-            "xdg-open"
-        };
-        if let Err(e) = std::process::Command::new(opener)
-            .arg(&link)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-        {
-            eprintln!("mnemo ui: could not run {opener} ({e}); open the link yourself");
-        }
+        open_privately(&link);
     }
     Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// The prefix of the private directories `--open` hands the browser a page in.
+#[cfg(feature = "serve")]
+const OPEN_DIR_PREFIX: &str = "mnemo-ui-";
+
+/// How long such a directory is kept: past it, the link it holds is dead (`LINK_LIFE`, two
+/// minutes) and the next `mnemo ui --open` removes it.
+#[cfg(feature = "serve")]
+const OPEN_DIR_LIFE: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Opens `link` in the browser without putting its secret on a command line (every local user
+/// reads `/proc/PID/cmdline`): the opener is given a page in a directory only this user may
+/// read, which sends the browser on to the link.
+#[cfg(feature = "serve")]
+fn open_privately(link: &str) {
+    let opener = if cfg!(target_os = "macos") {
+        "open"
+    } else {
+        "xdg-open"
+    };
+    sweep_open_dirs();
+    let page = tempfile::Builder::new()
+        .prefix(OPEN_DIR_PREFIX)
+        .tempdir()
+        .and_then(|dir| {
+            let page = dir.path().join("open.html");
+            // The link is an http URL of hex, digits and punctuation: nothing to escape.
+            let html = format!(
+                "<!doctype html><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"0;url={link}\"><title>mnemo viewer</title><p><a href=\"{link}\">Open the mnemo viewer</a></p>\n"
+            );
+            std::fs::write(&page, html)?;
+            // Kept for the browser to read; a later `mnemo ui --open` removes it.
+            let _ = dir.keep();
+            Ok(page)
+        });
+    let page = match page {
+        Ok(page) => page,
+        Err(e) => {
+            eprintln!(
+                "mnemo ui: could not write the page that opens the viewer ({e}); open the link yourself"
+            );
+            return;
+        }
+    };
+    if let Err(e) = std::process::Command::new(opener)
+        .arg(&page)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+    {
+        eprintln!("mnemo ui: could not run {opener} ({e}); open the link yourself");
+    }
+}
+
+/// Removes this user's `--open` directories older than [`OPEN_DIR_LIFE`] (their links are long
+/// dead); one that is not a real directory of this user's is left alone.
+#[cfg(feature = "serve")]
+fn sweep_open_dirs() {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    let me = rustix::process::getuid().as_raw();
+    for entry in entries.flatten() {
+        if !entry
+            .file_name()
+            .to_string_lossy()
+            .starts_with(OPEN_DIR_PREFIX)
+        {
+            continue;
+        }
+        let Ok(meta) = entry.path().symlink_metadata() else {
+            continue;
+        };
+        let old = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > OPEN_DIR_LIFE);
+        if meta.is_dir() && meta.uid() == me && old {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 /// `POST /ui/api/link` with the operator token: the new link's secret.

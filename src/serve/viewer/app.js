@@ -9,7 +9,8 @@
   const PAGE = 50;
   const POLL_MS = 3000;
   const INVISIBLE = /[\u200B-\u200F\u202A-\u202E\u2060-\u2069\uFEFF]/;
-  let me = null; // {principal, agent, csrf, data}
+  let me = null; // {principal, agent, csrf, data, store}
+  const CSRF_KEY = 'mnemo-csrf';
   let poll = null;
 
   // ---- building the page ----
@@ -157,6 +158,11 @@
       try { why = JSON.parse(why).error; } catch (_) { /* not JSON */ }
       throw new Error(why);
     }
+    // The session's CSRF token comes with the login's answer only, and stays with this tab: the
+    // cookie reaches every server of this host, whatever its port, but this tab's storage only
+    // this page.
+    const session = await response.json();
+    sessionStorage.setItem(CSRF_KEY, session.csrf);
   }
 
   function loginPage(message) {
@@ -204,12 +210,14 @@
       }
     }
     const response = await fetch('/ui/api/session', { credentials: 'same-origin', cache: 'no-store' });
-    if (!response.ok) {
+    const csrf = sessionStorage.getItem(CSRF_KEY);
+    if (!response.ok || !csrf) {
       me = null;
-      loginPage(message);
+      loginPage(message || (response.ok ? 'This tab holds no session of its own: log in here (each tab logs in apart).' : ''));
       return;
     }
     me = await response.json();
+    me.csrf = csrf;
     const who = document.getElementById('who');
     who.replaceChildren(me.principal === 'operator' ? 'operator' : el('span', {}, 'agent ', agentName(me.agent)), ' ',
       el('button', { id: 'logout', onclick: logout }, 'Log out'));
@@ -222,6 +230,7 @@
     try {
       await request('/ui/api/logout', { method: 'POST' });
     } catch (_) { /* gone already */ }
+    sessionStorage.removeItem(CSRF_KEY);
     me = null;
     loginPage('Logged out.');
   }
