@@ -217,3 +217,38 @@ fn a_missing_head_record_is_never_silent() {
         "the kept checkpoint catches the rollback: {expected:?}"
     );
 }
+
+/// A store opened and closed with no new event leaves its head record untouched, so the
+/// record's modification time is the time of the store's last event (what a data server's
+/// stores page shows as its last event); a new event moves it.
+#[test]
+fn an_open_and_close_with_no_new_event_leaves_the_head_record_alone() {
+    let s = TempStore::new();
+    let record = s.path().join(mnemo::testing::HEAD_FILE);
+    let server = open(&s.path(), Durability::Fsync);
+    session(&server);
+    drop(server);
+    let written = std::fs::metadata(&record)
+        .expect("head record")
+        .modified()
+        .expect("mtime");
+    let bytes = std::fs::read(&record).expect("read");
+    std::thread::sleep(Duration::from_millis(50));
+    for durability in [Durability::Fsync, Durability::Buffered] {
+        drop(open(&s.path(), durability));
+    }
+    let after = std::fs::metadata(&record)
+        .expect("head record")
+        .modified()
+        .expect("mtime");
+    assert_eq!(after, written, "reopened and closed with nothing new");
+    assert_eq!(std::fs::read(&record).expect("read"), bytes);
+    let server = open(&s.path(), Durability::Fsync);
+    server.handle(&json!({"command": "view", "path": "/memories"}));
+    drop(server);
+    let moved = std::fs::metadata(&record)
+        .expect("head record")
+        .modified()
+        .expect("mtime");
+    assert!(moved > written, "a new event moves it");
+}

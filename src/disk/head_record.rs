@@ -29,6 +29,9 @@ const HEAD_DOMAIN: &[u8] = b"mnemo/head/v1";
 #[derive(Default)]
 pub(crate) struct HeadRecord {
     file: Option<File>,
+    /// The head last written (or found already recorded), so that writing it again, as a close
+    /// or a sync with nothing new does, leaves the file and its time alone.
+    last: Option<Head>,
 }
 
 impl HeadRecord {
@@ -36,9 +39,20 @@ impl HeadRecord {
     /// (both slots), which also converts a record of the earlier layout.
     pub(crate) fn write(&mut self, root: &Path, head: Head) -> Result<()> {
         let path = root.join(HEAD_FILE);
+        if self.file.is_some() && self.last == Some(head) {
+            return Ok(());
+        }
         let slot = slot_bytes(head);
         let result = match &self.file {
             Some(file) => file.write_all_at(&slot, slot_offset(head)),
+            // Already recorded, in this layout (a store opened and closed with no new event):
+            // its modification time stays the time of its last event.
+            None if recorded_as(&path, head) => open_own(&path, OFlags::WRONLY)
+                .and_then(|file| {
+                    file.ok_or_else(|| Error::io(&path, std::io::ErrorKind::NotFound.into()))
+                })
+                .map(|file| self.file = Some(file))
+                .map_err(|e| std::io::Error::other(e.to_string())),
             None => {
                 let mut whole = slot.clone();
                 whole.extend_from_slice(&slot);
@@ -49,11 +63,25 @@ impl HeadRecord {
                     .map(|()| self.file = Some(file))
             }
         };
-        result.map_err(|e| {
-            self.file = None;
-            Error::io(&path, e)
-        })
+        match result {
+            Ok(()) => {
+                self.last = Some(head);
+                Ok(())
+            }
+            Err(e) => {
+                self.file = None;
+                self.last = None;
+                Err(Error::io(&path, e))
+            }
+        }
     }
+}
+
+/// Whether the head record at `path` is of this layout (two slots) and names `head` already.
+fn recorded_as(path: &Path, head: Head) -> bool {
+    let root = path.parent().unwrap_or(path);
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.len() == HEAD_BYTES as u64)
+        && read_head(root).ok().flatten() == Some(head)
 }
 
 fn slot_offset(head: Head) -> u64 {

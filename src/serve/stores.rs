@@ -5,7 +5,7 @@
 //! | route | who | answer |
 //! |---|---|---|
 //! | `POST /v1/stores` `{"name": "NAME"}` | operator | 201 `{"name", "created": true}`; 409 if it exists; 400 for a name that is not one |
-//! | `GET /v1/stores?after=&limit=&details=` | operator | `{"stores": [{"name", "open"}], "next": NAME or null}`, by name, at most `limit` (default 100, at most 1,000) after `after`; with `details=true` each store also has `head` (`{"seq", "hash"}`), `last_write` (when its head record was last written, UTC), `bytes` (its files) and `verified` (the last verify this server ran on it: `{"intact", "head", "first_bad", "time"}`, or null) |
+//! | `GET /v1/stores?after=&limit=&details=` | operator | `{"stores": [{"name", "open"}], "next": NAME or null}`, by name, at most `limit` (default 100, at most 1,000) after `after`; with `details=true` each store also has `head` (`{"seq", "hash"}`), `last_write` (when its last event was recorded, UTC: the time of its head record, which a store opened and closed with nothing new leaves alone), `bytes` (its files) and `verified` (the last verify this server ran on it: `{"intact", "head", "first_bad", "time"}`, or null) |
 //! | `DELETE /v1/stores/NAME?confirm=NAME` | operator | `{"name", "deleted": true}`; 400 without the confirmation, 404 for no such store, 409 while a call is in flight in it |
 //! | `ANY /v1/stores/NAME/ROUTE` | as the route | the single-store route `/v1/ROUTE` of that store (`/v1/stores/NAME/mcp` is its `/mcp`), with the same bodies and answers |
 //! | `GET /v1/identity?challenge=` | anyone | the proof of `DIR` (see [`crate::discovery`]) |

@@ -939,7 +939,7 @@
     show(el('h1', {}, 'Stores'),
       el('p', { class: 'note' }, listing.open + ' of at most ' + listing.max_open + ' open'),
       el('table', { id: 'stores' },
-        el('thead', {}, el('tr', {}, ['store', 'state', 'head seq', 'last write', 'size', 'last verify'].map((h) => el('th', {}, h)))),
+        el('thead', {}, el('tr', {}, ['store', 'state', 'head seq', 'last event', 'size', 'last verify'].map((h) => el('th', {}, h)))),
         el('tbody', {}, rows)),
       pager);
   }
