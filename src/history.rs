@@ -19,9 +19,7 @@ use crate::tool::COMMAND_NAMES;
 /// The tree as it was after event `at`: replayed into memory (the `replay` module) from the
 /// nearest tree the store keeps before it ([`crate::snapshot`]), or from event 1.
 pub fn state_at(store: &Store, at: Seq) -> Result<Projection<MemKv>> {
-    let mut replay = Replay::from_kept(store, at)?;
-    replay.run_to_keeping(store, at)?;
-    Ok(replay.into_tree())
+    Ok(Replay::kept_to(store, at)?.into_tree())
 }
 
 /// `at` if the log reaches it (0 is the empty tree before the first event), else

@@ -160,8 +160,7 @@ pub fn show(store: &Store, seq: Seq) -> Result<Shown> {
             event,
         });
     }
-    let mut replay = Replay::from_kept(store, Seq(seq.0 - 1))?;
-    replay.run_to_keeping(store, Seq(seq.0 - 1))?;
+    let mut replay = Replay::kept_to(store, Seq(seq.0 - 1))?;
     let before = BeforeAnswer::of(replay.tree(), &event)?;
     let answer = replay.apply(&event)?.answer;
     let verified = event.outcome_of(answer.is_error, &answer.text) == event.header.outcome;

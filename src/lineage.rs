@@ -185,8 +185,12 @@ impl Followed {
             .get_or_insert_with(Replay::in_memory_with_listings);
         let (files, touched, alone) = (&mut self.files, &mut self.touched, &mut self.alone);
         let mut last = None;
-        // The same replay leaves the store its trees of the past on the way ([`crate::snapshot`]).
+        // The same replay leaves the store its trees of the past on the way ([`crate::snapshot`]),
+        // and a long one runs alone, as theirs do.
         let kept = store.snapshots();
+        let from = self.last.map_or(0, |(seq, _)| seq.0);
+        let behind = store.log_end()?.seq.0.saturating_sub(from);
+        let _alone = (behind > kept.spacing()).then(|| kept.long_replay());
         let ran = replay.run(store, Seq(u64::MAX), |tree, event, traced| {
             if kept.wants(event.seq) {
                 kept.keep(event.seq, event.hash(), tree.kv().clone());

@@ -64,6 +64,10 @@ pub struct Snapshot {
 /// One store's kept trees.
 pub struct Snapshots {
     inner: Mutex<Inner>,
+    /// Held by a replay that runs more than one spacing, so that pages asked at once of a store
+    /// just opened replay its log once, not once each: the others wait, then start from the trees
+    /// it left.
+    long: Mutex<()>,
 }
 
 struct Inner {
@@ -106,6 +110,7 @@ impl Snapshots {
                 max_bytes,
                 shared,
             }),
+            long: Mutex::new(()),
         }
     }
 
@@ -123,9 +128,20 @@ impl Snapshots {
     }
 
     /// Every `spacing()` events a replay offers its tree ([`Snapshots::wants`] says when).
-    #[cfg(any(test, feature = "testing"))]
     pub fn spacing(&self) -> u64 {
         self.lock().spacing
+    }
+
+    /// Whether a replay to `at` would run more than one spacing from the nearest kept tree.
+    pub fn is_long(&self, at: Seq) -> bool {
+        let from = self.nearest(at).map_or(0, |(seq, _)| seq.0);
+        at.0.saturating_sub(from) > self.spacing()
+    }
+
+    /// Waits for, and holds until the guard goes, the right to run a long replay (see
+    /// [`Snapshots::is_long`]).
+    pub fn long_replay(&self) -> MutexGuard<'_, ()> {
+        self.long.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Whether a tree taken after `seq` would be kept: `seq` is on the spacing and none is kept

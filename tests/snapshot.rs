@@ -137,3 +137,35 @@ fn a_kept_tree_the_log_no_longer_matches_is_dropped() {
         "the tree kept now is the rewritten log's"
     );
 }
+
+/// Pages asked at once of a store just opened: each gets the tree a replay from event 1 gives
+/// (the long replays run one at a time, the later ones from the trees the first left).
+#[test]
+fn trees_asked_at_once_are_each_the_past_from_event_one() {
+    let events = 3 * FIRST_SPACING + 100;
+    let temp = TempStore::new();
+    session(&temp, events);
+    let store = open_store(&temp.path());
+    let asked = [events, events - 1, 2 * FIRST_SPACING + 5, events];
+    let trees: Vec<MemKv> = std::thread::scope(|scope| {
+        let handles: Vec<_> = asked
+            .iter()
+            .map(|at| {
+                let store = store.clone();
+                scope.spawn(move || kept_tree(&store, Seq(*at)))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a reader"))
+            .collect()
+    });
+    for (at, tree) in asked.iter().zip(trees) {
+        assert_eq!(
+            tree.map,
+            from_event_one(&store, Seq(*at)).map,
+            "after seq {at}"
+        );
+    }
+    assert_eq!(store.snapshots().held().0, 3);
+}

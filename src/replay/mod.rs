@@ -128,6 +128,17 @@ impl Replay<MemKv> {
         Ok(Replay::in_memory_with_listings())
     }
 
+    /// The tree after `at` ([`Replay::from_kept`], then [`Replay::run_to_keeping`]). A replay
+    /// longer than one spacing runs alone: one asked meanwhile waits, then starts from the trees
+    /// it left.
+    pub fn kept_to(store: &Store, at: Seq) -> Result<Replay<MemKv>> {
+        let kept = store.snapshots();
+        let _alone = kept.is_long(at).then(|| kept.long_replay());
+        let mut replay = Replay::from_kept(store, at)?;
+        replay.run_to_keeping(store, at)?;
+        Ok(replay)
+    }
+
     /// [`Replay::run_to`], leaving the store a tree at each seq its snapshots want on the way.
     pub fn run_to_keeping(&mut self, store: &Store, to: Seq) -> Result<u64> {
         let kept = store.snapshots();
