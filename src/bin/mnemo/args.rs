@@ -19,9 +19,10 @@ pub(crate) struct Db {
 pub(crate) struct Session {
     #[command(flatten)]
     pub(crate) db: Db,
-    /// Result-string profile: spec (the strings the memory tool's documentation gives) or
-    /// python-sdk (those of the Anthropic Python SDK's filesystem memory tool).
-    #[arg(long, default_value = "spec", value_name = "spec|python-sdk", value_parser = parse_profile)]
+    /// Result-string profile: spec (the strings the memory tool's documentation gives),
+    /// python-sdk or typescript-sdk (those of the Anthropic Python or TypeScript SDK's
+    /// filesystem memory tool).
+    #[arg(long, default_value = "spec", value_name = "spec|python-sdk|typescript-sdk", value_parser = parse_profile)]
     pub(crate) profile: Profile,
     /// The memory root.
     #[arg(long, default_value = "/memories")]
@@ -635,7 +636,8 @@ pub(crate) fn parse_access(s: &str) -> Result<Access, String> {
 }
 
 pub(crate) fn parse_profile(s: &str) -> Result<Profile, String> {
-    Profile::from_name(s).ok_or_else(|| format!("unknown profile {s:?}; use spec or python-sdk"))
+    Profile::from_name(s)
+        .ok_or_else(|| format!("unknown profile {s:?}; use spec, python-sdk or typescript-sdk"))
 }
 
 pub(crate) fn parse_durability(s: &str) -> Result<Durability, String> {
