@@ -79,6 +79,16 @@ pub(crate) enum Cmd {
         #[command(flatten)]
         start: Start,
     },
+    /// Print the URL and the operator token of the server that holds the store, starting one
+    /// in the background when none runs (as `tool` does), as one JSON line
+    /// `{"url", "token", "pid"}`: how a client in another language reaches a local store (a
+    /// build with `--features serve`). The token is the operator's: keep it from logs.
+    Link {
+        #[command(flatten)]
+        session: Session,
+        #[command(flatten)]
+        start: Start,
+    },
     /// Open the auditor's window: print a one-time login link to the web viewer (`/ui/`) of
     /// the server that holds the store, starting one when none runs (a build with `--features
     /// serve`).
