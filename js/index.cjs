@@ -198,19 +198,25 @@ class MnemoClient {
       response = await fetch(`${this.#url}${this.#prefix}${path}`, init);
     } catch (err) {
       const cause = err?.cause?.code ?? err?.cause?.message ?? err.message;
-      throw new ServerUnreachable(`${route}: no server answered at ${this.#url} (${cause})`);
+      const unreachable = new ServerUnreachable(`${route}: no server answered at ${this.#url} (${cause})`);
+      // Refused: the request never reached a server, so sending it again cannot run it twice.
+      unreachable.refused = err?.cause?.code === 'ECONNREFUSED';
+      throw unreachable;
     }
     const text = await response.text();
     if (!response.ok) throw errorFor(response.status, text, route);
     return text;
   }
 
-  /** A request; when the server of an opened store went away, `mnemo link` starts it again once. */
+  /**
+   * A request; when the server of an opened store is gone (the connection was refused, so
+   * nothing was sent), `mnemo link` starts it again and the request goes to the new one, once.
+   */
   async #request(method, path, options) {
     try {
       return await this.#fetch(method, path, options);
     } catch (err) {
-      if (!(err instanceof ServerUnreachable) || !this.#relink) throw err;
+      if (!(err instanceof ServerUnreachable) || !err.refused || !this.#relink) throw err;
       const found = await this.#relink();
       this.#url = found.url.replace(/\/+$/, '');
       this.#token = found.token;

@@ -114,3 +114,28 @@ test('the CommonJS entry is the same client and the same error classes', async (
   assert.equal(error.constructor, Error);
   assert.equal(error.message, 'The path /memories/x does not exist');
 });
+
+test('an opened store whose server went away gets a new one, and the call is answered once', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'mnemo-js-errors-'));
+  const db = join(dir, 'restart.mnemo.db');
+  const client = await MnemoClient.open(db, { agent: 'restart', bin: BIN });
+  try {
+    assert.equal(await client.memoryTool().create({ command: 'create', path: '/memories/a.md', file_text: 'a\n' }), 'File created successfully at: /memories/a.md');
+    const first = JSON.parse(execFileSync(BIN, ['link', '--db', db, '--no-start'], { encoding: 'utf-8' }));
+    process.kill(first.pid, 'SIGTERM');
+    for (let i = 0; i < 200; i++) {
+      try {
+        process.kill(first.pid, 0);
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      } catch {
+        break;
+      }
+    }
+    assert.equal(await client.memoryTool().view({ command: 'view', path: '/memories/a.md' }), "Here's the content of /memories/a.md with line numbers:\n     1\ta\n     2\t");
+    assert.notEqual(new URL(client.url).port, new URL(first.url).port, 'a new server answered');
+    assert.equal((await client.log()).length, 2, 'each call recorded once');
+  } finally {
+    client.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
