@@ -36,7 +36,8 @@
 //! | 4 | builds of semantics 3 with salts ([`SALTED_FORMAT`]) | as format 3; the record holds the event's salt, and its payload and result hashes are salted commitments |
 //! | 5 | a redaction ([`ERASED_FORMAT`]) | the header of the format the event was written in; the record is an erased event's |
 //! | 6 | this build's writer ([`WRITTEN_FORMAT`]) | as format 4; the header names semantics 4 |
-//! | 7 | this build's writer, for a write of the memory-stores API ([`API_FORMAT`], [`FORMAT_VERSION`]) | as format 6; only it holds the payload variant `Api` |
+//! | 7 | this build's writer, for a write of the memory-stores API ([`API_FORMAT`]) | as format 6; only it holds the payload variant `Api` |
+//! | 8 | this build's writer, for a call under the `typescript-sdk` profile ([`TS_PROFILE_FORMAT`], [`FORMAT_VERSION`]) | as format 6; only it holds the profile `TypescriptSdk` |
 //!
 //! An event's format follows from its semantics and its salt: an event answered under semantics
 //! 1 is written as format 1, byte for byte what those builds wrote, and one answered under
@@ -184,7 +185,7 @@ use wire::WireBody;
 ///
 /// Compatibility policy: a build reads every version up to its own and refuses newer ones with
 /// [`Error::NewerFormat`]; the version byte leads every stored event and the store's `meta` tree.
-pub const FORMAT_VERSION: u8 = 7;
+pub const FORMAT_VERSION: u8 = 8;
 
 /// The first format whose events are salted (answered under semantics 3).
 pub const SALTED_FORMAT: u8 = 4;
@@ -196,6 +197,12 @@ pub const WRITTEN_FORMAT: u8 = 6;
 /// 6 (salted, semantics 4), with the payload variant only this format may hold, so a build that
 /// does not know it refuses the event as newer rather than misreading it.
 pub const API_FORMAT: u8 = 7;
+
+/// The format of an event answered under the `typescript-sdk` profile
+/// ([`Profile::TypescriptSdk`](crate::Profile::TypescriptSdk)): as format 6 (salted, semantics
+/// 4), with the profile only this format may hold, so a build that does not know the profile
+/// refuses the event as newer rather than calling it corrupt.
+pub const TS_PROFILE_FORMAT: u8 = 8;
 
 /// The format of an erased record: an event of any earlier format whose payload and salt a
 /// redaction dropped (see the module docs).
@@ -227,9 +234,12 @@ pub fn salted_format_of(semantics: Semantics) -> u8 {
     }
 }
 
-/// Whether a record of format `version` holds a salt (formats 4, 6 and 7).
+/// Whether a record of format `version` holds a salt (formats 4, 6, 7 and 8).
 fn is_salted(version: u8) -> bool {
-    version == SALTED_FORMAT || version == WRITTEN_FORMAT || version == API_FORMAT
+    version == SALTED_FORMAT
+        || version == WRITTEN_FORMAT
+        || version == API_FORMAT
+        || version == TS_PROFILE_FORMAT
 }
 
 /// The semantics a header of format `version` must name (`None` for a version no event has).
@@ -238,9 +248,20 @@ fn semantics_of_format(version: u8) -> Option<Semantics> {
         1 => Some(Semantics::V1),
         2 => Some(Semantics::V2),
         3 | SALTED_FORMAT => Some(Semantics::V3),
-        WRITTEN_FORMAT | API_FORMAT => Some(Semantics::V4),
+        WRITTEN_FORMAT | API_FORMAT | TS_PROFILE_FORMAT => Some(Semantics::V4),
         _ => None,
     }
+}
+
+/// Whether `body` is a call answered under the `typescript-sdk` profile (written as format 8).
+fn answers_as_typescript(body: &Body) -> bool {
+    let profile = match body {
+        Body::Tool(call) => call.profile,
+        Body::Rejected(call) => call.profile,
+        Body::RejectedDigest(call) => call.profile,
+        Body::Admin(_) | Body::Api(_) | Body::Erased(_) => return false,
+    };
+    profile == crate::Profile::TypescriptSdk
 }
 
 /// An event's salt: 32 random bytes that key the commitments to its payload and result text (see
@@ -482,6 +503,7 @@ impl Event {
         match (&self.body, self.salt) {
             (Body::Erased(_), _) => ERASED_FORMAT,
             (Body::Api(_), _) => API_FORMAT,
+            (body, _) if answers_as_typescript(body) => TS_PROFILE_FORMAT,
             (_, Some(_)) => salted_format_of(self.header.semantics),
             (_, None) => format_of(self.header.semantics),
         }
@@ -798,6 +820,17 @@ impl Event {
             return Err(Error::corrupt(format!(
                 "an event of format {version} {} a write of the memory-stores API",
                 if version == API_FORMAT {
+                    "is not"
+                } else {
+                    "holds"
+                }
+            )));
+        }
+        // And a call under the `typescript-sdk` profile is format 8, which holds nothing else.
+        if answers_as_typescript(&body) != (version == TS_PROFILE_FORMAT) {
+            return Err(Error::corrupt(format!(
+                "an event of format {version} {} a call under the typescript-sdk profile",
+                if version == TS_PROFILE_FORMAT {
                     "is not"
                 } else {
                     "holds"

@@ -90,7 +90,7 @@ fn failing_calls() -> Vec<(Value, &'static str)> {
 
 #[test]
 fn a_large_call_that_fails_is_logged_as_a_digest_with_a_bounded_answer() {
-    for profile in [Profile::Spec, Profile::PythonSdk] {
+    for profile in [Profile::Spec, Profile::PythonSdk, Profile::TypescriptSdk] {
         let s = TempStore::new();
         let server = server(&s, profile);
         let created = server.handle(

@@ -4,7 +4,8 @@
 //! replay rule fails here; such a change needs a new version whose verifier still re-answers
 //! these stores as they were answered. `format-1` was written by a build of format 1 (semantics
 //! 1), `format-2` by the build that introduced semantics 2, `format-7` by the build that
-//! introduced the memory-stores API's writes; and a store of format 1 that this build goes on
+//! introduced the memory-stores API's writes, `format-8` by the build that introduced the
+//! typescript-sdk profile; and a store of format 1 that this build goes on
 //! writing holds both its events and this build's.
 
 use std::path::{Path, PathBuf};
@@ -76,10 +77,11 @@ fn every_fixture_store_verifies_with_the_events_and_checkpoint_it_was_made_with(
         let events = log(&store);
         assert_eq!(Some(events.len() as u64), expected["events"].as_u64());
         // Format 7 holds the events of format 6 (semantics 4) and the memory-stores API's
-        // writes, which are format 7 under the same semantics.
+        // writes, which are format 7 under the same semantics; format 8 those of format 7 and
+        // calls under the typescript-sdk profile, format 8 under the same semantics too.
         let semantics_format = match format {
             4 => 3,
-            7 => 6,
+            7 | 8 => 6,
             other => other,
         };
         for event in &events {

@@ -1305,7 +1305,10 @@ impl Doc {
         match p {
             Profile::Spec => self.u32(0),
             Profile::PythonSdk => self.u32(1),
-            other => panic!("the byte table documents Spec and PythonSdk only, got {other:?}"),
+            Profile::TypescriptSdk => self.u32(2),
+            other => panic!(
+                "the byte table documents Spec, PythonSdk and TypescriptSdk only, got {other:?}"
+            ),
         }
     }
 }
@@ -1315,6 +1318,15 @@ impl Doc {
 fn doc_format(event: &Event) -> u8 {
     if matches!(event.body, Body::Api(_)) {
         return 7;
+    }
+    let profile = match &event.body {
+        Body::Tool(call) => Some(call.profile),
+        Body::Rejected(call) => Some(call.profile),
+        Body::RejectedDigest(call) => Some(call.profile),
+        _ => None,
+    };
+    if profile == Some(Profile::TypescriptSdk) {
+        return 8;
     }
     if event.salt.is_some() {
         return match event.header.semantics {
@@ -1564,8 +1576,8 @@ fn every_vector_matches_the_documented_byte_table() {
     assert_eq!(DOMAIN_TAG, b"mnemo/event/v1", "domain tag as documented");
     assert_eq!(DOMAIN_TAG.len(), 14, "the docs say 14 ASCII bytes");
     assert_eq!(
-        FORMAT_VERSION, 7,
-        "this is format version 7 (salted events of semantics 4; format 7 for the memory-stores API's writes)"
+        FORMAT_VERSION, 8,
+        "this is format version 8 (salted events of semantics 4; format 7 for the memory-stores API's writes, 8 for calls under the typescript-sdk profile)"
     );
     assert_eq!(
         PAYLOAD_TAG, b"mnemo/payload/v4",
@@ -1932,6 +1944,17 @@ fn a_store_of_format_one_gets_the_newer_marker_with_its_first_newer_event() {
         Some(&[7u8][..]),
         "an API write raises it to 7"
     );
+    let mut typescript = typescript_fixtures()[0].1.clone();
+    typescript.seq = Seq(4);
+    typescript.prev_hash = api.hash();
+    store
+        .append(&[typescript.to_frame()])
+        .expect("append format 8");
+    assert_eq!(
+        marker(&store).as_deref(),
+        Some(&[8u8][..]),
+        "a call under the typescript-sdk profile raises it to 8"
+    );
 }
 
 /// A short secret (a four-digit PIN) written through the tool: from its stored record without the
@@ -2154,50 +2177,148 @@ const GOLDEN_V7: &[(&str, &str)] = &[
 
 #[test]
 fn every_api_write_of_format_seven_encodes_to_its_golden_hash_and_only_there() {
-    let fixtures = api_fixtures();
+    only_in_its_format(
+        &api_fixtures(),
+        GOLDEN_V7,
+        7,
+        "a write of the memory-stores API",
+    );
+}
+
+/// Each of `fixtures` is written in format `version` and encodes to its golden chain hash and
+/// to the documented bytes; the same bytes under format 6 are refused (`version` is the only
+/// encoding of what the fixtures hold, so a build of format 6 refuses them as newer), and a
+/// plain `spec` call relabelled `version` is refused too (the format holds nothing else).
+fn only_in_its_format(
+    fixtures: &[(&'static str, Event)],
+    golden: &[(&str, &str)],
+    version: u8,
+    what: &str,
+) {
     if std::env::var("MNEMO_PRINT_GOLDEN").is_ok() {
-        for (name, event) in &fixtures {
+        for (name, event) in fixtures {
             println!(
                 "    (\n        {name:?},\n        {:?},\n    ),",
                 event.hash().to_hex()
             );
         }
     }
-    assert_eq!(
-        fixtures.len(),
-        GOLDEN_V7.len(),
-        "one golden row per fixture"
-    );
-    for ((name, event), (golden_name, hash)) in fixtures.iter().zip(GOLDEN_V7) {
+    assert_eq!(fixtures.len(), golden.len(), "one golden row per fixture");
+    for ((name, event), (golden_name, hash)) in fixtures.iter().zip(golden) {
         assert_eq!(name, golden_name, "same order as the fixtures");
-        assert_eq!(event.format(), 7, "{name} is written in format 7");
+        assert_eq!(
+            event.format(),
+            version,
+            "{name} is written in format {version}"
+        );
         let frame = event.to_frame();
         assert_eq!(frame.hash.to_hex(), *hash, "{name}: chain hash");
         let record = frame.encode();
-        assert_eq!(record[0], 7, "{name}: version byte");
+        assert_eq!(record[0], version, "{name}: version byte");
         assert_eq!(
             hex(&record),
             hex(&doc_record(event)),
             "{name}: the documented bytes"
         );
         assert_eq!(&Event::decode(&record).expect("decodes"), event, "{name}");
-        // The same bytes under format 6 are refused: format 7 is the only encoding of an API
-        // write, so a build of format 6 refuses it as newer instead.
         let mut as_six = record.clone();
         as_six[0] = 6;
         assert!(
             matches!(Event::decode(&as_six), Err(Error::Corrupt { .. })),
-            "{name}: format 6 never holds an API write"
+            "{name}: format 6 never holds {what}"
         );
     }
-    // And format 7 holds nothing else.
-    let mut tool_as_seven = salted_in(Semantics::V4, vec![fixtures_in(Semantics::V4)[3].1.clone()])
-        [0]
-    .to_frame()
-    .encode();
-    tool_as_seven[0] = 7;
-    assert!(matches!(
-        Event::decode(&tool_as_seven),
-        Err(Error::Corrupt { .. })
-    ));
+    let mut spec_call = salted_in(Semantics::V4, vec![fixtures_in(Semantics::V4)[3].1.clone()])[0]
+        .to_frame()
+        .encode();
+    spec_call[0] = version;
+    assert!(
+        matches!(Event::decode(&spec_call), Err(Error::Corrupt { .. })),
+        "format {version} holds only {what}"
+    );
+}
+
+/// A call, a rejected input and a digest under the `typescript-sdk` profile, answered under
+/// semantics 4 and salted: written in format 8, and only in it.
+fn typescript_fixtures() -> Vec<(&'static str, Event)> {
+    let event = |seq: u64, outcome: Outcome, body: Body| {
+        let mut event = fixed(seq, Some("toolu_ts"), outcome, body);
+        event.header.semantics = Semantics::V4;
+        event.salt = Some(salt_of(seq));
+        event
+    };
+    vec![
+        (
+            "typescript-sdk create",
+            event(
+                1,
+                Outcome::of(false, "File created successfully at: /memories//a.md"),
+                Body::Tool(ToolCall {
+                    root: "/memories".into(),
+                    profile: Profile::TypescriptSdk,
+                    limits: Limits::default(),
+                    command: Command::Create {
+                        path: "/memories//a.md".into(),
+                        file_text: "héllo\n".into(),
+                    },
+                }),
+            ),
+        ),
+        (
+            "typescript-sdk rejected input",
+            event(
+                2,
+                Outcome::of(true, "Error: the input is not JSON"),
+                Body::Rejected(RejectedCall {
+                    root: "/memories".into(),
+                    profile: Profile::TypescriptSdk,
+                    input: "{not json".into(),
+                }),
+            ),
+        ),
+        (
+            "typescript-sdk digest",
+            event(
+                3,
+                Outcome::of(true, "Error: too large"),
+                Body::RejectedDigest(RejectedDigest {
+                    root: "/memories".into(),
+                    profile: Profile::TypescriptSdk,
+                    input: InputDigest {
+                        len: 9_000_000,
+                        hash: EventHash([0x5a; 32]),
+                        prefix: "{\"command\":".into(),
+                    },
+                    refusal: Refusal::TooLarge { limit: 8_388_608 },
+                }),
+            ),
+        ),
+    ]
+}
+
+/// Chain hashes of [`typescript_fixtures`], frozen: a change to how the profile is encoded fails
+/// here.
+const GOLDEN_V8: &[(&str, &str)] = &[
+    (
+        "typescript-sdk create",
+        "dc8b2ddcc80cb23fcda579cbf048732b8ea8e4b8896fe48719a80355ac8500e9",
+    ),
+    (
+        "typescript-sdk rejected input",
+        "c5c004fb5057b172abdf1376ad56f53f3ef9bc322720f991f33c255289f3d68b",
+    ),
+    (
+        "typescript-sdk digest",
+        "db1face05881bdc4b95e0edbe47e8ff69c0a6f55c1fca5644a751234c6f9dc7f",
+    ),
+];
+
+#[test]
+fn every_call_under_the_typescript_profile_is_format_eight_and_only_there() {
+    only_in_its_format(
+        &typescript_fixtures(),
+        GOLDEN_V8,
+        8,
+        "a call under the typescript-sdk profile",
+    );
 }

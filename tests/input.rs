@@ -356,7 +356,7 @@ fn a_value_over_the_request_limit_is_refused_with_its_id_and_logged_as_the_diges
 
 #[test]
 fn rejected_input_over_4_kib_is_logged_as_a_digest_and_shorter_input_whole() {
-    for profile in [Profile::Spec, Profile::PythonSdk] {
+    for profile in [Profile::Spec, Profile::PythonSdk, Profile::TypescriptSdk] {
         let s = TempStore::new();
         let server = MnemoMemoryToolServer::builder(s.client())
             .profile(profile)

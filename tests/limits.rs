@@ -77,7 +77,7 @@ fn the_default_limit_is_documented_and_generous() {
 
 #[test]
 fn a_capped_view_stops_at_a_line_and_says_how_to_page() {
-    for profile in [Profile::Spec, Profile::PythonSdk] {
+    for profile in [Profile::Spec, Profile::PythonSdk, Profile::TypescriptSdk] {
         let limits = Limits {
             max_file_bytes: DEFAULT_MAX_FILE_BYTES,
             view_max_chars: Some(30),

@@ -29,7 +29,7 @@ fn refused(server: &MnemoMemoryToolServer, input: Value, needles: &[&str]) {
 
 #[test]
 fn every_shape_a_nested_root_meets_is_an_error_result_in_both_profiles() {
-    for profile in [Profile::Spec, Profile::PythonSdk] {
+    for profile in [Profile::Spec, Profile::PythonSdk, Profile::TypescriptSdk] {
         let s = TempStore::new();
         let client = s.client();
         let outer = server_at(&client, "/memories", profile);

@@ -364,6 +364,7 @@ const MODULE_SURFACE: &[&str] = &[
     "event::SALTED_FORMAT",
     "event::Salt",
     "event::Seq",
+    "event::TS_PROFILE_FORMAT",
     "event::ToolCall",
     "event::WRITTEN_FORMAT",
     "event::chain_hash",

@@ -11,7 +11,7 @@ __version__: str
 DEFAULT_MAX_FILE_BYTES: int
 
 Durability = Literal["fsync", "flush", "buffered"]
-ProfileName = Literal["spec", "python-sdk"]
+ProfileName = Literal["spec", "python-sdk", "typescript-sdk"]
 AccessName = Literal["read", "read-write"]
 
 class MnemoError(Exception):

@@ -87,7 +87,7 @@ impl PyServer {
         )?;
         let profile = Profile::from_name(profile).ok_or_else(|| {
             InvalidArgumentError::new_err(format!(
-                "invalid argument: profile must be \"spec\" or \"python-sdk\", got {profile:?}"
+                "invalid argument: profile must be \"spec\", \"python-sdk\" or \"typescript-sdk\", got {profile:?}"
             ))
         })?;
         let defaults = Limits::default();

@@ -145,6 +145,8 @@ impl<'a> WireApi<'a> {
 pub(super) enum WireProfile {
     Spec,
     PythonSdk,
+    /// Only in format 8 ([`super::TS_PROFILE_FORMAT`]).
+    TypescriptSdk,
 }
 
 /// The [`Limits`] an answer depends on, as stored (`max_request_bytes` is not).
@@ -331,6 +333,7 @@ impl WireProfile {
         match profile {
             Profile::Spec => WireProfile::Spec,
             Profile::PythonSdk => WireProfile::PythonSdk,
+            Profile::TypescriptSdk => WireProfile::TypescriptSdk,
         }
     }
 
@@ -338,6 +341,7 @@ impl WireProfile {
         match self {
             WireProfile::Spec => Profile::Spec,
             WireProfile::PythonSdk => Profile::PythonSdk,
+            WireProfile::TypescriptSdk => Profile::TypescriptSdk,
         }
     }
 }

@@ -18,9 +18,13 @@ pub const TOOL_NAME: &str = "memory";
 /// known here: the description then covers both).
 pub fn memory_tool_for(root: &str, max_file_bytes: u64, profile: Option<Profile>) -> Tool {
     let unlisted = match profile {
-        Some(Profile::Spec) => "names that start with a dot and node_modules directories",
+        Some(Profile::Spec | Profile::TypescriptSdk) => {
+            "names that start with a dot and node_modules directories"
+        }
         Some(Profile::PythonSdk) => "names that start with a dot",
-        None => "names that start with a dot (and node_modules directories, in the spec profile)",
+        None => {
+            "names that start with a dot (and node_modules directories, in the spec and typescript-sdk profiles)"
+        }
     };
     let description = format!(
         "Your persistent memory: a directory of text files under {root} that outlasts this \

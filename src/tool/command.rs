@@ -19,6 +19,11 @@ pub enum Profile {
     /// Byte-identical to the Anthropic Python SDK's `BetaLocalFilesystemMemoryTool` (anthropic
     /// 2.14.0) run through the SDK's tool runner, except for Mnemo's deliberate safety differences.
     PythonSdk,
+    /// Byte-identical to the Anthropic TypeScript SDK's `BetaLocalFilesystemMemoryTool`
+    /// (`@anthropic-ai/sdk` 1.16.0) run through the SDK's tool runner (every error `Error: `
+    /// and the message), except for that SDK's known bugs and Mnemo's deliberate safety
+    /// differences.
+    TypescriptSdk,
 }
 
 impl Profile {
@@ -27,6 +32,7 @@ impl Profile {
         match self {
             Profile::Spec => "spec",
             Profile::PythonSdk => "python-sdk",
+            Profile::TypescriptSdk => "typescript-sdk",
         }
     }
 
@@ -35,6 +41,7 @@ impl Profile {
         match name {
             "spec" => Some(Profile::Spec),
             "python-sdk" => Some(Profile::PythonSdk),
+            "typescript-sdk" => Some(Profile::TypescriptSdk),
             _ => None,
         }
     }
@@ -356,6 +363,15 @@ impl Fields<'_> {
                 self.semantics.json_value(got)
             )
         };
+        if self.profile == Profile::TypescriptSdk {
+            // The SDK applies a range only when it is a list of exactly two numbers; Mnemo still
+            // wants the two to be integers.
+            if let Some(Value::Array(items)) = self.input.get("view_range") {
+                if items.len() != 2 {
+                    return Ok(None);
+                }
+            }
+        }
         if self.profile == Profile::PythonSdk {
             // The SDK applies a range only when it is a list of exactly two integers.
             return match self.input.get("view_range") {

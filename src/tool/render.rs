@@ -9,6 +9,29 @@ use crate::tool::tree::{Entry, NodeKind, Tree};
 /// The size column of a listing: bytes below 1 KiB (`999B`), else K/M/G with one decimal unless
 /// the value is whole (`1K`, `1.0K` for 1025 bytes, `1024.0K` just under 1 MiB), capped at G.
 pub fn format_size(bytes: u64) -> String {
+    sized(bytes, |scale| {
+        // NOTE: a u64 byte count converts to f64 exactly enough for one decimal place.
+        #[expect(clippy::cast_precision_loss)]
+        let value = bytes as f64 / scale as f64;
+        format!("{value:.1}")
+    })
+}
+
+/// The TypeScript SDK's size column: as [`format_size`], except that a value halfway between two
+/// tenths rounds up (JavaScript's `toFixed`: 1,280 bytes is `1.3K`, where Python's rounding gives
+/// `1.2K`).
+pub fn format_size_js(bytes: u64) -> String {
+    sized(bytes, |scale| {
+        // Tenths, rounded half up: the quotient is exact in binary, so JavaScript rounds the same.
+        let (value, scale) = (u128::from(bytes), u128::from(scale));
+        let tenths = (value * 20 + scale) / (scale * 2);
+        format!("{}.{}", tenths / 10, tenths % 10)
+    })
+}
+
+/// `bytes` in the size column: `{bytes}B` below 1 KiB; else in the largest unit of K, M and G
+/// it reaches, whole when it is, else as `fraction` writes it given the unit's size in bytes.
+fn sized(bytes: u64, fraction: impl Fn(u64) -> String) -> String {
     const UNITS: [&str; 3] = ["K", "M", "G"];
     if bytes < 1024 {
         return format!("{bytes}B");
@@ -22,10 +45,7 @@ pub fn format_size(bytes: u64) -> String {
     if bytes % scale == 0 {
         format!("{}{}", bytes / scale, UNITS[unit])
     } else {
-        // NOTE: a u64 byte count converts to f64 exactly enough for one decimal place.
-        #[expect(clippy::cast_precision_loss)]
-        let value = bytes as f64 / scale as f64;
-        format!("{value:.1}{}", UNITS[unit])
+        format!("{}{}", fraction(scale), UNITS[unit])
     }
 }
 
@@ -64,9 +84,20 @@ pub fn numbered(lines: &[&str], first: usize) -> String {
 }
 
 /// Whether a listing skips an entry (and its subtree): hidden names in every profile, and
-/// `node_modules` in `spec` (the Python SDK lists it).
+/// `node_modules` in `spec` and `typescript-sdk` (the Python SDK lists it).
 fn hidden(name: &str, profile: Profile) -> bool {
-    name.starts_with('.') || (profile == Profile::Spec && name == "node_modules")
+    name.starts_with('.') || (profile != Profile::PythonSdk && name == "node_modules")
+}
+
+/// The entries of a directory in the order a listing shows them: by code point (the tree's
+/// order), or in `typescript-sdk` by UTF-16 code unit, as JavaScript's `sort()` orders names (a
+/// name with a character past U+FFFF sorts before one with a character from U+E000 to U+FFFF).
+fn in_listing_order(mut entries: Vec<Entry>, profile: Profile) -> Vec<Entry> {
+    let astral = |e: &Entry| e.name.chars().any(|c| u32::from(c) > 0xFFFF);
+    if profile == Profile::TypescriptSdk && entries.iter().any(astral) {
+        entries.sort_by(|a, b| a.name.encode_utf16().cmp(b.name.encode_utf16()));
+    }
+    entries
 }
 
 /// The size shown for every directory.
@@ -88,7 +119,7 @@ pub fn listing<E>(
     visible: Option<Visible<'_>>,
 ) -> Result<String, E> {
     let excluding = match profile {
-        Profile::Spec => "hidden items and node_modules",
+        Profile::Spec | Profile::TypescriptSdk => "hidden items and node_modules",
         Profile::PythonSdk => "hidden items",
     };
     let mut out = format!(
@@ -97,11 +128,11 @@ pub fn listing<E>(
     let shows = |parent: &MemPath, name: &str, kind: NodeKind| {
         !hidden(name, profile) && visible.is_none_or(|visible| visible(&parent.join(name), kind))
     };
-    for entry in tree.list(dir)? {
+    for entry in in_listing_order(tree.list(dir)?, profile) {
         if !shows(dir, &entry.name, entry.kind) {
             continue;
         }
-        push_entry(&mut out, shown, "", &entry.name, entry.kind, entry.size);
+        push_entry(&mut out, shown, "", &entry, profile);
         if entry.kind == NodeKind::Dir {
             let child = dir.join(&entry.name);
             if visible.is_none() {
@@ -112,16 +143,9 @@ pub fn listing<E>(
                 out.push_str(&lines);
                 continue;
             }
-            for grandchild in tree.list(&child)? {
+            for grandchild in in_listing_order(tree.list(&child)?, profile) {
                 if shows(&child, &grandchild.name, grandchild.kind) {
-                    push_entry(
-                        &mut out,
-                        shown,
-                        &entry.name,
-                        &grandchild.name,
-                        grandchild.kind,
-                        grandchild.size,
-                    );
+                    push_entry(&mut out, shown, &entry.name, &grandchild, profile);
                 }
             }
         }
@@ -133,21 +157,32 @@ pub fn listing<E>(
 /// text, when every entry is visible: hidden names skipped, each line starting with a newline.
 pub(crate) fn child_lines(entries: &[Entry], shown: &str, profile: Profile) -> String {
     let mut out = String::with_capacity(entries.len() * (shown.len() + 24));
+    let reordered;
+    let entries = if profile == Profile::TypescriptSdk {
+        reordered = in_listing_order(entries.to_vec(), profile);
+        &reordered[..]
+    } else {
+        entries
+    };
     for entry in entries.iter().filter(|e| !hidden(&e.name, profile)) {
-        push_entry(&mut out, shown, "", &entry.name, entry.kind, entry.size);
+        push_entry(&mut out, shown, "", entry, profile);
     }
     out
 }
 
 /// Appends the line of entry `name` (under `parent/` when `parent` is not empty) of the listing
 /// of `dir`, written in place: a large listing makes one string, not several per line.
-fn push_entry(out: &mut String, dir: &str, parent: &str, name: &str, kind: NodeKind, size: u64) {
+fn push_entry(out: &mut String, dir: &str, parent: &str, entry: &Entry, profile: Profile) {
+    let (name, kind, size) = (&entry.name, entry.kind, entry.size);
     out.push('\n');
     match kind {
         NodeKind::Dir => out.push_str(DIR_SIZE),
         NodeKind::File if size < 1024 => {
             // NOTE: writing to a String cannot fail.
             let _ = write!(out, "{size}B");
+        }
+        NodeKind::File if profile == Profile::TypescriptSdk => {
+            out.push_str(&format_size_js(size));
         }
         NodeKind::File => out.push_str(&format_size(size)),
     }
@@ -190,6 +225,30 @@ mod tests {
             (1_099_511_627_776, "1024G"),
         ] {
             assert_eq!(format_size(bytes), want, "{bytes}");
+        }
+    }
+
+    #[test]
+    fn javascript_sizes_round_halves_up() {
+        // What `@anthropic-ai/sdk` 1.16.0's formatFileSize prints for these byte counts.
+        for (bytes, want) in [
+            (0, "0B"),
+            (1023, "1023B"),
+            (1024, "1K"),
+            (1025, "1.0K"),
+            (1280, "1.3K"),
+            (1536, "1.5K"),
+            (2047, "2.0K"),
+            (2304, "2.3K"),
+            (3328, "3.3K"),
+            (5000, "4.9K"),
+            (10291, "10.0K"),
+            (1_048_575, "1024.0K"),
+            (1_048_576, "1M"),
+            (1_310_720, "1.3M"),
+            (1_073_741_824, "1G"),
+        ] {
+            assert_eq!(format_size_js(bytes), want, "{bytes}");
         }
     }
 

@@ -4,7 +4,7 @@
 //! read of it: the functions return the tree's own [`Tree::Error`], untouched. The live write path, the verifier
 //! and `ls --at` all call [`answer`], so a replay re-derives exactly the text the model was given.
 //!
-//! Both profiles share one code path; where they differ (the path echoed in messages, a few
+//! The profiles share one code path; where they differ (the path echoed in messages, a few
 //! strings, `view_range` slicing, the `str_replace` snippet, `insert`'s newline handling) the
 //! difference is spelled out at that point with a `match` on the profile.
 //!
@@ -89,18 +89,22 @@ pub fn answer<E>(
                 policy: tree.policy()?,
                 semantics,
             };
-            ctx.execute(&call.command)
+            let answer = ctx.execute(&call.command)?;
+            Ok(with_runner_prefix(answer, call.profile))
         }
         Body::Admin(command) => admin(tree, agent, command, semantics),
         Body::Api(write) => crate::tool::api::answer_api(tree, agent, write, semantics),
         Body::Rejected(r) => Ok(
             match parse_text_under(&r.input, &r.root, r.profile, semantics).command {
-                Err(text) => Answer::err(text),
+                Err(text) => with_runner_prefix(Answer::err(text), r.profile),
                 // A rejected input that parses now was not rejected by this parser: replay flags it.
                 Ok(_) => Answer::err(String::new()),
             },
         ),
-        Body::RejectedDigest(d) => Ok(Answer::err(crate::tool::request::refusal_text(d))),
+        Body::RejectedDigest(d) => Ok(with_runner_prefix(
+            Answer::err(crate::tool::request::refusal_text(d)),
+            d.profile,
+        )),
         // Nothing is left to answer from; replay never asks (see `Body::Erased`).
         Body::Erased(_) => Ok(Answer::ok(String::new(), None)),
     }
@@ -146,12 +150,24 @@ struct Ctx<'a, E> {
     semantics: Semantics,
 }
 
-/// `Error: ` in `spec`, nothing in `python-sdk` (whose runner sends the bare `ToolError` text).
+/// `Error: ` in `spec`, nothing in `python-sdk` (whose runner sends the bare `ToolError` text)
+/// nor in `typescript-sdk` (whose runner adds `Error: ` to every error, see
+/// [`with_runner_prefix`]).
 fn prefix(profile: Profile) -> &'static str {
     match profile {
         Profile::Spec => "Error: ",
-        Profile::PythonSdk => "",
+        Profile::PythonSdk | Profile::TypescriptSdk => "",
     }
+}
+
+/// An error answer as the TypeScript SDK's tool runner sends it: the filesystem tool throws an
+/// `Error`, and the runner's result is `Error: ` and its message. Mnemo's own errors already
+/// start with `Error: ` and keep their text; every other answer is left as it is.
+fn with_runner_prefix(mut answer: Answer, profile: Profile) -> Answer {
+    if profile == Profile::TypescriptSdk && answer.is_error && !answer.text.starts_with("Error: ") {
+        answer.text.insert_str(0, "Error: ");
+    }
+    answer
 }
 
 impl<E> Ctx<'_, E> {
@@ -160,7 +176,7 @@ impl<E> Ctx<'_, E> {
             Ok(path) => Ok(Named {
                 shown: match self.profile {
                     Profile::Spec => path.to_string(),
-                    Profile::PythonSdk => raw.to_string(),
+                    Profile::PythonSdk | Profile::TypescriptSdk => raw.to_string(),
                 },
                 path,
             }),
@@ -278,10 +294,10 @@ impl<E> Ctx<'_, E> {
         let shown = &p.shown;
         Ok(Err(Answer::err(match self.profile {
             Profile::Spec => format!("Error: The path {shown} does not exist{spec_missing}"),
-            Profile::PythonSdk if self.kind_of(&p.path)?.is_some() => {
+            Profile::PythonSdk | Profile::TypescriptSdk if self.kind_of(&p.path)?.is_some() => {
                 format!("The path {shown} is not a file.")
             }
-            Profile::PythonSdk => {
+            Profile::PythonSdk | Profile::TypescriptSdk => {
                 format!("The path {shown} does not exist. Please provide a valid path.")
             }
         })))

@@ -19,9 +19,10 @@ pub(crate) struct Db {
 pub(crate) struct Session {
     #[command(flatten)]
     pub(crate) db: Db,
-    /// Result-string profile: spec (the strings the memory tool's documentation gives) or
-    /// python-sdk (those of the Anthropic Python SDK's filesystem memory tool).
-    #[arg(long, default_value = "spec", value_name = "spec|python-sdk", value_parser = parse_profile)]
+    /// Result-string profile: spec (the strings the memory tool's documentation gives),
+    /// python-sdk or typescript-sdk (those of the Anthropic Python or TypeScript SDK's
+    /// filesystem memory tool).
+    #[arg(long, default_value = "spec", value_name = "spec|python-sdk|typescript-sdk", value_parser = parse_profile)]
     pub(crate) profile: Profile,
     /// The memory root.
     #[arg(long, default_value = "/memories")]
@@ -75,6 +76,16 @@ pub(crate) enum Cmd {
         session: Session,
         #[command(flatten)]
         remote: Remote,
+        #[command(flatten)]
+        start: Start,
+    },
+    /// Print the URL and the operator token of the server that holds the store, starting one
+    /// in the background when none runs (as `tool` does), as one JSON line
+    /// `{"url", "token", "pid"}`: how a client in another language reaches a local store (a
+    /// build with `--features serve`). The token is the operator's: keep it from logs.
+    Link {
+        #[command(flatten)]
+        session: Session,
         #[command(flatten)]
         start: Start,
     },
@@ -635,7 +646,8 @@ pub(crate) fn parse_access(s: &str) -> Result<Access, String> {
 }
 
 pub(crate) fn parse_profile(s: &str) -> Result<Profile, String> {
-    Profile::from_name(s).ok_or_else(|| format!("unknown profile {s:?}; use spec or python-sdk"))
+    Profile::from_name(s)
+        .ok_or_else(|| format!("unknown profile {s:?}; use spec, python-sdk or typescript-sdk"))
 }
 
 pub(crate) fn parse_durability(s: &str) -> Result<Durability, String> {

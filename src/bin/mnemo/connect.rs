@@ -308,6 +308,41 @@ mod served {
         args
     }
 
+    /// `mnemo link`: the live server of the store (or one started now with the session's
+    /// settings) as one JSON line, `{"url", "token", "pid"}`.
+    pub fn run_link(session: &Session, start: &Start) -> CliResult {
+        let db = &session.db.db;
+        let file = match mnemo::link::find_server(db)? {
+            Some(file) => file,
+            None if start.no_start => {
+                return Err(format!("no server holds the store at {}", db.display()).into());
+            }
+            None => {
+                let launch = Launch {
+                    exe: std::env::current_exe().map_err(|e| {
+                        format!("cannot find the mnemo binary to start a server ({e})")
+                    })?,
+                    args: serve_args(session, start),
+                    wait: START_WAIT,
+                };
+                // Starts the server; the link's own connection ends when it is dropped.
+                drop(Link::to_store(db, None, launch)?);
+                mnemo::link::find_server(db)?.ok_or_else(|| {
+                    format!(
+                        "the server of {} went away; run `mnemo link` again",
+                        db.display()
+                    )
+                })?
+            }
+        };
+        let line = serde_json::json!({"url": file.url, "token": file.token, "pid": file.pid});
+        let mut out = std::io::stdout().lock();
+        serde_json::to_writer(&mut out, &line)?;
+        out.write_all(b"\n")?;
+        out.flush()?;
+        Ok(ExitCode::SUCCESS)
+    }
+
     /// `mnemo tool` through a server: every line is sent as it was read, and the server's
     /// `tool_result` printed as it came (byte for byte what a local session prints). A line
     /// over the limit is sent as its digest. Exit 2 when calls went unanswered.
@@ -357,6 +392,12 @@ mod served {
         .serve_stdio()?;
         Ok(ExitCode::SUCCESS)
     }
+}
+
+/// `mnemo link` in a build without the server: there is no server to reach.
+#[cfg(not(feature = "serve"))]
+pub fn run_link(_session: &crate::args::Session, _start: &Start) -> crate::CliResult {
+    Err("`mnemo link` needs a build with `--features serve` (it reaches `mnemo serve`)".into())
 }
 
 /// `mnemo replicate --once` on a store a server holds: the server ships it.

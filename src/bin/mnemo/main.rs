@@ -124,6 +124,7 @@ fn main() -> ExitCode {
             remote,
             start,
         } => run_tool(session, agent, &remote, &start),
+        Cmd::Link { session, start } => connect::run_link(&session, &start),
         Cmd::Mcp {
             agent,
             session,

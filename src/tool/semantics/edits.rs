@@ -58,6 +58,9 @@ impl<E> Ctx<'_, E> {
                 "Error: old_str must not be empty. Copy the exact text to replace from a view of {shown}; to add text use insert."
             )));
         }
+        if self.profile == Profile::TypescriptSdk && !old.contains('\n') {
+            return Ok(self.str_replace_by_lines(p, &content, old, new));
+        }
         // Zero, one or several matches, counted without overlap (the SDK's `str.count`): at most
         // two runs of the standard library's linear-time search.
         let mut found = content.match_indices(old).map(|(at, _)| at);
@@ -84,27 +87,18 @@ impl<E> Ctx<'_, E> {
         updated.push_str(new);
         updated.push_str(&content[at + old.len()..]);
         let first_changed = newlines(&content[..at]) + 1;
-        let total_lines = newlines(&updated) + 1;
         let (heading, last_changed) = match self.profile {
             Profile::Spec => (
                 "The memory file has been edited.",
                 first_changed + newlines(new),
             ),
-            // The SDK shows two lines either side of the first changed line only.
-            Profile::PythonSdk => (
+            // The SDKs show two lines either side of the first changed line only.
+            Profile::PythonSdk | Profile::TypescriptSdk => (
                 "The memory file has been edited. Here is the snippet showing the change (with line numbers):",
                 first_changed,
             ),
         };
-        // `first_changed` is a line of `updated`, so `from <= to`; only the window is collected.
-        let from = first_changed.saturating_sub(2).max(1);
-        let to = (last_changed + 2).min(total_lines);
-        let window: Vec<&str> = updated
-            .split('\n')
-            .skip(from - 1)
-            .take(to + 1 - from)
-            .collect();
-        let snippet = numbered(&window, from);
+        let snippet = snippet(&updated, first_changed, last_changed);
         Ok(Answer::ok(
             format!("{heading}\n{snippet}"),
             Some(Change::Write {
@@ -120,12 +114,16 @@ impl<E> Ctx<'_, E> {
             Ok(content) => content,
             Err(answer) => return Ok(answer),
         };
-        let n = line_count(&content);
+        // The TypeScript SDK counts the pieces `split('\n')` gives: a final `\n` starts a line.
+        let n = match self.profile {
+            Profile::TypescriptSdk => newlines(&content) + 1,
+            Profile::Spec | Profile::PythonSdk => line_count(&content),
+        };
         let at_line = match usize::try_from(line) {
             Ok(l) if l <= n => l,
             _ => {
                 return Ok(Answer::err(match self.profile {
-                    Profile::Spec => format!(
+                    Profile::Spec | Profile::TypescriptSdk => format!(
                         "Error: Invalid `insert_line` parameter: {line}. It should be within the range of lines of the file: [0, {n}]"
                     ),
                     Profile::PythonSdk => format!(
@@ -137,6 +135,7 @@ impl<E> Ctx<'_, E> {
         let updated = match self.profile {
             Profile::Spec => spec_insert(&content, at_line, text),
             Profile::PythonSdk => python_insert(&content, at_line, text),
+            Profile::TypescriptSdk => typescript_insert(&content, at_line, text),
         };
         if let Some(err) = self.too_big(p, updated.len()) {
             return Ok(err);
@@ -212,6 +211,50 @@ impl<E> Ctx<'_, E> {
                 to: to.path.clone(),
             }),
         ))
+    }
+}
+
+impl<E> Ctx<'_, E> {
+    /// The TypeScript SDK's `str_replace` of an `old` without a newline: the lines that contain
+    /// `old` are counted (two matches on one line are one), and when one line does, the first
+    /// occurrence in the file is replaced; the snippet shows two lines either side of that line.
+    fn str_replace_by_lines(&self, p: &Named, content: &str, old: &str, new: &str) -> Answer {
+        let shown = &p.shown;
+        // The lines holding `old`, each once: [`match_lines`] in the `spec` way.
+        let lines = match_lines(content, old, Profile::Spec);
+        if lines.is_empty() {
+            return Answer::err(format!(
+                "No replacement was performed, old_str `{}` did not appear verbatim in {shown}.",
+                echoed(old)
+            ));
+        }
+        if lines.contains(',') {
+            return Answer::err(format!(
+                "No replacement was performed. Multiple occurrences of old_str `{}` in lines: {lines}. Please ensure it is unique",
+                echoed(old)
+            ));
+        }
+        // One line holds `old` (an empty `old` is on every line, so the file is one line).
+        let at = content.find(old).unwrap_or_default();
+        let len = content.len() - old.len() + new.len();
+        if let Some(err) = self.too_big(p, len) {
+            return err;
+        }
+        let mut updated = String::with_capacity(len);
+        updated.push_str(&content[..at]);
+        updated.push_str(new);
+        updated.push_str(&content[at + old.len()..]);
+        let changed = newlines(&content[..at]) + 1;
+        Answer::ok(
+            format!(
+                "The memory file has been edited. Here is the snippet showing the change (with line numbers):\n{}",
+                snippet(&updated, changed, changed)
+            ),
+            Some(Change::Write {
+                path: p.path.clone(),
+                content: updated,
+            }),
+        )
     }
 }
 
@@ -339,6 +382,50 @@ fn python_insert(content: &str, at_line: usize, text: &str) -> String {
     }
     if !updated.ends_with('\n') {
         updated.push('\n');
+    }
+    updated
+}
+
+/// The numbered lines of `updated` from two before line `first_changed` to two after line
+/// `last_changed`, clipped to the file.
+fn snippet(updated: &str, first_changed: usize, last_changed: usize) -> String {
+    // `first_changed` is a line of `updated`, so `from <= to`; only the window is collected.
+    let from = first_changed.saturating_sub(2).max(1);
+    let to = (last_changed + 2).min(newlines(updated) + 1);
+    let window: Vec<&str> = updated
+        .split('\n')
+        .skip(from - 1)
+        .take(to + 1 - from)
+        .collect();
+    numbered(&window, from)
+}
+
+/// The TypeScript SDK's insert: the content split on `\n` (a final `\n` leaves an empty last
+/// line), `text` without one trailing `\n` put in as line `at_line + 1`, joined with `\n`.
+///
+/// Built by slicing at the end of line `at_line` rather than through a table of every line.
+fn typescript_insert(content: &str, at_line: usize, text: &str) -> String {
+    let text = text.strip_suffix('\n').unwrap_or(text);
+    let mut updated = String::with_capacity(content.len() + text.len() + 1);
+    if at_line == 0 {
+        updated.push_str(text);
+        updated.push('\n');
+        updated.push_str(content);
+        return updated;
+    }
+    // The `\n` that ends line `at_line`; none after the last line.
+    match content.match_indices('\n').nth(at_line - 1) {
+        Some((end, _)) => {
+            updated.push_str(&content[..end]);
+            updated.push('\n');
+            updated.push_str(text);
+            updated.push_str(&content[end..]);
+        }
+        None => {
+            updated.push_str(content);
+            updated.push('\n');
+            updated.push_str(text);
+        }
     }
     updated
 }

@@ -67,9 +67,14 @@ impl<E> Ctx<'_, E> {
         // newlines costs one scan, not a table of millions of lines.
         let n = newlines(content) + 1;
         if n > MAX_VIEW_LINES {
-            return Answer::err(format!(
-                "File {shown} exceeds maximum line limit of 999,999 lines."
-            ));
+            return Answer::err(match self.profile {
+                Profile::TypescriptSdk => {
+                    format!("File {shown} has too many lines ({n}). Maximum is 999,999 lines.")
+                }
+                Profile::Spec | Profile::PythonSdk => {
+                    format!("File {shown} exceeds maximum line limit of 999,999 lines.")
+                }
+            });
         }
         let strict = self.semantics.start_below_one_is_refused();
         let (first, lo, hi) = match (self.profile, range) {
@@ -88,7 +93,10 @@ impl<E> Ctx<'_, E> {
                     ));
                 }
             },
-            (Profile::PythonSdk, Some((start, end))) => python_slice(n, start, end),
+            // JavaScript's `lines.slice(max(1, start) - 1, end)` follows Python's slice rules.
+            (Profile::PythonSdk | Profile::TypescriptSdk, Some((start, end))) => {
+                python_slice(n, start, end)
+            }
         };
         let shown_lines: Vec<&str> = content.split('\n').skip(lo).take(hi - lo).collect();
         let header = format!("Here's the content of {shown} with line numbers:\n");
