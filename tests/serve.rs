@@ -433,6 +433,28 @@ fn read_routes_answer_what_the_cli_prints() {
     let log = server.call("GET", "/v1/log?from=2&limit=3", b"");
     let log = log.text();
     assert_eq!(log.lines().count(), 3);
+    // A query string of the wrong shape is refused as every route refuses: `{"error"}`.
+    for target in [
+        "/v1/log?limit=abc",
+        "/v1/show?seq=-1",
+        "/v1/ls?at=x",
+        "/v1/log?error=maybe",
+    ] {
+        let bad = server.call("GET", target, b"");
+        assert_eq!(bad.status, 400, "{target}: {}", bad.text());
+        assert_eq!(
+            bad.header("content-type"),
+            Some("application/json"),
+            "{target}"
+        );
+        let why: Value = serde_json::from_slice(&bad.body).expect("JSON");
+        assert!(
+            why["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("docs/http-api.md")),
+            "{why}"
+        );
+    }
     let (status, _) = server.stop();
     assert!(status.success());
     // The same documents the CLI prints, now that the store is free.

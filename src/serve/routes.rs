@@ -77,10 +77,36 @@ pub(crate) fn router(shared: Arc<Shared>, stop: CancellationToken) -> Router {
         .route("/v1/redact", post(redact))
         .route("/v1/replicate", post(replicate))
         .route("/v1/config", get(config_list).post(config_set))
+        .route_layer(axum::middleware::map_response(json_rejection))
         .merge(super::clients::routes(stop))
         .nest_service("/mcp", mcp)
         .fallback(not_found)
         .with_state(shared)
+}
+
+/// The largest refusal text of the framework's that [`json_rejection`] reads.
+const REJECTION_MAX: usize = 16 * 1024;
+
+/// A request the framework refused before the route ran (a query string of the wrong shape, such
+/// as `limit=abc`: its refusal is plain text) answers, as the routes themselves do, `{"error"}`.
+async fn json_rejection(response: Response) -> Response {
+    let plain = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.starts_with("text/plain"));
+    if !(plain && response.status().is_client_error()) {
+        return response;
+    }
+    let status = response.status();
+    let text = axum::body::to_bytes(response.into_body(), REJECTION_MAX)
+        .await
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
+    error(
+        status,
+        &format!("{text}; the route's parameters are in docs/http-api.md"),
+    )
 }
 
 /// An error answer: `{"error": reason}` with `status`.
