@@ -270,6 +270,15 @@ impl Viewer {
             })
     }
 
+    /// Whether `token` still proves a principal: in `store` (a data server's agent token), or
+    /// here.
+    fn proves(&self, token: &str, store: Option<&str>) -> bool {
+        match (store, &self.store_tokens) {
+            (Some(store), Some(tokens)) => tokens(store, token).is_ok(),
+            _ => self.authority.principal(token).is_ok(),
+        }
+    }
+
     fn close_session(&self, id: &str) {
         lock(&self.sessions).remove(&digest(id));
     }
@@ -537,10 +546,27 @@ async fn session(State(viewer): State<Arc<Viewer>>, headers: HeaderMap) -> Respo
     if let Err(refusal) = viewer.check_origin(&headers, false) {
         return refuse("GET", ROUTE, &refusal);
     }
-    let found = match viewer.session_id(&headers) {
-        Ok(found) => found.and_then(|id| viewer.session_store(id)),
+    let (id, found) = match viewer.session_id(&headers) {
+        Ok(found) => (
+            found.map(str::to_string),
+            found.and_then(|id| viewer.session_store(id)),
+        ),
         Err(refusal) => return refuse("GET", ROUTE, &refusal),
     };
+    // An agent's token proved again: a session of a token revoked since is over.
+    if let (Some(id), Some((Principal::Agent(_), token, _, store))) = (&id, &found) {
+        let (checker, token, store) = (Arc::clone(&viewer), token.clone(), store.clone());
+        let still = tokio::task::spawn_blocking(move || checker.proves(&token, store.as_deref()))
+            .await
+            .unwrap_or(false);
+        if !still {
+            viewer.close_session(id);
+            return error(
+                StatusCode::UNAUTHORIZED,
+                "the session's token was revoked (or its store is gone); log in again",
+            );
+        }
+    }
     match found {
         Some((principal, _, _, store)) => {
             // Not the CSRF token: the login's answer gave it to the page that logged in.

@@ -930,3 +930,29 @@ fn mnemo_ui_open_puts_no_secret_on_a_command_line() {
     cookie_of(&login(&server, &json!({ "link": secret })));
     std::fs::remove_dir_all(dir).expect("clean up");
 }
+
+/// A session opened with an agent token ends when the token is revoked: the page asks who it is
+/// and is told to log in again, as every data route already refuses the token.
+#[test]
+fn a_revoked_tokens_session_is_over() {
+    let store = TempStore::new();
+    let server = Server::start(&store.path(), &[]);
+    let token = agent_token(&server, "/v1/tokens", "planner");
+    let (cookie, _) = logged_in(&login(&server, &json!({ "token": token })));
+    assert_eq!(session_of(&server, &cookie)["agent"], "planner");
+    let id = token
+        .strip_prefix("mnemo_")
+        .and_then(|rest| rest.get(..16))
+        .expect("the token's id");
+    let revoked = server.call("DELETE", &format!("/v1/tokens/{id}"), b"");
+    assert_eq!(revoked.status, 200, "{}", revoked.text());
+    let after = as_session(
+        &server,
+        "GET",
+        "/ui/api/session",
+        &[("Cookie", &cookie)],
+        b"",
+    );
+    assert_eq!(after.status, 401, "{}", after.text());
+    assert!(after.text().contains("revoked"), "{}", after.text());
+}
