@@ -146,10 +146,7 @@ pub fn show(store: &Store, seq: Seq) -> Result<Shown> {
             "there is no event {seq}: the log holds events 1 to {end}"
         )));
     }
-    let record = store
-        .get(seq)?
-        .ok_or_else(|| Error::corrupt(format!("event {seq} is missing from the log")))?;
-    let event = Event::decode(&record)?;
+    let event = store.written_event(seq)?;
     if let Body::Erased(_) = event.body {
         return Ok(Shown {
             input: input_of(&event.body),

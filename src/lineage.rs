@@ -172,11 +172,7 @@ impl Followed {
     /// event as it was, else from event 1.
     fn catch_up(&mut self, store: &Store) -> Result<()> {
         if let Some((seq, hash)) = self.last {
-            let same = match store.get(seq)? {
-                Some(record) => Event::decode(&record)?.hash() == hash,
-                None => false,
-            };
-            if !same {
+            if !store.event(seq)?.is_some_and(|e| e.hash() == hash) {
                 *self = Followed::default();
             }
         }
@@ -192,9 +188,7 @@ impl Followed {
         let behind = store.log_end()?.seq.0.saturating_sub(from);
         let _alone = (behind > kept.spacing()).then(|| kept.long_replay());
         let ran = replay.run(store, Seq(u64::MAX), |tree, event, traced| {
-            if kept.wants(event.seq) {
-                kept.keep(event.seq, event.hash(), tree.kv().clone());
-            }
+            kept.offer(event, tree.kv());
             let (named, ids) = files.observe(event, traced.answer.change.as_ref());
             if ids.is_empty() {
                 for path in named {
@@ -213,26 +207,38 @@ impl Followed {
             return Err(e);
         }
         if let Some(seq) = last {
-            let hash = match store.get(seq)? {
-                Some(record) => Event::decode(&record)?.hash(),
-                None => EventHash::ZERO,
-            };
-            self.last = Some((seq, hash));
+            self.last = Some((seq, store.written_event(seq)?.hash()));
         }
         Ok(())
     }
-}
 
-/// The stored events `seqs`, decoded.
-fn events_at(store: &Store, seqs: &[Seq]) -> Result<Vec<Event>> {
-    seqs.iter()
-        .map(|seq| {
-            let record = store
-                .get(*seq)?
-                .ok_or_else(|| Error::corrupt(format!("event {seq} is missing from the log")))?;
-            Event::decode(&record)
-        })
-        .collect()
+    /// The trails of `path` among the files followed so far.
+    fn trails(&self, store: &Store, path: &MemPath) -> Result<Vec<Trail>> {
+        let events_at = |seqs: &[Seq]| -> Result<Vec<Event>> {
+            seqs.iter().map(|seq| store.written_event(*seq)).collect()
+        };
+        let shown = path.to_string();
+        let mut out = Vec::new();
+        for (id, paths) in self.files.paths() {
+            if !paths.contains(&shown) {
+                continue;
+            }
+            let seqs = self.touched.get(id).map_or(&[][..], Vec::as_slice);
+            out.push(Trail {
+                file: Some(*id),
+                paths: paths.clone(),
+                events: events_at(seqs)?,
+            });
+        }
+        if let Some(seqs) = self.alone.get(path) {
+            out.push(Trail {
+                file: None,
+                paths: Vec::new(),
+                events: events_at(seqs)?,
+            });
+        }
+        Ok(out)
+    }
 }
 
 /// The files that ever lived at `path`, each with its events (following it through renames
@@ -252,33 +258,6 @@ pub fn trails_afresh(store: &Store, path: &MemPath) -> Result<Vec<Trail>> {
     let mut followed = Followed::default();
     followed.catch_up(store)?;
     followed.trails(store, path)
-}
-
-impl Followed {
-    /// The trails of `path` among the files followed so far.
-    fn trails(&self, store: &Store, path: &MemPath) -> Result<Vec<Trail>> {
-        let shown = path.to_string();
-        let mut out = Vec::new();
-        for (id, paths) in self.files.paths() {
-            if !paths.contains(&shown) {
-                continue;
-            }
-            let seqs = self.touched.get(id).map_or(&[][..], Vec::as_slice);
-            out.push(Trail {
-                file: Some(*id),
-                paths: paths.clone(),
-                events: events_at(store, seqs)?,
-            });
-        }
-        if let Some(seqs) = self.alone.get(path) {
-            out.push(Trail {
-                file: None,
-                paths: Vec::new(),
-                events: events_at(store, seqs)?,
-            });
-        }
-        Ok(out)
-    }
 }
 
 /// One event of `trail` as `mnemo history --json` prints it: [`crate::history::logged`]

@@ -33,7 +33,7 @@ use sled::{Transactional, Tree};
 use crate::chain::Chain;
 use crate::disk::{DirId, DiskSync, HeadRecord, StoreFiles};
 use crate::error::{Error, Result};
-use crate::event::{FORMAT_VERSION, Frame, Seq, WRITTEN_FORMAT};
+use crate::event::{Event, FORMAT_VERSION, Frame, Seq, WRITTEN_FORMAT};
 use crate::failpoint::{Failpoint, Failpoints};
 pub use crate::head::Head;
 use crate::kv::{IndexTrees, Pending};
@@ -681,6 +681,20 @@ impl Store {
     /// The stored record of event `seq`.
     pub fn get(&self, seq: Seq) -> Result<Option<Vec<u8>>> {
         Ok(self.events.get(seq.key())?.map(|v| v.to_vec()))
+    }
+
+    /// Event `seq`, decoded (nothing else is checked); `None` when the log holds no record of it.
+    pub fn event(&self, seq: Seq) -> Result<Option<Event>> {
+        self.get(seq)?
+            .map(|record| Event::decode(&record))
+            .transpose()
+    }
+
+    /// Event `seq`, which the caller knows was written: [`Error::Corrupt`] when the log holds no
+    /// record of it.
+    pub fn written_event(&self, seq: Seq) -> Result<Event> {
+        self.event(seq)?
+            .ok_or_else(|| Error::corrupt(format!("event {seq} is missing from the log")))
     }
 
     /// Every stored record from `from` on, in key order, with the seq its key names.

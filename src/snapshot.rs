@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use crate::event::{EventHash, Seq};
+use crate::event::{Event, EventHash, Seq};
 use crate::kv::MemKv;
 
 /// The most trees one store keeps.
@@ -142,6 +142,14 @@ impl Snapshots {
     /// [`Snapshots::is_long`]).
     pub fn long_replay(&self) -> MutexGuard<'_, ()> {
         self.long.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Offers `kv`, the tree right after `event`: kept if the spacing wants one there (cloned only
+    /// then).
+    pub fn offer(&self, event: &Event, kv: &MemKv) {
+        if self.wants(event.seq) {
+            self.keep(event.seq, event.hash(), kv.clone());
+        }
     }
 
     /// Whether a tree taken after `seq` would be kept: `seq` is on the spacing and none is kept

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use crate::error::{Error, Result};
-use crate::event::{Event, Seq};
+use crate::event::Seq;
 use crate::kv::KvRead;
 use crate::log::Store;
 use crate::memory_store::ids;
@@ -35,11 +35,7 @@ impl Times<'_> {
         if let Some(ms) = self.known.get(&seq) {
             return Ok(*ms);
         }
-        let bytes = self
-            .store
-            .get(seq)?
-            .ok_or_else(|| Error::corrupt(format!("event {seq} is missing from the log")))?;
-        let ms = Event::decode(&bytes)?.header.time_ms;
+        let ms = self.store.written_event(seq)?.header.time_ms;
         self.known.insert(seq, ms);
         Ok(ms)
     }

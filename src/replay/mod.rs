@@ -113,11 +113,7 @@ impl Replay<MemKv> {
     pub fn from_kept(store: &Store, at: Seq) -> Result<Replay<MemKv>> {
         let kept = store.snapshots();
         while let Some((seq, snapshot)) = kept.nearest(at) {
-            let still = match store.get(seq)? {
-                Some(record) => Event::decode(&record)?.hash() == snapshot.hash,
-                None => false,
-            };
-            if still {
+            if store.event(seq)?.is_some_and(|e| e.hash() == snapshot.hash) {
                 return Ok(Replay {
                     tree: Projection::with_listings(MemKv::clone(&snapshot.kv)),
                     at: seq,
@@ -143,9 +139,7 @@ impl Replay<MemKv> {
     pub fn run_to_keeping(&mut self, store: &Store, to: Seq) -> Result<u64> {
         let kept = store.snapshots();
         self.run(store, to, |tree, event, _| {
-            if kept.wants(event.seq) {
-                kept.keep(event.seq, event.hash(), tree.kv().clone());
-            }
+            kept.offer(event, tree.kv());
             Ok::<(), Error>(())
         })
     }

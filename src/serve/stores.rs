@@ -293,7 +293,7 @@ impl Stores {
         // Checked again under the slot: a delete may have taken it meanwhile.
         let path = self.store_path(name).map(|_| path)?;
         self.reserve(name)?;
-        match self.start(&path) {
+        match self.start(name, &path) {
             Ok(served) => {
                 *open = Some(Arc::clone(&served));
                 Ok(served)
@@ -305,8 +305,8 @@ impl Stores {
         }
     }
 
-    /// Opens (or creates) the store at `path` and builds its routes.
-    fn start(&self, path: &Path) -> Result<Arc<Served>, String> {
+    /// Opens (or creates) store `name`, at `path`, and builds its routes.
+    fn start(&self, name: &str, path: &Path) -> Result<Arc<Served>, String> {
         let opened = (self.open)(path)?;
         // A data server holds its stores itself: one another server holds (a `serve --db`, or
         // the server `mnemo tool` started) is not served through it.
@@ -316,12 +316,8 @@ impl Stores {
                 remote.url()
             ));
         }
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
         let shared = Arc::new(Shared {
-            last_verify: self.last_verify(&name),
+            last_verify: self.last_verify(name),
             ..Shared::of_store(
                 opened.tool,
                 &self.token,
@@ -350,7 +346,7 @@ impl Stores {
             return Ok(false);
         }
         self.reserve(name)?;
-        match self.start(&path) {
+        match self.start(name, &path) {
             Ok(served) => {
                 *open = Some(served);
                 Ok(true)
@@ -429,8 +425,8 @@ impl Stores {
     }
 
     /// What the stores page shows of store `name` beside its name: its head (the open store's,
-    /// else the one its head record holds), when that record was last written, the bytes of its
-    /// files, and the last verify this server ran on it.
+    /// else the one its head record holds), when its last event was recorded (the head record's
+    /// time), the bytes of its files, and the last verify this server ran on it.
     fn details(&self, name: &str) -> serde_json::Value {
         let Some(path) = data_dir::store_dir(&self.dir, name) else {
             return json!({});
