@@ -10,7 +10,11 @@ Times, one call at a time,
       the default durability (fsync) — what a Python agent that embeds Mnemo pays;
   (c) one long-running `mnemo tool --profile python-sdk` process (same durability), one JSON line
       written to its stdin, one `tool_result` line read back and decoded; the time is the whole
-      round trip as a host in another language would see it;
+      round trip as a host in another language would see it. This is the default path: the
+      process answers through the server it started for the store (on its local socket);
+  (d) Mnemo's Python package when a server already holds the store: `MnemoClient(db_path)` finds
+      that server and sends every call to it (a copy of the store, held by a `mnemo tool`
+      process of its own that is not timed);
 
 on these workloads (the three sides' calls alternate, so noise from other work on the machine
 falls on all of them alike; the first WARMUP calls of each workload are not counted):
@@ -184,7 +188,7 @@ class MnemoInProcess(Timed):
         self.client.close()
 
 
-Side = Union[Sdk, Mnemo, MnemoInProcess]
+Side = Union[Sdk, Mnemo, MnemoInProcess]  # MnemoInProcess also as a client of a server
 
 
 class Workload:
@@ -325,6 +329,13 @@ def main(argv: Sequence[str]) -> int:
         else:
             print("the mnemo Python package is not importable: no in-process column", file=sys.stderr)
         sides.append(("Mnemo pipe", Mnemo(args.mnemo, db, args.durability, stderr)))
+        holder = None
+        if mnemo_py is not None:
+            db_served = work / "store-served.mnemo.db"
+            shutil.copytree(db, db_served)
+            holder = Mnemo(args.mnemo, db_served, args.durability, stderr)
+            holder.call({"command": "view", "path": "/memories/bench/view.md"})
+            sides.append(("Mnemo Py+server", MnemoInProcess(db_served, args.durability)))
         results: Dict[str, List[List[int]]] = {}
         for load in workloads(args.calls, args.dir_calls, args.deletes):
             times: List[List[int]] = [[] for _ in sides]
@@ -337,6 +348,8 @@ def main(argv: Sequence[str]) -> int:
             print(f"  {load.name}: done", file=sys.stderr)
         for _, side in sides[1:]:
             side.close()
+        if holder is not None:
+            holder.close()
 
         print()
         print(f"Mnemo durability: {args.durability}; times are medians [p10 – p90] per call, as seen from Python")

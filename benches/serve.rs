@@ -10,9 +10,12 @@
 //! is closed (two stores under `--max-open-stores 1`, called in turn: each call closes the other
 //! store and opens its own, so the figure is an open plus the answer).
 //!
+//! `one_call/local_socket`: the same view through the server's local socket, as a client that
+//! found the server through its server file sends it.
+//!
 //! `durable_writes`: `create` calls under `fsync` from 16 threads in-process, against 1, 4 and 16
 //! client processes (`mnemo tool --connect`, each fed its calls on stdin) through one server on
-//! loopback, and 16 processes through a `--data` server, all in one store or each in its own. Each iteration starts the processes and waits until each has answered one `view`;
+//! loopback, 16 `mnemo tool --db` processes (the default path: the server's local socket), and 16 processes through a `--data` server, all in one store or each in its own. Each iteration starts the processes and waits until each has answered one `view`;
 //! the clock then runs over the creates alone. `processes_16_start_up_included` runs the clock
 //! from the start of the processes, so their start-up is in that figure.
 
@@ -111,6 +114,11 @@ fn latency(c: &mut Criterion) {
     let mut connection = Connection::open(&file);
     let body = view.to_string().into_bytes();
     group.bench_function("http_loopback", |b| b.iter(|| connection.call(&body)));
+    // What a client that found the server through its server file uses: the local socket.
+    let client = file.client(&served_path);
+    group.bench_function("local_socket", |b| {
+        b.iter(|| client.memory_bytes(&body).expect("an answer"))
+    });
     group.finish();
 }
 
@@ -192,7 +200,17 @@ fn create_line(writer: u64) -> String {
         .to_string()
 }
 
-/// One `mnemo tool --connect` client process, fed on stdin and read on stdout.
+/// How a client process reaches the server.
+#[derive(Clone, Copy)]
+enum Reach<'a> {
+    /// `mnemo tool --connect URL --token T`, over HTTP (with `--store` for a `--data` server).
+    Url(&'a ServerFile),
+    /// `mnemo tool --db PATH`: the default path, the server found through its server file and
+    /// the memory tool's calls on its local socket.
+    Db(&'a std::path::Path),
+}
+
+/// One `mnemo tool` client process, fed on stdin and read on stdout.
 struct Writer {
     child: std::process::Child,
     stdin: std::process::ChildStdin,
@@ -203,11 +221,17 @@ impl Writer {
     /// Starts a client as agent `writer-{p}` and sends it one `view`, whose answer [`Writer::ready`]
     /// waits for: then its start-up and first connection are behind it.
     /// With `store`, the client calls that store of a `--data` server.
-    fn start(file: &ServerFile, p: u64, store: Option<String>) -> Writer {
+    fn start(reach: Reach<'_>, p: u64, store: Option<String>) -> Writer {
         let mut command = Command::new(env!("CARGO_BIN_EXE_mnemo"));
-        command
-            .args(["tool", "--connect", &file.url, "--token", &file.token])
-            .args(["--agent", &format!("writer-{p}")]);
+        match reach {
+            Reach::Url(file) => {
+                command.args(["tool", "--connect", &file.url, "--token", &file.token])
+            }
+            Reach::Db(path) => command
+                .args(["tool", "--durability", "fsync", "--db"])
+                .arg(path),
+        };
+        command.args(["--agent", &format!("writer-{p}")]);
         if let Some(store) = store {
             command.args(["--store", &store]);
         }
@@ -263,14 +287,14 @@ impl Writer {
 /// client has answered a first call, and it measures the calls alone. With `store`, client `p`
 /// writes to the store that `store(p)` names on a `--data` server.
 fn through_processes(
-    file: &ServerFile,
+    reach: Reach<'_>,
     processes: u64,
     start_up: bool,
     store: impl Fn(u64) -> Option<String>,
 ) -> Duration {
     let started = Instant::now();
     let mut writers: Vec<Writer> = (0..processes)
-        .map(|p| Writer::start(file, p, store(p)))
+        .map(|p| Writer::start(reach, p, store(p)))
         .collect();
     writers.iter_mut().for_each(Writer::ready);
     let start = if start_up { started } else { Instant::now() };
@@ -318,16 +342,24 @@ fn durable_writes(c: &mut Criterion) {
         group.bench_function(format!("processes_{processes}"), |b| {
             b.iter_custom(|iters| {
                 (0..iters)
-                    .map(|_| through_processes(&file, processes, false, |_| None))
+                    .map(|_| through_processes(Reach::Url(&file), processes, false, |_| None))
                     .sum()
             });
         });
     }
     group.throughput(Throughput::Elements(16 * CALLS));
+    group.bench_function("processes_16_local_socket", |b| {
+        b.iter_custom(|iters| {
+            (0..iters)
+                .map(|_| through_processes(Reach::Db(&served_path), 16, false, |_| None))
+                .sum()
+        });
+    });
+    group.throughput(Throughput::Elements(16 * CALLS));
     group.bench_function("processes_16_start_up_included", |b| {
         b.iter_custom(|iters| {
             (0..iters)
-                .map(|_| through_processes(&file, 16, true, |_| None))
+                .map(|_| through_processes(Reach::Url(&file), 16, true, |_| None))
                 .sum()
         });
     });
@@ -335,14 +367,14 @@ fn durable_writes(c: &mut Criterion) {
     group.bench_function("processes_16_to_one_store_of_a_data_server", |b| {
         b.iter_custom(|iters| {
             (0..iters)
-                .map(|_| through_processes(&data, 16, false, |_| Some("s0".into())))
+                .map(|_| through_processes(Reach::Url(&data), 16, false, |_| Some("s0".into())))
                 .sum()
         });
     });
     group.bench_function("processes_16_to_16_stores_of_a_data_server", |b| {
         b.iter_custom(|iters| {
             (0..iters)
-                .map(|_| through_processes(&data, 16, false, |p| Some(format!("s{p}"))))
+                .map(|_| through_processes(Reach::Url(&data), 16, false, |p| Some(format!("s{p}"))))
                 .sum()
         });
     });

@@ -275,7 +275,7 @@ impl ClientBuilder {
     /// A client of the server `file` names, acting as this builder's agent.
     #[cfg(feature = "client")]
     fn connect(self, file: ServerFile) -> Result<MnemoClient> {
-        let remote = RemoteClient::new(file.url, file.token);
+        let remote = file.client(&self.path);
         crate::remote::stay_attached(&remote);
         Ok(MnemoClient {
             backend: Backend::Served(Arc::new(Served {
@@ -443,7 +443,7 @@ impl MnemoClient {
         let file = crate::discovery::live_server(path).ok_or_else(|| Error::NotFound {
             path: path.to_path_buf(),
         })?;
-        Ok(crate::RemoteClient::new(file.url, file.token))
+        Ok(file.client(path))
     }
 
     /// A client whose every call goes to the server `remote` reaches (its token, and its store

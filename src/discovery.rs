@@ -38,23 +38,7 @@ pub use crate::disk::SERVER_FILE;
 /// The largest server file read: it holds a URL, an address, a pid and a token.
 const SERVER_FILE_MAX: u64 = 64 * 1024;
 
-/// The domain of the key [`identity_proof`] derives from the operator token.
-const IDENTITY_CONTEXT: &str = "mnemo 2026-12 server identity v1";
-
-/// What a server answers to the challenge `challenge` (hex text a client made) to prove that
-/// it holds `token` and serves the store directory `dir`: hex of
-/// `blake3::keyed_hash(derive_key(IDENTITY_CONTEXT, token), challenge || dev || ino)`, where
-/// `dev` and `ino` are the directory's device and inode numbers (little-endian u64): for the
-/// client, of the directory at the path it names, now; for the server, of the directory it has
-/// open (so the server of a store moved aside, with a copy put at its path, proves nothing).
-pub fn identity_proof(token: &str, challenge: &str, dir: DirId) -> blake3::Hash {
-    let key = blake3::derive_key(IDENTITY_CONTEXT, token.as_bytes());
-    let mut hasher = blake3::Hasher::new_keyed(&key);
-    hasher.update(challenge.as_bytes());
-    hasher.update(&dir.dev.to_le_bytes());
-    hasher.update(&dir.ino.to_le_bytes());
-    hasher.finalize()
-}
+pub use crate::remote::lane::identity_proof;
 
 /// How long [`ServerFile::is_live`] waits for the server to accept a connection.
 const CONNECT_WAIT: Duration = Duration::from_millis(500);
@@ -70,9 +54,25 @@ pub struct ServerFile {
     pub pid: u32,
     /// The operator's bearer token.
     pub token: String,
+    /// The name of the server's local socket (an abstract Unix socket, Linux only), where the
+    /// memory tool's calls go without HTTP; none from a server without one (see
+    /// `remote::lane`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket: Option<String>,
 }
 
 impl ServerFile {
+    /// A client of this server acting as the operator, its memory calls on the local socket
+    /// when the server has one (which proves again, on each new connection, that it serves the
+    /// store at `store_dir`).
+    pub fn client(&self, store_dir: &Path) -> RemoteClient {
+        let client = RemoteClient::new(self.url.clone(), self.token.clone());
+        match &self.socket {
+            Some(name) => client.with_lane(name, store_dir),
+            None => client,
+        }
+    }
+
     /// The server file of the store at `store_dir`.
     pub fn path(store_dir: &Path) -> PathBuf {
         store_dir.join(SERVER_FILE)
@@ -131,11 +131,9 @@ impl ServerFile {
     /// that failed (`Err`: [`RemoteError::Unanswered`] for a process that took the challenge
     /// and did not answer within the answer wait).
     fn challenge(&self, store_dir: &Path) -> Result<bool, RemoteError> {
-        let mut nonce = [0u8; 32];
-        if getrandom::fill(&mut nonce).is_err() {
+        let Some(challenge) = crate::remote::lane::new_challenge() else {
             return Ok(false);
-        }
-        let challenge: String = nonce.iter().map(|b| format!("{b:02x}")).collect();
+        };
         let Ok(dir) = DirId::of(store_dir) else {
             return Ok(false);
         };
@@ -372,7 +370,7 @@ impl Link {
                 None => break start_server(store_dir, launch)?,
             }
         };
-        let client = RemoteClient::new(file.url, file.token);
+        let client = file.client(store_dir);
         Ok(match agent {
             Some(agent) => client.with_agent(agent),
             None => client,
@@ -469,6 +467,7 @@ mod tests {
             address: "127.0.0.1:9".parse().expect("addr"),
             pid,
             token: "ab".repeat(32),
+            socket: None,
         }
     }
 

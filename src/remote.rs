@@ -20,6 +20,7 @@ use serde_json::Value;
 use crate::data_dir::check_store_name;
 
 mod admin;
+pub(crate) mod lane;
 mod reads;
 mod tool;
 
@@ -195,6 +196,8 @@ pub struct RemoteClient {
     http: ureq::Agent,
     /// How long a request waits for the answer.
     wait: Duration,
+    /// The server's local socket, for the memory tool's calls (see [`lane`]).
+    lane: Option<Arc<lane::Lane>>,
 }
 
 impl std::fmt::Debug for RemoteClient {
@@ -227,7 +230,15 @@ impl RemoteClient {
             store: None,
             http: ureq::Agent::new_with_config(config),
             wait,
+            lane: None,
         }
+    }
+
+    /// The same client, sending the memory tool's calls to the server's local socket `name`
+    /// (see [`lane`]), which must prove that it serves the store directory `store_dir`.
+    pub(crate) fn with_lane(mut self, name: &str, store_dir: &std::path::Path) -> RemoteClient {
+        self.lane = Some(Arc::new(lane::Lane::new(name.to_string(), store_dir)));
+        self
     }
 
     /// How long this process's clients wait for an answer: `MNEMO_ANSWER_WAIT` seconds when
@@ -254,6 +265,8 @@ impl RemoteClient {
         check_store_name(name)?;
         Ok(RemoteClient {
             store: Some(name.to_string()),
+            // A local socket serves the store of a `--db` server only.
+            lane: None,
             ..self.clone()
         })
     }

@@ -21,6 +21,8 @@ use crate::support::{TempStore, run_command, served_command, spawn_piped};
 mod admin;
 // kill -9 loops, the MCP config twice, 16 client processes.
 mod processes;
+// The local socket the memory tool's calls go to.
+mod socket;
 // Whom a client trusts: private stores, owned server files, servers that prove this store.
 mod trust;
 
@@ -187,6 +189,7 @@ fn tool_through_a_server_it_started_prints_what_a_local_session_prints() {
         address: "127.0.0.1:9".parse().expect("address"),
         pid: u32::MAX - 1,
         token: "f".repeat(64),
+        socket: None,
     };
     std::fs::write(
         ServerFile::path(&db),

@@ -731,6 +731,7 @@ fn the_server_file_is_private_removed_on_exit_and_stale_ones_are_replaced() {
         address: "127.0.0.1:9".parse().expect("addr"),
         pid: dead_pid(),
         token: "f".repeat(64),
+        socket: None,
     };
     assert!(!stale.is_live());
     std::fs::write(&file, serde_json::to_vec(&stale).expect("json")).expect("plant");

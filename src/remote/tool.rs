@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::{RemoteClient, RemoteError};
+use super::{RemoteClient, RemoteError, lane};
 use crate::event::InputDigest;
 use crate::log::Durability;
 use crate::tool::{Limits, Profile};
@@ -14,7 +14,7 @@ impl RemoteClient {
     /// byte for byte what the server's [`MnemoMemoryToolServer`](crate::MnemoMemoryToolServer)
     /// made.
     pub fn memory_bytes(&self, request: &[u8]) -> Result<Vec<u8>, RemoteError> {
-        self.post("/v1/memory", &[], request)
+        self.tool_call(lane::CALL, "/v1/memory", request, None)
     }
 
     /// [`memory_bytes`](Self::memory_bytes) for a value: the `tool_result` block.
@@ -27,7 +27,7 @@ impl RemoteClient {
     /// returns the refusal's `tool_result` JSON text (as `mnemo tool` answers such a line).
     pub fn oversized(&self, digest: &InputDigest) -> Result<Vec<u8>, RemoteError> {
         let body = serde_json::to_vec(digest).map_err(|e| self.protocol(e.to_string()))?;
-        self.post("/v1/memory/oversized", &[], &body)
+        self.tool_call(lane::OVERSIZED, "/v1/memory/oversized", &body, None)
     }
 
     /// [`memory_bytes`](Self::memory_bytes) for a tool server that answers with `answering`:
@@ -37,7 +37,7 @@ impl RemoteClient {
         request: &[u8],
         answering: &Answering,
     ) -> Result<Vec<u8>, RemoteError> {
-        self.post("/v1/memory", &answering.query(), request)
+        self.tool_call(lane::CALL, "/v1/memory", request, Some(answering))
     }
 
     /// Records a request over the limit as its digest, as a tool server that answers with
@@ -53,11 +53,36 @@ impl RemoteClient {
         let mut body = serde_json::to_value(digest).map_err(|e| self.protocol(e.to_string()))?;
         body["tool_use_id"] = tool_use_id.into();
         body["stopped"] = stopped.into();
-        self.post(
+        self.tool_call(
+            lane::OVERSIZED,
             "/v1/memory/oversized",
-            &answering.query(),
             body.to_string().as_bytes(),
+            Some(answering),
         )
+    }
+
+    /// Sends a memory call (a frame of `kind` on the local socket, or `body` posted to `route`
+    /// when there is none or it cannot be reached) for a tool server answering with
+    /// `answering`.
+    fn tool_call(
+        &self,
+        kind: u8,
+        route: &str,
+        body: &[u8],
+        answering: Option<&Answering>,
+    ) -> Result<Vec<u8>, RemoteError> {
+        if let Some(lane) = &self.lane {
+            let hello = lane::Hello {
+                token: &self.token,
+                agent: self.agent.as_deref(),
+                answering,
+            };
+            if let Some(answer) = lane.call(&self.url, self.wait, &hello, kind, body) {
+                return answer;
+            }
+        }
+        let query = answering.map(Answering::query).unwrap_or_default();
+        self.post(route, &query, body)
     }
 }
 

@@ -19,8 +19,8 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::http::HeaderMap;
 use axum::http::header::{AUTHORIZATION, HOST, ORIGIN};
+use axum::http::{HeaderMap, StatusCode};
 
 use crate::remote::decode_agent;
 use crate::token::{TokenRecord, Verdict};
@@ -256,6 +256,32 @@ pub enum Refusal {
         /// The server's request limit (`--max-request-bytes`).
         limit: u64,
     },
+}
+
+impl Refusal {
+    /// The HTTP status of the refusal and the reason told to the client.
+    pub(crate) fn status_and_reason(&self) -> (StatusCode, String) {
+        match self {
+            Refusal::Unauthorized(why) => (
+                StatusCode::UNAUTHORIZED,
+                format!(
+                    "{why}; send `Authorization: Bearer TOKEN` with the token from the server file ({} in the store directory)",
+                    super::SERVER_FILE
+                ),
+            ),
+            Refusal::ForeignHost(why) => (StatusCode::MISDIRECTED_REQUEST, why.clone()),
+            Refusal::Forbidden(why) => (StatusCode::FORBIDDEN, why.clone()),
+            Refusal::BadRequest(why) => (StatusCode::BAD_REQUEST, why.clone()),
+            Refusal::NoSession(why) => (StatusCode::NOT_FOUND, why.clone()),
+            Refusal::Unavailable(why) => (StatusCode::SERVICE_UNAVAILABLE, why.clone()),
+            Refusal::TooLarge { bytes, limit } => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "the body is {bytes} bytes; this server takes at most {limit} bytes in one request (start it with a larger --max-request-bytes to raise that)"
+                ),
+            ),
+        }
+    }
 }
 
 /// The `Host` and `Origin` values a request may carry.

@@ -222,51 +222,60 @@ async fn oversized(
             &format!("a digest takes at most {DIGEST_BODY_BYTES} bytes"),
         );
     };
+    let answered =
+        tokio::task::spawn_blocking(move || answer_oversized(&shared, &caller.agent, &body)).await;
+    match answered {
+        Ok(Ok(text)) => json(text),
+        Ok(Err((status, why))) => error(status, &why),
+        Err(e) => store_failed(&format!("the call did not finish: {e}")),
+    }
+}
+
+/// The `tool_result` JSON text for the digest `body` of a request over the limit, recorded as
+/// `agent`'s call, or the status and reason of its refusal (on a blocking thread: it writes).
+pub(crate) fn answer_oversized(
+    shared: &Shared,
+    agent: &str,
+    body: &[u8],
+) -> Result<String, (StatusCode, String)> {
     let Oversized {
         digest,
         tool_use_id,
         stopped,
-    } = match serde_json::from_slice(&body) {
-        Ok(oversized) => oversized,
-        Err(e) => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                &format!(
-                    "the body is not a digest ({e}); send {{\"len\": BYTES, \"hash\": HEX, \"prefix\": TEXT}}"
-                ),
-            );
-        }
-    };
+    } = serde_json::from_slice(body).map_err(|e| {
+        (
+            StatusCode::BAD_REQUEST,
+            format!(
+                "the body is not a digest ({e}); send {{\"len\": BYTES, \"hash\": HEX, \"prefix\": TEXT}}"
+            ),
+        )
+    })?;
     let limit = shared.max_request_bytes();
     if digest.len <= limit || digest.prefix.len() > MAX_PREFIX_BYTES {
-        return error(
+        return Err((
             StatusCode::BAD_REQUEST,
-            &format!(
+            format!(
                 "this digest is not one of a request over the limit of {limit} bytes (with a prefix of at most {MAX_PREFIX_BYTES} bytes); send the request itself to POST /v1/memory"
             ),
-        );
+        ));
     }
-    let tool = match shared.tool_for(&caller.agent) {
-        Ok(tool) => tool,
-        Err(why) => return error(StatusCode::BAD_REQUEST, &why),
+    let tool = shared
+        .tool_for(agent)
+        .map_err(|why| (StatusCode::BAD_REQUEST, why))?;
+    let answer = if stopped {
+        tool.handle_request(Request::Stopped {
+            digest,
+            tool_use_id,
+        })
+    } else {
+        tool.refuse_too_large(tool_use_id, digest)
     };
-    let answered = tokio::task::spawn_blocking(move || {
-        let answer = if stopped {
-            tool.handle_request(Request::Stopped {
-                digest,
-                tool_use_id,
-            })
-        } else {
-            tool.refuse_too_large(tool_use_id, digest)
-        };
-        serde_json::to_string(&answer)
+    serde_json::to_string(&answer).map_err(|e| {
+        (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("the store failed ({e}); retry, and check the server's disk if it persists"),
+        )
     })
-    .await;
-    match answered {
-        Ok(Ok(text)) => json(text),
-        Ok(Err(e)) => store_failed(&e.to_string()),
-        Err(e) => store_failed(&format!("the call did not finish: {e}")),
-    }
 }
 
 fn json(text: String) -> Response {

@@ -35,6 +35,7 @@
 
 pub mod auth;
 pub mod clients;
+pub mod lane;
 pub mod listen;
 mod mcp;
 mod memory_api;
@@ -51,7 +52,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::extract::{Request, State as Extract};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::HeaderMap;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use tokio_util::sync::CancellationToken;
@@ -385,6 +386,7 @@ pub(crate) async fn start(listen: SocketAddr) -> Result<Started, Error> {
         address,
         pid: std::process::id(),
         token: token.as_str().to_string(),
+        socket: None,
     };
     Ok(Started {
         listener,
@@ -415,8 +417,16 @@ pub fn serve(tool: MnemoMemoryToolServer, options: ServeOptions) -> Result<Stopp
             address,
             signals,
             token,
-            file,
+            mut file,
         } = start(options.listen).await?;
+        // The local socket for the memory tool's calls (not on a follower, which takes none);
+        // without one, clients use HTTP.
+        let socket = if options.follow.is_none() {
+            lane::bind().ok()
+        } else {
+            None
+        };
+        file.socket = socket.as_ref().map(|bound| bound.name().to_string());
         match ServerFile::read(&store_dir) {
             Ok(Some(stale)) => eprintln!(
                 "mnemo serve: replacing the server file of a server that is gone (pid {}, {})",
@@ -441,6 +451,7 @@ pub fn serve(tool: MnemoMemoryToolServer, options: ServeOptions) -> Result<Stopp
         });
         println!("mnemo serve: listening on {}", file.url);
         println!("mnemo serve: server file {}", path.display());
+        let socket = socket.and_then(|bound| bound.run(Arc::clone(&shared)).ok());
         let outcome = run(
             listener,
             options.connections,
@@ -449,9 +460,9 @@ pub fn serve(tool: MnemoMemoryToolServer, options: ServeOptions) -> Result<Stopp
             options.idle_exit,
         )
         .await;
-        Ok::<_, Error>((outcome, shared, file))
+        Ok::<_, Error>((outcome, shared, file, socket))
     });
-    let (outcome, shared, file) = match outcome {
+    let (outcome, shared, file, socket) = match outcome {
         Ok(parts) => parts,
         Err(e) => {
             runtime.shutdown_timeout(SHUTDOWN_GRACE);
@@ -460,6 +471,9 @@ pub fn serve(tool: MnemoMemoryToolServer, options: ServeOptions) -> Result<Stopp
     };
     // Calls a client gave up on may still be running on the blocking pool; let them finish.
     runtime.shutdown_timeout(SHUTDOWN_GRACE);
+    if let Some(socket) = socket {
+        socket.stop(SHUTDOWN_GRACE);
+    }
     let store_failures = shared.store_failures();
     // The last handle of the store: dropping it closes the store.
     drop(shared);
@@ -666,25 +680,7 @@ async fn authenticate(shared: &Arc<Shared>, headers: &HeaderMap) -> Result<Calle
 
 /// Answers a refused request and logs it on stderr: status, method, route, reason.
 pub(crate) fn refuse(method: &str, route: &str, refusal: &Refusal) -> Response {
-    let (status, reason) = match refusal {
-        Refusal::Unauthorized(why) => (
-            StatusCode::UNAUTHORIZED,
-            format!(
-                "{why}; send `Authorization: Bearer TOKEN` with the token from the server file ({SERVER_FILE} in the store directory)"
-            ),
-        ),
-        Refusal::ForeignHost(why) => (StatusCode::MISDIRECTED_REQUEST, why.clone()),
-        Refusal::Forbidden(why) => (StatusCode::FORBIDDEN, why.clone()),
-        Refusal::BadRequest(why) => (StatusCode::BAD_REQUEST, why.clone()),
-        Refusal::NoSession(why) => (StatusCode::NOT_FOUND, why.clone()),
-        Refusal::Unavailable(why) => (StatusCode::SERVICE_UNAVAILABLE, why.clone()),
-        Refusal::TooLarge { bytes, limit } => (
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!(
-                "the body is {bytes} bytes; this server takes at most {limit} bytes in one request (start it with a larger --max-request-bytes to raise that)"
-            ),
-        ),
-    };
+    let (status, reason) = refusal.status_and_reason();
     let route: String = route.chars().take(200).collect();
     eprintln!(
         "mnemo serve: refused {} {method} {route:?}: {reason}",

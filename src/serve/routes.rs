@@ -198,6 +198,12 @@ pub(crate) fn settings_refusal(
     shared: &Shared,
     asked: &HashMap<String, String>,
 ) -> Option<Response> {
+    settings_differ(shared, asked).map(|why| error(StatusCode::CONFLICT, &why))
+}
+
+/// Why a call whose tool server answers with the settings `asked` is refused here (409), if it
+/// is: the settings that differ from this server's.
+pub(crate) fn settings_differ(shared: &Shared, asked: &HashMap<String, String>) -> Option<String> {
     let here = Answering {
         root: shared.tool.root().to_string(),
         profile: shared.tool.profile(),
@@ -217,12 +223,9 @@ pub(crate) fn settings_refusal(
     if differ.is_empty() {
         return None;
     }
-    Some(error(
-        StatusCode::CONFLICT,
-        &format!(
-            "this server answers memory calls with other settings than the calling tool server ({}); build the tool server with the server's settings (its root, profile and limits, and the client's durability), or stop the server and open the store in your process",
-            differ.join("; ")
-        ),
+    Some(format!(
+        "this server answers memory calls with other settings than the calling tool server ({}); build the tool server with the server's settings (its root, profile and limits, and the client's durability), or stop the server and open the store in your process",
+        differ.join("; ")
     ))
 }
 

@@ -153,6 +153,7 @@ fn proving_squatter(db: &Path, byte: &str) -> (Squatter, ServerFile) {
         address: squatter.address,
         pid: std::process::id(),
         token,
+        socket: None,
     };
     (squatter, file)
 }

@@ -911,7 +911,9 @@ fn mnemo_ui_open_puts_no_secret_on_a_command_line() {
         .to_string();
     assert!(link.contains("#login="), "{link}");
     let started = std::time::Instant::now();
-    while !seen.exists() && started.elapsed() < std::time::Duration::from_secs(10) {
+    // The opener's shell creates the file before it writes the line: wait for the whole line.
+    let written = || std::fs::read_to_string(&seen).is_ok_and(|text| text.ends_with('\n'));
+    while !written() && started.elapsed() < std::time::Duration::from_secs(10) {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     let args = std::fs::read_to_string(&seen).expect("the opener ran");
