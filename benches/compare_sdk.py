@@ -29,8 +29,9 @@ falls on all of them alike; the first WARMUP calls of each workload are not coun
 
 The large directories are built before timing: on the SDK side by writing the files directly (the
 same layout the SDK's `create` makes, without its per-file fsync), on the Mnemo side through a
-separate `mnemo tool --durability buffered` process on the same store, closed before the timed
-fsync process starts; the in-process side gets a copy of that store (a store is open in one
+separate `mnemo tool --durability buffered --no-start` process on the same store (which opens it
+itself, so nothing is left to a server when it exits), closed before the timed fsync process
+starts; the in-process side gets a copy of that store (a store is open in one
 process at a time).
 
 Prints a table of medians (and 10th/90th percentiles) and the ratios Mnemo/SDK. Without the
@@ -122,10 +123,12 @@ class Sdk(Timed):
 class Mnemo(Timed):
     """One long-running `mnemo tool --profile python-sdk` process."""
 
-    def __init__(self, mnemo: str, db: Path, durability: str, stderr: Path) -> None:
+    def __init__(self, mnemo: str, db: Path, durability: str, stderr: Path, alone: bool = False) -> None:
         self._stderr = open(stderr, "ab")
+        # `alone`: `--no-start`, the store opened in this process and closed, whole, at its exit.
+        extra = ["--no-start"] if alone else []
         self.proc = subprocess.Popen(
-            [mnemo, "tool", "--profile", "python-sdk", "--durability", durability, "--db", str(db)],
+            [mnemo, "tool", "--profile", "python-sdk", "--durability", durability, "--db", str(db)] + extra,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._stderr,
@@ -175,13 +178,14 @@ class MnemoInProcess(Timed):
 
     def __init__(self, db: Path, durability: str) -> None:
         assert mnemo_py is not None
+        self.db = db
         self.client = mnemo_py.MnemoClient(db_path=str(db), agent_id="bench", durability=durability)
         self.server = mnemo_py.MnemoMemoryToolServer(client=self.client, profile="python-sdk")
 
     def call(self, tool_input: dict) -> dict:
         reply = self.server.handle(tool_input)
         if reply.get("is_error"):
-            raise RuntimeError(f"mnemo error: {reply.get('content')}")
+            raise RuntimeError(f"mnemo error ({self.db.name}): {reply.get('content')}")
         return reply
 
     def close(self) -> None:
@@ -311,7 +315,7 @@ def main(argv: Sequence[str]) -> int:
         for tool_input in seed_inputs():
             sdk.call(tool_input)
         t1 = time.monotonic()
-        builder = Mnemo(args.mnemo, db, "buffered", stderr)
+        builder = Mnemo(args.mnemo, db, "buffered", stderr, alone=True)
         for top, files in big_inputs(args.deletes):
             builder.pipeline(
                 [{"command": "create", "path": p, "file_text": SMALL_FILE} for p in big_dir_files(top, files)]
