@@ -93,10 +93,17 @@ impl<K: KvWrite> Projection<K> {
                     return Err(Error::corrupt("a rename targeted the directory /"));
                 };
                 let parent_id = self.ensure_dir(&to_parent)?;
-                for &(_, dir) in &chain {
-                    self.forget_listing(dir);
+                let from_parent = chain[chain.len() - 2].1;
+                if from_parent == parent_id && from.name() != to.name() {
+                    // Within one directory: one entry's name changes, and the directory keeps
+                    // an entry, so none above it is pruned.
+                    self.renamed_in_listing(parent_id, from.name(), to.name());
+                } else {
+                    for &(_, dir) in &chain {
+                        self.forget_listing(dir);
+                    }
+                    self.forget_listing(parent_id);
                 }
-                self.forget_listing(parent_id);
                 let entry = if self.layout > RENAMES_UNSTAMPED {
                     encode_moved(kind, id, seq)
                 } else {
