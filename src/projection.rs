@@ -176,6 +176,17 @@ impl<K> Projection<K> {
         }
     }
 
+    /// Directory `id`'s entry `from` was renamed `to`: its kept entries follow (see
+    /// [`Listings::renamed`]).
+    fn renamed_in_listing(&mut self, id: u64, from: &str, to: &str) {
+        if let Some(listings) = &mut self.listings {
+            listings
+                .get_mut()
+                .unwrap_or_else(PoisonError::into_inner)
+                .renamed(id, from, to);
+        }
+    }
+
     /// The underlying map.
     pub fn into_inner(self) -> K {
         self.kv

@@ -24,21 +24,29 @@
 //! event, reported in [`Report::meta_head`], and not a violation.
 //!
 //! Steps 1-5 are the chain rules of [`crate::chain`] (each [`Rule`] reported as its
-//! [`ViolationKind`]), checked on a thread of their own; the replay engine's loop
-//! ([`Replay::drive`]) re-answers every event against an in-memory tree, and steps 6-7 and the
-//! head and checkpoint checks are what this module adds to it.
+//! [`ViolationKind`]), checked on a thread of their own, which also decodes each record; the
+//! replay engine's loop ([`Replay::drive`]) re-answers every event against an in-memory tree,
+//! and steps 6-7 and the head and checkpoint checks are what this module adds to it. The hash
+//! of step 6 (each answer's text under its event's salt) is taken on a third thread
+//! ([`claims`]); when an answer differs, the log is verified again with every check in seq
+//! order on the replay's thread, so that the violation named first is the first there is.
 
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use crate::chain::{Break, Chain, Rule};
 use crate::error::{Error, Result};
-use crate::event::{Body, Event, EventHash, Salt, Seq};
+use crate::event::{Body, Event, EventHash, FrameRef, Seq};
 use crate::kv::{IndexTrees, MemKv};
 use crate::log::{Head, Store};
 use crate::policy::AdminCommand;
 use crate::projection::{INDEX_LAYOUT, Projection, RENAMES_UNSTAMPED, Traced};
 use crate::protocol::{Checkpoint, Erased, Finding, VerifyReport};
 use crate::replay::{Replay, Step};
+
+mod claims;
+
+use claims::{Claims, check_claims};
 
 /// Which invariant broke.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -376,8 +384,32 @@ pub fn verify_store(store: &Store) -> Result<Report> {
 }
 
 /// `verify_store` with a checkpoint to prove and a progress callback.
+///
+/// The replay's answers are checked against their recorded outcomes on a thread of their own
+/// ([`Claims`]). When one differs, the pass stops and the log is verified again with each answer
+/// checked as it is given, so that the first violation in seq order is the one reported, with
+/// the report as it stood before it (a store that verifies intact is read once).
 pub fn verify_store_with(store: &Store, mut options: VerifyOptions<'_>) -> Result<Report> {
     let start = Instant::now();
+    let mut shown = 0;
+    if let Some(report) = verify_pass(store, &mut options, &mut shown, true, start)? {
+        return Ok(report);
+    }
+    verify_pass(store, &mut options, &mut shown, false, start)?
+        .ok_or_else(|| Error::corrupt("verify stopped twice without naming a violation"))
+}
+
+/// One pass of the verifier over the whole log. With `claims`, the answers are checked on a
+/// thread of their own and `None` says one differs from its record; without, each is checked
+/// as it is given and the pass always ends in a report. `shown` is how many events progress
+/// was reported for: a second pass reports none before it passes them.
+fn verify_pass(
+    store: &Store,
+    options: &mut VerifyOptions<'_>,
+    shown: &mut u64,
+    claims: bool,
+    start: Instant,
+) -> Result<Option<Report>> {
     let mut report = Report {
         events: 0,
         bytes: 0,
@@ -395,7 +427,7 @@ pub fn verify_store_with(store: &Store, mut options: VerifyOptions<'_>) -> Resul
     let finish = |mut r: Report, v: Option<Violation>| {
         r.violations.extend(v);
         r.elapsed = start.elapsed();
-        Ok(r)
+        Ok(Some(r))
     };
     report.meta_head = match store.head() {
         Ok(h) => h,
@@ -448,16 +480,28 @@ pub fn verify_store_with(store: &Store, mut options: VerifyOptions<'_>) -> Resul
     let (tx, rx) = crossbeam_channel::bounded::<Batch>(PIPELINE_DEPTH);
     // Erased records not yet named by a redaction.
     let mut erased = std::collections::BTreeSet::new();
-    let outcome = std::thread::scope(|scope| {
+    let broke = AtomicBool::new(false);
+    let (outcome, differs) = std::thread::scope(|scope| {
         scope.spawn(move || read_chain(store, &tx));
-        replay.drive(Handed::new(rx), |tree, checked, traced| {
+        let (mut claims, checker) = if claims {
+            let (claims, rx) = Claims::new(&broke);
+            let checker = scope.spawn(|| check_claims(rx, &broke));
+            (Some(claims), Some(checker))
+        } else {
+            (None, None)
+        };
+        let outcome = replay.drive(Handed::new(rx), |tree, checked, traced| {
             let seq = checked.event.seq;
             match &checked.event.body {
                 Body::Erased(_) => {
                     erased.insert(seq);
                 }
                 body => {
-                    if let Err(stop) = check_outcome(&checked.event, traced) {
+                    let answered = match (claims.as_mut(), traced) {
+                        (Some(claims), Ok(traced)) => claims.push(&checked.event, traced.answer),
+                        (_, traced) => check_outcome(&checked.event, traced),
+                    };
+                    if let Err(stop) = answered {
                         // A payload erased that no later redaction names is the cause.
                         return Err(match (unnamed(store, &erased, seq), stop) {
                             (Some(first), Stop::Violation(v)) => Stop::Violation(violation(
@@ -501,7 +545,8 @@ pub fn verify_store_with(store: &Store, mut options: VerifyOptions<'_>) -> Resul
             }
             report.events += 1;
             report.bytes += checked.bytes;
-            if report.events % PROGRESS_EVERY == 0 {
+            if report.events % PROGRESS_EVERY == 0 && report.events > *shown {
+                *shown = report.events;
                 if let Some(progress) = options.progress.as_mut() {
                     progress(report.events, report.meta_head.seq.0.max(seq.0));
                 }
@@ -525,14 +570,22 @@ pub fn verify_store_with(store: &Store, mut options: VerifyOptions<'_>) -> Resul
             }
             expected = Seq(seq.0 + 1);
             Ok(())
-        })
+        });
+        // The last answers, then the checker's word on all of them.
+        let sent = claims.map_or(Ok(()), Claims::finish);
+        let differs = checker.is_some_and(|checker| checker.join().unwrap_or(true));
+        (outcome.and(sent), differs)
     });
     // Leaving the scope joined the chain thread: a replay that stopped early dropped the
     // receiver, so its next send failed and it returned.
+    if differs {
+        return Ok(None);
+    }
     match outcome {
         Ok(_) => {}
         Err(Stop::Violation(v)) => return finish(report, Some(v)),
         Err(Stop::Failed(e)) => return Err(e),
+        Err(Stop::Differs) => return Ok(None),
     }
     if let Some(first) = erased.first() {
         let v = violation(
@@ -599,51 +652,51 @@ pub fn verify_store_with(store: &Store, mut options: VerifyOptions<'_>) -> Resul
 const PIPELINE_BATCH: usize = 256;
 const PIPELINE_DEPTH: usize = 16;
 
-/// A stored record that passed the chain checks; its header and payload bytes are in its
-/// [`Batch`]'s buffer.
+/// A stored record that passed the chain checks, decoded on the chain thread.
 struct Checked {
-    version: u8,
-    seq: Seq,
-    prev_hash: EventHash,
+    event: Event,
     hash: EventHash,
     payload_hash: EventHash,
-    header: std::ops::Range<usize>,
-    salt: Option<Salt>,
-    payload: std::ops::Range<usize>,
-    erased_from: Option<u8>,
     bytes: u64,
 }
 
-/// What the chain thread hands the replay: a checked record, or why it stopped.
-enum Item {
-    Checked(Checked),
-    Violation(Violation),
-    Failed(Error),
+impl Step for Checked {
+    fn seq(&self) -> Seq {
+        self.event.seq
+    }
+
+    fn event(&self) -> &Event {
+        &self.event
+    }
+
+    fn input(&self) -> Option<EventHash> {
+        // A salted payload hash is a commitment, not the plain hash retries are matched by.
+        self.event.salt.is_none().then_some(self.payload_hash)
+    }
 }
 
-/// Records handed over at once. Their bytes share one buffer, so the replay frees one
-/// allocation per batch that the chain thread made, not several per record.
-#[derive(Default)]
+/// Records handed over at once: checked records, then, when the chain thread stopped after
+/// them, why (a violation, or a failure to read).
 struct Batch {
-    items: Vec<Item>,
-    data: Vec<u8>,
+    checked: Vec<Checked>,
+    end: Option<Stop>,
 }
 
 impl Batch {
-    /// An empty batch with room for as many records and bytes as `full` holds: the next batch
-    /// is about as large, and its buffer then never grows by copying itself.
-    fn like(full: &Batch) -> Batch {
+    fn new() -> Batch {
         Batch {
-            items: Vec::with_capacity(full.items.len()),
-            data: Vec::with_capacity(full.data.len()),
+            checked: Vec::with_capacity(PIPELINE_BATCH),
+            end: None,
         }
     }
 }
 
-/// Why the replay stopped early: a violation to report, or a failure to read the store.
+/// Why the replay stopped early: a violation to report, a failure to read the store, or an
+/// answer the checker thread found different from its record.
 enum Stop {
     Violation(Violation),
     Failed(Error),
+    Differs,
 }
 
 impl From<Error> for Stop {
@@ -666,147 +719,106 @@ impl From<Break> for Violation {
     }
 }
 
-/// Walks the stored records in seq order through the chain rules (steps 1-5), sending them to
-/// the replay in batches; stops after the first record that fails, or when the replay hangs up.
+/// Walks the stored records in seq order through the chain rules (steps 1-5) and decodes each
+/// (the end of step 2), sending them to the replay in batches; stops after the first record that
+/// fails, or when the replay hangs up.
 fn read_chain(store: &Store, tx: &crossbeam_channel::Sender<Batch>) {
     let mut chain = Chain::new();
-    let mut batch = Batch {
-        items: Vec::with_capacity(PIPELINE_BATCH),
-        data: Vec::new(),
-    };
+    let mut batch = Batch::new();
     for entry in store.records(Seq(0)) {
-        let item = match entry {
+        let checked = match entry {
             Ok((seq, record)) => match chain.check_borrowed(seq, &record) {
-                Ok(frame) => Item::Checked(Checked {
-                    version: frame.version,
-                    seq,
-                    prev_hash: frame.prev_hash,
+                Ok(frame) => decode(seq, &frame).map(|event| Checked {
+                    event,
                     hash: frame.hash,
                     payload_hash: frame.payload_hash,
-                    header: append(&mut batch.data, frame.header),
-                    salt: frame.salt,
-                    erased_from: frame.erased_from,
-                    payload: append(&mut batch.data, frame.payload),
                     bytes: record.len() as u64,
                 }),
-                Err(b) => Item::Violation(b.into()),
+                Err(b) => Err(Stop::Violation(b.into())),
             },
-            Err(Error::Corrupt { what }) => Item::Violation(chain.unreadable_key(what).into()),
+            Err(Error::Corrupt { what }) => Err(Stop::Violation(chain.unreadable_key(what).into())),
             // Damage sled finds in its log is a finding about the log, not a failure to run.
-            Err(e) if Report::is_damage(&e) => Item::Violation(
+            Err(e) if Report::is_damage(&e) => Err(Stop::Violation(
                 chain
                     .unreadable_key(format!(
                         "the log cannot be read from here on: sled found its bytes damaged ({e})"
                     ))
                     .into(),
-            ),
-            Err(e) => Item::Failed(e),
+            )),
+            Err(e) => Err(Stop::Failed(e)),
         };
-        let last = !matches!(item, Item::Checked(_));
-        batch.items.push(item);
-        if last || batch.items.len() == PIPELINE_BATCH {
-            let next = Batch::like(&batch);
-            let sent = tx.send(std::mem::replace(&mut batch, next)).is_ok();
-            if !sent || last {
+        match checked {
+            Ok(checked) => batch.checked.push(checked),
+            Err(stop) => {
+                batch.end = Some(stop);
+                let _ = tx.send(batch);
                 return;
             }
         }
+        if batch.checked.len() == PIPELINE_BATCH
+            && tx
+                .send(std::mem::replace(&mut batch, Batch::new()))
+                .is_err()
+        {
+            return;
+        }
     }
-    if !batch.items.is_empty() {
+    if !batch.checked.is_empty() {
         let _ = tx.send(batch);
     }
 }
 
-/// Appends `bytes` to `data`; returns where they are.
-fn append(data: &mut Vec<u8>, bytes: &[u8]) -> std::ops::Range<usize> {
-    let start = data.len();
-    data.extend_from_slice(bytes);
-    start..data.len()
+/// Decodes a checked record's header and payload (the end of step 2).
+fn decode(seq: Seq, frame: &FrameRef<'_>) -> std::result::Result<Event, Stop> {
+    match frame.erased_from {
+        Some(from) => {
+            Event::erased_from_parts(from, seq, frame.prev_hash, frame.header, frame.payload_hash)
+        }
+        None => Event::from_parts(
+            frame.version,
+            seq,
+            frame.prev_hash,
+            frame.header,
+            frame.salt,
+            frame.payload,
+        ),
+    }
+    .map_err(|e| Stop::Violation(violation(seq, ViolationKind::Undecodable, e.to_string())))
 }
 
-/// A record the chain thread checked, decoded on the replay's side.
-struct Decoded {
-    event: Event,
-    hash: EventHash,
-    payload_hash: EventHash,
-    bytes: u64,
-}
-
-impl Step for Decoded {
-    fn seq(&self) -> Seq {
-        self.event.seq
-    }
-
-    fn event(&self) -> &Event {
-        &self.event
-    }
-
-    fn input(&self) -> Option<EventHash> {
-        // A salted payload hash is a commitment, not the plain hash retries are matched by.
-        self.event.salt.is_none().then_some(self.payload_hash)
-    }
-}
-
-/// The replay's source: the chain thread's records, batch by batch, each decoded as it is taken.
+/// The replay's source: the chain thread's records, batch by batch.
 struct Handed {
     rx: crossbeam_channel::IntoIter<Batch>,
-    items: std::vec::IntoIter<Item>,
-    data: Vec<u8>,
+    checked: std::vec::IntoIter<Checked>,
+    end: Option<Stop>,
 }
 
 impl Handed {
     fn new(rx: crossbeam_channel::Receiver<Batch>) -> Handed {
         Handed {
             rx: rx.into_iter(),
-            items: Vec::new().into_iter(),
-            data: Vec::new(),
+            checked: Vec::new().into_iter(),
+            end: None,
         }
     }
 }
 
 impl Iterator for Handed {
-    type Item = std::result::Result<Decoded, Stop>;
+    type Item = std::result::Result<Checked, Stop>;
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            match self.items.next() {
-                Some(Item::Checked(checked)) => return Some(decode(&checked, &self.data)),
-                Some(Item::Violation(v)) => return Some(Err(Stop::Violation(v))),
-                Some(Item::Failed(e)) => return Some(Err(Stop::Failed(e))),
-                None => {
-                    let batch = self.rx.next()?;
-                    self.items = batch.items.into_iter();
-                    self.data = batch.data;
-                }
+            if let Some(checked) = self.checked.next() {
+                return Some(Ok(checked));
             }
+            if let Some(stop) = self.end.take() {
+                return Some(Err(stop));
+            }
+            let batch = self.rx.next()?;
+            self.checked = batch.checked.into_iter();
+            self.end = batch.end;
         }
     }
-}
-
-/// Decodes a checked record's header and payload (the end of step 2).
-fn decode(checked: &Checked, data: &[u8]) -> std::result::Result<Decoded, Stop> {
-    let seq = checked.seq;
-    let header = &data[checked.header.clone()];
-    let event = match checked.erased_from {
-        Some(from) => {
-            Event::erased_from_parts(from, seq, checked.prev_hash, header, checked.payload_hash)
-        }
-        None => Event::from_parts(
-            checked.version,
-            seq,
-            checked.prev_hash,
-            header,
-            checked.salt,
-            &data[checked.payload.clone()],
-        ),
-    }
-    .map_err(|e| Stop::Violation(violation(seq, ViolationKind::Undecodable, e.to_string())))?;
-    Ok(Decoded {
-        event,
-        hash: checked.hash,
-        payload_hash: checked.payload_hash,
-        bytes: checked.bytes,
-    })
 }
 
 /// Compares the answer the replay gave `event` with the outcome the log recorded (step 6): the

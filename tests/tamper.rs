@@ -1534,3 +1534,99 @@ fn a_flipped_byte_in_the_log_is_a_finding_never_a_failure_to_run() {
     }
     assert!(findings > 0, "no flip was found at all");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Listings the replay keeps between views.
+// ---------------------------------------------------------------------------------------------
+
+/// The calls of the listings store: a view of `/memories` after each kind of call that leaves
+/// its listing as it was (another view, an edit that keeps a file's size) or changes it (a
+/// rename), and one as the last event.
+fn listing_inputs() -> Vec<Input> {
+    let view = || Input::Json(json!({"command": "view", "path": "/memories"}));
+    let create = |path: &str, text: &str| {
+        Input::Json(json!({"command": "create", "path": path, "file_text": text}))
+    };
+    vec![
+        // 1-3
+        create("/memories/a/one.md", "status: open\n"),
+        create("/memories/a/two.md", "two\n"),
+        create("/memories/b/three.md", "three\n"),
+        // 4, 5: the second view's listing is unchanged since the first
+        view(),
+        view(),
+        // 6, 7: an edit that keeps the file's size keeps the listing
+        Input::Json(
+            json!({"command": "str_replace", "path": "/memories/a/one.md", "old_str": "open", "new_str": "done"}),
+        ),
+        view(),
+        // 8, 9: a rename changes it
+        Input::Json(
+            json!({"command": "rename", "old_path": "/memories/a/two.md", "new_path": "/memories/a/zwei.md"}),
+        ),
+        view(),
+        // 10
+        view(),
+    ]
+}
+
+/// The text the replay gives event `seq` of the store at `path`.
+fn answer_of(path: &Path, seq: u64) -> String {
+    let store = open_store(path);
+    let mut replay = mnemo::testing::replay::Replay::in_memory();
+    let mut text = None;
+    for item in store
+        .records(Seq(1))
+        .take(usize::try_from(seq).expect("small"))
+    {
+        let (_, record) = item.expect("read");
+        let traced = replay
+            .apply(&Event::decode(&record).expect("decode"))
+            .expect("replay");
+        text = Some(traced.answer.text);
+    }
+    text.expect("the event exists")
+}
+
+/// A view's recorded answer rewritten (its hashes made consistent) is named at that view,
+/// whether the replay answers it from listing lines it kept (the listing unchanged since an
+/// earlier view, or changed only by an edit that kept a file's size) or had to list the
+/// directory again; and so is a recorded answer that is the listing as it was before a rename,
+/// what a replay that kept stale lines would give. The answers are checked on a thread of their
+/// own, ahead of which the replay may already have met a later violation (the next event's
+/// prev_hash): the first in seq order is the one named.
+#[test]
+fn a_rewritten_listing_answer_is_named_at_its_view() {
+    use ViolationKind::Outcome as OutcomeKind;
+    let started = Instant::now();
+    let base = pristine(Build::Calls(listing_inputs()));
+    assert_eq!(base.n, 10);
+    let before_rename = answer_of(&base.path, 7);
+    assert!(
+        before_rename.contains("/memories/a/two.md"),
+        "{before_rename}"
+    );
+    assert_eq!(answer_of(&base.path, 5), answer_of(&base.path, 4));
+    let mut r = Runner::new(&base, "listings store", started);
+    for seq in [4, 5, 7, 9, 10] {
+        r.case(
+            &format!("view {seq}'s answer rewritten"),
+            Expect::First(seq, OutcomeKind),
+            |t| {
+                t.rewrite(seq, |e| {
+                    e.header.outcome = Outcome::under(e.salt.as_ref(), false, "forged");
+                });
+            },
+        );
+    }
+    r.case(
+        "view 9's answer rewritten to the listing before the rename",
+        Expect::First(9, OutcomeKind),
+        |t| {
+            t.rewrite(9, |e| {
+                e.header.outcome = Outcome::under(e.salt.as_ref(), false, &before_rename);
+            });
+        },
+    );
+    r.finish();
+}

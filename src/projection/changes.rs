@@ -38,8 +38,6 @@ impl<K: KvWrite> Projection<K> {
                     return Err(Error::corrupt("a write named the directory /"));
                 };
                 let parent_id = self.ensure_dir(&parent)?;
-                // A new entry or a new size: either way the directory's lines change.
-                self.forget_listing(parent_id);
                 let key = child_key(parent_id, path.name());
                 let (id, old) = match self.kv.get_with(&key, decode_child)? {
                     Some(child) => {
@@ -52,6 +50,14 @@ impl<K: KvWrite> Projection<K> {
                         (id, None)
                     }
                 };
+                // A new entry or a new size changes the directory's lines; an edit that keeps
+                // the file's length leaves them as they were (a line shows name, kind and size).
+                if old
+                    .as_ref()
+                    .is_none_or(|old| old.len != content.len() as u64)
+                {
+                    self.forget_listing(parent_id);
+                }
                 let head = content::write(
                     &mut self.kv,
                     id,
@@ -87,10 +93,17 @@ impl<K: KvWrite> Projection<K> {
                     return Err(Error::corrupt("a rename targeted the directory /"));
                 };
                 let parent_id = self.ensure_dir(&to_parent)?;
-                for &(_, dir) in &chain {
-                    self.forget_listing(dir);
+                let from_parent = chain[chain.len() - 2].1;
+                if from_parent == parent_id && from.name() != to.name() {
+                    // Within one directory: one entry's name changes, and the directory keeps
+                    // an entry, so none above it is pruned.
+                    self.renamed_in_listing(parent_id, from.name(), to.name());
+                } else {
+                    for &(_, dir) in &chain {
+                        self.forget_listing(dir);
+                    }
+                    self.forget_listing(parent_id);
                 }
-                self.forget_listing(parent_id);
                 let entry = if self.layout > RENAMES_UNSTAMPED {
                     encode_moved(kind, id, seq)
                 } else {

@@ -91,11 +91,24 @@ impl<K: KvRead> Tree for Projection<K> {
             return render();
         };
         let lock = || listings.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(lines) = lock().get(id, shown, profile) {
-            return Ok(lines);
-        }
-        let lines = render()?;
-        lock().put(id, shown, profile, Arc::clone(&lines));
+        let from_kept = {
+            let kept = lock();
+            if let Some(lines) = kept.get(id, shown, profile) {
+                return Ok(lines);
+            }
+            kept.render(id, |entries| {
+                Arc::from(child_lines(entries, shown, profile))
+            })
+        };
+        // Rendered from the entries kept (a rename within the directory), else listed.
+        let (lines, listed): (Arc<str>, _) = match from_kept {
+            Some(lines) => (lines, None),
+            None => {
+                let entries = self.list(path)?;
+                (child_lines(&entries, shown, profile).into(), Some(entries))
+            }
+        };
+        lock().put(id, shown, profile, Arc::clone(&lines), listed);
         Ok(lines)
     }
 
@@ -130,6 +143,24 @@ mod tests {
     use crate::event::{Body, Seq};
     use crate::kv::MemKv;
     use crate::tool::{Command, Limits, Semantics};
+
+    /// Runs `body` as event `seq` on a projection that keeps listing lines and on one that does
+    /// not; asserts that they answer alike, and returns the answer.
+    fn answered_alike(
+        kept: &mut Projection<MemKv>,
+        fresh: &mut Projection<MemKv>,
+        seq: u64,
+        body: &Body,
+    ) -> crate::tool::Answer {
+        let ours = kept
+            .run_call("a", None, body, Semantics::CURRENT, Seq(seq))
+            .expect("kept");
+        let theirs = fresh
+            .run_call("a", None, body, Semantics::CURRENT, Seq(seq))
+            .expect("fresh");
+        assert_eq!(ours, theirs, "seq {seq}: {body:?}");
+        ours
+    }
 
     /// A replay that keeps listing lines answers every call exactly as one that renders each
     /// listing afresh, through writes, edits that change sizes, renames of files and
@@ -197,17 +228,58 @@ mod tests {
                     file_text: "n".into(),
                 },
             };
-            let body = tool(profile, command);
-            let ours = kept
-                .run_call("a", None, &body, Semantics::CURRENT, Seq(seq))
-                .expect("kept");
-            let theirs = fresh
-                .run_call("a", None, &body, Semantics::CURRENT, Seq(seq))
-                .expect("fresh");
-            assert_eq!(ours, theirs, "seq {seq}: {body:?}");
+            let ours = answered_alike(&mut kept, &mut fresh, seq, &tool(profile, command));
             listed += usize::from(ours.text.starts_with("Here're"));
         }
         assert!(listed > 300, "only {listed} listings");
+        assert_eq!(kept.kv().map, fresh.kv().map);
+    }
+
+    /// Renames within one directory keep its entries and render its lines again from them:
+    /// names moved to either end of the order, onto an existing name, onto themselves, of a
+    /// subdirectory, each listing the same as one rendered afresh.
+    #[test]
+    fn renames_within_a_directory_list_as_fresh_ones() {
+        let call = |command: Command| {
+            Body::Tool(crate::event::ToolCall {
+                root: "/memories".into(),
+                profile: Profile::Spec,
+                limits: Limits::default(),
+                command,
+            })
+        };
+        let rename = |from: &str, to: &str| Command::Rename {
+            old_path: format!("/memories/d/{from}"),
+            new_path: format!("/memories/d/{to}"),
+        };
+        let mut commands = Vec::new();
+        for name in ["b.md", "d.md", "f.md", "s/x.md"] {
+            commands.push(Command::Create {
+                path: format!("/memories/d/{name}"),
+                file_text: name.repeat(3),
+            });
+        }
+        for (from, to) in [
+            ("d.md", "a.md"),
+            ("a.md", "z.md"),
+            ("b.md", "e.md"),
+            ("e.md", "f.md"),
+            ("z.md", "z.md"),
+            ("s", "t"),
+            ("t", "0"),
+            ("f.md", "g.md"),
+        ] {
+            commands.push(rename(from, to));
+            commands.push(Command::View {
+                path: "/memories".into(),
+                view_range: None,
+            });
+        }
+        let mut fresh = Projection::new(MemKv::default());
+        let mut kept = Projection::with_listings(MemKv::default());
+        for (seq, command) in (1..).zip(commands) {
+            answered_alike(&mut kept, &mut fresh, seq, &call(command));
+        }
         assert_eq!(kept.kv().map, fresh.kv().map);
     }
 }

@@ -8,12 +8,12 @@
 //!
 //! | user | projection | events | what it adds |
 //! |---|---|---|---|
-//! | recovery on open ([`Store::catch_up`](crate::Store::catch_up)) | the stored index, through an overlay | after the index's applied seq, to the log's end | writes the overlay's changes into the index |
+//! | recovery on open ([`Store::catch_up`](crate::Store::catch_up)) | the stored index, through an overlay, listing lines kept | after the index's applied seq, to the log's end | writes the overlay's changes into the index |
 //! | reading a store no writer holds ([`Store::current_index`](crate::Store::current_index): `ls`, `cat`, `export`, `acl list`, `token list`) | the same | the same | nothing: the overlay stays in memory |
 //! | `--at` ([`crate::history::state_at`]: `ls`, `cat`, `export`, Python's `records_at`) | in memory, from empty | to the seq asked | — |
 //! | `history` ([`crate::lineage::trails`]) | in memory | all | observes each event's change to follow files through renames |
 //! | `show`, `diff` ([`crate::inspect`]) | in memory | to the event before, or the two seqs | the tree before the event; its answer and change |
-//! | `verify` ([`crate::verify`]) | in memory, listing lines kept | all, chain-checked ahead on a thread of its own | the outcome and duplicate-call checks, the index comparison |
+//! | `verify` ([`crate::verify`]) | in memory, listing lines kept | all, chain-checked and decoded ahead on a thread of its own | the outcome checks (hashed on a third thread) and duplicate-call checks, the index comparison |
 //!
 //! [`Replay::apply`] (through `answer`) is the one place where a replay answers an event again.
 //! The live writer answers new calls itself (`src/writer/`), through the same

@@ -34,7 +34,7 @@ impl Store {
         } else if index.applied()? == Seq(0) && !trees.content().is_empty() {
             trees.content().clear()?;
         }
-        let (replay, replayed) = self.replay_index(head.seq)?;
+        let (replay, replayed) = self.replay_index(head.seq, true)?;
         if replayed > 0 {
             self.write_index(&replay.into_tree().into_inner().into_pending())?;
         }
@@ -54,15 +54,24 @@ impl Store {
                 "the index was written by an older Mnemo; open the store once with a client (for example `mnemo tool --db PATH < /dev/null`) to rebuild it from the log",
             ));
         }
-        Ok(self.replay_index(self.log_end()?.seq)?.0.into_tree())
+        Ok(self.replay_index(self.log_end()?.seq, false)?.0.into_tree())
     }
 
     /// The stored index with the events after its applied seq, up to `end`, replayed over it in
-    /// memory; and how many were replayed.
-    fn replay_index(&self, end: Seq) -> Result<(Replay<Overlay<'_>>, u64)> {
+    /// memory; and how many were replayed. With `listings`, the replay keeps listing lines between
+    /// events ([`Projection::with_listings`]): for a tree dropped when the replay ends (a long
+    /// log replayed on open, or restored from a replica), never for one handed to readers, whose
+    /// stored index a writer may change beneath it.
+    fn replay_index(&self, end: Seq, listings: bool) -> Result<(Replay<Overlay<'_>>, u64)> {
         // An index of the layout before this build's is read (and extended in memory) in its own.
         let layout = self.index().layout()?.min(INDEX_LAYOUT);
-        let tree = Projection::new(Overlay::new(self.index_tree())).in_layout(layout);
+        let overlay = Overlay::new(self.index_tree());
+        let tree = if listings {
+            Projection::with_listings(overlay)
+        } else {
+            Projection::new(overlay)
+        }
+        .in_layout(layout);
         let mut replay = Replay::resume(tree)?;
         let replayed = replay.run_to(self, end)?;
         Ok((replay, replayed))

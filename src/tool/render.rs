@@ -128,21 +128,37 @@ pub fn listing<E>(
     let shows = |parent: &MemPath, name: &str, kind: NodeKind| {
         !hidden(name, profile) && visible.is_none_or(|visible| visible(&parent.join(name), kind))
     };
-    for entry in in_listing_order(tree.list(dir)?, profile) {
+    let entries = in_listing_order(tree.list(dir)?, profile);
+    // When every entry shows, a subdirectory's lines are the same whoever lists it, and a tree
+    // may keep them while the subdirectory is unchanged: taken first, so that the text is
+    // allocated once at its full size.
+    let mut kept = Vec::new();
+    if visible.is_none() {
+        for entry in &entries {
+            if entry.kind == NodeKind::Dir && !hidden(&entry.name, profile) {
+                let child = dir.join(&entry.name);
+                let named = format!("{shown}/{}", entry.name);
+                kept.push(tree.child_lines(&child, &named, profile)?);
+            }
+        }
+        let lines: usize = entries
+            .iter()
+            .map(|e| shown.len() + e.name.len() + LINE_EXTRA)
+            .sum();
+        out.reserve(lines + kept.iter().map(|l| l.len()).sum::<usize>());
+    }
+    let mut kept = kept.into_iter();
+    for entry in entries {
         if !shows(dir, &entry.name, entry.kind) {
             continue;
         }
         push_entry(&mut out, shown, "", &entry, profile);
         if entry.kind == NodeKind::Dir {
-            let child = dir.join(&entry.name);
-            if visible.is_none() {
-                // Every entry shows: the subdirectory's lines are the same whoever lists it,
-                // and a tree may keep them while the subdirectory is unchanged.
-                let lines =
-                    tree.child_lines(&child, &format!("{shown}/{}", entry.name), profile)?;
+            if let Some(lines) = kept.next() {
                 out.push_str(&lines);
                 continue;
             }
+            let child = dir.join(&entry.name);
             for grandchild in in_listing_order(tree.list(&child)?, profile) {
                 if shows(&child, &grandchild.name, grandchild.kind) {
                     push_entry(&mut out, shown, &entry.name, &grandchild, profile);
@@ -153,10 +169,15 @@ pub fn listing<E>(
     Ok(out)
 }
 
+/// What a listing line holds beyond its directory's name and the entry's: a newline, the size
+/// (at most 7 characters, `1023.9K`), a tab, slashes, with room to spare.
+const LINE_EXTRA: usize = 16;
+
 /// The lines a listing shows for `entries`, the children of a directory named `shown` in the
 /// text, when every entry is visible: hidden names skipped, each line starting with a newline.
 pub(crate) fn child_lines(entries: &[Entry], shown: &str, profile: Profile) -> String {
-    let mut out = String::with_capacity(entries.len() * (shown.len() + 24));
+    let lines: usize = entries.iter().map(|e| e.name.len() + LINE_EXTRA).sum();
+    let mut out = String::with_capacity(lines + entries.len() * shown.len());
     let reordered;
     let entries = if profile == Profile::TypescriptSdk {
         reordered = in_listing_order(entries.to_vec(), profile);
