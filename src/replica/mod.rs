@@ -9,13 +9,17 @@
 //! | object | what |
 //! |---|---|
 //! | `segments/{first:020}-{last:020}.seg` | events `first` to `last`, as the store keeps them ([`segment`]); written once, with a create that fails if the name is taken |
+//! | `segments/{first:020}-{last:020}.m{N}.seg`, `….full.seg` | the same, merged by a compaction from back-to-back segments ([`compaction`]) |
 //! | `checkpoints/{seq:020}` | a checkpoint ([`checkpoint`]): the seq the segments reach and its chain hash, one per shipment |
 //! | `head` | the latest checkpoint, replaced by each shipment once its segments are written |
 //!
 //! Shipping resumes from the segments themselves: the next segment starts after the last one
 //! listed, so a shipment cut anywhere (after a segment, before its checkpoint) goes on with no
-//! gap and no duplicate. Before it ships, it proves the replica is this store's: the replica's
-//! last event must be the store's event of that seq, byte for byte. A restore checks the chain
+//! gap and no duplicate. Each shipment then merges small segments into larger ones
+//! ([`compaction`]); a reader takes the widest segment starting at a seq and sets aside those it
+//! covers, so a merge cut anywhere leaves no gap and no double. Before it ships, it proves the
+//! replica is this store's: the replica's last event must be the store's event of that seq,
+//! byte for byte. A restore checks the chain
 //! rules over every record it fetches (dense seqs, links, payload and chain hashes), checks the
 //! head checkpoint against the chain, and replays the whole log (`verify`) before it calls the
 //! new store whole. It writes every event a redaction names erased, whatever its segment holds
