@@ -45,6 +45,10 @@ pub enum Failpoint {
     /// While a call is answered, as a failed index read would (nothing of the call lands; the
     /// events answered before it are still appended).
     Answer,
+    /// Writing or removing one object of a replica (a shipment, a compaction): the steps
+    /// before it are done, it and those after are not, as if the shipper were killed there.
+    #[cfg(feature = "replicate")]
+    ReplicaObject,
 }
 
 /// The armed failpoints of one store.

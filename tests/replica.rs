@@ -16,6 +16,8 @@ use serde_json::json;
 use crate::redact::run_ok;
 use crate::support::{TempStore, run_mnemo};
 
+mod compaction;
+
 fn session(from: usize, to: usize) -> String {
     let mut lines = String::new();
     for i in from..to {

@@ -19,7 +19,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::worker::{Control, Worker};
-use super::{Replica, segment};
+use super::{Reader, Replica};
 use crate::chain::Chain;
 use crate::client::MnemoClient;
 use crate::error::{Error, Result};
@@ -208,14 +208,11 @@ fn look(replica: &Replica, ours: Head) -> Result<Found> {
     };
     let mut frames = Vec::new();
     let mut head = ours;
-    for (first, last, name) in replica.segments()? {
-        if last < ours.seq || first > theirs.seq {
-            continue;
-        }
-        let bytes = replica
-            .get(&name)?
-            .ok_or_else(|| Error::damaged(format!("replica segment {name} vanished")))?;
-        for (seq, record) in segment::decode(&name, &bytes, (first, last))? {
+    // From the follower's own last event (to prove the replica still holds it) to the head.
+    let from = Seq(ours.seq.0.max(1));
+    let mut reader = Reader::new(replica, replica.segments()?, from, theirs.seq);
+    while let Some((name, records)) = reader.next_segment()? {
+        for (seq, record) in records {
             if seq == ours.seq {
                 // The replica's copy of the follower's last event: the same chain hash.
                 let same = Frame::decode(&record).is_ok_and(|f| f.hash == ours.hash);

@@ -9,13 +9,17 @@
 //! | object | what |
 //! |---|---|
 //! | `segments/{first:020}-{last:020}.seg` | events `first` to `last`, as the store keeps them ([`segment`]); written once, with a create that fails if the name is taken |
+//! | `segments/{first:020}-{last:020}.m{N}.seg`, `….full.seg` | the same, merged by a compaction from back-to-back segments ([`compaction`]) |
 //! | `checkpoints/{seq:020}` | a checkpoint ([`checkpoint`]): the seq the segments reach and its chain hash, one per shipment |
 //! | `head` | the latest checkpoint, replaced by each shipment once its segments are written |
 //!
 //! Shipping resumes from the segments themselves: the next segment starts after the last one
 //! listed, so a shipment cut anywhere (after a segment, before its checkpoint) goes on with no
-//! gap and no duplicate. Before it ships, it proves the replica is this store's: the replica's
-//! last event must be the store's event of that seq, byte for byte. A restore checks the chain
+//! gap and no duplicate. Each shipment then merges small segments into larger ones
+//! ([`compaction`]); a reader takes the widest segment starting at a seq and sets aside those it
+//! covers, so a merge cut anywhere leaves no gap and no double. Before it ships, it proves the
+//! replica is this store's: the replica's last event must be the store's event of that seq,
+//! byte for byte. A restore checks the chain
 //! rules over every record it fetches (dense seqs, links, payload and chain hashes), checks the
 //! head checkpoint against the chain, and replays the whole log (`verify`) before it calls the
 //! new store whole. It writes every event a redaction names erased, whatever its segment holds
@@ -24,6 +28,7 @@
 //! `checkpoints/`, and a [`REWRITES`] object that lists anything but segments, are damage.
 
 pub mod checkpoint;
+pub mod compaction;
 pub mod follower;
 pub mod key;
 pub mod segment;
@@ -42,6 +47,7 @@ use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload}
 use crate::chain::Chain;
 use crate::error::{Error, Result};
 use crate::event::Seq;
+use crate::failpoint::{Failpoint, Failpoints};
 use crate::log::{Durability, Head, Store};
 
 /// A replica: an object store and the prefix under which it lies.
@@ -54,6 +60,10 @@ pub struct Replica {
     /// The verifier key the head checkpoint must be signed by, if one is trusted
     /// ([`Replica::trusting`]).
     trust: Option<String>,
+    /// Each write or removal of an object passes one step ([`Failpoint::ReplicaObject`]).
+    failpoints: Failpoints,
+    /// How many segments of one level a compaction merges ([`compaction::FANOUT`]).
+    fanout: usize,
 }
 
 /// The largest segment object read: 8 MiB of records and the largest record a store keeps.
@@ -61,6 +71,85 @@ pub const SEGMENT_OBJECT_MAX: u64 = 256 * 1024 * 1024;
 
 /// The largest checkpoint object read (a few lines and a signature).
 const CHECKPOINT_OBJECT_MAX: u64 = 64 * 1024;
+
+/// A replica's segments as a reader takes them ([`Replica::listing`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Listing {
+    /// The segments read, in seq order, each `(first, last, name)`: from event 1, no gap.
+    segments: Vec<(Seq, Seq, String)>,
+    /// The segments a merged one among them covers, never read: what a compaction has yet to
+    /// remove.
+    covered: Vec<String>,
+}
+
+/// A segment's records, each with its seq.
+type Records = Vec<(Seq, Vec<u8>)>;
+
+/// Reads a replica's records in seq order, segment by segment, from a listing, up to an event.
+/// A segment that vanished since it was listed (a compaction merged it, then removed it) is no
+/// damage: the replica is listed again and the segment that holds the next event now is read,
+/// from that event on, with the same checks.
+struct Reader<'r> {
+    replica: &'r Replica,
+    listed: Vec<(Seq, Seq, String)>,
+    next: Seq,
+    end: Seq,
+}
+
+impl<'r> Reader<'r> {
+    /// A reader of `listed` (a listing of `replica`) from event `from` to event `end`.
+    fn new(replica: &'r Replica, listed: Vec<(Seq, Seq, String)>, from: Seq, end: Seq) -> Self {
+        Reader {
+            replica,
+            listed,
+            next: from,
+            end,
+        }
+    }
+
+    /// The segment that holds `next` in `listed`, if one does.
+    fn holding(listed: &[(Seq, Seq, String)], next: Seq) -> Option<(Seq, Seq, String)> {
+        let at = listed.partition_point(|(_, last, _)| *last < next);
+        listed
+            .get(at)
+            .filter(|(first, _, _)| *first <= next)
+            .cloned()
+    }
+
+    /// The next segment's name and its records from the next event on (none past `end`), or
+    /// `None` once `end` is passed.
+    fn next_segment(&mut self) -> Result<Option<(String, Records)>> {
+        if self.next > self.end {
+            return Ok(None);
+        }
+        let Some((first, last, name)) = Self::holding(&self.listed, self.next) else {
+            return Ok(None);
+        };
+        let (first, last, name, bytes) = match self.replica.get(&name)? {
+            Some(bytes) => (first, last, name, bytes),
+            None => {
+                self.listed = self.replica.segments()?;
+                let (first, last, found) =
+                    Self::holding(&self.listed, self.next).ok_or_else(|| {
+                        Error::damaged(format!(
+                            "replica segment {name} vanished, and no segment holds event {} now",
+                            self.next
+                        ))
+                    })?;
+                let bytes = self
+                    .replica
+                    .get(&found)?
+                    .ok_or_else(|| Error::damaged(format!("replica segment {found} vanished")))?;
+                (first, last, found, bytes)
+            }
+        };
+        let mut records = segment::decode(&name, &bytes, (first, last))?;
+        let (next, end) = (self.next, self.end);
+        records.retain(|(seq, _)| *seq >= next && *seq <= end);
+        self.next = Seq(last.0 + 1);
+        Ok(Some((name, records)))
+    }
+}
 
 /// What one shipment did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -136,6 +225,8 @@ impl Replica {
                 runtime,
                 local: None,
                 trust: None,
+                failpoints: Failpoints::default(),
+                fanout: compaction::FANOUT,
             });
         }
         let dir = url
@@ -162,6 +253,8 @@ impl Replica {
             runtime,
             local: Some(dir),
             trust: None,
+            failpoints: Failpoints::default(),
+            fanout: compaction::FANOUT,
         })
     }
 
@@ -174,6 +267,15 @@ impl Replica {
         key::verifier(vkey)?;
         self.trust = Some(vkey.trim().to_string());
         Ok(self)
+    }
+
+    /// The replica, its compactions merging `fanout` segments of a level at once rather than
+    /// [`compaction::FANOUT`] (at least 2): for tests that reach the higher levels in a few
+    /// shipments.
+    #[doc(hidden)]
+    pub fn merging(mut self, fanout: usize) -> Replica {
+        self.fanout = fanout.max(2);
+        self
     }
 
     /// The verifier key the replica's head must be signed by, if one is trusted.
@@ -247,7 +349,15 @@ impl Replica {
         })
     }
 
+    /// This replica's failpoints, for fault-injection tests: each write or removal of an
+    /// object is one step.
+    #[doc(hidden)]
+    pub fn failpoints(&self) -> &Failpoints {
+        &self.failpoints
+    }
+
     fn put(&self, name: &str, bytes: Vec<u8>, mode: PutMode) -> Result<()> {
+        self.failpoints.check(Failpoint::ReplicaObject)?;
         let path = ObjectPath::from(name);
         let options = PutOptions {
             mode,
@@ -283,9 +393,17 @@ impl Replica {
             })
     }
 
-    /// The replica's segments in seq order, each `(first, last, name)`; they must run from event
-    /// 1 with no gap and no overlap.
+    /// The replica's segments in seq order, each `(first, last, name)`: they run from event 1
+    /// with no gap, the segments a merged one covers left out ([`Listing`]).
     fn segments(&self) -> Result<Vec<(Seq, Seq, String)>> {
+        Ok(self.listing()?.segments)
+    }
+
+    /// The replica's segments, resolved: where a merged segment covers others (a compaction
+    /// wrote it and has yet to remove them, or was cut before it could), the widest segment
+    /// starting at a seq is taken and those it covers are set apart. A segment that overlaps
+    /// another only in part, or a gap, is damage: a merge always covers whole segments.
+    fn listing(&self) -> Result<Listing> {
         if let Some(dir) = &self.local {
             if std::fs::symlink_metadata(dir.join("segments")).is_ok_and(|m| !m.is_dir()) {
                 return Err(Error::damaged(format!(
@@ -294,7 +412,7 @@ impl Replica {
                 )));
             }
         }
-        let mut out: Vec<(Seq, Seq, String)> = Vec::new();
+        let mut all: Vec<(Seq, Seq, String)> = Vec::new();
         for path in self.names("segments")? {
             let name = path.strip_prefix("segments/").unwrap_or(&path);
             let Some((first, last)) = segment::parse_name(name) else {
@@ -303,20 +421,27 @@ impl Replica {
                     self.url
                 )));
             };
-            out.push((first, last, path.clone()));
+            all.push((first, last, path.clone()));
         }
-        out.sort();
+        // By first seq, the widest first: the one a reader takes comes before those it covers.
+        all.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
+        let mut listing = Listing::default();
         let mut next = Seq(1);
-        for (first, last, name) in &out {
-            if *first != next {
+        for (first, last, name) in all {
+            if last < next {
+                listing.covered.push(name);
+                continue;
+            }
+            if first != next {
                 return Err(Error::damaged(format!(
                     "the replica at {} has a gap or an overlap: {name} starts at event {first}, where event {next} was next",
                     self.url
                 )));
             }
             next = Seq(last.0 + 1);
+            listing.segments.push((first, last, name));
         }
-        Ok(out)
+        Ok(listing)
     }
 
     /// The object `name` (such as `head` or `segments/…`), if there is one: for tools and tests
@@ -332,6 +457,7 @@ impl Replica {
 
     /// Removes the object `name`, if there is one.
     pub fn remove(&self, name: &str) -> Result<()> {
+        self.failpoints.check(Failpoint::ReplicaObject)?;
         let path = ObjectPath::from(name);
         match self.runtime.block_on(self.objects.delete(&path)) {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
@@ -682,6 +808,9 @@ pub(crate) fn ship_upto(
     if !rewrites.is_empty() {
         finish_rewrites(store, replica, &replica.segments()?)?;
     }
+    // Once the head names every event shipped, small segments are merged (and what a cut merge
+    // left is removed).
+    compaction::compact(store, replica)?;
     Ok(Shipped {
         from: have,
         head,
@@ -758,8 +887,24 @@ fn seal(replica: &Replica, first: Seq, records: &[Vec<u8>]) -> Result<()> {
     replica.put(&name, segment::encode(first, records), PutMode::Create)?;
     // Another shipment may have sealed a segment over some of the same events under another
     // name: whichever looks after the other has written sees both, and takes its own back, so
-    // the replica never keeps two.
-    if let Err(e) = replica.segments() {
+    // the replica never keeps two. (A merged segment covers only segments a shipment wrote
+    // before, so none may overlap a new one.)
+    let overlap = replica.listing().and_then(|listing| {
+        let other = listing
+            .covered
+            .iter()
+            .chain(listing.segments.iter().map(|(_, _, n)| n))
+            .filter(|n| **n != name)
+            .filter_map(|n| n.strip_prefix("segments/").and_then(segment::parse_name))
+            .find(|(a, b)| *a <= last && *b >= first);
+        match other {
+            Some((a, b)) => Err(Error::damaged(format!(
+                "a segment of events {a} to {b} overlaps the one of events {first} to {last}"
+            ))),
+            None => Ok(()),
+        }
+    });
+    if let Err(e) = overlap {
         replica.remove(&name)?;
         return Err(Error::InvalidArgument(format!(
             "another shipment to {} wrote events this one was shipping, so this one stopped and took back its segment ({e}); ship from one process at a time, then run this again",
@@ -900,11 +1045,10 @@ fn redaction_names(
     segments: &[(Seq, Seq, String)],
 ) -> Result<std::collections::BTreeMap<Seq, Seq>> {
     let mut named = std::collections::BTreeMap::new();
-    for (first, last, name) in segments {
-        let bytes = replica
-            .get(name)?
-            .ok_or_else(|| Error::damaged(format!("replica segment {name} vanished")))?;
-        for (seq, record) in segment::decode(name, &bytes, (*first, *last))? {
+    let reach = segments.last().map_or(Seq(0), |(_, last, _)| *last);
+    let mut reader = Reader::new(replica, segments.to_vec(), Seq(1), reach);
+    while let Some((_, records)) = reader.next_segment()? {
+        for (seq, record) in records {
             if let Some(seqs) = redacted_by(&record)? {
                 for erased in seqs {
                     named.entry(erased).or_insert(seq);
@@ -991,16 +1135,10 @@ pub(crate) fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Res
     let mut chain = Chain::new();
     let mut head = Head::EMPTY;
     let mut stale: Vec<Stale> = Vec::new();
-    'segments: for (first, last, name) in segments {
-        let bytes = replica
-            .get(&name)?
-            .ok_or_else(|| Error::damaged(format!("replica segment {name} vanished")))?;
-        let mut frames = Vec::new();
-        for (seq, record) in segment::decode(&name, &bytes, (first, last))? {
-            if seq > until {
-                store.append(&frames)?;
-                break 'segments;
-            }
+    let mut reader = Reader::new(replica, segments, Seq(1), until);
+    while let Some((name, records)) = reader.next_segment()? {
+        let mut frames = Vec::with_capacity(records.len());
+        for (seq, record) in records {
             let mut frame = chain.check(seq, &record).map_err(|b| {
                 Error::damaged(format!(
                     "the replica at {} breaks the chain at event {} ({name}): {}",

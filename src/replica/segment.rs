@@ -11,7 +11,10 @@
 //! The records are the store's own (`events` values, format byte first), so a segment carries
 //! every event's chain hash, and a restore re-checks the chain rules over them; the closing
 //! digest names a damaged or cut object before any record is read. Its object name says which
-//! seqs it holds: `segments/{first:020}-{last:020}.seg`, so a listing sorts by seq.
+//! seqs it holds, so a listing sorts by seq, and what made it ([`Level`]):
+//! `segments/{first:020}-{last:020}.seg` for a shipment's segment, `….m{N}.seg` for one that
+//! compaction merged from segments of level N-1, `….full.seg` for a merged one that reached
+//! [`MERGED_BYTES`] and is never merged again. Every form holds the same bytes.
 
 use crate::error::{Error, Result};
 use crate::event::Seq;
@@ -95,14 +98,62 @@ fn take_u32(bytes: &[u8]) -> Option<(u32, &[u8])> {
     Some((u32::from_le_bytes(*head), rest))
 }
 
-/// The object name of the segment of events `first` to `last`, under `segments/`.
+/// A merged segment is sealed once its records pass this many bytes: it is then
+/// [`Level::Full`], and never merged again.
+pub const MERGED_BYTES: usize = 64 * 1024 * 1024;
+
+/// The highest level a merge makes before [`Level::Full`] (levels past it would hold more than
+/// [`MERGED_BYTES`] anyway).
+pub const MAX_LEVEL: u8 = 15;
+
+/// What made a segment, as its object name says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Level {
+    /// Merged from segments of the level below (0: a shipment's own segment), `N` from 0 to
+    /// [`MAX_LEVEL`].
+    Merged(u8),
+    /// Merged, and past [`MERGED_BYTES`]: never merged again.
+    Full,
+}
+
+/// The object name of the segment of events `first` to `last`, under `segments/`, as a
+/// shipment writes it (level 0).
 pub fn name(first: Seq, last: Seq) -> String {
-    format!("{:020}-{:020}.seg", first.0, last.0)
+    named(first, last, Level::Merged(0))
+}
+
+/// The object name of the segment of events `first` to `last` of `level`, under `segments/`.
+pub fn named(first: Seq, last: Seq, level: Level) -> String {
+    let range = format!("{:020}-{:020}", first.0, last.0);
+    match level {
+        Level::Merged(0) => format!("{range}.seg"),
+        Level::Merged(n) => format!("{range}.m{n}.seg"),
+        Level::Full => format!("{range}.full.seg"),
+    }
 }
 
 /// The seqs a segment's object name says it holds; `None` for a name this module does not make.
 pub fn parse_name(name: &str) -> Option<(Seq, Seq)> {
+    parse(name).map(|(first, last, _)| (first, last))
+}
+
+/// The seqs and the level a segment's object name says; `None` for a name this module does not
+/// make.
+pub fn parse(name: &str) -> Option<(Seq, Seq, Level)> {
     let stem = name.strip_suffix(".seg")?;
+    let (stem, level) = match stem.split_once('.') {
+        None => (stem, Level::Merged(0)),
+        Some((stem, "full")) => (stem, Level::Full),
+        Some((stem, level)) => {
+            let n = level.strip_prefix('m')?;
+            // One spelling per level: no leading zero, no sign.
+            let level = n
+                .parse::<u8>()
+                .ok()
+                .filter(|l| (1..=MAX_LEVEL).contains(l) && n == l.to_string())?;
+            (stem, Level::Merged(level))
+        }
+    };
     let (first, last) = stem.split_once('-')?;
     let number = |s: &str| {
         (s.len() == 20 && s.bytes().all(|b| b.is_ascii_digit()))
@@ -110,7 +161,7 @@ pub fn parse_name(name: &str) -> Option<(Seq, Seq)> {
             .flatten()
     };
     let (first, last) = (number(first)?, number(last)?);
-    (first >= 1 && first <= last).then_some((Seq(first), Seq(last)))
+    (first >= 1 && first <= last).then_some((Seq(first), Seq(last), level))
 }
 
 #[cfg(test)]
@@ -141,10 +192,20 @@ mod tests {
         }
         assert!(decode(&name, &bytes, (Seq(7), Seq(10))).is_err());
         assert!(decode(&name, &encode(Seq(7), &[]), (Seq(7), Seq(7))).is_err());
+        for level in [Level::Merged(0), Level::Merged(3), Level::Full] {
+            let name = named(Seq(7), Seq(9), level);
+            assert_eq!(parse(&name), Some((Seq(7), Seq(9), level)), "{name}");
+        }
         for odd in [
             "1-2.seg",
             "00000000000000000002-00000000000000000001.seg",
             "x.seg",
+            "00000000000000000001-00000000000000000002.m0.seg",
+            "00000000000000000001-00000000000000000002.m01.seg",
+            "00000000000000000001-00000000000000000002.m16.seg",
+            "00000000000000000001-00000000000000000002.m+1.seg",
+            "00000000000000000001-00000000000000000002.full.m1.seg",
+            "00000000000000000001-00000000000000000002.seg.seg",
         ] {
             assert_eq!(parse_name(odd), None, "{odd}");
         }

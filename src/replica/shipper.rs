@@ -31,8 +31,9 @@ const SEEN_MAX: usize = 1024;
 /// The longest wait between tries after shipments fail.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
-/// How often a continuous shipper keeps a `checkpoints/{seq}` object.
-pub const CHECKPOINT_EVERY: Duration = Duration::from_secs(60);
+/// How often a continuous shipper keeps a `checkpoints/{seq}` object: 144 a day, beside the
+/// few dozen segments compaction leaves (each is an object a restore reads).
+pub const CHECKPOINT_EVERY: Duration = Duration::from_secs(600);
 
 /// Where a replication stands.
 #[derive(Clone, Debug, PartialEq, Eq)]
