@@ -137,7 +137,14 @@ pub(crate) fn address(name: &str) -> std::io::Result<std::os::unix::net::SocketA
 struct Conn {
     stream: UnixStream,
     /// The hello's agent and settings, which a call's must equal to use this connection.
-    key: String,
+    agent: Option<String>,
+    answering: Option<Answering>,
+}
+
+impl Conn {
+    fn said(&self, hello: &Hello<'_>) -> bool {
+        self.agent.as_deref() == hello.agent && self.answering.as_ref() == hello.answering
+    }
 }
 
 /// The local socket of one server run: its name, the store directory it must prove, and the
@@ -172,14 +179,13 @@ impl Lane {
         kind: u8,
         payload: &[u8],
     ) -> Option<Result<Vec<u8>, RemoteError>> {
-        let key = hello.key();
-        let mut conn = match self.take(&key) {
+        let mut conn = match self.take(hello) {
             Some(conn) => conn,
-            None => self.open(hello, key.clone())?,
+            None => self.open(hello)?,
         };
         if write_frame(&mut conn.stream, kind, payload).is_err() {
             // The server closed a kept connection: the frame was not taken. A new one.
-            conn = self.open(hello, key)?;
+            conn = self.open(hello)?;
             if write_frame(&mut conn.stream, kind, payload).is_err() {
                 return None;
             }
@@ -226,9 +232,9 @@ impl Lane {
         Some(answer)
     }
 
-    fn take(&self, key: &str) -> Option<Conn> {
+    fn take(&self, hello: &Hello<'_>) -> Option<Conn> {
         let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
-        let at = kept.iter().rposition(|conn| conn.key == key)?;
+        let at = kept.iter().rposition(|conn| conn.said(hello))?;
         Some(kept.swap_remove(at))
     }
 
@@ -242,7 +248,7 @@ impl Lane {
     /// A new connection that proved the server and was accepted by it; `None` if anything
     /// failed (the call goes over HTTP, which says why).
     #[cfg(target_os = "linux")]
-    fn open(&self, hello: &Hello<'_>, key: String) -> Option<Conn> {
+    fn open(&self, hello: &Hello<'_>) -> Option<Conn> {
         let mut stream = UnixStream::connect_addr(&address(&self.name).ok()?).ok()?;
         stream.set_read_timeout(Some(HANDSHAKE_WAIT)).ok()?;
         let challenge = new_challenge()?;
@@ -257,14 +263,18 @@ impl Lane {
         }
         write_frame(&mut stream, HELLO, hello.to_json().to_string().as_bytes()).ok()?;
         match read_frame(&mut stream, SMALL_FRAME).ok()? {
-            Frame::Whole(ANSWER, _) => Some(Conn { stream, key }),
+            Frame::Whole(ANSWER, _) => Some(Conn {
+                stream,
+                agent: hello.agent.map(str::to_string),
+                answering: hello.answering.cloned(),
+            }),
             _ => None,
         }
     }
 
     /// Without abstract sockets there is no lane.
     #[cfg(not(target_os = "linux"))]
-    fn open(&self, _hello: &Hello<'_>, _key: String) -> Option<Conn> {
+    fn open(&self, _hello: &Hello<'_>) -> Option<Conn> {
         None
     }
 }
@@ -310,11 +320,6 @@ impl Hello<'_> {
     /// The hello's frame payload.
     fn to_json(&self) -> Value {
         json!({"token": self.token, "agent": self.agent, "answering": self.settings()})
-    }
-
-    /// What a kept connection must have said to carry this call.
-    fn key(&self) -> String {
-        json!([self.agent, self.settings()]).to_string()
     }
 }
 

@@ -79,6 +79,11 @@ pub(crate) const IDENTITY: &str = "/v1/identity";
 /// The longest challenge taken: a client sends 64 hex digits.
 const CHALLENGE_MAX: usize = 128;
 
+/// Whether `text` is a challenge a client may send: 1 to [`CHALLENGE_MAX`] hex digits.
+pub(crate) fn is_challenge(text: &str) -> bool {
+    !text.is_empty() && text.len() <= CHALLENGE_MAX && text.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
 #[derive(Deserialize)]
 struct Challenge {
     challenge: String,
@@ -102,10 +107,7 @@ pub(crate) fn prove(
     challenge: &str,
     dir: std::io::Result<crate::disk::DirId>,
 ) -> Response {
-    if challenge.is_empty()
-        || challenge.len() > CHALLENGE_MAX
-        || !challenge.bytes().all(|b| b.is_ascii_hexdigit())
-    {
+    if !is_challenge(challenge) {
         return error(
             StatusCode::BAD_REQUEST,
             "the challenge must be 1 to 128 hex digits: GET /v1/identity?challenge=HEX",

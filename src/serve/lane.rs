@@ -16,7 +16,6 @@
 //! is shut (a call under way still answers), and the threads are waited for, up to the grace.
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -28,7 +27,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::Shared;
-use super::clients::answer_oversized;
+use super::clients::{answer_oversized, is_challenge};
 use super::routes::settings_differ;
 use crate::remote::lane::{
     ANSWER, CALL, CHALLENGE, Frame, HELLO, OVERSIZED, PROOF, REFUSAL, SMALL_FRAME, identity_proof,
@@ -40,9 +39,6 @@ pub const HANDSHAKE_WAIT: Duration = Duration::from_secs(30);
 
 /// The most connections open at once.
 pub const MAX_CONNECTIONS: usize = 256;
-
-/// The longest challenge taken (a client sends 64 hex digits).
-const CHALLENGE_MAX: usize = 128;
 
 /// A bound socket, not yet answering.
 #[derive(Debug)]
@@ -232,10 +228,7 @@ fn serve(mut stream: UnixStream, shared: &Shared) -> std::io::Result<()> {
         return Ok(());
     };
     let challenge = String::from_utf8_lossy(&challenge).into_owned();
-    if challenge.is_empty()
-        || challenge.len() > CHALLENGE_MAX
-        || !challenge.bytes().all(|b| b.is_ascii_hexdigit())
-    {
+    if !is_challenge(&challenge) {
         return refuse(
             &mut stream,
             StatusCode::BAD_REQUEST,
@@ -325,7 +318,6 @@ fn serve(mut stream: UnixStream, shared: &Shared) -> std::io::Result<()> {
             Ok(answer) => write_frame(&mut stream, ANSWER, &answer)?,
             Err((status, why)) => refuse(&mut stream, status, &why)?,
         }
-        stream.flush()?;
     }
 }
 
