@@ -52,7 +52,10 @@ export interface ShownEvent {
   input: unknown;
   answer: string | null;
   is_error: boolean;
+  /** The re-derived answer matches the outcome the event recorded. */
   verified: boolean;
+  /** The chain was checked from event 1 through this seq (the log's end) before the event was shown. */
+  chained_through: number;
   change: unknown;
   [field: string]: unknown;
 }

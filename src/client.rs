@@ -808,12 +808,14 @@ impl MnemoClient {
         self.read("MnemoClient::policy", |store| store.index().policy())
     }
 
-    /// Events from `from` on, decoded (deferred read events are written first). A served store:
+    /// Events from `from` on, decoded, once the chain is proven (deferred read events are written
+    /// first; a record that breaks the chain is [`Error::ChainBroken`]). A served store:
     /// [`Error::NotLocal`]; [`log`](Self::log) reads the log through the server.
     pub fn events(&self, from: Seq) -> Result<impl Iterator<Item = Result<Event>> + use<>> {
         self.settle_index()?;
-        Ok(self
-            .local_store()?
+        let store = self.local_store()?;
+        store.prove()?;
+        Ok(store
             .records(from)
             .map(|item| item.and_then(|(_, record)| Event::decode(&record))))
     }

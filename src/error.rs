@@ -102,6 +102,19 @@ pub enum Error {
         what: String,
     },
 
+    /// A record read to show or answer something breaks the log's chain: its payload or chain
+    /// hash does not recompute, it does not link to its neighbours, or the chain does not lead
+    /// to the head the store recorded. Nothing read from it is shown.
+    #[error(
+        "event {seq} is not the event the log's chain recorded ({what}): the log was damaged or edited outside Mnemo, so nothing read from it is shown. `mnemo verify` checks the whole log and names every bad event; restore the store from a replica or backup"
+    )]
+    ChainBroken {
+        /// The first seq at which the chain breaks.
+        seq: u64,
+        /// Which rule broke, in words.
+        what: String,
+    },
+
     /// A file or directory of the store is not what the store keeps there — a symbolic link, a
     /// pipe, a device, a socket, a directory where a file belongs or the reverse — or it was
     /// replaced while the store was being opened. Mnemo opens none of them (see
@@ -196,6 +209,16 @@ impl Error {
         Error::ReplicaDamaged { what: what.into() }
     }
 
+    /// Whether the store's bytes are damaged (a record that does not decode, or that sled finds
+    /// damaged or cannot find), rather than the disk failing to read or write them.
+    pub(crate) fn is_damage(&self) -> bool {
+        match self {
+            Error::Corrupt { .. } => true,
+            Error::Storage(e) => e.is_damage(),
+            _ => false,
+        }
+    }
+
     /// Builds an [`Error::Corrupt`].
     pub(crate) fn corrupt(what: impl Into<String>) -> Self {
         Error::Corrupt { what: what.into() }
@@ -211,7 +234,13 @@ impl StorageError {
     /// Whether the database found bytes of its files damaged (rather than failing to read or
     /// write them).
     pub fn is_damage(&self) -> bool {
-        matches!(self.0, sled::Error::Corruption { .. })
+        match &self.0 {
+            sled::Error::Corruption { .. } => true,
+            // A value sled keeps in a blob file of its own, whose file is gone: sled names no
+            // path, but every other file it reads is open from the start.
+            sled::Error::Io(e) => e.kind() == std::io::ErrorKind::NotFound,
+            _ => false,
+        }
     }
 }
 

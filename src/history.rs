@@ -77,13 +77,14 @@ fn selects(query: &LogQuery, event: &Event) -> bool {
 }
 
 /// Calls `show` with each event `query` selects, in its order (oldest first, or newest first
-/// with `before`), as `mnemo log` lists them; stops at the first error, `show`'s or the
-/// store's.
+/// with `before`), as `mnemo log` lists them, once the chain is proven ([`Store::prove`]); stops
+/// at the first error, `show`'s or the store's.
 pub fn select_events<E: From<Error>>(
     store: &Store,
     query: &LogQuery,
     mut show: impl FnMut(&Event) -> std::result::Result<(), E>,
 ) -> std::result::Result<(), E> {
+    store.prove()?;
     let from = Seq(query.from.max(1));
     let records: Box<dyn Iterator<Item = Result<(Seq, Vec<u8>)>>> = match query.before {
         Some(before) => Box::new(

@@ -36,6 +36,10 @@ pub struct Shown {
     /// Whether the re-derived answer hashes to the outcome the event recorded. `false` means the
     /// log does not prove this answer: run `mnemo verify`.
     pub verified: bool,
+    /// The seq through which the chain was checked before anything was shown: every record from
+    /// event 1 to it (the log's end), this event's included, passed the chain rules and the
+    /// chain leads to the store's head ([`Store::prove`]).
+    pub chained_through: Seq,
     /// What the event changed in the tree or the policy; `None` for a read, an error or a retry.
     pub change: Option<EventChange>,
     /// For an erased event, the redaction that erased it: its seq, time, operator and reason.
@@ -49,6 +53,7 @@ impl Shown {
         ShownEvent {
             agent: self.event.header.agent.clone(),
             answer: self.answer.clone(),
+            chained_through: self.chained_through.0,
             change: self.change.clone(),
             command: command.to_string(),
             input: self.input.clone(),
@@ -138,9 +143,11 @@ fn redaction_of(store: &Store, seq: Seq) -> Result<Option<Redaction>> {
     Ok(None)
 }
 
-/// Event `seq` of `store`, shown whole. Replays events `1..seq` (time linear in `seq`).
+/// Event `seq` of `store`, shown whole, once the chain is proven ([`Store::prove`]: a record
+/// that breaks it is [`Error::ChainBroken`], and nothing is shown). Replays events `1..seq`
+/// (time linear in `seq`).
 pub fn show(store: &Store, seq: Seq) -> Result<Shown> {
-    let end = store.log_end()?.seq;
+    let end = store.prove()?.seq;
     if seq.0 == 0 || seq > end {
         return Err(Error::InvalidArgument(format!(
             "there is no event {seq}: the log holds events 1 to {end}"
@@ -154,6 +161,7 @@ pub fn show(store: &Store, seq: Seq) -> Result<Shown> {
             verified: false,
             change: None,
             redaction: redaction_of(store, seq)?,
+            chained_through: end,
             event,
         });
     }
@@ -171,6 +179,7 @@ pub fn show(store: &Store, seq: Seq) -> Result<Shown> {
         verified,
         change,
         redaction: None,
+        chained_through: end,
         event,
     })
 }

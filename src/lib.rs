@@ -124,6 +124,7 @@ pub mod memory_store;
 mod paths;
 mod policy;
 mod projection;
+mod proof;
 pub mod protocol;
 mod reads;
 mod redact;

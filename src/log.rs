@@ -105,6 +105,9 @@ pub struct Store {
     /// State derived from the log that readers above the store keep while it is open, one value
     /// per type (see [`Store::derived`]).
     derived: Arc<Mutex<HashMap<TypeId, Box<dyn Any + Send>>>>,
+    /// How far this open store proved its log from event 1 (see [`crate::proof`]): apart from
+    /// `derived`, whose users read the log and so prove it while they hold that lock.
+    proven: Arc<Mutex<Head>>,
 }
 
 /// The store's own files outside sled: what was last synced, and the head record's handle.
@@ -487,6 +490,7 @@ impl Store {
             dir_id,
             snapshots: Arc::default(),
             derived: Arc::default(),
+            proven: Arc::new(Mutex::new(Head::EMPTY)),
         };
         match store.meta.get(FORMAT_KEY)? {
             Some(v) if v.len() == 1 && v[0] > FORMAT_VERSION => {
@@ -881,6 +885,31 @@ impl Store {
         // Keyed by its type, so the downcast holds; a fresh value otherwise, rather than a panic.
         let mut fresh = T::default();
         with(slot.downcast_mut::<T>().unwrap_or(&mut fresh))
+    }
+
+    /// The format marker (`meta.format`: the newest format the log may hold), as this open store
+    /// read it or last raised it.
+    pub(crate) fn format_marker(&self) -> u8 {
+        self.format.load(Ordering::Relaxed)
+    }
+
+    /// The last event this open store proved its log through (see [`crate::proof`]).
+    pub(crate) fn proven(&self) -> Head {
+        *self
+            .proven
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Records that the log is proven through `head`, unless it was proven further already.
+    pub(crate) fn proved(&self, head: Head) {
+        let mut proven = self
+            .proven
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if head.seq > proven.seq {
+            *proven = head;
+        }
     }
 
     /// The log's last event. That is the head, unless a crash cut a commit short after its events

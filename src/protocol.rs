@@ -72,6 +72,12 @@ pub struct ShownEvent {
     pub agent: String,
     /// The answer the model was given, re-derived by replaying the log up to the event.
     pub answer: String,
+    /// The seq through which the chain was checked before the event was shown: every record
+    /// from event 1 to it (the log's end), this event's included, recomputes its payload and
+    /// chain hashes and links to the one before, and the chain leads to the store's head. 0 from
+    /// a server that did not say (an older one).
+    #[serde(default)]
+    pub chained_through: u64,
     /// What the event changed in the tree or the policy; `None` for a read, an error or a
     /// retry.
     pub change: Option<EventChange>,

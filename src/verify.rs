@@ -78,11 +78,14 @@ pub enum ViolationKind {
     /// An erased record that no later redaction names, or a redaction that names an event that
     /// is not erased (or that another redaction named already).
     Redaction,
+    /// A record of a newer format than the store's format marker (`meta.format`) says the log
+    /// holds: the marker was lowered, so an older build would open a store it cannot read.
+    Format,
 }
 
 impl ViolationKind {
     /// Every kind, in declaration order.
-    pub const ALL: [ViolationKind; 12] = [
+    pub const ALL: [ViolationKind; 13] = [
         ViolationKind::Missing,
         ViolationKind::Undecodable,
         ViolationKind::SeqMismatch,
@@ -95,6 +98,7 @@ impl ViolationKind {
         ViolationKind::Checkpoint,
         ViolationKind::DuplicateCall,
         ViolationKind::Redaction,
+        ViolationKind::Format,
     ];
 
     /// A short stable name (used in `--json` output).
@@ -112,6 +116,7 @@ impl ViolationKind {
             ViolationKind::Checkpoint => "checkpoint",
             ViolationKind::DuplicateCall => "duplicate-call",
             ViolationKind::Redaction => "redaction",
+            ViolationKind::Format => "format",
         }
     }
 }
@@ -417,7 +422,12 @@ fn verify_pass(
         meta_head: Head::EMPTY,
         index_applied: Seq(0),
         // A malformed key is named by the walk below; here it only leaves the count unknown.
-        log_last: store.last_seq().unwrap_or(Seq(0)),
+        // The last record's value is read with its key: one sled cannot read (a damaged blob)
+        // leaves the head's seq, so the violation is named at its seq, not past the log's end.
+        log_last: store
+            .last_seq()
+            .or_else(|_| store.head().map(|head| head.seq))
+            .unwrap_or(Seq(0)),
         recorded: store.recorded_head().ok().flatten(),
         head_record_missing: false,
         violations: Vec::new(),
@@ -725,9 +735,18 @@ impl From<Break> for Violation {
 fn read_chain(store: &Store, tx: &crossbeam_channel::Sender<Batch>) {
     let mut chain = Chain::new();
     let mut batch = Batch::new();
+    let marker = store.format_marker();
     for entry in store.records(Seq(0)) {
         let checked = match entry {
             Ok((seq, record)) => match chain.check_borrowed(seq, &record) {
+                Ok(frame) if frame.version > marker => Err(Stop::Violation(violation(
+                    seq,
+                    ViolationKind::Format,
+                    format!(
+                        "event {seq} is of format {} but the store's format marker (meta.format) says the log holds none newer than {marker}: the marker was lowered outside Mnemo, and a build that cannot read format {} would open the store",
+                        frame.version, frame.version
+                    ),
+                ))),
                 Ok(frame) => decode(seq, &frame).map(|event| Checked {
                     event,
                     hash: frame.hash,

@@ -42,6 +42,7 @@ const LAYERS: &[&[&str]] = &[
     &["projection"],
     &["disk"],
     &["log"],
+    &["proof"],
     &["replay"],
     &["writer"],
     &["registry"],

@@ -42,6 +42,8 @@ mod head;
 mod hostile;
 // A store directory that is hostile: read-only, full, missing or damaged files, wrong paths.
 mod hostile_storage;
+// Every read proves what it shows: a forged record is refused by every read, named by its seq.
+mod proof;
 // mnemo show and mnemo diff: one event whole, and what changed between two events.
 mod inspect;
 // log's filters and its two orders, with a bounded scan, against a model.

@@ -31,6 +31,8 @@ mod tokens;
 mod gate;
 // Redaction by the server that holds the store.
 mod redact;
+// The read routes and memory versions refuse a forged record, naming its seq.
+mod proof;
 // The viewer at /ui/: its login, sessions and their refusals.
 mod viewer;
 // Replication by the server that holds the store (`--replicate`).

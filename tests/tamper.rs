@@ -1630,3 +1630,92 @@ fn a_rewritten_listing_answer_is_named_at_its_view() {
     );
     r.finish();
 }
+
+/// The format marker (`meta.format`) is what makes an older build refuse a store it cannot read:
+/// lowered below the newest format in the log, it is named at the first event it misdescribes
+/// (before, `verify` said INTACT with no note).
+#[test]
+fn a_format_marker_lowered_below_the_log_is_named() {
+    let s = TempStore::new();
+    let db = s.path();
+    let db = db.to_str().expect("utf-8");
+    let out = crate::support::run_mnemo(
+        &["tool", "--db", db],
+        r#"{"command":"create","path":"/memories/a.md","file_text":"a\n"}"#,
+    );
+    assert!(out.status.success(), "{out:?}");
+    {
+        let store = open_store(&s.path());
+        let (events, meta, _) = store.raw_trees();
+        let record = events.get(Seq(1).key()).expect("get").expect("event 1");
+        assert!(record[0] > 1, "event 1 is of a format above 1");
+        meta.insert(b"format", &[record[0] - 1])
+            .expect("lower the marker");
+        meta.flush().expect("flush");
+    }
+    let out = crate::support::run_mnemo(&["verify", "--db", db, "--json"], "");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let report: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(report["violations"][0]["kind"], "format", "{report}");
+    assert_eq!(report["violations"][0]["seq"], 1, "{report}");
+}
+
+/// A store whose event 2 is large enough for sled to keep its record in a blob file of its own;
+/// returns the store and that blob's path.
+fn blobbed_event() -> (TempStore, PathBuf) {
+    let s = TempStore::new();
+    let db = s.path();
+    let calls = [
+        json!({"command": "create", "path": "/memories/a.md", "file_text": "a\n"}).to_string(),
+        json!({"command": "create", "path": "/memories/large.md", "file_text": "L".repeat(300_000)})
+            .to_string(),
+        json!({"command": "view", "path": "/memories"}).to_string(),
+    ];
+    let out = crate::support::run_mnemo(
+        &["tool", "--db", db.to_str().expect("utf-8")],
+        &calls.join("\n"),
+    );
+    assert!(out.status.success(), "{out:?}");
+    let blobs: Vec<PathBuf> = std::fs::read_dir(db.join("blobs"))
+        .expect("list blobs")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| std::fs::read(p).is_ok_and(|b| b.windows(64).any(|w| w == [b'L'; 64])))
+        .collect();
+    assert_eq!(blobs.len(), 1, "one blob holds the large create: {blobs:?}");
+    (s, blobs[0].clone())
+}
+
+/// Before: a deleted blob made `verify` fail to run (exit 2, "storage error ... check the
+/// disk"), and a flipped byte in one was named "after seq 0, where the log ends"; both are the
+/// log's damage, named at the event whose record it held (or, where sled dropped it with the
+/// rest of the log as a torn tail, as the first seq past the log's new end).
+#[test]
+fn a_damaged_or_missing_blob_is_named_at_its_event() {
+    for damage in ["deleted", "flipped"] {
+        let (s, blob) = blobbed_event();
+        match damage {
+            "deleted" => std::fs::remove_file(&blob).expect("remove the blob"),
+            _ => {
+                let mut bytes = std::fs::read(&blob).expect("read the blob");
+                let at = bytes.len() / 2;
+                bytes[at] ^= 0x20;
+                std::fs::write(&blob, bytes).expect("write the blob");
+            }
+        }
+        let db = s.path();
+        let db = db.to_str().expect("utf-8");
+        let out = crate::support::run_mnemo(&["verify", "--db", db, "--json"], "");
+        assert_eq!(out.status.code(), Some(1), "{damage}: {out:?}");
+        let report: Value = serde_json::from_slice(&out.stdout).expect("json");
+        assert_eq!(report["violations"][0]["seq"], 2, "{damage}: {report}");
+        // In words: sled drops a damaged blob's record and all after it as a torn tail, so the
+        // log now ends at event 1, and the text says so (it said "after seq 0").
+        let out = crate::support::run_mnemo(&["verify", "--db", db], "");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("violation:  seq 2 ")
+                || text.contains("violation:  after seq 1, where the log ends"),
+            "{damage}: {text}"
+        );
+    }
+}

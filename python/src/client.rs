@@ -307,8 +307,10 @@ impl PyClient {
 
     /// Event `seq` whole, as `mnemo show --json` prints it: a dict with `seq`, `agent`,
     /// `tool_use_id`, `input`, `answer` (re-derived by replay), `is_error`, `verified` (whether
-    /// that answer hashes to the recorded outcome) and `change` (`None`, or a dict with `kind`
-    /// and a unified `diff` or the files moved or removed).
+    /// that answer hashes to the recorded outcome), `chained_through` (the seq through which the
+    /// chain was checked before anything was shown) and `change` (`None`, or a dict with `kind`
+    /// and a unified `diff` or the files moved or removed). A record that breaks the chain
+    /// raises instead, naming its seq.
     fn show<'py>(&self, py: Python<'py>, seq: &Bound<'_, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let seq = whole_number(seq, "seq", "the event to show (1 to the last seq)")?;
         let shown = self.run(py, move |c| c.show(Seq(seq)))?;

@@ -71,7 +71,9 @@ pub fn to_py_err(e: Error) -> PyErr {
         Error::Server { .. } => ServerError::new_err(message),
         Error::NotFound { .. } => StoreNotFoundError::new_err(message),
         Error::NewerFormat { .. } => NewerFormatError::new_err(message),
-        Error::Corrupt { .. } | Error::UnsafeFile { .. } => CorruptStoreError::new_err(message),
+        Error::Corrupt { .. } | Error::UnsafeFile { .. } | Error::ChainBroken { .. } => {
+            CorruptStoreError::new_err(message)
+        }
         Error::Poisoned { .. } => StorePoisonedError::new_err(message),
         Error::InvalidArgument(_) => InvalidArgumentError::new_err(message),
         _ => StorageError::new_err(message),

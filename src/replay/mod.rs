@@ -20,8 +20,9 @@
 //! [`Projection::run_traced`].
 //!
 //! The loop trusts its source for the order and integrity of what it is given: stored events
-//! are read in key order and decoded, nothing more ([`Replay::run`]); the verifier checks the
-//! chain before it hands an event over.
+//! are read in key order and decoded after [`Store::prove`] checked the chain they are part of
+//! ([`Replay::run`]; recovery on open alone skips the proof); the verifier checks the chain
+//! itself before it hands an event over.
 
 use crate::error::{Error, Result};
 use crate::event::{Event, EventHash, Seq};
@@ -229,9 +230,34 @@ impl<K: KvWrite> Replay<K> {
 
     /// [`Replay::drive`] over the events `store` holds after [`Replay::at`] up to `to` (or to
     /// the log's end, if that comes first), with `observe` seeing each event and its answer;
-    /// an event that cannot be decoded or answered stops it with that error. Returns how many
-    /// events were applied.
+    /// an event that cannot be decoded or answered stops it with that error. The log is proven
+    /// first ([`Store::prove`]): a record that breaks the chain stops it with
+    /// [`Error::ChainBroken`] before anything is applied. Returns how many events were applied.
     pub fn run<E: From<Error>>(
+        &mut self,
+        store: &Store,
+        to: Seq,
+        observe: impl FnMut(&Projection<K>, &Event, Traced) -> std::result::Result<(), E>,
+    ) -> std::result::Result<u64, E> {
+        if to > self.at {
+            store.prove()?;
+        }
+        self.run_unproven(store, to, observe)
+    }
+
+    /// [`Replay::run`] with nothing to observe: brings the tree to `to`.
+    #[cfg(feature = "testing")]
+    pub fn run_to(&mut self, store: &Store, to: Seq) -> Result<u64> {
+        self.run(store, to, |_, _, _| Ok(()))
+    }
+
+    /// [`Replay::run_to`] without proving the log first: for recovery on open, which replays only
+    /// the events past the stored index and must not cost time in the log's length.
+    pub(crate) fn recover_to(&mut self, store: &Store, to: Seq) -> Result<u64> {
+        self.run_unproven(store, to, |_, _, _| Ok::<(), Error>(()))
+    }
+
+    fn run_unproven<E: From<Error>>(
         &mut self,
         store: &Store,
         to: Seq,
@@ -241,10 +267,5 @@ impl<K: KvWrite> Replay<K> {
         self.drive(source, |tree, step, traced| {
             observe(tree, &step.event, traced?)
         })
-    }
-
-    /// [`Replay::run`] with nothing to observe: brings the tree to `to`.
-    pub fn run_to(&mut self, store: &Store, to: Seq) -> Result<u64> {
-        self.run(store, to, |_, _, _| Ok(()))
     }
 }

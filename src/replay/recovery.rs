@@ -73,7 +73,7 @@ impl Store {
         }
         .in_layout(layout);
         let mut replay = Replay::resume(tree)?;
-        let replayed = replay.run_to(self, end)?;
+        let replayed = replay.recover_to(self, end)?;
         Ok((replay, replayed))
     }
 }

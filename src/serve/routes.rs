@@ -160,6 +160,10 @@ impl From<crate::Error> for Failure {
             e @ (crate::Error::Replica { .. } | crate::Error::ReplicaDamaged { .. }) => {
                 Failure::Client(StatusCode::BAD_GATEWAY, e.to_string())
             }
+            // Said as it is: a retry or a look at the disk would not help.
+            e @ crate::Error::ChainBroken { .. } => {
+                Failure::Client(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+            }
             other => Failure::Store(other.to_string()),
         }
     }

@@ -285,7 +285,10 @@ test('verify on a tampered copy names the first bad seq', async () => {
   assert.ok(TAMPERED && existsSync(TAMPERED), 'MNEMO_VIEWER_TAMPERED names the tampered store');
   const tampered = await serve(['--db', TAMPERED], TAMPERED);
   const { context, page } = await loggedIn(tampered, ['--db', TAMPERED]);
-  await page.waitForSelector('#timeline');
+  // The timeline reads the log, which no longer proves event 2: it says so and shows none of it.
+  await page.waitForSelector('#app .error');
+  assert.match(await page.textContent('#app .error'), /event 2 is not the event the log's chain recorded/);
+  assert.equal(await page.$('#timeline'), null);
   await page.click('#nav a[href="#/verify"]');
   await page.click('#run-verify');
   await page.waitForSelector('#verify-status');

@@ -315,6 +315,11 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) if is_broken_pipe(e.as_ref()) => ExitCode::SUCCESS,
+        // A read that met a record breaking the chain found what `verify` calls a violation.
+        Err(e) if matches!(e.downcast_ref(), Some(mnemo::Error::ChainBroken { .. })) => {
+            eprintln!("mnemo: error: {e}");
+            ExitCode::from(1)
+        }
         Err(e) => {
             eprintln!("mnemo: error: {e}");
             ExitCode::from(2)

@@ -36,6 +36,13 @@ pub(crate) fn print_shown(shown: &ShownEvent, as_json: bool) -> CliResult {
             "  input:       {}",
             printable(&shown.input.to_string())
         )?;
+        if shown.chained_through > 0 {
+            writeln!(
+                out,
+                "  record:      chained: its payload and chain hashes recompute, and the chain from event 1 through event {} (the log's end) links and leads to the store's head",
+                shown.chained_through
+            )?;
+        }
         let status = if shown.is_error { "error" } else { "ok" };
         if let Some(redaction) = &shown.redaction {
             writeln!(
@@ -53,9 +60,9 @@ pub(crate) fn print_shown(shown: &ShownEvent, as_json: bool) -> CliResult {
             return Ok(ExitCode::SUCCESS);
         }
         let proof = if shown.verified {
-            "re-derived from the log; matches the recorded outcome"
+            "re-derived by replaying the events before it; matches the recorded outcome"
         } else {
-            "re-derived from the log; DOES NOT match the recorded outcome (run mnemo verify)"
+            "re-derived by replaying the events before it; DOES NOT match the recorded outcome (run mnemo verify)"
         };
         writeln!(out, "  answer:      {status}, {proof}")?;
         for line in shown_lines(&shown.answer) {
