@@ -425,6 +425,18 @@ fn the_command_line_names_a_store_of_a_data_server() {
     );
     let report: Value = serde_json::from_slice(&verify.stdout).expect("json");
     assert_eq!(report["events"], 1, "{report}");
+    // The report names the store verified, not the --db default (it said memory.mnemo.db).
+    let verify = mnemo(
+        &[&["verify"][..], &connect, &["--store", "a"]].concat(),
+        &[],
+        b"",
+    );
+    let text = String::from_utf8_lossy(&verify.stdout);
+    assert!(
+        text.contains(&format!("store:      {url} store a\n")),
+        "{text}"
+    );
+    assert_eq!(report["store"], format!("{url} store a"), "{report}");
     // From Rust: the same store through connect_store.
     let client = mnemo::MnemoClient::connect_store(&url, &token, "a").expect("a client");
     let record = client

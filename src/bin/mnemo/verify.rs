@@ -168,5 +168,11 @@ pub(crate) fn run_verify(
     if shown {
         eprintln!();
     }
-    print_verify(db, as_json, &report.to_protocol(db))
+    // What was verified: the store at --db, or the one the server --connect names holds.
+    let label = match (&remote.connect, &remote.store) {
+        (Some(url), Some(store)) => std::path::PathBuf::from(format!("{url} store {store}")),
+        (Some(url), None) => std::path::PathBuf::from(url),
+        (None, _) => db.to_path_buf(),
+    };
+    print_verify(&label, as_json, &report.to_protocol(&label))
 }
