@@ -739,14 +739,21 @@ fn read_chain(store: &Store, tx: &crossbeam_channel::Sender<Batch>) {
     for entry in store.records(Seq(0)) {
         let checked = match entry {
             Ok((seq, record)) => match chain.check_borrowed(seq, &record) {
-                Ok(frame) if frame.version > marker => Err(Stop::Violation(violation(
-                    seq,
-                    ViolationKind::Format,
-                    format!(
-                        "event {seq} is of format {} but the store's format marker (meta.format) says the log holds none newer than {marker}: the marker was lowered outside Mnemo, and a build that cannot read format {} would open the store",
-                        frame.version, frame.version
-                    ),
-                ))),
+                // A record that decodes as a format newer than the marker: the marker was
+                // lowered (a version byte changed so that the record no longer decodes is
+                // named as that).
+                Ok(frame) if frame.version > marker => {
+                    decode(seq, &frame).and_then(|_| {
+                        Err(Stop::Violation(violation(
+                            seq,
+                            ViolationKind::Format,
+                            format!(
+                                "event {seq} is of format {} but the store's format marker (meta.format) says the log holds none newer than {marker}: the marker was lowered outside Mnemo, and a build that cannot read format {} would open the store",
+                                frame.version, frame.version
+                            ),
+                        )))
+                    })
+                }
                 Ok(frame) => decode(seq, &frame).map(|event| Checked {
                     event,
                     hash: frame.hash,

@@ -182,7 +182,17 @@ fn a_failed_index_write_poisons_and_the_index_catches_up_on_reopen() {
             .failpoints()
             .arm(Failpoint::Index);
         let b = server.handle(&create("toolu_b", "/memories/b", "b"));
-        assert!(b.get("is_error").is_none(), "the log took it: {b}");
+        // The log takes `b`; its index batch then fails on the background thread, which may
+        // poison the writer before `b`'s own wait for durability returns on a loaded machine:
+        // then `b` is told it may or may not have been applied (it was: see below), never that
+        // it failed.
+        assert!(
+            b.get("is_error").is_none()
+                || b["content"]
+                    .as_str()
+                    .is_some_and(|t| t.contains("poisoned") && t.contains("may or may not")),
+            "the log took it: {b}"
+        );
         // A listing writes the index first: that write fails (or the idle thread's did).
         let listed = server.client().records_by_tag("memorytool");
         assert!(listed.is_err(), "{listed:?}");
