@@ -1051,7 +1051,7 @@ impl Restored {
         let mut notes: Vec<String> = self.stale.iter().map(Stale::note).collect();
         if let Some((first, last)) = self.beyond {
             notes.push(format!(
-                "the replica's segments hold events {first} to {last}, past its head checkpoint at event {}: a shipment is under way, or one was cut before it moved the head, or whoever holds the bucket added them; they link to the chain, but no checkpoint names them, so nothing past event {} was restored or verified as the replica's; the next shipment from the store moves the head past them (or refuses the replica if they are not the store's)",
+                "the replica's segments hold events {first} to {last}, past its head checkpoint at event {}: a shipment is under way, or one was cut before it moved the head, or whoever holds the bucket added them; they link to the chain (and each checkpoint object that names one gives its hash), but the head does not reach them, so nothing past event {} was restored or verified as the replica's; the next shipment from the store moves the head past them (or refuses the replica if they are not the store's)",
                 self.head.seq, self.head.seq
             ));
         }
@@ -1312,6 +1312,27 @@ pub(crate) fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Res
             }
         }
     }
+    // Events the segments hold past the head checkpoint (a shipment under way, or cut before it
+    // moved the head) are never restored, but checked against the chain all the same and
+    // named, so no record of the replica goes unread.
+    let mut beyond = None;
+    let mut past_head: Vec<crate::event::EventHash> = Vec::new();
+    if at.is_none() && head.seq == until && until < reach {
+        let mut chain = Chain::after(head.seq, head.hash);
+        let mut reader = Reader::new(replica, segments.clone(), Seq(until.0 + 1), reach);
+        while let Some((name, records)) = reader.next_segment()? {
+            for (seq, record) in records {
+                let frame = chain.check(seq, &record).map_err(|b| {
+                    Error::damaged(format!(
+                        "the replica at {} breaks the chain at event {} ({name}), past its head checkpoint at event {until}: {}",
+                        replica.url, b.seq, b.detail
+                    ))
+                })?;
+                past_head.push(frame.hash);
+            }
+        }
+        beyond = Some((Seq(until.0 + 1), reach));
+    }
     // Every checkpoint object too: each names an event of this chain by its own name.
     for name in replica.names("checkpoints")? {
         let bytes = replica
@@ -1330,14 +1351,20 @@ pub(crate) fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Res
                 named.seq
             )));
         }
-        if named.seq <= head.seq {
-            let hash = hash_at(&store, named.seq)?;
-            if hash != named.hash {
-                return Err(Error::damaged(format!(
-                    "replica checkpoint {name} gives event {} the hash {}, but the chain has {hash}",
-                    named.seq, named.hash
-                )));
-            }
+        // One past the head (a shipment cut before it moved the head) names one of the events
+        // checked past it (none are, in a restore `--at` an event).
+        let hash = match named.seq.0.checked_sub(head.seq.0 + 1) {
+            None => Some(hash_at(&store, named.seq)?),
+            Some(past) => usize::try_from(past)
+                .ok()
+                .and_then(|past| past_head.get(past))
+                .copied(),
+        };
+        if let Some(hash) = hash.filter(|hash| *hash != named.hash) {
+            return Err(Error::damaged(format!(
+                "replica checkpoint {name} gives event {} the hash {}, but the chain has {hash}",
+                named.seq, named.hash
+            )));
         }
     }
     store.catch_up()?;
@@ -1352,25 +1379,6 @@ pub(crate) fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Res
             v.kind.name(),
             v.detail
         )));
-    }
-    // Events the segments hold past the head checkpoint (a shipment under way, or cut before it
-    // moved the head) are never restored, but checked against the chain all the same and
-    // named, so no record of the replica goes unread.
-    let mut beyond = None;
-    if at.is_none() && head.seq == until && until < reach {
-        let mut chain = Chain::after(head.seq, head.hash);
-        let mut reader = Reader::new(replica, segments.clone(), Seq(until.0 + 1), reach);
-        while let Some((name, records)) = reader.next_segment()? {
-            for (seq, record) in records {
-                chain.check(seq, &record).map_err(|b| {
-                    Error::damaged(format!(
-                        "the replica at {} breaks the chain at event {} ({name}), past its head checkpoint at event {until}: {}",
-                        replica.url, b.seq, b.detail
-                    ))
-                })?;
-            }
-        }
-        beyond = Some((Seq(until.0 + 1), reach));
     }
     // What a reader does not take is checked too: each segment a wider one covers must hold
     // exactly the records of its range, and erased content there is named.

@@ -250,15 +250,17 @@ fn an_object_that_is_no_part_of_a_replica_is_a_violation() {
 
 /// Before: events the segments hold past the head checkpoint (a shipment cut after it sealed
 /// its segment, before it moved the head) were never read by `verify --from`, so a forged
-/// record there passed with no word. Now they are checked against the chain and named in a
-/// note; a record there that breaks the chain is a violation naming its segment.
+/// record there, or a forged checkpoint naming one, passed with no word. Now they are checked
+/// against the chain and named in a note; a record there that breaks the chain, or a checkpoint
+/// that gives one of them another hash, is a violation naming the object.
 #[test]
 fn events_past_the_head_checkpoint_are_checked_and_named() {
     let t = TempStore::new();
     let (server, client, replica, _, _) = merged(&t);
     write(&server, 6, 2);
-    // The shipment's steps: its segment, then its checkpoint, which fails as a kill would.
-    replica.failpoints().countdown(2);
+    // The shipment's steps: its segment, its checkpoint, then the head, which fails as a kill
+    // would.
+    replica.failpoints().countdown(3);
     assert!(client.ship_to(&replica, &mut |_, _| {}).is_err(), "cut");
     let tail = format!("segments/{}", segment::name(Seq(7), Seq(8)));
     assert!(names(&replica).contains(&tail), "{:?}", names(&replica));
@@ -269,6 +271,23 @@ fn events_past_the_head_checkpoint_are_checked_and_named() {
             && stdout.contains("hold events 7 to 8, past its head checkpoint at event 6"),
         "{stdout}"
     );
+    // The checkpoint the cut shipment wrote names event 8, past the head: checked all the same.
+    let kept = format!("checkpoints/{:020}", 8);
+    let good = replica.read(&kept).expect("read").expect("the checkpoint");
+    let text = String::from_utf8(good.clone()).expect("text");
+    let mut lines: Vec<&str> = text.lines().collect();
+    let zeros = "0".repeat(64);
+    lines[2] = &zeros;
+    replica
+        .write(&kept, (lines.join("\n") + "\n").into_bytes())
+        .expect("forge");
+    let (code, stdout) = verify_from(&replica);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(
+        stdout.contains(&kept) && stdout.contains("gives event 8 the hash"),
+        "{stdout}"
+    );
+    replica.write(&kept, good).expect("put back");
     // A record past the head forged (its segment's digest made anew).
     let honest = replica.read(&tail).expect("read").expect("the tail");
     let mut forged = records(&tail, &honest);
