@@ -592,7 +592,13 @@ impl Replica {
                 let kind = entry.file_type().map_err(|e| failed(&self.url, &e))?;
                 let name = raw.to_string_lossy();
                 let own = match &*name {
-                    "segments" | "checkpoints" => kind.is_dir(),
+                    "segments" | "checkpoints" if !kind.is_dir() => {
+                        return Err(Error::damaged(format!(
+                            "the replica at {}: {name} is not a directory (a link is not followed)",
+                            self.url
+                        )));
+                    }
+                    "segments" | "checkpoints" => true,
                     "head" => true,
                     n if n == REWRITES => true,
                     _ => is_partial(&raw) && kind.is_file(),
@@ -1096,8 +1102,8 @@ impl Stale {
         if let Some(by) = &self.covered_by {
             let first = self.events.first().map_or(Seq(0), |(seq, _)| *seq);
             let last = self.events.last().map_or(Seq(0), |(seq, _)| *seq);
-            let by_redaction: std::collections::BTreeSet<String> =
-                self.events.iter().map(|(_, by)| by.to_string()).collect();
+            let by_redaction: std::collections::BTreeSet<Seq> =
+                self.events.iter().map(|(_, by)| *by).collect();
             let seqs = match (
                 first == last,
                 last.0 - first.0 + 1 == self.events.len() as u64,
@@ -1113,7 +1119,11 @@ impl Stale {
             return format!(
                 "the replica's {} still holds the erased content of event(s) {seqs} (erased by the redaction at event {}): the segment {by} covers it, so no reader takes it, but whoever reads the bucket can; delete it (the next shipment from the store removes it)",
                 self.segment,
-                by_redaction.into_iter().collect::<Vec<_>>().join(", ")
+                by_redaction
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             );
         }
         let events: Vec<String> = self
