@@ -17,6 +17,7 @@ use crate::redact::run_ok;
 use crate::support::{TempStore, run_mnemo};
 
 mod compaction;
+mod covered;
 
 fn session(from: usize, to: usize) -> String {
     let mut lines = String::new();

@@ -17,7 +17,9 @@
 //! is written (durably, with a create that fails if the name is taken), then the segments it
 //! covers are removed. A reader prefers the widest segment starting at a seq and sets aside
 //! those it covers ([`Listing`](super::Listing)), so a merge cut between the two steps (a kill)
-//! leaves a replica that restores and verifies; the next compaction removes what it covers first.
+//! leaves a replica that restores and verifies (a restore checks that each segment set aside
+//! holds exactly the records of its range); the next compaction removes what it covers first,
+//! whatever it holds, so no covered copy of content a redaction erased outlives a shipment.
 //! Only segments up to the head checkpoint are merged: the checkpoint (signed, with a key)
 //! already names an event at or past every merged one.
 

@@ -24,8 +24,13 @@
 //! head checkpoint against the chain, and replays the whole log (`verify`) before it calls the
 //! new store whole. It writes every event a redaction names erased, whatever its segment holds
 //! ([`Stale`] names such segments), and with a trusted key ([`Replica::trusting`]) takes only a
-//! head that key signed, and nothing past it. Objects nested under `segments/` or
-//! `checkpoints/`, and a [`REWRITES`] object that lists anything but segments, are damage.
+//! head that key signed, and nothing past it. Every object under the prefix is read or named:
+//! a segment a merged one covers must hold exactly the records of its range (checked against
+//! the segment covering it; one that holds erased content is a [`Stale`]), events past the head
+//! checkpoint are checked against the chain and named ([`Restored::beyond`]), and partial
+//! objects are named. Objects nested under `segments/` or `checkpoints/`, an object beside
+//! `segments/`, `checkpoints/`, `head` and [`REWRITES`], a [`REWRITES`] object that lists
+//! anything but segments, and a covered segment that is not its range's records, are damage.
 
 pub mod checkpoint;
 pub mod compaction;
@@ -77,8 +82,9 @@ const CHECKPOINT_OBJECT_MAX: u64 = 64 * 1024;
 struct Listing {
     /// The segments read, in seq order, each `(first, last, name)`: from event 1, no gap.
     segments: Vec<(Seq, Seq, String)>,
-    /// The segments a merged one among them covers, never read: what a compaction has yet to
-    /// remove.
+    /// The segments a merged one among them covers, never restored from: what a compaction has
+    /// yet to remove. A restore checks each against the segment covering it
+    /// ([`check_covered`]).
     covered: Vec<String>,
 }
 
@@ -563,7 +569,75 @@ impl Replica {
         Ok(names)
     }
 
-    /// The partial objects of a `file://` replica under `segments/` and `checkpoints/`: files
+    /// Refuses a replica whose prefix holds anything but its own objects (`segments/`,
+    /// `checkpoints/`, `head`, [`REWRITES`], and a `file://` replica's partial objects): an
+    /// object beside them is no part of what a restore or `verify --from` proves, so it is
+    /// damage that names it, as a stray object among the segments is.
+    fn check_root(&self) -> Result<()> {
+        let stray = |name: &str| {
+            Error::damaged(format!(
+                "the replica at {} holds {name}, which is no object of a replica (only segments/, checkpoints/, head and {REWRITES} lie there, and nothing is read from anything else): another writer left it; remove it, or keep the replica under a prefix of its own",
+                self.url
+            ))
+        };
+        if let Some(root) = &self.local {
+            let entries = match std::fs::read_dir(root) {
+                Ok(entries) => entries,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+                Err(e) => return Err(failed(&self.url, &e)),
+            };
+            for entry in entries {
+                let entry = entry.map_err(|e| failed(&self.url, &e))?;
+                let raw = entry.file_name();
+                let kind = entry.file_type().map_err(|e| failed(&self.url, &e))?;
+                let name = raw.to_string_lossy();
+                let own = match &*name {
+                    "segments" | "checkpoints" if !kind.is_dir() => {
+                        return Err(Error::damaged(format!(
+                            "the replica at {}: {name} is not a directory (a link is not followed)",
+                            self.url
+                        )));
+                    }
+                    "segments" | "checkpoints" => true,
+                    "head" => true,
+                    n if n == REWRITES => true,
+                    _ => is_partial(&raw) && kind.is_file(),
+                };
+                if !own {
+                    let shown = match kind.is_dir() {
+                        true => format!("{:?}", format!("{name}/")),
+                        false => format!("{name:?}"),
+                    };
+                    return Err(stray(&shown));
+                }
+            }
+            return Ok(());
+        }
+        let listed = self
+            .runtime
+            .block_on(self.objects.list_with_delimiter(None))
+            .map_err(|e| failed(&self.url, &e))?;
+        for object in &listed.objects {
+            let name = object.location.as_ref();
+            // A directory marker of the prefix itself is no object.
+            if name.is_empty() || (object.size == 0 && name.ends_with('/')) {
+                continue;
+            }
+            if name != "head" && name != REWRITES {
+                return Err(stray(&format!("{name:?}")));
+            }
+        }
+        for nested in &listed.common_prefixes {
+            let name = nested.as_ref();
+            if name != "segments" && name != "checkpoints" && self.holds_objects(nested, 0)? {
+                return Err(stray(&format!("{:?}", format!("{name}/"))));
+            }
+        }
+        Ok(())
+    }
+
+    /// The partial objects of a `file://` replica, under `segments/`, `checkpoints/` or beside
+    /// them (`head` and [`REWRITES`] are written so too): files
     /// named `NAME#DIGITS`, which the object store writes and renames into place, so one is
     /// there while a shipment writes and stays if it was killed (or another writer put it
     /// there). They are never read; [`Restored::partial`] names them.
@@ -572,14 +646,17 @@ impl Replica {
             return Ok(Vec::new());
         };
         let mut found = Vec::new();
-        for dir in ["segments", "checkpoints"] {
+        for dir in ["segments", "checkpoints", ""] {
             let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
                 continue;
             };
             for entry in entries {
                 let raw = entry.map_err(|e| failed(&self.url, &e))?.file_name();
                 if is_partial(&raw) {
-                    found.push(format!("{dir}/{}", raw.to_string_lossy()));
+                    found.push(match dir {
+                        "" => raw.to_string_lossy().into_owned(),
+                        dir => format!("{dir}/{}", raw.to_string_lossy()),
+                    });
                 }
             }
         }
@@ -963,13 +1040,37 @@ pub struct Restored {
     pub stale: Vec<Stale>,
     /// The partial objects the replica holds ([`Replica::partial_objects`]), not read.
     pub partial: Vec<String>,
+    /// The segments a wider one covers (a compaction under way, or cut before it removed
+    /// them), each read and found to hold exactly the records of its range (those holding
+    /// erased content are in `stale`).
+    pub covered: Vec<String>,
+    /// The events the segments hold past the head checkpoint, first and last (a shipment under
+    /// way, or cut before it moved the head): checked against the chain, never restored. Only
+    /// a restore to the head looks at them (not one `--at` an event).
+    pub beyond: Option<(Seq, Seq)>,
 }
 
 impl Restored {
     /// What an auditor must know of what the replica holds beside its log: each segment still
-    /// holding erased content, each partial object.
+    /// holding erased content, each partial object, and how many covered segments were checked.
     pub fn notes(&self) -> Vec<String> {
         let mut notes: Vec<String> = self.stale.iter().map(Stale::note).collect();
+        if let Some((first, last)) = self.beyond {
+            notes.push(format!(
+                "the replica's segments hold events {first} to {last}, past its head checkpoint at event {}: a shipment is under way, or one was cut before it moved the head, or whoever holds the bucket added them; they link to the chain (and each checkpoint object that names one gives its hash), but the head does not reach them, so nothing past event {} was restored or verified as the replica's; the next shipment from the store moves the head past them (or refuses the replica if they are not the store's)",
+                self.head.seq, self.head.seq
+            ));
+        }
+        if let Some(one) = self.covered.first() {
+            notes.push(format!(
+                "the replica holds {} segment(s) that a merged segment covers ({one}{}): a compaction is under way, or was cut before it removed them; each was read and each holds exactly the records of its range, as the segment covering it does, so no reader needs them; the next shipment removes them",
+                self.covered.len(),
+                match self.covered.len() {
+                    1 => "",
+                    _ => " and others",
+                }
+            ));
+        }
         notes.extend(self.partial.iter().map(|name| {
             format!(
                 "the replica holds {name}, a partial object (the file store writes NAME#N and renames it into place): a shipment is writing it now, or one was killed, or another writer put it there; it was not read, and it may hold anything, erased content included: remove it unless a shipment is under way"
@@ -990,11 +1091,41 @@ pub struct Stale {
     /// the segment again, and the next shipment does. If not, the bucket kept or was given back
     /// content erased at the source (an old version put back).
     pub pending: bool,
+    /// The segment that covers it, if a wider one does: no reader takes it, and the next
+    /// shipment removes it.
+    pub covered_by: Option<String>,
 }
 
 impl Stale {
     /// What an auditor must know of it, in a sentence.
     pub fn note(&self) -> String {
+        if let Some(by) = &self.covered_by {
+            let first = self.events.first().map_or(Seq(0), |(seq, _)| *seq);
+            let last = self.events.last().map_or(Seq(0), |(seq, _)| *seq);
+            let by_redaction: std::collections::BTreeSet<Seq> =
+                self.events.iter().map(|(_, by)| *by).collect();
+            let seqs = match (
+                first == last,
+                last.0 - first.0 + 1 == self.events.len() as u64,
+            ) {
+                (true, _) => first.to_string(),
+                (false, true) => format!("{first}-{last}"),
+                (false, false) => {
+                    let each: Vec<String> =
+                        self.events.iter().map(|(s, _)| s.to_string()).collect();
+                    each.join(", ")
+                }
+            };
+            return format!(
+                "the replica's {} still holds the erased content of event(s) {seqs} (erased by the redaction at event {}): the segment {by} covers it, so no reader takes it, but whoever reads the bucket can; delete it (the next shipment from the store removes it)",
+                self.segment,
+                by_redaction
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
         let events: Vec<String> = self
             .events
             .iter()
@@ -1076,7 +1207,10 @@ fn redacted_by(record: &[u8]) -> Result<Option<Vec<Seq>>> {
 /// in its log). The second read must find the same redactions.
 pub(crate) fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Restored> {
     let checkpoint = replica.head()?.map(|(_, head)| head);
-    let segments = replica.segments()?;
+    // Every object under the prefix is the replica's own, or named.
+    replica.check_root()?;
+    let listing = replica.listing()?;
+    let segments = listing.segments.clone();
     let pending = rewrites_listed(replica, &segments)?.unwrap_or_default();
     let reach = segments.last().map_or(Seq(0), |(_, last, _)| *last);
     if checkpoint.is_none() && reach > Seq(0) {
@@ -1135,7 +1269,7 @@ pub(crate) fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Res
     let mut chain = Chain::new();
     let mut head = Head::EMPTY;
     let mut stale: Vec<Stale> = Vec::new();
-    let mut reader = Reader::new(replica, segments, Seq(1), until);
+    let mut reader = Reader::new(replica, segments.clone(), Seq(1), until);
     while let Some((name, records)) = reader.next_segment()? {
         let mut frames = Vec::with_capacity(records.len());
         for (seq, record) in records {
@@ -1167,6 +1301,7 @@ pub(crate) fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Res
                             segment: name.clone(),
                             events: vec![(seq, *by)],
                             pending: pending.contains(&name),
+                            covered_by: None,
                         }),
                     }
                 }
@@ -1187,6 +1322,27 @@ pub(crate) fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Res
             }
         }
     }
+    // Events the segments hold past the head checkpoint (a shipment under way, or cut before it
+    // moved the head) are never restored, but checked against the chain all the same and
+    // named, so no record of the replica goes unread.
+    let mut beyond = None;
+    let mut past_head: Vec<crate::event::EventHash> = Vec::new();
+    if at.is_none() && head.seq == until && until < reach {
+        let mut chain = Chain::after(head.seq, head.hash);
+        let mut reader = Reader::new(replica, segments.clone(), Seq(until.0 + 1), reach);
+        while let Some((name, records)) = reader.next_segment()? {
+            for (seq, record) in records {
+                let frame = chain.check(seq, &record).map_err(|b| {
+                    Error::damaged(format!(
+                        "the replica at {} breaks the chain at event {} ({name}), past its head checkpoint at event {until}: {}",
+                        replica.url, b.seq, b.detail
+                    ))
+                })?;
+                past_head.push(frame.hash);
+            }
+        }
+        beyond = Some((Seq(until.0 + 1), reach));
+    }
     // Every checkpoint object too: each names an event of this chain by its own name.
     for name in replica.names("checkpoints")? {
         let bytes = replica
@@ -1205,14 +1361,20 @@ pub(crate) fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Res
                 named.seq
             )));
         }
-        if named.seq <= head.seq {
-            let hash = hash_at(&store, named.seq)?;
-            if hash != named.hash {
-                return Err(Error::damaged(format!(
-                    "replica checkpoint {name} gives event {} the hash {}, but the chain has {hash}",
-                    named.seq, named.hash
-                )));
-            }
+        // One past the head (a shipment cut before it moved the head) names one of the events
+        // checked past it (none are, in a restore `--at` an event).
+        let hash = match named.seq.0.checked_sub(head.seq.0 + 1) {
+            None => Some(hash_at(&store, named.seq)?),
+            Some(past) => usize::try_from(past)
+                .ok()
+                .and_then(|past| past_head.get(past))
+                .copied(),
+        };
+        if let Some(hash) = hash.filter(|hash| *hash != named.hash) {
+            return Err(Error::damaged(format!(
+                "replica checkpoint {name} gives event {} the hash {}, but the chain has {hash}",
+                named.seq, named.hash
+            )));
         }
     }
     store.catch_up()?;
@@ -1228,11 +1390,165 @@ pub(crate) fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Res
             v.detail
         )));
     }
+    // What a reader does not take is checked too: each segment a wider one covers must hold
+    // exactly the records of its range, and erased content there is named.
+    let mut covered = Vec::new();
+    let mut cache = None;
+    for name in &listing.covered {
+        match check_covered(replica, &segments, name, &named, &mut cache)? {
+            Covered::Gone => {}
+            Covered::Same => covered.push(name.clone()),
+            Covered::Stale(found) => stale.push(found),
+        }
+    }
     let partial = replica.partial_objects()?;
     Ok(Restored {
         head,
         stale,
         partial,
+        covered,
+        beyond,
+    })
+}
+
+/// What a segment that a wider one covers was found to hold ([`check_covered`]).
+enum Covered {
+    /// Nothing: it was removed since it was listed (a compaction finishing).
+    Gone,
+    /// Exactly the records of its range, as the segment covering it holds them (byte for
+    /// byte, or each the same event by the chain: an erased record beside a whole one).
+    Same,
+    /// The records of its range, some of them whole where a redaction erased them.
+    Stale(Stale),
+}
+
+/// Checks the segment `name`, which one of `taken` covers, against that segment: it must hold
+/// exactly the records of its range (each record the same event by the chain: the same chain
+/// hash, linked to the same event before it, its payload hashing as it says), else it is
+/// damage naming it; a whole record of an event that a redaction named (`named`) makes it
+/// [`Covered::Stale`].
+fn check_covered(
+    replica: &Replica,
+    taken: &[(Seq, Seq, String)],
+    name: &str,
+    named: &std::collections::BTreeMap<Seq, Seq>,
+    cache: &mut Option<(String, Records)>,
+) -> Result<Covered> {
+    let Some((first, last)) = name.strip_prefix("segments/").and_then(segment::parse_name) else {
+        return Err(Error::damaged(format!(
+            "the replica at {} holds {name}, which is not a segment's name",
+            replica.url
+        )));
+    };
+    let Some(bytes) = replica.get(name)? else {
+        return Ok(Covered::Gone);
+    };
+    let covering = |listed: &[(Seq, Seq, String)]| {
+        listed
+            .iter()
+            .find(|(a, b, _)| *a <= first && *b >= last)
+            .cloned()
+    };
+    let bad = |by: &str, why: String| {
+        Error::damaged(format!(
+            "the replica at {} holds {name}, which the segment {by} covers, so no reader takes it, but it is not what a shipment or a compaction wrote: {why}; remove it (the next shipment from the store removes it too)",
+            replica.url
+        ))
+    };
+    let Some((a, b, by)) = covering(taken) else {
+        return Err(Error::damaged(format!(
+            "the replica at {}: no segment covers {name} (a gap or an overlap)",
+            replica.url
+        )));
+    };
+    // Those a segment covers are listed together: it is read once for them all.
+    let (by, theirs) = match cache.take().filter(|(n, _)| *n == by) {
+        Some(read) => read,
+        None => match replica.get(&by)? {
+            Some(theirs) => {
+                let theirs = segment::decode(&by, &theirs, (a, b))?;
+                (by, theirs)
+            }
+            // Merged again since it was listed: the segment that covers the range now.
+            None => {
+                let listing = replica.listing()?;
+                if !listing.covered.iter().any(|n| n == name) {
+                    return Ok(Covered::Gone);
+                }
+                let (a, b, now) = covering(&listing.segments).ok_or_else(|| {
+                    Error::damaged(format!(
+                        "replica segment {by} vanished, and no segment covers {name} now"
+                    ))
+                })?;
+                let theirs = replica
+                    .get(&now)?
+                    .ok_or_else(|| Error::damaged(format!("replica segment {now} vanished")))?;
+                let theirs = segment::decode(&now, &theirs, (a, b))?;
+                (now, theirs)
+            }
+        },
+    };
+    let found = compare_covered(name, (first, last), &bytes, &by, &theirs, named, &bad);
+    *cache = Some((by, theirs));
+    found
+}
+
+/// [`check_covered`]'s comparison of the covered segment `name` (its `bytes`, of the seqs
+/// `range`) with the records `theirs` of the segment `by` that covers it.
+fn compare_covered(
+    name: &str,
+    range: (Seq, Seq),
+    bytes: &[u8],
+    by: &str,
+    theirs: &Records,
+    named: &std::collections::BTreeMap<Seq, Seq>,
+    bad: &dyn Fn(&str, String) -> Error,
+) -> Result<Covered> {
+    let (first, last) = range;
+    let ours = segment::decode(name, bytes, (first, last)).map_err(|e| match e {
+        Error::ReplicaDamaged { what } => bad(by, what),
+        e => e,
+    })?;
+    let mut erased: Vec<(Seq, Seq)> = Vec::new();
+    for (seq, record) in ours {
+        // `theirs` runs from its first seq with no gap (its name says so, and decode checked).
+        let at = theirs
+            .first()
+            .and_then(|(start, _)| usize::try_from(seq.0.checked_sub(start.0)?).ok());
+        let Some((_, same)) = at.and_then(|at| theirs.get(at)).filter(|(s, _)| *s == seq) else {
+            return Err(bad(by, format!("{by} does not hold its event {seq}")));
+        };
+        let frame = if record == *same {
+            crate::event::Frame::decode(&record).map_err(|e| bad(by, e.to_string()))?
+        } else {
+            // Not byte for byte: the same event by the chain, or a forgery.
+            let expected = crate::event::Frame::decode(same)?;
+            let frame = Chain::after(Seq(seq.0 - 1), expected.prev_hash)
+                .check(seq, &record)
+                .map_err(|b| bad(by, format!("event {}: {}", b.seq, b.detail)))?;
+            if frame.hash != expected.hash {
+                return Err(bad(
+                    by,
+                    format!(
+                        "event {seq}: its record hashes to {}, where {by} holds the event of hash {}",
+                        frame.hash, expected.hash
+                    ),
+                ));
+            }
+            frame
+        };
+        if let (Some(redaction), None) = (named.get(&seq), frame.erased_from) {
+            erased.push((seq, *redaction));
+        }
+    }
+    Ok(match erased.is_empty() {
+        true => Covered::Same,
+        false => Covered::Stale(Stale {
+            segment: name.to_string(),
+            events: erased,
+            pending: false,
+            covered_by: Some(by.to_string()),
+        }),
     })
 }
 

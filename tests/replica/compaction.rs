@@ -16,7 +16,7 @@ use crate::support::{TempStore, open_client, open_store};
 
 /// A store to ship (its tool and its client), and a new replica that merges `fanout`
 /// segments at once.
-fn setup(t: &TempStore, fanout: usize) -> (MnemoMemoryToolServer, MnemoClient, Replica) {
+pub(super) fn setup(t: &TempStore, fanout: usize) -> (MnemoMemoryToolServer, MnemoClient, Replica) {
     let server = MnemoMemoryToolServer::new(open_client(&t.path(), "compact", Durability::Fsync));
     let client = server.client().clone();
     let (_, replica) = replica_at(t, "replica", fanout);
@@ -24,7 +24,7 @@ fn setup(t: &TempStore, fanout: usize) -> (MnemoMemoryToolServer, MnemoClient, R
 }
 
 /// `n` writes to the store.
-fn write(server: &MnemoMemoryToolServer, from: usize, n: usize) {
+pub(super) fn write(server: &MnemoMemoryToolServer, from: usize, n: usize) {
     for i in from..from + n {
         let out = server.handle(&json!({"command": "create", "path": format!("/memories/d{}/n{i}.md", i % 4), "file_text": format!("note {i}\n")}));
         assert_eq!(out["is_error"], serde_json::Value::Null, "{out}");
@@ -50,7 +50,7 @@ fn replica_at(t: &TempStore, name: &str, fanout: usize) -> (String, Replica) {
     (url.clone(), replica.merging(fanout))
 }
 
-fn ship(client: &MnemoClient, replica: &Replica) -> mnemo::testing::replica::Shipped {
+pub(super) fn ship(client: &MnemoClient, replica: &Replica) -> mnemo::testing::replica::Shipped {
     client.ship_to(replica, &mut |_, _| {}).expect("ship")
 }
 
@@ -71,7 +71,7 @@ fn restored(t: &TempStore, replica: &Replica, tag: &str) -> Vec<(Seq, Vec<u8>)> 
     out
 }
 
-fn names(replica: &Replica) -> Vec<String> {
+pub(super) fn names(replica: &Replica) -> Vec<String> {
     replica.names("segments").expect("list")
 }
 
