@@ -26,7 +26,8 @@
 //! **Tokens.** The operator token of the server file `DIR/mnemo-server.json` administers every
 //! store. An agent token is issued by one store (`POST /v1/stores/NAME/tokens`), is a chained
 //! admin event of that store, and acts only there: any other store answers it 404, as if the
-//! store did not exist, and the `/v1/stores` routes answer it 401.
+//! store did not exist, and the `/v1/stores` routes answer it 401. Once its store revokes it,
+//! that store answers it 401 "revoked" (any other store still 404).
 //!
 //! One server per data directory: it holds the directory's lock ([`data_dir::lock`]) while it
 //! runs.
@@ -737,8 +738,13 @@ async fn dispatch(
         Ok(response) => response,
         Err(never) => match never {},
     };
-    if !operator && response.status() == StatusCode::UNAUTHORIZED {
-        // A token this store did not issue: as if the store did not exist.
+    let revoked = response
+        .extensions()
+        .get::<super::auth::Revoked>()
+        .is_some();
+    if !operator && response.status() == StatusCode::UNAUTHORIZED && !revoked {
+        // A token this store did not issue: as if the store did not exist. A token it issued
+        // and revoked is told so (only that token's holder can learn it: see `Revoked`).
         return error(StatusCode::NOT_FOUND, &no_store(&name));
     }
     // An attached client's heartbeats hold nothing of the store (they keep the server from its

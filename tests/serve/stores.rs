@@ -195,13 +195,67 @@ fn an_agent_token_acts_only_in_its_own_store() {
     assert_eq!(unknown.status, 404, "{}", unknown.text());
     let revoked = server.call("DELETE", &format!("/v1/stores/a/tokens/{id}"), b"");
     assert_eq!(revoked.status, 200, "{}", revoked.text());
-    let after = request(server.addr(), "POST", "/v1/stores/a/memory", &auth, call);
-    assert_eq!(
-        after.status,
-        404,
-        "a revoked token is no token of the store: {}",
-        after.text()
+    // The store that revoked it says so, to the holder of the whole token only: store B, which
+    // never issued it, still answers as if it did not exist.
+    for target in [
+        "/v1/stores/a/memory",
+        "/v1/memory_stores/memstore_a/memories",
+    ] {
+        let method = if target.ends_with("memory") {
+            "POST"
+        } else {
+            "GET"
+        };
+        let after = request(server.addr(), method, target, &auth, call);
+        assert_eq!(after.status, 401, "{target}: {}", after.text());
+        assert!(after.text().contains("revoked"), "{}", after.text());
+    }
+    let elsewhere = request(server.addr(), "POST", "/v1/stores/b/memory", &auth, call);
+    assert_eq!(elsewhere.status, 404, "{}", elsewhere.text());
+    assert!(
+        !elsewhere.text().contains("revoked"),
+        "{}",
+        elsewhere.text()
     );
+    let last = if bearer.ends_with('0') { '1' } else { '0' };
+    let wrong_secret = format!("{}{last}", &bearer[..bearer.len() - 1]);
+    let forged = [("Authorization", wrong_secret.as_str())];
+    let forged = request(server.addr(), "POST", "/v1/stores/a/memory", &forged, call);
+    assert_eq!(
+        forged.status,
+        404,
+        "only the token's holder learns: {}",
+        forged.text()
+    );
+    // Through `mnemo tool --connect`, the model is told the call was refused and why, never
+    // that it may have been applied.
+    let token = issued["token"].as_str().expect("token");
+    let tool = crate::support::run_command(
+        crate::support::served_command(
+            &[
+                "tool",
+                "--connect",
+                &server.file.url,
+                "--token",
+                token,
+                "--store",
+                "a",
+            ],
+            &[],
+        ),
+        &[call.as_slice(), b"\n"].concat(),
+    );
+    assert_eq!(tool.status.code(), Some(2), "{tool:?}");
+    let answer: Value = serde_json::from_slice(&tool.stdout).expect("a tool_result");
+    let content = answer["content"].as_str().expect("content");
+    assert_eq!(answer["is_error"], true, "{content}");
+    assert!(
+        content.contains("refused")
+            && content.contains("revoked")
+            && content.contains("not applied"),
+        "{content}"
+    );
+    assert!(!content.contains("may or may not"), "{content}");
 }
 
 /// Names that try to leave the data directory, and entries in it that are not stores (a link

@@ -149,6 +149,10 @@ fn who(
         Err(Refusal::Forbidden(why)) => Err(ApiError::Permission(why)),
         Err(Refusal::BadRequest(why)) => Err(ApiError::InvalidRequest(why)),
         Err(Refusal::Unavailable(why)) => Err(ApiError::Overloaded(why)),
+        // Only the holder of the whole token learns that this store revoked it.
+        Err(refusal) if refusal.is_revoked() => Err(ApiError::Authentication(
+            super::auth::REVOKED_TOKEN.to_string(),
+        )),
         Err(_) => Err(no_store(id)),
     }
 }
