@@ -437,8 +437,18 @@ impl Link {
 /// request was sent, a 5xx from a failing store) says the call may or may not have been
 /// applied, and to check and retry (the next call reaches a restarted server, or says why none
 /// could be started).
+///
+/// A bare input (no `tool_use` block) has no id, and no event names it: its result's
+/// `tool_use_id` is `mnemo-unrecorded` for a refusal, `mnemo-unconfirmed` otherwise (where a
+/// recorded call's is `mnemo-{seq}`).
 pub fn unanswered(tool_use_id: Option<&str>, error: &RemoteError) -> serde_json::Value {
-    let content = match refusal(error) {
+    let refused = refusal(error);
+    let id = match (tool_use_id, refused) {
+        (Some(id), _) => id,
+        (None, Some(_)) => UNRECORDED_ID,
+        (None, None) => crate::tool::intake::UNCONFIRMED_ID,
+    };
+    let content = match refused {
         Some((status, reason)) => format!(
             "Error: The memory server refused this call (HTTP {status}: {reason}). It was not applied{}.",
             if status == 503 {
@@ -453,11 +463,15 @@ pub fn unanswered(tool_use_id: Option<&str>, error: &RemoteError) -> serde_json:
     };
     serde_json::json!({
         "type": "tool_result",
-        "tool_use_id": tool_use_id.unwrap_or_default(),
+        "tool_use_id": id,
         "content": content,
         "is_error": true,
     })
 }
+
+/// The `tool_use_id` of the result of a bare input the server refused: it was not recorded, so no
+/// event's seq names it.
+const UNRECORDED_ID: &str = "mnemo-unrecorded";
 
 /// The status and reason of a server's definite refusal of a call, which it never applied: any
 /// 4xx, or 503 (too busy to take it). `None` for an error that leaves the call's fate unknown.

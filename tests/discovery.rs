@@ -786,6 +786,8 @@ fn connect_reaches_a_server_by_url_and_a_wrong_token_is_refused() {
         "{content}"
     );
     assert!(!content.contains("may or may not"), "{content}");
+    // A bare input has no tool_use id, and no event names it.
+    assert_eq!(answer["tool_use_id"], "mnemo-unrecorded", "{answer}");
     let missing = mnemo(&["ls", "--connect", &file.url], &[], b"");
     assert!(
         text(&missing.stderr).contains("--token"),
