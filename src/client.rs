@@ -907,16 +907,8 @@ fn forward_to(
             Forward::Line(bytes) => crate::tool::request::tool_use_id(bytes),
             Forward::TooLarge(_, id) | Forward::Stopped(_, id) => id.map(str::to_string),
         };
-        match e.status() {
-            // The server turned the request away before recording anything.
-            Some(400..=499) => serde_json::json!({
-                "type": "tool_result",
-                "tool_use_id": id.unwrap_or_default(),
-                "content": format!("Error: The memory server refused this call ({e}). Nothing was recorded."),
-                "is_error": true,
-            }),
-            _ => crate::discovery::unanswered(id.as_deref(), &e),
-        }
+        // A refusal says the call was not applied; any other failure, that it may have been.
+        crate::discovery::unanswered(id.as_deref(), &e)
     })
 }
 

@@ -430,18 +430,60 @@ impl Link {
     }
 }
 
-/// The `tool_result` for a call the server did not answer: an error result that says the call
-/// may or may not have been applied, and to check and retry (the next call reaches a restarted
-/// server, or says why none could be started).
+/// The `tool_result` for a call the server did not carry out: an error result that says what
+/// is known. A definite refusal (the server answered 4xx, or 503 when it was too busy to take
+/// the call) says the call was not applied and the server's reason, as a refusal is never
+/// applied; any other failure (no answer within the wait, a connection that broke after the
+/// request was sent, a 5xx from a failing store) says the call may or may not have been
+/// applied, and to check and retry (the next call reaches a restarted server, or says why none
+/// could be started).
+///
+/// A bare input (no `tool_use` block) has no id, and no event names it: its result's
+/// `tool_use_id` is `mnemo-unrecorded` for a refusal, `mnemo-unconfirmed` otherwise (where a
+/// recorded call's is `mnemo-{seq}`).
 pub fn unanswered(tool_use_id: Option<&str>, error: &RemoteError) -> serde_json::Value {
-    serde_json::json!({
-        "type": "tool_result",
-        "tool_use_id": tool_use_id.unwrap_or_default(),
-        "content": format!(
+    let refused = refusal(error);
+    let id = match (tool_use_id, refused) {
+        (Some(id), _) => id,
+        (None, Some(_)) => UNRECORDED_ID,
+        (None, None) => crate::tool::intake::UNCONFIRMED_ID,
+    };
+    let content = match refused {
+        Some((status, reason)) => format!(
+            "Error: The memory server refused this call (HTTP {status}: {reason}). It was not applied{}.",
+            if status == 503 {
+                "; retry it later"
+            } else {
+                ""
+            }
+        ),
+        None => format!(
             "Error: The memory server did not answer this call ({error}). It may or may not have been applied: view the path to check, then retry the call."
         ),
+    };
+    serde_json::json!({
+        "type": "tool_result",
+        "tool_use_id": id,
+        "content": content,
         "is_error": true,
     })
+}
+
+/// The `tool_use_id` of the result of a bare input the server refused: it was not recorded, so no
+/// event's seq names it.
+const UNRECORDED_ID: &str = "mnemo-unrecorded";
+
+/// The status and reason of a server's definite refusal of a call, which it never applied: any
+/// 4xx, or 503 (too busy to take it). `None` for an error that leaves the call's fate unknown.
+pub(crate) fn refusal(error: &RemoteError) -> Option<(u16, &str)> {
+    match error {
+        RemoteError::Refused { status, reason, .. }
+            if (400..500).contains(status) || *status == 503 =>
+        {
+            Some((*status, reason.as_str()))
+        }
+        _ => None,
+    }
 }
 
 /// Creates `path`, which must not exist (a symlink there is not followed), readable and

@@ -35,9 +35,10 @@
 //! | 3 | builds of semantics 3 before salts | as format 2; the header names semantics 3 |
 //! | 4 | builds of semantics 3 with salts ([`SALTED_FORMAT`]) | as format 3; the record holds the event's salt, and its payload and result hashes are salted commitments |
 //! | 5 | a redaction ([`ERASED_FORMAT`]) | the header of the format the event was written in; the record is an erased event's |
-//! | 6 | this build's writer ([`WRITTEN_FORMAT`]) | as format 4; the header names semantics 4 |
-//! | 7 | this build's writer, for a write of the memory-stores API ([`API_FORMAT`]) | as format 6; only it holds the payload variant `Api` |
-//! | 8 | this build's writer, for a call under the `typescript-sdk` profile ([`TS_PROFILE_FORMAT`], [`FORMAT_VERSION`]) | as format 6; only it holds the profile `TypescriptSdk` |
+//! | 6 | builds of semantics 4 | as format 4; the header names semantics 4 |
+//! | 7 | builds of semantics 4, for a write of the memory-stores API ([`API_FORMAT`]) | as format 6; the only format of semantics 4 that holds the payload variant `Api` |
+//! | 8 | builds of semantics 4, for a call under the `typescript-sdk` profile ([`TS_PROFILE_FORMAT`]) | as format 6; the only format of semantics 4 that holds the profile `TypescriptSdk` |
+//! | 9 | this build's writer ([`WRITTEN_FORMAT`], [`FORMAT_VERSION`]) | as format 6; the header names semantics 5; any payload variant and any profile |
 //!
 //! An event's format follows from its semantics and its salt: an event answered under semantics
 //! 1 is written as format 1, byte for byte what those builds wrote, and one answered under
@@ -72,15 +73,15 @@
 //!
 //! | offset | size | field | meaning |
 //! |---|---|---|---|
-//! | 0 | 1 | `version` | format version, `1` to `6` |
+//! | 0 | 1 | `version` | format version, `1` to `9` |
 //! | 1 | 8 | `seq` | `u64`, from 1, dense |
 //! | 9 | 32 | `prev_hash` | hash of event `seq - 1`; zeros for seq 1 |
 //! | 41 | 32 | `hash` | this event's chain hash (recomputed and compared by `verify`) |
-//! | 73 | 32 | `payload_hash` | `blake3(payload)`; formats 4 and 6: the salted commitment to the payload |
+//! | 73 | 32 | `payload_hash` | `blake3(payload)`; formats 4 and 6 to 9: the salted commitment to the payload |
 //! | 105 | 4 | `header_len` | `u32` |
 //! | 109 | `header_len` | `header` | see below |
-//! | … | 32 | `salt` | formats 4 and 6 only: the event's salt |
-//! | … | 1 | `erased_from` | format 5 only, and the record's last byte: the format the event was written in (`1` to `4`, or `6`) |
+//! | … | 32 | `salt` | formats 4 and 6 to 9 only: the event's salt |
+//! | … | 1 | `erased_from` | format 5 only, and the record's last byte: the format the event was written in (`1` to `4`, or `6` to `9`) |
 //! | … | 4 | `payload_len` | `u32` |
 //! | … | `payload_len` | `payload` | see below |
 //!
@@ -95,8 +96,8 @@
 //! | `agent` | `string` |
 //! | `tool_use_id` | `option<string>` |
 //! | `outcome.is_error` | `bool` |
-//! | `outcome.result_hash` | 32 bytes, `blake3` of the result text's UTF-8 bytes; formats 4 and 6: the salted commitment to them |
-//! | `semantics` | `u32`, formats 2 to 4 and 6: the version of the semantics that answered the call (`2` or `3`, as the format; `3` in format 4, `4` in format 6) |
+//! | `outcome.result_hash` | 32 bytes, `blake3` of the result text's UTF-8 bytes; formats 4 and 6 to 9: the salted commitment to them |
+//! | `semantics` | `u32`, formats 2 to 4 and 6 to 9: the version of the semantics that answered the call (`2` or `3`, as the format; `3` in format 4, `4` in formats 6 to 8, `5` in format 9) |
 //!
 //! `payload` is a `Body` enum. The core's [`Body`] derives nothing for this: the format stores it
 //! through its own types and an explicit conversion (`src/event/wire.rs`), so renaming or
@@ -185,13 +186,18 @@ use wire::WireBody;
 ///
 /// Compatibility policy: a build reads every version up to its own and refuses newer ones with
 /// [`Error::NewerFormat`]; the version byte leads every stored event and the store's `meta` tree.
-pub const FORMAT_VERSION: u8 = 8;
+pub const FORMAT_VERSION: u8 = 9;
 
 /// The first format whose events are salted (answered under semantics 3).
 pub const SALTED_FORMAT: u8 = 4;
 
-/// The format the writer writes: salted, answered under semantics 4.
-pub const WRITTEN_FORMAT: u8 = 6;
+/// The format the writer writes: salted, answered under semantics 5, with any payload (an API
+/// write included) and any profile (`typescript-sdk` included).
+pub const WRITTEN_FORMAT: u8 = 9;
+
+/// The format of a salted event answered under semantics 4, but an API write's
+/// ([`API_FORMAT`]) or a `typescript-sdk` call's ([`TS_PROFILE_FORMAT`]).
+const SEMANTICS_4_FORMAT: u8 = 6;
 
 /// The format of an event that holds a write of the memory-stores API ([`Body::Api`]): as format
 /// 6 (salted, semantics 4), with the payload variant only this format may hold, so a build that
@@ -215,31 +221,35 @@ pub const PAYLOAD_TAG: &[u8] = b"mnemo/payload/v4";
 pub const RESULT_TAG: &[u8] = b"mnemo/result/v4";
 
 /// The format version an event answered under `semantics`, without a salt, is written in (see
-/// the module docs); with one, [`salted_format_of`] it. Semantics 4 is only ever salted.
+/// the module docs); with one, [`salted_format_of`] it. Semantics 4 and 5 are only ever salted.
 pub fn format_of(semantics: Semantics) -> u8 {
     match semantics {
         Semantics::V1 => 1,
         Semantics::V2 => 2,
         Semantics::V3 => 3,
+        Semantics::V4 => SEMANTICS_4_FORMAT,
         _ => WRITTEN_FORMAT,
     }
 }
 
 /// The format version a salted event answered under `semantics` is written in: format 4 for
-/// semantics 3 (and below, which no salted event is), format 6 for semantics 4.
+/// semantics 3 (and below, which no salted event is), format 6 for semantics 4 (7 for an API
+/// write, 8 for a `typescript-sdk` call: see [`Event::format`]), format 9 for semantics 5.
 pub fn salted_format_of(semantics: Semantics) -> u8 {
     match semantics {
         Semantics::V1 | Semantics::V2 | Semantics::V3 => SALTED_FORMAT,
+        Semantics::V4 => SEMANTICS_4_FORMAT,
         _ => WRITTEN_FORMAT,
     }
 }
 
-/// Whether a record of format `version` holds a salt (formats 4, 6, 7 and 8).
+/// Whether a record of format `version` holds a salt (formats 4, 6, 7, 8 and 9).
 fn is_salted(version: u8) -> bool {
     version == SALTED_FORMAT
-        || version == WRITTEN_FORMAT
+        || version == SEMANTICS_4_FORMAT
         || version == API_FORMAT
         || version == TS_PROFILE_FORMAT
+        || version == WRITTEN_FORMAT
 }
 
 /// The semantics a header of format `version` must name (`None` for a version no event has).
@@ -248,7 +258,8 @@ fn semantics_of_format(version: u8) -> Option<Semantics> {
         1 => Some(Semantics::V1),
         2 => Some(Semantics::V2),
         3 | SALTED_FORMAT => Some(Semantics::V3),
-        WRITTEN_FORMAT | API_FORMAT | TS_PROFILE_FORMAT => Some(Semantics::V4),
+        SEMANTICS_4_FORMAT | API_FORMAT | TS_PROFILE_FORMAT => Some(Semantics::V4),
+        WRITTEN_FORMAT => Some(Semantics::V5),
         _ => None,
     }
 }
@@ -502,6 +513,8 @@ impl Event {
     pub fn format(&self) -> u8 {
         match (&self.body, self.salt) {
             (Body::Erased(_), _) => ERASED_FORMAT,
+            // Format 9 (semantics 5) holds any payload and any profile.
+            (_, Some(_)) if self.header.semantics >= Semantics::V5 => WRITTEN_FORMAT,
             (Body::Api(_), _) => API_FORMAT,
             (body, _) if answers_as_typescript(body) => TS_PROFILE_FORMAT,
             (_, Some(_)) => salted_format_of(self.header.semantics),
@@ -814,9 +827,9 @@ impl Event {
             )));
         }
         let body = codec::decode::<WireBody<'static>>(payload, "event payload")?.into_body();
-        // Exactly one encoding per event: an API write is format 7, and format 7 holds nothing
-        // else.
-        if matches!(body, Body::Api(_)) != (version == API_FORMAT) {
+        // Exactly one encoding per event: an API write of semantics 4 is format 7, and format 7
+        // holds nothing else; format 9 (semantics 5) holds any.
+        if version != WRITTEN_FORMAT && matches!(body, Body::Api(_)) != (version == API_FORMAT) {
             return Err(Error::corrupt(format!(
                 "an event of format {version} {} a write of the memory-stores API",
                 if version == API_FORMAT {
@@ -827,7 +840,9 @@ impl Event {
             )));
         }
         // And a call under the `typescript-sdk` profile is format 8, which holds nothing else.
-        if answers_as_typescript(&body) != (version == TS_PROFILE_FORMAT) {
+        if version != WRITTEN_FORMAT
+            && answers_as_typescript(&body) != (version == TS_PROFILE_FORMAT)
+        {
             return Err(Error::corrupt(format!(
                 "an event of format {version} {} a call under the typescript-sdk profile",
                 if version == TS_PROFILE_FORMAT {

@@ -264,7 +264,7 @@ impl MnemoMemoryToolServer {
             Err(e) => {
                 self.failures.fetch_add(1, Ordering::Relaxed);
                 tool_result(
-                    tool_use_id.unwrap_or_default(),
+                    tool_use_id.unwrap_or_else(|| crate::tool::intake::UNCONFIRMED_ID.to_string()),
                     &format!(
                         "Error: The memory store failed while recording this call ({e}). It may or may not have been applied: view the path to check before you retry."
                     ),

@@ -263,3 +263,49 @@ fn admin_commands_on_a_mistyped_db_make_no_store() {
         );
     }
 }
+
+/// An agent granted only `/memories/zone/inner` is not told that a file it may not read is at
+/// `/memories/zone`: not by the memory tool's `create` under it, nor by an API write (issue 43).
+/// The store verifies, its events answered under semantics 5.
+#[test]
+fn no_answer_names_a_file_the_agent_may_not_read() {
+    let s = TempStore::new();
+    let operator = s.client();
+    let owner = MnemoMemoryToolServer::new(operator.clone());
+    call(
+        &owner,
+        json!({"command": "create", "path": "/memories/zone", "file_text": "the zone's secret"}),
+    );
+    let r = operator
+        .grant("zoned", "/memories/zone/inner", Access::ReadWrite)
+        .expect("grant");
+    assert!(!r.is_error, "{}", r.text);
+    let r = operator.revoke("*", "/").expect("revoke");
+    assert!(!r.is_error, "{}", r.text);
+    let zoned = operator.with_agent("zoned").expect("agent");
+    let tool = MnemoMemoryToolServer::new(zoned.clone());
+    let answer = tool.handle(
+        &json!({"command": "create", "path": "/memories/zone/inner/x.md", "file_text": "x"}),
+    );
+    let text = answer["content"].as_str().expect("text");
+    assert_eq!(answer["is_error"], true, "{text}");
+    let api = zoned
+        .call(
+            None,
+            mnemo::Body::Api(mnemo::tool::api::ApiWrite::Create {
+                path: "/memories/zone/inner/y.md".into(),
+                content: "y".into(),
+            }),
+        )
+        .expect("answered");
+    assert!(api.is_error, "{}", api.text);
+    for said in [text, api.text.as_str()] {
+        // Only the path it sent, and nothing of the file above it.
+        let rest = said
+            .replace("/memories/zone/inner/x.md", "")
+            .replace("/memories/zone/inner/y.md", "");
+        assert!(!rest.contains("/memories/zone"), "{said}");
+    }
+    let report = operator.verify().expect("verify");
+    assert!(report.is_intact(), "{:?}", report.violations);
+}

@@ -779,6 +779,15 @@ fn connect_reaches_a_server_by_url_and_a_wrong_token_is_refused() {
     assert_eq!(tool.status.code(), Some(2));
     let answer: Value = serde_json::from_slice(&tool.stdout).expect("an error result");
     assert_eq!(answer["is_error"], true);
+    // A refusal is told as one: not applied, and why; never "may or may not".
+    let content = answer["content"].as_str().expect("content");
+    assert!(
+        content.contains("refused") && content.contains("401") && content.contains("not applied"),
+        "{content}"
+    );
+    assert!(!content.contains("may or may not"), "{content}");
+    // A bare input has no tool_use id, and no event names it.
+    assert_eq!(answer["tool_use_id"], "mnemo-unrecorded", "{answer}");
     let missing = mnemo(&["ls", "--connect", &file.url], &[], b"");
     assert!(
         text(&missing.stderr).contains("--token"),

@@ -68,6 +68,8 @@ fn each_failpoint_fails_the_call_poisons_the_store_and_recovers_on_reopen() {
             // Poisoned: every later call is refused, reads included, until a reopen.
             let after = server.handle(&json!({"command": "view", "path": "/memories"}));
             assert_eq!(after["is_error"], true);
+            // A bare input has no tool_use id, and no event is known to name it.
+            assert_eq!(after["tool_use_id"], "mnemo-unconfirmed", "{after}");
             assert!(
                 after["content"]
                     .as_str()

@@ -5,7 +5,8 @@
 //! these stores as they were answered. `format-1` was written by a build of format 1 (semantics
 //! 1), `format-2` by the build that introduced semantics 2, `format-7` by the build that
 //! introduced the memory-stores API's writes, `format-8` by the build that introduced the
-//! typescript-sdk profile; and a store of format 1 that this build goes on
+//! typescript-sdk profile, `format-9` by the build that introduced semantics 5 (no answer names
+//! a file its agent may not read); and a store of format 1 that this build goes on
 //! writing holds both its events and this build's.
 
 use std::path::{Path, PathBuf};
@@ -78,7 +79,8 @@ fn every_fixture_store_verifies_with_the_events_and_checkpoint_it_was_made_with(
         assert_eq!(Some(events.len() as u64), expected["events"].as_u64());
         // Format 7 holds the events of format 6 (semantics 4) and the memory-stores API's
         // writes, which are format 7 under the same semantics; format 8 those of format 7 and
-        // calls under the typescript-sdk profile, format 8 under the same semantics too.
+        // calls under the typescript-sdk profile, format 8 under the same semantics too. Format
+        // 9 (semantics 5) holds every kind in one format.
         let semantics_format = match format {
             4 => 3,
             7 | 8 => 6,

@@ -820,6 +820,127 @@ fn every_variant_of_format_six_encodes_to_its_golden_hash() {
     }
 }
 
+#[test]
+fn every_variant_of_format_nine_encodes_to_its_golden_hash() {
+    let events = salted_in(
+        Semantics::V5,
+        fixtures().into_iter().map(|(_, e)| e).collect(),
+    );
+    let names = fixtures().into_iter().map(|(name, _)| name);
+    if std::env::var("MNEMO_PRINT_GOLDEN").is_ok() {
+        for (name, event) in names.clone().zip(&events) {
+            println!(
+                "    (\n        {name:?},\n        {:?},\n    ),",
+                event.hash().to_hex()
+            );
+        }
+    }
+    assert_eq!(events.len(), GOLDEN_V9.len(), "one golden row per fixture");
+    for (((name, event), (golden_name, hash)), v6) in
+        names.zip(&events).zip(GOLDEN_V9).zip(GOLDEN_V6)
+    {
+        assert_eq!(name, *golden_name, "same order as the fixtures");
+        assert_eq!(event.format(), 9, "{name} is written in format 9");
+        // Format 9's header is format 6's with semantics 5 in place of 4.
+        let header = event.header_bytes();
+        assert_eq!(header[header.len() - 4..], 5u32.to_le_bytes(), "{name}");
+        let frame = event.to_frame();
+        assert_eq!(frame.hash.to_hex(), *hash, "{name}: chain hash");
+        assert_ne!(frame.hash.to_hex(), v6.1, "{name}: the semantics is hashed");
+        assert_eq!(frame.encode()[0], 9, "{name}: version byte");
+        assert!(frame.salt.is_some(), "{name}: salted");
+    }
+}
+
+/// Format 9 (semantics 5, salted with [`salt_of`] each seq): (name, chain hash hex) of the
+/// fixtures, computed once by running the crate (`MNEMO_PRINT_GOLDEN=1`).
+const GOLDEN_V9: &[(&str, &str)] = &[
+    (
+        "view without view_range",
+        "b9125c8a60932991478b837c504433af9fc5ccb660199f9243d42d36f665bc82",
+    ),
+    (
+        "view with view_range",
+        "00efe305351ef8a69e16a3a9bb19d1a6399f3bc6ae86d69fc0c926a06582346c",
+    ),
+    (
+        "create (multi-byte UTF-8 text)",
+        "fb3aa70a607d6c9eb978806738c0c944704c057e32f31af41a4770649778c6dd",
+    ),
+    (
+        "str_replace with new_str",
+        "e1f2ead4eb06205f97d1342dda3e381fce528e013e8ebba58cc4e311d3537347",
+    ),
+    (
+        "str_replace without new_str",
+        "bc135c54f37b6c78a35756d6f80077f7582283430c5dfe58e6795624ca8266b8",
+    ),
+    (
+        "insert",
+        "23b1f6aca632ae067932f782f87b5a662200b169c1c4d424d86548b4ba09813a",
+    ),
+    (
+        "delete",
+        "f2615ae62f08c5a3c040fd3ccdd204112c3a1774907858a789963e8677f0ffed",
+    ),
+    (
+        "rename",
+        "d3ac12f527e5cc3de5c3eaf4df1392dd8dc9023d1c063e66ba691850baec8bdf",
+    ),
+    (
+        "tool call with an error outcome",
+        "95f7870940413a4bbc5ebc7a6bab64adcadfc93b0e5ae9095edc5a6ee3edb1b0",
+    ),
+    (
+        "rejected input",
+        "517f8f60f3b6df8521deebf40baf7c5eed37fd0f98032f8d5c85b467b0a42c34",
+    ),
+    (
+        "acl grant",
+        "0f03f5e91d19990f407b73bcb28bdf0348535f695526fab1c2e87e5f74fff754",
+    ),
+    (
+        "acl revoke",
+        "c54b908bdb4b400fe528357010207ca12c9a9a7fa62133b391757b47994b574e",
+    ),
+    (
+        "python-sdk profile with limits",
+        "64e8e174dd6c8f72f1f93a3eb2ebeea6cafe482c12d5103b7467865b7df13459",
+    ),
+    (
+        "rejected digest: over the request limit",
+        "f8a13fface13a90d6b3a94e0091c9f75b78fb0a974844bac38cb368e92f556a0",
+    ),
+    (
+        "rejected digest: not UTF-8",
+        "1cdc440c1a9a86d5d6f635e0ef984accda607fcebb98d89c3d4c0a6e14445acf",
+    ),
+    (
+        "rejected digest: invalid and long",
+        "3d15043d12a324c18298633c02daa4f83c3766b82f84dd344a9a85aeac31c13c",
+    ),
+    (
+        "rejected digest: content over the file limit",
+        "a7e499ad86f611db206cb21e6e4e3ac5369d00721b41cc2c060c1cbebacf2ead",
+    ),
+    (
+        "rejected digest: conversion stopped at the limit",
+        "84e9bd654eb9daa5ae62feea98b6fca0a0ee6e46202879f055a1d7065457db70",
+    ),
+    (
+        "rejected digest: a large call that failed",
+        "961cc6f97ec620c95ef68f777f008e6e3c0fbcda1018a14c21a320c10348ec66",
+    ),
+    (
+        "token issue",
+        "9bca41b6464c0f6581e8333ced336489a0000213944086a7a371a6d5a5465ddb",
+    ),
+    (
+        "token revoke",
+        "7f20428d8f764afdd77e7ba3c6c8fb59b235d7abeca0cd178b35e54acf7787b4",
+    ),
+];
+
 /// Format 6 (semantics 4, salted with [`salt_of`] each seq): (name, chain hash hex) of the
 /// fixtures, computed once by running the crate (`MNEMO_PRINT_GOLDEN=1`).
 const GOLDEN_V6: &[(&str, &str)] = &[
@@ -1313,9 +1434,13 @@ impl Doc {
     }
 }
 
-/// The documented format of an event: 4 when it is salted under semantics 3, 6 when salted
-/// under semantics 4, else 1, 2 or 3 for semantics 1, 2 or 3.
+/// The documented format of an event: 9 for any event of semantics 5; 4 when it is salted under
+/// semantics 3, 6 when salted under semantics 4 (7 for an API write, 8 under the typescript-sdk
+/// profile), else 1, 2 or 3 for semantics 1, 2 or 3.
 fn doc_format(event: &Event) -> u8 {
+    if event.header.semantics == Semantics::V5 && !matches!(event.body, Body::Erased(_)) {
+        return 9;
+    }
     if matches!(event.body, Body::Api(_)) {
         return 7;
     }
@@ -1576,8 +1701,8 @@ fn every_vector_matches_the_documented_byte_table() {
     assert_eq!(DOMAIN_TAG, b"mnemo/event/v1", "domain tag as documented");
     assert_eq!(DOMAIN_TAG.len(), 14, "the docs say 14 ASCII bytes");
     assert_eq!(
-        FORMAT_VERSION, 8,
-        "this is format version 8 (salted events of semantics 4; format 7 for the memory-stores API's writes, 8 for calls under the typescript-sdk profile)"
+        FORMAT_VERSION, 9,
+        "this is format version 9 (salted events of semantics 5, of any payload and profile; formats 6, 7 and 8 hold semantics 4)"
     );
     assert_eq!(
         PAYLOAD_TAG, b"mnemo/payload/v4",
@@ -1593,6 +1718,10 @@ fn every_vector_matches_the_documented_byte_table() {
     events.extend(salted_chain());
     events.extend(salted_in(
         Semantics::V4,
+        fixtures().into_iter().map(|(_, e)| e).collect(),
+    ));
+    events.extend(salted_in(
+        Semantics::V5,
         fixtures().into_iter().map(|(_, e)| e).collect(),
     ));
     for event in &events {

@@ -2104,19 +2104,19 @@ fn random_damage_never_panics_or_hangs() {
 // A newer format; a --db that is not a store directory.
 // ---------------------------------------------------------------------------------------------
 
-/// `Store::open` refuses `meta.format` 9 with `Error::NewerFormat` ("store format version
-/// 9 is newer than this mnemo supports (max 1); upgrade mnemo to open it"), so does every caller;
+/// `Store::open` refuses `meta.format` 10 with `Error::NewerFormat` ("store format version
+/// 10 is newer than this mnemo supports (max 1); upgrade mnemo to open it"), so does every caller;
 /// the CLI prints it and exits 2. (tests/recovery.rs covers `MnemoClient::open`.)
 #[test]
 fn a_store_from_a_newer_format_is_refused_by_the_cli_too() {
-    const TEST: &str = "meta.format says version 9";
+    const TEST: &str = "meta.format says version 10";
     let p = pristine();
     let newer = p.dir.path().join("newer.mnemo.db");
     copy_dir(&p.closed_once, &newer);
     {
         let store = open_store(&newer);
         let (_, meta, _) = store.raw_trees();
-        meta.insert("format", &[9u8]).expect("write");
+        meta.insert("format", &[10u8]).expect("write");
         meta.flush().expect("flush");
     }
     let work = p.dir.path().join("work");

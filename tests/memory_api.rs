@@ -514,3 +514,73 @@ fn a_store_exported_as_memory_stores_json_imports_to_the_same_memories_and_versi
         String::from_utf8_lossy(&done.stderr)
     );
 }
+
+/// An API update or delete sent with the path its memory had when the server looked it up finds
+/// the memory where a memory-tool rename (of it, or of a directory above it) moved it since: the
+/// writer looks it up again by its identity, so a live memory is never "not found", and the
+/// event records the path it was answered at (the replay re-derives it).
+#[test]
+fn an_api_write_finds_its_memory_where_a_rename_moved_it() {
+    let store = TempStore::new();
+    let client = store.client();
+    let tool = mnemo::MnemoMemoryToolServer::new(client.clone());
+    let (made, failure) = outcome(
+        &client,
+        ApiWrite::Create {
+            path: "/memories/d/m.md".into(),
+            content: "first\n".into(),
+        },
+    );
+    assert_eq!(failure, None);
+    let moved = tool.handle(
+        &json!({"command": "rename", "old_path": "/memories/d", "new_path": "/memories/e"}),
+    );
+    assert!(moved.get("is_error").is_none(), "{moved}");
+    let (_, failure) = outcome(
+        &client,
+        ApiWrite::Update {
+            memory: made,
+            path: "/memories/d/m.md".into(),
+            content: Some("second\n".into()),
+            new_path: None,
+            expect: Some(content_sha256("first\n")),
+        },
+    );
+    assert_eq!(failure, None, "the memory lives at /memories/e/m.md");
+    let record = client
+        .record("/memories/e/m.md")
+        .expect("read")
+        .expect("there");
+    assert_eq!(
+        (record.created.0, record.content.as_str()),
+        (made, "second\n")
+    );
+    // A wrong digest still fails.
+    let (_, failure) = outcome(
+        &client,
+        ApiWrite::Update {
+            memory: made,
+            path: "/memories/e/m.md".into(),
+            content: Some("third\n".into()),
+            new_path: None,
+            expect: Some(content_sha256("first\n")),
+        },
+    );
+    assert_eq!(failure, Some(ApiFailure::Precondition));
+    let moved = tool.handle(
+        &json!({"command": "rename", "old_path": "/memories/e/m.md", "new_path": "/memories/f.md"}),
+    );
+    assert!(moved.get("is_error").is_none(), "{moved}");
+    let (_, failure) = outcome(
+        &client,
+        ApiWrite::Delete {
+            memory: made,
+            path: "/memories/e/m.md".into(),
+            expect: Some(content_sha256("second\n")),
+        },
+    );
+    assert_eq!(failure, None, "deleted where it was moved to");
+    assert!(client.record("/memories/f.md").expect("read").is_none());
+    let report = client.verify().expect("verify");
+    assert!(report.is_intact(), "{:?}", report.violations);
+}

@@ -934,14 +934,13 @@ fn mixed_cases(r: &mut Runner<'_>) {
             }
         }
     }
-    // The store's records are format 6: read as 1, 2 or 3 the salt is taken for the payload's
+    // The store's records are format 9: read as 1, 2 or 3 the salt is taken for the payload's
     // length, and read as 5 (erased) its first byte for the format erased and the rest left
-    // over, so the record no longer splits; read as 4 its header names semantics 4, which
-    // format 4 does not hold; read as 7 it is no write of the memory-stores API, which format 7
-    // alone holds, and read as 8 no call under the typescript-sdk profile, which format 8 alone
-    // holds; 9 is newer than this build.
-    for version in [0u8, 1, 2, 3, 4, 5, 7, 8, 9, 0xff] {
-        let expect = if version == 9 {
+    // over, so the record no longer splits; read as 4 its header names semantics 5, which
+    // format 4 does not hold, nor do formats 6, 7 and 8 (semantics 4); 10 is newer than this
+    // build.
+    for version in [0u8, 1, 2, 3, 4, 5, 6, 7, 8, 10, 0xff] {
+        let expect = if version == 10 {
             Expect::Saying(STR_REPLACE, Undecodable, "newer")
         } else {
             Expect::First(STR_REPLACE, Undecodable)
@@ -954,9 +953,9 @@ fn mixed_cases(r: &mut Runner<'_>) {
     // caught by the chain hash before replay compares outcomes (the header is hashed).
     let record = base.record(STR_REPLACE);
     let frame = Frame::decode(&record).expect("decodes");
-    assert_eq!(frame.version, 6, "the writer writes format 6");
+    assert_eq!(frame.version, 9, "the writer writes format 9");
     let semantics_at = HEADER_AT + frame.header.len() - 4;
-    assert_eq!(record[semantics_at..semantics_at + 4], 4u32.to_le_bytes());
+    assert_eq!(record[semantics_at..semantics_at + 4], 5u32.to_le_bytes());
     let is_error_at = semantics_at - 33;
     assert_eq!(record[is_error_at], 0, "str_replace at seq 6 succeeded");
     for (what, at, value) in [
@@ -967,9 +966,9 @@ fn mixed_cases(r: &mut Runner<'_>) {
             is_error_at + 1,
             record[is_error_at + 1] ^ 0x80,
         ),
-        ("semantics 4 -> 1", semantics_at, 1),
-        ("semantics 4 -> 3", semantics_at, 3),
-        ("semantics 4 -> 5", semantics_at, 5),
+        ("semantics 5 -> 1", semantics_at, 1),
+        ("semantics 5 -> 4", semantics_at, 4),
+        ("semantics 5 -> 6", semantics_at, 6),
     ] {
         r.case(
             &format!("seq {STR_REPLACE}: {what}"),

@@ -91,7 +91,7 @@ class Event:
     def prev_hash(self) -> str: ...
     @property
     def semantics(self) -> int:
-        """The version of the semantics that answered the call (1 to 4)."""
+        """The version of the semantics that answered the call (1 to 5)."""
 
 class Grant:
     """One access grant: an agent (or ``*``), a path prefix, and ``read`` or ``read-write``."""

@@ -73,7 +73,7 @@ pub struct PyEvent {
     /// The previous event's chain hash, hex (zeros for event 1).
     pub prev_hash: String,
     /// The version of the semantics that answered the call (and that `verify` re-answers it
-    /// under): 1, 2 or 3.
+    /// under): 1 to 5.
     pub semantics: u32,
 }
 

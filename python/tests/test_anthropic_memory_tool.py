@@ -406,8 +406,8 @@ def test_reads_log_history_and_the_past(tmp_path: Path) -> None:
         (5, "view", ["/memories/b/notes.md"], "toolu_05"),
     ]
     assert events[0].prev_hash == "0" * 64
-    # Every call of this build is answered under the current semantics, 4.
-    assert {e.semantics for e in events} == {4}
+    # Every call of this build is answered under the current semantics, 5.
+    assert {e.semantics for e in events} == {5}
     assert all(later.prev_hash == earlier.hash for earlier, later in zip(events, events[1:]))
     assert events[-1].hash == client.head().hash
     assert all(e.agent == "agent-1" and not e.is_error and re.fullmatch(r"\d{4}-\d\d-\d\dT.*Z", e.time) for e in events)

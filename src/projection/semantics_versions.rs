@@ -275,3 +275,84 @@ fn semantics_three_answers_truthfully_where_two_did_not() {
         }
     }
 }
+
+/// Semantics 5 names no file the agent may not read: a `create` or `rename` under a file, or an
+/// API write whose path goes through one, told an agent granted only `/memories/zone/inner` that
+/// a file is at `/memories/zone` (semantics 4 still answers so, as its events were answered); an
+/// agent that may read the file is still told which it is.
+#[test]
+fn semantics_five_names_no_file_the_agent_may_not_read() {
+    use crate::tool::api::ApiWrite;
+    let create = |path: &str| {
+        tool(Command::Create {
+            path: path.into(),
+            file_text: "x".into(),
+        })
+    };
+    let grant = |agent: &str, prefix: &str| {
+        Body::Admin(AdminCommand::Grant {
+            agent: agent.into(),
+            prefix: prefix.into(),
+            access: Access::ReadWrite,
+        })
+    };
+    let rename = tool(Command::Rename {
+        old_path: "/memories/mine/a.md".into(),
+        new_path: "/memories/zone/inner/b.md".into(),
+    });
+    let api = Body::Api(ApiWrite::Create {
+        path: "/memories/zone/inner/c.md".into(),
+        content: "x".into(),
+    });
+    for version in [Semantics::V4, Semantics::V5] {
+        let mut tree = Projection::new(MemKv::default());
+        let mut seq = 0;
+        let mut run = |agent: &str, body: &Body| {
+            seq += 1;
+            tree.run_call(agent, None, body, version, Seq(seq))
+                .expect("answered")
+        };
+        for (agent, body) in [
+            ("operator", create("/memories/zone")),
+            ("operator", grant("zoned", "/memories/zone/inner")),
+            ("operator", grant("zoned", "/memories/mine")),
+            ("operator", grant("owner", "/")),
+            (
+                "operator",
+                Body::Admin(AdminCommand::Revoke {
+                    agent: "*".into(),
+                    prefix: "/".into(),
+                }),
+            ),
+            ("zoned", create("/memories/mine/a.md")),
+        ] {
+            let done = run(agent, &body);
+            assert!(!done.is_error, "{}", done.text);
+        }
+        let answers = [
+            run("zoned", &create("/memories/zone/inner/x.md")).text,
+            run("zoned", &rename).text,
+            run("zoned", &api).text,
+        ];
+        let want: [&str; 3] = match version {
+            Semantics::V4 => [
+                "Error: Cannot create /memories/zone/inner/x.md: /memories/zone is a file, not a directory. Choose a path whose parent directories are not files.",
+                "Error: Cannot rename /memories/mine/a.md to /memories/zone/inner/b.md: /memories/zone is a file, not a directory",
+                "memory_path_conflict_error: the memory /memories/zone is in the way: a path cannot go through a memory",
+            ],
+            _ => [
+                "Error: Cannot create /memories/zone/inner/x.md: a file this agent may not read is in the way (a directory above it is a file). Choose another path.",
+                "Error: Cannot rename /memories/mine/a.md to /memories/zone/inner/b.md: a file this agent may not read is in the way (a directory above /memories/zone/inner/b.md is a file)",
+                "memory_path_conflict_error: a memory this agent may not read is in the way of /memories/zone/inner/c.md: a path cannot go through a memory; choose another path",
+            ],
+        };
+        assert_eq!(
+            answers.map(|a| a),
+            want.map(String::from),
+            "semantics {version}"
+        );
+        // An agent that may read the file is told which it is, under either version.
+        let owner = run("owner", &create("/memories/zone/inner/x.md")).text;
+        assert!(owner.contains("/memories/zone is a file"), "{owner}");
+    }
+}

@@ -15,7 +15,8 @@
 //! such a piece goes. A change to any answer text — a word, a quoting rule, an order — is a new
 //! version: a new variant here, its arm in each method it changes, and the answer code passing it
 //! on. Semantics 1 is frozen as the builds before versions answered; semantics 2 as the builds
-//! before semantics 3; semantics 3 as the builds before semantics 4, the current one.
+//! before semantics 3; semantics 3 as the builds before semantics 4; semantics 4 as the builds before
+//! semantics 5, the current one.
 //!
 //! | piece of text | semantics 1 | semantics 2 |
 //! |---|---|---|
@@ -45,6 +46,13 @@
 //! before it ran (too large, not UTF-8, not a call) and logged as a digest keeps no hash of the
 //! whole input ([`Semantics::digest_keeps_input_hash`]): only its length and first 256 bytes, so
 //! nothing in the log confirms a guess at what lay past them; a retry of it is matched by those.
+//!
+//! Semantics 5 answers every call as 4 does, except that no answer names a file its agent may not
+//! read ([`Semantics::names_only_readable_files`]): a memory-tool `create` or `rename` whose path
+//! goes through a file, and an API write whose path does, named that file (`/memories/zone is a
+//! file, not a directory`, `the memory /zone is in the way`) even to an agent whose grants do not
+//! let it read it; under semantics 5 such an answer says that a file it may not read is in the
+//! way, and names no path but the one the agent sent.
 
 use serde_json::Value;
 
@@ -72,14 +80,22 @@ pub enum Semantics {
     V3,
     /// Semantics 3 with each agent's retry records a pool of its own (see the module docs).
     V4,
+    /// Semantics 4 with no answer naming a file its agent may not read (see the module docs).
+    V5,
 }
 
 impl Semantics {
     /// The version new events are answered under.
-    pub const CURRENT: Semantics = Semantics::V4;
+    pub const CURRENT: Semantics = Semantics::V5;
 
     /// Every version, oldest first.
-    pub const ALL: [Semantics; 4] = [Semantics::V1, Semantics::V2, Semantics::V3, Semantics::V4];
+    pub const ALL: [Semantics; 5] = [
+        Semantics::V1,
+        Semantics::V2,
+        Semantics::V3,
+        Semantics::V4,
+        Semantics::V5,
+    ];
 
     /// The version's number (as `mnemo show` prints it and event headers record it).
     pub fn number(self) -> u32 {
@@ -88,6 +104,7 @@ impl Semantics {
             Semantics::V2 => 2,
             Semantics::V3 => 3,
             Semantics::V4 => 4,
+            Semantics::V5 => 5,
         }
     }
 
@@ -186,6 +203,15 @@ impl Semantics {
         self >= Semantics::V4
     }
 
+    /// Whether an answer that would name a file in the way of a path (a memory-tool `create` or
+    /// `rename` under it, an API write whose path goes through it) names it only when the agent
+    /// may read it (semantics 5); before, it named it whatever the agent's grants, which told an
+    /// agent granted only `/memories/zone/inner` that a file it cannot read is at
+    /// `/memories/zone`.
+    pub(crate) fn names_only_readable_files(self) -> bool {
+        self >= Semantics::V5
+    }
+
     /// Whether a refused input logged as a digest keeps the hash of the whole input (up to
     /// semantics 3); under semantics 4 it keeps its length and start only (its hash is all
     /// zeros), so a retry of it is matched by those.
@@ -221,7 +247,7 @@ mod tests {
             assert_eq!(Semantics::from_number(s.number()), Some(s));
         }
         assert_eq!(Semantics::from_number(0), None);
-        assert_eq!(Semantics::from_number(5), None);
+        assert_eq!(Semantics::from_number(6), None);
         assert_eq!(Semantics::CURRENT, *Semantics::ALL.last().expect("one"));
     }
 

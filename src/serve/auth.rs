@@ -137,9 +137,7 @@ impl Authority {
         match crate::token::authenticate(token, |id| lookup(id)) {
             Ok(Verdict::Agent(agent)) => Ok(Principal::Agent(agent)),
             Ok(Verdict::Unknown) => Err(Refusal::Unauthorized(UNKNOWN_TOKEN)),
-            Ok(Verdict::Revoked) => Err(Refusal::Unauthorized(
-                "the bearer token was revoked; ask the operator for a new one (`mnemo token create`)",
-            )),
+            Ok(Verdict::Revoked) => Err(Refusal::Unauthorized(REVOKED_TOKEN)),
             Err(e) => Err(Refusal::Unavailable(format!(
                 "the token could not be checked ({e}); retry"
             ))),
@@ -187,6 +185,17 @@ pub(crate) fn named_agent(headers: &HeaderMap) -> Result<Option<String>, Refusal
 }
 
 const UNKNOWN_TOKEN: &str = "the bearer token is not one this server or its store issued";
+
+/// The reason a revoked agent token is refused with. Only the holder of the whole token learns
+/// it (a revoked record answers only to the token whose hash it keeps), so a data server tells
+/// it as it is rather than as "no store" ([`Revoked`]).
+pub(crate) const REVOKED_TOKEN: &str =
+    "the bearer token was revoked; ask the operator for a new one (`mnemo token create`)";
+
+/// Marks a refusal's response as that of a revoked token (a response extension, never sent):
+/// a data server passes it on as 401, where it answers any other 401 of a store as "no store".
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Revoked;
 
 /// Whether an agent token may use the route at `path`: only the memory tool, `POST /v1/memory`
 /// and MCP at `/mcp`. Every other route (the reads of the whole store, admin) is the operator's.
@@ -259,6 +268,11 @@ pub enum Refusal {
 }
 
 impl Refusal {
+    /// Whether this is the refusal of a revoked agent token.
+    pub(crate) fn is_revoked(&self) -> bool {
+        matches!(self, Refusal::Unauthorized(why) if *why == REVOKED_TOKEN)
+    }
+
     /// The HTTP status of the refusal and the reason told to the client.
     pub(crate) fn status_and_reason(&self) -> (StatusCode, String) {
         match self {

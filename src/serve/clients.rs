@@ -196,16 +196,57 @@ fn files_json(records: Vec<MemoryRecord>) -> serde_json::Value {
     json!({ "files": files })
 }
 
-/// `POST /v1/memory/oversized`'s body: the digest, and optionally the block's `tool_use_id` and
-/// whether the input is an object whose conversion to text `stopped` at the limit.
+/// `POST /v1/memory/oversized`'s body: the digest (its `hash` as 64 hex digits, or as the array
+/// of 32 numbers the Rust client sends), and optionally the block's `tool_use_id` and whether
+/// the input is an object whose conversion to text `stopped` at the limit.
 #[derive(Deserialize)]
+#[serde(try_from = "OversizedBody")]
 struct Oversized {
-    #[serde(flatten)]
     digest: InputDigest,
+    tool_use_id: Option<String>,
+    stopped: bool,
+}
+
+/// [`Oversized`] as sent.
+#[derive(Deserialize)]
+struct OversizedBody {
+    len: u64,
+    hash: DigestHash,
+    prefix: String,
     #[serde(default)]
     tool_use_id: Option<String>,
     #[serde(default)]
     stopped: bool,
+}
+
+/// A digest's `hash`: hex text, or 32 numbers.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum DigestHash {
+    Hex(String),
+    Bytes([u8; 32]),
+}
+
+impl TryFrom<OversizedBody> for Oversized {
+    type Error = String;
+
+    fn try_from(body: OversizedBody) -> Result<Oversized, String> {
+        let hash = match body.hash {
+            DigestHash::Bytes(bytes) => crate::event::EventHash(bytes),
+            DigestHash::Hex(hex) => crate::event::EventHash::from_hex(&hex).ok_or_else(|| {
+                "hash is not 64 hex digits (the blake3 of the request's bytes)".to_string()
+            })?,
+        };
+        Ok(Oversized {
+            digest: InputDigest {
+                len: body.len,
+                hash,
+                prefix: body.prefix,
+            },
+            tool_use_id: body.tool_use_id,
+            stopped: body.stopped,
+        })
+    }
 }
 
 async fn oversized(

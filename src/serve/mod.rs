@@ -687,6 +687,9 @@ pub(crate) fn refuse(method: &str, route: &str, refusal: &Refusal) -> Response {
         status.as_u16()
     );
     let mut response = routes::error(status, &reason);
+    if refusal.is_revoked() {
+        response.extensions_mut().insert(auth::Revoked);
+    }
     if matches!(refusal, Refusal::Unauthorized(_)) {
         response.headers_mut().insert(
             axum::http::header::WWW_AUTHENTICATE,

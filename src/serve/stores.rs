@@ -5,7 +5,7 @@
 //! | route | who | answer |
 //! |---|---|---|
 //! | `POST /v1/stores` `{"name": "NAME"}` | operator | 201 `{"name", "created": true}`; 409 if it exists; 400 for a name that is not one |
-//! | `GET /v1/stores?after=&limit=&details=` | operator | `{"stores": [{"name", "open"}], "next": NAME or null}`, by name, at most `limit` (default 100, at most 1,000) after `after`; with `details=true` each store also has `head` (`{"seq", "hash"}`), `last_write` (when its last event was recorded, UTC: the time of its head record, which a store opened and closed with nothing new leaves alone), `bytes` (its files) and `verified` (the last verify this server ran on it: `{"intact", "head", "first_bad", "time"}`, or null) |
+//! | `GET /v1/stores?after=&limit=&details=` | operator | `{"stores": [{"name", "open"}], "next": NAME or null}`, by name, at most `limit` (default 100, at most 1,000) after `after`; with `details=true` each store also has `label` (`{"name", "description"}`: a store made through the memory-stores API is named by its label, any other after its directory, with no description), `head` (`{"seq", "hash"}`), `last_write` (when its last event was recorded, UTC: the time of its head record, which a store opened and closed with nothing new leaves alone), `bytes` (its files) and `verified` (the last verify this server ran on it: `{"intact", "head", "first_bad", "time"}`, or null) |
 //! | `DELETE /v1/stores/NAME?confirm=NAME` | operator | `{"name", "deleted": true}`; 400 without the confirmation, 404 for no such store, 409 while a call is in flight in it |
 //! | `ANY /v1/stores/NAME/ROUTE` | as the route | the single-store route `/v1/ROUTE` of that store (`/v1/stores/NAME/mcp` is its `/mcp`), with the same bodies and answers |
 //! | `GET /v1/identity?challenge=` | anyone | the proof of `DIR` (see [`crate::discovery`]) |
@@ -26,7 +26,8 @@
 //! **Tokens.** The operator token of the server file `DIR/mnemo-server.json` administers every
 //! store. An agent token is issued by one store (`POST /v1/stores/NAME/tokens`), is a chained
 //! admin event of that store, and acts only there: any other store answers it 404, as if the
-//! store did not exist, and the `/v1/stores` routes answer it 401.
+//! store did not exist, and the `/v1/stores` routes answer it 401. Once its store revokes it,
+//! that store answers it 401 "revoked" (any other store still 404).
 //!
 //! One server per data directory: it holds the directory's lock ([`data_dir::lock`]) while it
 //! runs.
@@ -424,7 +425,8 @@ impl Stores {
         Arc::clone(lock(&self.verified).entry(name.to_string()).or_default())
     }
 
-    /// What the stores page shows of store `name` beside its name: its head (the open store's,
+    /// What the stores page shows of store `name` beside its name: the name and description its
+    /// label gives it (see the memory-stores API), its head (the open store's,
     /// else the one its head record holds), when its last event was recorded (the head record's
     /// time), the bytes of its files, and the last verify this server ran on it.
     fn details(&self, name: &str) -> serde_json::Value {
@@ -446,7 +448,10 @@ impl Stores {
         let verified = lock(&self.verified)
             .get(name)
             .and_then(|kept| kept.lock().unwrap_or_else(PoisonError::into_inner).clone());
+        let label = super::memory_api::name_and_description(&path, name)
+            .map(|(name, description)| json!({"name": name, "description": description}));
         json!({
+            "label": label,
             "head": head.map(|h| json!({"seq": h.seq.0, "hash": h.hash.to_hex()})),
             "last_write": written,
             "bytes": bytes_under(&path, 0),
@@ -737,8 +742,13 @@ async fn dispatch(
         Ok(response) => response,
         Err(never) => match never {},
     };
-    if !operator && response.status() == StatusCode::UNAUTHORIZED {
-        // A token this store did not issue: as if the store did not exist.
+    let revoked = response
+        .extensions()
+        .get::<super::auth::Revoked>()
+        .is_some();
+    if !operator && response.status() == StatusCode::UNAUTHORIZED && !revoked {
+        // A token this store did not issue: as if the store did not exist. A token it issued
+        // and revoked is told so (only that token's holder can learn it: see `Revoked`).
         return error(StatusCode::NOT_FOUND, &no_store(&name));
     }
     // An attached client's heartbeats hold nothing of the store (they keep the server from its

@@ -154,8 +154,13 @@ fn path_of(raw: &str, semantics: Semantics) -> Result<MemPath, Answer> {
         })
 }
 
-/// Whether a new memory may go at `path`: nothing there, and no file above it.
-fn free<E>(tree: &dyn Tree<Error = E>, path: &MemPath) -> Result<Option<Answer>, E> {
+/// Whether a new memory may go at `path`: nothing there, and no file above it. A file above it
+/// that `hidden` says the answer must not name is not named.
+fn free<E>(
+    tree: &dyn Tree<Error = E>,
+    path: &MemPath,
+    hidden: &dyn Fn(&MemPath) -> bool,
+) -> Result<Option<Answer>, E> {
     let probe = tree.probe(path)?;
     Ok(match (probe.kind, probe.file_above) {
         (None, None) => None,
@@ -165,6 +170,11 @@ fn free<E>(tree: &dyn Tree<Error = E>, path: &MemPath) -> Result<Option<Answer>,
         (Some(NodeKind::Dir), _) => Some(ApiFailure::PathConflict.answer(format!(
             "{path} holds other memories under it; choose another path"
         ))),
+        (None, Some(depth)) if hidden(&path.ancestor(depth)) => {
+            Some(ApiFailure::PathConflict.answer(format!(
+                "a memory this agent may not read is in the way of {path}: a path cannot go through a memory; choose another path"
+            )))
+        }
         (None, Some(depth)) => {
             let above: Vec<&str> = path.segments().take(depth).collect();
             Some(ApiFailure::PathConflict.answer(format!(
@@ -185,8 +195,18 @@ pub fn answer_api<E>(
     write: &ApiWrite,
     semantics: Semantics,
 ) -> Result<Answer, E> {
-    if agent != OPERATOR {
-        let policy = tree.policy()?;
+    let policy = match agent == OPERATOR {
+        true => None,
+        false => Some(tree.policy()?),
+    };
+    // Under semantics 5 no answer names a memory the agent may not read.
+    let hidden = |file: &MemPath| {
+        semantics.names_only_readable_files()
+            && policy
+                .as_ref()
+                .is_some_and(|policy| !policy.allows(agent, file, Access::Read))
+    };
+    if let Some(policy) = &policy {
         for raw in write.paths() {
             let Ok(path) = MemPath::absolute_under(raw, semantics) else {
                 continue;
@@ -209,7 +229,7 @@ pub fn answer_api<E>(
                 Ok(path) => path,
                 Err(answer) => return Ok(answer),
             };
-            if let Some(refused) = free(tree, &path)? {
+            if let Some(refused) = free(tree, &path, &hidden)? {
                 return Ok(refused);
             }
             Ok(ok(
@@ -244,7 +264,7 @@ pub fn answer_api<E>(
                 Err(answer) => return Ok(answer),
             };
             if let Some(to) = &to {
-                if let Some(refused) = free(tree, to)? {
+                if let Some(refused) = free(tree, to, &hidden)? {
                     return Ok(refused);
                 }
             }

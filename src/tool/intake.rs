@@ -179,6 +179,10 @@ pub fn result_id(tool_use_id: Option<String>, seq: u64) -> String {
     tool_use_id.unwrap_or_else(|| format!("mnemo-{seq}"))
 }
 
+/// The `tool_use_id` of the result of a bare input whose recording failed, or whose server did
+/// not answer: no seq is known to name it (it may or may not have been recorded).
+pub(crate) const UNCONFIRMED_ID: &str = "mnemo-unconfirmed";
+
 /// The `tool_result` block with `id`, `text` and, when set, `is_error`.
 pub fn tool_result(id: String, text: &str, is_error: bool) -> Value {
     let mut out = json!({"type": "tool_result", "tool_use_id": id, "content": text});

@@ -236,6 +236,13 @@ impl<E> Ctx<'_, E> {
         ))
     }
 
+    /// Whether an answer must not name `file`, which is in the way of a path: under semantics 5,
+    /// a file the calling agent may not read (its grants are the only place it may learn of it).
+    fn hidden(&self, file: &MemPath) -> bool {
+        self.semantics.names_only_readable_files()
+            && !self.policy.allows(self.agent, file, Access::Read)
+    }
+
     /// Whether the calling agent may see an entry in a listing.
     fn visible(&self, path: &MemPath, kind: NodeKind) -> bool {
         match kind {

@@ -6,13 +6,18 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{Call, Poison, Receipt};
+use crate::credential::OPERATOR;
 use crate::error::{Error, Result};
 use crate::event::{Body, Event, EventHash, Frame, Header, Outcome, Salt, Seq, chain_hash};
 use crate::failpoint::Failpoint;
 use crate::kv::{Overlay, Pending};
 use crate::log::{Head, Store};
+use crate::paths::MemPath;
+use crate::policy::Access;
 use crate::projection::{Projection, RetryKind, Traced};
 use crate::tool::Semantics;
+use crate::tool::Tree;
+use crate::tool::api::ApiWrite;
 use crate::tool::request::{failed_digest, logs_failure_as_digest};
 
 /// Most deferred events held before they are written anyway.
@@ -104,6 +109,61 @@ impl Chain {
         }
     }
 
+    /// Points an API update or delete at the path its memory has now. The server looks the
+    /// memory up by its identity before it calls, and a memory-tool rename may move it (or a
+    /// directory above it) in between: looked up again here, under the writer lock, a live
+    /// memory is always found, and the event records the path the write was answered at, so
+    /// its replay is the same. Left as sent: a retry (answered from its record, which matches
+    /// its input as first sent), a memory that no longer lives, and one that moved where its
+    /// agent may not read (which is not there for it, as for the server's lookup).
+    fn relocate(
+        &mut self,
+        agent: &str,
+        tool_use_id: Option<&str>,
+        write: &mut ApiWrite,
+    ) -> Result<()> {
+        let (ApiWrite::Update { memory, path, .. } | ApiWrite::Delete { memory, path, .. }) = write
+        else {
+            return Ok(());
+        };
+        let Ok(sent) = MemPath::absolute_under(path, Semantics::CURRENT) else {
+            return Ok(());
+        };
+        let pending = std::mem::take(&mut self.pending);
+        let projection = Projection::new(Overlay::resume(
+            self.store.index_tree(),
+            self.writing.as_deref(),
+            pending,
+        ));
+        let found = (|| -> Result<Option<MemPath>> {
+            if projection.created(&sent)? == Some(*memory) {
+                return Ok(None);
+            }
+            if let Some(id) = tool_use_id {
+                if projection.recorded(agent, id)?.is_some() {
+                    return Ok(None);
+                }
+            }
+            let Some(entry) = projection
+                .file_entries_under(&sent.ancestor(1))?
+                .into_iter()
+                .find(|entry| entry.created == Seq(*memory))
+            else {
+                return Ok(None);
+            };
+            let readable = agent == OPERATOR
+                || projection
+                    .policy()?
+                    .allows(agent, &entry.path, Access::Read);
+            Ok(readable.then_some(entry.path))
+        })();
+        self.pending = projection.into_inner().into_pending();
+        if let Some(now) = found? {
+            *path = now.to_string();
+        }
+        Ok(())
+    }
+
     /// Whether nothing is left for the background thread to write.
     pub(super) fn is_quiet(&self) -> bool {
         self.deferred.is_empty() && self.pending.is_empty()
@@ -156,6 +216,13 @@ impl Chain {
             body,
             salt: Some(salt),
         };
+        if let Body::Api(write) = &mut event.body {
+            self.relocate(
+                &event.header.agent,
+                event.header.tool_use_id.as_deref(),
+                write,
+            )?;
+        }
         // A refused input logged as a digest keeps no hash of the whole input under semantics 4:
         // the store never held what lay past its kept start, and such a hash let whoever reads
         // the log or a replica confirm a guess at it (a short secret in a long line).

@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::net::TcpStream;
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::{Server, WAIT, read_reply, request};
 use crate::support::TempStore;
@@ -147,6 +147,31 @@ fn an_agent_token_reaches_its_records_and_the_oversized_route_and_no_admin_route
         digest.to_string().as_bytes(),
     );
     assert_eq!(oversized.status, 200, "{}", oversized.text());
+    // The hash as hex, as the route's error asks for it; text that is not 64 hex digits is 400.
+    let hex = "ab".repeat(32);
+    for (hash, status) in [(hex.as_str(), 200), ("not hex", 400)] {
+        let digest = json!({"len": 100_000_000u64, "hash": hash, "prefix": "{\"command\""});
+        let reply = request(
+            server.addr(),
+            "POST",
+            "/v1/memory/oversized",
+            &auth,
+            digest.to_string().as_bytes(),
+        );
+        assert_eq!(reply.status, status, "{hash}: {}", reply.text());
+        if status == 200 {
+            let answer: Value = serde_json::from_slice(&reply.body).expect("a tool_result");
+            assert!(
+                answer["content"]
+                    .as_str()
+                    .expect("text")
+                    .contains("over the limit"),
+                "{answer}"
+            );
+        } else {
+            assert!(reply.text().contains("hex"), "{}", reply.text());
+        }
+    }
     for (method, target) in [
         ("GET", "/v1/log"),
         ("POST", "/v1/acl"),
@@ -155,8 +180,8 @@ fn an_agent_token_reaches_its_records_and_the_oversized_route_and_no_admin_route
         let reply = request(server.addr(), method, target, &auth, b"{}");
         assert_eq!(reply.status, 403, "{method} {target}: {}", reply.text());
     }
-    // The token's create and its oversized call, recorded under its agent.
-    assert_eq!(events(&server), 3);
+    // The token's create and its oversized calls, recorded under its agent.
+    assert_eq!(events(&server), 4);
 }
 
 /// An unknown resource read without a session, in the 2026-07-28 protocol, is that protocol's

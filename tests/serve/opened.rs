@@ -285,7 +285,7 @@ fn a_tool_server_with_other_settings_than_the_servers_is_refused_and_records_not
         assert_eq!(answer["is_error"], true, "{what}: {answer}");
         assert_eq!(answer["tool_use_id"], "toolu_1");
         assert!(
-            text.contains("409") && text.contains(what) && text.contains("Nothing was recorded"),
+            text.contains("409") && text.contains(what) && text.contains("It was not applied"),
             "{what}: {text}"
         );
         assert_eq!(tool.store_failures(), 1);

@@ -195,13 +195,67 @@ fn an_agent_token_acts_only_in_its_own_store() {
     assert_eq!(unknown.status, 404, "{}", unknown.text());
     let revoked = server.call("DELETE", &format!("/v1/stores/a/tokens/{id}"), b"");
     assert_eq!(revoked.status, 200, "{}", revoked.text());
-    let after = request(server.addr(), "POST", "/v1/stores/a/memory", &auth, call);
-    assert_eq!(
-        after.status,
-        404,
-        "a revoked token is no token of the store: {}",
-        after.text()
+    // The store that revoked it says so, to the holder of the whole token only: store B, which
+    // never issued it, still answers as if it did not exist.
+    for target in [
+        "/v1/stores/a/memory",
+        "/v1/memory_stores/memstore_a/memories",
+    ] {
+        let method = if target.ends_with("memory") {
+            "POST"
+        } else {
+            "GET"
+        };
+        let after = request(server.addr(), method, target, &auth, call);
+        assert_eq!(after.status, 401, "{target}: {}", after.text());
+        assert!(after.text().contains("revoked"), "{}", after.text());
+    }
+    let elsewhere = request(server.addr(), "POST", "/v1/stores/b/memory", &auth, call);
+    assert_eq!(elsewhere.status, 404, "{}", elsewhere.text());
+    assert!(
+        !elsewhere.text().contains("revoked"),
+        "{}",
+        elsewhere.text()
     );
+    let last = if bearer.ends_with('0') { '1' } else { '0' };
+    let wrong_secret = format!("{}{last}", &bearer[..bearer.len() - 1]);
+    let forged = [("Authorization", wrong_secret.as_str())];
+    let forged = request(server.addr(), "POST", "/v1/stores/a/memory", &forged, call);
+    assert_eq!(
+        forged.status,
+        404,
+        "only the token's holder learns: {}",
+        forged.text()
+    );
+    // Through `mnemo tool --connect`, the model is told the call was refused and why, never
+    // that it may have been applied.
+    let token = issued["token"].as_str().expect("token");
+    let tool = crate::support::run_command(
+        crate::support::served_command(
+            &[
+                "tool",
+                "--connect",
+                &server.file.url,
+                "--token",
+                token,
+                "--store",
+                "a",
+            ],
+            &[],
+        ),
+        &[call.as_slice(), b"\n"].concat(),
+    );
+    assert_eq!(tool.status.code(), Some(2), "{tool:?}");
+    let answer: Value = serde_json::from_slice(&tool.stdout).expect("a tool_result");
+    let content = answer["content"].as_str().expect("content");
+    assert_eq!(answer["is_error"], true, "{content}");
+    assert!(
+        content.contains("refused")
+            && content.contains("revoked")
+            && content.contains("not applied"),
+        "{content}"
+    );
+    assert!(!content.contains("may or may not"), "{content}");
 }
 
 /// Names that try to leave the data directory, and entries in it that are not stores (a link
@@ -881,4 +935,102 @@ fn client_processes_spread_over_many_stores_get_the_answers_their_logs_record() 
             name(s)
         );
     }
+}
+
+/// API updates with a precondition, racing memory-tool renames of the directory above their
+/// memories: the memories live throughout, so no update is answered 404 (the server looks each
+/// up by its identity under the writer lock), each applies, and the store verifies.
+#[test]
+fn api_updates_racing_renames_of_their_directory_never_miss_the_memory() {
+    use mnemo::tool::api::{content_sha256, hex};
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let data = TempStore::new();
+    let dir = data.dir.path().join("data");
+    let server = Server::start_data(&dir, &["--durability", "buffered"]);
+    assert_eq!(create(&server, "race").status, 201);
+    let memories = "/v1/memory_stores/memstore_race/memories";
+    let (updaters, updates, renamers) = (4, 250, 24);
+    let ids: Vec<String> = (0..updaters)
+        .map(|k| {
+            let made = server.call(
+                "POST",
+                memories,
+                json!({"path": format!("/d0/m{k}.md"), "content": "v0"})
+                    .to_string()
+                    .as_bytes(),
+            );
+            assert_eq!(made.status, 200, "{}", made.text());
+            let made: Value = serde_json::from_slice(&made.body).expect("json");
+            made["id"].as_str().expect("an id").to_string()
+        })
+        .collect();
+    let done = AtomicBool::new(false);
+    let renames = AtomicU64::new(0);
+    let missed: Vec<String> = std::thread::scope(|scope| {
+        // The renamers move the directory back and forth (a rename that finds it gone is
+        // answered with an error and changes nothing).
+        for t in 0..renamers {
+            let (server, done, renames) = (&server, &done, &renames);
+            scope.spawn(move || {
+                let mut at = t % 2;
+                while !done.load(Ordering::SeqCst) {
+                    let (from, to) = (format!("/memories/d{at}"), format!("/memories/d{}", 1 - at));
+                    let call = json!({"command": "rename", "old_path": from, "new_path": to});
+                    let reply = server.call(
+                        "POST",
+                        "/v1/stores/race/memory",
+                        call.to_string().as_bytes(),
+                    );
+                    assert_eq!(reply.status, 200, "renamer {t}: {}", reply.text());
+                    let answer: Value = serde_json::from_slice(&reply.body).expect("json");
+                    if answer.get("is_error").is_none() {
+                        renames.fetch_add(1, Ordering::Relaxed);
+                    }
+                    at = 1 - at;
+                }
+            });
+        }
+        let updating: Vec<_> = ids
+            .iter()
+            .map(|id| {
+                let server = &server;
+                scope.spawn(move || {
+                    let mut missed = Vec::new();
+                    let mut content = "v0".to_string();
+                    for i in 1..=updates {
+                        let next = format!("v{i}");
+                        let digest = hex(&content_sha256(&content));
+                        let body = json!({
+                            "content": next,
+                            "precondition": {"type": "content_sha256", "content_sha256": digest},
+                        });
+                        let target = format!("{memories}/{id}");
+                        let reply = server.call("POST", &target, body.to_string().as_bytes());
+                        match reply.status {
+                            200 => content = next,
+                            404 => missed.push(reply.text()),
+                            other => panic!("update {i} of {id}: {other} {}", reply.text()),
+                        }
+                    }
+                    missed
+                })
+            })
+            .collect();
+        let missed = updating
+            .into_iter()
+            .flat_map(|updater| updater.join().expect("an updater"))
+            .collect();
+        done.store(true, Ordering::SeqCst);
+        missed
+    });
+    let renames = renames.load(Ordering::Relaxed);
+    assert!(renames > 0, "the renames ran");
+    assert!(
+        missed.is_empty(),
+        "{} of {} updates missed a live memory ({renames} renames): {:?}",
+        missed.len(),
+        updaters * updates,
+        missed.first()
+    );
+    assert_eq!(server.json("/v1/stores/race/verify")["status"], "intact");
 }

@@ -196,6 +196,10 @@ test('timeline → event → file history → tree at a seq → verify', async (
   assert.match(await page.textContent('#event-answer'), /has been edited/);
   assert.match(await page.textContent('main'), /\+- green tea/);
   assert.match(await page.textContent('#same-file'), /previous \(1\)/);
+  const headings = await page.$$eval('main h2', (hs) => hs.map((h) => h.textContent));
+  assert.deepEqual(headings.slice(0, 2), ['The call as sent', 'The answer the model saw']);
+  assert.ok((await page.$$eval('main dd a', (as) => as.map((a) => a.getAttribute('href'))))
+    .includes('#/file?path=%2Fmemories%2Fnotes.md'), 'its path links to the file\'s history');
   await shot(page, 'event');
   // The file's history, through the rename.
   await page.click('#same-file a[href^="#/file"]');
@@ -354,6 +358,39 @@ test('a --data server lists its stores and opens one', async () => {
   assert.deepEqual(links, ['Files'], 'no operator page');
   await shot(agentPage, 'agent-files');
   await agent.close();
+});
+
+test('a store made through the memory-stores API shows its name and description', async () => {
+  const dir = join(work, 'data-labels');
+  const data = await serve(['--data', dir], dir);
+  const auth = { Authorization: 'Bearer ' + data.token, 'Content-Type': 'application/json' };
+  const made = await fetch(data.url + '/v1/memory_stores', {
+    method: 'POST',
+    headers: auth,
+    body: JSON.stringify({ name: 'Team notes', description: 'What the team keeps <b>bold</b>' }),
+  });
+  const answer = await made.text();
+  assert.equal(made.status, 200, answer);
+  const id = JSON.parse(answer).id;
+  const plain = await fetch(data.url + '/v1/stores', { method: 'POST', headers: auth, body: JSON.stringify({ name: 'plain' }) });
+  assert.equal(plain.status, 201);
+  const { context, page, errors } = await loggedIn(data, ['--data', dir]);
+  await page.waitForSelector('#stores');
+  const rows = await page.$$eval('#stores tbody tr td:first-child', (tds) => tds.map((td) => ({
+    link: td.querySelector('a').textContent,
+    description: td.querySelector('.store-description')?.textContent ?? null,
+    all: td.textContent,
+  })));
+  const labelled = rows.find((r) => r.link === 'Team notes');
+  assert.ok(labelled, JSON.stringify(rows));
+  assert.equal(labelled.description, 'What the team keeps <b>bold</b>', 'shown as written');
+  assert.ok(labelled.all.includes(id.replace(/^memstore_/, '')), 'beside its directory name: ' + labelled.all);
+  assert.deepEqual(rows.find((r) => r.link === 'plain'), { link: 'plain', description: null, all: 'plain' });
+  await shot(page, 'stores-labelled');
+  await page.click('#stores a >> text=Team notes');
+  await page.waitForSelector('text=No events here.');
+  assert.deepEqual(errors, []);
+  await context.close();
 });
 
 test('the newest page of the timeline follows the head', async () => {
@@ -535,6 +572,23 @@ test('a redaction runs dry first, then for real; the event says so and the log v
   assert.match(await page.textContent('main'), new RegExp('Redacted by operator at seq ' + (before + 1) + ' \\(.*\\): asked to be forgotten, twice'));
   assert.ok(!(await page.textContent('main')).includes(SECRET), 'the text is gone');
   await shot(page, 'redacted-event');
+
+  // The redaction's own page is an admin command's, and the events it names are no file.
+  await page.goto(server.url + '/ui/#/event?seq=' + (before + 1));
+  await page.waitForSelector('#verified');
+  const headings = await page.$$eval('main h2', (hs) => hs.map((h) => h.textContent));
+  assert.deepEqual(headings.slice(0, 2), ['The admin command as sent', 'The answer the admin command got']);
+  assert.ok((await page.textContent('main dl')).includes('events ' + seqs));
+  assert.deepEqual(await page.$$eval('main a[href^="#/file"]', (as) => as.map((a) => a.textContent)), [],
+    'the events it names are not linked as a file');
+  await shot(page, 'admin-event');
+  await page.goto(server.url + '/ui/#/timeline');
+  await page.waitForSelector('#timeline');
+  const adminRow = await page.$$eval('#timeline tbody tr', (trs, seq) => {
+    const tr = trs.find((t) => t.children[0].textContent === String(seq));
+    return tr && [tr.children[4].textContent, tr.children[4].querySelectorAll('a').length];
+  }, before + 1);
+  assert.deepEqual(adminRow, ['events ' + seqs, 0]);
 
   // The log still verifies; the count moves as the server's progress lines come.
   await page.click('#nav a[href="#/verify"]');

@@ -349,7 +349,7 @@ mod served {
     pub fn run_tool(link: &Link, limit: u64) -> CliResult {
         let mut input = std::io::BufReader::with_capacity(1 << 16, std::io::stdin().lock());
         let mut out = std::io::stdout().lock();
-        let mut unanswered_calls = 0u64;
+        let (mut unanswered_calls, mut refused_calls) = (0u64, 0u64);
         while let Some(request) = read_request(&mut input, limit)? {
             let answer = link.call(|client| match &request {
                 Request::Line(bytes) => client.memory_bytes(bytes),
@@ -360,7 +360,10 @@ mod served {
             match answer {
                 Ok(bytes) => out.write_all(&bytes)?,
                 Err(e) => {
-                    unanswered_calls += 1;
+                    match e.status() {
+                        Some(400..=499 | 503) => refused_calls += 1,
+                        _ => unanswered_calls += 1,
+                    }
                     let id = match &request {
                         Request::Line(bytes) => tool_use_id(bytes),
                         _ => None,
@@ -373,7 +376,13 @@ mod served {
         }
         if unanswered_calls > 0 {
             return Err(format!(
-                "the server did not answer {unanswered_calls} call(s) of this session (each got an error result); check them with `mnemo log`"
+                "the server did not answer {unanswered_calls} call(s) of this session (each got an error result that says it may or may not have been applied); check them with `mnemo log`"
+            )
+            .into());
+        }
+        if refused_calls > 0 {
+            return Err(format!(
+                "the server refused {refused_calls} call(s) of this session (each got an error result with its reason; none was applied)"
             )
             .into());
         }

@@ -54,6 +54,18 @@ use crate::tool::api::{ApiFailure, ApiWrite};
 use label::Label;
 use wire::{ApiError, ApiQuery, Deleted, MemoryStore, Page, ok};
 
+/// The name and description the label of the store in `store_dir` (named `name` in its data
+/// directory) gives it, for the viewer's stores page: a store made without the memory-stores API
+/// is named after its directory, with no description. `None` when the label cannot be read.
+pub(super) fn name_and_description(
+    store_dir: &std::path::Path,
+    name: &str,
+) -> Option<(String, String)> {
+    label::read(store_dir, name)
+        .ok()
+        .map(|label| (label.name, label.description))
+}
+
 /// The routes, over the data server's stores.
 pub(super) fn routes() -> Router<Arc<Stores>> {
     Router::new()
@@ -149,6 +161,10 @@ fn who(
         Err(Refusal::Forbidden(why)) => Err(ApiError::Permission(why)),
         Err(Refusal::BadRequest(why)) => Err(ApiError::InvalidRequest(why)),
         Err(Refusal::Unavailable(why)) => Err(ApiError::Overloaded(why)),
+        // Only the holder of the whole token learns that this store revoked it.
+        Err(refusal) if refusal.is_revoked() => Err(ApiError::Authentication(
+            super::auth::REVOKED_TOKEN.to_string(),
+        )),
         Err(_) => Err(no_store(id)),
     }
 }

@@ -72,6 +72,29 @@
     return el('a', { href: route(view, params) }, label);
   }
 
+  // The admin commands, as the log names them (`mnemo log`'s command column).
+  const ADMIN = new Set(['acl-grant', 'acl-revoke', 'token-issue', 'token-revoke', 'config-set', 'redact']);
+
+  // What an event is, by its command: an admin command, a write of the memory-stores API, or a
+  // memory-tool call.
+  function kindOf(command) {
+    if (ADMIN.has(command)) return 'admin';
+    return command.startsWith('api.') ? 'api' : 'tool';
+  }
+
+  // The file paths of an event, which link to their history: a memory-tool call's or an API
+  // write's. An admin command names a grant's prefix, a token, an agent, a setting or events,
+  // which are no files.
+  function filePaths(command, paths) {
+    return kindOf(command) === 'admin' ? [] : paths.filter((p) => p.startsWith('/'));
+  }
+
+  // An event's paths, each linked to its file's history when it is one.
+  function pathsShown(command, paths) {
+    const files = filePaths(command, paths);
+    return paths.map((p, i) => [i ? ', ' : '', files.includes(p) ? link('file', { path: p }, text(p)) : text(p)]);
+  }
+
   function route(view, params) {
     const query = new URLSearchParams();
     const all = Object.assign({}, params || {});
@@ -340,7 +363,7 @@
       el('td', { class: 'mono' }, e.time),
       el('td', {}, agentName(e.agent)),
       el('td', {}, e.command),
-      el('td', {}, e.paths.map((p, i) => [i ? ', ' : '', link('file', { path: p }, text(p))])),
+      el('td', {}, pathsShown(e.command, e.paths)),
       el('td', {}, e.is_error ? 'error' : 'ok')));
     const table = el('table', { id: 'timeline' },
       el('thead', {}, el('tr', {}, ['seq', 'time', 'agent', 'command', 'paths', 'result'].map((h) => el('th', {}, h)))),
@@ -400,7 +423,7 @@
       el('dt', {}, 'command'), el('dd', {}, shown.command),
       el('dt', {}, 'result'), el('dd', {}, shown.is_error ? el('span', { class: 'error' }, 'error') : 'ok'),
       el('dt', {}, 'tool_use_id'), el('dd', {}, shown.tool_use_id ? text(shown.tool_use_id) : '—'),
-      el('dt', {}, 'paths'), el('dd', {}, shown.paths.map((p, i) => [i ? ', ' : '', link('file', { path: p }, text(p))])));
+      el('dt', {}, kindOf(shown.command) === 'admin' ? 'names' : 'paths'), el('dd', { id: 'event-paths' }, pathsShown(shown.command, shown.paths)));
     const input = el('pre', { class: 'text', id: 'event-input' });
     input.textContent = JSON.stringify(shown.input, null, 2);
     const answer = el('pre', { class: 'text', id: 'event-answer' });
@@ -412,14 +435,20 @@
       const r = shown.redaction;
       nodes.push(el('p', { class: 'warn' }, 'Redacted by ', agentName(r.by), ' at seq ' + r.seq + ' (' + r.time + '): ', text(r.reason)));
     }
-    nodes.push(el('h2', {}, 'The call as sent'), sent,
-      el('h2', {}, 'The answer the model saw'), saw,
+    // Headed for what the event is: only a memory-tool call was answered to a model.
+    const [asSent, answered] = {
+      admin: ['The admin command as sent', 'The answer the admin command got'],
+      api: ['The memory-stores API write as sent', 'The answer the API client got'],
+      tool: ['The call as sent', 'The answer the model saw'],
+    }[kindOf(shown.command)];
+    nodes.push(el('h2', { id: 'event-sent-heading' }, asSent), sent,
+      el('h2', { id: 'event-answer-heading' }, answered), saw,
       el('h2', {}, 'The change'), changeOf(shown));
     const pager = el('div', { class: 'pager', id: 'event-pager' });
     if (seq > 1) pager.appendChild(link('event', { seq: seq - 1 }, '← event ' + (seq - 1)));
     pager.appendChild(link('event', { seq: seq + 1 }, 'event ' + (seq + 1) + ' →'));
     nodes.push(pager);
-    const path = shown.change && (shown.change.path || shown.change.to) || shown.paths[0];
+    const path = shown.change && (shown.change.path || shown.change.to) || filePaths(shown.command, shown.paths)[0];
     if (path && shown.change) {
       const same = el('div', { class: 'pager', id: 'same-file' }, 'Same file: ');
       nodes.push(same);
@@ -926,8 +955,18 @@
     const query = new URLSearchParams({ limit: String(PAGE), details: 'true' });
     if (params.after) query.set('after', params.after);
     const listing = JSON.parse(await request('/v1/stores?' + query.toString()));
+    // A store made through the memory-stores API has a name and a description of its own (its
+    // label) beside the name of its directory, which its routes use.
+    const named = (s) => {
+      const label = s.label || {};
+      const titled = label.name && label.name !== s.name;
+      return el('td', { class: 'store-name' },
+        el('a', { href: '#/timeline?store=' + encodeURIComponent(s.name) }, text(titled ? label.name : s.name)),
+        titled ? el('span', { class: 'note mono' }, ' ', text(s.name)) : '',
+        label.description ? el('div', { class: 'note store-description' }, text(label.description)) : '');
+    };
     const rows = listing.stores.map((s) => el('tr', {},
-      el('td', {}, el('a', { href: '#/timeline?store=' + encodeURIComponent(s.name) }, text(s.name))),
+      named(s),
       el('td', {}, s.open ? 'open' : 'closed'),
       el('td', { class: 'mono' }, s.head ? String(s.head.seq) : '—'),
       el('td', { class: 'mono' }, s.last_write || '—'),

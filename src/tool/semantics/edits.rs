@@ -29,6 +29,12 @@ impl<E> Ctx<'_, E> {
             )));
         }
         if let Some(file) = self.file_ancestor(&p.path, probe) {
+            if self.hidden(&file) {
+                return Ok(Answer::err(format!(
+                    "Error: Cannot create {}: a file this agent may not read is in the way (a directory above it is a file). Choose another path.",
+                    p.shown
+                )));
+            }
             return Ok(Answer::err(format!(
                 "Error: Cannot create {}: {file} is a file, not a directory. Choose a path whose parent directories are not files.",
                 p.shown
@@ -200,6 +206,11 @@ impl<E> Ctx<'_, E> {
             )));
         }
         if let Some(file) = self.file_ancestor(&to.path, to_probe) {
+            if self.hidden(&file) {
+                return Ok(Answer::err(format!(
+                    "Error: Cannot rename {old} to {new}: a file this agent may not read is in the way (a directory above {new} is a file)"
+                )));
+            }
             return Ok(Answer::err(format!(
                 "Error: Cannot rename {old} to {new}: {file} is a file, not a directory"
             )));
