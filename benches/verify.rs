@@ -14,13 +14,17 @@
 //! (`common::view_heavy_command`): a tree of 2,000 notes, then one call in 20 views `/memories`
 //! (a listing of the whole tree, two levels deep) among views, edits and renames of its notes.
 //! Its 1,000,000-event store takes about two minutes to build the first time.
+//!
+//! `prove-views` is what a read pays before it shows anything of those stores on a store just
+//! opened: `Store::prove`, the chain rules from event 1 to the head (every payload hashed, no
+//! call re-answered), once per open store; each iteration opens the store afresh (untimed).
 
 mod common;
 
 use std::time::Duration;
 
 use criterion::{
-    BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main,
+    BatchSize, BenchmarkId, Criterion, SamplingMode, Throughput, criterion_group, criterion_main,
 };
 use mnemo::Report;
 use mnemo::testing::{Store, verify_store};
@@ -30,6 +34,31 @@ fn verify(c: &mut Criterion) {
     group(c, "verify", &sizes, common::event_log);
     let sizes = common::sizes(&[10_000, 100_000, 1_000_000], &[3_000]);
     group(c, "verify-views", &sizes, common::view_heavy_log);
+    prove(c, "prove-views", &sizes, common::view_heavy_log);
+}
+
+/// Benches `Store::prove` on a store just opened, on the stores `fixture(events)`.
+fn prove(c: &mut Criterion, name: &str, sizes: &[usize], fixture: fn(u64) -> std::path::PathBuf) {
+    let mut group = c.benchmark_group(name);
+    group.sample_size(10);
+    group.sampling_mode(SamplingMode::Flat);
+    group.warm_up_time(Duration::from_secs(1));
+    for &events in sizes {
+        group.throughput(Throughput::Elements(events as u64));
+        let path = fixture(events as u64);
+        group.bench_function(BenchmarkId::from_parameter(events), |b| {
+            b.iter_batched(
+                || Store::open(&path).expect("open store"),
+                |store| {
+                    let end = store.prove().expect("prove");
+                    assert_eq!(end.seq.0, events as u64);
+                    store
+                },
+                BatchSize::PerIteration,
+            );
+        });
+    }
+    group.finish();
 }
 
 /// Benches `verify_store` on the stores `fixture(events)` for each of `sizes`.
