@@ -31,6 +31,8 @@ mod tokens;
 mod gate;
 // Redaction by the server that holds the store.
 mod redact;
+// One tenant cannot lock out the rest: shares of requests, body pace, body memory.
+mod tenants;
 // The viewer at /ui/: its login, sessions and their refusals.
 mod viewer;
 // Replication by the server that holds the store (`--replicate`).

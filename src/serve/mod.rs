@@ -43,6 +43,7 @@ pub mod routes;
 pub mod sessions;
 pub mod shutdown;
 pub mod stores;
+mod tenancy;
 mod viewer;
 
 use std::collections::HashMap;
@@ -517,10 +518,13 @@ async fn run(
         store_app(Arc::clone(&shared), stop.clone()),
         Arc::new(viewer),
     );
+    let authority = shared.authority.clone();
+    let operator: tenancy::IsOperator =
+        Arc::new(move |headers: &HeaderMap| authority.is_operator_request(headers));
     serve_app(
         listener,
         app,
-        connections,
+        (connections, operator),
         Arc::clone(&shared.activity),
         signals,
         idle_exit,
@@ -530,18 +534,18 @@ async fn run(
 }
 
 /// Serves `app` on `listener` until a signal, `idle_exit` with no request in progress, or
-/// `stop`, then drains.
+/// `stop`, then drains; `operator` tells the operator's requests from the rest.
 pub(crate) async fn serve_app(
     listener: tokio::net::TcpListener,
     app: axum::Router,
-    connections: listen::Connections,
+    (connections, operator): (listen::Connections, tenancy::IsOperator),
     activity: Arc<shutdown::Activity>,
     signals: shutdown::Signals,
     idle_exit: Option<Duration>,
     stop: CancellationToken,
 ) -> Result<shutdown::Reason, Error> {
     let watcher = tokio::spawn(shutdown::wait(signals, stop.clone(), activity, idle_exit));
-    let server = listen::accept(listener, app, connections, stop.clone());
+    let server = listen::accept(listener, app, connections, operator, stop.clone());
     let grace = async {
         stop.cancelled().await;
         tokio::time::sleep(SHUTDOWN_GRACE).await;
@@ -588,7 +592,20 @@ async fn gate(Extract(shared): Extract<Arc<Shared>>, mut request: Request, next:
         Ok(()) => authenticate(&shared, request.headers()).await,
         Err(refusal) => Err(refusal),
     };
+    let attribution = tenancy::Attribution::of(request.extensions());
     let admitted = admitted
+        .and_then(|caller| {
+            // From here on the request counts against its principal's share.
+            let class = match &caller.principal {
+                auth::Principal::Operator => tenancy::Class::Operator,
+                auth::Principal::Agent(agent) => tenancy::Class::Agent {
+                    store: shared.store_dir.clone(),
+                    agent: agent.clone(),
+                },
+            };
+            attribution.attribute(class).map_err(Refusal::Unavailable)?;
+            Ok(caller)
+        })
         .and_then(|caller| {
             if caller.principal.is_operator() || auth::agent_may_use(request.uri().path()) {
                 Ok(caller)
@@ -687,6 +704,13 @@ pub(crate) fn refuse(method: &str, route: &str, refusal: &Refusal) -> Response {
         status.as_u16()
     );
     let mut response = routes::error(status, &reason);
+    if matches!(refusal, Refusal::Unavailable(_)) {
+        // Refused before anything was done: the client may retry (RemoteClient does).
+        response.headers_mut().insert(
+            axum::http::header::RETRY_AFTER,
+            axum::http::HeaderValue::from_static("1"),
+        );
+    }
     if matches!(refusal, Refusal::Unauthorized(_)) {
         response.headers_mut().insert(
             axum::http::header::WWW_AUTHENTICATE,
