@@ -903,3 +903,124 @@ fn answer(cut: &Cut, method: &str, path: &str, http1: bool) -> Response<Body> {
     }
     response
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime")
+    }
+
+    fn limits(max: usize, per_principal: usize, max_body_memory: u64) -> Connections {
+        Connections {
+            max,
+            per_principal,
+            max_body_memory,
+            ..Connections::default()
+        }
+    }
+
+    fn agent(name: &str) -> Class {
+        Class::Agent {
+            store: PathBuf::from("/store"),
+            agent: name.into(),
+        }
+    }
+
+    #[test]
+    fn a_principal_has_exactly_its_share_in_flight_and_others_theirs() {
+        runtime().block_on(async {
+            let tenancy = Tenancy::new(limits(16, 2, 1 << 20));
+            let mut places = Vec::new();
+            let mut tickets = Vec::new();
+            for _ in 0..5 {
+                let place = tenancy.admit().await;
+                let (ticket, evicted) = tenancy.begin(place.id());
+                assert!(!evicted);
+                places.push(place);
+                tickets.push(ticket);
+            }
+            assert_eq!(tickets[0].attribute(agent("a")), Ok(()));
+            assert_eq!(tickets[1].attribute(agent("a")), Ok(()));
+            let refused = tickets[2]
+                .attribute(agent("a"))
+                .expect_err("over its share");
+            assert!(
+                refused.contains("--max-requests-per-principal 2"),
+                "{refused}"
+            );
+            assert!(tickets[2].outcome().1, "its connection closes");
+            // Another agent and the operator have shares of their own.
+            assert_eq!(tickets[3].attribute(agent("b")), Ok(()));
+            assert_eq!(tickets[4].attribute(Class::Operator), Ok(()));
+            // One of the first agent's requests ends: it has room for one more.
+            let ended = tickets.remove(0);
+            drop(ended);
+            assert_eq!(tickets[1].attribute(agent("a")), Ok(()));
+        });
+    }
+
+    #[test]
+    fn the_body_budget_fits_exactly_and_one_principal_holds_at_most_half() {
+        runtime().block_on(async {
+            let tenancy = Tenancy::new(limits(16, 8, 100));
+            let mut places = Vec::new();
+            let mut tickets = Vec::new();
+            for class in [agent("a"), agent("b"), Class::Operator] {
+                let place = tenancy.admit().await;
+                let (ticket, _) = tenancy.begin(place.id());
+                ticket.attribute(class).expect("a share");
+                places.push(place);
+                tickets.push(ticket);
+            }
+            assert!(tickets[0].try_reserve(50).expect("fits"));
+            assert!(matches!(tickets[0].try_reserve(1), Err(Cut::TooLarge(_))));
+            assert!(tickets[1].try_reserve(50).expect("fits exactly"));
+            assert!(!tickets[2].try_reserve(1).expect("waits"));
+            let started = Instant::now();
+            let refused = tickets[2].reserve(1).await.expect_err("no room came");
+            assert!(matches!(refused, Cut::Busy(_)), "{refused:?}");
+            assert!(started.elapsed() >= MEMORY_WAIT);
+            // The first request is answered: its memory comes back.
+            tickets[0].release_memory();
+            assert!(tickets[2].try_reserve(50).expect("fits now"));
+        });
+    }
+
+    #[test]
+    fn past_the_cap_the_longest_waiting_connection_that_read_once_makes_room() {
+        runtime().block_on(async {
+            let tenancy = Tenancy::new(limits(2, 2, 1 << 20));
+            let first = tenancy.admit().await;
+            let second = tenancy.admit().await;
+            // Neither has read what it was sent: the next waits.
+            let waiting = tokio::time::timeout(Duration::from_millis(50), tenancy.admit()).await;
+            assert!(
+                waiting.is_err(),
+                "took the place of a connection not yet read"
+            );
+            tenancy.polled(first.id());
+            tenancy.polled(second.id());
+            // A request in flight on the second: the first, waiting, makes room.
+            let (ticket, _) = tenancy.begin(second.id());
+            let admitting = tokio::spawn({
+                let tenancy = Arc::clone(&tenancy);
+                async move { tenancy.admit().await }
+            });
+            tokio::time::timeout(Duration::from_secs(5), first.evict.cancelled())
+                .await
+                .expect("the waiting one is told to close");
+            assert!(!second.evict.is_cancelled());
+            drop(first);
+            let third = tokio::time::timeout(Duration::from_secs(5), admitting)
+                .await
+                .expect("admitted")
+                .expect("admit");
+            drop((ticket, third, second));
+        });
+    }
+}
