@@ -17,9 +17,9 @@
 //!   plus N / rate); one slower is cut off with 408 and its connection closed.
 //! - **Memory**: a body's bytes are reserved before it is read (its `Content-Length`, or each
 //!   chunk as it comes) against a server-wide budget, [`Connections::max_body_memory`], of which
-//!   one principal may hold at most half; a body that does not fit waits up to [`MEMORY_WAIT`] for
-//!   room, then gets 503 with `Retry-After`. The reservation is given back when the request is
-//!   answered.
+//!   one principal may hold at most half (requests without a proven token together an eighth);
+//!   a body that does not fit waits up to [`MEMORY_WAIT`] for room, then gets 503 with
+//!   `Retry-After`. The reservation is given back when the request is answered.
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
@@ -453,17 +453,24 @@ impl Ticket {
     /// they do not fit yet, an error if they never could.
     fn try_reserve(&self, bytes: u64) -> Result<bool, Cut> {
         let budget = self.tenancy.limits.max_body_memory;
-        let half = budget / 2;
         let mut state = self.tenancy.lock();
         let Some(flight) = state.flights.get(&self.id) else {
             return Ok(true);
         };
         let class = flight.class.clone();
         let mine = flight.memory;
+        // Half for a principal; an eighth for the requests without a proven token, whose only
+        // body is the viewer's login (the other routes check the token before reading one).
+        let (half, share) = if class == Class::Unauthenticated {
+            (budget / 8, "an eighth")
+        } else {
+            (budget / 2, "half")
+        };
         if mine.saturating_add(bytes) > half {
             return Err(Cut::TooLarge(format!(
-                "the body is {} bytes; one principal may hold at most {half} bytes of request bodies at once on this server (half of --max-body-memory {budget}); send a smaller body, or start the server with a larger --max-body-memory",
-                mine.saturating_add(bytes)
+                "the body is {} bytes; {} may hold at most {half} bytes of request bodies at once on this server ({share} of --max-body-memory {budget}); send a smaller body, or start the server with a larger --max-body-memory",
+                mine.saturating_add(bytes),
+                class.describe()
             )));
         }
         let held = state.memory_of.get(&class).copied().unwrap_or(0);
@@ -988,6 +995,33 @@ mod tests {
             // The first request is answered: its memory comes back.
             tickets[0].release_memory();
             assert!(tickets[2].try_reserve(50).expect("fits now"));
+        });
+    }
+
+    #[test]
+    fn requests_without_a_token_share_one_place_for_bodies_and_an_eighth_of_the_memory() {
+        runtime().block_on(async {
+            let tenancy = Tenancy::new(limits(16, 2, 800));
+            let mut places = Vec::new();
+            let mut tickets = Vec::new();
+            for _ in 0..4 {
+                let place = tenancy.admit().await;
+                let (ticket, _) = tenancy.begin(place.id());
+                places.push(place);
+                tickets.push(ticket);
+            }
+            assert!(tickets[0].begin_body().is_ok());
+            assert!(tickets[0].begin_body().is_ok(), "counted once");
+            assert!(tickets[1].begin_body().is_ok());
+            assert!(matches!(tickets[2].begin_body(), Err(Cut::Busy(_))));
+            assert!(matches!(tickets[0].try_reserve(101), Err(Cut::TooLarge(_))));
+            assert!(tickets[0].try_reserve(100).expect("fits"));
+            // Proven, a request leaves the unauthenticated bodies (and takes its memory along).
+            tickets[0].attribute(agent("a")).expect("a share");
+            assert!(tickets[2].begin_body().is_ok());
+            assert!(tickets[0].try_reserve(300).expect("half, for a principal"));
+            drop(tickets.remove(1));
+            assert!(tickets[2].begin_body().is_ok());
         });
     }
 
