@@ -603,6 +603,19 @@ impl std::fmt::Display for BodyCut {
 
 impl std::error::Error for BodyCut {}
 
+/// Whether reading a body failed because the sharing rules cut it off (the answer then says
+/// so in place of the route's, which need not log its own).
+pub(crate) fn cut_off(e: &axum::Error) -> bool {
+    let mut source = std::error::Error::source(e);
+    while let Some(error) = source {
+        if error.is::<BodyCut>() {
+            return true;
+        }
+        source = error.source();
+    }
+    false
+}
+
 type Waiting = Pin<Box<dyn Future<Output = Result<(), Cut>> + Send>>;
 
 enum Phase {
