@@ -603,6 +603,11 @@ async fn gate(Extract(shared): Extract<Arc<Shared>>, mut request: Request, next:
                     agent: agent.clone(),
                 },
             };
+            let class = if request.uri().path() == "/v1/attach" {
+                tenancy::Class::Attached(Box::new(class))
+            } else {
+                class
+            };
             attribution.attribute(class).map_err(Refusal::Unavailable)?;
             Ok(caller)
         })

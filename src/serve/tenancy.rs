@@ -63,6 +63,10 @@ pub(crate) enum Class {
         /// The agent.
         agent: String,
     },
+    /// The attached clients of a principal (`GET /v1/attach`, held for a client's whole life),
+    /// which have a share of their own: a principal's many clients staying attached never leave
+    /// it without room for its calls.
+    Attached(Box<Class>),
 }
 
 impl Class {
@@ -71,6 +75,7 @@ impl Class {
             Class::Unauthenticated => "requests without a proven token".into(),
             Class::Operator => "the operator's token".into(),
             Class::Agent { agent, .. } => format!("agent {agent:?}'s token"),
+            Class::Attached(whose) => format!("the attached clients of {}", whose.describe()),
         }
     }
 }
@@ -974,13 +979,19 @@ mod tests {
                 "{refused}"
             );
             assert!(tickets[2].outcome().1, "its connection closes");
-            // Another agent and the operator have shares of their own.
+            // Another agent, the operator and the first agent's attached clients have shares of
+            // their own.
             assert_eq!(tickets[3].attribute(agent("b")), Ok(()));
             assert_eq!(tickets[4].attribute(Class::Operator), Ok(()));
+            let attached = Class::Attached(Box::new(agent("a")));
+            assert_eq!(tickets[2].attribute(attached), Ok(()));
             // One of the first agent's requests ends: it has room for one more.
-            let ended = tickets.remove(0);
-            drop(ended);
-            assert_eq!(tickets[1].attribute(agent("a")), Ok(()));
+            drop(tickets.remove(0));
+            let place = tenancy.admit().await;
+            let (fresh, _) = tenancy.begin(place.id());
+            assert_eq!(fresh.attribute(agent("a")), Ok(()));
+            let refused = tenancy.begin(place.id()).0;
+            assert!(refused.attribute(agent("a")).is_err(), "2 again");
         });
     }
 

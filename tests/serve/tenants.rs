@@ -198,6 +198,20 @@ fn one_tokens_slow_bodies_leave_room_for_other_tokens_and_the_operator() {
     }
     assert_eq!((refused + closed, held), (20, 4), "{refused} refused");
     assert!(refused >= 12, "{refused} refused, {closed} closed");
+    // Its clients staying attached have a share of their own: one still attaches.
+    let mut attach = TcpStream::connect(addr).expect("connect");
+    attach
+        .write_all(
+            format!("GET /v1/attach HTTP/1.1\r\nHost: {addr}\r\nAuthorization: {greedy}\r\n\r\n")
+                .as_bytes(),
+        )
+        .expect("head");
+    attach.set_read_timeout(Some(PROMPT)).expect("timeout");
+    let mut status = String::new();
+    BufReader::new(&attach)
+        .read_line(&mut status)
+        .expect("attached");
+    assert!(status.starts_with("HTTP/1.1 200"), "{status:?}");
 }
 
 /// Before: a connection had 30 s to finish its head, and the first --max-connections of a flood
