@@ -16,6 +16,10 @@
 //!   connected, so `--idle-exit` waits for it), `GET /v1/records` (the agent's own files) and
 //!   `POST /v1/memory/oversized` (a line over the limit, as its digest).
 //!
+//! Before any route, the accept loop shares the server out among its principals ([`listen`] and
+//! its `tenancy` module): places for connections waiting for a head, each principal's requests
+//! in flight, a minimum pace for request bodies and a memory budget for them.
+//!
 //! Every request passes one gate first: its `Host` and `Origin` must name this server, it must
 //! carry a bearer token that proves a principal ([`auth`]), and its body must fit in
 //! the request limit (`--max-request-bytes`, default
@@ -86,7 +90,8 @@ pub struct ServeOptions {
     /// The replica this server follows (`mnemo serve --follow URL`): it answers reads only, and
     /// refuses every request that would write (any method but GET, and /mcp) naming it.
     pub follow: Option<String>,
-    /// The deadline for a request's headers and the cap on open connections.
+    /// The deadline for a request's headers, the cap on open connections, each principal's
+    /// share of requests in flight, the pace of request bodies and the memory they may hold.
     pub connections: listen::Connections,
 }
 
