@@ -368,3 +368,68 @@ fn the_body_memory_budget_refuses_with_503_and_retry_after() {
     let fits = expect_request(addr, &operator, &padded_view(90_000));
     assert_eq!(fits.status, 200, "{}", fits.text());
 }
+
+/// Requests without a proven token are one more principal: their bodies being read (the viewer's
+/// login reads one before it knows anyone) have one share, so slow ones from a peer with no token
+/// never take the places of the tokens' calls.
+#[test]
+fn slow_bodies_without_a_token_have_one_share_and_leave_the_rest_alone() {
+    let store = TempStore::new();
+    let server = Server::start(
+        &store.path(),
+        &[
+            "--max-connections",
+            "16",
+            "--max-requests-per-principal",
+            "2",
+        ],
+    );
+    let agent = agent_bearer(&server, "agent");
+    let addr = server.addr();
+    let mut slow = Vec::new();
+    // More than --max-connections: without a share of their own they would take every place.
+    for _ in 0..20 {
+        let mut stream = TcpStream::connect(addr).expect("connect");
+        stream
+            .write_all(
+                format!(
+                    "POST /ui/api/login HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+                )
+                .as_bytes(),
+            )
+            .expect("head");
+        slow.push(stream);
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let view = json!({"command": "view", "path": "/memories"}).to_string();
+    let answered = prompt_request(addr, "POST", "/v1/memory", &agent, view.as_bytes(), PROMPT)
+        .expect("an agent's call is answered");
+    assert_eq!(answered.status, 200, "{}", answered.text());
+    let head = prompt_request(addr, "GET", "/v1/head", &server.bearer(), b"", PROMPT)
+        .expect("the operator's call is answered");
+    assert_eq!(head.status, 200, "{}", head.text());
+    let (mut refused, mut closed, mut held) = (0, 0, 0);
+    for stream in slow {
+        stream
+            .set_read_timeout(Some(Duration::from_millis(300)))
+            .expect("timeout");
+        match read_reply(stream) {
+            Ok(reply) => {
+                assert_eq!(reply.status, 503, "{}", reply.text());
+                assert_eq!(reply.header("retry-after"), Some("1"));
+                refused += 1;
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                held += 1;
+            }
+            Err(_) => closed += 1,
+        }
+    }
+    assert_eq!((refused + closed, held), (18, 2), "{refused} refused");
+    assert!(refused >= 14, "{refused} refused, {closed} closed");
+}
