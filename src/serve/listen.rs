@@ -47,8 +47,9 @@ pub struct Connections {
     /// At most this many connections are open at once.
     pub max: usize,
     /// At most this many requests of one principal are in flight at once (the operator, an
-    /// agent token's agent in its store, and requests without a proven token together); by
-    /// default a quarter of [`Connections::max`].
+    /// agent token's agent in its store, and requests without a proven token together; a
+    /// principal's attached clients have as many again): 128 by default, a quarter of
+    /// [`MAX_CONNECTIONS`] (lower it with [`Connections::max`]).
     pub per_principal: usize,
     /// How long a request body may take before it must keep [`Connections::min_body_rate`].
     pub body_grace: Duration,
