@@ -119,6 +119,9 @@ struct Conn {
     /// Whether its connection has read what it was sent once: until then it is not closed to
     /// make room (a client that sent its request with the connection is answered).
     polled: bool,
+    /// Its requests in flight (the next head may be read before the last answer's end is
+    /// noted).
+    busy: usize,
 }
 
 /// A request in flight.
@@ -231,6 +234,7 @@ impl Tenancy {
                             evicted: false,
                             served: false,
                             polled: false,
+                            busy: 0,
                         },
                     );
                     return Place {
@@ -284,6 +288,7 @@ impl Tenancy {
         let mut evicted = true;
         if let Some(entry) = state.conns.get_mut(&conn) {
             entry.served = true;
+            entry.busy += 1;
             evicted = entry.evicted;
             if let Some(order) = entry.waiting.take() {
                 state.waiting.remove(&order);
@@ -553,7 +558,8 @@ impl Drop for Ticket {
             // (unless it closes after this answer: closing it sooner would gain nothing).
             let order = state.fresh();
             if let Some(conn) = state.conns.get_mut(&flight.conn) {
-                if !flight.close && !conn.evicted && conn.waiting.is_none() {
+                conn.busy = conn.busy.saturating_sub(1);
+                if conn.busy == 0 && !flight.close && !conn.evicted && conn.waiting.is_none() {
                     conn.waiting = Some(order);
                     state.waiting.insert(order, flight.conn);
                 }
