@@ -27,6 +27,9 @@ use super::tenancy::{self, IsOperator, Tenancy};
 /// The default deadline for a request's headers.
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// The most a connection buffers of what it was sent, and so the largest request head.
+const MAX_BUF_SIZE: usize = 64 * 1024;
+
 /// The default cap on open connections.
 pub const MAX_CONNECTIONS: usize = 512;
 
@@ -89,7 +92,11 @@ pub(crate) async fn accept(
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_timeout);
+        .header_read_timeout(limits.header_timeout)
+        // A connection buffers at most this much of what it was sent (hyper's default, ~400
+        // KiB, let 500 unfinished heads hold 209 MiB; a head is far smaller): a head past it
+        // is refused with 431.
+        .max_buf_size(MAX_BUF_SIZE);
     loop {
         let stream = tokio::select! {
             accepted = listener.accept() => match accepted {
