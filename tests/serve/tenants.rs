@@ -433,3 +433,34 @@ fn slow_bodies_without_a_token_have_one_share_and_leave_the_rest_alone() {
     assert_eq!((refused + closed, held), (18, 2), "{refused} refused");
     assert!(refused >= 14, "{refused} refused, {closed} closed");
 }
+
+/// Before: a connection buffered up to hyper's default (about 400 KiB) of an unfinished head, so
+/// 500 of them held 209 MiB. Now a head is at most 64 KiB: one past it is refused with 431, and
+/// one within it is answered.
+#[test]
+fn a_request_head_past_64_kib_is_refused_with_431() {
+    let store = TempStore::new();
+    let server = Server::start(&store.path(), &[]);
+    let addr = server.addr();
+    let ask = |head: &[u8]| {
+        let mut stream = TcpStream::connect(addr).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .expect("timeout");
+        stream.write_all(head).expect("the head");
+        read_reply(stream).expect("an answer")
+    };
+    let start = format!(
+        "GET /v1/head HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nAuthorization: {}\r\nX-Pad: ",
+        server.bearer()
+    );
+    let mut within = start.clone().into_bytes();
+    within.resize(60_000, b'a');
+    within.extend_from_slice(b"\r\n\r\n");
+    assert_eq!(ask(&within).status, 200);
+    // 64 KiB of a head not yet finished: the buffer is full (and all of it read, so the
+    // connection closes cleanly after the answer).
+    let mut past = start.into_bytes();
+    past.resize(64 * 1024, b'a');
+    assert_eq!(ask(&past).status, 431);
+}
