@@ -33,6 +33,8 @@ mod gate;
 mod redact;
 // The read routes and memory versions refuse a forged record, naming its seq.
 mod proof;
+// One tenant cannot lock out the rest: shares of requests, body pace, body memory.
+mod tenants;
 // The viewer at /ui/: its login, sessions and their refusals.
 mod viewer;
 // Replication by the server that holds the store (`--replicate`).

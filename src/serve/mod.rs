@@ -16,6 +16,10 @@
 //!   connected, so `--idle-exit` waits for it), `GET /v1/records` (the agent's own files) and
 //!   `POST /v1/memory/oversized` (a line over the limit, as its digest).
 //!
+//! Before any route, the accept loop shares the server out among its principals ([`listen`] and
+//! its `tenancy` module): places for connections waiting for a head, each principal's requests
+//! in flight, a minimum pace for request bodies and a memory budget for them.
+//!
 //! Every request passes one gate first: its `Host` and `Origin` must name this server, it must
 //! carry a bearer token that proves a principal ([`auth`]), and its body must fit in
 //! the request limit (`--max-request-bytes`, default
@@ -43,6 +47,7 @@ pub mod routes;
 pub mod sessions;
 pub mod shutdown;
 pub mod stores;
+mod tenancy;
 mod viewer;
 
 use std::collections::HashMap;
@@ -85,7 +90,8 @@ pub struct ServeOptions {
     /// The replica this server follows (`mnemo serve --follow URL`): it answers reads only, and
     /// refuses every request that would write (any method but GET, and /mcp) naming it.
     pub follow: Option<String>,
-    /// The deadline for a request's headers and the cap on open connections.
+    /// The deadline for a request's headers, the cap on open connections, each principal's
+    /// share of requests in flight, the pace of request bodies and the memory they may hold.
     pub connections: listen::Connections,
 }
 
@@ -517,10 +523,13 @@ async fn run(
         store_app(Arc::clone(&shared), stop.clone()),
         Arc::new(viewer),
     );
+    let authority = shared.authority.clone();
+    let operator: tenancy::IsOperator =
+        Arc::new(move |headers: &HeaderMap| authority.is_operator_request(headers));
     serve_app(
         listener,
         app,
-        connections,
+        (connections, operator),
         Arc::clone(&shared.activity),
         signals,
         idle_exit,
@@ -530,18 +539,18 @@ async fn run(
 }
 
 /// Serves `app` on `listener` until a signal, `idle_exit` with no request in progress, or
-/// `stop`, then drains.
+/// `stop`, then drains; `operator` tells the operator's requests from the rest.
 pub(crate) async fn serve_app(
     listener: tokio::net::TcpListener,
     app: axum::Router,
-    connections: listen::Connections,
+    (connections, operator): (listen::Connections, tenancy::IsOperator),
     activity: Arc<shutdown::Activity>,
     signals: shutdown::Signals,
     idle_exit: Option<Duration>,
     stop: CancellationToken,
 ) -> Result<shutdown::Reason, Error> {
     let watcher = tokio::spawn(shutdown::wait(signals, stop.clone(), activity, idle_exit));
-    let server = listen::accept(listener, app, connections, stop.clone());
+    let server = listen::accept(listener, app, connections, operator, stop.clone());
     let grace = async {
         stop.cancelled().await;
         tokio::time::sleep(SHUTDOWN_GRACE).await;
@@ -588,7 +597,25 @@ async fn gate(Extract(shared): Extract<Arc<Shared>>, mut request: Request, next:
         Ok(()) => authenticate(&shared, request.headers()).await,
         Err(refusal) => Err(refusal),
     };
+    let attribution = tenancy::Attribution::of(request.extensions());
     let admitted = admitted
+        .and_then(|caller| {
+            // From here on the request counts against its principal's share.
+            let class = match &caller.principal {
+                auth::Principal::Operator => tenancy::Class::Operator,
+                auth::Principal::Agent(agent) => tenancy::Class::Agent {
+                    store: shared.store_dir.clone(),
+                    agent: agent.clone(),
+                },
+            };
+            let class = if request.uri().path() == "/v1/attach" {
+                tenancy::Class::Attached(Box::new(class))
+            } else {
+                class
+            };
+            attribution.attribute(class).map_err(Refusal::Unavailable)?;
+            Ok(caller)
+        })
         .and_then(|caller| {
             if caller.principal.is_operator() || auth::agent_may_use(request.uri().path()) {
                 Ok(caller)
@@ -689,6 +716,13 @@ pub(crate) fn refuse(method: &str, route: &str, refusal: &Refusal) -> Response {
     let mut response = routes::error(status, &reason);
     if refusal.is_revoked() {
         response.extensions_mut().insert(auth::Revoked);
+    }
+    if matches!(refusal, Refusal::Unavailable(_)) {
+        // Refused before anything was done: the client may retry (RemoteClient does).
+        response.headers_mut().insert(
+            axum::http::header::RETRY_AFTER,
+            axum::http::HeaderValue::from_static("1"),
+        );
     }
     if matches!(refusal, Refusal::Unauthorized(_)) {
         response.headers_mut().insert(

@@ -246,6 +246,10 @@ async fn memory(
     let limit = usize::try_from(max).unwrap_or(usize::MAX);
     let bytes = match axum::body::to_bytes(body, limit).await {
         Ok(bytes) => bytes,
+        Err(e) if super::tenancy::cut_off(&e) => {
+            // Answered (and logged) by the accept loop, as too slow or over the memory budget.
+            return error(StatusCode::REQUEST_TIMEOUT, &e.to_string());
+        }
         Err(e) => {
             let why = e.to_string();
             let refusal = if is_too_large(e) {

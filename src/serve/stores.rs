@@ -39,7 +39,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use axum::Router;
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::{Path as RoutePath, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -622,10 +622,25 @@ struct NewStore {
     name: String,
 }
 
-async fn create(State(stores): State<Arc<Stores>>, headers: HeaderMap, body: Bytes) -> Response {
+/// The most bytes `POST /v1/stores` reads of its body.
+const NEW_STORE_MAX: usize = 64 * 1024;
+
+async fn create(State(stores): State<Arc<Stores>>, headers: HeaderMap, body: Body) -> Response {
     if let Some(refused) = operator_only(&stores, "POST", &headers, "/v1/stores") {
         return refused;
     }
+    // Read only once the operator is known: a body counts against its sender's share.
+    let body = match axum::body::to_bytes(body, NEW_STORE_MAX).await {
+        Ok(body) => body,
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                &format!(
+                    "the body could not be read ({e}); send at most {NEW_STORE_MAX} bytes: {{\"name\": \"NAME\"}}"
+                ),
+            );
+        }
+    };
     // An object only (serde would take `["NAME"]` for the struct too).
     let object = serde_json::from_slice::<serde_json::Value>(&body).is_ok_and(|v| v.is_object());
     let parsed = if object {
@@ -736,7 +751,11 @@ async fn dispatch(
     // The store's routes see the request as if it came to them: none of this route's own
     // captures (NAME, the rest), which their `Path` extractors would otherwise read as theirs.
     let (mut parts, body) = request.into_parts();
+    let attribution = super::tenancy::Attribution::of(&parts.extensions);
     parts.extensions = axum::http::Extensions::new();
+    // But the handle that counts the request against its principal's share, which the store's
+    // gate names.
+    parts.extensions.insert(attribution);
     let request = Request::from_parts(parts, body);
     let response = match served.app.clone().oneshot(request).await {
         Ok(response) => response,
@@ -910,10 +929,13 @@ pub fn serve_data(
             dir.display()
         );
         println!("mnemo serve: server file {}", path.display());
+        let authority = stores.authority.clone();
+        let operator: super::tenancy::IsOperator =
+            Arc::new(move |headers: &HeaderMap| authority.is_operator_request(headers));
         let outcome = super::serve_app(
             listener,
             app,
-            options.connections,
+            (options.connections, operator),
             Arc::clone(&stores.activity),
             signals,
             options.idle_exit,

@@ -238,9 +238,10 @@ fn a_session_less_read_of_an_unknown_resource_is_that_protocols_not_found() {
 
 /// Before: no deadline for request headers and no cap on connections: connections that never
 /// finished their headers held a descriptor each for ever, and enough of them starved every
-/// client. Now past `--max-connections` the server accepts nothing more (its descriptors stay
-/// bounded), a connection without a whole request head within `--header-timeout` is closed, and
-/// a legitimate request waiting behind them is answered once they are.
+/// client. Now at most `--max-connections` are open (its descriptors stay bounded: past the cap
+/// a new connection takes the place of the one that has waited longest for its head), a
+/// connection without a whole request head within `--header-timeout` is closed, and a legitimate
+/// request behind them is answered.
 #[test]
 fn connections_that_never_finish_their_headers_are_closed_and_bounded() {
     use std::io::Read;

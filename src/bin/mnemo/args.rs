@@ -174,6 +174,22 @@ pub(crate) enum Cmd {
         /// Accept at most this many connections at once (more wait in the kernel's backlog).
         #[arg(long, value_name = "N", default_value_t = 512)]
         max_connections: usize,
+        /// At most this many requests of one principal in flight at once (the operator, one
+        /// agent token's agent in its store, or every request without a token together); more
+        /// get 503 with Retry-After. Default: a quarter of --max-connections.
+        #[arg(long, value_name = "N")]
+        max_requests_per_principal: Option<usize>,
+        /// The seconds a request body may take before it must keep --min-body-rate.
+        #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+        body_grace: f64,
+        /// After --body-grace, a request body must come at this many bytes a second on average,
+        /// or it is cut off with 408 and its connection closed (0: no minimum).
+        #[arg(long, value_name = "BYTES", default_value_t = 65536)]
+        min_body_rate: u64,
+        /// Hold at most this many bytes of request bodies at once (one principal at most half of
+        /// it); a body that does not fit waits up to 2 s, then gets 503 with Retry-After.
+        #[arg(long, value_name = "BYTES", default_value_t = 268_435_456)]
+        max_body_memory: u64,
         /// With --data: close a store after this many seconds without a request.
         #[arg(long, value_name = "SECS", default_value_t = 300.0, requires = "data")]
         store_idle_close: f64,

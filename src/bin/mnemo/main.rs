@@ -149,6 +149,10 @@ fn main() -> ExitCode {
             max_memories,
             header_timeout,
             max_connections,
+            max_requests_per_principal,
+            body_grace,
+            min_body_rate,
+            max_body_memory,
         } => run_serve(
             session,
             agent,
@@ -163,6 +167,10 @@ fn main() -> ExitCode {
                 data: data.map(|dir| (dir, max_open_stores, store_idle_close, max_memories)),
                 header_timeout,
                 max_connections,
+                max_requests_per_principal,
+                body_grace,
+                min_body_rate,
+                max_body_memory,
             },
         ),
         Cmd::Verify {

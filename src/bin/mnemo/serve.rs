@@ -32,6 +32,14 @@ pub(crate) struct Listen {
     pub(crate) header_timeout: f64,
     /// The cap on open connections.
     pub(crate) max_connections: usize,
+    /// The share of one principal's requests in flight, if not the default.
+    pub(crate) max_requests_per_principal: Option<usize>,
+    /// The grace of a request body, in seconds.
+    pub(crate) body_grace: f64,
+    /// The minimum rate of a request body after its grace, in bytes a second.
+    pub(crate) min_body_rate: u64,
+    /// The budget of memory for request bodies, in bytes.
+    pub(crate) max_body_memory: u64,
 }
 
 #[cfg(feature = "serve")]
@@ -48,10 +56,25 @@ pub(crate) fn run_serve(session: Session, agent: String, listen: Listen) -> CliR
     if listen.max_connections == 0 {
         return Err("--max-connections must be at least 1".into());
     }
+    let per_principal = listen
+        .max_requests_per_principal
+        .unwrap_or((listen.max_connections / 4).max(1));
+    if per_principal == 0 {
+        return Err("--max-requests-per-principal must be at least 1".into());
+    }
+    let body_grace = std::time::Duration::try_from_secs_f64(listen.body_grace)
+        .map_err(|_| "--body-grace takes a number of seconds, such as 10 or 0.5")?;
+    if listen.max_body_memory == 0 {
+        return Err("--max-body-memory must be at least 1 byte (such as 268435456)".into());
+    }
     let mut options = mnemo::ServeOptions {
         connections: mnemo::Connections {
             header_timeout,
             max: listen.max_connections,
+            per_principal,
+            body_grace,
+            min_body_rate: listen.min_body_rate,
+            max_body_memory: listen.max_body_memory,
         },
         listen: listen.listen,
         allow_remote: listen.allow_remote,

@@ -33,7 +33,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::body::Bytes;
+use axum::body::{Body as HttpBody, Bytes};
 use axum::extract::{Path as RoutePath, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
@@ -43,6 +43,7 @@ use serde::Deserialize;
 use super::auth::Refusal;
 use super::auth::named_agent;
 use super::stores::{Stores, Unavailable};
+use super::tenancy::{Attribution, Class};
 use crate::event::{Event, Seq};
 use crate::memory_store::ids;
 use crate::memory_store::objects::Memory;
@@ -146,6 +147,7 @@ fn who(
     served: &super::stores::Served,
     id: &str,
     headers: &HeaderMap,
+    attribution: &Attribution,
 ) -> Result<Who, ApiError> {
     if stores.operator_refusal(headers).is_none() {
         return Ok(Who {
@@ -154,10 +156,19 @@ fn who(
         });
     }
     match served.shared().caller(headers) {
-        Ok(caller) => Ok(Who {
-            agent: caller.agent,
-            operator: false,
-        }),
+        Ok(caller) => {
+            // From here on the request counts against its agent's share of the server.
+            attribution
+                .attribute(Class::Agent {
+                    store: served.shared().store_dir().to_path_buf(),
+                    agent: caller.agent.clone(),
+                })
+                .map_err(ApiError::RateLimited)?;
+            Ok(Who {
+                agent: caller.agent,
+                operator: false,
+            })
+        }
         Err(Refusal::Forbidden(why)) => Err(ApiError::Permission(why)),
         Err(Refusal::BadRequest(why)) => Err(ApiError::InvalidRequest(why)),
         Err(Refusal::Unavailable(why)) => Err(ApiError::Overloaded(why)),
@@ -249,6 +260,43 @@ fn body<T: serde::de::DeserializeOwned>(bytes: &Bytes, valid: &str) -> Result<T,
         .map_err(|e| ApiError::InvalidRequest(format!("{e}; a valid body is {valid}")))
 }
 
+/// The most bytes a body of this API may hold.
+const BODY_MAX: usize = 2 * 1024 * 1024;
+
+/// The request's body, read only once the request is known to come from someone (so that it
+/// counts against its principal's share and memory, not against the unauthenticated peers').
+async fn read(body: HttpBody) -> Result<Bytes, ApiError> {
+    axum::body::to_bytes(body, BODY_MAX).await.map_err(|e| {
+        ApiError::InvalidRequest(format!(
+            "the body could not be read ({e}); send at most {BODY_MAX} bytes of JSON"
+        ))
+    })
+}
+
+/// Proves, before the body is read, who a request to the store `id` is from: the operator (known
+/// from memory), or an agent token the store issued, which the request then counts against.
+async fn admit(
+    stores: &Arc<Stores>,
+    id: &str,
+    headers: &HeaderMap,
+    attribution: &Attribution,
+) -> Result<(), ApiError> {
+    if stores.operator_refusal(headers).is_none() {
+        return Ok(());
+    }
+    let (stores, id, headers, attribution) = (
+        Arc::clone(stores),
+        id.to_string(),
+        headers.clone(),
+        attribution.clone(),
+    );
+    run(move || {
+        let (_, served) = open(&stores, &id)?;
+        who(&stores, &served, &id, &headers, &attribution).map(|_| ())
+    })
+    .await
+}
+
 /// A limit between 1 and `max`, `default` when none is given.
 fn limit(asked: Option<usize>, default: usize, max: usize) -> Result<usize, ApiError> {
     match asked.unwrap_or(default) {
@@ -282,9 +330,10 @@ fn check_label(label: &Label) -> Result<(), ApiError> {
 async fn create_store(
     State(stores): State<Arc<Stores>>,
     headers: HeaderMap,
-    bytes: Bytes,
+    sent: HttpBody,
 ) -> Result<Response, ApiError> {
     operator(&stores, &headers)?;
+    let bytes = read(sent).await?;
     let asked: NewStore = body(&bytes, NEW_STORE)?;
     let now = now_ms();
     let label = Label {
@@ -392,6 +441,7 @@ async fn retrieve_store(
     State(stores): State<Arc<Stores>>,
     RoutePath(id): RoutePath<String>,
     headers: HeaderMap,
+    attribution: Attribution,
 ) -> Result<Response, ApiError> {
     credentials(&stores, &headers)?;
     run(move || {
@@ -399,7 +449,7 @@ async fn retrieve_store(
         if stores.operator_refusal(&headers).is_some() {
             // An agent token sees its own store only.
             let (_, served) = open(&stores, &id)?;
-            who(&stores, &served, &id, &headers)?;
+            who(&stores, &served, &id, &headers, &attribution)?;
         }
         let label = label::read(&dir, &name).map_err(store_failed)?;
         Ok(ok(&store_object(&name, label)))
@@ -453,9 +503,10 @@ async fn update_store(
     State(stores): State<Arc<Stores>>,
     RoutePath(id): RoutePath<String>,
     headers: HeaderMap,
-    bytes: Bytes,
+    sent: HttpBody,
 ) -> Result<Response, ApiError> {
     operator(&stores, &headers)?;
+    let bytes = read(sent).await?;
     let asked: StoreChange = body(&bytes, STORE_CHANGE)?;
     run(move || {
         relabel(&stores, &id, |label| {
@@ -571,6 +622,7 @@ async fn list_memories(
     RoutePath(id): RoutePath<String>,
     headers: HeaderMap,
     query: ApiQuery<MemoryQuery>,
+    attribution: Attribution,
 ) -> Result<Response, ApiError> {
     credentials(&stores, &headers)?;
     let full = full_view(query.view.as_deref(), false)?;
@@ -581,7 +633,7 @@ async fn list_memories(
     let after = query.page.as_deref().map(wire::page_key).transpose()?;
     run(move || {
         let (name, served) = open(&stores, &id)?;
-        let who = who(&stores, &served, &id, &headers)?;
+        let who = who(&stores, &served, &id, &headers, &attribution)?;
         let shared = served.shared();
         let root = MemPath::absolute(shared.root()).map_err(ApiError::Api)?;
         let asked = Listing {
@@ -623,13 +675,14 @@ async fn retrieve_memory(
     RoutePath((id, memory)): RoutePath<(String, String)>,
     headers: HeaderMap,
     query: ApiQuery<ViewQuery>,
+    attribution: Attribution,
 ) -> Result<Response, ApiError> {
     credentials(&stores, &headers)?;
     let full = full_view(query.view.as_deref(), true)?;
     let created = ids::memory_seq(&memory).ok_or_else(|| no_memory(&memory))?;
     run(move || {
         let (name, served) = open(&stores, &id)?;
-        let who = who(&stores, &served, &id, &headers)?;
+        let who = who(&stores, &served, &id, &headers, &attribution)?;
         memory_by_seq(&served, &name, created, full, who.reader())?
             .map(|m| ok(&m))
             .ok_or_else(|| no_memory(&memory))
@@ -865,9 +918,12 @@ async fn create_memory(
     RoutePath(id): RoutePath<String>,
     headers: HeaderMap,
     query: ApiQuery<ViewQuery>,
-    bytes: Bytes,
+    attribution: Attribution,
+    sent: HttpBody,
 ) -> Result<Response, ApiError> {
     credentials(&stores, &headers)?;
+    admit(&stores, &id, &headers, &attribution).await?;
+    let bytes = read(sent).await?;
     let full = full_view(query.view.as_deref(), false)?;
     let asked: NewMemory = body(&bytes, NEW_MEMORY)?;
     check_api_path(&asked.path)?;
@@ -880,7 +936,7 @@ async fn create_memory(
     let key = idempotency_key(&headers)?;
     run(move || {
         let (name, served) = open(&stores, &id)?;
-        let who = who(&stores, &served, &id, &headers)?;
+        let who = who(&stores, &served, &id, &headers, &attribution)?;
         writable(&stores, &id)?;
         let root = MemPath::absolute(served.shared().root()).map_err(ApiError::Api)?;
         let cap = stores.max_memories();
@@ -975,9 +1031,12 @@ async fn update_memory(
     RoutePath((id, memory)): RoutePath<(String, String)>,
     headers: HeaderMap,
     query: ApiQuery<ViewQuery>,
-    bytes: Bytes,
+    attribution: Attribution,
+    sent: HttpBody,
 ) -> Result<Response, ApiError> {
     credentials(&stores, &headers)?;
+    admit(&stores, &id, &headers, &attribution).await?;
+    let bytes = read(sent).await?;
     let full = full_view(query.view.as_deref(), false)?;
     let asked: MemoryChange = body(&bytes, MEMORY_CHANGE)?;
     if let Some(path) = &asked.path {
@@ -1010,7 +1069,7 @@ async fn update_memory(
     let key = idempotency_key(&headers)?;
     run(move || {
         let (name, served) = open(&stores, &id)?;
-        let who = who(&stores, &served, &id, &headers)?;
+        let who = who(&stores, &served, &id, &headers, &attribution)?;
         writable(&stores, &id)?;
         let root = MemPath::absolute(served.shared().root()).map_err(ApiError::Api)?;
         let new_path = asked.path.as_deref().map(|p| tool_path(&root, p));
@@ -1044,6 +1103,7 @@ async fn delete_memory(
     RoutePath((id, memory)): RoutePath<(String, String)>,
     headers: HeaderMap,
     query: ApiQuery<DeleteQuery>,
+    attribution: Attribution,
 ) -> Result<Response, ApiError> {
     credentials(&stores, &headers)?;
     let expect = query
@@ -1055,7 +1115,7 @@ async fn delete_memory(
     let key = idempotency_key(&headers)?;
     run(move || {
         let (_, served) = open(&stores, &id)?;
-        let who = who(&stores, &served, &id, &headers)?;
+        let who = who(&stores, &served, &id, &headers, &attribution)?;
         let writing = Writing {
             served: &served,
             agent: who.agent.clone(),

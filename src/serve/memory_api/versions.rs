@@ -8,6 +8,7 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 use serde::Deserialize;
 
+use super::super::tenancy::Attribution;
 use super::wire::{self, ApiError, ApiQuery, Page, ok};
 use super::{
     credentials, full_view, limit, open, operator_only, run, store_failed, time_filter, who,
@@ -96,6 +97,7 @@ pub(super) async fn list(
     RoutePath(id): RoutePath<String>,
     headers: HeaderMap,
     query: ApiQuery<VersionQuery>,
+    attribution: Attribution,
 ) -> Result<Response, ApiError> {
     credentials(&stores, &headers)?;
     let full = full_view(query.view.as_deref(), false)?;
@@ -132,7 +134,7 @@ pub(super) async fn list(
     let none = query.service_account_id.is_some();
     run(move || {
         let (name, served) = open(&stores, &id)?;
-        let who = who(&stores, &served, &id, &headers)?;
+        let who = who(&stores, &served, &id, &headers, &attribution)?;
         let root = root_of(&served)?;
         let end = after.map_or(Seq(u64::MAX), |(seq, _)| seq);
         // An agent sees the versions of the paths it may read now.
@@ -216,12 +218,13 @@ pub(super) async fn retrieve(
     RoutePath((id, version)): RoutePath<(String, String)>,
     headers: HeaderMap,
     query: ApiQuery<ViewQuery>,
+    attribution: Attribution,
 ) -> Result<Response, ApiError> {
     credentials(&stores, &headers)?;
     let full = full_view(query.view.as_deref(), true)?;
     run(move || {
         let (name, served) = open(&stores, &id)?;
-        let who = who(&stores, &served, &id, &headers)?;
+        let who = who(&stores, &served, &id, &headers, &attribution)?;
         let (root, found) = find(&served, &version)?;
         if let Some(agent) = who.reader() {
             let policy = served
@@ -252,11 +255,12 @@ pub(super) async fn redact(
     State(stores): State<Arc<Stores>>,
     RoutePath((id, version)): RoutePath<(String, String)>,
     headers: HeaderMap,
+    attribution: Attribution,
 ) -> Result<Response, ApiError> {
     credentials(&stores, &headers)?;
     run(move || {
         let (name, served) = open(&stores, &id)?;
-        operator_only(&who(&stores, &served, &id, &headers)?, "redacting a version")?;
+        operator_only(&who(&stores, &served, &id, &headers, &attribution)?, "redacting a version")?;
         let (root, found) = find(&served, &version)?;
         let client = served.shared().client();
         let selection = Selection {

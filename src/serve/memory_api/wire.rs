@@ -80,6 +80,9 @@ pub(super) enum ApiError {
     PathConflict(String),
     /// 529 `overloaded_error` (the SDKs retry it).
     Overloaded(String),
+    /// 429 `rate_limit_error`, with `Retry-After` (the SDKs retry it): the request's principal
+    /// has its whole share of the server in flight.
+    RateLimited(String),
     /// 500 `api_error`.
     Api(String),
 }
@@ -101,6 +104,7 @@ impl ApiError {
                 "overloaded_error",
                 m,
             ),
+            ApiError::RateLimited(m) => (StatusCode::TOO_MANY_REQUESTS, "rate_limit_error", m),
             ApiError::Api(m) => (StatusCode::INTERNAL_SERVER_ERROR, "api_error", m),
         }
     }
@@ -125,8 +129,14 @@ impl IntoResponse for ApiError {
                 HeaderValue::from_static("Bearer realm=\"mnemo\""),
             );
         }
-        // The SDKs retry 409 and 5xx unless told not to; only an overloaded server is worth it.
-        if status.is_client_error() {
+        if status == StatusCode::TOO_MANY_REQUESTS {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
+        // The SDKs retry 409 and 5xx unless told not to; only an overloaded server (or one
+        // that asks to slow down) is worth it.
+        if status.is_client_error() && status != StatusCode::TOO_MANY_REQUESTS {
             response
                 .headers_mut()
                 .insert("x-should-retry", HeaderValue::from_static("false"));
