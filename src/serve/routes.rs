@@ -132,7 +132,8 @@ async fn not_found() -> Response {
 
 /// What went wrong in a route.
 enum Failure {
-    /// The request asked for something invalid (400), or that is not there (404).
+    /// The request asked for something invalid (400), or that is not there (404); or an answer
+    /// with its own status and a reason to say as it is.
     Client(StatusCode, String),
     /// The store failed (500).
     Store(String),

@@ -1,6 +1,6 @@
 //! `mnemo`: the command-line face of the store. Every subcommand is a thin layer over library
-//! calls; errors are printed once, and the exit code is 0 (ok), 1 (verify found a violation, or
-//! import skipped entries) or 2 (could not run).
+//! calls; errors are printed once, and the exit code is 0 (ok), 1 (verify found a violation, a
+//! read met a record that breaks the chain, or import skipped entries) or 2 (could not run).
 
 use std::process::ExitCode;
 
