@@ -5,8 +5,8 @@
 //! A record alone proves nothing: whoever can write the store's files can rewrite a payload and
 //! recompute its payload and chain hashes, and only the next event's link (and, at the end, the
 //! head the store recorded) gives it away. So [`Store::prove`] checks the whole chain, every
-//! rule of [`crate::chain`] from event 1, and that it leads to `meta.head`, as `verify`'s chain
-//! thread does (without re-answering any call). An open store remembers how far it proved its
+//! rule of [`crate::chain`] from event 1, that it leads to `meta.head`, and that every erased
+//! record is named by a redaction after it, as `verify` does (without re-answering any call). An open store remembers how far it proved its
 //! log, so a long-lived server walks each record once, when it is first read after being
 //! written, and a read of a private copy (the CLI's) walks the copy once.
 //!
@@ -17,7 +17,9 @@
 
 use crate::chain::Chain;
 use crate::error::{Error, Result};
+use crate::event::{Body, Seq};
 use crate::log::{Head, Store};
+use crate::policy::AdminCommand;
 
 impl Store {
     /// Checks the chain from event 1 to the log's end, every rule of [`crate::chain`], and that
@@ -30,6 +32,12 @@ impl Store {
         let mut end = proven;
         let meta = self.head()?;
         let mut meta_hash = None;
+        // Erased records not yet named by a redaction after them. An erased record's payload
+        // hash cannot be recomputed, so the chain rules take it as stored: only the redaction
+        // that names it makes it one (a record erased outside Mnemo hides what it did from
+        // every replay). A redaction and what it erased are written in one rewrite, so a walk
+        // that meets one meets the other.
+        let mut unnamed = std::collections::BTreeSet::new();
         for item in self.records(chain.next()) {
             let (seq, record) = match item {
                 Ok(item) => item,
@@ -47,6 +55,19 @@ impl Store {
                     seq: b.seq.0,
                     what: b.detail,
                 })?;
+            if frame.erased_from.is_some() {
+                unnamed.insert(seq);
+            } else if !unnamed.is_empty() {
+                let event = frame.event().map_err(|e| Error::ChainBroken {
+                    seq: seq.0,
+                    what: format!("its record does not decode: {e}"),
+                })?;
+                if let Body::Admin(AdminCommand::Redact { seqs, .. }) = &event.body {
+                    for named in seqs {
+                        unnamed.remove(&Seq(*named));
+                    }
+                }
+            }
             end = Head {
                 seq,
                 hash: frame.hash,
@@ -54,6 +75,12 @@ impl Store {
             if seq == meta.seq {
                 meta_hash = Some(frame.hash);
             }
+        }
+        if let Some(first) = unnamed.first() {
+            return Err(Error::ChainBroken {
+                seq: first.0,
+                what: "it is erased, but no redaction after it names it: its payload was removed outside Mnemo".into(),
+            });
         }
         // A head at or before what was proven earlier was checked then, or moved there by this
         // process's own writer.

@@ -199,3 +199,27 @@ fn a_log_cut_below_its_head_is_refused() {
         other => panic!("a cut tail: {other:?}"),
     }
 }
+
+/// An erased record no redaction names: its payload hash cannot be recomputed, so the chain
+/// rules take it as stored, and the replay skips it; every read hid what event 2 did (it
+/// showed a tree that never was) until the proof required a redaction after it to name it.
+#[test]
+fn an_erased_record_no_redaction_names_is_refused_by_every_read() {
+    let s = ledger();
+    tamper_record(&s.path(), 2, |record| {
+        *record = Event::decode(record)
+            .expect("decode")
+            .erased()
+            .to_frame()
+            .encode();
+    });
+    every_read_refuses(&s.path(), 2);
+    let out = run_mnemo(
+        &["show", "3", "--db", s.path().to_str().expect("utf-8")],
+        "",
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no redaction after it names it"),
+        "{out:?}"
+    );
+}
