@@ -132,6 +132,9 @@ struct Flight {
     memory: u64,
     /// Whether it counts among the unauthenticated bodies being read.
     anonymous_body: bool,
+    /// While it counts so and its body is still coming: cancelled to cut the body off, when a
+    /// newer request without a token needs its place.
+    make_room: Option<tokio_util::sync::CancellationToken>,
     cut: Option<Cut>,
     /// Whether its connection closes after the answer.
     close: bool,
@@ -301,6 +304,7 @@ impl Tenancy {
                 class: Class::Unauthenticated,
                 memory: 0,
                 anonymous_body: false,
+                make_room: None,
                 cut: None,
                 close: false,
             },
@@ -438,25 +442,60 @@ impl Ticket {
     }
 
     /// The start of the body's reading: a request still unproven counts among the
-    /// unauthenticated bodies, which have one principal's share.
-    fn begin_body(&self) -> Result<(), Cut> {
+    /// unauthenticated bodies, which have one principal's share. When the share is full, the
+    /// oldest of those whose body is still coming is cut off to make room (as the longest-waiting
+    /// head is): a peer without a token that keeps slow bodies coming cannot keep out a request
+    /// (the viewer's login) that sends its body with its head. Returns what cuts this one off in
+    /// turn, if it counts among them.
+    fn begin_body(&self) -> Result<Option<tokio_util::sync::CancellationToken>, Cut> {
         let share = self.tenancy.share();
         let mut state = self.tenancy.lock();
         let reading = state.anonymous_bodies;
-        let Some(flight) = state.flights.get_mut(&self.id) else {
-            return Ok(());
+        let Some(flight) = state.flights.get(&self.id) else {
+            return Ok(None);
         };
         if flight.class != Class::Unauthenticated || flight.anonymous_body {
-            return Ok(());
+            return Ok(None);
         }
         if reading >= share {
-            return Err(Cut::Busy(format!(
-                "{reading} request bodies without a proven token are being read, the share of such requests on this server (--max-requests-per-principal {share}); send the token with the request, or retry in a moment"
-            )));
+            let oldest = state
+                .flights
+                .iter()
+                .filter(|(_, f)| f.anonymous_body && f.make_room.is_some())
+                .map(|(id, _)| *id)
+                .min();
+            let Some(oldest) = oldest else {
+                return Err(Cut::Busy(format!(
+                    "{reading} request bodies without a proven token are being read, the share of such requests on this server (--max-requests-per-principal {share}); send the token with the request, or retry in a moment"
+                )));
+            };
+            if let Some(victim) = state.flights.get_mut(&oldest) {
+                victim.anonymous_body = false;
+                victim.close = true;
+                victim.cut.get_or_insert(Cut::Busy(format!(
+                    "this request's body, sent without a proven token, was still coming when a newer one needed its place (such bodies share --max-requests-per-principal {share} places); send the body as the request goes out, or send the token with it"
+                )));
+                if let Some(cut) = victim.make_room.take() {
+                    cut.cancel();
+                }
+            }
+            state.anonymous_bodies = state.anonymous_bodies.saturating_sub(1);
         }
+        let make_room = tokio_util::sync::CancellationToken::new();
+        let Some(flight) = state.flights.get_mut(&self.id) else {
+            return Ok(None);
+        };
         flight.anonymous_body = true;
+        flight.make_room = Some(make_room.clone());
         state.anonymous_bodies += 1;
-        Ok(())
+        Ok(Some(make_room))
+    }
+
+    /// The body has come whole (or failed): it no longer makes room for a newer one.
+    fn end_body(&self) {
+        if let Some(flight) = self.tenancy.lock().flights.get_mut(&self.id) {
+            flight.make_room = None;
+        }
     }
 
     /// Reserves `bytes` of body memory if they fit now: `Ok(true)` if reserved, `Ok(false)` if
@@ -650,6 +689,8 @@ struct Guarded {
     received: u64,
     started: Instant,
     timer: Pin<Box<Sleep>>,
+    /// Ready when a newer request without a token took this body's place.
+    made_room: Option<Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>>,
 }
 
 impl Guarded {
@@ -662,7 +703,15 @@ impl Guarded {
             received: 0,
             started: Instant::now(),
             timer: Box::pin(tokio::time::sleep(Duration::ZERO)),
+            made_room: None,
         }
+    }
+
+    /// Whether a newer request without a token took this body's place (its cut is recorded).
+    fn made_room(&mut self, cx: &mut Context<'_>) -> bool {
+        self.made_room
+            .as_mut()
+            .is_some_and(|cut| cut.as_mut().poll(cx).is_ready())
     }
 
     fn limits(&self) -> &Connections {
@@ -689,8 +738,18 @@ impl Guarded {
     fn fail(&mut self, cut: Cut) -> Poll<Option<Result<Frame<Bytes>, axum::BoxError>>> {
         let why = cut.reason().to_string();
         self.ticket.cut(cut);
+        self.ticket.end_body();
         self.phase = Phase::Done;
         Poll::Ready(Some(Err(Box::new(BodyCut(why)))))
+    }
+
+    /// The cut of a body whose place a newer request without a token took (recorded when it
+    /// was taken; this is what the body's reader is told).
+    fn room_made(&self) -> Cut {
+        Cut::Busy(
+            "a newer request without a proven token took this body's place while it was still coming"
+                .into(),
+        )
     }
 
     fn slow(&self) -> Cut {
@@ -717,8 +776,11 @@ impl HttpBody for Guarded {
         loop {
             match &mut this.phase {
                 Phase::Start => {
-                    if let Err(cut) = this.ticket.begin_body() {
-                        return this.fail(cut);
+                    match this.ticket.begin_body() {
+                        Ok(made_room) => {
+                            this.made_room = made_room.map(|cut| Box::pin(cut.cancelled_owned()));
+                        }
+                        Err(cut) => return this.fail(cut),
                     }
                     let need = this.declared.unwrap_or(0);
                     let ticket = Arc::clone(&this.ticket);
@@ -731,6 +793,7 @@ impl HttpBody for Guarded {
                     }));
                 }
                 Phase::Reserving(waiting) => match waiting.as_mut().poll(cx) {
+                    Poll::Pending if this.made_room(cx) => return this.fail(this.room_made()),
                     Poll::Pending => return Poll::Pending,
                     Poll::Ready(Err(cut)) => return this.fail(cut),
                     Poll::Ready(Ok(())) => {
@@ -756,6 +819,10 @@ impl HttpBody for Guarded {
                         let len = frame.data_ref().map_or(0, |data| data.len() as u64);
                         this.received += len;
                         this.rearm();
+                        if this.declared == Some(this.received) {
+                            // Whole by its length: whether its reader asks again or not.
+                            this.ticket.end_body();
+                        }
                         if this.declared.is_none() && len > 0 {
                             match this.ticket.try_reserve(len) {
                                 Ok(true) => {}
@@ -773,14 +840,19 @@ impl HttpBody for Guarded {
                         return Poll::Ready(Some(Ok(frame)));
                     }
                     Poll::Ready(Some(Err(e))) => {
+                        this.ticket.end_body();
                         this.phase = Phase::Done;
                         return Poll::Ready(Some(Err(Box::new(e))));
                     }
                     Poll::Ready(None) => {
+                        this.ticket.end_body();
                         this.phase = Phase::Done;
                         return Poll::Ready(None);
                     }
                     Poll::Pending => {
+                        if this.made_room(cx) {
+                            return this.fail(this.room_made());
+                        }
                         if this.deadline().is_some() && this.timer.as_mut().poll(cx).is_ready() {
                             let cut = this.slow();
                             return this.fail(cut);
@@ -1043,7 +1115,14 @@ mod tests {
             assert!(tickets[0].begin_body().is_ok());
             assert!(tickets[0].begin_body().is_ok(), "counted once");
             assert!(tickets[1].begin_body().is_ok());
-            assert!(matches!(tickets[2].begin_body(), Err(Cut::Busy(_))));
+            // The share is full: the oldest body still coming (0's) is cut off to make room.
+            let made_room = tickets[2].begin_body().expect("room made");
+            assert!(made_room.is_some());
+            assert!(matches!(tickets[0].outcome(), (Some(Cut::Busy(_)), true)));
+            // Bodies that came whole make no room: the next is refused.
+            tickets[1].end_body();
+            tickets[2].end_body();
+            assert!(matches!(tickets[3].begin_body(), Err(Cut::Busy(_))));
             assert!(matches!(tickets[0].try_reserve(101), Err(Cut::TooLarge(_))));
             assert!(tickets[0].try_reserve(100).expect("fits"));
             // Proven, a request leaves the unauthenticated bodies (and takes its memory along).
@@ -1051,7 +1130,10 @@ mod tests {
             assert!(tickets[2].begin_body().is_ok());
             assert!(tickets[0].try_reserve(300).expect("half, for a principal"));
             drop(tickets.remove(1));
-            assert!(tickets[2].begin_body().is_ok());
+            assert!(
+                matches!(tickets[2].begin_body(), Ok(Some(_))),
+                "1's place is free"
+            );
         });
     }
 
