@@ -100,6 +100,9 @@ def expect(error, call):
         body = e.body if isinstance(e.body, dict) else {}
         assert body.get("type") == "error", body
         assert isinstance(body.get("error", {}).get("message"), str), body
+        # The request is named as the hosted API names it, the SDK reading the header.
+        assert (e.request_id or "").startswith("req_"), (e.request_id, body)
+        assert body.get("request_id") == e.request_id, (e.request_id, body)
         return body["error"]["type"]
     raise AssertionError(f"expected {error.__name__}")
 

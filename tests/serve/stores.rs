@@ -1034,3 +1034,27 @@ fn api_updates_racing_renames_of_their_directory_never_miss_the_memory() {
     );
     assert_eq!(server.json("/v1/stores/race/verify")["status"], "intact");
 }
+
+/// Every answer of the memory-stores API names its request, as the hosted API does and as the
+/// SDKs print with each error: a `request-id` header, and `request_id` in an error's body (the
+/// same id). Issue 44, item 3 (in part).
+#[test]
+fn memory_stores_answers_name_their_request() {
+    let data = tempfile::TempDir::new().expect("tempdir");
+    let server = Server::start_data(data.path(), &[]);
+    let listed = server.call("GET", "/v1/memory_stores", b"");
+    assert_eq!(listed.status, 200, "{}", listed.text());
+    let id = listed.header("request-id").expect("a request-id header");
+    assert!(
+        id.starts_with("req_") && id.len() == 28,
+        "a request id: {id}"
+    );
+    let missing = server.call("GET", "/v1/memory_stores/memstore_nothere", b"");
+    assert_eq!(missing.status, 404, "{}", missing.text());
+    let header = missing.header("request-id").expect("a request-id header");
+    assert_ne!(header, id, "each request its own id");
+    let body: Value = serde_json::from_slice(&missing.body).expect("json");
+    assert_eq!(body["request_id"], header, "{body}");
+    assert_eq!(body["type"], "error", "{body}");
+    assert_eq!(body["error"]["type"], "not_found_error", "{body}");
+}

@@ -26,6 +26,7 @@
 //! API's envelope. Memory versions are not served yet.
 
 mod label;
+mod request_id;
 mod versions;
 mod wire;
 
@@ -98,6 +99,7 @@ pub(super) fn routes() -> Router<Arc<Stores>> {
             "/v1/memory_stores/{id}/memory_versions/{version}/redact",
             post(versions::redact),
         )
+        .layer(axum::middleware::from_fn(request_id::name_request))
 }
 
 /// The request's refusal unless it carries the operator token and names this server.
