@@ -37,16 +37,26 @@ fn verify(c: &mut Criterion) {
     prove(c, "prove-views", &sizes, common::view_heavy_log);
 }
 
-/// Benches `Store::prove` on a store just opened, on the stores `fixture(events)`.
-fn prove(c: &mut Criterion, name: &str, sizes: &[usize], fixture: fn(u64) -> std::path::PathBuf) {
+/// The settings both groups share: ten samples, flat sampling, a second of warm-up.
+fn sized_group<'a>(
+    c: &'a mut Criterion,
+    name: &str,
+) -> criterion::BenchmarkGroup<'a, criterion::measurement::WallTime> {
     let mut group = c.benchmark_group(name);
     group.sample_size(10);
     group.sampling_mode(SamplingMode::Flat);
     group.warm_up_time(Duration::from_secs(1));
+    group
+}
+
+/// Benches `Store::prove` on a store just opened, on the stores `fixture(events)` (built only
+/// for a size the filter selects).
+fn prove(c: &mut Criterion, name: &str, sizes: &[usize], fixture: fn(u64) -> std::path::PathBuf) {
+    let mut group = sized_group(c, name);
     for &events in sizes {
         group.throughput(Throughput::Elements(events as u64));
-        let path = fixture(events as u64);
         group.bench_function(BenchmarkId::from_parameter(events), |b| {
+            let path = fixture(events as u64);
             b.iter_batched(
                 || Store::open(&path).expect("open store"),
                 |store| {
@@ -63,10 +73,7 @@ fn prove(c: &mut Criterion, name: &str, sizes: &[usize], fixture: fn(u64) -> std
 
 /// Benches `verify_store` on the stores `fixture(events)` for each of `sizes`.
 fn group(c: &mut Criterion, name: &str, sizes: &[usize], fixture: fn(u64) -> std::path::PathBuf) {
-    let mut group = c.benchmark_group(name);
-    group.sample_size(10);
-    group.sampling_mode(SamplingMode::Flat);
-    group.warm_up_time(Duration::from_secs(1));
+    let mut group = sized_group(c, name);
     for &events in sizes {
         group.throughput(Throughput::Elements(events as u64));
         let mut store: Option<Store> = None;
