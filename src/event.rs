@@ -38,7 +38,9 @@
 //! | 6 | builds of semantics 4 | as format 4; the header names semantics 4 |
 //! | 7 | builds of semantics 4, for a write of the memory-stores API ([`API_FORMAT`]) | as format 6; the only format of semantics 4 that holds the payload variant `Api` |
 //! | 8 | builds of semantics 4, for a call under the `typescript-sdk` profile ([`TS_PROFILE_FORMAT`]) | as format 6; the only format of semantics 4 that holds the profile `TypescriptSdk` |
-//! | 9 | this build's writer ([`WRITTEN_FORMAT`], [`FORMAT_VERSION`]) | as format 6; the header names semantics 5; any payload variant and any profile |
+//! | 9 | this build's writer ([`WRITTEN_FORMAT`]) | as format 6; the header names semantics 5; any payload variant and any profile |
+//! | 10 | a redaction that keeps what erased events did ([`REDACT_KEEPING_FORMAT`]) | as format 9; the only format whose payload may be `RedactKeeping` (and that holds nothing else) |
+//! | 11 | a redaction by seq: an erased event that keeps what it did ([`ERASED_KEEPING_FORMAT`], [`FORMAT_VERSION`]) | as format 5, then the kept effect |
 //!
 //! An event's format follows from its semantics and its salt: an event answered under semantics
 //! 1 is written as format 1, byte for byte what those builds wrote, and one answered under
@@ -62,6 +64,13 @@
 //! hash still recomputes from what is left; its payload hash cannot be checked, and the chain
 //! rules take it as stored. A redaction event after it must name it ([`crate::AdminCommand::Redact`]).
 //!
+//! An erased record of format 11 is a format-5 record followed by what the event did to the tree
+//! ([`Kept`]): `kept_len: u32`, then `kept` (a `KeptChange` enum — `Write` 0: `path: string`,
+//! `sha256: 32 bytes`, `bytes: u64`; `Rewrite` 1: `from: string`, `to: string`, `sha256`, `bytes`;
+//! `Rename` 2: `from: string`, `to: string`; `Delete` 3: `path: string` — then `by_api: bool`).
+//! The chain does not hash it; the redaction that erased the event (format 10) commits to it by
+//! its digest ([`kept_digest`]), which [`crate::Store::prove`] and `verify` check.
+//!
 //! # Byte layout (format versions 1 to 6)
 //!
 //! All integers are little-endian and fixed-width; a `string` is a `u64` byte length followed by that
@@ -73,15 +82,15 @@
 //!
 //! | offset | size | field | meaning |
 //! |---|---|---|---|
-//! | 0 | 1 | `version` | format version, `1` to `9` |
+//! | 0 | 1 | `version` | format version, `1` to `11` |
 //! | 1 | 8 | `seq` | `u64`, from 1, dense |
 //! | 9 | 32 | `prev_hash` | hash of event `seq - 1`; zeros for seq 1 |
 //! | 41 | 32 | `hash` | this event's chain hash (recomputed and compared by `verify`) |
 //! | 73 | 32 | `payload_hash` | `blake3(payload)`; formats 4 and 6 to 9: the salted commitment to the payload |
 //! | 105 | 4 | `header_len` | `u32` |
 //! | 109 | `header_len` | `header` | see below |
-//! | … | 32 | `salt` | formats 4 and 6 to 9 only: the event's salt |
-//! | … | 1 | `erased_from` | format 5 only, and the record's last byte: the format the event was written in (`1` to `4`, or `6` to `9`) |
+//! | … | 32 | `salt` | formats 4 and 6 to 10 only: the event's salt |
+//! | … | 1 | `erased_from` | formats 5 and 11 only (format 5: the record's last byte): the format the event was written in (`1` to `4`, or `6` to `9`) |
 //! | … | 4 | `payload_len` | `u32` |
 //! | … | `payload_len` | `payload` | see below |
 //!
@@ -139,6 +148,7 @@
 //! | `RevokeToken` | 3 | `id: string` |
 //! | `Redact` | 4 | `reason: string`, `seqs: seq<u64>` (the events erased, ascending) |
 //! | `Configure` | 5 | `name: string`, `value: string` (a store setting, such as `delete` = `erase`) |
+//! | `RedactKeeping` | 6 | format 10 only: `reason: string`, `seqs: seq<u64>`, `kept: seq<(u64, 32 bytes)>` (the erased events whose records keep an effect, ascending, each with the digest `blake3("mnemo/kept/v1" ‖ kept effect's bytes)`) |
 //!
 //! `ApiWrite` variants (paths are the memory tool's; `memory` is the seq of the event that created
 //! the memory's file; `expect` the SHA-256 its content must have):
@@ -178,7 +188,9 @@ use crate::error::{Error, Result};
 pub use crate::hash::EventHash;
 pub use crate::seq::Seq;
 use crate::tool::Semantics;
-pub use crate::tool::{Body, Erased, InputDigest, Refusal, RejectedCall, RejectedDigest, ToolCall};
+pub use crate::tool::{
+    Body, Erased, InputDigest, Kept, KeptChange, Refusal, RejectedCall, RejectedDigest, ToolCall,
+};
 use wire::WireBody;
 
 /// The newest on-disk format version this build reads and writes: [`WRITTEN_FORMAT`], the
@@ -186,7 +198,7 @@ use wire::WireBody;
 ///
 /// Compatibility policy: a build reads every version up to its own and refuses newer ones with
 /// [`Error::NewerFormat`]; the version byte leads every stored event and the store's `meta` tree.
-pub const FORMAT_VERSION: u8 = 9;
+pub const FORMAT_VERSION: u8 = 11;
 
 /// The first format whose events are salted (answered under semantics 3).
 pub const SALTED_FORMAT: u8 = 4;
@@ -209,6 +221,28 @@ pub const API_FORMAT: u8 = 7;
 /// 4), with the profile only this format may hold, so a build that does not know the profile
 /// refuses the event as newer rather than calling it corrupt.
 pub const TS_PROFILE_FORMAT: u8 = 8;
+
+/// The format of a redaction's event that keeps what some erased events did to the tree
+/// ([`AdminCommand::Redact`](crate::policy::AdminCommand::Redact) with `kept`): as format 9
+/// (salted, semantics 5), with the payload variant only this format may hold, so a build that
+/// does not know it refuses the event as newer instead of misreading it.
+pub const REDACT_KEEPING_FORMAT: u8 = 10;
+
+/// The format of an erased record that keeps what the event did to the tree ([`Kept`]): a
+/// format-5 record followed by the kept effect's length (`u32` LE) and bytes.
+pub const ERASED_KEEPING_FORMAT: u8 = 11;
+
+/// Domain-separation tag of the digest a redaction's event commits to a kept effect by.
+const KEPT_TAG: &[u8] = b"mnemo/kept/v1";
+
+/// The digest of what an erased record keeps, as the redaction's event names it (blake3 of a tag
+/// and the kept effect's stored bytes).
+pub fn kept_digest(kept: &Kept) -> EventHash {
+    let mut h = blake3::Hasher::new();
+    h.update(KEPT_TAG);
+    h.update(&codec::encode(&wire::WireKept::of(kept)));
+    EventHash(*h.finalize().as_bytes())
+}
 
 /// The format of an erased record: an event of any earlier format whose payload and salt a
 /// redaction dropped (see the module docs).
@@ -243,13 +277,14 @@ pub fn salted_format_of(semantics: Semantics) -> u8 {
     }
 }
 
-/// Whether a record of format `version` holds a salt (formats 4, 6, 7, 8 and 9).
+/// Whether a record of format `version` holds a salt (formats 4, 6, 7, 8, 9 and 10).
 fn is_salted(version: u8) -> bool {
     version == SALTED_FORMAT
         || version == SEMANTICS_4_FORMAT
         || version == API_FORMAT
         || version == TS_PROFILE_FORMAT
         || version == WRITTEN_FORMAT
+        || version == REDACT_KEEPING_FORMAT
 }
 
 /// The semantics a header of format `version` must name (`None` for a version no event has).
@@ -259,9 +294,23 @@ fn semantics_of_format(version: u8) -> Option<Semantics> {
         2 => Some(Semantics::V2),
         3 | SALTED_FORMAT => Some(Semantics::V3),
         SEMANTICS_4_FORMAT | API_FORMAT | TS_PROFILE_FORMAT => Some(Semantics::V4),
-        WRITTEN_FORMAT => Some(Semantics::V5),
+        WRITTEN_FORMAT | REDACT_KEEPING_FORMAT => Some(Semantics::V5),
         _ => None,
     }
+}
+
+/// Whether `body` is a redaction that keeps what some erased events did (written as format 10).
+fn keeps_effects(body: &Body) -> bool {
+    matches!(body, Body::Admin(crate::policy::AdminCommand::Redact { kept, .. }) if !kept.is_empty())
+}
+
+/// What an erased record of format `version` keeps: decoded from `bytes` in format 11, none in
+/// format 5.
+pub(crate) fn kept_of(version: u8, bytes: &[u8]) -> Result<Option<Kept>> {
+    (version == ERASED_KEEPING_FORMAT)
+        .then(|| codec::decode::<wire::WireKept<'static>>(bytes, "kept effect"))
+        .transpose()
+        .map(|kept| kept.map(wire::WireKept::into_kept))
 }
 
 /// Whether `body` is a call answered under the `typescript-sdk` profile (written as format 8).
@@ -512,7 +561,9 @@ impl Event {
     /// salt, else [`format_of`] it.
     pub fn format(&self) -> u8 {
         match (&self.body, self.salt) {
+            (Body::Erased(Erased { kept: Some(_), .. }), _) => ERASED_KEEPING_FORMAT,
             (Body::Erased(_), _) => ERASED_FORMAT,
+            (_, Some(_)) if keeps_effects(&self.body) => REDACT_KEEPING_FORMAT,
             // Format 9 (semantics 5) holds any payload and any profile.
             (_, Some(_)) if self.header.semantics >= Semantics::V5 => WRITTEN_FORMAT,
             (Body::Api(_), _) => API_FORMAT,
@@ -525,6 +576,11 @@ impl Event {
     /// This event with its payload and salt erased: what a redaction leaves of it. Its chain hash
     /// is the same.
     pub fn erased(&self) -> Event {
+        self.erased_keeping(None)
+    }
+
+    /// [`Event::erased`], keeping what the event did to the tree (`kept`), if given.
+    pub fn erased_keeping(&self, kept: Option<Kept>) -> Event {
         let frame = self.to_frame();
         Event {
             seq: self.seq,
@@ -533,6 +589,7 @@ impl Event {
             body: Body::Erased(Erased {
                 format: frame.erased_from.unwrap_or(frame.version),
                 payload_hash: frame.payload_hash,
+                kept,
             }),
             salt: None,
         }
@@ -556,6 +613,13 @@ impl Event {
         let (payload_hash, erased_from) = match &self.body {
             Body::Erased(erased) => (erased.payload_hash, Some(erased.format)),
             _ => (payload_hash_of(&payload, self.salt.as_ref()), None),
+        };
+        // An erased record's only payload is what it keeps.
+        let payload = match &self.body {
+            Body::Erased(Erased {
+                kept: Some(kept), ..
+            }) => codec::encode(&wire::WireKept::of(kept)),
+            _ => payload,
         };
         let hash = chain_hash(self.seq, &self.prev_hash, &header, &payload_hash);
         Frame {
@@ -622,6 +686,11 @@ impl Frame {
         out.extend_from_slice(&self.header);
         if let Some(from) = self.erased_from {
             out.push(from);
+            if self.version == ERASED_KEEPING_FORMAT {
+                #[expect(clippy::cast_possible_truncation)]
+                out.extend_from_slice(&(self.payload.len() as u32).to_le_bytes());
+                out.extend_from_slice(&self.payload);
+            }
             return out;
         }
         if let Some(salt) = &self.salt {
@@ -715,25 +784,32 @@ impl<'a> FrameRef<'a> {
         let payload_hash = take_hash(&mut rest, "payload_hash")?;
         let header_len = take_u32(&mut rest, "header length")?;
         let header = take(&mut rest, header_len, "header")?;
-        let (salt, payload, erased_from) = if version == ERASED_FORMAT {
-            let from = take(&mut rest, 1, "erased record's format")?[0];
-            if semantics_of_format(from).is_none() {
-                return Err(Error::corrupt(format!(
-                    "an erased record says it was an event of format {from}, which no event has"
-                )));
-            }
-            (None, &[][..], Some(from))
-        } else {
-            let salt = if is_salted(version) {
-                let mut salt = [0; 32];
-                salt.copy_from_slice(take(&mut rest, 32, "salt")?);
-                Some(Salt(salt))
+        let (salt, payload, erased_from) =
+            if version == ERASED_FORMAT || version == ERASED_KEEPING_FORMAT {
+                let from = take(&mut rest, 1, "erased record's format")?[0];
+                if semantics_of_format(from).is_none() {
+                    return Err(Error::corrupt(format!(
+                        "an erased record says it was an event of format {from}, which no event has"
+                    )));
+                }
+                let kept = if version == ERASED_KEEPING_FORMAT {
+                    let len = take_u32(&mut rest, "kept effect's length")?;
+                    take(&mut rest, len, "kept effect")?
+                } else {
+                    &[][..]
+                };
+                (None, kept, Some(from))
             } else {
-                None
+                let salt = if is_salted(version) {
+                    let mut salt = [0; 32];
+                    salt.copy_from_slice(take(&mut rest, 32, "salt")?);
+                    Some(Salt(salt))
+                } else {
+                    None
+                };
+                let payload_len = take_u32(&mut rest, "payload length")?;
+                (salt, take(&mut rest, payload_len, "payload")?, None)
             };
-            let payload_len = take_u32(&mut rest, "payload length")?;
-            (salt, take(&mut rest, payload_len, "payload")?, None)
-        };
         if !rest.is_empty() {
             return Err(Error::corrupt(format!(
                 "event record has {} trailing bytes",
@@ -776,6 +852,7 @@ impl<'a> FrameRef<'a> {
                 self.prev_hash,
                 self.header,
                 self.payload_hash,
+                kept_of(self.version, self.payload)?,
             );
         }
         Event::from_parts(
@@ -815,7 +892,7 @@ impl Event {
         salt: Option<Salt>,
         payload: &[u8],
     ) -> Result<Event> {
-        if version == ERASED_FORMAT {
+        if version == ERASED_FORMAT || version == ERASED_KEEPING_FORMAT {
             return Err(Error::corrupt(format!(
                 "a record of format {version} has a payload"
             )));
@@ -833,6 +910,17 @@ impl Event {
             return Err(Error::corrupt(format!(
                 "an event of format {version} {} a write of the memory-stores API",
                 if version == API_FORMAT {
+                    "is not"
+                } else {
+                    "holds"
+                }
+            )));
+        }
+        // A redaction that keeps effects is format 10, which holds nothing else.
+        if keeps_effects(&body) != (version == REDACT_KEEPING_FORMAT) {
+            return Err(Error::corrupt(format!(
+                "an event of format {version} {} a redaction that keeps what erased events did",
+                if version == REDACT_KEEPING_FORMAT {
                     "is not"
                 } else {
                     "holds"
@@ -869,6 +957,7 @@ impl Event {
         prev_hash: EventHash,
         header: &[u8],
         payload_hash: EventHash,
+        kept: Option<Kept>,
     ) -> Result<Event> {
         Ok(Event {
             seq,
@@ -877,6 +966,7 @@ impl Event {
             body: Body::Erased(Erased {
                 format,
                 payload_hash,
+                kept,
             }),
             salt: None,
         })

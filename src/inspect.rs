@@ -115,9 +115,31 @@ fn input_of(body: &Body) -> Value {
         }
         Body::Admin(command) => admin_input(command),
         Body::Api(write) => api_input(write),
-        Body::Erased(erased) => json!({
-            "erased": {"format": erased.format, "payload_hash": erased.payload_hash.to_hex()},
-        }),
+        Body::Erased(erased) => {
+            let mut out = json!({
+                "erased": {"format": erased.format, "payload_hash": erased.payload_hash.to_hex()},
+            });
+            // What a redaction by seq kept of what the event did (never its content).
+            if let Some(kept) = &erased.kept {
+                out["erased"]["kept"] = json!({
+                    "change": kept_name(&kept.change),
+                    "paths": kept.change.paths(),
+                    "content_sha256": kept.change.content().map(|(sha, _)| crate::tool::api::hex(&sha)),
+                    "content_bytes": kept.change.content().map(|(_, bytes)| bytes),
+                    "by_api": kept.by_api,
+                });
+            }
+            out
+        }
+    }
+}
+
+fn kept_name(change: &crate::event::KeptChange) -> &'static str {
+    match change {
+        crate::event::KeptChange::Write { .. } => "write",
+        crate::event::KeptChange::Rewrite { .. } => "rewrite",
+        crate::event::KeptChange::Rename { .. } => "rename",
+        crate::event::KeptChange::Delete { .. } => "delete",
     }
 }
 
@@ -129,7 +151,7 @@ fn admin_input(command: &AdminCommand) -> Value {
 fn redaction_of(store: &Store, seq: Seq) -> Result<Option<Redaction>> {
     for item in store.records(Seq(seq.0 + 1)) {
         let later = Event::decode(&item?.1)?;
-        if let Body::Admin(AdminCommand::Redact { reason, seqs }) = &later.body {
+        if let Body::Admin(AdminCommand::Redact { reason, seqs, .. }) = &later.body {
             if seqs.contains(&seq.0) {
                 return Ok(Some(Redaction {
                     by: later.header.agent,

@@ -143,6 +143,10 @@ pub enum AdminCommand {
         reason: String,
         /// The seqs erased, ascending.
         seqs: Vec<u64>,
+        /// Of the seqs erased, those whose record keeps what the event did to the tree
+        /// ([`crate::event::Kept`]), each with the digest of what it keeps
+        /// ([`crate::event::kept_digest`]), ascending: the chain's commitment to it.
+        kept: Vec<(u64, crate::hash::EventHash)>,
     },
     /// Set the store setting `name` to `value` (see [`SETTINGS`]); a name or value that is not
     /// one is answered with an error and changes nothing.

@@ -134,9 +134,27 @@ pub struct Projection<K> {
     layout: u8,
     /// Rendered listing lines kept between calls ([`Projection::with_listings`]).
     listings: Option<Mutex<Listings>>,
+    /// In a replay, the files whose content a redaction erased (each with the placeholder an
+    /// erased record's kept effect wrote, [`Projection::apply_kept`]), by identity: the SHA-256
+    /// the record kept, and the erased event's seq. Empty in a store's live tree.
+    placeholders: std::collections::BTreeMap<u64, ([u8; 32], u64)>,
 }
 
 impl<K> Projection<K> {
+    /// The placeholders of erased content this replay holds (see [`Projection::apply_kept`]), to
+    /// put back with [`Projection::restore_placeholders`] when a change is rolled back.
+    pub(crate) fn placeholders(&self) -> std::collections::BTreeMap<u64, ([u8; 32], u64)> {
+        self.placeholders.clone()
+    }
+
+    /// Puts back the placeholders [`Projection::placeholders`] returned.
+    pub(crate) fn restore_placeholders(
+        &mut self,
+        placeholders: std::collections::BTreeMap<u64, ([u8; 32], u64)>,
+    ) {
+        self.placeholders = placeholders;
+    }
+
     /// Wraps a map holding an index (an empty map is the empty index).
     pub fn new(kv: K) -> Self {
         Projection {
@@ -144,6 +162,7 @@ impl<K> Projection<K> {
             retry_cap: RETRY_RECORDS,
             layout: INDEX_LAYOUT,
             listings: None,
+            placeholders: std::collections::BTreeMap::new(),
         }
     }
 

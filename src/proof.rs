@@ -37,7 +37,8 @@ impl Store {
         // that names it makes it one (a record erased outside Mnemo hides what it did from
         // every replay). A redaction and what it erased are written in one rewrite, so a walk
         // that meets one meets the other.
-        let mut unnamed = std::collections::BTreeSet::new();
+        // Erased records not yet named by a redaction, with the digest of what each keeps.
+        let mut unnamed = std::collections::BTreeMap::new();
         for item in self.records(chain.next()) {
             let (seq, record) = match item {
                 Ok(item) => item,
@@ -56,15 +57,30 @@ impl Store {
                     what: b.detail,
                 })?;
             if frame.erased_from.is_some() {
-                unnamed.insert(seq);
+                let kept = crate::event::kept_of(frame.version, frame.payload).map_err(|e| {
+                    Error::ChainBroken {
+                        seq: seq.0,
+                        what: format!("its record does not decode: {e}"),
+                    }
+                })?;
+                unnamed.insert(seq, kept.as_ref().map(crate::event::kept_digest));
             } else if !unnamed.is_empty() {
                 let event = frame.event().map_err(|e| Error::ChainBroken {
                     seq: seq.0,
                     what: format!("its record does not decode: {e}"),
                 })?;
-                if let Body::Admin(AdminCommand::Redact { seqs, .. }) = &event.body {
+                if let Body::Admin(AdminCommand::Redact { seqs, kept, .. }) = &event.body {
                     for named in seqs {
-                        unnamed.remove(&Seq(*named));
+                        if let Some(Some(digest)) = unnamed.remove(&Seq(*named)) {
+                            if !kept.contains(&(*named, digest)) {
+                                return Err(Error::ChainBroken {
+                                    seq: *named,
+                                    what: format!(
+                                        "it keeps what the event did to the tree, but the redaction (event {seq}) that erased it does not commit to what it keeps: it was changed outside Mnemo"
+                                    ),
+                                });
+                            }
+                        }
                     }
                 }
             }
@@ -76,7 +92,7 @@ impl Store {
                 meta_hash = Some(frame.hash);
             }
         }
-        if let Some(first) = unnamed.first() {
+        if let Some((first, _)) = unnamed.first_key_value() {
             return Err(Error::ChainBroken {
                 seq: first.0,
                 what: "it is erased, but no redaction after it names it: its payload was removed outside Mnemo".into(),

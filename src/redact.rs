@@ -18,6 +18,17 @@
 //! made) is erased in the same replay. A text in what a redaction keeps (an agent name, a
 //! tool_use id, an admin event, the reason, the operator's name, sled's own names) is refused.
 //!
+//! Chosen by seq alone (`mnemo redact --seq`, a memory version redacted through the
+//! memory-stores API), an event is erased keeping what it did to the tree ([`Kept`]: where it
+//! wrote, moved or deleted, and the SHA-256 and length of what it wrote, never the content), and
+//! so is every event erased with it: the closing replay applies each kept effect with the content
+//! a placeholder ([`Projection::apply_kept`]) beside a replay of the log as it is, which says what
+//! each event did. So a memory keeps its identity and a later write's precondition still holds,
+//! and what is erased with the chosen event is what showed or built on its content. Such a
+//! redaction must leave the live tree exactly as it is ([`Plan::live`]): one that would change a
+//! live file (its current content, or a deleted file brought back) is refused. The redaction's
+//! event commits to every kept effect by its digest ([`kept_digest`]).
+//!
 //! The store is rewritten, not edited ([`redact`]): sled keeps overwritten values in its log
 //! until it rewrites a segment, so the erased bytes would stay in `db`. The plan and the copy are
 //! made from a read-only copy of the store, so a refused redaction changes no byte of it: the
@@ -35,7 +46,7 @@ use std::path::{Path, PathBuf};
 use crate::client::MnemoClient;
 use crate::disk::{parent_of, redaction_prefix, remove_redaction_leftovers};
 use crate::error::{Error, Result};
-use crate::event::{Body, Event, Frame, Header, Outcome, Salt, Seq};
+use crate::event::{Body, Event, Frame, Header, Kept, Outcome, Salt, Seq, kept_digest};
 use crate::history::describe;
 use crate::kv::UndoKv;
 use crate::lineage::Files;
@@ -71,6 +82,13 @@ pub struct Selection {
 pub struct Plan {
     /// The events to erase, ascending.
     pub seqs: Vec<Seq>,
+    /// Of them, those whose records keep what the event did to the tree (a redaction by seq
+    /// only: see the module docs), and what each keeps.
+    pub kept: BTreeMap<Seq, Kept>,
+    /// A redaction by seq only: the live files whose content (or existence) the erasure would
+    /// change, with why. A plan that names any is refused: erasing a version a file has moved
+    /// past is allowed, erasing what a file holds now is not (update or delete it first).
+    pub live: Vec<String>,
     /// The paths the erased events named, in order.
     pub paths: Vec<String>,
     /// With texts chosen: the events left that keep only a digest of an input too large (or
@@ -134,10 +152,13 @@ impl Plan {
         )
     }
 
-    /// The plan as `POST /v1/redact` answers it: `{"seqs", "paths"}`.
+    /// The plan as `POST /v1/redact` answers it: `{"seqs", "kept", "paths", "unsearched",
+    /// "live"}`.
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::json!({
             "seqs": self.seqs.iter().map(|s| s.0).collect::<Vec<_>>(),
+            "kept": self.kept.keys().map(|s| s.0).collect::<Vec<_>>(),
+            "live": self.live,
             "paths": self.paths,
             "unsearched": self.unsearched.iter().map(|s| s.0).collect::<Vec<_>>(),
         })
@@ -159,6 +180,16 @@ impl Plan {
             unsearched: answer["unsearched"]
                 .as_array()
                 .map(|all| all.iter().filter_map(|s| s.as_u64().map(Seq)).collect())
+                .unwrap_or_default(),
+            // What a kept effect holds stays on the server; the plan names its seqs.
+            kept: BTreeMap::new(),
+            live: answer["live"]
+                .as_array()
+                .map(|all| {
+                    all.iter()
+                        .filter_map(|l| l.as_str().map(str::to_string))
+                        .collect()
+                })
                 .unwrap_or_default(),
         })
     }
@@ -211,6 +242,24 @@ impl MnemoClient {
         let operator = self.agent_id().to_string();
         self.closed_for("the store is being redacted", |path| {
             redact(path, &operator, reason, selection)
+        })
+    }
+
+    /// [`redact`](Self::redact), recorded under `operator` rather than this client's agent (a
+    /// server redacting for the holder of its operator token). Through a server, the server
+    /// records who asked.
+    pub fn redact_as(
+        &self,
+        operator: &str,
+        reason: &str,
+        selection: &Selection,
+    ) -> Result<Redacted> {
+        #[cfg(feature = "client")]
+        if self.remote().is_some() {
+            return self.redact(reason, selection);
+        }
+        self.closed_for("the store is being redacted", |path| {
+            redact(path, operator, reason, selection)
         })
     }
 
@@ -539,8 +588,11 @@ fn plan_with(store: &Store, selection: &Selection, deleted_by: Option<Seq>) -> R
             }
         }
     }
+    // Chosen by seq alone, an event's erasure keeps what it did to the tree, so the versions
+    // after it re-derive, and must leave every live file as it is.
+    let keep = selection.paths.is_empty() && selection.texts.is_empty() && deleted_by.is_none();
     for _ in 0..MAX_ROUNDS {
-        let (plan, left) = close(store, &chosen, &texts)?;
+        let (plan, left) = close(store, &chosen, &texts, keep)?;
         let found: Vec<String> = left
             .iter()
             .filter(|(_, content)| texts.iter().any(|t| contains(content.as_bytes(), t)))
@@ -585,6 +637,15 @@ fn keeps_part(event: &Event) -> bool {
             || d.input.prefix.contains('\u{FFFD}'))
 }
 
+/// Why a redaction by seq that would change live files is refused, and what to do instead.
+pub fn refused_live(plan: &Plan) -> String {
+    format!(
+        "erasing event(s) {} would change what the store holds now: {}; a redaction erases versions a file has moved past, never its current content: update or delete the file first, then redact; nothing was changed",
+        listed(&plan.seqs),
+        plan.live.join("; ")
+    )
+}
+
 fn refused_admin(seq: Seq) -> Error {
     Error::InvalidArgument(format!(
         "event {seq} is an admin event (a grant, a token or a redaction): the policy's history is never erased; choose memory-tool events"
@@ -623,9 +684,17 @@ fn makes_text(tree: &Projection<UndoKv>, event: &Event, texts: &[&[u8]]) -> Resu
 /// `chosen` closed over what depends on it: replays the log skipping the chosen events, and
 /// erases every other event whose answer then differs from its recorded one, or that leaves one
 /// of `texts` in a file it touched (skipping it in turn). Events an earlier redaction erased are
-/// not erased again. Returns the plan and the files left (path, content).
-fn close(store: &Store, chosen: &BTreeSet<Seq>, texts: &[&[u8]]) -> Result<(Plan, Vec<FileLeft>)> {
+/// not erased again. With `keep`, an erased event keeps what it did to the tree (its change as
+/// the log made it, content as a digest: [`Kept`]) instead of being skipped, and the plan names
+/// the live files the erasure would change. Returns the plan and the files left (path, content).
+fn close(
+    store: &Store,
+    chosen: &BTreeSet<Seq>,
+    texts: &[&[u8]],
+    keep: bool,
+) -> Result<(Plan, Vec<FileLeft>)> {
     let mut erased = chosen.clone();
+    let mut kept_effects = BTreeMap::new();
     let mut paths: Vec<String> = Vec::new();
     let mut erase = |event: &Event, erased: &mut BTreeSet<Seq>| {
         erased.insert(event.seq);
@@ -636,19 +705,46 @@ fn close(store: &Store, chosen: &BTreeSet<Seq>, texts: &[&[u8]]) -> Result<(Plan
         }
     };
     let mut replay = Replay::resume(Projection::new(UndoKv::default()))?;
+    // With `keep`, the log as it is, for what each event did and for the live tree.
+    let mut original = keep
+        .then(|| Replay::resume(Projection::new(UndoKv::default())))
+        .transpose()?;
     for event in events(store) {
         let event = event?;
         if let Body::Erased(_) = event.body {
             erased.remove(&event.seq);
             replay.apply(&event)?;
+            if let Some(original) = original.as_mut() {
+                original.apply(&event)?;
+            }
             continue;
         }
+        let did = match original.as_mut() {
+            Some(original) => {
+                let by_api = matches!(event.body, Body::Api(_));
+                let traced = original.apply(&event)?;
+                traced
+                    .answer
+                    .change
+                    .as_ref()
+                    .and_then(|change| Kept::of(change, by_api))
+            }
+            None => None,
+        };
+        let mut erase_keeping =
+            |event: &Event, erased: &mut BTreeSet<Seq>, replay: &mut Replay<_>| {
+                erase(event, erased);
+                if let Some(kept) = &did {
+                    kept_effects.insert(event.seq, kept.clone());
+                }
+                replay.apply(&event.erased_keeping(did.clone()))
+            };
         if erased.contains(&event.seq) {
-            erase(&event, &mut erased);
-            replay.apply(&event.erased())?;
+            erase_keeping(&event, &mut erased, &mut replay)?;
             continue;
         }
         replay.tree_mut().kv_mut().begin();
+        let placeholders = replay.tree().placeholders();
         let traced = replay.apply(&event)?;
         let same =
             event.outcome_of(traced.answer.is_error, &traced.answer.text) == event.header.outcome;
@@ -660,23 +756,56 @@ fn close(store: &Store, chosen: &BTreeSet<Seq>, texts: &[&[u8]]) -> Result<(Plan
                 )));
             }
             replay.tree_mut().kv_mut().rollback();
-            erase(&event, &mut erased);
-            replay.apply(&event.erased())?;
+            replay.tree_mut().restore_placeholders(placeholders);
+            erase_keeping(&event, &mut erased, &mut replay)?;
         }
     }
     let root = MemPath::absolute("/").map_err(Error::InvalidArgument)?;
-    let left = replay
-        .tree()
-        .records_under(&root)?
-        .into_iter()
-        .map(|r| (r.path, r.content))
-        .collect();
+    let records = replay.tree().records_under(&root)?;
+    let live = match &original {
+        Some(original) => changed_live(&original.tree().records_under(&root)?, &records),
+        None => Vec::new(),
+    };
+    let left = records.into_iter().map(|r| (r.path, r.content)).collect();
     let plan = Plan {
         seqs: erased.into_iter().collect(),
+        kept: kept_effects,
+        live,
         paths,
         unsearched: Vec::new(),
     };
     Ok((plan, left))
+}
+
+/// The live files (`now`) that the tree an erasure leaves (`left`) does not hold as they are:
+/// gone, holding other content (a redaction's placeholder), or in their place a file that is not.
+fn changed_live(
+    now: &[crate::projection::MemoryRecord],
+    left: &[crate::projection::MemoryRecord],
+) -> Vec<String> {
+    let left_at: BTreeMap<&str, &crate::projection::MemoryRecord> =
+        left.iter().map(|r| (r.path.as_str(), r)).collect();
+    let now_at: BTreeSet<&str> = now.iter().map(|r| r.path.as_str()).collect();
+    let mut out = Vec::new();
+    for file in now {
+        match left_at.get(file.path.as_str()) {
+            None => out.push(format!("{} would be gone", file.path)),
+            Some(after) if after.created != file.created => {
+                out.push(format!("{} would be another file", file.path))
+            }
+            Some(after) if after.content != file.content => out.push(format!(
+                "{} holds content the erased events wrote (its current version)",
+                file.path
+            )),
+            Some(_) => {}
+        }
+    }
+    for file in left {
+        if !now_at.contains(file.path.as_str()) {
+            out.push(format!("{} would come back (it was deleted)", file.path));
+        }
+    }
+    out
 }
 
 /// The directory beside `store` a redaction writes the new store into.
@@ -722,6 +851,9 @@ fn redact_with(
     // byte of it; the store is opened for writing only to exchange it, once the copy is whole.
     let source = Store::open_current_read_only(path)?;
     let plan = plan_with(&source, selection, deleted_by)?;
+    if !plan.live.is_empty() {
+        return Err(Error::InvalidArgument(refused_live(&plan)));
+    }
     if plan.seqs.is_empty() {
         return Err(Error::InvalidArgument(
             format!(
@@ -807,7 +939,9 @@ fn write_redacted(
             break;
         }
         let frame = if erased.contains(&seq) {
-            Event::decode(&record)?.erased().to_frame()
+            Event::decode(&record)?
+                .erased_keeping(plan.kept.get(&seq).cloned())
+                .to_frame()
         } else {
             Frame::decode(&record)?
         };
@@ -820,6 +954,11 @@ fn write_redacted(
     let body = Body::Admin(AdminCommand::Redact {
         reason: reason.to_string(),
         seqs: plan.seqs.iter().map(|s| s.0).collect(),
+        kept: plan
+            .kept
+            .iter()
+            .map(|(seq, kept)| (seq.0, kept_digest(kept)))
+            .collect(),
     });
     let salt = Salt::random()?;
     let answer = crate::tool::answer(

@@ -490,6 +490,8 @@ fn verify_pass(
     let (tx, rx) = crossbeam_channel::bounded::<Batch>(PIPELINE_DEPTH);
     // Erased records not yet named by a redaction.
     let mut erased = std::collections::BTreeSet::new();
+    // The digest of what each erased record met (and not yet named by a redaction) keeps.
+    let mut kept_digests = std::collections::BTreeMap::new();
     let broke = AtomicBool::new(false);
     let (outcome, differs) = std::thread::scope(|scope| {
         scope.spawn(move || read_chain(store, &tx));
@@ -503,8 +505,11 @@ fn verify_pass(
         let outcome = replay.drive(Handed::new(rx), |tree, checked, traced| {
             let seq = checked.event.seq;
             match &checked.event.body {
-                Body::Erased(_) => {
+                Body::Erased(record) => {
                     erased.insert(seq);
+                    if let Some(kept) = &record.kept {
+                        kept_digests.insert(seq, crate::event::kept_digest(kept));
+                    }
                 }
                 body => {
                     let answered = match (claims.as_mut(), traced) {
@@ -525,8 +530,19 @@ fn verify_pass(
                             (_, stop) => stop,
                         });
                     }
-                    if let Body::Admin(AdminCommand::Redact { seqs, .. }) = body {
+                    if let Body::Admin(AdminCommand::Redact { seqs, kept, .. }) = body {
                         for named in seqs {
+                            if let Some(digest) = kept_digests.remove(&Seq(*named)) {
+                                if !kept.contains(&(*named, digest)) {
+                                    return Err(Stop::Violation(violation(
+                                        Seq(*named),
+                                        ViolationKind::Redaction,
+                                        format!(
+                                            "event {named} keeps what it did to the tree, but redaction {seq}, which erased it, does not commit to what it keeps: it was changed outside Mnemo"
+                                        ),
+                                    )));
+                                }
+                            }
                             if !erased.remove(&Seq(*named)) {
                                 return Err(Stop::Violation(violation(
                                     seq,
@@ -797,9 +813,16 @@ fn read_chain(store: &Store, tx: &crossbeam_channel::Sender<Batch>) {
 /// Decodes a checked record's header and payload (the end of step 2).
 fn decode(seq: Seq, frame: &FrameRef<'_>) -> std::result::Result<Event, Stop> {
     match frame.erased_from {
-        Some(from) => {
-            Event::erased_from_parts(from, seq, frame.prev_hash, frame.header, frame.payload_hash)
-        }
+        Some(from) => crate::event::kept_of(frame.version, frame.payload).and_then(|kept| {
+            Event::erased_from_parts(
+                from,
+                seq,
+                frame.prev_hash,
+                frame.header,
+                frame.payload_hash,
+                kept,
+            )
+        }),
         None => Event::from_parts(
             frame.version,
             seq,

@@ -1564,10 +1564,21 @@ fn doc_payload(b: &Body) -> Vec<u8> {
         Body::Admin(AdminCommand::RevokeToken { id }) => {
             d.u32(2).u32(3).string(id);
         }
-        Body::Admin(AdminCommand::Redact { reason, seqs }) => {
+        Body::Admin(AdminCommand::Redact { reason, seqs, kept }) if kept.is_empty() => {
             d.u32(2).u32(4).string(reason).u64(seqs.len() as u64);
             for seq in seqs {
                 d.u64(*seq);
+            }
+        }
+        // Format 10: the redaction that keeps what erased events did, variant 6.
+        Body::Admin(AdminCommand::Redact { reason, seqs, kept }) => {
+            d.u32(2).u32(6).string(reason).u64(seqs.len() as u64);
+            for seq in seqs {
+                d.u64(*seq);
+            }
+            d.u64(kept.len() as u64);
+            for (seq, digest) in kept {
+                d.u64(*seq).bytes(&digest.0);
             }
         }
         Body::Admin(AdminCommand::Configure { name, value }) => {
@@ -1701,8 +1712,8 @@ fn every_vector_matches_the_documented_byte_table() {
     assert_eq!(DOMAIN_TAG, b"mnemo/event/v1", "domain tag as documented");
     assert_eq!(DOMAIN_TAG.len(), 14, "the docs say 14 ASCII bytes");
     assert_eq!(
-        FORMAT_VERSION, 9,
-        "this is format version 9 (salted events of semantics 5, of any payload and profile; formats 6, 7 and 8 hold semantics 4)"
+        FORMAT_VERSION, 11,
+        "this is format version 11 (the writer writes 9: salted events of semantics 5, of any payload and profile; a redaction that keeps what erased events did is 10, the erased records that keep it 11)"
     );
     assert_eq!(
         PAYLOAD_TAG, b"mnemo/payload/v4",
@@ -2147,6 +2158,23 @@ fn a_short_secret_cannot_be_confirmed_from_its_salted_hashes() {
     );
 }
 
+/// `event`'s erased record of format `version` (5, or 11 before its kept effect), by the byte
+/// table: its seq, hashes and header as they were, then the format it was written in.
+fn erased_doc(event: &Event, version: u8) -> Doc {
+    let header = doc_header(&event.header);
+    let payload_hash = doc_payload_hash(event, &doc_payload(&event.body));
+    let mut d = Doc::default();
+    d.bytes(&[version])
+        .u64(event.seq.0)
+        .bytes(&event.prev_hash.0)
+        .bytes(&event.hash().0)
+        .bytes(&payload_hash)
+        .u32(u32::try_from(header.len()).expect("fits"))
+        .bytes(&header)
+        .bytes(&[doc_format(event)]);
+    d
+}
+
 /// An erased record, as the byte table documents it: version 5, the event's seq, hashes and
 /// header as they were, then one byte, the format it was written in; no salt, no payload. Its
 /// chain hash is the event's: erasing changes no hash. And the redaction admin command's payload
@@ -2160,17 +2188,7 @@ fn an_erased_record_and_a_redaction_follow_the_documented_byte_table() {
         let erased = event.erased();
         let frame = erased.to_frame();
         assert_eq!(frame.hash, event.hash(), "erasing keeps the chain hash");
-        let header = doc_header(&event.header);
-        let payload_hash = doc_payload_hash(&event, &doc_payload(&event.body));
-        let mut d = Doc::default();
-        d.bytes(&[5])
-            .u64(event.seq.0)
-            .bytes(&event.prev_hash.0)
-            .bytes(&event.hash().0)
-            .bytes(&payload_hash)
-            .u32(u32::try_from(header.len()).expect("fits"))
-            .bytes(&header)
-            .bytes(&[doc_format(&event)]);
+        let d = erased_doc(&event, 5);
         assert_eq!(
             hex(&frame.encode()),
             hex(&d.0),
@@ -2213,6 +2231,7 @@ fn tool_free_redaction() -> Event {
         Body::Admin(AdminCommand::Redact {
             reason: "asked".into(),
             seqs: vec![3, 5],
+            kept: Vec::new(),
         }),
     );
     event.header.semantics = Semantics::V3;
@@ -2449,5 +2468,144 @@ fn every_call_under_the_typescript_profile_is_format_eight_and_only_there() {
         GOLDEN_V8,
         8,
         "a call under the typescript-sdk profile",
+    );
+}
+
+/// What a redaction by seq leaves, as the byte tables document it: an erased record of format 11
+/// (a format-5 record, then `kept_len: u32` and the kept effect: a `KeptChange` variant and
+/// `by_api`), whose chain hash is the event's; and the redaction's event of format 10, whose
+/// payload is `Admin`'s variant 6 naming each kept effect by `blake3("mnemo/kept/v1" ‖ kept)`.
+/// Each decodes back to itself, and a kept effect read from any other format is refused.
+#[test]
+fn a_kept_effect_and_the_redaction_that_commits_to_it_follow_the_documented_byte_tables() {
+    use mnemo::event::{Kept, KeptChange, kept_digest};
+    let event = salted(fixtures().into_iter().map(|(_, e)| e).collect())
+        .into_iter()
+        .next()
+        .expect("a fixture");
+    let sha = [7u8; 32];
+    let cases = [
+        (
+            KeptChange::Write {
+                path: "/memories/a.md".into(),
+                sha256: sha,
+                bytes: 12,
+            },
+            true,
+            {
+                let mut d = Doc::default();
+                d.u32(0)
+                    .string("/memories/a.md")
+                    .bytes(&sha)
+                    .u64(12)
+                    .bool(true);
+                d.0
+            },
+        ),
+        (
+            KeptChange::Rewrite {
+                from: "/memories/a.md".into(),
+                to: "/memories/b.md".into(),
+                sha256: sha,
+                bytes: 3,
+            },
+            false,
+            {
+                let mut d = Doc::default();
+                d.u32(1)
+                    .string("/memories/a.md")
+                    .string("/memories/b.md")
+                    .bytes(&sha)
+                    .u64(3)
+                    .bool(false);
+                d.0
+            },
+        ),
+        (
+            KeptChange::Rename {
+                from: "/memories/d".into(),
+                to: "/memories/e".into(),
+            },
+            false,
+            {
+                let mut d = Doc::default();
+                d.u32(2)
+                    .string("/memories/d")
+                    .string("/memories/e")
+                    .bool(false);
+                d.0
+            },
+        ),
+        (
+            KeptChange::Delete {
+                path: "/memories/e".into(),
+            },
+            true,
+            {
+                let mut d = Doc::default();
+                d.u32(3).string("/memories/e").bool(true);
+                d.0
+            },
+        ),
+    ];
+    let mut kept_list = Vec::new();
+    for (change, by_api, kept_bytes) in cases {
+        let kept = Kept { change, by_api };
+        let erased = event.erased_keeping(Some(kept.clone()));
+        let frame = erased.to_frame();
+        assert_eq!(frame.hash, event.hash(), "erasing keeps the chain hash");
+        let mut d = erased_doc(&event, 11);
+        d.u32(u32::try_from(kept_bytes.len()).expect("fits"))
+            .bytes(&kept_bytes);
+        assert_eq!(
+            hex(&frame.encode()),
+            hex(&d.0),
+            "erased record keeping {kept:?}"
+        );
+        let decoded = Event::decode(&d.0).expect("decodes");
+        assert_eq!(decoded, erased);
+        let mut tagged = b"mnemo/kept/v1".to_vec();
+        tagged.extend_from_slice(&kept_bytes);
+        assert_eq!(kept_digest(&kept).0, *blake3::hash(&tagged).as_bytes());
+        // The same bytes labelled format 5 leave the kept effect over.
+        let mut relabelled = d.0.clone();
+        relabelled[0] = 5;
+        assert!(Event::decode(&relabelled).is_err());
+        kept_list.push((event.seq.0, kept_digest(&kept)));
+    }
+    let mut redaction = fixed(
+        9,
+        None,
+        Outcome::of(false, "Redacted 1 events (1): asked"),
+        Body::Admin(AdminCommand::Redact {
+            reason: "asked".into(),
+            seqs: vec![1],
+            kept: kept_list[..1].to_vec(),
+        }),
+    );
+    redaction.header.semantics = Semantics::V5;
+    redaction.salt = Some(salt_of(9));
+    let frame = redaction.to_frame();
+    assert_eq!(
+        frame.version, 10,
+        "a redaction that keeps effects is format 10"
+    );
+    let mut d = Doc::default();
+    d.u32(2)
+        .u32(6)
+        .string("asked")
+        .u64(1)
+        .u64(1)
+        .u64(1)
+        .u64(kept_list[0].0)
+        .bytes(&kept_list[0].1.0);
+    assert_eq!(hex(&frame.payload), hex(&d.0), "the redaction's payload");
+    assert_eq!(Event::decode(&frame.encode()).expect("decodes"), redaction);
+    // Format 10 holds nothing else, and the redaction nothing but format 10.
+    let mut relabelled = frame.encode();
+    relabelled[0] = 9;
+    assert!(
+        Event::decode(&relabelled).is_err(),
+        "format 9 holding RedactKeeping"
     );
 }

@@ -329,18 +329,46 @@ def run(url, token):
     assert expect(anthropic.BadRequestError,
                   lambda: list(versions.list(made.id, operation="renamed"))) == "invalid_request_error"
 
-    # Redaction: refused where it would take a live memory with it; a deleted memory's
-    # versions are erased for real (and then named as redacted).
+    # Redaction, as the hosted API does it: the current version of a live memory is refused
+    # (409); a version a memory has moved past is redacted, and stays a version (retrieved and
+    # listed, its content, path and digest null), while the later ones keep theirs.
     live_one = memories.retrieve(seen[1].id, memory_store_id=made.id)
     assert expect(anthropic.ConflictError,
                   lambda: versions.redact(live_one.memory_version_id, memory_store_id=made.id)) == "conflict_error"
-    redacted = versions.redact(lineage[-1].id, memory_store_id=made.id)
-    tried("memory_versions.redact")
-    assert redacted.redacted_at is not None and redacted.content is None and redacted.path is None, redacted
-    assert redacted.redacted_by is not None and redacted.redacted_by.type == "api_actor", redacted
-    assert expect(anthropic.NotFoundError,
-                  lambda: versions.retrieve(lineage[-1].id, memory_store_id=made.id)) == "not_found_error"
-    assert list(versions.list(made.id, memory_id=created.id)) == []
+    kept = memories.create(made.id, path="/redact/kept.md", content="first, with a secret\n")
+    sha = kept.content_sha256
+    for content in ["second\n", "third\n"]:
+        sha = memories.update(kept.id, memory_store_id=made.id, content=content,
+                              precondition={"type": "content_sha256", "content_sha256": sha}).content_sha256
+    kept_lineage = list(versions.list(made.id, memory_id=kept.id))
+    assert [v.operation for v in kept_lineage] == ["modified", "modified", "created"], kept_lineage
+    assert expect(anthropic.ConflictError, lambda: versions.redact(
+        kept_lineage[0].id, memory_store_id=made.id)) == "conflict_error"
+    def redacted_ok(version):
+        assert version.redacted_at is not None and version.redacted_by is not None, version
+        assert version.redacted_by.type == "api_actor" and version.redacted_by.api_key_id == "operator", version
+        assert version.content is None and version.path is None, version
+        assert version.content_sha256 is None and version.content_size_bytes is None, version
+    for old in [kept_lineage[2], kept_lineage[1]]:
+        redacted_ok(versions.redact(old.id, memory_store_id=made.id))
+        tried("memory_versions.redact")
+        redacted_ok(versions.retrieve(old.id, memory_store_id=made.id, view="full"))
+    after = list(versions.list(made.id, memory_id=kept.id, view="full"))
+    assert [v.id for v in after] == [v.id for v in kept_lineage], after
+    redacted_ok(after[1]), redacted_ok(after[2])
+    assert after[0].content == "third\n" and after[0].content_sha256 == sha, after[0]
+    assert memories.retrieve(kept.id, memory_store_id=made.id).content == "third\n"
+    memories.update(kept.id, memory_store_id=made.id, content="fourth\n",
+                    precondition={"type": "content_sha256", "content_sha256": sha})
+    # A deleted memory's versions, newest first: it never comes back, and each stays listed.
+    for version in lineage:
+        redacted_ok(versions.redact(version.id, memory_store_id=made.id))
+        assert expect(anthropic.NotFoundError,
+                      lambda: memories.retrieve(created.id, memory_store_id=made.id)) == "not_found_error"
+    gone = list(versions.list(made.id, memory_id=created.id))
+    assert [v.id for v in gone] == [v.id for v in lineage], gone
+    for version in gone:
+        redacted_ok(version)
 
     # Every write is a chained event: the store verifies intact, each answer re-derived.
     verify = urllib.request.urlopen(urllib.request.Request(

@@ -191,11 +191,11 @@ fn a_store_from_a_newer_format_is_refused() {
     {
         let store = open_store(&s.path());
         let (_, meta, _) = store.raw_trees();
-        meta.insert("format", &[10u8]).expect("write");
+        meta.insert("format", &[12u8]).expect("write");
         meta.flush().expect("flush");
     }
     match MnemoClient::open(s.path(), "a") {
-        Err(e @ Error::NewerFormat { found: 10, .. }) => {
+        Err(e @ Error::NewerFormat { found: 12, .. }) => {
             assert!(e.to_string().contains("upgrade mnemo"), "{e}");
         }
         other => panic!("expected Error::NewerFormat, got {other:?}"),

@@ -1250,3 +1250,237 @@ fn a_text_past_what_a_digest_keeps_is_named_as_unsearched_never_as_absent() {
     );
     verify_names_redaction(&db);
 }
+
+/// Issue 44: a redaction by seq keeps what the erased event did to the tree, so a file created
+/// again after the erased one was deleted keeps its history, a directory listing that showed only
+/// the erased file's name and size re-derives, and only what showed or built on the content is
+/// erased with it; one that would change a live file (its content built on the erased event by an
+/// edit) is refused, naming the file, and changes nothing; and the kept effect is committed to by
+/// the redaction's event: changing it is named by its seq.
+#[test]
+fn a_redaction_by_seq_keeps_what_the_event_did_and_never_changes_the_live_tree() {
+    let t = TempStore::new();
+    let db = db(&t);
+    let lines = [
+        block(
+            "k1",
+            json!({"command": "create", "path": "/memories/a.md", "file_text": format!("pin {MARKER}\n")}),
+        ),
+        block("k2", json!({"command": "view", "path": "/memories"})),
+        block("k3", json!({"command": "view", "path": "/memories/a.md"})),
+        block(
+            "k4",
+            json!({"command": "str_replace", "path": "/memories/a.md", "old_str": MARKER, "new_str": "gone"}),
+        ),
+    ];
+    run_ok(&["tool", "--db", &db], &(lines.join("\n") + "\n"));
+    let sums = crate::support::checksums(&t.path());
+    let refused = run_mnemo(&["redact", "--db", &db, "--reason", "r", "--seq", "1"], "");
+    let said = String::from_utf8_lossy(&refused.stderr).into_owned();
+    assert!(!refused.status.success(), "{said}");
+    assert!(
+        said.contains("/memories/a.md") && said.contains("update or delete"),
+        "{said}"
+    );
+    assert_eq!(
+        crate::support::checksums(&t.path()),
+        sums,
+        "a refused redaction writes nothing"
+    );
+    // The live file moves past it: deleted, then made again.
+    let more = [
+        block("k5", json!({"command": "delete", "path": "/memories/a.md"})),
+        block(
+            "k6",
+            json!({"command": "create", "path": "/memories/a.md", "file_text": "fresh\n"}),
+        ),
+    ];
+    run_ok(&["tool", "--db", &db], &(more.join("\n") + "\n"));
+    let done = run_ok(&["redact", "--db", &db, "--reason", "r", "--seq", "1"], "");
+    let erased: Vec<u64> = done
+        .split_once('(')
+        .and_then(|(_, rest)| rest.split_once(')'))
+        .map(|(seqs, _)| {
+            seqs.split(", ")
+                .map(|s| s.parse().expect("a seq"))
+                .collect()
+        })
+        .unwrap_or_default();
+    // The create, the view of its content and the edit of it; not the directory's listing (a
+    // name and a size), the delete, or the file made again.
+    assert_eq!(erased, vec![1, 3, 4], "{done}");
+    assert!(holding(&t.path(), MARKER.as_bytes()).is_empty());
+    let report = run_ok(&["verify", "--db", &db], "");
+    assert!(report.contains("INTACT"), "{report}");
+    assert_eq!(
+        run_ok(&["cat", "--db", &db, "/memories/a.md"], ""),
+        "fresh\n"
+    );
+    // The kept effect of event 1, changed and re-encoded: the chain still holds (it is not
+    // hashed), the redaction's commitment does not.
+    tamper_record(&t.path(), 1, |record| {
+        let mut event = mnemo::Event::decode(record).expect("decode");
+        let mnemo::Body::Erased(erased) = &mut event.body else {
+            panic!("event 1 is not erased: {event:?}");
+        };
+        let kept = erased.kept.as_mut().expect("event 1 keeps what it did");
+        let mnemo::event::KeptChange::Write { bytes, .. } = &mut kept.change else {
+            panic!("event 1 kept {kept:?}");
+        };
+        *bytes += 1;
+        *record = event.to_frame().encode();
+    });
+    let out = run_mnemo(&["verify", "--db", &db], "");
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("event 1") || said.contains("seq 1"), "{said}");
+    let cat = run_mnemo(&["cat", "--db", &db, "/memories/a.md", "--at", "2"], "");
+    assert!(
+        !cat.status.success(),
+        "a read of the past proves the chain first"
+    );
+}
+
+/// One step of a memory-stores session: an API write on one of three memories (by slot), or a
+/// memory-tool view of the directory or of a memory's file.
+#[derive(Clone, Debug)]
+enum ApiStep {
+    /// Create the memory of this slot (a fresh one if the slot's was deleted).
+    Create(usize),
+    /// Replace its content, with the current digest as the precondition or without one.
+    Update(usize, bool),
+    /// Delete it.
+    Delete(usize),
+    /// `view` of the memory's file, whose answer shows its content.
+    ViewFile(usize),
+    /// `view` of the directory: names and sizes.
+    ViewDir,
+}
+
+fn api_step() -> impl proptest::strategy::Strategy<Value = ApiStep> {
+    use proptest::prelude::*;
+    prop_oneof![
+        (0..3usize).prop_map(ApiStep::Create),
+        (0..3usize, any::<bool>()).prop_map(|(s, p)| ApiStep::Update(s, p)),
+        (0..3usize).prop_map(ApiStep::Delete),
+        (0..3usize).prop_map(ApiStep::ViewFile),
+        Just(ApiStep::ViewDir),
+    ]
+}
+
+/// The model: per slot, the live memory (its identity and the seq whose content it holds now),
+/// and every content written, by seq.
+#[derive(Default)]
+struct ApiModel {
+    live: [Option<(u64, u64)>; 3],
+    written: std::collections::BTreeMap<u64, String>,
+    content: std::collections::BTreeMap<u64, String>,
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig {
+        cases: std::env::var("MNEMO_REDACT_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(16),
+        ..proptest::prelude::ProptestConfig::default()
+    })]
+
+    /// Issue 44: random memory-stores sessions (API writes with and without preconditions, the
+    /// memory tool's views), then a redaction of one API write by seq, as a memory version is
+    /// redacted. Against a model: it is refused exactly when that write's content is what a live
+    /// memory holds now (and then changes no byte); else it succeeds, no byte of that content is
+    /// left in the store, every live memory holds the model's content under its identity, a
+    /// precondition on it still holds, and the store verifies intact.
+    #[test]
+    fn redacting_a_version_by_seq_agrees_with_the_model(
+        steps in proptest::collection::vec(api_step(), 1..20),
+        pick in proptest::prelude::any::<proptest::sample::Index>(),
+    ) {
+        use mnemo::tool::api::{ApiWrite, content_sha256};
+        let t = TempStore::new();
+        let client = t.client();
+        let tool = mnemo::MnemoMemoryToolServer::new(client.clone());
+        let mut model = ApiModel::default();
+        let path = |slot: usize| format!("/memories/slot{slot}.md");
+        let mut fresh = 0u32;
+        for step in &steps {
+            let next = |fresh: &mut u32| {
+                *fresh += 1;
+                format!("content QZK{fresh:04}KZQ of this version\n")
+            };
+            match step {
+                ApiStep::Create(slot) if model.live[*slot].is_none() => {
+                    let text = next(&mut fresh);
+                    let r = client.call(None, mnemo::Body::Api(ApiWrite::Create { path: path(*slot), content: text.clone() })).expect("create");
+                    proptest::prop_assert!(!r.is_error, "{}", r.text);
+                    model.live[*slot] = Some((r.seq.0, r.seq.0));
+                    model.written.insert(r.seq.0, text.clone());
+                    model.content.insert(r.seq.0, text);
+                }
+                ApiStep::Update(slot, precondition) => {
+                    let Some((memory, at)) = model.live[*slot] else { continue };
+                    let text = next(&mut fresh);
+                    let expect = precondition.then(|| content_sha256(&model.content[&at]));
+                    let r = client.call(None, mnemo::Body::Api(ApiWrite::Update { memory, path: path(*slot), content: Some(text.clone()), new_path: None, expect })).expect("update");
+                    proptest::prop_assert!(!r.is_error, "{}", r.text);
+                    model.live[*slot] = Some((memory, r.seq.0));
+                    model.written.insert(r.seq.0, text.clone());
+                    model.content.insert(r.seq.0, text);
+                }
+                ApiStep::Delete(slot) => {
+                    let Some((memory, _)) = model.live[*slot] else { continue };
+                    let r = client.call(None, mnemo::Body::Api(ApiWrite::Delete { memory, path: path(*slot), expect: None })).expect("delete");
+                    proptest::prop_assert!(!r.is_error, "{}", r.text);
+                    model.live[*slot] = None;
+                }
+                ApiStep::ViewFile(slot) => {
+                    tool.handle(&json!({"command": "view", "path": path(*slot)}));
+                }
+                ApiStep::ViewDir | ApiStep::Create(_) => {
+                    tool.handle(&json!({"command": "view", "path": "/memories"}));
+                }
+            }
+        }
+        proptest::prop_assume!(!model.written.is_empty());
+        let seqs: Vec<u64> = model.written.keys().copied().collect();
+        let chosen = seqs[pick.index(seqs.len())];
+        let current = model.live.iter().flatten().any(|(_, at)| *at == chosen);
+        drop(tool);
+        drop(client);
+        let sums = crate::support::checksums(&t.path());
+        let selection = mnemo::Selection { seqs: vec![mnemo::Seq(chosen)], ..Default::default() };
+        match mnemo::redact_store(&t.path(), "operator", "test", &selection) {
+            Err(e) => {
+                proptest::prop_assert!(current, "refused a version a memory moved past: {e}");
+                proptest::prop_assert!(e.to_string().contains("update or delete"), "{e}");
+                proptest::prop_assert_eq!(crate::support::checksums(&t.path()), sums);
+            }
+            Ok(done) => {
+                proptest::prop_assert!(!current, "redacted what a live memory holds now: {done:?}");
+                let marker = model.written[&chosen].split(' ').nth(1).expect("marker").to_string();
+                proptest::prop_assert!(holding(&t.path(), marker.as_bytes()).is_empty(), "{marker} left");
+                let client = t.client();
+                proptest::prop_assert!(client.verify().expect("verify").is_intact());
+                for (slot, live) in model.live.iter().enumerate() {
+                    let record = client.record(&path(slot)).expect("read");
+                    match live {
+                        None => proptest::prop_assert!(record.is_none(), "slot {slot} came back"),
+                        Some((memory, at)) => {
+                            let record = record.expect("a live memory");
+                            proptest::prop_assert_eq!(record.created.0, *memory);
+                            proptest::prop_assert_eq!(&record.content, &model.content[at]);
+                            let r = client.call(None, mnemo::Body::Api(ApiWrite::Update {
+                                memory: *memory,
+                                path: path(slot),
+                                content: Some(format!("after {slot}\n")),
+                                new_path: None,
+                                expect: Some(content_sha256(&model.content[at])),
+                            })).expect("update");
+                            proptest::prop_assert!(!r.is_error, "{}", r.text);
+                        }
+                    }
+                }
+                proptest::prop_assert!(client.verify().expect("verify").is_intact());
+            }
+        }
+    }
+}

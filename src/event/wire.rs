@@ -16,7 +16,8 @@ use crate::hash::EventHash;
 use crate::policy::{Access, AdminCommand};
 use crate::tool::api::ApiWrite;
 use crate::tool::{
-    Body, Command, InputDigest, Limits, Profile, Refusal, RejectedCall, RejectedDigest, ToolCall,
+    Body, Command, InputDigest, Kept, KeptChange, Limits, Profile, Refusal, RejectedCall,
+    RejectedDigest, ToolCall,
 };
 
 /// A string as stored: borrowed when encoding, owned when decoded.
@@ -215,6 +216,121 @@ pub(super) enum WireAdmin<'a> {
         name: Text<'a>,
         value: Text<'a>,
     },
+    /// A redaction that keeps what some erased events did: only in format 10
+    /// ([`super::REDACT_KEEPING_FORMAT`]); one that keeps nothing is `Redact`.
+    RedactKeeping {
+        reason: Text<'a>,
+        seqs: Vec<u64>,
+        kept: Vec<(u64, [u8; 32])>,
+    },
+}
+
+/// [`Kept`] as stored after an erased record of format 11 ([`super::ERASED_KEEPING_FORMAT`]).
+#[derive(Serialize, Deserialize)]
+pub(super) struct WireKept<'a> {
+    change: WireKeptChange<'a>,
+    by_api: bool,
+}
+
+impl<'a> WireKept<'a> {
+    pub(super) fn of(kept: &'a Kept) -> WireKept<'a> {
+        WireKept {
+            change: WireKeptChange::of(&kept.change),
+            by_api: kept.by_api,
+        }
+    }
+
+    pub(super) fn into_kept(self) -> Kept {
+        Kept {
+            change: self.change.into_change(),
+            by_api: self.by_api,
+        }
+    }
+}
+
+/// [`KeptChange`] as stored.
+#[derive(Serialize, Deserialize)]
+pub(super) enum WireKeptChange<'a> {
+    Write {
+        path: Text<'a>,
+        sha256: [u8; 32],
+        bytes: u64,
+    },
+    Rewrite {
+        from: Text<'a>,
+        to: Text<'a>,
+        sha256: [u8; 32],
+        bytes: u64,
+    },
+    Rename {
+        from: Text<'a>,
+        to: Text<'a>,
+    },
+    Delete {
+        path: Text<'a>,
+    },
+}
+
+impl<'a> WireKeptChange<'a> {
+    pub(super) fn of(kept: &'a KeptChange) -> WireKeptChange<'a> {
+        match kept {
+            KeptChange::Write {
+                path,
+                sha256,
+                bytes,
+            } => WireKeptChange::Write {
+                path: text(path),
+                sha256: *sha256,
+                bytes: *bytes,
+            },
+            KeptChange::Rewrite {
+                from,
+                to,
+                sha256,
+                bytes,
+            } => WireKeptChange::Rewrite {
+                from: text(from),
+                to: text(to),
+                sha256: *sha256,
+                bytes: *bytes,
+            },
+            KeptChange::Rename { from, to } => WireKeptChange::Rename {
+                from: text(from),
+                to: text(to),
+            },
+            KeptChange::Delete { path } => WireKeptChange::Delete { path: text(path) },
+        }
+    }
+
+    pub(super) fn into_change(self) -> KeptChange {
+        match self {
+            WireKeptChange::Write {
+                path,
+                sha256,
+                bytes,
+            } => KeptChange::Write {
+                path: owned(path),
+                sha256,
+                bytes,
+            },
+            WireKeptChange::Rewrite {
+                from,
+                to,
+                sha256,
+                bytes,
+            } => KeptChange::Rewrite {
+                from: owned(from),
+                to: owned(to),
+                sha256,
+                bytes,
+            },
+            WireKeptChange::Rename { from, to } => KeptChange::Rename {
+                from: owned(from),
+                to: owned(to),
+            },
+            WireKeptChange::Delete { path } => KeptChange::Delete { path: owned(path) },
+        }
+    }
 }
 
 /// [`Access`] as stored.
@@ -469,9 +585,14 @@ impl<'a> WireAdmin<'a> {
                 hash: hash.0,
             },
             AdminCommand::RevokeToken { id } => WireAdmin::RevokeToken { id: text(id) },
-            AdminCommand::Redact { reason, seqs } => WireAdmin::Redact {
+            AdminCommand::Redact { reason, seqs, kept } if kept.is_empty() => WireAdmin::Redact {
                 reason: text(reason),
                 seqs: seqs.clone(),
+            },
+            AdminCommand::Redact { reason, seqs, kept } => WireAdmin::RedactKeeping {
+                reason: text(reason),
+                seqs: seqs.clone(),
+                kept: kept.iter().map(|(seq, digest)| (*seq, digest.0)).collect(),
             },
             AdminCommand::Configure { name, value } => WireAdmin::Configure {
                 name: text(name),
@@ -513,6 +634,15 @@ impl<'a> WireAdmin<'a> {
             WireAdmin::Redact { reason, seqs } => AdminCommand::Redact {
                 reason: owned(reason),
                 seqs,
+                kept: Vec::new(),
+            },
+            WireAdmin::RedactKeeping { reason, seqs, kept } => AdminCommand::Redact {
+                reason: owned(reason),
+                seqs,
+                kept: kept
+                    .into_iter()
+                    .map(|(seq, digest)| (seq, EventHash(digest)))
+                    .collect(),
             },
             WireAdmin::Configure { name, value } => AdminCommand::Configure {
                 name: owned(name),

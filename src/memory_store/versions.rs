@@ -5,9 +5,14 @@
 //! The replay follows each memory by identity (the seq of the event that created its file)
 //! through renames of the file or of any directory above it: a rename of a directory is a version
 //! of every memory under it, a delete of a directory a `deleted` version of each. A change that
-//! leaves a memory's path and content as they were makes no version. A redacted event is erased
-//! from the log, and the replay skips it: its versions (and those of every event that depended
-//! on it) are gone from the history, not listed with empty fields.
+//! leaves a memory's path and content as they were makes no version.
+//!
+//! A version stays a version when a redaction erases its content: an erased record that keeps
+//! what its event did ([`crate::event::Kept`]) is replayed as that change, with its content a
+//! placeholder, and listed as redacted (no content, path or digest; when and by whom it was
+//! redacted, from the redaction's own event). So is a later version that only moved that content
+//! (its content is the erased one). An event erased with everything it did (a redaction by path
+//! or text, or by a build before kept effects) is skipped: its versions are gone from the history.
 
 use std::collections::BTreeMap;
 
@@ -20,7 +25,7 @@ use crate::paths::MemPath;
 use crate::replay::Replay;
 use crate::time::utc;
 use crate::tool::Change;
-use crate::tool::api::{content_sha256, hex};
+use crate::tool::api::hex;
 
 /// What a version records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,6 +68,19 @@ pub struct Version {
     pub agent: String,
     /// Whether the event was a write of the memory-stores API (else a memory-tool call).
     pub by_api: bool,
+    /// Set when a redaction erased this version's content: the redaction.
+    pub redacted: Option<Redaction>,
+}
+
+/// The redaction that erased a version's content.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Redaction {
+    /// The erased event whose content the version held.
+    pub erased: Seq,
+    /// When the redaction was recorded, in Unix milliseconds (0 until its event is met).
+    pub time_ms: u64,
+    /// The agent it was recorded under (empty until its event is met).
+    pub by: String,
 }
 
 /// The live memories while the log is replayed: path → identity.
@@ -94,11 +112,26 @@ pub fn versions(
 ) -> Result<Vec<Version>> {
     let mut live = Live::default();
     let mut out = Vec::new();
+    // Each erased seq's redaction: (time, agent), from the redactions' events.
+    let mut redactions: BTreeMap<Seq, (u64, String)> = BTreeMap::new();
     let mut replay = Replay::in_memory();
-    replay.run(store, to, |tree, event: &Event, traced| {
+    // The redactions after `to` are read too: a version's redaction comes after it.
+    replay.run(store, Seq(u64::MAX), |tree, event: &Event, traced| {
+        if let Body::Admin(crate::policy::AdminCommand::Redact { seqs, .. }) = &event.body {
+            for seq in seqs {
+                redactions.insert(
+                    Seq(*seq),
+                    (event.header.time_ms, event.header.agent.clone()),
+                );
+            }
+        }
+        if event.seq > to {
+            return Ok::<(), crate::Error>(());
+        }
         let Some(change) = &traced.answer.change else {
             return Ok::<(), crate::Error>(());
         };
+        let erased = matches!(event.body, Body::Erased(_)).then_some(event.seq);
         let mut found = Vec::new();
         let moved = |live: &mut Live, from: &MemPath, to: &MemPath| {
             let mut out = Vec::new();
@@ -130,7 +163,8 @@ pub fn versions(
                             content: None,
                             time_ms: event.header.time_ms,
                             agent: event.header.agent.clone(),
-                            by_api: matches!(event.body, Body::Api(_)),
+                            by_api: by_api(event),
+                            redacted: erased.map(Redaction::of),
                         };
                         if keep(&version) {
                             out.push(version);
@@ -141,10 +175,12 @@ pub fn versions(
             _ => {}
         }
         for (path, id) in found {
-            let Some(content) = crate::tool::Tree::read(tree, &path)? else {
+            let Some(digest) = crate::tool::Tree::sha256(tree, &path)? else {
                 continue;
             };
-            let digest = content_sha256(&content);
+            let size = crate::tool::Tree::read(tree, &path)?.map_or(0, |c| c.len());
+            // Erased here, or content an erased event wrote and this one only moved.
+            let redacted = erased.or(crate::tool::Tree::redacted_by(tree, &path)?.map(Seq));
             let same = live.last.get(&id) == Some(&(path.clone(), digest));
             live.last.insert(id, (path.clone(), digest));
             if same || !path.starts_with(root) || path == *root {
@@ -159,10 +195,11 @@ pub fn versions(
                     Operation::Modified
                 },
                 path,
-                content: Some((digest, u64::try_from(content.len()).unwrap_or(u64::MAX))),
+                content: Some((digest, u64::try_from(size).unwrap_or(u64::MAX))),
                 time_ms: event.header.time_ms,
                 agent: event.header.agent.clone(),
-                by_api: matches!(event.body, Body::Api(_)),
+                by_api: by_api(event),
+                redacted: redacted.map(Redaction::of),
             };
             if keep(&version) {
                 out.push(version);
@@ -170,7 +207,34 @@ pub fn versions(
         }
         Ok(())
     })?;
+    for version in &mut out {
+        if let Some(redaction) = &mut version.redacted {
+            if let Some((time_ms, by)) = redactions.get(&redaction.erased) {
+                redaction.time_ms = *time_ms;
+                redaction.by.clone_from(by);
+            }
+        }
+    }
     Ok(out)
+}
+
+/// Whether `event` was a write of the memory-stores API (an erased one's record keeps it).
+fn by_api(event: &Event) -> bool {
+    match &event.body {
+        Body::Api(_) => true,
+        Body::Erased(erased) => erased.kept.as_ref().is_some_and(|kept| kept.by_api),
+        _ => false,
+    }
+}
+
+impl Redaction {
+    fn of(erased: Seq) -> Redaction {
+        Redaction {
+            erased,
+            time_ms: 0,
+            by: String::new(),
+        }
+    }
 }
 
 /// The content of each file at `wanted` (seq, path), as it was right after that event: one
@@ -216,16 +280,24 @@ impl Version {
                     session_id: self.agent.clone(),
                 }
             }),
-            content,
-            content_sha256: self.content.map(|(digest, _)| hex(&digest)),
-            content_size_bytes: self.content.map(|(_, size)| size),
-            path: Some(
+            content: content.filter(|_| self.redacted.is_none()),
+            content_sha256: self
+                .content
+                .filter(|_| self.redacted.is_none())
+                .map(|(digest, _)| hex(&digest)),
+            content_size_bytes: self
+                .content
+                .filter(|_| self.redacted.is_none())
+                .map(|(_, size)| size),
+            path: self.redacted.is_none().then(|| {
                 path.strip_prefix(&root.to_string())
                     .unwrap_or(&path)
-                    .to_string(),
-            ),
-            redacted_at: None,
-            redacted_by: None,
+                    .to_string()
+            }),
+            redacted_at: self.redacted.as_ref().map(|r| utc(r.time_ms)),
+            redacted_by: self.redacted.as_ref().map(|r| Actor::Api {
+                api_key_id: r.by.clone(),
+            }),
         }
     }
 }

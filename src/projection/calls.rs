@@ -140,11 +140,12 @@ impl<K: KvWrite> Projection<K> {
         input: Option<EventHash>,
         seq: Seq,
     ) -> Result<Traced> {
-        if let Body::Erased(_) = body {
-            // Erased by a redaction: it changes nothing and its answer is not re-derived (the
-            // verifier counts it as redacted). Its tool_use id keeps a record that says so, so
-            // a retry of the erased call (an SDK's, after a timeout) is not run again.
-            let nothing = Answer {
+        if let Body::Erased(erased) = body {
+            // Erased by a redaction: it changes only what its record kept (a kept effect, with
+            // its content a placeholder) and its answer is not re-derived (the verifier counts
+            // it as redacted). Its tool_use id keeps a record that says so, so a retry of the
+            // erased call (an SDK's, after a timeout) is not run again.
+            let mut nothing = Answer {
                 text: String::new(),
                 is_error: false,
                 change: None,
@@ -154,7 +155,10 @@ impl<K: KvWrite> Projection<K> {
                 let kept = (agent, id, seq, semantics);
                 self.keep_record(kept, ERASED_INPUT, &nothing, recorded.as_ref())?;
             }
-            self.set_applied(seq);
+            match &erased.kept {
+                Some(kept) => nothing.change = Some(self.apply_kept(kept, seq)?),
+                None => self.set_applied(seq),
+            }
             return Ok(Traced {
                 answer: nothing,
                 retry: None,

@@ -10,9 +10,62 @@ use crate::credential::{Revocation, TokenRecord};
 use crate::error::{Error, Result};
 use crate::event::Seq;
 use crate::kv::KvWrite;
-use crate::tool::{Change, NodeKind, Tree};
+use crate::tool::{Change, Kept, KeptChange, NodeKind, Tree};
+
+/// What a replay holds in place of erased content of `bytes` bytes: `[redacted]` repeated and cut
+/// to that length, so a directory's listing (which shows sizes) re-derives.
+fn placeholder(bytes: u64) -> Result<String> {
+    let len = usize::try_from(bytes)
+        .ok()
+        .filter(|len| *len <= u32::MAX as usize)
+        .ok_or_else(|| {
+            Error::corrupt(format!(
+                "an erased record keeps a content of {bytes} bytes, more than any event writes"
+            ))
+        })?;
+    Ok("[redacted]".chars().cycle().take(len).collect())
+}
 
 impl<K: KvWrite> Projection<K> {
+    /// Applies what the erased event at `seq` kept of its change (see [`Kept`]): a move or delete
+    /// as it was, and content as a placeholder of the same length (`[redacted]` repeated) whose
+    /// SHA-256 the tree answers as the kept one ([`Tree::sha256`]), so a later write's precondition
+    /// re-derives while a read of the content does not. Returns the change applied.
+    pub fn apply_kept(&mut self, kept: &Kept, seq: Seq) -> Result<Change> {
+        let path = |raw: &str| {
+            crate::paths::MemPath::absolute(raw).map_err(|why| {
+                Error::corrupt(format!("an erased record keeps the path {raw:?}: {why}"))
+            })
+        };
+        let change = match &kept.change {
+            KeptChange::Write { path: p, bytes, .. } => Change::Write {
+                path: path(p)?,
+                content: placeholder(*bytes)?,
+            },
+            KeptChange::Rewrite {
+                from, to, bytes, ..
+            } => Change::Rewrite {
+                from: path(from)?,
+                to: path(to)?,
+                content: placeholder(*bytes)?,
+            },
+            KeptChange::Rename { from, to } => Change::Rename {
+                from: path(from)?,
+                to: path(to)?,
+            },
+            KeptChange::Delete { path: p } => Change::Delete { path: path(p)? },
+        };
+        self.apply(&change, seq)?;
+        if let (Some((sha256, _)), Change::Write { path, .. } | Change::Rewrite { to: path, .. }) =
+            (kept.change.content(), &change)
+        {
+            if let Some(created) = self.created(path)? {
+                self.placeholders.insert(created, (sha256, seq.0));
+            }
+        }
+        Ok(change)
+    }
+
     /// Applies a change made by the event at `seq`.
     pub fn apply(&mut self, change: &Change, seq: Seq) -> Result<()> {
         match change {
@@ -65,6 +118,12 @@ impl<K: KvWrite> Projection<K> {
                     content.as_bytes(),
                     Chunking::LAYOUT,
                 )?;
+                // Content of its own replaces a redaction's placeholder (see `apply_kept`).
+                if let Some(old) = &old {
+                    if !self.placeholders.is_empty() {
+                        self.placeholders.remove(&old.created);
+                    }
+                }
                 let head = FileHead {
                     created: old.map_or(seq.0, |o| o.created),
                     updated: seq.0,

@@ -47,6 +47,29 @@ impl<K: KvRead> Tree for Projection<K> {
         }
     }
 
+    fn sha256(&self, path: &MemPath) -> Result<Option<[u8; 32]>> {
+        if !self.placeholders.is_empty() {
+            if let Some(created) = self.created(path)? {
+                if let Some((sha256, _)) = self.placeholders.get(&created) {
+                    return Ok(Some(*sha256));
+                }
+            }
+        }
+        Ok(self
+            .read(path)?
+            .map(|content| crate::tool::api::content_sha256(&content)))
+    }
+
+    fn redacted_by(&self, path: &MemPath) -> Result<Option<u64>> {
+        if self.placeholders.is_empty() {
+            return Ok(None);
+        }
+        Ok(self
+            .created(path)?
+            .and_then(|created| self.placeholders.get(&created))
+            .map(|(_, seq)| *seq))
+    }
+
     fn list(&self, path: &MemPath) -> Result<Vec<Entry>> {
         let Some((NodeKind::Dir, id)) = self.lookup(path)? else {
             return Ok(Vec::new());

@@ -268,7 +268,7 @@ pub fn answer_api<E>(
                     return Ok(refused);
                 }
             }
-            let content = content.clone().filter(|c| *c != current);
+            let content = content.clone().filter(|c| content_sha256(c) != current);
             Ok(match (to, content) {
                 (None, None) => ok(format!("The memory {path} is unchanged"), None),
                 (None, Some(content)) => ok(
@@ -309,26 +309,26 @@ pub fn answer_api<E>(
     }
 }
 
-/// The content of the memory `memory` at `path`, if it is there and its content has the digest
-/// `expect` asks for; else the failure.
+/// The SHA-256 of the content of the memory `memory` at `path`, if it is there and its content
+/// has the digest `expect` asks for; else the failure. (The digest, not the content: in a replay,
+/// content a redaction erased answers with the digest its record kept.)
 fn held<E>(
     tree: &dyn Tree<Error = E>,
     path: &MemPath,
     memory: u64,
     expect: Option<&[u8; 32]>,
-) -> Result<Result<String, Answer>, E> {
+) -> Result<Result<[u8; 32], Answer>, E> {
     if tree.created(path)? != Some(memory) {
         return Ok(Err(ApiFailure::NotFound.answer(format!(
             "the memory mem_{memory} is no longer at {path}: it was deleted or moved"
         ))));
     }
-    let Some(content) = tree.read(path)? else {
+    let Some(actual) = tree.sha256(path)? else {
         return Ok(Err(ApiFailure::NotFound.answer(format!(
             "the memory mem_{memory} is no longer at {path}"
         ))));
     };
     if let Some(expect) = expect {
-        let actual = content_sha256(&content);
         if actual != *expect {
             return Ok(Err(ApiFailure::Precondition.answer(format!(
                 "the memory's content_sha256 is {}, not {}; read it again and retry with the current digest",
@@ -337,5 +337,5 @@ fn held<E>(
             ))));
         }
     }
-    Ok(Ok(content))
+    Ok(Ok(actual))
 }

@@ -128,15 +128,138 @@ pub enum Body {
     /// replay re-derives its answer from the digest's fields.
     RejectedDigest(RejectedDigest),
     /// An event whose payload (and salt) a redaction erased: what is left is the commitment the
-    /// chain hashed. Replay skips it: it changes nothing, and its answer cannot be re-derived.
+    /// chain hashed, and perhaps what it did to the tree ([`Kept`]). Replay applies that, if it
+    /// is kept, and nothing else: its answer cannot be re-derived.
     Erased(Erased),
 }
 
 /// What is left of an erased event's payload.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Erased {
     /// The format the event was written in before its payload was erased (its header's shape).
     pub format: u8,
     /// The payload hash the record stored (a salted commitment from format 4).
     pub payload_hash: EventHash,
+    /// What the event did to the tree, kept so that the versions after it still re-derive
+    /// (format 11); `None` for an event erased with everything it did (format 5).
+    pub kept: Option<Kept>,
+}
+
+/// What an erased write did to the tree, without its content ([`KeptChange`]), and whether it
+/// was a write of the memory-stores API (a version's `created_by` says so). A redaction that
+/// erases a version a memory has moved past keeps it; the redaction's own event commits to it
+/// ([`crate::event::kept_digest`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Kept {
+    /// What it did.
+    pub change: KeptChange,
+    /// Whether the event was a write of the memory-stores API (else a memory-tool call).
+    pub by_api: bool,
+}
+
+/// An erased write's change to the tree, without its content: where it wrote, and the SHA-256
+/// and length of what it wrote, so that a later write's precondition and a directory's sizes
+/// re-derive, and its memory keeps its identity.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KeptChange {
+    /// A file created or its content replaced.
+    Write {
+        /// The file (canonical).
+        path: String,
+        /// SHA-256 of the content written.
+        sha256: [u8; 32],
+        /// Its length in bytes.
+        bytes: u64,
+    },
+    /// A file moved and its content replaced in one step.
+    Rewrite {
+        /// Where it was.
+        from: String,
+        /// Where it went.
+        to: String,
+        /// SHA-256 of the content written.
+        sha256: [u8; 32],
+        /// Its length in bytes.
+        bytes: u64,
+    },
+    /// A file or directory moved.
+    Rename {
+        /// Where it was.
+        from: String,
+        /// Where it went.
+        to: String,
+    },
+    /// A file or directory removed.
+    Delete {
+        /// What was removed.
+        path: String,
+    },
+}
+
+impl Kept {
+    /// What `change` did, without its content, made by an API write if `by_api`; `None` for a
+    /// change of the policy or settings, which no redaction erases.
+    pub fn of(change: &crate::tool::Change, by_api: bool) -> Option<Kept> {
+        KeptChange::of(change).map(|change| Kept { change, by_api })
+    }
+}
+
+impl KeptChange {
+    /// What `change` did, without its content; `None` for a change of the policy or settings.
+    pub fn of(change: &crate::tool::Change) -> Option<KeptChange> {
+        use crate::tool::Change;
+        let digest = |content: &str| {
+            (
+                crate::tool::api::content_sha256(content),
+                content.len() as u64,
+            )
+        };
+        Some(match change {
+            Change::Write { path, content } => {
+                let (sha256, bytes) = digest(content);
+                KeptChange::Write {
+                    path: path.to_string(),
+                    sha256,
+                    bytes,
+                }
+            }
+            Change::Rewrite { from, to, content } => {
+                let (sha256, bytes) = digest(content);
+                KeptChange::Rewrite {
+                    from: from.to_string(),
+                    to: to.to_string(),
+                    sha256,
+                    bytes,
+                }
+            }
+            Change::Rename { from, to } => KeptChange::Rename {
+                from: from.to_string(),
+                to: to.to_string(),
+            },
+            Change::Delete { path } => KeptChange::Delete {
+                path: path.to_string(),
+            },
+            _ => return None,
+        })
+    }
+
+    /// The SHA-256 and length of the content it wrote, if it wrote any.
+    pub fn content(&self) -> Option<([u8; 32], u64)> {
+        match self {
+            KeptChange::Write { sha256, bytes, .. } | KeptChange::Rewrite { sha256, bytes, .. } => {
+                Some((*sha256, *bytes))
+            }
+            KeptChange::Rename { .. } | KeptChange::Delete { .. } => None,
+        }
+    }
+
+    /// The paths it names.
+    pub fn paths(&self) -> Vec<&str> {
+        match self {
+            KeptChange::Write { path, .. } | KeptChange::Delete { path } => vec![path],
+            KeptChange::Rewrite { from, to, .. } | KeptChange::Rename { from, to } => {
+                vec![from, to]
+            }
+        }
+    }
 }

@@ -22,7 +22,9 @@ mod semantics;
 mod tree;
 
 pub use crate::semantics_version::{Semantics, quote};
-pub use call::{Body, Erased, InputDigest, Refusal, RejectedCall, RejectedDigest, ToolCall};
+pub use call::{
+    Body, Erased, InputDigest, Kept, KeptChange, Refusal, RejectedCall, RejectedDigest, ToolCall,
+};
 pub use command::{
     COMMAND_NAMES, Command, JsonError, Parsed, Profile, parse_json, parse_text, parse_text_under,
     parse_value, parse_value_under,

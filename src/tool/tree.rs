@@ -68,6 +68,21 @@ pub trait Tree {
     /// edits keep), or `None` if `path` is not a file.
     fn created(&self, path: &MemPath) -> Result<Option<u64>, Self::Error>;
 
+    /// The SHA-256 of a file's content, or `None` if `path` is not a file. In a replay, a file
+    /// whose content a redaction erased answers with the digest its erased record kept.
+    fn sha256(&self, path: &MemPath) -> Result<Option<[u8; 32]>, Self::Error> {
+        Ok(self
+            .read(path)?
+            .map(|content| crate::tool::api::content_sha256(&content)))
+    }
+
+    /// In a replay, the seq of the erased event whose content the file at `path` holds in place
+    /// of what a redaction erased; `None` for a file whose content is its own (always, in a store's
+    /// live tree).
+    fn redacted_by(&self, _path: &MemPath) -> Result<Option<u64>, Self::Error> {
+        Ok(None)
+    }
+
     /// A directory's children sorted by name (byte order, which is code-point order); empty if
     /// `path` is not a directory.
     fn list(&self, path: &MemPath) -> Result<Vec<Entry>, Self::Error>;

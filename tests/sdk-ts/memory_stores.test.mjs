@@ -140,12 +140,26 @@ test('every memory-stores route answers the TypeScript SDK', async () => {
   assert.equal(first.content, 'one\n');
   assert.equal(first.path, '/ts/a.md');
 
+  // Redaction as the hosted API does it: the current version of a live memory is refused; the
+  // first one, which the memory has moved past, is redacted and stays a version.
+  await rejects(versions.redact(lineage[0].id, { memory_store_id: made.id }), Anthropic.ConflictError, 'conflict_error');
+  const isRedacted = (v) => {
+    assert.notEqual(v.redacted_at, null);
+    assert.equal(v.redacted_by.type, 'api_actor');
+    assert.equal(v.redacted_by.api_key_id, 'operator');
+    for (const field of ['content', 'path', 'content_sha256', 'content_size_bytes']) assert.equal(v[field], null, field);
+  };
+  isRedacted(await versions.redact(lineage[1].id, { memory_store_id: made.id }));
+  isRedacted(await versions.retrieve(lineage[1].id, { memory_store_id: made.id, view: 'full' }));
+  const still = [];
+  for await (const v of versions.list(made.id, { memory_id: created.id, view: 'full' })) still.push(v);
+  assert.deepEqual(still.map((v) => v.id), lineage.map((v) => v.id));
+  assert.equal(still[0].content, 'two\n');
+  isRedacted(still[1]);
   const deleted = await memories.delete(created.id, { memory_store_id: made.id, expected_content_sha256: sha256('two\n') });
   assert.deepEqual(deleted, { type: 'memory_deleted', id: created.id });
-  const redacted = await versions.redact(lineage[1].id, { memory_store_id: made.id });
-  assert.notEqual(redacted.redacted_at, null);
-  assert.equal(redacted.content_sha256, null);
-  await rejects(versions.retrieve(lineage[1].id, { memory_store_id: made.id }), Anthropic.NotFoundError, 'not_found_error');
+  isRedacted(await versions.redact(lineage[0].id, { memory_store_id: made.id }));
+  await rejects(memories.retrieve(created.id, { memory_store_id: made.id }), Anthropic.NotFoundError, 'not_found_error');
 
   await rejects(stores.retrieve('memstore_missing'), Anthropic.NotFoundError, 'not_found_error');
   await rejects(memories.list(made.id, { path_prefix: 'n' }), Anthropic.BadRequestError, 'invalid_request_error');

@@ -282,3 +282,264 @@ fn a_served_store_set_to_erase_erases_on_delete() {
     let (status, _) = server.stop();
     assert!(status.success());
 }
+
+/// The memory-stores API's answer to `method target` with a JSON `body`, and its JSON.
+fn api(server: &Server, method: &str, target: &str, body: &Value) -> (u16, Value) {
+    let bytes = if body.is_null() {
+        Vec::new()
+    } else {
+        body.to_string().into_bytes()
+    };
+    let reply = server.call(method, target, &bytes);
+    let json = serde_json::from_slice(&reply.body).unwrap_or(Value::Null);
+    (reply.status, json)
+}
+
+/// A memory's versions, newest first, as the API lists them.
+fn versions_of(server: &Server, store: &str, memory: &str) -> Vec<Value> {
+    let (status, page) = api(
+        server,
+        "GET",
+        &format!("/v1/memory_stores/{store}/memory_versions?memory_id={memory}&view=full"),
+        &Value::Null,
+    );
+    assert_eq!(status, 200, "{page}");
+    page["data"].as_array().expect("data").clone()
+}
+
+fn sha_of(text: &str) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A redacted version as the hosted API answers it: 200, content, path and digest null, when and
+/// by whom it was redacted set (the operator token's redaction as `operator`).
+fn assert_redacted(version: &Value) {
+    for null in ["content", "path", "content_sha256", "content_size_bytes"] {
+        assert!(version[null].is_null(), "{null}: {version}");
+    }
+    assert!(version["redacted_at"].is_string(), "{version}");
+    assert_eq!(version["redacted_by"]["type"], "api_actor", "{version}");
+    assert_eq!(
+        version["redacted_by"]["api_key_id"], "operator",
+        "{version}"
+    );
+}
+
+/// Issue 44, items 1 and 2: a version a live memory has moved past is redacted (its content gone
+/// from every byte of the store), stays listed and retrievable with its content null, and the
+/// later versions keep their content and digest (a precondition on the live one still holds);
+/// the current version is refused with 409 naming the API's path; redacting a deleted memory's
+/// versions newest first never brings it back, and leaves no byte of its content.
+#[test]
+fn memory_versions_are_redacted_as_the_hosted_api_does() {
+    const SECRET: &str = "ZQXFIRSTSECRETQZX";
+    const GONE: &[&str] = &["ZQXGONEONEQZX", "ZQXGONETWOQZX"];
+    let data = tempfile::TempDir::new().expect("tempdir");
+    let server = Server::start_data(data.path(), &[]);
+    let (status, made) = api(
+        &server,
+        "POST",
+        "/v1/memory_stores",
+        &json!({"name": "notes"}),
+    );
+    assert_eq!(status, 200, "{made}");
+    let store = made["id"].as_str().expect("id").to_string();
+    let memories = format!("/v1/memory_stores/{store}/memories");
+    let versions = format!("/v1/memory_stores/{store}/memory_versions");
+    // A memory written three times: a secret, then cleaned twice.
+    let (status, memory) = api(
+        &server,
+        "POST",
+        &memories,
+        &json!({"path": "/people/ann.md", "content": format!("pin {SECRET}\n")}),
+    );
+    assert_eq!(status, 200, "{memory}");
+    let id = memory["id"].as_str().expect("id").to_string();
+    let mut sha = memory["content_sha256"].as_str().expect("sha").to_string();
+    for content in ["pin removed\n", "pin removed, twice\n"] {
+        let (status, updated) = api(
+            &server,
+            "POST",
+            &format!("{memories}/{id}"),
+            &json!({"content": content, "precondition": {"type": "content_sha256", "content_sha256": sha}}),
+        );
+        assert_eq!(status, 200, "{updated}");
+        sha = updated["content_sha256"].as_str().expect("sha").to_string();
+    }
+    let listed = versions_of(&server, &store, &id);
+    assert_eq!(listed.len(), 3, "{listed:?}");
+    let version = |v: &Value| v["id"].as_str().expect("version id").to_string();
+    let (current, middle, first) = (
+        version(&listed[0]),
+        version(&listed[1]),
+        version(&listed[2]),
+    );
+    // The current version: refused, with an error that says what to do, in the API's paths.
+    let (status, refused) = api(
+        &server,
+        "POST",
+        &format!("{versions}/{current}/redact"),
+        &Value::Null,
+    );
+    assert_eq!(status, 409, "{refused}");
+    let message = refused["error"]["message"].as_str().expect("message");
+    assert!(message.contains("update the memory"), "{message}");
+    assert!(!message.contains("/memories"), "{message}");
+    // The first version: redacted, and still a version.
+    let (status, redacted) = api(
+        &server,
+        "POST",
+        &format!("{versions}/{first}/redact"),
+        &Value::Null,
+    );
+    assert_eq!(status, 200, "{redacted}");
+    assert_redacted(&redacted);
+    let (status, retrieved) = api(
+        &server,
+        "GET",
+        &format!("{versions}/{first}?view=full"),
+        &Value::Null,
+    );
+    assert_eq!(status, 200, "{retrieved}");
+    assert_redacted(&retrieved);
+    assert_eq!(retrieved["operation"], "created", "{retrieved}");
+    assert_eq!(retrieved["memory_id"], id.as_str(), "{retrieved}");
+    let listed = versions_of(&server, &store, &id);
+    assert_eq!(
+        listed.len(),
+        3,
+        "a redacted version stays listed: {listed:?}"
+    );
+    assert_redacted(&listed[2]);
+    assert_eq!(listed[1]["content"], "pin removed\n", "{listed:?}");
+    assert_eq!(
+        listed[1]["content_sha256"],
+        sha_of("pin removed\n"),
+        "{listed:?}"
+    );
+    assert_eq!(listed[1]["path"], "/people/ann.md", "{listed:?}");
+    // The middle one too; the live memory is as it was, and its digest still a precondition.
+    let (status, redacted) = api(
+        &server,
+        "POST",
+        &format!("{versions}/{middle}/redact"),
+        &Value::Null,
+    );
+    assert_eq!(status, 200, "{redacted}");
+    assert_redacted(&redacted);
+    let (status, live) = api(
+        &server,
+        "GET",
+        &format!("{memories}/{id}?view=full"),
+        &Value::Null,
+    );
+    assert_eq!(status, 200, "{live}");
+    assert_eq!(live["content"], "pin removed, twice\n", "{live}");
+    let (status, updated) = api(
+        &server,
+        "POST",
+        &format!("{memories}/{id}"),
+        &json!({"content": "pin removed, thrice\n", "precondition": {"type": "content_sha256", "content_sha256": sha}}),
+    );
+    assert_eq!(status, 200, "{updated}");
+    // A current version that only moved the memory is its current version all the same.
+    let (status, moved) = api(
+        &server,
+        "POST",
+        &format!("{memories}/{id}"),
+        &json!({"path": "/people/ann-moved.md"}),
+    );
+    assert_eq!(status, 200, "{moved}");
+    let moved_version = version(&versions_of(&server, &store, &id)[0]);
+    let (status, refused) = api(
+        &server,
+        "POST",
+        &format!("{versions}/{moved_version}/redact"),
+        &Value::Null,
+    );
+    assert_eq!(status, 409, "{refused}");
+    // A deleted memory's versions, redacted newest first: it never comes back.
+    let (status, doomed) = api(
+        &server,
+        "POST",
+        &memories,
+        &json!({"path": "/gone.md", "content": GONE[0]}),
+    );
+    assert_eq!(status, 200, "{doomed}");
+    let doomed = doomed["id"].as_str().expect("id").to_string();
+    let (status, _) = api(
+        &server,
+        "POST",
+        &format!("{memories}/{doomed}"),
+        &json!({"content": GONE[1]}),
+    );
+    assert_eq!(status, 200);
+    let (status, _) = api(
+        &server,
+        "DELETE",
+        &format!("{memories}/{doomed}"),
+        &Value::Null,
+    );
+    assert_eq!(status, 200);
+    let listed = versions_of(&server, &store, &doomed);
+    assert_eq!(listed.len(), 3, "{listed:?}");
+    assert_eq!(listed[0]["operation"], "deleted", "{listed:?}");
+    for v in &listed {
+        let (status, redacted) = api(
+            &server,
+            "POST",
+            &format!("{versions}/{}/redact", version(v)),
+            &Value::Null,
+        );
+        assert_eq!(status, 200, "{redacted}");
+        assert_redacted(&redacted);
+        let (status, gone) = api(
+            &server,
+            "GET",
+            &format!("{memories}/{doomed}"),
+            &Value::Null,
+        );
+        assert_eq!(status, 404, "the deleted memory came back: {gone}");
+        let view = server.call(
+            "POST",
+            &format!(
+                "/v1/stores/{}/memory",
+                store.trim_start_matches("memstore_")
+            ),
+            json!({"command": "view", "path": "/memories"})
+                .to_string()
+                .as_bytes(),
+        );
+        assert_eq!(view.status, 200, "{}", view.text());
+        assert!(!view.text().contains("gone.md"), "{}", view.text());
+        assert!(view.text().contains("ann-moved.md"), "{}", view.text());
+    }
+    let listed = versions_of(&server, &store, &doomed);
+    assert_eq!(listed.len(), 3, "{listed:?}");
+    listed.iter().for_each(assert_redacted);
+    let report = server.json(&format!(
+        "/v1/stores/{}/verify",
+        store.trim_start_matches("memstore_")
+    ));
+    assert_eq!(report["status"], "intact", "{report}");
+    let (status, stderr) = server.stop();
+    assert!(status.success(), "{stderr}");
+    let db = data.path().join(store.trim_start_matches("memstore_"));
+    for needle in std::iter::once(SECRET).chain(GONE.iter().copied()) {
+        assert!(
+            holding(&db, needle.as_bytes()).is_empty(),
+            "{needle} is still in the store"
+        );
+    }
+    let out = run_mnemo(&["verify", "--db", db.to_str().expect("utf-8")], "");
+    assert!(
+        out.status.success(),
+        "{report}\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -1,5 +1,6 @@
 //! The routes of memory versions: list, retrieve, redact. The versions are read off a replay of
-//! the store's log ([`crate::memory_store::versions`]).
+//! the store's log ([`crate::memory_store::versions`]); a redacted version stays listed, with its
+//! content, path and digest null and when and by whom it was redacted.
 
 use std::sync::Arc;
 
@@ -15,12 +16,11 @@ use super::{
 };
 use crate::event::{Body, Event, Seq};
 use crate::memory_store::ids;
-use crate::memory_store::objects::{Actor, MemoryVersion};
+use crate::memory_store::objects::MemoryVersion;
 use crate::memory_store::versions::{Operation, Version, contents_at, versions};
 use crate::paths::MemPath;
 use crate::redact::Selection;
 use crate::serve::stores::{Served, Stores};
-use crate::time::utc;
 
 /// The version as the API shows it, with its content if `content` is given.
 fn object(name: &str, root: &MemPath, v: &Version, content: Option<String>) -> MemoryVersion {
@@ -70,7 +70,7 @@ fn root_of(served: &Served) -> Result<MemPath, ApiError> {
     MemPath::absolute(served.shared().root()).map_err(ApiError::Api)
 }
 
-/// Fills in the content of each version that has some, from one replay.
+/// Fills in the content of each version that has some (and was not redacted), from one replay.
 fn with_contents(
     served: &Served,
     name: &str,
@@ -79,7 +79,7 @@ fn with_contents(
 ) -> Result<Vec<MemoryVersion>, ApiError> {
     let wanted: Vec<(Seq, MemPath)> = found
         .iter()
-        .filter(|v| v.content.is_some())
+        .filter(|v| v.content.is_some() && v.redacted.is_none())
         .map(|v| (v.seq, v.path.clone()))
         .collect();
     let mut contents = replaying(served, |store| contents_at(store, &wanted))?;
@@ -189,21 +189,25 @@ fn no_version(id: &str) -> ApiError {
     ))
 }
 
-/// The version `version` names in the opened store, if the log holds it; a version whose
-/// event a redaction erased is named as such.
+/// The version `version` names in the opened store, if the log holds it (a redacted one
+/// included); a version whose event a redaction erased with everything it did (by path or text,
+/// or before redactions kept what an event did) is named as such.
 fn find(served: &Served, version: &str) -> Result<(MemPath, Version), ApiError> {
     let (seq, memory) = ids::version_seqs(version).ok_or_else(|| no_version(version))?;
     let root = root_of(served)?;
     let found = replaying(served, |store| {
+        let mut found = versions(store, &root, seq, |v| v.seq == seq && v.memory == memory)?;
+        if let Some(found) = found.pop() {
+            return Ok(Ok(found));
+        }
         if let Some(bytes) = store.get(seq)? {
             if let Body::Erased(_) = Event::decode(&bytes)?.body {
                 return Ok(Err(ApiError::NotFound(format!(
-                    "the memory version {version} was redacted: its event {seq} is erased from the log, and with it the version"
+                    "the memory version {version} was redacted with everything its event did (a redaction by path or text): its event {seq} is erased from the log, and with it the version"
                 ))));
             }
         }
-        let mut found = versions(store, &root, seq, |v| v.seq == seq && v.memory == memory)?;
-        Ok(found.pop().ok_or_else(|| no_version(version)))
+        Ok(Err(no_version(version)))
     })??;
     Ok((root, found))
 }
@@ -248,9 +252,11 @@ pub(super) async fn retrieve(
     .await
 }
 
-/// Redacts a version: a Mnemo redaction of its event, which erases every event whose answer
-/// depended on it too. Refused when that would change a live memory (its current version, or
-/// one an edit after it built on), as the hosted API refuses the current version.
+/// Redacts a version: a Mnemo redaction of its event that keeps what the event did to the tree
+/// (so every later version, the live one included, stays as it is) and erases its content, and
+/// that of every event whose answer showed it. Refused with 409 when that would change a live
+/// memory (its current version, or content an edit after it built on): update or delete it
+/// first. A version already redacted is answered as it is.
 pub(super) async fn redact(
     State(stores): State<Arc<Stores>>,
     RoutePath((id, version)): RoutePath<(String, String)>,
@@ -262,40 +268,50 @@ pub(super) async fn redact(
         let (name, served) = open(&stores, &id)?;
         operator_only(&who(&stores, &served, &id, &headers, &attribution)?, "redacting a version")?;
         let (root, found) = find(&served, &version)?;
+        if found.redacted.is_some() {
+            return Ok(ok(&object(&name, &root, &found, None)));
+        }
         let client = served.shared().client();
+        // The current version of a live memory, even one that only moved it, is refused, as the
+        // hosted API refuses it.
+        let live = client
+            .read_local(|store| store.current_index()?.file_entries_under(&root))
+            .map_err(store_failed)?;
+        if let Some(entry) = live
+            .iter()
+            .find(|entry| entry.created == found.memory && entry.touched == found.seq)
+        {
+            let path = entry.path.to_string();
+            return Err(ApiError::Conflict(format!(
+                "{version} is the current version of the memory {} at {}; a redaction erases versions a memory has moved past, never its current one: update the memory (or delete it) first, then redact this version",
+                ids::memory_id(entry.created),
+                path.strip_prefix(&root.to_string()).unwrap_or(&path)
+            )));
+        }
         let selection = Selection {
             seqs: vec![found.seq],
             ..Selection::default()
         };
         let plan = client.redaction_plan(&selection).map_err(store_failed)?;
-        let live = client
-            .read_local(|store| store.current_index()?.file_entries_under(&root))
-            .map_err(store_failed)?;
-        if let Some(hit) = live.iter().find(|entry| plan.seqs.contains(&entry.touched) || plan.seqs.contains(&entry.created)) {
+        if !plan.live.is_empty() {
             return Err(ApiError::Conflict(format!(
-                "redacting {version} would erase the events that the live memory {} at {} is made of (a redaction erases an event and every event built on it); delete the memory first, then redact its versions",
-                ids::memory_id(hit.created),
-                hit.path
+                "redacting {version} would erase what a memory holds now ({}); a redaction erases versions a memory has moved past, never its current content: update the memory (or delete it) first, then redact this version",
+                plan.live
+                    .iter()
+                    .map(|line| line.strip_prefix(&root.to_string()).unwrap_or(line))
+                    .collect::<Vec<_>>()
+                    .join("; ")
             )));
         }
-        let done = client
-            .redact("a memory version redacted through the memory-stores API", &selection)
+        client
+            .redact_as(
+                crate::credential::OPERATOR,
+                "a memory version redacted through the memory-stores API",
+                &selection,
+            )
             .map_err(store_failed)?;
-        let redaction_time = client
-            .read_local(|store| {
-                let bytes = store.get(done.seq)?.ok_or_else(|| crate::Error::corrupt("the redaction's event is missing"))?;
-                Ok(Event::decode(&bytes)?.header.time_ms)
-            })
-            .map_err(store_failed)?;
-        let mut shown = object(&name, &root, &found, None);
-        shown.content_sha256 = None;
-        shown.content_size_bytes = None;
-        shown.path = None;
-        shown.redacted_at = Some(utc(redaction_time));
-        shown.redacted_by = Some(Actor::Api {
-            api_key_id: client.agent_id().to_string(),
-        });
-        Ok(ok(&shown))
+        let (root, found) = find(&served, &version)?;
+        Ok(ok(&object(&name, &root, &found, None)))
     })
     .await
 }

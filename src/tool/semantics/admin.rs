@@ -35,7 +35,7 @@ pub(super) fn admin<E>(
             hash,
         } => issue_token(tree, by, id, agent, label, *hash, semantics),
         AdminCommand::RevokeToken { id } => revoke_token(tree, by, id, semantics),
-        AdminCommand::Redact { reason, seqs } => Ok(redacted(reason, seqs)),
+        AdminCommand::Redact { reason, seqs, .. } => Ok(redacted(reason, seqs)),
         AdminCommand::Configure { name, value } => Ok(configured(name, value, semantics)),
     }
 }
