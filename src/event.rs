@@ -222,10 +222,12 @@ pub const API_FORMAT: u8 = 7;
 /// refuses the event as newer rather than calling it corrupt.
 pub const TS_PROFILE_FORMAT: u8 = 8;
 
-/// The format of a redaction's event that keeps what some erased events did to the tree
-/// ([`AdminCommand::Redact`](crate::policy::AdminCommand::Redact) with `kept`): as format 9
-/// (salted, semantics 5), with the payload variant only this format may hold, so a build that
-/// does not know it refuses the event as newer instead of misreading it.
+/// The format of the admin commands format 9 does not hold: a redaction's event that keeps what
+/// some erased events did to the tree
+/// ([`AdminCommand::Redact`](crate::policy::AdminCommand::Redact) with `kept`), and a memory
+/// store's label ([`AdminCommand::Label`](crate::policy::AdminCommand::Label)): as format 9
+/// (salted, semantics 5), with the payload variants only this format may hold, so a build that
+/// does not know them refuses the event as newer instead of misreading it.
 pub const REDACT_KEEPING_FORMAT: u8 = 10;
 
 /// The format of an erased record that keeps what the event did to the tree ([`Kept`]): a
@@ -299,9 +301,11 @@ fn semantics_of_format(version: u8) -> Option<Semantics> {
     }
 }
 
-/// Whether `body` is a redaction that keeps what some erased events did (written as format 10).
+/// Whether `body` is an admin command only format 10 holds: a redaction that keeps what some
+/// erased events did, or a memory store's label.
 fn keeps_effects(body: &Body) -> bool {
     matches!(body, Body::Admin(crate::policy::AdminCommand::Redact { kept, .. }) if !kept.is_empty())
+        || matches!(body, Body::Admin(crate::policy::AdminCommand::Label { .. }))
 }
 
 /// What an erased record of format `version` keeps: decoded from `bytes` in format 11, none in
@@ -919,7 +923,7 @@ impl Event {
         // A redaction that keeps effects is format 10, which holds nothing else.
         if keeps_effects(&body) != (version == REDACT_KEEPING_FORMAT) {
             return Err(Error::corrupt(format!(
-                "an event of format {version} {} a redaction that keeps what erased events did",
+                "an event of format {version} {} a redaction that keeps what erased events did, or a store's label",
                 if version == REDACT_KEEPING_FORMAT {
                     "is not"
                 } else {

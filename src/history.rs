@@ -206,6 +206,7 @@ pub fn describe(event: &Event) -> (&'static str, Vec<String>) {
         Body::Admin(AdminCommand::Configure { name, value }) => {
             ("config-set", vec![format!("{name} {value}")])
         }
+        Body::Admin(AdminCommand::Label { .. }) => ("store-label", Vec::new()),
         Body::Admin(AdminCommand::Redact { seqs, .. }) => (
             "redact",
             vec![format!(

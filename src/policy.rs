@@ -148,6 +148,14 @@ pub enum AdminCommand {
         /// ([`crate::event::kept_digest`]), ascending: the chain's commitment to it.
         kept: Vec<(u64, crate::hash::EventHash)>,
     },
+    /// Set the memory store's label (its name, description, metadata, times and whether it is
+    /// archived, as the memory-stores API shows them): `label` is the whole label as a JSON
+    /// object, kept under [`LABEL_SETTING`]. A text that is not one is answered with an error
+    /// and changes nothing. Only format 10 holds it.
+    Label {
+        /// The label, a JSON object of at most [`LABEL_MAX_BYTES`] bytes.
+        label: String,
+    },
     /// Set the store setting `name` to `value` (see [`SETTINGS`]); a name or value that is not
     /// one is answered with an error and changes nothing.
     Configure {
@@ -163,6 +171,22 @@ pub enum AdminCommand {
 /// deletes, as every change does) or `erase` (it erases the deleted files' whole history, as a
 /// redaction would).
 pub const SETTINGS: &[(&str, &[&str])] = &[(DELETE_SETTING, &["keep", DELETE_ERASES])];
+
+/// Where the index keeps a store's label ([`AdminCommand::Label`]): beside the settings, under a
+/// name no setting has.
+pub const LABEL_SETTING: &str = "memory-store.label";
+
+/// The longest label, in bytes of its JSON text.
+pub const LABEL_MAX_BYTES: usize = 64 * 1024;
+
+/// When the store whose label is `label` (its JSON text, [`AdminCommand::Label`]) was archived,
+/// in Unix milliseconds, if it was.
+pub fn archived_ms(label: &str) -> Option<u64> {
+    serde_json::from_str::<serde_json::Value>(label)
+        .ok()?
+        .get("archived_ms")?
+        .as_u64()
+}
 
 /// The setting that decides what the memory tool's delete does to history.
 pub const DELETE_SETTING: &str = "delete";

@@ -223,6 +223,8 @@ pub(super) enum WireAdmin<'a> {
         seqs: Vec<u64>,
         kept: Vec<(u64, [u8; 32])>,
     },
+    /// A memory store's label: only in format 10.
+    Label { label: Text<'a> },
 }
 
 /// [`Kept`] as stored after an erased record of format 11 ([`super::ERASED_KEEPING_FORMAT`]).
@@ -598,6 +600,7 @@ impl<'a> WireAdmin<'a> {
                 name: text(name),
                 value: text(value),
             },
+            AdminCommand::Label { label } => WireAdmin::Label { label: text(label) },
         }
     }
 
@@ -647,6 +650,9 @@ impl<'a> WireAdmin<'a> {
             WireAdmin::Configure { name, value } => AdminCommand::Configure {
                 name: owned(name),
                 value: owned(value),
+            },
+            WireAdmin::Label { label } => AdminCommand::Label {
+                label: owned(label),
             },
         }
     }

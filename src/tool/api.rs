@@ -223,6 +223,18 @@ pub fn answer_api<E>(
         is_error: false,
         change,
     };
+    // An archived memory store's memories are read and deleted, never created or changed.
+    if !matches!(write, ApiWrite::Delete { .. }) {
+        if let Some(ms) = tree
+            .setting(crate::policy::LABEL_SETTING)?
+            .and_then(|label| crate::policy::archived_ms(&label))
+        {
+            return Ok(ApiFailure::Invalid.answer(format!(
+                "the memory store was archived at {}: its memories can be read and deleted, not created or changed",
+                crate::time::utc(ms)
+            )));
+        }
+    }
     match write {
         ApiWrite::Create { path, content } => {
             let path = match path_of(path, semantics) {

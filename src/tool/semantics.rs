@@ -205,26 +205,51 @@ impl<E> Ctx<'_, E> {
                 named
             }};
         }
+        // An archived memory store's files are read and deleted, never created or changed.
+        macro_rules! changing {
+            ($raw:expr) => {{
+                let named = writable!($raw);
+                if let Some(refused) = self.archived()? {
+                    return Ok(refused);
+                }
+                named
+            }};
+        }
         match command {
             Command::View { path, view_range } => self.view(&name!(path), *view_range),
-            Command::Create { path, file_text } => self.create(&writable!(path), file_text),
+            Command::Create { path, file_text } => self.create(&changing!(path), file_text),
             Command::StrReplace {
                 path,
                 old_str,
                 new_str,
-            } => self.str_replace(&writable!(path), old_str, new_str.as_deref().unwrap_or("")),
+            } => self.str_replace(&changing!(path), old_str, new_str.as_deref().unwrap_or("")),
             Command::Insert {
                 path,
                 insert_line,
                 insert_text,
-            } => self.insert(&writable!(path), *insert_line, insert_text),
+            } => self.insert(&changing!(path), *insert_line, insert_text),
             Command::Delete { path } => self.delete(&writable!(path)),
             Command::Rename { old_path, new_path } => {
                 let from = writable!(old_path);
-                let to = writable!(new_path);
+                let to = changing!(new_path);
                 self.rename(&from, &to)
             }
         }
+    }
+
+    /// The refusal of a change in a memory store that was archived, if it was.
+    fn archived(&self) -> Result<Option<Answer>, E> {
+        Ok(self
+            .tree
+            .setting(crate::policy::LABEL_SETTING)?
+            .and_then(|label| crate::policy::archived_ms(&label))
+            .map(|ms| {
+                Answer::err(format!(
+                    "{}the memory store was archived at {}: its memories can be read and deleted, not created or changed",
+                    prefix(self.profile),
+                    crate::time::utc(ms)
+                ))
+            }))
     }
 
     fn denied(&self, p: &Named, need: Access) -> Answer {

@@ -9,7 +9,8 @@ use crate::credential::{
 use crate::hash::EventHash;
 use crate::paths::MemPath;
 use crate::policy::{
-    ANY_AGENT, Access, AdminCommand, DELETE_ERASES, DELETE_SETTING, SETTINGS, check_agent_id_under,
+    ANY_AGENT, Access, AdminCommand, DELETE_ERASES, DELETE_SETTING, LABEL_MAX_BYTES, LABEL_SETTING,
+    SETTINGS, check_agent_id_under,
 };
 use crate::semantics_version::Semantics;
 use crate::tool::tree::{Change, TokenIssue, Tree};
@@ -37,7 +38,35 @@ pub(super) fn admin<E>(
         AdminCommand::RevokeToken { id } => revoke_token(tree, by, id, semantics),
         AdminCommand::Redact { reason, seqs, .. } => Ok(redacted(reason, seqs)),
         AdminCommand::Configure { name, value } => Ok(configured(name, value, semantics)),
+        AdminCommand::Label { label } => Ok(labelled(label)),
     }
+}
+
+/// Answers the setting of the memory store's label: a JSON object of at most
+/// [`LABEL_MAX_BYTES`] bytes, kept whole.
+fn labelled(label: &str) -> Answer {
+    let object = (label.len() <= LABEL_MAX_BYTES)
+        .then(|| serde_json::from_str::<serde_json::Value>(label).ok())
+        .flatten()
+        .filter(serde_json::Value::is_object);
+    let Some(object) = object else {
+        return Answer::err(format!(
+            "Error: a memory store's label is a JSON object of at most {LABEL_MAX_BYTES} bytes, such as {{\"name\": \"notes\"}}"
+        ));
+    };
+    let name = object.get("name").and_then(serde_json::Value::as_str).unwrap_or("");
+    let archived = if object.get("archived_ms").is_some_and(|v| !v.is_null()) {
+        ", archived: its memories can be read and deleted, not created or changed"
+    } else {
+        ""
+    };
+    Answer::ok(
+        format!("Labelled the memory store {name:?}{archived}"),
+        Some(Change::Configure {
+            name: LABEL_SETTING.to_string(),
+            value: label.to_string(),
+        }),
+    )
 }
 
 /// Answers the setting of store setting `name` to `value`.
