@@ -1,6 +1,7 @@
 //! The memory-stores API's objects and errors as the official SDKs read them (`anthropic`
-//! 2.16.0, `@anthropic-ai/sdk` 1.16.0: `BetaManagedAgentsMemoryStore`, `BetaManagedAgentsMemory`,
-//! the `PageCursor` page, the error envelope).
+//! 2.16.0 and 2.17.0, `@anthropic-ai/sdk` 1.16.0 and 1.17.0: `BetaManagedAgentsMemoryStore`,
+//! `BetaManagedAgentsMemory`, the `PageCursor` page, the error envelope and its
+//! `BetaManagedAgentsMemoryPathConflictErrorObject`).
 
 use std::collections::BTreeMap;
 
