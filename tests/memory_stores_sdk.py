@@ -483,7 +483,7 @@ def refusals_name_their_request(mnemo, data):
     """The sharing rules' own refusals on the memory-stores routes (a principal over its share of
     requests in flight, a body too slow) carry a request id as every other answer of the API
     does: the header the SDK reads and `request_id` in the error body, in the API's envelope."""
-    server, file = start(mnemo, data, "--max-requests-per-principal", "1", "--body-grace", "1")
+    server, file = start(mnemo, data, "--max-requests-per-principal", "1", "--body-grace", "3")
     try:
         url = file["url"]
         host, port = url.removeprefix("http://").rsplit(":", 1)
@@ -491,8 +491,14 @@ def refusals_name_their_request(mnemo, data):
         held = socket.create_connection((host, int(port)))
         held.sendall((f"POST /v1/memory_stores HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: Bearer {file['token']}\r\n"
                       "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n").encode())
-        time.sleep(0.3)
         client = anthropic.Anthropic(api_key=file["token"], base_url=url, max_retries=0)
+        # Until the server has read that head, a request of the operator still gets through.
+        for _ in range(20):
+            try:
+                client.beta.memory_stores.list()
+                time.sleep(0.1)
+            except anthropic.RateLimitError:
+                break
         assert expect(anthropic.RateLimitError, lambda: client.beta.memory_stores.list()) == "rate_limit_error"
         # The body never came: cut off with 408 once the grace is over.
         held.settimeout(30)
