@@ -454,6 +454,14 @@ def run(url, token):
         except anthropic.NotFoundError as e:
             assert "private" not in str(e.body), e.body
     assert admin_get(url, token, f"/v1/stores/{other_name}/head") == head
+    # A path it may write that goes through a memory it may not read: the conflict names neither
+    # that memory's id nor its path, only the path asked for.
+    admin(url, token, f"/v1/stores/{other_name}/acl",
+          {"action": "grant", "agent": "helper", "prefix": "/memories/private/b.md/x", "access": "read-write"})
+    error = path_conflict(lambda: helper.beta.memory_stores.memories.create(
+        others[2].id, path="/private/b.md/x/y.md", content="x"))
+    assert (error["conflicting_memory_id"], error["conflicting_path"]) == ("", "/private/b.md/x/y.md"), error
+    assert private.id not in json.dumps(error) and "may not read" in error["message"], error
 
     # Archive: for good, hidden from the default listing, closed to changes, still readable.
     archived = stores.archive(others[0].id)
