@@ -2,22 +2,28 @@
 
 Starts a data server on loopback in a temporary directory, then calls every route of
 `client.beta.memory_stores` that the server answers (stores: create, retrieve, update, list,
-archive, delete; memories: list, retrieve) with `anthropic==2.16.0`, asserting that the SDK
-parses each answer into its typed objects and that the values are the store's: memories written
-through the memory tool's own route, 250 of them paged through, a rename that keeps a memory's id
-and moves its version, SHA-256 digests computed here, and the errors the SDK raises.
+archive, delete; memories: list, retrieve) with `anthropic` 2.16.0 or 2.17.0 (`--sdk`), asserting
+that the SDK parses each answer into its typed objects and that the values are the store's:
+memories written through the memory tool's own route, 250 of them paged through, a rename that
+keeps a memory's id and moves its version, SHA-256 digests computed here, and the errors the SDK
+raises (a path conflict naming the memory in the way, the sharing rules' refusals naming their
+request). On 2.17.0, the SDK's write-through of memory-file writes (`SessionMemoryStores.write_file`)
+against a real server: a dropped answer, a stale edit and a stopped server included.
 """
 
 import argparse
 import hashlib
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import anthropic
 import anyio
@@ -107,10 +113,25 @@ def expect(error, call):
     raise AssertionError(f"expected {error.__name__}")
 
 
+def path_conflict(call):
+    """The error object of the 409 `memory_path_conflict_error` that `call` raises."""
+    assert expect(anthropic.ConflictError, call) == "memory_path_conflict_error"
+    try:
+        call()
+    except anthropic.ConflictError as e:
+        error = e.body["error"]
+        # The API's paths, never the memory tool's.
+        assert "/memories" not in error["message"], error
+        return error
+    raise AssertionError("expected ConflictError")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--mnemo", required=True)
+    parser.add_argument("--sdk", default="2.16.0", choices=["2.16.0", "2.17.0"])
     args = parser.parse_args()
+    assert anthropic.__version__ == args.sdk, (anthropic.__version__, args.sdk)
     with tempfile.TemporaryDirectory() as tmp:
         data = os.path.join(tmp, "data")
         server, file = start(args.mnemo, data)
@@ -120,6 +141,10 @@ def main():
         finally:
             server.terminate()
             server.wait(timeout=30)
+        refusals_name_their_request(args.mnemo, os.path.join(tmp, "shared"))
+        if args.sdk == "2.17.0":
+            anyio.run(write_through, args.mnemo, os.path.join(tmp, "write-through"),
+                      os.path.join(tmp, "write-through-session"))
         # The cap on memories a store holds (--max-memories; 2,000 by default, as hosted).
         capped, file = start(args.mnemo, os.path.join(tmp, "capped"), "--max-memories", "2")
         try:
@@ -225,10 +250,15 @@ def run(url, token):
     assert "first" in seen_by_tool["content"], seen_by_tool
     full_created = memories.create(made.id, path="/api/empty.md", content="", view="full")
     assert full_created.content == "" and full_created.content_size_bytes == 0, full_created
-    assert expect(anthropic.ConflictError,
-                  lambda: memories.create(made.id, path="/api/a.md", content="again")) == "memory_path_conflict_error"
-    assert expect(anthropic.ConflictError,
-                  lambda: memories.create(made.id, path="/api/a.md/b.md", content="x")) == "memory_path_conflict_error"
+    # A path conflict names the memory in the way, as the SDK's error object does.
+    error = path_conflict(lambda: memories.create(made.id, path="/api/a.md", content="again"))
+    assert (error["conflicting_memory_id"], error["conflicting_path"]) == (created.id, "/api/a.md"), error
+    assert "/api/a.md" in error["message"], error
+    error = path_conflict(lambda: memories.create(made.id, path="/api/a.md/b.md", content="x"))
+    assert (error["conflicting_memory_id"], error["conflicting_path"]) == (created.id, "/api/a.md"), error
+    error = path_conflict(lambda: memories.create(made.id, path="/api", content="x"))
+    assert (error["conflicting_memory_id"], error["conflicting_path"]) == (created.id, "/api/a.md"), error
+    assert "/api holds" in error["message"], error
     for bad in ["api/x.md", "/api//x.md", "/api/../x.md", "/e\u0301.md", "/a\u200bb.md", "/" + "/".join(["d"] * 21)]:
         assert expect(anthropic.BadRequestError,
                       lambda: memories.create(made.id, path=bad, content="x")) == "invalid_request_error", bad
@@ -247,8 +277,8 @@ def run(url, token):
     assert memories.retrieve(created.id, memory_store_id=made.id).content == "second\n"
     moved_both = memories.update(created.id, memory_store_id=made.id, path="/api/b.md", content="third\n", view="full")
     assert moved_both.path == "/api/b.md" and moved_both.content == "third\n" and moved_both.id == created.id, moved_both
-    assert expect(anthropic.ConflictError, lambda: memories.update(
-        created.id, memory_store_id=made.id, path="/api/empty.md")) == "memory_path_conflict_error"
+    error = path_conflict(lambda: memories.update(created.id, memory_store_id=made.id, path="/api/empty.md"))
+    assert (error["conflicting_memory_id"], error["conflicting_path"]) == (full_created.id, "/api/empty.md"), error
     same = memories.update(created.id, memory_store_id=made.id, content="third\n")
     assert same.memory_version_id == moved_both.memory_version_id, (same, moved_both)
     # The memory tool's edit is seen by the API, and the API's by the memory tool.
@@ -433,6 +463,12 @@ def run(url, token):
     assert helper_versions == ["/pub/a.md"], helper_versions
     assert expect(anthropic.PermissionDeniedError, lambda: helper.beta.memory_stores.memories.create(
         others[2].id, path="/private/c.md", content="x")) == "permission_error"
+    try:
+        helper.beta.memory_stores.memories.create(others[2].id, path="/private/c.md", content="x")
+    except anthropic.PermissionDeniedError as e:
+        # The API's path, not the memory tool's /memories/private/c.md.
+        message = e.body["error"]["message"]
+        assert "/private/c.md" in message and "/memories" not in message, message
     private = [m for m in memories.list(others[2].id) if m.path == "/private/b.md"][0]
     head = admin_get(url, token, f"/v1/stores/{other_name}/head")
     # A memory it may not read is not there for it: no path in an error, no event logged.
@@ -446,6 +482,14 @@ def run(url, token):
         except anthropic.NotFoundError as e:
             assert "private" not in str(e.body), e.body
     assert admin_get(url, token, f"/v1/stores/{other_name}/head") == head
+    # A path it may write that goes through a memory it may not read: the conflict names neither
+    # that memory's id nor its path, only the path asked for.
+    admin(url, token, f"/v1/stores/{other_name}/acl",
+          {"action": "grant", "agent": "helper", "prefix": "/memories/private/b.md/x", "access": "read-write"})
+    error = path_conflict(lambda: helper.beta.memory_stores.memories.create(
+        others[2].id, path="/private/b.md/x/y.md", content="x"))
+    assert (error["conflicting_memory_id"], error["conflicting_path"]) == ("", "/private/b.md/x/y.md"), error
+    assert private.id not in json.dumps(error) and "may not read" in error["message"], error
 
     # Archive: for good, hidden from the default listing, closed to changes, still readable.
     archived = stores.archive(others[0].id)
@@ -469,6 +513,228 @@ def run(url, token):
     tried("memory_stores.delete")
     assert gone.type == "memory_store_deleted" and gone.id == others[1].id, gone
     assert expect(anthropic.NotFoundError, lambda: stores.retrieve(others[1].id)) == "not_found_error"
+
+
+def refusals_name_their_request(mnemo, data):
+    """The sharing rules' own refusals on the memory-stores routes (a principal over its share of
+    requests in flight, a body too slow) carry a request id as every other answer of the API
+    does: the header the SDK reads and `request_id` in the error body, in the API's envelope."""
+    server, file = start(mnemo, data, "--max-requests-per-principal", "1", "--body-grace", "3")
+    try:
+        url = file["url"]
+        host, port = url.removeprefix("http://").rsplit(":", 1)
+        # The operator's one place is held by a request whose body is not coming.
+        held = socket.create_connection((host, int(port)))
+        held.sendall((f"POST /v1/memory_stores HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: Bearer {file['token']}\r\n"
+                      "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n").encode())
+        client = anthropic.Anthropic(api_key=file["token"], base_url=url, max_retries=0)
+        # Until the server has read that head, a request of the operator still gets through.
+        for _ in range(20):
+            try:
+                client.beta.memory_stores.list()
+                time.sleep(0.1)
+            except anthropic.RateLimitError:
+                break
+        assert expect(anthropic.RateLimitError, lambda: client.beta.memory_stores.list()) == "rate_limit_error"
+        # The body never came: cut off with 408 once the grace is over.
+        held.settimeout(30)
+        answer = b""
+        while chunk := held.recv(65536):
+            answer += chunk
+        held.close()
+        head, _, body = answer.partition(b"\r\n\r\n")
+        lines = head.decode().split("\r\n")
+        assert lines[0].startswith("HTTP/1.1 408"), lines
+        headers = {k.lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:])}
+        body = json.loads(body)
+        assert body["type"] == "error" and body["error"]["type"] == "timeout_error", body
+        assert headers.get("request-id", "").startswith("req_"), headers
+        assert body.get("request_id") == headers["request-id"], (headers, body)
+        tried("refusals name their request")
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+class DroppingProxy:
+    """A TCP proxy on loopback in front of the server, which can drop an answer: the request
+    reaches the server and is answered, but its client sees the connection close instead, as
+    when a network fails after the write."""
+
+    def __init__(self, url):
+        host, port = url.removeprefix("http://").rsplit(":", 1)
+        self.upstream = (host, int(port))
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.lock = threading.Lock()
+        self.to_drop = 0
+        self.dropped = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def drop_next_answer(self):
+        with self.lock:
+            self.to_drop += 1
+
+    def close(self):
+        self.listener.close()
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _serve(self, client):
+        try:
+            upstream = socket.create_connection(self.upstream, timeout=5)
+        except OSError:
+            client.close()
+            return
+        upstream.settimeout(None)
+
+        def forward():
+            try:
+                while data := client.recv(65536):
+                    upstream.sendall(data)
+            except OSError:
+                pass
+            finally:
+                try:
+                    upstream.shutdown(socket.SHUT_WR)
+                except OSError:
+                    pass
+
+        threading.Thread(target=forward, daemon=True).start()
+        try:
+            while data := upstream.recv(65536):
+                with self.lock:
+                    drop = self.to_drop > 0
+                    if drop:
+                        self.to_drop -= 1
+                        self.dropped += 1
+                if drop:
+                    break
+                client.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (client, upstream):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                s.close()
+
+
+def mnemo_cli(mnemo, *args):
+    done = subprocess.run([mnemo, *args], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, (args, done.stdout, done.stderr)
+    return done.stdout
+
+
+async def write_through(mnemo, data, workdir):
+    """anthropic 2.17.0's `SessionMemoryStores.write_file`, which saves each memory-file write
+    through the memory-stores API before it writes the file, against a real server: a write, an
+    edit, a stale edit and a path in the way (each reaching the model as "not saved", naming the
+    API's paths), a create whose answer was dropped and that the SDK retried (saved once), and the
+    server gone ("not confirmed"); then the store verifies intact and the memory tool reads what
+    the folder holds."""
+    from anthropic.lib.tools._memories import NOT_CONFIRMED, NOT_SAVED, MemoryWriteError, SessionMemoryStores
+
+    server, file = start(mnemo, data)
+    url, token = file["url"], file["token"]
+    proxy = DroppingProxy(url)
+    client = None
+    try:
+        # Through the proxy, naming the server as its Host (the server answers no other).
+        client = anthropic.AsyncAnthropic(api_key=token, base_url=proxy.url, max_retries=2,
+                                          default_headers={"Host": url.removeprefix("http://")})
+        store = await client.beta.memory_stores.create(name="written through")
+        name = store.id[len("memstore_"):]
+        await client.beta.memory_stores.memories.create(store.id, path="/seed.md", content="seed\n")
+        mount = Path(workdir) / "mnt" / "notes"
+        session = SimpleNamespace(resources=[SimpleNamespace(
+            type="memory_store", memory_store_id=store.id, mount_path=str(mount), access="read_write",
+            name="notes")])
+        synced = SessionMemoryStores(client, workdir=workdir)
+        await synced.download(session)
+        lock = anyio.Lock()
+
+        async def remote():
+            return {m.path: m.content async for m in client.beta.memory_stores.memories.list(store.id, view="full")}
+
+        async def versions_of(path):
+            memory = [m async for m in client.beta.memory_stores.memories.list(store.id) if m.path == path][0]
+            return [v.operation async for v in client.beta.memory_stores.memory_versions.list(
+                store.id, memory_id=memory.id)]
+
+        async def refused(path, content, replacing):
+            try:
+                await synced.write_file(mount / path, content, replacing, lock=lock)
+            except MemoryWriteError as e:
+                return str(e)
+            raise AssertionError(f"the write of {path} was not refused")
+
+        # A write: saved, then the file written.
+        assert await synced.write_file(mount / "plan.md", "step 1\n", None, lock=lock) is True
+        tried("SessionMemoryStores.write_file")
+        assert (mount / "plan.md").read_text() == "step 1\n"
+        assert (await remote())["/plan.md"] == "step 1\n"
+        # An edit: an update under the digest last synced.
+        assert await synced.write_file(mount / "plan.md", "step 1\nstep 2\n", "step 1\n", lock=lock) is True
+        assert (await remote())["/plan.md"] == "step 1\nstep 2\n"
+        assert await versions_of("/plan.md") == ["modified", "created"]
+
+        # A stale edit: the memory tool changed the memory meanwhile; the precondition refuses
+        # the update (409), which reaches the model as not saved, and the file is not written.
+        tool_call(url, token, name, {"command": "str_replace", "path": "/memories/plan.md",
+                                     "old_str": "step 2", "new_str": "step two"})
+        why = await refused("plan.md", "step 1\nstep 3\n", "step 1\nstep 2\n")
+        assert why.startswith(NOT_SAVED) and "content_sha256" in why, why
+        assert (await remote())["/plan.md"] == "step 1\nstep two\n"
+        assert (mount / "plan.md").read_text() == "step 1\nstep two\n", "the refusal's sync pulled the change"
+
+        # A memory in the way of the path: not saved, and the model is told the API's path.
+        tool_call(url, token, name, {"command": "create", "path": "/memories/box", "file_text": "a file\n"})
+        why = await refused("box/inner.md", "x\n", None)
+        assert why.startswith(NOT_SAVED) and "/box" in why and "/memories" not in why, why
+
+        # A create whose answer is dropped after the server saved it: the SDK retries it, the
+        # retry meets the memory it made (409), and a fresh listing shows the same digest: saved
+        # once, and the write goes through.
+        proxy.drop_next_answer()
+        assert await synced.write_file(mount / "retried.md", "once\n", None, lock=lock) is True
+        assert proxy.dropped == 1, proxy.dropped
+        assert (mount / "retried.md").read_text() == "once\n"
+        assert (await remote())["/retried.md"] == "once\n"
+        assert await versions_of("/retried.md") == ["created"]
+
+        # The server gone: the write is not confirmed, and the file is not written.
+        expected = await remote()
+        server.terminate()
+        server.wait(timeout=30)
+        why = await refused("late.md", "late\n", None)
+        assert why.startswith(NOT_CONFIRMED), why
+        assert not (mount / "late.md").exists()
+
+        # The store verifies intact, and the memory tool reads what the folder holds.
+        report = json.loads(mnemo_cli(mnemo, "verify", "--json", "--db", os.path.join(data, name)))
+        assert report["status"] == "intact", report
+        on_disk = {"/" + p.relative_to(mount).as_posix(): p.read_text() for p in mount.rglob("*")
+                   if p.is_file() and p.name != ".anthropic-memory-store"}
+        assert on_disk == expected, (on_disk, expected)
+        for path, text in expected.items():
+            assert mnemo_cli(mnemo, "cat", "--db", os.path.join(data, name), "/memories" + path) == text, path
+        await synced.dispose()
+    finally:
+        if client is not None:
+            await client.close()
+        proxy.close()
+        if server.poll() is None:
+            server.terminate()
+            server.wait(timeout=30)
 
 
 async def sync_both_ways(url, token, workdir):
@@ -518,6 +784,7 @@ async def sync_both_ways(url, token, workdir):
     report = json.loads(verify.read())
     assert report["status"] == "intact", report
     await synced.dispose()
+    await client.close()
 
 
 if __name__ == "__main__":

@@ -85,8 +85,12 @@ impl Class {
 enum Cut {
     /// The body came slower than the minimum rate (408).
     Slow(String),
-    /// No room: the principal's share of requests, or the body memory budget (503).
+    /// No room: the body memory budget, or a connection closed to make room (503).
     Busy(String),
+    /// The request's principal has its whole share of requests in flight (503; on the
+    /// memory-stores routes 429 `rate_limit_error`, as the hosted API answers a client over its
+    /// rate).
+    Share(String),
     /// The body is larger than the budget could ever hold for one principal (413).
     TooLarge(String),
 }
@@ -95,14 +99,14 @@ impl Cut {
     fn status(&self) -> StatusCode {
         match self {
             Cut::Slow(_) => StatusCode::REQUEST_TIMEOUT,
-            Cut::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Cut::Busy(_) | Cut::Share(_) => StatusCode::SERVICE_UNAVAILABLE,
             Cut::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
         }
     }
 
     fn reason(&self) -> &str {
         match self {
-            Cut::Slow(why) | Cut::Busy(why) | Cut::TooLarge(why) => why,
+            Cut::Slow(why) | Cut::Busy(why) | Cut::Share(why) | Cut::TooLarge(why) => why,
         }
     }
 }
@@ -465,7 +469,7 @@ impl Ticket {
                 .map(|(id, _)| *id)
                 .min();
             let Some(oldest) = oldest else {
-                return Err(Cut::Busy(format!(
+                return Err(Cut::Share(format!(
                     "{reading} request bodies without a proven token are being read, the share of such requests on this server (--max-requests-per-principal {share}); send the token with the request, or retry in a moment"
                 )));
             };
@@ -925,7 +929,7 @@ pub(crate) async fn serve(
     }
     if operator(request.headers()) {
         if let Err(why) = ticket.attribute(Class::Operator) {
-            let response = answer(&Cut::Busy(why), &method, &path, http1);
+            let response = answer(&Cut::Share(why), &method, &path, http1);
             return hold(response, ticket);
         }
     }
@@ -972,24 +976,33 @@ fn hold(response: Response<Body>, ticket: Arc<Ticket>) -> Response<Body> {
     )
 }
 
-/// The answer to a request cut off or refused by the sharing rules (logged on stderr): in the
-/// memory-stores API's error envelope on its routes, else `{"error"}`; its connection closes.
+/// The answer to a request cut off or refused by the sharing rules (logged on stderr): on the
+/// memory-stores API's routes in its error envelope, named by a request id as every answer of
+/// those routes is (the `request-id` header, and `request_id` in the body), else `{"error"}`;
+/// its connection closes.
 fn answer(cut: &Cut, method: &str, path: &str, http1: bool) -> Response<Body> {
-    let status = cut.status();
+    let memory_stores = path == "/v1/memory_stores" || path.starts_with("/v1/memory_stores/");
+    let status = match cut {
+        Cut::Share(_) if memory_stores => StatusCode::TOO_MANY_REQUESTS,
+        _ => cut.status(),
+    };
     let reason = cut.reason();
     eprintln!(
         "mnemo serve: refused {} {method} {path:?}: {reason}",
         status.as_u16()
     );
-    let body = if path.starts_with("/v1/memory_stores") {
-        let kind = match cut {
-            Cut::Slow(_) => "timeout_error",
-            Cut::Busy(_) => "overloaded_error",
-            Cut::TooLarge(_) => "request_too_large",
-        };
-        serde_json::json!({"type": "error", "error": {"type": kind, "message": reason}})
-    } else {
-        serde_json::json!({ "error": reason })
+    let request_id = memory_stores.then(super::memory_api::request_id::fresh);
+    let body = match &request_id {
+        Some(id) => {
+            let kind = match cut {
+                Cut::Slow(_) => "timeout_error",
+                Cut::Busy(_) => "overloaded_error",
+                Cut::Share(_) => "rate_limit_error",
+                Cut::TooLarge(_) => "request_too_large",
+            };
+            serde_json::json!({"type": "error", "error": {"type": kind, "message": reason}, "request_id": id})
+        }
+        None => serde_json::json!({ "error": reason }),
     };
     let mut response = Response::new(Body::from(body.to_string()));
     *response.status_mut() = status;
@@ -998,7 +1011,10 @@ fn answer(cut: &Cut, method: &str, path: &str, http1: bool) -> Response<Body> {
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
-    if matches!(cut, Cut::Busy(_)) {
+    if let Some(value) = request_id.and_then(|id| HeaderValue::from_str(&id).ok()) {
+        headers.insert("request-id", value);
+    }
+    if matches!(cut, Cut::Busy(_) | Cut::Share(_)) {
         headers.insert(header::RETRY_AFTER, HeaderValue::from_static(RETRY_AFTER));
     }
     if http1 {
@@ -1122,7 +1138,7 @@ mod tests {
             // Bodies that came whole make no room: the next is refused.
             tickets[1].end_body();
             tickets[2].end_body();
-            assert!(matches!(tickets[3].begin_body(), Err(Cut::Busy(_))));
+            assert!(matches!(tickets[3].begin_body(), Err(Cut::Share(_))));
             assert!(matches!(tickets[0].try_reserve(101), Err(Cut::TooLarge(_))));
             assert!(tickets[0].try_reserve(100).expect("fits"));
             // Proven, a request leaves the unauthenticated bodies (and takes its memory along).

@@ -1,6 +1,8 @@
-// The memory-stores API of `mnemo serve --data`, driven by the official TypeScript SDK
-// (@anthropic-ai/sdk 1.16.0, `client.beta.memoryStores`): each route through the SDK's own
-// methods, auto-pagination, the errors it raises as its classes, and the values the store holds.
+// The memory-stores API of `mnemo serve --data`, driven by the official TypeScript SDK in both
+// pinned versions (@anthropic-ai/sdk 1.16.0 and 1.17.0, `client.beta.memoryStores`): each route
+// through the SDK's own methods, auto-pagination, the errors it raises as its classes (a path
+// conflict naming the memory in the way), the values the store holds, and writes whose answer was
+// cut off and that the SDK sent again, applied once.
 // Run by tests/memory_stores_ts.sh (MNEMO_BIN names the built binary).
 
 import { test, before, after } from 'node:test';
@@ -8,9 +10,18 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, existsSync, rmSync } from 'node:fs';
+import { createServer, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Anthropic from '@anthropic-ai/sdk';
+import Anthropic116 from '@anthropic-ai/sdk';
+import Anthropic117 from 'anthropic-sdk-1.17';
+
+const installed = (name) =>
+  JSON.parse(readFileSync(new URL(`./node_modules/${name}/package.json`, import.meta.url), 'utf8')).version;
+const SDKS = [
+  ['1.16.0', Anthropic116, installed('@anthropic-ai/sdk')],
+  ['1.17.0', Anthropic117, installed('anthropic-sdk-1.17')],
+];
 
 const sha256 = (text) => createHash('sha256').update(text, 'utf8').digest('hex');
 let server;
@@ -57,17 +68,65 @@ async function toolCall(store, command) {
 }
 
 async function rejects(promise, ErrorClass, type) {
+  let error;
   await assert.rejects(promise, (e) => {
     assert.ok(e instanceof ErrorClass, `${e?.constructor?.name}: ${e?.message}`);
     assert.equal(e.error?.type, 'error');
     assert.equal(e.error?.error?.type, type);
+    assert.match(e.requestID ?? '', /^req_[0-9a-f]{24}$/);
+    assert.equal(e.error?.request_id, e.requestID);
+    error = e.error.error;
     return true;
   });
+  return error;
 }
 
-test('every memory-stores route answers the TypeScript SDK', async () => {
+/** A TCP proxy on loopback in front of the server that can drop answers: the request reaches
+ * the server and is answered, but the client sees its connection close instead, as when a
+ * network fails after the write. */
+async function droppingProxy(upstream) {
+  const { hostname, port, host } = new URL(upstream);
+  const proxy = { toDrop: 0, dropped: 0 };
+  let ownHost;
+  const server = createServer((client) => {
+    const up = connect(Number(port), hostname);
+    // fetch names the proxy as the Host; the server answers only to its own name.
+    client.on('data', (chunk) => up.write(Buffer.from(chunk.toString('latin1').replace(ownHost, `host: ${host}\r`), 'latin1')));
+    up.on('data', (chunk) => {
+      if (proxy.toDrop > 0) {
+        proxy.toDrop--;
+        proxy.dropped++;
+        client.destroy();
+        up.destroy();
+        return;
+      }
+      client.write(chunk);
+    });
+    const end = () => {
+      client.destroy();
+      up.destroy();
+    };
+    client.on('error', end).on('close', end);
+    up.on('error', end).on('close', end);
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  proxy.url = `http://127.0.0.1:${server.address().port}`;
+  ownHost = new RegExp(`^host: 127\\.0\\.0\\.1:${server.address().port}\r$`, 'im');
+  proxy.close = () => new Promise((resolve) => server.close(resolve));
+  return proxy;
+}
+
+for (const [version, Anthropic, actual] of SDKS) {
+test(`@anthropic-ai/sdk ${version} is the one installed`, () => {
+  assert.equal(actual, version);
+});
+
+test(`every memory-stores route answers the TypeScript SDK ${version}`, async () => {
   const client = new Anthropic({ apiKey: file.token, baseURL: file.url, maxRetries: 0 });
   const stores = client.beta.memoryStores;
+  // The stores the other tests of this server made.
+  const earlier = [];
+  for await (const s of stores.list()) earlier.push(s.id);
 
   const made = await stores.create({ name: 'ts store', metadata: { user: '7' } });
   assert.equal(made.type, 'memory_store');
@@ -82,7 +141,7 @@ test('every memory-stores route answers the TypeScript SDK', async () => {
   const other = await stores.create({ name: 'other' });
   const listed = [];
   for await (const s of stores.list({ limit: 1 })) listed.push(s.id);
-  assert.deepEqual(listed.sort(), [made.id, other.id].sort());
+  assert.deepEqual(listed.sort(), [...earlier, made.id, other.id].sort());
 
   const name = made.id.slice('memstore_'.length);
   for (let i = 0; i < 45; i++) {
@@ -177,3 +236,96 @@ test('every memory-stores route answers the TypeScript SDK', async () => {
   }).then((r) => r.json());
   assert.equal(verify.status, 'intact');
 });
+
+test(`a path conflict names the memory in the way, as the SDK ${version}'s error object does`, async () => {
+  const client = new Anthropic({ apiKey: file.token, baseURL: file.url, maxRetries: 0 });
+  const store = await client.beta.memoryStores.create({ name: `conflicts ${version}` });
+  const memories = client.beta.memoryStores.memories;
+  const held = await memories.create(store.id, { path: '/a/b.md', content: 'held\n' });
+  const other = await memories.create(store.id, { path: '/c.md', content: 'other\n' });
+  for (const [asked, call] of [
+    ['at the path', () => memories.create(store.id, { path: '/a/b.md', content: 'again' })],
+    ['above the path', () => memories.create(store.id, { path: '/a/b.md/c.md', content: 'x' })],
+    ['under the path', () => memories.create(store.id, { path: '/a', content: 'x' })],
+    ['a move onto it', () => memories.update(other.id, { memory_store_id: store.id, path: '/a/b.md' })],
+  ]) {
+    const error = await rejects(call(), Anthropic.ConflictError, 'memory_path_conflict_error');
+    assert.equal(error.conflicting_memory_id, held.id, asked);
+    assert.equal(error.conflicting_path, '/a/b.md', asked);
+    // The API's paths, never the memory tool's.
+    assert.doesNotMatch(error.message, /\/memories/, asked);
+  }
+});
+
+test(`a write whose answer is cut off, sent again by the SDK ${version}, is applied once`, async () => {
+  const proxy = await droppingProxy(file.url);
+  try {
+    const client = new Anthropic({ apiKey: file.token, baseURL: proxy.url, maxRetries: 2 });
+    const direct = new Anthropic({ apiKey: file.token, baseURL: file.url, maxRetries: 0 });
+    const store = await client.beta.memoryStores.create({ name: `retries ${version}` });
+    const memories = client.beta.memoryStores.memories;
+    const versionsOf = async (id) => {
+      const seen = [];
+      for await (const v of direct.beta.memoryStores.memoryVersions.list(store.id, { memory_id: id })) {
+        seen.push(v.operation);
+      }
+      return seen;
+    };
+
+    // With an Idempotency-Key (the SDK sends the same headers again): the retry is answered
+    // with the memory the first try made.
+    proxy.toDrop = 1;
+    const keyed = await memories.create(
+      store.id,
+      { path: '/keyed.md', content: 'once\n' },
+      { headers: { 'Idempotency-Key': `create-${version}` } },
+    );
+    assert.equal(proxy.dropped, 1);
+    assert.equal(keyed.path, '/keyed.md');
+    assert.deepEqual(await versionsOf(keyed.id), ['created']);
+
+    // Without one, the SDK's retry of a create meets the memory the first try made: 409, which
+    // names that memory, and nothing is written twice.
+    proxy.toDrop = 1;
+    const error = await rejects(
+      memories.create(store.id, { path: '/bare.md', content: 'once\n' }),
+      Anthropic.ConflictError,
+      'memory_path_conflict_error',
+    );
+    assert.equal(proxy.dropped, 2);
+    assert.equal(error.conflicting_path, '/bare.md');
+    const bare = await direct.beta.memoryStores.memories.retrieve(error.conflicting_memory_id, {
+      memory_store_id: store.id,
+    });
+    assert.equal(bare.content, 'once\n');
+    assert.deepEqual(await versionsOf(bare.id), ['created']);
+
+    // An update with a precondition: its retry finds the content changed (409), so it is not
+    // applied twice; one without: its retry changes nothing, so it makes no second version.
+    proxy.toDrop = 1;
+    await rejects(
+      memories.update(bare.id, {
+        memory_store_id: store.id,
+        content: 'twice\n',
+        precondition: { type: 'content_sha256', content_sha256: sha256('once\n') },
+      }),
+      Anthropic.ConflictError,
+      'memory_precondition_failed_error',
+    );
+    proxy.toDrop = 1;
+    const updated = await memories.update(keyed.id, { memory_store_id: store.id, content: 'again\n', view: 'full' });
+    assert.equal(updated.content, 'again\n');
+    assert.equal(proxy.dropped, 4);
+    assert.deepEqual(await versionsOf(bare.id), ['modified', 'created']);
+    assert.deepEqual(await versionsOf(keyed.id), ['modified', 'created']);
+
+    const name = store.id.slice('memstore_'.length);
+    const verify = await fetch(`${file.url}/v1/stores/${name}/verify`, {
+      headers: { authorization: `Bearer ${file.token}` },
+    }).then((r) => r.json());
+    assert.equal(verify.status, 'intact');
+  } finally {
+    await proxy.close();
+  }
+});
+}

@@ -176,7 +176,8 @@ pub(crate) enum Cmd {
         max_connections: usize,
         /// At most this many requests of one principal in flight at once (the operator, one
         /// agent token's agent in its store, or every request without a token together); more
-        /// get 503 with Retry-After. Default: a quarter of --max-connections.
+        /// get 503 with Retry-After (429 on the memory-stores API's routes). Default: a quarter
+        /// of --max-connections.
         #[arg(long, value_name = "N")]
         max_requests_per_principal: Option<usize>,
         /// The seconds a request body may take before it must keep --min-body-rate.

@@ -26,7 +26,7 @@
 //! API's envelope. Memory versions are not served yet.
 
 mod label;
-mod request_id;
+pub(super) mod request_id;
 mod versions;
 mod wire;
 
@@ -111,7 +111,10 @@ fn operator(stores: &Stores, headers: &HeaderMap) -> Result<(), ApiError> {
         ))),
         Some(Refusal::Forbidden(why) | Refusal::ForeignHost(why)) => Err(ApiError::Permission(why)),
         Some(Refusal::BadRequest(why)) => Err(ApiError::InvalidRequest(why)),
-        Some(other) => Err(ApiError::Api(format!("{other:?}"))),
+        // The server's own trouble (the token could not be checked): worth a retry.
+        Some(Refusal::Unavailable(why)) => Err(ApiError::Overloaded(why)),
+        // A 5xx is only ever the server's own failure; what is left is the request's.
+        Some(other) => Err(ApiError::InvalidRequest(other.status_and_reason().1)),
     }
 }
 
@@ -722,6 +725,42 @@ fn tool_path(root: &MemPath, path: &str) -> String {
     format!("{root}{path}")
 }
 
+/// `why`, an API write's answer (which names the memory tool's paths, `/memories/a/b.md`), with
+/// the paths `write` names and the directories above them as the API names them (`/a/b.md`).
+fn api_message(root: &MemPath, write: &ApiWrite, why: &str) -> String {
+    let prefix = root.to_string();
+    let mut named: Vec<String> = Vec::new();
+    for raw in write.paths() {
+        named.push(raw.to_string());
+        if let Ok(path) = MemPath::absolute(raw) {
+            let depth = path.segments().count();
+            named.extend((1..=depth).map(|d| path.ancestor(d).to_string()));
+        }
+    }
+    named.retain(|p| {
+        p.len() > prefix.len() && p.starts_with(&prefix) && p[prefix.len()..].starts_with('/')
+    });
+    named.sort_by_key(|p| std::cmp::Reverse(p.len()));
+    named.dedup();
+    // One pass, left to right, the longest path first at each place: a path already rewritten
+    // is not rewritten again.
+    let mut message = String::with_capacity(why.len());
+    let mut rest = why;
+    while let Some(c) = rest.chars().next() {
+        match named.iter().find(|path| rest.starts_with(path.as_str())) {
+            Some(path) => {
+                message.push_str(&path[prefix.len()..]);
+                rest = &rest[path.len()..];
+            }
+            None => {
+                message.push(c);
+                rest = &rest[c.len_utf8()..];
+            }
+        }
+    }
+    message
+}
+
 /// Who writes, and under which `Idempotency-Key`: the agent the writes are recorded under, and
 /// the key that makes a retried request a retry of the call it repeats.
 struct Writing<'a> {
@@ -799,7 +838,7 @@ impl Writing<'_> {
             .map_err(ApiError::InvalidRequest)?;
         let receipt = tool
             .client()
-            .call(self.key.clone(), Body::Api(write))
+            .call(self.key.clone(), Body::Api(write.clone()))
             .map_err(store_failed)?;
         if !receipt.is_error {
             return Ok(receipt
@@ -807,17 +846,110 @@ impl Writing<'_> {
                 .filter(|_| receipt.retried)
                 .unwrap_or(receipt.seq));
         }
+        let root = MemPath::absolute(self.served.shared().root()).map_err(ApiError::Api)?;
+        // The answer text is the log's (re-derived by `verify`), in the memory tool's paths; the
+        // API names its own.
+        let message = |why: &str| api_message(&root, &write, why);
         Err(match ApiFailure::of(&receipt.text) {
-            Some((ApiFailure::Invalid, why)) => ApiError::InvalidRequest(why.to_string()),
-            Some((ApiFailure::NotFound, why)) => ApiError::NotFound(why.to_string()),
-            Some((ApiFailure::Precondition, why)) => ApiError::PreconditionFailed(why.to_string()),
-            Some((ApiFailure::PathConflict, why)) => ApiError::PathConflict(why.to_string()),
-            Some((ApiFailure::Permission, why)) => ApiError::Permission(why.to_string()),
+            Some((ApiFailure::Invalid, why)) => ApiError::InvalidRequest(message(why)),
+            Some((ApiFailure::NotFound, why)) => ApiError::NotFound(message(why)),
+            Some((ApiFailure::Precondition, why)) => ApiError::PreconditionFailed(message(why)),
+            Some((ApiFailure::PathConflict, why)) => {
+                let decided = receipt
+                    .retry_of
+                    .filter(|_| receipt.retried)
+                    .unwrap_or(receipt.seq);
+                let (memory_id, path) = self.in_the_way(&root, &write, decided)?;
+                ApiError::PathConflict {
+                    message: message(why),
+                    memory_id,
+                    path,
+                }
+            }
+            Some((ApiFailure::Permission, why)) => ApiError::Permission(message(why)),
             // A key reused for another call, or for one a redaction erased.
             None if self.key.is_some() => {
                 ApiError::Conflict(receipt.text.replace("tool_use id", "Idempotency-Key"))
             }
             None => ApiError::Api(receipt.text),
+        })
+    }
+
+    /// The memory that refused the path of `write` (a create's path, an update's new path) in
+    /// the event `decided`, as `(conflicting_memory_id, conflicting_path)`: the memory at that
+    /// path, else the one above it, else the first one under it, looked up under the writer's
+    /// lock. The id is `""` (the SDKs retry then) when that memory has moved or changed since the
+    /// event, or when it is one the agent may not read (its path is not named either: the path
+    /// given is the write's own).
+    fn in_the_way(
+        &self,
+        root: &MemPath,
+        write: &ApiWrite,
+        decided: Seq,
+    ) -> Result<(String, String), ApiError> {
+        let target = match write {
+            ApiWrite::Create { path, .. } => Some(path.as_str()),
+            ApiWrite::Update { new_path, .. } => new_path.as_deref(),
+            ApiWrite::Delete { .. } => None,
+        };
+        let Some(target) = target.and_then(|raw| MemPath::absolute(raw).ok()) else {
+            return Ok((String::new(), String::new()));
+        };
+        let asked = reading::api_path(root, &target).unwrap_or_default();
+        let reader = self.reader.as_deref();
+        let found = self
+            .served
+            .shared()
+            .client()
+            .read_local(|store| {
+                let index = store.current_index()?;
+                let readable = |entry: &crate::projection::FileEntry| -> crate::Result<bool> {
+                    Ok(match reader {
+                        None => true,
+                        Some(agent) => crate::tool::Tree::policy(&index)?.allows(
+                            agent,
+                            &entry.path,
+                            crate::policy::Access::Read,
+                        ),
+                    })
+                };
+                // At the path, or under it (a directory of memories): one that was there when
+                // the write was refused, if one still is.
+                let mut under = Vec::new();
+                for entry in index.file_entries_under(&target)? {
+                    if readable(&entry)? {
+                        under.push(entry);
+                    }
+                }
+                if let Some(i) = under.iter().position(|e| e.touched < decided) {
+                    return Ok(Some(under.swap_remove(i)));
+                }
+                if let Some(entry) = under.into_iter().next() {
+                    return Ok(Some(entry));
+                }
+                // Above it: the one file a path through it meets.
+                let depth = target.segments().count();
+                for above in (root.segments().count() + 1..depth).map(|d| target.ancestor(d)) {
+                    let entries = index.file_entries_under(&above)?;
+                    if let [entry] = entries.as_slice() {
+                        if entry.path == above {
+                            return Ok(readable(entry)?.then(|| entry.clone()));
+                        }
+                    }
+                }
+                Ok(None)
+            })
+            .map_err(store_failed)?;
+        Ok(match found {
+            Some(entry) => {
+                let path = reading::api_path(root, &entry.path).unwrap_or_default();
+                let id = match entry.touched < decided {
+                    true => ids::memory_id(entry.created),
+                    false => String::new(),
+                };
+                (id, path)
+            }
+            None => (String::new(), asked),
         })
     }
 
@@ -1140,6 +1272,72 @@ async fn delete_memory(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_answer_names_the_api_paths_of_the_write_not_the_memory_tools() {
+        let root = MemPath::absolute("/memories").expect("a root");
+        let create = |path: &str| ApiWrite::Create {
+            path: path.into(),
+            content: String::new(),
+        };
+        // A segment named like the root is the API path's own.
+        assert_eq!(
+            api_message(
+                &root,
+                &create("/memories/memories/x.md"),
+                "another memory is at /memories/memories/x.md; update that one, or choose another path"
+            ),
+            "another memory is at /memories/x.md; update that one, or choose another path"
+        );
+        // A memory above the path is named as the API names it.
+        assert_eq!(
+            api_message(
+                &root,
+                &create("/memories/a/b.md"),
+                "the memory /memories/a is in the way: a path cannot go through a memory"
+            ),
+            "the memory /a is in the way: a path cannot go through a memory"
+        );
+        let update = ApiWrite::Update {
+            memory: 3,
+            path: "/memories/old.md".into(),
+            content: None,
+            new_path: Some("/memories/n/new.md".into()),
+            expect: None,
+        };
+        assert_eq!(
+            api_message(
+                &root,
+                &update,
+                "agent x holds no read-write grant covering /memories/n/new.md; ask"
+            ),
+            "agent x holds no read-write grant covering /n/new.md; ask"
+        );
+        assert_eq!(
+            api_message(
+                &root,
+                &update,
+                "the memory mem_3 is no longer at /memories/old.md"
+            ),
+            "the memory mem_3 is no longer at /old.md"
+        );
+        // A path rewritten is not rewritten again by a shorter one it now reads as.
+        let nested = ApiWrite::Update {
+            memory: 3,
+            path: "/memories/memories/a.md".into(),
+            content: None,
+            new_path: Some("/memories/a.md".into()),
+            expect: None,
+        };
+        assert_eq!(
+            api_message(
+                &root,
+                &nested,
+                "from /memories/memories/a.md to /memories/a.md"
+            ),
+            "from /memories/a.md to /a.md"
+        );
+    }
 
     #[test]
     fn digests_are_64_lower_case_hex_digits() {

@@ -12,7 +12,7 @@ const ERROR_BODY_MAX: usize = 1 << 20;
 
 /// A fresh request id: `req_` and 24 random hex digits (a counter's if the system's random
 /// source fails, so an answer always has one).
-fn fresh() -> String {
+pub(in crate::serve) fn fresh() -> String {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let digits = crate::token::random_hex(12).unwrap_or_else(|_| {
         format!(

@@ -1,6 +1,7 @@
 //! The memory-stores API's objects and errors as the official SDKs read them (`anthropic`
-//! 2.16.0, `@anthropic-ai/sdk` 1.16.0: `BetaManagedAgentsMemoryStore`, `BetaManagedAgentsMemory`,
-//! the `PageCursor` page, the error envelope).
+//! 2.16.0 and 2.17.0, `@anthropic-ai/sdk` 1.16.0 and 1.17.0: `BetaManagedAgentsMemoryStore`,
+//! `BetaManagedAgentsMemory`, the `PageCursor` page, the error envelope and its
+//! `BetaManagedAgentsMemoryPathConflictErrorObject`).
 
 use std::collections::BTreeMap;
 
@@ -76,8 +77,13 @@ pub(super) enum ApiError {
     Conflict(String),
     /// 409 `memory_precondition_failed_error`.
     PreconditionFailed(String),
-    /// 409 `memory_path_conflict_error`.
-    PathConflict(String),
+    /// 409 `memory_path_conflict_error`, naming the memory in the way as the SDKs' error object
+    /// does (`conflicting_memory_id`, `""` when it cannot be named; `conflicting_path`).
+    PathConflict {
+        message: String,
+        memory_id: String,
+        path: String,
+    },
     /// 529 `overloaded_error` (the SDKs retry it).
     Overloaded(String),
     /// 429 `rate_limit_error`, with `Retry-After` (the SDKs retry it): the request's principal
@@ -98,7 +104,9 @@ impl ApiError {
             ApiError::PreconditionFailed(m) => {
                 (StatusCode::CONFLICT, "memory_precondition_failed_error", m)
             }
-            ApiError::PathConflict(m) => (StatusCode::CONFLICT, "memory_path_conflict_error", m),
+            ApiError::PathConflict { message, .. } => {
+                (StatusCode::CONFLICT, "memory_path_conflict_error", message)
+            }
             ApiError::Overloaded(m) => (
                 StatusCode::from_u16(529).unwrap_or(StatusCode::SERVICE_UNAVAILABLE),
                 "overloaded_error",
@@ -113,10 +121,15 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, kind, message) = self.parts();
-        let body = serde_json::json!({
-            "type": "error",
-            "error": {"type": kind, "message": message},
-        });
+        let mut error = serde_json::json!({"type": kind, "message": message});
+        if let ApiError::PathConflict {
+            memory_id, path, ..
+        } = &self
+        {
+            error["conflicting_memory_id"] = memory_id.as_str().into();
+            error["conflicting_path"] = path.as_str().into();
+        }
+        let body = serde_json::json!({"type": "error", "error": error});
         let mut response = (
             status,
             [(header::CONTENT_TYPE, "application/json")],
