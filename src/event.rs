@@ -39,7 +39,7 @@
 //! | 7 | builds of semantics 4, for a write of the memory-stores API ([`API_FORMAT`]) | as format 6; the only format of semantics 4 that holds the payload variant `Api` |
 //! | 8 | builds of semantics 4, for a call under the `typescript-sdk` profile ([`TS_PROFILE_FORMAT`]) | as format 6; the only format of semantics 4 that holds the profile `TypescriptSdk` |
 //! | 9 | this build's writer ([`WRITTEN_FORMAT`]) | as format 6; the header names semantics 5; any payload variant and any profile |
-//! | 10 | a redaction that keeps what erased events did ([`REDACT_KEEPING_FORMAT`]) | as format 9; the only format whose payload may be `RedactKeeping` (and that holds nothing else) |
+//! | 10 | a redaction that keeps what erased events did, a memory store's label ([`REDACT_KEEPING_FORMAT`]) | as format 9; the only format whose payload may be `RedactKeeping` or `Label` (and that holds nothing else) |
 //! | 11 | a redaction by seq: an erased event that keeps what it did ([`ERASED_KEEPING_FORMAT`], [`FORMAT_VERSION`]) | as format 5, then the kept effect |
 //!
 //! An event's format follows from its semantics and its salt: an event answered under semantics
@@ -86,7 +86,7 @@
 //! | 1 | 8 | `seq` | `u64`, from 1, dense |
 //! | 9 | 32 | `prev_hash` | hash of event `seq - 1`; zeros for seq 1 |
 //! | 41 | 32 | `hash` | this event's chain hash (recomputed and compared by `verify`) |
-//! | 73 | 32 | `payload_hash` | `blake3(payload)`; formats 4 and 6 to 9: the salted commitment to the payload |
+//! | 73 | 32 | `payload_hash` | `blake3(payload)`; formats 4 and 6 to 10: the salted commitment to the payload |
 //! | 105 | 4 | `header_len` | `u32` |
 //! | 109 | `header_len` | `header` | see below |
 //! | … | 32 | `salt` | formats 4 and 6 to 10 only: the event's salt |
@@ -105,8 +105,8 @@
 //! | `agent` | `string` |
 //! | `tool_use_id` | `option<string>` |
 //! | `outcome.is_error` | `bool` |
-//! | `outcome.result_hash` | 32 bytes, `blake3` of the result text's UTF-8 bytes; formats 4 and 6 to 9: the salted commitment to them |
-//! | `semantics` | `u32`, formats 2 to 4 and 6 to 9: the version of the semantics that answered the call (`2` or `3`, as the format; `3` in format 4, `4` in formats 6 to 8, `5` in format 9) |
+//! | `outcome.result_hash` | 32 bytes, `blake3` of the result text's UTF-8 bytes; formats 4 and 6 to 10: the salted commitment to them |
+//! | `semantics` | `u32`, formats 2 to 4 and 6 to 10: the version of the semantics that answered the call (`2` or `3`, as the format; `3` in format 4, `4` in formats 6 to 8, `5` in formats 9 and 10) |
 //!
 //! `payload` is a `Body` enum. The core's [`Body`] derives nothing for this: the format stores it
 //! through its own types and an explicit conversion (`src/event/wire.rs`), so renaming or
@@ -149,6 +149,7 @@
 //! | `Redact` | 4 | `reason: string`, `seqs: seq<u64>` (the events erased, ascending) |
 //! | `Configure` | 5 | `name: string`, `value: string` (a store setting, such as `delete` = `erase`) |
 //! | `RedactKeeping` | 6 | format 10 only: `reason: string`, `seqs: seq<u64>`, `kept: seq<(u64, 32 bytes)>` (the erased events whose records keep an effect, ascending, each with the digest `blake3("mnemo/kept/v1" ‖ kept effect's bytes)`) |
+//! | `Label` | 7 | format 10 only: `label: string` (the memory store's whole label, a JSON object of at most 64 KiB: `name`, `description`, `metadata`, `created_ms`, `updated_ms`, `archived_ms`) |
 //!
 //! `ApiWrite` variants (paths are the memory tool's; `memory` is the seq of the event that created
 //! the memory's file; `expect` the SHA-256 its content must have):

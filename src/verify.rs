@@ -81,11 +81,13 @@ pub enum ViolationKind {
     /// A record of a newer format than the store's format marker (`meta.format`) says the log
     /// holds: the marker was lowered, so an older build would open a store it cannot read.
     Format,
+    /// The copy of a memory store's label beside its log is not the label its chain holds.
+    Label,
 }
 
 impl ViolationKind {
     /// Every kind, in declaration order.
-    pub const ALL: [ViolationKind; 13] = [
+    pub const ALL: [ViolationKind; 14] = [
         ViolationKind::Missing,
         ViolationKind::Undecodable,
         ViolationKind::SeqMismatch,
@@ -99,6 +101,7 @@ impl ViolationKind {
         ViolationKind::DuplicateCall,
         ViolationKind::Redaction,
         ViolationKind::Format,
+        ViolationKind::Label,
     ];
 
     /// A short stable name (used in `--json` output).
@@ -117,6 +120,7 @@ impl ViolationKind {
             ViolationKind::DuplicateCall => "duplicate-call",
             ViolationKind::Redaction => "redaction",
             ViolationKind::Format => "format",
+            ViolationKind::Label => "label",
         }
     }
 }
@@ -624,6 +628,9 @@ fn verify_pass(
         return finish(report, Some(v));
     }
     let last = Seq(expected.0 - 1);
+    if let Some(v) = label_copy(store, replay.tree(), last)? {
+        return finish(report, Some(v));
+    }
     report.head_record_missing =
         store.is_read_only_copy() && report.recorded.is_none() && last > Seq(0);
     let head = report.meta_head;
@@ -671,6 +678,44 @@ fn verify_pass(
         None
     };
     finish(report, v)
+}
+
+/// The copy of a memory store's label beside its log, when it is not the label the chain holds
+/// (edited by hand, say, to un-archive the store): a violation at the log's last seq. A copy with
+/// no chained label is one an earlier build kept (the server chains it when the API next names
+/// the store), and is not checked.
+fn label_copy(
+    store: &Store,
+    tree: &crate::projection::Projection<crate::kv::MemKv>,
+    last: Seq,
+) -> Result<Option<Violation>> {
+    use crate::tool::Tree;
+    let Some(chained) = tree.setting(crate::policy::LABEL_SETTING)? else {
+        return Ok(None);
+    };
+    let copy = crate::disk::read_private(
+        store.path(),
+        crate::disk::LABEL_FILE,
+        crate::policy::LABEL_MAX_BYTES as u64,
+    );
+    let differs = match copy {
+        Ok(None) => return Ok(None),
+        Ok(Some(bytes)) => {
+            serde_json::from_slice::<serde_json::Value>(&bytes).ok()
+                != serde_json::from_str::<serde_json::Value>(&chained).ok()
+        }
+        Err(_) => true,
+    };
+    Ok(differs.then(|| {
+        violation(
+            last,
+            ViolationKind::Label,
+            format!(
+                "the copy of the memory store's label beside the log ({}) is not the label the chain holds (the last label event): it was changed outside Mnemo; the chained label is the store's, and the server writes the copy again when the label next changes",
+                crate::disk::LABEL_FILE
+            ),
+        )
+    }))
 }
 
 /// How many records the chain thread hands over at a time, and how many such batches may wait

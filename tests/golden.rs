@@ -1584,6 +1584,10 @@ fn doc_payload(b: &Body) -> Vec<u8> {
         Body::Admin(AdminCommand::Configure { name, value }) => {
             d.u32(2).u32(5).string(name).string(value);
         }
+        // Format 10: a memory store's label, variant 7.
+        Body::Admin(AdminCommand::Label { label }) => {
+            d.u32(2).u32(7).string(label);
+        }
         // An erased record has no payload.
         Body::Erased(_) => {}
         Body::Api(write) => {
@@ -2607,5 +2611,28 @@ fn a_kept_effect_and_the_redaction_that_commits_to_it_follow_the_documented_byte
     assert!(
         Event::decode(&relabelled).is_err(),
         "format 9 holding RedactKeeping"
+    );
+    // A memory store's label: format 10, variant 7.
+    let mut label = fixed(
+        10,
+        None,
+        Outcome::of(false, "Labelled the memory store \"notes\""),
+        Body::Admin(AdminCommand::Label {
+            label: r#"{"name":"notes"}"#.into(),
+        }),
+    );
+    label.header.semantics = Semantics::V5;
+    label.salt = Some(salt_of(10));
+    let frame = label.to_frame();
+    assert_eq!(frame.version, 10, "a label is format 10");
+    let mut d = Doc::default();
+    d.u32(2).u32(7).string(r#"{"name":"notes"}"#);
+    assert_eq!(hex(&frame.payload), hex(&d.0), "the label's payload");
+    assert_eq!(Event::decode(&frame.encode()).expect("decodes"), label);
+    let mut relabelled = frame.encode();
+    relabelled[0] = 9;
+    assert!(
+        Event::decode(&relabelled).is_err(),
+        "format 9 holding a label"
     );
 }

@@ -224,7 +224,9 @@ pub(super) enum WireAdmin<'a> {
         kept: Vec<(u64, [u8; 32])>,
     },
     /// A memory store's label: only in format 10.
-    Label { label: Text<'a> },
+    Label {
+        label: Text<'a>,
+    },
 }
 
 /// [`Kept`] as stored after an erased record of format 11 ([`super::ERASED_KEEPING_FORMAT`]).

@@ -224,16 +224,15 @@ pub fn answer_api<E>(
         change,
     };
     // An archived memory store's memories are read and deleted, never created or changed.
-    if !matches!(write, ApiWrite::Delete { .. }) {
-        if let Some(ms) = tree
+    if !matches!(write, ApiWrite::Delete { .. })
+        && tree
             .setting(crate::policy::LABEL_SETTING)?
             .and_then(|label| crate::policy::archived_ms(&label))
-        {
-            return Ok(ApiFailure::Invalid.answer(format!(
-                "the memory store was archived at {}: its memories can be read and deleted, not created or changed",
-                crate::time::utc(ms)
-            )));
-        }
+            .is_some()
+    {
+        return Ok(ApiFailure::Invalid.answer(
+            "the memory store was archived: its memories can be read and deleted, not created or changed".into(),
+        ));
     }
     match write {
         ApiWrite::Create { path, content } => {

@@ -243,11 +243,10 @@ impl<E> Ctx<'_, E> {
             .tree
             .setting(crate::policy::LABEL_SETTING)?
             .and_then(|label| crate::policy::archived_ms(&label))
-            .map(|ms| {
+            .map(|_| {
                 Answer::err(format!(
-                    "{}the memory store was archived at {}: its memories can be read and deleted, not created or changed",
-                    prefix(self.profile),
-                    crate::time::utc(ms)
+                    "{}the memory store was archived: its memories can be read and deleted, not created or changed",
+                    prefix(self.profile)
                 ))
             }))
     }

@@ -8,7 +8,7 @@ use std::process::Command;
 use serde_json::{Value, json};
 
 use super::{Reply, Server, request};
-use crate::support::{TempStore, mnemo_bin};
+use crate::support::{TempStore, mnemo_bin, run_mnemo};
 
 /// How many stores the many-stores test makes (`MNEMO_DATA_STORES` for a longer run).
 fn store_count() -> usize {
@@ -1057,4 +1057,121 @@ fn memory_stores_answers_name_their_request() {
     assert_eq!(body["request_id"], header, "{body}");
     assert_eq!(body["type"], "error", "{body}");
     assert_eq!(body["error"]["type"], "not_found_error", "{body}");
+}
+
+/// Issue 44, item 4: a memory store's label is chained. Metadata set to null is removed; an
+/// archived store refuses the memory tool's changes as well as the API's (its memories are read
+/// and deleted); a label copy beside the log edited to un-archive the store changes nothing the
+/// server answers, and `verify` names it.
+#[test]
+fn a_stores_label_is_chained_and_archiving_holds_every_route() {
+    let data = tempfile::TempDir::new().expect("tempdir");
+    let server = Server::start_data(data.path(), &[]);
+    let call = |method: &str, target: &str, body: Value| {
+        let bytes = if body.is_null() {
+            Vec::new()
+        } else {
+            body.to_string().into_bytes()
+        };
+        let reply = server.call(method, target, &bytes);
+        let json: Value = serde_json::from_slice(&reply.body).unwrap_or(Value::Null);
+        (reply.status, json)
+    };
+    let (status, made) = call(
+        "POST",
+        "/v1/memory_stores",
+        json!({"name": "labelled", "metadata": {"team": "a", "old": "x"}}),
+    );
+    assert_eq!(status, 200, "{made}");
+    let id = made["id"].as_str().expect("id").to_string();
+    let name = id.trim_start_matches("memstore_").to_string();
+    let (status, changed) = call(
+        "POST",
+        &format!("/v1/memory_stores/{id}"),
+        json!({"metadata": {"old": null, "new": "y"}}),
+    );
+    assert_eq!(status, 200, "{changed}");
+    assert_eq!(
+        changed["metadata"],
+        json!({"team": "a", "new": "y"}),
+        "{changed}"
+    );
+    let (status, kept) = call(
+        "POST",
+        &format!("/v1/memory_stores/{id}/memories"),
+        json!({"path": "/kept.md", "content": "kept\n"}),
+    );
+    assert_eq!(status, 200, "{kept}");
+    let (status, archived) = call(
+        "POST",
+        &format!("/v1/memory_stores/{id}/archive"),
+        Value::Null,
+    );
+    assert_eq!(status, 200, "{archived}");
+    assert!(archived["archived_at"].is_string(), "{archived}");
+    let refused_everywhere = |when: &str| {
+        let tool = server.call(
+            "POST",
+            &format!("/v1/stores/{name}/memory"),
+            json!({"command": "create", "path": "/memories/new.md", "file_text": "x"})
+                .to_string()
+                .as_bytes(),
+        );
+        let text = tool.text();
+        assert!(
+            text.contains("archived") && text.contains("\"is_error\":true"),
+            "{when}: {text}"
+        );
+        let (status, api) = call(
+            "POST",
+            &format!("/v1/memory_stores/{id}/memories"),
+            json!({"path": "/new.md", "content": "x"}),
+        );
+        assert_eq!(status, 400, "{when}: {api}");
+        let (status, store) = call("GET", &format!("/v1/memory_stores/{id}"), Value::Null);
+        assert_eq!(status, 200, "{when}: {store}");
+        assert!(store["archived_at"].is_string(), "{when}: {store}");
+        assert_eq!(
+            store["metadata"],
+            json!({"team": "a", "new": "y"}),
+            "{when}: {store}"
+        );
+    };
+    refused_everywhere("archived");
+    // The copy beside the log, edited to un-archive the store and forge its metadata.
+    let copy = data.path().join(&name).join("mnemo-memory-store.json");
+    let mut forged: Value =
+        serde_json::from_slice(&std::fs::read(&copy).expect("the label's copy")).expect("json");
+    forged["archived_ms"] = Value::Null;
+    forged["metadata"] = json!({"team": "mallory"});
+    std::fs::write(&copy, forged.to_string()).expect("forge");
+    refused_everywhere("after the copy was forged");
+    // Its memories are still read and deleted.
+    let memory = kept["id"].as_str().expect("memory id");
+    let (status, read) = call(
+        "GET",
+        &format!("/v1/memory_stores/{id}/memories/{memory}"),
+        Value::Null,
+    );
+    assert_eq!(status, 200, "{read}");
+    let (status, deleted) = call(
+        "DELETE",
+        &format!("/v1/memory_stores/{id}/memories/{memory}"),
+        Value::Null,
+    );
+    assert_eq!(status, 200, "{deleted}");
+    let (status, stderr) = server.stop();
+    assert!(status.success(), "{stderr}");
+    let out = run_mnemo(
+        &[
+            "verify",
+            "--db",
+            data.path().join(&name).to_str().expect("utf-8"),
+        ],
+        "",
+    );
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("label"), "{said}");
 }

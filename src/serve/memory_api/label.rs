@@ -1,9 +1,14 @@
 //! A memory store's label: the name, description and metadata the API gives a store, when it
-//! was created and changed, and whether it is archived. It lives beside the store's log in the
-//! store directory's file `mnemo-memory-store.json` (mode 0600, replaced whole and durably on
-//! each change): it describes the store, it is none of its memories, and it is not chained. A
-//! store made without the API (`mnemo store create`, `POST /v1/stores`) has no label file until
-//! one is set, and reads as named after its directory.
+//! was created and changed, and whether it is archived. The label is chained: each change is an
+//! admin event ([`crate::AdminCommand::Label`], the whole label as JSON) recorded under the
+//! operator, and the store's index keeps the last one, which the memory tool's and the API's
+//! writes read (an archived store's files are never created or changed). A copy is kept beside
+//! the log in the store directory's file `mnemo-memory-store.json` (mode 0600, replaced whole
+//! and durably after each change), for the one reader that does not open every store: the list
+//! of stores; `verify` names a copy that differs from the chained label. A label an earlier build
+//! kept only in that file is chained the first time the API names its store. A store made
+//! without the API (`mnemo store create`, `POST /v1/stores`) has no label until one is set, and
+//! reads as named after its directory.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -13,6 +18,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::disk::{LABEL_FILE, read_private};
+use crate::policy::LABEL_SETTING;
+use crate::serve::stores::Served;
 
 /// The longest label file read.
 const LABEL_MAX: u64 = 64 * 1024;
@@ -66,7 +73,50 @@ pub(super) fn read(store_dir: &Path, name: &str) -> crate::Result<Label> {
     })
 }
 
-/// Replaces the label of the store in `store_dir` with `label`: written to a new file beside it
+/// The label the store `served` holds in its chain, if one was recorded.
+pub(super) fn chained(served: &Served) -> crate::Result<Option<Label>> {
+    let text = served
+        .shared()
+        .client()
+        .read_local(|store| crate::tool::Tree::setting(&store.current_index()?, LABEL_SETTING))?;
+    text.map(|text| {
+        serde_json::from_str(&text).map_err(|e| {
+            crate::Error::corrupt(format!("the store's chained label is not one ({e})"))
+        })
+    })
+    .transpose()
+}
+
+/// Records `label` as the label of the store `served` (in `store_dir`): an admin event under the
+/// operator, then the copy beside the log.
+pub(super) fn record(served: &Served, store_dir: &Path, label: &Label) -> crate::Result<()> {
+    let text = serde_json::to_string(label)
+        .map_err(|e| crate::Error::InvalidArgument(format!("the label: {e}")))?;
+    let receipt = served
+        .shared()
+        .client()
+        .with_agent(crate::credential::OPERATOR)?
+        .admin(crate::AdminCommand::Label { label: text })?;
+    if receipt.is_error {
+        return Err(crate::Error::InvalidArgument(receipt.text));
+    }
+    write(store_dir, label)
+}
+
+/// The label of the store `served` (in `store_dir`, named `name`): the chained one; else the one
+/// an earlier build kept only beside the log, chained now; else one named after the directory.
+pub(super) fn current(served: &Served, store_dir: &Path, name: &str) -> crate::Result<Label> {
+    if let Some(label) = chained(served)? {
+        return Ok(label);
+    }
+    let label = read(store_dir, name)?;
+    if store_dir.join(LABEL_FILE).exists() {
+        record(served, store_dir, &label)?;
+    }
+    Ok(label)
+}
+
+/// Replaces the copy of the label of the store in `store_dir` with `label`: written to a new file beside it
 /// (mode 0600), synced, renamed over the old one, and the directory synced.
 pub(super) fn write(store_dir: &Path, label: &Label) -> crate::Result<()> {
     let bytes = serde_json::to_vec(label)

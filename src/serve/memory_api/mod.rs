@@ -359,7 +359,8 @@ async fn create_store(
             Err(why) => return Err(unavailable(&ids::store_id(&name), why)),
         }
         let dir = resolve(&stores, &ids::store_id(&name))?.1;
-        label::write(&dir, &label).map_err(store_failed)?;
+        let (_, served) = open(&stores, &ids::store_id(&name))?;
+        label::record(&served, &dir, &label).map_err(store_failed)?;
         Ok(ok(&store_object(&name, label)))
     })
     .await
@@ -451,12 +452,12 @@ async fn retrieve_store(
     credentials(&stores, &headers)?;
     run(move || {
         let (name, dir) = resolve(&stores, &id)?;
+        let (_, served) = open(&stores, &id)?;
         if stores.operator_refusal(&headers).is_some() {
             // An agent token sees its own store only.
-            let (_, served) = open(&stores, &id)?;
             who(&stores, &served, &id, &headers, &attribution)?;
         }
-        let label = label::read(&dir, &name).map_err(store_failed)?;
+        let label = label::current(&served, &dir, &name).map_err(store_failed)?;
         Ok(ok(&store_object(&name, label)))
     })
     .await
@@ -486,11 +487,12 @@ fn relabel(
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let (name, dir) = resolve(stores, id)?;
-    let mut label = label::read(&dir, &name).map_err(store_failed)?;
+    let (_, served) = open(stores, id)?;
+    let mut label = label::current(&served, &dir, &name).map_err(store_failed)?;
     change(&mut label)?;
     label.updated_ms = now_ms().max(label.created_ms);
     check_label(&label)?;
-    label::write(&dir, &label).map_err(store_failed)?;
+    label::record(&served, &dir, &label).map_err(store_failed)?;
     Ok(ok(&store_object(&name, label)))
 }
 
@@ -1012,7 +1014,11 @@ impl Writing<'_> {
 /// Refuses a write to an archived store.
 fn writable(stores: &Stores, id: &str) -> Result<(), ApiError> {
     let (name, dir) = resolve(stores, id)?;
-    match label::read(&dir, &name).map_err(store_failed)?.archived_ms {
+    let (_, served) = open(stores, id)?;
+    match label::current(&served, &dir, &name)
+        .map_err(store_failed)?
+        .archived_ms
+    {
         Some(ms) => Err(ApiError::InvalidRequest(format!(
             "the memory store was archived at {}: its memories can be read and deleted, not created or changed",
             utc(ms)

@@ -54,7 +54,10 @@ fn labelled(label: &str) -> Answer {
             "Error: a memory store's label is a JSON object of at most {LABEL_MAX_BYTES} bytes, such as {{\"name\": \"notes\"}}"
         ));
     };
-    let name = object.get("name").and_then(serde_json::Value::as_str).unwrap_or("");
+    let name = object
+        .get("name")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("");
     let archived = if object.get("archived_ms").is_some_and(|v| !v.is_null()) {
         ", archived: its memories can be read and deleted, not created or changed"
     } else {
