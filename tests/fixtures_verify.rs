@@ -6,7 +6,8 @@
 //! 1), `format-2` by the build that introduced semantics 2, `format-7` by the build that
 //! introduced the memory-stores API's writes, `format-8` by the build that introduced the
 //! typescript-sdk profile, `format-9` by the build that introduced semantics 5 (no answer names
-//! a file its agent may not read); and a store of format 1 that this build goes on
+//! a file its agent may not read), `format-11` by the build that introduced redactions by seq that
+//! keep what an event did and chained store labels (formats 10 and 11); and a store of format 1 that this build goes on
 //! writing holds both its events and this build's.
 
 use std::path::{Path, PathBuf};
@@ -84,6 +85,8 @@ fn every_fixture_store_verifies_with_the_events_and_checkpoint_it_was_made_with(
         let semantics_format = match format {
             4 => 3,
             7 | 8 => 6,
+            // Formats 10 and 11 (redactions by seq, labels) are semantics 5's, as format 9.
+            10 | 11 => 9,
             other => other,
         };
         for event in &events {
