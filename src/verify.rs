@@ -369,6 +369,36 @@ fn unnamed(store: &Store, pending: &std::collections::BTreeSet<Seq>, at: Seq) ->
     left.first().copied()
 }
 
+/// The first of the kept effects `pending` (met before event `at`, by seq, each with its
+/// digest) whose redaction after `at` does not commit to it, and that redaction; read only when
+/// an answer after them does not re-derive.
+fn uncommitted(
+    store: &Store,
+    pending: &std::collections::BTreeMap<Seq, EventHash>,
+    at: Seq,
+) -> Option<(Seq, Seq)> {
+    if pending.is_empty() {
+        return None;
+    }
+    let mut left = pending.clone();
+    for item in store.records(Seq(at.0 + 1)) {
+        let Ok((seq, record)) = item else { break };
+        let Ok(event) = Event::decode(&record) else {
+            break;
+        };
+        if let Body::Admin(AdminCommand::Redact { seqs, kept, .. }) = &event.body {
+            for named in seqs {
+                if let Some(digest) = left.remove(&Seq(*named)) {
+                    if !kept.contains(&(*named, digest)) {
+                        return Some((Seq(*named), seq));
+                    }
+                }
+            }
+        }
+    }
+    None
+}
+
 fn violation(seq: Seq, kind: ViolationKind, detail: String) -> Violation {
     Violation { seq, kind, detail }
 }
@@ -521,6 +551,19 @@ fn verify_pass(
                         (_, traced) => check_outcome(&checked.event, traced),
                     };
                     if let Err(stop) = answered {
+                        // A kept effect its redaction does not commit to is the cause.
+                        if let (Some((first, by)), Stop::Violation(v)) =
+                            (uncommitted(store, &kept_digests, seq), &stop)
+                        {
+                            return Err(Stop::Violation(violation(
+                                first,
+                                ViolationKind::Redaction,
+                                format!(
+                                    "event {first} keeps what it did to the tree, but redaction {by}, which erased it, does not commit to what it keeps: it was changed outside Mnemo, and event {seq}'s answer depends on it ({})",
+                                    v.detail
+                                ),
+                            )));
+                        }
                         // A payload erased that no later redaction names is the cause.
                         return Err(match (unnamed(store, &erased, seq), stop) {
                             (Some(first), Stop::Violation(v)) => Stop::Violation(violation(

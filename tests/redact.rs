@@ -1484,3 +1484,104 @@ proptest::proptest! {
         }
     }
 }
+
+/// Issue 44's tamper table for formats 10 and 11: every byte of an erased record that keeps what
+/// its event did (format 11), of the redaction that commits to it and of a store's label (format
+/// 10), flipped in turn, is named by `verify` at that record's seq, never passed as intact (the
+/// kept effect is not hashed by the chain: the redaction's digest of it is).
+#[test]
+fn every_byte_of_a_kept_effect_a_keeping_redaction_and_a_label_is_checked() {
+    use mnemo::tool::api::{ApiWrite, content_sha256};
+    let t = TempStore::new();
+    {
+        let client = t.client();
+        let made = client
+            .call(
+                None,
+                mnemo::Body::Api(ApiWrite::Create {
+                    path: "/memories/k.md".into(),
+                    content: format!("{MARKER}\n"),
+                }),
+            )
+            .expect("create");
+        assert_eq!(made.seq.0, 1, "{}", made.text);
+        let moved_past = client
+            .call(
+                None,
+                mnemo::Body::Api(ApiWrite::Update {
+                    memory: 1,
+                    path: "/memories/k.md".into(),
+                    content: Some("clean\n".into()),
+                    new_path: None,
+                    expect: Some(content_sha256(&format!("{MARKER}\n"))),
+                }),
+            )
+            .expect("update");
+        assert!(!moved_past.is_error, "{}", moved_past.text);
+        let label = client
+            .admin(mnemo::AdminCommand::Label {
+                label: r#"{"name":"n","metadata":{"k":"v"}}"#.into(),
+            })
+            .expect("label");
+        assert!(!label.is_error, "{}", label.text);
+    }
+    let selection = mnemo::Selection {
+        seqs: vec![mnemo::Seq(1)],
+        ..Default::default()
+    };
+    let done = mnemo::redact_store(&t.path(), "operator", "test", &selection).expect("redact");
+    assert_eq!(done.seq.0, 4);
+    let originals: Vec<(u64, Vec<u8>)> = {
+        let store = crate::support::open_store(&t.path());
+        let (events, _, _) = store.raw_trees();
+        [1u64, 3, 4]
+            .into_iter()
+            .map(|seq| {
+                (
+                    seq,
+                    events
+                        .get(seq.to_be_bytes())
+                        .expect("get")
+                        .expect("record")
+                        .to_vec(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        originals[0].1[0], 11,
+        "event 1 is an erased record that keeps its effect"
+    );
+    assert_eq!(originals[1].1[0], 10, "the label is format 10");
+    assert_eq!(originals[2].1[0], 10, "the keeping redaction is format 10");
+    let mut passed = Vec::new();
+    for (seq, record) in &originals {
+        for at in 0..record.len() {
+            tamper_record(&t.path(), *seq, |rec| rec[at] ^= 0x01);
+            let report = {
+                let store = crate::support::open_store(&t.path());
+                mnemo::testing::verify_store(&store).expect("verify")
+            };
+            let named = report.violations.first().map(|v| v.seq.0);
+            if named != Some(*seq) {
+                passed.push(format!(
+                    "event {seq}, byte {at}: {named:?} {:?}",
+                    report.violations.first()
+                ));
+            }
+            tamper_record(&t.path(), *seq, |rec| *rec = record.clone());
+        }
+    }
+    assert!(
+        passed.is_empty(),
+        "{} flips not named at their seq:\n{}",
+        passed.len(),
+        passed.join("\n")
+    );
+    let store = crate::support::open_store(&t.path());
+    assert!(
+        mnemo::testing::verify_store(&store)
+            .expect("verify")
+            .is_intact()
+    );
+}
