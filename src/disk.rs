@@ -90,9 +90,10 @@ pub(crate) use leftovers::{
 };
 #[cfg(any(feature = "serve", feature = "testing"))]
 pub use own_files::LABEL_FILE;
+#[cfg(not(any(feature = "serve", feature = "testing")))]
+pub(crate) use own_files::LABEL_FILE;
 pub use own_files::SERVER_FILE;
 pub(crate) use own_files::carry_own_files;
-#[cfg(any(feature = "client", feature = "replicate"))]
 pub(crate) use own_files::read_private;
 #[cfg(any(feature = "replicate", feature = "testing"))]
 pub use own_files::{KEY_FILE, TRUST_FILE};

@@ -70,7 +70,6 @@ pub(crate) fn carry_own_files(from: &Path, to: &Path) -> Result<()> {
 /// regular file (a link, pipe or device at its name is refused unopened), owned by the store
 /// directory's owner, and neither readable nor writable by anyone else: a file another local user
 /// planted (in a directory others may write to) or could have read is not the owner's word.
-#[cfg(any(feature = "client", feature = "replicate"))]
 pub(crate) fn read_private(store_dir: &Path, name: &str, max: u64) -> Result<Option<Vec<u8>>> {
     use std::io::Read;
     use std::os::unix::fs::MetadataExt;
