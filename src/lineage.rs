@@ -188,7 +188,7 @@ impl Followed {
         let behind = store.log_end()?.seq.0.saturating_sub(from);
         let _alone = (behind > kept.spacing()).then(|| kept.long_replay());
         let ran = replay.run(store, Seq(u64::MAX), |tree, event, traced| {
-            kept.offer(event, tree.kv());
+            kept.offer(event, tree.kv(), tree.placeholders());
             let (named, ids) = files.observe(event, traced.answer.change.as_ref());
             if ids.is_empty() {
                 for path in named {

@@ -137,21 +137,22 @@ pub struct Projection<K> {
     /// In a replay, the files whose content a redaction erased (each with the placeholder an
     /// erased record's kept effect wrote, [`Projection::apply_kept`]), by identity: the SHA-256
     /// the record kept, and the erased event's seq. Empty in a store's live tree.
-    placeholders: std::collections::BTreeMap<u64, ([u8; 32], u64)>,
+    placeholders: Placeholders,
 }
+
+/// The placeholders of erased content a replay's tree holds: by file identity, the SHA-256 its
+/// erased record kept and the erased event's seq ([`Projection::apply_kept`]).
+pub type Placeholders = std::collections::BTreeMap<u64, ([u8; 32], u64)>;
 
 impl<K> Projection<K> {
     /// The placeholders of erased content this replay holds (see [`Projection::apply_kept`]), to
     /// put back with [`Projection::restore_placeholders`] when a change is rolled back.
-    pub(crate) fn placeholders(&self) -> std::collections::BTreeMap<u64, ([u8; 32], u64)> {
-        self.placeholders.clone()
+    pub(crate) fn placeholders(&self) -> &Placeholders {
+        &self.placeholders
     }
 
     /// Puts back the placeholders [`Projection::placeholders`] returned.
-    pub(crate) fn restore_placeholders(
-        &mut self,
-        placeholders: std::collections::BTreeMap<u64, ([u8; 32], u64)>,
-    ) {
+    pub(crate) fn restore_placeholders(&mut self, placeholders: Placeholders) {
         self.placeholders = placeholders;
     }
 

@@ -744,7 +744,7 @@ fn close(
             continue;
         }
         replay.tree_mut().kv_mut().begin();
-        let placeholders = replay.tree().placeholders();
+        let placeholders = replay.tree().placeholders().clone();
         let traced = replay.apply(&event)?;
         let same =
             event.outcome_of(traced.answer.is_error, &traced.answer.text) == event.header.outcome;

@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::event::{Event, EventHash, Seq};
 use crate::kv::MemKv;
+use crate::projection::Placeholders;
 
 /// The most trees one store keeps.
 pub const MAX_TREES: usize = 256;
@@ -57,6 +58,9 @@ pub struct Snapshot {
     pub kv: Arc<MemKv>,
     /// The chain hash of the event it was taken after.
     pub hash: EventHash,
+    /// The placeholders of erased content the tree holds, with the digests they answer with
+    /// ([`crate::projection::Projection::apply_kept`]); empty for a store with no redaction by seq.
+    pub placeholders: Arc<Placeholders>,
     /// What it costs, as counted against [`MAX_BYTES`].
     bytes: usize,
 }
@@ -144,11 +148,11 @@ impl Snapshots {
         self.long.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Offers `kv`, the tree right after `event`: kept if the spacing wants one there (cloned only
-    /// then).
-    pub fn offer(&self, event: &Event, kv: &MemKv) {
+    /// Offers `kv`, the tree right after `event`, and the placeholders of erased content it holds:
+    /// kept if the spacing wants one there (cloned only then).
+    pub fn offer(&self, event: &Event, kv: &MemKv, placeholders: &Placeholders) {
         if self.wants(event.seq) {
-            self.keep(event.seq, event.hash(), kv.clone());
+            self.keep_with(event.seq, event.hash(), kv.clone(), placeholders.clone());
         }
     }
 
@@ -162,6 +166,17 @@ impl Snapshots {
     /// Keeps `kv`, the tree after event `seq` whose chain hash is `hash`, if it fits; returns
     /// whether it was kept.
     pub fn keep(&self, seq: Seq, hash: EventHash, kv: MemKv) -> bool {
+        self.keep_with(seq, hash, kv, Placeholders::new())
+    }
+
+    /// [`Snapshots::keep`], with the placeholders of erased content the tree holds.
+    pub fn keep_with(
+        &self,
+        seq: Seq,
+        hash: EventHash,
+        kv: MemKv,
+        placeholders: Placeholders,
+    ) -> bool {
         let bytes = size_of(&kv);
         let mut inner = self.lock();
         if bytes > inner.max_bytes {
@@ -177,6 +192,7 @@ impl Snapshots {
             Snapshot {
                 kv: Arc::new(kv),
                 hash,
+                placeholders: Arc::new(placeholders),
                 bytes,
             },
         );

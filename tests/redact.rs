@@ -1585,3 +1585,54 @@ fn every_byte_of_a_kept_effect_a_keeping_redaction_and_a_label_is_checked() {
             .is_intact()
     );
 }
+
+/// A tree kept in memory for the viewer and `show` (every 1,024 events) carries the digests a
+/// redaction's kept effects answer with: an API update whose precondition names erased content,
+/// shown from a tree kept after the erased event, still re-derives its recorded answer.
+#[test]
+fn a_kept_tree_past_a_kept_effect_still_re_derives_a_precondition_on_it() {
+    use mnemo::tool::api::{ApiWrite, content_sha256};
+    let t = TempStore::new();
+    let update_seq = {
+        let client = t.client();
+        let tool = mnemo::MnemoMemoryToolServer::new(client.clone());
+        let made = client
+            .call(
+                None,
+                mnemo::Body::Api(ApiWrite::Create {
+                    path: "/memories/k.md".into(),
+                    content: format!("{MARKER}\n"),
+                }),
+            )
+            .expect("create");
+        assert_eq!(made.seq.0, 1);
+        for _ in 0..1100 {
+            tool.handle(&json!({"command": "view", "path": "/memories/none"}));
+        }
+        let update = client
+            .call(
+                None,
+                mnemo::Body::Api(ApiWrite::Update {
+                    memory: 1,
+                    path: "/memories/k.md".into(),
+                    content: Some("clean\n".into()),
+                    new_path: None,
+                    expect: Some(content_sha256(&format!("{MARKER}\n"))),
+                }),
+            )
+            .expect("update");
+        assert!(!update.is_error, "{}", update.text);
+        update.seq
+    };
+    let selection = mnemo::Selection {
+        seqs: vec![mnemo::Seq(1)],
+        ..Default::default()
+    };
+    mnemo::redact_store(&t.path(), "operator", "test", &selection).expect("redact");
+    let client = t.client();
+    // The first show runs from event 1 and keeps a tree at 1,024; the second starts from it.
+    for round in 0..2 {
+        let shown = client.show(update_seq).expect("show");
+        assert!(shown.verified, "round {round}: {shown:?}");
+    }
+}

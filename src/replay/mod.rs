@@ -28,7 +28,7 @@ use crate::error::{Error, Result};
 use crate::event::{Event, EventHash, Seq};
 use crate::kv::{KvRead, KvWrite, MemKv};
 use crate::log::Store;
-use crate::projection::{Projection, Traced};
+use crate::projection::{Placeholders, Projection, Traced};
 
 mod recovery;
 
@@ -115,10 +115,9 @@ impl Replay<MemKv> {
         let kept = store.snapshots();
         while let Some((seq, snapshot)) = kept.nearest(at) {
             if store.event(seq)?.is_some_and(|e| e.hash() == snapshot.hash) {
-                return Ok(Replay {
-                    tree: Projection::with_listings(MemKv::clone(&snapshot.kv)),
-                    at: seq,
-                });
+                let mut tree = Projection::with_listings(MemKv::clone(&snapshot.kv));
+                tree.restore_placeholders(Placeholders::clone(&snapshot.placeholders));
+                return Ok(Replay { tree, at: seq });
             }
             kept.forget_from(seq);
         }
@@ -140,7 +139,7 @@ impl Replay<MemKv> {
     pub fn run_to_keeping(&mut self, store: &Store, to: Seq) -> Result<u64> {
         let kept = store.snapshots();
         self.run(store, to, |tree, event, _| {
-            kept.offer(event, tree.kv());
+            kept.offer(event, tree.kv(), tree.placeholders());
             Ok::<(), Error>(())
         })
     }
