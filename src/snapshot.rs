@@ -165,6 +165,7 @@ impl Snapshots {
 
     /// Keeps `kv`, the tree after event `seq` whose chain hash is `hash`, if it fits; returns
     /// whether it was kept.
+    #[cfg(test)]
     pub fn keep(&self, seq: Seq, hash: EventHash, kv: MemKv) -> bool {
         self.keep_with(seq, hash, kv, Placeholders::new())
     }
