@@ -640,7 +640,7 @@ fn keeps_part(event: &Event) -> bool {
 /// Why a redaction by seq that would change live files is refused, and what to do instead.
 pub fn refused_live(plan: &Plan) -> String {
     format!(
-        "erasing event(s) {} would change what the store holds now: {}; a redaction erases versions a file has moved past, never its current content: update or delete the file first, then redact; nothing was changed",
+        "erasing event(s) {} would change what the store holds now: {}; a redaction by seq erases versions a file has moved past, never its current content: update or delete the file first, then redact (or erase the file with its whole history: --path, \"paths\" over HTTP); nothing was changed",
         listed(&plan.seqs),
         plan.live.join("; ")
     )
