@@ -36,19 +36,47 @@ pub fn point(store: &Store, at: Seq) -> Result<Seq> {
 
 /// The files under `dir`, now (`at` is `None`) or as they were after event `at` (which the log
 /// must reach, see `point`), as `mnemo ls` and `mnemo export` list them.
+///
+/// A file whose content a redaction erased (a replay holds a placeholder in its place) is left
+/// out: its content is not there to show or export.
 pub fn records_at(store: &Store, dir: &MemPath, at: Option<Seq>) -> Result<Vec<MemoryRecord>> {
     match at {
         None => store.current_index()?.records_under(dir),
-        Some(at) => state_at(store, point(store, at)?)?.records_under(dir),
+        Some(at) => held_records(&state_at(store, point(store, at)?)?, dir),
     }
 }
 
+/// The files under `dir` of a replayed `tree` whose content is their own (not a redaction's
+/// placeholder).
+pub(crate) fn held_records(tree: &Projection<MemKv>, dir: &MemPath) -> Result<Vec<MemoryRecord>> {
+    use crate::tool::Tree;
+    let mut out = tree.records_under(dir)?;
+    let mut keep = Vec::with_capacity(out.len());
+    for record in &out {
+        let path = MemPath::absolute(&record.path).map_err(Error::corrupt)?;
+        keep.push(tree.redacted_by(&path)?.is_none());
+    }
+    let mut keep = keep.into_iter();
+    out.retain(|_| keep.next().unwrap_or(true));
+    Ok(out)
+}
+
 /// The file at `file`, now (`at` is `None`) or as it was after event `at` (which the log must
-/// reach), as `mnemo cat` prints it.
+/// reach), as `mnemo cat` prints it. A file whose content a redaction erased is refused, naming
+/// the erased event.
 pub fn record_at(store: &Store, file: &MemPath, at: Option<Seq>) -> Result<Option<MemoryRecord>> {
+    use crate::tool::Tree;
     match at {
         None => store.current_index()?.record(file),
-        Some(at) => state_at(store, point(store, at)?)?.record(file),
+        Some(at) => {
+            let tree = state_at(store, point(store, at)?)?;
+            if let Some(erased) = tree.redacted_by(file)? {
+                return Err(Error::InvalidArgument(format!(
+                    "the content {file} held after event {at} was erased by a redaction (of event {erased}, whose record keeps only its digest and length); `mnemo show {erased}` says which redaction"
+                )));
+            }
+            tree.record(file)
+        }
     }
 }
 

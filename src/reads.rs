@@ -31,7 +31,7 @@ impl MnemoClient {
             None => {
                 self.settle_index()?;
                 let everything = MemPath::absolute("/").map_err(Error::InvalidArgument)?;
-                state_at(&*self.local_store()?, at)?.records_under(&everything)?
+                crate::history::held_records(&state_at(&*self.local_store()?, at)?, &everything)?
             }
         };
         records.retain(|r| readable(&policy, self.agent_id(), r));

@@ -748,7 +748,13 @@ fn close(
         let traced = replay.apply(&event)?;
         let same =
             event.outcome_of(traced.answer.is_error, &traced.answer.text) == event.header.outcome;
-        if !same || (!is_admin(&event) && makes_text(replay.tree(), &event, texts)?) {
+        // An edit of erased content (an insert, a str_replace: not a write of whole content)
+        // carries it on, whatever its answer showed: erased with it, keeping what it did.
+        let edits_erased = !placeholders.is_empty()
+            && edits_in_place(&event)
+            && edited_placeholder(replay.tree(), traced.answer.change.as_ref(), &placeholders)?;
+        if !same || edits_erased || (!is_admin(&event) && makes_text(replay.tree(), &event, texts)?)
+        {
             if is_admin(&event) {
                 return Err(Error::InvalidArgument(format!(
                     "erasing what was chosen would change the answer of admin event {}; nothing was changed",
@@ -775,6 +781,32 @@ fn close(
         unsearched: Vec::new(),
     };
     Ok((plan, left))
+}
+
+/// Whether `event` changes a file's content from what it held (a memory-tool `str_replace` or
+/// `insert`), rather than writing whole content (a `create`, an API write).
+fn edits_in_place(event: &Event) -> bool {
+    matches!(&event.body, Body::Tool(call) if matches!(
+        call.command,
+        crate::tool::Command::StrReplace { .. } | crate::tool::Command::Insert { .. }
+    ))
+}
+
+/// Whether `change` wrote to a file that held a redaction's placeholder (one of `before`, by
+/// identity) before it ran.
+fn edited_placeholder(
+    tree: &Projection<UndoKv>,
+    change: Option<&crate::tool::Change>,
+    before: &crate::projection::Placeholders,
+) -> Result<bool> {
+    use crate::tool::{Change, Tree};
+    let path = match change {
+        Some(Change::Write { path, .. } | Change::Rewrite { to: path, .. }) => path,
+        _ => return Ok(false),
+    };
+    Ok(tree
+        .created(path)?
+        .is_some_and(|created| before.contains_key(&created)))
 }
 
 /// The live files (`now`) that the tree an erasure leaves (`left`) does not hold as they are:

@@ -741,24 +741,27 @@ fn label_copy(
         crate::disk::LABEL_FILE,
         crate::policy::LABEL_MAX_BYTES as u64,
     );
-    let differs = match copy {
+    let why = match copy {
         Ok(None) => return Ok(None),
         Ok(Some(bytes)) => {
-            serde_json::from_slice::<serde_json::Value>(&bytes).ok()
-                != serde_json::from_str::<serde_json::Value>(&chained).ok()
+            let same = serde_json::from_slice::<serde_json::Value>(&bytes).ok()
+                == serde_json::from_str::<serde_json::Value>(&chained).ok();
+            if same {
+                return Ok(None);
+            }
+            "is not the label the chain holds (the last label event): it was changed outside Mnemo"
+                .to_string()
         }
-        Err(_) => true,
+        Err(e) => format!("cannot be trusted as the store's own file ({e})"),
     };
-    Ok(differs.then(|| {
-        violation(
-            last,
-            ViolationKind::Label,
-            format!(
-                "the copy of the memory store's label beside the log ({}) is not the label the chain holds (the last label event): it was changed outside Mnemo; the chained label is the store's, and the server writes the copy again when the label next changes",
-                crate::disk::LABEL_FILE
-            ),
-        )
-    }))
+    Ok(Some(violation(
+        last,
+        ViolationKind::Label,
+        format!(
+            "the copy of the memory store's label beside the log ({}) {why}; the chained label is the store's, and the server writes the copy again the next time the API names the store",
+            crate::disk::LABEL_FILE
+        ),
+    )))
 }
 
 /// How many records the chain thread hands over at a time, and how many such batches may wait

@@ -543,3 +543,116 @@ fn memory_versions_are_redacted_as_the_hosted_api_does() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Found by an attack on redaction by seq: an edit that carried the erased content on (a
+/// memory-tool insert, whose answer shows no content) and a directory rename after it, redacted
+/// with the create they built on, leave no version showing a placeholder as content: each version
+/// either keeps the content and digest it had or is listed as redacted; a past read of the erased
+/// content is refused, never answered with the placeholder; and a version whose event is also
+/// another live memory's current version (a directory rename moved both) is refused.
+#[test]
+fn no_version_shows_a_placeholder_and_a_shared_current_version_is_refused() {
+    let data = tempfile::TempDir::new().expect("tempdir");
+    let server = Server::start_data(data.path(), &[]);
+    let (_, made) = api(&server, "POST", "/v1/memory_stores", &json!({"name": "n"}));
+    let store = made["id"].as_str().expect("id").to_string();
+    let name = store.trim_start_matches("memstore_").to_string();
+    let memories = format!("/v1/memory_stores/{store}/memories");
+    let versions = format!("/v1/memory_stores/{store}/memory_versions");
+    let tool = |input: Value| {
+        let reply = server.call(
+            "POST",
+            &format!("/v1/stores/{name}/memory"),
+            input.to_string().as_bytes(),
+        );
+        assert_eq!(reply.status, 200, "{}", reply.text());
+    };
+    let (_, a) = api(
+        &server,
+        "POST",
+        &memories,
+        &json!({"path": "/d/a.md", "content": "line1 ZQXSECRETA\nline2\n"}),
+    );
+    let a = a["id"].as_str().expect("id").to_string();
+    let (_, b) = api(
+        &server,
+        "POST",
+        &memories,
+        &json!({"path": "/d/b.md", "content": "bee\n"}),
+    );
+    let b = b["id"].as_str().expect("id").to_string();
+    tool(
+        json!({"command": "insert", "path": "/memories/d/a.md", "insert_line": 1, "insert_text": "ins\n"}),
+    );
+    tool(json!({"command": "rename", "old_path": "/memories/d", "new_path": "/memories/e"}));
+    let (status, _) = api(
+        &server,
+        "POST",
+        &format!("{memories}/{a}"),
+        &json!({"content": "NEW\n"}),
+    );
+    assert_eq!(status, 200);
+    let before: std::collections::BTreeMap<String, Value> = versions_of(&server, &store, &a)
+        .into_iter()
+        .map(|v| (v["id"].as_str().expect("id").to_string(), v))
+        .collect();
+    assert_eq!(before.len(), 4, "{before:?}");
+    // The rename is b's current version as well as one of a's: refused.
+    let renamed = versions_of(&server, &store, &a)[1]["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    let (status, refused) = api(
+        &server,
+        "POST",
+        &format!("{versions}/{renamed}/redact"),
+        &Value::Null,
+    );
+    assert_eq!(status, 409, "{refused}");
+    let message = refused["error"]["message"].as_str().expect("message");
+    assert!(message.contains(&b), "{message}");
+    // a's create: redacted; what built on it (the insert, the rename of its content) goes with it.
+    let created = versions_of(&server, &store, &a)[3]["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    let (status, redacted) = api(
+        &server,
+        "POST",
+        &format!("{versions}/{created}/redact"),
+        &Value::Null,
+    );
+    assert_eq!(status, 200, "{redacted}");
+    for v in versions_of(&server, &store, &a) {
+        let id = v["id"].as_str().expect("id");
+        if v["redacted_at"].is_null() {
+            assert_eq!(v["content"], before[id]["content"], "{v}");
+            assert_eq!(v["content_sha256"], before[id]["content_sha256"], "{v}");
+        } else {
+            assert!(
+                v["content"].is_null() && v["content_sha256"].is_null(),
+                "{v}"
+            );
+        }
+        assert!(!v.to_string().contains("[redacted]"), "{v}");
+    }
+    for v in versions_of(&server, &store, &b) {
+        assert!(v["redacted_at"].is_null(), "b was never redacted: {v}");
+    }
+    let seq = |id: &str| id.split('_').nth(1).expect("a seq").to_string();
+    let insert_seq = seq(versions_of(&server, &store, &a)[2]["id"]
+        .as_str()
+        .expect("id"));
+    let past = server.call(
+        "GET",
+        &format!("/v1/stores/{name}/cat?path=/memories/d/a.md&at={insert_seq}"),
+        b"",
+    );
+    assert_ne!(past.status, 200, "{}", past.text());
+    assert!(!past.text().contains("[redacted]"), "{}", past.text());
+    let report = server.json(&format!("/v1/stores/{name}/verify"));
+    assert_eq!(report["status"], "intact", "{report}");
+    let (status, stderr) = server.stop();
+    assert!(status.success(), "{stderr}");
+    assert!(holding(&data.path().join(&name), b"ZQXSECRETA").is_empty());
+}

@@ -1162,6 +1162,14 @@ fn a_stores_label_is_chained_and_archiving_holds_every_route() {
     assert_eq!(status, 200, "{deleted}");
     let (status, stderr) = server.stop();
     assert!(status.success(), "{stderr}");
+    // The server wrote the copy again when the API named the store; forged once more, with no
+    // server to write it, `verify` names it.
+    assert_ne!(
+        std::fs::read_to_string(&copy).expect("the copy"),
+        forged.to_string(),
+        "the server wrote the copy again"
+    );
+    std::fs::write(&copy, forged.to_string()).expect("forge");
     let out = run_mnemo(
         &[
             "verify",
@@ -1174,4 +1182,67 @@ fn a_stores_label_is_chained_and_archiving_holds_every_route() {
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{said}");
     assert!(said.contains("label"), "{said}");
+}
+
+/// Found by an attack on chained labels: one store's label copy that cannot be trusted (a
+/// symlink, open to other users, not JSON) leaves every store listed (it is listed as named after
+/// its directory), and a copy that went missing is written again the next time the API names its
+/// store, so the list shows it archived again.
+#[test]
+fn a_bad_or_missing_label_copy_never_spoils_the_list_of_stores() {
+    use std::os::unix::fs::PermissionsExt;
+    let data = tempfile::TempDir::new().expect("tempdir");
+    let server = Server::start_data(data.path(), &[]);
+    let call = |method: &str, target: &str, body: Value| {
+        let bytes = if body.is_null() {
+            Vec::new()
+        } else {
+            body.to_string().into_bytes()
+        };
+        let reply = server.call(method, target, &bytes);
+        let json: Value = serde_json::from_slice(&reply.body).unwrap_or(Value::Null);
+        (reply.status, json)
+    };
+    let mut ids = Vec::new();
+    for name in ["one", "two", "three"] {
+        let (status, made) = call("POST", "/v1/memory_stores", json!({"name": name}));
+        assert_eq!(status, 200, "{made}");
+        ids.push(made["id"].as_str().expect("id").to_string());
+    }
+    let copy = |id: &str| {
+        data.path()
+            .join(id.trim_start_matches("memstore_"))
+            .join("mnemo-memory-store.json")
+    };
+    let listed = || {
+        let (status, page) = call(
+            "GET",
+            "/v1/memory_stores?include_archived=true&limit=100",
+            Value::Null,
+        );
+        assert_eq!(status, 200, "{page}");
+        page["data"].as_array().expect("data").clone()
+    };
+    std::fs::set_permissions(copy(&ids[0]), std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    std::fs::write(copy(&ids[1]), b"not json").expect("spoil");
+    assert_eq!(listed().len(), 3, "every store is listed");
+    // The third store archived, then its copy lost (as a restore from its replica leaves it).
+    let (status, _) = call(
+        "POST",
+        &format!("/v1/memory_stores/{}/archive", ids[2]),
+        Value::Null,
+    );
+    assert_eq!(status, 200);
+    std::fs::remove_file(copy(&ids[2])).expect("remove the copy");
+    let (status, store) = call("GET", &format!("/v1/memory_stores/{}", ids[2]), Value::Null);
+    assert_eq!(status, 200, "{store}");
+    assert!(store["archived_at"].is_string(), "{store}");
+    let third = listed()
+        .into_iter()
+        .find(|s| s["id"] == ids[2].as_str())
+        .expect("listed");
+    assert!(third["archived_at"].is_string(), "{third}");
+    assert_eq!(third["name"], "three", "{third}");
+    let (status, stderr) = server.stop();
+    assert!(status.success(), "{stderr}");
 }

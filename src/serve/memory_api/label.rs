@@ -57,6 +57,12 @@ pub(super) fn read(store_dir: &Path, name: &str) -> crate::Result<Label> {
         });
     }
     let meta = std::fs::metadata(store_dir).map_err(|e| crate::Error::io(store_dir, e))?;
+    Ok(named_after(&meta, name))
+}
+
+/// The label of a store that has none: `name`, with its directory's birth time (`meta`'s, or its
+/// change time where the file system keeps none).
+pub(super) fn named_after(meta: &std::fs::Metadata, name: &str) -> Label {
     let born = meta
         .created()
         .ok()
@@ -65,11 +71,27 @@ pub(super) fn read(store_dir: &Path, name: &str) -> crate::Result<Label> {
             || u64::try_from(meta.ctime()).unwrap_or(0) * 1000,
             |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX),
         );
-    Ok(Label {
+    Label {
         name: name.to_string(),
         created_ms: born,
         updated_ms: born,
         ..Label::default()
+    }
+}
+
+/// The label the list of stores shows for the store in `store_dir`: its copy beside the log, or,
+/// when there is none or it cannot be trusted (not a regular file of the store's owner, other
+/// users may read it, not a label), one named after the directory: one store's bad copy never
+/// keeps the others from the list.
+pub(super) fn listed(store_dir: &Path, name: &str) -> Label {
+    read(store_dir, name).unwrap_or_else(|_| {
+        std::fs::metadata(store_dir).map_or_else(
+            |_| Label {
+                name: name.to_string(),
+                ..Label::default()
+            },
+            |meta| named_after(&meta, name),
+        )
     })
 }
 
@@ -107,6 +129,11 @@ pub(super) fn record(served: &Served, store_dir: &Path, label: &Label) -> crate:
 /// an earlier build kept only beside the log, chained now; else one named after the directory.
 pub(super) fn current(served: &Served, store_dir: &Path, name: &str) -> crate::Result<Label> {
     if let Some(label) = chained(served)? {
+        // The copy the list of stores reads: written again when it is missing or not this
+        // label (a store restored from its replica has none).
+        if read(store_dir, name).ok().as_ref() != Some(&label) {
+            write(store_dir, &label)?;
+        }
         return Ok(label);
     }
     let label = read(store_dir, name)?;

@@ -411,7 +411,7 @@ async fn list_stores(
                 let Some(dir) = crate::data_dir::store_dir(stores.dir(), &name) else {
                     continue;
                 };
-                let label = label::read(&dir, &name).map_err(store_failed)?;
+                let label = label::listed(&dir, &name);
                 let shown = (archived || label.archived_ms.is_none())
                     && from.is_none_or(|from| label.created_ms >= from)
                     && to.is_none_or(|to| label.created_ms <= to);

@@ -273,13 +273,14 @@ pub(super) async fn redact(
         }
         let client = served.shared().client();
         // The current version of a live memory, even one that only moved it, is refused, as the
-        // hosted API refuses it.
+        // hosted API refuses it; so is a version whose event is another live memory's current
+        // version too (a directory's rename moved both).
         let live = client
             .read_local(|store| store.current_index()?.file_entries_under(&root))
             .map_err(store_failed)?;
         if let Some(entry) = live
             .iter()
-            .find(|entry| entry.created == found.memory && entry.touched == found.seq)
+            .find(|entry| entry.touched == found.seq)
         {
             let path = entry.path.to_string();
             return Err(ApiError::Conflict(format!(
