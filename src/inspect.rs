@@ -323,9 +323,9 @@ fn unified(old: &str, new: &str, path: &MemPath) -> String {
 /// `changed` (a file moved elsewhere is `removed` at its old path and `added` at its new one).
 pub fn diff(store: &Store, from: Seq, to: Seq, dir: &MemPath) -> Result<Vec<FileDiff>> {
     let (from, to) = (point(store, from)?, point(store, to)?);
+    // A file whose content a redaction erased is left out (its placeholder is no content).
     let files = |tree: &Projection<MemKv>| -> Result<BTreeMap<String, String>> {
-        Ok(tree
-            .records_under(dir)?
+        Ok(crate::history::held_records(tree, dir)?
             .into_iter()
             .map(|f| (f.path, f.content))
             .collect())

@@ -1316,6 +1316,33 @@ fn a_redaction_by_seq_keeps_what_the_event_did_and_never_changes_the_live_tree()
         run_ok(&["cat", "--db", &db, "/memories/a.md"], ""),
         "fresh\n"
     );
+    // The past holds no placeholder as content: a read of it is refused, a diff and an export
+    // leave the file out.
+    let past = run_mnemo(&["cat", "--db", &db, "/memories/a.md", "--at", "2"], "");
+    let said = String::from_utf8_lossy(&past.stderr).into_owned();
+    assert!(
+        !past.status.success() && said.contains("erased by a redaction"),
+        "{said}"
+    );
+    let diff = run_ok(&["diff", "--db", &db, "0", "2"], "");
+    assert!(!diff.contains("[redacted]"), "{diff}");
+    let out = tempfile::TempDir::new().expect("tempdir");
+    let exported = out.path().join("at2");
+    run_ok(
+        &[
+            "export",
+            "--db",
+            &db,
+            exported.to_str().expect("utf-8"),
+            "--at",
+            "2",
+        ],
+        "",
+    );
+    assert!(
+        holding(&exported, b"[redacted]").is_empty(),
+        "an export wrote a placeholder"
+    );
     // The kept effect of event 1, changed and re-encoded: the chain still holds (it is not
     // hashed), the redaction's commitment does not.
     tamper_record(&t.path(), 1, |record| {
