@@ -140,9 +140,7 @@ pub struct Projection<K> {
     placeholders: Placeholders,
 }
 
-/// The placeholders of erased content a replay's tree holds: by file identity, the SHA-256 its
-/// erased record kept and the erased event's seq ([`Projection::apply_kept`]).
-pub type Placeholders = std::collections::BTreeMap<u64, ([u8; 32], u64)>;
+pub use crate::snapshot::Placeholders;
 
 impl<K> Projection<K> {
     /// The placeholders of erased content this replay holds (see [`Projection::apply_kept`]), to

@@ -21,7 +21,11 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::event::{Event, EventHash, Seq};
 use crate::kv::MemKv;
-use crate::projection::Placeholders;
+
+/// The placeholders of erased content a replay's tree holds: by file identity, the SHA-256 its
+/// erased record kept and the erased event's seq
+/// ([`crate::projection::Projection::apply_kept`]); kept with the tree they belong to.
+pub type Placeholders = BTreeMap<u64, ([u8; 32], u64)>;
 
 /// The most trees one store keeps.
 pub const MAX_TREES: usize = 256;
