@@ -249,7 +249,9 @@ class MnemoClient:
     ) -> Dict[str, Any]:
         """Erases the chosen events' content as ``mnemo.redact`` does, recorded as a redaction by
         this client's agent; the store stays open (its calls wait meanwhile). Returns
-        ``{"seqs": [...], "paths": [...], "unsearched": [...], "seq": N}`` (``None`` with ``dry_run=True``)."""
+        ``{"seqs": [...], "kept": [...], "live": [...], "paths": [...], "unsearched": [...], "seq": N}``
+        (``None`` with ``dry_run=True``); ``kept`` names the erased events that keep what they did
+        (a redaction by seq alone), ``live`` the live files such a redaction would change."""
     def show(self, seq: int) -> Dict[str, Any]:
         """Event ``seq`` whole, as ``mnemo show --json``: ``input``, the re-derived ``answer``, ``verified``, ``change``."""
     def diff(self, start: int, end: int, path: str = "/memories") -> List[Dict[str, Any]]:
@@ -332,7 +334,9 @@ def redact(
     depended on them, for real: no byte of it is left in the store's directory, and the rest of
     the history still verifies. Recorded as a redaction by ``operator`` for ``reason``.
 
-    Returns ``{"seqs": [...], "paths": [...], "unsearched": [...], "seq": N}``: what was erased and the redaction's
+    Returns ``{"seqs": [...], "kept": [...], "live": [...], "paths": [...], "unsearched": [...], "seq": N}``:
+    what was erased (``kept``: the events whose records keep what they did, a redaction by seq
+    alone; ``live``: the live files such a redaction would change, which refuse it) and the redaction's
     seq (``None`` with ``dry_run=True``, which changes nothing). A store a ``mnemo serve`` holds
     is redacted by that server, and one open in this process through its open handle (whose
     calls wait meanwhile); ``MnemoClient.redact`` does the same for a client already open.

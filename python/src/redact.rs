@@ -89,7 +89,8 @@ pub fn selection(seqs: Vec<i128>, paths: Vec<String>, texts: Vec<String>) -> PyR
     Ok(Selection { seqs, paths, texts })
 }
 
-/// `{"seqs": [...], "paths": [...], "unsearched": [...], "seq": N or None}`.
+/// `{"seqs": [...], "kept": [...], "live": [...], "paths": [...], "unsearched": [...], "seq": N or
+/// None}`.
 pub fn answer<'py>(py: Python<'py>, plan: &Plan, seq: Option<u64>) -> PyResult<Bound<'py, PyAny>> {
     let mut value = plan.to_json();
     value["seq"] = json!(seq);

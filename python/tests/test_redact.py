@@ -60,9 +60,9 @@ def test_a_client_redacts_the_store_it_holds_and_goes_on(tmp_path: Path) -> None
         server.handle({"command": "create", "path": "/memories/secret.md", "file_text": f"pin {MARKER}\n"})
         server.handle({"command": "create", "path": "/memories/keep.md", "file_text": "keep\n"})
         planned = client.redact("asked", paths=["/memories/secret.md"], dry_run=True)
-        assert planned == {"seqs": [1], "paths": ["/memories/secret.md"], "unsearched": [], "seq": None}
+        assert planned == {"seqs": [1], "kept": [], "live": [], "paths": ["/memories/secret.md"], "unsearched": [], "seq": None}
         done = client.redact("asked", paths=["/memories/secret.md"])
-        assert done == {"seqs": [1], "paths": ["/memories/secret.md"], "unsearched": [], "seq": 3}
+        assert done == {"seqs": [1], "kept": [], "live": [], "paths": ["/memories/secret.md"], "unsearched": [], "seq": 3}
         assert holding(db, MARKER.encode()) == []
         # The same handles go on, with the store opened again under them.
         after = server.handle({"command": "view", "path": "/memories"})
