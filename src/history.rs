@@ -50,14 +50,13 @@ pub fn records_at(store: &Store, dir: &MemPath, at: Option<Seq>) -> Result<Vec<M
 /// placeholder).
 pub(crate) fn held_records(tree: &Projection<MemKv>, dir: &MemPath) -> Result<Vec<MemoryRecord>> {
     use crate::tool::Tree;
-    let mut out = tree.records_under(dir)?;
-    let mut keep = Vec::with_capacity(out.len());
-    for record in &out {
+    let mut out = Vec::new();
+    for record in tree.records_under(dir)? {
         let path = MemPath::absolute(&record.path).map_err(Error::corrupt)?;
-        keep.push(tree.redacted_by(&path)?.is_none());
+        if tree.redacted_by(&path)?.is_none() {
+            out.push(record);
+        }
     }
-    let mut keep = keep.into_iter();
-    out.retain(|_| keep.next().unwrap_or(true));
     Ok(out)
 }
 

@@ -112,22 +112,8 @@ pub fn versions(
 ) -> Result<Vec<Version>> {
     let mut live = Live::default();
     let mut out = Vec::new();
-    // Each erased seq's redaction: (time, agent), from the redactions' events.
-    let mut redactions: BTreeMap<Seq, (u64, String)> = BTreeMap::new();
     let mut replay = Replay::in_memory();
-    // The redactions after `to` are read too: a version's redaction comes after it.
-    replay.run(store, Seq(u64::MAX), |tree, event: &Event, traced| {
-        if let Body::Admin(crate::policy::AdminCommand::Redact { seqs, .. }) = &event.body {
-            for seq in seqs {
-                redactions.insert(
-                    Seq(*seq),
-                    (event.header.time_ms, event.header.agent.clone()),
-                );
-            }
-        }
-        if event.seq > to {
-            return Ok::<(), crate::Error>(());
-        }
+    replay.run(store, to, |tree, event: &Event, traced| {
         let Some(change) = &traced.answer.change else {
             return Ok::<(), crate::Error>(());
         };
@@ -207,15 +193,43 @@ pub fn versions(
         }
         Ok(())
     })?;
-    for version in &mut out {
-        if let Some(redaction) = &mut version.redacted {
-            if let Some((time_ms, by)) = redactions.get(&redaction.erased) {
-                redaction.time_ms = *time_ms;
-                redaction.by.clone_from(by);
+    if out.iter().any(|v| v.redacted.is_some()) {
+        stamp_redactions(store, &mut out)?;
+    }
+    Ok(out)
+}
+
+/// Fills in when and by whom each redacted version of `out` was redacted, from the redactions'
+/// events: read (not replayed) from the first erased event on, which the replay's proof of the
+/// chain covered.
+fn stamp_redactions(store: &Store, out: &mut [Version]) -> Result<()> {
+    let Some(first) = out
+        .iter()
+        .filter_map(|v| v.redacted.as_ref())
+        .map(|r| r.erased)
+        .min()
+    else {
+        return Ok(());
+    };
+    let mut redactions: BTreeMap<Seq, (u64, String)> = BTreeMap::new();
+    for item in store.records(first) {
+        let event = Event::decode(&item?.1)?;
+        if let Body::Admin(crate::policy::AdminCommand::Redact { seqs, .. }) = &event.body {
+            for seq in seqs {
+                redactions.insert(
+                    Seq(*seq),
+                    (event.header.time_ms, event.header.agent.clone()),
+                );
             }
         }
     }
-    Ok(out)
+    for redaction in out.iter_mut().filter_map(|v| v.redacted.as_mut()) {
+        if let Some((time_ms, by)) = redactions.get(&redaction.erased) {
+            redaction.time_ms = *time_ms;
+            redaction.by.clone_from(by);
+        }
+    }
+    Ok(())
 }
 
 /// Whether `event` was a write of the memory-stores API (an erased one's record keeps it).

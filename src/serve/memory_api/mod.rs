@@ -1015,10 +1015,13 @@ impl Writing<'_> {
 fn writable(stores: &Stores, id: &str) -> Result<(), ApiError> {
     let (name, dir) = resolve(stores, id)?;
     let (_, served) = open(stores, id)?;
-    match label::current(&served, &dir, &name)
-        .map_err(store_failed)?
-        .archived_ms
-    {
+    // The chained label, read from the index; the copy beside the log is read (and an earlier
+    // build's label chained) only for a store with none, not on every write.
+    let label = match label::chained(&served).map_err(store_failed)? {
+        Some(label) => label,
+        None => label::current(&served, &dir, &name).map_err(store_failed)?,
+    };
+    match label.archived_ms {
         Some(ms) => Err(ApiError::InvalidRequest(format!(
             "the memory store was archived at {}: its memories can be read and deleted, not created or changed",
             utc(ms)
