@@ -136,6 +136,19 @@ impl Server {
         )
     }
 
+    /// A request with the operator token and `body` as JSON (none if it is null): the status and
+    /// the answer's JSON (null if it is none).
+    fn api(&self, method: &str, target: &str, body: &Value) -> (u16, Value) {
+        let bytes = if body.is_null() {
+            Vec::new()
+        } else {
+            body.to_string().into_bytes()
+        };
+        let reply = self.call(method, target, &bytes);
+        let json = serde_json::from_slice(&reply.body).unwrap_or(Value::Null);
+        (reply.status, json)
+    }
+
     fn memory(&self, input: &Value) -> Reply {
         self.call("POST", "/v1/memory", input.to_string().as_bytes())
     }

@@ -283,22 +283,9 @@ fn a_served_store_set_to_erase_erases_on_delete() {
     assert!(status.success());
 }
 
-/// The memory-stores API's answer to `method target` with a JSON `body`, and its JSON.
-fn api(server: &Server, method: &str, target: &str, body: &Value) -> (u16, Value) {
-    let bytes = if body.is_null() {
-        Vec::new()
-    } else {
-        body.to_string().into_bytes()
-    };
-    let reply = server.call(method, target, &bytes);
-    let json = serde_json::from_slice(&reply.body).unwrap_or(Value::Null);
-    (reply.status, json)
-}
-
 /// A memory's versions, newest first, as the API lists them.
 fn versions_of(server: &Server, store: &str, memory: &str) -> Vec<Value> {
-    let (status, page) = api(
-        server,
+    let (status, page) = server.api(
         "GET",
         &format!("/v1/memory_stores/{store}/memory_versions?memory_id={memory}&view=full"),
         &Value::Null,
@@ -340,19 +327,13 @@ fn memory_versions_are_redacted_as_the_hosted_api_does() {
     const GONE: &[&str] = &["ZQXGONEONEQZX", "ZQXGONETWOQZX"];
     let data = tempfile::TempDir::new().expect("tempdir");
     let server = Server::start_data(data.path(), &[]);
-    let (status, made) = api(
-        &server,
-        "POST",
-        "/v1/memory_stores",
-        &json!({"name": "notes"}),
-    );
+    let (status, made) = server.api("POST", "/v1/memory_stores", &json!({"name": "notes"}));
     assert_eq!(status, 200, "{made}");
     let store = made["id"].as_str().expect("id").to_string();
     let memories = format!("/v1/memory_stores/{store}/memories");
     let versions = format!("/v1/memory_stores/{store}/memory_versions");
     // A memory written three times: a secret, then cleaned twice.
-    let (status, memory) = api(
-        &server,
+    let (status, memory) = server.api(
         "POST",
         &memories,
         &json!({"path": "/people/ann.md", "content": format!("pin {SECRET}\n")}),
@@ -361,9 +342,7 @@ fn memory_versions_are_redacted_as_the_hosted_api_does() {
     let id = memory["id"].as_str().expect("id").to_string();
     let mut sha = memory["content_sha256"].as_str().expect("sha").to_string();
     for content in ["pin removed\n", "pin removed, twice\n"] {
-        let (status, updated) = api(
-            &server,
-            "POST",
+        let (status, updated) = server.api("POST",
             &format!("{memories}/{id}"),
             &json!({"content": content, "precondition": {"type": "content_sha256", "content_sha256": sha}}),
         );
@@ -379,8 +358,7 @@ fn memory_versions_are_redacted_as_the_hosted_api_does() {
         version(&listed[2]),
     );
     // The current version: refused, with an error that says what to do, in the API's paths.
-    let (status, refused) = api(
-        &server,
+    let (status, refused) = server.api(
         "POST",
         &format!("{versions}/{current}/redact"),
         &Value::Null,
@@ -390,16 +368,11 @@ fn memory_versions_are_redacted_as_the_hosted_api_does() {
     assert!(message.contains("update the memory"), "{message}");
     assert!(!message.contains("/memories"), "{message}");
     // The first version: redacted, and still a version.
-    let (status, redacted) = api(
-        &server,
-        "POST",
-        &format!("{versions}/{first}/redact"),
-        &Value::Null,
-    );
+    let (status, redacted) =
+        server.api("POST", &format!("{versions}/{first}/redact"), &Value::Null);
     assert_eq!(status, 200, "{redacted}");
     assert_redacted(&redacted);
-    let (status, retrieved) = api(
-        &server,
+    let (status, retrieved) = server.api(
         "GET",
         &format!("{versions}/{first}?view=full"),
         &Value::Null,
@@ -423,86 +396,61 @@ fn memory_versions_are_redacted_as_the_hosted_api_does() {
     );
     assert_eq!(listed[1]["path"], "/people/ann.md", "{listed:?}");
     // The middle one too; the live memory is as it was, and its digest still a precondition.
-    let (status, redacted) = api(
-        &server,
-        "POST",
-        &format!("{versions}/{middle}/redact"),
-        &Value::Null,
-    );
+    let (status, redacted) =
+        server.api("POST", &format!("{versions}/{middle}/redact"), &Value::Null);
     assert_eq!(status, 200, "{redacted}");
     assert_redacted(&redacted);
-    let (status, live) = api(
-        &server,
-        "GET",
-        &format!("{memories}/{id}?view=full"),
-        &Value::Null,
-    );
+    let (status, live) = server.api("GET", &format!("{memories}/{id}?view=full"), &Value::Null);
     assert_eq!(status, 200, "{live}");
     assert_eq!(live["content"], "pin removed, twice\n", "{live}");
-    let (status, updated) = api(
-        &server,
+    let (status, updated) = server.api(
         "POST",
         &format!("{memories}/{id}"),
         &json!({"content": "pin removed, thrice\n", "precondition": {"type": "content_sha256", "content_sha256": sha}}),
     );
     assert_eq!(status, 200, "{updated}");
     // A current version that only moved the memory is its current version all the same.
-    let (status, moved) = api(
-        &server,
+    let (status, moved) = server.api(
         "POST",
         &format!("{memories}/{id}"),
         &json!({"path": "/people/ann-moved.md"}),
     );
     assert_eq!(status, 200, "{moved}");
     let moved_version = version(&versions_of(&server, &store, &id)[0]);
-    let (status, refused) = api(
-        &server,
+    let (status, refused) = server.api(
         "POST",
         &format!("{versions}/{moved_version}/redact"),
         &Value::Null,
     );
     assert_eq!(status, 409, "{refused}");
     // A deleted memory's versions, redacted newest first: it never comes back.
-    let (status, doomed) = api(
-        &server,
+    let (status, doomed) = server.api(
         "POST",
         &memories,
         &json!({"path": "/gone.md", "content": GONE[0]}),
     );
     assert_eq!(status, 200, "{doomed}");
     let doomed = doomed["id"].as_str().expect("id").to_string();
-    let (status, _) = api(
-        &server,
+    let (status, _) = server.api(
         "POST",
         &format!("{memories}/{doomed}"),
         &json!({"content": GONE[1]}),
     );
     assert_eq!(status, 200);
-    let (status, _) = api(
-        &server,
-        "DELETE",
-        &format!("{memories}/{doomed}"),
-        &Value::Null,
-    );
+    let (status, _) = server.api("DELETE", &format!("{memories}/{doomed}"), &Value::Null);
     assert_eq!(status, 200);
     let listed = versions_of(&server, &store, &doomed);
     assert_eq!(listed.len(), 3, "{listed:?}");
     assert_eq!(listed[0]["operation"], "deleted", "{listed:?}");
     for v in &listed {
-        let (status, redacted) = api(
-            &server,
+        let (status, redacted) = server.api(
             "POST",
             &format!("{versions}/{}/redact", version(v)),
             &Value::Null,
         );
         assert_eq!(status, 200, "{redacted}");
         assert_redacted(&redacted);
-        let (status, gone) = api(
-            &server,
-            "GET",
-            &format!("{memories}/{doomed}"),
-            &Value::Null,
-        );
+        let (status, gone) = server.api("GET", &format!("{memories}/{doomed}"), &Value::Null);
         assert_eq!(status, 404, "the deleted memory came back: {gone}");
         let view = server.call(
             "POST",
@@ -554,7 +502,7 @@ fn memory_versions_are_redacted_as_the_hosted_api_does() {
 fn no_version_shows_a_placeholder_and_a_shared_current_version_is_refused() {
     let data = tempfile::TempDir::new().expect("tempdir");
     let server = Server::start_data(data.path(), &[]);
-    let (_, made) = api(&server, "POST", "/v1/memory_stores", &json!({"name": "n"}));
+    let (_, made) = server.api("POST", "/v1/memory_stores", &json!({"name": "n"}));
     let store = made["id"].as_str().expect("id").to_string();
     let name = store.trim_start_matches("memstore_").to_string();
     let memories = format!("/v1/memory_stores/{store}/memories");
@@ -567,15 +515,13 @@ fn no_version_shows_a_placeholder_and_a_shared_current_version_is_refused() {
         );
         assert_eq!(reply.status, 200, "{}", reply.text());
     };
-    let (_, a) = api(
-        &server,
+    let (_, a) = server.api(
         "POST",
         &memories,
         &json!({"path": "/d/a.md", "content": "line1 ZQXSECRETA\nline2\n"}),
     );
     let a = a["id"].as_str().expect("id").to_string();
-    let (_, b) = api(
-        &server,
+    let (_, b) = server.api(
         "POST",
         &memories,
         &json!({"path": "/d/b.md", "content": "bee\n"}),
@@ -585,8 +531,7 @@ fn no_version_shows_a_placeholder_and_a_shared_current_version_is_refused() {
         json!({"command": "insert", "path": "/memories/d/a.md", "insert_line": 1, "insert_text": "ins\n"}),
     );
     tool(json!({"command": "rename", "old_path": "/memories/d", "new_path": "/memories/e"}));
-    let (status, _) = api(
-        &server,
+    let (status, _) = server.api(
         "POST",
         &format!("{memories}/{a}"),
         &json!({"content": "NEW\n"}),
@@ -602,8 +547,7 @@ fn no_version_shows_a_placeholder_and_a_shared_current_version_is_refused() {
         .as_str()
         .expect("id")
         .to_string();
-    let (status, refused) = api(
-        &server,
+    let (status, refused) = server.api(
         "POST",
         &format!("{versions}/{renamed}/redact"),
         &Value::Null,
@@ -616,8 +560,7 @@ fn no_version_shows_a_placeholder_and_a_shared_current_version_is_refused() {
         .as_str()
         .expect("id")
         .to_string();
-    let (status, redacted) = api(
-        &server,
+    let (status, redacted) = server.api(
         "POST",
         &format!("{versions}/{created}/redact"),
         &Value::Null,

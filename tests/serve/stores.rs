@@ -1067,16 +1067,7 @@ fn memory_stores_answers_name_their_request() {
 fn a_stores_label_is_chained_and_archiving_holds_every_route() {
     let data = tempfile::TempDir::new().expect("tempdir");
     let server = Server::start_data(data.path(), &[]);
-    let call = |method: &str, target: &str, body: Value| {
-        let bytes = if body.is_null() {
-            Vec::new()
-        } else {
-            body.to_string().into_bytes()
-        };
-        let reply = server.call(method, target, &bytes);
-        let json: Value = serde_json::from_slice(&reply.body).unwrap_or(Value::Null);
-        (reply.status, json)
-    };
+    let call = |method: &str, target: &str, body: Value| server.api(method, target, &body);
     let (status, made) = call(
         "POST",
         "/v1/memory_stores",
@@ -1193,16 +1184,7 @@ fn a_bad_or_missing_label_copy_never_spoils_the_list_of_stores() {
     use std::os::unix::fs::PermissionsExt;
     let data = tempfile::TempDir::new().expect("tempdir");
     let server = Server::start_data(data.path(), &[]);
-    let call = |method: &str, target: &str, body: Value| {
-        let bytes = if body.is_null() {
-            Vec::new()
-        } else {
-            body.to_string().into_bytes()
-        };
-        let reply = server.call(method, target, &bytes);
-        let json: Value = serde_json::from_slice(&reply.body).unwrap_or(Value::Null);
-        (reply.status, json)
-    };
+    let call = |method: &str, target: &str, body: Value| server.api(method, target, &body);
     let mut ids = Vec::new();
     for name in ["one", "two", "three"] {
         let (status, made) = call("POST", "/v1/memory_stores", json!({"name": name}));
