@@ -310,8 +310,10 @@ impl IndexTrees {
     /// keys against the content tree, its other keys against the index tree, so that a key stored
     /// in the wrong tree (where reads would not find it) shows too. The two trees are compared
     /// side by side, on two threads; the index tree's difference is the one named when both
-    /// differ.
-    pub fn first_difference(&self, ours: &MemKv) -> Result<Option<Difference>> {
+    /// differ. Keys of the index tree whose first byte is in `skip` are left out on both sides
+    /// (a caller checked them another way) and counted: the count is returned beside.
+    pub fn first_difference(&self, ours: &MemKv, skip: &[u8]) -> Result<(Option<Difference>, u64)> {
+        let skipped = |k: &[u8]| k.first().is_some_and(|b| skip.contains(b));
         let content = ours
             .map
             .iter()
@@ -319,27 +321,36 @@ impl IndexTrees {
         let rest = ours
             .map
             .iter()
-            .filter(|(k, _)| !IndexTrees::is_content(k.as_slice()));
+            .filter(|(k, _)| !IndexTrees::is_content(k.as_slice()) && !skipped(k));
+        let mut count = 0u64;
         let (index, content) = std::thread::scope(|scope| {
-            let content = scope.spawn(|| first_difference(content, &self.content, "content"));
-            let index = first_difference(rest, &self.index, "index");
+            let content = scope.spawn(|| first_difference(content, self.content.iter(), "content"));
+            let stored = self.index.iter().filter(|item| match item {
+                Ok((key, _)) if skipped(key) => {
+                    count += 1;
+                    false
+                }
+                _ => true,
+            });
+            let index = first_difference(rest, stored, "index");
             (index, content.join())
         });
         let content = content.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         match index? {
-            Some(found) => Ok(Some(found)),
-            None => content,
+            Some(found) => Ok((Some(found), count)),
+            None => Ok((content?, count)),
         }
     }
 }
 
-/// The first difference between the entries `ours` and the sled tree `stored` (named `tree`).
+/// The first difference between the entries `ours` and the entries `stored` of the sled tree
+/// named `tree`.
 fn first_difference<'a>(
     mut ours: impl Iterator<Item = (&'a Vec<u8>, &'a Vec<u8>)>,
-    stored: &sled::Tree,
+    stored: impl Iterator<Item = Item>,
     tree: &'static str,
 ) -> Result<Option<Difference>> {
-    for item in stored.iter() {
+    for item in stored {
         let (key, value) = item?;
         let found = match ours.next() {
             Some((k, v)) if k.as_slice() == &*key && v.as_slice() == &*value => continue,

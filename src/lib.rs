@@ -229,8 +229,8 @@ pub mod testing {
     pub use crate::paths::{MAX_PATH_BYTES, MAX_SEGMENT_BYTES};
     pub use crate::policy::MAX_AGENT_BYTES;
     pub use crate::projection::{
-        COLLECT_BUDGET, FileEntry, INDEX_LAYOUT, Projection, RENAMES_UNSTAMPED, RETRY_RECORDS,
-        RETRY_TEXT_MAX, Recorded, Retry, RetryKind, Traced,
+        COLLECT_BUDGET, Caller, FileEntry, INDEX_LAYOUT, Projection, RENAMES_UNSTAMPED,
+        RETRY_RECORDS, RETRY_TEXT_MAX, Recorded, Retry, RetryKind, Traced,
     };
     pub use crate::verify::{PROGRESS_EVERY, VerifyOptions, verify_store, verify_store_with};
     pub use crate::writer::{
@@ -245,6 +245,12 @@ pub mod testing {
     /// The named failpoints of the write path.
     pub mod failpoint {
         pub use crate::failpoint::*;
+    }
+    /// Memory versions read off the index's version journal, and off a replay of the log (the
+    /// model the journal is tested against).
+    pub mod versions {
+        pub use crate::memory_store::version_index::*;
+        pub use crate::memory_store::versions::*;
     }
     /// The store at a past event, and the log's filters.
     pub mod history {

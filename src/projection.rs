@@ -21,6 +21,7 @@
 //! | `k` ‖ token id | the agent token's record ([`TokenRecord`](crate::credential::TokenRecord), canonical bytes as the events'): id, agent, label, blake3 of the token, issuing seq and operator, revocation (seq and operator) |
 //! | `L` | the index layout ([`INDEX_LAYOUT`], 1 byte), written with event 1 |
 //! | `s` ‖ setting name | the setting's value, once an operator set it ([`crate::policy::SETTINGS`]) |
+//! | `v`, `m`, `w`, `h`, `r` | the version journal (layout 5 on): what each event did to a memory ([`journal`]) |
 //!
 //! **File content** is in chunks ([`content`]): a file's bytes are the bytes of its chunks, from
 //! the `f` record's first chunk on, each chunk naming the next, `u64::MAX` ending the list (an
@@ -73,7 +74,7 @@
 //!
 //! **Where each part lives.** This module holds the type, the layout and the applied seq;
 //! [`keys`] the node keys and their values; [`nodes`] path walks and implicit directories;
-//! [`files`] files as listed ([`MemoryRecord`], [`FileEntry`]); [`tree`] the index as the core's
+//! [`journal`] the version journal; [`files`] files as listed ([`MemoryRecord`], [`FileEntry`]); [`tree`] the index as the core's
 //! `Tree`; [`changes`] applying a change; [`trash`] collecting deleted directories; [`admin`]
 //! grants, tokens and settings; [`retry_records`] the records and their pools; [`calls`]
 //! running a call, fresh or as a retry; [`content`] file content in chunks; [`listings`] kept
@@ -91,6 +92,7 @@ mod changes;
 mod compare;
 pub mod content;
 mod files;
+pub mod journal;
 mod keys;
 mod listings;
 mod nodes;
@@ -102,7 +104,8 @@ mod tree;
 
 #[cfg(feature = "testing")]
 pub use calls::Retry;
-pub use calls::{RetryKind, Traced};
+pub use calls::{Caller, RetryKind, Traced};
+pub use compare::describe_key;
 pub use files::{FileEntry, MEMORY_TAG, MemoryRecord};
 pub use retry_records::RETRY_RECORDS;
 #[cfg(feature = "testing")]
@@ -113,11 +116,12 @@ pub use trash::COLLECT_BUDGET;
 use keys::{APPLIED_KEY, LAYOUT_KEY, be_u64};
 use listings::Listings;
 
-/// The layout of the index this build writes: 3 keeps file content in chunks (`b` keys) and
+/// The layout of the index this build writes: 5 keeps the version journal ([`journal`]); 4
+/// stamps a rename's seq into the entries it makes; 3 keeps file content in chunks (`b` keys) and
 /// bounded retry records (`t`, `T`, `U`); 2 kept content whole under `f` and collects deleted
 /// directories lazily (the trash); 1, with no layout key, removed them at once. An index of an
 /// older layout is rebuilt from the log when a client opens the store.
-pub const INDEX_LAYOUT: u8 = 4;
+pub const INDEX_LAYOUT: u8 = journal::JOURNAL_LAYOUT;
 
 /// The layout before renames stamped their seq into the entries they make: still verified as
 /// it is (the verifier re-derives it in that layout), and rebuilt in [`INDEX_LAYOUT`] when a
@@ -138,6 +142,8 @@ pub struct Projection<K> {
     /// erased record's kept effect wrote, [`Projection::apply_kept`]), by identity: the SHA-256
     /// the record kept, and the erased event's seq. Empty in a store's live tree.
     placeholders: Placeholders,
+    /// Whether and where it writes the version journal ([`journal`]).
+    journal: journal::Journal,
 }
 
 pub use crate::snapshot::Placeholders;
@@ -162,6 +168,7 @@ impl<K> Projection<K> {
             layout: INDEX_LAYOUT,
             listings: None,
             placeholders: std::collections::BTreeMap::new(),
+            journal: journal::Journal::Off,
         }
     }
 
@@ -181,6 +188,9 @@ impl<K> Projection<K> {
     /// layout, to compare it byte for byte. Layouts before that one are not re-derivable.
     pub fn in_layout(mut self, layout: u8) -> Self {
         self.layout = layout;
+        if layout < journal::JOURNAL_LAYOUT {
+            self.journal = journal::Journal::Off;
+        }
         self
     }
 

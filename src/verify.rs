@@ -511,10 +511,18 @@ fn verify_pass(
     };
     // An index of the layout before this one is re-derived in its own layout: it holds the same
     // tree, and a client that opens the store rebuilds it in this build's.
-    let mut replay = Replay::in_memory_with_listings().in_layout(layout);
+    let mut replay = Replay::in_memory_with_listings()
+        .in_layout(layout)
+        .journal_held();
+    // The version journal's entries checked against the stored index, event by event, and the
+    // first that differed: named when the index is compared (at its applied seq), as a
+    // difference the whole index's comparison finds, so that a broken link before that seq is
+    // the violation reported.
+    let mut journal_checked = 0u64;
+    let mut journal_differs: Option<Violation> = None;
     let mut expected = Seq(1);
     if report.index_applied == Seq(0) {
-        if let Some(v) = compare_index(replay.tree(), &stored_index, Seq(0))? {
+        if let Some(v) = compare_index(replay.tree(), &stored_index, Seq(0), 0)? {
             return finish(report, Some(v));
         }
     }
@@ -636,8 +644,33 @@ fn verify_pass(
                     )));
                 }
             }
+            for (key, value) in tree.take_journal() {
+                if seq > report.index_applied {
+                    continue;
+                }
+                journal_checked += 1;
+                let stored = stored_index.kv().index().get(&key).map_err(Error::from)?;
+                if journal_differs.is_none() && stored.as_deref() != Some(value.as_slice()) {
+                    let found = if stored.is_some() {
+                        "holds a different value than the log implies"
+                    } else {
+                        "is missing"
+                    };
+                    journal_differs = Some(violation(
+                        seq,
+                        ViolationKind::Index,
+                        format!(
+                            "the store's {} {found}",
+                            crate::projection::describe_key(&key)
+                        ),
+                    ));
+                }
+            }
             if seq == report.index_applied {
-                if let Some(v) = compare_index(tree, &stored_index, seq)? {
+                if let Some(v) = journal_differs.take() {
+                    return Err(Stop::Violation(v));
+                }
+                if let Some(v) = compare_index(tree, &stored_index, seq, journal_checked)? {
                     return Err(Stop::Violation(v));
                 }
             }
@@ -1009,7 +1042,8 @@ fn compare_index(
     replay: &Projection<MemKv>,
     stored: &Projection<IndexTrees>,
     seq: Seq,
+    journal_checked: u64,
 ) -> Result<Option<Violation>> {
-    let found = replay.differs_from(stored)?;
+    let found = replay.differs_from(stored, journal_checked)?;
     Ok(found.map(|detail| violation(seq, ViolationKind::Index, detail)))
 }

@@ -1993,19 +1993,20 @@ fn golden_chain_appended_through_the_store_verifies() {
 fn appended_chain_verifies(what: &str, chain: Vec<Event>) {
     let t = crate::support::TempStore::new();
     let store = mnemo::testing::Store::open(&t.path()).expect("create the store");
-    let mut replay = mnemo::testing::Projection::new(mnemo::testing::MemKv::default());
+    // The index as a store writes it, version journal included.
+    let mut replay = mnemo::testing::Projection::new(mnemo::testing::MemKv::default()).journaled();
     let mut prev = EventHash::ZERO;
     let mut frames = Vec::new();
     for mut event in chain {
         let answer = replay
-            .run_call(
-                &event.header.agent,
-                event.header.tool_use_id.as_deref(),
+            .run_traced(
+                mnemo::testing::Caller::of(&event.header),
                 &event.body,
-                event.header.semantics,
+                None,
                 event.seq,
             )
-            .expect("answer");
+            .expect("answer")
+            .answer;
         event.header.outcome = event.outcome_of(answer.is_error, &answer.text);
         event.prev_hash = prev;
         let frame = event.to_frame();

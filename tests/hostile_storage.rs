@@ -1938,7 +1938,7 @@ fn appended(p: &Pristine) -> (PathBuf, Head, usize, usize) {
     let path = p.dir.path().join("appended.mnemo.db");
     copy_dir(&p.reopened, &path);
     let tail_start = data_end(&path.join("db"));
-    let head = {
+    let (head, last) = {
         let client = MnemoClient::open(&path, "builder").expect("open");
         let server = MnemoMemoryToolServer::new(client.clone());
         for i in 0..EVENTS {
@@ -1946,15 +1946,29 @@ fn appended(p: &Pristine) -> (PathBuf, Head, usize, usize) {
             let out = server.handle(&input);
             assert!(out.get("is_error").is_none(), "append call {i}: {out}");
         }
-        client.head().expect("head")
+        let head = client.head().expect("head");
+        let store = client.store().expect("a store open here").clone();
+        let last = store.get(head.seq).expect("read").expect("the last event");
+        (head, last)
     };
     assert_eq!(head.seq.0, 2 * EVENTS);
+    let db = std::fs::read(path.join("db")).expect("read db");
     let tail_end = data_end(&path.join("db"));
     assert!(
         tail_end > tail_start,
         "the new events went to the end of db"
     );
-    (path, head, tail_start, tail_end)
+    // The appended part ends where the last event's record does: the index changes written after
+    // it (at close) are derived state a reopen rebuilds, so damage there costs nothing.
+    let events_end = db
+        .windows(last.len())
+        .rposition(|w| w == last.as_slice())
+        .map_or(tail_end, |at| at + last.len());
+    assert!(
+        events_end > tail_start,
+        "the last event lies in the appended part"
+    );
+    (path, head, tail_start, events_end)
 }
 
 /// The snapshot only covers the log up to the open that wrote it. Damage in the part written

@@ -157,6 +157,26 @@ def main():
         finally:
             capped.terminate()
             capped.wait(timeout=30)
+        # The cap on versions a store holds (--max-versions; 250,000 by default, as hosted):
+        # creates and updates are refused at it, a delete never is (a full store can forget).
+        capped, file = start(args.mnemo, os.path.join(tmp, "versions"), "--max-versions", "3")
+        try:
+            client = anthropic.Anthropic(api_key=file["token"], base_url=file["url"], max_retries=0)
+            store = client.beta.memory_stores.create(name="few versions")
+            memories = client.beta.memory_stores.memories
+            first = memories.create(store.id, path="/a.md", content="1")
+            memories.update(first.id, memory_store_id=store.id, content="2")
+            memories.create(store.id, path="/b.md", content="x")
+            assert expect(anthropic.BadRequestError, lambda: memories.create(
+                store.id, path="/c.md", content="x")) == "invalid_request_error"
+            assert expect(anthropic.BadRequestError, lambda: memories.update(
+                first.id, memory_store_id=store.id, content="3")) == "invalid_request_error"
+            memories.delete(first.id, memory_store_id=store.id)
+            listed = list(client.beta.memory_stores.memory_versions.list(store.id))
+            assert [v.operation for v in listed] == ["deleted", "created", "modified", "created"], listed
+        finally:
+            capped.terminate()
+            capped.wait(timeout=30)
     print(f"memory_stores_sdk: ok ({len(METHODS)} SDK calls of {len(set(METHODS))} kinds: "
           + ", ".join(sorted(set(METHODS))) + ")")
 

@@ -1343,7 +1343,7 @@ fn run_case_replayed(root: &str, ops: &[Op]) -> Result<(), String> {
             "recovery replayed {rebuilt} of {calls} events"
         )));
     }
-    if let Some(difference) = history.differs_from(&store.index()).map_err(&broke)? {
+    if let Some(difference) = history.differs_from(&store.index(), 0).map_err(&broke)? {
         return Err(fail(format!(
             "recovery's index differs from history's replay: {difference}"
         )));

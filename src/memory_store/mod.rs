@@ -12,4 +12,6 @@ pub mod objects;
 pub mod path_rules;
 pub(crate) mod reading;
 pub mod transfer;
+#[cfg(any(feature = "serve", feature = "testing"))]
+pub(crate) mod version_index;
 pub(crate) mod versions;

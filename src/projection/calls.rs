@@ -2,8 +2,9 @@
 //! that reuses a tool_use id answered from its retry record, and what was done, traced.
 
 use super::Projection;
+use super::journal::Stamp;
 use crate::error::Result;
-use crate::event::{Body, EventHash, Refusal, RejectedDigest, Seq};
+use crate::event::{Body, EventHash, Header, Refusal, RejectedDigest, Seq};
 use crate::kv::{KvRead, KvWrite};
 use crate::paths::MemPath;
 use crate::policy::Access;
@@ -109,6 +110,55 @@ impl<K: KvRead> Projection<K> {
     }
 }
 
+/// Who makes a call and under what, as its event's header says.
+#[derive(Clone, Copy, Debug)]
+pub struct Caller<'a> {
+    /// The agent it is recorded under.
+    pub agent: &'a str,
+    /// The `id` of its `tool_use` block, if it came as one.
+    pub tool_use_id: Option<&'a str>,
+    /// The semantics that answer it.
+    pub semantics: Semantics,
+    /// When it was written, in Unix milliseconds (the version journal keeps it).
+    pub time_ms: u64,
+}
+
+impl<'a> Caller<'a> {
+    /// The caller an event's header names.
+    pub fn of(header: &'a Header) -> Caller<'a> {
+        Caller {
+            agent: &header.agent,
+            tool_use_id: header.tool_use_id.as_deref(),
+            semantics: header.semantics,
+            time_ms: header.time_ms,
+        }
+    }
+
+    /// A caller of no recorded time.
+    #[cfg(any(test, feature = "testing"))]
+    pub fn new(agent: &'a str, tool_use_id: Option<&'a str>, semantics: Semantics) -> Caller<'a> {
+        Caller {
+            agent,
+            tool_use_id,
+            semantics,
+            time_ms: 0,
+        }
+    }
+
+    fn stamp(&self, body: &Body) -> Stamp<'a> {
+        Stamp {
+            agent: self.agent,
+            time_ms: self.time_ms,
+            by_api: match body {
+                Body::Api(_) => true,
+                Body::Erased(erased) => erased.kept.as_ref().is_some_and(|kept| kept.by_api),
+                _ => false,
+            },
+            erased: matches!(body, Body::Erased(_)),
+        }
+    }
+}
+
 impl<K: KvWrite> Projection<K> {
     #[cfg(any(test, feature = "testing"))]
     /// Answers `agent`'s call against the index under `semantics`, applies its change as event
@@ -124,7 +174,7 @@ impl<K: KvWrite> Projection<K> {
         seq: Seq,
     ) -> Result<Answer> {
         Ok(self
-            .run_traced(agent, tool_use_id, body, semantics, None, seq)?
+            .run_traced(Caller::new(agent, tool_use_id, semantics), body, None, seq)?
             .answer)
     }
 
@@ -133,13 +183,17 @@ impl<K: KvWrite> Projection<K> {
     /// hash); `None` computes it. Either way a retry is compared by [`input_hash`].
     pub fn run_traced(
         &mut self,
-        agent: &str,
-        tool_use_id: Option<&str>,
+        caller: Caller<'_>,
         body: &Body,
-        semantics: Semantics,
         input: Option<EventHash>,
         seq: Seq,
     ) -> Result<Traced> {
+        let Caller {
+            agent,
+            tool_use_id,
+            semantics,
+            ..
+        } = caller;
         if let Body::Erased(erased) = body {
             // Erased by a redaction: it changes only what its record kept (a kept effect, with
             // its content a placeholder) and its answer is not re-derived (the verifier counts
@@ -156,7 +210,9 @@ impl<K: KvWrite> Projection<K> {
                 self.keep_record(kept, ERASED_INPUT, &nothing, recorded.as_ref())?;
             }
             match &erased.kept {
-                Some(kept) => nothing.change = Some(self.apply_kept(kept, seq)?),
+                Some(kept) => {
+                    nothing.change = Some(self.apply_kept(kept, seq, caller.stamp(body))?);
+                }
                 None => self.set_applied(seq),
             }
             return Ok(Traced {
@@ -165,7 +221,7 @@ impl<K: KvWrite> Projection<K> {
             });
         }
         let Some(id) = tool_use_id else {
-            let answer = self.run_fresh(agent, body, semantics, seq)?;
+            let answer = self.run_fresh(caller, body, seq)?;
             return Ok(Traced {
                 answer,
                 retry: None,
@@ -212,7 +268,7 @@ impl<K: KvWrite> Projection<K> {
                 }
             }
             _ => {
-                let answer = self.run_fresh(agent, body, semantics, seq)?;
+                let answer = self.run_fresh(caller, body, seq)?;
                 self.keep_record(
                     (agent, id, seq, semantics),
                     input,
@@ -235,17 +291,20 @@ impl<K: KvWrite> Projection<K> {
     }
 
     /// Answers a call as new and applies its change.
-    fn run_fresh(
-        &mut self,
-        agent: &str,
-        body: &Body,
-        semantics: Semantics,
-        seq: Seq,
-    ) -> Result<Answer> {
-        let answer = crate::tool::answer(self, agent, body, semantics)?;
+    fn run_fresh(&mut self, caller: Caller<'_>, body: &Body, seq: Seq) -> Result<Answer> {
+        let answer = crate::tool::answer(self, caller.agent, body, caller.semantics)?;
         match &answer.change {
-            Some(change) => self.apply(change, seq)?,
+            Some(change) => {
+                let before = self.journal_before(change)?;
+                self.apply(change, seq)?;
+                self.journal(change, before, seq, caller.stamp(body))?;
+            }
             None => self.set_applied(seq),
+        }
+        if let (Body::Admin(crate::policy::AdminCommand::Redact { seqs, .. }), false) =
+            (body, answer.is_error)
+        {
+            self.journal_redaction(seqs, seq);
         }
         Ok(answer)
     }

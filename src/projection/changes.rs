@@ -5,6 +5,7 @@ use super::Projection;
 use super::RENAMES_UNSTAMPED;
 use super::admin::{encode_access, grant_key, setting_key, token_key};
 use super::content::{self, Chunking, FileHead};
+use super::journal::Stamp;
 use super::keys::{child_key, decode_child, encode_child, encode_moved, file_key};
 use crate::credential::{Revocation, TokenRecord};
 use crate::error::{Error, Result};
@@ -30,8 +31,9 @@ impl<K: KvWrite> Projection<K> {
     /// Applies what the erased event at `seq` kept of its change (see [`Kept`]): a move or delete
     /// as it was, and content as a placeholder of the same length (`[redacted]` repeated) whose
     /// SHA-256 the tree answers as the kept one ([`Tree::sha256`]), so a later write's precondition
-    /// re-derives while a read of the content does not. Returns the change applied.
-    pub fn apply_kept(&mut self, kept: &Kept, seq: Seq) -> Result<Change> {
+    /// re-derives while a read of the content does not. Returns the change applied. `stamp` is
+    /// what the version journal records of the event.
+    pub fn apply_kept(&mut self, kept: &Kept, seq: Seq, stamp: Stamp<'_>) -> Result<Change> {
         let path = |raw: &str| {
             crate::paths::MemPath::absolute(raw).map_err(|why| {
                 Error::corrupt(format!("an erased record keeps the path {raw:?}: {why}"))
@@ -55,6 +57,7 @@ impl<K: KvWrite> Projection<K> {
             },
             KeptChange::Delete { path: p } => Change::Delete { path: path(p)? },
         };
+        let before = self.journal_before(&change)?;
         self.apply(&change, seq)?;
         if let (Some((sha256, _)), Change::Write { path, .. } | Change::Rewrite { to: path, .. }) =
             (kept.change.content(), &change)
@@ -63,6 +66,7 @@ impl<K: KvWrite> Projection<K> {
                 self.placeholders.insert(created, (sha256, seq.0));
             }
         }
+        self.journal(&change, before, seq, stamp)?;
         Ok(change)
     }
 

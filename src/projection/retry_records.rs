@@ -295,7 +295,12 @@ mod tests {
             let mut run = |index: &mut Projection<MemKv>, id: &str| {
                 seq += 1;
                 index
-                    .run_traced("a", Some(id), &view("/memories"), semantics, None, Seq(seq))
+                    .run_traced(
+                        crate::projection::Caller::new("a", Some(id), semantics),
+                        &view("/memories"),
+                        None,
+                        Seq(seq),
+                    )
                     .expect("run")
             };
             for id in ["1", "2", "3"] {
@@ -347,7 +352,12 @@ mod tests {
             let mut run = |index: &mut Projection<MemKv>, agent: &str, id: &str, body: &Body| {
                 seq += 1;
                 index
-                    .run_traced(agent, Some(id), body, semantics, None, Seq(seq))
+                    .run_traced(
+                        crate::projection::Caller::new(agent, Some(id), semantics),
+                        body,
+                        None,
+                        Seq(seq),
+                    )
                     .expect("run")
             };
             run(&mut index, "a", "write", &create(0));
@@ -370,10 +380,20 @@ mod tests {
         index.retry_cap = 4;
         let body = view("/memories");
         index
-            .run_traced("a", Some("r"), &body, Semantics::V3, None, Seq(1))
+            .run_traced(
+                crate::projection::Caller::new("a", Some("r"), Semantics::V3),
+                &body,
+                None,
+                Seq(1),
+            )
             .expect("run");
         index
-            .run_traced("a", Some("r"), &body, Semantics::V4, None, Seq(2))
+            .run_traced(
+                crate::projection::Caller::new("a", Some("r"), Semantics::V4),
+                &body,
+                None,
+                Seq(2),
+            )
             .expect("run");
         assert_eq!(index.kv().map.keys().filter(|k| k[0] == b'T').count(), 0);
         assert_eq!(index.kv().map.keys().filter(|k| k[0] == b'V').count(), 1);
@@ -420,11 +440,21 @@ mod tests {
             let mut live = Projection::new(Overlay::resume(&trees, None, pending));
             live.retry_cap = 4;
             let ours = live
-                .run_traced(agent, Some(&id), &body, semantics, None, Seq(seq))
+                .run_traced(
+                    crate::projection::Caller::new(agent, Some(&id), semantics),
+                    &body,
+                    None,
+                    Seq(seq),
+                )
                 .expect("run live");
             pending = live.into_inner().into_pending();
             let theirs = replay
-                .run_traced(agent, Some(&id), &body, semantics, None, Seq(seq))
+                .run_traced(
+                    crate::projection::Caller::new(agent, Some(&id), semantics),
+                    &body,
+                    None,
+                    Seq(seq),
+                )
                 .expect("run replay");
             assert_eq!(ours, theirs, "seq {seq}");
             if seq % 11 == 0 {

@@ -42,6 +42,7 @@ impl<K: KvWrite> Projection<K> {
                 let head = self.file_head(id)?;
                 let chunks = content::remove(&mut self.kv, id, &head)?;
                 self.kv.remove(&file_key(id));
+                self.forget_digest(head.created);
                 Ok(1 + chunks)
             }
             NodeKind::Dir => {

@@ -28,7 +28,7 @@ use crate::error::{Error, Result};
 use crate::event::{Event, EventHash, Seq};
 use crate::kv::{KvRead, KvWrite, MemKv};
 use crate::log::Store;
-use crate::projection::{Placeholders, Projection, Traced};
+use crate::projection::{Caller, Placeholders, Projection, Traced};
 
 mod recovery;
 
@@ -146,6 +146,15 @@ impl Replay<MemKv> {
 }
 
 impl<K> Replay<K> {
+    /// The replay holds its tree's version journal for the verifier (see
+    /// [`Projection::journal_held`]).
+    pub fn journal_held(self) -> Replay<K> {
+        Replay {
+            tree: self.tree.journal_held(),
+            at: self.at,
+        }
+    }
+
     /// The replay builds its tree in index layout `layout` (see [`Projection::in_layout`]).
     pub fn in_layout(self, layout: u8) -> Replay<K> {
         Replay {
@@ -186,14 +195,8 @@ impl<K: KvWrite> Replay<K> {
     /// the one place where a replay answers an event. `input` is blake3 of the event's body
     /// bytes, if the caller has it.
     fn answer(&mut self, event: &Event, input: Option<EventHash>) -> Result<Traced> {
-        self.tree.run_traced(
-            &event.header.agent,
-            event.header.tool_use_id.as_deref(),
-            &event.body,
-            event.header.semantics,
-            input,
-            event.seq,
-        )
+        self.tree
+            .run_traced(Caller::of(&event.header), &event.body, input, event.seq)
     }
 
     /// The tree as replayed so far, to undo what an event changed (see [`crate::kv::UndoKv`]).

@@ -71,7 +71,8 @@ impl Store {
         } else {
             Projection::new(overlay)
         }
-        .in_layout(layout);
+        .in_layout(layout)
+        .journaled();
         let mut replay = Replay::resume(tree)?;
         let replayed = replay.recover_to(self, end)?;
         Ok((replay, replayed))

@@ -93,6 +93,9 @@ pub struct DataOptions {
     /// The memory-stores API creates at most this many memories in a store (the hosted API's
     /// cap, 2,000, by default).
     pub max_memories: usize,
+    /// The memory-stores API's creates and updates are refused in a store holding this many
+    /// versions (the hosted API's cap, 250,000, by default); deletes never are.
+    pub max_versions: u64,
 }
 
 impl Default for DataOptions {
@@ -101,6 +104,7 @@ impl Default for DataOptions {
             max_open_stores: 64,
             store_idle_close: Duration::from_secs(300),
             max_memories: 2000,
+            max_versions: 250_000,
         }
     }
 }
@@ -175,6 +179,11 @@ impl Stores {
     /// The most memories the memory-stores API creates in a store.
     pub(super) fn max_memories(&self) -> usize {
         self.options.max_memories
+    }
+
+    /// The most versions a store holds before the memory-stores API refuses to add any.
+    pub(super) fn max_versions(&self) -> u64 {
+        self.options.max_versions
     }
 
     /// Why the request may not use the operator's routes (it names another server, or carries

@@ -14,7 +14,7 @@ use crate::kv::{Overlay, Pending};
 use crate::log::{Head, Store};
 use crate::paths::MemPath;
 use crate::policy::Access;
-use crate::projection::{Projection, RetryKind, Traced};
+use crate::projection::{Caller, Projection, RetryKind, Traced};
 use crate::tool::Semantics;
 use crate::tool::Tree;
 use crate::tool::api::ApiWrite;
@@ -247,15 +247,9 @@ impl Chain {
         pending.savepoint();
         let writing = self.writing.as_deref();
         let mut projection =
-            Projection::new(Overlay::resume(self.store.index_tree(), writing, pending));
-        let traced = projection.run_traced(
-            &event.header.agent,
-            event.header.tool_use_id.as_deref(),
-            &event.body,
-            event.header.semantics,
-            Some(input),
-            seq,
-        );
+            Projection::new(Overlay::resume(self.store.index_tree(), writing, pending)).journaled();
+        let traced =
+            projection.run_traced(Caller::of(&event.header), &event.body, Some(input), seq);
         let mut pending = projection.into_inner().into_pending();
         let traced = traced.and_then(|traced| {
             self.store

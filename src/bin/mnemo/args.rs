@@ -197,6 +197,10 @@ pub(crate) enum Cmd {
         /// With --data: the memory-stores API creates at most this many memories in a store.
         #[arg(long, value_name = "N", default_value_t = 2000, requires = "data")]
         max_memories: usize,
+        /// With --data: the memory-stores API refuses creates and updates in a store holding
+        /// this many versions (deletes never are).
+        #[arg(long, value_name = "N", default_value_t = 250_000, requires = "data")]
+        max_versions: u64,
     },
     /// Replay the log and prove the chain, the index and every recorded answer.
     #[command(

@@ -147,6 +147,7 @@ fn main() -> ExitCode {
             max_open_stores,
             store_idle_close,
             max_memories,
+            max_versions,
             header_timeout,
             max_connections,
             max_requests_per_principal,
@@ -164,7 +165,9 @@ fn main() -> ExitCode {
                 replicate: replicate.map(|url| (url, replicate_interval)),
                 follow: follow.map(|url| (url, follow_interval)),
                 follow_key: key,
-                data: data.map(|dir| (dir, max_open_stores, store_idle_close, max_memories)),
+                data: data.map(|dir| {
+                    (dir, max_open_stores, store_idle_close, max_memories, max_versions)
+                }),
                 header_timeout,
                 max_connections,
                 max_requests_per_principal,

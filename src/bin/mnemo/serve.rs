@@ -26,8 +26,8 @@ pub(crate) struct Listen {
     /// The verifier key the followed replica's heads must be signed by.
     pub(crate) follow_key: Option<String>,
     /// `--data`: the data directory, the most stores open at once, the idle close in seconds,
-    /// and the most memories the memory-stores API creates in a store.
-    pub(crate) data: Option<(PathBuf, usize, f64, usize)>,
+    /// the most memories the memory-stores API creates in a store, and the most versions.
+    pub(crate) data: Option<(PathBuf, usize, f64, usize, u64)>,
     /// The deadline for a request's headers, in seconds.
     pub(crate) header_timeout: f64,
     /// The cap on open connections.
@@ -84,11 +84,12 @@ pub(crate) fn run_serve(session: Session, agent: String, listen: Listen) -> CliR
         follow: None,
     };
     options.check()?;
-    if let Some((dir, max_open_stores, idle_close, max_memories)) = listen.data {
+    if let Some((dir, max_open_stores, idle_close, max_memories, max_versions)) = listen.data {
         let data = DataServer {
             max_open_stores,
             idle_close,
             max_memories,
+            max_versions,
             replicate: listen.replicate,
         };
         return run_data_server(&dir, session, agent, options, data);
@@ -150,6 +151,8 @@ pub(crate) struct DataServer {
     pub(crate) idle_close: f64,
     /// The memory-stores API creates at most this many memories in a store.
     pub(crate) max_memories: usize,
+    /// The memory-stores API refuses creates and updates in a store holding this many versions.
+    pub(crate) max_versions: u64,
     /// `--replicate URL` and its interval: each store shipped to `URL/NAME` while it is open.
     pub(crate) replicate: Option<(String, f64)>,
 }
@@ -166,6 +169,7 @@ pub(crate) fn run_data_server(
         max_open_stores,
         idle_close,
         max_memories,
+        max_versions,
         replicate,
     } = data;
     crate::replication::check_serve(dir, replicate.as_ref().map(|(u, i)| (u.as_str(), *i)), None)?;
@@ -225,6 +229,7 @@ pub(crate) fn run_data_server(
             max_open_stores,
             store_idle_close,
             max_memories,
+            max_versions,
         },
     )?;
     if stopped.store_failures > 0 {

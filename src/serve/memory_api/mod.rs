@@ -1082,6 +1082,7 @@ async fn create_memory(
         let who = who(&stores, &served, &id, &headers, &attribution)?;
         writable(&stores, &id)?;
         let root = MemPath::absolute(served.shared().root()).map_err(ApiError::Api)?;
+        versions_left(&stores, &served)?;
         let cap = stores.max_memories();
         let held = served
             .shared()
@@ -1216,6 +1217,7 @@ async fn update_memory(
         writable(&stores, &id)?;
         let root = MemPath::absolute(served.shared().root()).map_err(ApiError::Api)?;
         let new_path = asked.path.as_deref().map(|p| tool_path(&root, p));
+        versions_left(&stores, &served)?;
         let writing = Writing {
             served: &served,
             agent: who.agent.clone(),
@@ -1234,6 +1236,23 @@ async fn update_memory(
             .ok_or_else(|| no_memory(&memory))
     })
     .await
+}
+
+/// Refuses a write that would add a version to a store holding `--max-versions` of them (the
+/// hosted cap): creates and updates, never deletes, so a full store can still forget.
+fn versions_left(stores: &Stores, served: &crate::serve::stores::Served) -> Result<(), ApiError> {
+    let cap = stores.max_versions();
+    let held = served
+        .shared()
+        .client()
+        .read_local(crate::memory_store::version_index::count)
+        .map_err(store_failed)?;
+    match held {
+        Some(held) if held >= cap => Err(ApiError::InvalidRequest(format!(
+            "the memory store holds {held} memory versions, the most this server keeps in one (--max-versions {cap}); delete memories you no longer need (a delete is never refused), or start the server with a larger --max-versions"
+        ))),
+        _ => Ok(()),
+    }
 }
 
 #[derive(Deserialize)]

@@ -17,6 +17,7 @@ use super::{
 use crate::event::{Body, Event, Seq};
 use crate::memory_store::ids;
 use crate::memory_store::objects::MemoryVersion;
+use crate::memory_store::version_index::{Journal, Window};
 use crate::memory_store::versions::{Operation, Version, contents_at, versions};
 use crate::paths::MemPath;
 use crate::redact::Selection;
@@ -70,7 +71,8 @@ fn root_of(served: &Served) -> Result<MemPath, ApiError> {
     MemPath::absolute(served.shared().root()).map_err(ApiError::Api)
 }
 
-/// Fills in the content of each version that has some (and was not redacted), from one replay.
+/// Fills in the content of each version that has some (and was not redacted): an API write's
+/// from its event, the rest from one replay.
 fn with_contents(
     served: &Served,
     name: &str,
@@ -82,7 +84,10 @@ fn with_contents(
         .filter(|v| v.content.is_some() && v.redacted.is_none())
         .map(|v| (v.seq, v.path.clone()))
         .collect();
-    let mut contents = replaying(served, |store| contents_at(store, &wanted))?;
+    let mut contents = replaying(served, |store| match Journal::of(store)? {
+        Some(journal) => journal.contents(&wanted),
+        None => contents_at(store, &wanted),
+    })?;
     Ok(found
         .iter()
         .map(|v| {
@@ -144,24 +149,37 @@ pub(super) async fn list(
             .read_local(|store| crate::tool::Tree::policy(&store.current_index()?))
             .map_err(store_failed)?;
         let reader = who.reader();
-        let mut found = replaying(&served, |store| {
-            versions(store, &root, end, |v| {
-                !none
-                    && reader.is_none_or(|agent| {
-                        policy.allows(agent, &v.path, crate::policy::Access::Read)
-                    })
-                    && memory.is_none_or(|m| v.memory == m)
-                    && op.is_none_or(|op| v.operation == op)
-                    && from.is_none_or(|from| v.time_ms >= from)
-                    && to.is_none_or(|to| v.time_ms <= to)
-                    && api_key.as_ref().is_none_or(|k| v.by_api && v.agent == *k)
-                    && session.as_ref().is_none_or(|s| !v.by_api && v.agent == *s)
-                    && after.is_none_or(|cursor| (v.seq, v.memory) < cursor)
-            })
+        let keep = |v: &Version| {
+            !none
+                && reader
+                    .is_none_or(|agent| policy.allows(agent, &v.path, crate::policy::Access::Read))
+                && op.is_none_or(|op| v.operation == op)
+                && from.is_none_or(|from| v.time_ms >= from)
+                && to.is_none_or(|to| v.time_ms <= to)
+                && api_key.as_ref().is_none_or(|k| v.by_api && v.agent == *k)
+                && session.as_ref().is_none_or(|s| !v.by_api && v.agent == *s)
+        };
+        let window = Window {
+            before: after,
+            memory,
+            limit,
+        };
+        let (found, more) = replaying(&served, |store| match Journal::of(store)? {
+            Some(journal) => journal.page(&root, window, keep),
+            // An index of a layout before the journal (a store no build of this one opened for
+            // writing): read off a replay.
+            None => {
+                let mut found = versions(store, &root, end, |v| {
+                    keep(v)
+                        && memory.is_none_or(|m| v.memory == m)
+                        && after.is_none_or(|cursor| (v.seq, v.memory) < cursor)
+                })?;
+                found.sort_by_key(|v| std::cmp::Reverse((v.seq, v.memory)));
+                let more = found.len() > limit;
+                found.truncate(limit);
+                Ok((found, more))
+            }
         })?;
-        found.sort_by_key(|v| std::cmp::Reverse((v.seq, v.memory)));
-        let more = found.len() > limit;
-        found.truncate(limit);
         let next_page = more
             .then(|| {
                 found
@@ -196,8 +214,11 @@ fn find(served: &Served, version: &str) -> Result<(MemPath, Version), ApiError> 
     let (seq, memory) = ids::version_seqs(version).ok_or_else(|| no_version(version))?;
     let root = root_of(served)?;
     let found = replaying(served, |store| {
-        let mut found = versions(store, &root, seq, |v| v.seq == seq && v.memory == memory)?;
-        if let Some(found) = found.pop() {
+        let found = match Journal::of(store)? {
+            Some(journal) => journal.version(seq, memory)?,
+            None => versions(store, &root, seq, |v| v.seq == seq && v.memory == memory)?.pop(),
+        };
+        if let Some(found) = found {
             return Ok(Ok(found));
         }
         if let Some(bytes) = store.get(seq)? {
