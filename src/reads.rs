@@ -46,8 +46,24 @@ impl MnemoClient {
         if let Some(remote) = self.remote() {
             return Ok(remote.tree_at(dir, at)?);
         }
-        self.settle_index()?;
-        crate::history::records_at(&*self.local_store()?, dir, at)
+        self.past_or_now(at, |store| crate::history::records_at(store, dir, at))
+    }
+
+    /// Runs `read` for the tree after event `at`: now (`None`) under the writer lock, so no
+    /// call is half-applied; a past one on the log as written once the calls answered so far
+    /// are stored, holding no lock (its replay needs none, and never holds off writes).
+    fn past_or_now<T>(
+        &self,
+        at: Option<Seq>,
+        read: impl FnOnce(&crate::log::Store) -> Result<T>,
+    ) -> Result<T> {
+        match at {
+            None => self.read_local(read),
+            Some(_) => {
+                self.settle_index()?;
+                read(&*self.local_store()?)
+            }
+        }
     }
 
     /// The files under `dir` as [`tree_at`](Self::tree_at) finds them, without their content,
@@ -68,8 +84,9 @@ impl MnemoClient {
         if let Some(remote) = self.remote() {
             return Ok(remote.content_at(file, at)?);
         }
-        self.settle_index()?;
-        Ok(crate::history::record_at(&*self.local_store()?, file, at)?.map(|r| r.content))
+        Ok(self
+            .past_or_now(at, |store| crate::history::record_at(store, file, at))?
+            .map(|r| r.content))
     }
 
     /// The logged events `query` selects, as `mnemo log --json` prints them (one JSON object

@@ -67,8 +67,9 @@ const LAYERS: &[&[&str]] = &[
     // The reads a client offers beyond its files (log, history, show, diff, the past).
     &["reads"],
     &["transfer"],
-    // Stores as the memory-stores API sees them: memories read from the index, versions off a
-    // replay, a store moved whole as the API's JSON through a client.
+    // Stores as the memory-stores API sees them: memories read from the index, versions off its
+    // journal, a store moved whole as the API's JSON, and what the API's routes ask of a store
+    // as typed methods of a client.
     &["memory_store"],
     // Replicas in object storage: segments shipped, a store restored and verified from them.
     &["replica"],
@@ -337,5 +338,37 @@ fn the_binary_uses_the_public_api_only() {
         hidden,
         ["pub mod testing {"],
         "lib.rs hides public items other than `testing`: make them pub(crate), or public and listed"
+    );
+}
+
+/// The server reaches a store through a client only: no file under `src/serve/` names the store
+/// type or the client's ways around its typed methods (`read_local`, `local_store`), outside
+/// comments. What a route needs of a store is a method of `MnemoClient` (for the memory-stores
+/// API, in `src/memory_store/access.rs`), so the fleet's routing lands on one way in.
+#[test]
+fn the_server_reaches_stores_through_the_client_only() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = 0;
+    let mut found = Vec::new();
+    for (file, text) in sources(&src) {
+        if !file.starts_with("serve/") {
+            continue;
+        }
+        files += 1;
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            let words = code.split(|c: char| !(c.is_alphanumeric() || c == '_'));
+            for word in words {
+                if matches!(word, "Store" | "read_local" | "local_store") {
+                    found.push(format!("src/{file}:{}: {}", n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(files > 10, "the server's files: {files}");
+    assert!(
+        found.is_empty(),
+        "the server reaches a store around the client:\n{}",
+        found.join("\n")
     );
 }

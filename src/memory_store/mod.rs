@@ -6,6 +6,8 @@
 //! A memory at `/a/b.md` is the memory tool's `/memories/a/b.md` in the same store; its id
 //! follows the file through renames and edits ([`ids`]).
 
+#[cfg(feature = "serve")]
+pub(crate) mod access;
 pub mod ids;
 pub(crate) mod listing;
 pub mod objects;

@@ -759,6 +759,14 @@ pub fn ship(store: &Store, replica: &Replica, sealed: &mut dyn FnMut(Seq, Seq)) 
 /// [`ship`] up to event `end` (what the store had made durable when the shipment began), and
 /// writes `checkpoints/{seq}` only if `keep_checkpoint` (the `head` object is always written):
 /// a continuous shipper keeps one now and then rather than one per shipment.
+impl crate::client::MnemoClient {
+    /// Ships the events of the store this client has open, up to `end`, to `replica` (the
+    /// checkpoint of the shipment kept): a server's `/v1/replicate`.
+    pub(crate) fn ship_upto(&self, replica: &Replica, end: Seq) -> Result<Shipped> {
+        ship_upto(&*self.local_store()?, replica, end, true, &mut |_, _| {})
+    }
+}
+
 pub(crate) fn ship_upto(
     store: &Store,
     replica: &Replica,

@@ -48,7 +48,7 @@ use super::{Shared, refuse};
 use crate::client::MnemoClient;
 use crate::credential::OPERATOR;
 use crate::event::Seq;
-use crate::history::{LogQuery, absolute_path, record_at, records_at};
+use crate::history::{LogQuery, absolute_path};
 use crate::log::Head;
 use crate::paths::MemPath;
 use crate::policy::{Access, AdminCommand};
@@ -136,14 +136,14 @@ enum Failure {
     /// with its own status and a reason to say as it is.
     Client(StatusCode, String),
     /// The store failed (500).
-    Store(String),
+    Storage(String),
 }
 
 impl IntoResponse for Failure {
     fn into_response(self) -> Response {
         match self {
             Failure::Client(status, why) => error(status, &why),
-            Failure::Store(why) => error(StatusCode::INTERNAL_SERVER_ERROR, &store_failed(&why)),
+            Failure::Storage(why) => error(StatusCode::INTERNAL_SERVER_ERROR, &store_failed(&why)),
         }
     }
 }
@@ -165,7 +165,7 @@ impl From<crate::Error> for Failure {
             e @ crate::Error::ChainBroken { .. } => {
                 Failure::Client(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
             }
-            other => Failure::Store(other.to_string()),
+            other => Failure::Storage(other.to_string()),
         }
     }
 }
@@ -272,7 +272,7 @@ async fn memory(
     // are not UTF-8 too) is recorded as a rejected call and answered with an error result.
     let answered = blocking(move || {
         let result = tool.handle_bytes(&bytes);
-        serde_json::to_vec(&result).map_err(|e| Failure::Store(e.to_string()))
+        serde_json::to_vec(&result).map_err(|e| Failure::Storage(e.to_string()))
     })
     .await;
     match answered {
@@ -390,7 +390,7 @@ fn verify_progress(shared: Arc<Shared>, expect: Option<Head>) -> Response {
             // As the plain route's 4xx or 5xx body says it.
             Err(e) => json!({ "error": match Failure::from(e) {
                 Failure::Client(_, why) => why,
-                Failure::Store(why) => store_failed(&why),
+                Failure::Storage(why) => store_failed(&why),
             }}),
         };
         // The writer is let go by now: the report waits for room.
@@ -479,27 +479,10 @@ async fn ls(
     let at = params.at.map(Seq);
     let client = shared.client().clone();
     let shown = dir.to_string();
-    let records =
-        blocking(move || Ok(tree_read(&client, at, |store| records_at(store, &dir, at))?)).await?;
+    let records = blocking(move || Ok(client.tree_at(&dir, at)?)).await?;
     Ok(typed_body(&crate::reads::listing_of(
         shown, params.at, &records,
     )))
-}
-
-/// Reads the tree: the current one under the writer lock (so no call is half-applied), a past
-/// one by replaying the log, which needs no lock once the pending events are written.
-fn tree_read<T>(
-    client: &MnemoClient,
-    at: Option<Seq>,
-    read: impl FnOnce(&crate::log::Store) -> crate::Result<T>,
-) -> crate::Result<T> {
-    match at {
-        None => client.read_local(read),
-        Some(_) => {
-            client.settle_index()?;
-            read(&*client.local_store()?)
-        }
-    }
 }
 
 async fn cat(
@@ -518,17 +501,9 @@ async fn cat(
     let at = params.at.map(Seq);
     let client = shared.client().clone();
     let wanted = file.clone();
-    let record = blocking(move || {
-        Ok(tree_read(&client, at, |store| {
-            record_at(store, &wanted, at)
-        })?)
-    })
-    .await?;
-    match record {
-        Some(r) => Ok(json_body(
-            r.content.into_bytes(),
-            "text/plain; charset=utf-8",
-        )),
+    let content = blocking(move || Ok(client.content_at(&wanted, at)?)).await?;
+    match content {
+        Some(content) => Ok(json_body(content.into_bytes(), "text/plain; charset=utf-8")),
         None => Err(Failure::Client(
             StatusCode::NOT_FOUND,
             format!(
@@ -762,11 +737,8 @@ async fn tokens_list(
 ) -> Result<Response, Failure> {
     operator(&caller)?;
     let client = shared.client().clone();
-    let listed = blocking(move || {
-        Ok(client.read_local(|store| token::listed(store, store.index().tokens()?))?)
-    })
-    .await?;
-    Ok(lines(listed.iter().map(token::Listed::to_protocol)))
+    let listed = blocking(move || Ok(client.tokens()?)).await?;
+    Ok(lines(listed))
 }
 
 /// `POST /v1/tokens`'s body.
@@ -960,8 +932,7 @@ fn ship_once(
     let replica = crate::replica::Replica::open(url, true)?;
     // Up to what the writer made durable, as the server's own shipper ships.
     let end = client.head()?.seq;
-    let store = client.local_store()?;
-    let shipped = crate::replica::ship_upto(&store, &replica, end, true, &mut |_, _| {})?;
+    let shipped = client.ship_upto(&replica, end)?;
     Ok(json!({
         "result": shipped.summary(url),
         "from": shipped.from.0,

@@ -599,3 +599,55 @@ fn no_version_shows_a_placeholder_and_a_shared_current_version_is_refused() {
     assert!(status.success(), "{stderr}");
     assert!(holding(&data.path().join(&name), b"ZQXSECRETA").is_empty());
 }
+
+/// A retry (same `Idempotency-Key`) of a create whose event a redaction erased cannot be
+/// compared with what it asked: it is refused with 409 saying so, and changes nothing.
+#[test]
+fn a_retried_create_whose_event_was_redacted_is_refused_saying_why() {
+    let data = tempfile::TempDir::new().expect("tempdir");
+    let server = Server::start_data(data.path(), &[]);
+    let (status, made) = server.api("POST", "/v1/memory_stores", &json!({"name": "notes"}));
+    assert_eq!(status, 200, "{made}");
+    let store = made["id"].as_str().expect("id").to_string();
+    let memories = format!("/v1/memory_stores/{store}/memories");
+    let bearer = server.bearer();
+    let create = json!({"path": "/a.md", "content": "ZQXKEYEDSECRETQZX\n"}).to_string();
+    let created = |server: &Server| {
+        request(
+            server.addr(),
+            "POST",
+            &memories,
+            &[("Authorization", &bearer), ("Idempotency-Key", "create-1")],
+            create.as_bytes(),
+        )
+    };
+    let first = created(&server);
+    assert_eq!(first.status, 200, "{}", first.text());
+    let memory: Value = serde_json::from_slice(&first.body).expect("json");
+    let id = memory["id"].as_str().expect("id");
+    let (status, updated) = server.api(
+        "POST",
+        &format!("{memories}/{id}"),
+        &json!({"content": "clean\n"}),
+    );
+    assert_eq!(status, 200, "{updated}");
+    let listed = versions_of(&server, &store, id);
+    let oldest = listed.last().expect("the create's version")["id"]
+        .as_str()
+        .expect("version id")
+        .to_string();
+    let (status, redacted) = server.api(
+        "POST",
+        &format!("/v1/memory_stores/{store}/memory_versions/{oldest}/redact"),
+        &Value::Null,
+    );
+    assert_eq!(status, 200, "{redacted}");
+    let retried = created(&server);
+    assert_eq!(retried.status, 409, "{}", retried.text());
+    assert!(
+        retried.text().contains("a redaction erased"),
+        "{}",
+        retried.text()
+    );
+    assert_eq!(versions_of(&server, &store, id).len(), 2, "nothing changed");
+}

@@ -97,10 +97,7 @@ pub(super) fn listed(store_dir: &Path, name: &str) -> Label {
 
 /// The label the store `served` holds in its chain, if one was recorded.
 pub(super) fn chained(served: &Served) -> crate::Result<Option<Label>> {
-    let text = served
-        .shared()
-        .client()
-        .read_local(|store| crate::tool::Tree::setting(&store.current_index()?, LABEL_SETTING))?;
+    let text = served.shared().client().setting(LABEL_SETTING)?;
     text.map(|text| {
         serde_json::from_str(&text).map_err(|e| {
             crate::Error::corrupt(format!("the store's chained label is not one ({e})"))

@@ -45,7 +45,7 @@ use super::auth::Refusal;
 use super::auth::named_agent;
 use super::stores::{Stores, Unavailable};
 use super::tenancy::{Attribution, Class};
-use crate::event::{Event, Seq};
+use crate::event::Seq;
 use crate::memory_store::ids;
 use crate::memory_store::objects::Memory;
 use crate::memory_store::reading::{self, Listing};
@@ -654,7 +654,7 @@ async fn list_memories(
         let store_id = ids::store_id(&name);
         let (data, next) = shared
             .client()
-            .read_local(|store| reading::memories(store, &root, &store_id, &asked))
+            .memory_page(&root, &store_id, &asked)
             .map_err(store_failed)?;
         let page = Page {
             data,
@@ -903,44 +903,7 @@ impl Writing<'_> {
             .served
             .shared()
             .client()
-            .read_local(|store| {
-                let index = store.current_index()?;
-                let readable = |entry: &crate::projection::FileEntry| -> crate::Result<bool> {
-                    Ok(match reader {
-                        None => true,
-                        Some(agent) => crate::tool::Tree::policy(&index)?.allows(
-                            agent,
-                            &entry.path,
-                            crate::policy::Access::Read,
-                        ),
-                    })
-                };
-                // At the path, or under it (a directory of memories): one that was there when
-                // the write was refused, if one still is.
-                let mut under = Vec::new();
-                for entry in index.file_entries_under(&target)? {
-                    if readable(&entry)? {
-                        under.push(entry);
-                    }
-                }
-                if let Some(i) = under.iter().position(|e| e.touched < decided) {
-                    return Ok(Some(under.swap_remove(i)));
-                }
-                if let Some(entry) = under.into_iter().next() {
-                    return Ok(Some(entry));
-                }
-                // Above it: the one file a path through it meets.
-                let depth = target.segments().count();
-                for above in (root.segments().count() + 1..depth).map(|d| target.ancestor(d)) {
-                    let entries = index.file_entries_under(&above)?;
-                    if let [entry] = entries.as_slice() {
-                        if entry.path == above {
-                            return Ok(readable(entry)?.then(|| entry.clone()));
-                        }
-                    }
-                }
-                Ok(None)
-            })
+            .memory_in_the_way(root, &target, reader, decided)
             .map_err(store_failed)?;
         Ok(match found {
             Some(entry) => {
@@ -965,19 +928,15 @@ impl Writing<'_> {
             .served
             .shared()
             .client()
-            .read_local(|store| {
-                let Some(recorded) = store.current_index()?.recorded(&self.agent, key)? else {
-                    return Ok(None);
-                };
-                let Some(bytes) = store.get(recorded.seq)? else {
-                    return Ok(None);
-                };
-                Ok(Some(Event::decode(&bytes)?.body))
-            })
+            .earlier_call(&self.agent, key)
             .map_err(store_failed)?;
         match earlier {
             None => Ok(None),
             Some(Body::Api(original)) if same_request(&original, asked) => Ok(Some(original)),
+            // Its request cannot be compared with this one: the redaction erased it.
+            Some(Body::Erased(_)) => Err(ApiError::Conflict(format!(
+                "the Idempotency-Key {key:?} names a request of this agent whose event a redaction erased: its write was made (list the memories or their versions to find what it did); send a new request with a fresh key"
+            ))),
             Some(_) => Err(ApiError::Conflict(format!(
                 "the Idempotency-Key {key:?} was used by this agent for another request; send this one with a fresh key"
             ))),
@@ -1043,7 +1002,7 @@ fn memory_by_seq(
     let store_id = ids::store_id(name);
     shared
         .client()
-        .read_local(|store| reading::memory(store, &root, &store_id, created, full, reader))
+        .memory_object(&root, &store_id, created, full, reader)
         .map_err(store_failed)
 }
 
@@ -1087,7 +1046,8 @@ async fn create_memory(
         let held = served
             .shared()
             .client()
-            .read_local(|store| Ok(store.current_index()?.file_entries_under(&root)?.len()))
+            .file_entries(&root)
+            .map(|entries| entries.len())
             .map_err(store_failed)?;
         if held >= cap {
             return Err(ApiError::InvalidRequest(format!(
@@ -1165,7 +1125,7 @@ fn locate(
     served
         .shared()
         .client()
-        .read_local(|store| reading::locate(store, &root, created, reader))
+        .locate_memory(&root, created, reader)
         .map(|entry| entry.map(|e| e.path.to_string()))
         .map_err(store_failed)
 }
@@ -1239,17 +1199,18 @@ async fn update_memory(
 }
 
 /// Refuses a write that would add a version to a store holding `--max-versions` of them (the
-/// hosted cap): creates and updates, never deletes, so a full store can still forget.
+/// hosted cap), counted as [`crate::memory_store::version_index::count`] counts them: creates
+/// and updates, never deletes, so a full store can still forget.
 fn versions_left(stores: &Stores, served: &crate::serve::stores::Served) -> Result<(), ApiError> {
     let cap = stores.max_versions();
     let held = served
         .shared()
         .client()
-        .read_local(crate::memory_store::version_index::count)
+        .version_count()
         .map_err(store_failed)?;
     match held {
         Some(held) if held >= cap => Err(ApiError::InvalidRequest(format!(
-            "the memory store holds {held} memory versions, the most this server keeps in one (--max-versions {cap}); delete memories you no longer need (a delete is never refused), or start the server with a larger --max-versions"
+            "the memory store holds {held} memory versions, the most this server keeps in one (--max-versions {cap}); every change adds a version and none is ever removed (a delete, which is still accepted, adds one too), so start the server with a larger --max-versions to write to this store again"
         ))),
         _ => Ok(()),
     }

@@ -14,11 +14,12 @@ use super::wire::{self, ApiError, ApiQuery, Page, ok};
 use super::{
     credentials, full_view, limit, open, operator_only, run, store_failed, time_filter, who,
 };
-use crate::event::{Body, Event, Seq};
+use crate::event::Seq;
+use crate::memory_store::access::Found;
 use crate::memory_store::ids;
 use crate::memory_store::objects::MemoryVersion;
-use crate::memory_store::version_index::{Journal, Window};
-use crate::memory_store::versions::{Operation, Version, contents_at, versions};
+use crate::memory_store::version_index::Window;
+use crate::memory_store::versions::{Operation, Version};
 use crate::paths::MemPath;
 use crate::redact::Selection;
 use crate::serve::stores::{Served, Stores};
@@ -53,19 +54,6 @@ pub(super) struct VersionQuery {
     view: Option<String>,
 }
 
-/// Runs `read` on the opened store without the writer lock, once the calls answered so far are
-/// in the log: a replay of the log reads only events already written, so a listing that replays
-/// a long log never holds off the store's writes.
-fn replaying<T>(
-    served: &Served,
-    read: impl FnOnce(&crate::log::Store) -> crate::Result<T>,
-) -> Result<T, ApiError> {
-    let client = served.shared().client();
-    client.settle_index().map_err(store_failed)?;
-    let store = client.local_store().map_err(store_failed)?;
-    read(&store).map_err(store_failed)
-}
-
 /// The root of the opened store's memory tool.
 fn root_of(served: &Served) -> Result<MemPath, ApiError> {
     MemPath::absolute(served.shared().root()).map_err(ApiError::Api)
@@ -84,10 +72,11 @@ fn with_contents(
         .filter(|v| v.content.is_some() && v.redacted.is_none())
         .map(|v| (v.seq, v.path.clone()))
         .collect();
-    let mut contents = replaying(served, |store| match Journal::of(store)? {
-        Some(journal) => journal.contents(&wanted),
-        None => contents_at(store, &wanted),
-    })?;
+    let mut contents = served
+        .shared()
+        .client()
+        .version_contents(&wanted)
+        .map_err(store_failed)?;
     Ok(found
         .iter()
         .map(|v| {
@@ -141,13 +130,8 @@ pub(super) async fn list(
         let (name, served) = open(&stores, &id)?;
         let who = who(&stores, &served, &id, &headers, &attribution)?;
         let root = root_of(&served)?;
-        let end = after.map_or(Seq(u64::MAX), |(seq, _)| seq);
         // An agent sees the versions of the paths it may read now.
-        let policy = served
-            .shared()
-            .client()
-            .read_local(|store| crate::tool::Tree::policy(&store.current_index()?))
-            .map_err(store_failed)?;
+        let policy = served.shared().client().policy().map_err(store_failed)?;
         let reader = who.reader();
         let keep = |v: &Version| {
             !none
@@ -164,22 +148,11 @@ pub(super) async fn list(
             memory,
             limit,
         };
-        let (found, more) = replaying(&served, |store| match Journal::of(store)? {
-            Some(journal) => journal.page(&root, window, keep),
-            // An index of a layout before the journal (a store no build of this one opened for
-            // writing): read off a replay.
-            None => {
-                let mut found = versions(store, &root, end, |v| {
-                    keep(v)
-                        && memory.is_none_or(|m| v.memory == m)
-                        && after.is_none_or(|cursor| (v.seq, v.memory) < cursor)
-                })?;
-                found.sort_by_key(|v| std::cmp::Reverse((v.seq, v.memory)));
-                let more = found.len() > limit;
-                found.truncate(limit);
-                Ok((found, more))
-            }
-        })?;
+        let (found, more) = served
+            .shared()
+            .client()
+            .version_page(&root, window, keep)
+            .map_err(store_failed)?;
         let next_page = more
             .then(|| {
                 found
@@ -213,23 +186,20 @@ fn no_version(id: &str) -> ApiError {
 fn find(served: &Served, version: &str) -> Result<(MemPath, Version), ApiError> {
     let (seq, memory) = ids::version_seqs(version).ok_or_else(|| no_version(version))?;
     let root = root_of(served)?;
-    let found = replaying(served, |store| {
-        let found = match Journal::of(store)? {
-            Some(journal) => journal.version(seq, memory)?,
-            None => versions(store, &root, seq, |v| v.seq == seq && v.memory == memory)?.pop(),
-        };
-        if let Some(found) = found {
-            return Ok(Ok(found));
+    let found = match served
+        .shared()
+        .client()
+        .version_at(&root, seq, memory)
+        .map_err(store_failed)?
+    {
+        Found::Version(found) => found,
+        Found::ErasedWhole => {
+            return Err(ApiError::NotFound(format!(
+                "the memory version {version} was redacted with everything its event did (a redaction by path or text): its event {seq} is erased from the log, and with it the version"
+            )));
         }
-        if let Some(bytes) = store.get(seq)? {
-            if let Body::Erased(_) = Event::decode(&bytes)?.body {
-                return Ok(Err(ApiError::NotFound(format!(
-                    "the memory version {version} was redacted with everything its event did (a redaction by path or text): its event {seq} is erased from the log, and with it the version"
-                ))));
-            }
-        }
-        Ok(Err(no_version(version)))
-    })??;
+        Found::Missing => return Err(no_version(version)),
+    };
     Ok((root, found))
 }
 
@@ -252,11 +222,7 @@ pub(super) async fn retrieve(
         let who = who(&stores, &served, &id, &headers, &attribution)?;
         let (root, found) = find(&served, &version)?;
         if let Some(agent) = who.reader() {
-            let policy = served
-                .shared()
-                .client()
-                .read_local(|store| crate::tool::Tree::policy(&store.current_index()?))
-                .map_err(store_failed)?;
+            let policy = served.shared().client().policy().map_err(store_failed)?;
             if !policy.allows(agent, &found.path, crate::policy::Access::Read) {
                 return Err(no_version(&version));
             }
@@ -296,9 +262,7 @@ pub(super) async fn redact(
         // The current version of a live memory, even one that only moved it, is refused, as the
         // hosted API refuses it; so is a version whose event is another live memory's current
         // version too (a directory's rename moved both).
-        let live = client
-            .read_local(|store| store.current_index()?.file_entries_under(&root))
-            .map_err(store_failed)?;
+        let live = client.file_entries(&root).map_err(store_failed)?;
         if let Some(entry) = live
             .iter()
             .find(|entry| entry.touched == found.seq)
