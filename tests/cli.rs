@@ -236,18 +236,6 @@ fn readers_show_the_past_and_follow_renames() {
     assert_eq!(seqs(&limited.stdout), vec![2, 3]);
 }
 
-/// Without the `mcp` feature the subcommand still parses, and says how to get it (exit 2).
-#[cfg(not(feature = "mcp"))]
-#[test]
-fn mcp_without_the_feature_says_to_rebuild_with_it() {
-    let s = TempStore::new();
-    let out = run_mnemo(&["mcp", "--db", s.path().to_str().unwrap()], "");
-    assert_eq!(out.status.code(), Some(2));
-    assert!(out.stdout.is_empty());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("--features mcp"), "stderr: {stderr}");
-}
-
 #[test]
 fn tool_refuses_a_line_over_max_request_bytes_and_answers_the_next() {
     let s = TempStore::new();

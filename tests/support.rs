@@ -112,7 +112,7 @@ pub fn mnemo_command(args: &[&str], env: &[(&str, &str)]) -> Command {
 }
 
 /// [`mnemo_command`], but `tool` and `mcp` reach (or start) the server that holds the store,
-/// as they do by default in a build with `--features serve`.
+/// as they do by default.
 pub fn served_command(args: &[&str], env: &[(&str, &str)]) -> Command {
     let mut command = Command::new(mnemo_bin());
     command.args(args);

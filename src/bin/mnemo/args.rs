@@ -51,8 +51,8 @@ pub(crate) enum Cmd {
     },
     /// Answer memory-tool calls: one JSON object per stdin line, one tool_result line out.
     ///
-    /// Built with `--features serve`, it sends every call to the server that holds the store,
-    /// starting one in the background when none runs, so any number of processes share it.
+    /// It sends every call to the server that holds the store, starting one in the background
+    /// when none runs, so any number of processes share it.
     Tool {
         /// The agent id calls are recorded under [default: cli; with --connect, the token's].
         #[arg(long)]
@@ -64,10 +64,10 @@ pub(crate) enum Cmd {
         #[command(flatten)]
         start: Start,
     },
-    /// Serve the memory tool to an MCP client on stdin/stdout (a build with `--features mcp`).
+    /// Serve the memory tool to an MCP client on stdin/stdout.
     ///
-    /// Built with `--features serve`, it answers through the server that holds the store,
-    /// starting one in the background when none runs, so any number of MCP clients share it.
+    /// It answers through the server that holds the store, starting one in the background when
+    /// none runs, so any number of MCP clients share it.
     Mcp {
         /// The agent id calls are recorded under [default: mcp; with --connect, the token's].
         #[arg(long)]
@@ -81,8 +81,8 @@ pub(crate) enum Cmd {
     },
     /// Print the URL and the operator token of the server that holds the store, starting one
     /// in the background when none runs (as `tool` does), as one JSON line
-    /// `{"url", "token", "pid"}`: how a client in another language reaches a local store (a
-    /// build with `--features serve`). The token is the operator's: keep it from logs.
+    /// `{"url", "token", "pid"}`: how a client in another language reaches a local store. The
+    /// token is the operator's: keep it from logs.
     Link {
         #[command(flatten)]
         session: Session,
@@ -90,8 +90,7 @@ pub(crate) enum Cmd {
         start: Start,
     },
     /// Open the auditor's window: print a one-time login link to the web viewer (`/ui/`) of
-    /// the server that holds the store, starting one when none runs (a build with `--features
-    /// serve`).
+    /// the server that holds the store, starting one when none runs.
     ///
     /// The link's secret works once, within two minutes, and is exchanged for a session cookie
     /// of that server; it rides in the URL's fragment, which no request or log carries.
@@ -109,8 +108,7 @@ pub(crate) enum Cmd {
         #[arg(long = "idle-exit", value_name = "SECS", default_value_t = 900.0)]
         idle_exit: f64,
     },
-    /// Own the store and serve it over HTTP: the memory tool, MCP, and the read routes (a build
-    /// with `--features serve`).
+    /// Own the store and serve it over HTTP: the memory tool, MCP, and the read routes.
     Serve {
         /// The default agent id calls are recorded under (the operator names another with the
         /// X-Mnemo-Agent header).
@@ -132,8 +130,7 @@ pub(crate) enum Cmd {
         #[arg(long, value_name = "SECS")]
         idle_exit: Option<f64>,
         /// Ship the log to the replica at URL (s3://bucket/prefix or file:///dir) as it is
-        /// written, from a thread of the server; `GET /v1/replication` says how far it is (a
-        /// build with `--features serve,replicate`).
+        /// written, from a thread of the server; `GET /v1/replication` says how far it is.
         #[arg(long, value_name = "URL")]
         replicate: Option<String>,
         /// With --replicate: the least time between shipments, in seconds (the lag's bound
@@ -147,8 +144,7 @@ pub(crate) enum Cmd {
         replicate_interval: f64,
         /// Serve a read-only copy of the replica at URL, kept up to date from it: --db is
         /// restored from the replica if it is new, and must be a copy of it otherwise. Reads
-        /// are answered; every request that would write is refused (a build with `--features
-        /// serve,replicate`).
+        /// are answered; every request that would write is refused.
         #[arg(long, value_name = "URL", conflicts_with = "replicate")]
         follow: Option<String>,
         /// With --follow: look at the replica this often, in seconds.
@@ -214,12 +210,12 @@ pub(crate) enum Cmd {
         json: bool,
         /// Also prove the log still holds this checkpoint: SEQ:HASH, as an earlier verify
         /// printed, or a checkpoint file (a replica's head object, kept by an auditor; checked
-        /// against --key when given). A build with `--features replicate` reads files.
+        /// against --key when given).
         #[arg(long, value_name = "SEQ:HASH|FILE")]
         expect: Option<String>,
         /// Verify the replica at URL (file:///dir) instead of a store: its segments are fetched
         /// into a private store, every record checked against the chain and the whole log
-        /// replayed (a build with `--features replicate`).
+        /// replayed.
         #[arg(long, value_name = "URL", conflicts_with = "connect")]
         from: Option<String>,
         /// Accept the replica's head (--from) and the checkpoint file (--expect FILE) only if
@@ -235,8 +231,7 @@ pub(crate) enum Cmd {
     /// until stopped (Ctrl-C, any signal: the next run resumes), shipping whenever the store
     /// changes; --once ships up to the current head and exits. Reads the store as the read
     /// commands do (a private copy, whenever no process holds it), so a store a server holds is
-    /// replicated by that server: `mnemo serve --replicate URL`. A build with `--features
-    /// replicate`.
+    /// replicated by that server: `mnemo serve --replicate URL`.
     Replicate {
         #[command(flatten)]
         db: Db,
@@ -256,8 +251,7 @@ pub(crate) enum Cmd {
         )]
         interval: f64,
     },
-    /// The store owner's signing key for replica checkpoints (a build with `--features
-    /// replicate`).
+    /// The store owner's signing key for replica checkpoints.
     Key {
         #[command(subcommand)]
         command: KeyCmd,
@@ -269,8 +263,7 @@ pub(crate) enum Cmd {
         command: StoreCmd,
     },
     /// Rebuild a store from a replica: every record re-checked against the chain, the index
-    /// rebuilt, the whole store verified; nothing is left at --db if it fails. A build with
-    /// `--features replicate`.
+    /// rebuilt, the whole store verified; nothing is left at --db if it fails.
     Restore {
         /// The replica: file:///absolute/dir.
         #[arg(long, value_name = "URL")]
@@ -507,7 +500,7 @@ pub(crate) struct DataPlace {
     /// The data directory: through the server that serves it if one runs, else directly.
     #[arg(long, value_name = "DIR", required_unless_present = "connect")]
     pub(crate) data: Option<PathBuf>,
-    /// The `mnemo serve --data` server at this URL instead (a build with `--features serve`).
+    /// The `mnemo serve --data` server at this URL instead.
     #[arg(long, value_name = "URL", conflicts_with = "data", requires = "token")]
     pub(crate) connect: Option<String>,
     /// With --connect: the server's operator token (from DIR/mnemo-server.json).

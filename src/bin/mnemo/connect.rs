@@ -1,7 +1,6 @@
 //! The CLI's side of sharing a store (part of the `mnemo` binary, not of the library): finding
 //! the server that holds a store, starting one for `tool` and `mcp`, and the read commands
-//! answered through it. Needs a build with `--features serve`; without it every command opens
-//! the store itself, as before.
+//! answered through it.
 
 use clap::Args;
 
@@ -9,7 +8,7 @@ use clap::Args;
 #[derive(Args, Clone, Debug)]
 pub struct Remote {
     /// Reach the `mnemo serve` at this URL (such as http://127.0.0.1:41234) instead of the store
-    /// at --db (a build with `--features serve`).
+    /// at --db.
     #[arg(long, env = "MNEMO_URL", value_name = "URL")]
     pub connect: Option<String>,
     /// The bearer token --connect presents: an agent token, or the operator's from the server
@@ -29,7 +28,6 @@ pub struct Remote {
 
 impl Remote {
     /// No server named: the one that holds the store, if any, found by its file.
-    #[cfg_attr(not(feature = "replicate"), expect(dead_code))]
     pub fn none() -> Remote {
         Remote {
             connect: None,
@@ -50,9 +48,9 @@ pub struct Start {
         default_value_t = 30.0
     )]
     pub idle_exit: f64,
-    /// Start no server when none holds the store: open it in this process, as a build without
-    /// the server does (the store is then this process's alone until it exits). A server that
-    /// already holds the store is still used.
+    /// Start no server when none holds the store: open it in this process (the store is then
+    /// this process's alone until it exits). A server that already holds the store is still
+    /// used.
     #[arg(
         long = "no-start",
         env = "MNEMO_NO_START",
@@ -113,14 +111,11 @@ type Failure = Box<dyn std::error::Error>;
 /// The store at `db` as its owner reads it: through the server --connect names, or the live
 /// one that holds it, else as a private read-only copy (which changes none of its bytes).
 pub fn reader(db: &std::path::Path, remote: &Remote) -> mnemo::Result<mnemo::MnemoClient> {
-    #[cfg(feature = "serve")]
     if let Some(url) = &remote.connect {
         let client = served::remote_client(url, remote)
             .map_err(|e| mnemo::Error::InvalidArgument(e.to_string()))?;
         return mnemo::MnemoClient::served_by(client, db, mnemo::OPERATOR);
     }
-    #[cfg(not(feature = "serve"))]
-    refuse_connect(remote).map_err(|e| mnemo::Error::InvalidArgument(e.to_string()))?;
     mnemo::MnemoClient::builder(db)
         .agent_id(mnemo::OPERATOR)
         .read_only()
@@ -145,14 +140,11 @@ pub fn administrator(
     remote: &Remote,
     operator: &str,
 ) -> mnemo::Result<mnemo::MnemoClient> {
-    #[cfg(feature = "serve")]
     if let Some(url) = &remote.connect {
         let client = served::remote_client(url, remote)
             .map_err(|e| mnemo::Error::InvalidArgument(e.to_string()))?;
         return mnemo::MnemoClient::served_by(client, db, operator);
     }
-    #[cfg(not(feature = "serve"))]
-    refuse_connect(remote).map_err(|e| mnemo::Error::InvalidArgument(e.to_string()))?;
     mnemo::MnemoClient::builder(db)
         .agent_id(operator)
         .existing()
@@ -170,7 +162,6 @@ pub fn served_administrator(
     if remote.connect.is_some() {
         return administrator(db, remote, operator).map(Some);
     }
-    #[cfg(feature = "serve")]
     if let Some(file) = mnemo::link::find_server(db)? {
         let client = mnemo::RemoteClient::new(file.url, file.token);
         return mnemo::MnemoClient::served_by(client, db, operator).map(Some);
@@ -205,19 +196,14 @@ fn again_if_gone<T>(
     }
 }
 
-/// What `mnemo replicate --once` asks the server that holds a store to do (sent only in a
-/// build with the server).
-#[cfg(feature = "replicate")]
-#[cfg_attr(not(feature = "serve"), expect(dead_code))]
+/// What `mnemo replicate --once` asks the server that holds a store to do.
 pub enum Change {
     /// The body of `POST /v1/replicate`, printed as its `result`.
     Replicate(serde_json::Value),
 }
 
-#[cfg(feature = "serve")]
 pub use served::*;
 
-#[cfg(feature = "serve")]
 mod served {
     use std::ffi::OsString;
     use std::io::Write;
@@ -248,8 +234,7 @@ mod served {
 
     /// The server connection of a `tool` or `mcp` session: to --connect's server, or to the
     /// server of --db, started now (and again when it goes away) when none runs. `None` under
-    /// `--no-start`, or when no server could be started: that session opens the store itself,
-    /// as a build without the server does.
+    /// `--no-start`, or when no server could be started: that session opens the store itself.
     pub fn session_link(
         session: &Session,
         remote: &Remote,
@@ -403,14 +388,7 @@ mod served {
     }
 }
 
-/// `mnemo link` in a build without the server: there is no server to reach.
-#[cfg(not(feature = "serve"))]
-pub fn run_link(_session: &crate::args::Session, _start: &Start) -> crate::CliResult {
-    Err("`mnemo link` needs a build with `--features serve` (it reaches `mnemo serve`)".into())
-}
-
 /// `mnemo replicate --once` on a store a server holds: the server ships it.
-#[cfg(all(feature = "serve", feature = "replicate"))]
 mod shipping {
     use std::io::Write;
     use std::path::Path;
@@ -519,28 +497,4 @@ mod shipping {
     }
 }
 
-#[cfg(all(feature = "serve", feature = "replicate"))]
 pub use shipping::change;
-
-/// Without the server feature `mnemo replicate --once` ships from the store itself.
-#[cfg(all(feature = "replicate", not(feature = "serve")))]
-pub fn change(
-    _db: &std::path::Path,
-    remote: &Remote,
-    _operator: &str,
-    _change: &Change,
-    local: impl FnOnce() -> crate::CliResult,
-) -> crate::CliResult {
-    refuse_connect(remote)?;
-    local()
-}
-
-/// Without the server feature: `--connect` says how to get it; every command opens the store
-/// (and `--idle-exit` of `tool` and `mcp`, which starts no server, has nothing to do).
-#[cfg(not(feature = "serve"))]
-pub fn refuse_connect(remote: &Remote) -> Result<(), Failure> {
-    if remote.connect.is_some() {
-        return Err("--connect needs a mnemo built with `--features serve` (from a clone of the repository: `cargo install --path . --features serve`)".into());
-    }
-    Ok(())
-}

@@ -88,7 +88,6 @@ fn parse_cli() -> Cli {
 
 /// The binary with the server allocates with jemalloc (see Cargo.toml): the library leaves the
 /// allocator to whoever embeds it.
-#[cfg(feature = "serve")]
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
@@ -103,7 +102,6 @@ fn main() -> ExitCode {
     ) {
         rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
     }
-    #[cfg(feature = "client")]
     if let Err(why) = mnemo::RemoteClient::answer_wait() {
         eprintln!("error: {why}");
         return ExitCode::from(2);

@@ -1,13 +1,8 @@
 //! The replica commands of the CLI (part of the binary): `mnemo replicate`, `mnemo restore` and
-//! `mnemo verify --from`, over `mnemo::replication` (feature `replicate`); without the
-//! feature each says how to get it.
+//! `mnemo verify --from`, over `mnemo::replication`.
 
-#[cfg(feature = "replicate")]
 pub use with::*;
-#[cfg(not(feature = "replicate"))]
-pub use without::*;
 
-#[cfg(feature = "replicate")]
 mod with {
     use std::io::Write;
     use std::path::Path;
@@ -138,7 +133,6 @@ mod with {
 
     /// Checks `mnemo serve`'s replica flags before the store is opened (or created): the
     /// intervals, and that a replica to ship to opens and lies apart from the store at `db`.
-    #[cfg(feature = "serve")]
     pub fn check_serve(
         db: &Path,
         replicate: Option<(&str, f64)>,
@@ -176,12 +170,10 @@ mod with {
     }
 
     /// A replication beside a server (`mnemo serve --replicate URL`).
-    #[cfg(feature = "serve")]
     pub struct Running(mnemo::Replication);
 
     /// Starts shipping the store `client` holds to `url`, every `interval` seconds at most,
     /// telling stderr about each shipment.
-    #[cfg(feature = "serve")]
     pub fn start(
         client: &mnemo::MnemoClient,
         url: &str,
@@ -208,7 +200,6 @@ mod with {
     }
 
     /// A follower beside a server (`mnemo serve --follow URL`).
-    #[cfg(feature = "serve")]
     pub struct Follower(mnemo::Following);
 
     /// The replica at `url`, trusting the verifier key `key` (given, or else the one the store
@@ -238,7 +229,6 @@ mod with {
 
     /// Restores the store at `db` from the replica at `url` if it is new (missing or empty);
     /// records the key it trusts (`--key`, which a store that records another refuses).
-    #[cfg(feature = "serve")]
     pub fn prepare_follower(
         db: &Path,
         url: &str,
@@ -262,7 +252,6 @@ mod with {
     }
 
     /// Starts following `url` into the store `client` holds, every `interval` seconds.
-    #[cfg(feature = "serve")]
     pub fn follow(
         client: &mnemo::MnemoClient,
         url: &str,
@@ -281,7 +270,6 @@ mod with {
         )?))
     }
 
-    #[cfg(feature = "serve")]
     impl Follower {
         /// What `GET /v1/replication` answers on a follower.
         pub fn view(&self) -> mnemo::ReplicationView {
@@ -295,7 +283,6 @@ mod with {
         }
     }
 
-    #[cfg(feature = "serve")]
     impl Running {
         /// What `GET /v1/replication` answers.
         pub fn view(&self) -> mnemo::ReplicationView {
@@ -427,132 +414,5 @@ mod with {
         let mut sent = report.to_protocol(label);
         sent.notes.extend(notes);
         print_verify(label, as_json, &sent)
-    }
-}
-
-/// Without the feature: each replica command says how to get it.
-#[cfg(not(feature = "replicate"))]
-mod without {
-    use std::path::Path;
-
-    use crate::CliResult;
-
-    fn missing() -> CliResult {
-        Err("replicas need a mnemo built with `--features replicate` (from a clone of the repository: `cargo install --path . --features replicate`)".into())
-    }
-
-    /// `mnemo replicate` in a build without replicas.
-    pub fn replicate(_db: &Path, _url: &str, _interval: Option<f64>) -> CliResult {
-        missing()
-    }
-
-    /// A replication beside a server: none in a build without replicas.
-    #[cfg(feature = "serve")]
-    pub enum Running {}
-
-    /// `mnemo serve --replicate` in a build without replicas.
-    #[cfg(feature = "serve")]
-    pub fn start(
-        _client: &mnemo::MnemoClient,
-        _url: &str,
-        _interval: f64,
-    ) -> Result<Running, Box<dyn std::error::Error>> {
-        Err("mnemo serve --replicate needs a mnemo built with `--features serve,replicate` (from a clone of the repository: `cargo install --path . --features serve,replicate`)".into())
-    }
-
-    /// A follower beside a server: none in a build without replicas.
-    #[cfg(feature = "serve")]
-    pub enum Follower {}
-
-    /// `mnemo serve --replicate` or `--follow` in a build without replicas.
-    #[cfg(feature = "serve")]
-    pub fn check_serve(
-        _db: &Path,
-        replicate: Option<(&str, f64)>,
-        follow: Option<(&str, f64)>,
-    ) -> Result<(), Box<dyn std::error::Error>> {
-        match (replicate, follow) {
-            (None, None) => Ok(()),
-            _ => Err(NO_FOLLOW.into()),
-        }
-    }
-
-    #[cfg(feature = "serve")]
-    const NO_FOLLOW: &str = "mnemo serve --replicate and --follow need a mnemo built with `--features serve,replicate` (from a clone of the repository: `cargo install --path . --features serve,replicate`)";
-
-    /// `mnemo serve --follow` in a build without replicas.
-    #[cfg(feature = "serve")]
-    pub fn prepare_follower(
-        _db: &Path,
-        _url: &str,
-        _key: Option<&str>,
-    ) -> Result<(), Box<dyn std::error::Error>> {
-        Err(NO_FOLLOW.into())
-    }
-
-    /// `mnemo serve --follow` in a build without replicas.
-    #[cfg(feature = "serve")]
-    pub fn follow(
-        _client: &mnemo::MnemoClient,
-        _url: &str,
-        _interval: f64,
-    ) -> Result<Follower, Box<dyn std::error::Error>> {
-        Err(NO_FOLLOW.into())
-    }
-
-    #[cfg(feature = "serve")]
-    impl Follower {
-        /// Never made.
-        pub fn view(&self) -> mnemo::ReplicationView {
-            match *self {}
-        }
-
-        /// Never made.
-        pub fn stop(self) {
-            match self {}
-        }
-    }
-
-    #[cfg(feature = "serve")]
-    impl Running {
-        /// Never made.
-        pub fn view(&self) -> mnemo::ReplicationView {
-            match *self {}
-        }
-
-        /// Never made.
-        pub fn stop(self) -> Result<(), String> {
-            match self {}
-        }
-    }
-
-    /// `--expect`'s SEQ:HASH; a checkpoint file needs replicas.
-    pub fn expected(value: &str, key: Option<&str>) -> Result<String, String> {
-        match mnemo::Head::parse(value) {
-            Ok(_) if key.is_none() => Ok(value.to_string()),
-            _ => Err(format!(
-                "--expect {value:?}: a checkpoint file and --key need a mnemo built with `--features replicate`; otherwise give SEQ:HASH, as mnemo verify printed it"
-            )),
-        }
-    }
-
-    /// `mnemo restore` in a build without replicas.
-    pub fn restore(_url: &str, _db: &Path, _at: Option<u64>, _key: Option<&str>) -> CliResult {
-        missing()
-    }
-
-    /// `mnemo verify --from` in a build without replicas.
-    pub fn verify(
-        _url: &str,
-        _as_json: bool,
-        _expect: Option<&str>,
-        _key: Option<&str>,
-    ) -> CliResult {
-        missing()
-    }
-
-    /// `mnemo key create` in a build without replicas.
-    pub fn key_create(_db: &Path, _name: Option<&str>) -> CliResult {
-        missing()
     }
 }

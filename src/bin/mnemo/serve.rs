@@ -1,19 +1,15 @@
 //! `mnemo serve`: the HTTP server of one store (`--db`) or of a directory of stores (`--data`).
 
 use std::path::PathBuf;
-#[cfg(feature = "serve")]
 use std::{path::Path, process::ExitCode};
 
-#[cfg(feature = "serve")]
 use mnemo::{MnemoClient, MnemoMemoryToolServer, tool::Limits};
 
 use crate::CliResult;
 use crate::args::Session;
-#[cfg(feature = "serve")]
 use crate::session::open_session;
 
 /// Where and how long `mnemo serve` listens.
-#[cfg_attr(not(feature = "serve"), expect(dead_code))]
 pub(crate) struct Listen {
     pub(crate) listen: std::net::SocketAddr,
     pub(crate) allow_remote: bool,
@@ -42,7 +38,6 @@ pub(crate) struct Listen {
     pub(crate) max_body_memory: u64,
 }
 
-#[cfg(feature = "serve")]
 pub(crate) fn run_serve(session: Session, agent: String, listen: Listen) -> CliResult {
     let idle_exit = listen
         .idle_exit
@@ -143,7 +138,6 @@ pub(crate) fn run_serve(session: Session, agent: String, listen: Listen) -> CliR
 
 /// `mnemo serve --data DIR`: every store under DIR, each opened with the session's settings.
 /// What `--data` adds to a server's options.
-#[cfg(feature = "serve")]
 pub(crate) struct DataServer {
     /// At most this many stores open at once.
     pub(crate) max_open_stores: usize,
@@ -157,7 +151,6 @@ pub(crate) struct DataServer {
     pub(crate) replicate: Option<(String, f64)>,
 }
 
-#[cfg(feature = "serve")]
 pub(crate) fn run_data_server(
     dir: &Path,
     session: Session,
@@ -240,9 +233,4 @@ pub(crate) fn run_data_server(
         .into());
     }
     Ok(ExitCode::SUCCESS)
-}
-
-#[cfg(not(feature = "serve"))]
-pub(crate) fn run_serve(_session: Session, _agent: String, _listen: Listen) -> CliResult {
-    Err("this mnemo was built without the server; rebuild it with `cargo build --release --features serve` (or, from a clone of the repository, install it with `cargo install --path . --features serve`)".into())
 }

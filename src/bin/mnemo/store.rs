@@ -122,7 +122,6 @@ fn directly(action: &Action<'_>, dir: &Path) -> CliResult {
     Ok(ExitCode::SUCCESS)
 }
 
-#[cfg(feature = "client")]
 mod served {
     use std::io::Write;
     use std::path::Path;
@@ -186,21 +185,5 @@ mod served {
         }
         out.flush()?;
         Ok(ExitCode::SUCCESS)
-    }
-}
-
-#[cfg(not(feature = "client"))]
-mod served {
-    use std::path::Path;
-
-    use super::Action;
-    use crate::CliResult;
-
-    pub fn server_of(_: &Path) -> Result<Option<(String, String)>, std::convert::Infallible> {
-        Ok(None)
-    }
-
-    pub fn run(_: &Action<'_>, _: &str, _: &str) -> CliResult {
-        Err("--connect needs a mnemo built with `--features serve`".into())
     }
 }

@@ -13,15 +13,9 @@ pub(crate) fn run_tool(
     remote: &Remote,
     start: &Start,
 ) -> CliResult {
-    #[cfg(feature = "serve")]
     if let Some(link) = crate::connect::session_link(&session, remote, start, agent.clone(), "cli")?
     {
         return crate::connect::run_tool(&link, session.max_request_bytes);
-    }
-    #[cfg(not(feature = "serve"))]
-    {
-        let _ = start;
-        crate::connect::refuse_connect(remote)?;
     }
     let server = open_session(session, agent.unwrap_or_else(|| "cli".into()))?;
     let limit = server.limits().max_request_bytes;

@@ -5,7 +5,6 @@ use std::path::Path;
 use crate::CliResult;
 
 /// Finds (or, for one store, starts) the server, asks it for a login link and prints it.
-#[cfg(feature = "serve")]
 pub(crate) fn run_ui(db: &Path, data: Option<&Path>, open: bool, idle_exit: f64) -> CliResult {
     use mnemo::link::{Launch, Link, START_WAIT, ServerFile, find_server};
 
@@ -69,18 +68,15 @@ pub(crate) fn run_ui(db: &Path, data: Option<&Path>, open: bool, idle_exit: f64)
 }
 
 /// The prefix of the private directories `--open` hands the browser a page in.
-#[cfg(feature = "serve")]
 const OPEN_DIR_PREFIX: &str = "mnemo-ui-";
 
 /// How long such a directory is kept: past it, the link it holds is dead (`LINK_LIFE`, two
 /// minutes) and the next `mnemo ui --open` removes it.
-#[cfg(feature = "serve")]
 const OPEN_DIR_LIFE: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// Opens `link` in the browser without putting its secret on a command line (every local user
 /// reads `/proc/PID/cmdline`): the opener is given a page in a directory only this user may
 /// read, which sends the browser on to the link.
-#[cfg(feature = "serve")]
 fn open_privately(link: &str) {
     let opener = if cfg!(target_os = "macos") {
         "open"
@@ -124,7 +120,6 @@ fn open_privately(link: &str) {
 
 /// Removes this user's `--open` directories older than [`OPEN_DIR_LIFE`] (their links are long
 /// dead); one that is not a real directory of this user's is left alone.
-#[cfg(feature = "serve")]
 fn sweep_open_dirs() {
     use std::os::unix::fs::MetadataExt;
     let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
@@ -154,7 +149,6 @@ fn sweep_open_dirs() {
 }
 
 /// `POST /ui/api/link` with the operator token: the new link's secret.
-#[cfg(feature = "serve")]
 fn mint(url: &str, token: &str) -> Result<String, Box<dyn std::error::Error>> {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
@@ -184,12 +178,4 @@ fn mint(url: &str, token: &str) -> Result<String, Box<dyn std::error::Error>> {
             )
             .into()
         })
-}
-
-#[cfg(not(feature = "serve"))]
-pub(crate) fn run_ui(_db: &Path, _data: Option<&Path>, _open: bool, _idle_exit: f64) -> CliResult {
-    Err(
-        "`mnemo ui` needs a build with `--features serve` (the viewer is served by `mnemo serve`)"
-            .into(),
-    )
 }
