@@ -14,7 +14,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 /// The lock file a data server (or `mnemo store` on the directory) holds in it.
-pub const DATA_LOCK: &str = "mnemo-data.lock";
+pub(crate) const DATA_LOCK: &str = "mnemo-data.lock";
 
 /// The longest store name, in bytes.
 pub const MAX_STORE_NAME: usize = 64;
@@ -41,7 +41,7 @@ pub fn check_store_name(name: &str) -> Result<(), String> {
 
 /// The directory of the store `name` under `dir`, if it holds one: a valid name, a real
 /// directory (not a link) with sled's `db` file in it.
-pub fn store_dir(dir: &Path, name: &str) -> Option<PathBuf> {
+pub(crate) fn store_dir(dir: &Path, name: &str) -> Option<PathBuf> {
     check_store_name(name).ok()?;
     let path = dir.join(name);
     let is_dir = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir());
@@ -52,7 +52,11 @@ pub fn store_dir(dir: &Path, name: &str) -> Option<PathBuf> {
 /// The names of the stores under `dir` after `after`, sorted, at most `limit`, and whether
 /// there are more. Entries that are not stores ([`store_dir`]: another name, a link, a file, a
 /// directory without a store in it) are left out.
-pub fn list(dir: &Path, after: Option<&str>, limit: usize) -> std::io::Result<(Vec<String>, bool)> {
+pub(crate) fn list(
+    dir: &Path,
+    after: Option<&str>,
+    limit: usize,
+) -> std::io::Result<(Vec<String>, bool)> {
     let mut candidates = Vec::new();
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
@@ -77,7 +81,7 @@ pub fn list(dir: &Path, after: Option<&str>, limit: usize) -> std::io::Result<(V
 
 /// Removes the store directory `path` (of `dir`): renamed out of the way at once (so no
 /// request finds half a store), made durable, then removed.
-pub fn remove(dir: &Path, path: &Path) -> std::io::Result<()> {
+pub(crate) fn remove(dir: &Path, path: &Path) -> std::io::Result<()> {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
@@ -93,13 +97,13 @@ pub fn remove(dir: &Path, path: &Path) -> std::io::Result<()> {
 }
 
 /// Whether `dir` is a store itself (where a data directory is wanted).
-pub fn is_store(dir: &Path) -> bool {
+pub(crate) fn is_store(dir: &Path) -> bool {
     dir.join("db").exists() || dir.join("conf").exists()
 }
 
 /// Takes the data directory's lock, exclusively, without waiting: `Ok(None)` if another
 /// process holds it. The lock lasts as long as the file returned is open.
-pub fn lock(dir: &Path) -> std::io::Result<Option<File>> {
+pub(crate) fn lock(dir: &Path) -> std::io::Result<Option<File>> {
     use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()
         .read(true)
@@ -113,6 +117,84 @@ pub fn lock(dir: &Path) -> std::io::Result<Option<File>> {
         Ok(()) => Ok(Some(file)),
         Err(e) if e == rustix::io::Errno::WOULDBLOCK => Ok(None),
         Err(e) => Err(e.into()),
+    }
+}
+
+/// A data directory of stores taken for changes made on disk directly, when no server serves it
+/// (`mnemo store create|list|delete --data DIR`): it holds the directory's lock while it lives,
+/// so no `mnemo serve --data` starts on it halfway.
+#[derive(Debug)]
+pub struct DataDir {
+    dir: PathBuf,
+    _lock: File,
+}
+
+impl DataDir {
+    /// Takes the data directory `dir`: refused when it is not a directory, is a store itself,
+    /// or another process (a data server, another change) holds its lock.
+    pub fn lock(dir: &Path) -> crate::Result<DataDir> {
+        if !dir.is_dir() {
+            return Err(crate::Error::InvalidArgument(format!(
+                "{} is no data directory: `mnemo serve --data {}` makes one",
+                dir.display(),
+                dir.display()
+            )));
+        }
+        if is_store(dir) {
+            return Err(crate::Error::InvalidArgument(format!(
+                "{} is a store, not a data directory of stores",
+                dir.display()
+            )));
+        }
+        let Some(lock) = lock(dir).map_err(|e| crate::Error::io(dir.join(DATA_LOCK), e))? else {
+            return Err(crate::Error::InvalidArgument(format!(
+                "another process holds {} (a `mnemo serve --data` starting or stopping, or another `mnemo store`): try again in a moment",
+                dir.display()
+            )));
+        };
+        Ok(DataDir {
+            dir: dir.to_path_buf(),
+            _lock: lock,
+        })
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Makes the empty store `name`; returns its directory. Refused for a name that is not a
+    /// store name, or whose entry exists.
+    pub fn create(&self, name: &str) -> crate::Result<PathBuf> {
+        check_store_name(name).map_err(crate::Error::InvalidArgument)?;
+        let path = self.dir.join(name);
+        if std::fs::symlink_metadata(&path).is_ok() {
+            return Err(crate::Error::InvalidArgument(format!(
+                "the store {name:?} exists already in {}",
+                self.dir.display()
+            )));
+        }
+        drop(crate::log::Store::open(&path)?);
+        Ok(path)
+    }
+
+    /// The names of its stores, sorted.
+    pub fn names(&self) -> crate::Result<Vec<String>> {
+        Ok(list(&self.dir, None, usize::MAX)
+            .map_err(|e| crate::Error::io(&self.dir, e))?
+            .0)
+    }
+
+    /// Removes the store `name` and all of it.
+    pub fn delete(&self, name: &str) -> crate::Result<()> {
+        check_store_name(name).map_err(crate::Error::InvalidArgument)?;
+        let path = store_dir(&self.dir, name).ok_or_else(|| {
+            crate::Error::InvalidArgument(format!(
+                "there is no store {name:?} in {}",
+                self.dir.display()
+            ))
+        })?;
+        remove(&self.dir, &path).map_err(|e| crate::Error::io(&path, e))
     }
 }
 

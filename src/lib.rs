@@ -104,7 +104,7 @@ mod chain;
 mod client;
 mod codec;
 mod credential;
-pub mod data_dir;
+mod data_dir;
 #[cfg(feature = "client")]
 mod discovery;
 mod disk;
@@ -150,7 +150,7 @@ mod writer;
 
 pub use client::{ClientBuilder, MnemoClient};
 pub use credential::OPERATOR;
-pub use data_dir::check_store_name;
+pub use data_dir::{DataDir, check_store_name};
 pub use disk::SERVER_FILE;
 pub use error::{Error, Result, StorageError};
 pub use event::{Body, Event, EventHash, Header, Outcome, RejectedCall, Seq, ToolCall};

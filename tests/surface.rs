@@ -76,7 +76,7 @@ const SURFACE: &[&str] = &[
     "ToolCall",
     "Violation",
     "ViolationKind",
-    "data_dir",
+    "DataDir",
     "SERVER_FILE",
     "redact_store",
     "link #[cfg(feature = \"client\")]",
@@ -335,14 +335,6 @@ fn the_reader_finds_grouped_renamed_and_gated_names() {
 /// read from their files: what a user can name beyond the root. Items of `impl` blocks are not
 /// paths and are not listed; a module's `pub mod` is read from its own file.
 const MODULE_SURFACE: &[&str] = &[
-    "data_dir::DATA_LOCK",
-    "data_dir::MAX_STORE_NAME",
-    "data_dir::check_store_name",
-    "data_dir::is_store",
-    "data_dir::list",
-    "data_dir::lock",
-    "data_dir::remove",
-    "data_dir::store_dir",
     "event::API_FORMAT",
     "event::Body",
     "event::DOMAIN_TAG",

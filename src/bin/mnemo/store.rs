@@ -7,8 +7,6 @@ use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
-use mnemo::data_dir;
-
 use crate::CliResult;
 
 /// What to do to a data directory's stores.
@@ -37,7 +35,7 @@ pub struct Place<'a> {
 /// Runs `action` where `place` says.
 pub fn run(action: &Action<'_>, place: &Place<'_>) -> CliResult {
     if let Action::Create(name) | Action::Delete { name, .. } = action {
-        data_dir::check_store_name(name)?;
+        mnemo::check_store_name(name)?;
     }
     if let Action::Delete { name, confirm } = action {
         if *confirm != Some(*name) {
@@ -68,43 +66,15 @@ pub fn run(action: &Action<'_>, place: &Place<'_>) -> CliResult {
 
 /// On the data directory itself, holding its lock.
 fn directly(action: &Action<'_>, dir: &Path) -> CliResult {
-    if !dir.is_dir() {
-        return Err(format!(
-            "{} is no data directory: `mnemo serve --data {}` makes one",
-            dir.display(),
-            dir.display()
-        )
-        .into());
-    }
-    if data_dir::is_store(dir) {
-        return Err(format!(
-            "{} is a store, not a data directory of stores",
-            dir.display()
-        )
-        .into());
-    }
-    let Some(_lock) = data_dir::lock(dir)? else {
-        return Err(format!(
-            "another process holds {} (a `mnemo serve --data` starting or stopping, or another `mnemo store`): run this again in a moment",
-            dir.display()
-        )
-        .into());
-    };
+    let data = mnemo::DataDir::lock(dir)?;
     let mut out = std::io::stdout().lock();
     match action {
         Action::Create(name) => {
-            let path = dir.join(name);
-            if std::fs::symlink_metadata(&path).is_ok() {
-                return Err(
-                    format!("the store {name:?} exists already in {}", dir.display()).into(),
-                );
-            }
-            drop(mnemo::MnemoClient::open(&path, mnemo::OPERATOR)?);
+            data.create(name)?;
             writeln!(out, "created the store {name} in {}", dir.display())?;
         }
         Action::List { json } => {
-            let (names, _) = data_dir::list(dir, None, usize::MAX)?;
-            for name in names {
+            for name in data.names()? {
                 match json {
                     true => writeln!(out, "{}", serde_json::json!({"name": name, "open": false}))?,
                     false => writeln!(out, "{name}")?,
@@ -112,9 +82,7 @@ fn directly(action: &Action<'_>, dir: &Path) -> CliResult {
             }
         }
         Action::Delete { name, .. } => {
-            let path = data_dir::store_dir(dir, name)
-                .ok_or_else(|| format!("there is no store {name:?} in {}", dir.display()))?;
-            data_dir::remove(dir, &path)?;
+            data.delete(name)?;
             writeln!(out, "deleted the store {name} from {}", dir.display())?;
         }
     }
