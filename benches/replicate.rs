@@ -216,8 +216,7 @@ fn restore(c: &mut Criterion) {
                     let dir = tempfile::tempdir_in(common::cache_dir()).expect("dir");
                     let db = dir.path().join("restored");
                     let started = Instant::now();
-                    let restored =
-                        mnemo::replication::restore(&replica, &db, None).expect("restore");
+                    let restored = replica.restore(&db, None).expect("restore");
                     total += started.elapsed();
                     assert_eq!(restored.head.seq.0, events as u64);
                 }

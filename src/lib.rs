@@ -165,13 +165,15 @@ pub use redact::{Plan, Redacted, Selection, redact as redact_store};
 #[cfg(feature = "client")]
 pub use remote::{AdminRequest, RemoteClient, RemoteError};
 #[cfg(feature = "replicate")]
-pub use replica::Replica;
-#[cfg(feature = "replicate")]
 pub use replica::follower::{Following, Status as FollowerStatus};
+#[cfg(feature = "replicate")]
+pub use replica::key::SigningKey;
 #[cfg(feature = "replicate")]
 pub use replica::shipper::{
     Replication, Report as ShipReport, Shipping, Status as ReplicationStatus,
 };
+#[cfg(feature = "replicate")]
+pub use replica::{Replica, Restored, Shipped, Stale};
 #[cfg(feature = "serve")]
 pub use serve::listen::Connections;
 #[cfg(feature = "serve")]
@@ -187,22 +189,6 @@ pub use tool_server::{MnemoMemoryToolServer, ServerBuilder};
 pub use transfer::{ExportSummary, ImportSummary, Skipped};
 pub use verify::{Report, Violation, ViolationKind};
 pub use writer::Receipt;
-
-/// Replicas of a store in object storage (S3, `file://`; feature `replicate`): a [`Replica`],
-/// shipping to it ([`MnemoClient::ship_to`], or continuously with [`Replication`]), restoring
-/// from it ([`restore`](replication::restore)), and the owner's signing key whose signed
-/// checkpoints let a restore or a follower trust a replica
-/// ([`create_key`](replication::create_key), [`remember_key`](replication::remember_key)).
-#[cfg(feature = "replicate")]
-pub mod replication {
-    pub use crate::replica::checkpoint::decode as decode_checkpoint;
-    pub use crate::replica::key::{
-        KEY_FILE, TRUST_FILE, check as check_signed, check_key, create as create_key,
-        default_name as default_key_name, remember as remember_key, remembered as remembered_key,
-    };
-    pub use crate::replica::shipper::MAX_BACKOFF;
-    pub use crate::replica::{REWRITES, Replica, Restored, Shipped, Stale, restore};
-}
 
 /// Reaching the `mnemo serve` that holds a store (feature `client`): finding it by the store's
 /// server file ([`find_server`](link::find_server), which also proves the server serves that
@@ -232,6 +218,8 @@ pub mod testing {
         COLLECT_BUDGET, Caller, FileEntry, INDEX_LAYOUT, Projection, RENAMES_UNSTAMPED,
         RETRY_RECORDS, RETRY_TEXT_MAX, Recorded, Retry, RetryKind, Traced,
     };
+    #[cfg(feature = "replicate")]
+    pub use crate::replica::REWRITES;
     pub use crate::verify::{PROGRESS_EVERY, VerifyOptions, verify_store, verify_store_with};
     pub use crate::writer::{
         DEFER_IDLE, INDEX_BATCH_BYTES, INDEX_BATCH_EVENTS, INDEX_BATCH_KEYS, INDEX_IDLE,

@@ -444,7 +444,7 @@ fn a_replica_head_is_accepted_only_with_the_owners_signature() {
         .trim()
         .to_string();
     assert!(vkey.starts_with("mnemo-store.mnemo.db+"), "{vkey}");
-    let file = db.join(mnemo::replication::KEY_FILE);
+    let file = mnemo::SigningKey::of(&db).file();
     let mode = std::fs::metadata(&file).expect("key").permissions().mode();
     assert_eq!(mode & 0o777, 0o600);
     let again = run_mnemo(&["key", "create", "--db", s(&db)], "");
@@ -827,7 +827,7 @@ fn a_shipment_cut_around_a_redaction_leaves_a_replica_that_restores_and_is_finis
         replica.write(&first, whole).unwrap();
         if cut_after_head {
             replica
-                .write(mnemo::replication::REWRITES, first.clone().into_bytes())
+                .write(mnemo::testing::REWRITES, first.clone().into_bytes())
                 .unwrap();
         } else {
             replica.write("head", old_head).unwrap();
@@ -871,7 +871,7 @@ fn a_shipment_cut_around_a_redaction_leaves_a_replica_that_restores_and_is_finis
         // The next shipment finishes the redaction in the replica.
         run_ok(&["replicate", "--db", s(&db), "--to", &to, "--once"], "");
         assert!(!holds(&replica), "{case}: the next shipment left the text");
-        assert_eq!(replica.read(mnemo::replication::REWRITES).unwrap(), None);
+        assert_eq!(replica.read(mnemo::testing::REWRITES).unwrap(), None);
         assert!(run_ok(&["verify", "--from", &to], "").contains("INTACT"));
     }
 }
@@ -954,7 +954,7 @@ fn a_segment_put_back_with_erased_content_is_named_and_never_restored() {
     assert!(run_ok(&["verify", "--from", &to], "").contains("INTACT"));
     // The bucket's holder puts the old segment back; no shipment is under way.
     replica.write(&first, whole).unwrap();
-    assert_eq!(replica.read(mnemo::replication::REWRITES).unwrap(), None);
+    assert_eq!(replica.read(mnemo::testing::REWRITES).unwrap(), None);
     let restored = t.dir.path().join("restored");
     let out = run_mnemo(&["restore", "--from", &to, "--db", s(&restored)], "");
     assert!(out.status.success(), "{out:?}");
@@ -1068,7 +1068,7 @@ fn a_forged_tail_under_an_unsigned_head_is_refused_by_a_restore_with_the_key() {
         "",
     );
     assert!(!run_ok(&["ls", "/", "--db", s(&careful)], "").contains("forged.md"));
-    let recorded = std::fs::read_to_string(careful.join(mnemo::replication::TRUST_FILE))
+    let recorded = std::fs::read_to_string(mnemo::SigningKey::of(&careful).trust_file())
         .expect("the restored store records the key");
     assert_eq!(recorded.trim(), vkey);
 }
@@ -1097,13 +1097,13 @@ fn replica_leftovers_are_refused_alike_by_verify_and_restore() {
         ),
         (
             "a junk rewrites object",
-            mnemo::replication::REWRITES.to_string(),
+            mnemo::testing::REWRITES.to_string(),
             b"segments/nothing-here.seg\n".to_vec(),
             "not one of its segments",
         ),
         (
             "a 1 MiB rewrites object",
-            mnemo::replication::REWRITES.to_string(),
+            mnemo::testing::REWRITES.to_string(),
             big,
             "more than such an object can be",
         ),

@@ -218,3 +218,59 @@ mod tests {
         assert_eq!(mode & 0o777, 0o600);
     }
 }
+
+/// The signing key of the store at a path, and the verifier key it trusts: the owner's key,
+/// whose signed checkpoints let a restore or a follower trust a replica, kept in the store's
+/// directory ([`KEY_FILE`], mode 0600); and the key a restored or following store trusts its
+/// replica's heads to be signed by ([`TRUST_FILE`]).
+#[derive(Clone, Copy, Debug)]
+pub struct SigningKey<'a> {
+    store: &'a Path,
+}
+
+impl<'a> SigningKey<'a> {
+    /// The key of the store at `store` (made or not).
+    pub fn of(store: &'a Path) -> SigningKey<'a> {
+        SigningKey { store }
+    }
+
+    /// Makes the store's signing key, named `name` (by default `mnemo-` and the store
+    /// directory's name), and returns its verifier key (`NAME+ID+KEY`), to hand to whoever
+    /// verifies a replica. Refuses to replace one that is there.
+    pub fn create(&self, name: Option<&str>) -> Result<String> {
+        let name = name.map_or_else(|| default_name(self.store), str::to_string);
+        create(self.store, &name)
+    }
+
+    /// The file that holds the key's secret.
+    pub fn file(&self) -> std::path::PathBuf {
+        self.store.join(KEY_FILE)
+    }
+
+    /// The file that holds the verifier key the store trusts.
+    pub fn trust_file(&self) -> std::path::PathBuf {
+        self.store.join(TRUST_FILE)
+    }
+
+    /// Records that the store trusts the replica heads `vkey` signs; a store that trusts another
+    /// key is refused (which key is trusted is changed by hand, never by a mistaken command).
+    pub fn trust(&self, vkey: &str) -> Result<()> {
+        remember(self.store, vkey)
+    }
+
+    /// The verifier key the store trusts, if it recorded one.
+    pub fn trusted(&self) -> Result<Option<String>> {
+        remembered(self.store)
+    }
+
+    /// Whether `vkey` is a verifier key (`NAME+ID+KEY`): the error says what is wrong.
+    pub fn check_verifier(vkey: &str) -> Result<()> {
+        check_key(vkey)
+    }
+
+    /// Checks that `object` (a checkpoint; `what` names it in the error) is a note signed by the
+    /// verifier key `vkey`.
+    pub fn verify_signed(object: &[u8], vkey: &str, what: &str) -> std::result::Result<(), String> {
+        check(object, vkey, what)
+    }
+}

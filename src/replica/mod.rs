@@ -1004,7 +1004,22 @@ fn seal(replica: &Replica, first: Seq, records: &[Vec<u8>]) -> Result<()> {
 /// head checkpoint against the chain, the index rebuilt by replay and the whole store verified.
 /// An event a redaction named is restored erased, whatever its segment holds. Returns what was
 /// restored. On failure nothing is left at `db`.
-pub fn restore(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Restored> {
+impl Replica {
+    /// Rebuilds a store at `db` (missing or empty) from this replica, up to event `at` (`None`:
+    /// its head): every record re-checked against the chain, the index rebuilt, the whole store
+    /// verified; nothing is left at `db` if it fails.
+    pub fn restore(&self, db: &Path, at: Option<Seq>) -> Result<Restored> {
+        restore(self, db, at)
+    }
+
+    /// The head a checkpoint object names (`what` names it in the error): a replica's `head`
+    /// object, or a copy an auditor kept.
+    pub fn checkpoint_head(what: &str, bytes: &[u8]) -> Result<Head> {
+        checkpoint::decode(what, bytes).map(|(_, head)| head)
+    }
+}
+
+pub(crate) fn restore(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Restored> {
     if std::fs::read_dir(db).is_ok_and(|mut entries| entries.next().is_some()) {
         return Err(Error::InvalidArgument(format!(
             "{} is not empty; restore into a new path",

@@ -94,6 +94,11 @@ pub struct Shipping {
     pub interval: Duration,
 }
 
+impl Shipping {
+    /// The longest wait between tries after shipments fail.
+    pub const MAX_BACKOFF: Duration = MAX_BACKOFF;
+}
+
 impl Default for Shipping {
     fn default() -> Self {
         Shipping {

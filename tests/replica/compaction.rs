@@ -65,7 +65,7 @@ fn records(store: &Store) -> Vec<(Seq, Vec<u8>)> {
 /// Restores `replica` into a new directory of `t` and returns the restored store's records.
 fn restored(t: &TempStore, replica: &Replica, tag: &str) -> Vec<(Seq, Vec<u8>)> {
     let db = t.dir.path().join(format!("restored-{tag}"));
-    mnemo::replication::restore(replica, &db, None).expect("restore");
+    replica.restore(&db, None).expect("restore");
     let out = records(&open_store(&db));
     std::fs::remove_dir_all(&db).expect("remove the restored store");
     out
@@ -210,7 +210,7 @@ fn a_tampered_or_forged_merged_segment_is_refused() {
         .write(name, segment::encode(first, &merged_records))
         .expect("tamper");
     let db = t.dir.path().join("refused");
-    let err = mnemo::replication::restore(&replica, &db, None).expect_err("refused");
+    let err = replica.restore(&db, None).expect_err("refused");
     assert!(
         err.to_string().contains("breaks the chain at event 5") && err.to_string().contains(name),
         "{err}"
@@ -236,7 +236,7 @@ fn a_tampered_or_forged_merged_segment_is_refused() {
     replica
         .write(&forged, segment::encode(Seq(1), &all))
         .expect("forge");
-    let err = mnemo::replication::restore(&replica, &db, None).expect_err("refused");
+    let err = replica.restore(&db, None).expect_err("refused");
     assert!(
         err.to_string().contains("breaks the chain at event 5"),
         "{err}"
@@ -251,7 +251,7 @@ fn a_tampered_or_forged_merged_segment_is_refused() {
     replica
         .write(&part, segment::encode(Seq(10), &all[9..14]))
         .expect("overlap");
-    let err = mnemo::replication::restore(&replica, &db, None).expect_err("refused");
+    let err = replica.restore(&db, None).expect_err("refused");
     assert!(err.to_string().contains("gap or an overlap"), "{err}");
 }
 

@@ -83,7 +83,7 @@ fn an_honest_covered_leftover_passes_and_is_counted() {
         "{stdout}"
     );
     let db = t.dir.path().join("restored");
-    let restored = mnemo::replication::restore(&replica, &db, None).expect("restore");
+    let restored = replica.restore(&db, None).expect("restore");
     assert!(
         restored
             .notes()
@@ -116,7 +116,7 @@ fn junk_under_a_covered_name_is_a_violation() {
         "{stdout}"
     );
     let db = t.dir.path().join("refused");
-    let err = mnemo::replication::restore(&replica, &db, None).expect_err("refused");
+    let err = replica.restore(&db, None).expect_err("refused");
     assert!(err.to_string().contains(&first), "{err}");
     write(&server, 6, 1);
     ship(&client, &replica);
@@ -206,7 +206,7 @@ fn erased_content_under_a_covered_name_is_named_and_removed_by_the_next_shipment
         "{stdout}"
     );
     let db = t.dir.path().join("restored");
-    let restored = mnemo::replication::restore(&replica, &db, None).expect("restore");
+    let restored = replica.restore(&db, None).expect("restore");
     assert!(
         restored.notes().iter().any(|n| n.contains(&first)),
         "{:?}",

@@ -1,5 +1,5 @@
 //! The replica commands of the CLI (part of the binary): `mnemo replicate`, `mnemo restore` and
-//! `mnemo verify --from`, over `mnemo::replication`.
+//! `mnemo verify --from`, over the library's `Replica`, `Replication` and `SigningKey`.
 
 pub use with::*;
 
@@ -11,7 +11,7 @@ mod with {
 
     use mnemo::MnemoClient;
     use mnemo::Seq;
-    use mnemo::replication::{MAX_BACKOFF, Replica, Shipped, restore as rebuild};
+    use mnemo::{Replica, Shipped, Shipping, SigningKey};
 
     use crate::{CliResult, verify::print_verify};
 
@@ -79,7 +79,7 @@ mod with {
                         }
                     }
                     Err(e @ (mnemo::Error::Replica { .. } | mnemo::Error::Io { .. })) => {
-                        wait = (wait * 2).clamp(interval, MAX_BACKOFF);
+                        wait = (wait * 2).clamp(interval, Shipping::MAX_BACKOFF);
                         eprintln!(
                             "mnemo replicate: shipping to {url} failed ({e}); trying again in {:.0?}",
                             wait
@@ -211,7 +211,7 @@ mod with {
     ) -> Result<Replica, Box<dyn std::error::Error>> {
         let replica = Replica::open(url, false)?;
         let recorded = match db {
-            Some(db) if db.is_dir() => mnemo::replication::remembered_key(db)?,
+            Some(db) if db.is_dir() => SigningKey::of(db).trusted()?,
             _ => None,
         };
         Ok(match key.map(str::to_string).or(recorded) {
@@ -221,7 +221,7 @@ mod with {
     }
 
     /// Says on stderr what a restore found the replica still holding that it should not.
-    fn tell_stale(command: &str, restored: &mnemo::replication::Restored) {
+    fn tell_stale(command: &str, restored: &mnemo::Restored) {
         for note in restored.notes() {
             eprintln!("mnemo {command}: WARNING: {note}");
         }
@@ -237,7 +237,7 @@ mod with {
         let empty = std::fs::read_dir(db).map_or(true, |mut entries| entries.next().is_none());
         let replica = open_trusting(url, key, (!empty).then_some(db))?;
         if empty {
-            let restored = rebuild(&replica, db, None)?;
+            let restored = replica.restore(db, None)?;
             tell_stale("serve", &restored);
             eprintln!(
                 "mnemo serve: restored {} from {url} (checkpoint {}) to follow it",
@@ -246,7 +246,7 @@ mod with {
             );
         }
         if let Some(vkey) = replica.trusted_key() {
-            mnemo::replication::remember_key(db, vkey)?;
+            SigningKey::of(db).trust(vkey)?;
         }
         Ok(())
     }
@@ -333,11 +333,10 @@ mod with {
         }
         let bytes = std::fs::read(path).map_err(|e| format!("cannot read {value}: {e}"))?;
         let what = format!("the checkpoint file {value}");
-        let (_, head) =
-            mnemo::replication::decode_checkpoint(&what, &bytes).map_err(|_| neither())?;
+        let head = Replica::checkpoint_head(&what, &bytes).map_err(|_| neither())?;
         if let Some(vkey) = key {
-            mnemo::replication::check_key(vkey).map_err(|e| e.to_string())?;
-            mnemo::replication::check_signed(&bytes, vkey, &what)?;
+            SigningKey::check_verifier(vkey).map_err(|e| e.to_string())?;
+            SigningKey::verify_signed(&bytes, vkey, &what)?;
         }
         Ok(head.to_string())
     }
@@ -349,10 +348,10 @@ mod with {
     /// signed is taken, and the new store records the key (for `serve --follow`).
     pub fn restore(url: &str, db: &Path, at: Option<u64>, key: Option<&str>) -> CliResult {
         let replica = open_trusting(url, key, None)?;
-        let restored = rebuild(&replica, db, at.map(Seq))?;
+        let restored = replica.restore(db, at.map(Seq))?;
         tell_stale("restore", &restored);
         if let Some(vkey) = replica.trusted_key() {
-            mnemo::replication::remember_key(db, vkey)?;
+            SigningKey::of(db).trust(vkey)?;
         }
         let head = restored.head;
         println!(
@@ -366,11 +365,12 @@ mod with {
     /// `mnemo key create [--name NAME]`: the verifier key on stdout.
     pub fn key_create(db: &Path, name: Option<&str>) -> CliResult {
         require_store(db)?;
-        let name = name.map_or_else(|| mnemo::replication::default_key_name(db), str::to_string);
-        let vkey = mnemo::replication::create_key(db, &name)?;
+        let key = SigningKey::of(db);
+        let vkey = key.create(name)?;
+        let name = vkey.split('+').next().unwrap_or_default();
         eprintln!(
             "mnemo: made the signing key {name}; its secret is in {} (mode 0600): keep it there, and back it up apart from any replica. Hand out the verifier key below for `mnemo verify --from URL --key VKEY`.",
-            db.join(mnemo::replication::KEY_FILE).display()
+            key.file().display()
         );
         println!("{vkey}");
         Ok(ExitCode::SUCCESS)
@@ -383,13 +383,13 @@ mod with {
         let expect = expect.map(mnemo::Head::parse).transpose()?;
         if let Some(vkey) = key {
             // A key that is not one is a bad argument (exit 2), not a finding about the replica.
-            mnemo::replication::check_key(vkey)?;
+            SigningKey::check_verifier(vkey)?;
         }
         let replica = open_trusting(url, key, None)?;
         let private = tempfile::tempdir()?;
         let db = private.path().join("replica");
         // With a key, a replica its owner did not sign is not looked at further.
-        let restored = match rebuild(&replica, &db, None) {
+        let restored = match replica.restore(&db, None) {
             Ok(restored) => restored,
             Err(mnemo::Error::ReplicaDamaged { what } | mnemo::Error::Corrupt { what }) => {
                 if as_json {
