@@ -95,9 +95,19 @@ fn outcome(client: &MnemoClient, write: ApiWrite) -> (u64, Option<ApiFailure>) {
         .call(None, Body::Api(write))
         .expect("the store answers");
     let failure = receipt.is_error.then(|| {
-        ApiFailure::of(&receipt.text)
-            .map(|(f, _)| f)
-            .expect("an API failure")
+        let failure = receipt
+            .failure
+            .expect("an API failure, typed in the receipt");
+        // The logged text (what verify re-derives) names the same error type.
+        assert!(
+            receipt
+                .text
+                .starts_with(&format!("{}: ", failure.error_type())),
+            "{}",
+            receipt.text
+        );
+        assert!(receipt.failure_message().is_some());
+        failure
     });
     (receipt.seq.0, failure)
 }

@@ -22,7 +22,7 @@ use crate::memory_store::{path_rules, versions};
 use crate::paths::MemPath;
 use crate::time::parse_rfc3339;
 use crate::tool::Body;
-use crate::tool::api::{ApiFailure, ApiWrite};
+use crate::tool::api::ApiWrite;
 
 /// What `format` says an export file is.
 pub const FORMAT: &str = "memory-stores";
@@ -111,9 +111,9 @@ fn write(client: &MnemoClient, write: ApiWrite) -> Result<std::result::Result<Se
     if !receipt.is_error {
         return Ok(Ok(receipt.seq));
     }
-    Ok(Err(
-        ApiFailure::of(&receipt.text).map_or(receipt.text.clone(), |(_, why)| why.to_string())
-    ))
+    Ok(Err(receipt
+        .failure_message()
+        .map_or_else(|| receipt.text.clone(), str::to_string)))
 }
 
 /// The memory-tool path of API path `path` under `root`, if it is a memory path of the API.

@@ -103,6 +103,7 @@ impl<K: KvRead> Projection<K> {
                     ),
                     is_error: true,
                     change: None,
+                    failure: None,
                 }));
             }
         }
@@ -203,6 +204,7 @@ impl<K: KvWrite> Projection<K> {
                 text: String::new(),
                 is_error: false,
                 change: None,
+                failure: None,
             };
             if let Some(id) = tool_use_id {
                 let recorded = self.recorded(agent, id)?;
@@ -239,6 +241,7 @@ impl<K: KvWrite> Projection<K> {
                     ),
                     is_error: true,
                     change: None,
+                    failure: None,
                 },
                 RetryKind::Erased,
             ),
@@ -251,6 +254,7 @@ impl<K: KvWrite> Projection<K> {
                     ),
                     is_error: true,
                     change: None,
+                    failure: None,
                 },
                 RetryKind::DifferentInput,
             ),
@@ -262,6 +266,7 @@ impl<K: KvWrite> Projection<K> {
                             text: original.text.clone().unwrap_or_default(),
                             is_error: original.is_error,
                             change: None,
+                            failure: None,
                         },
                         RetryKind::Repeated,
                     ),

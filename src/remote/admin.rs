@@ -87,6 +87,7 @@ impl RemoteClient {
             is_error,
             retried: false,
             retry_of: None,
+            failure: None,
         })
     }
 

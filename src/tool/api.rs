@@ -109,26 +109,12 @@ impl ApiFailure {
         }
     }
 
-    /// The failure and message of an answer's text, if it is an API failure's.
-    pub fn of(text: &str) -> Option<(ApiFailure, &str)> {
-        let (kind, message) = text.split_once(": ")?;
-        [
-            ApiFailure::Invalid,
-            ApiFailure::NotFound,
-            ApiFailure::Precondition,
-            ApiFailure::PathConflict,
-            ApiFailure::Permission,
-        ]
-        .into_iter()
-        .find(|f| f.error_type() == kind)
-        .map(|f| (f, message))
-    }
-
     fn answer(self, why: String) -> Answer {
         Answer {
             text: format!("{}: {why}", self.error_type()),
             is_error: true,
             change: None,
+            failure: Some(self),
         }
     }
 }
@@ -218,11 +204,7 @@ pub fn answer_api<E>(
             }
         }
     }
-    let ok = |text: String, change: Option<Change>| Answer {
-        text,
-        is_error: false,
-        change,
-    };
+    let ok = Answer::ok;
     // An archived memory store's memories are read and deleted, never created or changed.
     if !matches!(write, ApiWrite::Delete { .. })
         && tree

@@ -43,22 +43,27 @@ pub struct Answer {
     pub is_error: bool,
     /// The change to apply, for a successful mutation.
     pub change: Option<Change>,
+    /// Why a write of the memory-stores API failed, when it did: the API's error type, typed
+    /// (the text starts with its name).
+    pub failure: Option<crate::tool::api::ApiFailure>,
 }
 
 impl Answer {
-    fn ok(text: String, change: Option<Change>) -> Answer {
+    pub(crate) fn ok(text: String, change: Option<Change>) -> Answer {
         Answer {
             text,
             is_error: false,
             change,
+            failure: None,
         }
     }
 
-    fn err(text: String) -> Answer {
+    pub(crate) fn err(text: String) -> Answer {
         Answer {
             text,
             is_error: true,
             change: None,
+            failure: None,
         }
     }
 }

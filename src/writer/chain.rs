@@ -303,6 +303,7 @@ impl Chain {
             is_error: answer.is_error,
             retried: retry.is_some_and(|r| r.kind == RetryKind::Repeated),
             retry_of: retry.map(|r| r.of),
+            failure: answer.failure,
         };
         Ok(Ran {
             receipt,

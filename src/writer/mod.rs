@@ -97,6 +97,19 @@ pub struct Receipt {
     pub retried: bool,
     /// When the call reused the tool_use id of a kept retry record: the seq of that earlier call.
     pub retry_of: Option<Seq>,
+    /// Why a write of the memory-stores API failed, typed (the text starts with its error
+    /// type's name): set for a call this process answered, `None` for any other.
+    pub failure: Option<crate::tool::api::ApiFailure>,
+}
+
+impl Receipt {
+    /// The message of a failed API write, without its error type's name.
+    pub fn failure_message(&self) -> Option<&str> {
+        let kind = self.failure?;
+        self.text
+            .strip_prefix(kind.error_type())
+            .and_then(|rest| rest.strip_prefix(": "))
+    }
 }
 
 /// One call to record.

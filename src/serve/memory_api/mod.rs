@@ -852,7 +852,8 @@ impl Writing<'_> {
         // The answer text is the log's (re-derived by `verify`), in the memory tool's paths; the
         // API names its own.
         let message = |why: &str| api_message(&root, &write, why);
-        Err(match ApiFailure::of(&receipt.text) {
+        let failure = receipt.failure.zip(receipt.failure_message());
+        Err(match failure {
             Some((ApiFailure::Invalid, why)) => ApiError::InvalidRequest(message(why)),
             Some((ApiFailure::NotFound, why)) => ApiError::NotFound(message(why)),
             Some((ApiFailure::Precondition, why)) => ApiError::PreconditionFailed(message(why)),
