@@ -813,27 +813,6 @@ async fn token_revoke(
     Ok(admin_answer(&receipt))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_body_past_the_limit_is_told_apart_from_a_broken_one() {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .expect("runtime");
-        let read = |body: &'static str, limit| {
-            runtime.block_on(axum::body::to_bytes(Body::from(body), limit))
-        };
-        let too_large = read("{\"command\": \"view\"}", 4).expect_err("over the limit");
-        assert!(is_too_large(too_large));
-        assert!(read("{}", 4).is_ok());
-        assert!(!is_too_large(axum::Error::new(std::io::Error::other(
-            "reset"
-        ))));
-    }
-}
-
 /// `POST /v1/redact`'s body: what to erase and why (see `mnemo redact`).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -988,4 +967,25 @@ async fn config_set(
     let client = operator_client(&shared, &headers)?;
     let receipt = blocking(move || Ok(client.configure(&wanted.name, &wanted.value)?)).await?;
     Ok(admin_answer(&receipt))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_body_past_the_limit_is_told_apart_from_a_broken_one() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        let read = |body: &'static str, limit| {
+            runtime.block_on(axum::body::to_bytes(Body::from(body), limit))
+        };
+        let too_large = read("{\"command\": \"view\"}", 4).expect_err("over the limit");
+        assert!(is_too_large(too_large));
+        assert!(read("{}", 4).is_ok());
+        assert!(!is_too_large(axum::Error::new(std::io::Error::other(
+            "reset"
+        ))));
+    }
 }
