@@ -81,7 +81,14 @@ pub(crate) fn list(
 
 /// Removes the store directory `path` (of `dir`): renamed out of the way at once (so no
 /// request finds half a store), made durable, then removed.
+#[cfg(feature = "serve")]
 pub(crate) fn remove(dir: &Path, path: &Path) -> std::io::Result<()> {
+    let gone = rename_away(dir, path)?;
+    std::fs::remove_dir_all(&gone)
+}
+
+/// Renames the store directory `path` (of `dir`) out of the way, durably; returns where it is.
+fn rename_away(dir: &Path, path: &Path) -> std::io::Result<PathBuf> {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
@@ -93,7 +100,7 @@ pub(crate) fn remove(dir: &Path, path: &Path) -> std::io::Result<()> {
     let gone = dir.join(format!(".deleted-{name}-{nonce}"));
     std::fs::rename(path, &gone)?;
     File::open(dir)?.sync_all()?;
-    std::fs::remove_dir_all(&gone)
+    Ok(gone)
 }
 
 /// Whether `dir` is a store itself (where a data directory is wanted).
@@ -185,7 +192,9 @@ impl DataDir {
             .0)
     }
 
-    /// Removes the store `name` and all of it.
+    /// Removes the store `name` and all of it. Refused while another process has the store open
+    /// (a `mnemo serve --db` of it, say): the store is held open here, so that none can, until
+    /// it is renamed out of the way.
     pub fn delete(&self, name: &str) -> crate::Result<()> {
         check_store_name(name).map_err(crate::Error::InvalidArgument)?;
         let path = store_dir(&self.dir, name).ok_or_else(|| {
@@ -194,13 +203,38 @@ impl DataDir {
                 self.dir.display()
             ))
         })?;
-        remove(&self.dir, &path).map_err(|e| crate::Error::io(&path, e))
+        let held = crate::log::Store::open(&path).map_err(|e| match e {
+            crate::Error::Locked { .. } => crate::Error::InvalidArgument(format!(
+                "another process has the store {name:?} open (a `mnemo serve --db {}`, or a program's client): stop it, then delete the store",
+                path.display()
+            )),
+            other => other,
+        })?;
+        let gone = rename_away(&self.dir, &path).map_err(|e| crate::Error::io(&path, e))?;
+        drop(held);
+        std::fs::remove_dir_all(&gone).map_err(|e| crate::Error::io(&gone, e))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A store another holder has open is never deleted from under it; once it is closed, it is.
+    #[test]
+    fn a_store_held_open_is_not_deleted() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let data = DataDir::lock(dir.path()).expect("a data directory");
+        let path = data.create("held").expect("create");
+        let holder = crate::log::Store::open(&path).expect("open");
+        let refused = data.delete("held").expect_err("refused while held");
+        assert!(refused.to_string().contains("open"), "{refused}");
+        assert!(path.join("db").exists(), "the store is still there");
+        drop(holder);
+        data.delete("held").expect("deleted once closed");
+        assert!(!path.exists());
+        assert_eq!(data.names().expect("names"), Vec::<String>::new());
+    }
 
     #[test]
     fn a_name_is_lowercase_letters_digits_and_dashes_and_nothing_escapes() {

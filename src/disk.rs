@@ -62,7 +62,8 @@
 //! Split by concern: [`checks`] (what a store's files must be), [`fsync`] (durable sync),
 //! [`head_record`], [`opening`] (Mnemo's own files, opened without following links),
 //! [`own_files`] (the files a rewritten store carries), [`leftovers`] (what an interrupted
-//! rewrite leaves), [`copy`] (a private copy for reading) and [`extent`] (sparse files).
+//! rewrite leaves), [`copy`] (a private copy for reading), [`extent`] (sparse files) and
+//! [`staging`] (a new store built beside its path by an import).
 
 use std::path::Path;
 
@@ -74,6 +75,8 @@ mod head_record;
 mod leftovers;
 mod opening;
 mod own_files;
+#[cfg(unix)]
+mod staging;
 
 pub use checks::DirId;
 pub(crate) use checks::StoreFiles;
@@ -97,6 +100,8 @@ pub(crate) use own_files::carry_own_files;
 pub(crate) use own_files::read_private;
 #[cfg(any(feature = "replicate", feature = "testing"))]
 pub use own_files::{KEY_FILE, TRUST_FILE};
+#[cfg(unix)]
+pub(crate) use staging::{place, staging_beside};
 
 /// The directory holding `path` (`.` for a bare name).
 pub(crate) fn parent_of(path: &Path) -> &Path {

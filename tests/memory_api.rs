@@ -594,3 +594,30 @@ fn an_api_write_finds_its_memory_where_a_rename_moved_it() {
     let report = client.verify().expect("verify");
     assert!(report.is_intact(), "{:?}", report.violations);
 }
+
+/// An import of the memory-stores API's JSON into a new store that fails leaves nothing at the
+/// store's path, nor beside it: the store is built beside its path and renamed into place only
+/// once the import ran.
+#[test]
+fn a_failed_memory_stores_import_into_a_new_store_leaves_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let source = dir.path().join("export");
+    std::fs::create_dir(&source).expect("dir");
+    // A file of another format: read, then refused by the import itself.
+    let file = json!({"format": "other", "memory_store_id": "memstore_x", "memories": [], "memory_versions": []});
+    std::fs::write(source.join("memory-store.json"), file.to_string()).expect("write");
+    let db = dir.path().join("new.mnemo.db");
+    let out = memory_stores("import", &db, &source);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!db.exists(), "nothing at the store's path");
+    let left: Vec<String> = std::fs::read_dir(dir.path())
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, ["export"], "nothing beside it either");
+}

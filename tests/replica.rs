@@ -1179,3 +1179,28 @@ fn a_partial_object_is_named_and_an_unreadable_name_is_damage() {
     }
     assert!(run_ok(&["verify", "--from", &to], "").contains("INTACT"));
 }
+
+/// A replica URL naming a file, not a directory, is the caller's mistake (exit 2, saying so),
+/// never a store failure, and the file is left as it was.
+#[test]
+fn a_replica_url_naming_a_file_is_refused_as_a_bad_argument() {
+    let t = TempStore::new();
+    let db = t.path();
+    run_ok(
+        &["tool", "--db", s(&db), "--no-start"],
+        "{\"command\": \"view\", \"path\": \"/memories\"}\n",
+    );
+    let file = t.dir.path().join("not-a-dir");
+    std::fs::write(&file, b"mine").expect("write");
+    let to = format!("file://{}", file.display());
+    let out = run_mnemo(&["replicate", "--db", s(&db), "--to", &to, "--once"], "");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("not a directory"), "{said}");
+    assert_eq!(std::fs::read(&file).expect("read"), b"mine");
+}

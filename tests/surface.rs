@@ -377,6 +377,7 @@ const MODULE_SURFACE: &[&str] = &[
     "memory_store::transfer::Imported",
     "memory_store::transfer::export",
     "memory_store::transfer::import",
+    "memory_store::transfer::import_store",
     "protocol::Checkpoint",
     "protocol::DiffKind",
     "protocol::Erased",

@@ -10,6 +10,8 @@
 //! events carry the import's time, not the versions' own.
 
 use std::collections::BTreeMap;
+#[cfg(unix)]
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
@@ -122,6 +124,33 @@ fn tool_path(root: &MemPath, path: &str) -> std::result::Result<String, String> 
         Some(why) => Err(why),
         None => Ok(format!("{root}{path}")),
     }
+}
+
+/// [`import`] into the store at `db` as `agent`: a store not there yet is built beside `db` and
+/// renamed into place once the import ran, so an import that fails or is killed midway leaves
+/// nothing at `db`; an existing store is imported into as it is.
+#[cfg(unix)]
+pub fn import_store(
+    db: &Path,
+    agent: &str,
+    root: &MemPath,
+    exported: &Exported,
+) -> Result<Imported> {
+    let into = |path: &Path| {
+        let client = MnemoClient::open(path, agent)?;
+        import(&client, root, exported)
+    };
+    let Some(fresh) = crate::disk::staging_beside(db)? else {
+        return into(db);
+    };
+    let done = into(&fresh).and_then(|imported| {
+        crate::disk::place(&fresh, db)?;
+        Ok(imported)
+    });
+    if done.is_err() {
+        let _ = std::fs::remove_dir_all(&fresh);
+    }
+    done
 }
 
 /// Imports `exported` into the store `client` writes, under its memory-tool root `root`.

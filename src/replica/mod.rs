@@ -243,6 +243,13 @@ impl Replica {
             return Err(bad("does not name an absolute directory"));
         }
         if create {
+            // Something not a directory in the way is the URL's fault, not the store's.
+            if std::fs::metadata(&dir).is_ok_and(|m| !m.is_dir()) {
+                return Err(Error::InvalidArgument(format!(
+                    "the replica {url} names {}, which is not a directory: name a directory (made if missing)",
+                    dir.display()
+                )));
+            }
             std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
         } else if !dir.is_dir() {
             return Err(Error::InvalidArgument(format!(

@@ -48,6 +48,10 @@ pub struct ImportSummary {
     /// Calls the store could not record because it failed (each got an error result): a store
     /// that failed during an import should be checked with `mnemo verify`.
     pub store_failures: u64,
+    /// Whether the store holding the import is at its path: false when a new store the store's
+    /// own failures cut short was removed ([`MnemoMemoryToolServer::import_store`]), so nothing
+    /// is there.
+    pub stored: bool,
 }
 
 impl ImportSummary {
@@ -85,37 +89,35 @@ impl MnemoMemoryToolServer {
     pub fn import_files(&self, dir: &Path) -> Result<ImportSummary> {
         let mut summary = import(self, dir)?;
         summary.store_failures = self.store_failures();
+        summary.stored = true;
         Ok(summary)
     }
 
     /// `mnemo import`: the plain files under `DIR/<root>` recorded into the store at `db` as
     /// `agent` ([`import_files`](Self::import_files)). A store not there yet is built beside
     /// `db` and renamed into place once the import ran (the rename made durable), so an import
-    /// that fails (the store failing included) or is killed midway leaves nothing at `db`; an
-    /// existing store is imported into as it is (its failures counted in the summary).
+    /// that fails or is killed midway leaves nothing at `db` (and the next import removes what
+    /// a killed one left beside it); an existing store is imported into as it is. A new store
+    /// the store's own failures cut short is removed too: the summary says so
+    /// ([`ImportSummary::stored`]).
     pub fn import_store(db: &Path, dir: &Path, agent: &str, root: &str) -> Result<ImportSummary> {
-        let Some(fresh) = staging_beside(db)? else {
+        let Some(fresh) = crate::disk::staging_beside(db)? else {
             return import_into(db, dir, agent, root);
         };
-        let placed = import_into(&fresh, dir, agent, root).and_then(|summary| {
+        let done = import_into(&fresh, dir, agent, root).and_then(|mut summary| {
             // A store that failed midway is not put in place: nothing is left at `db`.
             if summary.store_failures > 0 {
-                return Err(crate::Error::Poisoned {
-                    cause: format!(
-                        "it failed during the import, {} calls could not be recorded, and nothing was left at {}",
-                        summary.store_failures,
-                        db.display()
-                    ),
-                });
+                summary.stored = false;
+                let _ = std::fs::remove_dir_all(&fresh);
+                return Ok(summary);
             }
-            std::fs::rename(&fresh, db).map_err(|e| crate::Error::io(db, e))?;
-            sync_parent(db)?;
+            crate::disk::place(&fresh, db)?;
             Ok(summary)
         });
-        if placed.is_err() {
+        if done.is_err() {
             let _ = std::fs::remove_dir_all(&fresh);
         }
-        placed
+        done
     }
 }
 
@@ -127,50 +129,4 @@ fn import_into(db: &Path, dir: &Path, agent: &str, root: &str) -> Result<ImportS
         .root(root)
         .build()?
         .import_files(dir)
-}
-
-/// Where an import into the store at `db` builds it first: `None` when a store (or anything
-/// else, which opening refuses) is already at `db`, or its directory is not there to build in.
-fn staging_beside(db: &Path) -> Result<Option<PathBuf>> {
-    let unborn = match std::fs::symlink_metadata(db) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
-        Err(e) => return Err(crate::Error::io(db, e)),
-        Ok(meta) => {
-            meta.is_dir()
-                && std::fs::read_dir(db)
-                    .map_err(|e| crate::Error::io(db, e))?
-                    .next()
-                    .is_none()
-        }
-    };
-    let (Some(name), Some(parent)) = (db.file_name(), db.parent()) else {
-        return Ok(None);
-    };
-    let parent = if parent.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        parent
-    };
-    if !unborn || !parent.is_dir() {
-        return Ok(None);
-    }
-    let stamp = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    Ok(Some(parent.join(format!(
-        ".{}.importing-{}-{stamp:08x}",
-        name.to_string_lossy(),
-        std::process::id()
-    ))))
-}
-
-/// `fsync`s the directory that holds `path`, so a rename into it survives a power loss.
-fn sync_parent(path: &Path) -> Result<()> {
-    let parent = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    };
-    std::fs::File::open(parent)
-        .and_then(|dir| dir.sync_all())
-        .map_err(|e| crate::Error::io(parent, e))
 }

@@ -30,8 +30,16 @@ pub(crate) fn run_import(db: &Path, dir: &Path, agent: String, root: String) -> 
         summary.skipped.len()
     );
     if summary.store_failures > 0 {
+        let what = if summary.stored {
+            "check the store with `mnemo verify`".to_string()
+        } else {
+            format!(
+                "the new store was removed, so nothing is at {}: fix what each skipped file names (a full disk, say) and import again",
+                db.display()
+            )
+        };
         return Err(format!(
-            "the store failed during the import ({} calls could not be recorded); check the store with `mnemo verify`",
+            "the store failed during the import ({} calls could not be recorded); {what}",
             summary.store_failures
         )
         .into());

@@ -92,8 +92,7 @@ fn read(dir: &Path) -> Result<Exported, Box<dyn std::error::Error>> {
 pub fn import(db: &Path, dir: &Path, agent: String, root: &str) -> CliResult {
     let exported = read(dir)?;
     let root = MemPath::absolute(root)?;
-    let client = MnemoClient::open(db, agent)?;
-    let done = transfer::import(&client, &root, &exported)?;
+    let done = transfer::import_store(db, &agent, &root, &exported)?;
     for skipped in &done.skipped {
         eprintln!("mnemo: not imported: {skipped}");
     }
