@@ -138,10 +138,14 @@ impl MnemoClient {
     }
 
     /// Runs `read` on the store as written, once the calls answered so far are stored, holding
-    /// no lock.
-    fn read_written<T>(&self, read: impl FnOnce(&crate::log::Store) -> Result<T>) -> Result<T> {
+    /// no lock; `read` is given the last of those calls' seq.
+    fn read_written<T>(
+        &self,
+        read: impl FnOnce(&crate::log::Store, Seq) -> Result<T>,
+    ) -> Result<T> {
+        let answered = self.head()?.seq;
         self.settle_index()?;
-        read(&*self.local_store()?)
+        read(&*self.local_store()?, answered)
     }
 
     /// A page of the versions of the memories under `root` in `window` that `keep` keeps,
@@ -153,7 +157,7 @@ impl MnemoClient {
         window: Window,
         keep: impl Fn(&Version) -> bool,
     ) -> Result<(Vec<Version>, bool)> {
-        self.read_written(|store| match Journal::of(store)? {
+        self.read_written(|store, answered| match Journal::through(store, answered)? {
             Some(journal) => journal.page(root, window, &keep),
             None => {
                 let end = window.before.map_or(Seq(u64::MAX), |(seq, _)| seq);
@@ -174,8 +178,8 @@ impl MnemoClient {
 
     /// The version `(seq, memory)` of a memory under `root`.
     pub(crate) fn version_at(&self, root: &MemPath, seq: Seq, memory: Seq) -> Result<Found> {
-        self.read_written(|store| {
-            let found = match Journal::of(store)? {
+        self.read_written(|store, answered| {
+            let found = match Journal::through(store, answered)? {
                 Some(journal) => journal.version(seq, memory)?,
                 None => versions(store, root, seq, |v| v.seq == seq && v.memory == memory)?.pop(),
             };
@@ -196,7 +200,7 @@ impl MnemoClient {
         &self,
         wanted: &[(Seq, MemPath)],
     ) -> Result<BTreeMap<(Seq, MemPath), String>> {
-        self.read_written(|store| match Journal::of(store)? {
+        self.read_written(|store, answered| match Journal::through(store, answered)? {
             Some(journal) => journal.contents(wanted),
             None => contents_at(store, wanted),
         })

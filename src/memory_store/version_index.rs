@@ -171,9 +171,17 @@ pub struct Window {
 impl<'a> Journal<'a> {
     /// The journal of `store`, when its index keeps one and has applied the whole log (a store
     /// served by this build, or opened for writing by it); `None` otherwise (read it by replay).
+    #[cfg(feature = "testing")]
     pub fn of(store: &'a Store) -> Result<Option<Journal<'a>>> {
+        Journal::through(store, store.last_seq()?)
+    }
+
+    /// The journal of `store`, when its index keeps one and has applied every event up to
+    /// `seq` (a writer may be appending more meanwhile: what a listing shows is the index as of
+    /// the seq it applied, every call answered before the listing began included).
+    pub fn through(store: &'a Store, seq: Seq) -> Result<Option<Journal<'a>>> {
         let index = store.index();
-        if index.layout()? < JOURNAL_LAYOUT || index.applied()? < store.last_seq()? {
+        if index.layout()? < JOURNAL_LAYOUT || index.applied()? < seq {
             return Ok(None);
         }
         Ok(Some(Journal {
