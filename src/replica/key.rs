@@ -221,8 +221,9 @@ mod tests {
 
 /// The signing key of the store at a path, and the verifier key it trusts: the owner's key,
 /// whose signed checkpoints let a restore or a follower trust a replica, kept in the store's
-/// directory ([`KEY_FILE`], mode 0600); and the key a restored or following store trusts its
-/// replica's heads to be signed by ([`TRUST_FILE`]).
+/// directory (`mnemo-key`, mode 0600, [`SigningKey::file`]); and the key a restored or
+/// following store trusts its replica's heads to be signed by (`mnemo-replica-key`,
+/// [`SigningKey::trust_file`]).
 #[derive(Clone, Copy, Debug)]
 pub struct SigningKey<'a> {
     store: &'a Path,
