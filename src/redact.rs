@@ -7,7 +7,7 @@
 //! an admin event ([`AdminCommand::Redact`]): the operator, the time, the reason and the seqs
 //! erased, never the content.
 //!
-//! What is erased is the selection closed over what depends on it ([`plan`]): the log is
+//! What is erased is the selection closed over what depends on it ([`plan()`]): the log is
 //! replayed with the chosen events skipped, and every other event whose answer then differs
 //! from the one it recorded (a view that showed an erased file, an edit of it, a rename that
 //! moved it, a retry of an erased call) is erased too, and skipped in turn. What is left
@@ -41,7 +41,7 @@
 //! creation of that copy leaves); after it, the redacted store.
 //!
 //! Where each part lives: this module the selection, the plan and the outcome as types, and the
-//! client's redaction methods (in-process or through the server); [`plan`] closing a selection
+//! client's redaction methods (in-process or through the server); `plan` closing a selection
 //! over what depends on it; [`rewrite`] the copy written, verified and exchanged.
 
 mod plan;
@@ -233,7 +233,7 @@ fn listed(seqs: &[Seq]) -> String {
 /// its server's `POST /v1/redact` (which only the operator may call).
 impl MnemoClient {
     /// Erases what `selection` chooses from the store, and every event whose answer depended on
-    /// it ([`plan`]), recorded as a redaction by this client's agent (the operator) for
+    /// it ([`plan()`]), recorded as a redaction by this client's agent (the operator) for
     /// `reason`: durable, and gone from the store's directory, when it returns. A store open in
     /// this process is closed meanwhile: calls wait until it is open again (as long as the
     /// rewrite takes, which grows with the log). A refused redaction changes nothing.

@@ -8,7 +8,7 @@ pub(super) fn sibling(store: &Path, tag: &str) -> Result<PathBuf> {
     Ok(parent_of(store).join(redaction_prefix(store)? + tag))
 }
 
-/// Erases from the store at `path` what `selection` chooses ([`plan`]), recorded as a redaction
+/// Erases from the store at `path` what `selection` chooses ([`plan()`]), recorded as a redaction
 /// by `operator` for `reason`; durable and gone from the store's directory when it returns. The
 /// store must not be open elsewhere (a server holding it makes this [`Error::Locked`]).
 pub fn redact(
