@@ -175,10 +175,16 @@ impl DataDir {
     pub fn create(&self, name: &str) -> crate::Result<PathBuf> {
         check_store_name(name).map_err(crate::Error::InvalidArgument)?;
         let path = self.dir.join(name);
-        if std::fs::symlink_metadata(&path).is_ok() {
+        if store_dir(&self.dir, name).is_some() {
             return Err(crate::Error::InvalidArgument(format!(
                 "the store {name:?} exists already in {}",
                 self.dir.display()
+            )));
+        }
+        if std::fs::symlink_metadata(&path).is_ok() {
+            return Err(crate::Error::InvalidArgument(format!(
+                "{} is in the way: something that is not a store (a file, a link or a directory without one) has the name {name:?}; remove it, or choose another name",
+                path.display()
             )));
         }
         drop(crate::log::Store::open(&path)?);
@@ -219,6 +225,23 @@ impl DataDir {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A name taken by a store is refused as existing; one taken by something else, as in the way.
+    #[test]
+    fn a_create_over_a_store_or_something_else_says_which() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let data = DataDir::lock(dir.path()).expect("a data directory");
+        data.create("made").expect("create");
+        let again = data.create("made").expect_err("exists");
+        assert!(again.to_string().contains("exists already"), "{again}");
+        std::fs::write(dir.path().join("file"), b"x").expect("write");
+        let in_the_way = data.create("file").expect_err("in the way");
+        assert!(
+            in_the_way.to_string().contains("in the way"),
+            "{in_the_way}"
+        );
+        assert_eq!(std::fs::read(dir.path().join("file")).expect("read"), b"x");
+    }
 
     /// A store another holder has open is never deleted from under it; once it is closed, it is.
     #[test]

@@ -1204,3 +1204,28 @@ fn a_replica_url_naming_a_file_is_refused_as_a_bad_argument() {
     assert!(said.contains("not a directory"), "{said}");
     assert_eq!(std::fs::read(&file).expect("read"), b"mine");
 }
+
+/// A restore into a path whose directory does not exist is refused up front, naming the
+/// directory to make (it said "I/O error on the store's directory").
+#[test]
+fn a_restore_into_a_missing_directory_names_it() {
+    let t = TempStore::new();
+    let db = t.path();
+    let (to, _replica) = new_replica(&t, "replica");
+    run_ok(&["tool", "--db", s(&db)], &session(0, 2));
+    run_ok(&["replicate", "--db", s(&db), "--to", &to, "--once"], "");
+    let missing = t.dir.path().join("missing").join("new.mnemo.db");
+    let out = run_mnemo(&["restore", "--from", &to, "--db", s(&missing)], "");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("is not a directory") && said.contains("missing"),
+        "{said}"
+    );
+    assert!(!t.dir.path().join("missing").exists());
+}

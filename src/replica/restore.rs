@@ -31,6 +31,14 @@ pub(crate) fn restore(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<R
             db.display()
         )));
     }
+    let parent = crate::disk::parent_of(db);
+    if !parent.is_dir() {
+        return Err(Error::InvalidArgument(format!(
+            "{} is not a directory, so no store can be restored into {}: make it first, or restore into a path whose directory exists",
+            parent.display(),
+            db.display()
+        )));
+    }
     // Built beside its path and renamed there once whole, so a restore killed midway leaves
     // nothing at `db` (only a directory `.NAME.restore-*` beside it).
     let name = db
