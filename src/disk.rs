@@ -103,6 +103,13 @@ pub use own_files::{KEY_FILE, TRUST_FILE};
 #[cfg(unix)]
 pub(crate) use staging::{place, staging_beside};
 
+/// `fsync`s the directory `dir`, so an entry renamed into it survives a power loss.
+pub(crate) fn fsync_dir(dir: &Path) -> crate::error::Result<()> {
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| crate::error::Error::io(dir, e))
+}
+
 /// The directory holding `path` (`.` for a bare name).
 pub(crate) fn parent_of(path: &Path) -> &Path {
     match path.parent() {

@@ -311,7 +311,7 @@ fn create_atomically(path: &Path) -> Result<()> {
     }
     let built = build_new_store(&temp);
     let placed = built.and_then(|()| match std::fs::rename(&temp, path) {
-        Ok(()) => fsync_dir(parent),
+        Ok(()) => crate::disk::fsync_dir(parent),
         // Another process put a store (or something else) there first: open that.
         Err(e)
             if e.kind() == std::io::ErrorKind::DirectoryNotEmpty
@@ -389,13 +389,6 @@ fn wait_for_sled_to_let_go(db: &Path) -> Result<()> {
             Err(e) => return Err(Error::io(db, e.into())),
         }
     }
-}
-
-/// `fsync`s the directory `dir`, so an entry renamed into it survives a power loss.
-fn fsync_dir(dir: &Path) -> Result<()> {
-    std::fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| Error::io(dir, e))
 }
 
 /// Removes a store directory this process was building and gave up on.

@@ -105,10 +105,7 @@ fn alive(pid: u32) -> bool {
 /// Moves the store built at `fresh` to `db` and makes the rename durable.
 pub(crate) fn place(fresh: &Path, db: &Path) -> Result<()> {
     std::fs::rename(fresh, db).map_err(|e| Error::io(db, e))?;
-    let parent = parent_of(db);
-    std::fs::File::open(parent)
-        .and_then(|dir| dir.sync_all())
-        .map_err(|e| Error::io(parent, e))
+    super::fsync_dir(parent_of(db))
 }
 
 #[cfg(test)]

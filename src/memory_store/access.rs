@@ -137,6 +137,18 @@ impl MnemoClient {
         self.read_local(version_index::count)
     }
 
+    /// How many memories are live under `root`, and [`version_count`](Self::version_count),
+    /// from one read of the current index: what an API create checks against both caps.
+    pub(crate) fn memory_and_version_counts(&self, root: &MemPath) -> Result<(usize, Option<u64>)> {
+        self.read_local(|store| {
+            let index = store.current_index()?;
+            Ok((
+                index.file_entries_under(root)?.len(),
+                version_index::count_in(&index)?,
+            ))
+        })
+    }
+
     /// Runs `read` on the store as written, once the calls answered so far are stored, holding
     /// no lock; `read` is given the last of those calls' seq.
     fn read_written<T>(

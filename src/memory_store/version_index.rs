@@ -15,9 +15,11 @@ use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
 use crate::event::Seq;
+use crate::kv::KvRead;
 use crate::log::Store;
 use crate::memory_store::versions::{Operation, Redaction, Version};
 use crate::paths::MemPath;
+use crate::projection::Projection;
 use crate::projection::journal::{
     DIR_PREFIX, JOURNAL_LAYOUT, MEMORY_PREFIX, RECORD_PREFIX, Record, Step, record_key,
 };
@@ -144,10 +146,15 @@ fn seq_of(key: &[u8], at: usize) -> Result<u64> {
 /// The versions a memory-tool directory's move or delete made are not counted: spelling them
 /// out reads every record before them, which no write should wait for.
 pub fn count(store: &Store) -> Result<Option<u64>> {
-    if store.index().layout()? < JOURNAL_LAYOUT {
+    count_in(&store.current_index()?)
+}
+
+/// [`count`] in `index`, a store's current index.
+pub fn count_in(index: &Projection<impl KvRead>) -> Result<Option<u64>> {
+    if index.layout()? < JOURNAL_LAYOUT {
         return Ok(None);
     }
-    Ok(Some(store.current_index()?.file_versions()?))
+    index.file_versions().map(Some)
 }
 
 /// A store's version journal, as its stored index holds it.

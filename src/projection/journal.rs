@@ -44,13 +44,15 @@ pub const DIR_PREFIX: u8 = b'w';
 const DIGEST_PREFIX: u8 = b'h';
 /// The first byte of an `r` key.
 const REDACTION_PREFIX: u8 = b'r';
-/// The key of the count of `m` entries.
-const COUNT_KEY: &[u8] = b"j";
+/// The key of the count of `m` entries (its one byte is its family's).
+const COUNT_KEY: &[u8] = &[COUNT_PREFIX];
+/// The family of the count's key.
+const COUNT_PREFIX: u8 = b'j';
 
 /// Every key family of the journal.
 pub const FAMILIES: [u8; 6] = [
     DIGEST_PREFIX,
-    b'j',
+    COUNT_PREFIX,
     MEMORY_PREFIX,
     REDACTION_PREFIX,
     RECORD_PREFIX,

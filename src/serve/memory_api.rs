@@ -116,6 +116,12 @@ pub(super) fn routes() -> Router<Arc<Stores>> {
         .layer(axum::middleware::from_fn(request_id::name_request))
 }
 
+/// The `view` query of a memory's or a version's route (`basic` or `full`).
+#[derive(Deserialize)]
+struct ViewQuery {
+    view: Option<String>,
+}
+
 /// The request's refusal unless it carries the operator token and names this server.
 fn operator(stores: &Stores, headers: &HeaderMap) -> Result<(), ApiError> {
     match stores.operator_refusal(headers) {

@@ -83,11 +83,6 @@ pub(super) async fn list_memories(
     .await
 }
 
-#[derive(Deserialize)]
-pub(super) struct ViewQuery {
-    view: Option<String>,
-}
-
 pub(super) fn no_memory(id: &str) -> ApiError {
     let shown: String = id.chars().take(80).collect();
     ApiError::NotFound(format!(
@@ -460,14 +455,13 @@ pub(super) async fn create_memory(
         let who = who(&stores, &served, &id, &headers, &attribution)?;
         writable(&stores, &id)?;
         let root = MemPath::absolute(served.shared().root()).map_err(ApiError::Api)?;
-        versions_left(&stores, &served)?;
-        let cap = stores.max_memories();
-        let held = served
+        let (held, versions) = served
             .shared()
             .client()
-            .file_entries(&root)
-            .map(|entries| entries.len())
+            .memory_and_version_counts(&root)
             .map_err(store_failed)?;
+        versions_left(&stores, versions)?;
+        let cap = stores.max_memories();
         if held >= cap {
             return Err(ApiError::InvalidRequest(format!(
                 "the memory store holds {held} memories, the most this server creates in one (--max-memories {cap}); delete some, or start the server with a larger --max-memories"
@@ -596,7 +590,12 @@ pub(super) async fn update_memory(
         writable(&stores, &id)?;
         let root = MemPath::absolute(served.shared().root()).map_err(ApiError::Api)?;
         let new_path = asked.path.as_deref().map(|p| tool_path(&root, p));
-        versions_left(&stores, &served)?;
+        let versions = served
+            .shared()
+            .client()
+            .version_count()
+            .map_err(store_failed)?;
+        versions_left(&stores, versions)?;
         let writing = Writing {
             served: &served,
             agent: who.agent.clone(),
@@ -618,18 +617,10 @@ pub(super) async fn update_memory(
 }
 
 /// Refuses a write that would add a version to a store holding `--max-versions` of them (the
-/// hosted cap), counted as [`crate::memory_store::version_index::count`] counts them: creates
-/// and updates, never deletes, so a full store can still forget.
-pub(super) fn versions_left(
-    stores: &Stores,
-    served: &crate::serve::stores::Served,
-) -> Result<(), ApiError> {
+/// hosted cap), `held` counted as [`crate::memory_store::version_index::count`] counts them:
+/// creates and updates, never deletes, so a full store can still forget.
+pub(super) fn versions_left(stores: &Stores, held: Option<u64>) -> Result<(), ApiError> {
     let cap = stores.max_versions();
-    let held = served
-        .shared()
-        .client()
-        .version_count()
-        .map_err(store_failed)?;
     match held {
         Some(held) if held >= cap => Err(ApiError::InvalidRequest(format!(
             "the memory store holds {held} memory versions, the most this server keeps in one (--max-versions {cap}); every change adds a version and none is ever removed (a delete, which is still accepted, adds one too), so start the server with a larger --max-versions to write to this store again"

@@ -12,7 +12,8 @@ use serde::Deserialize;
 use super::super::tenancy::Attribution;
 use super::wire::{self, ApiError, ApiQuery, Page, ok};
 use super::{
-    credentials, full_view, limit, open, operator_only, run, store_failed, time_filter, who,
+    ViewQuery, credentials, full_view, limit, open, operator_only, run, store_failed, time_filter,
+    who,
 };
 use crate::event::Seq;
 use crate::memory_store::access::Found;
@@ -201,11 +202,6 @@ fn find(served: &Served, version: &str) -> Result<(MemPath, Version), ApiError> 
         Found::Missing => return Err(no_version(version)),
     };
     Ok((root, found))
-}
-
-#[derive(Deserialize)]
-pub(super) struct ViewQuery {
-    view: Option<String>,
 }
 
 pub(super) async fn retrieve(
