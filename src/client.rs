@@ -6,11 +6,11 @@
 //!
 //! Opening a store that is already open in this process (a notebook cell run again, two parts
 //! of one program) returns a handle to that same store and writer, found by the store's
-//! canonical path ([`crate::registry`]); the store's lock only turns away other processes.
+//! canonical path ([`crate::store::registry`]); the store's lock only turns away other processes.
 //!
 //! **A served store.** With the `client` feature (which `serve` includes, and the Python package
 //! builds with), opening a store that a live `mnemo serve` holds connects to that server instead,
-//! found through its server file ([`crate::discovery`]) and with the operator credential
+//! found through its server file ([`crate::client::discovery`]) and with the operator credential
 //! the file holds, acting as the client's agent. The client keeps the same API: the tool server
 //! forwards each call to `POST /v1/memory` (refused, and recording nothing, when the server
 //! answers with another root, profile, limits or durability than the tool server's), and records,
@@ -21,26 +21,36 @@
 //! [`Error::Server`] with the reason. [`MnemoClient::server_of`] and
 //! [`MnemoClient::connect`] give the bare HTTP client ([`crate::RemoteClient`]).
 
+#[cfg(feature = "client")]
+pub(crate) mod discovery;
+pub(crate) mod reads;
+pub(crate) mod redact;
+#[cfg(feature = "client")]
+pub(crate) mod remote;
+pub(crate) mod token;
+pub(crate) mod tool_server;
+pub(crate) mod transfer;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, PoisonError, RwLock, RwLockReadGuard};
 
 use serde_json::Value;
 
-use crate::credential::TokenRecord;
+use crate::audit::verify::{Report, VerifyOptions, verify_store_with};
 #[cfg(feature = "client")]
-use crate::discovery::{ServerFile, live_server};
+use crate::client::discovery::{ServerFile, live_server};
+#[cfg(feature = "client")]
+use crate::client::remote::RemoteClient;
 use crate::error::{Error, Result};
-use crate::event::{Body, Event, InputDigest, Seq};
-use crate::log::{Durability, Head, Store};
-use crate::paths::MemPath;
-use crate::policy::{Access, AdminCommand, DELETE_ERASES, DELETE_SETTING, Policy};
-use crate::projection::{MEMORY_TAG, MemoryRecord};
-use crate::registry::{Opened, Registry};
-#[cfg(feature = "client")]
-use crate::remote::RemoteClient;
-use crate::tool::{Limits, Profile, Tree};
-use crate::verify::{Report, VerifyOptions, verify_store_with};
-use crate::writer::{Call, Receipt, Writer};
+use crate::model::credential::TokenRecord;
+use crate::model::event::{Body, Event, InputDigest, Seq};
+use crate::model::paths::MemPath;
+use crate::model::policy::{Access, AdminCommand, DELETE_ERASES, DELETE_SETTING, Policy};
+use crate::model::tool::{Limits, Profile, Tree};
+use crate::store::log::{Durability, Head, Store};
+use crate::store::projection::{MEMORY_TAG, MemoryRecord};
+use crate::store::registry::{Opened, Registry};
+use crate::store::writer::{Call, Receipt, Writer};
 
 /// The stores open in this process.
 static OPEN: LazyLock<Registry<Inner>> = LazyLock::new(Registry::new);
@@ -154,8 +164,8 @@ fn open_state(path: &Path, durability: Durability) -> Result<State> {
     // What a redaction killed midway left beside the store (its copy, or after the exchange the
     // store as it was, with what it erased): gone at the next open rather than the next
     // redaction. A failure here is no reason to refuse the store; the next redaction retries it.
-    let _ = crate::disk::remove_redaction_leftovers(path, None);
-    let _ = crate::disk::remove_restore_leftovers(path);
+    let _ = crate::store::disk::remove_redaction_leftovers(path, None);
+    let _ = crate::store::disk::remove_restore_leftovers(path);
     if let Some(why) = store.rolled_back()? {
         return Err(Error::corrupt(why));
     }
@@ -165,12 +175,12 @@ fn open_state(path: &Path, durability: Durability) -> Result<State> {
 }
 
 fn check_agent(agent: &str) -> Result<()> {
-    if agent == crate::policy::ANY_AGENT {
+    if agent == crate::model::policy::ANY_AGENT {
         return Err(Error::InvalidArgument(
             "agent id \"*\" is reserved for grants to every agent; pick another id".into(),
         ));
     }
-    crate::policy::check_agent_id(agent).map_err(Error::InvalidArgument)
+    crate::model::policy::check_agent_id(agent).map_err(Error::InvalidArgument)
 }
 
 /// How long dropping the last client waits for sled to close the store.
@@ -238,7 +248,7 @@ impl ClientBuilder {
             // there but does not prove itself in time (stopped, overloaded) is an error that
             // says so, rather than that wait.
             #[cfg(feature = "client")]
-            if let Some(file) = crate::discovery::find_server(&self.path)? {
+            if let Some(file) = crate::client::discovery::find_server(&self.path)? {
                 held = Some(file);
                 return Err(Error::Locked {
                     path: self.path.clone(),
@@ -276,7 +286,7 @@ impl ClientBuilder {
     #[cfg(feature = "client")]
     fn connect(self, file: ServerFile) -> Result<MnemoClient> {
         let remote = file.client(&self.path);
-        crate::remote::stay_attached(&remote);
+        crate::client::remote::stay_attached(&remote);
         Ok(MnemoClient {
             backend: Backend::Served(Arc::new(Served {
                 path: self.path,
@@ -292,7 +302,7 @@ impl ClientBuilder {
         // A server that is there but does not prove itself in time (stopped, overloaded) is an
         // error that says so, rather than a wait for its lock.
         #[cfg(feature = "client")]
-        if let Some(file) = crate::discovery::find_server(&self.path)? {
+        if let Some(file) = crate::client::discovery::find_server(&self.path)? {
             return self.connect(file);
         }
         let store = match Store::open_read_only(&self.path) {
@@ -440,7 +450,7 @@ impl MnemoClient {
     #[cfg(feature = "client")]
     pub fn server_of(db_path: impl AsRef<Path>) -> Result<crate::RemoteClient> {
         let path = db_path.as_ref();
-        let file = crate::discovery::live_server(path).ok_or_else(|| Error::NotFound {
+        let file = crate::client::discovery::live_server(path).ok_or_else(|| Error::NotFound {
             path: path.to_path_buf(),
         })?;
         Ok(file.client(path))
@@ -458,7 +468,7 @@ impl MnemoClient {
     ) -> Result<MnemoClient> {
         let agent = agent_id.into();
         check_agent(&agent)?;
-        crate::remote::stay_attached(&remote);
+        crate::client::remote::stay_attached(&remote);
         Ok(MnemoClient {
             backend: Backend::Served(Arc::new(Served {
                 path: name.as_ref().to_path_buf(),
@@ -664,7 +674,7 @@ impl MnemoClient {
     /// The directory the store open in this process has open (see `Store::dir_id`). A served
     /// store is not open here: [`Error::NotLocal`].
     #[cfg(feature = "serve")]
-    pub(crate) fn store_dir_id(&self) -> Result<crate::disk::DirId> {
+    pub(crate) fn store_dir_id(&self) -> Result<crate::store::disk::DirId> {
         self.read_local(|store| Ok(store.dir_id()))
     }
 
@@ -872,7 +882,7 @@ impl MnemoClient {
     ) -> Option<std::result::Result<Value, Value>> {
         #[cfg(feature = "client")]
         if let Some(remote) = self.remote() {
-            let answering = crate::remote::Answering {
+            let answering = crate::client::remote::Answering {
                 root: root.to_string(),
                 profile,
                 limits,
@@ -889,7 +899,7 @@ impl MnemoClient {
 fn forward_to(
     remote: &RemoteClient,
     call: Forward<'_>,
-    answering: &crate::remote::Answering,
+    answering: &crate::client::remote::Answering,
 ) -> std::result::Result<Value, Value> {
     let sent = match call {
         Forward::Line(bytes) => remote.memory_answering(bytes, answering),
@@ -904,11 +914,11 @@ fn forward_to(
     });
     answer.map_err(|e| {
         let id = match call {
-            Forward::Line(bytes) => crate::tool::request::tool_use_id(bytes),
+            Forward::Line(bytes) => crate::model::tool::request::tool_use_id(bytes),
             Forward::TooLarge(_, id) | Forward::Stopped(_, id) => id.map(str::to_string),
         };
         // A refusal says the call was not applied; any other failure, that it may have been.
-        crate::discovery::unanswered(id.as_deref(), &e)
+        crate::client::discovery::unanswered(id.as_deref(), &e)
     })
 }
 

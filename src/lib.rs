@@ -100,70 +100,38 @@ struct HttpApiDoctests;
 #[doc = include_str!("../docs/performance.md")]
 struct PerformanceDoctests;
 
-mod chain;
+mod audit;
 mod client;
-mod codec;
-mod credential;
-mod data_dir;
-#[cfg(feature = "client")]
-mod discovery;
-mod disk;
 mod error;
-pub mod event;
-mod failpoint;
-mod hash;
-mod head;
-mod history;
-mod inspect;
-mod kv;
-mod lineage;
-mod log;
 #[cfg(feature = "mcp")]
 mod mcp;
 pub mod memory_store;
-mod paths;
-mod policy;
-mod projection;
-mod proof;
-pub mod protocol;
-mod reads;
-mod redact;
-mod registry;
-#[cfg(feature = "client")]
-mod remote;
-mod replay;
+mod model;
 #[cfg(feature = "replicate")]
 mod replica;
-mod semantics_version;
-mod seq;
 #[cfg(feature = "serve")]
 mod serve;
-mod snapshot;
-mod time;
-mod token;
-pub mod tool;
-mod tool_server;
-mod transfer;
-mod unwind;
-mod verify;
-mod writer;
+mod store;
 
+pub use audit::verify::{Report, Violation, ViolationKind};
+pub use client::redact::{Plan, Redacted, Selection, redact as redact_store};
+#[cfg(feature = "client")]
+pub use client::remote::{AdminRequest, RemoteClient, RemoteError};
+pub use client::token::TokenRecord;
+pub use client::tool_server::{MnemoMemoryToolServer, ServerBuilder};
+#[cfg(unix)]
+pub use client::transfer::{ExportSummary, ImportSummary, Skipped};
 pub use client::{ClientBuilder, MnemoClient};
-pub use credential::OPERATOR;
-pub use data_dir::{DataDir, check_store_name};
-pub use disk::SERVER_FILE;
 pub use error::{Error, Result, StorageError};
-pub use event::{Body, Event, EventHash, Header, Outcome, RejectedCall, Seq, ToolCall};
-pub use log::{Durability, Head};
 #[cfg(feature = "mcp")]
 pub use mcp::MnemoMcpServer;
-pub use paths::{MemPath, PathRejection};
-pub use policy::{ANY_AGENT, Access, AdminCommand, Grant, Policy};
-pub use projection::{MEMORY_TAG, MemoryRecord};
-pub use protocol::LogQuery;
-pub use redact::{Plan, Redacted, Selection, redact as redact_store};
-#[cfg(feature = "client")]
-pub use remote::{AdminRequest, RemoteClient, RemoteError};
+pub use model::credential::OPERATOR;
+pub use model::event::{Body, Event, EventHash, Header, Outcome, RejectedCall, Seq, ToolCall};
+pub use model::paths::{MemPath, PathRejection};
+pub use model::policy::{ANY_AGENT, Access, AdminCommand, Grant, Policy};
+pub use model::protocol::LogQuery;
+pub use model::tool::Profile;
+pub use model::{event, protocol, tool};
 #[cfg(feature = "replicate")]
 pub use replica::follower::{Following, Status as FollowerStatus};
 #[cfg(feature = "replicate")]
@@ -182,13 +150,11 @@ pub use serve::shutdown::Reason as StopReason;
 pub use serve::stores::{DataOptions, OpenStore, OpenedStore, serve_data};
 #[cfg(feature = "serve")]
 pub use serve::{Error as ServeError, ReplicationView, ServeOptions, Stopped, serve};
-pub use token::TokenRecord;
-pub use tool::Profile;
-pub use tool_server::{MnemoMemoryToolServer, ServerBuilder};
-#[cfg(unix)]
-pub use transfer::{ExportSummary, ImportSummary, Skipped};
-pub use verify::{Report, Violation, ViolationKind};
-pub use writer::Receipt;
+pub use store::data_dir::{DataDir, check_store_name};
+pub use store::disk::SERVER_FILE;
+pub use store::log::{Durability, Head};
+pub use store::projection::{MEMORY_TAG, MemoryRecord};
+pub use store::writer::Receipt;
 
 /// Reaching the `mnemo serve` that holds a store (feature `client`): finding it by the store's
 /// server file ([`find_server`](link::find_server), which also proves the server serves that
@@ -196,10 +162,10 @@ pub use writer::Receipt;
 /// it again when it goes away, as `mnemo tool` and `mnemo mcp` reach a store.
 #[cfg(feature = "client")]
 pub mod link {
-    pub use crate::discovery::{
+    pub use crate::client::discovery::{
         Launch, Link, START_WAIT, ServerFile, find_server, live_server, unanswered,
     };
-    pub use crate::tool::request::tool_use_id;
+    pub use crate::model::tool::request::tool_use_id;
 }
 
 /// The internals that the crate's own tests, benches and examples reach (feature `testing`,
@@ -209,30 +175,32 @@ pub mod link {
 #[cfg(feature = "testing")]
 #[doc(hidden)]
 pub mod testing {
-    pub use crate::disk::HEAD_FILE;
-    pub use crate::kv::MemKv;
-    pub use crate::log::{LOCK_WAIT, Store};
-    pub use crate::paths::{MAX_PATH_BYTES, MAX_SEGMENT_BYTES};
-    pub use crate::policy::MAX_AGENT_BYTES;
-    pub use crate::projection::{
+    pub use crate::audit::verify::{
+        PROGRESS_EVERY, VerifyOptions, verify_store, verify_store_with,
+    };
+    pub use crate::model::paths::{MAX_PATH_BYTES, MAX_SEGMENT_BYTES};
+    pub use crate::model::policy::MAX_AGENT_BYTES;
+    #[cfg(feature = "replicate")]
+    pub use crate::replica::REWRITES;
+    pub use crate::store::disk::HEAD_FILE;
+    pub use crate::store::kv::MemKv;
+    pub use crate::store::log::{LOCK_WAIT, Store};
+    pub use crate::store::projection::{
         COLLECT_BUDGET, Caller, FileEntry, INDEX_LAYOUT, Projection, RENAMES_UNSTAMPED,
         RETRY_RECORDS, RETRY_TEXT_MAX, Recorded, Retry, RetryKind, Traced,
     };
-    #[cfg(feature = "replicate")]
-    pub use crate::replica::REWRITES;
-    pub use crate::verify::{PROGRESS_EVERY, VerifyOptions, verify_store, verify_store_with};
-    pub use crate::writer::{
+    pub use crate::store::writer::{
         DEFER_IDLE, INDEX_BATCH_BYTES, INDEX_BATCH_EVENTS, INDEX_BATCH_KEYS, INDEX_IDLE,
         INDEX_OVERFLOW, MAX_DEFERRED,
     };
 
     /// The store's files beside sled's: the head record, reading them.
     pub mod disk {
-        pub use crate::disk::*;
+        pub use crate::store::disk::*;
     }
     /// The named failpoints of the write path.
     pub mod failpoint {
-        pub use crate::failpoint::*;
+        pub use crate::store::failpoint::*;
     }
     /// Memory versions read off the index's version journal, and off a replay of the log (the
     /// model the journal is tested against).
@@ -242,15 +210,15 @@ pub mod testing {
     }
     /// The store at a past event, and the log's filters.
     pub mod history {
-        pub use crate::history::*;
+        pub use crate::audit::history::*;
     }
     /// One event whole, and the diff between two.
     pub mod inspect {
-        pub use crate::inspect::*;
+        pub use crate::audit::inspect::*;
     }
     /// A file's events followed through renames.
     pub mod lineage {
-        pub use crate::lineage::*;
+        pub use crate::audit::lineage::*;
     }
     /// The MCP server's parts.
     #[cfg(feature = "mcp")]
@@ -259,11 +227,11 @@ pub mod testing {
     }
     /// Replaying the log into a tree.
     pub mod replay {
-        pub use crate::replay::*;
+        pub use crate::store::replay::*;
     }
     /// Replayed trees of the past an open store keeps.
     pub mod snapshot {
-        pub use crate::snapshot::*;
+        pub use crate::store::snapshot::*;
     }
     /// Replicas in object storage: segments and checkpoints.
     #[cfg(feature = "replicate")]
@@ -272,12 +240,12 @@ pub mod testing {
     }
     /// The chain rules.
     pub mod chain {
-        pub use crate::chain::*;
+        pub use crate::model::chain::*;
     }
     /// The server file, and reaching (or starting) the server it names.
     #[cfg(feature = "client")]
     pub mod discovery {
-        pub use crate::discovery::*;
+        pub use crate::client::discovery::*;
     }
     /// The HTTP server's parts.
     #[cfg(feature = "serve")]
@@ -286,10 +254,10 @@ pub mod testing {
     }
     /// Agent tokens.
     pub mod token {
-        pub use crate::token::*;
+        pub use crate::client::token::*;
     }
     /// Import and export of memory directories.
     pub mod transfer {
-        pub use crate::transfer::*;
+        pub use crate::client::transfer::*;
     }
 }

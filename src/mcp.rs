@@ -43,8 +43,8 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
-use crate::projection::{MEMORY_TAG, MemoryRecord};
-use crate::tool_server::MnemoMemoryToolServer;
+use crate::client::tool_server::MnemoMemoryToolServer;
+use crate::store::projection::{MEMORY_TAG, MemoryRecord};
 
 pub use schema::{TOOL_NAME, instructions, memory_tool_for};
 pub use uri::{from_path as resource_uri, to_path as resource_path};
@@ -196,7 +196,7 @@ impl MnemoMcpServer {
                 tool.limits().max_file_bytes,
                 Some(tool.profile()),
             ),
-            None => memory_tool_for(&self.root, crate::tool::DEFAULT_MAX_FILE_BYTES, None),
+            None => memory_tool_for(&self.root, crate::model::tool::DEFAULT_MAX_FILE_BYTES, None),
         }
     }
 
@@ -505,15 +505,15 @@ mod tests {
     fn schema_names_the_six_commands_and_describes_every_field() {
         let tool = memory_tool_for(
             "/memories",
-            crate::tool::DEFAULT_MAX_FILE_BYTES,
-            Some(crate::tool::Profile::Spec),
+            crate::model::tool::DEFAULT_MAX_FILE_BYTES,
+            Some(crate::model::tool::Profile::Spec),
         );
         assert_eq!(tool.name, "memory");
         let schema = Value::Object((*tool.input_schema).clone());
         assert_eq!(schema["required"], json!(["command"]));
         assert_eq!(
             schema["properties"]["command"]["enum"],
-            json!(crate::tool::COMMAND_NAMES)
+            json!(crate::model::tool::COMMAND_NAMES)
         );
         let properties = schema["properties"].as_object().map(Map::len);
         assert_eq!(properties, Some(10));
@@ -612,7 +612,7 @@ mod tests {
                 .local_store()
                 .expect("a store open here")
                 .failpoints()
-                .arm(crate::failpoint::Failpoint::Sync);
+                .arm(crate::store::failpoint::Failpoint::Sync);
             let uri = resource_uri("/memories/racy.md");
             let (written, read) = std::thread::scope(|scope| {
                 let writer = scope.spawn(|| {
@@ -640,7 +640,7 @@ mod tests {
         assert!(
             description.contains(&format!(
                 "at most {} bytes (16M)",
-                crate::tool::DEFAULT_MAX_FILE_BYTES
+                crate::model::tool::DEFAULT_MAX_FILE_BYTES
             )),
             "{description}"
         );

@@ -1,7 +1,7 @@
 //! Mnemo's stores as Anthropic's memory stores (`/v1/memory_stores`): the API's ids and objects,
 //! memories read from a store's index, versions read off a replay of its log, the API's path
 //! rules, and a store moved whole as the API's JSON. The routes that serve them are
-//! `mnemo serve --data`'s; the writes are the pure core's ([`crate::tool::api`]).
+//! `mnemo serve --data`'s; the writes are the pure core's ([`crate::model::tool::api`]).
 //!
 //! A memory at `/a/b.md` is the memory tool's `/memories/a/b.md` in the same store; its id
 //! follows the file through renames and edits ([`ids`]).

@@ -56,11 +56,11 @@ use object_store::path::Path as ObjectPath;
 use object_store::prefix::PrefixStore;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 
-use crate::chain::Chain;
 use crate::error::{Error, Result};
-use crate::event::Seq;
-use crate::failpoint::{Failpoint, Failpoints};
-use crate::log::{Durability, Head, Store};
+use crate::model::chain::Chain;
+use crate::model::event::Seq;
+use crate::store::failpoint::{Failpoint, Failpoints};
+use crate::store::log::{Durability, Head, Store};
 pub(crate) use restore::fetch;
 pub use restore::{Restored, Stale};
 #[cfg(feature = "testing")]

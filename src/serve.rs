@@ -2,7 +2,7 @@
 //!
 //! Compiled only with the `serve` cargo feature (which includes `mcp`), so the default build of
 //! the library carries no async runtime and no HTTP stack. [`serve`] binds the listen address,
-//! writes the server file ([`crate::discovery`]) and answers, on loopback by default:
+//! writes the server file ([`crate::client::discovery`]) and answers, on loopback by default:
 //!
 //! - `POST /v1/memory`: a `tool_use` block or a bare input in, the `tool_result` JSON out, byte
 //!   for byte what [`MnemoMemoryToolServer::handle`] returns (see [`routes`]);
@@ -23,7 +23,7 @@
 //! Every request passes one gate first: its `Host` and `Origin` must name this server, it must
 //! carry a bearer token that proves a principal ([`auth`]), and its body must fit in
 //! the request limit (`--max-request-bytes`, default
-//! [`DEFAULT_MAX_REQUEST_BYTES`](crate::tool::DEFAULT_MAX_REQUEST_BYTES)). A request turned away is answered with its status and a reason, writes
+//! [`DEFAULT_MAX_REQUEST_BYTES`](crate::model::tool::DEFAULT_MAX_REQUEST_BYTES)). A request turned away is answered with its status and a reason, writes
 //! nothing, and leaves one line on stderr (status, method, route, reason; never the token).
 //!
 //! The agent a call is recorded under comes from each request, never from a session: an agent
@@ -63,9 +63,9 @@ use axum::response::{IntoResponse, Response};
 use tokio_util::sync::CancellationToken;
 
 use crate::client::MnemoClient;
-use crate::tool_server::MnemoMemoryToolServer;
+use crate::client::tool_server::MnemoMemoryToolServer;
 
-pub use crate::discovery::{SERVER_FILE, ServerFile};
+pub use crate::client::discovery::{SERVER_FILE, ServerFile};
 pub use auth::{Authority, Caller, Hosts, Refusal, Token, TokenLookup};
 
 /// How long a stop waits for calls in flight and open streams before it closes them.
@@ -261,7 +261,7 @@ impl Shared {
         let warming = Arc::clone(&self.warming);
         let root = self.tool.root().to_string();
         tokio::task::spawn_blocking(move || {
-            if let Ok(root) = crate::paths::MemPath::absolute(&root) {
+            if let Ok(root) = crate::model::paths::MemPath::absolute(&root) {
                 // A failure here is met again, and reported, by the page that needs it.
                 let _ = client.history(&root);
             }
@@ -270,13 +270,13 @@ impl Shared {
     }
 
     /// Remembers `report` as the store's last verify.
-    pub(crate) fn remember_verify(&self, report: &crate::protocol::VerifyReport) {
+    pub(crate) fn remember_verify(&self, report: &crate::model::protocol::VerifyReport) {
         let first_bad = report.violations.iter().map(|v| v.seq).min();
         let summary = serde_json::json!({
             "intact": report.violations.is_empty(),
             "head": report.head.seq,
             "first_bad": first_bad,
-            "time": crate::time::utc(crate::time::now_ms()),
+            "time": crate::model::time::utc(crate::model::time::now_ms()),
         });
         *self
             .last_verify

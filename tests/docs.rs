@@ -407,6 +407,62 @@ fn every_markdown_file_with_a_rust_block_is_a_doctest() {
     );
 }
 
+/// The folders ARCHITECTURE.md's code map gives a paragraph: every backquoted `src/…/` in a `###`
+/// heading of its "Code map" section.
+fn code_map_folders(architecture: &str) -> BTreeSet<String> {
+    let section = format!("\n{architecture}");
+    let section = section
+        .split("\n## ")
+        .find(|s| s.starts_with("Code map"))
+        .expect("ARCHITECTURE.md has a \"## Code map\" section");
+    section
+        .lines()
+        .filter(|l| l.starts_with("### "))
+        .flat_map(|l| l.split('`').skip(1).step_by(2))
+        .filter(|name| name.starts_with("src/") && name.ends_with('/'))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Every folder of `src/` (as `src/a/b/`), the source's own folders only.
+fn source_folders() -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    let mut pending = vec![PathBuf::from("src")];
+    while let Some(dir) = pending.pop() {
+        found.insert(format!("{}/", dir.display()));
+        for entry in std::fs::read_dir(repo().join(&dir)).expect("list a folder of src/") {
+            let entry = entry.expect("an entry");
+            if entry.file_type().expect("its type").is_dir() {
+                pending.push(dir.join(entry.file_name()));
+            }
+        }
+    }
+    found
+}
+
+/// A floor plan that stays true: every folder of `src/` has its paragraph in ARCHITECTURE.md's
+/// code map, and the map names no folder that is gone.
+#[test]
+fn every_folder_of_src_has_its_paragraph_in_the_code_map() {
+    let mapped = code_map_folders(&read(Path::new("ARCHITECTURE.md")));
+    let folders = source_folders();
+    let missing: Vec<_> = folders.difference(&mapped).collect();
+    let gone: Vec<_> = mapped.difference(&folders).collect();
+    assert!(
+        missing.is_empty() && gone.is_empty(),
+        "ARCHITECTURE.md's code map has no `### `src/…/`` paragraph for {missing:?}, and one for \
+         folders that are gone: {gone:?}"
+    );
+    let planted = "## Code map\n\n### `src/`\n\ntext\n\n### `src/a/` and `src/a/b/`\n\n## Next\n";
+    assert_eq!(
+        code_map_folders(planted),
+        ["src/", "src/a/", "src/a/b/"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    );
+}
+
 #[test]
 fn the_readme_stays_a_readme() {
     let readme = read(Path::new("README.md"));

@@ -8,7 +8,7 @@
 //! own, and so do formats 3 and 4 (format 4: salted, its payload hash a commitment keyed by the
 //! event's salt, the salt stored after the header). Independently of those
 //! pasted values, [`every_vector_matches_the_documented_byte_table`] rebuilds each header, payload,
-//! stored record and chain hash by hand from the byte table in `src/event.rs`'s module docs, so the
+//! stored record and chain hash by hand from the byte tables of `docs/formats.md`, so the
 //! docs and the code cannot drift apart either.
 
 use mnemo::event::{
@@ -1383,7 +1383,7 @@ fn chain_links_and_is_frozen(chain: &[Event], golden: &[&str; 3]) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Hand-built encoding, straight from the byte table in src/event.rs (not from the crate's codec).
+// Hand-built encoding, straight from the byte tables of docs/formats.md (not from the crate's codec).
 // ---------------------------------------------------------------------------------------------
 
 /// Writes the documented primitives: LE fixed-width ints, `string` = u64 length + UTF-8 bytes,

@@ -110,7 +110,7 @@ fn show_of_a_seq_past_the_log_says_where_the_log_ends() {
 fn show_flags_an_answer_the_log_does_not_prove() {
     let s = store_with_session();
     // Flip a bit of event 2's recorded result hash: the last 32 bytes of its header, which
-    // starts at byte 109 after its u32 length (the byte table in src/event.rs).
+    // starts at byte 109 after its u32 length (the record's byte table in docs/formats.md).
     tamper_record(&s.path(), 2, |record| {
         let header_len = u32::from_le_bytes(record[105..109].try_into().expect("4 bytes"));
         let at = 109 + header_len as usize - 32;

@@ -1,4 +1,4 @@
-//! Trees of the past kept in memory (`src/snapshot.rs`): the tree after any seq, replayed from
+//! Trees of the past kept in memory (`src/store/snapshot.rs`): the tree after any seq, replayed from
 //! the nearest kept tree, is the tree a replay from event 1 gives; a kept tree whose event the
 //! log no longer holds as it was is never used.
 

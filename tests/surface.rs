@@ -138,9 +138,18 @@ fn exported(item: &Item, prefix: &str) -> Vec<String> {
 
 /// The exported names of one `use` tree such as `a::{B, c::{D as E}}`.
 fn leaves(tree: &str, out: &mut Vec<String>) {
+    let mut found = Vec::new();
+    use_paths(tree, "", &mut found);
+    out.extend(found.into_iter().map(|(_, name)| name));
+}
+
+/// Every leaf of one `use` tree as (its full path, the name it is exported as): `a::{B, c::D as
+/// E}` gives `(a::B, B)` and `(a::c::D, E)`.
+fn use_paths(tree: &str, base: &str, out: &mut Vec<(String, String)>) {
     let tree = tree.trim();
     match tree.find('{') {
         Some(open) => {
+            let base = format!("{base}{}", &tree[..open]);
             let inner = &tree[open + 1..tree.rfind('}').expect("a closed use group")];
             let mut depth = 0;
             let mut start = 0;
@@ -149,23 +158,47 @@ fn leaves(tree: &str, out: &mut Vec<String>) {
                     '{' => depth += 1,
                     '}' => depth -= 1,
                     ',' if depth == 0 => {
-                        leaves(&inner[start..i], out);
+                        use_paths(&inner[start..i], &base, out);
                         start = i + 1;
                     }
                     _ => {}
                 }
             }
-            leaves(&inner[start..], out);
+            use_paths(&inner[start..], &base, out);
         }
         None if tree.is_empty() => {}
         None => {
-            let name = match tree.split_once(" as ") {
-                Some((_, rename)) => rename,
-                None => tree.rsplit("::").next().expect("a segment"),
+            let (path, name) = match tree.split_once(" as ") {
+                Some((path, rename)) => (path.trim(), rename.trim()),
+                None => (tree, tree.rsplit("::").next().expect("a segment")),
             };
-            out.push(name.trim().to_string());
+            out.push((format!("{base}{path}"), name.to_string()));
         }
     }
+}
+
+/// The file of the module a `use` path in `file` names, if it names a module of this crate:
+/// `crate::a::b` is `src/a/b.rs`, and a path without `crate::` starts beside `file`'s own
+/// submodules (in `lib.rs`, at `src/`).
+fn used_module_file(file: &std::path::Path, path: &str) -> Option<std::path::PathBuf> {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let (mut at, rest) = match path.strip_prefix("crate::") {
+        Some(rest) => (src, rest),
+        None => match file.file_name().and_then(|f| f.to_str()) {
+            Some("lib.rs") => (src, path),
+            _ => (
+                file.with_extension(""),
+                path.strip_prefix("self::").unwrap_or(path),
+            ),
+        },
+    };
+    let segments: Vec<&str> = rest.split("::").collect();
+    let (last, dirs) = segments.split_last()?;
+    for dir in dirs {
+        at = at.join(dir);
+    }
+    let module = at.join(format!("{last}.rs"));
+    (last.chars().next().is_some_and(char::is_lowercase) && module.is_file()).then_some(module)
 }
 
 /// Splits the code of one module level into items; an inline module's body is returned with
@@ -443,7 +476,6 @@ const MODULE_SURFACE: &[&str] = &[
     "tool::parse_text_under",
     "tool::parse_value",
     "tool::parse_value_under",
-    "tool::quote",
     "tool::read_request",
 ];
 
@@ -477,9 +509,15 @@ fn module_items(file: &std::path::Path, prefix: &str, out: &mut BTreeSet<String>
             while !tree.trim_end().ends_with(';') {
                 tree.push_str(lines.next().expect("a use ends with ;"));
             }
-            let mut names = Vec::new();
-            leaves(tree.trim_end().trim_end_matches(';'), &mut names);
-            out.extend(names.into_iter().map(|n| format!("{prefix}{n}")));
+            let mut paths = Vec::new();
+            use_paths(tree.trim_end().trim_end_matches(';'), "", &mut paths);
+            for (path, name) in paths {
+                out.insert(format!("{prefix}{name}"));
+                // A module re-exported whole: its public paths are public here too.
+                if let Some(module) = used_module_file(file, &path) {
+                    module_items(&module, &format!("{prefix}{name}::"), out);
+                }
+            }
             continue;
         }
         let words: Vec<&str> = rest.split_whitespace().collect();
@@ -515,6 +553,16 @@ fn module_surface() -> BTreeSet<String> {
             let name = words[2].trim_end_matches(';');
             module_items(&module_file(&lib, name), &format!("{name}::"), &mut out);
         }
+        // A module of a layer re-exported at the root (`pub use model::{event, tool};`).
+        if let Some(tree) = words.join(" ").strip_prefix("pub use ") {
+            let mut paths = Vec::new();
+            use_paths(tree.trim_end_matches(';'), "", &mut paths);
+            for (path, name) in paths {
+                if let Some(module) = used_module_file(&lib, &path) {
+                    module_items(&module, &format!("{name}::"), &mut out);
+                }
+            }
+        }
     }
     out
 }
@@ -547,11 +595,13 @@ fn the_module_reader_finds_items_uses_and_modules() {
         &root,
         "//! doc\npub struct A;\npub(crate) fn hidden() {}\npub const fn b() {}\n\
          pub use x::{C, d::E as F};\npub use y::{\n    G,\n};\npub mod inner;\nmod private;\n\
-         impl A {\n    pub fn method(&self) {}\n}\n",
+         mod whole;\npub use self::whole;\nimpl A {\n    pub fn method(&self) {}\n}\n",
     )
     .expect("write");
     std::fs::create_dir(dir.path().join("m")).expect("mkdir");
     std::fs::write(dir.path().join("m/inner.rs"), "pub enum H {}\n").expect("write");
+    // A module re-exported whole (`pub use self::whole;`) shows its public items too.
+    std::fs::write(dir.path().join("m/whole.rs"), "pub fn w() {}\n").expect("write");
     let mut found = BTreeSet::new();
     module_items(&root, "m::", &mut found);
     let expected: BTreeSet<String> = [
@@ -562,6 +612,8 @@ fn the_module_reader_finds_items_uses_and_modules() {
         "m::G",
         "m::inner",
         "m::inner::H",
+        "m::whole",
+        "m::whole::w",
     ]
     .iter()
     .map(|s| s.to_string())

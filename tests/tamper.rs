@@ -13,7 +13,7 @@
 //! the server records (rejected input, error answers, renames, deletes); and a store of 3 events
 //! whose event 2 is changed in every byte. The corpus below runs on every store of the first two
 //! kinds, at the first, middle and last event (1, 11 and 22 in the mixed store); the expectations
-//! follow the check order documented in src/verify.rs:
+//! follow the check order documented in src/audit/verify.rs:
 //!
 //! | change | first violation |
 //! |---|---|
@@ -63,7 +63,7 @@ use crate::support::{Rng, TempStore, call, copy_dir, open_client, open_store, ta
 /// Cases run by every store so far (each store's test prints the running total).
 static TOTAL_CASES: AtomicUsize = AtomicUsize::new(0);
 
-/// Where a record's header starts (the table in src/event.rs): the version byte, the seq (u64
+/// Where a record's header starts (the record's table in docs/formats.md): the version byte, the seq (u64
 /// LE) at 1..9, prev_hash at 9..41, hash at 41..73, payload_hash at 73..105, the header length at
 /// 105..109.
 const HEADER_AT: usize = 109;
@@ -298,7 +298,7 @@ fn mixed() -> Pristine {
 // The record's byte table.
 // ---------------------------------------------------------------------------------------------
 
-/// A record's regions, by the byte table in src/event.rs: `(name, start, end, expected kind)`.
+/// A record's regions, by the record's byte table in docs/formats.md: `(name, start, end, expected kind)`.
 /// Header sub-fields are located by decoding the stored frame; the header ends with the outcome
 /// (`is_error`, then the 32-byte `result_hash`) and, from format 2, the 4-byte `semantics`; in
 /// format 4 the 32-byte salt follows the header.

@@ -5,8 +5,8 @@
 use serde_json::Value;
 
 use super::Memory;
-use crate::discovery::{Link, unanswered};
-use crate::projection::MemoryRecord;
+use crate::client::discovery::{Link, unanswered};
+use crate::store::projection::MemoryRecord;
 
 impl Memory for Link {
     fn handle(&self, block: &Value) -> Value {

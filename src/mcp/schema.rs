@@ -8,7 +8,7 @@ use std::sync::Arc;
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::{Value, json};
 
-use crate::tool::{COMMAND_NAMES, Profile, format_size};
+use crate::model::tool::{COMMAND_NAMES, Profile, format_size};
 
 /// The tool's name: the same as the memory tool's, so prompts written for one fit the other.
 pub const TOOL_NAME: &str = "memory";

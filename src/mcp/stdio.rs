@@ -16,7 +16,7 @@
 //!
 //! EOF on stdin is EOF for rmcp: the session ends as it did without the filter.
 //!
-//! [`Limits::max_request_bytes`]: crate::tool::Limits
+//! [`Limits::max_request_bytes`]: crate::model::tool::Limits
 
 use std::future::Future;
 use std::io;
@@ -321,8 +321,8 @@ fn check(line: &[u8]) -> Check {
         {
             Check::Unreadable(format!("is not valid JSON ({e})"))
         }
-        _ => match crate::tool::parse_json(text) {
-            Err(crate::tool::JsonError::Duplicate(key)) => {
+        _ => match crate::model::tool::parse_json(text) {
+            Err(crate::model::tool::JsonError::Duplicate(key)) => {
                 let id = match serde_json::from_str::<Value>(text) {
                     Ok(Value::Object(map)) if key != "id" => {
                         map.get("id").cloned().unwrap_or(Value::Null)

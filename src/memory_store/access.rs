@@ -9,14 +9,14 @@ use std::collections::BTreeMap;
 
 use crate::client::MnemoClient;
 use crate::error::Result;
-use crate::event::{Body, Event, Seq};
 use crate::memory_store::objects::{Item, Memory};
 use crate::memory_store::reading::{self, Listing};
 use crate::memory_store::versions::{Version, contents_at, versions};
-use crate::paths::MemPath;
-use crate::policy::{Access, Policy};
-use crate::projection::FileEntry;
-use crate::tool::Tree;
+use crate::model::event::{Body, Event, Seq};
+use crate::model::paths::MemPath;
+use crate::model::policy::{Access, Policy};
+use crate::model::tool::Tree;
+use crate::store::projection::FileEntry;
 
 use crate::memory_store::version_index::{self, Journal, Window};
 
@@ -153,7 +153,7 @@ impl MnemoClient {
     /// no lock; `read` is given the last of those calls' seq.
     fn read_written<T>(
         &self,
-        read: impl FnOnce(&crate::log::Store, Seq) -> Result<T>,
+        read: impl FnOnce(&crate::store::log::Store, Seq) -> Result<T>,
     ) -> Result<T> {
         let answered = self.head()?.seq;
         self.settle_index()?;

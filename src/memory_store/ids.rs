@@ -3,8 +3,8 @@
 //! created it (`mem_SEQ`), and a version is the event that made it and its memory
 //! (`memver_SEQ_MEMSEQ`).
 
-use crate::data_dir::check_store_name;
-use crate::event::Seq;
+use crate::model::event::Seq;
+use crate::store::data_dir::check_store_name;
 
 /// A memory store's id is `memstore_` and the name of its store in the data directory.
 const STORE_ID_PREFIX: &str = "memstore_";

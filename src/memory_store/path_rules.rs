@@ -63,11 +63,11 @@ pub fn check(path: &str) -> Option<String> {
     }
     if let Some(long) = segments
         .iter()
-        .find(|s| s.len() > crate::paths::MAX_SEGMENT_BYTES)
+        .find(|s| s.len() > crate::model::paths::MAX_SEGMENT_BYTES)
     {
         return Some(format!(
             "a memory path's segments are at most {} bytes each (the memory tool's limit), not {}",
-            crate::paths::MAX_SEGMENT_BYTES,
+            crate::model::paths::MAX_SEGMENT_BYTES,
             long.len()
         ));
     }

@@ -4,17 +4,17 @@
 use std::collections::HashMap;
 
 use crate::error::{Error, Result};
-use crate::event::Seq;
-use crate::kv::KvRead;
-use crate::log::Store;
 use crate::memory_store::ids;
 use crate::memory_store::listing::{self, Listed};
 use crate::memory_store::objects::{Item, Memory};
-use crate::paths::MemPath;
-use crate::policy::Access;
-use crate::projection::{FileEntry, Projection};
-use crate::time::utc;
-use crate::tool::api::{content_sha256, hex};
+use crate::model::event::Seq;
+use crate::model::paths::MemPath;
+use crate::model::policy::Access;
+use crate::model::time::utc;
+use crate::model::tool::api::{content_sha256, hex};
+use crate::store::kv::KvRead;
+use crate::store::log::Store;
+use crate::store::projection::{FileEntry, Projection};
 
 /// The path the API names a file at: its path below the memory tool's root.
 pub fn api_path(root: &MemPath, file: &MemPath) -> Option<String> {
@@ -83,7 +83,7 @@ fn find(
         return Ok(None);
     };
     if let Some(agent) = reader {
-        if !crate::tool::Tree::policy(index)?.allows(agent, &entry.path, Access::Read) {
+        if !crate::model::tool::Tree::policy(index)?.allows(agent, &entry.path, Access::Read) {
             return Ok(None);
         }
     }
@@ -154,7 +154,7 @@ pub fn memories(
     let under = MemPath::absolute(&format!("{root}{}", asked.prefix.trim_end_matches('/')))
         .map_err(Error::InvalidArgument)?;
     let index = store.current_index()?;
-    let policy = crate::tool::Tree::policy(&index)?;
+    let policy = crate::model::tool::Tree::policy(&index)?;
     let files = index
         .file_entries_under(&under)?
         .into_iter()

@@ -17,14 +17,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::client::MnemoClient;
 use crate::error::{Error, Result};
-use crate::event::Seq;
 use crate::memory_store::objects::{Item, Memory, MemoryVersion};
 use crate::memory_store::reading::{self, Listing};
 use crate::memory_store::{path_rules, versions};
-use crate::paths::MemPath;
-use crate::time::parse_rfc3339;
-use crate::tool::Body;
-use crate::tool::api::ApiWrite;
+use crate::model::event::Seq;
+use crate::model::paths::MemPath;
+use crate::model::time::parse_rfc3339;
+use crate::model::tool::Body;
+use crate::model::tool::api::ApiWrite;
 
 /// What `format` says an export file is.
 pub const FORMAT: &str = "memory-stores";
@@ -140,11 +140,11 @@ pub fn import_store(
         let client = MnemoClient::open(path, agent)?;
         import(&client, root, exported)
     };
-    let Some(fresh) = crate::disk::staging_beside(db)? else {
+    let Some(fresh) = crate::store::disk::staging_beside(db)? else {
         return into(db);
     };
     let done = into(&fresh).and_then(|imported| {
-        crate::disk::place(&fresh, db)?;
+        crate::store::disk::place(&fresh, db)?;
         Ok(imported)
     });
     if done.is_err() {

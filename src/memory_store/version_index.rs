@@ -1,4 +1,4 @@
-//! Memory versions read off the index's version journal ([`crate::projection::journal`]): a page
+//! Memory versions read off the index's version journal ([`crate::store::projection::journal`]): a page
 //! of versions reads the page's journal records, newest first, not a replay of the log.
 //!
 //! A file's own step (a write, a move, a delete) is one record naming its memory. A directory's
@@ -14,13 +14,13 @@
 use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
-use crate::event::Seq;
-use crate::kv::KvRead;
-use crate::log::Store;
 use crate::memory_store::versions::{Operation, Redaction, Version};
-use crate::paths::MemPath;
-use crate::projection::Projection;
-use crate::projection::journal::{
+use crate::model::event::Seq;
+use crate::model::paths::MemPath;
+use crate::store::kv::KvRead;
+use crate::store::log::Store;
+use crate::store::projection::Projection;
+use crate::store::projection::journal::{
     DIR_PREFIX, JOURNAL_LAYOUT, MEMORY_PREFIX, RECORD_PREFIX, Record, Step, record_key,
 };
 
@@ -412,9 +412,9 @@ impl<'a> Journal<'a> {
         for (seq, path) in wanted {
             let event = self.store.written_event(*seq)?;
             match event.body {
-                crate::tool::Body::Api(
-                    crate::tool::api::ApiWrite::Create { content, .. }
-                    | crate::tool::api::ApiWrite::Update {
+                crate::model::tool::Body::Api(
+                    crate::model::tool::api::ApiWrite::Create { content, .. }
+                    | crate::model::tool::api::ApiWrite::Update {
                         content: Some(content),
                         ..
                     },

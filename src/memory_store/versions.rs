@@ -8,7 +8,7 @@
 //! leaves a memory's path and content as they were makes no version.
 //!
 //! A version stays a version when a redaction erases its content: an erased record that keeps
-//! what its event did ([`crate::event::Kept`]) is replayed as that change, with its content a
+//! what its event did ([`crate::model::event::Kept`]) is replayed as that change, with its content a
 //! placeholder, and listed as redacted (no content, path or digest; when and by whom it was
 //! redacted, from the redaction's own event). So is a later version that only moved that content
 //! (its content is the erased one). An event erased with everything it did (a redaction by path
@@ -17,15 +17,15 @@
 use std::collections::BTreeMap;
 
 use crate::error::Result;
-use crate::event::{Body, Event, Seq};
-use crate::log::Store;
 use crate::memory_store::ids;
 use crate::memory_store::objects::{Actor, MemoryVersion};
-use crate::paths::MemPath;
-use crate::replay::Replay;
-use crate::time::utc;
-use crate::tool::Change;
-use crate::tool::api::hex;
+use crate::model::event::{Body, Event, Seq};
+use crate::model::paths::MemPath;
+use crate::model::time::utc;
+use crate::model::tool::Change;
+use crate::model::tool::api::hex;
+use crate::store::log::Store;
+use crate::store::replay::Replay;
 
 /// What a version records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -161,12 +161,12 @@ pub fn versions(
             _ => {}
         }
         for (path, id) in found {
-            let Some(digest) = crate::tool::Tree::sha256(tree, &path)? else {
+            let Some(digest) = crate::model::tool::Tree::sha256(tree, &path)? else {
                 continue;
             };
-            let size = crate::tool::Tree::read(tree, &path)?.map_or(0, |c| c.len());
+            let size = crate::model::tool::Tree::read(tree, &path)?.map_or(0, |c| c.len());
             // Erased here, or content an erased event wrote and this one only moved.
-            let redacted = erased.or(crate::tool::Tree::redacted_by(tree, &path)?.map(Seq));
+            let redacted = erased.or(crate::model::tool::Tree::redacted_by(tree, &path)?.map(Seq));
             let same = live.last.get(&id) == Some(&(path.clone(), digest));
             live.last.insert(id, (path.clone(), digest));
             if same || !path.starts_with(root) || path == *root {
@@ -214,7 +214,7 @@ fn stamp_redactions(store: &Store, out: &mut [Version]) -> Result<()> {
     let mut redactions: BTreeMap<Seq, (u64, String)> = BTreeMap::new();
     for item in store.records(first) {
         let event = Event::decode(&item?.1)?;
-        if let Body::Admin(crate::policy::AdminCommand::Redact { seqs, .. }) = &event.body {
+        if let Body::Admin(crate::model::policy::AdminCommand::Redact { seqs, .. }) = &event.body {
             for seq in seqs {
                 redactions.insert(
                     Seq(*seq),
@@ -264,7 +264,7 @@ pub fn contents_at(
     let mut replay = Replay::in_memory();
     replay.run(store, last, |tree, event: &Event, _| {
         for (seq, path) in wanted.iter().filter(|(seq, _)| *seq == event.seq) {
-            if let Some(content) = crate::tool::Tree::read(tree, path)? {
+            if let Some(content) = crate::model::tool::Tree::read(tree, path)? {
                 out.insert((*seq, path.clone()), content);
             }
         }

@@ -11,8 +11,8 @@
 //! ```
 
 use crate::error::{Error, Result};
-use crate::event::{EventHash, Seq};
-use crate::log::Head;
+use crate::model::event::{EventHash, Seq};
+use crate::store::log::Head;
 
 /// The first line's prefix: the origin of a mnemo store's checkpoints.
 const ORIGIN_PREFIX: &str = "mnemo/store/";

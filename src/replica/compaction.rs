@@ -27,10 +27,10 @@ use object_store::PutMode;
 
 use super::segment::{self, Level};
 use super::{Replica, checkpoint};
-use crate::chain::Chain;
 use crate::error::{Error, Result};
-use crate::event::{Frame, Seq};
-use crate::log::Store;
+use crate::model::chain::Chain;
+use crate::model::event::{Frame, Seq};
+use crate::store::log::Store;
 
 /// How many segments of one level are merged into one of the next.
 pub const FANOUT: usize = 16;

@@ -20,12 +20,12 @@ use std::time::Duration;
 
 use super::worker::{Control, Worker};
 use super::{Reader, Replica};
-use crate::chain::Chain;
 use crate::client::MnemoClient;
 use crate::error::{Error, Result};
-use crate::event::{Body, Event, Frame, Seq};
-use crate::log::{Durability, Head, Store};
-use crate::policy::AdminCommand;
+use crate::model::chain::Chain;
+use crate::model::event::{Body, Event, Frame, Seq};
+use crate::model::policy::AdminCommand;
+use crate::store::log::{Durability, Head, Store};
 
 /// Where a follower stands.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -259,13 +259,14 @@ fn diverged(replica: &Replica, ours: Head) -> Error {
 /// (the server file carried over), the old one removed.
 fn rebuild(replica: &Replica, path: &Path) -> Result<()> {
     // Named as a redaction's copy, so what a kill leaves is removed at the next open.
-    let prefix = crate::disk::redaction_prefix(path)?;
-    let tag = crate::token::random_hex(8).map_err(|e| Error::io("the OS random source", e))?;
-    let fresh = crate::disk::parent_of(path).join(format!("{prefix}{tag}"));
+    let prefix = crate::store::disk::redaction_prefix(path)?;
+    let tag =
+        crate::client::token::random_hex(8).map_err(|e| Error::io("the OS random source", e))?;
+    let fresh = crate::store::disk::parent_of(path).join(format!("{prefix}{tag}"));
     // Built in place under that name (a restore's own directory beside it would not be).
     let swapped = super::fetch(replica, &fresh, None)
-        .and_then(|_| crate::disk::carry_own_files(path, &fresh))
-        .and_then(|()| crate::redact::exchange(&fresh, path));
+        .and_then(|_| crate::store::disk::carry_own_files(path, &fresh))
+        .and_then(|()| crate::client::redact::exchange(&fresh, path));
     // After the exchange `fresh` holds the old store, erased content and all; before it, the
     // restore that could not be put in place.
     let _ = std::fs::remove_dir_all(&fresh);

@@ -15,8 +15,8 @@ use std::path::Path;
 
 use signed_note::{Note, StandardSigner, StandardVerifier, VerifierList};
 
-pub use crate::disk::{KEY_FILE, TRUST_FILE};
 use crate::error::{Error, Result};
+pub use crate::store::disk::{KEY_FILE, TRUST_FILE};
 
 /// The key name a store's key takes by default: `mnemo-` and the store directory's name, each
 /// character a key name may not hold (a space, a `+`) replaced by `-`.
@@ -162,7 +162,7 @@ pub fn remember(store: &Path, vkey: &str) -> Result<()> {
 /// recorded one ([`remember`]). A file there that is not its owner's alone, or holds no verifier
 /// key, is an error: it is never ignored, as that would let anyone drop the check.
 pub fn remembered(store: &Path) -> Result<Option<String>> {
-    let Some(bytes) = crate::disk::read_private(store, TRUST_FILE, 4096)? else {
+    let Some(bytes) = crate::store::disk::read_private(store, TRUST_FILE, 4096)? else {
         return Ok(None);
     };
     let path = store.join(TRUST_FILE);

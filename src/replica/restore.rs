@@ -31,7 +31,7 @@ pub(crate) fn restore(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<R
             db.display()
         )));
     }
-    let parent = crate::disk::parent_of(db);
+    let parent = crate::store::disk::parent_of(db);
     if !parent.is_dir() {
         return Err(Error::InvalidArgument(format!(
             "{} is not a directory, so no store can be restored into {}: make it first, or restore into a path whose directory exists",
@@ -46,10 +46,11 @@ pub(crate) fn restore(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<R
         .ok_or_else(|| Error::InvalidArgument(format!("{} has no name", db.display())))?
         .to_string_lossy()
         .into_owned();
-    let parent = crate::disk::parent_of(db);
+    let parent = crate::store::disk::parent_of(db);
     // What earlier restores into this path left when they were killed.
-    crate::disk::remove_restore_leftovers(db)?;
-    let tag = crate::token::random_hex(8).map_err(|e| Error::io("the OS random source", e))?;
+    crate::store::disk::remove_restore_leftovers(db)?;
+    let tag =
+        crate::client::token::random_hex(8).map_err(|e| Error::io("the OS random source", e))?;
     let building = parent.join(format!(".{name}.restore-{tag}"));
     let made = fetch(replica, &building, at).and_then(|restored| {
         if db.is_dir() {
@@ -228,10 +229,11 @@ pub(super) fn redaction_names(
 
 /// The events a record erases, if it is a redaction.
 pub(super) fn redacted_by(record: &[u8]) -> Result<Option<Vec<Seq>>> {
-    Ok(match crate::event::Event::decode(record)?.body {
-        crate::event::Body::Admin(crate::policy::AdminCommand::Redact { seqs, .. }) => {
-            Some(seqs.into_iter().map(Seq).collect())
-        }
+    Ok(match crate::model::event::Event::decode(record)?.body {
+        crate::model::event::Body::Admin(crate::model::policy::AdminCommand::Redact {
+            seqs,
+            ..
+        }) => Some(seqs.into_iter().map(Seq).collect()),
         _ => None,
     })
 }
@@ -328,8 +330,8 @@ pub(crate) fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Res
                 }
             }
             if let Some(by) = named.get(&seq) {
-                let event = crate::event::Event::decode(&record)?;
-                if !matches!(event.body, crate::event::Body::Erased(_)) {
+                let event = crate::model::event::Event::decode(&record)?;
+                if !matches!(event.body, crate::model::event::Body::Erased(_)) {
                     frame = event.erased().to_frame();
                     match stale.last_mut().filter(|s| s.segment == name) {
                         Some(found) => found.events.push((seq, *by)),
@@ -362,7 +364,7 @@ pub(crate) fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Res
     // moved the head) are never restored, but checked against the chain all the same and
     // named, so no record of the replica goes unread.
     let mut beyond = None;
-    let mut past_head: Vec<crate::event::EventHash> = Vec::new();
+    let mut past_head: Vec<crate::model::event::EventHash> = Vec::new();
     if at.is_none() && head.seq == until && until < reach {
         let mut chain = Chain::after(head.seq, head.hash);
         let mut reader = Reader::new(replica, segments.clone(), Seq(until.0 + 1), reach);
@@ -416,7 +418,7 @@ pub(crate) fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Res
     store.catch_up()?;
     store.sync(Durability::Fsync)?;
     store.record_head(head)?;
-    let report = crate::verify::verify_store(&store)?;
+    let report = crate::audit::verify::verify_store(&store)?;
     if let Some(v) = report.violations.first() {
         return Err(Error::damaged(format!(
             "the store restored from {} does not verify: event {} ({}): {}",
@@ -555,10 +557,10 @@ pub(super) fn compare_covered(
             return Err(bad(by, format!("{by} does not hold its event {seq}")));
         };
         let frame = if record == *same {
-            crate::event::Frame::decode(&record).map_err(|e| bad(by, e.to_string()))?
+            crate::model::event::Frame::decode(&record).map_err(|e| bad(by, e.to_string()))?
         } else {
             // Not byte for byte: the same event by the chain, or a forgery.
-            let expected = crate::event::Frame::decode(same)?;
+            let expected = crate::model::event::Frame::decode(same)?;
             let frame = Chain::after(Seq(seq.0 - 1), expected.prev_hash)
                 .check(seq, &record)
                 .map_err(|b| bad(by, format!("event {}: {}", b.seq, b.detail)))?;
@@ -589,12 +591,12 @@ pub(super) fn compare_covered(
 }
 
 /// The chain hash of event `seq` of `store`.
-pub(super) fn hash_at(store: &Store, seq: Seq) -> Result<crate::event::EventHash> {
+pub(super) fn hash_at(store: &Store, seq: Seq) -> Result<crate::model::event::EventHash> {
     let (_, record) = store
         .records(seq)
         .next()
         .transpose()?
         .filter(|(at, _)| *at == seq)
         .ok_or_else(|| Error::damaged(format!("the restored log lost event {seq}")))?;
-    Ok(crate::event::Frame::decode(&record)?.hash)
+    Ok(crate::model::event::Frame::decode(&record)?.hash)
 }

@@ -17,7 +17,7 @@
 //! [`MERGED_BYTES`] and is never merged again. Every form holds the same bytes.
 
 use crate::error::{Error, Result};
-use crate::event::Seq;
+use crate::model::event::Seq;
 
 const MAGIC: &[u8; 8] = b"MNEMOSG1";
 

@@ -19,8 +19,8 @@ use super::worker::{Control, Worker};
 use super::{Replica, Shipped, ship_upto};
 use crate::client::MnemoClient;
 use crate::error::{Error, Result};
-use crate::event::Seq;
-use crate::log::Head;
+use crate::model::event::Seq;
+use crate::store::log::Head;
 
 /// How often the shipper looks at the store's head.
 const POLL: Duration = Duration::from_millis(20);

@@ -98,7 +98,11 @@ pub(crate) fn ship_upto(
             .ok_or_else(|| Error::damaged(format!("replica segment {name} vanished")))?;
         let theirs = segment::decode(name, &bytes, (*first, *last))?;
         let ours = store.records(*last).next().transpose()?;
-        let hash = |record: &[u8]| crate::event::Frame::decode(record).map(|f| f.hash).ok();
+        let hash = |record: &[u8]| {
+            crate::model::event::Frame::decode(record)
+                .map(|f| f.hash)
+                .ok()
+        };
         let same = match (theirs.last(), ours) {
             (Some((_, theirs)), Some((seq, ours))) => {
                 seq == *last && hash(theirs).is_some() && hash(theirs) == hash(&ours)
@@ -228,9 +232,11 @@ pub(super) fn erased_segments(
         if seq > end {
             break;
         }
-        let event = crate::event::Event::decode(&record)?;
-        if let crate::event::Body::Admin(crate::policy::AdminCommand::Redact { seqs, .. }) =
-            &event.body
+        let event = crate::model::event::Event::decode(&record)?;
+        if let crate::model::event::Body::Admin(crate::model::policy::AdminCommand::Redact {
+            seqs,
+            ..
+        }) = &event.body
         {
             erased.extend(seqs.iter().map(|s| Seq(*s)).filter(|s| *s <= have));
         }

@@ -22,8 +22,8 @@ use std::sync::Arc;
 use axum::http::header::{AUTHORIZATION, HOST, ORIGIN};
 use axum::http::{HeaderMap, StatusCode};
 
-use crate::remote::decode_agent;
-use crate::token::{TokenRecord, Verdict};
+use crate::client::remote::decode_agent;
+use crate::client::token::{TokenRecord, Verdict};
 
 /// The header an operator names the acting agent in.
 pub const AGENT_HEADER: &str = "x-mnemo-agent";
@@ -63,7 +63,7 @@ pub struct Token(String);
 impl Token {
     /// A fresh token from the OS random source.
     pub fn generate() -> std::io::Result<Token> {
-        crate::token::random_hex(32).map(Token)
+        crate::client::token::random_hex(32).map(Token)
     }
 
     /// The token's text, as a client sends it after `Bearer `.
@@ -134,7 +134,7 @@ impl Authority {
         let Some(lookup) = &self.tokens else {
             return Err(Refusal::Unauthorized(UNKNOWN_TOKEN));
         };
-        match crate::token::authenticate(token, |id| lookup(id)) {
+        match crate::client::token::authenticate(token, |id| lookup(id)) {
             Ok(Verdict::Agent(agent)) => Ok(Principal::Agent(agent)),
             Ok(Verdict::Unknown) => Err(Refusal::Unauthorized(UNKNOWN_TOKEN)),
             Ok(Verdict::Revoked) => Err(Refusal::Unauthorized(REVOKED_TOKEN)),

@@ -5,7 +5,7 @@
 //! |---|---|
 //! | `GET /v1/attach` | a body that never ends on its own: one `\n` every [`HEARTBEAT`], until the client hangs up or the server stops |
 //! | `GET /v1/records?tag=` | `{"files": [{"path", "content", "tags", "created", "updated"}]}`: the files carrying `tag` (`memorytool`, `path:/memories/x`) that the request's agent may read |
-//! | `GET /v1/identity?challenge=` | the hex of [`identity_proof`](crate::discovery::identity_proof) of the challenge: asked *without* a token, before a client sends one, so that a process squatting on a dead server's address, or the server of the store a copy was made from, is told apart from the server of this store |
+//! | `GET /v1/identity?challenge=` | the hex of [`identity_proof`](crate::client::discovery::identity_proof) of the challenge: asked *without* a token, before a client sends one, so that a process squatting on a dead server's address, or the server of the store a copy was made from, is told apart from the server of this store |
 //! | `POST /v1/memory/oversized` | the `tool_result` JSON for a request over the size limit, from its digest `{"len", "hash", "prefix"}` (and optionally the block's `"tool_use_id"`, and `"stopped": true` for an object whose conversion to text stopped at the limit) |
 //!
 //! **Attached clients.** `--idle-exit` counts requests in progress, and an attach is one for as
@@ -36,9 +36,9 @@ use tokio_util::sync::CancellationToken;
 use super::Shared;
 use super::auth::Caller;
 use super::routes::{Asked, error, settings_refusal};
-use crate::event::InputDigest;
-use crate::projection::MemoryRecord;
-use crate::tool::request::Request;
+use crate::model::event::InputDigest;
+use crate::model::tool::request::Request;
+use crate::store::projection::MemoryRecord;
 
 /// How often an attached client is sent a heartbeat (and so how soon a dead one is noticed).
 pub const HEARTBEAT: Duration = Duration::from_secs(1);
@@ -105,7 +105,7 @@ async fn identity(State(shared): State<Arc<Shared>>, query: Query<Challenge>) ->
 pub(crate) fn prove(
     token: &str,
     challenge: &str,
-    dir: std::io::Result<crate::disk::DirId>,
+    dir: std::io::Result<crate::store::disk::DirId>,
 ) -> Response {
     if !is_challenge(challenge) {
         return error(
@@ -113,7 +113,7 @@ pub(crate) fn prove(
             "the challenge must be 1 to 128 hex digits: GET /v1/identity?challenge=HEX",
         );
     }
-    match dir.map(|dir| crate::discovery::identity_proof(token, challenge, dir)) {
+    match dir.map(|dir| crate::client::discovery::identity_proof(token, challenge, dir)) {
         Ok(proof) => proof.to_hex().to_string().into_response(),
         Err(e) => error(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -232,10 +232,12 @@ impl TryFrom<OversizedBody> for Oversized {
 
     fn try_from(body: OversizedBody) -> Result<Oversized, String> {
         let hash = match body.hash {
-            DigestHash::Bytes(bytes) => crate::event::EventHash(bytes),
-            DigestHash::Hex(hex) => crate::event::EventHash::from_hex(&hex).ok_or_else(|| {
-                "hash is not 64 hex digits (the blake3 of the request's bytes)".to_string()
-            })?,
+            DigestHash::Bytes(bytes) => crate::model::event::EventHash(bytes),
+            DigestHash::Hex(hex) => {
+                crate::model::event::EventHash::from_hex(&hex).ok_or_else(|| {
+                    "hash is not 64 hex digits (the blake3 of the request's bytes)".to_string()
+                })?
+            }
         };
         Ok(Oversized {
             digest: InputDigest {

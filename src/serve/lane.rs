@@ -29,7 +29,7 @@ use serde_json::json;
 use super::Shared;
 use super::clients::{answer_oversized, is_challenge};
 use super::routes::settings_differ;
-use crate::remote::lane::{
+use crate::client::remote::lane::{
     ANSWER, CALL, CHALLENGE, Frame, HELLO, OVERSIZED, PROOF, REFUSAL, SMALL_FRAME, identity_proof,
     read_frame, write_frame,
 };
@@ -55,7 +55,7 @@ pub(crate) fn bind() -> std::io::Result<Bound> {
     let name: String = std::iter::once("mnemo-".to_string())
         .chain(nonce.iter().map(|b| format!("{b:02x}")))
         .collect();
-    let listener = UnixListener::bind_addr(&crate::remote::lane::address(&name)?)?;
+    let listener = UnixListener::bind_addr(&crate::client::remote::lane::address(&name)?)?;
     Ok(Bound { name, listener })
 }
 
@@ -173,7 +173,7 @@ impl Running {
         self.stopping.store(true, Ordering::SeqCst);
         // Wakes the accepting thread, which then sees the stop.
         #[cfg(target_os = "linux")]
-        if let Ok(address) = crate::remote::lane::address(&self.name) {
+        if let Ok(address) = crate::client::remote::lane::address(&self.name) {
             let _ = UnixStream::connect_addr(&address);
         }
         let _ = self.accepting.join();
@@ -328,7 +328,7 @@ fn headers(hello: &Hello) -> Result<HeaderMap, String> {
         .map_err(|_| "the token is not header text".to_string())?;
     headers.insert(AUTHORIZATION, bearer);
     if let Some(agent) = &hello.agent {
-        let (name, value) = crate::remote::agent_header(agent);
+        let (name, value) = crate::client::remote::agent_header(agent);
         let name = HeaderName::from_bytes(name.to_ascii_lowercase().as_bytes())
             .map_err(|_| "the agent header has no name".to_string())?;
         headers.insert(

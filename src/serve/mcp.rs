@@ -19,8 +19,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::Shared;
 use super::auth::Caller;
+use crate::client::tool_server::MnemoMemoryToolServer;
 use crate::mcp::{MnemoMcpServer, Route};
-use crate::tool_server::MnemoMemoryToolServer;
 
 /// The `/mcp` service over `shared`; cancelling `stop` ends its sessions and streams.
 pub(crate) fn service(

@@ -19,7 +19,7 @@
 //! | `POST /v1/memory_stores/{id}/memories/{mem}` | the memory with new `content` and/or `path`, under an optional `precondition` |
 //! | `DELETE /v1/memory_stores/{id}/memories/{mem}` | its deletion (`expected_content_sha256`) |
 //!
-//! A write is one event of the store's log ([`crate::tool::api::ApiWrite`], answered by the pure
+//! A write is one event of the store's log ([`crate::model::tool::api::ApiWrite`], answered by the pure
 //! core in the writer, so its condition is checked in the step that writes and a replay checks
 //! it again), recorded under the agent `X-Mnemo-Agent` names, else `operator`. Every route takes
 //! the operator token, as `x-api-key` (what the SDKs send) or as a bearer token; errors are the
@@ -52,14 +52,14 @@ use super::auth::Refusal;
 use super::auth::named_agent;
 use super::stores::{Stores, Unavailable};
 use super::tenancy::{Attribution, Class};
-use crate::event::Seq;
 use crate::memory_store::ids;
 use crate::memory_store::objects::Memory;
 use crate::memory_store::reading::{self, Listing};
-use crate::paths::MemPath;
-use crate::time::{now_ms, parse_rfc3339, utc};
-use crate::tool::Body;
-use crate::tool::api::{ApiFailure, ApiWrite};
+use crate::model::event::Seq;
+use crate::model::paths::MemPath;
+use crate::model::time::{now_ms, parse_rfc3339, utc};
+use crate::model::tool::Body;
+use crate::model::tool::api::{ApiFailure, ApiWrite};
 use label::Label;
 use memories::{
     create_memory, delete_memory, list_memories, open, retrieve_memory, update_memory, writer_agent,
@@ -256,7 +256,7 @@ fn unavailable(id: &str, why: Unavailable) -> ApiError {
 /// The store name and directory the memory-store id `id` names, if it is one.
 fn resolve(stores: &Stores, id: &str) -> Result<(String, std::path::PathBuf), ApiError> {
     let name = ids::store_name(id).ok_or_else(|| no_store(id))?;
-    let dir = crate::data_dir::store_dir(stores.dir(), name).ok_or_else(|| no_store(id))?;
+    let dir = crate::store::data_dir::store_dir(stores.dir(), name).ok_or_else(|| no_store(id))?;
     Ok((name.to_string(), dir))
 }
 

@@ -45,17 +45,17 @@ use tokio_util::sync::CancellationToken;
 
 use super::auth::{Caller, Refusal, named_agent};
 use super::{Shared, refuse};
+use crate::audit::history::{LogQuery, absolute_path};
 use crate::client::MnemoClient;
-use crate::credential::OPERATOR;
-use crate::event::Seq;
-use crate::history::{LogQuery, absolute_path};
-use crate::log::Head;
-use crate::paths::MemPath;
-use crate::policy::{Access, AdminCommand};
-use crate::redact::Selection;
-use crate::remote::Answering;
-use crate::token;
-use crate::writer::Receipt;
+use crate::client::redact::Selection;
+use crate::client::remote::Answering;
+use crate::client::token;
+use crate::model::credential::OPERATOR;
+use crate::model::event::Seq;
+use crate::model::paths::MemPath;
+use crate::model::policy::{Access, AdminCommand};
+use crate::store::log::Head;
+use crate::store::writer::Receipt;
 
 /// The router of every route, over `shared`; `stop` ends the MCP streams.
 pub(crate) fn router(shared: Arc<Shared>, stop: CancellationToken) -> Router {
@@ -363,7 +363,7 @@ async fn verify(
 const PROGRESS_QUEUE: usize = 16;
 
 /// `GET /v1/verify?progress=1`: NDJSON, a line `{"progress": {"done", "of"}}` at the start (0
-/// done) and every [`PROGRESS_EVERY`](crate::verify::PROGRESS_EVERY) events, then the report as
+/// done) and every [`PROGRESS_EVERY`](crate::audit::verify::PROGRESS_EVERY) events, then the report as
 /// the plain route answers it, or `{"error"}` if the store failed meanwhile. The status is sent
 /// before the replay ends, so a failure can only be told in that last line. The replay runs on
 /// the blocking pool, not on the request's worker thread, so that the lines flow while it runs.
@@ -480,7 +480,7 @@ async fn ls(
     let client = shared.client().clone();
     let shown = dir.to_string();
     let records = blocking(move || Ok(client.tree_at(&dir, at)?)).await?;
-    Ok(typed_body(&crate::reads::listing_of(
+    Ok(typed_body(&crate::client::reads::listing_of(
         shown, params.at, &records,
     )))
 }
@@ -681,7 +681,10 @@ async fn acl_list(
     let client = shared.client().clone();
     let policy = blocking(move || Ok(client.policy()?)).await?;
     Ok(lines(
-        policy.grants().iter().map(crate::policy::Grant::to_json),
+        policy
+            .grants()
+            .iter()
+            .map(crate::model::policy::Grant::to_json),
     ))
 }
 
@@ -798,14 +801,14 @@ async fn token_revoke(
     let receipt = blocking(move || match client.token(&id)? {
         None => Err(Failure::Client(
             StatusCode::NOT_FOUND,
-            crate::credential::unknown_id(&id),
+            crate::model::credential::unknown_id(&id),
         )),
         Some(token::TokenRecord {
             revoked: Some(revoked),
             ..
         }) => Err(Failure::Client(
             StatusCode::CONFLICT,
-            crate::credential::already_revoked(&id, &revoked),
+            crate::model::credential::already_revoked(&id, &revoked),
         )),
         Some(_) => Ok(token::revoke(&client, &id)?),
     })

@@ -8,9 +8,9 @@
 //! | `GET /v1/stores?after=&limit=&details=` | operator | `{"stores": [{"name", "open"}], "next": NAME or null}`, by name, at most `limit` (default 100, at most 1,000) after `after`; with `details=true` each store also has `label` (`{"name", "description"}`: a store made through the memory-stores API is named by its label, any other after its directory, with no description), `head` (`{"seq", "hash"}`), `last_write` (when its last event was recorded, UTC: the time of its head record, which a store opened and closed with nothing new leaves alone), `bytes` (its files) and `verified` (the last verify this server ran on it: `{"intact", "head", "first_bad", "time"}`, or null) |
 //! | `DELETE /v1/stores/NAME?confirm=NAME` | operator | `{"name", "deleted": true}`; 400 without the confirmation, 404 for no such store, 409 while a call is in flight in it |
 //! | `ANY /v1/stores/NAME/ROUTE` | as the route | the single-store route `/v1/ROUTE` of that store (`/v1/stores/NAME/mcp` is its `/mcp`), with the same bodies and answers |
-//! | `GET /v1/identity?challenge=` | anyone | the proof of `DIR` (see [`crate::discovery`]) |
+//! | `GET /v1/identity?challenge=` | anyone | the proof of `DIR` (see [`crate::client::discovery`]) |
 //!
-//! **Names and entries** are checked as [`crate::data_dir`] says: a name that is not one is
+//! **Names and entries** are checked as [`crate::store::data_dir`] says: a name that is not one is
 //! refused before any file is touched, and an entry that is not a store's real directory (a
 //! symlink or a FIFO planted in `DIR`) is no store: 404.
 //!
@@ -54,8 +54,8 @@ use super::auth::{Authority, Hosts, Refusal, Token};
 use super::routes::error;
 use super::shutdown::Activity;
 use super::{Error, ReplicationView, ServeOptions, ServerFile, Shared, Stopped, refuse};
-use crate::data_dir::{self, check_store_name};
-use crate::tool_server::MnemoMemoryToolServer;
+use crate::client::tool_server::MnemoMemoryToolServer;
+use crate::store::data_dir::{self, check_store_name};
 
 /// How a data server opens the store at a path (creating it if it is new): the tool server of
 /// its default agent, with the root, profile, durability and limits every store shares, and
@@ -154,7 +154,7 @@ fn lock<V>(mutex: &Mutex<V>) -> MutexGuard<'_, V> {
 pub(crate) struct Stores {
     dir: PathBuf,
     /// The data directory as it was when the server locked it.
-    dir_id: crate::disk::DirId,
+    dir_id: crate::store::disk::DirId,
     open: OpenStore,
     options: DataOptions,
     token: Token,
@@ -447,13 +447,13 @@ impl Stores {
             .and_then(|slot| slot.try_lock().ok().and_then(|open| open.clone()));
         let head = match &open {
             Some(served) => served.shared.client().head().ok(),
-            None => crate::disk::read_head(&path).ok().flatten(),
+            None => crate::store::disk::read_head(&path).ok().flatten(),
         };
-        let written = std::fs::symlink_metadata(path.join(crate::disk::HEAD_FILE))
+        let written = std::fs::symlink_metadata(path.join(crate::store::disk::HEAD_FILE))
             .and_then(|m| m.modified())
             .ok()
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map(|d| crate::time::utc(u64::try_from(d.as_millis()).unwrap_or(u64::MAX)));
+            .map(|d| crate::model::time::utc(u64::try_from(d.as_millis()).unwrap_or(u64::MAX)));
         let verified = lock(&self.verified)
             .get(name)
             .and_then(|kept| kept.lock().unwrap_or_else(PoisonError::into_inner).clone());
@@ -879,7 +879,7 @@ pub fn serve_data(
     let dir = std::path::absolute(dir).map_err(|e| Error::ServerFile(dir.to_path_buf(), e))?;
     let _lock = lock_data_dir(&dir)?;
     let dir_id =
-        crate::disk::DirId::of(&dir).map_err(|e| Error::ServerFile(dir.to_path_buf(), e))?;
+        crate::store::disk::DirId::of(&dir).map_err(|e| Error::ServerFile(dir.to_path_buf(), e))?;
     let runtime = super::runtime()?;
     let outcome = runtime.block_on(async {
         let super::Started {

@@ -148,7 +148,7 @@ impl Viewer {
 
     /// A new login link's secret.
     fn mint_link(&self) -> std::io::Result<String> {
-        let secret = crate::token::random_hex(32)?;
+        let secret = crate::client::token::random_hex(32)?;
         let now = Instant::now();
         let mut links = lock(&self.links);
         links.retain(|_, expires| *expires > now);
@@ -176,8 +176,8 @@ impl Viewer {
         principal: Principal,
         store: Option<String>,
     ) -> std::io::Result<(String, String)> {
-        let id = crate::token::random_hex(32)?;
-        let csrf = crate::token::random_hex(32)?;
+        let id = crate::client::token::random_hex(32)?;
+        let csrf = crate::client::token::random_hex(32)?;
         let now = Instant::now();
         let mut sessions = lock(&self.sessions);
         sessions.retain(|_, s| s.expires > now);

@@ -17,9 +17,9 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::disk::{LABEL_FILE, read_private};
-use crate::policy::LABEL_SETTING;
+use crate::model::policy::LABEL_SETTING;
 use crate::serve::stores::Served;
+use crate::store::disk::{LABEL_FILE, read_private};
 
 /// The longest label file read.
 const LABEL_MAX: u64 = 64 * 1024;
@@ -114,7 +114,7 @@ pub(super) fn record(served: &Served, store_dir: &Path, label: &Label) -> crate:
     let receipt = served
         .shared()
         .client()
-        .with_agent(crate::credential::OPERATOR)?
+        .with_agent(crate::model::credential::OPERATOR)?
         .admin(crate::AdminCommand::Label { label: text })?;
     if receipt.is_error {
         return Err(crate::Error::InvalidArgument(receipt.text));

@@ -1,5 +1,5 @@
 //! The routes of memories: list, retrieve, create, update, delete; a write is one event of the
-//! store's log, answered by the pure core in the writer ([`crate::tool::api::ApiWrite`]).
+//! store's log, answered by the pure core in the writer ([`crate::model::tool::api::ApiWrite`]).
 
 use super::*;
 
@@ -131,7 +131,7 @@ pub(super) fn check_api_path(path: &str) -> Result<(), ApiError> {
 /// The agent a write is recorded under: the one `X-Mnemo-Agent` names, else `operator`.
 pub(super) fn writer_agent(headers: &HeaderMap) -> Result<String, ApiError> {
     named_agent(headers)
-        .map(|named| named.unwrap_or_else(|| crate::credential::OPERATOR.to_string()))
+        .map(|named| named.unwrap_or_else(|| crate::model::credential::OPERATOR.to_string()))
         .map_err(|refusal| ApiError::InvalidRequest(format!("{refusal:?}")))
 }
 
@@ -522,7 +522,7 @@ pub(super) fn digest(name: &str, hex: &str) -> Result<[u8; 32], ApiError> {
     if hex.bytes().any(|b| b.is_ascii_uppercase()) {
         return Err(bad());
     }
-    crate::hash::EventHash::from_hex(hex)
+    crate::model::hash::EventHash::from_hex(hex)
         .map(|parsed| parsed.0)
         .ok_or_else(bad)
 }

@@ -42,7 +42,8 @@ pub(super) async fn create_store(
     check_label(&label)?;
     run(move || {
         // 26 random hex digits: a store name no one chose, so ids do not collide.
-        let name = crate::token::random_hex(13).map_err(|e| ApiError::Api(e.to_string()))?;
+        let name =
+            crate::client::token::random_hex(13).map_err(|e| ApiError::Api(e.to_string()))?;
         match stores.create(&name) {
             Ok(true) => {}
             Ok(false) => return Err(ApiError::Api("a fresh store name was taken; retry".into())),
@@ -94,11 +95,11 @@ pub(super) async fn list_stores(
         let mut cursor = after;
         let mut more = false;
         'scan: loop {
-            let (names, rest) = crate::data_dir::list(stores.dir(), cursor.as_deref(), 100)
+            let (names, rest) = crate::store::data_dir::list(stores.dir(), cursor.as_deref(), 100)
                 .map_err(|e| ApiError::Api(format!("the data directory: {e}")))?;
             for name in names {
                 cursor = Some(name.clone());
-                let Some(dir) = crate::data_dir::store_dir(stores.dir(), &name) else {
+                let Some(dir) = crate::store::data_dir::store_dir(stores.dir(), &name) else {
                     continue;
                 };
                 let label = label::listed(&dir, &name);

@@ -14,7 +14,7 @@ const ERROR_BODY_MAX: usize = 1 << 20;
 /// source fails, so an answer always has one).
 pub(in crate::serve) fn fresh() -> String {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let digits = crate::token::random_hex(12).unwrap_or_else(|_| {
+    let digits = crate::client::token::random_hex(12).unwrap_or_else(|_| {
         format!(
             "{:024x}",
             NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)

@@ -15,14 +15,14 @@ use super::{
     ViewQuery, credentials, full_view, limit, open, operator_only, run, store_failed, time_filter,
     who,
 };
-use crate::event::Seq;
+use crate::client::redact::Selection;
 use crate::memory_store::access::Found;
 use crate::memory_store::ids;
 use crate::memory_store::objects::MemoryVersion;
 use crate::memory_store::version_index::Window;
 use crate::memory_store::versions::{Operation, Version};
-use crate::paths::MemPath;
-use crate::redact::Selection;
+use crate::model::event::Seq;
+use crate::model::paths::MemPath;
 use crate::serve::stores::{Served, Stores};
 
 /// The version as the API shows it, with its content if `content` is given.
@@ -136,8 +136,9 @@ pub(super) async fn list(
         let reader = who.reader();
         let keep = |v: &Version| {
             !none
-                && reader
-                    .is_none_or(|agent| policy.allows(agent, &v.path, crate::policy::Access::Read))
+                && reader.is_none_or(|agent| {
+                    policy.allows(agent, &v.path, crate::model::policy::Access::Read)
+                })
                 && op.is_none_or(|op| v.operation == op)
                 && from.is_none_or(|from| v.time_ms >= from)
                 && to.is_none_or(|to| v.time_ms <= to)
@@ -219,7 +220,7 @@ pub(super) async fn retrieve(
         let (root, found) = find(&served, &version)?;
         if let Some(agent) = who.reader() {
             let policy = served.shared().client().policy().map_err(store_failed)?;
-            if !policy.allows(agent, &found.path, crate::policy::Access::Read) {
+            if !policy.allows(agent, &found.path, crate::model::policy::Access::Read) {
                 return Err(no_version(&version));
             }
         }
@@ -287,7 +288,7 @@ pub(super) async fn redact(
         }
         client
             .redact_as(
-                crate::credential::OPERATOR,
+                crate::model::credential::OPERATOR,
                 "a memory version redacted through the memory-stores API",
                 &selection,
             )

@@ -1,0 +1,381 @@
+//! Redaction: erasing chosen events' content from a store for real, while the rest of its history
+//! still verifies.
+//!
+//! An erased event keeps its record's seq, hashes and header, and loses its payload and salt
+//! (format 5, [`crate::model::event::ERASED_FORMAT`]): the chain hashed only the payload's commitment,
+//! so every chain hash, and every checkpoint taken before, still verifies. A redaction is itself
+//! an admin event ([`AdminCommand::Redact`]): the operator, the time, the reason and the seqs
+//! erased, never the content.
+//!
+//! What is erased is the selection closed over what depends on it ([`plan()`]): the log is
+//! replayed with the chosen events skipped, and every other event whose answer then differs
+//! from the one it recorded (a view that showed an erased file, an edit of it, a rename that
+//! moved it, a retry of an erased call) is erased too, and skipped in turn. What is left
+//! re-derives every answer it recorded, so the verifier skips the erased events and checks the
+//! rest as before. For a text, a file of the tree left that still holds it (pieced together by
+//! edits none of which held it whole) has every event that named it erased, until no file does;
+//! and an event that leaves a text in a file it touched (in its content, or in a path a rename
+//! made) is erased in the same replay. A text in what a redaction keeps (an agent name, a
+//! tool_use id, an admin event, the reason, the operator's name, sled's own names) is refused.
+//!
+//! Chosen by seq alone (`mnemo redact --seq`, a memory version redacted through the
+//! memory-stores API), an event is erased keeping what it did to the tree ([`Kept`]: where it
+//! wrote, moved or deleted, and the SHA-256 and length of what it wrote, never the content), and
+//! so is every event erased with it: the closing replay applies each kept effect with the content
+//! a placeholder ([`Projection::apply_kept`]) beside a replay of the log as it is, which says what
+//! each event did. So a memory keeps its identity and a later write's precondition still holds,
+//! and what is erased with the chosen event is what showed or built on its content. Such a
+//! redaction must leave the live tree exactly as it is ([`Plan::live`]): one that would change a
+//! live file (its current content, or a deleted file brought back) is refused. The redaction's
+//! event commits to every kept effect by its digest ([`kept_digest`]).
+//!
+//! The store is rewritten, not edited ([`redact`]): sled keeps overwritten values in its log
+//! until it rewrites a segment, so the erased bytes would stay in `db`. The plan and the copy are
+//! made from a read-only copy of the store, so a refused redaction changes no byte of it: the
+//! whole store is copied into a new sled directory beside it (erased records in place of the
+//! chosen ones, the redaction appended, the index rebuilt by replay and the copy verified and
+//! scanned for the texts), made durable; only then is the store opened for writing, checked to
+//! have taken no write meanwhile, and exchanged with the copy in one atomic
+//! `renameat2(RENAME_EXCHANGE)`; the old directory is then removed. A crash before the exchange leaves the store as it was (and a directory
+//! `.NAME.redact-*` beside it, which the next redaction removes, with the directory a killed
+//! creation of that copy leaves); after it, the redacted store.
+//!
+//! Where each part lives: this module the selection, the plan and the outcome as types, and the
+//! client's redaction methods (in-process or through the server); `plan` closing a selection
+//! over what depends on it; [`rewrite`] the copy written, verified and exchanged.
+
+mod plan;
+mod rewrite;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use crate::audit::history::describe;
+use crate::audit::lineage::Files;
+use crate::audit::verify::verify_store;
+use crate::client::MnemoClient;
+use crate::error::{Error, Result};
+use crate::model::event::{Body, Event, Frame, Header, Kept, Outcome, Salt, Seq, kept_digest};
+use crate::model::paths::MemPath;
+use crate::model::policy::{AdminCommand, DELETE_ERASES, DELETE_SETTING};
+use crate::model::protocol::printable;
+use crate::model::tool::Semantics;
+use crate::store::disk::{parent_of, redaction_prefix, remove_redaction_leftovers};
+use crate::store::kv::UndoKv;
+use crate::store::log::{Durability, Head, Store};
+use crate::store::projection::Projection;
+use crate::store::replay::Replay;
+use plan::*;
+pub use plan::{plan, refused_live};
+#[cfg(feature = "replicate")]
+pub(crate) use rewrite::exchange;
+pub use rewrite::redact;
+use rewrite::*;
+
+/// The longest reason accepted, in bytes.
+pub const MAX_REASON_BYTES: usize = 1024;
+
+/// How many times a text found again in the tree left may widen the erasure.
+const MAX_ROUNDS: usize = 64;
+
+/// What to erase: events by seq, everything that named a path (a file, or a directory's
+/// subtree), everything whose input or answer held a text. At least one.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Selection {
+    /// Events by seq.
+    pub seqs: Vec<Seq>,
+    /// Paths such as `/memories/pin.txt` or `/memories/people`.
+    pub paths: Vec<String>,
+    /// Texts, such as a password pasted by mistake.
+    pub texts: Vec<String>,
+}
+
+/// What a redaction erases: the seqs, and the paths their events named.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// The events to erase, ascending.
+    pub seqs: Vec<Seq>,
+    /// Of them, those whose records keep what the event did to the tree (a redaction by seq
+    /// only: see the module docs), and what each keeps.
+    pub kept: BTreeMap<Seq, Kept>,
+    /// A redaction by seq only: the live files whose content (or existence) the erasure would
+    /// change, with why. A plan that names any is refused: erasing a version a file has moved
+    /// past is allowed, erasing what a file holds now is not (update or delete it first).
+    pub live: Vec<String>,
+    /// The paths the erased events named, in order.
+    pub paths: Vec<String>,
+    /// With texts chosen: the events left that keep only a digest of an input too large (or
+    /// too malformed) to log whole, past whose kept start a text may lie unseen. They were not
+    /// searched and are not erased; [`Plan::summary`] says so, and how to erase them.
+    pub unsearched: Vec<Seq>,
+}
+
+/// A redaction done: what it erased and the seq of the admin event that records it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Redacted {
+    /// What was erased.
+    pub plan: Plan,
+    /// The redaction's own event.
+    pub seq: Seq,
+}
+
+impl Selection {
+    /// The selection as `POST /v1/redact` takes it: `{"seqs", "paths", "texts"}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "seqs": self.seqs.iter().map(|s| s.0).collect::<Vec<_>>(),
+            "paths": self.paths,
+            "texts": self.texts,
+        })
+    }
+}
+
+impl Plan {
+    /// What `mnemo redact --dry-run` prints: `would erase N events: 1, 2` and a line per path
+    /// (or that nothing matches).
+    pub fn summary(&self) -> String {
+        if self.seqs.is_empty() {
+            return format!(
+                "nothing in the log matches what was chosen; a redaction would erase nothing\n{}",
+                self.unsearched_note()
+            );
+        }
+        let mut out = format!(
+            "would erase {} events: {}\n",
+            self.seqs.len(),
+            listed(&self.seqs)
+        );
+        for path in &self.paths {
+            out.push_str(&format!("  {}\n", printable(path)));
+        }
+        out.push_str(&self.unsearched_note());
+        out
+    }
+
+    /// The line that names the events a text search could not look into, if there are any.
+    fn unsearched_note(&self) -> String {
+        if self.unsearched.is_empty() {
+            return String::new();
+        }
+        format!(
+            "note: {} event(s) keep only a digest of an input too large or malformed to log whole ({}): past the first {} bytes it was never kept, so a text there could not be searched; if it may be there, erase them by seq (--seq N, \"seqs\" over HTTP)\n",
+            self.unsearched.len(),
+            listed(&self.unsearched),
+            crate::model::tool::request::DIGEST_PREFIX_BYTES
+        )
+    }
+
+    /// The plan as `POST /v1/redact` answers it: `{"seqs", "kept", "paths", "unsearched",
+    /// "live"}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "seqs": self.seqs.iter().map(|s| s.0).collect::<Vec<_>>(),
+            "kept": self.kept.keys().map(|s| s.0).collect::<Vec<_>>(),
+            "live": self.live,
+            "paths": self.paths,
+            "unsearched": self.unsearched.iter().map(|s| s.0).collect::<Vec<_>>(),
+        })
+    }
+
+    #[cfg(feature = "client")]
+    fn from_json(answer: &serde_json::Value) -> Option<Plan> {
+        Some(Plan {
+            seqs: answer["seqs"]
+                .as_array()?
+                .iter()
+                .map(|s| s.as_u64().map(Seq))
+                .collect::<Option<_>>()?,
+            paths: answer["paths"]
+                .as_array()?
+                .iter()
+                .map(|p| p.as_str().map(str::to_string))
+                .collect::<Option<_>>()?,
+            unsearched: answer["unsearched"]
+                .as_array()
+                .map(|all| all.iter().filter_map(|s| s.as_u64().map(Seq)).collect())
+                .unwrap_or_default(),
+            // What a kept effect holds stays on the server; the plan names its seqs.
+            kept: BTreeMap::new(),
+            live: answer["live"]
+                .as_array()
+                .map(|all| {
+                    all.iter()
+                        .filter_map(|l| l.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default(),
+        })
+    }
+}
+
+impl Redacted {
+    /// What `mnemo redact` prints: `redacted N events (1, 2); event S records it`, and the
+    /// events a text search could not look into, if any.
+    pub fn summary(&self) -> String {
+        format!(
+            "redacted {} events ({}); event {} records it\n{}",
+            self.plan.seqs.len(),
+            listed(&self.plan.seqs),
+            self.seq,
+            self.plan.unsearched_note()
+        )
+    }
+}
+
+fn listed(seqs: &[Seq]) -> String {
+    seqs.iter()
+        .map(|s| s.0.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Redaction through a client: of the store open in this process, or of a served store through
+/// its server's `POST /v1/redact` (which only the operator may call).
+impl MnemoClient {
+    /// Erases what `selection` chooses from the store, and every event whose answer depended on
+    /// it ([`plan()`]), recorded as a redaction by this client's agent (the operator) for
+    /// `reason`: durable, and gone from the store's directory, when it returns. A store open in
+    /// this process is closed meanwhile: calls wait until it is open again (as long as the
+    /// rewrite takes, which grows with the log). A refused redaction changes nothing.
+    pub fn redact(&self, reason: &str, selection: &Selection) -> Result<Redacted> {
+        #[cfg(feature = "client")]
+        if let Some(remote) = self.remote() {
+            let mut body = selection.to_json();
+            body["reason"] = reason.into();
+            let answer = redact_served(&remote, &body)?;
+            let plan = Plan::from_json(&answer);
+            return match (plan, answer["seq"].as_u64()) {
+                (Some(plan), Some(seq)) => Ok(Redacted {
+                    plan,
+                    seq: Seq(seq),
+                }),
+                _ => Err(unexpected(&remote, &answer)),
+            };
+        }
+        let operator = self.agent_id().to_string();
+        self.closed_for("the store is being redacted", |path| {
+            redact(path, &operator, reason, selection)
+        })
+    }
+
+    /// [`redact`](Self::redact), recorded under `operator` rather than this client's agent (a
+    /// server redacting for the holder of its operator token). Through a server, the server
+    /// records who asked.
+    pub fn redact_as(
+        &self,
+        operator: &str,
+        reason: &str,
+        selection: &Selection,
+    ) -> Result<Redacted> {
+        #[cfg(feature = "client")]
+        if self.remote().is_some() {
+            return self.redact(reason, selection);
+        }
+        self.closed_for("the store is being redacted", |path| {
+            redact(path, operator, reason, selection)
+        })
+    }
+
+    /// Under the store setting `delete` = `erase`: erases the files the delete at `seq` removed,
+    /// each with its whole history, recorded as a redaction by this client's agent (whose delete
+    /// it was). The reason names the setting and the seq, never a path (which may be what is
+    /// erased).
+    pub(crate) fn erase_deleted(&self, seq: Seq) -> Result<Redacted> {
+        let operator = self.agent_id().to_string();
+        let reason = format!(
+            "the store's setting {DELETE_SETTING} = {DELETE_ERASES}: the files event {seq} deleted"
+        );
+        self.closed_for("the store is being redacted", |path| {
+            redact_with(path, &operator, &reason, &Selection::default(), Some(seq))
+        })
+    }
+
+    /// What [`redact`](Self::redact) would erase for `selection`, changing nothing.
+    pub fn redaction_plan(&self, selection: &Selection) -> Result<Plan> {
+        #[cfg(feature = "client")]
+        if let Some(remote) = self.remote() {
+            let mut body = selection.to_json();
+            body["dry_run"] = true.into();
+            let answer = redact_served(&remote, &body)?;
+            return Plan::from_json(&answer).ok_or_else(|| unexpected(&remote, &answer));
+        }
+        self.read_local(|store| plan(store, selection))
+    }
+}
+
+/// `POST /v1/redact` with `body`: the answer, or the server's refusal as the error the store
+/// would have given.
+#[cfg(feature = "client")]
+fn redact_served(
+    remote: &crate::client::remote::RemoteClient,
+    body: &serde_json::Value,
+) -> Result<serde_json::Value> {
+    let (status, bytes) = remote.admin(crate::client::remote::AdminRequest::Post {
+        route: "/v1/redact",
+        body,
+    })?;
+    let answer: serde_json::Value =
+        serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
+    match (status, answer["error"].as_str()) {
+        (200..=299, _) => Ok(answer),
+        (400, Some(why)) => Err(Error::InvalidArgument(why.to_string())),
+        (_, why) => Err(Error::Server {
+            reason: format!(
+                "{} answered {status} to POST /v1/redact: {}",
+                remote.url(),
+                why.map_or_else(
+                    || String::from_utf8_lossy(&bytes).into_owned(),
+                    str::to_string
+                )
+            ),
+            unreachable: false,
+            status: Some(status),
+        }),
+    }
+}
+
+#[cfg(feature = "client")]
+fn unexpected(remote: &crate::client::remote::RemoteClient, answer: &serde_json::Value) -> Error {
+    Error::Server {
+        reason: format!(
+            "{} answered POST /v1/redact with {answer}, not a redaction; is it a mnemo serve of this version?",
+            remote.url()
+        ),
+        unreachable: false,
+        status: None,
+    }
+}
+
+/// Checks a redaction's reason: 1 to [`MAX_REASON_BYTES`] bytes of printable text.
+pub fn check_reason(reason: &str) -> std::result::Result<(), String> {
+    if reason.trim().is_empty()
+        || reason.len() > MAX_REASON_BYTES
+        || reason.chars().any(char::is_control)
+    {
+        return Err(format!(
+            "the reason is not valid; give 1 to {MAX_REASON_BYTES} bytes of printable text, such as --reason \"user asked to be forgotten\""
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::json_unescaped;
+
+    #[test]
+    fn json_escapes_decode_leniently() {
+        assert_eq!(json_unescaped(r"\u005AEBRA"), "ZEBRA");
+        assert_eq!(json_unescaped(r#"a\"b\\c\/d\n"#), "a\"b\\c/d\n");
+        assert_eq!(json_unescaped(r"\ud83d\ude00!"), "\u{1F600}!");
+        // Not escapes: kept as they are.
+        for kept in [
+            r"\x41", r"\u00", r"\ud83d", r"\udc00x", "\\", r"\u12G4", "é\\",
+        ] {
+            assert_eq!(json_unescaped(kept), kept, "{kept}");
+        }
+        // A megabyte of backslashes decodes in one pass.
+        let many = "\\\\".repeat(1 << 19);
+        assert_eq!(json_unescaped(&many).len(), 1 << 19);
+    }
+}

@@ -1,0 +1,37 @@
+//! The memory tool: commands, their pure semantics over a tree, and the result strings. The
+//! server that turns `tool_use` blocks into `tool_result` blocks through a client is
+//! [`MnemoMemoryToolServer`](crate::MnemoMemoryToolServer), above the store.
+//!
+//! Nothing under `tool/` does I/O except `request`, which reads one request from the reader it is
+//! given. What a request becomes before it is answered (`intake`) is pure, so it can be answered
+//! over any tree.
+//!
+//! This is the top of the pure core: it imports only the core below it (`hash`, `seq`,
+//! `semantics_version`, `paths`, `policy`, `credential`), never `error`, the event format or
+//! storage. Its functions return the [`Tree`]'s own error.
+
+pub mod api;
+mod call;
+mod command;
+pub mod intake;
+mod limits;
+mod matcher;
+pub(crate) mod render;
+pub(crate) mod request;
+mod semantics;
+mod tree;
+
+pub use crate::model::semantics_version::Semantics;
+pub use call::{
+    Body, Erased, InputDigest, Kept, KeptChange, Refusal, RejectedCall, RejectedDigest, ToolCall,
+};
+pub use command::{
+    COMMAND_NAMES, Command, JsonError, Parsed, Profile, parse_json, parse_text, parse_text_under,
+    parse_value, parse_value_under,
+};
+pub use intake::{Intake, Logged};
+pub use limits::{DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_REQUEST_BYTES, Limits};
+pub use render::format_size;
+pub use request::{BoundedText, Request, read_request};
+pub use semantics::{Answer, MAX_VIEW_LINES, answer};
+pub use tree::{Change, Entry, NodeKind, Probe, TokenIssue, Tree};
