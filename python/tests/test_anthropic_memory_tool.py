@@ -26,6 +26,8 @@ from mnemo import MnemoClient, MnemoMemoryToolServer
 anthropic = pytest.importorskip("anthropic", reason="the anthropic-memory-tool extra is not installed")
 
 README = Path(__file__).resolve().parents[2] / "README.md"
+# The package's own README, which PyPI shows: its quick start is the main README's.
+PACKAGE_README = Path(__file__).resolve().parents[1] / "README.md"
 LISTING = "Here're the files and directories up to 2 levels deep in"
 
 
@@ -160,17 +162,28 @@ def test_view_of_a_file_over_the_line_limit(tmp_path: Path) -> None:
     }
 
 
-def quick_start_source() -> str:
-    text = README.read_text(encoding="utf-8")
-    section = text.split("### Python quick start", 1)[1]
+def quick_start_source(readme: Path = README, heading: str = "### Python quick start") -> str:
+    text = readme.read_text(encoding="utf-8")
+    section = text.split("\n" + heading + "\n", 1)[1]
     return section.split("```python\n", 1)[1].split("```", 1)[0]
 
 
+QUICK_STARTS = [(README, "### Python quick start"), (PACKAGE_README, "## Quick start")]
+
+
 @pytest.mark.skipif(not README.exists(), reason="runs from a clone of the repository")
-def test_readme_quick_start_runs_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+def test_the_package_readme_shows_the_main_readmes_quick_start() -> None:
+    assert quick_start_source(*QUICK_STARTS[1]) == quick_start_source(*QUICK_STARTS[0])
+
+
+@pytest.mark.skipif(not README.exists(), reason="runs from a clone of the repository")
+@pytest.mark.parametrize(("readme", "heading"), QUICK_STARTS, ids=["README.md", "python/README.md"])
+def test_readme_quick_start_runs_as_written(
+    readme: Path, heading: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
     monkeypatch.chdir(tmp_path)
     scope: Dict[str, Any] = {}
-    exec(compile(quick_start_source(), "README.md (Python quick start)", "exec"), scope)
+    exec(compile(quick_start_source(readme, heading), f"{readme.name} (Python quick start)", "exec"), scope)
     assert [r["content"] for r in scope["results"]] == [
         f"{LISTING} /memories, excluding hidden items and node_modules:\n4K\t/memories",
         "File created successfully at: /memories/preferences.md",

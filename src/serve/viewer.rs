@@ -1,7 +1,8 @@
 //! The auditor's window: a web viewer at `/ui/`, its login, and the sessions it reads through.
 //!
-//! The viewer is four hand-written files (`viewer/index.html`, `app.js`, `app.css`, `icon.svg`) embedded in
-//! the binary; its pages read the store through the JSON read routes (`/v1/log`, `/v1/show`,
+//! The viewer is hand-written files embedded in the binary, with no build step: `viewer/index.html`,
+//! `app.css`, `icon.svg`, and its script as native ES modules ([`MODULES`]: the entry `app.js`,
+//! a module per page, and shared ones for the DOM, the API, the router and the session); its pages read the store through the JSON read routes (`/v1/log`, `/v1/show`,
 //! `/v1/history`, `/v1/ls`, `/v1/diff`, `/v1/verify` (with `?progress=1`), `/v1/replication`, and
 //! on a `--data` server `/v1/stores` and `/v1/stores/NAME/...`), so what it shows is what the CLI
 //! prints; the operator's pages change access and redact through the admin routes (`/v1/acl`,
@@ -73,9 +74,30 @@ const MAX_SESSIONS_EACH: usize = 32;
 const LOGIN_BODY_MAX: usize = 4096;
 
 const INDEX_HTML: &str = include_str!("viewer/index.html");
-const APP_JS: &str = include_str!("viewer/app.js");
 const APP_CSS: &str = include_str!("viewer/app.css");
 const ICON_SVG: &str = include_str!("viewer/icon.svg");
+
+/// The viewer's script: native ES modules, each served as `/ui/NAME` and no other name (the list
+/// is the route table: an unknown name answers 404). `app.js` is the entry `index.html` loads;
+/// it imports the rest, one module per page and a few shared ones.
+const MODULES: [(&str, &str); 16] = [
+    ("app.js", include_str!("viewer/app.js")),
+    ("access.js", include_str!("viewer/access.js")),
+    ("api.js", include_str!("viewer/api.js")),
+    ("dom.js", include_str!("viewer/dom.js")),
+    ("event.js", include_str!("viewer/event.js")),
+    ("files.js", include_str!("viewer/files.js")),
+    ("history.js", include_str!("viewer/history.js")),
+    ("log.js", include_str!("viewer/log.js")),
+    ("login.js", include_str!("viewer/login.js")),
+    ("redact.js", include_str!("viewer/redact.js")),
+    ("router.js", include_str!("viewer/router.js")),
+    ("state.js", include_str!("viewer/state.js")),
+    ("stores.js", include_str!("viewer/stores.js")),
+    ("timeline.js", include_str!("viewer/timeline.js")),
+    ("tree.js", include_str!("viewer/tree.js")),
+    ("verify.js", include_str!("viewer/verify.js")),
+];
 
 /// One logged-in browser.
 struct Session {
@@ -314,16 +336,20 @@ impl Viewer {
 
 /// `app` with the viewer: its pages at `/ui/`, and sessions admitted to `app`'s `/v1/` routes.
 pub(crate) fn around(app: Router, viewer: Arc<Viewer>) -> Router {
-    let pages = Router::new()
+    let mut pages = Router::new()
         .route("/ui", get(to_index))
         .route("/ui/", get(index))
-        .route("/ui/app.js", get(script))
         .route("/ui/app.css", get(style))
         .route("/ui/icon.svg", get(icon))
         .route("/ui/api/link", post(link))
         .route("/ui/api/login", post(login))
         .route("/ui/api/session", get(session))
         .route("/ui/api/logout", post(logout))
+        .route("/ui/{*rest}", get(no_such_file));
+    for (name, body) in MODULES {
+        pages = pages.route(&format!("/ui/{name}"), get(move || script(body)));
+    }
+    let pages = pages
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&viewer),
             hardened,
@@ -375,8 +401,14 @@ async fn index() -> Response {
     asset("text/html; charset=utf-8", INDEX_HTML)
 }
 
-async fn script() -> Response {
-    asset("text/javascript; charset=utf-8", APP_JS)
+async fn script(body: &'static str) -> Response {
+    asset("text/javascript; charset=utf-8", body)
+}
+
+/// A GET of a `/ui/` name that is none of the viewer's files: 404, with the viewer's headers
+/// (without this it would fall through to the API's routes, and their gate's 401).
+async fn no_such_file() -> Response {
+    error(StatusCode::NOT_FOUND, "no such file of the viewer")
 }
 
 async fn style() -> Response {

@@ -136,18 +136,52 @@ fn every_viewer_page_carries_a_strict_policy_and_no_inline_code() {
         );
     }
     let page = request(server.addr(), "GET", "/ui/", &[], b"").text();
-    assert!(page.contains(r#"<script src="/ui/app.js" defer></script>"#));
+    assert!(page.contains(r#"<script type="module" src="/ui/app.js"></script>"#));
     assert_eq!(page.matches("<script").count(), 1, "no inline script");
     assert!(!page.contains("style="), "no inline style");
-    let script = request(server.addr(), "GET", "/ui/app.js", &[], b"").text();
-    for sink in [
-        "innerHTML",
-        "outerHTML",
-        "insertAdjacentHTML",
-        "document.write",
-        "eval(",
-    ] {
-        assert!(!script.contains(sink), "app.js uses {sink}");
+    // Every module in the viewer's folder is served, as JavaScript under the same policy, and
+    // none writes HTML or runs strings as code.
+    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/serve/viewer");
+    let mut modules: Vec<String> = std::fs::read_dir(&folder)
+        .unwrap_or_else(|e| panic!("{}: {e}", folder.display()))
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter(|name| name.ends_with(".js"))
+        .collect();
+    modules.sort();
+    assert!(modules.len() > 1, "{modules:?}");
+    assert!(modules.iter().any(|m| m == "app.js"), "{modules:?}");
+    for module in &modules {
+        let target = format!("/ui/{module}");
+        let reply = request(server.addr(), "GET", &target, &[], b"");
+        assert_eq!(reply.status, 200, "{target}");
+        assert!(
+            reply
+                .header("content-type")
+                .is_some_and(|t| t.starts_with("text/javascript")),
+            "{target}: {:?}",
+            reply.header("content-type")
+        );
+        assert_eq!(reply.header("content-security-policy"), Some(CSP));
+        assert_eq!(reply.header("x-content-type-options"), Some("nosniff"));
+        assert_eq!(reply.header("cache-control"), Some("no-store"));
+        let script = reply.text();
+        let on_disk = std::fs::read_to_string(folder.join(module)).unwrap_or_default();
+        assert_eq!(script, on_disk, "{target} is the file");
+        for sink in [
+            "innerHTML",
+            "outerHTML",
+            "insertAdjacentHTML",
+            "document.write",
+            "eval(",
+        ] {
+            assert!(!script.contains(sink), "{module} uses {sink}");
+        }
+    }
+    // Only those: another name under /ui/ is no file of the viewer's, even to no one logged in.
+    for unknown in ["/ui/nope.js", "/ui/app.mjs", "/ui/pages/app.js"] {
+        let reply = request(server.addr(), "GET", unknown, &[], b"");
+        assert_eq!(reply.status, 404, "{unknown}: {}", reply.text());
+        assert_eq!(reply.header("content-security-policy"), Some(CSP));
     }
     // Without a session the page says so, and the API wants a token.
     let anonymous = request(server.addr(), "GET", "/ui/api/session", &[], b"");
