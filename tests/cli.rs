@@ -677,3 +677,32 @@ fn tool_says_when_it_creates_the_store() {
         "{again:?}"
     );
 }
+
+/// A reader that closes the pipe before anything is written (`mnemo completions zsh | head -1`
+/// on a long script): the big outputs end quietly with exit 0, as every command does on a
+/// broken pipe, and never panic (clap_complete's `generate` panicked on the failed write: 101).
+#[test]
+fn a_closed_stdout_ends_the_big_outputs_quietly() {
+    for args in [
+        &["completions", "zsh"][..],
+        &["completions", "bash"],
+        &["completions", "fish"],
+        &["completions", "elvish"],
+        &["completions", "powershell"],
+        &["man"],
+        &["--help"],
+        &["serve", "--help"],
+    ] {
+        let mut child = crate::support::mnemo_command(args, &[])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn mnemo");
+        drop(child.stdout.take());
+        let out = child.wait_with_output().expect("wait for mnemo");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
