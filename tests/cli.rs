@@ -678,6 +678,32 @@ fn tool_says_when_it_creates_the_store() {
     );
 }
 
+/// A `--db` in a directory that does not exist: `tool`, `mcp` and `link` say so, and how to
+/// make it, before they try to start a server for it (they said a started server had exited).
+#[test]
+fn a_db_in_a_missing_directory_is_named_before_a_server_is_started() {
+    let s = TempStore::new();
+    let db = s.dir.path().join("missing").join("memory.mnemo.db");
+    let db = db.to_str().expect("utf-8");
+    for command in ["tool", "mcp", "link"] {
+        let out = crate::support::run_command(
+            crate::support::served_command(&[command, "--db", db], &[]),
+            b"",
+        );
+        assert_eq!(out.status.code(), Some(2), "{command}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!(
+                "the directory {} does not exist",
+                s.dir.path().join("missing").display()
+            )) && err.contains("mkdir -p")
+                && !err.contains("started a server"),
+            "{command}: {err}"
+        );
+        assert!(!s.dir.path().join("missing").exists(), "{command}");
+    }
+}
+
 /// A reader that closes the pipe before anything is written (`mnemo completions zsh | head -1`
 /// on a long script): the big outputs end quietly with exit 0, as every command does on a
 /// broken pipe, and never panic (clap_complete's `generate` panicked on the failed write: 101).
