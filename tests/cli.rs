@@ -575,10 +575,15 @@ fn tool_refuses_a_directory_that_is_not_a_store() {
 }
 
 /// The demo's closing hint is one command a line (pasted, each runs on its own), and a demo on
-/// a store of its own says where the store stays and how to remove it.
+/// a store of its own says where the store stays and how to remove it. With no `mnemo` on PATH
+/// (as after `cargo run -- demo`) the commands name the binary that ran, and the hint says how
+/// to install it.
 #[test]
 fn the_demo_hint_is_one_command_a_line_and_names_the_scratch_store() {
-    let out = run_mnemo(&["demo"], "");
+    let out = crate::support::run_command(
+        crate::support::mnemo_command(&["demo"], &[("PATH", "/nonexistent")]),
+        b"",
+    );
     assert_eq!(out.status.code(), Some(0));
     let stdout = String::from_utf8_lossy(&out.stdout);
     let store = stdout
@@ -591,12 +596,25 @@ fn the_demo_hint_is_one_command_a_line_and_names_the_scratch_store() {
         .skip_while(|l| !l.starts_with("Inspect it"))
         .collect();
     assert!(hint.len() > 3, "{stdout}");
+    assert!(
+        hint[0].contains("`mnemo` is not on your PATH")
+            && hint[0].contains("cargo install --path . --locked"),
+        "{}",
+        hint[0]
+    );
+    let bin = std::fs::canonicalize(crate::support::mnemo_bin()).expect("the binary");
     for line in &hint[1..hint.len() - 1] {
         assert!(!line.contains('|'), "{line}");
         let words: Vec<&str> = line.split_whitespace().collect();
-        assert_eq!(words[0], "mnemo");
+        assert_eq!(
+            std::fs::canonicalize(words[0]).ok().as_ref(),
+            Some(&bin),
+            "{line}"
+        );
         assert_eq!(&words[words.len() - 2..], ["--db", store.as_str()]);
-        let out = run_mnemo(&words[1..], "");
+        let mut pasted = std::process::Command::new(words[0]);
+        pasted.args(&words[1..]).env_remove("MNEMO_DB");
+        let out = crate::support::run_command(pasted, b"");
         assert_eq!(out.status.code(), Some(0), "{line}: {out:?}");
     }
     let last = hint[hint.len() - 1];
@@ -609,6 +627,34 @@ fn the_demo_hint_is_one_command_a_line_and_names_the_scratch_store() {
     let s = TempStore::new();
     let out = run_mnemo(&["demo", "--db", s.path().to_str().expect("utf-8")], "");
     assert!(!String::from_utf8_lossy(&out.stdout).contains("rm -r"));
+}
+
+/// With this `mnemo` on PATH, the demo's hint names it as `mnemo`, with nothing about installing.
+#[test]
+fn the_demo_hint_says_mnemo_when_it_is_on_path() {
+    let bin = std::path::Path::new(crate::support::mnemo_bin());
+    let dir = bin.parent().expect("the binary's directory");
+    let s = TempStore::new();
+    let db = s.path();
+    let out = crate::support::run_command(
+        crate::support::mnemo_command(
+            &["demo", "--db", db.to_str().expect("utf-8")],
+            &[("PATH", dir.to_str().expect("utf-8"))],
+        ),
+        b"",
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let hint: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("Inspect it"))
+        .collect();
+    assert_eq!(hint[0], "Inspect it, one command a line:", "{stdout}");
+    assert_eq!(
+        hint[1],
+        format!("  mnemo log --db {}", db.display()),
+        "{stdout}"
+    );
 }
 
 /// `mnemo tool` says on stderr when it made the store (a mistyped `--db` shows at once), and only
@@ -630,4 +676,59 @@ fn tool_says_when_it_creates_the_store() {
         again.status.success() && again.stderr.is_empty(),
         "{again:?}"
     );
+}
+
+/// A `--db` in a directory that does not exist: `tool`, `mcp` and `link` say so, and how to
+/// make it, before they try to start a server for it (they said a started server had exited).
+#[test]
+fn a_db_in_a_missing_directory_is_named_before_a_server_is_started() {
+    let s = TempStore::new();
+    let db = s.dir.path().join("missing").join("memory.mnemo.db");
+    let db = db.to_str().expect("utf-8");
+    for command in ["tool", "mcp", "link"] {
+        let out = crate::support::run_command(
+            crate::support::served_command(&[command, "--db", db], &[]),
+            b"",
+        );
+        assert_eq!(out.status.code(), Some(2), "{command}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!(
+                "the directory {} does not exist",
+                s.dir.path().join("missing").display()
+            )) && err.contains("mkdir -p")
+                && !err.contains("started a server"),
+            "{command}: {err}"
+        );
+        assert!(!s.dir.path().join("missing").exists(), "{command}");
+    }
+}
+
+/// A reader that closes the pipe before anything is written (`mnemo completions zsh | head -1`
+/// on a long script): the big outputs end quietly with exit 0, as every command does on a
+/// broken pipe, and never panic (clap_complete's `generate` panicked on the failed write: 101).
+#[test]
+fn a_closed_stdout_ends_the_big_outputs_quietly() {
+    for args in [
+        &["completions", "zsh"][..],
+        &["completions", "bash"],
+        &["completions", "fish"],
+        &["completions", "elvish"],
+        &["completions", "powershell"],
+        &["man"],
+        &["--help"],
+        &["serve", "--help"],
+    ] {
+        let mut child = crate::support::mnemo_command(args, &[])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn mnemo");
+        drop(child.stdout.take());
+        let out = child.wait_with_output().expect("wait for mnemo");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
 }

@@ -1,5 +1,8 @@
 //! The docs against the code: every `mnemo` command in a shell block of README.md, docs/*.md and
-//! ARCHITECTURE.md exists with every flag it shows (asked of the built binary's `--help`), every
+//! ARCHITECTURE.md exists with every flag it shows (asked of the built binary's `--help`), a
+//! flag's `a|b|c` values are the ones the binary takes, README's command list names every
+//! subcommand, its Rust quick start is a whole program with its Cargo.toml lines, every
+//! `cargo install` is `--locked`, every
 //! relative link between those files and CHANGELOG.md reaches a file and its `#anchor` a heading
 //! there, and every markdown file with a Rust block is a doctest of `src/lib.rs`.
 
@@ -70,9 +73,10 @@ fn mnemo_commands(text: &str) -> Vec<(usize, Vec<String>)> {
             open = false;
             continue;
         }
+        // A line that is all comment is no command, even with a ` #` further on.
         let code = match line.text.find(" #") {
+            _ if line.text.trim_start().starts_with('#') => "",
             Some(at) => &line.text[..at],
-            None if line.text.trim_start().starts_with('#') => "",
             None => line.text,
         };
         let trimmed = code.trim_start();
@@ -129,14 +133,16 @@ mod against_the_binary {
     use std::collections::{BTreeSet, HashMap};
     use std::process::Command;
 
-    use super::{doc_files, flags, mnemo_commands, read};
+    use super::{doc_files, flags, listed_values, mnemo_commands, read};
     use crate::support::mnemo_bin;
 
-    /// What `mnemo ARGS --help` says: its subcommands and its flags.
+    /// What `mnemo ARGS --help` says: its subcommands, its flags, and the values of each flag
+    /// that lists them (`--profile <spec|python-sdk>`, or `[possible values: a, b]`).
     #[derive(Clone, Default)]
     struct Help {
         subcommands: BTreeSet<String>,
         flags: BTreeSet<String>,
+        values: HashMap<String, BTreeSet<String>>,
     }
 
     fn help(cache: &mut HashMap<Vec<String>, Option<Help>>, args: &[String]) -> Option<Help> {
@@ -153,9 +159,12 @@ mod against_the_binary {
             let text = String::from_utf8_lossy(&out.stdout);
             let mut help = Help::default();
             let mut in_commands = false;
+            // The long flag whose description the lines below belong to.
+            let mut current: Option<String> = None;
             for line in text.lines() {
                 if line.trim_end().ends_with(':') && !line.starts_with(' ') {
                     in_commands = line.trim_end() == "Commands:";
+                    current = None;
                     continue;
                 }
                 let trimmed = line.trim_start();
@@ -165,12 +174,30 @@ mod against_the_binary {
                 } else if trimmed.starts_with('-') {
                     // The flag part of an option's line ends at its first run of two spaces.
                     let head = trimmed.split("  ").next().unwrap_or("");
+                    current = None;
                     for word in head.split([' ', ',']) {
-                        let word = word.split(['=', '[', '<']).next().unwrap_or("");
-                        if word.starts_with("--") {
-                            help.flags.insert(word.to_string());
+                        let name = word.split(['=', '[', '<']).next().unwrap_or("");
+                        if name.starts_with("--") {
+                            help.flags.insert(name.to_string());
+                            current = Some(name.to_string());
                         }
                     }
+                    let listed = head
+                        .split_once('<')
+                        .and_then(|(_, v)| v.split_once('>'))
+                        .map(|(v, _)| v)
+                        .filter(|v| v.contains('|'));
+                    if let (Some(flag), Some(listed)) = (&current, listed) {
+                        let values = listed.split('|').map(String::from).collect();
+                        help.values.insert(flag.clone(), values);
+                    }
+                }
+                if let (Some(flag), Some((_, rest))) =
+                    (&current, line.split_once("[possible values: "))
+                {
+                    let listed = rest.split(']').next().unwrap_or("");
+                    let values = listed.split(", ").map(String::from).collect();
+                    help.values.insert(flag.clone(), values);
                 }
             }
             help
@@ -229,6 +256,19 @@ mod against_the_binary {
                 for flag in flags.iter().filter(|f| !leaf.flags.contains(*f)) {
                     problems.push(format!("`mnemo {}` has no flag {flag}", path.join(" ")));
                 }
+                for (flag, shown) in listed_values(words) {
+                    let Some(takes) = leaf.values.get(&flag) else {
+                        continue;
+                    };
+                    if &shown != takes {
+                        problems.push(format!(
+                            "`mnemo {} {flag}` takes {}, the doc lists {}",
+                            path.join(" "),
+                            takes.iter().cloned().collect::<Vec<_>>().join("|"),
+                            shown.iter().cloned().collect::<Vec<_>>().join("|"),
+                        ));
+                    }
+                }
             }
         }
         problems
@@ -257,6 +297,29 @@ mod against_the_binary {
             problems.join("\n")
         );
     }
+
+    /// README's command list is complete: every subcommand `mnemo --help` lists is the first
+    /// word of a command in README's shell blocks.
+    #[test]
+    fn the_readme_names_every_subcommand() {
+        let mut cache = HashMap::new();
+        let top = help(&mut cache, &[]).expect("mnemo --help runs");
+        let shown: BTreeSet<String> = mnemo_commands(&read(std::path::Path::new("README.md")))
+            .into_iter()
+            .filter_map(|(_, words)| words.first().cloned())
+            .flat_map(|first| first.split('|').map(String::from).collect::<Vec<_>>())
+            .collect();
+        let missing: Vec<&String> = top
+            .subcommands
+            .iter()
+            .filter(|sub| *sub != "help" && !shown.contains(*sub))
+            .collect();
+        assert!(
+            top.subcommands.len() > 20 && missing.is_empty(),
+            "README.md's command list (its sh blocks) leaves out these subcommands of `mnemo \
+             --help`; add a line `mnemo NAME [--flag ...]  # what it does` for each: {missing:?}"
+        );
+    }
 }
 
 #[test]
@@ -266,6 +329,7 @@ fn the_command_parser_reads_what_the_docs_write() {
                            [--durability fsync|flush]\n\
                 $ echo '{}' | mnemo verify --json | jq .\n\
                 mnemo serve: listening on http://127.0.0.1:1\n\
+                # mnemo commented --out   # a comment after a comment\n\
                 mnemo store create|list [NAME] --data DIR\n\
                 ```\n\
                 mnemo outside --a-block\n";
@@ -277,10 +341,120 @@ fn the_command_parser_reads_what_the_docs_write() {
             words("tool [--db P] [--agent ID] [--durability fsync|flush]"),
         ),
         (4, words("verify --json")),
-        (6, words("store create|list [NAME] --data DIR")),
+        (7, words("store create|list [NAME] --data DIR")),
     ];
     assert_eq!(commands, shown);
     assert_eq!(flags(&commands[0].1), ["--db", "--agent", "--durability"]);
+}
+
+/// The values a command line lists for its flags as `--flag a|b|c` (the word after the flag,
+/// with a `|`): (flag, values).
+fn listed_values(words: &[String]) -> Vec<(String, BTreeSet<String>)> {
+    words
+        .windows(2)
+        .filter_map(|pair| {
+            let flag = flags(&pair[..1]).pop()?;
+            let next = pair[1].trim_end_matches([']', ')']);
+            if pair[0].contains('=') || next.starts_with(['-', '[']) || !next.contains('|') {
+                return None;
+            }
+            Some((flag, next.split('|').map(String::from).collect()))
+        })
+        .collect()
+}
+
+#[test]
+fn a_flags_listed_values_are_read_from_the_word_after_it() {
+    let words: Vec<String> = "tool [--profile spec|python-sdk] [--root /memories] --x a|b"
+        .split_whitespace()
+        .map(String::from)
+        .collect();
+    let set = |s: &str| s.split('|').map(String::from).collect::<BTreeSet<_>>();
+    assert_eq!(
+        listed_values(&words),
+        [
+            ("--profile".to_string(), set("spec|python-sdk")),
+            ("--x".to_string(), set("a|b"))
+        ]
+    );
+}
+
+/// README's Rust quick start as a newcomer pastes it: a whole program (no line that rustdoc
+/// hides, which a web page shows), after the Cargo.toml lines that name this package and
+/// serde_json; its `use` names the library as Cargo.toml's `[lib]` does.
+#[test]
+fn the_readme_rust_quick_start_is_a_whole_program_with_its_dependencies() {
+    let readme = read(Path::new("README.md"));
+    let manifest = read(Path::new("Cargo.toml"));
+    let blocks = lines(&readme);
+    let first_rust = blocks
+        .iter()
+        .position(|l| l.block == Some("rust"))
+        .expect("README.md has a rust block");
+    let rust: Vec<&Line> = blocks[first_rust..]
+        .iter()
+        .take_while(|l| l.block == Some("rust"))
+        .collect();
+    for line in &rust {
+        let code = line.text.trim_start();
+        assert!(
+            !(code == "#" || code.starts_with("# ")),
+            "README.md:{}: a line rustdoc hides but a web page shows; the quick start must run as pasted: {}",
+            line.number,
+            line.text
+        );
+    }
+    assert!(
+        rust.iter()
+            .any(|l| l.text == "fn main() -> mnemo::Result<()> {"),
+        "README.md's Rust quick start is not a whole program with `fn main() -> mnemo::Result<()>`"
+    );
+    let toml: Vec<&str> = blocks[..first_rust]
+        .iter()
+        .filter(|l| l.block == Some("toml"))
+        .map(|l| l.text)
+        .collect();
+    let package = manifest
+        .lines()
+        .find_map(|l| l.strip_prefix("name = \""))
+        .and_then(|l| l.strip_suffix('"'))
+        .expect("the package name");
+    assert!(
+        toml.iter().any(|l| l.starts_with(&format!("{package} = ")))
+            && toml.iter().any(|l| l.starts_with("serde_json = ")),
+        "README.md gives no Cargo.toml lines for `{package}` and `serde_json` before its Rust quick start: {toml:?}"
+    );
+    assert!(
+        manifest.contains("[lib]\nname = \"mnemo\"")
+            && rust.iter().any(|l| l.text.starts_with("use mnemo::")),
+        "the quick start's `use` and Cargo.toml's [lib] name differ"
+    );
+}
+
+/// Every install command in the docs and Cargo.toml builds what the tests ran: `--locked`.
+#[test]
+fn every_cargo_install_is_locked() {
+    let mut files = doc_files();
+    files.push(PathBuf::from("Cargo.toml"));
+    let mut found = 0;
+    let mut unlocked = Vec::new();
+    for file in files {
+        for (i, line) in read(&file).lines().enumerate() {
+            for (at, _) in line.match_indices("cargo install ") {
+                found += 1;
+                let command = line[at..].split(['`', '#']).next().unwrap_or("");
+                if !command.split_whitespace().any(|w| w == "--locked") {
+                    unlocked.push(format!("{}:{}: {}", file.display(), i + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(found >= 3, "only {found} `cargo install` lines found");
+    assert!(
+        unlocked.is_empty(),
+        "`cargo install` without --locked resolves newer crates than the tests ran; add --locked:\n{}",
+        unlocked.join("\n")
+    );
 }
 
 /// GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens.

@@ -279,8 +279,8 @@ impl Refusal {
             Refusal::Unauthorized(why) => (
                 StatusCode::UNAUTHORIZED,
                 format!(
-                    "{why}; send `Authorization: Bearer TOKEN` with the token from the server file ({} in the store directory)",
-                    super::SERVER_FILE
+                    "{why}; send `Authorization: Bearer TOKEN` with the operator token from the server file {file} (in the store directory of a `mnemo serve --db`, in DIR of a `mnemo serve --data DIR`), or an agent token from `mnemo token create`",
+                    file = super::SERVER_FILE
                 ),
             ),
             Refusal::ForeignHost(why) => (StatusCode::MISDIRECTED_REQUEST, why.clone()),

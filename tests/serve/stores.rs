@@ -1228,3 +1228,65 @@ fn a_bad_or_missing_label_copy_never_spoils_the_list_of_stores() {
     let (status, stderr) = server.stop();
     assert!(status.success(), "{stderr}");
 }
+
+/// A store of a data directory named with `--db` while the `--data` server holds it: every
+/// command says which server holds it and how to reach it there (`--connect URL --store NAME`,
+/// the token in DIR's server file), and `tool` starts no server of its own first. An agent
+/// token on a read is told about the token it gave, and the 401 names DIR's server file.
+#[test]
+fn a_data_servers_store_named_by_db_is_pointed_to_its_server() {
+    let data = TempStore::new();
+    let dir = data.dir.path().join("data");
+    let server = Server::start_data(&dir, &["--durability", "buffered"]);
+    assert_eq!(create(&server, "a").status, 201);
+    let url = server.file.url.clone();
+    let store = dir.join("a");
+    let store = store.to_str().expect("utf-8");
+    let server_file = dir.join("mnemo-server.json");
+    for args in [
+        &["ls", "--db", store][..],
+        &["log", "--db", store],
+        &["verify", "--db", store],
+        &["tool", "--db", store],
+        &["link", "--db", store],
+    ] {
+        let out = crate::support::run_command(crate::support::served_command(args, &[]), b"");
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("--connect {url} --store a --token TOKEN"))
+                && err.contains(&format!(
+                    "the operator token from {}",
+                    server_file.display()
+                ))
+                && !err.contains("started a server")
+                && !err.contains("in the store directory"),
+            "{args:?}: {err}"
+        );
+    }
+    let issued = server.call("POST", "/v1/stores/a/tokens", br#"{"agent": "alice"}"#);
+    assert_eq!(issued.status, 200, "{}", issued.text());
+    let issued: Value = serde_json::from_slice(&issued.body).expect("json");
+    let token = issued["token"].as_str().expect("token");
+    for command in ["ls", "log"] {
+        let args = [command, "--connect", &url, "--token", token, "--store", "a"];
+        let out = crate::support::run_command(crate::support::served_command(&args, &[]), b"");
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("the token given with --token acts only as agent \"alice\"")
+                && err.contains("give them the operator's token")
+                && !err.contains("X-Mnemo-Agent"),
+            "{command}: {err}"
+        );
+    }
+    let anonymous = request(server.addr(), "GET", "/v1/stores", &[], b"");
+    assert_eq!(anonymous.status, 401, "{}", anonymous.text());
+    assert!(
+        anonymous
+            .text()
+            .contains("in DIR of a `mnemo serve --data DIR`"),
+        "{}",
+        anonymous.text()
+    );
+}

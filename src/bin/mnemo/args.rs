@@ -117,7 +117,7 @@ pub(crate) enum Cmd {
         #[command(flatten)]
         session: Session,
         /// The address to listen on; port 0 picks a free port (printed, and written to the
-        /// server file in the store directory).
+        /// server file: in the store directory, or in DIR with --data).
         #[arg(long, default_value = "127.0.0.1:0")]
         listen: std::net::SocketAddr,
         /// Allow a --listen address other than loopback.

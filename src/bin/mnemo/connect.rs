@@ -12,7 +12,7 @@ pub struct Remote {
     #[arg(long, env = "MNEMO_URL", value_name = "URL")]
     pub connect: Option<String>,
     /// The bearer token --connect presents: an agent token, or the operator's from the server
-    /// file (mnemo-server.json in the store directory).
+    /// file (mnemo-server.json in the store directory, or in DIR for `mnemo serve --data DIR`).
     #[arg(
         long,
         env = "MNEMO_TOKEN",
@@ -107,6 +107,73 @@ pub fn without_remote_env(command: clap::Command) -> clap::Command {
 }
 
 type Failure = Box<dyn std::error::Error>;
+
+/// A server's refusal of an agent token for acting as another agent, said as what the user did:
+/// the command line never shows the agent header, only the token given with --token (read
+/// and admin commands act as the operator, `tool` and `mcp` as their --agent). `None` for any
+/// other error.
+pub fn token_refusal(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let reason = match e.downcast_ref::<mnemo::Error>() {
+        Some(mnemo::Error::Server {
+            reason,
+            status: Some(403),
+            ..
+        }) => reason.clone(),
+        _ => match e.downcast_ref::<mnemo::RemoteError>() {
+            Some(refused @ mnemo::RemoteError::Refused { status: 403, .. }) => refused.to_string(),
+            _ => return None,
+        },
+    };
+    let at = reason.find("this token acts only as agent ")?;
+    let (head, rest) = reason.split_at(at);
+    let what = rest.split(';').next().unwrap_or(rest);
+    let what = what.replacen("this token", "the token given with --token", 1);
+    Some(format!(
+        "{head}{what}. The read and admin commands (ls, cat, log, history, show, diff, verify, export, acl, token, config, redact) act as the operator (or the --as name): give them the operator's token, from the server file mnemo-server.json (in the store directory, or in DIR for `mnemo serve --data DIR`). `mnemo tool` and `mnemo mcp` act as the token's own agent when --agent is left out"
+    ))
+}
+
+/// Why `tool`, `mcp` or `link` cannot start a server for the store at `db`, said before trying:
+/// the directory that would hold it is missing, or it is a store of a `mnemo serve --data`
+/// directory, which that server holds (see [`data_server_hint`]).
+pub fn unservable(db: &std::path::Path) -> Option<String> {
+    missing_parent(db).or_else(|| data_server_hint(db))
+}
+
+/// The directory that would hold a new store at `db`, when it does not exist (and `db` does not).
+pub fn missing_parent(db: &std::path::Path) -> Option<String> {
+    let parent = db.parent().filter(|p| !p.as_os_str().is_empty())?;
+    if db.exists() || parent.is_dir() {
+        return None;
+    }
+    let dir = crate::demo::shell_word(&parent.to_string_lossy());
+    Some(format!(
+        "the directory {dir} does not exist, so there is no store at {} and none can be made there; create the directory first (`mkdir -p {dir}`) or give --db a path in an existing directory",
+        db.display()
+    ))
+}
+
+/// When `db` is a store `DIR/NAME` of a data directory that a live `mnemo serve --data DIR`
+/// holds (the server file in DIR names it, and it proves it serves DIR): how to reach the store
+/// through that server, as a sentence. Nothing secret is in it.
+pub fn data_server_hint(db: &std::path::Path) -> Option<String> {
+    let name = db.file_name()?.to_str()?;
+    let dir = db
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    let file = mnemo::link::live_server(dir)?;
+    let word = |p: &std::path::Path| crate::demo::shell_word(&p.to_string_lossy());
+    Some(format!(
+        "the store at {} is the store {name} of the `mnemo serve --data {}` at {} (pid {}), which holds it; reach it through that server instead of --db: `--connect {} --store {name} --token TOKEN`, with the operator token from {} (or an agent token issued by that store)",
+        db.display(),
+        word(dir),
+        file.url,
+        file.pid,
+        file.url,
+        word(&mnemo::link::ServerFile::path(dir)),
+    ))
+}
 
 /// The store at `db` as its owner reads it: through the server --connect names, or the live
 /// one that holds it, else as a private read-only copy (which changes none of its bytes).
@@ -250,6 +317,9 @@ mod served {
             };
             return Ok(Some(Link::fixed(client)));
         }
+        if let Some(why) = super::unservable(&session.db.db) {
+            return Err(why.into());
+        }
         if start.no_start {
             return Ok(None);
         }
@@ -297,6 +367,9 @@ mod served {
     /// settings) as one JSON line, `{"url", "token", "pid"}`.
     pub fn run_link(session: &Session, start: &Start) -> CliResult {
         let db = &session.db.db;
+        if let Some(why) = super::unservable(db) {
+            return Err(why.into());
+        }
         let file = match mnemo::link::find_server(db)? {
             Some(file) => file,
             None if start.no_start => {

@@ -78,9 +78,18 @@ pub(crate) fn run_demo(db: Option<PathBuf>) -> CliResult {
     writeln!(out)?;
     print_report(&mut out, &path, &report.to_protocol(&path))?;
     let db = shell_word(&path.to_string_lossy());
-    writeln!(out, "\nInspect it, one command a line:")?;
+    let (mnemo, on_path) = this_binary();
+    if on_path {
+        writeln!(out, "\nInspect it, one command a line:")?;
+    } else {
+        writeln!(
+            out,
+            "\nInspect it, one command a line (`mnemo` is not on your PATH, so this runs the binary \
+             the demo ran from; `cargo install --path . --locked` in the clone installs it as `mnemo`):"
+        )?;
+    }
     for command in ["log", "history /memories/done/mnemo.md", "show 2", "verify"] {
-        writeln!(out, "  mnemo {command} --db {db}")?;
+        writeln!(out, "  {mnemo} {command} --db {db}")?;
     }
     if scratch {
         writeln!(
@@ -93,6 +102,28 @@ pub(crate) fn run_demo(db: Option<PathBuf>) -> CliResult {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// How a shell runs the binary that runs now, and whether that is as `mnemo` from PATH: else
+/// its path (relative to the working directory when it is under it, as `target/debug/mnemo`
+/// after `cargo run`), so the demo's hints run for someone who never installed it.
+fn this_binary() -> (String, bool) {
+    let Ok(exe) = std::env::current_exe().and_then(std::fs::canonicalize) else {
+        return ("mnemo".into(), true);
+    };
+    let on_path = std::env::var_os("PATH").is_some_and(|paths| {
+        std::env::split_paths(&paths)
+            .any(|dir| std::fs::canonicalize(dir.join("mnemo")).is_ok_and(|found| found == exe))
+    });
+    if on_path {
+        return ("mnemo".into(), true);
+    }
+    let shown = std::env::current_dir()
+        .and_then(std::fs::canonicalize)
+        .ok()
+        .and_then(|cwd| exe.strip_prefix(cwd).ok().map(PathBuf::from))
+        .unwrap_or_else(|| exe.clone());
+    (shell_word(&shown.to_string_lossy()), false)
 }
 
 /// `word` as one word for a POSIX shell: as it is when it is made of characters no shell treats

@@ -329,8 +329,14 @@ fn main() -> ExitCode {
             eprintln!("mnemo: error: {e}");
             ExitCode::from(1)
         }
+        // A store of a data directory is held by its `--data` server: say how to reach it there; an
+        // agent token refused for acting as another agent: say it of the token given.
         Err(e) => {
-            eprintln!("mnemo: error: {e}");
+            let held = match e.downcast_ref() {
+                Some(mnemo::Error::Locked { path }) => connect::data_server_hint(path),
+                _ => connect::token_refusal(e.as_ref()),
+            };
+            eprintln!("mnemo: error: {}", held.unwrap_or_else(|| e.to_string()));
             ExitCode::from(2)
         }
     }
