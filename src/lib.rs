@@ -194,6 +194,12 @@ pub mod testing {
         INDEX_OVERFLOW, MAX_DEFERRED,
     };
 
+    /// The tool server's intake (what one request becomes before it is answered) and the
+    /// command parser.
+    pub mod intake {
+        pub use crate::model::tool::command::parse_value;
+        pub use crate::model::tool::intake::*;
+    }
     /// The store's files beside sled's: the head record, reading them.
     pub mod disk {
         pub use crate::store::disk::*;

@@ -19,7 +19,7 @@ fn server(s: &TempStore, profile: Profile) -> MnemoMemoryToolServer {
 
 /// The canonical bytes of `input` as the `Tool` body it parses to.
 fn tool_payload(input: &Value, profile: Profile) -> Vec<u8> {
-    let command = mnemo::tool::parse_value(input, "/memories", profile)
+    let command = mnemo::testing::intake::parse_value(input, "/memories", profile)
         .command
         .expect("a valid call");
     let event = Event {

@@ -4,7 +4,8 @@
 //! and runs on sled alone.
 
 use mnemo::Profile;
-use mnemo::tool::{DEFAULT_MAX_FILE_BYTES, Intake, Limits};
+use mnemo::testing::intake::Intake;
+use mnemo::tool::{DEFAULT_MAX_FILE_BYTES, Limits};
 use serde_json::json;
 
 use crate::support::{Host, PureServer, TempStore, both, call};

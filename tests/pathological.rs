@@ -21,7 +21,8 @@
 use std::time::{Duration, Instant};
 
 use mnemo::Profile;
-use mnemo::tool::{Intake, Limits};
+use mnemo::testing::intake::Intake;
+use mnemo::tool::Limits;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use serde_json::{Value, json};

@@ -561,8 +561,9 @@ fn malformed_calls_get_clear_errors() {
 
 #[test]
 fn a_custom_root_is_used_in_every_message() {
-    let other = mnemo::tool::Intake::new("/other", mnemo::Profile::Spec, Default::default())
-        .expect("valid root");
+    let other =
+        mnemo::testing::intake::Intake::new("/other", mnemo::Profile::Spec, Default::default())
+            .expect("valid root");
     let sled = SledServer::new(&other);
     assert_eq!(sled.server.root(), "/other");
     let hosts: [Box<dyn Host>; 2] = [Box::new(PureServer::with(&other)), Box::new(sled)];
@@ -579,7 +580,8 @@ fn a_custom_root_is_used_in_every_message() {
             "{bad}"
         );
         assert!(
-            mnemo::tool::Intake::new(bad, mnemo::Profile::Spec, Default::default()).is_err(),
+            mnemo::testing::intake::Intake::new(bad, mnemo::Profile::Spec, Default::default())
+                .is_err(),
             "{bad}"
         );
     }

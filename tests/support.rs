@@ -8,10 +8,10 @@ use std::process::{Command, Output, Stdio};
 use std::rc::Rc;
 
 use mnemo::testing::MemKv;
+use mnemo::testing::intake::{Intake, Logged, result_id, tool_result};
 use mnemo::testing::replay::Replay;
 use mnemo::tool::Request;
-use mnemo::tool::intake::{result_id, tool_result};
-use mnemo::tool::{Intake, Logged, Semantics, Tree};
+use mnemo::tool::{Semantics, Tree};
 use mnemo::{
     Access, Body, Durability, Event, EventHash, Header, MEMORY_TAG, MemPath, MemoryRecord,
     MnemoClient, MnemoMemoryToolServer, Outcome, Profile, Seq,

@@ -321,8 +321,8 @@ fn check(line: &[u8]) -> Check {
         {
             Check::Unreadable(format!("is not valid JSON ({e})"))
         }
-        _ => match crate::model::tool::parse_json(text) {
-            Err(crate::model::tool::JsonError::Duplicate(key)) => {
+        _ => match crate::model::tool::command::parse_json(text) {
+            Err(crate::model::tool::command::JsonError::Duplicate(key)) => {
                 let id = match serde_json::from_str::<Value>(text) {
                     Ok(Value::Object(map)) if key != "id" => {
                         map.get("id").cloned().unwrap_or(Value::Null)

@@ -12,8 +12,8 @@
 
 pub mod api;
 mod call;
-mod command;
-pub mod intake;
+pub(crate) mod command;
+pub(crate) mod intake;
 mod limits;
 mod matcher;
 pub(crate) mod render;
@@ -25,11 +25,10 @@ pub use crate::model::semantics_version::Semantics;
 pub use call::{
     Body, Erased, InputDigest, Kept, KeptChange, Refusal, RejectedCall, RejectedDigest, ToolCall,
 };
-pub use command::{
-    COMMAND_NAMES, Command, JsonError, Parsed, Profile, parse_json, parse_text, parse_text_under,
-    parse_value, parse_value_under,
-};
-pub use intake::{Intake, Logged};
+pub use command::{COMMAND_NAMES, Command, Profile};
+// What a request becomes before it is answered: the tool server's intake, not an API (the
+// crate's own tests reach it through `testing`).
+pub(crate) use intake::{Intake, Logged};
 pub use limits::{DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_REQUEST_BYTES, Limits};
 pub use render::format_size;
 pub use request::{BoundedText, Request, read_request};
