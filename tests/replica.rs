@@ -468,7 +468,22 @@ fn a_replica_head_is_accepted_only_with_the_owners_signature() {
     let other_key = run_ok(&["key", "create", "--db", s(&other)], "")
         .trim()
         .to_string();
-    refused("another key", "signature", &other_key);
+    // The refusal names the key that signed and the one given.
+    let given = other_key
+        .rsplit_once('+')
+        .expect("NAME+ID+KEY")
+        .0
+        .to_string();
+    refused(
+        "another key",
+        "is signed by the key mnemo-store.mnemo.db+",
+        &other_key,
+    );
+    refused(
+        "another key",
+        &format!("not by the key given ({given})"),
+        &other_key,
+    );
     // The text changed under the signature.
     let (body, signature) = head.split_once("\n\n").expect("a signed note");
     let mut lines: Vec<&str> = body.lines().collect();
@@ -775,7 +790,12 @@ fn a_kept_checkpoint_file_is_expected_only_with_its_owners_signature() {
     let other_key = run_ok(&["key", "create", "--db", s(&other)], "")
         .trim()
         .to_string();
-    refused(&kept, Some(&other_key), 2, "valid signature");
+    refused(
+        &kept,
+        Some(&other_key),
+        2,
+        "is signed by the key mnemo-store.mnemo.db+",
+    );
     // Not a checkpoint at all; a key with nothing to check.
     let junk = t.dir.path().join("junk");
     std::fs::write(&junk, "hello\n").unwrap();

@@ -13,7 +13,7 @@ use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
-use signed_note::{Note, StandardSigner, StandardVerifier, VerifierList};
+use signed_note::{Note, Signature, StandardSigner, StandardVerifier, VerifierList};
 
 use crate::error::{Error, Result};
 pub use crate::store::disk::{KEY_FILE, TRUST_FILE};
@@ -134,9 +134,39 @@ pub fn check(object: &[u8], vkey: &str, what: &str) -> std::result::Result<(), S
     let verifier = verifier(vkey).map_err(|e| e.to_string())?;
     let note = Note::from_bytes(object).map_err(|_| format!("{what} is not signed"))?;
     let known = VerifierList::new(vec![Box::new(verifier)]);
-    note.verify(&known)
-        .map(|_| ())
-        .map_err(|e| format!("{what} does not carry a valid signature of the key given ({e})"))
+    note.verify(&known).map(|_| ()).map_err(|e| {
+        let given = key_name(vkey);
+        match signers(object).as_slice() {
+            [] => format!("{what} does not carry a valid signature of the key {given} ({e})"),
+            others if !others.contains(&given) => format!(
+                "{what} is signed by the key {}, not by the key given ({given}): give the verifier key `mnemo key create` printed for the store this replica is shipped from",
+                others.join(", ")
+            ),
+            _ => format!("{what} does not carry a valid signature of the key {given} ({e})"),
+        }
+    })
+}
+
+/// A verifier key's name and id (`NAME+ID` of `NAME+ID+KEY`), as signatures are named.
+fn key_name(vkey: &str) -> String {
+    vkey.trim()
+        .splitn(3, '+')
+        .take(2)
+        .collect::<Vec<_>>()
+        .join("+")
+}
+
+/// The keys (`NAME+ID`) the signature lines of the note `object` name, valid or not.
+fn signers(object: &[u8]) -> Vec<String> {
+    let text = String::from_utf8_lossy(object);
+    let Some((_, signatures)) = text.rsplit_once("\n\n") else {
+        return Vec::new();
+    };
+    signatures
+        .lines()
+        .filter_map(|line| Signature::from_bytes(line.as_bytes()).ok())
+        .map(|sig| format!("{}+{:08x}", sig.name(), sig.id()))
+        .collect()
 }
 
 /// Records in the store at `store` that it trusts the replica heads `vkey` signs
@@ -205,10 +235,13 @@ mod tests {
         );
         let other = tempfile::tempdir().expect("dir");
         let other_key = create(other.path(), "mnemo-test").expect("create");
+        // Another key of the same name: the refusal names the key that signed and the one given.
+        let refused = check(&signed, &other_key, "it").expect_err("another key of the same name");
         assert!(
-            check(&signed, &other_key, "it").is_err(),
-            "another key of the same name"
+            refused.contains(&key_name(&vkey)) && refused.contains(&key_name(&other_key)),
+            "{refused}"
         );
+        assert_ne!(key_name(&vkey), key_name(&other_key));
         assert!(check(&signed, "not a key", "it").is_err());
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(dir.path().join(KEY_FILE))

@@ -4,7 +4,7 @@
 //!
 //! | route | who | answer |
 //! |---|---|---|
-//! | `POST /v1/stores` `{"name": "NAME"}` | operator | 201 `{"name", "created": true}`; 409 if it exists; 400 for a name that is not one |
+//! | `POST /v1/stores` `{"name": "NAME"}` | operator | 201 `{"name", "created": true}`; 409 if it exists or something else has its name; 400 for a name that is not one |
 //! | `GET /v1/stores?after=&limit=&details=` | operator | `{"stores": [{"name", "open"}], "next": NAME or null}`, by name, at most `limit` (default 100, at most 1,000) after `after`; with `details=true` each store also has `label` (`{"name", "description"}`: a store made through the memory-stores API is named by its label, any other after its directory, with no description), `head` (`{"seq", "hash"}`), `last_write` (when its last event was recorded, UTC: the time of its head record, which a store opened and closed with nothing new leaves alone), `bytes` (its files) and `verified` (the last verify this server ran on it: `{"intact", "head", "first_bad", "time"}`, or null) |
 //! | `DELETE /v1/stores/NAME?confirm=NAME` | operator | `{"name", "deleted": true}`; 400 without the confirmation, 404 for no such store, 409 while a call is in flight in it |
 //! | `ANY /v1/stores/NAME/ROUTE` | as the route | the single-store route `/v1/ROUTE` of that store (`/v1/stores/NAME/mcp` is its `/mcp`), with the same bodies and answers |
@@ -346,20 +346,23 @@ impl Stores {
         }))
     }
 
-    /// Creates the store `name`: `Ok(false)` if it exists already.
-    pub(super) fn create(&self, name: &str) -> Result<bool, Unavailable> {
+    /// Creates the store `name`, unless a store or something else has its name.
+    pub(super) fn create(&self, name: &str) -> Result<Created, Unavailable> {
         check_store_name(name).map_err(Unavailable::Failed)?;
         let path = self.dir.join(name);
         let slot = self.slot(name);
         let mut open = lock(&slot);
-        if open.is_some() || std::fs::symlink_metadata(&path).is_ok() {
-            return Ok(false);
+        if open.is_some() || data_dir::store_dir(&self.dir, name).is_some() {
+            return Ok(Created::Exists);
+        }
+        if std::fs::symlink_metadata(&path).is_ok() {
+            return Ok(Created::InTheWay);
         }
         self.reserve(name)?;
         match self.start(name, &path) {
             Ok(served) => {
                 *open = Some(served);
-                Ok(true)
+                Ok(Created::Made)
             }
             Err(why) => {
                 self.open_count.fetch_sub(1, Ordering::SeqCst);
@@ -672,17 +675,34 @@ async fn create(State(stores): State<Arc<Stores>>, headers: HeaderMap, body: Bod
     let name = asked.name.clone();
     let created = blocking(move || stores.create(&name)).await;
     match created {
-        Ok(Ok(true)) => answer(
+        Ok(Ok(Created::Made)) => answer(
             StatusCode::CREATED,
             &json!({"name": asked.name, "created": true}),
         ),
-        Ok(Ok(false)) => error(
+        Ok(Ok(Created::Exists)) => error(
             StatusCode::CONFLICT,
             &format!("the store {:?} exists already", asked.name),
+        ),
+        Ok(Ok(Created::InTheWay)) => error(
+            StatusCode::CONFLICT,
+            &format!(
+                "the name {:?} is taken in the data directory by something that is not a store (a file, a link or a directory without one); remove it there, or choose another name",
+                asked.name
+            ),
         ),
         Ok(Err(why)) => unavailable(&asked.name, why),
         Err(response) => response,
     }
+}
+
+/// What a request to create a store found.
+pub(super) enum Created {
+    /// The store was made.
+    Made,
+    /// A store of that name exists.
+    Exists,
+    /// Something that is not a store has the name.
+    InTheWay,
 }
 
 #[derive(Deserialize)]

@@ -330,7 +330,15 @@ fn names_and_entries_that_leave_the_data_directory_are_refused() {
         let reply = write(&server, store, "/memories/x.md", "x");
         assert_eq!(reply.status, 404, "{store}: {}", reply.text());
     }
-    assert_eq!(create(&server, "linked").status, 409, "the name is taken");
+    for taken in ["linked", "fifo"] {
+        let reply = create(&server, taken);
+        assert_eq!(reply.status, 409, "the name is taken: {}", reply.text());
+        assert!(
+            reply.text().contains("not a store") && !reply.text().contains("exists already"),
+            "a name something else has is not said to be a store: {}",
+            reply.text()
+        );
+    }
     // A store swapped for a link while it is closed.
     assert_eq!(create(&server, "s").status, 201);
     assert_eq!(write(&server, "s", "/memories/x.md", "x").status, 200);
@@ -365,7 +373,9 @@ fn deleting_needs_confirmation_and_one_server_holds_a_data_directory() {
     let dir = data.dir.path().join("data");
     let server = Server::start_data(&dir, &["--durability", "buffered"]);
     assert_eq!(create(&server, "keep").status, 201);
-    assert_eq!(create(&server, "keep").status, 409);
+    let again = create(&server, "keep");
+    assert_eq!(again.status, 409);
+    assert!(again.text().contains("exists already"), "{}", again.text());
     assert_eq!(create(&server, "gone").status, 201);
     assert_eq!(write(&server, "gone", "/memories/x.md", "x").status, 200);
     let unconfirmed = server.call("DELETE", "/v1/stores/gone", b"");

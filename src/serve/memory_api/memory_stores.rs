@@ -2,6 +2,7 @@
 //! store a store of the data directory labelled with a name, description and metadata.
 
 use super::*;
+use crate::serve::stores::Created;
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct NewStore {
@@ -45,8 +46,10 @@ pub(super) async fn create_store(
         let name =
             crate::client::token::random_hex(13).map_err(|e| ApiError::Api(e.to_string()))?;
         match stores.create(&name) {
-            Ok(true) => {}
-            Ok(false) => return Err(ApiError::Api("a fresh store name was taken; retry".into())),
+            Ok(Created::Made) => {}
+            Ok(Created::Exists | Created::InTheWay) => {
+                return Err(ApiError::Api("a fresh store name was taken; retry".into()));
+            }
             Err(why) => return Err(unavailable(&ids::store_id(&name), why)),
         }
         let dir = resolve(&stores, &ids::store_id(&name))?.1;
