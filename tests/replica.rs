@@ -17,6 +17,7 @@ use crate::redact::run_ok;
 use crate::support::{TempStore, run_mnemo};
 
 mod compaction;
+mod conditional;
 mod covered;
 
 fn session(from: usize, to: usize) -> String {
