@@ -581,8 +581,8 @@ fn every_markdown_file_with_a_rust_block_is_a_doctest() {
     );
 }
 
-/// The folders ARCHITECTURE.md's code map gives a paragraph: every backquoted `src/…/` in a `###`
-/// heading of its "Code map" section.
+/// The folders ARCHITECTURE.md's code map gives a paragraph: every backquoted `src/…/` in the
+/// bold title a bullet of its "Code map" section opens with (`- **`src/a/`** what it holds`).
 fn code_map_folders(architecture: &str) -> BTreeSet<String> {
     let section = format!("\n{architecture}");
     let section = section
@@ -591,8 +591,9 @@ fn code_map_folders(architecture: &str) -> BTreeSet<String> {
         .expect("ARCHITECTURE.md has a \"## Code map\" section");
     section
         .lines()
-        .filter(|l| l.starts_with("### "))
-        .flat_map(|l| l.split('`').skip(1).step_by(2))
+        .filter_map(|l| l.strip_prefix("- **"))
+        .filter_map(|l| l.split_once("**").map(|(title, _)| title))
+        .flat_map(|title| title.split('`').skip(1).step_by(2))
         .filter(|name| name.starts_with("src/") && name.ends_with('/'))
         .map(str::to_string)
         .collect()
@@ -624,10 +625,10 @@ fn every_folder_of_src_has_its_paragraph_in_the_code_map() {
     let gone: Vec<_> = mapped.difference(&folders).collect();
     assert!(
         missing.is_empty() && gone.is_empty(),
-        "ARCHITECTURE.md's code map has no `### `src/…/`` paragraph for {missing:?}, and one for \
+        "ARCHITECTURE.md's code map has no `- **`src/…/`**` paragraph for {missing:?}, and one for \
          folders that are gone: {gone:?}"
     );
-    let planted = "## Code map\n\n### `src/`\n\ntext\n\n### `src/a/` and `src/a/b/`\n\n## Next\n";
+    let planted = "## Code map\n\n- **`src/`** text `src/c/`\n- **`src/a/` and `src/a/b/`** text\n\n## Next\n- **`src/d/`**\n";
     assert_eq!(
         code_map_folders(planted),
         ["src/", "src/a/", "src/a/b/"]
