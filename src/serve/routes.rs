@@ -192,6 +192,45 @@ fn operator(caller: &Caller) -> Result<(), Failure> {
     }
 }
 
+/// A request of the operator's (the read routes, the replica's and the admin lists): refused
+/// with 403 for any other principal; holds the store's client.
+struct Operator(MnemoClient);
+
+impl axum::extract::FromRequestParts<Arc<Shared>> for Operator {
+    type Rejection = Failure;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        shared: &Arc<Shared>,
+    ) -> Result<Self, Failure> {
+        caller_of(parts).and_then(operator)?;
+        Ok(Operator(shared.client().clone()))
+    }
+}
+
+/// An admin change of the operator's: refused as [`Operator`] is; holds the client the change
+/// is recorded through ([`operator_client`]).
+struct AdminChange(MnemoClient);
+
+impl axum::extract::FromRequestParts<Arc<Shared>> for AdminChange {
+    type Rejection = Failure;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        shared: &Arc<Shared>,
+    ) -> Result<Self, Failure> {
+        caller_of(parts).and_then(operator)?;
+        Ok(AdminChange(operator_client(shared, &parts.headers)?))
+    }
+}
+
+/// Who the request came from, as the gate proved it.
+fn caller_of(parts: &axum::http::request::Parts) -> Result<&Caller, Failure> {
+    parts.extensions.get::<Caller>().ok_or_else(|| {
+        Failure::Storage("the request reached a route without passing the gate".into())
+    })
+}
+
 /// The settings a call's tool server answers with, as it sent them
 /// (`?root=&profile=&durability=&max_file_bytes=&max_request_bytes=&view_max_chars=`): none
 /// from a client that sends none.
@@ -288,12 +327,7 @@ fn is_too_large(e: axum::Error) -> bool {
         .is_some()
 }
 
-async fn head(
-    State(shared): State<Arc<Shared>>,
-    Extension(caller): Extension<Caller>,
-) -> Result<Response, Failure> {
-    operator(&caller)?;
-    let client = shared.client().clone();
+async fn head(Operator(client): Operator) -> Result<Response, Failure> {
     let head = blocking(move || Ok(client.head()?)).await?;
     let body = json!({
         "seq": head.seq.0,
@@ -304,15 +338,12 @@ async fn head(
 }
 
 /// `GET /v1/replication`: how far the replica is (operator only, as the head is).
-async fn replication(
-    State(shared): State<Arc<Shared>>,
-    Extension(caller): Extension<Caller>,
-) -> Result<Response, Failure> {
-    operator(&caller)?;
+async fn replication(State(shared): State<Arc<Shared>>, _: Operator) -> Result<Response, Failure> {
     let status = shared.replication().ok_or_else(|| {
         Failure::Client(
             StatusCode::NOT_FOUND,
-            "this server does not replicate its store; start it with `mnemo serve --replicate URL` (a build with --features serve,replicate)".into(),
+            "this server does not replicate its store; start it with `mnemo serve --replicate URL`"
+                .into(),
         )
     })?;
     Ok(json_body(
@@ -331,12 +362,10 @@ struct VerifyParams {
 
 async fn verify(
     State(shared): State<Arc<Shared>>,
-    Extension(caller): Extension<Caller>,
+    Operator(client): Operator,
     Query(params): Query<VerifyParams>,
 ) -> Result<Response, Failure> {
-    operator(&caller)?;
     let expect = params.expect.as_deref().map(Head::parse).transpose()?;
-    let client = shared.client().clone();
     match params.progress.as_deref() {
         None | Some("0") => {}
         Some("1") => return Ok(verify_progress(Arc::clone(&shared), expect)),
@@ -432,11 +461,10 @@ struct LogParams {
 
 async fn log(
     State(shared): State<Arc<Shared>>,
-    Extension(caller): Extension<Caller>,
+    Operator(client): Operator,
     headers: HeaderMap,
     Query(params): Query<LogParams>,
 ) -> Result<Response, Failure> {
-    operator(&caller)?;
     // The viewer's timeline (its requests alone carry the CSRF header): its next pages read the
     // past, so the state they read it from is brought up now, in the background.
     if headers.contains_key(super::viewer::CSRF_HEADER) {
@@ -454,7 +482,6 @@ async fn log(
         limit: params.limit,
         scan: params.scan,
     };
-    let client = shared.client().clone();
     let events = blocking(move || Ok(client.log(&query)?)).await?;
     Ok(lines(events))
 }
@@ -469,15 +496,13 @@ struct TreeParams {
 
 async fn ls(
     State(shared): State<Arc<Shared>>,
-    Extension(caller): Extension<Caller>,
+    Operator(client): Operator,
     Query(params): Query<TreeParams>,
 ) -> Result<Response, Failure> {
-    operator(&caller)?;
     // `/` too: the whole store, as `mnemo export` reads it.
     let dir = MemPath::absolute(params.dir.as_deref().unwrap_or(shared.root()))
         .map_err(crate::Error::InvalidArgument)?;
     let at = params.at.map(Seq);
-    let client = shared.client().clone();
     let shown = dir.to_string();
     let records = blocking(move || Ok(client.tree_at(&dir, at)?)).await?;
     Ok(typed_body(&crate::client::reads::listing_of(
@@ -486,11 +511,9 @@ async fn ls(
 }
 
 async fn cat(
-    State(shared): State<Arc<Shared>>,
-    Extension(caller): Extension<Caller>,
+    Operator(client): Operator,
     Query(params): Query<TreeParams>,
 ) -> Result<Response, Failure> {
-    operator(&caller)?;
     let Some(raw) = params.path.as_deref() else {
         return Err(Failure::Client(
             StatusCode::BAD_REQUEST,
@@ -499,7 +522,6 @@ async fn cat(
     };
     let file = absolute_path(raw)?;
     let at = params.at.map(Seq);
-    let client = shared.client().clone();
     let wanted = file.clone();
     let content = blocking(move || Ok(client.content_at(&wanted, at)?)).await?;
     match content {
@@ -524,11 +546,9 @@ struct HistoryParams {
 }
 
 async fn history(
-    State(shared): State<Arc<Shared>>,
-    Extension(caller): Extension<Caller>,
+    Operator(client): Operator,
     Query(params): Query<HistoryParams>,
 ) -> Result<Response, Failure> {
-    operator(&caller)?;
     let Some(raw) = params.path.as_deref() else {
         return Err(Failure::Client(
             StatusCode::BAD_REQUEST,
@@ -536,7 +556,6 @@ async fn history(
         ));
     };
     let file: MemPath = absolute_path(raw)?;
-    let client = shared.client().clone();
     let events = blocking(move || Ok(client.history(&file)?)).await?;
     Ok(lines(events))
 }
@@ -549,18 +568,15 @@ struct ShowParams {
 
 /// One event whole, as `mnemo show --json` prints it.
 async fn show(
-    State(shared): State<Arc<Shared>>,
-    Extension(caller): Extension<Caller>,
+    Operator(client): Operator,
     Query(params): Query<ShowParams>,
 ) -> Result<Response, Failure> {
-    operator(&caller)?;
     let Some(seq) = params.seq else {
         return Err(Failure::Client(
             StatusCode::BAD_REQUEST,
             "name the event: /v1/show?seq=12".into(),
         ));
     };
-    let client = shared.client().clone();
     let shown = blocking(move || Ok(client.show(Seq(seq))?)).await?;
     Ok(typed_body(&shown))
 }
@@ -575,11 +591,9 @@ struct DiffParams {
 
 /// The files changed between two events, one JSON object per line, as `mnemo diff --json`.
 async fn diff(
-    State(shared): State<Arc<Shared>>,
-    Extension(caller): Extension<Caller>,
+    Operator(client): Operator,
     Query(params): Query<DiffParams>,
 ) -> Result<Response, Failure> {
-    operator(&caller)?;
     let (Some(from), Some(to)) = (params.from, params.to) else {
         return Err(Failure::Client(
             StatusCode::BAD_REQUEST,
@@ -587,7 +601,6 @@ async fn diff(
         ));
     };
     let dir = absolute_path(params.path.as_deref().unwrap_or("/memories"))?;
-    let client = shared.client().clone();
     let files = blocking(move || Ok(client.diff(Seq(from), Seq(to), &dir)?)).await?;
     Ok(lines(files))
 }
@@ -673,12 +686,7 @@ fn typed_body<T: serde::Serialize>(value: &T) -> Response {
     )
 }
 
-async fn acl_list(
-    State(shared): State<Arc<Shared>>,
-    Extension(caller): Extension<Caller>,
-) -> Result<Response, Failure> {
-    operator(&caller)?;
-    let client = shared.client().clone();
+async fn acl_list(Operator(client): Operator) -> Result<Response, Failure> {
     let policy = blocking(move || Ok(client.policy()?)).await?;
     Ok(lines(
         policy
@@ -707,11 +715,9 @@ const ACL_SHAPE: &str = r#"{"action": "grant", "agent": "planner", "prefix": "/m
 
 async fn acl_change(
     State(shared): State<Arc<Shared>>,
-    Extension(caller): Extension<Caller>,
-    headers: HeaderMap,
+    AdminChange(client): AdminChange,
     body: Body,
 ) -> Result<Response, Failure> {
-    operator(&caller)?;
     let command = match admin_body(&shared, body, ADMIN_BODY_MAX, ACL_SHAPE).await? {
         AclChange::Grant {
             agent,
@@ -729,17 +735,11 @@ async fn acl_change(
         },
         AclChange::Revoke { agent, prefix } => AdminCommand::Revoke { agent, prefix },
     };
-    let client = operator_client(&shared, &headers)?;
     let receipt = blocking(move || Ok(client.admin(command)?)).await?;
     Ok(admin_answer(&receipt))
 }
 
-async fn tokens_list(
-    State(shared): State<Arc<Shared>>,
-    Extension(caller): Extension<Caller>,
-) -> Result<Response, Failure> {
-    operator(&caller)?;
-    let client = shared.client().clone();
+async fn tokens_list(Operator(client): Operator) -> Result<Response, Failure> {
     let listed = blocking(move || Ok(client.tokens()?)).await?;
     Ok(lines(listed))
 }
@@ -755,11 +755,9 @@ struct TokenRequest {
 
 async fn token_create(
     State(shared): State<Arc<Shared>>,
-    Extension(caller): Extension<Caller>,
-    headers: HeaderMap,
+    AdminChange(client): AdminChange,
     body: Body,
 ) -> Result<Response, Failure> {
-    operator(&caller)?;
     let wanted: TokenRequest = admin_body(
         &shared,
         body,
@@ -767,7 +765,6 @@ async fn token_create(
         r#"{"agent": "planner", "label": "ci runner"}"#,
     )
     .await?;
-    let client = operator_client(&shared, &headers)?;
     let (agent, label) = (wanted.agent.clone(), wanted.label.clone());
     let issued = blocking(move || Ok(token::issue(&client, &wanted.agent, &wanted.label)?)).await?;
     if issued.receipt.is_error {
@@ -790,14 +787,10 @@ async fn token_create(
 }
 
 async fn token_revoke(
-    State(shared): State<Arc<Shared>>,
-    Extension(caller): Extension<Caller>,
-    headers: HeaderMap,
+    AdminChange(client): AdminChange,
     Path(id): Path<String>,
 ) -> Result<Response, Failure> {
-    operator(&caller)?;
     token::check_id(&id).map_err(|why| Failure::Client(StatusCode::BAD_REQUEST, why))?;
-    let client = operator_client(&shared, &headers)?;
     let receipt = blocking(move || match client.token(&id)? {
         None => Err(Failure::Client(
             StatusCode::NOT_FOUND,
@@ -837,11 +830,9 @@ struct RedactRequest {
 /// `"dry_run": true`, what would be erased, changing nothing.
 async fn redact(
     State(shared): State<Arc<Shared>>,
-    Extension(caller): Extension<Caller>,
-    headers: HeaderMap,
+    AdminChange(client): AdminChange,
     body: Body,
 ) -> Result<Response, Failure> {
-    operator(&caller)?;
     // The request limit alone: a text to erase may be as long as the note that holds it.
     let wanted: RedactRequest = admin_body(
         &shared,
@@ -850,7 +841,6 @@ async fn redact(
         r#"{"reason": "asked to be forgotten", "paths": ["/memories/people/ann.md"], "seqs": [12], "texts": ["hunter2"], "dry_run": false}"#,
     )
     .await?;
-    let client = operator_client(&shared, &headers)?;
     let selection = Selection {
         seqs: wanted.seqs.into_iter().map(Seq).collect(),
         paths: wanted.paths,
@@ -886,10 +876,9 @@ struct ReplicateRequest {
 /// command prints. Writers do not wait: the shipment reads what they made durable.
 async fn replicate(
     State(shared): State<Arc<Shared>>,
-    Extension(caller): Extension<Caller>,
+    Operator(client): Operator,
     body: Body,
 ) -> Result<Response, Failure> {
-    operator(&caller)?;
     let wanted: ReplicateRequest = admin_body(
         &shared,
         body,
@@ -897,7 +886,6 @@ async fn replicate(
         r#"{"to": "s3://bucket/prefix"}"#,
     )
     .await?;
-    let client = shared.client().clone();
     let store_dir = shared.store_dir().to_path_buf();
     let body = blocking(move || ship_once(&client, &store_dir, &wanted.to)).await?;
     Ok(json_body(body.to_string().into_bytes(), "application/json"))
@@ -932,12 +920,7 @@ fn ship_once(_: &MnemoClient, _: &std::path::Path, _: &str) -> Result<Value, Fai
 }
 
 /// The store settings, one JSON object per line: `{"name": "delete", "value": "keep"}`.
-async fn config_list(
-    State(shared): State<Arc<Shared>>,
-    Extension(caller): Extension<Caller>,
-) -> Result<Response, Failure> {
-    operator(&caller)?;
-    let client = shared.client().clone();
+async fn config_list(Operator(client): Operator) -> Result<Response, Failure> {
     let settings = blocking(move || Ok(client.settings()?)).await?;
     Ok(lines(settings.into_iter().map(
         |(name, value)| json!({"name": name, "value": value}),
@@ -955,11 +938,9 @@ struct ConfigRequest {
 /// Sets a store setting, recorded as an admin event under the operator's name.
 async fn config_set(
     State(shared): State<Arc<Shared>>,
-    Extension(caller): Extension<Caller>,
-    headers: HeaderMap,
+    AdminChange(client): AdminChange,
     body: Body,
 ) -> Result<Response, Failure> {
-    operator(&caller)?;
     let wanted: ConfigRequest = admin_body(
         &shared,
         body,
@@ -967,7 +948,6 @@ async fn config_set(
         r#"{"name": "delete", "value": "erase"}"#,
     )
     .await?;
-    let client = operator_client(&shared, &headers)?;
     let receipt = blocking(move || Ok(client.configure(&wanted.name, &wanted.value)?)).await?;
     Ok(admin_answer(&receipt))
 }
