@@ -195,6 +195,9 @@ pub struct ClientBuilder {
     durability: Durability,
     read_only: bool,
     existing: bool,
+    /// The server to reach the store through, named by the caller.
+    #[cfg(feature = "client")]
+    through: Option<RemoteClient>,
 }
 
 impl ClientBuilder {
@@ -229,12 +232,28 @@ impl ClientBuilder {
         self
     }
 
+    /// Reaches the store through the `mnemo serve` that `remote` reaches (its token, and its
+    /// store on a `--data` server) rather than through the server its server file names, or the
+    /// store itself: the path then only names the store in reports (such as `mnemo verify`'s),
+    /// for a store the caller knows by its directory or its URL, and is not looked at, so
+    /// [`existing`](Self::existing) and [`read_only`](Self::read_only) change nothing.
+    #[cfg(feature = "client")]
+    pub fn through(mut self, remote: RemoteClient) -> Self {
+        self.through = Some(remote);
+        self
+    }
+
     /// Opens or creates the store, finishing any index update a crash interrupted. A store
     /// already open in this process is shared: the handle uses its store and writer, which must
     /// have been opened with the same durability. A store a live `mnemo serve` holds (with the
     /// `client` feature) is connected to, acting as this agent: see the module docs.
-    pub fn open(self) -> Result<MnemoClient> {
+    #[cfg_attr(not(feature = "client"), expect(unused_mut))]
+    pub fn open(mut self) -> Result<MnemoClient> {
         check_agent(&self.agent)?;
+        #[cfg(feature = "client")]
+        if let Some(server) = self.through.take() {
+            return Ok(self.served(server));
+        }
         if self.existing {
             Store::require(&self.path)?;
         }
@@ -283,19 +302,50 @@ impl ClientBuilder {
         })
     }
 
+    /// [`open`](Self::open), then `run` on the client. When the client reached its store
+    /// through the server its server file names and that server could not be reached (it was
+    /// gone before anything was sent, so nothing was done), opens again (the store, which that
+    /// server no longer holds, or a server started since) and runs `run` once more.
+    pub fn open_and_run<T>(self, mut run: impl FnMut(&MnemoClient) -> Result<T>) -> Result<T> {
+        let client = self.clone().open()?;
+        match run(&client) {
+            Err(Error::Server {
+                unreachable: true, ..
+            }) if self.found_by_file(&client) => run(&self.open()?),
+            done => done,
+        }
+    }
+
+    /// Whether `client`, opened by this builder, reached its store through the server its
+    /// server file names (not one named by [`through`](Self::through)).
+    fn found_by_file(&self, client: &MnemoClient) -> bool {
+        #[cfg(feature = "client")]
+        if self.through.is_some() {
+            return false;
+        }
+        client.server_url().is_some()
+    }
+
     /// A client of the server `file` names, acting as this builder's agent.
     #[cfg(feature = "client")]
     fn connect(self, file: ServerFile) -> Result<MnemoClient> {
         let remote = file.client(&self.path);
+        Ok(self.served(remote))
+    }
+
+    /// A client whose every call goes to the server `remote` reaches, acting as this builder's
+    /// agent, and keeping this process attached to that server.
+    #[cfg(feature = "client")]
+    fn served(self, remote: RemoteClient) -> MnemoClient {
         crate::client::remote::stay_attached(&remote);
-        Ok(MnemoClient {
+        MnemoClient {
             backend: Backend::Served(Arc::new(Served {
                 path: self.path,
                 durability: self.durability,
                 remote,
             })),
             agent: self.agent.into(),
-        })
+        }
     }
 
     /// [`open`](Self::open) for [`read_only`](Self::read_only).
@@ -417,6 +467,8 @@ impl MnemoClient {
             durability: Durability::default(),
             read_only: false,
             existing: false,
+            #[cfg(feature = "client")]
+            through: None,
         }
     }
 
@@ -466,17 +518,10 @@ impl MnemoClient {
         name: impl AsRef<Path>,
         agent_id: impl Into<String>,
     ) -> Result<MnemoClient> {
-        let agent = agent_id.into();
-        check_agent(&agent)?;
-        crate::client::remote::stay_attached(&remote);
-        Ok(MnemoClient {
-            backend: Backend::Served(Arc::new(Served {
-                path: name.as_ref().to_path_buf(),
-                durability: Durability::default(),
-                remote,
-            })),
-            agent: agent.into(),
-        })
+        MnemoClient::builder(name)
+            .agent_id(agent_id)
+            .through(remote)
+            .open()
     }
 
     /// Whether this client only reads: a store opened with [`ClientBuilder::read_only`] as a
