@@ -21,6 +21,7 @@
 //! [`Error::Server`] with the reason. [`MnemoClient::server_of`] and
 //! [`MnemoClient::connect`] give the bare HTTP client ([`crate::RemoteClient`]).
 
+pub(crate) mod backend;
 #[cfg(feature = "client")]
 pub(crate) mod discovery;
 pub(crate) mod reads;
@@ -36,7 +37,7 @@ use std::sync::{Arc, LazyLock, PoisonError, RwLock, RwLockReadGuard};
 
 use serde_json::Value;
 
-use crate::audit::verify::{Report, VerifyOptions, verify_store_with};
+use crate::audit::verify::Report;
 #[cfg(feature = "client")]
 use crate::client::discovery::{ServerFile, live_server};
 #[cfg(feature = "client")]
@@ -48,9 +49,9 @@ use crate::model::paths::MemPath;
 use crate::model::policy::{Access, AdminCommand, DELETE_ERASES, DELETE_SETTING, Policy};
 use crate::model::tool::{Limits, Profile, Tree};
 use crate::store::log::{Durability, Head, Store};
-use crate::store::projection::{MEMORY_TAG, MemoryRecord};
+use crate::store::projection::MemoryRecord;
 use crate::store::registry::{Opened, Registry};
-use crate::store::writer::{Call, Receipt, Writer};
+use crate::store::writer::{Receipt, Writer};
 
 /// The stores open in this process.
 static OPEN: LazyLock<Registry<Inner>> = LazyLock::new(Registry::new);
@@ -194,6 +195,9 @@ pub struct ClientBuilder {
     durability: Durability,
     read_only: bool,
     existing: bool,
+    /// The server to reach the store through, named by the caller.
+    #[cfg(feature = "client")]
+    through: Option<RemoteClient>,
 }
 
 impl ClientBuilder {
@@ -228,12 +232,28 @@ impl ClientBuilder {
         self
     }
 
+    /// Reaches the store through the `mnemo serve` that `remote` reaches (its token, and its
+    /// store on a `--data` server) rather than through the server its server file names, or the
+    /// store itself: the path then only names the store in reports (such as `mnemo verify`'s),
+    /// for a store the caller knows by its directory or its URL, and is not looked at, so
+    /// [`existing`](Self::existing) and [`read_only`](Self::read_only) change nothing.
+    #[cfg(feature = "client")]
+    pub fn through(mut self, remote: RemoteClient) -> Self {
+        self.through = Some(remote);
+        self
+    }
+
     /// Opens or creates the store, finishing any index update a crash interrupted. A store
     /// already open in this process is shared: the handle uses its store and writer, which must
     /// have been opened with the same durability. A store a live `mnemo serve` holds (with the
     /// `client` feature) is connected to, acting as this agent: see the module docs.
-    pub fn open(self) -> Result<MnemoClient> {
+    #[cfg_attr(not(feature = "client"), expect(unused_mut))]
+    pub fn open(mut self) -> Result<MnemoClient> {
         check_agent(&self.agent)?;
+        #[cfg(feature = "client")]
+        if let Some(server) = self.through.take() {
+            return Ok(self.served(server));
+        }
         if self.existing {
             Store::require(&self.path)?;
         }
@@ -282,19 +302,50 @@ impl ClientBuilder {
         })
     }
 
+    /// [`open`](Self::open), then `run` on the client. When the client reached its store
+    /// through the server its server file names and that server could not be reached (it was
+    /// gone before anything was sent, so nothing was done), opens again (the store, which that
+    /// server no longer holds, or a server started since) and runs `run` once more.
+    pub fn open_and_run<T>(self, mut run: impl FnMut(&MnemoClient) -> Result<T>) -> Result<T> {
+        let client = self.clone().open()?;
+        match run(&client) {
+            Err(Error::Server {
+                unreachable: true, ..
+            }) if self.found_by_file(&client) => run(&self.open()?),
+            done => done,
+        }
+    }
+
+    /// Whether `client`, opened by this builder, reached its store through the server its
+    /// server file names (not one named by [`through`](Self::through)).
+    fn found_by_file(&self, client: &MnemoClient) -> bool {
+        #[cfg(feature = "client")]
+        if self.through.is_some() {
+            return false;
+        }
+        client.server_url().is_some()
+    }
+
     /// A client of the server `file` names, acting as this builder's agent.
     #[cfg(feature = "client")]
     fn connect(self, file: ServerFile) -> Result<MnemoClient> {
         let remote = file.client(&self.path);
+        Ok(self.served(remote))
+    }
+
+    /// A client whose every call goes to the server `remote` reaches, acting as this builder's
+    /// agent, and keeping this process attached to that server.
+    #[cfg(feature = "client")]
+    fn served(self, remote: RemoteClient) -> MnemoClient {
         crate::client::remote::stay_attached(&remote);
-        Ok(MnemoClient {
+        MnemoClient {
             backend: Backend::Served(Arc::new(Served {
                 path: self.path,
                 durability: self.durability,
                 remote,
             })),
             agent: self.agent.into(),
-        })
+        }
     }
 
     /// [`open`](Self::open) for [`read_only`](Self::read_only).
@@ -395,9 +446,8 @@ impl std::fmt::Debug for MnemoClient {
             .field("path", &self.path())
             .field("agent", &self.agent)
             .field("durability", &self.durability());
-        #[cfg(feature = "client")]
-        if let Some(remote) = self.remote() {
-            shown.field("server", &remote.url());
+        if let Some(url) = self.server_url() {
+            shown.field("server", &url);
         }
         shown.finish()
     }
@@ -417,6 +467,8 @@ impl MnemoClient {
             durability: Durability::default(),
             read_only: false,
             existing: false,
+            #[cfg(feature = "client")]
+            through: None,
         }
     }
 
@@ -466,17 +518,10 @@ impl MnemoClient {
         name: impl AsRef<Path>,
         agent_id: impl Into<String>,
     ) -> Result<MnemoClient> {
-        let agent = agent_id.into();
-        check_agent(&agent)?;
-        crate::client::remote::stay_attached(&remote);
-        Ok(MnemoClient {
-            backend: Backend::Served(Arc::new(Served {
-                path: name.as_ref().to_path_buf(),
-                durability: Durability::default(),
-                remote,
-            })),
-            agent: agent.into(),
-        })
+        MnemoClient::builder(name)
+            .agent_id(agent_id)
+            .through(remote)
+            .open()
     }
 
     /// Whether this client only reads: a store opened with [`ClientBuilder::read_only`] as a
@@ -524,20 +569,7 @@ impl MnemoClient {
     /// The URL of the `mnemo serve` this client reaches its store through, or `None` for a store
     /// open in this process.
     pub fn server_url(&self) -> Option<&str> {
-        #[cfg(feature = "client")]
-        if let Backend::Served(served) = &self.backend {
-            return Some(served.remote.url());
-        }
-        None
-    }
-
-    /// The HTTP client of the server, acting as this client's agent, for a served store.
-    #[cfg(feature = "client")]
-    pub(crate) fn remote(&self) -> Option<RemoteClient> {
-        match &self.backend {
-            Backend::Served(served) => Some(served.remote.with_agent(self.agent.to_string())),
-            Backend::Local(_) | Backend::Copy(_) => None,
-        }
+        self.backend().server_url()
     }
 
     /// The store open for writing in this process; for a served store, [`Error::NotLocal`]
@@ -602,18 +634,7 @@ impl MnemoClient {
     /// revoke can be sent this way (recorded as the server's operator, as `/v1/acl` records
     /// it); send memory-tool calls through the tool server.
     pub fn call(&self, tool_use_id: Option<String>, body: Body) -> Result<Receipt> {
-        #[cfg(feature = "client")]
-        if let Backend::Served(served) = &self.backend {
-            return served.admin(&served.remote.with_agent(self.agent.to_string()), &body);
-        }
-        self.local("MnemoClient::call")?
-            .held()?
-            .writer()
-            .call(Call {
-                agent: self.agent.to_string(),
-                tool_use_id,
-                body,
-            })
+        self.backend().call(self, tool_use_id, body)
     }
 
     /// Verifies the whole store, pausing writes while it runs.
@@ -633,21 +654,7 @@ impl MnemoClient {
         expect: Option<Head>,
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<Report> {
-        #[cfg(feature = "client")]
-        if let Some(remote) = self.remote() {
-            return Ok(remote.verify_report(expect.as_ref())?);
-        }
-        let options = VerifyOptions {
-            expect,
-            progress: Some(progress),
-        };
-        // A read-only copy is proven as it rests: a log behind its recorded head is a finding.
-        if let Backend::Copy(copy) = &self.backend {
-            return verify_store_with(&copy.store, options);
-        }
-        self.read("MnemoClient::verify", |store| {
-            verify_store_with(store, options)
-        })
+        self.backend().verify(self, expect, progress)
     }
 
     /// Writes the index changes the writer holds in memory (it writes them in batches), so that
@@ -655,20 +662,12 @@ impl MnemoClient {
     /// tests that read the stored index directly. Nothing to do for a served store (the
     /// server's reads write them first).
     pub(crate) fn settle_index(&self) -> Result<()> {
-        #[cfg(feature = "client")]
-        if self.remote().is_some() {
-            return Ok(());
-        }
-        self.read("MnemoClient::flush_index", |_| Ok(()))
+        self.backend().settle_index(self)
     }
 
     /// The last event.
     pub fn head(&self) -> Result<Head> {
-        #[cfg(feature = "client")]
-        if let Some(remote) = self.remote() {
-            return Ok(remote.head()?);
-        }
-        self.read("MnemoClient::head", Store::head)
+        self.backend().head(self)
     }
 
     /// The directory the store open in this process has open (see `Store::dir_id`). A served
@@ -698,47 +697,13 @@ impl MnemoClient {
     /// Memory files carrying `tag` that this client's agent may read: `memorytool` lists every
     /// such file, `path:/memories/x` the one at that path; any other tag lists none.
     pub fn records_by_tag(&self, tag: &str) -> Result<Vec<MemoryRecord>> {
-        #[cfg(feature = "client")]
-        if let Some(remote) = self.remote() {
-            return Ok(remote.records_by_tag(tag)?);
-        }
-        if tag == MEMORY_TAG {
-            let agent = self.agent.clone();
-            return self.read("MnemoClient::records_by_tag", move |store| {
-                let index = store.index();
-                let policy = index.policy()?;
-                let mut records = index.records_under(&MemPath::top())?;
-                records.retain(|r| readable(&policy, &agent, r));
-                Ok(records)
-            });
-        }
-        match tag.strip_prefix("path:") {
-            Some(path) => Ok(self.record(path)?.into_iter().collect()),
-            None => Ok(Vec::new()),
-        }
+        self.backend().records_by_tag(self, tag)
     }
 
     /// The file at canonical path `path` (such as `/memories/notes.txt`), if there is one and
     /// this client's agent may read it.
     pub fn record(&self, path: &str) -> Result<Option<MemoryRecord>> {
-        #[cfg(feature = "client")]
-        if let Some(remote) = self.remote() {
-            return Ok(remote.record(path)?);
-        }
-        let Ok(file) = MemPath::root(path) else {
-            return Ok(None);
-        };
-        if file.to_string() != path {
-            return Ok(None);
-        }
-        let agent = self.agent.clone();
-        self.read("MnemoClient::record", move |store| {
-            let index = store.index();
-            if !index.policy()?.allows(&agent, &file, Access::Read) {
-                return Ok(None);
-            }
-            index.record(&file)
-        })
+        self.backend().record(self, path)
     }
 
     /// Records a policy change, attributed to this client's agent (on a served store, to the
@@ -790,15 +755,7 @@ impl MnemoClient {
 
     /// Every store setting and its value in force (the default where none was set).
     pub fn settings(&self) -> Result<Vec<(String, String)>> {
-        #[cfg(feature = "client")]
-        if let Some(remote) = self.remote() {
-            return Ok(remote.settings()?);
-        }
-        if let Backend::Copy(copy) = &self.backend {
-            return copy.current()?.index().settings();
-        }
-        let held = self.local("MnemoClient::settings")?.held()?;
-        held.writer().peek(|index| index.settings())
+        self.backend().settings(self)
     }
 
     /// Whether the memory tool's delete erases what it deletes in a store open in this process
@@ -811,11 +768,7 @@ impl MnemoClient {
 
     /// The access policy in force.
     pub fn policy(&self) -> Result<Policy> {
-        #[cfg(feature = "client")]
-        if let Some(remote) = self.remote() {
-            return Ok(remote.policy()?);
-        }
-        self.read("MnemoClient::policy", |store| store.index().policy())
+        self.backend().policy(self)
     }
 
     /// Events from `from` on, decoded, once the chain is proven (deferred read events are written
@@ -872,7 +825,6 @@ impl MnemoClient {
     /// others refuses it, recording nothing), and returns the `tool_result`: `Ok` the server's,
     /// `Err` an error result that says why the server did not answer. `None` for a store open
     /// in this process.
-    #[cfg_attr(not(feature = "client"), expect(unused_variables))]
     pub(crate) fn forward(
         &self,
         call: Forward<'_>,
@@ -880,46 +832,8 @@ impl MnemoClient {
         profile: Profile,
         limits: Limits,
     ) -> Option<std::result::Result<Value, Value>> {
-        #[cfg(feature = "client")]
-        if let Some(remote) = self.remote() {
-            let answering = crate::client::remote::Answering {
-                root: root.to_string(),
-                profile,
-                limits,
-                durability: self.durability(),
-            };
-            return Some(forward_to(&remote, call, &answering));
-        }
-        None
+        self.backend().forward(self, call, root, profile, limits)
     }
-}
-
-/// `call` sent to `remote`'s server (see [`MnemoClient::forward`]).
-#[cfg(feature = "client")]
-fn forward_to(
-    remote: &RemoteClient,
-    call: Forward<'_>,
-    answering: &crate::client::remote::Answering,
-) -> std::result::Result<Value, Value> {
-    let sent = match call {
-        Forward::Line(bytes) => remote.memory_answering(bytes, answering),
-        Forward::TooLarge(digest, id) => remote.oversized_answering(digest, id, false, answering),
-        Forward::Stopped(digest, id) => remote.oversized_answering(digest, id, true, answering),
-    };
-    let answer = sent.and_then(|bytes| {
-        serde_json::from_slice(&bytes).map_err(|e| crate::RemoteError::Protocol {
-            url: remote.url().to_string(),
-            why: e.to_string(),
-        })
-    });
-    answer.map_err(|e| {
-        let id = match call {
-            Forward::Line(bytes) => crate::model::tool::request::tool_use_id(bytes),
-            Forward::TooLarge(_, id) | Forward::Stopped(_, id) => id.map(str::to_string),
-        };
-        // A refusal says the call was not applied; any other failure, that it may have been.
-        crate::client::discovery::unanswered(id.as_deref(), &e)
-    })
 }
 
 /// Whether `agent` may read `record` under `policy`.
@@ -936,36 +850,5 @@ impl Served {
             url: self.remote.url().to_string(),
             what: what.to_string(),
         }
-    }
-
-    /// A call on a served store: a grant or a revoke, through `/v1/acl`; any other needs the
-    /// store in this process.
-    fn admin(&self, remote: &RemoteClient, body: &Body) -> Result<Receipt> {
-        let change = match body {
-            Body::Admin(AdminCommand::Grant {
-                agent,
-                prefix,
-                access,
-            }) => serde_json::json!({
-                "action": "grant", "agent": agent, "prefix": prefix, "access": access.name(),
-            }),
-            Body::Admin(AdminCommand::Revoke { agent, prefix }) => {
-                serde_json::json!({"action": "revoke", "agent": agent, "prefix": prefix})
-            }
-            Body::Admin(AdminCommand::Configure { name, value }) => {
-                return Ok(remote.configure(name, value)?);
-            }
-            Body::Admin(_) => {
-                return Err(self.not_local(
-                    "a token change through MnemoClient (`mnemo token` and POST /v1/tokens make one through the server)",
-                ));
-            }
-            _ => {
-                return Err(self.not_local(
-                    "MnemoClient::call (memory-tool calls go through MnemoMemoryToolServer::handle, which forwards them to the server)",
-                ));
-            }
-        };
-        Ok(remote.acl(&change)?)
     }
 }

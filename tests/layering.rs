@@ -82,6 +82,9 @@ const LAYERS: &[&[&str]] = &[
     &["client::transfer"],
     // Erasing events: a replay that skips them, and a rewrite of the store.
     &["client::redact"],
+    // The seam between a client and its store, in this process or through its server: one
+    // method per operation that differs, composing the reads, tokens and redaction below it.
+    &["client::backend"],
     // Stores as the memory-stores API sees them: memories read from the index, versions off its
     // journal, a store moved whole as the API's JSON, and what the API's routes ask of a store
     // as typed methods of a client.

@@ -178,7 +178,7 @@ impl Plan {
     }
 
     #[cfg(feature = "client")]
-    fn from_json(answer: &serde_json::Value) -> Option<Plan> {
+    pub(crate) fn from_json(answer: &serde_json::Value) -> Option<Plan> {
         Some(Plan {
             seqs: answer["seqs"]
                 .as_array()?
@@ -238,24 +238,8 @@ impl MnemoClient {
     /// this process is closed meanwhile: calls wait until it is open again (as long as the
     /// rewrite takes, which grows with the log). A refused redaction changes nothing.
     pub fn redact(&self, reason: &str, selection: &Selection) -> Result<Redacted> {
-        #[cfg(feature = "client")]
-        if let Some(remote) = self.remote() {
-            let mut body = selection.to_json();
-            body["reason"] = reason.into();
-            let answer = redact_served(&remote, &body)?;
-            let plan = Plan::from_json(&answer);
-            return match (plan, answer["seq"].as_u64()) {
-                (Some(plan), Some(seq)) => Ok(Redacted {
-                    plan,
-                    seq: Seq(seq),
-                }),
-                _ => Err(unexpected(&remote, &answer)),
-            };
-        }
-        let operator = self.agent_id().to_string();
-        self.closed_for("the store is being redacted", |path| {
-            redact(path, &operator, reason, selection)
-        })
+        self.backend()
+            .redact(self, self.agent_id(), reason, selection)
     }
 
     /// [`redact`](Self::redact), recorded under `operator` rather than this client's agent (a
@@ -267,13 +251,7 @@ impl MnemoClient {
         reason: &str,
         selection: &Selection,
     ) -> Result<Redacted> {
-        #[cfg(feature = "client")]
-        if self.remote().is_some() {
-            return self.redact(reason, selection);
-        }
-        self.closed_for("the store is being redacted", |path| {
-            redact(path, operator, reason, selection)
-        })
+        self.backend().redact(self, operator, reason, selection)
     }
 
     /// Under the store setting `delete` = `erase`: erases the files the delete at `seq` removed,
@@ -292,21 +270,14 @@ impl MnemoClient {
 
     /// What [`redact`](Self::redact) would erase for `selection`, changing nothing.
     pub fn redaction_plan(&self, selection: &Selection) -> Result<Plan> {
-        #[cfg(feature = "client")]
-        if let Some(remote) = self.remote() {
-            let mut body = selection.to_json();
-            body["dry_run"] = true.into();
-            let answer = redact_served(&remote, &body)?;
-            return Plan::from_json(&answer).ok_or_else(|| unexpected(&remote, &answer));
-        }
-        self.read_local(|store| plan(store, selection))
+        self.backend().redaction_plan(self, selection)
     }
 }
 
 /// `POST /v1/redact` with `body`: the answer, or the server's refusal as the error the store
 /// would have given.
 #[cfg(feature = "client")]
-fn redact_served(
+pub(crate) fn redact_served(
     remote: &crate::client::remote::RemoteClient,
     body: &serde_json::Value,
 ) -> Result<serde_json::Value> {
@@ -334,8 +305,12 @@ fn redact_served(
     }
 }
 
+/// The error for an answer of `POST /v1/redact` that is not a redaction.
 #[cfg(feature = "client")]
-fn unexpected(remote: &crate::client::remote::RemoteClient, answer: &serde_json::Value) -> Error {
+pub(crate) fn unexpected(
+    remote: &crate::client::remote::RemoteClient,
+    answer: &serde_json::Value,
+) -> Error {
     Error::Server {
         reason: format!(
             "{} answered POST /v1/redact with {answer}, not a redaction; is it a mnemo serve of this version?",

@@ -212,17 +212,7 @@ impl MnemoClient {
     /// Every agent token of the store, revoked ones included, as `mnemo token list` shows them
     /// (never a token's hash or text).
     pub fn tokens(&self) -> Result<Vec<TokenInfo>> {
-        #[cfg(feature = "client")]
-        if let Some(remote) = self.remote() {
-            return Ok(remote.tokens()?);
-        }
-        self.settle_index()?;
-        let store = self.local_store()?;
-        let records = store.current_index()?.tokens()?;
-        Ok(listed(&store, records)?
-            .iter()
-            .map(Listed::to_protocol)
-            .collect())
+        self.backend().tokens(self)
     }
 
     /// Issues a new token for `agent` with `label`, recorded as an admin event of this
@@ -230,40 +220,14 @@ impl MnemoClient {
     /// when the store refused it, which the receipt says). An agent id or label that is not
     /// valid is an [`Error::InvalidArgument`], and nothing is recorded.
     pub fn issue_token(&self, agent: &str, label: &str) -> Result<(Receipt, Option<String>)> {
-        #[cfg(feature = "client")]
-        if let Some(remote) = self.remote() {
-            return remote.issue_token(agent, label).map_err(turned_away);
-        }
-        let issued = issue(self, agent, label)?;
-        let text = (!issued.receipt.is_error).then(|| issued.token.text().to_string());
-        Ok((issued.receipt, text))
+        self.backend().issue_token(self, agent, label)
     }
 
     /// Revokes token `id`, recorded as an admin event of this client's agent. An id that is
     /// not one, names no token, or names one already revoked is an [`Error::InvalidArgument`]
     /// that says so, and nothing is recorded.
     pub fn revoke_token(&self, id: &str) -> Result<Receipt> {
-        #[cfg(feature = "client")]
-        if let Some(remote) = self.remote() {
-            check_id(id).map_err(Error::InvalidArgument)?;
-            return remote.revoke_token(id).map_err(turned_away);
-        }
-        revoke(self, id)
-    }
-}
-
-/// A token change the server turned away before the store saw it (an agent, label or id that
-/// is not valid, an unknown id, one already revoked): the [`Error::InvalidArgument`] the same
-/// change gets on a store open in this process.
-#[cfg(feature = "client")]
-fn turned_away(e: crate::client::remote::RemoteError) -> Error {
-    match e {
-        crate::client::remote::RemoteError::Refused {
-            status: 400 | 404 | 409,
-            reason,
-            ..
-        } => Error::InvalidArgument(reason),
-        other => other.into(),
+        self.backend().revoke_token(self, id)
     }
 }
 

@@ -320,10 +320,9 @@ impl Stores {
         let opened = (self.open)(path)?;
         // A data server holds its stores itself: one another server holds (a `serve --db`, or
         // the server `mnemo tool` started) is not served through it.
-        if let Some(remote) = opened.tool.client().remote() {
+        if let Some(url) = opened.tool.client().server_url() {
             return Err(format!(
-                "another mnemo server holds it ({}); stop that server (or let it idle out), then retry",
-                remote.url()
+                "another mnemo server holds it ({url}); stop that server (or let it idle out), then retry"
             ));
         }
         let shared = Arc::new(Shared {

@@ -1,6 +1,13 @@
 //! The CLI's side of sharing a store (part of the `mnemo` binary, not of the library): finding
 //! the server that holds a store, starting one for `tool` and `mcp`, and the read commands
 //! answered through it.
+//!
+//! Whether a command's store is reached through its server or in this process is the library's
+//! decision (`ClientBuilder`: `through` for --connect's server, else the server that holds the
+//! store, else the store itself; `open_and_run` for a server found gone). What stays here is
+//! the binary's own: starting a server (it runs this binary with the session's `serve` flags,
+//! and hands `tool` and `mcp` a `Link` rather than a client), and `served_administrator`, which
+//! never opens the store and reaches its server without staying attached to it.
 
 use clap::Args;
 
@@ -175,47 +182,47 @@ pub fn data_server_hint(db: &std::path::Path) -> Option<String> {
     ))
 }
 
-/// The store at `db` as its owner reads it: through the server --connect names, or the live
-/// one that holds it, else as a private read-only copy (which changes none of its bytes).
-pub fn reader(db: &std::path::Path, remote: &Remote) -> mnemo::Result<mnemo::MnemoClient> {
-    if let Some(url) = &remote.connect {
-        let client = served::remote_client(url, remote)
-            .map_err(|e| mnemo::Error::InvalidArgument(e.to_string()))?;
-        return mnemo::MnemoClient::served_by(client, db, mnemo::OPERATOR);
-    }
-    mnemo::MnemoClient::builder(db)
-        .agent_id(mnemo::OPERATOR)
-        .read_only()
-        .open()
+/// How `remote` reaches the store `builder` opens: through the server --connect names, else as
+/// the builder finds it (through the live server that holds it, else in this process).
+fn connected(
+    builder: mnemo::ClientBuilder,
+    remote: &Remote,
+) -> mnemo::Result<mnemo::ClientBuilder> {
+    let Some(url) = &remote.connect else {
+        return Ok(builder);
+    };
+    let client = served::remote_client(url, remote)
+        .map_err(|e| mnemo::Error::InvalidArgument(e.to_string()))?;
+    Ok(builder.through(client))
 }
 
-/// `read` on [`reader`]'s client. A server found by its file that is gone before it answered
-/// is left for the store, which it then no longer holds: `read` runs again on a copy.
+/// `read` on the store at `db` as its owner reads it: through the server --connect names, or
+/// the live one that holds it, else as a private read-only copy (which changes none of its
+/// bytes). A server found by its file that is gone before it answered is left for the store,
+/// which it then no longer holds: `read` runs again on a copy.
 pub fn reading<T>(
     db: &std::path::Path,
     remote: &Remote,
     read: impl FnMut(&mnemo::MnemoClient) -> mnemo::Result<T>,
 ) -> mnemo::Result<T> {
-    again_if_gone(remote, || reader(db, remote), read)
+    let builder = mnemo::MnemoClient::builder(db)
+        .agent_id(mnemo::OPERATOR)
+        .read_only();
+    connected(builder, remote)?.open_and_run(read)
 }
 
 /// The store at `db` for an admin change, acting as `operator`: through the server --connect
 /// names, or the live one that holds it, else open in this process; an existing store only,
 /// so a mistyped `--db` is an error rather than a new store holding one grant.
-pub fn administrator(
+fn administrator(
     db: &std::path::Path,
     remote: &Remote,
     operator: &str,
-) -> mnemo::Result<mnemo::MnemoClient> {
-    if let Some(url) = &remote.connect {
-        let client = served::remote_client(url, remote)
-            .map_err(|e| mnemo::Error::InvalidArgument(e.to_string()))?;
-        return mnemo::MnemoClient::served_by(client, db, operator);
-    }
-    mnemo::MnemoClient::builder(db)
+) -> mnemo::Result<mnemo::ClientBuilder> {
+    let builder = mnemo::MnemoClient::builder(db)
         .agent_id(operator)
-        .existing()
-        .open()
+        .existing();
+    connected(builder, remote)
 }
 
 /// The client of the server that --connect names, or of the live one that holds the store at
@@ -227,7 +234,7 @@ pub fn served_administrator(
     operator: &str,
 ) -> mnemo::Result<Option<mnemo::MnemoClient>> {
     if remote.connect.is_some() {
-        return administrator(db, remote, operator).map(Some);
+        return administrator(db, remote, operator)?.open().map(Some);
     }
     if let Some(file) = mnemo::link::find_server(db)? {
         let client = mnemo::RemoteClient::new(file.url, file.token);
@@ -244,23 +251,7 @@ pub fn administering<T>(
     operator: &str,
     change: impl FnMut(&mnemo::MnemoClient) -> mnemo::Result<T>,
 ) -> mnemo::Result<T> {
-    again_if_gone(remote, || administrator(db, remote, operator), change)
-}
-
-/// `run` on the client `open` gives; once more on a new one when the client's server, found
-/// by its file, could not be reached (it sent nothing, so nothing was done).
-fn again_if_gone<T>(
-    remote: &Remote,
-    open: impl Fn() -> mnemo::Result<mnemo::MnemoClient>,
-    mut run: impl FnMut(&mnemo::MnemoClient) -> mnemo::Result<T>,
-) -> mnemo::Result<T> {
-    let client = open()?;
-    match run(&client) {
-        Err(mnemo::Error::Server {
-            unreachable: true, ..
-        }) if remote.connect.is_none() && client.server_url().is_some() => run(&open()?),
-        done => done,
-    }
+    administrator(db, remote, operator)?.open_and_run(change)
 }
 
 /// What `mnemo replicate --once` asks the server that holds a store to do.
