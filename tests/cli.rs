@@ -707,6 +707,64 @@ fn a_db_in_a_missing_directory_is_named_before_a_server_is_started() {
 /// A reader that closes the pipe before anything is written (`mnemo completions zsh | head -1`
 /// on a long script): the big outputs end quietly with exit 0, as every command does on a
 /// broken pipe, and never panic (clap_complete's `generate` panicked on the failed write: 101).
+/// Runs `mnemo args` with its stdout closed before it writes (a reader that stopped reading, as
+/// `| head -1` is once it has its line); its exit code and stderr.
+fn with_stdout_closed(args: &[&str]) -> (Option<i32>, String) {
+    let mut child = crate::support::mnemo_command(args, &[])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn mnemo");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("wait for mnemo");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// An admin change whose answer finds stdout closed still ends quietly (the change is made and
+/// logged, as `mnemo log` shows); a secret shown only once (an agent token, a verifier key) that
+/// cannot be written is an error saying so, never a panic and never a quiet success that lost it.
+#[test]
+fn a_closed_stdout_never_panics_and_a_lost_secret_is_an_error() {
+    let t = TempStore::new();
+    let db = t.path().to_str().expect("utf-8").to_string();
+    run_mnemo(
+        &["tool", "--db", &db],
+        "{\"command\":\"view\",\"path\":\"/memories\"}\n",
+    );
+    let (code, err) = with_stdout_closed(&[
+        "acl", "grant", "--db", &db, "--agent", "z", "--prefix", "/", "--access", "read",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let log = run_mnemo(&["log", "--db", &db], "");
+    assert!(
+        String::from_utf8_lossy(&log.stdout).contains("grant"),
+        "the grant was made"
+    );
+    for (args, what) in [
+        (
+            vec!["token", "create", "--db", &db, "--agent", "w2"],
+            "the token could not be written",
+        ),
+        (
+            vec!["key", "create", "--db", &db],
+            "the verifier key could not be written",
+        ),
+    ] {
+        let (code, err) = with_stdout_closed(&args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(what) && err.contains("not shown again"),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
 #[test]
 fn a_closed_stdout_ends_the_big_outputs_quietly() {
     for args in [

@@ -1,7 +1,7 @@
 //! `mnemo demo`: a scripted session on a scratch store, then its verification.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use mnemo::{MnemoClient, MnemoMemoryToolServer};
@@ -77,7 +77,12 @@ pub(crate) fn run_demo(db: Option<PathBuf>) -> CliResult {
     let report = client.verify()?;
     writeln!(out)?;
     print_report(&mut out, &path, &report.to_protocol(&path))?;
-    let db = shell_word(&path.to_string_lossy());
+    // Absolute, so the lines run from any directory (a relative TMPDIR or --db too).
+    let db = shell_word(
+        &std::path::absolute(&path)
+            .unwrap_or(path.clone())
+            .to_string_lossy(),
+    );
     let (mnemo, on_path) = this_binary();
     if on_path {
         writeln!(out, "\nInspect it, one command a line:")?;
@@ -123,6 +128,11 @@ fn this_binary() -> (String, bool) {
         .ok()
         .and_then(|cwd| exe.strip_prefix(cwd).ok().map(PathBuf::from))
         .unwrap_or_else(|| exe.clone());
+    // A bare name is looked up on PATH by a shell: one in the working directory is `./NAME`.
+    let shown = match shown.components().count() {
+        1 if shown.is_relative() => Path::new(".").join(shown),
+        _ => shown,
+    };
     (shell_word(&shown.to_string_lossy()), false)
 }
 

@@ -13,12 +13,12 @@ use crate::print::count;
 pub(crate) fn run_export(db: &Path, dir: &Path, at: Option<u64>, remote: &Remote) -> CliResult {
     let summary =
         crate::connect::reading(db, remote, |client| client.export_files(dir, at.map(Seq)))?;
-    println!(
+    crate::print::say(format_args!(
         "exported {} ({} bytes) to {}",
         count(summary.files, "file"),
         summary.bytes,
         dir.display()
-    );
+    ))?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -22,13 +22,13 @@ pub(crate) fn run_import(db: &Path, dir: &Path, agent: String, root: String) -> 
             skipped.reason
         );
     }
-    println!(
+    crate::print::say(format_args!(
         "imported {} ({} bytes) from {}; skipped {}",
         count(summary.imported, "file"),
         summary.bytes,
         dir.display(),
         summary.skipped.len()
-    );
+    ))?;
     if summary.store_failures > 0 {
         let what = if summary.stored {
             "check the store with `mnemo verify`".to_string()

@@ -57,12 +57,12 @@ pub fn export(db: &Path, dir: &Path, root: &str) -> CliResult {
     serde_json::to_writer_pretty(&mut file, &exported)?;
     file.write_all(b"\n")?;
     file.sync_all()?;
-    println!(
+    crate::print::say(format_args!(
         "exported {} memories and {} versions to {}",
         exported.memories.len(),
         exported.memory_versions.len(),
         path.display()
-    );
+    ))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -96,13 +96,13 @@ pub fn import(db: &Path, dir: &Path, agent: String, root: &str) -> CliResult {
     for skipped in &done.skipped {
         eprintln!("mnemo: not imported: {skipped}");
     }
-    println!(
+    crate::print::say(format_args!(
         "imported {} memories ({} versions replayed, {} writes to settle the listing); skipped {}",
         done.memories,
         done.versions,
         done.settled,
         done.skipped.len()
-    );
+    ))?;
     Ok(if done.skipped.is_empty() {
         ExitCode::SUCCESS
     } else {

@@ -5,12 +5,29 @@ use std::process::ExitCode;
 
 use crate::CliResult;
 
+/// Writes `text` and a newline to stdout. A closed pipe is an error the dispatch ends on quietly,
+/// as a reader that stopped reading wants; never the panic `println!` would be.
+pub(crate) fn say(text: impl std::fmt::Display) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{text}")?;
+    out.flush()
+}
+
+/// Writes `what`, a secret shown this once (a token, a verifier key, a login link), to stdout.
+/// Output that could not be written is an error here that says so (`again`: how to get on),
+/// never the quiet end a closed pipe is for what can be asked for again.
+pub(crate) fn say_once(text: &str, what: &str, again: &str) -> Result<(), String> {
+    say(text).map_err(|e| {
+        format!("{what} could not be written to stdout ({e}) and is not shown again: {again}")
+    })
+}
+
 /// An admin change's answer as the CLI prints it: `RESULT (seq N)`, or the refusal as an error.
 pub(crate) fn print_receipt(receipt: &mnemo::Receipt) -> CliResult {
     if receipt.is_error {
         return Err(refused(receipt).into());
     }
-    println!("{} (seq {})", receipt.text, receipt.seq);
+    crate::print::say(format_args!("{} (seq {})", receipt.text, receipt.seq))?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -354,11 +354,11 @@ mod with {
             SigningKey::of(db).trust(vkey)?;
         }
         let head = restored.head;
-        println!(
+        crate::print::say(format_args!(
             "restored events 1 to {} from {url} into {}, verified\ncheckpoint: {head}",
             head.seq,
             db.display()
-        );
+        ))?;
         Ok(ExitCode::SUCCESS)
     }
 
@@ -372,7 +372,14 @@ mod with {
             "mnemo: made the signing key {name}; its secret is in {} (mode 0600): keep it there, and back it up apart from any replica. Hand out the verifier key below for `mnemo verify --from URL --key VKEY`.",
             key.file().display()
         );
-        println!("{vkey}");
+        crate::print::say_once(
+            &vkey,
+            "the verifier key",
+            &format!(
+                "the signing key stays in {}; if no replica was shipped with it yet, remove that file and run `mnemo key create` again",
+                key.file().display()
+            ),
+        )?;
         Ok(ExitCode::SUCCESS)
     }
 
@@ -393,12 +400,14 @@ mod with {
             Ok(restored) => restored,
             Err(mnemo::Error::ReplicaDamaged { what } | mnemo::Error::Corrupt { what }) => {
                 if as_json {
-                    println!(
+                    crate::print::say(format_args!(
                         "{}",
                         serde_json::json!({"status": "violation", "replica": url, "violation": what})
-                    );
+                    ))?;
                 } else {
-                    println!("mnemo verify: VIOLATION\n  replica:    {url}\n  violation:  {what}");
+                    crate::print::say(format_args!(
+                        "mnemo verify: VIOLATION\n  replica:    {url}\n  violation:  {what}"
+                    ))?;
                 }
                 return Ok(ExitCode::from(1));
             }

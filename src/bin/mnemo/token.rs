@@ -27,10 +27,12 @@ pub(crate) fn run_token(command: TokenCmd) -> CliResult {
                 return Err(refused(&receipt).into());
             };
             eprintln!("{KEEP_TOKEN}");
-            let mut out = std::io::stdout().lock();
-            writeln!(out, "{} (seq {})", receipt.text, receipt.seq)?;
-            writeln!(out, "{token}")?;
-            out.flush()?;
+            let issued = format!("{} (seq {})\n{token}", receipt.text, receipt.seq);
+            crate::print::say_once(
+                &issued,
+                "the token",
+                "revoke it (`mnemo token list` shows its id, by agent and label; then `mnemo token revoke ID`) and create another",
+            )?;
             Ok(ExitCode::SUCCESS)
         }
         TokenCmd::List { db, json, remote } => {

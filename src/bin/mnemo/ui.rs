@@ -57,7 +57,7 @@ pub(crate) fn run_ui(db: &Path, data: Option<&Path>, open: bool, idle_exit: f64)
     };
     let secret = mint(&file.url, &file.token)?;
     let link = format!("{}/ui/#login={secret}", file.url);
-    println!("{link}");
+    crate::print::say_once(&link, "the login link", "run `mnemo ui` again for another")?;
     eprintln!(
         "mnemo ui: the link logs in once, within two minutes; run `mnemo ui` again for another"
     );
