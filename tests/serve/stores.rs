@@ -1259,6 +1259,9 @@ fn a_data_servers_store_named_by_db_is_pointed_to_its_server() {
         &["verify", "--db", store],
         &["tool", "--db", store],
         &["link", "--db", store],
+        // Nor is a server started for it alone, which would lock its own server out of it.
+        &["serve", "--db", store, "--listen", "127.0.0.1:0"],
+        &["ui", "--db", store],
     ] {
         let out = crate::support::run_command(crate::support::served_command(args, &[]), b"");
         assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
@@ -1266,7 +1269,7 @@ fn a_data_servers_store_named_by_db_is_pointed_to_its_server() {
         assert!(
             err.contains(&format!("--connect {url} --store a --token TOKEN"))
                 && err.contains(&format!(
-                    "the operator token from {}",
+                    "the operator token is in {}",
                     server_file.display()
                 ))
                 && !err.contains("started a server")
@@ -1274,6 +1277,27 @@ fn a_data_servers_store_named_by_db_is_pointed_to_its_server() {
             "{args:?}: {err}"
         );
     }
+    // The store named from inside it (`--db .`), and a store the directory does not hold yet.
+    let mut inside = crate::support::served_command(&["tool", "--db", "."], &[]);
+    inside.current_dir(dir.join("a"));
+    let out = crate::support::run_command(inside, b"");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("is the store a of"), "{err}");
+    let missing = dir.join("b");
+    let args = ["link", "--db", missing.to_str().expect("utf-8")];
+    let out = crate::support::run_command(crate::support::served_command(&args, &[]), b"");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("would be the store b of") && err.contains("mnemo store create b --data"),
+        "{err}"
+    );
+    assert!(
+        !missing.exists(),
+        "nothing was made at {}",
+        missing.display()
+    );
     let issued = server.call("POST", "/v1/stores/a/tokens", br#"{"agent": "alice"}"#);
     assert_eq!(issued.status, 200, "{}", issued.text());
     let issued: Value = serde_json::from_slice(&issued.body).expect("json");

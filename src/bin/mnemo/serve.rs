@@ -90,6 +90,9 @@ pub(crate) fn run_serve(session: Session, agent: String, listen: Listen) -> CliR
         return run_data_server(&dir, session, agent, options, data);
     }
     let db = &session.db.db;
+    if let Some(why) = crate::connect::unservable(db) {
+        return Err(why.into());
+    }
     crate::replication::check_serve(
         db,
         listen.replicate.as_ref().map(|(u, i)| (u.as_str(), *i)),

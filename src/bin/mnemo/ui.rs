@@ -30,6 +30,9 @@ pub(crate) fn run_ui(db: &Path, data: Option<&Path>, open: bool, idle_exit: f64)
         })?,
         None => {
             if find_server(db)?.is_none() {
+                if let Some(why) = crate::connect::unservable(db) {
+                    return Err(why.into());
+                }
                 if !db.is_dir() {
                     return Err(format!(
                         "no store at {}; give --db the store directory (or --data a served data directory)",
