@@ -702,6 +702,45 @@ fn a_db_in_a_missing_directory_is_named_before_a_server_is_started() {
         );
         assert!(!s.dir.path().join("missing").exists(), "{command}");
     }
+    // A file where the directory would be, and a store path that is a dangling link: each said as
+    // it is, before any server is started.
+    let file = s.dir.path().join("a-file");
+    std::fs::write(&file, b"x").expect("write a file");
+    let under_file = file.join("s.db");
+    let link = s.dir.path().join("dangling");
+    std::os::unix::fs::symlink(s.dir.path().join("nowhere"), &link).expect("symlink");
+    for (db, says) in [
+        (under_file.to_str().expect("utf-8"), "is not a directory"),
+        (link.to_str().expect("utf-8"), "is a symbolic link"),
+    ] {
+        for command in ["tool", "link", "serve"] {
+            let out = crate::support::run_command(
+                crate::support::served_command(&[command, "--db", db], &[]),
+                b"",
+            );
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{command} {db}: {err}");
+            assert!(
+                err.contains(says) && !err.contains("started a server") && !err.contains("mkdir"),
+                "{command} {db}: {err}"
+            );
+        }
+    }
+    // --data naming a file, or a directory whose parent is missing.
+    let missing_parent = s.dir.path().join("gone").join("data");
+    for (data, says) in [
+        (file.to_str().expect("utf-8"), "is not a directory"),
+        (missing_parent.to_str().expect("utf-8"), "does not exist"),
+    ] {
+        let out = crate::support::run_command(
+            crate::support::served_command(&["serve", "--data", data], &[]),
+            b"",
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{data}: {err}");
+        assert!(err.contains(says), "{data}: {err}");
+    }
+    assert!(!s.dir.path().join("gone").exists());
 }
 
 /// A reader that closes the pipe before anything is written (`mnemo completions zsh | head -1`

@@ -1308,7 +1308,7 @@ fn a_data_servers_store_named_by_db_is_pointed_to_its_server() {
         assert_eq!(out.status.code(), Some(2), "{out:?}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
-            err.contains("the token given with --token acts only as agent \"alice\"")
+            err.contains("the token given (--token or MNEMO_TOKEN) acts only as agent \"alice\"")
                 && err.contains("give them the operator's token")
                 && !err.contains("X-Mnemo-Agent"),
             "{command}: {err}"

@@ -134,7 +134,7 @@ pub fn token_refusal(e: &(dyn std::error::Error + 'static)) -> Option<String> {
     let at = reason.find("this token acts only as agent ")?;
     let (head, rest) = reason.split_at(at);
     let what = rest.split(';').next().unwrap_or(rest);
-    let what = what.replacen("this token", "the token given with --token", 1);
+    let what = what.replacen("this token", "the token given (--token or MNEMO_TOKEN)", 1);
     Some(format!(
         "{head}{what}. The read and admin commands (ls, cat, log, history, show, diff, verify, export, acl, token, config, redact) act as the operator (or the --as name): give them the operator's token, from the server file mnemo-server.json (in the store directory, or in DIR for `mnemo serve --data DIR`). `mnemo tool` and `mnemo mcp` act as the token's own agent when --agent is left out"
     ))
@@ -148,13 +148,27 @@ pub fn unservable(db: &std::path::Path) -> Option<String> {
     missing_parent(db).or_else(|| data_server_hint(db))
 }
 
-/// The directory that would hold a new store at `db`, when it does not exist (and `db` does not).
+/// What is wrong with the path `db` before any server is started for it: the directory that
+/// would hold a new store is missing or is not a directory, or `db` itself is a symbolic link
+/// (a store is opened only at its own path, never through a link).
 pub fn missing_parent(db: &std::path::Path) -> Option<String> {
+    if std::fs::symlink_metadata(db).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Some(format!(
+            "{} is a symbolic link: a store is opened at its own directory, never through a link; give --db the store directory itself",
+            db.display()
+        ));
+    }
     let parent = db.parent().filter(|p| !p.as_os_str().is_empty())?;
     if db.exists() || parent.is_dir() {
         return None;
     }
     let dir = crate::demo::shell_word(&parent.to_string_lossy());
+    if std::fs::symlink_metadata(parent).is_ok() {
+        return Some(format!(
+            "{dir} is not a directory, so there is no store at {} and none can be made there; give --db a path in a directory",
+            db.display()
+        ));
+    }
     Some(format!(
         "the directory {dir} does not exist, so there is no store at {} and none can be made there; create the directory first (`mkdir -p {dir}`) or give --db a path in an existing directory",
         db.display()

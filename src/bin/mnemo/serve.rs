@@ -168,6 +168,25 @@ pub(crate) fn run_data_server(
         max_versions,
         replicate,
     } = data;
+    if std::fs::symlink_metadata(dir).is_ok_and(|m| !m.is_dir()) {
+        return Err(format!(
+            "--data {} is not a directory: give it the data directory (made if missing)",
+            dir.display()
+        )
+        .into());
+    }
+    if let Some(parent) = dir
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty() && !p.is_dir())
+    {
+        return Err(format!(
+            "--data {}: the directory {} that would hold it does not exist; create it first (`mkdir -p {}`)",
+            dir.display(),
+            parent.display(),
+            crate::demo::shell_word(&parent.to_string_lossy())
+        )
+        .into());
+    }
     crate::replication::check_serve(dir, replicate.as_ref().map(|(u, i)| (u.as_str(), *i)), None)?;
     let store_idle_close = std::time::Duration::try_from_secs_f64(idle_close)
         .ok()
