@@ -154,7 +154,7 @@ impl Authority {
             (Principal::Operator, None) => default_agent.to_string(),
             (Principal::Agent(own), Some(name)) if name != own => {
                 return Err(Refusal::Forbidden(format!(
-                    "this token acts only as agent {own:?}, not {name:?}; leave out X-Mnemo-Agent or use {name:?}'s token"
+                    "this token acts only as agent {own:?}, not {name:?}; name no other agent (the X-Mnemo-Agent header, which `mnemo tool --agent` and `mnemo mcp --agent` send) or use {name:?}'s token"
                 )));
             }
             (Principal::Agent(own), _) => own.clone(),

@@ -126,6 +126,21 @@ fn an_agent_token_acts_only_as_its_agent_and_every_refusal_writes_nothing() {
     );
     assert_eq!(same.status, 200, "{}", same.text());
     expected += 1;
+    // Naming another agent is refused, saying how a client names one.
+    let other = with_token(
+        &server,
+        &token,
+        "POST",
+        "/v1/memory",
+        &[("X-Mnemo-Agent", "agent-3")],
+        &create("/memories/agent-3/c.md"),
+    );
+    assert_eq!(other.status, 403, "{}", other.text());
+    assert!(
+        other.text().contains("acts only as agent") && other.text().contains("mnemo tool --agent"),
+        "{}",
+        other.text()
+    );
     assert_eq!(events(&server), expected);
     let log = server.call("GET", "/v1/log?agent=agent-2", b"");
     assert_eq!(log.text().lines().count(), 2, "{}", log.text());
