@@ -4,14 +4,11 @@
 //! (`mnemo verify --from`) and followed by a read-only copy ([`follower`], `mnemo serve
 //! --follow`). Compiled with the `replicate` cargo feature.
 //!
-//! A replica at `URL` (`file:///dir` in this build) holds, under the URL's path:
-//!
-//! | object | what |
-//! |---|---|
-//! | `segments/{first:020}-{last:020}.seg` | events `first` to `last`, as the store keeps them ([`segment`]); written once, with a create that fails if the name is taken |
-//! | `segments/{first:020}-{last:020}.m{N}.seg`, `….full.seg` | the same, merged by a compaction from back-to-back segments ([`compaction`]) |
-//! | `checkpoints/{seq:020}` | a checkpoint ([`checkpoint`]): the seq the segments reach and its chain hash, one per shipment |
-//! | `head` | the latest checkpoint, replaced by each shipment once its segments are written |
+//! A replica at `URL` (`s3://bucket/prefix` or `file:///dir`) holds, under the URL's path,
+//! `segments/` (events as the store keeps them, each object written once with a create that
+//! fails if the name is taken; compaction merges back-to-back ones), `checkpoints/` (one per
+//! shipment) and `head` (the latest checkpoint); the names and bytes are written down once, in
+//! `docs/formats.md` ("Replica objects").
 //!
 //! Shipping resumes from the segments themselves: the next segment starts after the last one
 //! listed, so a shipment cut anywhere (after a segment, before its checkpoint) goes on with no

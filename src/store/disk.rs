@@ -54,10 +54,9 @@
 //! after a power loss (it is not fsynced), but never runs ahead of it. A file of the earlier
 //! layout (one `SEQ:HASH` line) is still read, and rewritten in the slot layout on the next write.
 //!
-//! | bytes | slot content (ASCII) |
-//! |---|---|
-//! | `SEQ:HASH CHECK` | `SEQ` decimal, `HASH` 64 hex, `CHECK` 16 hex: the first 8 bytes of `blake3("mnemo/head/v1" ‖ "SEQ:HASH")` |
-//! | rest | spaces, then `\n` as the slot's last byte |
+//! Each slot holds the ASCII text `SEQ:HASH CHECK`, padded with spaces to a newline, the check the
+//! first 8 bytes of a domain-separated blake3 of `SEQ:HASH`; the bytes are written down once, in
+//! `docs/formats.md` ("The store's files").
 //!
 //! Split by concern: [`checks`] (what a store's files must be), [`fsync`] (durable sync),
 //! [`head_record`], [`opening`] (Mnemo's own files, opened without following links),

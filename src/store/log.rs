@@ -1,14 +1,8 @@
 //! The sled store: the event log, its head, the path index, and making them durable.
 //!
-//! Trees:
-//!
-//! | tree | key | value |
-//! |---|---|---|
-//! | `events` | seq (u64 big-endian) | the stored event record ([`crate::model::event`]) |
-//! | `meta` | `format` | format version (1 byte) |
-//! | `meta` | `head` | last seq (u64 BE) ‖ its hash (32 bytes) |
-//! | `index` | see [`crate::store::projection`]: every key but file content | |
-//! | `content` | see [`crate::store::projection`]: the file content keys (`b` ‖ ...) | |
+//! Its sled trees: `events` (a record per seq), `meta` (the format marker and the head), `index`
+//! and `content` (the path index, [`crate::store::projection`]); their keys and values are
+//! written down once, in `docs/formats.md` ("The store's files").
 //!
 //! **Invariant:** the `events` tree is append-only: keys are dense from 1 and never overwritten.
 //! **Invariant:** `meta.head` names an event of the log, never one past its end. It is written

@@ -3,14 +3,10 @@
 //! replay of the log. It is part of the index (a pure function of the log, checked by `verify`),
 //! in index layouts from [`JOURNAL_LAYOUT`] on.
 //!
-//! | key | value |
-//! |---|---|
-//! | `v` ‖ seq (u64 BE) | the [`Record`] of the event that changed a file or directory (none for an event that changed nothing, or that wrote a memory's path and content as they were) |
-//! | `m` ‖ memory (u64 BE) ‖ seq (u64 BE) | empty: event seq made a version of the memory by its own step (a file's write, move or delete) |
-//! | `w` ‖ seq (u64 BE) | empty: event seq moved or deleted a directory (a version of every memory under it) |
-//! | `h` ‖ memory (u64 BE) | the live memory's content: SHA-256 (32) ‖ length (u64 BE) |
-//! | `r` ‖ erased seq (u64 BE) | the seq of the redaction that erased it (u64 BE) |
-//! | `j` | how many `m` entries there are (u64 BE): the versions made by a file's own step |
+//! Its keys: `v` (a [`Record`] per event that changed a file or directory), `m` (a memory's own
+//! steps), `w` (directory moves and deletes), `h` (the live memory's digest), `r` (erased seq →
+//! its redaction) and `j` (the count of `m` entries); their bytes are written down once, in
+//! `docs/formats.md` ("The path index").
 //!
 //! A memory is named by its identity, the seq of the event that created its file. A directory's
 //! move or delete is one record whatever lies under it (the index moves one entry), so its
