@@ -802,6 +802,16 @@ fn a_closed_stdout_never_panics_and_a_lost_secret_is_an_error() {
         );
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
+    // An error told to a full stderr is lost, but the exit code still says it failed.
+    if let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") {
+        let status = crate::support::mnemo_command(&["cat", "--db", &db, "/memories/nope"], &[])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(full)
+            .status()
+            .expect("run mnemo");
+        assert_eq!(status.code(), Some(2), "an error on a full stderr");
+    }
 }
 
 #[test]

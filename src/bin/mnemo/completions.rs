@@ -28,7 +28,10 @@ pub(crate) fn run_man(out: Option<&Path>) -> CliResult {
                 .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
             clap_mangen::generate_to(command, dir)
                 .map_err(|e| format!("cannot write the man pages into {}: {e}", dir.display()))?;
-            eprintln!("mnemo man: wrote the pages into {}", dir.display());
+            crate::print::tell(format_args!(
+                "mnemo man: wrote the pages into {}",
+                dir.display()
+            ));
         }
         None => {
             // Made in memory, then written, as the completions are: a closed pipe is one failed

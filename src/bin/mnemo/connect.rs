@@ -348,7 +348,9 @@ mod served {
             Ok(link) => Ok(Some(link)),
             Err(e) => {
                 // Opening the store here says what stopped the server, or serves alone.
-                eprintln!("mnemo: {e}; opening the store in this process instead");
+                crate::print::tell(format_args!(
+                    "mnemo: {e}; opening the store in this process instead"
+                ));
                 Ok(None)
             }
         }

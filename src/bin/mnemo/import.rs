@@ -16,11 +16,11 @@ use crate::print::count;
 pub(crate) fn run_import(db: &Path, dir: &Path, agent: String, root: String) -> CliResult {
     let summary = MnemoMemoryToolServer::import_store(db, dir, &agent, &root)?;
     for skipped in &summary.skipped {
-        eprintln!(
+        crate::print::tell(format_args!(
             "mnemo: not imported: {}: {}",
             printable(&skipped.path.to_string_lossy()),
             skipped.reason
-        );
+        ));
     }
     crate::print::say(format_args!(
         "imported {} ({} bytes) from {}; skipped {}",

@@ -74,9 +74,9 @@ fn parse_cli() -> Cli {
     let matches = match connect::env_gives_way(&matches) {
         Ok(false) => matches,
         Ok(true) => {
-            eprintln!(
+            crate::print::tell(format_args!(
                 "mnemo: --db names the store, so MNEMO_URL and MNEMO_TOKEN from the environment are not used (pass --connect to reach a server by URL)"
-            );
+            ));
             connect::without_remote_env(Cli::command()).get_matches()
         }
         Err(why) => Cli::command()
@@ -103,7 +103,7 @@ fn main() -> ExitCode {
         rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
     }
     if let Err(why) = mnemo::RemoteClient::answer_wait() {
-        eprintln!("error: {why}");
+        crate::print::tell(format_args!("error: {why}"));
         return ExitCode::from(2);
     }
     let result = match cli.command {
@@ -326,7 +326,7 @@ fn main() -> ExitCode {
         Err(e) if is_broken_pipe(e.as_ref()) => ExitCode::SUCCESS,
         // A read that met a record breaking the chain found what `verify` calls a violation.
         Err(e) if matches!(e.downcast_ref(), Some(mnemo::Error::ChainBroken { .. })) => {
-            eprintln!("mnemo: error: {e}");
+            crate::print::tell(format_args!("mnemo: error: {e}"));
             ExitCode::from(1)
         }
         // A store of a data directory is held by its `--data` server: say how to reach it there; an
@@ -336,7 +336,10 @@ fn main() -> ExitCode {
                 Some(mnemo::Error::Locked { path }) => connect::data_server_hint(path),
                 _ => connect::token_refusal(e.as_ref()),
             };
-            eprintln!("mnemo: error: {}", held.unwrap_or_else(|| e.to_string()));
+            crate::print::tell(format_args!(
+                "mnemo: error: {}",
+                held.unwrap_or_else(|| e.to_string())
+            ));
             ExitCode::from(2)
         }
     }

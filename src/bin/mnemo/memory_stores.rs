@@ -94,7 +94,7 @@ pub fn import(db: &Path, dir: &Path, agent: String, root: &str) -> CliResult {
     let root = MemPath::absolute(root)?;
     let done = transfer::import_store(db, &agent, &root, &exported)?;
     for skipped in &done.skipped {
-        eprintln!("mnemo: not imported: {skipped}");
+        crate::print::tell(format_args!("mnemo: not imported: {skipped}"));
     }
     crate::print::say(format_args!(
         "imported {} memories ({} versions replayed, {} writes to settle the listing); skipped {}",

@@ -13,6 +13,21 @@ pub(crate) fn say(text: impl std::fmt::Display) -> std::io::Result<()> {
     out.flush()
 }
 
+/// Writes `text` and a newline to stderr, where the CLI says what it did and why it failed. A
+/// stderr that is closed or full loses the line: the exit code still says how the command ended,
+/// where `eprintln!` would panic.
+pub(crate) fn tell(text: impl std::fmt::Display) {
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "{text}");
+}
+
+/// [`tell`] without the newline (a progress line rewritten in place).
+pub(crate) fn tell_partial(text: impl std::fmt::Display) {
+    let mut err = std::io::stderr().lock();
+    let _ = write!(err, "{text}");
+    let _ = err.flush();
+}
+
 /// Writes `what`, a secret shown this once (a token, a verifier key, a login link), to stdout.
 /// Output that could not be written is an error here that says so (`again`: how to get on),
 /// never the quiet end a closed pipe is for what can be asked for again.

@@ -26,7 +26,9 @@ mod with {
                 let reader = reader(db)?;
                 let replica = Replica::open(url, true)?;
                 let shipped = reader.ship_to(&replica, &mut |first, last| {
-                    eprintln!("mnemo replicate: shipped events {first} to {last}");
+                    crate::print::tell(format_args!(
+                        "mnemo replicate: shipped events {first} to {last}"
+                    ));
                 })?;
                 print_shipped(&mut std::io::stdout().lock(), url, &shipped)?;
                 Ok(ExitCode::SUCCESS)
@@ -53,7 +55,9 @@ mod with {
                 // Each round reads a private copy, made while no process writes the store.
                 let round = reader(db).and_then(|reader| {
                     reader.ship_to(&replica, &mut |first, last| {
-                        eprintln!("mnemo replicate: shipped events {first} to {last}");
+                        crate::print::tell(format_args!(
+                            "mnemo replicate: shipped events {first} to {last}"
+                        ));
                     })
                 });
                 match round {
@@ -74,16 +78,18 @@ mod with {
                                 ),
                                 false => format!("another process is writing {}", db.display()),
                             };
-                            eprintln!("mnemo replicate: {who}; shipping once it lets go");
+                            crate::print::tell(format_args!(
+                                "mnemo replicate: {who}; shipping once it lets go"
+                            ));
                             told_held = true;
                         }
                     }
                     Err(e @ (mnemo::Error::Replica { .. } | mnemo::Error::Io { .. })) => {
                         wait = (wait * 2).clamp(interval, Shipping::MAX_BACKOFF);
-                        eprintln!(
+                        crate::print::tell(format_args!(
                             "mnemo replicate: shipping to {url} failed ({e}); trying again in {:.0?}",
                             wait
-                        );
+                        ));
                     }
                     Err(e) => return Err(e.into()),
                 }
@@ -183,15 +189,15 @@ mod with {
         let replica = Replica::open(url, true)?;
         let url = url.to_string();
         let report = move |report: mnemo::ShipReport<'_>| match report {
-            mnemo::ShipReport::Shipped(shipped, status) => eprintln!(
+            mnemo::ShipReport::Shipped(shipped, status) => crate::print::tell(format_args!(
                 "mnemo serve: replicated events {} to {} to {url} ({} events behind)",
                 shipped.from.0 + 1,
                 shipped.head.seq,
                 status.lag()
-            ),
-            mnemo::ShipReport::Failed(e, wait) => {
-                eprintln!("mnemo serve: shipping to {url} failed ({e}); trying again in {wait:.0?}")
-            }
+            )),
+            mnemo::ShipReport::Failed(e, wait) => crate::print::tell(format_args!(
+                "mnemo serve: shipping to {url} failed ({e}); trying again in {wait:.0?}"
+            )),
         };
         let shipping = mnemo::Shipping { interval };
         Ok(Running(mnemo::Replication::start(
@@ -223,7 +229,7 @@ mod with {
     /// Says on stderr what a restore found the replica still holding that it should not.
     fn tell_stale(command: &str, restored: &mnemo::Restored) {
         for note in restored.notes() {
-            eprintln!("mnemo {command}: WARNING: {note}");
+            crate::print::tell(format_args!("mnemo {command}: WARNING: {note}"));
         }
     }
 
@@ -239,11 +245,11 @@ mod with {
         if empty {
             let restored = replica.restore(db, None)?;
             tell_stale("serve", &restored);
-            eprintln!(
+            crate::print::tell(format_args!(
                 "mnemo serve: restored {} from {url} (checkpoint {}) to follow it",
                 db.display(),
                 restored.head
-            );
+            ));
         }
         if let Some(vkey) = replica.trusted_key() {
             SigningKey::of(db).trust(vkey)?;
@@ -262,8 +268,13 @@ mod with {
         let replica = open_trusting(url, None, Some(client.path()))?;
         let url = url.to_string();
         let report = move |looked: Result<&mnemo::FollowerStatus, &mnemo::Error>| match looked {
-            Ok(status) => eprintln!("mnemo serve: took events up to {} from {url}", status.head),
-            Err(e) => eprintln!("mnemo serve: following {url} failed ({e}); trying again"),
+            Ok(status) => crate::print::tell(format_args!(
+                "mnemo serve: took events up to {} from {url}",
+                status.head
+            )),
+            Err(e) => crate::print::tell(format_args!(
+                "mnemo serve: following {url} failed ({e}); trying again"
+            )),
         };
         Ok(Follower(mnemo::Following::start(
             client, replica, interval, report,
@@ -295,10 +306,10 @@ mod with {
             let status = self.0.stop();
             match status.error {
                 None => {
-                    eprintln!(
+                    crate::print::tell(format_args!(
                         "mnemo serve: the replica at {} is at {}",
                         status.url, status.replicated
-                    );
+                    ));
                     Ok(())
                 }
                 Some(why) => Err(format!(
@@ -368,10 +379,10 @@ mod with {
         let key = SigningKey::of(db);
         let vkey = key.create(name)?;
         let name = vkey.split('+').next().unwrap_or_default();
-        eprintln!(
+        crate::print::tell(format_args!(
             "mnemo: made the signing key {name}; its secret is in {} (mode 0600): keep it there, and back it up apart from any replica. Hand out the verifier key below for `mnemo verify --from URL --key VKEY`.",
             key.file().display()
-        );
+        ));
         crate::print::say_once(
             &vkey,
             "the verifier key",

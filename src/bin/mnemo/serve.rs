@@ -230,7 +230,7 @@ pub(crate) fn run_data_server(
             replication: Some(running.view()),
             on_close: Some(Box::new(move || {
                 if let Err(why) = running.stop() {
-                    eprintln!("mnemo serve: {why}");
+                    crate::print::tell(format_args!("mnemo serve: {why}"));
                 }
             })),
             tool,

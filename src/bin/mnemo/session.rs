@@ -24,7 +24,10 @@ pub(crate) fn open_session(
         .open()?;
     if new {
         // A mistyped --db makes a store too: say where, so it is seen at once.
-        eprintln!("mnemo: created a new store at {}", db.display());
+        crate::print::tell(format_args!(
+            "mnemo: created a new store at {}",
+            db.display()
+        ));
     }
     Ok(MnemoMemoryToolServer::builder(client)
         .root(session.root)

@@ -26,7 +26,7 @@ pub(crate) fn run_token(command: TokenCmd) -> CliResult {
             let Some(token) = token.filter(|_| !receipt.is_error) else {
                 return Err(refused(&receipt).into());
             };
-            eprintln!("{KEEP_TOKEN}");
+            crate::print::tell(format_args!("{KEEP_TOKEN}"));
             let issued = format!("{} (seq {})\n{token}", receipt.text, receipt.seq);
             crate::print::say_once(
                 &issued,

@@ -61,9 +61,9 @@ pub(crate) fn run_ui(db: &Path, data: Option<&Path>, open: bool, idle_exit: f64)
     let secret = mint(&file.url, &file.token)?;
     let link = format!("{}/ui/#login={secret}", file.url);
     crate::print::say_once(&link, "the login link", "run `mnemo ui` again for another")?;
-    eprintln!(
+    crate::print::tell(format_args!(
         "mnemo ui: the link logs in once, within two minutes; run `mnemo ui` again for another"
-    );
+    ));
     if open {
         open_privately(&link);
     }
@@ -104,9 +104,9 @@ fn open_privately(link: &str) {
     let page = match page {
         Ok(page) => page,
         Err(e) => {
-            eprintln!(
+            crate::print::tell(format_args!(
                 "mnemo ui: could not write the page that opens the viewer ({e}); open the link yourself"
-            );
+            ));
             return;
         }
     };
@@ -117,7 +117,9 @@ fn open_privately(link: &str) {
         .stderr(std::process::Stdio::null())
         .spawn()
     {
-        eprintln!("mnemo ui: could not run {opener} ({e}); open the link yourself");
+        crate::print::tell(format_args!(
+            "mnemo ui: could not run {opener} ({e}); open the link yourself"
+        ));
     }
 }
 

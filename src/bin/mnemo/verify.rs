@@ -45,7 +45,7 @@ pub(crate) fn print_report(
     writeln!(out, "mnemo verify: {}{note}", report.status.to_uppercase())?;
     for note in &report.notes {
         writeln!(out, "  WARNING: {note}")?;
-        eprintln!("mnemo verify: WARNING: {note}");
+        crate::print::tell(format_args!("mnemo verify: WARNING: {note}"));
     }
     writeln!(out, "  store:      {}", path.display())?;
     let of = if report.events < report.log_last {
@@ -153,7 +153,7 @@ pub(crate) fn run_verify(
     let mut shown = false;
     let mut progress = |checked, head| {
         if tty {
-            eprint!("\rverifying: {checked} / {head} events");
+            crate::print::tell_partial(format_args!("\rverifying: {checked} / {head} events"));
             shown = true;
         }
     };
@@ -166,7 +166,7 @@ pub(crate) fn run_verify(
         Err(e) => return Err(e.into()),
     };
     if shown {
-        eprintln!();
+        crate::print::tell(format_args!(""));
     }
     // What was verified: the store at --db, or the one the server --connect names holds.
     let label = match (&remote.connect, &remote.store) {
