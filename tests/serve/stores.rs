@@ -1324,3 +1324,48 @@ fn a_data_servers_store_named_by_db_is_pointed_to_its_server() {
         anonymous.text()
     );
 }
+
+/// A change named by `--db` to a store its data server has closed (idle) is refused too, and made
+/// through the server: the server may open the store at any moment.
+#[test]
+fn a_change_to_a_closed_store_of_a_data_server_goes_through_its_server() {
+    let data = TempStore::new();
+    let dir = data.dir.path().join("data");
+    let server = Server::start_data(
+        &dir,
+        &["--durability", "buffered", "--store-idle-close", "0.2"],
+    );
+    assert_eq!(create(&server, "a").status, 201);
+    let url = server.file.url.clone();
+    let store = dir.join("a");
+    let store = store.to_str().expect("utf-8");
+    let before = std::fs::read_dir(dir.join("a")).expect("the store").count();
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    for args in [
+        &["config", "set", "--db", store, "delete", "keep"][..],
+        &[
+            "acl", "grant", "--db", store, "--agent", "z", "--prefix", "/", "--access", "read",
+        ],
+        &["token", "create", "--db", store, "--agent", "z"],
+    ] {
+        let out = crate::support::run_command(crate::support::served_command(args, &[]), b"");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(&format!("--connect {url} --store a --token TOKEN")),
+            "{args:?}: {err}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_dir(dir.join("a")).expect("the store").count(),
+        before,
+        "nothing was written beside the store"
+    );
+    let log = server.call("GET", "/v1/stores/a/log", b"");
+    assert_eq!(log.status, 200, "{}", log.text());
+    assert!(
+        !log.text().contains("delete"),
+        "no setting was made: {}",
+        log.text()
+    );
+}

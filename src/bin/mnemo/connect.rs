@@ -245,7 +245,19 @@ fn administrator(
     let builder = mnemo::MnemoClient::builder(db)
         .agent_id(operator)
         .existing();
+    if remote.connect.is_none() {
+        held_by_a_data_server(db)?;
+    }
     connected(builder, remote)
+}
+
+/// A change to the store at `db` is made through the server that holds it: refused here when
+/// `db` is a store of a served data directory, whose server may open it at any moment.
+fn held_by_a_data_server(db: &std::path::Path) -> mnemo::Result<()> {
+    match data_server_hint(db) {
+        Some(hint) => Err(mnemo::Error::InvalidArgument(hint)),
+        None => Ok(()),
+    }
 }
 
 /// The client of the server that --connect names, or of the live one that holds the store at
@@ -263,6 +275,7 @@ pub fn served_administrator(
         let client = mnemo::RemoteClient::new(file.url, file.token);
         return mnemo::MnemoClient::served_by(client, db, operator).map(Some);
     }
+    held_by_a_data_server(db)?;
     Ok(None)
 }
 
