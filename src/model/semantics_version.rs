@@ -72,8 +72,8 @@ pub enum Semantics {
     /// The answers of the first format: names quoted with Rust's `{:?}` and JSON errors in
     /// `serde_json`'s words. Every event of format 1 was answered so.
     V1,
-    /// Answers made only of text the project writes: its own quoting ([`quoted`],
-    /// [`json_text`]) and its own words for JSON errors.
+    /// Answers made only of text the project writes: its own quoting (`quoted` and `json_text`
+    /// in `quote.rs`) and its own words for JSON errors.
     V2,
     /// Semantics 2 with truthful view caps (listings included), a strict `view_range` start and
     /// plainer words for the memory root and for a bad `view_range` (see the module docs).

@@ -837,7 +837,7 @@ async fn identity(
 async fn not_found() -> Response {
     error(
         StatusCode::NOT_FOUND,
-        "no such route on a --data server; the routes are GET and POST /v1/stores, DELETE /v1/stores/NAME?confirm=NAME, and every route of a store under /v1/stores/NAME/ (memory, log, ls, cat, history, show, diff, verify, head, acl, tokens, redact, config, records, attach, and mcp)",
+        "no such route on a --data server; the routes are GET and POST /v1/stores, DELETE /v1/stores/NAME?confirm=NAME, and every route of a store under /v1/stores/NAME/ (memory, log, ls, cat, history, show, diff, verify, head, acl, tokens, redact, config, records, attach, and mcp); mnemo's commands name the store with --store NAME",
     )
 }
 
