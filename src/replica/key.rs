@@ -136,14 +136,14 @@ pub fn check(object: &[u8], vkey: &str, what: &str) -> std::result::Result<(), S
     let known = VerifierList::new(vec![Box::new(verifier)]);
     note.verify(&known).map(|_| ()).map_err(|e| {
         let given = key_name(vkey);
-        match signers(object).as_slice() {
-            [] => format!("{what} does not carry a valid signature of the key {given} ({e})"),
-            others if !others.contains(&given) => format!(
-                "{what} is signed by the key {}, not by the key given ({given}): give the verifier key `mnemo key create` printed for the store this replica is shipped from",
-                others.join(", ")
-            ),
-            _ => format!("{what} does not carry a valid signature of the key {given} ({e})"),
+        let signed_by = signers(object);
+        if signed_by.is_empty() || signed_by.contains(&given) {
+            return format!("{what} does not carry a valid signature of the key {given} ({e})");
         }
+        format!(
+            "{what} is signed by the key {}, not by the key given ({given}): give the verifier key `mnemo key create` printed for the store this replica is shipped from",
+            signed_by.join(", ")
+        )
     })
 }
 

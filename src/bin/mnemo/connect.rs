@@ -145,13 +145,13 @@ pub fn token_refusal(e: &(dyn std::error::Error + 'static)) -> Option<String> {
 /// the directory that would hold it is missing, or it is a store of a `mnemo serve --data`
 /// directory, which that server holds (see [`data_server_hint`]).
 pub fn unservable(db: &std::path::Path) -> Option<String> {
-    missing_parent(db).or_else(|| data_server_hint(db))
+    unusable_path(db).or_else(|| data_server_hint(db))
 }
 
 /// What is wrong with the path `db` before any server is started for it: the directory that
 /// would hold a new store is missing or is not a directory, or `db` itself is a symbolic link
 /// (a store is opened only at its own path, never through a link).
-pub fn missing_parent(db: &std::path::Path) -> Option<String> {
+pub fn unusable_path(db: &std::path::Path) -> Option<String> {
     if std::fs::symlink_metadata(db).is_ok_and(|m| m.file_type().is_symlink()) {
         return Some(format!(
             "{} is a symbolic link: a store is opened at its own directory, never through a link; give --db the store directory itself",
