@@ -803,7 +803,13 @@ fn a_closed_stdout_never_panics_and_a_lost_secret_is_an_error() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
     // An error told to a full stderr is lost, but the exit code still says it failed.
-    if let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") {
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full");
+    if full.is_err() && std::env::var("CI").as_deref() == Ok("true") {
+        panic!(
+            "no /dev/full on this machine: the full-stderr check cannot run, and under CI=true that fails"
+        );
+    }
+    if let Ok(full) = full {
         let status = crate::support::mnemo_command(&["cat", "--db", &db, "/memories/nope"], &[])
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
@@ -811,6 +817,8 @@ fn a_closed_stdout_never_panics_and_a_lost_secret_is_an_error() {
             .status()
             .expect("run mnemo");
         assert_eq!(status.code(), Some(2), "an error on a full stderr");
+    } else {
+        eprintln!("skipped: no /dev/full, so an error on a full stderr was not tried");
     }
 }
 
