@@ -152,8 +152,9 @@ fn data_server_of(
     max_open: usize,
     durability: Durability,
 ) -> ServerFile {
-    let open: mnemo::OpenStore =
-        std::sync::Arc::new(move |path: &std::path::Path| Ok(tool_with(path, durability).into()));
+    let open: mnemo::OpenStore = std::sync::Arc::new(move |builder: mnemo::ClientBuilder| {
+        Ok(tool_with(builder.path(), durability).into())
+    });
     let options = DataOptions {
         max_open_stores: max_open,
         ..DataOptions::default()

@@ -51,7 +51,7 @@ use crate::model::tool::{Limits, Profile, Tree};
 use crate::store::log::{Durability, Head, Store};
 use crate::store::projection::MemoryRecord;
 use crate::store::registry::{Opened, Registry};
-use crate::store::writer::{Receipt, Writer};
+use crate::store::writer::{Receipt, Replicator, Writer};
 
 /// The stores open in this process.
 static OPEN: LazyLock<Registry<Inner>> = LazyLock::new(Registry::new);
@@ -60,6 +60,8 @@ struct Inner {
     /// The store directory, as it was opened.
     path: PathBuf,
     durability: Durability,
+    /// Where its writes go before they are acknowledged, under [`Durability::Replicated`].
+    replicate: Option<Replicator>,
     /// The store and its writer. Every call holds this shared while it runs; a redaction holds
     /// it alone, closes them, rewrites the store and opens it again ([`MnemoClient::closed_for`]).
     state: RwLock<State>,
@@ -160,7 +162,11 @@ fn close(state: State) {
 }
 
 /// Opens the store at `path` with a writer, finishing any index update a crash interrupted.
-fn open_state(path: &Path, durability: Durability) -> Result<State> {
+fn open_state(
+    path: &Path,
+    durability: Durability,
+    replicate: Option<&Replicator>,
+) -> Result<State> {
     let store = Store::open(path)?;
     // What a redaction killed midway left beside the store (its copy, or after the exchange the
     // store as it was, with what it erased): gone at the next open rather than the next
@@ -171,7 +177,7 @@ fn open_state(path: &Path, durability: Durability) -> Result<State> {
         return Err(Error::corrupt(why));
     }
     store.catch_up()?;
-    let writer = Writer::new(store.clone(), durability)?;
+    let writer = Writer::new(store.clone(), durability, replicate.cloned())?;
     Ok(State::Open { store, writer })
 }
 
@@ -195,6 +201,8 @@ pub struct ClientBuilder {
     durability: Durability,
     read_only: bool,
     existing: bool,
+    /// Where writes go before they are acknowledged (a fleet node's store).
+    replicate: Option<Replicator>,
     /// The server to reach the store through, named by the caller.
     #[cfg(feature = "client")]
     through: Option<RemoteClient>,
@@ -240,6 +248,20 @@ impl ClientBuilder {
     #[cfg(feature = "client")]
     pub fn through(mut self, remote: RemoteClient) -> Self {
         self.through = Some(remote);
+        self
+    }
+
+    /// The store directory this builder opens.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Acknowledges a write only once `replicate` has it too (a fleet node's store, under
+    /// [`Durability::Replicated`], which this sets).
+    #[cfg(feature = "serve")]
+    pub(crate) fn replicate_to(mut self, replicate: Replicator) -> Self {
+        self.replicate = Some(replicate);
+        self.durability = Durability::Replicated;
         self
     }
 
@@ -379,13 +401,14 @@ impl ClientBuilder {
     }
 
     fn open_store(&self) -> Result<Inner> {
-        let state = open_state(&self.path, self.durability)?;
+        let state = open_state(&self.path, self.durability, self.replicate.as_ref())?;
         let State::Open { store, .. } = &state else {
             unreachable!("open_state returns an open store");
         };
         Ok(Inner {
             path: store.path().to_path_buf(),
             durability: self.durability,
+            replicate: self.replicate.clone(),
             state: RwLock::new(state),
         })
     }
@@ -467,6 +490,7 @@ impl MnemoClient {
             durability: Durability::default(),
             read_only: false,
             existing: false,
+            replicate: None,
             #[cfg(feature = "client")]
             through: None,
         }
@@ -607,6 +631,12 @@ impl MnemoClient {
         closed: impl FnOnce(&Path) -> Result<T>,
     ) -> Result<T> {
         let inner = self.local("a redaction")?;
+        if inner.replicate.is_some() {
+            return Err(Error::InvalidArgument(format!(
+                "the store at {} is a fleet's (durability replicated), whose log in object storage a redaction cannot rewrite yet; nothing was erased",
+                inner.path.display()
+            )));
+        }
         let mut state = inner.state.write().unwrap_or_else(PoisonError::into_inner);
         if let State::Closed(why) = &*state {
             return Err(Error::WriterStopped {
@@ -619,7 +649,7 @@ impl MnemoClient {
             State::Closed(doing.to_string()),
         ));
         let done = closed(&inner.path);
-        match open_state(&inner.path, inner.durability) {
+        match open_state(&inner.path, inner.durability, None) {
             Ok(open) => *state = open,
             Err(e) => {
                 *state = State::Closed(format!("it could not be opened again ({doing}): {e}"));

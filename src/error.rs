@@ -179,6 +179,19 @@ pub enum Error {
         cause: String,
     },
 
+    /// A fleet node that held a store lost it: another node took it over (its claim in the
+    /// fleet's bucket came first), so this node's write was not made durable there and is not
+    /// acknowledged. Nothing of it is in the store's history; send it again through any node.
+    #[error(
+        "this node no longer holds the store {store}: a node of epoch {epoch} took it over, so the write was not acknowledged; send it again (any node of the fleet forwards it to the store's holder)"
+    )]
+    Fenced {
+        /// The store.
+        store: String,
+        /// The epoch of the lease that took the store over (the highest this node saw).
+        epoch: u64,
+    },
+
     /// A replica's objects break its format, the chain rules or its checkpoints: it was damaged
     /// or altered where it lies (`mnemo verify --from` names what broke).
     #[error(

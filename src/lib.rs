@@ -103,6 +103,8 @@ struct PerformanceDoctests;
 mod audit;
 mod client;
 mod error;
+#[cfg(feature = "replicate")]
+mod fleet;
 #[cfg(feature = "mcp")]
 mod mcp;
 pub mod memory_store;
@@ -142,6 +144,10 @@ pub use replica::shipper::{
 };
 #[cfg(feature = "replicate")]
 pub use replica::{Replica, Restored, Shipped, Stale};
+#[cfg(feature = "serve")]
+pub use serve::fleet::{
+    FleetNode, FleetOptions, FleetStatus, FleetStore, fleet_drain, fleet_status,
+};
 #[cfg(feature = "serve")]
 pub use serve::listen::Connections;
 #[cfg(feature = "serve")]
@@ -243,6 +249,11 @@ pub mod testing {
     #[cfg(feature = "replicate")]
     pub mod replica {
         pub use crate::replica::*;
+    }
+    /// A fleet's bucket, leases and write-ahead logs.
+    #[cfg(feature = "replicate")]
+    pub mod fleet {
+        pub use crate::fleet::*;
     }
     /// The chain rules.
     pub mod chain {

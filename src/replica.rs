@@ -172,73 +172,16 @@ impl Replica {
     /// `AWS_*` variables, `AWS_ENDPOINT_URL` included; an `http://` endpoint is allowed as given)
     /// or `file:///absolute/dir` (created if `create`).
     pub fn open(url: &str, create: bool) -> Result<Replica> {
-        let bad = |why: &str| {
-            Error::InvalidArgument(format!(
-                "the replica URL {url:?} {why}; give s3://bucket/prefix or file:///absolute/dir"
-            ))
-        };
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| Error::io("the replica's runtime", e))?;
-        if let Some(rest) = url.strip_prefix("s3://") {
-            let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
-            if bucket.is_empty() {
-                return Err(bad("names no bucket"));
-            }
-            let mut builder = AmazonS3Builder::from_env().with_bucket_name(bucket);
-            let endpoint = std::env::var("AWS_ENDPOINT_URL")
-                .or_else(|_| std::env::var("AWS_ENDPOINT"))
-                .unwrap_or_default();
-            if endpoint.starts_with("http://") {
-                builder = builder.with_allow_http(true);
-            }
-            let s3 = builder.build().map_err(|e| failed(url, &e))?;
-            let prefix = prefix.trim_matches('/');
-            let objects: Arc<dyn ObjectStore> = match prefix.is_empty() {
-                true => Arc::new(s3),
-                false => Arc::new(PrefixStore::new(s3, prefix)),
-            };
-            return Ok(Replica {
-                url: url.to_string(),
-                objects,
-                runtime,
-                local: None,
-                trust: None,
-                failpoints: Failpoints::default(),
-                fanout: compaction::FANOUT,
-            });
-        }
-        let dir = url
-            .strip_prefix("file://")
-            .ok_or_else(|| bad("is neither s3:// nor file://"))?;
-        let dir = PathBuf::from(dir);
-        if !dir.is_absolute() || dir.components().any(|c| c.as_os_str() == "..") {
-            return Err(bad("does not name an absolute directory"));
-        }
-        if create {
-            // Something not a directory in the way is the URL's fault, not the store's.
-            if std::fs::metadata(&dir).is_ok_and(|m| !m.is_dir()) {
-                return Err(Error::InvalidArgument(format!(
-                    "the replica {url} names {}, which is not a directory: name a directory (made if missing)",
-                    dir.display()
-                )));
-            }
-            std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-        } else if !dir.is_dir() {
-            return Err(Error::InvalidArgument(format!(
-                "there is no replica at {url}: {} is not a directory",
-                dir.display()
-            )));
-        }
-        let objects = LocalFileSystem::new_with_prefix(&dir)
-            .map_err(|e| failed(url, &e))?
-            .with_fsync(true);
+        let (objects, local) = objects_at(url, create)?;
         Ok(Replica {
             url: url.to_string(),
-            objects: Arc::new(objects),
+            objects,
             runtime,
-            local: Some(dir),
+            local,
             trust: None,
             failpoints: Failpoints::default(),
             fanout: compaction::FANOUT,
@@ -700,6 +643,66 @@ fn resolved(path: &Path) -> PathBuf {
             _ => return path.to_path_buf(),
         }
     }
+}
+
+/// The object store at `url` (`s3://bucket/prefix`, endpoint and credentials from the standard
+/// `AWS_*` variables, `AWS_ENDPOINT_URL` included, an `http://` endpoint allowed as given; or
+/// `file:///absolute/dir`, created if `create`), and for `file://` its directory.
+pub(crate) fn objects_at(
+    url: &str,
+    create: bool,
+) -> Result<(Arc<dyn ObjectStore>, Option<PathBuf>)> {
+    let bad = |why: &str| {
+        Error::InvalidArgument(format!(
+            "the object store URL {url:?} {why}; give s3://bucket/prefix or file:///absolute/dir"
+        ))
+    };
+    if let Some(rest) = url.strip_prefix("s3://") {
+        let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+        if bucket.is_empty() {
+            return Err(bad("names no bucket"));
+        }
+        let mut builder = AmazonS3Builder::from_env().with_bucket_name(bucket);
+        let endpoint = std::env::var("AWS_ENDPOINT_URL")
+            .or_else(|_| std::env::var("AWS_ENDPOINT"))
+            .unwrap_or_default();
+        if endpoint.starts_with("http://") {
+            builder = builder.with_allow_http(true);
+        }
+        let s3 = builder.build().map_err(|e| failed(url, &e))?;
+        let prefix = prefix.trim_matches('/');
+        let objects: Arc<dyn ObjectStore> = match prefix.is_empty() {
+            true => Arc::new(s3),
+            false => Arc::new(PrefixStore::new(s3, prefix)),
+        };
+        return Ok((objects, None));
+    }
+    let dir = url
+        .strip_prefix("file://")
+        .ok_or_else(|| bad("is neither s3:// nor file://"))?;
+    let dir = PathBuf::from(dir);
+    if !dir.is_absolute() || dir.components().any(|c| c.as_os_str() == "..") {
+        return Err(bad("does not name an absolute directory"));
+    }
+    if create {
+        // Something not a directory in the way is the URL's fault, not the store's.
+        if std::fs::metadata(&dir).is_ok_and(|m| !m.is_dir()) {
+            return Err(Error::InvalidArgument(format!(
+                "the object store {url} names {}, which is not a directory: name a directory (made if missing)",
+                dir.display()
+            )));
+        }
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+    } else if !dir.is_dir() {
+        return Err(Error::InvalidArgument(format!(
+            "there is no replica at {url}: {} is not a directory",
+            dir.display()
+        )));
+    }
+    let objects = LocalFileSystem::new_with_prefix(&dir)
+        .map_err(|e| failed(url, &e))?
+        .with_fsync(true);
+    Ok((Arc::new(objects), Some(dir)))
 }
 
 fn failed(url: &str, e: &dyn std::fmt::Display) -> Error {

@@ -39,6 +39,7 @@
 
 pub mod auth;
 pub mod clients;
+pub mod fleet;
 pub mod lane;
 pub mod listen;
 mod mcp;
@@ -186,6 +187,9 @@ pub enum Error {
     /// Serving stopped with an I/O error.
     #[error("the server stopped abnormally ({0}); restart it")]
     Serve(#[source] std::io::Error),
+    /// The fleet's bucket could not be joined (`--fleet URL`).
+    #[error("cannot join the fleet: {0}")]
+    Fleet(#[source] crate::Error),
 }
 
 /// What every request handler shares.
@@ -380,13 +384,16 @@ pub(crate) struct Started {
 }
 
 /// Binds `listen`, catches the signals and makes the operator token and server file.
-pub(crate) async fn start(listen: SocketAddr) -> Result<Started, Error> {
+pub(crate) async fn start(listen: SocketAddr, token: Option<Token>) -> Result<Started, Error> {
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| Error::Bind(listen, e))?;
     let address = listener.local_addr().map_err(|e| Error::Bind(listen, e))?;
     let signals = shutdown::Signals::catch().map_err(Error::Signals)?;
-    let token = Token::generate().map_err(Error::Token)?;
+    let token = match token {
+        Some(token) => token,
+        None => Token::generate().map_err(Error::Token)?,
+    };
     let file = ServerFile {
         url: format!("http://{}", auth::authority(address)),
         address,
@@ -424,7 +431,7 @@ pub fn serve(tool: MnemoMemoryToolServer, options: ServeOptions) -> Result<Stopp
             signals,
             token,
             mut file,
-        } = start(options.listen).await?;
+        } = start(options.listen, None).await?;
         // The local socket for the memory tool's calls (not on a follower, which takes none);
         // without one, clients use HTTP.
         let socket = if options.follow.is_none() {

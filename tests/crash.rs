@@ -34,7 +34,7 @@ fn cycles() -> usize {
 fn cycles_in(mode: Durability) -> usize {
     match mode {
         Durability::Fsync => cycles(),
-        Durability::Flush | Durability::Buffered => cycles().div_ceil(3),
+        _ => cycles().div_ceil(3),
     }
 }
 

@@ -91,6 +91,8 @@ const LAYERS: &[&[&str]] = &[
     &["memory_store"],
     // Replicas in object storage: segments shipped, a store restored and verified from them.
     &["replica"],
+    // A fleet of servers sharing a bucket: leases, and each store's write-ahead log there.
+    &["fleet"],
     &["mcp"],
     &["serve"],
 ];

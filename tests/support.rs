@@ -709,3 +709,19 @@ pub fn records_answer(event: &impl serde::Serialize, text: &str) -> bool {
     };
     event["result_hash"].as_str() == Some(hash.to_hex().as_str())
 }
+
+/// The URL of a bucket of object storage for one test: under `MNEMO_TEST_S3` (an S3 server the
+/// suite runs on loopback) when it is set, else a directory `name` of `t`'s.
+pub fn bucket_url(t: &TempStore, name: &str) -> String {
+    match std::env::var("MNEMO_TEST_S3") {
+        Ok(base) if !base.is_empty() => {
+            let unique = t.dir.path().file_name().expect("a name").to_string_lossy();
+            format!(
+                "{}/{}-{name}",
+                base.trim_end_matches('/'),
+                unique.trim_start_matches('.')
+            )
+        }
+        _ => format!("file://{}", t.dir.path().join(name).display()),
+    }
+}

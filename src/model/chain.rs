@@ -149,38 +149,52 @@ impl Chain {
     }
 }
 
+/// Chains of events for tests: the rules never decode a header or a payload, so any bytes
+/// stand for them.
 #[cfg(test)]
-mod tests {
+pub(crate) mod sample {
     use super::*;
     use crate::model::event::{SALTED_FORMAT, Salt, chain_hash, payload_hash_of};
 
-    /// The frames of a chain of `n` events. The rules never decode a header or a payload, so
-    /// any bytes stand for them here.
-    fn frames(n: u64) -> Vec<Frame> {
+    /// Event `seq` after the event whose hash is `prev`, its header and payload naming `tag`.
+    pub(crate) fn frame(seq: Seq, prev: EventHash, tag: &str) -> Frame {
+        let header = format!("header {seq} {tag}").into_bytes();
+        let payload = format!("payload {seq} {tag}").into_bytes();
+        #[expect(clippy::cast_possible_truncation, reason = "any salt will do")]
+        let salt = Salt([seq.0 as u8; 32]);
+        let payload_hash = payload_hash_of(&payload, Some(&salt));
+        Frame {
+            version: SALTED_FORMAT,
+            seq,
+            prev_hash: prev,
+            hash: chain_hash(seq, &prev, &header, &payload_hash),
+            payload_hash,
+            header,
+            salt: Some(salt),
+            payload,
+            erased_from: None,
+        }
+    }
+
+    /// The frames of a chain of `n` events.
+    pub(crate) fn frames(n: u64) -> Vec<Frame> {
         let mut prev = EventHash::ZERO;
         (1..=n)
             .map(|seq| {
-                let header = format!("header {seq}").into_bytes();
-                let payload = format!("payload {seq}").into_bytes();
-                #[expect(clippy::cast_possible_truncation, reason = "any salt will do")]
-                let salt = Salt([seq as u8; 32]);
-                let payload_hash = payload_hash_of(&payload, Some(&salt));
-                let frame = Frame {
-                    version: SALTED_FORMAT,
-                    seq: Seq(seq),
-                    prev_hash: prev,
-                    hash: chain_hash(Seq(seq), &prev, &header, &payload_hash),
-                    payload_hash,
-                    header,
-                    salt: Some(salt),
-                    payload,
-                    erased_from: None,
-                };
+                let frame = frame(Seq(seq), prev, "");
                 prev = frame.hash;
                 frame
             })
             .collect()
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::event::chain_hash;
+
+    use super::sample::frames;
 
     /// Runs stored `(key, record)` pairs through a new chain: the seqs that passed, and the
     /// first break.

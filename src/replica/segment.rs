@@ -88,6 +88,17 @@ pub fn decode(name: &str, bytes: &[u8], range: (Seq, Seq)) -> Result<Vec<(Seq, V
     Ok(out)
 }
 
+/// The seqs the segment `bytes` says it holds, read off its header (first seq and count) before
+/// anything is checked: what [`decode`] is then given as the range to check. `None` if the header
+/// is cut or it holds no record.
+pub fn range_of(bytes: &[u8]) -> Option<(Seq, Seq)> {
+    let rest = bytes.strip_prefix(MAGIC.as_slice())?;
+    let (first, rest) = take_u64(rest)?;
+    let (count, _) = take_u32(rest)?;
+    let last = first.checked_add(u64::from(count.checked_sub(1)?))?;
+    Some((Seq(first), Seq(last)))
+}
+
 fn take_u64(bytes: &[u8]) -> Option<(u64, &[u8])> {
     let (head, rest) = bytes.split_first_chunk::<8>()?;
     Some((u64::from_le_bytes(*head), rest))

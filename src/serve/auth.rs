@@ -66,6 +66,11 @@ impl Token {
         crate::client::token::random_hex(32).map(Token)
     }
 
+    /// A token every node of a fleet shares (read from the fleet's bucket).
+    pub(crate) fn shared(text: String) -> Token {
+        Token(text)
+    }
+
     /// The token's text, as a client sends it after `Bearer `.
     pub fn as_str(&self) -> &str {
         &self.0

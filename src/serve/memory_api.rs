@@ -250,13 +250,16 @@ fn unavailable(id: &str, why: Unavailable) -> ApiError {
         Unavailable::Failed(why) => ApiError::Api(format!(
             "the memory store {id:?} could not be opened ({why}); check it with `mnemo verify --db DIR/NAME` once no server holds it"
         )),
+        Unavailable::Elsewhere(url) => ApiError::Overloaded(format!(
+            "the memory store {id:?} was just taken by the fleet's node at {url}; retry, and this node forwards the request there"
+        )),
     }
 }
 
 /// The store name and directory the memory-store id `id` names, if it is one.
 fn resolve(stores: &Stores, id: &str) -> Result<(String, std::path::PathBuf), ApiError> {
     let name = ids::store_name(id).ok_or_else(|| no_store(id))?;
-    let dir = crate::store::data_dir::store_dir(stores.dir(), name).ok_or_else(|| no_store(id))?;
+    let dir = stores.located(name).ok_or_else(|| no_store(id))?;
     Ok((name.to_string(), dir))
 }
 

@@ -55,12 +55,15 @@ use super::routes::error;
 use super::shutdown::Activity;
 use super::{Error, ReplicationView, ServeOptions, ServerFile, Shared, Stopped, refuse};
 use crate::client::tool_server::MnemoMemoryToolServer;
+use crate::client::{ClientBuilder, MnemoClient};
 use crate::store::data_dir::{self, check_store_name};
 
-/// How a data server opens the store at a path (creating it if it is new): the tool server of
-/// its default agent, with the root, profile, durability and limits every store shares, and
-/// what runs beside it while it is open.
-pub type OpenStore = Arc<dyn Fn(&Path) -> Result<OpenedStore, String> + Send + Sync>;
+/// How a data server opens a store (creating it if it is new), given the client builder of its
+/// directory ([`ClientBuilder::path`]): the tool server of its default agent, with the root,
+/// profile, durability and limits every store shares, and what runs beside it while it is open.
+/// A fleet node's builder already sends every write to the fleet's bucket
+/// ([`Durability::Replicated`](crate::Durability::Replicated), which the callback must keep).
+pub type OpenStore = Arc<dyn Fn(ClientBuilder) -> Result<OpenedStore, String> + Send + Sync>;
 
 /// A store a data server opened.
 pub struct OpenedStore {
@@ -96,6 +99,9 @@ pub struct DataOptions {
     /// The memory-stores API's creates and updates are refused in a store holding this many
     /// versions (the hosted API's cap, 250,000, by default); deletes never are.
     pub max_versions: u64,
+    /// The fleet this server is a node of (`--fleet URL`), if any: its stores are the fleet's,
+    /// `DIR` holds this node's copies of those it holds.
+    pub fleet: Option<super::fleet::FleetOptions>,
 }
 
 impl Default for DataOptions {
@@ -105,6 +111,7 @@ impl Default for DataOptions {
             store_idle_close: Duration::from_secs(300),
             max_memories: 2000,
             max_versions: 250_000,
+            fleet: None,
         }
     }
 }
@@ -117,6 +124,8 @@ pub(super) enum Unavailable {
     Busy,
     /// Opening it failed.
     Failed(String),
+    /// Another node of the fleet holds it, at this URL (it took the store as this one tried).
+    Elsewhere(String),
 }
 
 /// One open store: its shared state and routes, and what to run when it closes.
@@ -168,6 +177,8 @@ pub(crate) struct Stores {
     clock: Instant,
     /// Per store name, the outcome of the last verify this server ran on it.
     verified: Mutex<HashMap<String, super::LastVerify>>,
+    /// This node's part in its fleet, if it is a fleet's node.
+    fleet: Option<Arc<super::fleet::Member>>,
 }
 
 impl Stores {
@@ -204,6 +215,16 @@ impl Stores {
 
     fn now_ms(&self) -> u64 {
         u64::try_from(self.clock.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// The directory of the store `name`, if there may be such a store: for a fleet's node its
+    /// copy's (made when the store is taken), else a real directory of `DIR` (not a link) with
+    /// sled's `db` in it.
+    pub(super) fn located(&self, name: &str) -> Option<PathBuf> {
+        match &self.fleet {
+            Some(_) => check_store_name(name).ok().map(|()| self.dir.join(name)),
+            None => data_dir::store_dir(&self.dir, name),
+        }
     }
 
     /// The directory of the store `name` if it holds a store: a real directory (not a link)
@@ -293,6 +314,9 @@ impl Stores {
 
     /// The open store `name`, opened now if it is closed.
     pub(super) fn get(&self, name: &str) -> Result<Arc<Served>, Unavailable> {
+        if let Some(fleet) = &self.fleet {
+            return self.get_held(fleet, name, false);
+        }
         let path = self.store_path(name)?;
         let slot = self.slot(name);
         let mut open = lock(&slot);
@@ -315,9 +339,72 @@ impl Stores {
         }
     }
 
+    /// The fleet's store `name` as this node holds it: open here while this node holds it,
+    /// else taken (and its copy built from the fleet's log) unless another live node holds it;
+    /// with `create`, only a store the fleet does not have yet.
+    fn get_held(
+        &self,
+        fleet: &super::fleet::Member,
+        name: &str,
+        create: bool,
+    ) -> Result<Arc<Served>, Unavailable> {
+        check_store_name(name).map_err(|_| Unavailable::Missing)?;
+        let path = self.dir.join(name);
+        let slot = self.slot(name);
+        let mut open = lock(&slot);
+        if let Some(served) = open.as_ref() {
+            if fleet.holds(name) {
+                served.last_used_ms.store(self.now_ms(), Ordering::SeqCst);
+                return Ok(Arc::clone(served));
+            }
+            // Its lease lapsed: closed here (its copy is built anew below, so nothing may still
+            // use the old one), and taken again below if no one else has it.
+            if let Some(served) = open.take() {
+                self.retire(served);
+            }
+        }
+        self.reserve(name)?;
+        let started = match fleet.take(name, &path, create) {
+            Ok(super::fleet::Taken::Here(replicator)) => self.start_with(
+                name,
+                &path,
+                MnemoClient::builder(&path).replicate_to(replicator),
+            ),
+            Ok(super::fleet::Taken::Elsewhere(url)) => {
+                self.open_count.fetch_sub(1, Ordering::SeqCst);
+                return Err(Unavailable::Elsewhere(url));
+            }
+            Ok(super::fleet::Taken::Missing) => {
+                self.open_count.fetch_sub(1, Ordering::SeqCst);
+                return Err(Unavailable::Missing);
+            }
+            Err(e) => Err(e.to_string()),
+        };
+        match started {
+            Ok(served) => {
+                *open = Some(Arc::clone(&served));
+                Ok(served)
+            }
+            Err(why) => {
+                self.open_count.fetch_sub(1, Ordering::SeqCst);
+                Err(Unavailable::Failed(why))
+            }
+        }
+    }
+
     /// Opens (or creates) store `name`, at `path`, and builds its routes.
     fn start(&self, name: &str, path: &Path) -> Result<Arc<Served>, String> {
-        let opened = (self.open)(path)?;
+        self.start_with(name, path, MnemoClient::builder(path))
+    }
+
+    /// [`start`](Self::start) with the client builder given.
+    fn start_with(
+        &self,
+        name: &str,
+        path: &Path,
+        builder: ClientBuilder,
+    ) -> Result<Arc<Served>, String> {
+        let opened = (self.open)(builder)?;
         // A data server holds its stores itself: one another server holds (a `serve --db`, or
         // the server `mnemo tool` started) is not served through it.
         if let Some(url) = opened.tool.client().server_url() {
@@ -348,6 +435,13 @@ impl Stores {
     /// Creates the store `name`, unless a store or something else has its name.
     pub(super) fn create(&self, name: &str) -> Result<Created, Unavailable> {
         check_store_name(name).map_err(Unavailable::Failed)?;
+        if let Some(fleet) = &self.fleet {
+            return match self.get_held(fleet, name, true) {
+                Ok(_) => Ok(Created::Made),
+                Err(Unavailable::Missing) => Ok(Created::Exists),
+                Err(why) => Err(why),
+            };
+        }
         let path = self.dir.join(name);
         let slot = self.slot(name);
         let mut open = lock(&slot);
@@ -374,6 +468,14 @@ impl Stores {
     /// renamed out of the way at once and removed.
     pub(super) fn delete(&self, name: &str) -> Result<(), (StatusCode, String)> {
         let missing = || (StatusCode::NOT_FOUND, no_store(name));
+        if self.fleet.is_some() {
+            return Err((
+                StatusCode::CONFLICT,
+                format!(
+                    "the store {name:?} is a fleet's: deleting a fleet's store (its log in the bucket) is not supported yet; nothing was deleted"
+                ),
+            ));
+        }
         let path = self.store_path(name).map_err(|_| missing())?;
         let slot = self.slot(name);
         let mut open = lock(&slot);
@@ -403,7 +505,20 @@ impl Stores {
         after: Option<&str>,
         limit: usize,
     ) -> std::io::Result<(Vec<(String, bool)>, bool)> {
-        let (names, more) = data_dir::list(&self.dir, after, limit)?;
+        let (names, more) = match &self.fleet {
+            Some(fleet) => {
+                let all = fleet.stores().map_err(std::io::Error::other)?;
+                let mut names: Vec<String> = all
+                    .into_iter()
+                    .filter(|n| after.is_none_or(|after| n.as_str() > after))
+                    .take(limit + 1)
+                    .collect();
+                let more = names.len() > limit;
+                names.truncate(limit);
+                (names, more)
+            }
+            None => data_dir::list(&self.dir, after, limit)?,
+        };
         let slots = lock(&self.slots);
         let listed = names
             .into_iter()
@@ -468,6 +583,42 @@ impl Stores {
             "bytes": bytes_under(&path, 0),
             "verified": verified,
         })
+    }
+
+    /// Closes `served`, taken out of its slot, once the calls in flight in it have answered (for
+    /// at most [`DRAIN_WAIT`]), so that its store is closed when this returns unless one is
+    /// still running.
+    fn retire(&self, served: Arc<Served>) {
+        let deadline = Instant::now() + DRAIN_WAIT;
+        while Arc::strong_count(&served) > 1 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        self.failures
+            .fetch_add(served.shared.store_failures(), Ordering::SeqCst);
+        self.open_count.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Drains this fleet node: it takes no store from now on, and hands each it holds to
+    /// another live node, closing it here first (once its calls in flight have answered, for at
+    /// most [`DRAIN_WAIT`]; requests that come meanwhile wait, then go to the new holder). The
+    /// stores handed over, each with the node it went to.
+    fn drain(&self) -> Result<Vec<(String, String)>, String> {
+        let fleet = self.fleet.as_ref().ok_or(
+            "this server is no fleet's node (mnemo serve --fleet URL), so it has nothing to drain",
+        )?;
+        let plan = fleet.start_drain().map_err(|e| e.to_string())?;
+        let mut handed = Vec::new();
+        for (name, to) in plan {
+            let slot = self.slot(&name);
+            let mut open = lock(&slot);
+            if let Some(served) = open.take() {
+                self.retire(served);
+            }
+            if fleet.hand_over(&name, &to).map_err(|e| e.to_string())? {
+                handed.push((name, to.id));
+            }
+        }
+        Ok(handed)
     }
 
     /// How many stores are open now.
@@ -557,6 +708,12 @@ fn unavailable(name: &str, why: Unavailable) -> Response {
                 "the store {name:?} could not be opened ({why}); check it with `mnemo verify --db DIR/{name}` once no server holds it"
             ),
         ),
+        Unavailable::Elsewhere(url) => error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &format!(
+                "the store {name:?} was just taken by the fleet's node at {url}; retry, and this node forwards the request there"
+            ),
+        ),
     }
 }
 
@@ -567,6 +724,28 @@ struct Listing {
     /// Each store's head, last write, size and last verify too.
     #[serde(default)]
     details: bool,
+}
+
+/// How long a drain waits for the calls in flight in a store before it hands the store over.
+const DRAIN_WAIT: Duration = Duration::from_secs(30);
+
+/// `POST /v1/fleet/drain` (operator): hands every store this node holds to the fleet's other
+/// nodes; `{"node", "handed_over": [{"store", "to"}]}`.
+async fn drain(State(stores): State<Arc<Stores>>, headers: HeaderMap) -> Response {
+    if let Some(refused) = operator_only(&stores, "POST", &headers, "/v1/fleet/drain") {
+        return refused;
+    }
+    match blocking(move || stores.drain()).await {
+        Ok(Ok(handed)) => {
+            let handed: Vec<_> = handed
+                .into_iter()
+                .map(|(store, to)| json!({"store": store, "to": to}))
+                .collect();
+            answer(StatusCode::OK, &json!({"handed_over": handed}))
+        }
+        Ok(Err(why)) => error(StatusCode::CONFLICT, &why),
+        Err(response) => response,
+    }
 }
 
 /// The largest page of `GET /v1/stores`.
@@ -899,6 +1078,16 @@ pub fn serve_data(
     let _lock = lock_data_dir(&dir)?;
     let dir_id =
         crate::store::disk::DirId::of(&dir).map_err(|e| Error::ServerFile(dir.to_path_buf(), e))?;
+    let fleet = match &data.fleet {
+        Some(options) => Some(Arc::new(
+            super::fleet::Member::open(options).map_err(Error::Fleet)?,
+        )),
+        None => None,
+    };
+    let shared_token = match &fleet {
+        Some(member) => Some(member.operator_token().map_err(Error::Fleet)?),
+        None => None,
+    };
     let runtime = super::runtime()?;
     let outcome = runtime.block_on(async {
         let super::Started {
@@ -907,11 +1096,22 @@ pub fn serve_data(
             signals,
             token,
             file,
-        } = super::start(options.listen).await?;
+        } = super::start(options.listen, shared_token).await?;
+        let stop = CancellationToken::new();
+        // A node joins its fleet once it listens: the others forward to it from its first beat.
+        let beating = match &fleet {
+            Some(member) => {
+                let (member, stopping) = (Arc::clone(member), stop.clone());
+                let joined = tokio::task::spawn_blocking(move || member.beat_until(stopping))
+                    .await
+                    .map_err(|e| Error::Serve(std::io::Error::other(e)))?;
+                Some(joined.map_err(Error::Fleet)?)
+            }
+            None => None,
+        };
         let path = file
             .publish(&dir)
             .map_err(|e| Error::ServerFile(ServerFile::path(&dir), e))?;
-        let stop = CancellationToken::new();
         let stores = Arc::new(Stores {
             dir: dir.clone(),
             dir_id,
@@ -927,10 +1127,12 @@ pub fn serve_data(
             failures: AtomicU64::new(0),
             clock: Instant::now(),
             verified: Mutex::default(),
+            fleet: fleet.clone(),
         });
         let app = Router::new()
             .route("/v1/stores", get(list).post(create))
             .route("/v1/stores/{name}", delete(remove))
+            .route("/v1/fleet/drain", axum::routing::post(drain))
             .route("/v1/stores/{name}/{*rest}", any(dispatch))
             .route(super::clients::IDENTITY, get(identity))
             .merge(super::memory_api::routes())
@@ -947,6 +1149,13 @@ pub fn serve_data(
         .with_store_tokens(Arc::new(move |name: &str, token: &str| {
             proving.agent_in(name, token)
         }));
+        let app = match &fleet {
+            Some(member) => app.layer(axum::middleware::from_fn_with_state(
+                Arc::clone(member),
+                super::fleet::route,
+            )),
+            None => app,
+        };
         let app = super::viewer::around(app, Arc::new(viewer)).layer(
             axum::middleware::from_fn_with_state(Arc::clone(&stores.activity), in_flight),
         );
@@ -971,6 +1180,7 @@ pub fn serve_data(
         )
         .await;
         closer.abort();
+        drop(beating);
         Ok::<_, Error>((outcome, stores, file))
     });
     let (outcome, stores, file) = match outcome {

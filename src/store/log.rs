@@ -42,6 +42,7 @@ const HEAD_KEY: &[u8] = b"head";
 
 /// How far a write must get before the call that made it is answered.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Durability {
     /// Flush sled's buffers, then `fsync` the store's files and directories (every one that may
     /// hold unsynced data; see the `disk` module): an acknowledged write survives power loss. The
@@ -54,6 +55,11 @@ pub enum Durability {
     /// Leave writes to sled's background flusher (every 500 ms): a crash may lose the last
     /// half-second of acknowledged writes; the chain stays consistent.
     Buffered,
+    /// `fsync`, then the events go to the store's log in the fleet's object storage before the
+    /// call is answered (group commit: the calls that arrive while one write is in flight go in
+    /// the next): an acknowledged write survives the loss of the node. Only for a store a fleet
+    /// node holds (`mnemo serve --fleet`), the fleet's default.
+    Replicated,
 }
 
 impl Durability {
@@ -63,6 +69,7 @@ impl Durability {
             Durability::Fsync => "fsync",
             Durability::Flush => "flush",
             Durability::Buffered => "buffered",
+            Durability::Replicated => "replicated",
         }
     }
 
@@ -72,6 +79,7 @@ impl Durability {
             "fsync" => Some(Durability::Fsync),
             "flush" => Some(Durability::Flush),
             "buffered" => Some(Durability::Buffered),
+            "replicated" => Some(Durability::Replicated),
             _ => None,
         }
     }
@@ -817,7 +825,7 @@ impl Store {
                 self.db.flush()?;
                 Ok(())
             }
-            Durability::Fsync => {
+            Durability::Fsync | Durability::Replicated => {
                 self.failpoints.check(Failpoint::Flush)?;
                 self.db.flush()?;
                 // IMPORTANT: sled 0.34's flush uses sync_file_range on Linux, which does not make

@@ -119,6 +119,26 @@ pub(crate) struct Call {
     pub body: Body,
 }
 
+/// Where a store's events go beyond its own files before a call is answered, under
+/// [`Durability::Replicated`]: a fleet node's write-ahead log in object storage. Each sync hands
+/// it the events made durable on disk since the last one, in seq order; an error poisons the
+/// writer (a node that lost its store is fenced: nothing more is acknowledged).
+pub(crate) trait Replicate: Send + Sync {
+    /// Makes `records` (each event's seq and stored record, right after the last ones handed
+    /// over) durable where the writer replicates to.
+    fn replicate(&self, records: &[(Seq, Vec<u8>)]) -> Result<()>;
+}
+
+/// A [`Replicate`] as a client's options hold it.
+#[derive(Clone)]
+pub(crate) struct Replicator(pub(crate) Arc<dyn Replicate>);
+
+impl std::fmt::Debug for Replicator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Replicator")
+    }
+}
+
 /// Why the writer is poisoned, once it is: set by the first storage failure and never cleared
 /// (a reopen starts a new writer). One cell that the chain and the durability wait both read.
 type Poison = Arc<OnceLock<String>>;
@@ -141,6 +161,8 @@ struct Shared {
     /// Wakes the background thread, or ends it.
     wakeup: Wakeup,
     durability: Durability,
+    /// Where events go before a call is answered, under [`Durability::Replicated`].
+    replicate: Option<Arc<dyn Replicate>>,
 }
 
 fn lock_failed<T>(_: T) -> Error {
@@ -151,7 +173,19 @@ fn lock_failed<T>(_: T) -> Error {
 
 impl Writer {
     /// A writer for `store`, whose log is durable up to its head (it was synced when it opened).
-    pub(crate) fn new(store: Store, durability: Durability) -> Result<Writer> {
+    /// Under [`Durability::Replicated`], `replicate` must be given, and every event up to the
+    /// head must already be where it replicates to.
+    pub(crate) fn new(
+        store: Store,
+        durability: Durability,
+        replicate: Option<Replicator>,
+    ) -> Result<Writer> {
+        let replicate = replicate.map(|r| r.0);
+        if (durability == Durability::Replicated) != replicate.is_some() {
+            return Err(Error::InvalidArgument(
+                "durability replicated is a fleet node's (a write is acknowledged once it is in the fleet's object storage): serve the store with `mnemo serve --fleet URL`, or use fsync".into(),
+            ));
+        }
         let head = store.head()?;
         let (wake, woken) = crossbeam_channel::unbounded::<()>();
         let poisoned = Poison::default();
@@ -161,6 +195,7 @@ impl Writer {
             poisoned,
             wakeup: Wakeup::new(wake),
             durability,
+            replicate,
         });
         let background = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
@@ -276,11 +311,16 @@ impl Drop for Writer {
             let (store, head) = (chain.store.clone(), chain.written);
             drop(chain);
             let mode = match self.shared.durability {
-                Durability::Fsync => Durability::Fsync,
+                Durability::Fsync | Durability::Replicated => Durability::Fsync,
                 Durability::Flush | Durability::Buffered => Durability::Flush,
             };
             if head.seq > Seq(0) && store.sync(mode).is_ok() {
                 let _ = store.record_head(head);
+                // Reads and rejected calls no caller waited for go where the log replicates
+                // to as well, unless the writer is poisoned (a fenced node writes nothing).
+                if self.shared.poisoned.get().is_none() {
+                    let _ = self.shared.replicate_upto(&store, head.seq);
+                }
             }
         }
         self.shared.wakeup.stop();
@@ -353,7 +393,7 @@ mod tests {
     #[test]
     fn concurrent_callers_share_syncs_and_every_answer_is_durable_when_given() {
         let (_dir, store) = store();
-        let writer = Writer::new(store.clone(), Durability::Fsync).expect("writer");
+        let writer = Writer::new(store.clone(), Durability::Fsync, None).expect("writer");
         let (threads, each) = (8, 12);
         let start = std::sync::Barrier::new(threads);
         std::thread::scope(|scope| {
@@ -385,7 +425,7 @@ mod tests {
     fn an_admin_change_is_fsynced_before_it_is_acknowledged_in_every_mode() {
         for durability in [Durability::Buffered, Durability::Flush] {
             let (_dir, store) = store();
-            let writer = Writer::new(store.clone(), durability).expect("writer");
+            let writer = Writer::new(store.clone(), durability, None).expect("writer");
             // A memory-tool change in these modes makes no fsync: an armed one stays armed.
             store.failpoints().arm(Failpoint::Fsync);
             let made = writer
@@ -413,7 +453,7 @@ mod tests {
     #[test]
     fn a_failed_sync_poisons_once_and_every_later_call_names_the_first_cause() {
         let (_dir, store) = store();
-        let writer = Writer::new(store.clone(), Durability::Fsync).expect("writer");
+        let writer = Writer::new(store.clone(), Durability::Fsync, None).expect("writer");
         writer
             .call(create("/memories/a.md", "a"))
             .expect("a first call");

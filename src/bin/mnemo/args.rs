@@ -27,7 +27,8 @@ pub(crate) struct Session {
     /// The memory root.
     #[arg(long, default_value = "/memories")]
     pub(crate) root: String,
-    /// When a write is acknowledged: fsync (survives power loss), flush, buffered.
+    /// When a write is acknowledged: fsync (survives power loss), flush, buffered; replicated
+    /// (in the fleet's object storage too: a `serve --fleet` node's, and its default).
     #[arg(long, default_value = "fsync", value_parser = parse_durability)]
     pub(crate) durability: Durability,
     /// Largest memory file, in bytes.
@@ -42,6 +43,10 @@ pub(crate) struct Session {
 }
 
 #[derive(Subcommand)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one command line is parsed once per run; `serve`'s flags are most of it"
+)]
 pub(crate) enum Cmd {
     /// Run a scripted memory session on a fresh store, printing each call, then verify it.
     Demo {
@@ -197,6 +202,30 @@ pub(crate) enum Cmd {
         /// this many versions (deletes never are).
         #[arg(long, value_name = "N", default_value_t = 250_000, requires = "data")]
         max_versions: u64,
+        /// Be a node of the fleet whose bucket is URL (s3://bucket/prefix, shared by every node;
+        /// file:///dir for nodes on one machine): each store is served by the node holding its
+        /// lease, any node forwards a request to it, every write is acknowledged once it is in
+        /// the bucket, and a dead node's stores are taken over. --data DIR holds this node's
+        /// copies.
+        #[arg(
+            long,
+            value_name = "URL",
+            requires = "data",
+            conflicts_with_all = ["replicate", "follow"]
+        )]
+        fleet: Option<String>,
+        /// With --fleet: this node's id, unique in the fleet (letters, digits, '-', '_', '.').
+        /// Default: the --advertise URL's host and port.
+        #[arg(long, value_name = "ID", requires = "fleet")]
+        node_id: Option<String>,
+        /// With --fleet: the URL the other nodes forward requests to this one at. Default:
+        /// http:// and the --listen address (which must then name a port).
+        #[arg(long, value_name = "URL", requires = "fleet")]
+        advertise: Option<String>,
+        /// With --fleet: seconds after a node's last heartbeat before the others take its
+        /// stores over (it stops serving them 30% sooner).
+        #[arg(long, value_name = "SECS", default_value_t = 10.0, requires = "fleet")]
+        lease_ttl: f64,
     },
     /// Replay the log and prove the chain, the index and every recorded answer.
     #[command(
@@ -250,6 +279,11 @@ pub(crate) enum Cmd {
             conflicts_with = "once"
         )]
         interval: f64,
+    },
+    /// A fleet of `mnemo serve --fleet URL` nodes sharing a bucket: its nodes and stores.
+    Fleet {
+        #[command(subcommand)]
+        command: FleetCmd,
     },
     /// The store owner's signing key for replica checkpoints.
     Key {
@@ -545,6 +579,34 @@ impl DataPlace {
 }
 
 #[derive(Subcommand)]
+pub(crate) enum FleetCmd {
+    /// The fleet's nodes (alive or not, how long since each beat, how many stores each holds)
+    /// and stores (the node holding each, its lease's epoch, its log's objects), read from the
+    /// bucket.
+    Status {
+        /// The fleet's bucket, as its nodes were given it (s3://bucket/prefix or file:///dir).
+        #[arg(long, value_name = "URL")]
+        fleet: String,
+        /// The nodes' --lease-ttl, in seconds: a node whose last beat is older is shown dead.
+        #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+        lease_ttl: f64,
+        /// One JSON object: {"nodes": [...], "stores": [...]}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Hand every store NODE holds to the fleet's other live nodes (each closed on NODE once
+    /// its calls in flight have answered; requests meanwhile wait, then go to the new holder),
+    /// and have NODE take no store from then on: before stopping it.
+    Drain {
+        /// The node's id, as `mnemo fleet status` lists it.
+        node: String,
+        /// The fleet's bucket, as its nodes were given it (s3://bucket/prefix or file:///dir).
+        #[arg(long, value_name = "URL")]
+        fleet: String,
+    },
+}
+
+#[derive(Subcommand)]
 pub(crate) enum KeyCmd {
     /// Make the store's Ed25519 signing key (its secret kept beside the store, mode 0600) and
     /// print the verifier key to hand to whoever verifies a replica; from then on every
@@ -665,8 +727,9 @@ pub(crate) fn parse_profile(s: &str) -> Result<Profile, String> {
 }
 
 pub(crate) fn parse_durability(s: &str) -> Result<Durability, String> {
-    Durability::from_name(s)
-        .ok_or_else(|| format!("unknown durability {s:?}; use one of: fsync, flush, buffered"))
+    Durability::from_name(s).ok_or_else(|| {
+        format!("unknown durability {s:?}; use one of: fsync, flush, buffered, replicated")
+    })
 }
 
 /// What `mnemo export` writes and `mnemo import` reads.

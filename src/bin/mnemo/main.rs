@@ -8,7 +8,7 @@ use clap::Parser;
 use mnemo::Seq;
 
 use crate::acl::run_acl;
-use crate::args::{Cmd, KeyCmd, StoreCmd, TransferFormat};
+use crate::args::{Cmd, FleetCmd, KeyCmd, StoreCmd, TransferFormat};
 use crate::cat::run_cat;
 use crate::completions::{run_completions, run_man};
 use crate::config::run_config;
@@ -37,6 +37,7 @@ mod connect;
 mod demo;
 mod diff;
 mod export;
+mod fleet;
 mod history;
 mod import;
 mod log;
@@ -152,6 +153,10 @@ fn main() -> ExitCode {
             body_grace,
             min_body_rate,
             max_body_memory,
+            fleet,
+            node_id,
+            advertise,
+            lease_ttl,
         } => run_serve(
             session,
             agent,
@@ -172,6 +177,12 @@ fn main() -> ExitCode {
                 body_grace,
                 min_body_rate,
                 max_body_memory,
+                fleet: fleet.map(|url| crate::serve::Fleet {
+                    url,
+                    node_id,
+                    advertise,
+                    lease_ttl,
+                }),
             },
         ),
         Cmd::Verify {
@@ -189,6 +200,17 @@ fn main() -> ExitCode {
             interval,
         } => replication::replicate(&db.db, &to, (!once).then_some(interval)),
         Cmd::Restore { from, db, at, key } => replication::restore(&from, &db, at, key.as_deref()),
+        Cmd::Fleet {
+            command:
+                FleetCmd::Status {
+                    fleet,
+                    lease_ttl,
+                    json,
+                },
+        } => fleet::status(&fleet, lease_ttl, json),
+        Cmd::Fleet {
+            command: FleetCmd::Drain { node, fleet },
+        } => fleet::drain(&fleet, &node),
         Cmd::Key {
             command: KeyCmd::Create { db, name },
         } => replication::key_create(&db.db, name.as_deref()),

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::{path::Path, process::ExitCode};
 
-use mnemo::{MnemoClient, MnemoMemoryToolServer, tool::Limits};
+use mnemo::{MnemoMemoryToolServer, tool::Limits};
 
 use crate::CliResult;
 use crate::args::Session;
@@ -36,6 +36,52 @@ pub(crate) struct Listen {
     pub(crate) min_body_rate: u64,
     /// The budget of memory for request bodies, in bytes.
     pub(crate) max_body_memory: u64,
+    /// `--fleet URL` and the node's flags.
+    pub(crate) fleet: Option<Fleet>,
+}
+
+/// `--fleet URL`, `--node-id`, `--advertise` and `--lease-ttl`.
+pub(crate) struct Fleet {
+    pub(crate) url: String,
+    pub(crate) node_id: Option<String>,
+    pub(crate) advertise: Option<String>,
+    pub(crate) lease_ttl: f64,
+}
+
+impl Fleet {
+    /// The fleet's options, the defaults filled in from the address the server listens on.
+    fn options(self, listen: std::net::SocketAddr) -> Result<mnemo::FleetOptions, String> {
+        let lease_ttl = std::time::Duration::try_from_secs_f64(self.lease_ttl)
+            .ok()
+            .filter(|d| *d >= std::time::Duration::from_secs(1))
+            .ok_or("--lease-ttl takes a number of seconds of at least 1, such as 10")?;
+        let advertise = match self.advertise {
+            Some(url) if url.starts_with("http://") || url.starts_with("https://") => url,
+            Some(url) => {
+                return Err(format!(
+                    "--advertise {url:?} is not a URL: give the one the other nodes reach this one at, such as http://10.0.0.5:8080"
+                ));
+            }
+            None if listen.port() == 0 => {
+                return Err("--fleet needs --advertise URL, or a --listen address with a port (such as 127.0.0.1:8080): the other nodes forward requests to it".into());
+            }
+            None => format!("http://{listen}"),
+        };
+        let node_id = self.node_id.unwrap_or_else(|| {
+            advertise
+                .split("://")
+                .nth(1)
+                .unwrap_or(&advertise)
+                .trim_end_matches('/')
+                .replace([':', '/', '[', ']'], "-")
+        });
+        Ok(mnemo::FleetOptions {
+            url: self.url,
+            node_id,
+            advertise,
+            lease_ttl,
+        })
+    }
 }
 
 pub(crate) fn run_serve(session: Session, agent: String, listen: Listen) -> CliResult {
@@ -79,6 +125,13 @@ pub(crate) fn run_serve(session: Session, agent: String, listen: Listen) -> CliR
         follow: None,
     };
     options.check()?;
+    let fleet = match listen.fleet {
+        Some(fleet) => Some(fleet.options(listen.listen)?),
+        None if session.durability == mnemo::Durability::Replicated => {
+            return Err("--durability replicated is a fleet node's: add --fleet URL (and --data DIR), or use fsync".into());
+        }
+        None => None,
+    };
     if let Some((dir, max_open_stores, idle_close, max_memories, max_versions)) = listen.data {
         let data = DataServer {
             max_open_stores,
@@ -86,6 +139,7 @@ pub(crate) fn run_serve(session: Session, agent: String, listen: Listen) -> CliR
             max_memories,
             max_versions,
             replicate: listen.replicate,
+            fleet,
         };
         return run_data_server(&dir, session, agent, options, data);
     }
@@ -152,6 +206,8 @@ pub(crate) struct DataServer {
     pub(crate) max_versions: u64,
     /// `--replicate URL` and its interval: each store shipped to `URL/NAME` while it is open.
     pub(crate) replicate: Option<(String, f64)>,
+    /// `--fleet URL`: the fleet this server is a node of.
+    pub(crate) fleet: Option<mnemo::FleetOptions>,
 }
 
 pub(crate) fn run_data_server(
@@ -167,7 +223,21 @@ pub(crate) fn run_data_server(
         max_memories,
         max_versions,
         replicate,
+        fleet,
     } = data;
+    let durability = match (&fleet, session.durability) {
+        (Some(_), mnemo::Durability::Fsync | mnemo::Durability::Replicated) => {
+            mnemo::Durability::Replicated
+        }
+        (Some(_), other) => {
+            return Err(format!(
+                "--durability {} is not one a fleet node writes with: a fleet's node acknowledges a write once it is in the bucket (--durability replicated, its default)",
+                other.name()
+            )
+            .into());
+        }
+        (None, durability) => durability,
+    };
     if std::fs::symlink_metadata(dir).is_ok_and(|m| !m.is_dir()) {
         return Err(format!(
             "--data {} is not a directory: give it the data directory (made if missing)",
@@ -200,9 +270,10 @@ pub(crate) fn run_data_server(
         view_max_chars: session.view_max_chars,
         max_request_bytes: session.max_request_bytes,
     };
-    let (root, profile, durability) = (session.root, session.profile, session.durability);
-    let open: mnemo::OpenStore = std::sync::Arc::new(move |path: &Path| {
-        let client = MnemoClient::builder(path)
+    let (root, profile) = (session.root, session.profile);
+    let open: mnemo::OpenStore = std::sync::Arc::new(move |builder: mnemo::ClientBuilder| {
+        let path = builder.path().to_path_buf();
+        let client = builder
             .agent_id(agent.clone())
             .durability(durability)
             .open()
@@ -245,6 +316,7 @@ pub(crate) fn run_data_server(
             store_idle_close,
             max_memories,
             max_versions,
+            fleet,
         },
     )?;
     if stopped.store_failures > 0 {

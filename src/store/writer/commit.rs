@@ -103,7 +103,7 @@ impl Shared {
     /// what behind the operator's back (a revoked token would work again). In `fsync` mode the
     /// wait for the change already did it. A failure poisons the writer, as a failed sync does.
     pub(super) fn fsync_admin(&self) -> Result<()> {
-        if self.durability == Durability::Fsync {
+        if matches!(self.durability, Durability::Fsync | Durability::Replicated) {
             return Ok(());
         }
         let store = {
@@ -159,6 +159,24 @@ impl Shared {
         }
     }
 
+    /// Hands the events after the last one replicated, up to `seq`, to where the writer
+    /// replicates to (nothing without one). Only the thread that syncs calls it, so the durable
+    /// seq it starts after is what the last sync replicated.
+    pub(super) fn replicate_upto(&self, store: &crate::store::log::Store, seq: Seq) -> Result<()> {
+        let Some(replicate) = &self.replicate else {
+            return Ok(());
+        };
+        let after = self.commit.durable.lock().map_err(lock_failed)?.seq;
+        if seq <= after {
+            return Ok(());
+        }
+        let records = store
+            .records(Seq(after.0 + 1))
+            .take_while(|r| r.as_ref().map_or(true, |(s, _)| *s <= seq))
+            .collect::<Result<Vec<_>>>()?;
+        replicate.replicate(&records)
+    }
+
     /// Writes what is queued, makes the log durable up to there and records that head.
     ///
     /// When several callers were at work since the last sync started, it first gives them a
@@ -186,7 +204,8 @@ impl Shared {
         let started = Instant::now();
         let synced = store
             .sync(self.durability)
-            .and_then(|()| store.record_head(head));
+            .and_then(|()| store.record_head(head))
+            .and_then(|()| self.replicate_upto(&store, head.seq));
         let took = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
         commit.last_sync_ns.store(took, Ordering::Relaxed);
         if let Err(e) = &synced {

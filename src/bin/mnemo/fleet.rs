@@ -1,0 +1,60 @@
+//! `mnemo fleet status|drain`: a fleet's nodes and stores, read from its bucket; a node's stores
+//! handed to the others.
+
+use std::process::ExitCode;
+
+use crate::CliResult;
+use crate::print::say;
+
+/// Prints the fleet whose bucket is at `url`: a table, or one JSON object with `json`.
+pub(crate) fn status(url: &str, lease_ttl: f64, json: bool) -> CliResult {
+    let ttl = std::time::Duration::try_from_secs_f64(lease_ttl)
+        .ok()
+        .filter(|d| *d >= std::time::Duration::from_secs(1))
+        .ok_or("--lease-ttl takes a number of seconds of at least 1, such as 10")?;
+    let status = mnemo::fleet_status(url, ttl)?;
+    if json {
+        say(serde_json::to_string(&status)?)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    say(format_args!("nodes ({}):", status.nodes.len()))?;
+    for node in &status.nodes {
+        say(format_args!(
+            "  {}  {}  {}  last beat {:.1} s before the latest  {} store(s)",
+            node.id,
+            node.url,
+            if node.alive { "alive" } else { "dead" },
+            node.beat_age_ms as f64 / 1000.0,
+            node.stores
+        ))?;
+    }
+    say(format_args!("stores ({}):", status.stores.len()))?;
+    for store in &status.stores {
+        say(format_args!(
+            "  {}  held by {}{}  epoch {}  {} log object(s)",
+            store.name,
+            store.node,
+            if store.alive {
+                ""
+            } else {
+                " (dead: taken over at its next request)"
+            },
+            store.epoch,
+            store.log_objects
+        ))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Drains the node `node` of the fleet at `url`, printing each store handed over.
+pub(crate) fn drain(url: &str, node: &str) -> CliResult {
+    let handed = mnemo::fleet_drain(url, node)?;
+    for (store, to) in &handed {
+        say(format_args!("{store} -> {to}"))?;
+    }
+    crate::print::tell(format_args!(
+        "mnemo fleet drain: {node} handed over {} store(s) and takes no more; stop it when you like",
+        handed.len()
+    ));
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,515 @@
+//! Leases: which node of a fleet serves which store, written create-only in the fleet's bucket.
+//!
+//! - `nodes/ID/{n:020}`: node `ID`'s heartbeats, the `n`th one made create-only every
+//!   [`Timing::beat`]; the object store stamps each with its own clock. A node is alive while its
+//!   latest beat is younger than [`Timing::ttl`] by that clock.
+//! - `leases/NAME/{epoch:020}`: who holds the store `NAME` from that epoch on (node, URL). The
+//!   latest epoch names the holder. A node takes a store that has no lease, or whose holder is
+//!   dead, by making the next epoch's object: of nodes racing for it exactly one makes it. A
+//!   holder hands a store over by making the next epoch naming the node it gives it to.
+//!
+//! **Clocks.** Nodes never compare their clocks with each other's. The fleet's one clock is the
+//! object store's, read off the stamps of objects: a node judges another dead when the other's
+//! latest beat is more than `ttl` (plus the stamps' one-second granularity) older than its own
+//! latest beat. A holder serves a store only while its own monotonic clock says less than
+//! `ttl - margin` has passed since it *began* its latest beat, and only if that beat continued the
+//! one before: made before the earlier deadline ran out, within `margin / 2` of beginning, and
+//! stamped less than `ttl - margin` (less the granularity) after it. Otherwise the node *lapsed*:
+//! every store it held may have been taken, so it holds none until it takes each again at a new
+//! epoch. The assumption: between two beats, the rates of a node's monotonic clock and of the
+//! object store's clock differ by less than `margin / ttl` (30% with the defaults), and a paused
+//! node does not count its pause as time not passed (a monotonic clock that stops while the
+//! process is stopped only makes the holder stop later, which the margin does not cover; Linux's
+//! `CLOCK_MONOTONIC`, what `Instant` reads, keeps running).
+//!
+//! Leases decide who *should* serve; they are not what keeps two holders' writes apart. That is
+//! the write-ahead log's fencing ([`super::wal`]), which holds whatever the clocks do.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::bucket::Bucket;
+use crate::error::{Error, Result};
+
+/// The largest lease or heartbeat object read.
+const OBJECT_MAX: u64 = 64 * 1024;
+
+/// How often a node beats, how long a beat keeps it alive, and how much before then a holder
+/// stops acknowledging writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timing {
+    /// Between two beats.
+    pub beat: Duration,
+    /// How long after its latest beat (by the object store's clock) a node is alive.
+    pub ttl: Duration,
+    /// How much before `ttl` runs out (by its own clock) a holder stops serving.
+    pub margin: Duration,
+    /// How coarse the object store's stamps may be (S3 listings give some to the second):
+    /// every comparison of two stamps allows this much.
+    pub granularity: Duration,
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Timing {
+            beat: Duration::from_secs(2),
+            ttl: Duration::from_secs(10),
+            margin: Duration::from_secs(3),
+            granularity: Duration::from_secs(1),
+        }
+    }
+}
+
+/// A node of the fleet: its id and the URL other nodes forward requests to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Node {
+    /// The node's id, unique in the fleet.
+    pub id: String,
+    /// Its advertised URL (`--advertise`).
+    pub url: String,
+}
+
+/// Who holds a store from an epoch on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lease {
+    /// The store.
+    pub store: String,
+    /// The epoch: one more than the lease it followed.
+    pub epoch: u64,
+    /// The holder.
+    pub node: Node,
+    /// When the object store wrote the lease (milliseconds since 1970, its clock).
+    #[serde(skip)]
+    pub stamp_ms: i64,
+}
+
+/// A node's beats: the next number, and how long what they prove lasts.
+#[derive(Debug, Default)]
+struct Beats {
+    /// The next beat's number.
+    next: u64,
+    /// The stamp of the latest beat made.
+    stamp_ms: Option<i64>,
+    /// Until when the latest continuing beat lets the node serve.
+    until: Option<Instant>,
+    /// Counts the node's lapses: a lease taken in an earlier generation is no longer held.
+    generation: u64,
+    /// The stamp of the first beat of this generation.
+    since_ms: i64,
+}
+
+/// This node's view of the fleet's leases: it beats, takes stores and hands them over.
+pub struct Leases {
+    bucket: Arc<Bucket>,
+    node: Node,
+    timing: Timing,
+    beats: Mutex<Beats>,
+}
+
+/// A lease this node holds: valid while [`Leases::holds`] says so.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Held {
+    /// The lease.
+    pub lease: Lease,
+    /// The generation of this node's beats it was taken in.
+    pub generation: u64,
+}
+
+/// A node as the fleet's status shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct NodeStatus {
+    /// The node.
+    pub node: Node,
+    /// How long before the latest beat of any node this one last beat, in milliseconds.
+    pub beat_age_ms: i64,
+    /// Whether it is alive.
+    pub alive: bool,
+}
+
+impl Leases {
+    /// The leases as `node` sees them in `bucket`.
+    pub fn new(bucket: Arc<Bucket>, node: Node, timing: Timing) -> Result<Leases> {
+        if node.id.is_empty()
+            || node.id.len() > 64
+            || !node
+                .id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
+        {
+            return Err(Error::InvalidArgument(format!(
+                "the node id {:?} is not one: give 1 to 64 of a-z, A-Z, 0-9, '-', '_' and '.' (such as node-1)",
+                node.id
+            )));
+        }
+        if timing.margin * 2 >= timing.ttl
+            || timing.beat * 2 > timing.ttl - timing.margin
+            || timing.granularity * 2 > timing.margin
+        {
+            return Err(Error::InvalidArgument(format!(
+                "lease timing {timing:?} leaves no room: the margin must be under half the ttl, two beats must fit in ttl - margin, and the margin must be at least twice the stamps' granularity"
+            )));
+        }
+        Ok(Leases {
+            bucket,
+            node,
+            timing,
+            beats: Mutex::new(Beats::default()),
+        })
+    }
+
+    /// This node.
+    pub fn node(&self) -> &Node {
+        &self.node
+    }
+
+    /// The timing the leases keep.
+    pub fn timing(&self) -> Timing {
+        self.timing
+    }
+
+    fn beats(&self) -> Result<std::sync::MutexGuard<'_, Beats>> {
+        self.beats.lock().map_err(|_| Error::Poisoned {
+            cause: "a thread panicked while it beat for this node".into(),
+        })
+    }
+
+    /// Makes this node's next beat. Returns whether the node is alive and serving (its beat
+    /// continued the last one); after a lapse it holds no store until it takes each again.
+    pub fn beat(&self) -> Result<bool> {
+        let mut beats = self.beats()?;
+        let dir = format!("nodes/{}", self.node.id);
+        if beats.next == 0 {
+            // A node starting (again): its beats go on after any an earlier run made.
+            beats.next = self
+                .bucket
+                .list(&dir)?
+                .last()
+                .map_or(1, |last| number(&last.name) + 1);
+        }
+        let began = Instant::now();
+        let body = serde_json::to_vec(&self.node)
+            .map_err(|e| Error::io("a heartbeat", std::io::Error::other(e)))?;
+        let made = self
+            .bucket
+            .create(&format!("{dir}/{:020}", beats.next), body)?;
+        if !made {
+            return Err(Error::InvalidArgument(format!(
+                "another process beats as the node {} in the fleet at {}: give each node its own --node-id",
+                self.node.id,
+                self.bucket.url()
+            )));
+        }
+        let n = beats.next;
+        beats.next += 1;
+        let took = began.elapsed();
+        let listed = self.bucket.list(&dir)?;
+        let stamp = listed
+            .iter()
+            .find(|l| number(&l.name) == n)
+            .map(|l| l.stamp_ms)
+            .ok_or_else(|| Error::damaged(format!("heartbeat {dir}/{n:020} vanished")))?;
+        let budget = ms(self.timing.ttl - self.timing.margin);
+        let continued = match (beats.stamp_ms, beats.until) {
+            (Some(before), Some(until)) => {
+                Instant::now() < until
+                    && took <= self.timing.margin / 2
+                    && stamp - before + ms(self.timing.granularity) <= budget
+            }
+            _ => false,
+        };
+        if !continued {
+            beats.generation += 1;
+            beats.since_ms = stamp;
+        }
+        beats.stamp_ms = Some(stamp);
+        beats.until = (took <= self.timing.margin / 2)
+            .then(|| began + (self.timing.ttl - self.timing.margin));
+        // Older beats prove nothing more: two are kept (a reader listing while one is made).
+        for old in listed.iter().filter(|l| number(&l.name) + 2 <= n) {
+            self.bucket.remove(&old.name)?;
+        }
+        Ok(continued)
+    }
+
+    /// Whether this node still holds `held`: taken in its current generation, and its latest
+    /// beat's deadline not passed. A holder checks this before it acknowledges a write.
+    pub fn holds(&self, held: &Held) -> bool {
+        self.beats().is_ok_and(|b| {
+            b.generation == held.generation && b.until.is_some_and(|until| Instant::now() < until)
+        })
+    }
+
+    /// The latest lease of `store`, if it has one.
+    pub fn lease(&self, store: &str) -> Result<Option<Lease>> {
+        let Some(latest) = self.bucket.list(&format!("leases/{store}"))?.pop() else {
+            return Ok(None);
+        };
+        let bytes = self
+            .bucket
+            .get(&latest.name, OBJECT_MAX)?
+            .ok_or_else(|| Error::damaged(format!("lease {} vanished", latest.name)))?;
+        let mut lease: Lease = serde_json::from_slice(&bytes)
+            .map_err(|e| Error::damaged(format!("lease {}: {e}", latest.name)))?;
+        if lease.store != store || latest.name != format!("leases/{store}/{:020}", lease.epoch) {
+            return Err(Error::damaged(format!(
+                "lease {} names the store {} at epoch {}, not the one its name says",
+                latest.name, lease.store, lease.epoch
+            )));
+        }
+        lease.stamp_ms = latest.stamp_ms;
+        Ok(Some(lease))
+    }
+
+    /// The latest lease of `store` if the node it names is alive (judged at this node's latest
+    /// beat): where the store is served now.
+    pub fn live_lease(&self, store: &str) -> Result<Option<Lease>> {
+        let Some(now_ms) = self.beats()?.stamp_ms else {
+            return Ok(None);
+        };
+        match self.lease(store)? {
+            Some(lease) if self.alive(&lease.node.id, now_ms)? => Ok(Some(lease)),
+            _ => Ok(None),
+        }
+    }
+
+    /// The stamp of `node`'s latest beat, if it ever beat.
+    fn last_beat(&self, node: &str) -> Result<Option<i64>> {
+        Ok(self
+            .bucket
+            .list(&format!("nodes/{node}"))?
+            .iter()
+            .map(|l| l.stamp_ms)
+            .max())
+    }
+
+    /// Whether the node `id`'s latest beat is younger than the ttl, judged at `now_ms` (a stamp
+    /// of this node's own latest beat).
+    fn alive(&self, id: &str, now_ms: i64) -> Result<bool> {
+        let ttl = ms(self.timing.ttl);
+        Ok(self
+            .last_beat(id)?
+            .is_some_and(|beat| now_ms - beat <= ttl + ms(self.timing.granularity)))
+    }
+
+    /// Takes `store` for this node if it is free, its holder is dead, or its latest lease names
+    /// this node from before a lapse (or was handed to it since its current generation began):
+    /// `Some` with the lease held, `None` if a live node holds it or another node took it first.
+    /// This node must have beaten (and be serving) first.
+    pub fn take(&self, store: &str) -> Result<Option<Held>> {
+        let (generation, now_ms) = {
+            let beats = self.beats()?;
+            match (beats.stamp_ms, beats.until) {
+                (Some(stamp), Some(until)) if Instant::now() < until => (beats.generation, stamp),
+                _ => {
+                    return Err(Error::InvalidArgument(
+                        "this node has not beaten within its ttl, so it cannot take a store; beat first".into(),
+                    ));
+                }
+            }
+        };
+        let since_ms = self.beats()?.since_ms;
+        let current = self.lease(store)?;
+        let epoch = match &current {
+            None => 1,
+            Some(lease) if lease.node.id == self.node.id && lease.stamp_ms >= since_ms => {
+                return Ok(Some(Held {
+                    lease: lease.clone(),
+                    generation,
+                }));
+            }
+            Some(lease)
+                if lease.node.id != self.node.id && self.alive(&lease.node.id, now_ms)? =>
+            {
+                return Ok(None);
+            }
+            Some(lease) => lease.epoch + 1,
+        };
+        self.claim(store, epoch, &self.node)
+            .map(|made| made.map(|lease| Held { lease, generation }))
+    }
+
+    /// Hands `held` over to `to`: makes the next epoch naming it. The caller stopped serving the
+    /// store first. `false` if another node took the store meanwhile.
+    pub fn hand_over(&self, held: &Held, to: &Node) -> Result<bool> {
+        Ok(self
+            .claim(&held.lease.store, held.lease.epoch + 1, to)?
+            .is_some())
+    }
+
+    fn claim(&self, store: &str, epoch: u64, to: &Node) -> Result<Option<Lease>> {
+        let lease = Lease {
+            store: store.to_string(),
+            epoch,
+            node: to.clone(),
+            stamp_ms: 0,
+        };
+        let body = serde_json::to_vec(&lease)
+            .map_err(|e| Error::io("a lease", std::io::Error::other(e)))?;
+        match self
+            .bucket
+            .create(&format!("leases/{store}/{epoch:020}"), body)?
+        {
+            true => Ok(self.lease(store)?.filter(|l| l.epoch == epoch)),
+            false => Ok(None),
+        }
+    }
+
+    /// The stores that have a lease, in name order.
+    pub fn stores(&self) -> Result<Vec<String>> {
+        self.bucket.dirs("leases")
+    }
+
+    /// Every node that ever beat and is still listed, with its age against the latest beat of
+    /// any node.
+    pub fn nodes(&self) -> Result<Vec<NodeStatus>> {
+        let mut found = Vec::new();
+        for id in self.bucket.dirs("nodes")? {
+            let listed = self.bucket.list(&format!("nodes/{id}"))?;
+            let Some(last) = listed.last() else { continue };
+            let node = match self.bucket.get(&last.name, OBJECT_MAX)? {
+                Some(bytes) => serde_json::from_slice(&bytes)
+                    .map_err(|e| Error::damaged(format!("heartbeat {}: {e}", last.name)))?,
+                None => continue,
+            };
+            found.push((node, listed.iter().map(|l| l.stamp_ms).max().unwrap_or(0)));
+        }
+        let now = found.iter().map(|(_, s)| *s).max().unwrap_or(0);
+        let ttl = ms(self.timing.ttl);
+        Ok(found
+            .into_iter()
+            .map(|(node, stamp)| NodeStatus {
+                node,
+                beat_age_ms: now - stamp,
+                alive: now - stamp <= ttl + ms(self.timing.granularity),
+            })
+            .collect())
+    }
+}
+
+/// `d` in whole milliseconds.
+fn ms(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX / 4)
+}
+
+/// The number a beat's or a lease's object name ends with (0 if none).
+fn number(name: &str) -> u64 {
+    name.rsplit('/')
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Short times for tests over a store in memory, whose stamps are to the millisecond.
+    const QUICK: Timing = Timing {
+        beat: Duration::from_millis(50),
+        ttl: Duration::from_millis(400),
+        margin: Duration::from_millis(100),
+        granularity: Duration::from_millis(5),
+    };
+
+    fn node(bucket: &Arc<Bucket>, id: &str) -> Leases {
+        let node = Node {
+            id: id.into(),
+            url: format!("http://{id}"),
+        };
+        Leases::new(Arc::clone(bucket), node, QUICK).expect("leases")
+    }
+
+    #[test]
+    fn a_free_store_is_taken_once_and_a_dead_holders_store_is_taken_over() {
+        let bucket = Arc::new(Bucket::in_memory().expect("bucket"));
+        let (a, b) = (node(&bucket, "a"), node(&bucket, "b"));
+        assert!(
+            a.take("notes").is_err(),
+            "a node that never beat takes nothing"
+        );
+        assert!(
+            !a.beat().expect("a beats"),
+            "a first beat starts a generation"
+        );
+        assert!(a.beat().expect("a beats"), "the next one continues it");
+        let held = a
+            .take("notes")
+            .expect("take")
+            .expect("a free store is taken");
+        assert_eq!((held.lease.epoch, held.lease.node.id.as_str()), (1, "a"));
+        assert!(a.holds(&held));
+        assert_eq!(
+            a.take("notes").expect("take"),
+            Some(held.clone()),
+            "a holds it still"
+        );
+        b.beat().expect("b beats");
+        assert_eq!(b.take("notes").expect("take"), None, "a is alive");
+        // a stops beating: its deadline passes before anyone may judge it dead.
+        std::thread::sleep(QUICK.ttl - QUICK.margin);
+        assert!(!a.holds(&held), "a stops serving at ttl - margin");
+        std::thread::sleep(QUICK.margin + QUICK.granularity * 2);
+        b.beat().expect("b beats");
+        let taken = b
+            .take("notes")
+            .expect("take")
+            .expect("a is dead: b takes over");
+        assert_eq!(taken.lease.epoch, 2);
+        // a comes back: it lapsed, holds nothing, and cannot take the store from a live b.
+        assert!(!a.beat().expect("a beats again"), "a lapsed");
+        assert!(!a.holds(&held));
+        assert_eq!(a.take("notes").expect("take"), None);
+        let status = b.nodes().expect("status");
+        assert_eq!(status.len(), 2);
+        assert!(status.iter().all(|s| s.alive));
+        assert_eq!(b.stores().expect("stores"), vec!["notes".to_string()]);
+    }
+
+    #[test]
+    fn a_store_handed_over_is_held_by_its_new_node_at_the_next_epoch() {
+        let bucket = Arc::new(Bucket::in_memory().expect("bucket"));
+        let (a, b) = (node(&bucket, "a"), node(&bucket, "b"));
+        a.beat().expect("a beats");
+        b.beat().expect("b beats");
+        let held = a.take("notes").expect("take").expect("free");
+        assert!(a.hand_over(&held, b.node()).expect("hand over"));
+        let got = b.take("notes").expect("take").expect("handed to b");
+        assert_eq!((got.lease.epoch, got.lease.node.id.as_str()), (2, "b"));
+        assert!(
+            !a.hand_over(&held, b.node()).expect("again"),
+            "an epoch is made once"
+        );
+        assert_eq!(a.take("notes").expect("take"), None, "b is alive");
+    }
+
+    #[test]
+    fn two_processes_beating_as_one_node_or_a_bad_id_or_timing_are_refused() {
+        let bucket = Arc::new(Bucket::in_memory().expect("bucket"));
+        let (a, twin) = (node(&bucket, "a"), node(&bucket, "a"));
+        a.beat().expect("beat");
+        twin.beat().expect("the twin starts after a's beats");
+        let refused = a.beat().expect_err("a finds its next number taken");
+        assert!(refused.to_string().contains("--node-id"), "{refused}");
+        for id in ["", "a/b", "..x y"] {
+            let node = Node {
+                id: id.into(),
+                url: String::new(),
+            };
+            assert!(
+                Leases::new(Arc::clone(&bucket), node, QUICK).is_err(),
+                "{id:?}"
+            );
+        }
+        let node = Node {
+            id: "c".into(),
+            url: String::new(),
+        };
+        let tight = Timing {
+            margin: QUICK.ttl / 2,
+            ..QUICK
+        };
+        assert!(Leases::new(Arc::clone(&bucket), node, tight).is_err());
+    }
+}

@@ -1,0 +1,522 @@
+//! A store's write-ahead log in the fleet's bucket, fenced by create-only names.
+//!
+//! The log of the store `NAME` is the objects `stores/NAME/wal/{n:020}`, numbered from 1 with no
+//! gap. Each is written once, create-only, by the node that holds the store, and holds the epoch
+//! of that node's lease and the events it makes durable (the store's own records, a run of seqs
+//! going on from the object before), or no event at all: an epoch's *marker*, which a node that
+//! takes a store over writes first (the byte layout is in `docs/formats.md`, "Fleet objects").
+//!
+//! **Fencing.** A holder writes object `n + 1` only after its object `n` was made, and a node
+//! taking the store over at a higher epoch reads every object there is and claims the next
+//! number with its marker. So a holder that lost the store without knowing it (paused, cut off)
+//! finds its next number taken by the marker (or by an object after it) and can never get an
+//! event into the store's history once the marker is made: a name, once claimed, is never free
+//! again (nothing here deletes an object). Whatever the old holder made before the marker is
+//! the history the new holder goes on from, so no write it acknowledged is lost. The invariants
+//! a reader checks, in [`Wal::scan`]: numbers run from 1 with no gap, epochs never go down,
+//! seqs go on densely from one object to the next, and every record keeps the chain rules.
+
+use std::sync::Arc;
+
+use super::bucket::Bucket;
+use crate::error::{Error, Result};
+use crate::model::chain::Chain;
+use crate::model::event::{EventHash, Seq};
+use crate::replica::segment;
+
+/// The first bytes of every object of a store's write-ahead log.
+const MAGIC: &[u8; 8] = b"MNEMOWL1";
+
+/// The largest object of a write-ahead log read: a segment's largest, and its header.
+const OBJECT_MAX: u64 = crate::replica::SEGMENT_OBJECT_MAX + 64;
+
+/// How many times [`Wal::take`] claims a next number that a holder still writing took first,
+/// before it gives up.
+const TAKE_TRIES: usize = 64;
+
+/// Events as a log holds them: each event's seq and its record, in seq order.
+pub type Records = Vec<(Seq, Vec<u8>)>;
+
+/// Where a reader of a write-ahead log stands: the next object to read, the highest epoch read
+/// so far, and the last event read (seq and chain hash).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Position {
+    /// The number of the next object.
+    pub object: u64,
+    /// The highest epoch of the objects read (0 before the first).
+    pub epoch: u64,
+    /// The last event read: its seq (0 before the first) and chain hash.
+    pub seq: Seq,
+    /// The chain hash of event `seq`.
+    pub hash: EventHash,
+}
+
+impl Position {
+    /// Before the first object.
+    pub const START: Position = Position {
+        object: 1,
+        epoch: 0,
+        seq: Seq(0),
+        hash: EventHash::ZERO,
+    };
+}
+
+/// A store's write-ahead log in a fleet's bucket.
+#[derive(Clone)]
+pub struct Wal {
+    bucket: Arc<Bucket>,
+    store: String,
+}
+
+/// A store taken at an epoch ([`Wal::take`]): the holder that writes its log from now on, and
+/// the events read on the way.
+pub struct Taken {
+    /// The holder, which alone can write the log until another node takes the store.
+    pub holder: Holder,
+    /// The events of the log past the position the take started from, in seq order.
+    pub records: Records,
+}
+
+/// The node that holds a store: it writes the store's log, one object per commit, until
+/// another node takes the store over; from then on every commit is [`Error::Fenced`].
+pub struct Holder {
+    wal: Wal,
+    epoch: u64,
+    next: u64,
+    seq: Seq,
+    hash: EventHash,
+    /// The highest epoch seen to take the store away, once a commit found its name taken.
+    fenced: Option<u64>,
+}
+
+impl Wal {
+    /// The write-ahead log of the store `store` in `bucket`.
+    pub fn new(bucket: Arc<Bucket>, store: &str) -> Wal {
+        Wal {
+            bucket,
+            store: store.to_string(),
+        }
+    }
+
+    fn dir(&self) -> String {
+        format!("stores/{}/wal", self.store)
+    }
+
+    fn name(&self, n: u64) -> String {
+        format!("{}/{n:020}", self.dir())
+    }
+
+    /// Reads the objects from `from` on, checking every invariant of the log, and returns where
+    /// it then stands and the events read. A number missing before a later one, a name that is
+    /// no number, an epoch lower than one before it, seqs that do not go on from the object
+    /// before, a record that breaks the chain, or a damaged object is [`Error::ReplicaDamaged`].
+    pub fn scan(&self, from: &Position) -> Result<(Position, Records)> {
+        let dir = self.dir();
+        let mut numbers = Vec::new();
+        for listed in self.bucket.list(&dir)? {
+            let tail = listed.name.strip_prefix(&format!("{dir}/")).unwrap_or("");
+            let n = tail
+                .parse::<u64>()
+                .ok()
+                .filter(|n| *n > 0 && tail.len() == 20)
+                .ok_or_else(|| {
+                    self.damaged(&format!(
+                        "it holds {}, which is no log object's name",
+                        listed.name
+                    ))
+                })?;
+            numbers.push(n);
+        }
+        let mut at = *from;
+        let mut chain = Chain::after(at.seq, at.hash);
+        let mut records = Vec::new();
+        for n in numbers.into_iter().filter(|n| *n >= from.object) {
+            if n != at.object {
+                return Err(self.damaged(&format!(
+                    "object {n} is there but object {} is not (a log object is never removed)",
+                    at.object
+                )));
+            }
+            let name = self.name(n);
+            let bytes = self
+                .bucket
+                .get(&name, OBJECT_MAX)?
+                .ok_or_else(|| self.damaged(&format!("object {n} vanished after it was listed")))?;
+            let (epoch, events) = decode(&name, &bytes)?;
+            if epoch < at.epoch {
+                return Err(self.damaged(&format!(
+                    "object {n} was written at epoch {epoch}, after an object of epoch {}: a node wrote past the one that took the store from it",
+                    at.epoch
+                )));
+            }
+            for (seq, record) in events {
+                let frame = chain.check(seq, &record).map_err(|b| {
+                    self.damaged(&format!(
+                        "object {n} breaks the chain at event {}: {}",
+                        b.seq, b.detail
+                    ))
+                })?;
+                at.seq = seq;
+                at.hash = frame.hash;
+                records.push((seq, record));
+            }
+            at.epoch = epoch;
+            at.object = n + 1;
+        }
+        Ok((at, records))
+    }
+
+    /// Takes the store at `epoch` (the epoch of the lease this node just won): reads the log
+    /// from `from` on and claims the next number with the epoch's marker; when a holder still
+    /// writing claimed that number first, reads on from there and claims the next. Returns the
+    /// holder and every event read. An epoch already in the log at or above `epoch` means
+    /// another node took the store later: [`Error::Fenced`].
+    pub fn take(&self, epoch: u64, from: &Position) -> Result<Taken> {
+        let mut at = *from;
+        let mut records = Vec::new();
+        for _ in 0..TAKE_TRIES {
+            let (now, read) = self.scan(&at)?;
+            records.extend(read);
+            at = now;
+            if at.epoch >= epoch {
+                return Err(Error::Fenced {
+                    store: self.store.clone(),
+                    epoch: at.epoch,
+                });
+            }
+            if self
+                .bucket
+                .create(&self.name(at.object), encode(epoch, None))?
+            {
+                return Ok(Taken {
+                    holder: Holder {
+                        wal: self.clone(),
+                        epoch,
+                        next: at.object + 1,
+                        seq: at.seq,
+                        hash: at.hash,
+                        fenced: None,
+                    },
+                    records,
+                });
+            }
+        }
+        Err(Error::Replica {
+            url: self.bucket.url().to_string(),
+            cause: format!(
+                "the log of the store {} grew under every one of {TAKE_TRIES} claims of its next object: its old holder is still writing; try the takeover again",
+                self.store
+            ),
+        })
+    }
+
+    fn damaged(&self, what: &str) -> Error {
+        Error::damaged(format!(
+            "the fleet log of the store {} at {}: {what}",
+            self.store,
+            self.bucket.url()
+        ))
+    }
+}
+
+impl Holder {
+    /// The last event in the log, and its chain hash.
+    #[cfg(any(test, feature = "testing"))]
+    pub fn head(&self) -> (Seq, EventHash) {
+        (self.seq, self.hash)
+    }
+
+    /// Makes `records` (the store's events right after the last one committed, in seq order)
+    /// durable in the log: one create-only object per run of [`segment::SEGMENT_BYTES`]. Once a
+    /// name is found taken, the store was taken over: this and every later commit is
+    /// [`Error::Fenced`], and whatever the commit did not make is not in the store's history.
+    pub fn commit(&mut self, records: &[(Seq, Vec<u8>)]) -> Result<()> {
+        if let Some(epoch) = self.fenced {
+            return Err(self.fenced_error(epoch));
+        }
+        let mut chain = Chain::after(self.seq, self.hash);
+        let mut run: Vec<Vec<u8>> = Vec::new();
+        let mut first = Seq(self.seq.0 + 1);
+        let mut bytes = 0;
+        for (i, (seq, record)) in records.iter().enumerate() {
+            let frame = chain.check(*seq, record).map_err(|b| {
+                Error::InvalidArgument(format!(
+                    "a commit to the fleet log of {} breaks the chain at event {}: {}",
+                    self.wal.store, b.seq, b.detail
+                ))
+            })?;
+            bytes += record.len();
+            run.push(record.clone());
+            if bytes >= segment::SEGMENT_BYTES || i + 1 == records.len() {
+                self.claim(first, &run, (*seq, frame.hash))?;
+                first = Seq(seq.0 + 1);
+                run.clear();
+                bytes = 0;
+            }
+        }
+        Ok(())
+    }
+
+    fn claim(&mut self, first: Seq, run: &[Vec<u8>], last: (Seq, EventHash)) -> Result<()> {
+        let bytes = encode(self.epoch, Some((first, run)));
+        if self.wal.bucket.create(&self.wal.name(self.next), bytes)? {
+            self.next += 1;
+            (self.seq, self.hash) = last;
+            return Ok(());
+        }
+        // The name is taken: a node took the store over. Its epoch is read for the message; a
+        // failure to read it changes nothing (this holder is fenced whatever it is).
+        let epoch = self
+            .wal
+            .bucket
+            .get(&self.wal.name(self.next), OBJECT_MAX)
+            .ok()
+            .flatten()
+            .and_then(|b| decode(&self.wal.name(self.next), &b).ok())
+            .map_or(self.epoch + 1, |(epoch, _)| epoch);
+        self.fenced = Some(epoch);
+        Err(self.fenced_error(epoch))
+    }
+
+    fn fenced_error(&self, epoch: u64) -> Error {
+        Error::Fenced {
+            store: self.wal.store.clone(),
+            epoch,
+        }
+    }
+}
+
+/// The bytes of a log object of `epoch` holding `events` (the first seq and the records), or an
+/// epoch's marker when `None`.
+fn encode(epoch: u64, events: Option<(Seq, &[Vec<u8>])>) -> Vec<u8> {
+    let mut out = MAGIC.to_vec();
+    out.extend_from_slice(&epoch.to_le_bytes());
+    if let Some((first, records)) = events {
+        out.extend_from_slice(&segment::encode(first, records));
+    }
+    let digest = blake3::hash(&out);
+    out.extend_from_slice(digest.as_bytes());
+    out
+}
+
+/// The epoch and the events of the log object `bytes` named `name`.
+fn decode(name: &str, bytes: &[u8]) -> Result<(u64, Records)> {
+    let bad = |why: &str| Error::damaged(format!("fleet log object {name}: {why}"));
+    let Some((body, digest)) = bytes.split_last_chunk::<32>() else {
+        return Err(bad("it is shorter than a log object can be"));
+    };
+    if blake3::hash(body).as_bytes() != digest {
+        return Err(bad(
+            "its bytes do not hash to the digest it ends with (damaged or cut)",
+        ));
+    }
+    let rest = body
+        .strip_prefix(MAGIC.as_slice())
+        .ok_or_else(|| bad("it does not start with MNEMOWL1"))?;
+    let (epoch, rest) = rest
+        .split_first_chunk::<8>()
+        .ok_or_else(|| bad("it has no epoch"))?;
+    let epoch = u64::from_le_bytes(*epoch);
+    if rest.is_empty() {
+        return Ok((epoch, Vec::new()));
+    }
+    let range = segment::range_of(rest).ok_or_else(|| bad("its events' header is cut"))?;
+    Ok((epoch, segment::decode(name, rest, range)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::chain::sample::frame;
+    use proptest::prelude::*;
+
+    fn wal() -> Wal {
+        Wal::new(Arc::new(Bucket::in_memory().expect("bucket")), "notes")
+    }
+
+    /// `n` events going on after `head`, naming `tag`.
+    fn after(head: (Seq, EventHash), n: u64, tag: &str) -> Vec<(Seq, Vec<u8>)> {
+        let (mut seq, mut prev) = head;
+        (0..n)
+            .map(|_| {
+                seq = Seq(seq.0 + 1);
+                let frame = frame(seq, prev, tag);
+                prev = frame.hash;
+                (seq, frame.encode())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_holder_taken_over_is_fenced_and_what_it_made_before_goes_on() {
+        let wal = wal();
+        let mut a = wal.take(1, &Position::START).expect("a takes").holder;
+        let first = after(a.head(), 3, "a");
+        a.commit(&first).expect("a commits");
+        let b = wal.take(2, &Position::START).expect("b takes");
+        assert_eq!(
+            b.records, first,
+            "the new holder goes on from what the old one made"
+        );
+        let late = after(a.head(), 1, "a");
+        assert!(
+            matches!(a.commit(&late), Err(Error::Fenced { epoch: 2, .. })),
+            "the old holder's next commit is fenced"
+        );
+        assert!(
+            matches!(a.commit(&late), Err(Error::Fenced { .. })),
+            "and stays so"
+        );
+        let mut b = b.holder;
+        let next = after(b.head(), 2, "b");
+        b.commit(&next).expect("b commits");
+        let (at, all) = wal.scan(&Position::START).expect("scan");
+        assert_eq!(all, [first, next].concat());
+        assert_eq!((at.object, at.epoch, at.seq), (5, 2, Seq(5)));
+        // A take at an epoch the log has passed is refused.
+        assert!(matches!(
+            wal.take(2, &Position::START),
+            Err(Error::Fenced { epoch: 2, .. })
+        ));
+    }
+
+    #[test]
+    fn a_take_that_loses_the_next_name_to_the_old_holder_reads_on_and_claims_after_it() {
+        let wal = wal();
+        let mut a = wal.take(1, &Position::START).expect("a takes").holder;
+        a.commit(&after(a.head(), 2, "a")).expect("a commits");
+        // The old holder's object lands between the new holder's listing and its claim: the
+        // claim finds the name taken, reads it, and claims the next one.
+        let (at, _) = wal.scan(&Position::START).expect("scan");
+        a.commit(&after(a.head(), 1, "a")).expect("a commits again");
+        let b = wal.take(2, &at).expect("b takes");
+        assert_eq!(b.records.len(), 1);
+        assert_eq!(b.holder.head().0, Seq(3));
+        assert!(a.commit(&after(a.head(), 1, "a")).is_err());
+    }
+
+    #[test]
+    fn damage_to_the_log_is_named() {
+        let bucket = Arc::new(Bucket::in_memory().expect("bucket"));
+        let wal = Wal::new(Arc::clone(&bucket), "notes");
+        let mut a = wal.take(1, &Position::START).expect("take").holder;
+        a.commit(&after(a.head(), 2, "a")).expect("commit");
+        let name = wal.name(2);
+        let good = bucket.get(&name, OBJECT_MAX).expect("get").expect("there");
+        type Damage<'a> = Box<dyn Fn(&Bucket) + 'a>;
+        let cases: Vec<(&str, Damage)> = vec![
+            (
+                "a gap",
+                Box::new(|b: &Bucket| {
+                    b.create(&wal.name(4), encode(1, None)).expect("create");
+                }),
+            ),
+            (
+                "a foreign name",
+                Box::new(|b: &Bucket| {
+                    b.create("stores/notes/wal/x", Vec::new()).expect("create");
+                }),
+            ),
+            (
+                "an epoch going down",
+                Box::new(|b: &Bucket| {
+                    b.create(&wal.name(3), encode(0, None)).expect("create");
+                }),
+            ),
+            (
+                "a broken chain",
+                Box::new(|b: &Bucket| {
+                    let other = after((Seq(2), EventHash::ZERO), 1, "x");
+                    let run: Vec<Vec<u8>> = other.into_iter().map(|(_, r)| r).collect();
+                    b.create(&wal.name(3), encode(1, Some((Seq(3), &run))))
+                        .expect("create");
+                }),
+            ),
+        ];
+        for (what, damage) in cases {
+            let bucket = Arc::new(Bucket::in_memory().expect("bucket"));
+            let copy = Wal::new(Arc::clone(&bucket), "notes");
+            bucket
+                .create(&copy.name(1), encode(1, None))
+                .expect("marker");
+            bucket.create(&copy.name(2), good.clone()).expect("object");
+            copy.scan(&Position::START)
+                .expect("intact before the damage");
+            damage(&bucket);
+            assert!(
+                matches!(
+                    copy.scan(&Position::START),
+                    Err(Error::ReplicaDamaged { .. })
+                ),
+                "{what} is named"
+            );
+        }
+        for i in 0..good.len() {
+            let mut flipped = good.clone();
+            flipped[i] ^= 1;
+            assert!(decode(&name, &flipped).is_err(), "byte {i}");
+            assert!(decode(&name, &good[..i]).is_err(), "cut at {i}");
+        }
+    }
+
+    /// One step of nodes sharing a store's log.
+    #[derive(Clone, Debug)]
+    enum Step {
+        /// Node `0` takes the store over at the next epoch, from what it read before.
+        Take(usize),
+        /// Node `0` commits `1` events, if it ever took the store.
+        Commit(usize, u64),
+    }
+
+    fn steps() -> impl Strategy<Value = Vec<Step>> {
+        prop::collection::vec(
+            prop_oneof![
+                (0..3usize).prop_map(Step::Take),
+                (0..3usize, 1..4u64).prop_map(|(n, k)| Step::Commit(n, k)),
+            ],
+            1..40,
+        )
+    }
+
+    proptest! {
+        /// Any interleaving of three nodes taking a store over and committing to it: every
+        /// commit acknowledged is in the log, in order; a holder whose store was taken after it
+        /// took it never gets a commit through; the log always reads back intact.
+        #[test]
+        fn no_acknowledged_commit_is_lost_and_no_stale_holder_gets_one_through(steps in steps()) {
+            let wal = wal();
+            let mut holders: Vec<Option<Holder>> = vec![None, None, None];
+            let mut read: Vec<Position> = vec![Position::START; 3];
+            let mut acked: Vec<(Seq, Vec<u8>)> = Vec::new();
+            let mut epoch = 0;
+            let mut latest_taker: Option<usize> = None;
+            for step in steps {
+                match step {
+                    Step::Take(n) => {
+                        epoch += 1;
+                        let taken = wal.take(epoch, &read[n]).expect("a take at a new epoch");
+                        read[n] = wal.scan(&Position::START).expect("scan").0;
+                        holders[n] = Some(taken.holder);
+                        latest_taker = Some(n);
+                    }
+                    Step::Commit(n, k) => {
+                        let Some(holder) = holders[n].as_mut() else { continue };
+                        let events = after(holder.head(), k, &format!("node {n}"));
+                        match holder.commit(&events) {
+                            Ok(()) => {
+                                prop_assert_eq!(Some(n), latest_taker, "only the latest taker commits");
+                                acked.extend(events);
+                            }
+                            Err(Error::Fenced { .. }) => {
+                                prop_assert_ne!(Some(n), latest_taker, "the latest taker is never fenced");
+                            }
+                            Err(e) => prop_assert!(false, "{e}"),
+                        }
+                    }
+                }
+                let (_, all) = wal.scan(&Position::START).expect("the log reads back intact");
+                prop_assert_eq!(&all, &acked);
+            }
+        }
+    }
+}

@@ -1,0 +1,635 @@
+//! `mnemo serve --data DIR --fleet URL`: a node of a fleet. Every node points at the same bucket
+//! (and prefix); each store is served by the one node holding its lease, and `DIR` holds this
+//! node's copies of the stores it holds (built from the store's write-ahead log in the bucket
+//! when it takes one, never the truth).
+//!
+//! - **Membership.** A thread beats for the node every [`Timing::beat`]; a node that lapsed
+//!   (see [`crate::fleet::lease`]) forgets what it held, and takes each store again on its next
+//!   request.
+//! - **Taking a store.** A request for a store no live node holds takes it: the lease's next
+//!   epoch, then the log's next object with the epoch's marker ([`crate::fleet::wal`]), then a
+//!   copy built from the log. Every write is then acknowledged only once it is in the log
+//!   (`durability replicated`): a node that lost the store without knowing it is fenced there,
+//!   never acknowledged.
+//! - **One address.** A request for a store a live node holds is forwarded to that node (once:
+//!   a forwarded request is never forwarded again), with its headers, and the answer sent back
+//!   as it came. A store's tokens are events of the store, so they work through any node; the
+//!   operator token is the fleet's, kept in the bucket (`operator/token`, made by the first node
+//!   that starts).
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderName, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use tokio_util::sync::CancellationToken;
+
+use super::auth::Token;
+use super::routes::error;
+use crate::error::{Error, Result};
+use crate::fleet::bucket::Bucket;
+use crate::fleet::copy;
+use crate::fleet::lease::{Held, Leases, Node, Timing};
+use crate::fleet::wal::{Holder, Position, Wal};
+use crate::model::event::Seq;
+use crate::store::writer::{Replicate, Replicator};
+
+/// Where a node of a fleet is, and the bucket it shares with the others.
+#[derive(Clone, Debug)]
+pub struct FleetOptions {
+    /// The bucket every node shares: `s3://bucket/prefix` (or `file:///dir` on one machine).
+    pub url: String,
+    /// This node's id, unique in the fleet.
+    pub node_id: String,
+    /// The URL the other nodes forward requests to this node at.
+    pub advertise: String,
+    /// How long after its last heartbeat a node counts as dead, and its stores are taken over
+    /// (default 10 s; the node stops acknowledging writes 30% before).
+    pub lease_ttl: Duration,
+}
+
+/// The header a forwarded request carries: the id of the node that forwarded it.
+const FORWARDED: &str = "x-mnemo-forwarded-by";
+
+/// How many times a request for a store is sent where the store is (here or another node)
+/// while it is answered 503 for want of the store.
+const ROUTE_TRIES: usize = 4;
+
+/// The pause before a request is sent where its store is now.
+const ROUTE_PAUSE: Duration = Duration::from_millis(50);
+
+/// The most bytes of a request or an answer forwarded to another node.
+const FORWARD_MAX: usize = 256 * 1024 * 1024;
+
+/// This node's part in the fleet.
+pub(crate) struct Member {
+    bucket: Arc<Bucket>,
+    leases: Leases,
+    /// The stores this node holds, by name.
+    held: Mutex<HashMap<String, Held>>,
+    /// Set by a drain: the node takes no store from then on, and forwards what it held.
+    draining: std::sync::atomic::AtomicBool,
+    http: ureq::Agent,
+}
+
+/// What a request for a store found ([`Member::take`]).
+pub(crate) enum Taken {
+    /// This node holds it now: its copy is built, and writes go through this.
+    Here(Replicator),
+    /// The live node at this URL holds it.
+    Elsewhere(String),
+    /// No such store in the fleet.
+    Missing,
+}
+
+/// The timing of leases of `ttl`: a beat every fifth of it, serving stopped 30% before it
+/// runs out, and stamps taken as coarse as the bucket's may be.
+fn timing(ttl: Duration, bucket: &Bucket) -> Timing {
+    let granularity = match bucket.url().starts_with("s3://") {
+        true => Duration::from_secs(1),
+        false => Duration::from_millis(10),
+    };
+    Timing {
+        beat: ttl / 5,
+        ttl,
+        margin: (ttl * 3 / 10).max(granularity * 2),
+        granularity,
+    }
+}
+
+impl Member {
+    /// This node of the fleet `options` names: the bucket opened, not beating yet (a node beats
+    /// once it listens, [`Member::beat_until`]).
+    pub(crate) fn open(options: &FleetOptions) -> Result<Member> {
+        let bucket = Arc::new(Bucket::open(&options.url)?);
+        let node = Node {
+            id: options.node_id.clone(),
+            url: options.advertise.trim_end_matches('/').to_string(),
+        };
+        let timing = timing(options.lease_ttl, &bucket);
+        let leases = Leases::new(Arc::clone(&bucket), node, timing)?;
+        let http = ureq::Agent::new_with_config(
+            ureq::Agent::config_builder()
+                .http_status_as_error(false)
+                .timeout_global(Some(Duration::from_secs(300)))
+                .build(),
+        );
+        Ok(Member {
+            bucket,
+            leases,
+            held: Mutex::default(),
+            draining: std::sync::atomic::AtomicBool::new(false),
+            http,
+        })
+    }
+
+    /// The fleet's operator token: made by the first node that starts (create-only, so nodes
+    /// starting together agree), read by the others.
+    pub(crate) fn operator_token(&self) -> Result<Token> {
+        const NAME: &str = "operator/token";
+        let fresh = Token::generate().map_err(|e| Error::io("the fleet's operator token", e))?;
+        self.bucket
+            .create(NAME, fresh.as_str().as_bytes().to_vec())?;
+        let bytes = self
+            .bucket
+            .get(NAME, 1024)?
+            .ok_or_else(|| Error::damaged(format!("the fleet's {NAME} vanished")))?;
+        let text = String::from_utf8(bytes)
+            .ok()
+            .filter(|t| t.len() >= 32 && t.bytes().all(|b| b.is_ascii_hexdigit()))
+            .ok_or_else(|| {
+                Error::damaged(format!(
+                    "the fleet's {NAME} at {} is not a token (64 hex digits)",
+                    self.bucket.url()
+                ))
+            })?;
+        Ok(Token::shared(text))
+    }
+
+    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<String, Held>> {
+        self.held.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether this node still holds `store` (taken, and its beats keeping it).
+    pub(crate) fn holds(&self, store: &str) -> bool {
+        self.held()
+            .get(store)
+            .is_some_and(|held| self.leases.holds(held))
+    }
+
+    /// The URL of the live node other than this one that holds `store`, if one does; for a
+    /// node being drained, which takes no store, any other live node's when none holds it.
+    pub(crate) fn elsewhere(&self, store: &str) -> Option<String> {
+        if self.holds(store) {
+            return None;
+        }
+        let me = &self.leases.node().id;
+        let holder = self
+            .leases
+            .live_lease(store)
+            .ok()
+            .flatten()
+            .filter(|lease| lease.node.id != *me)
+            .map(|lease| lease.node.url);
+        match holder {
+            Some(url) => Some(url),
+            None if self.is_draining() => {
+                self.other_nodes().ok()?.into_iter().next().map(|n| n.url)
+            }
+            None => None,
+        }
+    }
+
+    fn is_draining(&self) -> bool {
+        self.draining.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// The live nodes other than this one.
+    fn other_nodes(&self) -> Result<Vec<Node>> {
+        let me = &self.leases.node().id;
+        Ok(self
+            .leases
+            .nodes()?
+            .into_iter()
+            .filter(|n| n.alive && n.node.id != *me && !n.node.url.is_empty())
+            .map(|n| n.node)
+            .collect())
+    }
+
+    /// Starts a drain: from now on the node takes no store. Returns the stores it holds, each
+    /// with the live node it is to be handed to (spread over the others in turn); none if no
+    /// other node is alive.
+    pub(crate) fn start_drain(&self) -> Result<Vec<(String, Node)>> {
+        let others = self.other_nodes()?;
+        if others.is_empty() {
+            return Err(Error::InvalidArgument(
+                "no other node of the fleet is alive to hand the stores to; start one, then drain this one".into(),
+            ));
+        }
+        self.draining
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let mut held: Vec<String> = self.held().keys().cloned().collect();
+        held.sort();
+        Ok(held
+            .into_iter()
+            .zip(others.iter().cycle())
+            .map(|(store, node)| (store, node.clone()))
+            .collect())
+    }
+
+    /// Hands `store` (closed here, its writes all in the bucket) to `to`: the lease's next epoch
+    /// names it. Whether it was still this node's to hand.
+    pub(crate) fn hand_over(&self, store: &str, to: &Node) -> Result<bool> {
+        let Some(held) = self.held().remove(store) else {
+            return Ok(false);
+        };
+        self.leases.hand_over(&held, to)
+    }
+
+    /// The stores of the fleet, by name.
+    pub(crate) fn stores(&self) -> Result<Vec<String>> {
+        self.leases.stores()
+    }
+
+    /// Whether `store` is one of the fleet's.
+    pub(crate) fn exists(&self, store: &str) -> Result<bool> {
+        Ok(self.leases.lease(store)?.is_some())
+    }
+
+    /// Takes `store` for this node unless a live node holds it, builds its copy at `path` from
+    /// its log, and returns what its writes go through; with `create`, only a store that does
+    /// not exist yet is taken (`Missing` then means it exists).
+    pub(crate) fn take(&self, store: &str, path: &Path, create: bool) -> Result<Taken> {
+        if self.is_draining() {
+            return match self.elsewhere(store) {
+                Some(url) => Ok(Taken::Elsewhere(url)),
+                None => Err(Error::InvalidArgument(
+                    "this node is being drained and takes no store, and no other node of the fleet is alive to take it; start one".into(),
+                )),
+            };
+        }
+        let exists = self.exists(store)?;
+        if exists == create {
+            return Ok(Taken::Missing);
+        }
+        let Some(held) = self.leases.take(store)? else {
+            return Ok(match self.leases.lease(store)? {
+                Some(lease) if !create => Taken::Elsewhere(lease.node.url),
+                _ => Taken::Missing,
+            });
+        };
+        let wal = Wal::new(Arc::clone(&self.bucket), store);
+        let taken = match wal.take(held.lease.epoch, &Position::START) {
+            Ok(taken) => taken,
+            Err(Error::Fenced { .. }) => {
+                return Ok(match self.leases.lease(store)? {
+                    Some(lease) => Taken::Elsewhere(lease.node.url),
+                    None => Taken::Missing,
+                });
+            }
+            Err(e) => return Err(e),
+        };
+        copy::build(path, &taken.records)?;
+        self.held().insert(store.to_string(), held);
+        Ok(Taken::Here(Replicator(Arc::new(Shipping(Mutex::new(
+            taken.holder,
+        ))))))
+    }
+
+    /// Makes the node's first beat (it joins the fleet), then beats on a thread of its own until
+    /// `stop`; when a beat finds the node lapsed, forgets every store it held (each is taken
+    /// again, at a new epoch, on its next request here).
+    pub(crate) fn beat_until(
+        self: &Arc<Self>,
+        stop: CancellationToken,
+    ) -> Result<std::thread::JoinHandle<()>> {
+        self.leases.beat()?;
+        let member = Arc::clone(self);
+        std::thread::Builder::new()
+            .name("mnemo-fleet-beat".into())
+            .spawn(move || {
+                let every = member.leases.timing().beat;
+                while !stop.is_cancelled() {
+                    std::thread::sleep(every);
+                    match member.leases.beat() {
+                        Ok(true) => {}
+                        Ok(false) => member.held().clear(),
+                        Err(e) => eprintln!("mnemo serve: the fleet heartbeat failed: {e}"),
+                    }
+                }
+            })
+            .map_err(|e| Error::io("the fleet's heartbeat thread", e))
+    }
+}
+
+/// A fleet as `mnemo fleet status` shows it, read from its bucket.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct FleetStatus {
+    /// Every node that beat lately (a node's beats are kept while it runs), by id.
+    pub nodes: Vec<FleetNode>,
+    /// Every store, by name.
+    pub stores: Vec<FleetStore>,
+}
+
+/// A node of a fleet.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct FleetNode {
+    /// Its id.
+    pub id: String,
+    /// The URL the other nodes forward to.
+    pub url: String,
+    /// How long before the latest beat of any node its own latest beat was, in milliseconds
+    /// (the object store's clock).
+    pub beat_age_ms: i64,
+    /// Whether its lease still holds (its latest beat is within the ttl).
+    pub alive: bool,
+    /// How many stores' latest lease names it.
+    pub stores: usize,
+}
+
+/// A store of a fleet.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct FleetStore {
+    /// Its name.
+    pub name: String,
+    /// The node its latest lease names.
+    pub node: String,
+    /// That lease's epoch (how many times the store was taken).
+    pub epoch: u64,
+    /// Whether that node is alive (else the store is taken by the next node asked for it).
+    pub alive: bool,
+    /// How many objects its log in the bucket holds (one per commit, and one per epoch).
+    pub log_objects: usize,
+}
+
+/// The fleet whose bucket is at `url`, as its objects show it, with leases of `lease_ttl`.
+pub fn fleet_status(url: &str, lease_ttl: Duration) -> Result<FleetStatus> {
+    let bucket = Arc::new(Bucket::open(url)?);
+    let observer = Node {
+        id: "status".into(),
+        url: String::new(),
+    };
+    let leases = Leases::new(Arc::clone(&bucket), observer, timing(lease_ttl, &bucket))?;
+    let beating = leases.nodes()?;
+    let mut stores = Vec::new();
+    for name in leases.stores()? {
+        let Some(lease) = leases.lease(&name)? else {
+            continue;
+        };
+        let alive = beating
+            .iter()
+            .any(|n| n.node.id == lease.node.id && n.alive);
+        let log_objects = bucket.list(&format!("stores/{name}/wal"))?.len();
+        stores.push(FleetStore {
+            name,
+            node: lease.node.id,
+            epoch: lease.epoch,
+            alive,
+            log_objects,
+        });
+    }
+    let nodes = beating
+        .into_iter()
+        .map(|n| FleetNode {
+            stores: stores.iter().filter(|s| s.node == n.node.id).count(),
+            id: n.node.id,
+            url: n.node.url,
+            beat_age_ms: n.beat_age_ms,
+            alive: n.alive,
+        })
+        .collect();
+    Ok(FleetStatus { nodes, stores })
+}
+
+/// Drains the node `node` of the fleet whose bucket is at `url`: asks it (at the URL it beats
+/// with, with the fleet's operator token) to hand every store it holds to the other live nodes.
+/// Returns each store handed over and the node it went to.
+pub fn fleet_drain(url: &str, node: &str) -> Result<Vec<(String, String)>> {
+    let bucket = Arc::new(Bucket::open(url)?);
+    let observer = Node {
+        id: "drain".into(),
+        url: String::new(),
+    };
+    let leases = Leases::new(
+        Arc::clone(&bucket),
+        observer,
+        timing(Duration::from_secs(10), &bucket),
+    )?;
+    let found = leases
+        .nodes()?
+        .into_iter()
+        .find(|n| n.node.id == node)
+        .ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "the fleet at {url} has no node {node:?}: `mnemo fleet status --fleet {url}` lists its nodes"
+            ))
+        })?;
+    let token = bucket
+        .get("operator/token", 1024)?
+        .and_then(|t| String::from_utf8(t).ok())
+        .ok_or_else(|| Error::damaged(format!("the fleet at {url} has no operator/token")))?;
+    let remote = crate::client::remote::RemoteClient::new(&found.node.url, &token);
+    let (status, body) = remote.admin(crate::client::remote::AdminRequest::Post {
+        route: "/v1/fleet/drain",
+        body: &serde_json::json!({}),
+    })?;
+    let answer: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+    if status != 200 {
+        return Err(Error::Server {
+            reason: format!(
+                "the node {node} at {} refused the drain ({status}): {}",
+                found.node.url,
+                answer["error"].as_str().unwrap_or("no reason given")
+            ),
+            unreachable: false,
+            status: Some(status),
+        });
+    }
+    Ok(answer["handed_over"]
+        .as_array()
+        .map(|all| {
+            all.iter()
+                .map(|h| {
+                    (
+                        h["store"].as_str().unwrap_or_default().to_string(),
+                        h["to"].as_str().unwrap_or_default().to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default())
+}
+
+/// A store's writes going to its log in the bucket.
+struct Shipping(Mutex<Holder>);
+
+impl Replicate for Shipping {
+    fn replicate(&self, records: &[(Seq, Vec<u8>)]) -> Result<()> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .commit(records)
+    }
+}
+
+/// The store a request's path names, if it names one: `/v1/stores/NAME/...` or
+/// `/v1/memory_stores/ID/...`.
+fn store_of(path: &str) -> Option<String> {
+    let mut parts = path.trim_start_matches('/').split('/');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some("v1"), Some("stores"), Some(name)) if parts.next().is_some() => {
+            Some(name.to_string())
+        }
+        (Some("v1"), Some("memory_stores"), Some(id)) => {
+            crate::memory_store::ids::store_name(id).map(str::to_string)
+        }
+        _ => None,
+    }
+}
+
+/// Forwards a request for a store another live node holds to that node, once; any other
+/// request goes on here.
+pub(crate) async fn route(
+    State(member): State<Arc<Member>>,
+    request: Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let Some(store) = store_of(request.uri().path()) else {
+        return next.run(request).await;
+    };
+    if request.headers().contains_key(FORWARDED) {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let body = match axum::body::to_bytes(body, FORWARD_MAX).await {
+        Ok(body) => body,
+        Err(e) => {
+            return error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &format!(
+                    "the request body could not be read ({e}); send at most {FORWARD_MAX} bytes"
+                ),
+            );
+        }
+    };
+    // A store refused for want of it (another node took it meanwhile, or a drain hands it
+    // over) is looked for again, and the request sent where it is now, rather than back.
+    let mut next = Some(next);
+    let mut answered = None;
+    for _ in 0..ROUTE_TRIES {
+        let response = match holder(&member, &store).await {
+            Some(url) => forward(Arc::clone(&member), url, parts.clone(), body.clone()).await,
+            None => match next.take() {
+                Some(next) => {
+                    let here = Request::from_parts(parts.clone(), Body::from(body.clone()));
+                    next.run(here).await
+                }
+                None => break,
+            },
+        };
+        if response.status() != StatusCode::SERVICE_UNAVAILABLE {
+            return response;
+        }
+        answered = Some(response);
+        tokio::time::sleep(ROUTE_PAUSE).await;
+    }
+    answered.unwrap_or_else(|| {
+        error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the store is moving between the fleet's nodes; retry",
+        )
+    })
+}
+
+/// Where `store` is served, if not here ([`Member::elsewhere`]).
+async fn holder(member: &Arc<Member>, store: &str) -> Option<String> {
+    let (asking, store) = (Arc::clone(member), store.to_string());
+    tokio::task::spawn_blocking(move || asking.elsewhere(&store))
+        .await
+        .ok()
+        .flatten()
+}
+
+/// Headers that belong to one connection, not to the request or answer forwarded.
+fn hop_by_hop(name: &str) -> bool {
+    matches!(
+        name,
+        "host" | "connection" | "keep-alive" | "transfer-encoding" | "content-length" | "upgrade"
+    )
+}
+
+async fn forward(
+    member: Arc<Member>,
+    url: String,
+    parts: axum::http::request::Parts,
+    body: axum::body::Bytes,
+) -> Response {
+    let target = format!(
+        "{url}{}",
+        parts.uri.path_and_query().map_or("/", |p| p.as_str())
+    );
+    let node = member.leases.node().id.clone();
+    let sent = tokio::task::spawn_blocking(move || {
+        let mut builder = ureq::http::Request::builder()
+            .method(parts.method.as_str())
+            .uri(&target);
+        for (name, value) in &parts.headers {
+            if !hop_by_hop(name.as_str()) {
+                builder = builder.header(name.as_str(), value.as_bytes());
+            }
+        }
+        let request = builder
+            .header(FORWARDED, node)
+            .body(body.to_vec())
+            .map_err(|e| e.to_string())?;
+        let mut answer = member.http.run(request).map_err(|e| e.to_string())?;
+        let status = answer.status().as_u16();
+        let headers: Vec<(String, Vec<u8>)> = answer
+            .headers()
+            .iter()
+            .filter(|(name, _)| !hop_by_hop(name.as_str()))
+            .map(|(name, value)| (name.as_str().to_string(), value.as_bytes().to_vec()))
+            .collect();
+        let bytes = answer
+            .body_mut()
+            .with_config()
+            .limit(FORWARD_MAX as u64)
+            .read_to_vec()
+            .map_err(|e| e.to_string())?;
+        Ok::<_, String>((status, headers, bytes))
+    })
+    .await;
+    match sent {
+        Ok(Ok((status, headers, bytes))) => {
+            let mut response = Body::from(bytes).into_response();
+            *response.status_mut() =
+                StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
+            for (name, value) in headers {
+                if let (Ok(name), Ok(value)) =
+                    (HeaderName::try_from(name), HeaderValue::from_bytes(&value))
+                {
+                    response.headers_mut().append(name, value);
+                }
+            }
+            response
+        }
+        Ok(Err(why)) => error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &format!(
+                "the node holding the store did not answer ({why}); retry: a store whose node is gone is taken over once its lease runs out"
+            ),
+        ),
+        Err(e) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &format!("forwarding did not finish ({e}); retry"),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::store_of;
+
+    #[test]
+    fn the_store_a_path_names_is_read_off_it() {
+        assert_eq!(store_of("/v1/stores/notes/view").as_deref(), Some("notes"));
+        assert_eq!(store_of("/v1/stores/notes/mcp/x").as_deref(), Some("notes"));
+        assert_eq!(
+            store_of("/v1/stores/notes"),
+            None,
+            "deleting is the operator's"
+        );
+        assert_eq!(store_of("/v1/stores"), None);
+        assert_eq!(
+            store_of("/v1/memory_stores/memstore_notes/memories").as_deref(),
+            Some("notes")
+        );
+        assert_eq!(store_of("/v1/memory_stores"), None);
+        assert_eq!(store_of("/v1/memory_stores/other"), None);
+        assert_eq!(store_of("/v1/view"), None);
+    }
+}

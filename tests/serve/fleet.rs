@@ -1,0 +1,345 @@
+//! A fleet of `mnemo serve --fleet URL` nodes sharing a bucket (a `file://` directory; SeaweedFS's
+//! S3 under `MNEMO_TEST_S3`): any node answers any store; a node killed or stopped past its lease
+//! loses no acknowledged write and gets none acknowledged after another node took its store over;
+//! a drained node hands its stores over with no request failing.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use mnemo::Seq;
+use mnemo::testing::fleet::bucket::Bucket;
+use mnemo::testing::fleet::wal::{Position, Wal};
+
+use super::*;
+use crate::support::bucket_url;
+
+/// How long leases last in these tests (S3's stamps are to the second, so longer there).
+fn ttl() -> f64 {
+    match std::env::var("MNEMO_TEST_S3") {
+        Ok(base) if !base.is_empty() => 6.0,
+        _ => 2.0,
+    }
+}
+
+/// A free loopback port (a node must listen on a known one to advertise it).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// Node `id` of the fleet at `url`, its copies under `t`.
+fn node(t: &TempStore, url: &str, id: &str) -> Server {
+    let dir = t.dir.path().join(id);
+    let listen = format!("127.0.0.1:{}", free_port());
+    let ttl = ttl().to_string();
+    Server::start_data(
+        &dir,
+        &[
+            "--fleet",
+            url,
+            "--node-id",
+            id,
+            "--listen",
+            &listen,
+            "--lease-ttl",
+            &ttl,
+        ],
+    )
+}
+
+fn signal(sig: &str, pid: u32) {
+    let status = Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(status.success(), "kill {sig} {pid}");
+}
+
+/// `create` of `path` in `store` through `server`, retried while it answers 503 (a store being
+/// taken over): whether it was acknowledged (200 and no error result).
+fn write(server: &Server, store: &str, path: &str, extra: &[(&str, &str)]) -> bool {
+    let input = json!({"command": "create", "path": path, "file_text": path});
+    let started = Instant::now();
+    loop {
+        let bearer = server.bearer();
+        let mut headers = vec![("Authorization", bearer.as_str())];
+        headers.extend_from_slice(extra);
+        let reply = try_request(
+            server.addr(),
+            "POST",
+            &format!("/v1/stores/{store}/memory"),
+            &headers,
+            input.to_string().as_bytes(),
+        );
+        match reply {
+            Ok(reply) if reply.status == 503 && extra.is_empty() && started.elapsed() < WAIT => {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Ok(reply) => {
+                let body: Value = serde_json::from_slice(&reply.body).unwrap_or(Value::Null);
+                return reply.status == 200 && body["is_error"] != json!(true);
+            }
+            Err(_) => return false,
+        }
+    }
+}
+
+/// The files of `store` as `server` answers a view of its root.
+fn files(server: &Server, store: &str) -> String {
+    let reply = server.call(
+        "POST",
+        &format!("/v1/stores/{store}/memory"),
+        json!({"command": "view", "path": "/memories"})
+            .to_string()
+            .as_bytes(),
+    );
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    reply.text()
+}
+
+/// The store's log in the bucket, read back with every invariant checked: its events' seqs.
+fn log_of(url: &str, store: &str) -> Vec<Seq> {
+    let wal = Wal::new(
+        std::sync::Arc::new(Bucket::open(url).expect("bucket")),
+        store,
+    );
+    let (_, records) = wal
+        .scan(&Position::START)
+        .expect("the fleet log reads back intact");
+    records.into_iter().map(|(seq, _)| seq).collect()
+}
+
+/// `mnemo fleet status --json` of the fleet at `url`.
+fn status(url: &str) -> Value {
+    let out = crate::support::run_mnemo(
+        &[
+            "fleet",
+            "status",
+            "--fleet",
+            url,
+            "--lease-ttl",
+            &ttl().to_string(),
+            "--json",
+        ],
+        "",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("status JSON")
+}
+
+#[test]
+fn any_node_answers_any_store_and_a_killed_holder_loses_no_acknowledged_write() {
+    let t = TempStore::new();
+    let url = bucket_url(&t, "bucket");
+    let mut nodes: Vec<Server> = ["a", "b", "c"]
+        .iter()
+        .map(|id| node(&t, &url, id))
+        .collect();
+    let stores = ["s0", "s1", "s2"];
+    for (i, store) in stores.iter().enumerate() {
+        let (code, body) = nodes[i].api("POST", "/v1/stores", &json!({"name": store}));
+        assert_eq!(code, 201, "{body}");
+    }
+    let (code, _) = nodes[2].api("POST", "/v1/stores", &json!({"name": "s0"}));
+    assert_eq!(code, 409, "a store of the fleet exists on every node");
+    let mut acked: Vec<(String, String)> = Vec::new();
+    for i in 0..18 {
+        let (store, path) = (stores[i % 3], format!("/memories/before-{i}.md"));
+        assert!(
+            write(&nodes[(i / 3) % 3], store, &path, &[]),
+            "{store} {path}"
+        );
+        acked.push((store.to_string(), path));
+    }
+    let shown = status(&url);
+    let holder = shown["stores"]
+        .as_array()
+        .expect("stores")
+        .iter()
+        .find(|s| s["name"] == "s0")
+        .map(|s| s["node"].as_str().expect("a node").to_string())
+        .expect("s0 is held");
+    assert_eq!(holder, "a", "the node that made a store holds it: {shown}");
+    // The holder dies (kill -9): its stores are taken over once its lease runs out, and the
+    // writes through the others go on (503s retried meanwhile).
+    let dead = nodes.remove(0);
+    signal("-KILL", dead.child.id());
+    for i in 0..12 {
+        let (store, path) = (stores[i % 3], format!("/memories/after-{i}.md"));
+        assert!(write(&nodes[i % 2], store, &path, &[]), "{store} {path}");
+        acked.push((store.to_string(), path));
+    }
+    for store in stores {
+        let shown = files(&nodes[0], store);
+        for (_, path) in acked.iter().filter(|(s, _)| s == store) {
+            assert!(
+                shown.contains(path.as_str()),
+                "{store} lost {path}: {shown}"
+            );
+        }
+        let log = log_of(&url, store);
+        assert_eq!(log, (1..=log.len() as u64).map(Seq).collect::<Vec<_>>());
+    }
+    let shown = status(&url);
+    let a = shown["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .find(|n| n["id"] == "a")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(a["alive"], json!(false), "{shown}");
+    assert!(
+        shown["stores"]
+            .as_array()
+            .expect("stores")
+            .iter()
+            .all(|s| s["node"] != "a"),
+        "every store of the dead node was taken over: {shown}"
+    );
+}
+
+#[test]
+fn a_holder_stopped_past_its_lease_gets_no_write_acknowledged_after_the_takeover() {
+    let t = TempStore::new();
+    let url = bucket_url(&t, "bucket");
+    let (a, b) = (node(&t, &url, "a"), node(&t, &url, "b"));
+    let (code, body) = a.api("POST", "/v1/stores", &json!({"name": "notes"}));
+    assert_eq!(code, 201, "{body}");
+    // A writer sends to a alone (as forwarded, so a answers it itself) all along.
+    let stop = AtomicBool::new(false);
+    let to_a: Vec<(String, bool)> = std::thread::scope(|s| {
+        let writer = s.spawn(|| {
+            let mut sent = Vec::new();
+            let mut i = 0;
+            while !stop.load(Ordering::SeqCst) {
+                let path = format!("/memories/a-{i}.md");
+                let acked = write(&a, "notes", &path, &[("x-mnemo-forwarded-by", "test")]);
+                sent.push((path, acked));
+                i += 1;
+            }
+            sent
+        });
+        std::thread::sleep(Duration::from_millis(500));
+        signal("-STOP", a.child.id());
+        std::thread::sleep(Duration::from_secs_f64(ttl() * 1.5));
+        for i in 0..5 {
+            assert!(
+                write(&b, "notes", &format!("/memories/b-{i}.md"), &[]),
+                "b {i}"
+            );
+        }
+        signal("-CONT", a.child.id());
+        std::thread::sleep(Duration::from_secs(1));
+        stop.store(true, Ordering::SeqCst);
+        writer.join().expect("writer")
+    });
+    let shown = files(&b, "notes");
+    let acked: Vec<&String> = to_a.iter().filter(|(_, ok)| *ok).map(|(p, _)| p).collect();
+    assert!(
+        !acked.is_empty(),
+        "a acknowledged writes before it was stopped"
+    );
+    for path in &acked {
+        assert!(
+            shown.contains(path.as_str()),
+            "a acknowledged {path}, which is lost: {shown}"
+        );
+    }
+    for i in 0..5 {
+        assert!(shown.contains(&format!("/memories/b-{i}.md")), "{shown}");
+    }
+    let refused = to_a.iter().rev().take_while(|(_, ok)| !*ok).count();
+    assert!(
+        refused > 0,
+        "a, resumed, no longer answers the store itself: {to_a:?}"
+    );
+    let log = log_of(&url, "notes");
+    assert_eq!(log, (1..=log.len() as u64).map(Seq).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_drained_node_hands_its_stores_over_with_no_request_failing() {
+    let t = TempStore::new();
+    let url = bucket_url(&t, "bucket");
+    let (a, b) = (node(&t, &url, "a"), node(&t, &url, "b"));
+    for store in ["s0", "s1"] {
+        let (code, body) = a.api("POST", "/v1/stores", &json!({"name": store}));
+        assert_eq!(code, 201, "{body}");
+    }
+    let stop = AtomicBool::new(false);
+    let written: Vec<(String, String, bool)> = std::thread::scope(|s| {
+        let writers: Vec<_> = [&a, &b]
+            .into_iter()
+            .enumerate()
+            .map(|(w, server)| {
+                let stop = &stop;
+                s.spawn(move || {
+                    let mut sent = Vec::new();
+                    let mut i = 0;
+                    while !stop.load(Ordering::SeqCst) {
+                        let store = ["s0", "s1"][i % 2];
+                        let path = format!("/memories/w{w}-{i}.md");
+                        // No 503 retry here: a drain must not refuse any request.
+                        let reply = try_request(
+                            server.addr(),
+                            "POST",
+                            &format!("/v1/stores/{store}/memory"),
+                            &[("Authorization", &server.bearer())],
+                            json!({"command": "create", "path": path, "file_text": "x"})
+                                .to_string()
+                                .as_bytes(),
+                        );
+                        let ok = reply.is_ok_and(|r| r.status == 200);
+                        sent.push((store.to_string(), path, ok));
+                        i += 1;
+                    }
+                    sent
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(300));
+        let out = crate::support::run_mnemo(&["fleet", "drain", "a", "--fleet", &url], "");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let moved = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            moved.contains("s0 -> b") && moved.contains("s1 -> b"),
+            "{moved}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+        stop.store(true, Ordering::SeqCst);
+        writers
+            .into_iter()
+            .flat_map(|w| w.join().expect("writer"))
+            .collect()
+    });
+    let failed: Vec<_> = written.iter().filter(|(_, _, ok)| !ok).collect();
+    assert!(
+        failed.is_empty(),
+        "requests failed during the drain: {failed:?}"
+    );
+    for store in ["s0", "s1"] {
+        let shown = files(&b, store);
+        for (_, path, _) in written.iter().filter(|(s, _, _)| s == store) {
+            assert!(shown.contains(path.as_str()), "{store} lost {path}");
+        }
+    }
+    let shown = status(&url);
+    assert!(
+        shown["stores"]
+            .as_array()
+            .expect("stores")
+            .iter()
+            .all(|s| s["node"] == "b"),
+        "{shown}"
+    );
+}
