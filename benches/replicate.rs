@@ -187,7 +187,7 @@ fn replica_of(events: u64) -> String {
     let dir = common::cached(
         &format!(
             "replica-v{}-i{}-mix1-{events}",
-            mnemo::event::FORMAT_VERSION,
+            mnemo::testing::event::FORMAT_VERSION,
             mnemo::testing::INDEX_LAYOUT
         ),
         |path| {

@@ -19,9 +19,10 @@
 //! - [`MnemoMemoryToolServer`]: the memory tool over a client, with its root, [`Profile`] and
 //!   [`tool::Limits`] ([`ServerBuilder`]).
 //! - The event log's types, [`Event`], [`Body`], [`Header`], [`Outcome`], [`Seq`],
-//!   [`EventHash`], and the [`event`] module, whose docs give the byte layout; [`tool`], the pure
-//!   core that answers a call over a tree; [`memory_store`], Anthropic's memory-stores API's
-//!   model of a store.
+//!   [`EventHash`], and the [`event`] module with the rest of a body and a stored record (the
+//!   bytes are in `docs/formats.md`); [`tool`], the calls as a body holds them and a request as
+//!   the tool server reads it; [`protocol`], the reads' answers as serde types;
+//!   [`memory_store`], Anthropic's memory-stores API's model of a store.
 //!
 //! # Example
 //!
@@ -133,7 +134,6 @@ pub use model::paths::{MemPath, PathRejection};
 pub use model::policy::{ANY_AGENT, Access, AdminCommand, Grant, Policy};
 pub use model::protocol::LogQuery;
 pub use model::tool::Profile;
-pub use model::{event, protocol, tool};
 #[cfg(feature = "replicate")]
 pub use replica::follower::{Following, Status as FollowerStatus};
 #[cfg(feature = "replicate")]
@@ -161,6 +161,43 @@ pub use store::disk::SERVER_FILE;
 pub use store::log::{Durability, Head};
 pub use store::projection::{MEMORY_TAG, MemoryRecord};
 pub use store::writer::Receipt;
+
+/// The parts of an event's [`Body`] and record beyond the root's [`Event`], [`Header`],
+/// [`Outcome`], [`ToolCall`] and [`RejectedCall`]: what an auditor reading the log meets. Every
+/// byte of a stored event (the record, the chain-hash input, the header, each variant) is written
+/// down in the repository's `docs/formats.md`; [`Frame`](event::Frame) is a record split into its
+/// stored fields, the way the verifier checks it.
+pub mod event {
+    pub use crate::model::event::{Frame, Salt};
+    pub use crate::model::tool::api::ApiWrite;
+    pub use crate::model::tool::{Erased, InputDigest, Kept, KeptChange, Refusal, RejectedDigest};
+}
+
+/// The memory tool's calls as an event's body holds them ([`Command`](tool::Command), the
+/// [`Limits`](tool::Limits) and [`Semantics`](tool::Semantics) a call ran under, with
+/// [`Profile`]), a request as a program reads it for the tool server
+/// ([`read_request`](tool::read_request), [`Request`](tool::Request),
+/// [`BoundedText`](tool::BoundedText)), and why a memory-stores API write failed
+/// ([`ApiFailure`](tool::ApiFailure), in a [`Receipt`]).
+pub mod tool {
+    pub use crate::model::tool::api::ApiFailure;
+    pub use crate::model::tool::{
+        BoundedText, Command, DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_REQUEST_BYTES, Limits, Request,
+        Semantics, format_size, read_request,
+    };
+}
+
+/// The read commands' answers as serde types: what [`MnemoClient`]'s reads (`log`, `history`,
+/// `show`, `diff`, `listing`, `tokens`, `verify`'s report) return, what `mnemo --json` prints and
+/// what a server's read routes send, one definition for all three. The question `log` answers
+/// is [`LogQuery`].
+pub mod protocol {
+    pub use crate::model::protocol::{
+        Checkpoint, DiffKind, Erased, EventChange, FileDiff, Finding, HistoryEvent, ListedFile,
+        Listing, LoggedEvent, Redaction, Revocation, ShownEvent, TokenInfo, VerifyReport,
+        printable,
+    };
+}
 
 /// Reaching the `mnemo serve` that holds a store (feature `client`): finding it by the store's
 /// server file ([`find_server`](link::find_server), which also proves the server serves that
@@ -200,6 +237,18 @@ pub mod testing {
         INDEX_OVERFLOW, MAX_DEFERRED,
     };
 
+    /// The event format: its versions, domain tags and hashes, and a record split without a copy.
+    pub mod event {
+        pub use crate::model::event::*;
+    }
+    /// The pure core's answer over a tree, the `Tree` trait and its parts, and the memory-stores
+    /// API's writes.
+    pub mod tool {
+        pub use crate::model::tool::api::{answer_api, content_sha256, hex};
+        pub use crate::model::tool::{
+            Answer, COMMAND_NAMES, Change, Entry, NodeKind, Probe, Tree, answer,
+        };
+    }
     /// The tool server's intake (what one request becomes before it is answered) and the
     /// command parser.
     pub mod intake {

@@ -11,13 +11,13 @@
 pub(crate) mod chain;
 pub(crate) mod codec;
 pub(crate) mod credential;
-pub mod event;
+pub(crate) mod event;
 pub(crate) mod hash;
 pub(crate) mod head;
 pub(crate) mod paths;
 pub(crate) mod policy;
-pub mod protocol;
+pub(crate) mod protocol;
 pub(crate) mod semantics_version;
 pub(crate) mod seq;
 pub(crate) mod time;
-pub mod tool;
+pub(crate) mod tool;

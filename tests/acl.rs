@@ -292,7 +292,7 @@ fn no_answer_names_a_file_the_agent_may_not_read() {
     let api = zoned
         .call(
             None,
-            mnemo::Body::Api(mnemo::tool::api::ApiWrite::Create {
+            mnemo::Body::Api(mnemo::event::ApiWrite::Create {
                 path: "/memories/zone/inner/y.md".into(),
                 content: "y".into(),
             }),

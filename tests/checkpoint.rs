@@ -3,8 +3,8 @@
 //! the disk and rewrites the whole log consistently.
 
 use mnemo::Head;
-use mnemo::event::{Body, Event, Seq};
 use mnemo::tool::Command;
+use mnemo::{Body, Event, Seq};
 use serde_json::{Value, json};
 
 use crate::support::{TempStore, open_store, run_mnemo};

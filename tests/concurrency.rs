@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use mnemo::event::Seq;
+use mnemo::Seq;
 use mnemo::{MnemoClient, MnemoMemoryToolServer};
 use serde_json::{Value, json};
 

@@ -3,8 +3,9 @@
 //! error it got, never whole; the error repeats a bounded part of the input; a retry of it keeps
 //! the retry rules; `log` and `history` still name it; verify replays it.
 
-use mnemo::event::{Body, Refusal, RejectedDigest, Seq};
+use mnemo::event::{Refusal, RejectedDigest};
 use mnemo::tool::{Limits, Semantics};
+use mnemo::{Body, Seq};
 use mnemo::{Event, EventHash, Header, MnemoMemoryToolServer, Outcome, Profile, ToolCall};
 use serde_json::{Value, json};
 

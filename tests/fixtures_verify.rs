@@ -13,8 +13,8 @@
 use std::path::{Path, PathBuf};
 
 use mnemo::Seq;
-use mnemo::event::format_of;
 use mnemo::testing::Store;
+use mnemo::testing::event::format_of;
 use mnemo::tool::Semantics;
 use serde_json::Value;
 
@@ -202,7 +202,7 @@ fn a_store_of_format_one_goes_on_in_the_current_format_and_verifies() {
     }
     let marker = |store: &Store| store.raw_trees().1.get(b"format").expect("read");
     assert_eq!(marker(&committed).as_deref(), Some(&[1u8][..]));
-    let current = mnemo::event::WRITTEN_FORMAT;
+    let current = mnemo::testing::event::WRITTEN_FORMAT;
     assert_eq!(
         marker(&continued).as_deref(),
         Some(&[current][..]),

@@ -11,11 +11,12 @@
 //! stored record and chain hash by hand from the byte tables of `docs/formats.md`, so the
 //! docs and the code cannot drift apart either.
 
-use mnemo::event::{
-    DOMAIN_TAG, FORMAT_VERSION, Frame, InputDigest, PAYLOAD_TAG, RESULT_TAG, Refusal,
-    RejectedDigest, SALTED_FORMAT, Salt, WRITTEN_FORMAT, chain_hash,
+use mnemo::Profile;
+use mnemo::event::{Frame, InputDigest, Refusal, RejectedDigest, Salt};
+use mnemo::testing::event::{
+    DOMAIN_TAG, FORMAT_VERSION, PAYLOAD_TAG, RESULT_TAG, SALTED_FORMAT, WRITTEN_FORMAT, chain_hash,
 };
-use mnemo::tool::{Command, Limits, Profile, Semantics};
+use mnemo::tool::{Command, Limits, Semantics};
 use mnemo::{
     Access, AdminCommand, Body, Error, Event, EventHash, Header, Outcome, RejectedCall, Seq,
     ToolCall,
@@ -702,7 +703,7 @@ fn later_format_rows(
     earlier: &[(&str, &str, &str)],
     replaced: &str,
 ) {
-    let format = mnemo::event::format_of(semantics);
+    let format = mnemo::testing::event::format_of(semantics);
     let fixtures = fixtures_in(semantics);
     assert_eq!(fixtures.len(), rows.len(), "one golden row per fixture");
     for ((((name, event), (golden_name, header, hash)), before), v1) in
@@ -1591,7 +1592,7 @@ fn doc_payload(b: &Body) -> Vec<u8> {
         // An erased record has no payload.
         Body::Erased(_) => {}
         Body::Api(write) => {
-            use mnemo::tool::api::ApiWrite;
+            use mnemo::event::ApiWrite;
             let digest = |d: &mut Doc, expect: &Option<[u8; 32]>| match expect {
                 None => {
                     d.bytes(&[0]);
@@ -1760,7 +1761,7 @@ fn every_vector_matches_the_documented_byte_table() {
                 &EventHash(payload_hash)
             ),
             EventHash(hash),
-            "mnemo::event::chain_hash of {what}"
+            "mnemo::testing::event::chain_hash of {what}"
         );
         let record = event.to_frame().encode();
         assert_eq!(
@@ -2141,13 +2142,7 @@ fn a_short_secret_cannot_be_confirmed_from_its_salted_hashes() {
         assert_ne!(EventHash::of(&payload), created.payload_hash, "{guess}");
         assert_ne!(
             EventHash::of(text.as_bytes()),
-            viewed
-                .borrowed()
-                .event()
-                .expect("event")
-                .header
-                .outcome
-                .result_hash,
+            viewed.event().expect("event").header.outcome.result_hash,
             "{guess}"
         );
         let salt = created.salt.expect("salted");
@@ -2246,7 +2241,7 @@ fn tool_free_redaction() -> Event {
 /// One event per variant (and option arm) of the memory-stores API's writes, answered under
 /// semantics 4 and salted: written in format 7, and only in it.
 fn api_fixtures() -> Vec<(&'static str, Event)> {
-    use mnemo::tool::api::ApiWrite;
+    use mnemo::event::ApiWrite;
     let api = |seq: u64, text: &str, write: ApiWrite| {
         let mut event = fixed(seq, None, Outcome::of(false, text), Body::Api(write));
         event.header.semantics = Semantics::V4;
@@ -2483,7 +2478,8 @@ fn every_call_under_the_typescript_profile_is_format_eight_and_only_there() {
 /// Each decodes back to itself, and a kept effect read from any other format is refused.
 #[test]
 fn a_kept_effect_and_the_redaction_that_commits_to_it_follow_the_documented_byte_tables() {
-    use mnemo::event::{Kept, KeptChange, kept_digest};
+    use mnemo::event::{Kept, KeptChange};
+    use mnemo::testing::event::kept_digest;
     let event = salted(fixtures().into_iter().map(|(_, e)| e).collect())
         .into_iter()
         .next()

@@ -36,7 +36,7 @@ use crate::support::{
 
 const ROOT: &str = "/memories";
 const PROFILES: [Profile; 3] = [Profile::Spec, Profile::PythonSdk, Profile::TypescriptSdk];
-const COMMANDS: [&str; 6] = mnemo::tool::COMMAND_NAMES;
+const COMMANDS: [&str; 6] = mnemo::testing::tool::COMMAND_NAMES;
 const VALID_COMMANDS: &str = "view, create, str_replace, insert, delete, rename";
 
 // ---------------------------------------------------------------------------------------------

@@ -48,9 +48,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use mnemo::event::{Body, ToolCall};
+use mnemo::Profile;
 use mnemo::testing::{Store, verify_store};
-use mnemo::tool::{Command as ToolCommand, Limits, Profile};
+use mnemo::tool::{Command as ToolCommand, Limits};
+use mnemo::{Body, ToolCall};
 use mnemo::{Head, MnemoClient, MnemoMemoryToolServer};
 use serde_json::json;
 

@@ -10,8 +10,9 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout};
 
-use mnemo::event::{Body, InputDigest, Refusal, RejectedDigest, Seq};
+use mnemo::event::{InputDigest, Refusal, RejectedDigest};
 use mnemo::tool::{DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_REQUEST_BYTES, Limits};
+use mnemo::{Body, Seq};
 use mnemo::{EventHash, MnemoMemoryToolServer, Profile};
 use serde_json::{Value, json};
 

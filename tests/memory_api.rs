@@ -6,7 +6,9 @@
 
 use std::collections::BTreeMap;
 
-use mnemo::tool::api::{ApiFailure, ApiWrite, content_sha256};
+use mnemo::event::ApiWrite;
+use mnemo::testing::tool::content_sha256;
+use mnemo::tool::ApiFailure;
 use mnemo::{Body, MnemoClient};
 use proptest::prelude::*;
 use serde_json::json;
@@ -230,7 +232,8 @@ proptest! {
             .memory_versions
             .iter()
             .map(|v| {
-                let memory = mnemo::memory_store::ids::memory_seq(&v.memory_id).expect("an id").0;
+                // A memory's id is `mem_` and the seq of the event that created its file.
+                let memory: u64 = v.memory_id.strip_prefix("mem_").and_then(|seq| seq.parse().ok()).expect("an id");
                 (v.operation.clone(), memory, v.path.clone().unwrap_or_default())
             })
             .collect();

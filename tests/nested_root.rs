@@ -196,8 +196,8 @@ fn mnemo_tool_with_a_root_that_is_a_file_exits_0_and_logs_every_call() {
         String::from_utf8_lossy(&verify.stdout)
     );
     let client = s.client();
-    let events: Vec<mnemo::event::Event> = client
-        .events(mnemo::event::Seq(1))
+    let events: Vec<mnemo::Event> = client
+        .events(mnemo::Seq(1))
         .expect("events")
         .collect::<mnemo::Result<_>>()
         .expect("decode");

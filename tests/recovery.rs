@@ -1,9 +1,10 @@
 //! Reopening: the chain continues, an interrupted index update is caught up from the log, and a
 //! store that cannot be used says why.
 
-use mnemo::event::{Body, Event, Header, Outcome, Salt, Seq, ToolCall};
+use mnemo::event::Salt;
 use mnemo::testing::{Store, verify_store};
 use mnemo::tool::{Command, Limits, Semantics};
+use mnemo::{Body, Event, Header, Outcome, Seq, ToolCall};
 use mnemo::{Error, MnemoClient, MnemoMemoryToolServer, Profile};
 use serde_json::json;
 

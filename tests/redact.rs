@@ -1422,7 +1422,8 @@ proptest::proptest! {
         steps in proptest::collection::vec(api_step(), 1..20),
         pick in proptest::prelude::any::<proptest::sample::Index>(),
     ) {
-        use mnemo::tool::api::{ApiWrite, content_sha256};
+        use mnemo::event::ApiWrite;
+        use mnemo::testing::tool::content_sha256;
         let t = TempStore::new();
         let client = t.client();
         let tool = mnemo::MnemoMemoryToolServer::new(client.clone());
@@ -1518,7 +1519,8 @@ proptest::proptest! {
 /// kept effect is not hashed by the chain: the redaction's digest of it is).
 #[test]
 fn every_byte_of_a_kept_effect_a_keeping_redaction_and_a_label_is_checked() {
-    use mnemo::tool::api::{ApiWrite, content_sha256};
+    use mnemo::event::ApiWrite;
+    use mnemo::testing::tool::content_sha256;
     let t = TempStore::new();
     {
         let client = t.client();
@@ -1618,7 +1620,8 @@ fn every_byte_of_a_kept_effect_a_keeping_redaction_and_a_label_is_checked() {
 /// shown from a tree kept after the erased event, still re-derives its recorded answer.
 #[test]
 fn a_kept_tree_past_a_kept_effect_still_re_derives_a_precondition_on_it() {
-    use mnemo::tool::api::{ApiWrite, content_sha256};
+    use mnemo::event::ApiWrite;
+    use mnemo::testing::tool::content_sha256;
     let t = TempStore::new();
     let update_seq = {
         let client = t.client();

@@ -4,9 +4,9 @@
 //! that changed nothing (a read, an error) is answered again against the tree as it is now. The
 //! verifier re-derives every retry answer from the log alone.
 
-use mnemo::event::{Event, Seq};
 use mnemo::testing::{Store, verify_store};
 use mnemo::{Access, MnemoClient, MnemoMemoryToolServer, ViolationKind};
+use mnemo::{Event, Seq};
 use serde_json::{Value, json};
 
 use crate::support::{TempStore, call, open_store};

@@ -10,8 +10,9 @@ use std::rc::Rc;
 use mnemo::testing::MemKv;
 use mnemo::testing::intake::{Intake, Logged, result_id, tool_result};
 use mnemo::testing::replay::Replay;
+use mnemo::testing::tool::Tree;
 use mnemo::tool::Request;
-use mnemo::tool::{Semantics, Tree};
+use mnemo::tool::Semantics;
 use mnemo::{
     Access, Body, Durability, Event, EventHash, Header, MEMORY_TAG, MemPath, MemoryRecord,
     MnemoClient, MnemoMemoryToolServer, Outcome, Profile, Seq,

@@ -49,9 +49,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
+use mnemo::Profile;
 use mnemo::event::{Frame, Salt};
 use mnemo::testing::{Store, VerifyOptions, verify_store, verify_store_with};
-use mnemo::tool::{Command, Limits, Profile, Semantics};
+use mnemo::tool::{Command, Limits, Semantics};
 use mnemo::{
     Body, Durability, Event, EventHash, Head, MnemoMemoryToolServer, Outcome, Report, Seq,
     ToolCall, ViolationKind,

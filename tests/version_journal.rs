@@ -5,8 +5,8 @@
 
 use mnemo::Body;
 use mnemo::Seq;
+use mnemo::event::ApiWrite;
 use mnemo::testing::versions::{Journal, Version, Window, count, versions};
-use mnemo::tool::api::ApiWrite;
 use proptest::prelude::*;
 use serde_json::json;
 

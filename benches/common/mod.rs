@@ -4,9 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
-use mnemo::event::{Body, Event, EventHash, Header, Outcome, Salt, Seq, ToolCall};
+use mnemo::event::Salt;
 use mnemo::testing::{MemKv, Projection, Store};
 use mnemo::tool::{Command, Limits, Semantics};
+use mnemo::{Body, Event, EventHash, Header, Outcome, Seq, ToolCall};
 use mnemo::{Durability, MnemoClient, MnemoMemoryToolServer, Profile};
 use serde_json::{Value, json};
 
@@ -362,7 +363,7 @@ fn cached_log(name: &str, events: u64, command: fn(u64) -> Command) -> PathBuf {
     let path = cached(
         &format!(
             "log-v{}-i{}-{name}-{events}",
-            mnemo::event::FORMAT_VERSION,
+            mnemo::testing::event::FORMAT_VERSION,
             mnemo::testing::INDEX_LAYOUT
         ),
         |path| build_log_of(path, events, command),

@@ -4,6 +4,7 @@
 //! (`memver_SEQ_MEMSEQ`).
 
 use crate::model::event::Seq;
+#[cfg(any(feature = "serve", test))]
 use crate::store::data_dir::check_store_name;
 
 /// A memory store's id is `memstore_` and the name of its store in the data directory.
@@ -20,12 +21,14 @@ pub fn store_id(name: &str) -> String {
 }
 
 /// The store a memory-store id names, if it names one that could exist.
-pub fn store_name(id: &str) -> Option<&str> {
+#[cfg(any(feature = "serve", test))]
+pub(crate) fn store_name(id: &str) -> Option<&str> {
     id.strip_prefix(STORE_ID_PREFIX)
         .filter(|name| check_store_name(name).is_ok())
 }
 
 /// A seq written the one way ids write it: decimal, no sign, no leading zero.
+#[cfg(any(feature = "serve", test))]
 fn seq_of(digits: &str) -> Option<Seq> {
     let canonical = !digits.is_empty()
         && !digits.starts_with('0')
@@ -35,22 +38,24 @@ fn seq_of(digits: &str) -> Option<Seq> {
 }
 
 /// The id of the memory whose file the event at `created` created.
-pub fn memory_id(created: Seq) -> String {
+pub(crate) fn memory_id(created: Seq) -> String {
     format!("{MEMORY_ID_PREFIX}{}", created.0)
 }
 
 /// The creating seq a memory id names.
-pub fn memory_seq(id: &str) -> Option<Seq> {
+#[cfg(any(feature = "serve", test))]
+pub(crate) fn memory_seq(id: &str) -> Option<Seq> {
     seq_of(id.strip_prefix(MEMORY_ID_PREFIX)?)
 }
 
 /// The id of the version the event at `seq` made of the memory created at `memory`.
-pub fn version_id(seq: Seq, memory: Seq) -> String {
+pub(crate) fn version_id(seq: Seq, memory: Seq) -> String {
     format!("{VERSION_ID_PREFIX}{}_{}", seq.0, memory.0)
 }
 
 /// The (seq, memory) a version id names.
-pub fn version_seqs(id: &str) -> Option<(Seq, Seq)> {
+#[cfg(any(feature = "serve", test))]
+pub(crate) fn version_seqs(id: &str) -> Option<(Seq, Seq)> {
     let (seq, memory) = id.strip_prefix(VERSION_ID_PREFIX)?.split_once('_')?;
     Some((seq_of(seq)?, seq_of(memory)?))
 }

@@ -34,7 +34,7 @@ pub struct Memory {
 /// listing's depth (`BetaManagedAgentsMemoryPrefix`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
-pub enum Item {
+pub(crate) enum Item {
     /// A memory.
     Memory(Memory),
     /// A prefix ending in `/`.

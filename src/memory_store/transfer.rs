@@ -27,7 +27,7 @@ use crate::model::tool::Body;
 use crate::model::tool::api::ApiWrite;
 
 /// What `format` says an export file is.
-pub const FORMAT: &str = "memory-stores";
+pub(crate) const FORMAT: &str = "memory-stores";
 
 /// The file an export writes in its directory, and an import reads.
 pub const FILE_NAME: &str = "memory-store.json";
@@ -35,7 +35,7 @@ pub const FILE_NAME: &str = "memory-store.json";
 /// A memory store, whole.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Exported {
-    /// [`FORMAT`].
+    /// `memory-stores`.
     pub format: String,
     /// The store's id.
     pub memory_store_id: String,
@@ -126,9 +126,10 @@ fn tool_path(root: &MemPath, path: &str) -> std::result::Result<String, String> 
     }
 }
 
-/// [`import`] into the store at `db` as `agent`: a store not there yet is built beside `db` and
-/// renamed into place once the import ran, so an import that fails or is killed midway leaves
-/// nothing at `db`; an existing store is imported into as it is.
+/// Imports `exported` into the store at `db` as `agent`, under its memory-tool root `root`: a
+/// store not there yet is built beside `db` and renamed into place once the import ran, so an
+/// import that fails or is killed midway leaves nothing at `db`; an existing store is imported
+/// into as it is.
 #[cfg(unix)]
 pub fn import_store(
     db: &Path,
@@ -154,7 +155,11 @@ pub fn import_store(
 }
 
 /// Imports `exported` into the store `client` writes, under its memory-tool root `root`.
-pub fn import(client: &MnemoClient, root: &MemPath, exported: &Exported) -> Result<Imported> {
+pub(crate) fn import(
+    client: &MnemoClient,
+    root: &MemPath,
+    exported: &Exported,
+) -> Result<Imported> {
     if exported.format != FORMAT {
         return Err(Error::InvalidArgument(format!(
             "the file's format is {:?}, not {FORMAT:?}: write it with `mnemo export --format {FORMAT}`, or from the API's listings",

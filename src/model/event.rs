@@ -272,7 +272,7 @@ pub struct Header {
     /// The recorded outcome.
     pub outcome: Outcome,
     /// The version of the semantics that answered the call, which every replay answers it under
-    /// again. It decides the event's format ([`format_of`]).
+    /// again. It decides the event's format ([`Event::format`]).
     pub semantics: Semantics,
 }
 
@@ -414,8 +414,8 @@ impl Event {
         self.header.encode()
     }
 
-    /// The format version this event is written in: [`salted_format_of`] its semantics with a
-    /// salt, else [`format_of`] it.
+    /// The format version this event is written in, which follows from its semantics and whether
+    /// it has a salt (`docs/formats.md` lists which format holds which).
     pub fn format(&self) -> u8 {
         match (&self.body, self.salt) {
             (Body::Erased(Erased { kept: Some(_), .. }), _) => ERASED_KEEPING_FORMAT,
@@ -580,7 +580,7 @@ impl Frame {
     }
 
     /// The frame's fields, its header and payload borrowed.
-    pub fn borrowed(&self) -> FrameRef<'_> {
+    pub(crate) fn borrowed(&self) -> FrameRef<'_> {
         FrameRef {
             version: self.version,
             seq: self.seq,
@@ -723,7 +723,7 @@ impl<'a> FrameRef<'a> {
     }
 
     /// The frame with its own copy of the header and payload.
-    pub fn to_frame(&self) -> Frame {
+    pub fn to_frame(self) -> Frame {
         Frame {
             version: self.version,
             seq: self.seq,

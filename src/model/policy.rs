@@ -43,7 +43,7 @@ pub fn check_agent_id_under(agent: &str, semantics: Semantics) -> Result<(), Str
 
 /// What a grant allows.
 /// `Serialize` gives the JSON `mnemo show --json` prints; the stored bytes are the event format's
-/// own (see [`crate::model::event`]).
+/// own (see `docs/formats.md`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub enum Access {
     /// `view` only.
@@ -97,7 +97,7 @@ impl Grant {
 /// An admin command: a change to the policy, or to the agent tokens. The operator who made it is
 /// the event's agent.
 ///
-/// The event format stores it through its own types and encoder (see [`crate::model::event`]), so
+/// The event format stores it through its own types and encoder (see `docs/formats.md`), so
 /// nothing here decides a stored byte; a new kind of admin event is a new variant there too.
 /// `Serialize` gives only the JSON `mnemo show --json` prints.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -144,8 +144,9 @@ pub enum AdminCommand {
         /// The seqs erased, ascending.
         seqs: Vec<u64>,
         /// Of the seqs erased, those whose record keeps what the event did to the tree
-        /// ([`crate::model::event::Kept`]), each with the digest of what it keeps
-        /// ([`crate::model::event::kept_digest`]), ascending: the chain's commitment to it.
+        /// ([`crate::model::event::Kept`]), each with the digest of what it keeps (blake3 of a tag
+        /// and the kept effect's stored bytes, as `docs/formats.md` spells it), ascending: the
+        /// chain's commitment to it.
         kept: Vec<(u64, crate::model::hash::EventHash)>,
     },
     /// Set the memory store's label (its name, description, metadata, times and whether it is

@@ -10,7 +10,7 @@
 //! `semantics_version`, `paths`, `policy`, `credential`), never `error`, the event format or
 //! storage. Its functions return the [`Tree`]'s own error.
 
-pub mod api;
+pub(crate) mod api;
 mod call;
 pub(crate) mod command;
 pub(crate) mod intake;
@@ -32,5 +32,5 @@ pub(crate) use intake::{Intake, Logged};
 pub use limits::{DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_REQUEST_BYTES, Limits};
 pub use render::format_size;
 pub use request::{BoundedText, Request, read_request};
-pub use semantics::{Answer, MAX_VIEW_LINES, answer};
-pub use tree::{Change, Entry, NodeKind, Probe, TokenIssue, Tree};
+pub use semantics::{Answer, answer};
+pub use tree::{Change, Entry, NodeKind, Probe, Tree};

@@ -11,8 +11,8 @@ use crate::support::{TempStore, tamper_record};
 /// Rewrites the content event `seq` writes (a memory-tool create or an API create) and stores
 /// the event re-encoded with its hashes recomputed.
 fn forge(db: &std::path::Path, seq: u64, to: &str) {
+    use mnemo::event::ApiWrite;
     use mnemo::tool::Command;
-    use mnemo::tool::api::ApiWrite;
     tamper_record(db, seq, |record| {
         let mut event = mnemo::Event::decode(record).expect("decode");
         match &mut event.body {

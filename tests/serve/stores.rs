@@ -952,7 +952,7 @@ fn client_processes_spread_over_many_stores_get_the_answers_their_logs_record() 
 /// up by its identity under the writer lock), each applies, and the store verifies.
 #[test]
 fn api_updates_racing_renames_of_their_directory_never_miss_the_memory() {
-    use mnemo::tool::api::{content_sha256, hex};
+    use mnemo::testing::tool::{content_sha256, hex};
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     let data = TempStore::new();
     let dir = data.dir.path().join("data");

@@ -148,7 +148,7 @@ pub struct Erased {
 /// What an erased write did to the tree, without its content ([`KeptChange`]), and whether it
 /// was a write of the memory-stores API (a version's `created_by` says so). A redaction that
 /// erases a version a memory has moved past keeps it; the redaction's own event commits to it
-/// ([`crate::model::event::kept_digest`]).
+/// (by its digest, [`AdminCommand::Redact`]'s `kept`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Kept {
     /// What it did.
@@ -199,14 +199,14 @@ pub enum KeptChange {
 impl Kept {
     /// What `change` did, without its content, made by an API write if `by_api`; `None` for a
     /// change of the policy or settings, which no redaction erases.
-    pub fn of(change: &crate::model::tool::Change, by_api: bool) -> Option<Kept> {
+    pub(crate) fn of(change: &crate::model::tool::Change, by_api: bool) -> Option<Kept> {
         KeptChange::of(change).map(|change| Kept { change, by_api })
     }
 }
 
 impl KeptChange {
     /// What `change` did, without its content; `None` for a change of the policy or settings.
-    pub fn of(change: &crate::model::tool::Change) -> Option<KeptChange> {
+    pub(crate) fn of(change: &crate::model::tool::Change) -> Option<KeptChange> {
         use crate::model::tool::Change;
         let digest = |content: &str| {
             (

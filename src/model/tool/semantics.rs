@@ -32,7 +32,7 @@ mod view;
 use admin::admin;
 
 /// Most lines a file may have and still be viewed.
-pub const MAX_VIEW_LINES: usize = 999_999;
+pub(crate) const MAX_VIEW_LINES: usize = 999_999;
 
 /// What a call produced.
 #[derive(Clone, Debug, PartialEq, Eq)]
