@@ -1,4 +1,7 @@
-//! Group commit: durable writes from 1, 4 and 16 concurrent agents.
+//! Group commit: durable writes from 1, 4 and 16 concurrent agents; and the same under a fleet's
+//! `replicated` durability (each group commit also a create-only object of the store's log in a
+//! bucket: here a `file://` one on the same disk, so the ratio to `fsync` is the cost of the
+//! object store's own writes, not of a network).
 //!
 //! In each iteration every agent's thread makes [`CALLS_PER_AGENT`] `create` calls one after the
 //! other, under the default `fsync` durability, so the agents stay concurrent for most of the
@@ -17,18 +20,28 @@ use serde_json::json;
 const CALLS_PER_AGENT: usize = 32;
 
 fn durable_writes(c: &mut Criterion) {
-    let mut group = c.benchmark_group("durable_writes");
-    group.sample_size(10);
     let fixture = common::fresh(Durability::Fsync);
+    writes(c, "durable_writes", fixture.server.client(), &[1, 4, 16]);
+}
+
+fn replicated_writes(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let url = format!("file://{}", dir.path().join("bucket").display());
+    let client =
+        mnemo::testing::fleet::replicated_client(&dir.path().join("store"), &url, "bench", "agent")
+            .expect("a replicated store");
+    writes(c, "replicated_writes", &client, &[1, 16]);
+}
+
+/// `agents` agents of `client`'s store each making [`CALLS_PER_AGENT`] creates per iteration.
+fn writes(c: &mut Criterion, name: &str, client: &mnemo::MnemoClient, agents: &[usize]) {
+    let mut group = c.benchmark_group(name);
+    group.sample_size(10);
     let next = AtomicU64::new(0);
-    for agents in [1usize, 4, 16] {
+    for &agents in agents {
         let servers: Vec<MnemoMemoryToolServer> = (0..agents)
             .map(|a| {
-                let client = fixture
-                    .server
-                    .client()
-                    .with_agent(format!("agent-{a}"))
-                    .expect("agent id");
+                let client = client.with_agent(format!("agent-{a}")).expect("agent id");
                 MnemoMemoryToolServer::new(client)
             })
             .collect();
@@ -57,5 +70,5 @@ fn durable_writes(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, durable_writes);
+criterion_group!(benches, durable_writes, replicated_writes);
 criterion_main!(benches);

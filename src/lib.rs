@@ -299,10 +299,12 @@ pub mod testing {
     pub mod replica {
         pub use crate::replica::*;
     }
-    /// A fleet's bucket, leases and write-ahead logs.
+    /// A fleet's bucket, leases and write-ahead logs, and a store replicated to one.
     #[cfg(feature = "replicate")]
     pub mod fleet {
         pub use crate::fleet::*;
+        #[cfg(feature = "serve")]
+        pub use crate::serve::fleet::replicated_client;
     }
     /// The chain rules.
     pub mod chain {

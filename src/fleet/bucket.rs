@@ -22,6 +22,9 @@ pub struct Bucket {
     local: Option<PathBuf>,
 }
 
+/// How many objects [`Bucket::get_all`] fetches at once.
+const FETCHING: usize = 32;
+
 /// An object found by [`Bucket::list`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Listed {
@@ -95,6 +98,21 @@ impl Bucket {
     /// (a fleet object is never that large), and so is a `file://` object that is not a regular
     /// file (a pipe would block the read, a link could point anywhere).
     pub fn get(&self, name: &str, cap: u64) -> Result<Option<Vec<u8>>> {
+        self.runtime.block_on(self.fetch(name, cap))
+    }
+
+    /// [`get`](Self::get) of each of `names`, [`FETCHING`] at once (a takeover reads a store's
+    /// whole log: one round trip per object would be most of its time), in their order.
+    pub fn get_all(&self, names: &[String], cap: u64) -> Result<Vec<Option<Vec<u8>>>> {
+        use futures_util::{StreamExt, TryStreamExt};
+        self.runtime.block_on(
+            futures_util::stream::iter(names.iter().map(|name| self.fetch(name, cap)))
+                .buffered(FETCHING)
+                .try_collect(),
+        )
+    }
+
+    async fn fetch(&self, name: &str, cap: u64) -> Result<Option<Vec<u8>>> {
         if let Some(dir) = &self.local {
             if std::fs::symlink_metadata(dir.join(name)).is_ok_and(|m| !m.is_file()) {
                 return Err(Error::damaged(format!(
@@ -104,21 +122,19 @@ impl Bucket {
             }
         }
         let path = ObjectPath::from(name);
-        self.runtime.block_on(async {
-            let got = match self.objects.get(&path).await {
-                Ok(got) => got,
-                Err(object_store::Error::NotFound { .. }) => return Ok(None),
-                Err(e) => return Err(self.failed(&e)),
-            };
-            if got.meta.size > cap {
-                return Err(Error::damaged(format!(
-                    "fleet object {name} at {} is {} bytes, more than such an object can be ({cap})",
-                    self.url, got.meta.size
-                )));
-            }
-            let bytes = got.bytes().await.map_err(|e| self.failed(&e))?;
-            Ok(Some(bytes.to_vec()))
-        })
+        let got = match self.objects.get(&path).await {
+            Ok(got) => got,
+            Err(object_store::Error::NotFound { .. }) => return Ok(None),
+            Err(e) => return Err(self.failed(&e)),
+        };
+        if got.meta.size > cap {
+            return Err(Error::damaged(format!(
+                "fleet object {name} at {} is {} bytes, more than such an object can be ({cap})",
+                self.url, got.meta.size
+            )));
+        }
+        let bytes = got.bytes().await.map_err(|e| self.failed(&e))?;
+        Ok(Some(bytes.to_vec()))
     }
 
     /// The objects directly under `dir` (`leases/NAME`), sorted by name; what is nested deeper

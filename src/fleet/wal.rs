@@ -30,6 +30,10 @@ const MAGIC: &[u8; 8] = b"MNEMOWL1";
 /// The largest object of a write-ahead log read: a segment's largest, and its header.
 const OBJECT_MAX: u64 = crate::replica::SEGMENT_OBJECT_MAX + 64;
 
+/// How many objects a scan fetches before it checks them (bounding what it holds at once
+/// beyond the events it returns).
+const SCAN_BATCH: usize = 256;
+
 /// How many times [`Wal::take`] claims a next number that a holder still writing took first,
 /// before it gives up.
 const TAKE_TRIES: usize = 64;
@@ -130,38 +134,42 @@ impl Wal {
         let mut at = *from;
         let mut chain = Chain::after(at.seq, at.hash);
         let mut records = Vec::new();
-        for n in numbers.into_iter().filter(|n| *n >= from.object) {
-            if n != at.object {
-                return Err(self.damaged(&format!(
-                    "object {n} is there but object {} is not (a log object is never removed)",
-                    at.object
-                )));
-            }
-            let name = self.name(n);
-            let bytes = self
-                .bucket
-                .get(&name, OBJECT_MAX)?
-                .ok_or_else(|| self.damaged(&format!("object {n} vanished after it was listed")))?;
-            let (epoch, events) = decode(&name, &bytes)?;
-            if epoch < at.epoch {
-                return Err(self.damaged(&format!(
+        numbers.retain(|n| *n >= from.object);
+        // Fetched many at once, in batches (a log read whole can be long), checked in order.
+        for batch in numbers.chunks(SCAN_BATCH) {
+            let names: Vec<String> = batch.iter().map(|n| self.name(*n)).collect();
+            let fetched = self.bucket.get_all(&names, OBJECT_MAX)?;
+            for ((n, name), bytes) in batch.iter().copied().zip(names).zip(fetched) {
+                if n != at.object {
+                    return Err(self.damaged(&format!(
+                        "object {n} is there but object {} is not (a log object is never removed)",
+                        at.object
+                    )));
+                }
+                let bytes = bytes.ok_or_else(|| {
+                    self.damaged(&format!("object {n} vanished after it was listed"))
+                })?;
+                let (epoch, events) = decode(&name, &bytes)?;
+                if epoch < at.epoch {
+                    return Err(self.damaged(&format!(
                     "object {n} was written at epoch {epoch}, after an object of epoch {}: a node wrote past the one that took the store from it",
                     at.epoch
                 )));
+                }
+                for (seq, record) in events {
+                    let frame = chain.check(seq, &record).map_err(|b| {
+                        self.damaged(&format!(
+                            "object {n} breaks the chain at event {}: {}",
+                            b.seq, b.detail
+                        ))
+                    })?;
+                    at.seq = seq;
+                    at.hash = frame.hash;
+                    records.push((seq, record));
+                }
+                at.epoch = epoch;
+                at.object = n + 1;
             }
-            for (seq, record) in events {
-                let frame = chain.check(seq, &record).map_err(|b| {
-                    self.damaged(&format!(
-                        "object {n} breaks the chain at event {}: {}",
-                        b.seq, b.detail
-                    ))
-                })?;
-                at.seq = seq;
-                at.hash = frame.hash;
-                records.push((seq, record));
-            }
-            at.epoch = epoch;
-            at.object = n + 1;
         }
         Ok((at, records))
     }

@@ -230,6 +230,38 @@ impl Member {
         self.leases.hand_over(&held, to)
     }
 
+    /// The node the lease of `store` names, its epoch, and whether that node is alive.
+    pub(crate) fn holder_of(&self, store: &str) -> Option<(String, u64, bool)> {
+        let lease = self.leases.lease(store).ok()??;
+        let alive = self
+            .leases
+            .live_lease(store)
+            .ok()
+            .flatten()
+            .is_some_and(|live| live.epoch == lease.epoch);
+        Some((lease.node.id, lease.epoch, alive))
+    }
+
+    /// How often the node beats.
+    pub(crate) fn beat_every(&self) -> Duration {
+        self.leases.timing().beat
+    }
+
+    /// The fleet's stores no live node holds (free, or their holder dead), unless this node is
+    /// being drained (it takes none).
+    pub(crate) fn orphans(&self) -> Result<Vec<String>> {
+        if self.is_draining() {
+            return Ok(Vec::new());
+        }
+        let mut found = Vec::new();
+        for store in self.stores()? {
+            if !self.holds(&store) && self.leases.live_lease(&store)?.is_none() {
+                found.push(store);
+            }
+        }
+        Ok(found)
+    }
+
     /// The stores of the fleet, by name.
     pub(crate) fn stores(&self) -> Result<Vec<String>> {
         self.leases.stores()
@@ -444,6 +476,25 @@ pub fn fleet_drain(url: &str, node: &str) -> Result<Vec<(String, String)>> {
         .unwrap_or_default())
 }
 
+/// A client of the store at `path` that acknowledges each write once it is in the log of the
+/// store `store` in the bucket at `url` (taken at epoch 1, so the log must be new): what a fleet
+/// node's store is, without the node, for benches and tests.
+#[cfg(feature = "testing")]
+pub fn replicated_client(
+    path: &Path,
+    url: &str,
+    store: &str,
+    agent: &str,
+) -> Result<crate::MnemoClient> {
+    let wal = Wal::new(Arc::new(Bucket::open(url)?), store);
+    let taken = wal.take(1, &Position::START)?;
+    copy::build(path, &taken.records)?;
+    crate::MnemoClient::builder(path)
+        .agent_id(agent)
+        .replicate_to(Replicator(Arc::new(Shipping(Mutex::new(taken.holder)))))
+        .open()
+}
+
 /// A store's writes going to its log in the bucket.
 struct Shipping(Mutex<Holder>);
 
@@ -511,7 +562,8 @@ pub(crate) async fn route(
                 None => break,
             },
         };
-        if response.status() != StatusCode::SERVICE_UNAVAILABLE {
+        // 503, or the memory-stores API's 529 (overloaded): the store is not here, or not yet.
+        if !matches!(response.status().as_u16(), 503 | 529) {
             return response;
         }
         answered = Some(response);

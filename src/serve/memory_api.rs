@@ -228,6 +228,9 @@ async fn run<T: Send + 'static>(
 fn store_failed(e: crate::Error) -> ApiError {
     match e {
         crate::Error::InvalidArgument(why) => ApiError::InvalidRequest(why),
+        // A fleet node that lost the store: nothing was written; the node resends the request
+        // to the new holder (or the client retries).
+        e @ crate::Error::Fenced { .. } => ApiError::Overloaded(e.to_string()),
         other => ApiError::Api(format!(
             "the store failed ({other}); retry, and check the server's disk if it persists"
         )),

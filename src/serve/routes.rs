@@ -161,6 +161,11 @@ impl From<crate::Error> for Failure {
             e @ (crate::Error::Replica { .. } | crate::Error::ReplicaDamaged { .. }) => {
                 Failure::Client(StatusCode::BAD_GATEWAY, e.to_string())
             }
+            // A fleet node that lost the store: nothing was written; the node resends the
+            // request to the new holder (or the client retries).
+            e @ crate::Error::Fenced { .. } => {
+                Failure::Client(StatusCode::SERVICE_UNAVAILABLE, e.to_string())
+            }
             // Said as it is: a retry or a look at the disk would not help.
             e @ crate::Error::ChainBroken { .. } => {
                 Failure::Client(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())

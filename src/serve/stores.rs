@@ -5,7 +5,7 @@
 //! | route | who | answer |
 //! |---|---|---|
 //! | `POST /v1/stores` `{"name": "NAME"}` | operator | 201 `{"name", "created": true}`; 409 if it exists or something else has its name; 400 for a name that is not one |
-//! | `GET /v1/stores?after=&limit=&details=` | operator | `{"stores": [{"name", "open"}], "next": NAME or null}`, by name, at most `limit` (default 100, at most 1,000) after `after`; with `details=true` each store also has `label` (`{"name", "description"}`: a store made through the memory-stores API is named by its label, any other after its directory, with no description), `head` (`{"seq", "hash"}`), `last_write` (when its last event was recorded, UTC: the time of its head record, which a store opened and closed with nothing new leaves alone), `bytes` (its files) and `verified` (the last verify this server ran on it: `{"intact", "head", "first_bad", "time"}`, or null) |
+//! | `GET /v1/stores?after=&limit=&details=` | operator | `{"stores": [{"name", "open"}], "next": NAME or null}`, by name, at most `limit` (default 100, at most 1,000) after `after`; with `details=true` each store also has `label` (`{"name", "description"}`: a store made through the memory-stores API is named by its label, any other after its directory, with no description), `head` (`{"seq", "hash"}`), `last_write` (when its last event was recorded, UTC: the time of its head record, which a store opened and closed with nothing new leaves alone), `bytes` (its files) and `verified` (the last verify this server ran on it: `{"intact", "head", "first_bad", "time"}`, or null); on a fleet's node also `holder` (`{"node", "epoch", "alive"}`: the node its lease names) |
 //! | `DELETE /v1/stores/NAME?confirm=NAME` | operator | `{"name", "deleted": true}`; 400 without the confirmation, 404 for no such store, 409 while a call is in flight in it |
 //! | `ANY /v1/stores/NAME/ROUTE` | as the route | the single-store route `/v1/ROUTE` of that store (`/v1/stores/NAME/mcp` is its `/mcp`), with the same bodies and answers |
 //! | `GET /v1/identity?challenge=` | anyone | the proof of `DIR` (see [`crate::client::discovery`]) |
@@ -556,6 +556,20 @@ impl Stores {
     /// else the one its head record holds), when its last event was recorded (the head record's
     /// time), the bytes of its files, and the last verify this server ran on it.
     fn details(&self, name: &str) -> serde_json::Value {
+        let holder = self
+            .fleet
+            .as_ref()
+            .and_then(|fleet| fleet.holder_of(name))
+            .map(|(node, epoch, alive)| json!({"node": node, "epoch": epoch, "alive": alive}));
+        let mut found = self.local_details(name);
+        if let (Some(holder), Some(found)) = (holder, found.as_object_mut()) {
+            found.insert("holder".into(), holder);
+        }
+        found
+    }
+
+    /// [`details`](Self::details) of the store's copy in the data directory.
+    fn local_details(&self, name: &str) -> serde_json::Value {
         let Some(path) = data_dir::store_dir(&self.dir, name) else {
             return json!({});
         };
@@ -583,6 +597,26 @@ impl Stores {
             "bytes": bytes_under(&path, 0),
             "verified": verified,
         })
+    }
+
+    /// A fleet node's sweep: takes the fleet's stores that no live node holds (free, or their
+    /// holder dead), while it has room under `--max-open-stores` (keeping a quarter free for the
+    /// stores its requests ask for), so a dead node's stores serve again about a beat after its
+    /// lease ran out, and a node that joins takes its share. How many it took.
+    fn adopt(&self) -> usize {
+        let Some(fleet) = &self.fleet else { return 0 };
+        let room = self.options.max_open_stores - self.options.max_open_stores / 4;
+        let Ok(names) = fleet.orphans() else { return 0 };
+        let mut took = 0;
+        for name in names {
+            if self.open_now() >= room {
+                break;
+            }
+            if self.get(&name).is_ok() {
+                took += 1;
+            }
+        }
+        took
     }
 
     /// Closes `served`, taken out of its slot, once the calls in flight in it have answered (for
@@ -1160,6 +1194,13 @@ pub fn serve_data(
             axum::middleware::from_fn_with_state(Arc::clone(&stores.activity), in_flight),
         );
         let closer = tokio::spawn(close_idle_stores(Arc::clone(&stores), stop.clone()));
+        let adopter = fleet.as_ref().map(|member| {
+            tokio::spawn(adopt_orphans(
+                Arc::clone(&stores),
+                member.beat_every(),
+                stop.clone(),
+            ))
+        });
         println!(
             "mnemo serve: listening on {} (stores under {})",
             file.url,
@@ -1180,6 +1221,9 @@ pub fn serve_data(
         )
         .await;
         closer.abort();
+        if let Some(adopter) = adopter {
+            adopter.abort();
+        }
         drop(beating);
         Ok::<_, Error>((outcome, stores, file))
     });
@@ -1212,6 +1256,18 @@ async fn in_flight(
 ) -> Response {
     let _in_flight = activity.begin();
     next.run(request).await
+}
+
+/// A fleet node takes the stores no live node holds, every beat, until the stop.
+async fn adopt_orphans(stores: Arc<Stores>, every: Duration, stop: CancellationToken) {
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(every) => {}
+        }
+        let sweeping = Arc::clone(&stores);
+        let _ = tokio::task::spawn_blocking(move || sweeping.adopt()).await;
+    }
 }
 
 /// Closes idle stores every few seconds until the stop.

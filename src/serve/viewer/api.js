@@ -132,6 +132,7 @@ import { state } from './state.js';
  * @property {string | null} [last_write]
  * @property {number | null} [bytes]
  * @property {Verified | null} [verified]
+ * @property {{ node: string, epoch: number, alive: boolean } | null} [holder] a fleet's store: the node its lease names
  */
 
 /**

@@ -25,6 +25,12 @@ function verifiedShown(v) {
     : el('span', {}, el('span', { class: 'mark bad' }, 'BROKEN'), ' at seq ' + v.first_bad + ', ' + v.time);
 }
 
+/** @param {StoreRow['holder']} h */
+function holderShown(h) {
+  if (!h) return '—';
+  return el('span', { class: 'mono' }, text(h.node), h.alive ? '' : el('span', { class: 'note' }, ' (dead)'), ' epoch ' + h.epoch);
+}
+
 /** @param {Record<string, string>} params */
 export async function stores(params) {
   const query = new URLSearchParams({ limit: String(PAGE), details: 'true' });
@@ -41,20 +47,23 @@ export async function stores(params) {
       titled ? el('span', { class: 'note mono' }, ' ', text(s.name)) : '',
       label.description ? el('div', { class: 'note store-description' }, text(label.description)) : '');
   };
+  // A fleet's node (`mnemo serve --fleet`) says which node holds each store.
+  const fleet = listing.stores.some((s) => s.holder);
   const rows = listing.stores.map((s) => el('tr', {},
     named(s),
     el('td', {}, s.open ? 'open' : 'closed'),
     el('td', { class: 'mono' }, s.head ? String(s.head.seq) : '—'),
     el('td', { class: 'mono' }, s.last_write || '—'),
     el('td', {}, bytesShown(s.bytes)),
-    el('td', {}, verifiedShown(s.verified))));
+    el('td', {}, verifiedShown(s.verified)),
+    ...(fleet ? [el('td', {}, holderShown(s.holder))] : [])));
   const pager = el('div', { class: 'pager' });
   if (params.after) pager.appendChild(el('a', { href: '#/stores' }, 'first page'));
   if (listing.next) pager.appendChild(el('a', { href: '#/stores?after=' + encodeURIComponent(listing.next) }, 'more →'));
   show(el('h1', {}, 'Stores'),
     el('p', { class: 'note' }, listing.open + ' of at most ' + listing.max_open + ' open'),
     el('table', { id: 'stores' },
-      el('thead', {}, el('tr', {}, ['store', 'state', 'head seq', 'last event', 'size', 'last verify'].map((h) => el('th', {}, h)))),
+      el('thead', {}, el('tr', {}, ['store', 'state', 'head seq', 'last event', 'size', 'last verify', ...(fleet ? ['held by'] : [])].map((h) => el('th', {}, h)))),
       el('tbody', {}, rows)),
     pager);
 }
