@@ -117,6 +117,8 @@ pub use audit::verify::{Report, Violation, ViolationKind};
 pub use client::redact::{Plan, Redacted, Selection, redact as redact_store};
 #[cfg(feature = "client")]
 pub use client::remote::{AdminRequest, RemoteClient, RemoteError};
+#[cfg(feature = "client")]
+pub use client::stores::DataStores;
 pub use client::token::TokenRecord;
 pub use client::tool_server::{MnemoMemoryToolServer, ServerBuilder};
 #[cfg(unix)]
@@ -132,6 +134,8 @@ pub use model::policy::{ANY_AGENT, Access, AdminCommand, Grant, Policy};
 pub use model::protocol::LogQuery;
 pub use model::tool::Profile;
 pub use model::{event, protocol, tool};
+#[cfg(feature = "replicate")]
+pub use replica::flows::{ReplicaVerdict, Round, ShipRounds};
 #[cfg(feature = "replicate")]
 pub use replica::follower::{Following, Status as FollowerStatus};
 #[cfg(feature = "replicate")]
@@ -162,6 +166,7 @@ pub use store::writer::Receipt;
 /// it again when it goes away, as `mnemo tool` and `mnemo mcp` reach a store.
 #[cfg(feature = "client")]
 pub mod link {
+    pub use crate::client::discovery::LineTally;
     pub use crate::client::discovery::{
         Launch, Link, START_WAIT, ServerFile, find_server, live_server, unanswered,
     };

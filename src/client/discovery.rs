@@ -431,6 +431,58 @@ impl Link {
     }
 }
 
+/// What a session of memory-tool lines answered through a [`Link`] came to
+/// ([`Link::answer_lines`]): each call counted here got an error result that says which.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LineTally {
+    /// Calls the server did not answer: each may or may not have been applied.
+    pub unanswered: u64,
+    /// Calls the server refused (4xx, or 503 when too busy): none was applied.
+    pub refused: u64,
+}
+
+impl Link {
+    /// Answers the memory tool's JSON lines (a `tool_use` block, or a bare input, per line)
+    /// from `input` through the server, one `tool_result` line on `output` each, byte for byte
+    /// what the server sent: `mnemo tool` through a server. A line over `limit` bytes is sent as
+    /// its digest; a call the server did not carry out gets [`unanswered`]'s error result and
+    /// is counted.
+    pub fn answer_lines(
+        &self,
+        input: &mut impl std::io::BufRead,
+        output: &mut impl Write,
+        limit: u64,
+    ) -> std::io::Result<LineTally> {
+        use crate::model::tool::request::{Request, read_request, tool_use_id};
+        let mut tally = LineTally::default();
+        while let Some(request) = read_request(input, limit)? {
+            let answer = self.call(|client| match &request {
+                Request::Line(bytes) => client.memory_bytes(bytes),
+                Request::TooLarge(digest) | Request::Stopped { digest, .. } => {
+                    client.oversized(digest)
+                }
+            });
+            match answer {
+                Ok(bytes) => output.write_all(&bytes)?,
+                Err(e) => {
+                    match e.status() {
+                        Some(400..=499 | 503) => tally.refused += 1,
+                        _ => tally.unanswered += 1,
+                    }
+                    let id = match &request {
+                        Request::Line(bytes) => tool_use_id(bytes),
+                        _ => None,
+                    };
+                    serde_json::to_writer(&mut *output, &unanswered(id.as_deref(), &e))?;
+                }
+            }
+            output.write_all(b"\n")?;
+            output.flush()?;
+        }
+        Ok(tally)
+    }
+}
+
 /// The `tool_result` for a call the server did not carry out: an error result that says what
 /// is known. A definite refusal (the server answered 4xx, or 503 when it was too busy to take
 /// the call) says the call was not applied and the server's reason, as a refusal is never

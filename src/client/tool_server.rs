@@ -184,6 +184,24 @@ impl MnemoMemoryToolServer {
         }
     }
 
+    /// Answers the memory tool's JSON lines from `input`, one `tool_result` line on `output`
+    /// each (`mnemo tool`): each line is read holding at most the request limit's bytes of it;
+    /// a longer one is only counted and hashed up to its newline, answered with the size
+    /// refusal, and the next line goes on.
+    pub fn answer_lines(
+        &self,
+        input: &mut impl std::io::BufRead,
+        output: &mut impl std::io::Write,
+    ) -> std::io::Result<()> {
+        let limit = self.limits().max_request_bytes;
+        while let Some(request) = crate::model::tool::read_request(input, limit)? {
+            serde_json::to_writer(&mut *output, &self.handle_request(request))?;
+            output.write_all(b"\n")?;
+            output.flush()?;
+        }
+        Ok(())
+    }
+
     /// Refuses an input over the request limit, which is logged as its digest (through the
     /// server, for a served store).
     #[cfg(feature = "serve")]

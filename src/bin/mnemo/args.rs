@@ -116,87 +116,8 @@ pub(crate) enum Cmd {
         agent: String,
         #[command(flatten)]
         session: Session,
-        /// The address to listen on; port 0 picks a free port (printed, and written to the
-        /// server file: in the store directory, or in DIR with --data).
-        #[arg(long, default_value = "127.0.0.1:0")]
-        listen: std::net::SocketAddr,
-        /// Allow a --listen address other than loopback.
-        #[arg(long)]
-        allow_remote: bool,
-        /// Another name the Host header may carry (host or host:port); repeatable.
-        #[arg(long, value_name = "HOST")]
-        allow_host: Vec<String>,
-        /// Exit after this many seconds with no request in progress and no client attached.
-        #[arg(long, value_name = "SECS")]
-        idle_exit: Option<f64>,
-        /// Ship the log to the replica at URL (s3://bucket/prefix or file:///dir) as it is
-        /// written, from a thread of the server; `GET /v1/replication` says how far it is.
-        #[arg(long, value_name = "URL")]
-        replicate: Option<String>,
-        /// With --replicate: the least time between shipments, in seconds (the lag's bound
-        /// while the object store keeps up).
-        #[arg(
-            long,
-            value_name = "SECS",
-            default_value_t = 1.0,
-            requires = "replicate"
-        )]
-        replicate_interval: f64,
-        /// Serve a read-only copy of the replica at URL, kept up to date from it: --db is
-        /// restored from the replica if it is new, and must be a copy of it otherwise. Reads
-        /// are answered; every request that would write is refused.
-        #[arg(long, value_name = "URL", conflicts_with = "replicate")]
-        follow: Option<String>,
-        /// With --follow: look at the replica this often, in seconds.
-        #[arg(long, value_name = "SECS", default_value_t = 1.0, requires = "follow")]
-        follow_interval: f64,
-        /// With --follow: take only heads this verifier key signed (as `mnemo key create`
-        /// printed it). The store records it, so a later --follow without --key still checks.
-        #[arg(long, value_name = "VKEY", requires = "follow")]
-        key: Option<String>,
-        /// Serve every store under DIR (each DIR/NAME a store of its own) instead of the one
-        /// store --db names: the routes of a store are under /v1/stores/NAME/, and POST, GET
-        /// /v1/stores and DELETE /v1/stores/NAME?confirm=NAME manage them.
-        #[arg(long, value_name = "DIR", conflicts_with = "follow")]
-        data: Option<PathBuf>,
-        /// With --data: at most this many stores open at once (the least recently used idle
-        /// one is closed to open another).
-        #[arg(long, value_name = "N", default_value_t = 64, requires = "data")]
-        max_open_stores: usize,
-        /// Close a connection that has not sent a whole request head within this many seconds
-        /// (an idle kept-alive connection too).
-        #[arg(long, value_name = "SECS", default_value_t = 30.0)]
-        header_timeout: f64,
-        /// Accept at most this many connections at once (more wait in the kernel's backlog).
-        #[arg(long, value_name = "N", default_value_t = 512)]
-        max_connections: usize,
-        /// At most this many requests of one principal in flight at once (the operator, one
-        /// agent token's agent in its store, or every request without a token together); more
-        /// get 503 with Retry-After (429 on the memory-stores API's routes). Default: a quarter
-        /// of --max-connections.
-        #[arg(long, value_name = "N")]
-        max_requests_per_principal: Option<usize>,
-        /// The seconds a request body may take before it must keep --min-body-rate.
-        #[arg(long, value_name = "SECS", default_value_t = 10.0)]
-        body_grace: f64,
-        /// After --body-grace, a request body must come at this many bytes a second on average,
-        /// or it is cut off with 408 and its connection closed (0: no minimum).
-        #[arg(long, value_name = "BYTES", default_value_t = 65536)]
-        min_body_rate: u64,
-        /// Hold at most this many bytes of request bodies at once (one principal at most half of
-        /// it); a body that does not fit waits up to 2 s, then gets 503 with Retry-After.
-        #[arg(long, value_name = "BYTES", default_value_t = 268_435_456)]
-        max_body_memory: u64,
-        /// With --data: close a store after this many seconds without a request.
-        #[arg(long, value_name = "SECS", default_value_t = 300.0, requires = "data")]
-        store_idle_close: f64,
-        /// With --data: the memory-stores API creates at most this many memories in a store.
-        #[arg(long, value_name = "N", default_value_t = 2000, requires = "data")]
-        max_memories: usize,
-        /// With --data: the memory-stores API refuses creates and updates in a store holding
-        /// this many versions (deletes never are).
-        #[arg(long, value_name = "N", default_value_t = 250_000, requires = "data")]
-        max_versions: u64,
+        #[command(flatten)]
+        flags: ServeFlags,
     },
     /// Replay the log and prove the chain, the index and every recorded answer.
     #[command(
@@ -681,4 +602,91 @@ pub(crate) enum TransferFormat {
 /// A path given on the command line (`/memories/notes.txt`), canonical.
 pub(crate) fn path_arg(raw: &str) -> mnemo::Result<mnemo::MemPath> {
     mnemo::MemPath::root(raw).map_err(mnemo::Error::InvalidArgument)
+}
+
+/// `mnemo serve`'s flags beyond the session's: where and how it listens, its replicas, its data
+/// directory and its bounds.
+#[derive(Args, Clone, Debug)]
+pub struct ServeFlags {
+    /// The address to listen on; port 0 picks a free port (printed, and written to the
+    /// server file: in the store directory, or in DIR with --data).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub listen: std::net::SocketAddr,
+    /// Allow a --listen address other than loopback.
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// Another name the Host header may carry (host or host:port); repeatable.
+    #[arg(long, value_name = "HOST")]
+    pub allow_host: Vec<String>,
+    /// Exit after this many seconds with no request in progress and no client attached.
+    #[arg(long, value_name = "SECS")]
+    pub idle_exit: Option<f64>,
+    /// Ship the log to the replica at URL (s3://bucket/prefix or file:///dir) as it is
+    /// written, from a thread of the server; `GET /v1/replication` says how far it is.
+    #[arg(long, value_name = "URL")]
+    pub replicate: Option<String>,
+    /// With --replicate: the least time between shipments, in seconds (the lag's bound
+    /// while the object store keeps up).
+    #[arg(
+        long,
+        value_name = "SECS",
+        default_value_t = 1.0,
+        requires = "replicate"
+    )]
+    pub replicate_interval: f64,
+    /// Serve a read-only copy of the replica at URL, kept up to date from it: --db is
+    /// restored from the replica if it is new, and must be a copy of it otherwise. Reads
+    /// are answered; every request that would write is refused.
+    #[arg(long, value_name = "URL", conflicts_with = "replicate")]
+    pub follow: Option<String>,
+    /// With --follow: look at the replica this often, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 1.0, requires = "follow")]
+    pub follow_interval: f64,
+    /// With --follow: take only heads this verifier key signed (as `mnemo key create`
+    /// printed it). The store records it, so a later --follow without --key still checks.
+    #[arg(long, value_name = "VKEY", requires = "follow")]
+    pub key: Option<String>,
+    /// Serve every store under DIR (each DIR/NAME a store of its own) instead of the one
+    /// store --db names: the routes of a store are under /v1/stores/NAME/, and POST, GET
+    /// /v1/stores and DELETE /v1/stores/NAME?confirm=NAME manage them.
+    #[arg(long, value_name = "DIR", conflicts_with = "follow")]
+    pub data: Option<PathBuf>,
+    /// With --data: at most this many stores open at once (the least recently used idle
+    /// one is closed to open another).
+    #[arg(long, value_name = "N", default_value_t = 64, requires = "data")]
+    pub max_open_stores: usize,
+    /// Close a connection that has not sent a whole request head within this many seconds
+    /// (an idle kept-alive connection too).
+    #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+    pub header_timeout: f64,
+    /// Accept at most this many connections at once (more wait in the kernel's backlog).
+    #[arg(long, value_name = "N", default_value_t = 512)]
+    pub max_connections: usize,
+    /// At most this many requests of one principal in flight at once (the operator, one
+    /// agent token's agent in its store, or every request without a token together); more
+    /// get 503 with Retry-After (429 on the memory-stores API's routes). Default: a quarter
+    /// of --max-connections.
+    #[arg(long, value_name = "N")]
+    pub max_requests_per_principal: Option<usize>,
+    /// The seconds a request body may take before it must keep --min-body-rate.
+    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    pub body_grace: f64,
+    /// After --body-grace, a request body must come at this many bytes a second on average,
+    /// or it is cut off with 408 and its connection closed (0: no minimum).
+    #[arg(long, value_name = "BYTES", default_value_t = 65536)]
+    pub min_body_rate: u64,
+    /// Hold at most this many bytes of request bodies at once (one principal at most half of
+    /// it); a body that does not fit waits up to 2 s, then gets 503 with Retry-After.
+    #[arg(long, value_name = "BYTES", default_value_t = 268_435_456)]
+    pub max_body_memory: u64,
+    /// With --data: close a store after this many seconds without a request.
+    #[arg(long, value_name = "SECS", default_value_t = 300.0, requires = "data")]
+    pub store_idle_close: f64,
+    /// With --data: the memory-stores API creates at most this many memories in a store.
+    #[arg(long, value_name = "N", default_value_t = 2000, requires = "data")]
+    pub max_memories: usize,
+    /// With --data: the memory-stores API refuses creates and updates in a store holding
+    /// this many versions (deletes never are).
+    #[arg(long, value_name = "N", default_value_t = 250_000, requires = "data")]
+    pub max_versions: u64,
 }

@@ -21,7 +21,7 @@ use crate::log::run_log;
 use crate::ls::run_ls;
 use crate::mcp::run_mcp;
 use crate::redact::run_redact;
-use crate::serve::{Listen, run_serve};
+use crate::serve::run_serve;
 use crate::show::run_show;
 use crate::token::run_token;
 use crate::tool::run_tool;
@@ -132,48 +132,8 @@ fn main() -> ExitCode {
         Cmd::Serve {
             agent,
             session,
-            listen,
-            allow_remote,
-            allow_host,
-            idle_exit,
-            replicate,
-            replicate_interval,
-            follow,
-            follow_interval,
-            key,
-            data,
-            max_open_stores,
-            store_idle_close,
-            max_memories,
-            max_versions,
-            header_timeout,
-            max_connections,
-            max_requests_per_principal,
-            body_grace,
-            min_body_rate,
-            max_body_memory,
-        } => run_serve(
-            session,
-            agent,
-            Listen {
-                listen,
-                allow_remote,
-                allow_host,
-                idle_exit,
-                replicate: replicate.map(|url| (url, replicate_interval)),
-                follow: follow.map(|url| (url, follow_interval)),
-                follow_key: key,
-                data: data.map(|dir| {
-                    (dir, max_open_stores, store_idle_close, max_memories, max_versions)
-                }),
-                header_timeout,
-                max_connections,
-                max_requests_per_principal,
-                body_grace,
-                min_body_rate,
-                max_body_memory,
-            },
-        ),
+            flags,
+        } => run_serve(session, agent, flags),
         Cmd::Verify {
             db,
             json,
