@@ -312,3 +312,42 @@ impl MnemoMemoryToolServer {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_answered_one_result_each_and_a_long_one_is_refused_by_its_size() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let client = MnemoClient::open(dir.path().join("store"), "agent").expect("open");
+        let server = MnemoMemoryToolServer::builder(client)
+            .limits(Limits {
+                max_request_bytes: 200,
+                ..Limits::default()
+            })
+            .build()
+            .expect("server");
+        let create = json!({"command": "create", "path": "/memories/a.md", "file_text": "a\n"});
+        let long =
+            json!({"command": "create", "path": "/memories/b.md", "file_text": "b".repeat(300)});
+        let input = format!("{create}\n{long}\nnot json\n");
+        let mut output = Vec::new();
+        server
+            .answer_lines(&mut input.as_bytes(), &mut output)
+            .expect("answered");
+        let answers: Vec<Value> = output
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(|l| serde_json::from_slice(l).expect("a JSON line"))
+            .collect();
+        assert_eq!(answers.len(), 3);
+        assert_eq!(
+            answers[0]["content"],
+            "File created successfully at: /memories/a.md"
+        );
+        assert_eq!(answers[1]["is_error"], true, "{}", answers[1]);
+        assert_eq!(answers[2]["is_error"], true, "{}", answers[2]);
+        assert_eq!(server.client().head().expect("head").seq.0, 3);
+    }
+}

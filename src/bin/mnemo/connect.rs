@@ -1,13 +1,14 @@
-//! The CLI's side of sharing a store (part of the `mnemo` binary, not of the library): finding
-//! the server that holds a store, starting one for `tool` and `mcp`, and the read commands
-//! answered through it.
+//! The CLI's side of sharing a store (part of the `mnemo` binary, not of the library): the flags
+//! that name a server (`--connect`, `--token`, `--store`) or let one be started (`--idle-exit`,
+//! `--no-start`), and what a command says when a path or a token cannot be used.
 //!
-//! Whether a command's store is reached through its server or in this process is the library's
-//! decision (`ClientBuilder`: `through` for --connect's server, else the server that holds the
-//! store, else the store itself; `open_and_run` for a server found gone). What stays here is
-//! the binary's own: starting a server (it runs this binary with the session's `serve` flags,
-//! and hands `tool` and `mcp` a `Link` rather than a client), and `served_administrator`, which
-//! never opens the store and reaches its server without staying attached to it.
+//! How a command's store is reached is the library's decision (`ClientBuilder`: `through` for
+//! --connect's server, else the server that holds the store, else the store itself, or with
+//! `start_server` a server started now; `open_and_run` for a server found gone, `link` for the
+//! `Link` that `tool` and `mcp` answer through). What stays here is the binary's own: which
+//! `serve` flags a started server gets (this binary, with the session's settings), and
+//! `served_administrator`, which never opens the store and reaches its server without staying
+//! attached to it.
 
 use std::ffi::OsString;
 use std::process::ExitCode;
