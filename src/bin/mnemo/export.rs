@@ -9,7 +9,6 @@ use crate::CliResult;
 use crate::connect::Remote;
 use crate::print::count;
 
-#[cfg(unix)]
 pub(crate) fn run_export(db: &Path, dir: &Path, at: Option<u64>, remote: &Remote) -> CliResult {
     let summary =
         crate::connect::reading(db, remote, |client| client.export_files(dir, at.map(Seq)))?;
@@ -20,9 +19,4 @@ pub(crate) fn run_export(db: &Path, dir: &Path, at: Option<u64>, remote: &Remote
         dir.display()
     ))?;
     Ok(ExitCode::SUCCESS)
-}
-
-#[cfg(not(unix))]
-pub(crate) fn run_export(_db: &Path, _dir: &Path, _at: Option<u64>, _remote: &Remote) -> CliResult {
-    Err("mnemo export needs a Unix system (it walks directories with openat-style calls)".into())
 }

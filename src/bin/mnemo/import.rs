@@ -12,7 +12,6 @@ use crate::print::count;
 
 /// Exit 0 when every entry was imported, 1 when some were skipped (each named on stderr with the
 /// reason; the rest was imported), 2 when the import could not run or the store failed.
-#[cfg(unix)]
 pub(crate) fn run_import(db: &Path, dir: &Path, agent: String, root: String) -> CliResult {
     let summary = MnemoMemoryToolServer::import_store(db, dir, &agent, &root)?;
     for skipped in &summary.skipped {
@@ -49,9 +48,4 @@ pub(crate) fn run_import(db: &Path, dir: &Path, agent: String, root: String) -> 
     } else {
         ExitCode::from(1)
     })
-}
-
-#[cfg(not(unix))]
-pub(crate) fn run_import(_db: &Path, _dir: &Path, _agent: String, _root: String) -> CliResult {
-    Err("mnemo import needs a Unix system (it walks directories with openat-style calls)".into())
 }
