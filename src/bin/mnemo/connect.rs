@@ -5,10 +5,9 @@
 //! How a command's store is reached is the library's decision (`ClientBuilder`: `through` for
 //! --connect's server, else the server that holds the store, else the store itself, or with
 //! `start_server` a server started now; `open_and_run` for a server found gone, `link` for the
-//! `Link` that `tool` and `mcp` answer through). What stays here is the binary's own: which
-//! `serve` flags a started server gets (this binary, with the session's settings), and
-//! `served_administrator`, which never opens the store and reaches its server without staying
-//! attached to it.
+//! `Link` that `tool` and `mcp` answer through, `redact` for a redaction wherever the store is
+//! held). What stays here is the binary's own: which `serve` flags a started server gets (this
+//! binary, with the session's settings), and the refusal of a store a `--data` server holds.
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -204,7 +203,7 @@ pub fn data_server_hint(db: &std::path::Path) -> Option<String> {
 
 /// How `remote` reaches the store `builder` opens: through the server --connect names, else as
 /// the builder finds it (through the live server that holds it, else in this process).
-fn connected(
+pub fn connected(
     builder: mnemo::ClientBuilder,
     remote: &Remote,
 ) -> mnemo::Result<mnemo::ClientBuilder> {
@@ -250,30 +249,11 @@ fn administrator(
 
 /// A change to the store at `db` is made through the server that holds it: refused here when
 /// `db` is a store of a served data directory, whose server may open it at any moment.
-fn held_by_a_data_server(db: &std::path::Path) -> mnemo::Result<()> {
+pub fn held_by_a_data_server(db: &std::path::Path) -> mnemo::Result<()> {
     match data_server_hint(db) {
         Some(hint) => Err(mnemo::Error::InvalidArgument(hint)),
         None => Ok(()),
     }
-}
-
-/// The client of the server that --connect names, or of the live one that holds the store at
-/// `db`, acting as `operator`; `None` when no server holds it (a change is then made on the
-/// store itself, which this does not open).
-pub fn served_administrator(
-    db: &std::path::Path,
-    remote: &Remote,
-    operator: &str,
-) -> mnemo::Result<Option<mnemo::MnemoClient>> {
-    if remote.connect.is_some() {
-        return administrator(db, remote, operator)?.open().map(Some);
-    }
-    if let Some(file) = mnemo::link::find_server(db)? {
-        let client = mnemo::RemoteClient::new(file.url, file.token);
-        return mnemo::MnemoClient::served_by(client, db, operator).map(Some);
-    }
-    held_by_a_data_server(db)?;
-    Ok(None)
 }
 
 /// `change` on [`administrator`]'s client, again on the store itself if a server found by its

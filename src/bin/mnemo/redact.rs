@@ -28,9 +28,9 @@ pub(crate) fn run_redact(
     Ok(ExitCode::SUCCESS)
 }
 
-/// The redaction, made by the server that holds the store, else on the store's files (not
-/// opened for writing first: the rewrite keeps the store's owner and permissions, which a
-/// process opening it as another user would not); a server that started meanwhile is asked.
+/// The redaction, made by the server that holds the store (or that --connect names), else on
+/// the store's files (`ClientBuilder::redact`); a store of a served data directory is refused
+/// here, saying how to reach it through its server.
 fn redact(
     db: &Path,
     reason: &str,
@@ -38,16 +38,9 @@ fn redact(
     operator: &str,
     remote: &Remote,
 ) -> mnemo::Result<mnemo::Redacted> {
-    if let Some(client) = crate::connect::served_administrator(db, remote, operator)? {
-        return client.redact(reason, selection);
+    if remote.connect.is_none() && mnemo::link::find_server(db)?.is_none() {
+        crate::connect::held_by_a_data_server(db)?;
     }
-    match mnemo::redact_store(db, operator, reason, selection) {
-        Err(mnemo::Error::Locked { path }) => {
-            match crate::connect::served_administrator(db, remote, operator)? {
-                Some(client) => client.redact(reason, selection),
-                None => Err(mnemo::Error::Locked { path }),
-            }
-        }
-        done => done,
-    }
+    crate::connect::connected(mnemo::MnemoClient::builder(db).agent_id(operator), remote)?
+        .redact(reason, selection)
 }
