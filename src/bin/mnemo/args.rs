@@ -455,16 +455,6 @@ pub(crate) enum StoreCmd {
     },
 }
 
-impl DataPlace {
-    pub(crate) fn place(&self) -> crate::store::Place<'_> {
-        crate::store::Place {
-            data: self.data.as_deref(),
-            connect: self.connect.as_deref(),
-            token: self.token.as_deref(),
-        }
-    }
-}
-
 #[derive(Subcommand)]
 pub(crate) enum KeyCmd {
     /// Make the store's Ed25519 signing key (its secret kept beside the store, mode 0600) and

@@ -8,7 +8,7 @@ use clap::Parser;
 use mnemo::Seq;
 
 use crate::acl::run_acl;
-use crate::args::{Cmd, KeyCmd, StoreCmd, TransferFormat};
+use crate::args::{Cmd, KeyCmd, TransferFormat};
 use crate::cat::run_cat;
 use crate::completions::{run_completions, run_man};
 use crate::config::run_config;
@@ -152,25 +152,7 @@ fn main() -> ExitCode {
         Cmd::Key {
             command: KeyCmd::Create { db, name },
         } => replication::key_create(&db.db, name.as_deref()),
-        Cmd::Store { command } => match &command {
-            StoreCmd::Create { name, place } => {
-                store::run(&store::Action::Create(name), &place.place())
-            }
-            StoreCmd::List { place, json } => {
-                store::run(&store::Action::List { json: *json }, &place.place())
-            }
-            StoreCmd::Delete {
-                name,
-                confirm,
-                place,
-            } => store::run(
-                &store::Action::Delete {
-                    name,
-                    confirm: confirm.as_deref(),
-                },
-                &place.place(),
-            ),
-        },
+        Cmd::Store { command } => store::run(&command),
         Cmd::Log {
             db,
             agent,

@@ -3,73 +3,41 @@
 //! that serves it (the one `--connect` names, or the one whose server file `DIR` holds), else on
 //! `DIR` directly, holding its lock meanwhile.
 
-use std::path::Path;
 use std::process::ExitCode;
 
 use mnemo::DataStores;
 
 use crate::CliResult;
+use crate::args::{DataPlace, StoreCmd};
 use crate::print::say;
 
-/// What to do to a data directory's stores.
-pub enum Action<'a> {
-    /// Make the store `NAME`.
-    Create(&'a str),
-    /// List the stores, as JSON lines if asked.
-    List { json: bool },
-    /// Remove the store `NAME` and all of it; `confirm` must repeat the name.
-    Delete {
-        name: &'a str,
-        confirm: Option<&'a str>,
-    },
-}
-
-/// Where the stores are: a data directory, or a server given by URL and operator token.
-pub struct Place<'a> {
-    /// `--data DIR`.
-    pub data: Option<&'a Path>,
-    /// `--connect URL`.
-    pub connect: Option<&'a str>,
-    /// `--token T`.
-    pub token: Option<&'a str>,
-}
-
-/// Runs `action` where `place` says.
-pub fn run(action: &Action<'_>, place: &Place<'_>) -> CliResult {
-    if let Action::Create(name) | Action::Delete { name, .. } = action {
+/// Runs `command` where its `--data` or `--connect` says.
+pub fn run(command: &StoreCmd) -> CliResult {
+    let (StoreCmd::Create { place, .. }
+    | StoreCmd::List { place, .. }
+    | StoreCmd::Delete { place, .. }) = command;
+    if let StoreCmd::Create { name, .. } | StoreCmd::Delete { name, .. } = command {
         mnemo::check_store_name(name)?;
     }
-    if let Action::Delete { name, confirm } = action {
-        if *confirm != Some(*name) {
+    if let StoreCmd::Delete { name, confirm, .. } = command {
+        if confirm.as_deref() != Some(name.as_str()) {
             return Err(format!(
                 "deleting a store removes every memory and its whole log: confirm with `mnemo store delete {name} --confirm {name}`"
             )
             .into());
         }
     }
-    let stores = match (place.data, place.connect) {
-        (_, Some(url)) => DataStores::Served {
-            url: url.to_string(),
-            token: place
-                .token
-                .ok_or("--connect needs --token: the operator token of the --data server")?
-                .to_string(),
-        },
-        (Some(dir), None) => DataStores::of(dir)?,
-        (None, None) => {
-            return Err("say where the stores are: --data DIR (a data directory), or --connect URL --token T (its server)".into());
-        }
-    };
+    let stores = stores(place)?;
     let (on, from) = match &stores {
         DataStores::Dir(dir) => (format!("in {}", dir.display()), dir.display().to_string()),
         DataStores::Served { url, .. } => (format!("on {url}"), url.clone()),
     };
-    match action {
-        Action::Create(name) => {
+    match command {
+        StoreCmd::Create { name, .. } => {
             stores.create(name)?;
             say(format_args!("created the store {name} {on}"))?;
         }
-        Action::List { json } => {
+        StoreCmd::List { json, .. } => {
             for store in stores.list()? {
                 match json {
                     true => say(&store)?,
@@ -77,10 +45,28 @@ pub fn run(action: &Action<'_>, place: &Place<'_>) -> CliResult {
                 }
             }
         }
-        Action::Delete { name, .. } => {
+        StoreCmd::Delete { name, .. } => {
             stores.delete(name)?;
             say(format_args!("deleted the store {name} from {from}"))?;
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Where `place` says the stores are: a server given by URL and operator token, or a data
+/// directory (through its server if one serves it).
+fn stores(place: &DataPlace) -> Result<DataStores, Box<dyn std::error::Error>> {
+    Ok(match (&place.data, &place.connect) {
+        (_, Some(url)) => DataStores::Served {
+            url: url.clone(),
+            token: place
+                .token
+                .clone()
+                .ok_or("--connect needs --token: the operator token of the --data server")?,
+        },
+        (Some(dir), None) => DataStores::of(dir)?,
+        (None, None) => {
+            return Err("say where the stores are: --data DIR (a data directory), or --connect URL --token T (its server)".into());
+        }
+    })
 }
