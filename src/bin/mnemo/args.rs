@@ -201,27 +201,7 @@ pub(crate) enum Cmd {
         key: Option<String>,
     },
     /// List the events: seq, time, agent, command, path, ok/error.
-    Log {
-        #[command(flatten)]
-        db: Db,
-        /// Only events of this agent.
-        #[arg(long)]
-        agent: Option<String>,
-        /// Only events naming this path or a path under it.
-        #[arg(long)]
-        path: Option<String>,
-        /// Start at this seq.
-        #[arg(long, default_value_t = 1)]
-        from: u64,
-        /// At most this many events.
-        #[arg(long)]
-        limit: Option<usize>,
-        /// One JSON object per line.
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        remote: Remote,
-    },
+    Log(LogArgs),
     /// List the files under a directory, now or as they were after event SEQ (exit 2 when no
     /// file is there).
     Ls {
@@ -251,23 +231,7 @@ pub(crate) enum Cmd {
     /// Write the memory tree as plain files (DIR/memories/...), now or after event SEQ; or with
     /// --format memory-stores, every memory and version as the memory-stores API's JSON
     /// (DIR/memory-store.json).
-    Export {
-        /// A new or empty directory.
-        dir: PathBuf,
-        #[command(flatten)]
-        db: Db,
-        /// Export the tree as it was after event SEQ (a seq `mnemo log` lists).
-        #[arg(long, value_name = "SEQ")]
-        at: Option<u64>,
-        /// files (DIR/memories/...) or memory-stores (DIR/memory-store.json).
-        #[arg(long, value_enum, default_value = "files")]
-        format: TransferFormat,
-        /// With --format memory-stores: the memory tool's root the memories live under.
-        #[arg(long, default_value = "/memories")]
-        root: String,
-        #[command(flatten)]
-        remote: Remote,
-    },
+    Export(ExportArgs),
     /// Print a shell completion script, such as `mnemo completions bash > /etc/bash_completion.d/mnemo`.
     Completions {
         /// bash, zsh, fish, elvish or powershell.
@@ -282,21 +246,7 @@ pub(crate) enum Cmd {
     /// Import the files an SDK filesystem tool left (DIR/memories/...) as logged create calls;
     /// or with --format memory-stores, a memory-stores export (DIR/memory-store.json) as the API's
     /// writes.
-    Import {
-        /// The directory that holds memories/ (the SDK tool's base_path), or memory-store.json.
-        dir: PathBuf,
-        /// files (DIR/memories/...) or memory-stores (DIR/memory-store.json).
-        #[arg(long, value_enum, default_value = "files")]
-        format: TransferFormat,
-        #[command(flatten)]
-        db: Db,
-        /// The agent the create calls are recorded under.
-        #[arg(long, default_value = "import")]
-        agent: String,
-        /// The memory root to import into.
-        #[arg(long, default_value = "/memories")]
-        root: String,
-    },
+    Import(ImportArgs),
     /// Who may read or write what: grants of (agent, path prefix, access), kept in the log.
     Acl {
         #[command(subcommand)]
@@ -345,30 +295,7 @@ pub(crate) enum Cmd {
     /// wait meanwhile). Exit 0 when done (or, with --dry-run, listed), 2 when refused: nothing
     /// matches, a text it could not erase, a bad argument, the store in use by another writer;
     /// a refused redaction changes nothing.
-    Redact {
-        #[command(flatten)]
-        db: Db,
-        /// Why, recorded in the redaction event (1 to 1024 bytes of printable text).
-        #[arg(long)]
-        reason: String,
-        /// Erase event N (as `mnemo log` lists it); may be repeated.
-        #[arg(long = "seq", value_name = "N")]
-        seqs: Vec<u64>,
-        /// Erase every event that named PATH or a path under it (a file's whole history,
-        /// followed through renames; a directory's subtree); may be repeated.
-        #[arg(long = "path", value_name = "PATH")]
-        paths: Vec<String>,
-        /// Erase every event whose input or answer contains STRING; may be repeated.
-        #[arg(long = "text", value_name = "STRING")]
-        texts: Vec<String>,
-        /// List the seqs and paths that would be erased, and change nothing.
-        #[arg(long)]
-        dry_run: bool,
-        #[command(flatten)]
-        operator: Operator,
-        #[command(flatten)]
-        remote: Remote,
-    },
+    Redact(RedactArgs),
     /// What changed in the files between two events: a unified diff per file
     Diff {
         /// The tree after this event (0: the empty tree before the first).
@@ -679,4 +606,93 @@ pub struct ServeFlags {
     /// this many versions (deletes never are).
     #[arg(long, value_name = "N", default_value_t = 250_000, requires = "data")]
     pub max_versions: u64,
+}
+
+/// `mnemo redact`'s arguments.
+#[derive(Args)]
+pub(crate) struct RedactArgs {
+    #[command(flatten)]
+    pub(crate) db: Db,
+    /// Why, recorded in the redaction event (1 to 1024 bytes of printable text).
+    #[arg(long)]
+    pub(crate) reason: String,
+    /// Erase event N (as `mnemo log` lists it); may be repeated.
+    #[arg(long = "seq", value_name = "N")]
+    pub(crate) seqs: Vec<u64>,
+    /// Erase every event that named PATH or a path under it (a file's whole history,
+    /// followed through renames; a directory's subtree); may be repeated.
+    #[arg(long = "path", value_name = "PATH")]
+    pub(crate) paths: Vec<String>,
+    /// Erase every event whose input or answer contains STRING; may be repeated.
+    #[arg(long = "text", value_name = "STRING")]
+    pub(crate) texts: Vec<String>,
+    /// List the seqs and paths that would be erased, and change nothing.
+    #[arg(long)]
+    pub(crate) dry_run: bool,
+    #[command(flatten)]
+    pub(crate) operator: Operator,
+    #[command(flatten)]
+    pub(crate) remote: Remote,
+}
+
+/// `mnemo log`'s arguments.
+#[derive(Args)]
+pub(crate) struct LogArgs {
+    #[command(flatten)]
+    pub(crate) db: Db,
+    /// Only events of this agent.
+    #[arg(long)]
+    pub(crate) agent: Option<String>,
+    /// Only events naming this path or a path under it.
+    #[arg(long)]
+    pub(crate) path: Option<String>,
+    /// Start at this seq.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) from: u64,
+    /// At most this many events.
+    #[arg(long)]
+    pub(crate) limit: Option<usize>,
+    /// One JSON object per line.
+    #[arg(long)]
+    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) remote: Remote,
+}
+
+/// `mnemo export`'s arguments.
+#[derive(Args)]
+pub(crate) struct ExportArgs {
+    /// A new or empty directory.
+    pub(crate) dir: PathBuf,
+    #[command(flatten)]
+    pub(crate) db: Db,
+    /// Export the tree as it was after event SEQ (a seq `mnemo log` lists).
+    #[arg(long, value_name = "SEQ")]
+    pub(crate) at: Option<u64>,
+    /// files (DIR/memories/...) or memory-stores (DIR/memory-store.json).
+    #[arg(long, value_enum, default_value = "files")]
+    pub(crate) format: TransferFormat,
+    /// With --format memory-stores: the memory tool's root the memories live under.
+    #[arg(long, default_value = "/memories")]
+    pub(crate) root: String,
+    #[command(flatten)]
+    pub(crate) remote: Remote,
+}
+
+/// `mnemo import`'s arguments.
+#[derive(Args)]
+pub(crate) struct ImportArgs {
+    /// The directory that holds memories/ (the SDK tool's base_path), or memory-store.json.
+    pub(crate) dir: PathBuf,
+    /// files (DIR/memories/...) or memory-stores (DIR/memory-store.json).
+    #[arg(long, value_enum, default_value = "files")]
+    pub(crate) format: TransferFormat,
+    #[command(flatten)]
+    pub(crate) db: Db,
+    /// The agent the create calls are recorded under.
+    #[arg(long, default_value = "import")]
+    pub(crate) agent: String,
+    /// The memory root to import into.
+    #[arg(long, default_value = "/memories")]
+    pub(crate) root: String,
 }

@@ -5,10 +5,9 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use mnemo::Seq;
 
 use crate::acl::run_acl;
-use crate::args::{Cmd, KeyCmd, TransferFormat};
+use crate::args::{Cmd, KeyCmd};
 use crate::cat::run_cat;
 use crate::completions::{run_completions, run_man};
 use crate::config::run_config;
@@ -98,7 +97,7 @@ fn main() -> ExitCode {
     // meant for others (man pages, completions, an export).
     if !matches!(
         cli.command,
-        Cmd::Man { .. } | Cmd::Completions { .. } | Cmd::Export { .. }
+        Cmd::Man { .. } | Cmd::Completions { .. } | Cmd::Export(_)
     ) {
         rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
     }
@@ -153,22 +152,7 @@ fn main() -> ExitCode {
             command: KeyCmd::Create { db, name },
         } => replication::key_create(&db.db, name.as_deref()),
         Cmd::Store { command } => store::run(&command),
-        Cmd::Log {
-            db,
-            agent,
-            path,
-            from,
-            limit,
-            json,
-            remote,
-        } => run_log(
-            &db.db,
-            agent.as_deref(),
-            path.as_deref(),
-            (from, limit),
-            json,
-            &remote,
-        ),
+        Cmd::Log(args) => run_log(&args),
         Cmd::Ls {
             dir,
             db,
@@ -201,67 +185,12 @@ fn main() -> ExitCode {
             json,
             remote,
         } => run_diff(&db.db, from, to, &path, json, &remote),
-        Cmd::Redact {
-            db,
-            reason,
-            seqs,
-            paths,
-            texts,
-            dry_run,
-            operator,
-            remote,
-        } => {
-            let selection = mnemo::Selection {
-                seqs: seqs.into_iter().map(Seq).collect(),
-                paths,
-                texts,
-            };
-            run_redact(
-                &db.db,
-                &reason,
-                &selection,
-                dry_run,
-                &operator.name,
-                &remote,
-            )
-        }
+        Cmd::Redact(args) => run_redact(&args),
         Cmd::Acl { command } => run_acl(command),
         Cmd::Token { command } => run_token(command),
         Cmd::Config { command } => run_config(command),
-        Cmd::Export {
-            dir,
-            db,
-            at,
-            format: TransferFormat::Files,
-            remote,
-            ..
-        } => run_export(&db.db, &dir, at, &remote),
-        Cmd::Export {
-            dir,
-            db,
-            at,
-            format: TransferFormat::MemoryStores,
-            root,
-            remote,
-        } => match (at, remote.connect.is_some()) {
-            (Some(_), _) => Err("--at is for --format files; a memory-stores export holds every version".into()),
-            (_, true) => Err("--format memory-stores exports a store at --db; for a store on a server, use its /v1/memory_stores routes".into()),
-            (None, false) => memory_stores::export(&db.db, &dir, &root),
-        },
-        Cmd::Import {
-            dir,
-            format: TransferFormat::Files,
-            db,
-            agent,
-            root,
-        } => run_import(&db.db, &dir, agent, root),
-        Cmd::Import {
-            dir,
-            format: TransferFormat::MemoryStores,
-            db,
-            agent,
-            root,
-        } => memory_stores::import(&db.db, &dir, agent, &root),
+        Cmd::Export(args) => run_export(&args),
+        Cmd::Import(args) => run_import(&args),
     };
     match result {
         Ok(code) => code,

@@ -43,10 +43,10 @@ pub fn export(db: &Path, dir: &Path, root: &str) -> CliResult {
 
 /// Imports `DIR/memory-store.json` into the store at `db` as `agent`, under `root`: exit 0 when
 /// everything was imported, 1 when something was skipped (each named on stderr).
-pub fn import(db: &Path, dir: &Path, agent: String, root: &str) -> CliResult {
+pub fn import(db: &Path, dir: &Path, agent: &str, root: &str) -> CliResult {
     let exported = transfer::read_file(dir)?;
     let root = MemPath::absolute(root)?;
-    let done = transfer::import_store(db, &agent, &root, &exported)?;
+    let done = transfer::import_store(db, agent, &root, &exported)?;
     for skipped in &done.skipped {
         crate::print::tell(format_args!("mnemo: not imported: {skipped}"));
     }

@@ -5,22 +5,23 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use crate::CliResult;
+use crate::args::RedactArgs;
 use crate::connect::Remote;
 
-pub(crate) fn run_redact(
-    db: &Path,
-    reason: &str,
-    selection: &mnemo::Selection,
-    dry_run: bool,
-    operator: &str,
-    remote: &Remote,
-) -> CliResult {
-    let text = if dry_run {
+/// `mnemo redact`: the redaction made (or with `--dry-run` its plan), and its summary printed.
+pub(crate) fn run_redact(args: &RedactArgs) -> CliResult {
+    let (db, remote) = (&args.db.db, &args.remote);
+    let selection = mnemo::Selection {
+        seqs: args.seqs.iter().copied().map(mnemo::Seq).collect(),
+        paths: args.paths.clone(),
+        texts: args.texts.clone(),
+    };
+    let text = if args.dry_run {
         // Read from a private copy (or asked of the server that holds the store), so a dry run
         // writes no byte.
-        crate::connect::reading(db, remote, |client| client.redaction_plan(selection))?.summary()
+        crate::connect::reading(db, remote, |client| client.redaction_plan(&selection))?.summary()
     } else {
-        redact(db, reason, selection, operator, remote)?.summary()
+        redact(db, &args.reason, &selection, &args.operator.name, remote)?.summary()
     };
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())?;
