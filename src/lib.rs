@@ -167,6 +167,7 @@ pub use store::writer::Receipt;
 #[cfg(feature = "client")]
 pub mod link {
     pub use crate::client::discovery::LineTally;
+    pub use crate::client::discovery::{DataServer, data_server_of};
     pub use crate::client::discovery::{
         Launch, Link, START_WAIT, ServerFile, find_server, live_server, unanswered,
     };

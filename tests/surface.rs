@@ -97,6 +97,8 @@ const SURFACE: &[&str] = &[
     "link::unanswered",
     "link::tool_use_id",
     "link::LineTally",
+    "link::DataServer",
+    "link::data_server_of",
     "event",
     "memory_store",
     "protocol",

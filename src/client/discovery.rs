@@ -217,6 +217,39 @@ pub fn find_server(store_dir: &Path) -> Result<Option<ServerFile>, RemoteError> 
     }
 }
 
+/// The `mnemo serve --data DIR` that serves the data directory a store path lies in
+/// ([`data_server_of`]): that server holds the store, and it is reached through it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DataServer {
+    /// The store's name in the directory.
+    pub name: String,
+    /// The data directory, whole.
+    pub dir: PathBuf,
+    /// Whether the store is there now (else it would be made there).
+    pub exists: bool,
+    /// The server file (in `dir`) of the server that serves it.
+    pub server: ServerFile,
+}
+
+/// When `db` is, or would be, the store `DIR/NAME` of a data directory that a live `mnemo serve
+/// --data DIR` serves (the server file in `DIR` names it, and it proves it serves `DIR`): that
+/// server. `db` is read as the directory it names (`.` included); a name that is no store name
+/// is no store of the directory.
+pub fn data_server_of(db: &Path) -> Option<DataServer> {
+    let whole = std::fs::canonicalize(db)
+        .or_else(|_| std::path::absolute(db))
+        .ok()?;
+    let name = whole.file_name()?.to_str()?;
+    crate::store::data_dir::check_store_name(name).ok()?;
+    let dir = whole.parent()?;
+    Some(DataServer {
+        name: name.to_string(),
+        dir: dir.to_path_buf(),
+        exists: whole.is_dir(),
+        server: live_server(dir)?,
+    })
+}
+
 /// How a client starts a server for a store none holds.
 #[derive(Clone, Debug)]
 pub struct Launch {
@@ -585,6 +618,16 @@ mod tests {
         assert!(!ServerFile::path(dir.path()).exists());
         let names: Vec<_> = std::fs::read_dir(dir.path()).expect("list").collect();
         assert!(names.is_empty(), "no temporary file is left: {names:?}");
+    }
+
+    #[test]
+    fn a_path_in_a_directory_no_data_server_serves_has_none() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        assert_eq!(data_server_of(&dir.path().join("store")), None);
+        // A server file in the directory that names no live server is no data server either.
+        file(1).publish(dir.path()).expect("publish");
+        assert_eq!(data_server_of(&dir.path().join("store")), None);
+        assert_eq!(data_server_of(&dir.path().join("Not A Name")), None);
     }
 
     #[test]

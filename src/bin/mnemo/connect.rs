@@ -172,32 +172,30 @@ pub fn unusable_path(db: &std::path::Path) -> Option<String> {
 }
 
 /// When `db` is a store `DIR/NAME` of a data directory that a live `mnemo serve --data DIR`
-/// holds (the server file in DIR names it, and it proves it serves DIR): how to reach the store
-/// through that server, as a sentence. `db` is read as the directory it names (`.` included);
-/// a name that is no store name is no store of the directory. Nothing secret is in it.
+/// holds (`mnemo::link::data_server_of`): how to reach the store through that server, as a
+/// sentence. Nothing secret is in it.
 pub fn data_server_hint(db: &std::path::Path) -> Option<String> {
-    let whole = std::fs::canonicalize(db)
-        .or_else(|_| std::path::absolute(db))
-        .ok()?;
-    let name = whole.file_name()?.to_str()?;
-    mnemo::check_store_name(name).ok()?;
-    let dir = whole.parent()?;
-    let file = mnemo::link::live_server(dir)?;
+    let mnemo::link::DataServer {
+        name,
+        dir,
+        exists,
+        server: file,
+    } = mnemo::link::data_server_of(db)?;
     let word = |p: &std::path::Path| crate::demo::shell_word(&p.to_string_lossy());
-    let what = match whole.is_dir() {
+    let what = match exists {
         true => format!("is the store {name} of"),
         false => format!("would be the store {name} of"),
     };
     Some(format!(
         "the store at {} {what} the `mnemo serve --data {}` at {} (pid {}), which holds its data directory; reach it through that server instead of --db: the commands that read or change a store take `--connect {} --store {name} --token TOKEN` (the operator token is in {}, or use an agent token issued by that store), `mnemo store create {name} --data {}` makes it, and `mnemo ui --data {}` opens the viewer",
         db.display(),
-        word(dir),
+        word(&dir),
         file.url,
         file.pid,
         file.url,
-        word(&mnemo::link::ServerFile::path(dir)),
-        word(dir),
-        word(dir),
+        word(&mnemo::link::ServerFile::path(&dir)),
+        word(&dir),
+        word(&dir),
     ))
 }
 
