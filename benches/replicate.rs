@@ -1,4 +1,4 @@
-//! Replication's cost and lag (build with `--features replicate`).
+//! Replication's cost and lag (feature `replicate`, a default one).
 //!
 //! `replicate_durable_writes`: 16 agents in one process, each running agent-like turns (a
 //! `create`, a `view` of its directory, a `str_replace`) under `fsync`, with no replication

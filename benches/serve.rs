@@ -4,7 +4,7 @@
 //!
 //! Both stores use `buffered` durability, and a view waits for no flush, so the difference is the
 //! HTTP round trip: the request written and parsed, the gate (Host, token), the hop to the
-//! blocking pool, the response. Build with `--features serve`.
+//! blocking pool, the response. Feature `serve`, a default one.
 //!
 //! `data_server`: a `view` through `mnemo serve --data` in a store that is open, and in one that
 //! is closed (two stores under `--max-open-stores 1`, called in turn: each call closes the other

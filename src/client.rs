@@ -28,6 +28,8 @@ pub(crate) mod reads;
 pub(crate) mod redact;
 #[cfg(feature = "client")]
 pub(crate) mod remote;
+#[cfg(feature = "client")]
+pub(crate) mod stores;
 pub(crate) mod token;
 pub(crate) mod tool_server;
 pub(crate) mod transfer;
@@ -39,7 +41,7 @@ use serde_json::Value;
 
 use crate::audit::verify::Report;
 #[cfg(feature = "client")]
-use crate::client::discovery::{ServerFile, live_server};
+use crate::client::discovery::{Launch, Link, ServerFile, find_server, live_server, start_server};
 #[cfg(feature = "client")]
 use crate::client::remote::RemoteClient;
 use crate::error::{Error, Result};
@@ -206,6 +208,9 @@ pub struct ClientBuilder {
     /// The server to reach the store through, named by the caller.
     #[cfg(feature = "client")]
     through: Option<RemoteClient>,
+    /// How to start a server for the store when none holds it.
+    #[cfg(feature = "client")]
+    launch: Option<Launch>,
 }
 
 impl ClientBuilder {
@@ -265,10 +270,66 @@ impl ClientBuilder {
         self
     }
 
+    /// Starts a server for the store with `launch` (a detached `mnemo serve --db` that stops
+    /// once idle; see [`Launch`]) when no live server holds it, and reaches the store through
+    /// that server: [`open`](Self::open) (for writing) then connects to it rather than opening
+    /// the store in this process, [`server`](Self::server) names it and [`link`](Self::link)
+    /// starts it again whenever it goes away. So the store is reached through the server that
+    /// holds it, else through one started now; without this option, in this process.
+    #[cfg(feature = "client")]
+    pub fn start_server(mut self, launch: Launch) -> Self {
+        self.launch = Some(launch);
+        self
+    }
+
+    /// The server file of the live server that holds the store, else (with
+    /// [`start_server`](Self::start_server)) of one started now; `None` when none holds it and
+    /// none is to be started. A server that did not prove itself in time, or could not be
+    /// started, is an error that says so.
+    #[cfg(feature = "client")]
+    pub fn server(&self) -> std::io::Result<Option<ServerFile>> {
+        let found = find_server(&self.path).map_err(|e| std::io::Error::other(e.to_string()))?;
+        match (found, &self.launch) {
+            (Some(file), _) => Ok(Some(file)),
+            (None, Some(launch)) => start_server(&self.path, launch).map(Some),
+            (None, None) => Ok(None),
+        }
+    }
+
+    /// A [`Link`] to the store's server acting as this builder's agent (which that server
+    /// checks): the server [`through`](Self::through) names, never restarted; else the live
+    /// server that holds the store, or one [`start_server`](Self::start_server) starts now,
+    /// started again whenever it goes away. Without either, a store no live server holds is an
+    /// error ([`std::io::ErrorKind::NotFound`]).
+    #[cfg(feature = "client")]
+    pub fn link(&self) -> std::io::Result<Link> {
+        if let Some(remote) = &self.through {
+            return Ok(Link::fixed(remote.with_agent(self.agent.as_str())));
+        }
+        if let Some(launch) = &self.launch {
+            return Link::to_store(&self.path, Some(self.agent.clone()), launch.clone());
+        }
+        match self.server()? {
+            Some(file) => Ok(Link::fixed(
+                file.client(&self.path).with_agent(self.agent.as_str()),
+            )),
+            None => Err(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!(
+                    "no server holds the store at {}; start one with `mnemo serve --db {}`",
+                    self.path.display(),
+                    self.path.display()
+                ),
+            )),
+        }
+    }
+
     /// Opens or creates the store, finishing any index update a crash interrupted. A store
     /// already open in this process is shared: the handle uses its store and writer, which must
     /// have been opened with the same durability. A store a live `mnemo serve` holds (with the
-    /// `client` feature) is connected to, acting as this agent: see the module docs.
+    /// `client` feature) is connected to, acting as this agent: see the module docs. With
+    /// [`start_server`](Self::start_server), one no server holds gets one started, and is
+    /// reached through it.
     #[cfg_attr(not(feature = "client"), expect(unused_mut))]
     pub fn open(mut self) -> Result<MnemoClient> {
         check_agent(&self.agent)?;
@@ -281,6 +342,17 @@ impl ClientBuilder {
         }
         if self.read_only {
             return self.open_read_only();
+        }
+        #[cfg(feature = "client")]
+        if self.launch.is_some() {
+            let file = self.server().map_err(|e| Error::Server {
+                reason: e.to_string(),
+                unreachable: true,
+                status: None,
+            })?;
+            if let Some(file) = file {
+                return self.connect(file);
+            }
         }
         let durability = self.durability;
         #[cfg(feature = "client")]
@@ -493,6 +565,8 @@ impl MnemoClient {
             replicate: None,
             #[cfg(feature = "client")]
             through: None,
+            #[cfg(feature = "client")]
+            launch: None,
         }
     }
 

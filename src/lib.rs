@@ -120,6 +120,8 @@ pub use audit::verify::{Report, Violation, ViolationKind};
 pub use client::redact::{Plan, Redacted, Selection, redact as redact_store};
 #[cfg(feature = "client")]
 pub use client::remote::{AdminRequest, RemoteClient, RemoteError};
+#[cfg(feature = "client")]
+pub use client::stores::DataStores;
 pub use client::token::TokenRecord;
 pub use client::tool_server::{MnemoMemoryToolServer, ServerBuilder};
 #[cfg(unix)]
@@ -134,6 +136,8 @@ pub use model::paths::{MemPath, PathRejection};
 pub use model::policy::{ANY_AGENT, Access, AdminCommand, Grant, Policy};
 pub use model::protocol::LogQuery;
 pub use model::tool::Profile;
+#[cfg(feature = "replicate")]
+pub use replica::flows::{ReplicaVerdict, Round, ShipRounds};
 #[cfg(feature = "replicate")]
 pub use replica::follower::{Following, Status as FollowerStatus};
 #[cfg(feature = "replicate")]
@@ -205,6 +209,8 @@ pub mod protocol {
 /// it again when it goes away, as `mnemo tool` and `mnemo mcp` reach a store.
 #[cfg(feature = "client")]
 pub mod link {
+    pub use crate::client::discovery::LineTally;
+    pub use crate::client::discovery::{DataServer, data_server_of};
     pub use crate::client::discovery::{
         Launch, Link, START_WAIT, ServerFile, find_server, live_server, unanswered,
     };

@@ -36,6 +36,7 @@
 
 pub mod checkpoint;
 pub mod compaction;
+pub(crate) mod flows;
 pub mod follower;
 pub mod key;
 mod restore;

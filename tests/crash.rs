@@ -73,7 +73,7 @@ fn spawn(path: &Path, mode: Durability) -> Child {
         .args(["tool", "--db", path.to_str().expect("utf-8 path")])
         .args(["--durability", mode.name()])
         .env_remove("MNEMO_DB")
-        // The store is this child's, as in a build without the server: kill -9 hits the writer.
+        // The store is this child's (no server is started): kill -9 hits the writer.
         .env("MNEMO_NO_START", "1")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

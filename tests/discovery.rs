@@ -376,9 +376,8 @@ fn a_stopped_server_fails_the_call_after_the_answer_wait() {
     stop_server(&db);
 }
 
-/// `--no-start` (or `MNEMO_NO_START=1`) opens the store in the process, as a build without
-/// the server does: no server file appears; a store a server already holds is reached through
-/// it.
+/// `--no-start` (or `MNEMO_NO_START=1`) opens the store in the process: no server file
+/// appears; a store a server already holds is reached through it.
 #[test]
 fn no_start_opens_the_store_in_the_process() {
     let store = TempStore::new();
@@ -803,5 +802,71 @@ fn connect_reaches_a_server_by_url_and_a_wrong_token_is_refused() {
         "the refused calls wrote nothing"
     );
     assert!(holder.finish().success());
+    stop_server(&db);
+}
+
+/// From Rust: a builder with `start_server` starts a server for a store none holds and reaches
+/// the store through it (`server`, `link`, `open`); the link answers the tool's JSON lines as a
+/// session in this process does, and the server gives its operator a viewer login.
+#[test]
+fn a_builder_that_starts_a_server_reaches_the_store_through_it() {
+    let store = TempStore::new();
+    let db = store.path();
+    let builder = MnemoClient::builder(&db).agent_id("rust");
+    assert_eq!(
+        builder.server().expect("look"),
+        None,
+        "none is started unasked"
+    );
+    let missing = builder.link().expect_err("no server and none to start");
+    assert_eq!(missing.kind(), std::io::ErrorKind::NotFound, "{missing}");
+    let launch = mnemo::link::Launch {
+        exe: crate::support::mnemo_bin().into(),
+        args: vec!["--idle-exit".into(), "2".into()],
+        wait: mnemo::link::START_WAIT,
+    };
+    let builder = builder.start_server(launch);
+    let link = builder.link().expect("a link to a server started now");
+    let file = builder
+        .server()
+        .expect("look")
+        .expect("the server it started");
+    assert_eq!(server_of(&db).pid, file.pid);
+    let lines = [
+        json!({"type": "tool_use", "id": "toolu_1", "name": "memory",
+               "input": {"command": "create", "path": "/memories/s.md", "file_text": "s\n"}}),
+        json!({"command": "view", "path": "/memories/s.md"}),
+    ];
+    let input: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let mut output = Vec::new();
+    let tally = link
+        .answer_lines(&mut input.as_bytes(), &mut output, 1 << 20)
+        .expect("answered");
+    assert_eq!(tally, mnemo::link::LineTally::default());
+    let answers: Vec<Value> = output
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice(l).expect("a JSON line"))
+        .collect();
+    assert_eq!(answers.len(), 2);
+    assert_eq!(answers[0]["tool_use_id"], "toolu_1");
+    assert_eq!(
+        answers[1]["content"],
+        "Here's the content of /memories/s.md with line numbers:\n     1\ts\n     2\t"
+    );
+    let opened = builder.clone().open().expect("a client of the server");
+    assert_eq!(opened.server_url(), Some(file.url.as_str()));
+    let secret = mnemo::RemoteClient::new(file.url.as_str(), file.token.as_str())
+        .login_secret()
+        .expect("a login link");
+    assert!(!secret.is_empty());
+    let refused = mnemo::RemoteClient::new(file.url.as_str(), "0".repeat(64))
+        .login_secret()
+        .expect_err("a wrong token");
+    assert!(
+        refused.to_string().contains("refused a login link"),
+        "{refused}"
+    );
+    drop((link, opened));
     stop_server(&db);
 }

@@ -85,6 +85,8 @@ const LAYERS: &[&[&str]] = &[
     // The seam between a client and its store, in this process or through its server: one
     // method per operation that differs, composing the reads, tokens and redaction below it.
     &["client::backend"],
+    // The stores of a data directory, through the server that serves it or on the directory.
+    &["client::stores"],
     // Stores as the memory-stores API sees them: memories read from the index, versions off its
     // journal, a store moved whole as the API's JSON, and what the API's routes ask of a store
     // as typed methods of a client.

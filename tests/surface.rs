@@ -83,6 +83,7 @@ const SURFACE: &[&str] = &[
     "Violation",
     "ViolationKind",
     "DataDir",
+    "DataStores #[cfg(feature = \"client\")]",
     "SERVER_FILE",
     "redact_store",
     "link #[cfg(feature = \"client\")]",
@@ -90,6 +91,9 @@ const SURFACE: &[&str] = &[
     "Shipped #[cfg(feature = \"replicate\")]",
     "SigningKey #[cfg(feature = \"replicate\")]",
     "Stale #[cfg(feature = \"replicate\")]",
+    "ReplicaVerdict #[cfg(feature = \"replicate\")]",
+    "Round #[cfg(feature = \"replicate\")]",
+    "ShipRounds #[cfg(feature = \"replicate\")]",
     "link::Launch",
     "link::Link",
     "link::START_WAIT",
@@ -98,6 +102,9 @@ const SURFACE: &[&str] = &[
     "link::live_server",
     "link::unanswered",
     "link::tool_use_id",
+    "link::LineTally",
+    "link::DataServer",
+    "link::data_server_of",
     "event",
     "event::ApiWrite",
     "event::Erased",
@@ -409,6 +416,9 @@ const MODULE_SURFACE: &[&str] = &[
     "memory_store::transfer::Imported",
     "memory_store::transfer::export",
     "memory_store::transfer::import_store",
+    "memory_store::transfer::MAX_FILE_BYTES",
+    "memory_store::transfer::read_file",
+    "memory_store::transfer::write_file",
 ];
 
 /// The file of module `name` declared in `parent` (`src/a.rs` or `src/a/mod.rs` declares

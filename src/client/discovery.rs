@@ -217,6 +217,39 @@ pub fn find_server(store_dir: &Path) -> Result<Option<ServerFile>, RemoteError> 
     }
 }
 
+/// The `mnemo serve --data DIR` that serves the data directory a store path lies in
+/// ([`data_server_of`]): that server holds the store, and it is reached through it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DataServer {
+    /// The store's name in the directory.
+    pub name: String,
+    /// The data directory, whole.
+    pub dir: PathBuf,
+    /// Whether the store is there now (else it would be made there).
+    pub exists: bool,
+    /// The server file (in `dir`) of the server that serves it.
+    pub server: ServerFile,
+}
+
+/// When `db` is, or would be, the store `DIR/NAME` of a data directory that a live `mnemo serve
+/// --data DIR` serves (the server file in `DIR` names it, and it proves it serves `DIR`): that
+/// server. `db` is read as the directory it names (`.` included); a name that is no store name
+/// is no store of the directory.
+pub fn data_server_of(db: &Path) -> Option<DataServer> {
+    let whole = std::fs::canonicalize(db)
+        .or_else(|_| std::path::absolute(db))
+        .ok()?;
+    let name = whole.file_name()?.to_str()?;
+    crate::store::data_dir::check_store_name(name).ok()?;
+    let dir = whole.parent()?;
+    Some(DataServer {
+        name: name.to_string(),
+        dir: dir.to_path_buf(),
+        exists: whole.is_dir(),
+        server: live_server(dir)?,
+    })
+}
+
 /// How a client starts a server for a store none holds.
 #[derive(Clone, Debug)]
 pub struct Launch {
@@ -431,6 +464,58 @@ impl Link {
     }
 }
 
+/// What a session of memory-tool lines answered through a [`Link`] came to
+/// ([`Link::answer_lines`]): each call counted here got an error result that says which.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LineTally {
+    /// Calls the server did not answer: each may or may not have been applied.
+    pub unanswered: u64,
+    /// Calls the server refused (4xx, or 503 when too busy): none was applied.
+    pub refused: u64,
+}
+
+impl Link {
+    /// Answers the memory tool's JSON lines (a `tool_use` block, or a bare input, per line)
+    /// from `input` through the server, one `tool_result` line on `output` each, byte for byte
+    /// what the server sent: `mnemo tool` through a server. A line over `limit` bytes is sent as
+    /// its digest; a call the server did not carry out gets [`unanswered`]'s error result and
+    /// is counted.
+    pub fn answer_lines(
+        &self,
+        input: &mut impl std::io::BufRead,
+        output: &mut impl Write,
+        limit: u64,
+    ) -> std::io::Result<LineTally> {
+        use crate::model::tool::request::{Request, read_request, tool_use_id};
+        let mut tally = LineTally::default();
+        while let Some(request) = read_request(input, limit)? {
+            let answer = self.call(|client| match &request {
+                Request::Line(bytes) => client.memory_bytes(bytes),
+                Request::TooLarge(digest) | Request::Stopped { digest, .. } => {
+                    client.oversized(digest)
+                }
+            });
+            match answer {
+                Ok(bytes) => output.write_all(&bytes)?,
+                Err(e) => {
+                    match e.status() {
+                        Some(400..=499 | 503) => tally.refused += 1,
+                        _ => tally.unanswered += 1,
+                    }
+                    let id = match &request {
+                        Request::Line(bytes) => tool_use_id(bytes),
+                        _ => None,
+                    };
+                    serde_json::to_writer(&mut *output, &unanswered(id.as_deref(), &e))?;
+                }
+            }
+            output.write_all(b"\n")?;
+            output.flush()?;
+        }
+        Ok(tally)
+    }
+}
+
 /// The `tool_result` for a call the server did not carry out: an error result that says what
 /// is known. A definite refusal (the server answered 4xx, or 503 when it was too busy to take
 /// the call) says the call was not applied and the server's reason, as a refusal is never
@@ -533,6 +618,16 @@ mod tests {
         assert!(!ServerFile::path(dir.path()).exists());
         let names: Vec<_> = std::fs::read_dir(dir.path()).expect("list").collect();
         assert!(names.is_empty(), "no temporary file is left: {names:?}");
+    }
+
+    #[test]
+    fn a_path_in_a_directory_no_data_server_serves_has_none() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        assert_eq!(data_server_of(&dir.path().join("store")), None);
+        // A server file in the directory that names no live server is no data server either.
+        file(1).publish(dir.path()).expect("publish");
+        assert_eq!(data_server_of(&dir.path().join("store")), None);
+        assert_eq!(data_server_of(&dir.path().join("Not A Name")), None);
     }
 
     #[test]

@@ -231,6 +231,41 @@ fn listed(seqs: &[Seq]) -> String {
 
 /// Redaction through a client: of the store open in this process, or of a served store through
 /// its server's `POST /v1/redact` (which only the operator may call).
+impl crate::client::ClientBuilder {
+    /// Redacts the store as this builder's agent (the operator, whom the redaction names), for
+    /// `reason`: through the server [`through`](crate::ClientBuilder::through) names or the
+    /// live one that holds the store (with the `client` feature), else on the store's files
+    /// without opening it for writing first ([`redact_store`](crate::redact_store): the rewrite
+    /// keeps the store's owner and permissions, which a process opening it as another user
+    /// would not), asking a server that started meanwhile. `mnemo redact`.
+    pub fn redact(self, reason: &str, selection: &Selection) -> Result<Redacted> {
+        #[cfg(feature = "client")]
+        {
+            use crate::client::discovery::find_server;
+            use crate::client::remote::RemoteClient;
+            let served = |builder: Self, file: crate::client::discovery::ServerFile| {
+                let remote = RemoteClient::new(file.url, file.token);
+                builder.through(remote).open()?.redact(reason, selection)
+            };
+            if self.through.is_some() {
+                return self.open()?.redact(reason, selection);
+            }
+            if let Some(file) = find_server(&self.path)? {
+                return served(self, file);
+            }
+            match redact(&self.path, &self.agent, reason, selection) {
+                Err(Error::Locked { path }) => match find_server(&path)? {
+                    Some(file) => served(self, file),
+                    None => Err(Error::Locked { path }),
+                },
+                done => done,
+            }
+        }
+        #[cfg(not(feature = "client"))]
+        redact(&self.path, &self.agent, reason, selection)
+    }
+}
+
 impl MnemoClient {
     /// Erases what `selection` chooses from the store, and every event whose answer depended on
     /// it ([`plan()`]), recorded as a redaction by this client's agent (the operator) for
@@ -337,6 +372,36 @@ pub fn check_reason(reason: &str) -> std::result::Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::json_unescaped;
+    use super::{MnemoClient, Selection};
+
+    #[test]
+    fn a_builder_redacts_a_store_no_process_holds_on_its_files() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = dir.path().join("store");
+        let server = crate::MnemoMemoryToolServer::new(MnemoClient::open(&db, "a").expect("open"));
+        server.handle(&serde_json::json!({
+            "command": "create", "path": "/memories/pin.txt", "file_text": "1234\n",
+        }));
+        drop(server);
+        let selection = Selection {
+            texts: vec!["1234".into()],
+            ..Selection::default()
+        };
+        let done = MnemoClient::builder(&db)
+            .agent_id("operator")
+            .redact("a pin", &selection)
+            .expect("redacted");
+        assert_eq!(done.seq.0, 2);
+        let client = MnemoClient::builder(&db).read_only().open().expect("open");
+        assert!(client.verify().expect("verify").is_intact());
+        let missing = MnemoClient::builder(dir.path().join("none"))
+            .redact("why", &selection)
+            .expect_err("no store");
+        assert!(
+            matches!(missing, crate::Error::NotFound { .. }),
+            "{missing}"
+        );
+    }
 
     #[test]
     fn json_escapes_decode_leniently() {

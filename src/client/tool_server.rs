@@ -184,6 +184,24 @@ impl MnemoMemoryToolServer {
         }
     }
 
+    /// Answers the memory tool's JSON lines from `input`, one `tool_result` line on `output`
+    /// each (`mnemo tool`): each line is read holding at most the request limit's bytes of it;
+    /// a longer one is only counted and hashed up to its newline, answered with the size
+    /// refusal, and the next line goes on.
+    pub fn answer_lines(
+        &self,
+        input: &mut impl std::io::BufRead,
+        output: &mut impl std::io::Write,
+    ) -> std::io::Result<()> {
+        let limit = self.limits().max_request_bytes;
+        while let Some(request) = crate::model::tool::read_request(input, limit)? {
+            serde_json::to_writer(&mut *output, &self.handle_request(request))?;
+            output.write_all(b"\n")?;
+            output.flush()?;
+        }
+        Ok(())
+    }
+
     /// Refuses an input over the request limit, which is logged as its digest (through the
     /// server, for a served store).
     #[cfg(feature = "serve")]
@@ -292,5 +310,44 @@ impl MnemoMemoryToolServer {
                 "mnemo: the store's setting delete = erase could not erase what event {seq} deleted ({e}); erase the deleted files with `mnemo redact --path PATH --reason ...` once the cause is fixed"
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_answered_one_result_each_and_a_long_one_is_refused_by_its_size() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let client = MnemoClient::open(dir.path().join("store"), "agent").expect("open");
+        let server = MnemoMemoryToolServer::builder(client)
+            .limits(Limits {
+                max_request_bytes: 200,
+                ..Limits::default()
+            })
+            .build()
+            .expect("server");
+        let create = json!({"command": "create", "path": "/memories/a.md", "file_text": "a\n"});
+        let long =
+            json!({"command": "create", "path": "/memories/b.md", "file_text": "b".repeat(300)});
+        let input = format!("{create}\n{long}\nnot json\n");
+        let mut output = Vec::new();
+        server
+            .answer_lines(&mut input.as_bytes(), &mut output)
+            .expect("answered");
+        let answers: Vec<Value> = output
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(|l| serde_json::from_slice(l).expect("a JSON line"))
+            .collect();
+        assert_eq!(answers.len(), 3);
+        assert_eq!(
+            answers[0]["content"],
+            "File created successfully at: /memories/a.md"
+        );
+        assert_eq!(answers[1]["is_error"], true, "{}", answers[1]);
+        assert_eq!(answers[2]["is_error"], true, "{}", answers[2]);
+        assert_eq!(server.client().head().expect("head").seq.0, 3);
     }
 }

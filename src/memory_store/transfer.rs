@@ -32,6 +32,74 @@ pub(crate) const FORMAT: &str = "memory-stores";
 /// The file an export writes in its directory, and an import reads.
 pub const FILE_NAME: &str = "memory-store.json";
 
+/// The largest export file [`read_file`] reads (the API caps a store at thousands of memories
+/// of 100 kB, and their versions).
+pub const MAX_FILE_BYTES: u64 = 4 << 30;
+
+/// Writes `exported` as `dir/`[`FILE_NAME`] (`mnemo export --format memory-stores`), made anew
+/// and synced; `dir` must be new (it is made) or empty. Returns the file's path. The error says
+/// what is in the way.
+pub fn write_file(dir: &Path, exported: &Exported) -> std::io::Result<std::path::PathBuf> {
+    use std::io::Write;
+    match std::fs::read_dir(dir) {
+        Ok(mut entries) => {
+            if entries.next().is_some() {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::AlreadyExists,
+                    format!(
+                        "{} is not empty; give a new or empty directory",
+                        dir.display()
+                    ),
+                ));
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir_all(dir)?,
+        Err(e) => {
+            return Err(std::io::Error::new(
+                e.kind(),
+                format!("{}: {e}", dir.display()),
+            ));
+        }
+    }
+    let path = dir.join(FILE_NAME);
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)?;
+    serde_json::to_writer_pretty(&mut file, exported)?;
+    file.write_all(b"\n")?;
+    file.sync_all()?;
+    Ok(path)
+}
+
+/// Reads `dir/`[`FILE_NAME`] as an export (`mnemo import --format memory-stores`): a regular
+/// file (a link or a pipe at its name is refused unopened) of at most [`MAX_FILE_BYTES`]. The
+/// error says what is wrong with it.
+pub fn read_file(dir: &Path) -> std::io::Result<Exported> {
+    let path = dir.join(FILE_NAME);
+    let refused =
+        |kind, why: String| std::io::Error::new(kind, format!("{} {why}", path.display()));
+    let meta = std::fs::symlink_metadata(&path)
+        .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+    if !meta.is_file() {
+        return Err(refused(
+            std::io::ErrorKind::InvalidInput,
+            "is not a regular file".into(),
+        ));
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        let why = format!("is larger than {MAX_FILE_BYTES} bytes");
+        return Err(refused(std::io::ErrorKind::InvalidInput, why));
+    }
+    let bytes = std::fs::read(&path)?;
+    serde_json::from_slice(&bytes).map_err(|e| {
+        let why = format!(
+            "is not a memory-stores export ({e}); write one with `mnemo export --format memory-stores`"
+        );
+        refused(std::io::ErrorKind::InvalidData, why)
+    })
+}
+
 /// A memory store, whole.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Exported {
@@ -319,4 +387,39 @@ pub(crate) fn import(
     }
     done.memories = u64::try_from(made.len()).unwrap_or(u64::MAX);
     Ok(done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_export_file_reads_back_and_is_written_only_into_a_new_or_empty_directory() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let exported = Exported {
+            format: FORMAT.into(),
+            memory_store_id: "memstore_a".into(),
+            memories: Vec::new(),
+            memory_versions: Vec::new(),
+        };
+        let target = dir.path().join("new");
+        let path = write_file(&target, &exported).expect("written");
+        assert_eq!(path, target.join(FILE_NAME));
+        assert_eq!(read_file(&target).expect("read"), exported);
+        let full = write_file(&target, &exported).expect_err("not empty");
+        assert!(
+            full.to_string()
+                .ends_with("is not empty; give a new or empty directory")
+        );
+        std::fs::write(&path, b"{}").expect("overwrite");
+        let bad = read_file(&target).expect_err("not an export");
+        assert!(
+            bad.to_string().contains("is not a memory-stores export"),
+            "{bad}"
+        );
+        std::fs::remove_file(&path).expect("remove");
+        std::fs::create_dir(&path).expect("a directory at its name");
+        let odd = read_file(&target).expect_err("not a file");
+        assert!(odd.to_string().ends_with("is not a regular file"), "{odd}");
+    }
 }

@@ -121,111 +121,8 @@ pub(crate) enum Cmd {
         agent: String,
         #[command(flatten)]
         session: Session,
-        /// The address to listen on; port 0 picks a free port (printed, and written to the
-        /// server file: in the store directory, or in DIR with --data).
-        #[arg(long, default_value = "127.0.0.1:0")]
-        listen: std::net::SocketAddr,
-        /// Allow a --listen address other than loopback.
-        #[arg(long)]
-        allow_remote: bool,
-        /// Another name the Host header may carry (host or host:port); repeatable.
-        #[arg(long, value_name = "HOST")]
-        allow_host: Vec<String>,
-        /// Exit after this many seconds with no request in progress and no client attached.
-        #[arg(long, value_name = "SECS")]
-        idle_exit: Option<f64>,
-        /// Ship the log to the replica at URL (s3://bucket/prefix or file:///dir) as it is
-        /// written, from a thread of the server; `GET /v1/replication` says how far it is.
-        #[arg(long, value_name = "URL")]
-        replicate: Option<String>,
-        /// With --replicate: the least time between shipments, in seconds (the lag's bound
-        /// while the object store keeps up).
-        #[arg(
-            long,
-            value_name = "SECS",
-            default_value_t = 1.0,
-            requires = "replicate"
-        )]
-        replicate_interval: f64,
-        /// Serve a read-only copy of the replica at URL, kept up to date from it: --db is
-        /// restored from the replica if it is new, and must be a copy of it otherwise. Reads
-        /// are answered; every request that would write is refused.
-        #[arg(long, value_name = "URL", conflicts_with = "replicate")]
-        follow: Option<String>,
-        /// With --follow: look at the replica this often, in seconds.
-        #[arg(long, value_name = "SECS", default_value_t = 1.0, requires = "follow")]
-        follow_interval: f64,
-        /// With --follow: take only heads this verifier key signed (as `mnemo key create`
-        /// printed it). The store records it, so a later --follow without --key still checks.
-        #[arg(long, value_name = "VKEY", requires = "follow")]
-        key: Option<String>,
-        /// Serve every store under DIR (each DIR/NAME a store of its own) instead of the one
-        /// store --db names: the routes of a store are under /v1/stores/NAME/, and POST, GET
-        /// /v1/stores and DELETE /v1/stores/NAME?confirm=NAME manage them.
-        #[arg(long, value_name = "DIR", conflicts_with = "follow")]
-        data: Option<PathBuf>,
-        /// With --data: at most this many stores open at once (the least recently used idle
-        /// one is closed to open another).
-        #[arg(long, value_name = "N", default_value_t = 64, requires = "data")]
-        max_open_stores: usize,
-        /// Close a connection that has not sent a whole request head within this many seconds
-        /// (an idle kept-alive connection too).
-        #[arg(long, value_name = "SECS", default_value_t = 30.0)]
-        header_timeout: f64,
-        /// Accept at most this many connections at once (more wait in the kernel's backlog).
-        #[arg(long, value_name = "N", default_value_t = 512)]
-        max_connections: usize,
-        /// At most this many requests of one principal in flight at once (the operator, one
-        /// agent token's agent in its store, or every request without a token together); more
-        /// get 503 with Retry-After (429 on the memory-stores API's routes). Default: a quarter
-        /// of --max-connections.
-        #[arg(long, value_name = "N")]
-        max_requests_per_principal: Option<usize>,
-        /// The seconds a request body may take before it must keep --min-body-rate.
-        #[arg(long, value_name = "SECS", default_value_t = 10.0)]
-        body_grace: f64,
-        /// After --body-grace, a request body must come at this many bytes a second on average,
-        /// or it is cut off with 408 and its connection closed (0: no minimum).
-        #[arg(long, value_name = "BYTES", default_value_t = 65536)]
-        min_body_rate: u64,
-        /// Hold at most this many bytes of request bodies at once (one principal at most half of
-        /// it); a body that does not fit waits up to 2 s, then gets 503 with Retry-After.
-        #[arg(long, value_name = "BYTES", default_value_t = 268_435_456)]
-        max_body_memory: u64,
-        /// With --data: close a store after this many seconds without a request.
-        #[arg(long, value_name = "SECS", default_value_t = 300.0, requires = "data")]
-        store_idle_close: f64,
-        /// With --data: the memory-stores API creates at most this many memories in a store.
-        #[arg(long, value_name = "N", default_value_t = 2000, requires = "data")]
-        max_memories: usize,
-        /// With --data: the memory-stores API refuses creates and updates in a store holding
-        /// this many versions (deletes never are).
-        #[arg(long, value_name = "N", default_value_t = 250_000, requires = "data")]
-        max_versions: u64,
-        /// Be a node of the fleet whose bucket is URL (s3://bucket/prefix, shared by every node;
-        /// file:///dir for nodes on one machine): each store is served by the node holding its
-        /// lease, any node forwards a request to it, every write is acknowledged once it is in
-        /// the bucket, and a dead node's stores are taken over. --data DIR holds this node's
-        /// copies.
-        #[arg(
-            long,
-            value_name = "URL",
-            requires = "data",
-            conflicts_with_all = ["replicate", "follow"]
-        )]
-        fleet: Option<String>,
-        /// With --fleet: this node's id, unique in the fleet (letters, digits, '-', '_', '.').
-        /// Default: the --advertise URL's host and port.
-        #[arg(long, value_name = "ID", requires = "fleet")]
-        node_id: Option<String>,
-        /// With --fleet: the URL the other nodes forward requests to this one at. Default:
-        /// http:// and the --listen address (which must then name a port).
-        #[arg(long, value_name = "URL", requires = "fleet")]
-        advertise: Option<String>,
-        /// With --fleet: seconds after a node's last heartbeat before the others take its
-        /// stores over (it stops serving them 30% sooner).
-        #[arg(long, value_name = "SECS", default_value_t = 10.0, requires = "fleet")]
-        lease_ttl: f64,
+        #[command(flatten)]
+        flags: ServeFlags,
     },
     /// Replay the log and prove the chain, the index and every recorded answer.
     #[command(
@@ -314,27 +211,7 @@ pub(crate) enum Cmd {
         key: Option<String>,
     },
     /// List the events: seq, time, agent, command, path, ok/error.
-    Log {
-        #[command(flatten)]
-        db: Db,
-        /// Only events of this agent.
-        #[arg(long)]
-        agent: Option<String>,
-        /// Only events naming this path or a path under it.
-        #[arg(long)]
-        path: Option<String>,
-        /// Start at this seq.
-        #[arg(long, default_value_t = 1)]
-        from: u64,
-        /// At most this many events.
-        #[arg(long)]
-        limit: Option<usize>,
-        /// One JSON object per line.
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        remote: Remote,
-    },
+    Log(LogArgs),
     /// List the files under a directory, now or as they were after event SEQ (exit 2 when no
     /// file is there).
     Ls {
@@ -364,23 +241,7 @@ pub(crate) enum Cmd {
     /// Write the memory tree as plain files (DIR/memories/...), now or after event SEQ; or with
     /// --format memory-stores, every memory and version as the memory-stores API's JSON
     /// (DIR/memory-store.json).
-    Export {
-        /// A new or empty directory.
-        dir: PathBuf,
-        #[command(flatten)]
-        db: Db,
-        /// Export the tree as it was after event SEQ (a seq `mnemo log` lists).
-        #[arg(long, value_name = "SEQ")]
-        at: Option<u64>,
-        /// files (DIR/memories/...) or memory-stores (DIR/memory-store.json).
-        #[arg(long, value_enum, default_value = "files")]
-        format: TransferFormat,
-        /// With --format memory-stores: the memory tool's root the memories live under.
-        #[arg(long, default_value = "/memories")]
-        root: String,
-        #[command(flatten)]
-        remote: Remote,
-    },
+    Export(ExportArgs),
     /// Print a shell completion script, such as `mnemo completions bash > /etc/bash_completion.d/mnemo`.
     Completions {
         /// bash, zsh, fish, elvish or powershell.
@@ -395,21 +256,7 @@ pub(crate) enum Cmd {
     /// Import the files an SDK filesystem tool left (DIR/memories/...) as logged create calls;
     /// or with --format memory-stores, a memory-stores export (DIR/memory-store.json) as the API's
     /// writes.
-    Import {
-        /// The directory that holds memories/ (the SDK tool's base_path), or memory-store.json.
-        dir: PathBuf,
-        /// files (DIR/memories/...) or memory-stores (DIR/memory-store.json).
-        #[arg(long, value_enum, default_value = "files")]
-        format: TransferFormat,
-        #[command(flatten)]
-        db: Db,
-        /// The agent the create calls are recorded under.
-        #[arg(long, default_value = "import")]
-        agent: String,
-        /// The memory root to import into.
-        #[arg(long, default_value = "/memories")]
-        root: String,
-    },
+    Import(ImportArgs),
     /// Who may read or write what: grants of (agent, path prefix, access), kept in the log.
     Acl {
         #[command(subcommand)]
@@ -458,30 +305,7 @@ pub(crate) enum Cmd {
     /// wait meanwhile). Exit 0 when done (or, with --dry-run, listed), 2 when refused: nothing
     /// matches, a text it could not erase, a bad argument, the store in use by another writer;
     /// a refused redaction changes nothing.
-    Redact {
-        #[command(flatten)]
-        db: Db,
-        /// Why, recorded in the redaction event (1 to 1024 bytes of printable text).
-        #[arg(long)]
-        reason: String,
-        /// Erase event N (as `mnemo log` lists it); may be repeated.
-        #[arg(long = "seq", value_name = "N")]
-        seqs: Vec<u64>,
-        /// Erase every event that named PATH or a path under it (a file's whole history,
-        /// followed through renames; a directory's subtree); may be repeated.
-        #[arg(long = "path", value_name = "PATH")]
-        paths: Vec<String>,
-        /// Erase every event whose input or answer contains STRING; may be repeated.
-        #[arg(long = "text", value_name = "STRING")]
-        texts: Vec<String>,
-        /// List the seqs and paths that would be erased, and change nothing.
-        #[arg(long)]
-        dry_run: bool,
-        #[command(flatten)]
-        operator: Operator,
-        #[command(flatten)]
-        remote: Remote,
-    },
+    Redact(RedactArgs),
     /// What changed in the files between two events: a unified diff per file
     Diff {
         /// The tree after this event (0: the empty tree before the first).
@@ -566,16 +390,6 @@ pub(crate) enum StoreCmd {
         #[command(flatten)]
         place: DataPlace,
     },
-}
-
-impl DataPlace {
-    pub(crate) fn place(&self) -> crate::store::Place<'_> {
-        crate::store::Place {
-            data: self.data.as_deref(),
-            connect: self.connect.as_deref(),
-            token: self.token.as_deref(),
-        }
-    }
 }
 
 #[derive(Subcommand)]
@@ -744,4 +558,204 @@ pub(crate) enum TransferFormat {
 /// A path given on the command line (`/memories/notes.txt`), canonical.
 pub(crate) fn path_arg(raw: &str) -> mnemo::Result<mnemo::MemPath> {
     mnemo::MemPath::root(raw).map_err(mnemo::Error::InvalidArgument)
+}
+
+/// `mnemo serve`'s flags beyond the session's: where and how it listens, its replicas, its data
+/// directory and its bounds.
+#[derive(Args, Clone, Debug)]
+pub struct ServeFlags {
+    /// The address to listen on; port 0 picks a free port (printed, and written to the
+    /// server file: in the store directory, or in DIR with --data).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub listen: std::net::SocketAddr,
+    /// Allow a --listen address other than loopback.
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// Another name the Host header may carry (host or host:port); repeatable.
+    #[arg(long, value_name = "HOST")]
+    pub allow_host: Vec<String>,
+    /// Exit after this many seconds with no request in progress and no client attached.
+    #[arg(long, value_name = "SECS")]
+    pub idle_exit: Option<f64>,
+    /// Ship the log to the replica at URL (s3://bucket/prefix or file:///dir) as it is
+    /// written, from a thread of the server; `GET /v1/replication` says how far it is.
+    #[arg(long, value_name = "URL")]
+    pub replicate: Option<String>,
+    /// With --replicate: the least time between shipments, in seconds (the lag's bound
+    /// while the object store keeps up).
+    #[arg(
+        long,
+        value_name = "SECS",
+        default_value_t = 1.0,
+        requires = "replicate"
+    )]
+    pub replicate_interval: f64,
+    /// Serve a read-only copy of the replica at URL, kept up to date from it: --db is
+    /// restored from the replica if it is new, and must be a copy of it otherwise. Reads
+    /// are answered; every request that would write is refused.
+    #[arg(long, value_name = "URL", conflicts_with = "replicate")]
+    pub follow: Option<String>,
+    /// With --follow: look at the replica this often, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 1.0, requires = "follow")]
+    pub follow_interval: f64,
+    /// With --follow: take only heads this verifier key signed (as `mnemo key create`
+    /// printed it). The store records it, so a later --follow without --key still checks.
+    #[arg(long, value_name = "VKEY", requires = "follow")]
+    pub key: Option<String>,
+    /// Serve every store under DIR (each DIR/NAME a store of its own) instead of the one
+    /// store --db names: the routes of a store are under /v1/stores/NAME/, and POST, GET
+    /// /v1/stores and DELETE /v1/stores/NAME?confirm=NAME manage them.
+    #[arg(long, value_name = "DIR", conflicts_with = "follow")]
+    pub data: Option<PathBuf>,
+    /// With --data: at most this many stores open at once (the least recently used idle
+    /// one is closed to open another).
+    #[arg(long, value_name = "N", default_value_t = 64, requires = "data")]
+    pub max_open_stores: usize,
+    /// Close a connection that has not sent a whole request head within this many seconds
+    /// (an idle kept-alive connection too).
+    #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+    pub header_timeout: f64,
+    /// Accept at most this many connections at once (more wait in the kernel's backlog).
+    #[arg(long, value_name = "N", default_value_t = 512)]
+    pub max_connections: usize,
+    /// At most this many requests of one principal in flight at once (the operator, one
+    /// agent token's agent in its store, or every request without a token together); more
+    /// get 503 with Retry-After (429 on the memory-stores API's routes). Default: a quarter
+    /// of --max-connections.
+    #[arg(long, value_name = "N")]
+    pub max_requests_per_principal: Option<usize>,
+    /// The seconds a request body may take before it must keep --min-body-rate.
+    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    pub body_grace: f64,
+    /// After --body-grace, a request body must come at this many bytes a second on average,
+    /// or it is cut off with 408 and its connection closed (0: no minimum).
+    #[arg(long, value_name = "BYTES", default_value_t = 65536)]
+    pub min_body_rate: u64,
+    /// Hold at most this many bytes of request bodies at once (one principal at most half of
+    /// it); a body that does not fit waits up to 2 s, then gets 503 with Retry-After.
+    #[arg(long, value_name = "BYTES", default_value_t = 268_435_456)]
+    pub max_body_memory: u64,
+    /// With --data: close a store after this many seconds without a request.
+    #[arg(long, value_name = "SECS", default_value_t = 300.0, requires = "data")]
+    pub store_idle_close: f64,
+    /// With --data: the memory-stores API creates at most this many memories in a store.
+    #[arg(long, value_name = "N", default_value_t = 2000, requires = "data")]
+    pub max_memories: usize,
+    /// With --data: the memory-stores API refuses creates and updates in a store holding
+    /// this many versions (deletes never are).
+    #[arg(long, value_name = "N", default_value_t = 250_000, requires = "data")]
+    pub max_versions: u64,
+    /// Be a node of the fleet whose bucket is URL (s3://bucket/prefix, shared by every node;
+    /// file:///dir for nodes on one machine): each store is served by the node holding its
+    /// lease, any node forwards a request to it, every write is acknowledged once it is in
+    /// the bucket, and a dead node's stores are taken over. --data DIR holds this node's
+    /// copies.
+    #[arg(
+        long,
+        value_name = "URL",
+        requires = "data",
+        conflicts_with_all = ["replicate", "follow"]
+    )]
+    pub fleet: Option<String>,
+    /// With --fleet: this node's id, unique in the fleet (letters, digits, '-', '_', '.').
+    /// Default: the --advertise URL's host and port.
+    #[arg(long, value_name = "ID", requires = "fleet")]
+    pub node_id: Option<String>,
+    /// With --fleet: the URL the other nodes forward requests to this one at. Default:
+    /// http:// and the --listen address (which must then name a port).
+    #[arg(long, value_name = "URL", requires = "fleet")]
+    pub advertise: Option<String>,
+    /// With --fleet: seconds after a node's last heartbeat before the others take its
+    /// stores over (it stops serving them 30% sooner).
+    #[arg(long, value_name = "SECS", default_value_t = 10.0, requires = "fleet")]
+    pub lease_ttl: f64,
+}
+
+/// `mnemo redact`'s arguments.
+#[derive(Args)]
+pub(crate) struct RedactArgs {
+    #[command(flatten)]
+    pub(crate) db: Db,
+    /// Why, recorded in the redaction event (1 to 1024 bytes of printable text).
+    #[arg(long)]
+    pub(crate) reason: String,
+    /// Erase event N (as `mnemo log` lists it); may be repeated.
+    #[arg(long = "seq", value_name = "N")]
+    pub(crate) seqs: Vec<u64>,
+    /// Erase every event that named PATH or a path under it (a file's whole history,
+    /// followed through renames; a directory's subtree); may be repeated.
+    #[arg(long = "path", value_name = "PATH")]
+    pub(crate) paths: Vec<String>,
+    /// Erase every event whose input or answer contains STRING; may be repeated.
+    #[arg(long = "text", value_name = "STRING")]
+    pub(crate) texts: Vec<String>,
+    /// List the seqs and paths that would be erased, and change nothing.
+    #[arg(long)]
+    pub(crate) dry_run: bool,
+    #[command(flatten)]
+    pub(crate) operator: Operator,
+    #[command(flatten)]
+    pub(crate) remote: Remote,
+}
+
+/// `mnemo log`'s arguments.
+#[derive(Args)]
+pub(crate) struct LogArgs {
+    #[command(flatten)]
+    pub(crate) db: Db,
+    /// Only events of this agent.
+    #[arg(long)]
+    pub(crate) agent: Option<String>,
+    /// Only events naming this path or a path under it.
+    #[arg(long)]
+    pub(crate) path: Option<String>,
+    /// Start at this seq.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) from: u64,
+    /// At most this many events.
+    #[arg(long)]
+    pub(crate) limit: Option<usize>,
+    /// One JSON object per line.
+    #[arg(long)]
+    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) remote: Remote,
+}
+
+/// `mnemo export`'s arguments.
+#[derive(Args)]
+pub(crate) struct ExportArgs {
+    /// A new or empty directory.
+    pub(crate) dir: PathBuf,
+    #[command(flatten)]
+    pub(crate) db: Db,
+    /// Export the tree as it was after event SEQ (a seq `mnemo log` lists).
+    #[arg(long, value_name = "SEQ")]
+    pub(crate) at: Option<u64>,
+    /// files (DIR/memories/...) or memory-stores (DIR/memory-store.json).
+    #[arg(long, value_enum, default_value = "files")]
+    pub(crate) format: TransferFormat,
+    /// With --format memory-stores: the memory tool's root the memories live under.
+    #[arg(long, default_value = "/memories")]
+    pub(crate) root: String,
+    #[command(flatten)]
+    pub(crate) remote: Remote,
+}
+
+/// `mnemo import`'s arguments.
+#[derive(Args)]
+pub(crate) struct ImportArgs {
+    /// The directory that holds memories/ (the SDK tool's base_path), or memory-store.json.
+    pub(crate) dir: PathBuf,
+    /// files (DIR/memories/...) or memory-stores (DIR/memory-store.json).
+    #[arg(long, value_enum, default_value = "files")]
+    pub(crate) format: TransferFormat,
+    #[command(flatten)]
+    pub(crate) db: Db,
+    /// The agent the create calls are recorded under.
+    #[arg(long, default_value = "import")]
+    pub(crate) agent: String,
+    /// The memory root to import into.
+    #[arg(long, default_value = "/memories")]
+    pub(crate) root: String,
 }

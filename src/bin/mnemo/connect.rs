@@ -1,15 +1,22 @@
-//! The CLI's side of sharing a store (part of the `mnemo` binary, not of the library): finding
-//! the server that holds a store, starting one for `tool` and `mcp`, and the read commands
-//! answered through it.
+//! The CLI's side of sharing a store (part of the `mnemo` binary, not of the library): the flags
+//! that name a server (`--connect`, `--token`, `--store`) or let one be started (`--idle-exit`,
+//! `--no-start`), and what a command says when a path or a token cannot be used.
 //!
-//! Whether a command's store is reached through its server or in this process is the library's
-//! decision (`ClientBuilder`: `through` for --connect's server, else the server that holds the
-//! store, else the store itself; `open_and_run` for a server found gone). What stays here is
-//! the binary's own: starting a server (it runs this binary with the session's `serve` flags,
-//! and hands `tool` and `mcp` a `Link` rather than a client), and `served_administrator`, which
-//! never opens the store and reaches its server without staying attached to it.
+//! How a command's store is reached is the library's decision (`ClientBuilder`: `through` for
+//! --connect's server, else the server that holds the store, else the store itself, or with
+//! `start_server` a server started now; `open_and_run` for a server found gone, `link` for the
+//! `Link` that `tool` and `mcp` answer through, `redact` for a redaction wherever the store is
+//! held). What stays here is the binary's own: which `serve` flags a started server gets (this
+//! binary, with the session's settings), and the refusal of a store a `--data` server holds.
+
+use std::ffi::OsString;
+use std::process::ExitCode;
 
 use clap::Args;
+use mnemo::link::Link;
+
+use crate::CliResult;
+use crate::args::Session;
 
 /// Where a command reaches a store that a server holds.
 #[derive(Args, Clone, Debug)]
@@ -31,17 +38,6 @@ pub struct Remote {
     /// (under /v1/stores/NAME/).
     #[arg(long, env = "MNEMO_STORE", value_name = "NAME", requires = "connect")]
     pub store: Option<String>,
-}
-
-impl Remote {
-    /// No server named: the one that holds the store, if any, found by its file.
-    pub fn none() -> Remote {
-        Remote {
-            connect: None,
-            token: None,
-            store: None,
-        }
-    }
 }
 
 /// How `tool` and `mcp` start a server when none holds the store.
@@ -176,46 +172,44 @@ pub fn unusable_path(db: &std::path::Path) -> Option<String> {
 }
 
 /// When `db` is a store `DIR/NAME` of a data directory that a live `mnemo serve --data DIR`
-/// holds (the server file in DIR names it, and it proves it serves DIR): how to reach the store
-/// through that server, as a sentence. `db` is read as the directory it names (`.` included);
-/// a name that is no store name is no store of the directory. Nothing secret is in it.
+/// holds (`mnemo::link::data_server_of`): how to reach the store through that server, as a
+/// sentence. Nothing secret is in it.
 pub fn data_server_hint(db: &std::path::Path) -> Option<String> {
-    let whole = std::fs::canonicalize(db)
-        .or_else(|_| std::path::absolute(db))
-        .ok()?;
-    let name = whole.file_name()?.to_str()?;
-    mnemo::check_store_name(name).ok()?;
-    let dir = whole.parent()?;
-    let file = mnemo::link::live_server(dir)?;
+    let mnemo::link::DataServer {
+        name,
+        dir,
+        exists,
+        server: file,
+    } = mnemo::link::data_server_of(db)?;
     let word = |p: &std::path::Path| crate::demo::shell_word(&p.to_string_lossy());
-    let what = match whole.is_dir() {
+    let what = match exists {
         true => format!("is the store {name} of"),
         false => format!("would be the store {name} of"),
     };
     Some(format!(
         "the store at {} {what} the `mnemo serve --data {}` at {} (pid {}), which holds its data directory; reach it through that server instead of --db: the commands that read or change a store take `--connect {} --store {name} --token TOKEN` (the operator token is in {}, or use an agent token issued by that store), `mnemo store create {name} --data {}` makes it, and `mnemo ui --data {}` opens the viewer",
         db.display(),
-        word(dir),
+        word(&dir),
         file.url,
         file.pid,
         file.url,
-        word(&mnemo::link::ServerFile::path(dir)),
-        word(dir),
-        word(dir),
+        word(&mnemo::link::ServerFile::path(&dir)),
+        word(&dir),
+        word(&dir),
     ))
 }
 
 /// How `remote` reaches the store `builder` opens: through the server --connect names, else as
 /// the builder finds it (through the live server that holds it, else in this process).
-fn connected(
+pub fn connected(
     builder: mnemo::ClientBuilder,
     remote: &Remote,
 ) -> mnemo::Result<mnemo::ClientBuilder> {
     let Some(url) = &remote.connect else {
         return Ok(builder);
     };
-    let client = served::remote_client(url, remote)
-        .map_err(|e| mnemo::Error::InvalidArgument(e.to_string()))?;
+    let client =
+        remote_client(url, remote).map_err(|e| mnemo::Error::InvalidArgument(e.to_string()))?;
     Ok(builder.through(client))
 }
 
@@ -253,30 +247,11 @@ fn administrator(
 
 /// A change to the store at `db` is made through the server that holds it: refused here when
 /// `db` is a store of a served data directory, whose server may open it at any moment.
-fn held_by_a_data_server(db: &std::path::Path) -> mnemo::Result<()> {
+pub fn held_by_a_data_server(db: &std::path::Path) -> mnemo::Result<()> {
     match data_server_hint(db) {
         Some(hint) => Err(mnemo::Error::InvalidArgument(hint)),
         None => Ok(()),
     }
-}
-
-/// The client of the server that --connect names, or of the live one that holds the store at
-/// `db`, acting as `operator`; `None` when no server holds it (a change is then made on the
-/// store itself, which this does not open).
-pub fn served_administrator(
-    db: &std::path::Path,
-    remote: &Remote,
-    operator: &str,
-) -> mnemo::Result<Option<mnemo::MnemoClient>> {
-    if remote.connect.is_some() {
-        return administrator(db, remote, operator)?.open().map(Some);
-    }
-    if let Some(file) = mnemo::link::find_server(db)? {
-        let client = mnemo::RemoteClient::new(file.url, file.token);
-        return mnemo::MnemoClient::served_by(client, db, operator).map(Some);
-    }
-    held_by_a_data_server(db)?;
-    Ok(None)
 }
 
 /// `change` on [`administrator`]'s client, again on the store itself if a server found by its
@@ -290,313 +265,142 @@ pub fn administering<T>(
     administrator(db, remote, operator)?.open_and_run(change)
 }
 
-/// What `mnemo replicate --once` asks the server that holds a store to do.
-pub enum Change {
-    /// The body of `POST /v1/replicate`, printed as its `result`.
-    Replicate(serde_json::Value),
+/// The client of the server at `url` that `remote` names: its token, and its store on a
+/// `--data` server.
+fn remote_client(url: &str, remote: &Remote) -> Result<mnemo::RemoteClient, Failure> {
+    let token = remote.token.clone().ok_or(
+        "--connect needs --token (or MNEMO_TOKEN): an agent token, or the operator's from the server file",
+    )?;
+    let client = mnemo::RemoteClient::new(url.to_string(), token);
+    Ok(match &remote.store {
+        Some(store) => client.in_store(store)?,
+        None => client,
+    })
 }
 
-pub use served::*;
+/// How a command starts a server for the store: this binary, run with `serve --db DIR` and
+/// `args`.
+pub fn launch(args: Vec<OsString>) -> Result<mnemo::link::Launch, String> {
+    Ok(mnemo::link::Launch {
+        exe: std::env::current_exe()
+            .map_err(|e| format!("cannot find the mnemo binary to start a server ({e})"))?,
+        args,
+        wait: mnemo::link::START_WAIT,
+    })
+}
 
-mod served {
-    use std::ffi::OsString;
-    use std::io::Write;
-    use std::process::ExitCode;
-
-    use mnemo::RemoteClient;
-    use mnemo::link::{Launch, Link, START_WAIT, tool_use_id, unanswered};
-    use mnemo::tool::{Request, read_request};
-
-    use super::{Failure, Remote, Start};
-    use crate::{CliResult, args::Session};
-
-    /// The client of the server at `url` that `remote` names: its token, and its store on a
-    /// `--data` server.
-    pub(super) fn remote_client(url: &str, remote: &Remote) -> Result<RemoteClient, Failure> {
-        let client = RemoteClient::new(url.to_string(), token(remote)?);
-        Ok(match &remote.store {
-            Some(store) => client.in_store(store)?,
+/// The server connection of a `tool` or `mcp` session: to --connect's server, or to the
+/// server of --db, started now (and again when it goes away) when none runs. `None` under
+/// `--no-start`, or when no server could be started: that session opens the store itself.
+pub fn session_link(
+    session: &Session,
+    remote: &Remote,
+    start: &Start,
+    agent: Option<String>,
+    default_agent: &str,
+) -> Result<Option<Link>, Failure> {
+    if let Some(url) = &remote.connect {
+        let client = remote_client(url, remote)?;
+        return Ok(Some(Link::fixed(match agent {
+            Some(agent) => client.with_agent(agent),
             None => client,
-        })
+        })));
     }
-
-    fn token(remote: &Remote) -> Result<String, Failure> {
-        remote.token.clone().ok_or_else(|| {
-            "--connect needs --token (or MNEMO_TOKEN): an agent token, or the operator's from the server file".into()
-        })
+    if let Some(why) = unservable(&session.db.db) {
+        return Err(why.into());
     }
-
-    /// The server connection of a `tool` or `mcp` session: to --connect's server, or to the
-    /// server of --db, started now (and again when it goes away) when none runs. `None` under
-    /// `--no-start`, or when no server could be started: that session opens the store itself.
-    pub fn session_link(
-        session: &Session,
-        remote: &Remote,
-        start: &Start,
-        agent: Option<String>,
-        default_agent: &str,
-    ) -> Result<Option<Link>, Failure> {
-        if let Some(url) = &remote.connect {
-            let client = remote_client(url, remote)?;
-            let client = match agent {
-                Some(agent) => client.with_agent(agent),
-                None => client,
-            };
-            return Ok(Some(Link::fixed(client)));
-        }
-        if let Some(why) = super::unservable(&session.db.db) {
-            return Err(why.into());
-        }
-        if start.no_start {
-            return Ok(None);
-        }
-        let agent = agent.unwrap_or_else(|| default_agent.to_string());
-        let launch = Launch {
-            exe: std::env::current_exe()
-                .map_err(|e| format!("cannot find the mnemo binary to start a server ({e})"))?,
-            args: serve_args(session, start),
-            wait: START_WAIT,
-        };
-        match Link::to_store(&session.db.db, Some(agent), launch) {
-            Ok(link) => Ok(Some(link)),
-            Err(e) => {
-                // Opening the store here says what stopped the server, or serves alone.
-                crate::print::tell(format_args!(
-                    "mnemo: {e}; opening the store in this process instead"
-                ));
-                Ok(None)
-            }
-        }
+    if start.no_start {
+        return Ok(None);
     }
-
-    /// The `serve` options that give a started server this session's answers.
-    fn serve_args(session: &Session, start: &Start) -> Vec<OsString> {
-        let mut args: Vec<OsString> = vec![
-            "--profile".into(),
-            session.profile.name().into(),
-            "--root".into(),
-            session.root.clone().into(),
-            "--durability".into(),
-            session.durability.name().into(),
-            "--max-file-bytes".into(),
-            session.max_file_bytes.to_string().into(),
-            "--max-request-bytes".into(),
-            session.max_request_bytes.to_string().into(),
-            "--idle-exit".into(),
-            start.idle_exit.to_string().into(),
-        ];
-        if let Some(chars) = session.view_max_chars {
-            args.push("--view-max-chars".into());
-            args.push(chars.to_string().into());
-        }
-        args
-    }
-
-    /// `mnemo link`: the live server of the store (or one started now with the session's
-    /// settings) as one JSON line, `{"url", "token", "pid"}`.
-    pub fn run_link(session: &Session, start: &Start) -> CliResult {
-        let db = &session.db.db;
-        if let Some(why) = super::unservable(db) {
-            return Err(why.into());
-        }
-        let file = match mnemo::link::find_server(db)? {
-            Some(file) => file,
-            None if start.no_start => {
-                return Err(format!("no server holds the store at {}", db.display()).into());
-            }
-            None => {
-                let launch = Launch {
-                    exe: std::env::current_exe().map_err(|e| {
-                        format!("cannot find the mnemo binary to start a server ({e})")
-                    })?,
-                    args: serve_args(session, start),
-                    wait: START_WAIT,
-                };
-                // Starts the server; the link's own connection ends when it is dropped.
-                drop(Link::to_store(db, None, launch)?);
-                mnemo::link::find_server(db)?.ok_or_else(|| {
-                    format!(
-                        "the server of {} went away; run `mnemo link` again",
-                        db.display()
-                    )
-                })?
-            }
-        };
-        let line = serde_json::json!({"url": file.url, "token": file.token, "pid": file.pid});
-        let mut out = std::io::stdout().lock();
-        serde_json::to_writer(&mut out, &line)?;
-        out.write_all(b"\n")?;
-        out.flush()?;
-        Ok(ExitCode::SUCCESS)
-    }
-
-    /// `mnemo tool` through a server: every line is sent as it was read, and the server's
-    /// `tool_result` printed as it came (byte for byte what a local session prints). A line
-    /// over the limit is sent as its digest. Exit 2 when calls went unanswered.
-    pub fn run_tool(link: &Link, limit: u64) -> CliResult {
-        let mut input = std::io::BufReader::with_capacity(1 << 16, std::io::stdin().lock());
-        let mut out = std::io::stdout().lock();
-        let (mut unanswered_calls, mut refused_calls) = (0u64, 0u64);
-        while let Some(request) = read_request(&mut input, limit)? {
-            let answer = link.call(|client| match &request {
-                Request::Line(bytes) => client.memory_bytes(bytes),
-                Request::TooLarge(digest) | Request::Stopped { digest, .. } => {
-                    client.oversized(digest)
-                }
-            });
-            match answer {
-                Ok(bytes) => out.write_all(&bytes)?,
-                Err(e) => {
-                    match e.status() {
-                        Some(400..=499 | 503) => refused_calls += 1,
-                        _ => unanswered_calls += 1,
-                    }
-                    let id = match &request {
-                        Request::Line(bytes) => tool_use_id(bytes),
-                        _ => None,
-                    };
-                    serde_json::to_writer(&mut out, &unanswered(id.as_deref(), &e))?;
-                }
-            }
-            out.write_all(b"\n")?;
-            out.flush()?;
-        }
-        if unanswered_calls > 0 {
-            return Err(format!(
-                "the server did not answer {unanswered_calls} call(s) of this session (each got an error result that says it may or may not have been applied); check them with `mnemo log`"
-            )
-            .into());
-        }
-        if refused_calls > 0 {
-            return Err(format!(
-                "the server refused {refused_calls} call(s) of this session (each got an error result with its reason; none was applied)"
-            )
-            .into());
-        }
-        Ok(ExitCode::SUCCESS)
-    }
-
-    /// `mnemo mcp` through a server: the same MCP session on stdin and stdout, every call and
-    /// resource read answered by the server.
-    pub fn run_mcp(link: Link, session: &Session) -> CliResult {
-        let root = mnemo::MemPath::root(&session.root).map_err(mnemo::Error::InvalidArgument)?;
-        mnemo::MnemoMcpServer::over(
-            std::sync::Arc::new(link),
-            root.to_string(),
-            session.max_request_bytes,
-        )
-        .serve_stdio()?;
-        Ok(ExitCode::SUCCESS)
-    }
-}
-
-/// `mnemo replicate --once` on a store a server holds: the server ships it.
-mod shipping {
-    use std::io::Write;
-    use std::path::Path;
-    use std::process::ExitCode;
-
-    use mnemo::link::find_server;
-    use mnemo::{AdminRequest, RemoteClient, RemoteError};
-    use serde_json::Value;
-
-    use super::served::remote_client;
-    use super::{Change, Failure, Remote};
-    use crate::CliResult;
-
-    /// The server a read command talks to: the one --connect names, or the live one that holds
-    /// `db`; `None` when the command should open the store itself.
-    pub fn read_client(db: &Path, remote: &Remote) -> Result<Option<RemoteClient>, Failure> {
-        if let Some(url) = &remote.connect {
-            return Ok(Some(remote_client(url, remote)?));
-        }
-        Ok(find_server(db)?.map(|file| RemoteClient::new(file.url, file.token)))
-    }
-
-    /// Makes `change` through the server that holds `db` (or that --connect names), recorded
-    /// under `operator`, else with `local` on the store itself. It prints what the local
-    /// command prints, and a refusal is the same error.
-    pub fn change(
-        db: &Path,
-        remote: &Remote,
-        operator: &str,
-        change: &Change,
-        local: impl FnOnce() -> CliResult,
-    ) -> CliResult {
-        let served = |client: &RemoteClient| apply(&client.with_agent(operator), change);
-        through(db, remote, served, local)
-    }
-
-    /// `served` on the server that holds `db` (or that --connect names), else `local` on the
-    /// store itself. A server found by its file that stops before anything was sent is left for
-    /// the store, which it then no longer holds; a server that started after the look is asked.
-    fn through(
-        db: &Path,
-        remote: &Remote,
-        served: impl Fn(&RemoteClient) -> Result<CliResult, RemoteError>,
-        local: impl FnOnce() -> CliResult,
-    ) -> CliResult {
-        match read_client(db, remote)? {
-            Some(client) => match served(&client) {
-                Err(e) if e.is_unreachable() && remote.connect.is_none() => local(),
-                answered => answered?,
-            },
-            None => match local() {
-                // A server that started after the look: ask it.
-                Err(e) if is_locked(e.as_ref()) => match read_client(db, remote)? {
-                    Some(client) => served(&client)?,
-                    None => Err(e),
-                },
-                done => done,
-            },
-        }
-    }
-
-    /// `mnemo replicate --once` through `client`, printed as the local command prints it.
-    fn apply(client: &RemoteClient, change: &Change) -> Result<CliResult, RemoteError> {
-        let Change::Replicate(body) = change;
-        let request = AdminRequest::Post {
-            route: "/v1/replicate",
-            body,
-        };
-        let (status, body) = client.admin(request)?;
-        let answer: Value = serde_json::from_slice(&body).map_err(|e| protocol(client, &e))?;
-        match (status, answer["result"].as_str(), answer["error"].as_str()) {
-            (200..=299, Some(result), _) => Ok(print(result.as_bytes())),
-            (400 | 404 | 409, _, Some(error)) => {
-                Ok(Err(mnemo::Error::InvalidArgument(error.to_string()).into()))
-            }
-            _ => Err(RemoteError::Refused {
-                url: client.url().to_string(),
-                status,
-                reason: answer["error"]
-                    .as_str()
-                    .map(str::to_string)
-                    .unwrap_or_else(|| String::from_utf8_lossy(&body).into()),
-            }),
-        }
-    }
-
-    fn is_locked(e: &(dyn std::error::Error + 'static)) -> bool {
-        matches!(
-            e.downcast_ref::<mnemo::Error>(),
-            Some(mnemo::Error::Locked { .. } | mnemo::Error::NotLocal { .. })
-        )
-    }
-
-    fn print(bytes: &[u8]) -> CliResult {
-        let mut out = std::io::stdout().lock();
-        out.write_all(bytes)?;
-        out.flush()?;
-        Ok(ExitCode::SUCCESS)
-    }
-
-    fn protocol(client: &RemoteClient, e: &dyn std::fmt::Display) -> RemoteError {
-        RemoteError::Protocol {
-            url: client.url().to_string(),
-            why: e.to_string(),
+    let builder = mnemo::MnemoClient::builder(&session.db.db)
+        .agent_id(agent.unwrap_or_else(|| default_agent.to_string()))
+        .start_server(launch(serve_args(session, start))?);
+    match builder.link() {
+        Ok(link) => Ok(Some(link)),
+        Err(e) => {
+            // Opening the store here says what stopped the server, or serves alone.
+            crate::print::tell(format_args!(
+                "mnemo: {e}; opening the store in this process instead"
+            ));
+            Ok(None)
         }
     }
 }
 
-pub use shipping::change;
+/// The `serve` options that give a started server this session's answers.
+fn serve_args(session: &Session, start: &Start) -> Vec<OsString> {
+    let mut args: Vec<OsString> = vec![
+        "--profile".into(),
+        session.profile.name().into(),
+        "--root".into(),
+        session.root.clone().into(),
+        "--durability".into(),
+        session.durability.name().into(),
+        "--max-file-bytes".into(),
+        session.max_file_bytes.to_string().into(),
+        "--max-request-bytes".into(),
+        session.max_request_bytes.to_string().into(),
+        "--idle-exit".into(),
+        start.idle_exit.to_string().into(),
+    ];
+    if let Some(chars) = session.view_max_chars {
+        args.push("--view-max-chars".into());
+        args.push(chars.to_string().into());
+    }
+    args
+}
+
+/// `mnemo link`: the live server of the store (or one started now with the session's
+/// settings) as one JSON line, `{"url", "token", "pid"}`.
+pub fn run_link(session: &Session, start: &Start) -> CliResult {
+    let db = &session.db.db;
+    if let Some(why) = unservable(db) {
+        return Err(why.into());
+    }
+    let mut builder = mnemo::MnemoClient::builder(db);
+    if !start.no_start {
+        builder = builder.start_server(launch(serve_args(session, start))?);
+    }
+    let file = builder
+        .server()?
+        .ok_or_else(|| format!("no server holds the store at {}", db.display()))?;
+    let line = serde_json::json!({"url": file.url, "token": file.token, "pid": file.pid});
+    crate::print::say(line)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `mnemo tool` through a server: every line is sent as it was read, and the server's
+/// `tool_result` printed as it came (byte for byte what a local session prints). Exit 2 when
+/// calls went unanswered.
+pub fn run_tool(link: &Link, limit: u64) -> CliResult {
+    let mut input = std::io::BufReader::with_capacity(1 << 16, std::io::stdin().lock());
+    let tally = link.answer_lines(&mut input, &mut std::io::stdout().lock(), limit)?;
+    if tally.unanswered > 0 {
+        return Err(format!(
+            "the server did not answer {} call(s) of this session (each got an error result that says it may or may not have been applied); check them with `mnemo log`",
+            tally.unanswered
+        )
+        .into());
+    }
+    if tally.refused > 0 {
+        return Err(format!(
+            "the server refused {} call(s) of this session (each got an error result with its reason; none was applied)",
+            tally.refused
+        )
+        .into());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `mnemo mcp` through a server: the same MCP session on stdin and stdout, every call and
+/// resource read answered by the server.
+pub fn run_mcp(link: Link, session: &Session) -> CliResult {
+    let root = mnemo::MemPath::root(&session.root).map_err(mnemo::Error::InvalidArgument)?;
+    mnemo::MnemoMcpServer::over(
+        std::sync::Arc::new(link),
+        root.to_string(),
+        session.max_request_bytes,
+    )
+    .serve_stdio()?;
+    Ok(ExitCode::SUCCESS)
+}

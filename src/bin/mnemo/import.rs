@@ -1,20 +1,25 @@
 //! `mnemo import`: plain files read into a store (a new one is built beside its path and renamed
 //! there once the import ran, by the library: `MnemoMemoryToolServer::import_store`).
 
-use std::path::Path;
 use std::process::ExitCode;
 
 use mnemo::MnemoMemoryToolServer;
 use mnemo::protocol::printable;
 
 use crate::CliResult;
+use crate::args::{ImportArgs, TransferFormat};
 use crate::print::count;
 
 /// Exit 0 when every entry was imported, 1 when some were skipped (each named on stderr with the
 /// reason; the rest was imported), 2 when the import could not run or the store failed.
-#[cfg(unix)]
-pub(crate) fn run_import(db: &Path, dir: &Path, agent: String, root: String) -> CliResult {
-    let summary = MnemoMemoryToolServer::import_store(db, dir, &agent, &root)?;
+/// With `--format memory-stores`, the memory-stores API's JSON (exit 1 likewise when some was
+/// skipped).
+pub(crate) fn run_import(args: &ImportArgs) -> CliResult {
+    let (db, dir) = (&args.db.db, &args.dir);
+    if let TransferFormat::MemoryStores = args.format {
+        return crate::memory_stores::import(db, dir, &args.agent, &args.root);
+    }
+    let summary = MnemoMemoryToolServer::import_store(db, dir, &args.agent, &args.root)?;
     for skipped in &summary.skipped {
         crate::print::tell(format_args!(
             "mnemo: not imported: {}: {}",
@@ -49,9 +54,4 @@ pub(crate) fn run_import(db: &Path, dir: &Path, agent: String, root: String) -> 
     } else {
         ExitCode::from(1)
     })
-}
-
-#[cfg(not(unix))]
-pub(crate) fn run_import(_db: &Path, _dir: &Path, _agent: String, _root: String) -> CliResult {
-    Err("mnemo import needs a Unix system (it walks directories with openat-style calls)".into())
 }

@@ -1,17 +1,15 @@
 //! `mnemo log`: the logged events, one line each.
 
 use std::io::Write;
-use std::path::Path;
 use std::process::ExitCode;
 
 use mnemo::LogQuery;
 use mnemo::protocol::printable;
 
-use crate::args::path_arg;
+use crate::args::{LogArgs, path_arg};
 use mnemo::protocol::LoggedEvent;
 
 use crate::CliResult;
-use crate::connect::Remote;
 
 pub(crate) fn event_line(event: &LoggedEvent) -> String {
     let paths: Vec<&str> = event.paths.iter().map(String::as_str).collect();
@@ -45,25 +43,19 @@ pub(crate) fn event_line_parts(
     )
 }
 
-pub(crate) fn run_log(
-    db: &Path,
-    agent: Option<&str>,
-    path: Option<&str>,
-    (from, limit): (u64, Option<usize>),
-    as_json: bool,
-    remote: &Remote,
-) -> CliResult {
+/// `mnemo log`: the events its filters choose, one line (or JSON object) each.
+pub(crate) fn run_log(args: &LogArgs) -> CliResult {
     let query = LogQuery {
-        agent: agent.map(str::to_string),
-        path: path.map(path_arg).transpose()?,
-        from,
-        limit,
+        agent: args.agent.clone(),
+        path: args.path.as_deref().map(path_arg).transpose()?,
+        from: args.from,
+        limit: args.limit,
         ..LogQuery::default()
     };
-    let events = crate::connect::reading(db, remote, |client| client.log(&query))?;
+    let events = crate::connect::reading(&args.db.db, &args.remote, |client| client.log(&query))?;
     let mut out = std::io::stdout().lock();
     for event in &events {
-        if as_json {
+        if args.json {
             writeln!(out, "{}", serde_json::to_string(event)?)?;
         } else {
             writeln!(out, "{}", event_line(event))?;

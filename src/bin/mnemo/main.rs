@@ -5,10 +5,9 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use mnemo::Seq;
 
 use crate::acl::run_acl;
-use crate::args::{Cmd, FleetCmd, KeyCmd, StoreCmd, TransferFormat};
+use crate::args::{Cmd, FleetCmd, KeyCmd};
 use crate::cat::run_cat;
 use crate::completions::{run_completions, run_man};
 use crate::config::run_config;
@@ -21,7 +20,7 @@ use crate::log::run_log;
 use crate::ls::run_ls;
 use crate::mcp::run_mcp;
 use crate::redact::run_redact;
-use crate::serve::{Listen, run_serve};
+use crate::serve::run_serve;
 use crate::show::run_show;
 use crate::token::run_token;
 use crate::tool::run_tool;
@@ -99,7 +98,7 @@ fn main() -> ExitCode {
     // meant for others (man pages, completions, an export).
     if !matches!(
         cli.command,
-        Cmd::Man { .. } | Cmd::Completions { .. } | Cmd::Export { .. }
+        Cmd::Man { .. } | Cmd::Completions { .. } | Cmd::Export(_)
     ) {
         rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
     }
@@ -133,58 +132,8 @@ fn main() -> ExitCode {
         Cmd::Serve {
             agent,
             session,
-            listen,
-            allow_remote,
-            allow_host,
-            idle_exit,
-            replicate,
-            replicate_interval,
-            follow,
-            follow_interval,
-            key,
-            data,
-            max_open_stores,
-            store_idle_close,
-            max_memories,
-            max_versions,
-            header_timeout,
-            max_connections,
-            max_requests_per_principal,
-            body_grace,
-            min_body_rate,
-            max_body_memory,
-            fleet,
-            node_id,
-            advertise,
-            lease_ttl,
-        } => run_serve(
-            session,
-            agent,
-            Listen {
-                listen,
-                allow_remote,
-                allow_host,
-                idle_exit,
-                replicate: replicate.map(|url| (url, replicate_interval)),
-                follow: follow.map(|url| (url, follow_interval)),
-                follow_key: key,
-                data: data.map(|dir| {
-                    (dir, max_open_stores, store_idle_close, max_memories, max_versions)
-                }),
-                header_timeout,
-                max_connections,
-                max_requests_per_principal,
-                body_grace,
-                min_body_rate,
-                max_body_memory,
-                fleet: fleet.map(|url| crate::serve::Fleet {
-                    url,
-                    node_id,
-                    advertise,
-                    lease_ttl,
-                }),
-            },
-        ),
+            flags,
+        } => run_serve(session, agent, flags),
         Cmd::Verify {
             db,
             json,
@@ -214,41 +163,8 @@ fn main() -> ExitCode {
         Cmd::Key {
             command: KeyCmd::Create { db, name },
         } => replication::key_create(&db.db, name.as_deref()),
-        Cmd::Store { command } => match &command {
-            StoreCmd::Create { name, place } => {
-                store::run(&store::Action::Create(name), &place.place())
-            }
-            StoreCmd::List { place, json } => {
-                store::run(&store::Action::List { json: *json }, &place.place())
-            }
-            StoreCmd::Delete {
-                name,
-                confirm,
-                place,
-            } => store::run(
-                &store::Action::Delete {
-                    name,
-                    confirm: confirm.as_deref(),
-                },
-                &place.place(),
-            ),
-        },
-        Cmd::Log {
-            db,
-            agent,
-            path,
-            from,
-            limit,
-            json,
-            remote,
-        } => run_log(
-            &db.db,
-            agent.as_deref(),
-            path.as_deref(),
-            (from, limit),
-            json,
-            &remote,
-        ),
+        Cmd::Store { command } => store::run(&command),
+        Cmd::Log(args) => run_log(&args),
         Cmd::Ls {
             dir,
             db,
@@ -281,67 +197,12 @@ fn main() -> ExitCode {
             json,
             remote,
         } => run_diff(&db.db, from, to, &path, json, &remote),
-        Cmd::Redact {
-            db,
-            reason,
-            seqs,
-            paths,
-            texts,
-            dry_run,
-            operator,
-            remote,
-        } => {
-            let selection = mnemo::Selection {
-                seqs: seqs.into_iter().map(Seq).collect(),
-                paths,
-                texts,
-            };
-            run_redact(
-                &db.db,
-                &reason,
-                &selection,
-                dry_run,
-                &operator.name,
-                &remote,
-            )
-        }
+        Cmd::Redact(args) => run_redact(&args),
         Cmd::Acl { command } => run_acl(command),
         Cmd::Token { command } => run_token(command),
         Cmd::Config { command } => run_config(command),
-        Cmd::Export {
-            dir,
-            db,
-            at,
-            format: TransferFormat::Files,
-            remote,
-            ..
-        } => run_export(&db.db, &dir, at, &remote),
-        Cmd::Export {
-            dir,
-            db,
-            at,
-            format: TransferFormat::MemoryStores,
-            root,
-            remote,
-        } => match (at, remote.connect.is_some()) {
-            (Some(_), _) => Err("--at is for --format files; a memory-stores export holds every version".into()),
-            (_, true) => Err("--format memory-stores exports a store at --db; for a store on a server, use its /v1/memory_stores routes".into()),
-            (None, false) => memory_stores::export(&db.db, &dir, &root),
-        },
-        Cmd::Import {
-            dir,
-            format: TransferFormat::Files,
-            db,
-            agent,
-            root,
-        } => run_import(&db.db, &dir, agent, root),
-        Cmd::Import {
-            dir,
-            format: TransferFormat::MemoryStores,
-            db,
-            agent,
-            root,
-        } => memory_stores::import(&db.db, &dir, agent, &root),
+        Cmd::Export(args) => run_export(&args),
+        Cmd::Import(args) => run_import(&args),
     };
     match result {
         Ok(code) => code,

@@ -5,22 +5,23 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use crate::CliResult;
+use crate::args::RedactArgs;
 use crate::connect::Remote;
 
-pub(crate) fn run_redact(
-    db: &Path,
-    reason: &str,
-    selection: &mnemo::Selection,
-    dry_run: bool,
-    operator: &str,
-    remote: &Remote,
-) -> CliResult {
-    let text = if dry_run {
+/// `mnemo redact`: the redaction made (or with `--dry-run` its plan), and its summary printed.
+pub(crate) fn run_redact(args: &RedactArgs) -> CliResult {
+    let (db, remote) = (&args.db.db, &args.remote);
+    let selection = mnemo::Selection {
+        seqs: args.seqs.iter().copied().map(mnemo::Seq).collect(),
+        paths: args.paths.clone(),
+        texts: args.texts.clone(),
+    };
+    let text = if args.dry_run {
         // Read from a private copy (or asked of the server that holds the store), so a dry run
         // writes no byte.
-        crate::connect::reading(db, remote, |client| client.redaction_plan(selection))?.summary()
+        crate::connect::reading(db, remote, |client| client.redaction_plan(&selection))?.summary()
     } else {
-        redact(db, reason, selection, operator, remote)?.summary()
+        redact(db, &args.reason, &selection, &args.operator.name, remote)?.summary()
     };
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())?;
@@ -28,9 +29,9 @@ pub(crate) fn run_redact(
     Ok(ExitCode::SUCCESS)
 }
 
-/// The redaction, made by the server that holds the store, else on the store's files (not
-/// opened for writing first: the rewrite keeps the store's owner and permissions, which a
-/// process opening it as another user would not); a server that started meanwhile is asked.
+/// The redaction, made by the server that holds the store (or that --connect names), else on
+/// the store's files (`ClientBuilder::redact`); a store of a served data directory is refused
+/// here, saying how to reach it through its server.
 fn redact(
     db: &Path,
     reason: &str,
@@ -38,16 +39,9 @@ fn redact(
     operator: &str,
     remote: &Remote,
 ) -> mnemo::Result<mnemo::Redacted> {
-    if let Some(client) = crate::connect::served_administrator(db, remote, operator)? {
-        return client.redact(reason, selection);
+    if remote.connect.is_none() && mnemo::link::find_server(db)?.is_none() {
+        crate::connect::held_by_a_data_server(db)?;
     }
-    match mnemo::redact_store(db, operator, reason, selection) {
-        Err(mnemo::Error::Locked { path }) => {
-            match crate::connect::served_administrator(db, remote, operator)? {
-                Some(client) => client.redact(reason, selection),
-                None => Err(mnemo::Error::Locked { path }),
-            }
-        }
-        done => done,
-    }
+    crate::connect::connected(mnemo::MnemoClient::builder(db).agent_id(operator), remote)?
+        .redact(reason, selection)
 }

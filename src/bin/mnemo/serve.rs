@@ -1,90 +1,15 @@
 //! `mnemo serve`: the HTTP server of one store (`--db`) or of a directory of stores (`--data`).
 
-use std::path::PathBuf;
 use std::{path::Path, process::ExitCode};
 
 use mnemo::{MnemoMemoryToolServer, tool::Limits};
 
 use crate::CliResult;
-use crate::args::Session;
+use crate::args::{ServeFlags, Session};
 use crate::session::open_session;
 
-/// Where and how long `mnemo serve` listens.
-pub(crate) struct Listen {
-    pub(crate) listen: std::net::SocketAddr,
-    pub(crate) allow_remote: bool,
-    pub(crate) allow_host: Vec<String>,
-    pub(crate) idle_exit: Option<f64>,
-    /// The replica to ship to, and the least time between shipments in seconds.
-    pub(crate) replicate: Option<(String, f64)>,
-    /// The replica to follow, and how often to look at it in seconds.
-    pub(crate) follow: Option<(String, f64)>,
-    /// The verifier key the followed replica's heads must be signed by.
-    pub(crate) follow_key: Option<String>,
-    /// `--data`: the data directory, the most stores open at once, the idle close in seconds,
-    /// the most memories the memory-stores API creates in a store, and the most versions.
-    pub(crate) data: Option<(PathBuf, usize, f64, usize, u64)>,
-    /// The deadline for a request's headers, in seconds.
-    pub(crate) header_timeout: f64,
-    /// The cap on open connections.
-    pub(crate) max_connections: usize,
-    /// The share of one principal's requests in flight, if not the default.
-    pub(crate) max_requests_per_principal: Option<usize>,
-    /// The grace of a request body, in seconds.
-    pub(crate) body_grace: f64,
-    /// The minimum rate of a request body after its grace, in bytes a second.
-    pub(crate) min_body_rate: u64,
-    /// The budget of memory for request bodies, in bytes.
-    pub(crate) max_body_memory: u64,
-    /// `--fleet URL` and the node's flags.
-    pub(crate) fleet: Option<Fleet>,
-}
-
-/// `--fleet URL`, `--node-id`, `--advertise` and `--lease-ttl`.
-pub(crate) struct Fleet {
-    pub(crate) url: String,
-    pub(crate) node_id: Option<String>,
-    pub(crate) advertise: Option<String>,
-    pub(crate) lease_ttl: f64,
-}
-
-impl Fleet {
-    /// The fleet's options, the defaults filled in from the address the server listens on.
-    fn options(self, listen: std::net::SocketAddr) -> Result<mnemo::FleetOptions, String> {
-        let lease_ttl = std::time::Duration::try_from_secs_f64(self.lease_ttl)
-            .ok()
-            .filter(|d| *d >= std::time::Duration::from_secs(1))
-            .ok_or("--lease-ttl takes a number of seconds of at least 1, such as 10")?;
-        let advertise = match self.advertise {
-            Some(url) if url.starts_with("http://") || url.starts_with("https://") => url,
-            Some(url) => {
-                return Err(format!(
-                    "--advertise {url:?} is not a URL: give the one the other nodes reach this one at, such as http://10.0.0.5:8080"
-                ));
-            }
-            None if listen.port() == 0 => {
-                return Err("--fleet needs --advertise URL, or a --listen address with a port (such as 127.0.0.1:8080): the other nodes forward requests to it".into());
-            }
-            None => format!("http://{listen}"),
-        };
-        let node_id = self.node_id.unwrap_or_else(|| {
-            advertise
-                .split("://")
-                .nth(1)
-                .unwrap_or(&advertise)
-                .trim_end_matches('/')
-                .replace([':', '/', '[', ']'], "-")
-        });
-        Ok(mnemo::FleetOptions {
-            url: self.url,
-            node_id,
-            advertise,
-            lease_ttl,
-        })
-    }
-}
-
-pub(crate) fn run_serve(session: Session, agent: String, listen: Listen) -> CliResult {
+/// `mnemo serve`: the server of the store at --db, or with --data of every store under DIR.
+pub(crate) fn run_serve(session: Session, agent: String, listen: ServeFlags) -> CliResult {
     let idle_exit = listen
         .idle_exit
         .map(std::time::Duration::try_from_secs_f64)
@@ -119,69 +44,59 @@ pub(crate) fn run_serve(session: Session, agent: String, listen: Listen) -> CliR
         },
         listen: listen.listen,
         allow_remote: listen.allow_remote,
-        allow_hosts: listen.allow_host,
+        allow_hosts: listen.allow_host.clone(),
         idle_exit,
         replication: None,
         follow: None,
     };
     options.check()?;
-    let fleet = match listen.fleet {
-        Some(fleet) => Some(fleet.options(listen.listen)?),
-        None if session.durability == mnemo::Durability::Replicated => {
-            return Err("--durability replicated is a fleet node's: add --fleet URL (and --data DIR), or use fsync".into());
-        }
-        None => None,
-    };
-    if let Some((dir, max_open_stores, idle_close, max_memories, max_versions)) = listen.data {
-        let data = DataServer {
-            max_open_stores,
-            idle_close,
-            max_memories,
-            max_versions,
-            replicate: listen.replicate,
-            fleet,
-        };
-        return run_data_server(&dir, session, agent, options, data);
+    if listen.fleet.is_none() && session.durability == mnemo::Durability::Replicated {
+        return Err("--durability replicated is a fleet node's: add --fleet URL (and --data DIR), or use fsync".into());
+    }
+    if let Some(dir) = &listen.data {
+        return run_data_server(dir, session, agent, options, &listen);
     }
     let db = &session.db.db;
     if let Some(why) = crate::connect::unservable(db) {
         return Err(why.into());
     }
+    let replicate = listen.replicate.as_deref();
+    let follow = listen.follow.as_deref();
     crate::replication::check_serve(
         db,
-        listen.replicate.as_ref().map(|(u, i)| (u.as_str(), *i)),
-        listen.follow.as_ref().map(|(u, i)| (u.as_str(), *i)),
+        replicate.map(|u| (u, listen.replicate_interval)),
+        follow.map(|u| (u, listen.follow_interval)),
     )?;
     // A follower is restored from its replica first if it is new.
-    if let Some((url, _)) = &listen.follow {
-        crate::replication::prepare_follower(&session.db.db, url, listen.follow_key.as_deref())?;
+    if let Some(url) = follow {
+        crate::replication::prepare_follower(&session.db.db, url, listen.key.as_deref())?;
     }
     let server = open_session(session, agent)?;
     // The replication runs beside the server, on the store the server holds, and ships what
     // is left once the server has stopped.
-    let replication = match &listen.replicate {
-        Some((url, interval)) => {
-            let started = crate::replication::start(server.client(), url, *interval)?;
-            options.replication = Some(started.view());
+    let replication = match replicate {
+        Some(url) => {
+            let started =
+                crate::replication::start(server.client(), url, listen.replicate_interval)?;
+            options.replication = Some(crate::replication::shipping_view(&started));
             Some(started)
         }
         None => None,
     };
-    let following = match &listen.follow {
-        Some((url, interval)) => {
-            let started = crate::replication::follow(server.client(), url, *interval)?;
-            options.replication = Some(started.view());
-            options.follow = Some(url.clone());
+    let following = match follow {
+        Some(url) => {
+            let started = crate::replication::follow(server.client(), url, listen.follow_interval)?;
+            let status = started.watcher();
+            options.replication = Some(crate::replication::view(move || status().to_json()));
+            options.follow = Some(url.to_string());
             Some(started)
         }
         None => None,
     };
     let stopped = mnemo::serve(server, options)?;
-    if let Some(following) = following {
-        following.stop();
-    }
+    drop(following);
     if let Some(replication) = replication {
-        replication.stop()?;
+        crate::replication::stop(replication)?;
     }
     if stopped.store_failures > 0 {
         return Err(format!(
@@ -194,50 +109,17 @@ pub(crate) fn run_serve(session: Session, agent: String, listen: Listen) -> CliR
 }
 
 /// `mnemo serve --data DIR`: every store under DIR, each opened with the session's settings.
-/// What `--data` adds to a server's options.
-pub(crate) struct DataServer {
-    /// At most this many stores open at once.
-    pub(crate) max_open_stores: usize,
-    /// Close a store after this many seconds without a request.
-    pub(crate) idle_close: f64,
-    /// The memory-stores API creates at most this many memories in a store.
-    pub(crate) max_memories: usize,
-    /// The memory-stores API refuses creates and updates in a store holding this many versions.
-    pub(crate) max_versions: u64,
-    /// `--replicate URL` and its interval: each store shipped to `URL/NAME` while it is open.
-    pub(crate) replicate: Option<(String, f64)>,
-    /// `--fleet URL`: the fleet this server is a node of.
-    pub(crate) fleet: Option<mnemo::FleetOptions>,
-}
-
 pub(crate) fn run_data_server(
     dir: &Path,
     session: Session,
     agent: String,
     options: mnemo::ServeOptions,
-    data: DataServer,
+    flags: &ServeFlags,
 ) -> CliResult {
-    let DataServer {
-        max_open_stores,
-        idle_close,
-        max_memories,
-        max_versions,
-        replicate,
-        fleet,
-    } = data;
-    let durability = match (&fleet, session.durability) {
-        (Some(_), mnemo::Durability::Fsync | mnemo::Durability::Replicated) => {
-            mnemo::Durability::Replicated
-        }
-        (Some(_), other) => {
-            return Err(format!(
-                "--durability {} is not one a fleet node writes with: a fleet's node acknowledges a write once it is in the bucket (--durability replicated, its default)",
-                other.name()
-            )
-            .into());
-        }
-        (None, durability) => durability,
-    };
+    let replicate = flags
+        .replicate
+        .as_ref()
+        .map(|url| (url.clone(), flags.replicate_interval));
     if std::fs::symlink_metadata(dir).is_ok_and(|m| !m.is_dir()) {
         return Err(format!(
             "--data {} is not a directory: give it the data directory (made if missing)",
@@ -258,11 +140,28 @@ pub(crate) fn run_data_server(
         .into());
     }
     crate::replication::check_serve(dir, replicate.as_ref().map(|(u, i)| (u.as_str(), *i)), None)?;
-    let store_idle_close = std::time::Duration::try_from_secs_f64(idle_close)
+    let fleet = match &flags.fleet {
+        Some(url) => Some(fleet_options(url, flags)?),
+        None => None,
+    };
+    let durability = match (&fleet, session.durability) {
+        (Some(_), mnemo::Durability::Fsync | mnemo::Durability::Replicated) => {
+            mnemo::Durability::Replicated
+        }
+        (Some(_), other) => {
+            return Err(format!(
+                "--durability {} is not one a fleet node writes with: a fleet's node acknowledges a write once it is in the bucket (--durability replicated, its default)",
+                other.name()
+            )
+            .into());
+        }
+        (None, durability) => durability,
+    };
+    let store_idle_close = std::time::Duration::try_from_secs_f64(flags.store_idle_close)
         .ok()
         .filter(|d| !d.is_zero())
         .ok_or("--store-idle-close takes a number of seconds above 0, such as 300 or 0.5")?;
-    if max_open_stores == 0 {
+    if flags.max_open_stores == 0 {
         return Err("--max-open-stores must be at least 1".into());
     }
     let limits = Limits {
@@ -298,9 +197,9 @@ pub(crate) fn run_data_server(
         let running =
             crate::replication::start(tool.client(), &url, *interval).map_err(|e| e.to_string())?;
         Ok(mnemo::OpenedStore {
-            replication: Some(running.view()),
+            replication: Some(crate::replication::shipping_view(&running)),
             on_close: Some(Box::new(move || {
-                if let Err(why) = running.stop() {
+                if let Err(why) = crate::replication::stop(running) {
                     crate::print::tell(format_args!("mnemo serve: {why}"));
                 }
             })),
@@ -312,10 +211,10 @@ pub(crate) fn run_data_server(
         open,
         options,
         mnemo::DataOptions {
-            max_open_stores,
+            max_open_stores: flags.max_open_stores,
             store_idle_close,
-            max_memories,
-            max_versions,
+            max_memories: flags.max_memories,
+            max_versions: flags.max_versions,
             fleet,
         },
     )?;
@@ -327,4 +226,38 @@ pub(crate) fn run_data_server(
         .into());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--fleet URL`'s options, the defaults filled in from the address the server listens on.
+fn fleet_options(url: &str, flags: &ServeFlags) -> Result<mnemo::FleetOptions, String> {
+    let lease_ttl = std::time::Duration::try_from_secs_f64(flags.lease_ttl)
+        .ok()
+        .filter(|d| *d >= std::time::Duration::from_secs(1))
+        .ok_or("--lease-ttl takes a number of seconds of at least 1, such as 10")?;
+    let advertise = match &flags.advertise {
+        Some(url) if url.starts_with("http://") || url.starts_with("https://") => url.clone(),
+        Some(url) => {
+            return Err(format!(
+                "--advertise {url:?} is not a URL: give the one the other nodes reach this one at, such as http://10.0.0.5:8080"
+            ));
+        }
+        None if flags.listen.port() == 0 => {
+            return Err("--fleet needs --advertise URL, or a --listen address with a port (such as 127.0.0.1:8080): the other nodes forward requests to it".into());
+        }
+        None => format!("http://{}", flags.listen),
+    };
+    let node_id = flags.node_id.clone().unwrap_or_else(|| {
+        advertise
+            .split("://")
+            .nth(1)
+            .unwrap_or(&advertise)
+            .trim_end_matches('/')
+            .replace([':', '/', '[', ']'], "-")
+    });
+    Ok(mnemo::FleetOptions {
+        url: url.to_string(),
+        node_id,
+        advertise,
+        lease_ttl,
+    })
 }

@@ -6,7 +6,7 @@ use crate::CliResult;
 
 /// Finds (or, for one store, starts) the server, asks it for a login link and prints it.
 pub(crate) fn run_ui(db: &Path, data: Option<&Path>, open: bool, idle_exit: f64) -> CliResult {
-    use mnemo::link::{Launch, Link, START_WAIT, ServerFile, find_server};
+    use mnemo::link::{ServerFile, find_server};
 
     // A server file this user may not read is another user's server: say so, rather than
     // start a server that cannot open the store either.
@@ -40,15 +40,14 @@ pub(crate) fn run_ui(db: &Path, data: Option<&Path>, open: bool, idle_exit: f64)
                     )
                     .into());
                 }
-                let launch = Launch {
-                    exe: std::env::current_exe().map_err(|e| {
-                        format!("cannot find the mnemo binary to start a server ({e})")
-                    })?,
-                    args: vec!["--idle-exit".into(), idle_exit.to_string().into()],
-                    wait: START_WAIT,
-                };
-                // Starts the server; the link's own connection ends when it is dropped.
-                drop(Link::to_store(db, None, launch)?);
+                let launch = crate::connect::launch(vec![
+                    "--idle-exit".into(),
+                    idle_exit.to_string().into(),
+                ])?;
+                // Starts the server, which then holds the store.
+                mnemo::MnemoClient::builder(db)
+                    .start_server(launch)
+                    .server()?;
             }
             find_server(db)?.ok_or_else(|| {
                 format!(
@@ -58,7 +57,7 @@ pub(crate) fn run_ui(db: &Path, data: Option<&Path>, open: bool, idle_exit: f64)
             })?
         }
     };
-    let secret = mint(&file.url, &file.token)?;
+    let secret = mnemo::RemoteClient::new(file.url.as_str(), file.token.as_str()).login_secret()?;
     let link = format!("{}/ui/#login={secret}", file.url);
     crate::print::say_once(&link, "the login link", "run `mnemo ui` again for another")?;
     crate::print::tell(format_args!(
@@ -151,36 +150,4 @@ fn sweep_open_dirs() {
             let _ = std::fs::remove_dir_all(entry.path());
         }
     }
-}
-
-/// `POST /ui/api/link` with the operator token: the new link's secret.
-fn mint(url: &str, token: &str) -> Result<String, Box<dyn std::error::Error>> {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .build()
-        .into();
-    let mut response = agent
-        .post(format!("{url}/ui/api/link"))
-        .header("Authorization", format!("Bearer {token}"))
-        .send_empty()
-        .map_err(|e| format!("cannot reach the server at {url} ({e}); is it running?"))?;
-    let status = response.status();
-    let body = response
-        .body_mut()
-        .read_to_string()
-        .map_err(|e| format!("the server at {url} answered unreadably ({e})"))?;
-    if !status.is_success() {
-        return Err(format!("the server at {url} refused a login link ({status}): {body}").into());
-    }
-    let answer: serde_json::Value = serde_json::from_str(&body)
-        .map_err(|e| format!("the server at {url} answered unreadably ({e})"))?;
-    answer["secret"]
-        .as_str()
-        .map(str::to_string)
-        .ok_or_else(|| {
-            format!(
-                "the server at {url} sent no login link (is it a mnemo server with the viewer?)"
-            )
-            .into()
-        })
 }

@@ -24,11 +24,11 @@ pub(crate) fn verify_command(
         return Err("--key checks a replica's head (--from URL) or a checkpoint file (--expect FILE); give one of them".into());
     }
     let expect = expect
-        .map(|e| crate::replication::expected(&e, key.as_deref()))
+        .map(|e| mnemo::Replica::expected_head(&e, key.as_deref()))
         .transpose()?;
     match from {
-        Some(url) => crate::replication::verify(&url, json, expect.as_deref(), key.as_deref()),
-        None => run_verify(db, json, expect.as_deref(), remote),
+        Some(url) => crate::replication::verify(&url, json, expect, key.as_deref()),
+        None => run_verify(db, json, expect, remote),
     }
 }
 
@@ -145,10 +145,9 @@ pub(crate) fn print_verify(db: &Path, as_json: bool, report: &VerifyReport) -> C
 pub(crate) fn run_verify(
     db: &Path,
     as_json: bool,
-    expect: Option<&str>,
+    expect: Option<Head>,
     remote: &Remote,
 ) -> CliResult {
-    let expect = expect.map(Head::parse).transpose()?;
     let tty = std::io::stderr().is_terminal();
     let mut shown = false;
     let mut progress = |checked, head| {

@@ -8,6 +8,58 @@ use crate::model::event::Seq;
 use crate::store::writer::Receipt;
 
 impl RemoteClient {
+    /// A one-time login link's secret for the server's web viewer, asked with this client's
+    /// token (the operator's: `POST /ui/api/link`): the viewer at `URL/ui/#login=SECRET` logs in
+    /// with it once, within two minutes (`mnemo ui`). The error says whether the server could
+    /// not be reached, refused, or is no mnemo server with the viewer.
+    pub fn login_secret(&self) -> crate::Result<String> {
+        let url = &self.url;
+        let failed =
+            |reason: String, unreachable: bool, status: Option<u16>| crate::Error::Server {
+                reason,
+                unreachable,
+                status,
+            };
+        let unreadable = |e: &dyn std::fmt::Display| {
+            failed(
+                format!("the server at {url} answered unreadably ({e})"),
+                false,
+                None,
+            )
+        };
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .build()
+            .into();
+        let mut response = agent
+            .post(format!("{url}/ui/api/link"))
+            .header("Authorization", format!("Bearer {}", self.token))
+            .send_empty()
+            .map_err(|e| {
+                let why = format!("cannot reach the server at {url} ({e}); is it running?");
+                failed(why, true, None)
+            })?;
+        let status = response.status();
+        let body = response
+            .body_mut()
+            .read_to_string()
+            .map_err(|e| unreadable(&e))?;
+        if !status.is_success() {
+            let why = format!("the server at {url} refused a login link ({status}): {body}");
+            return Err(failed(why, false, Some(status.as_u16())));
+        }
+        let answer: Value = serde_json::from_str(&body).map_err(|e| unreadable(&e))?;
+        answer["secret"]
+            .as_str()
+            .map(str::to_string)
+            .ok_or_else(|| {
+                let why = format!(
+                    "the server at {url} sent no login link (is it a mnemo server with the viewer?)"
+                );
+                failed(why, false, None)
+            })
+    }
+
     /// Records a grant (`{"action": "grant", ...}`) or a revoke as the server's operator
     /// (operator only): the receipt of the admin event, an error one when the store refused the
     /// change (which is logged too).
