@@ -522,18 +522,40 @@ fn store_of(path: &str) -> Option<String> {
     }
 }
 
+/// What the router of a fleet's node needs: the node, and the Host and Origin values its
+/// requests may carry.
+#[derive(Clone)]
+pub(crate) struct Routing {
+    member: Arc<Member>,
+    hosts: super::auth::Hosts,
+}
+
+impl Routing {
+    /// The router of `member`, whose server answers to `hosts`.
+    pub(crate) fn new(member: Arc<Member>, hosts: super::auth::Hosts) -> Routing {
+        Routing { member, hosts }
+    }
+}
+
 /// Forwards a request for a store another live node holds to that node, once; any other
-/// request goes on here.
+/// request goes on here. A request is forwarded only once its Host and Origin are this node's
+/// (the check against DNS rebinding is the first node's; the holder then sees no Origin).
 pub(crate) async fn route(
-    State(member): State<Arc<Member>>,
+    State(Routing { member, hosts }): State<Routing>,
     request: Request,
     next: axum::middleware::Next,
 ) -> Response {
-    let Some(store) = store_of(request.uri().path()) else {
+    // A name that is no store's is never looked up in the bucket: the routes refuse it here.
+    let Some(store) = store_of(request.uri().path())
+        .filter(|name| crate::store::data_dir::check_store_name(name).is_ok())
+    else {
         return next.run(request).await;
     };
     if request.headers().contains_key(FORWARDED) {
         return next.run(request).await;
+    }
+    if let Err(refusal) = hosts.check(request.headers()) {
+        return super::refuse(request.method().as_str(), request.uri().path(), &refusal);
     }
     let (parts, body) = request.into_parts();
     let body = match axum::body::to_bytes(body, FORWARD_MAX).await {
@@ -586,11 +608,18 @@ async fn holder(member: &Arc<Member>, store: &str) -> Option<String> {
         .flatten()
 }
 
-/// Headers that belong to one connection, not to the request or answer forwarded.
+/// Headers that belong to one connection, not to the request or answer forwarded (and the
+/// Origin the forwarding node checked).
 fn hop_by_hop(name: &str) -> bool {
     matches!(
         name,
-        "host" | "connection" | "keep-alive" | "transfer-encoding" | "content-length" | "upgrade"
+        "host"
+            | "origin"
+            | "connection"
+            | "keep-alive"
+            | "transfer-encoding"
+            | "content-length"
+            | "upgrade"
     )
 }
 

@@ -1153,7 +1153,7 @@ pub fn serve_data(
             options: data.clone(),
             authority: Authority::new(&token),
             token,
-            hosts: Hosts::new(address, &options.allow_hosts),
+            hosts: Hosts::new(address, &allowed_hosts(&options, data.fleet.as_ref())),
             activity: Activity::new(),
             stop: stop.clone(),
             slots: Mutex::default(),
@@ -1185,7 +1185,7 @@ pub fn serve_data(
         }));
         let app = match &fleet {
             Some(member) => app.layer(axum::middleware::from_fn_with_state(
-                Arc::clone(member),
+                super::fleet::Routing::new(Arc::clone(member), stores.hosts.clone()),
                 super::fleet::route,
             )),
             None => app,
@@ -1246,6 +1246,29 @@ pub fn serve_data(
         reason: outcome?,
         store_failures,
     })
+}
+
+/// The Host names the server accepts beside its address: `--allow-host`'s, and a fleet node's
+/// advertised host, which the other nodes' forwarded requests name.
+fn allowed_hosts(
+    options: &ServeOptions,
+    fleet: Option<&super::fleet::FleetOptions>,
+) -> Vec<String> {
+    let mut hosts = options.allow_hosts.clone();
+    if let Some(fleet) = fleet {
+        let authority = fleet
+            .advertise
+            .split("://")
+            .nth(1)
+            .unwrap_or(&fleet.advertise)
+            .split('/')
+            .next()
+            .unwrap_or_default();
+        if !authority.is_empty() {
+            hosts.push(authority.to_string());
+        }
+    }
+    hosts
 }
 
 /// Counts each request as in progress for `--idle-exit` while it runs.

@@ -156,6 +156,19 @@ fn any_node_answers_any_store_and_a_killed_holder_loses_no_acknowledged_write() 
         );
         acked.push((store.to_string(), path));
     }
+    // A browser's request (its Origin the node's own) is checked by the node it reaches and
+    // forwarded without it: the holder answers it.
+    let origin = format!("http://{}", nodes[2].addr());
+    assert!(
+        write(
+            &nodes[2],
+            "s0",
+            "/memories/from-a-page.md",
+            &[("Origin", origin.as_str())]
+        ),
+        "a request with its node's Origin is forwarded and answered"
+    );
+    acked.push(("s0".to_string(), "/memories/from-a-page.md".to_string()));
     let shown = status(&url);
     let holder = shown["stores"]
         .as_array()
