@@ -156,6 +156,24 @@ fn any_node_answers_any_store_and_a_killed_holder_loses_no_acknowledged_write() 
         );
         acked.push((store.to_string(), path));
     }
+    // An agent token is an event of its store: issued through one node, it acts through any
+    // (and only in its store).
+    let issued = nodes[1].call("POST", "/v1/stores/s2/tokens", br#"{"agent": "alice"}"#);
+    assert_eq!(issued.status, 200, "{}", issued.text());
+    let issued: Value = serde_json::from_slice(&issued.body).expect("json");
+    let agent = format!("Bearer {}", issued["token"].as_str().expect("a token"));
+    let call = br#"{"command":"create","path":"/memories/alice.md","file_text":"x"}"#;
+    for (store, status) in [("s2", 200), ("s1", 404)] {
+        let reply = request(
+            nodes[0].addr(),
+            "POST",
+            &format!("/v1/stores/{store}/memory"),
+            &[("Authorization", agent.as_str())],
+            call,
+        );
+        assert_eq!(reply.status, status, "{store}: {}", reply.text());
+    }
+    acked.push(("s2".to_string(), "/memories/alice.md".to_string()));
     // A browser's request (its Origin the node's own) is checked by the node it reaches and
     // forwarded without it: the holder answers it.
     let origin = format!("http://{}", nodes[2].addr());
