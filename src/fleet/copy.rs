@@ -1,12 +1,108 @@
 //! A fleet node's copy of a store on its own disk, built from the store's write-ahead log in the
 //! bucket when the node takes the store: the copy answers, the log is the truth.
+//!
+//! Beside the copy `DIR/NAME`, the file `DIR/.NAME.fleet` records a position of the log the copy
+//! was equal to up to that point ([`record`]): a node that takes the store again reads the log
+//! from there and brings its copy up ([`extend`]) rather than reading every object and building
+//! the copy anew, once it has checked that the copy holds exactly the log's events up to its end
+//! (else the copy is built anew).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use super::wal::{Position, Records};
 use crate::error::{Error, Result};
 use crate::model::chain::Chain;
-use crate::model::event::Seq;
+use crate::model::event::{EventHash, Frame, Seq};
 use crate::store::log::{Durability, Head, Store};
+
+/// The most bytes of a position file read.
+const POSITION_MAX: u64 = 1024;
+
+/// The file beside the copy at `path` that records its position in the log.
+fn position_file(path: &Path) -> Option<PathBuf> {
+    let name = path.file_name()?.to_str()?;
+    Some(path.with_file_name(format!(".{name}.fleet")))
+}
+
+/// The position of the log the copy at `path` was last recorded equal to, if one was (and the
+/// file holding it is a small regular file of the form [`record`] writes).
+pub fn recorded(path: &Path) -> Option<Position> {
+    let file = position_file(path)?;
+    let meta = std::fs::symlink_metadata(&file).ok()?;
+    if !meta.is_file() || meta.len() > POSITION_MAX || !path.is_dir() {
+        return None;
+    }
+    let text = std::fs::read_to_string(&file).ok()?;
+    let mut parts = text.split_whitespace();
+    let position = Position {
+        object: parts.next()?.parse().ok()?,
+        epoch: parts.next()?.parse().ok()?,
+        seq: Seq(parts.next()?.parse().ok()?),
+        hash: EventHash::from_hex(parts.next()?)?,
+    };
+    parts.next().is_none().then_some(position)
+}
+
+/// Records that the copy at `path` holds the log's events up to `at` (written whole or not at
+/// all: a new file renamed over the old). A failure only costs the next take a whole read.
+pub fn record(path: &Path, at: &Position) {
+    let Some(file) = position_file(path) else {
+        return;
+    };
+    let text = format!(
+        "{} {} {} {}\n",
+        at.object,
+        at.epoch,
+        at.seq.0,
+        at.hash.to_hex()
+    );
+    let fresh = file.with_extension("fleet-new");
+    if std::fs::write(&fresh, text).is_ok() {
+        let _ = std::fs::rename(&fresh, &file);
+    }
+}
+
+/// Forgets the position of the copy at `path` (before it is built anew).
+fn forget(path: &Path) {
+    if let Some(file) = position_file(path) {
+        let _ = std::fs::remove_file(file);
+    }
+}
+
+/// Brings the copy at `path`, recorded equal to the log up to `from`, up to the log's end:
+/// `tail` is the log's events after `from`. The copy must hold event `from.seq` with its hash,
+/// and every event of `tail` it already has, byte for byte by their hashes, and no event past the
+/// log's end (a write that never reached the log); then the events it lacks are appended and its
+/// index brought up. `false` (nothing changed) when it does not hold: build it anew then.
+pub fn extend(path: &Path, from: &Position, tail: &Records) -> Result<bool> {
+    let store = match Store::open_existing(path) {
+        Ok(store) => store,
+        Err(_) => return Ok(false),
+    };
+    let hash_of = |seq: Seq| -> Result<Option<EventHash>> {
+        Ok(store
+            .get(seq)?
+            .and_then(|record| Frame::decode(&record).ok())
+            .map(|frame| frame.hash))
+    };
+    if from.seq > Seq(0) && hash_of(from.seq)? != Some(from.hash) {
+        return Ok(false);
+    }
+    let local = store.log_end()?;
+    let end = tail.last().map_or(from.seq, |(seq, _)| *seq);
+    if local.seq < from.seq || local.seq > end {
+        return Ok(false);
+    }
+    for (seq, record) in tail.iter().filter(|(seq, _)| *seq <= local.seq) {
+        let theirs = Frame::decode(record).map(|f| f.hash).ok();
+        if theirs.is_none() || hash_of(*seq)? != theirs {
+            return Ok(false);
+        }
+    }
+    let past: Vec<&(Seq, Vec<u8>)> = tail.iter().filter(|(seq, _)| *seq > local.seq).collect();
+    append(&store, local, &past)?;
+    Ok(true)
+}
 
 /// Makes the store at `path` anew from `records` (the whole log, in seq order, as
 /// [`super::wal::Wal::take`] read it): whatever was at `path` before (a copy from an earlier hold,
@@ -14,6 +110,7 @@ use crate::store::log::{Durability, Head, Store};
 /// record is checked against the chain rules again, the index is built, and the store is synced
 /// before it is served.
 pub fn build(path: &Path, records: &[(Seq, Vec<u8>)]) -> Result<()> {
+    forget(path);
     match std::fs::symlink_metadata(path) {
         Ok(meta) if meta.is_dir() => {
             std::fs::remove_dir_all(path).map_err(|e| Error::io(path, e))?;
@@ -28,11 +125,19 @@ pub fn build(path: &Path, records: &[(Seq, Vec<u8>)]) -> Result<()> {
         Err(e) => return Err(Error::io(path, e)),
     }
     let store = Store::open(path)?;
-    let mut chain = Chain::new();
-    let mut head = Head::EMPTY;
+    let all: Vec<&(Seq, Vec<u8>)> = records.iter().collect();
+    append(&store, Head::EMPTY, &all)?;
+    Ok(())
+}
+
+/// Appends `records` (going on after `head`) to `store`, each checked against the chain rules
+/// again, then builds the index, syncs, and records the new head.
+fn append(store: &Store, head: Head, records: &[&(Seq, Vec<u8>)]) -> Result<()> {
+    let mut chain = Chain::after(head.seq, head.hash);
+    let mut head = head;
     for run in records.chunks(4096) {
         let mut frames = Vec::with_capacity(run.len());
-        for (seq, record) in run {
+        for (seq, record) in run.iter().copied() {
             let frame = chain.check(*seq, record).map_err(|b| {
                 Error::damaged(format!(
                     "the fleet log breaks the chain at event {}: {}",

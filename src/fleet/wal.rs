@@ -21,7 +21,7 @@ use std::sync::Arc;
 use super::bucket::Bucket;
 use crate::error::{Error, Result};
 use crate::model::chain::Chain;
-use crate::model::event::{EventHash, Seq};
+use crate::model::event::{EventHash, Frame, Seq};
 use crate::replica::segment;
 
 /// The first bytes of every object of a store's write-ahead log.
@@ -79,6 +79,8 @@ pub struct Taken {
     pub holder: Holder,
     /// The events of the log past the position the take started from, in seq order.
     pub records: Records,
+    /// Where the log stood before the take's marker: the end of `records`.
+    pub read: Position,
 }
 
 /// The node that holds a store: it writes the store's log, one object per commit, until
@@ -174,6 +176,30 @@ impl Wal {
         Ok((at, records))
     }
 
+    /// Whether `at` is a real position of the log: before the first object, or just after an
+    /// object of epoch `at.epoch` whose last event is `at.seq` with the hash `at.hash` (one read).
+    /// A position recorded by a node is checked so before a take starts from it: one that is not
+    /// (damaged, or written for another log) would have the take claim a number past a gap.
+    pub fn holds(&self, at: &Position) -> Result<bool> {
+        if *at == Position::START {
+            return Ok(true);
+        }
+        let Some(n) = at.object.checked_sub(1).filter(|n| *n > 0) else {
+            return Ok(false);
+        };
+        let name = self.name(n);
+        let Some(bytes) = self.bucket.get(&name, OBJECT_MAX)? else {
+            return Ok(false);
+        };
+        let Ok((epoch, events)) = decode(&name, &bytes) else {
+            return Ok(false);
+        };
+        let last = events
+            .last()
+            .and_then(|(seq, record)| Some((*seq, Frame::decode(record).ok()?.hash)));
+        Ok(epoch == at.epoch && last == Some((at.seq, at.hash)))
+    }
+
     /// Takes the store at `epoch` (the epoch of the lease this node just won): reads the log
     /// from `from` on and claims the next number with the epoch's marker; when a holder still
     /// writing claimed that number first, reads on from there and claims the next. Returns the
@@ -206,6 +232,7 @@ impl Wal {
                         fenced: None,
                     },
                     records,
+                    read: at,
                 });
             }
         }
@@ -228,6 +255,16 @@ impl Wal {
 }
 
 impl Holder {
+    /// Where the log stands after this holder's last commit.
+    pub fn position(&self) -> Position {
+        Position {
+            object: self.next,
+            epoch: self.epoch,
+            seq: self.seq,
+            hash: self.hash,
+        }
+    }
+
     /// The last event in the log, and its chain hash.
     #[cfg(any(test, feature = "testing"))]
     pub fn head(&self) -> (Seq, EventHash) {
@@ -401,6 +438,41 @@ mod tests {
         assert_eq!(b.records.len(), 1);
         assert_eq!(b.holder.head().0, Seq(3));
         assert!(a.commit(&after(a.head(), 1, "a")).is_err());
+    }
+
+    #[test]
+    fn only_a_real_position_of_the_log_is_held_for_one() {
+        let wal = wal();
+        let taken = wal.take(1, &Position::START).expect("take");
+        assert_eq!(taken.read, Position::START);
+        let mut a = taken.holder;
+        a.commit(&after(a.head(), 3, "a")).expect("commit");
+        let at = a.position();
+        assert!(wal.holds(&at).expect("holds"), "{at:?}");
+        assert!(wal.holds(&Position::START).expect("holds"));
+        let wrong = [
+            Position {
+                object: at.object + 5,
+                ..at
+            },
+            Position { seq: Seq(2), ..at },
+            Position {
+                hash: EventHash::ZERO,
+                ..at
+            },
+            Position { epoch: 7, ..at },
+            Position { object: 2, ..at },
+            Position { object: 0, ..at },
+        ];
+        for position in wrong {
+            assert!(!wal.holds(&position).expect("holds"), "{position:?}");
+        }
+        // A take from a real position reads only what follows it.
+        let mut a = a;
+        a.commit(&after(a.head(), 2, "a")).expect("commit");
+        let b = wal.take(2, &at).expect("take from a position");
+        assert_eq!(b.records.len(), 2);
+        assert_eq!(b.read.seq, Seq(5));
     }
 
     #[test]

@@ -295,7 +295,11 @@ impl Member {
             });
         };
         let wal = Wal::new(Arc::clone(&self.bucket), store);
-        let taken = match wal.take(held.lease.epoch, &Position::START) {
+        // The copy an earlier hold left is brought up from where it was recorded, if it holds.
+        let from = copy::recorded(path)
+            .filter(|at| wal.holds(at).unwrap_or(false))
+            .unwrap_or(Position::START);
+        let taken = match wal.take(held.lease.epoch, &from) {
             Ok(taken) => taken,
             Err(Error::Fenced { .. }) => {
                 return Ok(match self.leases.lease(store)? {
@@ -305,11 +309,32 @@ impl Member {
             }
             Err(e) => return Err(e),
         };
-        copy::build(path, &taken.records)?;
+        let reused = from != Position::START && copy::extend(path, &from, &taken.records)?;
+        if reused {
+            eprintln!(
+                "mnemo serve: took the store {store} at epoch {}: its copy brought up from event {} with {} event(s) of the log",
+                held.lease.epoch,
+                from.seq,
+                taken.records.len()
+            );
+        } else {
+            let records = match from == Position::START {
+                true => taken.records,
+                false => wal.scan(&Position::START)?.1,
+            };
+            copy::build(path, &records)?;
+            eprintln!(
+                "mnemo serve: took the store {store} at epoch {}: its copy built from the log's {} event(s)",
+                held.lease.epoch,
+                records.len()
+            );
+        }
+        copy::record(path, &taken.read);
         self.held().insert(store.to_string(), held);
-        Ok(Taken::Here(Replicator(Arc::new(Shipping(Mutex::new(
-            taken.holder,
-        ))))))
+        Ok(Taken::Here(Replicator(Arc::new(Shipping {
+            holder: Mutex::new(taken.holder),
+            copy: path.to_path_buf(),
+        }))))
     }
 
     /// Makes the node's first beat (it joins the fleet), then beats on a thread of its own until
@@ -491,19 +516,34 @@ pub fn replicated_client(
     copy::build(path, &taken.records)?;
     crate::MnemoClient::builder(path)
         .agent_id(agent)
-        .replicate_to(Replicator(Arc::new(Shipping(Mutex::new(taken.holder)))))
+        .replicate_to(Replicator(Arc::new(Shipping {
+            holder: Mutex::new(taken.holder),
+            copy: path.to_path_buf(),
+        })))
         .open()
 }
 
-/// A store's writes going to its log in the bucket.
-struct Shipping(Mutex<Holder>);
+/// A store's writes going to its log in the bucket, from the node's copy at `copy`.
+struct Shipping {
+    holder: Mutex<Holder>,
+    copy: std::path::PathBuf,
+}
 
 impl Replicate for Shipping {
     fn replicate(&self, records: &[(Seq, Vec<u8>)]) -> Result<()> {
-        self.0
+        self.holder
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .commit(records)
+    }
+}
+
+impl Drop for Shipping {
+    /// The store closed (its writer made its last commit): the copy holds the log up to here,
+    /// which the next take of the store by this node starts from.
+    fn drop(&mut self) {
+        let holder = self.holder.lock().unwrap_or_else(PoisonError::into_inner);
+        copy::record(&self.copy, &holder.position());
     }
 }
 

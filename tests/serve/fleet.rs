@@ -391,6 +391,63 @@ fn a_drained_node_hands_its_stores_over_with_no_request_failing() {
     );
 }
 
+#[test]
+fn a_node_taking_a_store_again_brings_its_copy_up_from_where_it_left_it() {
+    let t = TempStore::new();
+    let url = bucket_url(&t, "bucket");
+    let mut a = Restartable::new(&t, &url, "a");
+    let b = node(&t, &url, "b");
+    let (code, body) = a
+        .server()
+        .api("POST", "/v1/stores", &json!({"name": "notes"}));
+    assert_eq!(code, 201, "{body}");
+    for i in 0..10 {
+        assert!(write(
+            a.server(),
+            "notes",
+            &format!("/memories/a{i}.md"),
+            &[]
+        ));
+    }
+    // a hands the store to b (closing it records where its copy stands), is started again, and
+    // takes the store back when b is drained: its copy is brought up with b's writes only.
+    let out = crate::support::run_mnemo(&["fleet", "drain", "a", "--fleet", &url], "");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for i in 0..5 {
+        assert!(write(&b, "notes", &format!("/memories/b{i}.md"), &[]));
+    }
+    if let Some(mut old) = a.server.take() {
+        old.terminate();
+        let _ = old.child.wait();
+        old.reader.take();
+    }
+    a.start();
+    let out = crate::support::run_mnemo(&["fleet", "drain", "b", "--fleet", &url], "");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let shown = files(a.server(), "notes");
+    for i in 0..10 {
+        assert!(shown.contains(&format!("/memories/a{i}.md")), "{shown}");
+    }
+    for i in 0..5 {
+        assert!(shown.contains(&format!("/memories/b{i}.md")), "{shown}");
+    }
+    let said = a.server().stderr.lock().expect("stderr").clone();
+    assert!(
+        said.contains("took the store notes") && said.contains("its copy brought up from event"),
+        "a reused its copy: {said}"
+    );
+    let log = log_of(&url, "notes");
+    assert_eq!(log, (1..=log.len() as u64).map(Seq).collect::<Vec<_>>());
+}
+
 /// A node that can be killed and started again on its port, with its id and copies.
 struct Restartable {
     args: Vec<String>,
