@@ -6,6 +6,10 @@
 //!
 //! The targets: 1 s at 1,000 events, 5 s at 100,000 (the time from the old lease's expiry
 //! also holds the lease's judgement, at most a beat).
+//!
+//! `takeover_again`: a node taking back a store it held, whose copy stops 800 events (100
+//! objects) before the log's end: it checks its recorded position (one read), reads the log from
+//! there and appends what its copy lacks.
 
 mod common;
 
@@ -21,26 +25,38 @@ use mnemo::testing::fleet::wal::{Position, Wal};
 /// Events per commit object.
 const PER_OBJECT: usize = 8;
 
+/// The agent mix log of `events` events committed to a new store's log in a `file://` bucket in a
+/// temporary directory, [`PER_OBJECT`] events an object: the directory, the log, its records, and
+/// the position just after event `mark`.
+fn logged(events: usize, mark: usize) -> (tempfile::TempDir, Wal, Vec<(Seq, Vec<u8>)>, Position) {
+    let log = common::event_log(events as u64);
+    let records: Vec<(Seq, Vec<u8>)> = Store::open(&log)
+        .expect("open the log")
+        .records(Seq(1))
+        .map(|r| r.expect("a record"))
+        .collect();
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let bucket = Arc::new(
+        Bucket::open(&format!("file://{}", dir.path().join("bucket").display()))
+            .expect("the bucket"),
+    );
+    let wal = Wal::new(bucket, "bench");
+    let mut holder = wal.take(1, &Position::START).expect("take").holder;
+    let mut marked = Position::START;
+    for chunk in records.chunks(PER_OBJECT) {
+        holder.commit(chunk).expect("commit");
+        if chunk.last().is_some_and(|(seq, _)| seq.0 == mark as u64) {
+            marked = holder.position();
+        }
+    }
+    (dir, wal, records, marked)
+}
+
 fn takeover(c: &mut Criterion) {
     let mut group = c.benchmark_group("takeover");
     group.sample_size(10);
     for events in common::sizes(&[1_000, 100_000], &[1_000]) {
-        let log = common::event_log(events as u64);
-        let records: Vec<(Seq, Vec<u8>)> = Store::open(&log)
-            .expect("open the log")
-            .records(Seq(1))
-            .map(|r| r.expect("a record"))
-            .collect();
-        let dir = tempfile::tempdir().expect("a temporary directory");
-        let bucket = Arc::new(
-            Bucket::open(&format!("file://{}", dir.path().join("bucket").display()))
-                .expect("the bucket"),
-        );
-        let wal = Wal::new(bucket, "bench");
-        let mut holder = wal.take(1, &Position::START).expect("take").holder;
-        for chunk in records.chunks(PER_OBJECT) {
-            holder.commit(chunk).expect("commit");
-        }
+        let (dir, wal, _, _) = logged(events, 0);
         let mut epoch = 1;
         let copy_at = dir.path().join("copy");
         group.bench_with_input(BenchmarkId::new("events", events), &events, |b, _| {
@@ -54,5 +70,39 @@ fn takeover(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, takeover);
+fn takeover_again(c: &mut Criterion) {
+    let mut group = c.benchmark_group("takeover_again");
+    group.sample_size(10);
+    for events in common::sizes(&[100_000], &[1_000]) {
+        let behind = events - 800;
+        let (dir, wal, records, left) = logged(events, behind);
+        assert_ne!(
+            left,
+            Position::START,
+            "a position 800 events before the end"
+        );
+        let earlier = dir.path().join("earlier");
+        copy::build(&earlier, &records[..behind]).expect("the earlier copy");
+        let mut epoch = 1;
+        let copy_at = dir.path().join("copy");
+        group.bench_with_input(BenchmarkId::new("events", events), &events, |b, _| {
+            b.iter_batched(
+                || {
+                    let _ = std::fs::remove_dir_all(&copy_at);
+                    common::copy_dir(&earlier, &copy_at);
+                },
+                |()| {
+                    epoch += 1;
+                    assert!(wal.holds(&left).expect("holds"));
+                    let taken = wal.take(epoch, &left).expect("take back");
+                    assert!(copy::extend(&copy_at, &left, &taken.records).expect("extend"));
+                },
+                criterion::BatchSize::PerIteration,
+            );
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, takeover, takeover_again);
 criterion_main!(benches);

@@ -96,8 +96,6 @@ struct Beats {
     until: Option<Instant>,
     /// Counts the node's lapses: a lease taken in an earlier generation is no longer held.
     generation: u64,
-    /// The stamp of the first beat of this generation.
-    since_ms: i64,
 }
 
 /// This node's view of the fleet's leases: it beats, takes stores and hands them over.
@@ -106,6 +104,8 @@ pub struct Leases {
     node: Node,
     timing: Timing,
     beats: Mutex<Beats>,
+    /// Set once the node is being drained: its beats say so.
+    draining: std::sync::atomic::AtomicBool,
 }
 
 /// A lease this node holds: valid while [`Leases::holds`] says so.
@@ -117,11 +117,23 @@ pub struct Held {
     pub generation: u64,
 }
 
+/// What a heartbeat holds: the node, and whether it is being drained (it takes no store, and
+/// no store is handed to it).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct Heartbeat {
+    #[serde(flatten)]
+    node: Node,
+    #[serde(default)]
+    draining: bool,
+}
+
 /// A node as the fleet's status shows it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct NodeStatus {
     /// The node.
     pub node: Node,
+    /// Whether it is being drained.
+    pub draining: bool,
     /// How long before the latest beat of any node this one last beat, in milliseconds.
     pub beat_age_ms: i64,
     /// Whether it is alive.
@@ -156,6 +168,7 @@ impl Leases {
             node,
             timing,
             beats: Mutex::new(Beats::default()),
+            draining: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -189,7 +202,11 @@ impl Leases {
                 .map_or(1, |last| number(&last.name) + 1);
         }
         let began = Instant::now();
-        let body = serde_json::to_vec(&self.node)
+        let beat = Heartbeat {
+            node: self.node.clone(),
+            draining: self.draining.load(std::sync::atomic::Ordering::SeqCst),
+        };
+        let body = serde_json::to_vec(&beat)
             .map_err(|e| Error::io("a heartbeat", std::io::Error::other(e)))?;
         let made = self
             .bucket
@@ -221,7 +238,6 @@ impl Leases {
         };
         if !continued {
             beats.generation += 1;
-            beats.since_ms = stamp;
         }
         beats.stamp_ms = Some(stamp);
         beats.until = (took <= self.timing.margin / 2)
@@ -293,10 +309,11 @@ impl Leases {
             .is_some_and(|beat| now_ms - beat <= ttl + ms(self.timing.granularity)))
     }
 
-    /// Takes `store` for this node if it is free, its holder is dead, or its latest lease names
-    /// this node from before a lapse (or was handed to it since its current generation began):
-    /// `Some` with the lease held, `None` if a live node holds it or another node took it first.
-    /// This node must have beaten (and be serving) first.
+    /// Takes `store` for this node, at the next epoch, if it is free, its holder is dead, or its
+    /// latest lease names this node (held before, or handed to it): `Some` with the lease held,
+    /// `None` if another live node holds it or another node took it first. Each take is a new
+    /// epoch, which the store's log is then taken at. This node must have beaten (and be
+    /// serving) first.
     pub fn take(&self, store: &str) -> Result<Option<Held>> {
         let (generation, now_ms) = {
             let beats = self.beats()?;
@@ -309,16 +326,9 @@ impl Leases {
                 }
             }
         };
-        let since_ms = self.beats()?.since_ms;
         let current = self.lease(store)?;
         let epoch = match &current {
             None => 1,
-            Some(lease) if lease.node.id == self.node.id && lease.stamp_ms >= since_ms => {
-                return Ok(Some(Held {
-                    lease: lease.clone(),
-                    generation,
-                }));
-            }
             Some(lease)
                 if lease.node.id != self.node.id && self.alive(&lease.node.id, now_ms)? =>
             {
@@ -330,12 +340,37 @@ impl Leases {
             .map(|made| made.map(|lease| Held { lease, generation }))
     }
 
-    /// Hands `held` over to `to`: makes the next epoch naming it. The caller stopped serving the
-    /// store first. `false` if another node took the store meanwhile.
-    pub fn hand_over(&self, held: &Held, to: &Node) -> Result<bool> {
-        Ok(self
-            .claim(&held.lease.store, held.lease.epoch + 1, to)?
-            .is_some())
+    /// Hands the store of `lease` (this node's, not served here any more) over to `to`: makes
+    /// the next epoch naming it. `false` if another node took the store meanwhile.
+    pub fn hand_over(&self, lease: &Lease, to: &Node) -> Result<bool> {
+        Ok(self.claim(&lease.store, lease.epoch + 1, to)?.is_some())
+    }
+
+    /// Marks this node as being drained, in its next beats.
+    pub fn drain(&self) {
+        self.draining
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Before a node's first beat: refuses to start when another live process beats as this node
+    /// (its beats go on over a beat and a half), so that two processes never hold one node's
+    /// stores. A node started again after its process died waits that long once.
+    pub fn check_alone(&self) -> Result<()> {
+        let dir = format!("nodes/{}", self.node.id);
+        let before = self.bucket.list(&dir)?.last().map(|l| number(&l.name));
+        if before.is_none() {
+            return Ok(());
+        }
+        std::thread::sleep(self.timing.beat * 3 / 2);
+        let after = self.bucket.list(&dir)?.last().map(|l| number(&l.name));
+        if after != before {
+            return Err(Error::InvalidArgument(format!(
+                "another process beats as the node {} in the fleet at {}: give each node its own --node-id (or stop the other first)",
+                self.node.id,
+                self.bucket.url()
+            )));
+        }
+        Ok(())
     }
 
     fn claim(&self, store: &str, epoch: u64, to: &Node) -> Result<Option<Lease>> {
@@ -368,19 +403,26 @@ impl Leases {
         for id in self.bucket.dirs("nodes")? {
             let listed = self.bucket.list(&format!("nodes/{id}"))?;
             let Some(last) = listed.last() else { continue };
-            let node = match self.bucket.get(&last.name, OBJECT_MAX)? {
-                Some(bytes) => serde_json::from_slice(&bytes)
-                    .map_err(|e| Error::damaged(format!("heartbeat {}: {e}", last.name)))?,
-                None => continue,
+            // A beat that cannot be read (damaged, or not a beat) shows no node: the others stay
+            // visible and drainable.
+            let Some(beat) = self
+                .bucket
+                .get(&last.name, OBJECT_MAX)
+                .ok()
+                .flatten()
+                .and_then(|bytes| serde_json::from_slice::<Heartbeat>(&bytes).ok())
+            else {
+                continue;
             };
-            found.push((node, listed.iter().map(|l| l.stamp_ms).max().unwrap_or(0)));
+            found.push((beat, listed.iter().map(|l| l.stamp_ms).max().unwrap_or(0)));
         }
         let now = found.iter().map(|(_, s)| *s).max().unwrap_or(0);
         let ttl = ms(self.timing.ttl);
         Ok(found
             .into_iter()
-            .map(|(node, stamp)| NodeStatus {
-                node,
+            .map(|(beat, stamp)| NodeStatus {
+                node: beat.node,
+                draining: beat.draining,
                 beat_age_ms: now - stamp,
                 alive: now - stamp <= ttl + ms(self.timing.granularity),
             })
@@ -440,11 +482,11 @@ mod tests {
             .expect("a free store is taken");
         assert_eq!((held.lease.epoch, held.lease.node.id.as_str()), (1, "a"));
         assert!(a.holds(&held));
-        assert_eq!(
-            a.take("notes").expect("take"),
-            Some(held.clone()),
-            "a holds it still"
-        );
+        let held = a
+            .take("notes")
+            .expect("take")
+            .expect("a takes its own store again");
+        assert_eq!(held.lease.epoch, 2, "each take is a new epoch");
         b.beat().expect("b beats");
         assert_eq!(b.take("notes").expect("take"), None, "a is alive");
         // a stops beating: its deadline passes before anyone may judge it dead.
@@ -456,7 +498,7 @@ mod tests {
             .take("notes")
             .expect("take")
             .expect("a is dead: b takes over");
-        assert_eq!(taken.lease.epoch, 2);
+        assert_eq!(taken.lease.epoch, 3);
         // a comes back: it lapsed, holds nothing, and cannot take the store from a live b.
         assert!(!a.beat().expect("a beats again"), "a lapsed");
         assert!(!a.holds(&held));
@@ -474,14 +516,40 @@ mod tests {
         a.beat().expect("a beats");
         b.beat().expect("b beats");
         let held = a.take("notes").expect("take").expect("free");
-        assert!(a.hand_over(&held, b.node()).expect("hand over"));
+        assert!(a.hand_over(&held.lease, b.node()).expect("hand over"));
         let got = b.take("notes").expect("take").expect("handed to b");
-        assert_eq!((got.lease.epoch, got.lease.node.id.as_str()), (2, "b"));
+        assert_eq!((got.lease.epoch, got.lease.node.id.as_str()), (3, "b"));
         assert!(
-            !a.hand_over(&held, b.node()).expect("again"),
+            !a.hand_over(&held.lease, b.node()).expect("again"),
             "an epoch is made once"
         );
         assert_eq!(a.take("notes").expect("take"), None, "b is alive");
+    }
+
+    #[test]
+    fn a_node_started_while_another_process_beats_as_it_is_refused() {
+        let bucket = Arc::new(Bucket::in_memory().expect("bucket"));
+        let a = node(&bucket, "a");
+        a.beat().expect("beat");
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    a.beat().expect("a beats");
+                    std::thread::sleep(QUICK.beat);
+                }
+            });
+            let twin = node(&bucket, "a");
+            let refused = twin.check_alone().expect_err("a beats meanwhile");
+            assert!(refused.to_string().contains("--node-id"), "{refused}");
+            stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        node(&bucket, "a")
+            .check_alone()
+            .expect("a node started again after its process stopped");
+        node(&bucket, "new")
+            .check_alone()
+            .expect("a node never seen");
     }
 
     #[test]

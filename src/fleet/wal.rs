@@ -30,6 +30,9 @@ const MAGIC: &[u8; 8] = b"MNEMOWL1";
 /// The largest object of a write-ahead log read: a segment's largest, and its header.
 const OBJECT_MAX: u64 = crate::replica::SEGMENT_OBJECT_MAX + 64;
 
+/// What a gap in the log's numbers is called.
+const GAP: &str = "a log object is never removed";
+
 /// How many objects a scan fetches before it checks them (bounding what it holds at once
 /// beyond the events it returns).
 const SCAN_BATCH: usize = 256;
@@ -117,6 +120,22 @@ impl Wal {
     /// no number, an epoch lower than one before it, seqs that do not go on from the object
     /// before, a record that breaks the chain, or a damaged object is [`Error::ReplicaDamaged`].
     pub fn scan(&self, from: &Position) -> Result<(Position, Records)> {
+        // A listing made while objects are being made may show a later one and not the one
+        // before it (a directory read is not atomic): a gap is looked at again before it is
+        // called damage.
+        let mut tries = 0;
+        loop {
+            match self.scan_once(from) {
+                Err(Error::ReplicaDamaged { what }) if what.contains(GAP) && tries < 3 => {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                done => return done,
+            }
+        }
+    }
+
+    fn scan_once(&self, from: &Position) -> Result<(Position, Records)> {
         let dir = self.dir();
         let mut numbers = Vec::new();
         for listed in self.bucket.list(&dir)? {

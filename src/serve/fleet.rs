@@ -33,7 +33,7 @@ use super::routes::error;
 use crate::error::{Error, Result};
 use crate::fleet::bucket::Bucket;
 use crate::fleet::copy;
-use crate::fleet::lease::{Held, Leases, Node, Timing};
+use crate::fleet::lease::{Held, Lease, Leases, Node, Timing};
 use crate::fleet::wal::{Holder, Position, Wal};
 use crate::model::event::Seq;
 use crate::store::writer::{Replicate, Replicator};
@@ -51,6 +51,9 @@ pub struct FleetOptions {
     /// (default 10 s; the node stops acknowledging writes 30% before).
     pub lease_ttl: Duration,
 }
+
+/// The longest lease a fleet keeps.
+const MAX_TTL: Duration = Duration::from_secs(24 * 3600);
 
 /// The header a forwarded request carries: the id of the node that forwarded it.
 const FORWARDED: &str = "x-mnemo-forwarded-by";
@@ -70,7 +73,7 @@ pub(crate) struct Member {
     bucket: Arc<Bucket>,
     leases: Leases,
     /// The stores this node holds, by name.
-    held: Mutex<HashMap<String, Held>>,
+    held: Mutex<HashMap<String, (Held, Arc<Shipping>)>>,
     /// Set by a drain: the node takes no store from then on, and forwards what it held.
     draining: std::sync::atomic::AtomicBool,
     http: ureq::Agent,
@@ -89,6 +92,8 @@ pub(crate) enum Taken {
 /// The timing of leases of `ttl`: a beat every fifth of it, serving stopped 30% before it
 /// runs out, and stamps taken as coarse as the bucket's may be.
 fn timing(ttl: Duration, bucket: &Bucket) -> Timing {
+    // Past a day a lease would never run out in practice (and its arithmetic could overflow).
+    let ttl = ttl.min(MAX_TTL);
     let granularity = match bucket.url().starts_with("s3://") {
         true => Duration::from_secs(1),
         false => Duration::from_millis(10),
@@ -150,15 +155,17 @@ impl Member {
         Ok(Token::shared(text))
     }
 
-    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<String, Held>> {
+    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Held, Arc<Shipping>)>> {
         self.held.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Whether this node still holds `store` (taken, and its beats keeping it).
+    /// Whether this node still holds `store`: taken, its beats keeping it, and every commit
+    /// to its log made (after one failed, the copy is closed and the store taken again, its
+    /// copy brought up from the log, rather than left poisoned).
     pub(crate) fn holds(&self, store: &str) -> bool {
-        self.held()
-            .get(store)
-            .is_some_and(|held| self.leases.holds(held))
+        self.held().get(store).is_some_and(|(held, shipping)| {
+            self.leases.holds(held) && !shipping.failed.load(std::sync::atomic::Ordering::SeqCst)
+        })
     }
 
     /// The URL of the live node other than this one that holds `store`, if one does; for a
@@ -188,46 +195,52 @@ impl Member {
         self.draining.load(std::sync::atomic::Ordering::SeqCst)
     }
 
-    /// The live nodes other than this one.
+    /// The live nodes other than this one that are not being drained.
     fn other_nodes(&self) -> Result<Vec<Node>> {
         let me = &self.leases.node().id;
         Ok(self
             .leases
             .nodes()?
             .into_iter()
-            .filter(|n| n.alive && n.node.id != *me && !n.node.url.is_empty())
+            .filter(|n| n.alive && !n.draining && n.node.id != *me && !n.node.url.is_empty())
             .map(|n| n.node)
             .collect())
     }
 
-    /// Starts a drain: from now on the node takes no store. Returns the stores it holds, each
-    /// with the live node it is to be handed to (spread over the others in turn); none if no
-    /// other node is alive.
-    pub(crate) fn start_drain(&self) -> Result<Vec<(String, Node)>> {
+    /// Starts a drain: from now on the node takes no store, and says so in its beats (so no
+    /// store is handed to it). Returns every store whose lease names this node (open here or
+    /// not), each with the lease and the live node it is to be handed to (spread over the others
+    /// in turn). An error, and no drain, when no other node is alive and not being drained.
+    pub(crate) fn start_drain(&self) -> Result<Vec<(Lease, Node)>> {
         let others = self.other_nodes()?;
         if others.is_empty() {
             return Err(Error::InvalidArgument(
-                "no other node of the fleet is alive to hand the stores to; start one, then drain this one".into(),
+                "no other node of the fleet is alive (and not being drained) to hand the stores to; start one, then drain this one".into(),
             ));
         }
         self.draining
             .store(true, std::sync::atomic::Ordering::SeqCst);
-        let mut held: Vec<String> = self.held().keys().cloned().collect();
-        held.sort();
-        Ok(held
+        self.leases.drain();
+        self.leases.beat()?;
+        let me = &self.leases.node().id;
+        let mut mine = Vec::new();
+        for store in self.stores()? {
+            if let Some(lease) = self.leases.lease(&store)?.filter(|l| l.node.id == *me) {
+                mine.push(lease);
+            }
+        }
+        Ok(mine
             .into_iter()
-            .zip(others.iter().cycle())
-            .map(|(store, node)| (store, node.clone()))
+            .zip(others.iter().cycle().cloned())
             .collect())
     }
 
-    /// Hands `store` (closed here, its writes all in the bucket) to `to`: the lease's next epoch
-    /// names it. Whether it was still this node's to hand.
-    pub(crate) fn hand_over(&self, store: &str, to: &Node) -> Result<bool> {
-        let Some(held) = self.held().remove(store) else {
-            return Ok(false);
-        };
-        self.leases.hand_over(&held, to)
+    /// Hands the store of `lease` (closed here, its writes all in the bucket) to `to`: the
+    /// lease's next epoch names it. Whether it was still this node's to hand.
+    pub(crate) fn hand_over(&self, lease: &Lease, to: &Node) -> Result<bool> {
+        let held = self.held().remove(&lease.store);
+        let lease = held.map_or_else(|| lease.clone(), |(held, _)| held.lease);
+        self.leases.hand_over(&lease, to)
     }
 
     /// The node the lease of `store` names, its epoch, and whether that node is alive.
@@ -330,11 +343,10 @@ impl Member {
             );
         }
         copy::record(path, &taken.read);
-        self.held().insert(store.to_string(), held);
-        Ok(Taken::Here(Replicator(Arc::new(Shipping {
-            holder: Mutex::new(taken.holder),
-            copy: path.to_path_buf(),
-        }))))
+        let shipping = Arc::new(Shipping::new(taken.holder, path));
+        self.held()
+            .insert(store.to_string(), (held, Arc::clone(&shipping)));
+        Ok(Taken::Here(Replicator(shipping)))
     }
 
     /// Makes the node's first beat (it joins the fleet), then beats on a thread of its own until
@@ -344,6 +356,7 @@ impl Member {
         self: &Arc<Self>,
         stop: CancellationToken,
     ) -> Result<std::thread::JoinHandle<()>> {
+        self.leases.check_alone()?;
         self.leases.beat()?;
         let member = Arc::clone(self);
         std::thread::Builder::new()
@@ -355,6 +368,15 @@ impl Member {
                     match member.leases.beat() {
                         Ok(true) => {}
                         Ok(false) => member.held().clear(),
+                        // Another process beats as this node: this one holds nothing more,
+                        // takes nothing, and forwards every request.
+                        Err(e @ Error::InvalidArgument(_)) => {
+                            eprintln!("mnemo serve: {e}; this node now serves no store");
+                            member
+                                .draining
+                                .store(true, std::sync::atomic::Ordering::SeqCst);
+                            member.held().clear();
+                        }
                         Err(e) => eprintln!("mnemo serve: the fleet heartbeat failed: {e}"),
                     }
                 }
@@ -414,8 +436,19 @@ pub fn fleet_status(url: &str, lease_ttl: Duration) -> Result<FleetStatus> {
     let beating = leases.nodes()?;
     let mut stores = Vec::new();
     for name in leases.stores()? {
-        let Some(lease) = leases.lease(&name)? else {
-            continue;
+        // A lease that cannot be read shows as held by no node: the rest stay visible.
+        let lease = match leases.lease(&name) {
+            Ok(Some(lease)) => lease,
+            Ok(None) => continue,
+            Err(e) => Lease {
+                store: name.clone(),
+                epoch: 0,
+                node: Node {
+                    id: format!("(unreadable lease: {e})"),
+                    url: String::new(),
+                },
+                stamp_ms: 0,
+            },
         };
         let alive = beating
             .iter()
@@ -516,10 +549,7 @@ pub fn replicated_client(
     copy::build(path, &taken.records)?;
     crate::MnemoClient::builder(path)
         .agent_id(agent)
-        .replicate_to(Replicator(Arc::new(Shipping {
-            holder: Mutex::new(taken.holder),
-            copy: path.to_path_buf(),
-        })))
+        .replicate_to(Replicator(Arc::new(Shipping::new(taken.holder, path))))
         .open()
 }
 
@@ -527,14 +557,32 @@ pub fn replicated_client(
 struct Shipping {
     holder: Mutex<Holder>,
     copy: std::path::PathBuf,
+    /// Set once a commit failed: the store's writer is poisoned, and the node takes the store
+    /// again rather than serve it so.
+    failed: std::sync::atomic::AtomicBool,
+}
+
+impl Shipping {
+    fn new(holder: Holder, copy: &Path) -> Shipping {
+        Shipping {
+            holder: Mutex::new(holder),
+            copy: copy.to_path_buf(),
+            failed: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
 }
 
 impl Replicate for Shipping {
     fn replicate(&self, records: &[(Seq, Vec<u8>)]) -> Result<()> {
-        self.holder
+        let committed = self
+            .holder
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .commit(records)
+            .commit(records);
+        if committed.is_err() {
+            self.failed.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        committed
     }
 }
 

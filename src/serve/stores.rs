@@ -353,6 +353,10 @@ impl Stores {
         let slot = self.slot(name);
         let mut open = lock(&slot);
         if let Some(served) = open.as_ref() {
+            if create {
+                // Open here: the store exists.
+                return Err(Unavailable::Missing);
+            }
             if fleet.holds(name) {
                 served.last_used_ms.store(self.now_ms(), Ordering::SeqCst);
                 return Ok(Arc::clone(served));
@@ -642,13 +646,14 @@ impl Stores {
         )?;
         let plan = fleet.start_drain().map_err(|e| e.to_string())?;
         let mut handed = Vec::new();
-        for (name, to) in plan {
+        for (lease, to) in plan {
+            let name = lease.store.clone();
             let slot = self.slot(&name);
             let mut open = lock(&slot);
             if let Some(served) = open.take() {
                 self.retire(served);
             }
-            if fleet.hand_over(&name, &to).map_err(|e| e.to_string())? {
+            if fleet.hand_over(&lease, &to).map_err(|e| e.to_string())? {
                 handed.push((name, to.id));
             }
         }
@@ -1110,6 +1115,7 @@ pub fn serve_data(
     prepare(dir)?;
     let dir = std::path::absolute(dir).map_err(|e| Error::ServerFile(dir.to_path_buf(), e))?;
     let _lock = lock_data_dir(&dir)?;
+    check_fleet_marker(&dir, data.fleet.as_ref()).map_err(Error::Fleet)?;
     let dir_id =
         crate::store::disk::DirId::of(&dir).map_err(|e| Error::ServerFile(dir.to_path_buf(), e))?;
     let fleet = match &data.fleet {
@@ -1246,6 +1252,57 @@ pub fn serve_data(
         reason: outcome?,
         store_failures,
     })
+}
+
+/// The file in a fleet node's data directory naming its fleet's bucket.
+const FLEET_MARKER: &str = "mnemo-fleet";
+
+/// Keeps a data directory of stores and a fleet node's copies apart: a fleet node's directory
+/// names its fleet (written on its first start, in a directory holding no store), a directory
+/// holding stores of its own is never made a fleet node's (its stores would be hidden, and a
+/// store of the same name in the fleet would replace one), and a fleet node's directory is served
+/// only as that fleet's node (its copies are not the truth).
+fn check_fleet_marker(dir: &Path, fleet: Option<&super::fleet::FleetOptions>) -> crate::Result<()> {
+    let marker = dir.join(FLEET_MARKER);
+    let named = match std::fs::symlink_metadata(&marker) {
+        Ok(meta) if meta.is_file() && meta.len() <= 4096 => {
+            Some(std::fs::read_to_string(&marker).map_err(|e| crate::Error::io(&marker, e))?)
+        }
+        Ok(_) => {
+            return Err(crate::Error::InvalidArgument(format!(
+                "{} is not the small file a fleet node writes; remove it",
+                marker.display()
+            )));
+        }
+        Err(_) => None,
+    };
+    let named = named.map(|text| text.trim().to_string());
+    match (fleet, named) {
+        (Some(fleet), Some(url)) if url != fleet.url => {
+            Err(crate::Error::InvalidArgument(format!(
+                "{} holds a node's copies of the fleet at {url}, not {}: give this fleet's node another directory",
+                dir.display(),
+                fleet.url
+            )))
+        }
+        (Some(_), Some(_)) => Ok(()),
+        (Some(fleet), None) => {
+            let (stores, _) = data_dir::list(dir, None, 1).map_err(|e| crate::Error::io(dir, e))?;
+            if let Some(store) = stores.first() {
+                return Err(crate::Error::InvalidArgument(format!(
+                    "{} holds stores of its own (such as {store}), which a fleet node would hide: give the node an empty directory, and move a store into the fleet by exporting it and importing it through a node",
+                    dir.display()
+                )));
+            }
+            std::fs::write(&marker, format!("{}\n", fleet.url))
+                .map_err(|e| crate::Error::io(&marker, e))
+        }
+        (None, Some(url)) => Err(crate::Error::InvalidArgument(format!(
+            "{} holds a node's copies of the fleet at {url}, which are not the truth: serve it with --fleet {url}, or give another directory",
+            dir.display()
+        ))),
+        (None, None) => Ok(()),
+    }
 }
 
 /// The Host names the server accepts beside its address: `--allow-host`'s, and a fleet node's

@@ -78,6 +78,9 @@ fn write(server: &Server, store: &str, path: &str, extra: &[(&str, &str)]) -> bo
             }
             Ok(reply) => {
                 let body: Value = serde_json::from_slice(&reply.body).unwrap_or(Value::Null);
+                if std::env::var("FLEET_DEBUG").is_ok() {
+                    eprintln!("write {path}: {} {}", reply.status, reply.text());
+                }
                 return reply.status == 200 && body["is_error"] != json!(true);
             }
             Err(_) => return false,
@@ -145,8 +148,13 @@ fn any_node_answers_any_store_and_a_killed_holder_loses_no_acknowledged_write() 
         let (code, body) = nodes[i].api("POST", "/v1/stores", &json!({"name": store}));
         assert_eq!(code, 201, "{body}");
     }
-    let (code, _) = nodes[2].api("POST", "/v1/stores", &json!({"name": "s0"}));
-    assert_eq!(code, 409, "a store of the fleet exists on every node");
+    for node in &nodes {
+        let (code, _) = node.api("POST", "/v1/stores", &json!({"name": "s0"}));
+        assert_eq!(
+            code, 409,
+            "a store of the fleet exists on every node, its holder's too"
+        );
+    }
     let mut acked: Vec<(String, String)> = Vec::new();
     for i in 0..18 {
         let (store, path) = (stores[i % 3], format!("/memories/before-{i}.md"));
@@ -446,6 +454,136 @@ fn a_node_taking_a_store_again_brings_its_copy_up_from_where_it_left_it() {
     );
     let log = log_of(&url, "notes");
     assert_eq!(log, (1..=log.len() as u64).map(Seq).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_drain_hands_over_every_store_leased_to_the_node_and_never_to_a_draining_one() {
+    let t = TempStore::new();
+    let url = bucket_url(&t, "bucket");
+    let mut a = Restartable::new(&t, &url, "a");
+    let (b, c) = (node(&t, &url, "b"), node(&t, &url, "c"));
+    for store in ["s0", "s1"] {
+        let (code, body) = a
+            .server()
+            .api("POST", "/v1/stores", &json!({"name": store}));
+        assert_eq!(code, 201, "{body}");
+        assert!(write(a.server(), store, "/memories/one.md", &[]));
+    }
+    // a starts again: its leases still name it, though nothing is open there yet.
+    if let Some(mut old) = a.server.take() {
+        old.terminate();
+        let _ = old.child.wait();
+        old.reader.take();
+    }
+    a.start();
+    let drained = |id: &str| {
+        let out = crate::support::run_mnemo(&["fleet", "drain", id, "--fleet", &url], "");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let moved = drained("b");
+    assert!(moved.is_empty(), "b held nothing: {moved}");
+    let moved = drained("a");
+    assert!(
+        moved.contains("s0 -> c") && moved.contains("s1 -> c"),
+        "a's stores go to c, the one node not being drained: {moved}"
+    );
+    for server in [a.server(), &b, &c] {
+        for store in ["s0", "s1"] {
+            assert!(files(server, store).contains("/memories/one.md"), "{store}");
+        }
+    }
+    // With every other node drained, c's drain is refused, saying why, and c keeps its stores.
+    let out = crate::support::run_mnemo(&["fleet", "drain", "c", "--fleet", &url], "");
+    assert_eq!(out.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("no other node"), "{said}");
+    assert!(write(&c, "s0", "/memories/two.md", &[]));
+}
+
+#[test]
+fn a_commit_that_failed_in_the_bucket_does_not_leave_the_store_poisoned() {
+    if std::env::var("MNEMO_TEST_S3").is_ok_and(|v| !v.is_empty()) {
+        return; // the failure is made by moving a directory of a file:// bucket
+    }
+    let t = TempStore::new();
+    let url = bucket_url(&t, "bucket");
+    let (a, b) = (node(&t, &url, "a"), node(&t, &url, "b"));
+    let (code, body) = a.api("POST", "/v1/stores", &json!({"name": "notes"}));
+    assert_eq!(code, 201, "{body}");
+    assert!(write(&a, "notes", "/memories/before.md", &[]));
+    let wal = t.dir.path().join("bucket/stores/notes/wal");
+    let aside = t.dir.path().join("wal-aside");
+    std::fs::rename(&wal, &aside).expect("move the log aside");
+    std::fs::write(&wal, b"not a directory").expect("a file in its place");
+    assert!(!write(
+        &a,
+        "notes",
+        "/memories/lost.md",
+        &[("x-mnemo-forwarded-by", "test")]
+    ));
+    std::fs::remove_file(&wal).expect("remove the file");
+    std::fs::rename(&aside, &wal).expect("put the log back");
+    for (i, server) in [&a, &b].into_iter().enumerate() {
+        assert!(
+            write(server, "notes", &format!("/memories/after-{i}.md"), &[]),
+            "{i}"
+        );
+    }
+    let shown = files(&b, "notes");
+    assert!(shown.contains("/memories/before.md") && shown.contains("/memories/after-1.md"));
+    assert!(
+        !shown.contains("/memories/lost.md"),
+        "a write never acknowledged: {shown}"
+    );
+}
+
+#[test]
+fn a_directory_of_stores_and_a_fleet_nodes_copies_are_kept_apart() {
+    let t = TempStore::new();
+    let url = bucket_url(&t, "bucket");
+    let own = t.dir.path().join("own");
+    let standalone = Server::start_data(&own, &[]);
+    let (code, body) = standalone.api("POST", "/v1/stores", &json!({"name": "mine"}));
+    assert_eq!(code, 201, "{body}");
+    let _ = standalone.stop();
+    let listen = format!("127.0.0.1:{}", free_port());
+    let dir = own.display().to_string();
+    let out = crate::support::run_mnemo(
+        &[
+            "serve", "--data", &dir, "--fleet", &url, "--listen", &listen,
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("holds stores of its own (such as mine)"),
+        "{said}"
+    );
+    // A fleet node's directory is served only as that fleet's node.
+    let copies = t.dir.path().join("copies");
+    let node = Server::start_data(&copies, &["--fleet", &url, "--listen", &listen]);
+    let _ = node.stop();
+    let out = crate::support::run_mnemo(&["serve", "--data", &copies.display().to_string()], "");
+    assert_eq!(out.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("serve it with --fleet"), "{said}");
+    // A lease of more than a day is refused, not an overflow.
+    let out = crate::support::run_mnemo(
+        &["fleet", "status", "--fleet", &url, "--lease-ttl", "1e19"],
+        "",
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// A node that can be killed and started again on its port, with its id and copies.

@@ -10,8 +10,10 @@ use crate::print::say;
 pub(crate) fn status(url: &str, lease_ttl: f64, json: bool) -> CliResult {
     let ttl = std::time::Duration::try_from_secs_f64(lease_ttl)
         .ok()
-        .filter(|d| *d >= std::time::Duration::from_secs(1))
-        .ok_or("--lease-ttl takes a number of seconds of at least 1, such as 10")?;
+        .filter(|d| {
+            *d >= std::time::Duration::from_secs(1) && *d <= std::time::Duration::from_secs(86_400)
+        })
+        .ok_or("--lease-ttl takes a number of seconds from 1 to 86400 (a day), such as 10")?;
     let status = mnemo::fleet_status(url, ttl)?;
     if json {
         say(serde_json::to_string(&status)?)?;

@@ -232,8 +232,10 @@ pub(crate) fn run_data_server(
 fn fleet_options(url: &str, flags: &ServeFlags) -> Result<mnemo::FleetOptions, String> {
     let lease_ttl = std::time::Duration::try_from_secs_f64(flags.lease_ttl)
         .ok()
-        .filter(|d| *d >= std::time::Duration::from_secs(1))
-        .ok_or("--lease-ttl takes a number of seconds of at least 1, such as 10")?;
+        .filter(|d| {
+            *d >= std::time::Duration::from_secs(1) && *d <= std::time::Duration::from_secs(86_400)
+        })
+        .ok_or("--lease-ttl takes a number of seconds from 1 to 86400 (a day), such as 10")?;
     let advertise = match &flags.advertise {
         Some(url) if url.starts_with("http://") || url.starts_with("https://") => url.clone(),
         Some(url) => {
