@@ -281,13 +281,23 @@ impl Leases {
     /// The latest lease of `store` if the node it names is alive (judged at this node's latest
     /// beat): where the store is served now.
     pub fn live_lease(&self, store: &str) -> Result<Option<Lease>> {
-        let Some(now_ms) = self.beats()?.stamp_ms else {
+        Ok(self
+            .lease_and_life(store)?
+            .and_then(|(lease, alive)| alive.then_some(lease)))
+    }
+
+    /// The latest lease of `store`, if it has one, and whether the node it names is alive
+    /// (judged at this node's latest beat; never, before its first).
+    pub fn lease_and_life(&self, store: &str) -> Result<Option<(Lease, bool)>> {
+        let now_ms = self.beats()?.stamp_ms;
+        let Some(lease) = self.lease(store)? else {
             return Ok(None);
         };
-        match self.lease(store)? {
-            Some(lease) if self.alive(&lease.node.id, now_ms)? => Ok(Some(lease)),
-            _ => Ok(None),
-        }
+        let alive = match now_ms {
+            Some(now_ms) => self.alive(&lease.node.id, now_ms)?,
+            None => false,
+        };
+        Ok(Some((lease, alive)))
     }
 
     /// The stamp of `node`'s latest beat, if it ever beat.

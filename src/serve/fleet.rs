@@ -52,6 +52,40 @@ pub struct FleetOptions {
     pub lease_ttl: Duration,
 }
 
+/// Where the fleet's operator token lies in its bucket.
+const OPERATOR_TOKEN: &str = "operator/token";
+
+/// The fleet's operator token, as its bucket holds it.
+fn shared_token(bucket: &Bucket) -> Result<String> {
+    let bytes = bucket.get(OPERATOR_TOKEN, 1024)?.ok_or_else(|| {
+        Error::damaged(format!(
+            "the fleet at {} has no {OPERATOR_TOKEN} (its first node writes it)",
+            bucket.url()
+        ))
+    })?;
+    String::from_utf8(bytes)
+        .ok()
+        .filter(|t| t.len() >= 32 && t.bytes().all(|b| b.is_ascii_hexdigit()))
+        .ok_or_else(|| {
+            Error::damaged(format!(
+                "the fleet's {OPERATOR_TOKEN} at {} is not a token (64 hex digits)",
+                bucket.url()
+            ))
+        })
+}
+
+/// The bucket at `url` and its leases as a reader that is no node sees them (named `who` to
+/// the leases' checks), with leases of `lease_ttl`.
+fn observe(url: &str, who: &str, lease_ttl: Duration) -> Result<(Arc<Bucket>, Leases)> {
+    let bucket = Arc::new(Bucket::open(url)?);
+    let observer = Node {
+        id: who.into(),
+        url: String::new(),
+    };
+    let leases = Leases::new(Arc::clone(&bucket), observer, timing(lease_ttl, &bucket))?;
+    Ok((bucket, leases))
+}
+
 /// The longest lease a fleet keeps.
 const MAX_TTL: Duration = Duration::from_secs(24 * 3600);
 
@@ -135,24 +169,10 @@ impl Member {
     /// The fleet's operator token: made by the first node that starts (create-only, so nodes
     /// starting together agree), read by the others.
     pub(crate) fn operator_token(&self) -> Result<Token> {
-        const NAME: &str = "operator/token";
         let fresh = Token::generate().map_err(|e| Error::io("the fleet's operator token", e))?;
         self.bucket
-            .create(NAME, fresh.as_str().as_bytes().to_vec())?;
-        let bytes = self
-            .bucket
-            .get(NAME, 1024)?
-            .ok_or_else(|| Error::damaged(format!("the fleet's {NAME} vanished")))?;
-        let text = String::from_utf8(bytes)
-            .ok()
-            .filter(|t| t.len() >= 32 && t.bytes().all(|b| b.is_ascii_hexdigit()))
-            .ok_or_else(|| {
-                Error::damaged(format!(
-                    "the fleet's {NAME} at {} is not a token (64 hex digits)",
-                    self.bucket.url()
-                ))
-            })?;
-        Ok(Token::shared(text))
+            .create(OPERATOR_TOKEN, fresh.as_str().as_bytes().to_vec())?;
+        shared_token(&self.bucket).map(Token::shared)
     }
 
     fn held(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Held, Arc<Shipping>)>> {
@@ -245,13 +265,7 @@ impl Member {
 
     /// The node the lease of `store` names, its epoch, and whether that node is alive.
     pub(crate) fn holder_of(&self, store: &str) -> Option<(String, u64, bool)> {
-        let lease = self.leases.lease(store).ok()??;
-        let alive = self
-            .leases
-            .live_lease(store)
-            .ok()
-            .flatten()
-            .is_some_and(|live| live.epoch == lease.epoch);
+        let (lease, alive) = self.leases.lease_and_life(store).ok()??;
         Some((lease.node.id, lease.epoch, alive))
     }
 
@@ -427,12 +441,7 @@ pub struct FleetStore {
 
 /// The fleet whose bucket is at `url`, as its objects show it, with leases of `lease_ttl`.
 pub fn fleet_status(url: &str, lease_ttl: Duration) -> Result<FleetStatus> {
-    let bucket = Arc::new(Bucket::open(url)?);
-    let observer = Node {
-        id: "status".into(),
-        url: String::new(),
-    };
-    let leases = Leases::new(Arc::clone(&bucket), observer, timing(lease_ttl, &bucket))?;
+    let (bucket, leases) = observe(url, "status", lease_ttl)?;
     let beating = leases.nodes()?;
     let mut stores = Vec::new();
     for name in leases.stores()? {
@@ -479,16 +488,7 @@ pub fn fleet_status(url: &str, lease_ttl: Duration) -> Result<FleetStatus> {
 /// with, with the fleet's operator token) to hand every store it holds to the other live nodes.
 /// Returns each store handed over and the node it went to.
 pub fn fleet_drain(url: &str, node: &str) -> Result<Vec<(String, String)>> {
-    let bucket = Arc::new(Bucket::open(url)?);
-    let observer = Node {
-        id: "drain".into(),
-        url: String::new(),
-    };
-    let leases = Leases::new(
-        Arc::clone(&bucket),
-        observer,
-        timing(Duration::from_secs(10), &bucket),
-    )?;
+    let (bucket, leases) = observe(url, "drain", Duration::from_secs(10))?;
     let found = leases
         .nodes()?
         .into_iter()
@@ -498,10 +498,7 @@ pub fn fleet_drain(url: &str, node: &str) -> Result<Vec<(String, String)>> {
                 "the fleet at {url} has no node {node:?}: `mnemo fleet status --fleet {url}` lists its nodes"
             ))
         })?;
-    let token = bucket
-        .get("operator/token", 1024)?
-        .and_then(|t| String::from_utf8(t).ok())
-        .ok_or_else(|| Error::damaged(format!("the fleet at {url} has no operator/token")))?;
+    let token = shared_token(&bucket)?;
     let remote = crate::client::remote::RemoteClient::new(&found.node.url, &token);
     let (status, body) = remote.admin(crate::client::remote::AdminRequest::Post {
         route: "/v1/fleet/drain",

@@ -428,12 +428,7 @@ fn a_node_taking_a_store_again_brings_its_copy_up_from_where_it_left_it() {
     for i in 0..5 {
         assert!(write(&b, "notes", &format!("/memories/b{i}.md"), &[]));
     }
-    if let Some(mut old) = a.server.take() {
-        old.terminate();
-        let _ = old.child.wait();
-        old.reader.take();
-    }
-    a.start();
+    a.restart();
     let out = crate::support::run_mnemo(&["fleet", "drain", "b", "--fleet", &url], "");
     assert!(
         out.status.success(),
@@ -470,12 +465,7 @@ fn a_drain_hands_over_every_store_leased_to_the_node_and_never_to_a_draining_one
         assert!(write(a.server(), store, "/memories/one.md", &[]));
     }
     // a starts again: its leases still name it, though nothing is open there yet.
-    if let Some(mut old) = a.server.take() {
-        old.terminate();
-        let _ = old.child.wait();
-        old.reader.take();
-    }
-    a.start();
+    a.restart();
     let drained = |id: &str| {
         let out = crate::support::run_mnemo(&["fleet", "drain", id, "--fleet", &url], "");
         assert!(
@@ -625,6 +615,23 @@ impl Restartable {
     fn server(&self) -> &Server {
         self.server.as_ref().expect("the node runs")
     }
+
+    /// Waits for the node's process, stopped by a signal, and forgets it.
+    fn stopped(&mut self) {
+        if let Some(mut old) = self.server.take() {
+            let _ = old.child.wait();
+            old.reader.take();
+        }
+    }
+
+    /// Stops the node (SIGTERM) and starts it again, with its id, port and copies.
+    fn restart(&mut self) {
+        if let Some(old) = &self.server {
+            old.terminate();
+        }
+        self.stopped();
+        self.start();
+    }
 }
 
 /// Creates `path` in `store` through `server`, by the memory tool or (`api`) as a memory of the
@@ -724,10 +731,7 @@ fn a_fleet_under_kills_and_pauses_loses_no_acknowledged_write_and_never_forks_a_
             let pid = nodes[victim].server().child.id();
             if rng.chance(50) {
                 signal("-KILL", pid);
-                if let Some(mut dead) = nodes[victim].server.take() {
-                    let _ = dead.child.wait();
-                    dead.reader.take();
-                }
+                nodes[victim].stopped();
                 std::thread::sleep(Duration::from_millis(500));
                 nodes[victim].start();
             } else {

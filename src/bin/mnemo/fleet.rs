@@ -6,15 +6,19 @@ use std::process::ExitCode;
 use crate::CliResult;
 use crate::print::say;
 
-/// Prints the fleet whose bucket is at `url`: a table, or one JSON object with `json`.
-pub(crate) fn status(url: &str, lease_ttl: f64, json: bool) -> CliResult {
-    let ttl = std::time::Duration::try_from_secs_f64(lease_ttl)
+/// `--lease-ttl SECS` (of `serve --fleet` and `fleet status`) as a duration, from a second to a day.
+pub(crate) fn lease_ttl_of(secs: f64) -> Result<std::time::Duration, &'static str> {
+    std::time::Duration::try_from_secs_f64(secs)
         .ok()
         .filter(|d| {
             *d >= std::time::Duration::from_secs(1) && *d <= std::time::Duration::from_secs(86_400)
         })
-        .ok_or("--lease-ttl takes a number of seconds from 1 to 86400 (a day), such as 10")?;
-    let status = mnemo::fleet_status(url, ttl)?;
+        .ok_or("--lease-ttl takes a number of seconds from 1 to 86400 (a day), such as 10")
+}
+
+/// Prints the fleet whose bucket is at `url`: a table, or one JSON object with `json`.
+pub(crate) fn status(url: &str, lease_ttl: f64, json: bool) -> CliResult {
+    let status = mnemo::fleet_status(url, lease_ttl_of(lease_ttl)?)?;
     if json {
         say(serde_json::to_string(&status)?)?;
         return Ok(ExitCode::SUCCESS);

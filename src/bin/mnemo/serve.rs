@@ -230,12 +230,7 @@ pub(crate) fn run_data_server(
 
 /// `--fleet URL`'s options, the defaults filled in from the address the server listens on.
 fn fleet_options(url: &str, flags: &ServeFlags) -> Result<mnemo::FleetOptions, String> {
-    let lease_ttl = std::time::Duration::try_from_secs_f64(flags.lease_ttl)
-        .ok()
-        .filter(|d| {
-            *d >= std::time::Duration::from_secs(1) && *d <= std::time::Duration::from_secs(86_400)
-        })
-        .ok_or("--lease-ttl takes a number of seconds from 1 to 86400 (a day), such as 10")?;
+    let lease_ttl = crate::fleet::lease_ttl_of(flags.lease_ttl)?;
     let advertise = match &flags.advertise {
         Some(url) if url.starts_with("http://") || url.starts_with("https://") => url.clone(),
         Some(url) => {
