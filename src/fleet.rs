@@ -13,4 +13,5 @@
 pub mod bucket;
 pub mod copy;
 pub mod lease;
+mod recovery;
 pub mod wal;

@@ -39,7 +39,7 @@ pub mod compaction;
 pub(crate) mod flows;
 pub mod follower;
 pub mod key;
-mod restore;
+pub(crate) mod restore;
 pub mod segment;
 pub mod shipper;
 mod shipping;

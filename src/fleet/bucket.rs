@@ -43,6 +43,13 @@ impl Bucket {
         Self::over(url, objects, local)
     }
 
+    /// The bucket at `url` for reading only: a `file://` directory that is missing is not made
+    /// (a reader from outside the fleet, such as `mnemo verify --from`, writes nothing).
+    pub fn open_existing(url: &str) -> Result<Bucket> {
+        let (objects, local) = crate::replica::objects_at(url, false)?;
+        Self::over(url, objects, local)
+    }
+
     /// A bucket in this process's memory, with the same create-only contract: for tests.
     #[cfg(any(test, feature = "testing"))]
     pub fn in_memory() -> Result<Bucket> {

@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::wal::{Position, Records};
+use super::wal::{Position, Records, Wal};
 use crate::error::{Error, Result};
 use crate::model::chain::Chain;
 use crate::model::event::{EventHash, Frame, Seq};
@@ -130,9 +130,31 @@ pub fn build(path: &Path, records: &[(Seq, Vec<u8>)]) -> Result<()> {
     Ok(())
 }
 
+/// Makes a new store at `path` (which must not exist) from the whole log `wal`, up to event `at`
+/// if given (else the log's end), for a reader from outside the fleet (`mnemo restore --from`,
+/// `mnemo verify --from`): every invariant of the log and the chain is checked on the way
+/// ([`Wal::scan`]). Returns the new store's head.
+pub fn restore(wal: &Wal, path: &Path, at: Option<Seq>) -> Result<Head> {
+    let (end, mut records) = wal.scan(&Position::START)?;
+    if let Some(at) = at {
+        if at > end.seq {
+            return Err(Error::InvalidArgument(format!(
+                "the fleet log of the store {} ends at event {}, before event {at}: give --at {} or less",
+                wal.store(),
+                end.seq,
+                end.seq
+            )));
+        }
+        records.retain(|(seq, _)| *seq <= at);
+    }
+    let store = Store::open(path)?;
+    let all: Vec<&(Seq, Vec<u8>)> = records.iter().collect();
+    append(&store, Head::EMPTY, &all)
+}
+
 /// Appends `records` (going on after `head`) to `store`, each checked against the chain rules
-/// again, then builds the index, syncs, and records the new head.
-fn append(store: &Store, head: Head, records: &[&(Seq, Vec<u8>)]) -> Result<()> {
+/// again, then builds the index, syncs, and records the new head, which it returns.
+fn append(store: &Store, head: Head, records: &[&(Seq, Vec<u8>)]) -> Result<Head> {
     let mut chain = Chain::after(head.seq, head.hash);
     let mut head = head;
     for run in records.chunks(4096) {
@@ -157,5 +179,5 @@ fn append(store: &Store, head: Head, records: &[&(Seq, Vec<u8>)]) -> Result<()> 
     if head.seq > Seq(0) {
         store.record_head(head)?;
     }
-    Ok(())
+    Ok(head)
 }

@@ -107,6 +107,35 @@ impl Wal {
         }
     }
 
+    /// The log of a store named by `url` as `FLEET/stores/NAME` (the fleet's bucket URL and the
+    /// store's name, as `mnemo fleet status` and the fleet's errors give it), opened for reading
+    /// only, if that is where a fleet keeps a store's log and it holds one: for a reader from
+    /// outside the fleet (`mnemo verify --from`, `mnemo restore --from`). `None` when the URL
+    /// does not end in `/stores/NAME` or the log there has no object.
+    pub fn at(url: &str) -> Result<Option<Wal>> {
+        let trimmed = url.trim_end_matches('/');
+        let Some((fleet, name)) = trimmed
+            .rsplit_once('/')
+            .and_then(|(rest, name)| Some((rest.strip_suffix("/stores")?, name)))
+        else {
+            return Ok(None);
+        };
+        if crate::store::data_dir::check_store_name(name).is_err() {
+            return Ok(None);
+        }
+        let bucket = match Bucket::open_existing(fleet) {
+            Ok(bucket) => bucket,
+            Err(_) => return Ok(None),
+        };
+        let wal = Wal::new(Arc::new(bucket), name);
+        Ok((!wal.bucket.list(&wal.dir())?.is_empty()).then_some(wal))
+    }
+
+    /// The name of the store whose log this is.
+    pub fn store(&self) -> &str {
+        &self.store
+    }
+
     fn dir(&self) -> String {
         format!("stores/{}/wal", self.store)
     }
@@ -266,9 +295,10 @@ impl Wal {
 
     fn damaged(&self, what: &str) -> Error {
         Error::damaged(format!(
-            "the fleet log of the store {} at {}: {what}",
+            "the fleet log of the store {} at {}/stores/{}: {what}",
             self.store,
-            self.bucket.url()
+            self.bucket.url().trim_end_matches('/'),
+            self.store
         ))
     }
 }

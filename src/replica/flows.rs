@@ -1,8 +1,9 @@
 //! The replica commands' flows as calls a program makes too, each returning what the command
 //! prints: a store shipped once ([`Replica::ship_store`], through the server that holds it, else
 //! from a private copy) or in rounds as it changes ([`ShipRounds`]), a new store restored from a
-//! replica trusting a key ([`Replica::restore_new`], [`Replica::prepare_follower`]), a replica
-//! verified in a private store ([`Replica::verify_replica`]) and the checkpoint an auditor kept
+//! replica trusting a key (`Replica::restore_new`, which also reads a fleet store's log, and
+//! [`Replica::prepare_follower`]), a replica verified in a private store
+//! (`Replica::verify_replica`, the same) and the checkpoint an auditor kept
 //! read back ([`Replica::expected_head`]).
 
 use std::path::{Path, PathBuf};
@@ -52,7 +53,7 @@ impl Replica {
     /// `mnemo restore`: a new store at `db` restored from the replica at `url` (up to `at`, else
     /// its head), verified; with `key`, only a head that key signed is taken, and the new store
     /// records the key (which `mnemo serve --follow` then requires).
-    pub fn restore_new(
+    pub(crate) fn restore_replica(
         url: &str,
         db: &Path,
         at: Option<Seq>,
@@ -87,7 +88,7 @@ impl Replica {
     /// there (against `expect`, if given); with `key`, a replica its owner did not sign is
     /// [`ReplicaVerdict::Damaged`]. `key` that is no verifier key is an
     /// [`Error::InvalidArgument`], a bad argument rather than a finding.
-    pub fn verify_replica(
+    pub(crate) fn verify_only_replica(
         url: &str,
         expect: Option<Head>,
         key: Option<&str>,
@@ -96,9 +97,21 @@ impl Replica {
             SigningKey::check_verifier(vkey)?;
         }
         let replica = Replica::open_trusting(url, key, None)?;
+        Replica::verify_made(url, expect, |db| replica.restore(db, None))
+    }
+
+    /// The store `make` builds at the private path it is given, from the object store at `url`,
+    /// verified there (against `expect`, if given): [`ReplicaVerdict::Damaged`] when `make` found
+    /// damage, else the report labelled with `url`, with what the objects hold beside the log
+    /// (what `make` restored says) in its notes.
+    pub(crate) fn verify_made(
+        url: &str,
+        expect: Option<Head>,
+        make: impl FnOnce(&Path) -> Result<Restored>,
+    ) -> Result<ReplicaVerdict> {
         let private = tempfile::tempdir().map_err(|e| Error::io(std::env::temp_dir(), e))?;
         let db = private.path().join("replica");
-        let restored = match replica.restore(&db, None) {
+        let restored = match make(&db) {
             Ok(restored) => restored,
             Err(Error::ReplicaDamaged { what } | Error::Corrupt { what }) => {
                 return Ok(ReplicaVerdict::Damaged(what));

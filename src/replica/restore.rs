@@ -25,6 +25,16 @@ impl Replica {
 /// An event a redaction named is restored erased, whatever its segment holds. Returns what was
 /// restored. On failure nothing is left at `db`.
 pub(crate) fn restore(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Restored> {
+    restore_with(db, |building| fetch(replica, building, at))
+}
+
+/// Makes a new store at `db` (a new path or an empty directory) with `make`, which builds it at
+/// the path it is given: built beside `db` and renamed there once whole, so that on failure (or a
+/// kill midway) nothing is left at `db`.
+pub(crate) fn restore_with(
+    db: &Path,
+    make: impl FnOnce(&Path) -> Result<Restored>,
+) -> Result<Restored> {
     if std::fs::read_dir(db).is_ok_and(|mut entries| entries.next().is_some()) {
         return Err(Error::InvalidArgument(format!(
             "{} is not empty; restore into a new path",
@@ -52,7 +62,7 @@ pub(crate) fn restore(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<R
     let tag =
         crate::client::token::random_hex(8).map_err(|e| Error::io("the OS random source", e))?;
     let building = parent.join(format!(".{name}.restore-{tag}"));
-    let made = fetch(replica, &building, at).and_then(|restored| {
+    let made = make(&building).and_then(|restored| {
         if db.is_dir() {
             std::fs::remove_dir(db).map_err(|e| Error::io(db, e))?;
         }

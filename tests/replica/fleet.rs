@@ -126,3 +126,118 @@ fn of_nodes_racing_for_a_free_store_exactly_one_takes_it() {
     assert_eq!(status.len(), nodes.len());
     assert!(status.iter().all(|n| n.alive), "{status:?}");
 }
+
+/// A fleet store's log, read with no node running: `mnemo verify --from FLEET/stores/NAME` proves
+/// it (writing nothing to the bucket), `mnemo restore --from` makes a store of it (whole or up to
+/// an event), a `--key` is refused (the log is not signed), and a log with an object missing or
+/// altered is a violation that names it.
+#[test]
+fn a_fleet_stores_log_is_verified_and_restored_with_no_node_running() {
+    let t = TempStore::new();
+    let records = chain_of(&t, 30);
+    let head = crate::support::open_store(&t.path())
+        .log_end()
+        .expect("the head");
+    let fleet = crate::support::bucket_url(&t, "fleet");
+    let shared = bucket(&t, "fleet");
+    let wal = Wal::new(shared.clone(), "notes");
+    // Two holders: the second took the store over (its marker) after the first's commits.
+    let mut first = wal.take(1, &Position::START).expect("take").holder;
+    for run in records[..12].chunks(5) {
+        first.commit(run).expect("commit");
+    }
+    let mut second = wal.take(2, &Position::START).expect("take over").holder;
+    for run in records[12..].chunks(7) {
+        second.commit(run).expect("commit");
+    }
+    let url = format!("{fleet}/stores/notes");
+    let listing = || shared.list("stores/notes/wal").expect("list");
+    let before = listing();
+
+    let out = crate::support::run_mnemo(&["verify", "--from", &url], "");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("INTACT") && text.contains(&format!("hash {}", head.hash)),
+        "{text}"
+    );
+    assert_eq!(
+        listing(),
+        before,
+        "verify --from wrote nothing to the bucket"
+    );
+
+    // `mnemo restore --from URL --db DIR/name [--at SEQ]`: its exit code, stdout and stderr.
+    let restore = |name: &str, at: Option<&str>| {
+        let db = t.dir.path().join(name).display().to_string();
+        let mut args = vec!["restore", "--from", &url, "--db", &db];
+        args.extend(at.iter().flat_map(|at| ["--at", *at]));
+        let out = crate::support::run_mnemo(&args, "");
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        (out.status.code(), text(&out.stdout), text(&out.stderr))
+    };
+    let (code, text, err) = restore("restored", None);
+    assert_eq!(code, Some(0), "{text}{err}");
+    assert!(text.contains(&format!("checkpoint: {head}")), "{text}");
+    let store = crate::support::open_store(&t.dir.path().join("restored"));
+    assert_eq!(store.log_end().expect("the head"), head);
+    let all: Vec<(Seq, Vec<u8>)> = store.records(Seq(1)).map(|r| r.expect("record")).collect();
+    assert_eq!(
+        all, records,
+        "the restored store holds the log's events, byte for byte"
+    );
+    drop(store);
+
+    let (code, text, err) = restore("early", Some("10"));
+    assert_eq!(code, Some(0), "{text}{err}");
+    let store = crate::support::open_store(&t.dir.path().join("early"));
+    assert_eq!(store.log_end().expect("the head").seq, Seq(10));
+    drop(store);
+    let (code, _, err) = restore("late", Some("31"));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("ends at event 30") && err.contains("--at 30"),
+        "{err}"
+    );
+
+    let out = crate::support::run_mnemo(&["verify", "--from", &url, "--key", "k+1+AAAA"], "");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("not signed"), "{err}");
+
+    // An object altered where it lies: the chain breaks there.
+    let third = &before[2].name;
+    let mut bytes = shared.get(third, 1 << 20).expect("get").expect("there");
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    shared.remove(third).expect("remove");
+    assert!(shared.create(third, bytes).expect("create"));
+    let out = crate::support::run_mnemo(&["verify", "--from", &url], "");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("VIOLATION") && text.contains("wal/00000000000000000003"),
+        "{text}"
+    );
+
+    // An object removed: the gap is named.
+    shared.remove(third).expect("remove");
+    let out = crate::support::run_mnemo(&["verify", "--from", &url, "--json"], "");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("\"violation\"") && text.contains("object 3 is not"),
+        "{text}"
+    );
+    let (code, text, err) = restore("gap", None);
+    assert_eq!(code, Some(2), "{text}{err}");
+    assert!(
+        !t.dir.path().join("gap").exists(),
+        "a failed restore leaves nothing"
+    );
+}

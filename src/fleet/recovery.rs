@@ -1,0 +1,94 @@
+//! A fleet store read from outside the fleet, with no node running: `mnemo restore --from` and
+//! `mnemo verify --from` take a store's log in the fleet's bucket (`FLEET/stores/NAME`, beside
+//! the replicas they already read), for an auditor and for a disaster that took every node.
+//!
+//! The log is read whole with every invariant [`Wal::scan`] checks (no gap, epochs that never go
+//! down, dense seqs, the chain), a store is built from it as a node builds its copy, and that
+//! store is verified like any other. A fleet's log is not signed: `--key` is refused for it
+//! rather than ignored.
+
+use std::path::Path;
+
+use super::copy;
+use super::wal::Wal;
+use crate::error::{Error, Result};
+use crate::model::event::Seq;
+use crate::replica::flows::ReplicaVerdict;
+use crate::replica::restore::restore_with;
+use crate::replica::{Replica, Restored};
+use crate::store::log::{Head, Store};
+
+impl Replica {
+    /// `mnemo restore`: a new store at `db` restored from the replica at `url` (up to `at`, else
+    /// its head), verified; with `key`, only a head that key signed is taken, and the new store
+    /// records the key (which `mnemo serve --follow` then requires). A URL naming a fleet
+    /// store's log (`FLEET/stores/NAME`) is read as that log (up to `at`, else its end).
+    pub fn restore_new(
+        url: &str,
+        db: &Path,
+        at: Option<Seq>,
+        key: Option<&str>,
+    ) -> Result<Restored> {
+        match Wal::at(url)? {
+            Some(wal) => {
+                unsigned(key)?;
+                restore_with(db, |building| built(&wal, building, at))
+            }
+            None => Replica::restore_replica(url, db, at, key),
+        }
+    }
+
+    /// `mnemo verify --from`: the replica at `url` restored into a private store and verified
+    /// there (against `expect`, if given); with `key`, a replica its owner did not sign is
+    /// [`ReplicaVerdict::Damaged`]. A URL naming a fleet store's log (`FLEET/stores/NAME`) is
+    /// read as that log, whose damage (a gap, an epoch going down, a broken chain) is
+    /// [`ReplicaVerdict::Damaged`] too. `key` that is no verifier key (or a key given for a
+    /// fleet's log, which is not signed) is an [`Error::InvalidArgument`], a bad argument
+    /// rather than a finding.
+    pub fn verify_replica(
+        url: &str,
+        expect: Option<Head>,
+        key: Option<&str>,
+    ) -> Result<ReplicaVerdict> {
+        match Wal::at(url)? {
+            Some(wal) => {
+                unsigned(key)?;
+                Replica::verify_made(url, expect, |db| built(&wal, db, None))
+            }
+            None => Replica::verify_only_replica(url, expect, key),
+        }
+    }
+}
+
+/// Refuses a verifier key given for a fleet's log.
+fn unsigned(key: Option<&str>) -> Result<()> {
+    match key {
+        Some(_) => Err(Error::InvalidArgument(
+            "a fleet store's log is not signed, so --key has nothing to check there: leave --key out (the log's chain and the fleet's invariants are checked all the same), or give a replica shipped by `mnemo replicate` with a signing key".into(),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The store at `path` built from the fleet log `wal` (up to `at`) and verified whole.
+fn built(wal: &Wal, path: &Path, at: Option<Seq>) -> Result<Restored> {
+    let head = copy::restore(wal, path, at)?;
+    let store = Store::open_existing(path)?;
+    let report = crate::audit::verify::verify_store(&store)?;
+    if let Some(v) = report.violations.first() {
+        return Err(Error::damaged(format!(
+            "the store built from the fleet log of {} does not verify: event {} ({}): {}",
+            wal.store(),
+            v.seq,
+            v.kind.name(),
+            v.detail
+        )));
+    }
+    Ok(Restored {
+        head,
+        stale: Vec::new(),
+        partial: Vec::new(),
+        covered: Vec::new(),
+        beyond: None,
+    })
+}
