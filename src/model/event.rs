@@ -27,6 +27,8 @@
 //! renaming or reordering a field or variant of the parser's types cannot change these bytes. The
 //! golden vectors in the tests freeze them: a change to any of them is a new format version.
 
+mod format;
+mod frame;
 mod wire;
 
 use std::fmt;
@@ -43,143 +45,14 @@ pub use crate::model::tool::{
 };
 use wire::WireBody;
 
-/// The newest on-disk format version this build reads and writes: [`WRITTEN_FORMAT`], the
-/// writer's; a redaction writes erased records ([`ERASED_FORMAT`]).
-///
-/// Compatibility policy: a build reads every version up to its own and refuses newer ones with
-/// [`Error::NewerFormat`]; the version byte leads every stored event and the store's `meta` tree.
-pub const FORMAT_VERSION: u8 = 11;
-
-/// The first format whose events are salted (answered under semantics 3).
-pub const SALTED_FORMAT: u8 = 4;
-
-/// The format the writer writes: salted, answered under semantics 5, with any payload (an API
-/// write included) and any profile (`typescript-sdk` included).
-pub const WRITTEN_FORMAT: u8 = 9;
-
-/// The format of a salted event answered under semantics 4, but an API write's
-/// ([`API_FORMAT`]) or a `typescript-sdk` call's ([`TS_PROFILE_FORMAT`]).
-const SEMANTICS_4_FORMAT: u8 = 6;
-
-/// The format of an event that holds a write of the memory-stores API ([`Body::Api`]): as format
-/// 6 (salted, semantics 4), with the payload variant only this format may hold, so a build that
-/// does not know it refuses the event as newer rather than misreading it.
-pub const API_FORMAT: u8 = 7;
-
-/// The format of an event answered under the `typescript-sdk` profile
-/// ([`Profile::TypescriptSdk`](crate::Profile::TypescriptSdk)): as format 6 (salted, semantics
-/// 4), with the profile only this format may hold, so a build that does not know the profile
-/// refuses the event as newer rather than calling it corrupt.
-pub const TS_PROFILE_FORMAT: u8 = 8;
-
-/// The format of the admin commands format 9 does not hold: a redaction's event that keeps what
-/// some erased events did to the tree
-/// ([`AdminCommand::Redact`](crate::model::policy::AdminCommand::Redact) with `kept`), and a memory
-/// store's label ([`AdminCommand::Label`](crate::model::policy::AdminCommand::Label)): as format 9
-/// (salted, semantics 5), with the payload variants only this format may hold, so a build that
-/// does not know them refuses the event as newer instead of misreading it.
-pub const REDACT_KEEPING_FORMAT: u8 = 10;
-
-/// The format of an erased record that keeps what the event did to the tree ([`Kept`]): a
-/// format-5 record followed by the kept effect's length (`u32` LE) and bytes.
-pub const ERASED_KEEPING_FORMAT: u8 = 11;
-
-/// Domain-separation tag of the digest a redaction's event commits to a kept effect by.
-const KEPT_TAG: &[u8] = b"mnemo/kept/v1";
-
-/// The digest of what an erased record keeps, as the redaction's event names it (blake3 of a tag
-/// and the kept effect's stored bytes).
-pub fn kept_digest(kept: &Kept) -> EventHash {
-    let mut h = blake3::Hasher::new();
-    h.update(KEPT_TAG);
-    h.update(&codec::encode(&wire::WireKept::of(kept)));
-    EventHash(*h.finalize().as_bytes())
-}
-
-/// The format of an erased record: an event of any earlier format whose payload and salt a
-/// redaction dropped (see the module docs).
-pub const ERASED_FORMAT: u8 = 5;
-
-/// Domain-separation tag of a format-4 payload commitment.
-pub const PAYLOAD_TAG: &[u8] = b"mnemo/payload/v4";
-
-/// Domain-separation tag of a format-4 result commitment.
-pub const RESULT_TAG: &[u8] = b"mnemo/result/v4";
-
-/// The format version an event answered under `semantics`, without a salt, is written in (see
-/// the module docs); with one, [`salted_format_of`] it. Semantics 4 and 5 are only ever salted.
-pub fn format_of(semantics: Semantics) -> u8 {
-    match semantics {
-        Semantics::V1 => 1,
-        Semantics::V2 => 2,
-        Semantics::V3 => 3,
-        Semantics::V4 => SEMANTICS_4_FORMAT,
-        _ => WRITTEN_FORMAT,
-    }
-}
-
-/// The format version a salted event answered under `semantics` is written in: format 4 for
-/// semantics 3 (and below, which no salted event is), format 6 for semantics 4 (7 for an API
-/// write, 8 for a `typescript-sdk` call: see [`Event::format`]), format 9 for semantics 5.
-pub fn salted_format_of(semantics: Semantics) -> u8 {
-    match semantics {
-        Semantics::V1 | Semantics::V2 | Semantics::V3 => SALTED_FORMAT,
-        Semantics::V4 => SEMANTICS_4_FORMAT,
-        _ => WRITTEN_FORMAT,
-    }
-}
-
-/// Whether a record of format `version` holds a salt (formats 4, 6, 7, 8, 9 and 10).
-fn is_salted(version: u8) -> bool {
-    version == SALTED_FORMAT
-        || version == SEMANTICS_4_FORMAT
-        || version == API_FORMAT
-        || version == TS_PROFILE_FORMAT
-        || version == WRITTEN_FORMAT
-        || version == REDACT_KEEPING_FORMAT
-}
-
-/// The semantics a header of format `version` must name (`None` for a version no event has).
-fn semantics_of_format(version: u8) -> Option<Semantics> {
-    match version {
-        1 => Some(Semantics::V1),
-        2 => Some(Semantics::V2),
-        3 | SALTED_FORMAT => Some(Semantics::V3),
-        SEMANTICS_4_FORMAT | API_FORMAT | TS_PROFILE_FORMAT => Some(Semantics::V4),
-        WRITTEN_FORMAT | REDACT_KEEPING_FORMAT => Some(Semantics::V5),
-        _ => None,
-    }
-}
-
-/// Whether `body` is an admin command only format 10 holds: a redaction that keeps what some
-/// erased events did, or a memory store's label.
-fn keeps_effects(body: &Body) -> bool {
-    matches!(body, Body::Admin(crate::model::policy::AdminCommand::Redact { kept, .. }) if !kept.is_empty())
-        || matches!(
-            body,
-            Body::Admin(crate::model::policy::AdminCommand::Label { .. })
-        )
-}
-
-/// What an erased record of format `version` keeps: decoded from `bytes` in format 11, none in
-/// format 5.
-pub(crate) fn kept_of(version: u8, bytes: &[u8]) -> Result<Option<Kept>> {
-    (version == ERASED_KEEPING_FORMAT)
-        .then(|| codec::decode::<wire::WireKept<'static>>(bytes, "kept effect"))
-        .transpose()
-        .map(|kept| kept.map(wire::WireKept::into_kept))
-}
-
-/// Whether `body` is a call answered under the `typescript-sdk` profile (written as format 8).
-fn answers_as_typescript(body: &Body) -> bool {
-    let profile = match body {
-        Body::Tool(call) => call.profile,
-        Body::Rejected(call) => call.profile,
-        Body::RejectedDigest(call) => call.profile,
-        Body::Admin(_) | Body::Api(_) | Body::Erased(_) => return false,
-    };
-    profile == crate::Profile::TypescriptSdk
-}
+pub(crate) use format::kept_of;
+pub use format::{
+    API_FORMAT, ERASED_FORMAT, ERASED_KEEPING_FORMAT, FORMAT_VERSION, PAYLOAD_TAG,
+    REDACT_KEEPING_FORMAT, RESULT_TAG, SALTED_FORMAT, TS_PROFILE_FORMAT, WRITTEN_FORMAT, format_of,
+    kept_digest, salted_format_of,
+};
+use format::{answers_as_typescript, is_salted, keeps_effects, semantics_of_format};
+pub use frame::{Frame, FrameRef};
 
 /// An event's salt: 32 random bytes that key the commitments to its payload and result text (see
 /// the module docs). Not secret from whoever holds the store, but erased with the payload.
@@ -230,8 +103,6 @@ pub fn payload_hash_of(payload: &[u8], salt: Option<&Salt>) -> EventHash {
 
 /// Domain-separation tag that starts every chain-hash input.
 pub const DOMAIN_TAG: &[u8] = b"mnemo/event/v1";
-
-const FRAME_FIXED: usize = 1 + 8 + 32 + 32 + 32 + 4;
 
 /// What a call returned: whether it was an error and the hash of the exact result text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -361,31 +232,6 @@ pub struct Event {
     pub salt: Option<Salt>,
 }
 
-/// An event's stored record split into its fields, before the header and payload are decoded.
-///
-/// This is what the verifier checks: every field is what was on disk, nothing is recomputed.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Frame {
-    /// The format version byte.
-    pub version: u8,
-    /// The seq written inside the record.
-    pub seq: Seq,
-    /// The stored `prev_hash`.
-    pub prev_hash: EventHash,
-    /// The stored hash of this event.
-    pub hash: EventHash,
-    /// The stored payload hash (format 4: the salted commitment).
-    pub payload_hash: EventHash,
-    /// Canonical header bytes.
-    pub header: Vec<u8>,
-    /// The event's salt (format 4 only).
-    pub salt: Option<Salt>,
-    /// Canonical payload bytes (none in an erased record).
-    pub payload: Vec<u8>,
-    /// For an erased record (format 5), the format the event was written in.
-    pub erased_from: Option<u8>,
-}
-
 /// The canonical payload bytes of `body` (what an event holding it stores and hashes).
 pub fn payload_of(body: &Body) -> Vec<u8> {
     WireBody::of(body).map_or_else(Vec::new, |wire| codec::encode(&wire))
@@ -500,241 +346,6 @@ impl Event {
     /// Decodes a stored record, checking nothing but that it decodes.
     pub fn decode(bytes: &[u8]) -> Result<Event> {
         FrameRef::parse(bytes)?.event()
-    }
-}
-
-fn take<'a>(bytes: &mut &'a [u8], n: usize, what: &str) -> Result<&'a [u8]> {
-    if bytes.len() < n {
-        return Err(Error::corrupt(format!(
-            "event record is truncated in its {what}"
-        )));
-    }
-    let (head, rest) = bytes.split_at(n);
-    *bytes = rest;
-    Ok(head)
-}
-
-fn take_hash(bytes: &mut &[u8], what: &str) -> Result<EventHash> {
-    let mut out = [0; 32];
-    out.copy_from_slice(take(bytes, 32, what)?);
-    Ok(EventHash(out))
-}
-
-fn take_u32(bytes: &mut &[u8], what: &str) -> Result<usize> {
-    let mut out = [0; 4];
-    out.copy_from_slice(take(bytes, 4, what)?);
-    Ok(u32::from_le_bytes(out) as usize)
-}
-
-impl Frame {
-    /// The stored record bytes.
-    pub fn encode(&self) -> Vec<u8> {
-        let mut out =
-            Vec::with_capacity(FRAME_FIXED + 4 + 32 + self.header.len() + self.payload.len());
-        out.push(self.version);
-        out.extend_from_slice(&self.seq.0.to_le_bytes());
-        out.extend_from_slice(&self.prev_hash.0);
-        out.extend_from_slice(&self.hash.0);
-        out.extend_from_slice(&self.payload_hash.0);
-        // NOTE: headers and payloads are bounded by the tool's input limits, far below 4 GiB; a
-        // larger one would not fit the frame, so it is refused before it gets here.
-        #[expect(clippy::cast_possible_truncation)]
-        out.extend_from_slice(&(self.header.len() as u32).to_le_bytes());
-        out.extend_from_slice(&self.header);
-        if let Some(from) = self.erased_from {
-            out.push(from);
-            if self.version == ERASED_KEEPING_FORMAT {
-                #[expect(clippy::cast_possible_truncation)]
-                out.extend_from_slice(&(self.payload.len() as u32).to_le_bytes());
-                out.extend_from_slice(&self.payload);
-            }
-            return out;
-        }
-        if let Some(salt) = &self.salt {
-            out.extend_from_slice(&salt.0);
-        }
-        #[expect(clippy::cast_possible_truncation)]
-        out.extend_from_slice(&(self.payload.len() as u32).to_le_bytes());
-        out.extend_from_slice(&self.payload);
-        out
-    }
-
-    /// Splits stored record bytes into fields.
-    pub fn decode(bytes: &[u8]) -> Result<Frame> {
-        FrameRef::parse(bytes).map(|frame| frame.to_frame())
-    }
-
-    /// The chain hash recomputed from the stored fields (with the stored payload hash).
-    pub fn recompute_hash(&self) -> EventHash {
-        self.borrowed().recompute_hash()
-    }
-
-    /// The payload hash recomputed from the stored payload (and salt).
-    pub fn recompute_payload_hash(&self) -> EventHash {
-        self.borrowed().recompute_payload_hash()
-    }
-
-    /// Decodes the header and payload.
-    pub fn event(&self) -> Result<Event> {
-        self.borrowed().event()
-    }
-
-    /// The frame's fields, its header and payload borrowed.
-    pub(crate) fn borrowed(&self) -> FrameRef<'_> {
-        FrameRef {
-            version: self.version,
-            seq: self.seq,
-            prev_hash: self.prev_hash,
-            hash: self.hash,
-            payload_hash: self.payload_hash,
-            header: &self.header,
-            salt: self.salt,
-            payload: &self.payload,
-            erased_from: self.erased_from,
-        }
-    }
-}
-
-/// A [`Frame`] whose header and payload are borrowed from the stored record they were split
-/// from: what a reader that checks or decodes records one after another needs, with no copy of
-/// their bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FrameRef<'a> {
-    /// The format version byte.
-    pub version: u8,
-    /// The seq written inside the record.
-    pub seq: Seq,
-    /// The stored `prev_hash`.
-    pub prev_hash: EventHash,
-    /// The stored hash of this event.
-    pub hash: EventHash,
-    /// The stored payload hash (format 4: the salted commitment).
-    pub payload_hash: EventHash,
-    /// Canonical header bytes.
-    pub header: &'a [u8],
-    /// The event's salt (format 4 only).
-    pub salt: Option<Salt>,
-    /// Canonical payload bytes (none in an erased record).
-    pub payload: &'a [u8],
-    /// For an erased record (format 5), the format the event was written in.
-    pub erased_from: Option<u8>,
-}
-
-impl<'a> FrameRef<'a> {
-    /// Splits stored record bytes into fields (what [`Frame::decode`] does, without copying).
-    pub fn parse(bytes: &'a [u8]) -> Result<FrameRef<'a>> {
-        let mut rest = bytes;
-        let version = take(&mut rest, 1, "version byte")?[0];
-        if version > FORMAT_VERSION {
-            return Err(Error::NewerFormat {
-                found: version,
-                max: FORMAT_VERSION,
-            });
-        }
-        if version == 0 {
-            return Err(Error::corrupt("event record has format version 0"));
-        }
-        let mut seq = [0; 8];
-        seq.copy_from_slice(take(&mut rest, 8, "seq")?);
-        let prev_hash = take_hash(&mut rest, "prev_hash")?;
-        let hash = take_hash(&mut rest, "hash")?;
-        let payload_hash = take_hash(&mut rest, "payload_hash")?;
-        let header_len = take_u32(&mut rest, "header length")?;
-        let header = take(&mut rest, header_len, "header")?;
-        let (salt, payload, erased_from) =
-            if version == ERASED_FORMAT || version == ERASED_KEEPING_FORMAT {
-                let from = take(&mut rest, 1, "erased record's format")?[0];
-                if semantics_of_format(from).is_none() {
-                    return Err(Error::corrupt(format!(
-                        "an erased record says it was an event of format {from}, which no event has"
-                    )));
-                }
-                let kept = if version == ERASED_KEEPING_FORMAT {
-                    let len = take_u32(&mut rest, "kept effect's length")?;
-                    take(&mut rest, len, "kept effect")?
-                } else {
-                    &[][..]
-                };
-                (None, kept, Some(from))
-            } else {
-                let salt = if is_salted(version) {
-                    let mut salt = [0; 32];
-                    salt.copy_from_slice(take(&mut rest, 32, "salt")?);
-                    Some(Salt(salt))
-                } else {
-                    None
-                };
-                let payload_len = take_u32(&mut rest, "payload length")?;
-                (salt, take(&mut rest, payload_len, "payload")?, None)
-            };
-        if !rest.is_empty() {
-            return Err(Error::corrupt(format!(
-                "event record has {} trailing bytes",
-                rest.len()
-            )));
-        }
-        Ok(FrameRef {
-            version,
-            seq: Seq(u64::from_le_bytes(seq)),
-            prev_hash,
-            hash,
-            payload_hash,
-            header,
-            salt,
-            payload,
-            erased_from,
-        })
-    }
-
-    /// The chain hash recomputed from the stored fields (with the stored payload hash).
-    pub fn recompute_hash(&self) -> EventHash {
-        chain_hash(self.seq, &self.prev_hash, self.header, &self.payload_hash)
-    }
-
-    /// The payload hash recomputed from the stored payload (and salt); an erased record's, which
-    /// has no payload left to hash, as stored.
-    pub fn recompute_payload_hash(&self) -> EventHash {
-        match self.erased_from {
-            Some(_) => self.payload_hash,
-            None => payload_hash_of(self.payload, self.salt.as_ref()),
-        }
-    }
-
-    /// Decodes the header and payload.
-    pub fn event(&self) -> Result<Event> {
-        if let Some(from) = self.erased_from {
-            return Event::erased_from_parts(
-                from,
-                self.seq,
-                self.prev_hash,
-                self.header,
-                self.payload_hash,
-                kept_of(self.version, self.payload)?,
-            );
-        }
-        Event::from_parts(
-            self.version,
-            self.seq,
-            self.prev_hash,
-            self.header,
-            self.salt,
-            self.payload,
-        )
-    }
-
-    /// The frame with its own copy of the header and payload.
-    pub fn to_frame(self) -> Frame {
-        Frame {
-            version: self.version,
-            seq: self.seq,
-            prev_hash: self.prev_hash,
-            hash: self.hash,
-            payload_hash: self.payload_hash,
-            header: self.header.to_vec(),
-            salt: self.salt,
-            payload: self.payload.to_vec(),
-            erased_from: self.erased_from,
-        }
     }
 }
 
