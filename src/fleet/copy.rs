@@ -124,9 +124,7 @@ pub fn build(path: &Path, records: &[(Seq, Vec<u8>)]) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(Error::io(path, e)),
     }
-    let store = Store::open(path)?;
-    let all: Vec<&(Seq, Vec<u8>)> = records.iter().collect();
-    append(&store, Head::EMPTY, &all)?;
+    made(path, records)?;
     Ok(())
 }
 
@@ -147,14 +145,44 @@ pub fn restore(wal: &Wal, path: &Path, at: Option<Seq>) -> Result<Head> {
         }
         records.retain(|(seq, _)| *seq <= at);
     }
+    made(path, &records)
+}
+
+/// A new store at `path` (which holds none) holding `records`, its whole log: the records
+/// appended, each checked against the chain rules, while another thread replays them from
+/// memory into the store's index ([`Store::index_of`]), written once they are all appended
+/// ([`Store::write_new_index`], from two threads); then synced and its head recorded, which it
+/// returns.
+fn made(path: &Path, records: &[(Seq, Vec<u8>)]) -> Result<Head> {
     let store = Store::open(path)?;
     let all: Vec<&(Seq, Vec<u8>)> = records.iter().collect();
-    append(&store, Head::EMPTY, &all)
+    let (head, index) = std::thread::scope(|s| {
+        let index = s.spawn(|| store.index_of(records));
+        let head = append_events(&store, Head::EMPTY, &all);
+        let index = index.join().unwrap_or_else(|_| {
+            Err(Error::Poisoned {
+                cause: "a thread panicked while it built a fleet copy's index".into(),
+            })
+        });
+        (head, index)
+    });
+    let (head, index) = (head?, index?);
+    if head.seq > Seq(0) {
+        store.write_new_index(&index)?;
+    }
+    finish(&store, head)
 }
 
 /// Appends `records` (going on after `head`) to `store`, each checked against the chain rules
 /// again, then builds the index, syncs, and records the new head, which it returns.
 fn append(store: &Store, head: Head, records: &[&(Seq, Vec<u8>)]) -> Result<Head> {
+    let head = append_events(store, head, records)?;
+    finish(store, head)
+}
+
+/// Appends `records` (going on after `head`) to `store`, each checked against the chain rules
+/// again; returns the new head.
+fn append_events(store: &Store, head: Head, records: &[&(Seq, Vec<u8>)]) -> Result<Head> {
     let mut chain = Chain::after(head.seq, head.hash);
     let mut head = head;
     for run in records.chunks(4096) {
@@ -174,6 +202,12 @@ fn append(store: &Store, head: Head, records: &[&(Seq, Vec<u8>)]) -> Result<Head
         }
         store.append(&frames)?;
     }
+    Ok(head)
+}
+
+/// Brings the index of `store` up to its log (nothing to do once [`Store::write_index`] took a
+/// whole log's), syncs, and records `head`, which it returns.
+fn finish(store: &Store, head: Head) -> Result<Head> {
     store.catch_up()?;
     store.sync(Durability::Fsync)?;
     if head.seq > Seq(0) {

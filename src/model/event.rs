@@ -45,11 +45,13 @@ pub use crate::model::tool::{
 };
 use wire::WireBody;
 
+#[cfg(any(test, feature = "testing"))]
+pub use format::SALTED_FORMAT;
 pub(crate) use format::kept_of;
 pub use format::{
     API_FORMAT, ERASED_FORMAT, ERASED_KEEPING_FORMAT, FORMAT_VERSION, PAYLOAD_TAG,
-    REDACT_KEEPING_FORMAT, RESULT_TAG, SALTED_FORMAT, TS_PROFILE_FORMAT, WRITTEN_FORMAT, format_of,
-    kept_digest, salted_format_of,
+    REDACT_KEEPING_FORMAT, RESULT_TAG, TS_PROFILE_FORMAT, WRITTEN_FORMAT, format_of, kept_digest,
+    salted_format_of,
 };
 use format::{answers_as_typescript, is_salted, keeps_effects, semantics_of_format};
 pub use frame::{Frame, FrameRef};

@@ -815,6 +815,47 @@ impl Store {
         Ok(())
     }
 
+    /// Writes a whole index (a replay's from event 1) into a store whose index holds nothing
+    /// yet (a store being made from a log): its entries from two threads at once, then the
+    /// applied seq and the layout, so that a crash midway leaves an index that applied nothing,
+    /// rebuilt on the next open, never one that claims events it lacks. The events must be
+    /// appended first.
+    #[cfg(feature = "replicate")]
+    pub(crate) fn write_new_index(&self, pending: &Pending) -> Result<()> {
+        self.failpoints.check(Failpoint::Index)?;
+        let trees = (self.index.index(), self.index.content());
+        if !trees.0.is_empty() || !trees.1.is_empty() {
+            return Err(Error::corrupt(
+                "a whole index is written only into a store whose index holds nothing",
+            ));
+        }
+        let (last, entries): (Vec<_>, Vec<_>) = pending
+            .writes()
+            .filter_map(|(key, value)| Some((key, value?)))
+            .partition(|(key, _)| crate::store::projection::is_progress_key(key));
+        let put = |part: &[(&[u8], &[u8])]| -> Result<()> {
+            for (key, value) in part {
+                match IndexTrees::is_content(key) {
+                    true => trees.1.insert(key, *value)?,
+                    false => trees.0.insert(key, *value)?,
+                };
+            }
+            Ok(())
+        };
+        let (first, second) = entries.split_at(entries.len() / 2);
+        std::thread::scope(|s| {
+            let other = s.spawn(|| put(second));
+            let mine = put(first);
+            let theirs = other.join().unwrap_or_else(|_| {
+                Err(Error::Poisoned {
+                    cause: "a thread panicked while it wrote an index".into(),
+                })
+            });
+            mine.and(theirs)
+        })?;
+        put(&last)
+    }
+
     /// Makes everything written so far as durable as `mode` asks.
     pub fn sync(&self, mode: Durability) -> Result<()> {
         self.failpoints.check(Failpoint::Sync)?;

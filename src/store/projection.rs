@@ -237,6 +237,13 @@ impl<K: KvRead> Projection<K> {
     }
 }
 
+/// Whether `key` is one of the index's progress keys (the last seq applied and the layout),
+/// which a writer of a whole index writes last.
+#[cfg(feature = "replicate")]
+pub fn is_progress_key(key: &[u8]) -> bool {
+    key == APPLIED_KEY || key == LAYOUT_KEY
+}
+
 impl<K: KvWrite> Projection<K> {
     /// Records that every event up to `seq` is applied.
     pub fn set_applied(&mut self, seq: Seq) {

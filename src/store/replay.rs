@@ -253,6 +253,21 @@ impl<K: KvWrite> Replay<K> {
         self.run(store, to, |_, _, _| Ok(()))
     }
 
+    /// Applies `records` (stored records in seq order, going on from [`Replay::at`]) from memory,
+    /// as [`Replay::recover_to`] applies the same records read from a store: for a store being
+    /// made from them, whose index is built while they are appended. Returns how many were
+    /// applied.
+    #[cfg(feature = "replicate")]
+    pub(crate) fn recover_from(&mut self, records: &[(Seq, Vec<u8>)]) -> Result<u64> {
+        let source = records.iter().map(|(seq, record)| {
+            Ok(Stored {
+                seq: *seq,
+                event: Event::decode(record)?,
+            })
+        });
+        self.drive(source, |_, _, _| Ok::<(), Error>(()))
+    }
+
     /// [`Replay::run_to`] without proving the log first: for recovery on open, which replays only
     /// the events past the stored index and must not cost time in the log's length.
     pub(crate) fn recover_to(&mut self, store: &Store, to: Seq) -> Result<u64> {

@@ -241,3 +241,58 @@ fn a_fleet_stores_log_is_verified_and_restored_with_no_node_running() {
         "a failed restore leaves nothing"
     );
 }
+
+/// A copy built from a log (its index replayed from memory while its events are appended, as a
+/// node taking a store over builds it) holds the index a replay of its log derives: `verify`
+/// compares the two byte for byte, over a session of every kind of memory-tool call.
+#[test]
+fn a_copy_built_from_a_log_holds_the_index_its_replay_derives() {
+    let t = TempStore::new();
+    let server = t.server();
+    let mut rng = crate::support::Rng(0xc0_9e);
+    let mut files: Vec<String> = Vec::new();
+    let mut failed = 0;
+    for i in 0..240 {
+        let dir = ["a", "b", "a/c"][rng.below(3)];
+        let fresh = format!("/memories/{dir}/f{i}.md");
+        let input = match (rng.below(8), files.is_empty()) {
+            (0..=2, _) | (_, true) => {
+                files.push(fresh.clone());
+                serde_json::json!({"command": "create", "path": fresh,
+                    "file_text": format!("line {i}\nsecond\n")})
+            }
+            (3, _) => {
+                serde_json::json!({"command": "str_replace", "path": files[rng.below(files.len())],
+                "old_str": "second", "new_str": format!("edited {i}")})
+            }
+            (4, _) => {
+                serde_json::json!({"command": "insert", "path": files[rng.below(files.len())],
+                "insert_line": 1, "insert_text": format!("inserted {i}\n")})
+            }
+            (5, _) => {
+                let old = files.swap_remove(rng.below(files.len()));
+                files.push(fresh.clone());
+                serde_json::json!({"command": "rename", "old_path": old, "new_path": fresh})
+            }
+            (6, _) => serde_json::json!({"command": "delete",
+                "path": files.swap_remove(rng.below(files.len()))}),
+            _ => serde_json::json!({"command": "view", "path": "/memories"}),
+        };
+        failed += usize::from(crate::support::call(&server, input).1);
+    }
+    assert!(failed < 40, "{failed} of the session's calls failed");
+    drop(server);
+    let records: Vec<(Seq, Vec<u8>)> = crate::support::open_store(&t.path())
+        .records(Seq(1))
+        .map(|r| r.expect("record"))
+        .collect();
+    assert_eq!(records.len(), 240);
+    let copy = t.dir.path().join("copy");
+    mnemo::testing::fleet::copy::build(&copy, &records).expect("the copy");
+    let report = mnemo::MnemoClient::open(&copy, "auditor")
+        .expect("open the copy")
+        .verify()
+        .expect("verify");
+    assert!(report.is_intact(), "{report:?}");
+    assert_eq!(report.events, 240);
+}

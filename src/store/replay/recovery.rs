@@ -5,6 +5,8 @@
 use super::Replay;
 use crate::error::{Error, Result};
 use crate::model::event::Seq;
+#[cfg(feature = "replicate")]
+use crate::store::kv::Pending;
 use crate::store::kv::{IndexTrees, Overlay};
 use crate::store::log::{Durability, Store};
 use crate::store::projection::{INDEX_LAYOUT, Projection, RENAMES_UNSTAMPED};
@@ -42,6 +44,25 @@ impl Store {
             self.sync(Durability::Fsync)?;
         }
         Ok(replayed)
+    }
+
+    /// The index a replay of `records` builds, for a store being made from them (its whole log
+    /// from event 1, in seq order) whose index has applied nothing yet: the records may be
+    /// appended meanwhile, from another thread. Nothing is written; [`Store::write_index`] takes
+    /// the result once every record is appended (the index never runs ahead of the log).
+    #[cfg(feature = "replicate")]
+    pub(crate) fn index_of(&self, records: &[(Seq, Vec<u8>)]) -> Result<Pending> {
+        if self.index().applied()? != Seq(0) {
+            return Err(Error::corrupt(
+                "an index is built from a whole log only in a store whose index has applied nothing",
+            ));
+        }
+        let tree = Projection::with_listings(Overlay::new(self.index_tree()))
+            .in_layout(INDEX_LAYOUT)
+            .journaled();
+        let mut replay = Replay::resume(tree)?;
+        replay.recover_from(records)?;
+        Ok(replay.into_tree().into_inner().into_pending())
     }
 
     /// The path index as of the log's end, for reading a store no writer has open: the stored
