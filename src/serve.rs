@@ -658,14 +658,16 @@ async fn gate(Extract(shared): Extract<Arc<Shared>>, mut request: Request, next:
         .get(sessions::SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
-    let admitted = admitted.and_then(|caller| match &session {
-        Some(id) if mcp && !shared.mcp_sessions.may_use(id, &caller.principal) => {
+    let admitted = match (admitted, &session) {
+        (Ok(caller), Some(id))
+            if mcp && !shared.mcp_sessions.may_use(id, &caller.principal).await =>
+        {
             Err(Refusal::NoSession(
                 "no such MCP session for this token; initialize a session of your own (a session belongs to the token that opened it)".into(),
             ))
         }
-        _ => Ok(caller),
-    });
+        (admitted, _) => admitted,
+    };
     match admitted {
         Ok(caller) if mcp => {
             let principal = caller.principal.clone();

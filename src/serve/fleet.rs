@@ -24,8 +24,8 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{HeaderName, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::http::{HeaderName, StatusCode};
+use axum::response::Response;
 use tokio_util::sync::CancellationToken;
 
 use super::auth::Token;
@@ -99,7 +99,7 @@ const ROUTE_TRIES: usize = 4;
 /// The pause before a request is sent where its store is now.
 const ROUTE_PAUSE: Duration = Duration::from_millis(50);
 
-/// The most bytes of a request or an answer forwarded to another node.
+/// The most bytes of a request forwarded to another node (its answer streams through).
 const FORWARD_MAX: usize = 256 * 1024 * 1024;
 
 /// This node's part in the fleet.
@@ -110,7 +110,6 @@ pub(crate) struct Member {
     held: Mutex<HashMap<String, (Held, Arc<Shipping>)>>,
     /// Set by a drain: the node takes no store from then on, and forwards what it held.
     draining: std::sync::atomic::AtomicBool,
-    http: ureq::Agent,
 }
 
 /// What a request for a store found ([`Member::take`]).
@@ -151,18 +150,11 @@ impl Member {
         };
         let timing = timing(options.lease_ttl, &bucket);
         let leases = Leases::new(Arc::clone(&bucket), node, timing)?;
-        let http = ureq::Agent::new_with_config(
-            ureq::Agent::config_builder()
-                .http_status_as_error(false)
-                .timeout_global(Some(Duration::from_secs(300)))
-                .build(),
-        );
         Ok(Member {
             bucket,
             leases,
             held: Mutex::default(),
             draining: std::sync::atomic::AtomicBool::new(false),
-            http,
         })
     }
 
@@ -173,6 +165,11 @@ impl Member {
         self.bucket
             .create(OPERATOR_TOKEN, fresh.as_str().as_bytes().to_vec())?;
         shared_token(&self.bucket).map(Token::shared)
+    }
+
+    /// The fleet's bucket.
+    pub(crate) fn bucket(&self) -> &Arc<Bucket> {
+        &self.bucket
     }
 
     fn held(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Held, Arc<Shipping>)>> {
@@ -708,72 +705,110 @@ fn hop_by_hop(name: &str) -> bool {
     )
 }
 
+/// How long forwarding waits to connect to the node holding a store.
+const CONNECT_WAIT: Duration = Duration::from_secs(10);
+
+/// How long forwarding waits for the head of the holder's answer (its body, an MCP stream's
+/// included, then comes as it comes, for as long as it lasts).
+const ANSWER_WAIT: Duration = Duration::from_secs(300);
+
+/// Sends the request (`parts`, `body`) to the node at `url` and streams its answer back as it
+/// comes: a stream of server-sent events (MCP's) reaches the client event by event, and ends
+/// when either side ends it (a client that leaves closes the connection to the holder).
 async fn forward(
     member: Arc<Member>,
     url: String,
     parts: axum::http::request::Parts,
     body: axum::body::Bytes,
 ) -> Response {
-    let target = format!(
-        "{url}{}",
-        parts.uri.path_and_query().map_or("/", |p| p.as_str())
-    );
     let node = member.leases.node().id.clone();
-    let sent = tokio::task::spawn_blocking(move || {
-        let mut builder = ureq::http::Request::builder()
-            .method(parts.method.as_str())
-            .uri(&target);
-        for (name, value) in &parts.headers {
-            if !hop_by_hop(name.as_str()) {
-                builder = builder.header(name.as_str(), value.as_bytes());
-            }
-        }
-        let request = builder
-            .header(FORWARDED, node)
-            .body(body.to_vec())
-            .map_err(|e| e.to_string())?;
-        let mut answer = member.http.run(request).map_err(|e| e.to_string())?;
-        let status = answer.status().as_u16();
-        let headers: Vec<(String, Vec<u8>)> = answer
-            .headers()
-            .iter()
-            .filter(|(name, _)| !hop_by_hop(name.as_str()))
-            .map(|(name, value)| (name.as_str().to_string(), value.as_bytes().to_vec()))
-            .collect();
-        let bytes = answer
-            .body_mut()
-            .with_config()
-            .limit(FORWARD_MAX as u64)
-            .read_to_vec()
-            .map_err(|e| e.to_string())?;
-        Ok::<_, String>((status, headers, bytes))
-    })
-    .await;
-    match sent {
-        Ok(Ok((status, headers, bytes))) => {
-            let mut response = Body::from(bytes).into_response();
-            *response.status_mut() =
-                StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
-            for (name, value) in headers {
-                if let (Ok(name), Ok(value)) =
-                    (HeaderName::try_from(name), HeaderValue::from_bytes(&value))
-                {
-                    response.headers_mut().append(name, value);
-                }
-            }
-            response
-        }
-        Ok(Err(why)) => error(
+    match send(&url, parts, body, &node).await {
+        Ok(response) => response,
+        Err(why) => error(
             StatusCode::SERVICE_UNAVAILABLE,
             &format!(
                 "the node holding the store did not answer ({why}); retry: a store whose node is gone is taken over once its lease runs out"
             ),
         ),
-        Err(e) => error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            &format!("forwarding did not finish ({e}); retry"),
-        ),
     }
+}
+
+/// The `host:port` an advertised `http://host[:port]` URL names (port 80 if it names none), or
+/// why it names none.
+pub(crate) fn authority_of(url: &str) -> std::result::Result<String, String> {
+    let invalid = || {
+        format!(
+            "{url:?} is not http://HOST:PORT (the host and port the other nodes reach this node at over plain HTTP, with no path)"
+        )
+    };
+    let rest = url.strip_prefix("http://").ok_or_else(invalid)?;
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let parsed: axum::http::uri::Authority = authority.parse().map_err(|_| invalid())?;
+    if parsed.host().is_empty() || authority.contains('@') || !path.trim_end_matches('/').is_empty()
+    {
+        return Err(invalid());
+    }
+    Ok(format!(
+        "{}:{}",
+        parsed.host(),
+        parsed.port_u16().unwrap_or(80)
+    ))
+}
+
+async fn send(
+    url: &str,
+    parts: axum::http::request::Parts,
+    body: axum::body::Bytes,
+    node: &str,
+) -> std::result::Result<Response, String> {
+    let authority = authority_of(url)?;
+    let host = url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let stream = tokio::time::timeout(CONNECT_WAIT, tokio::net::TcpStream::connect(&authority))
+        .await
+        .map_err(|_| format!("no connection to {authority} within {CONNECT_WAIT:?}"))?
+        .map_err(|e| format!("connecting to {authority}: {e}"))?;
+    let _ = stream.set_nodelay(true);
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .map_err(|e| e.to_string())?;
+    // The connection runs until the answer is all read, or dropped (its client gone).
+    tokio::spawn(connection);
+    let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    let mut request = hyper::Request::builder()
+        .method(parts.method.clone())
+        .uri(target)
+        .header(axum::http::header::HOST, host);
+    for (name, value) in &parts.headers {
+        if !hop_by_hop(name.as_str()) && name.as_str() != FORWARDED {
+            request = request.header(name, value);
+        }
+    }
+    let request = request
+        .header(FORWARDED, node)
+        .body(http_body_util::Full::new(body))
+        .map_err(|e| e.to_string())?;
+    let answer = tokio::time::timeout(ANSWER_WAIT, sender.send_request(request))
+        .await
+        .map_err(|_| format!("no answer from {authority} within {ANSWER_WAIT:?}"))?
+        .map_err(|e| e.to_string())?;
+    let (mut head, body) = answer.into_parts();
+    let kept: Vec<HeaderName> = head
+        .headers
+        .keys()
+        .filter(|name| hop_by_hop(name.as_str()))
+        .cloned()
+        .collect();
+    for name in kept {
+        head.headers.remove(name);
+    }
+    head.extensions = axum::http::Extensions::new();
+    Ok(Response::from_parts(head, Body::new(body)))
 }
 
 #[cfg(test)]

@@ -416,8 +416,17 @@ impl Stores {
                 "another mnemo server holds it ({url}); stop that server (or let it idle out), then retry"
             ));
         }
+        // A fleet's store keeps its MCP sessions in the bucket too, so they follow it.
+        let mcp_sessions = match &self.fleet {
+            Some(fleet) => super::sessions::McpSessions::kept_in(super::sessions::Kept::new(
+                Arc::clone(fleet.bucket()),
+                name,
+            )),
+            None => super::sessions::McpSessions::new(),
+        };
         let shared = Arc::new(Shared {
             last_verify: self.last_verify(name),
+            mcp_sessions,
             ..Shared::of_store(
                 opened.tool,
                 &self.token,
@@ -627,6 +636,9 @@ impl Stores {
     /// at most [`DRAIN_WAIT`]), so that its store is closed when this returns unless one is
     /// still running.
     fn retire(&self, served: Arc<Served>) {
+        // An MCP stream would hold the store here until the wait ran out: its sessions are let
+        // go (their clients' next requests take them up where the store goes).
+        served.shared.mcp_sessions.let_go();
         let deadline = Instant::now() + DRAIN_WAIT;
         while Arc::strong_count(&served) > 1 && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));
