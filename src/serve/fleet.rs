@@ -291,6 +291,23 @@ impl Member {
         self.leases.stores()
     }
 
+    /// The fleet's stores by name after `after`, at most `limit`, and whether more follow.
+    pub(crate) fn stores_page(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<(Vec<String>, bool)> {
+        let mut names: Vec<String> = self
+            .stores()?
+            .into_iter()
+            .filter(|name| after.is_none_or(|after| name.as_str() > after))
+            .take(limit + 1)
+            .collect();
+        let more = names.len() > limit;
+        names.truncate(limit);
+        Ok((names, more))
+    }
+
     /// Whether `store` is one of the fleet's.
     pub(crate) fn exists(&self, store: &str) -> Result<bool> {
         Ok(self.leases.lease(store)?.is_some())

@@ -131,6 +131,9 @@ pub(super) enum Unavailable {
 /// One open store: its shared state and routes, and what to run when it closes.
 pub(crate) struct Served {
     shared: Arc<Shared>,
+    /// On a fleet's node, the fleet's bucket and the store's name: the copy of the store's
+    /// memory-stores label the other nodes list it by is kept there.
+    fleet: Option<(Arc<crate::fleet::bucket::Bucket>, String)>,
     app: Router,
     last_used_ms: AtomicU64,
     on_close: Mutex<Option<Box<dyn FnOnce() + Send>>>,
@@ -140,6 +143,13 @@ impl Served {
     /// The store's shared state.
     pub(super) fn shared(&self) -> &Arc<Shared> {
         &self.shared
+    }
+
+    /// On a fleet's node, the fleet's bucket and the store's name.
+    pub(super) fn fleet(&self) -> Option<(&crate::fleet::bucket::Bucket, &str)> {
+        self.fleet
+            .as_ref()
+            .map(|(bucket, name)| (bucket.as_ref(), name.as_str()))
     }
 }
 
@@ -185,6 +195,11 @@ impl Stores {
     /// The data directory.
     pub(super) fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// This node's part in its fleet, if it is a fleet's node.
+    pub(super) fn fleet(&self) -> Option<&Arc<super::fleet::Member>> {
+        self.fleet.as_ref()
     }
 
     /// The most memories the memory-stores API creates in a store.
@@ -439,6 +454,10 @@ impl Stores {
         let app = super::store_app(Arc::clone(&shared), self.stop.clone());
         Ok(Arc::new(Served {
             shared,
+            fleet: self
+                .fleet
+                .as_ref()
+                .map(|fleet| (Arc::clone(fleet.bucket()), name.to_string())),
             app,
             last_used_ms: AtomicU64::new(self.now_ms()),
             on_close: Mutex::new(opened.on_close),
@@ -519,17 +538,9 @@ impl Stores {
         limit: usize,
     ) -> std::io::Result<(Vec<(String, bool)>, bool)> {
         let (names, more) = match &self.fleet {
-            Some(fleet) => {
-                let all = fleet.stores().map_err(std::io::Error::other)?;
-                let mut names: Vec<String> = all
-                    .into_iter()
-                    .filter(|n| after.is_none_or(|after| n.as_str() > after))
-                    .take(limit + 1)
-                    .collect();
-                let more = names.len() > limit;
-                names.truncate(limit);
-                (names, more)
-            }
+            Some(fleet) => fleet
+                .stores_page(after, limit)
+                .map_err(std::io::Error::other)?,
             None => data_dir::list(&self.dir, after, limit)?,
         };
         let slots = lock(&self.slots);
