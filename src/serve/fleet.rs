@@ -33,6 +33,7 @@ use super::routes::error;
 use crate::error::{Error, Result};
 use crate::fleet::bucket::Bucket;
 use crate::fleet::copy;
+use crate::fleet::forwarding;
 use crate::fleet::lease::{Held, Lease, Leases, Node, Timing};
 use crate::fleet::wal::{Holder, Position, Wal};
 use crate::model::event::Seq;
@@ -45,11 +46,36 @@ pub struct FleetOptions {
     pub url: String,
     /// This node's id, unique in the fleet.
     pub node_id: String,
-    /// The URL the other nodes forward requests to this node at.
+    /// The URL the other nodes forward requests to this node at: `http://HOST:PORT` (the nodes
+    /// speak plain HTTP to each other; checked when the node starts).
     pub advertise: String,
     /// How long after its last heartbeat a node counts as dead, and its stores are taken over
     /// (default 10 s; the node stops acknowledging writes 30% before).
     pub lease_ttl: Duration,
+}
+
+impl FleetOptions {
+    /// Checks what the other nodes need of this one before it starts: an advertised URL they
+    /// can forward to (`http://HOST:PORT`, HOST not an unspecified address such as 0.0.0.0).
+    pub(crate) fn check(&self) -> Result<()> {
+        let authority = authority_of(&self.advertise)
+            .map_err(|why| Error::InvalidArgument(format!("--advertise: {why}")))?;
+        let host = authority
+            .rsplit_once(':')
+            .map_or(authority.as_str(), |(host, _)| host);
+        let unspecified = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_unspecified());
+        if unspecified || authority.ends_with(":0") {
+            return Err(Error::InvalidArgument(format!(
+                "--advertise: the other nodes cannot reach this one at {:?}; give the address they reach it at, such as --advertise http://10.0.0.5:8080",
+                self.advertise
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// Where the fleet's operator token lies in its bucket.
@@ -89,7 +115,8 @@ fn observe(url: &str, who: &str, lease_ttl: Duration) -> Result<(Arc<Bucket>, Le
 /// The longest lease a fleet keeps.
 const MAX_TTL: Duration = Duration::from_secs(24 * 3600);
 
-/// The header a forwarded request carries: the id of the node that forwarded it.
+/// The header a forwarded request carries: the id of the node that forwarded it, and its proof
+/// ([`crate::fleet::forwarding`]).
 const FORWARDED: &str = "x-mnemo-forwarded-by";
 
 /// How many times a request for a store is sent where the store is (here or another node)
@@ -627,12 +654,19 @@ fn store_of(path: &str) -> Option<String> {
 pub(crate) struct Routing {
     member: Arc<Member>,
     hosts: super::auth::Hosts,
+    /// The key forwarded requests are proved with ([`crate::fleet::forwarding`]).
+    key: [u8; 32],
 }
 
 impl Routing {
-    /// The router of `member`, whose server answers to `hosts`.
-    pub(crate) fn new(member: Arc<Member>, hosts: super::auth::Hosts) -> Routing {
-        Routing { member, hosts }
+    /// The router of `member`, whose server answers to `hosts` and serves with the fleet's
+    /// operator token `token`.
+    pub(crate) fn new(member: Arc<Member>, hosts: super::auth::Hosts, token: &Token) -> Routing {
+        Routing {
+            member,
+            hosts,
+            key: forwarding::key(token.as_str()),
+        }
     }
 }
 
@@ -640,8 +674,8 @@ impl Routing {
 /// request goes on here. A request is forwarded only once its Host and Origin are this node's
 /// (the check against DNS rebinding is the first node's; the holder then sees no Origin).
 pub(crate) async fn route(
-    State(Routing { member, hosts }): State<Routing>,
-    request: Request,
+    State(Routing { member, hosts, key }): State<Routing>,
+    mut request: Request,
     next: axum::middleware::Next,
 ) -> Response {
     // A name that is no store's is never looked up in the bucket: the routes refuse it here.
@@ -650,9 +684,22 @@ pub(crate) async fn route(
     else {
         return next.run(request).await;
     };
-    if request.headers().contains_key(FORWARDED) {
+    let target = request
+        .uri()
+        .path_and_query()
+        .map_or("/", |p| p.as_str())
+        .to_string();
+    let proved = request
+        .headers()
+        .get(FORWARDED)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| forwarding::check(&key, value, request.method().as_str(), &target))
+        .is_some();
+    if proved {
         return next.run(request).await;
     }
+    // A header no node made (a client's) is dropped: the request is routed as any other.
+    request.headers_mut().remove(FORWARDED);
     if let Err(refusal) = hosts.check(request.headers()) {
         return super::refuse(request.method().as_str(), request.uri().path(), &refusal);
     }
@@ -674,7 +721,7 @@ pub(crate) async fn route(
     let mut answered = None;
     for _ in 0..ROUTE_TRIES {
         let response = match holder(&member, &store).await {
-            Some(url) => forward(Arc::clone(&member), url, parts.clone(), body.clone()).await,
+            Some(url) => forward(&member, &key, url, parts.clone(), body.clone()).await,
             None => match next.take() {
                 Some(next) => {
                     let here = Request::from_parts(parts.clone(), Body::from(body.clone()));
@@ -733,13 +780,15 @@ const ANSWER_WAIT: Duration = Duration::from_secs(300);
 /// comes: a stream of server-sent events (MCP's) reaches the client event by event, and ends
 /// when either side ends it (a client that leaves closes the connection to the holder).
 async fn forward(
-    member: Arc<Member>,
+    member: &Member,
+    key: &[u8; 32],
     url: String,
     parts: axum::http::request::Parts,
     body: axum::body::Bytes,
 ) -> Response {
-    let node = member.leases.node().id.clone();
-    match send(&url, parts, body, &node).await {
+    let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    let proof = forwarding::sign(key, &member.leases.node().id, parts.method.as_str(), target);
+    match send(&url, parts, body, &proof).await {
         Ok(response) => response,
         Err(why) => error(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -776,7 +825,7 @@ async fn send(
     url: &str,
     parts: axum::http::request::Parts,
     body: axum::body::Bytes,
-    node: &str,
+    proof: &str,
 ) -> std::result::Result<Response, String> {
     let authority = authority_of(url)?;
     let host = url
@@ -807,7 +856,7 @@ async fn send(
         }
     }
     let request = request
-        .header(FORWARDED, node)
+        .header(FORWARDED, proof)
         .body(http_body_util::Full::new(body))
         .map_err(|e| e.to_string())?;
     let answer = tokio::time::timeout(ANSWER_WAIT, sender.send_request(request))

@@ -1135,6 +1135,9 @@ pub fn serve_data(
             std::io::Error::other("--max-open-stores must be at least 1"),
         ));
     }
+    if let Some(fleet) = &data.fleet {
+        fleet.check().map_err(Error::Fleet)?;
+    }
     prepare(dir)?;
     let dir = std::path::absolute(dir).map_err(|e| Error::ServerFile(dir.to_path_buf(), e))?;
     let _lock = lock_data_dir(&dir)?;
@@ -1214,7 +1217,7 @@ pub fn serve_data(
         }));
         let app = match &fleet {
             Some(member) => app.layer(axum::middleware::from_fn_with_state(
-                super::fleet::Routing::new(Arc::clone(member), stores.hosts.clone()),
+                super::fleet::Routing::new(Arc::clone(member), stores.hosts.clone(), &stores.token),
                 super::fleet::route,
             )),
             None => app,

@@ -30,22 +30,26 @@ fn free_port() -> u16 {
 
 /// Node `id` of the fleet at `url`, its copies under `t`.
 fn node(t: &TempStore, url: &str, id: &str) -> Server {
+    node_with(t, url, id, &[])
+}
+
+/// [`node`] with the options `extra` too.
+fn node_with(t: &TempStore, url: &str, id: &str, extra: &[&str]) -> Server {
     let dir = t.dir.path().join(id);
     let listen = format!("127.0.0.1:{}", free_port());
     let ttl = ttl().to_string();
-    Server::start_data(
-        &dir,
-        &[
-            "--fleet",
-            url,
-            "--node-id",
-            id,
-            "--listen",
-            &listen,
-            "--lease-ttl",
-            &ttl,
-        ],
-    )
+    let mut args = vec![
+        "--fleet",
+        url,
+        "--node-id",
+        id,
+        "--listen",
+        &listen,
+        "--lease-ttl",
+        &ttl,
+    ];
+    args.extend_from_slice(extra);
+    Server::start_data(&dir, &args)
 }
 
 fn signal(sig: &str, pid: u32) {
@@ -99,6 +103,18 @@ fn files(server: &Server, store: &str) -> String {
     );
     assert_eq!(reply.status, 200, "{}", reply.text());
     reply.text()
+}
+
+/// The header with which the node `via` answers a write to `store` itself, as it answers a
+/// request another node forwarded to it (proved with the fleet's operator token).
+fn as_forwarded(via: &Server, store: &str) -> String {
+    let key = mnemo::testing::fleet::forwarding::key(&via.file.token);
+    mnemo::testing::fleet::forwarding::sign(
+        &key,
+        "test",
+        "POST",
+        &format!("/v1/stores/{store}/memory"),
+    )
 }
 
 /// The store's log in the bucket, read back with every invariant checked: its events' seqs.
@@ -378,6 +394,107 @@ fn the_memory_stores_api_through_any_node_lists_and_serves_the_fleets_stores() {
 }
 
 #[test]
+fn a_client_cannot_pass_for_a_node_and_a_node_proves_what_it_forwards() {
+    let t = TempStore::new();
+    let url = bucket_url(&t, "bucket");
+    let (a, b) = (node(&t, &url, "a"), node(&t, &url, "b"));
+    let (code, body) = a.api("POST", "/v1/stores", &json!({"name": "notes"}));
+    assert_eq!(code, 201, "{body}");
+    // A client's header (any value no node made, or one proved for another request) is dropped
+    // by the node it reaches, which routes the request to the holder as any other.
+    let other_route = as_forwarded(&b, "other");
+    let forgeries = ["test", "a 00", other_route.as_str()];
+    for (i, forged) in forgeries.into_iter().enumerate() {
+        let reply = request(
+            b.addr(),
+            "POST",
+            "/v1/stores/notes/memory",
+            &[
+                ("Authorization", b.bearer().as_str()),
+                ("x-mnemo-forwarded-by", forged),
+            ],
+            json!({"command": "create", "path": format!("/memories/{i}.md"), "file_text": "x"})
+                .to_string()
+                .as_bytes(),
+        );
+        assert_eq!(reply.status, 200, "{forged:?}: {}", reply.text());
+    }
+    // A node's proof is honoured: b answers the request itself, and refuses it, as it does not
+    // hold the store (and no longer forwards it).
+    assert!(!write(
+        &b,
+        "notes",
+        "/memories/proved.md",
+        &[("x-mnemo-forwarded-by", &as_forwarded(&b, "notes"))]
+    ));
+    let shown = files(&a, "notes");
+    assert!(
+        shown.contains("/memories/2.md") && !shown.contains("/memories/proved.md"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn a_node_refuses_to_start_with_a_url_the_others_cannot_forward_to() {
+    let t = TempStore::new();
+    let url = bucket_url(&t, "bucket");
+    let listen = format!("127.0.0.1:{}", free_port());
+    for advertise in [
+        "https://10.0.0.5:8080",
+        "http://0.0.0.0:8080",
+        "http://[::]:8080",
+        "http://10.0.0.5:8080/mnemo",
+        "http://user@10.0.0.5:8080",
+        "http://",
+    ] {
+        let dir = t.dir.path().join("n");
+        // Were the URL taken, the node would serve: --idle-exit ends it with success.
+        let out = crate::support::run_mnemo(
+            &[
+                "serve",
+                "--data",
+                dir.to_str().expect("utf-8"),
+                "--fleet",
+                &url,
+                "--listen",
+                &listen,
+                "--advertise",
+                advertise,
+                "--idle-exit",
+                "1",
+            ],
+            "",
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && stderr.contains("--advertise"),
+            "{advertise}: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn a_body_over_the_limit_is_refused_413_through_a_node_that_does_not_hold_the_store() {
+    let t = TempStore::new();
+    let url = bucket_url(&t, "bucket");
+    let small = |id: &str| node_with(&t, &url, id, &["--max-request-bytes", "65536"]);
+    let (a, b) = (small("a"), small("b"));
+    let (code, body) = a.api("POST", "/v1/stores", &json!({"name": "notes"}));
+    assert_eq!(code, 201, "{body}");
+    let big =
+        json!({"command": "create", "path": "/memories/big.md", "file_text": "x".repeat(200_000)});
+    for server in [&a, &b] {
+        let reply = server.call(
+            "POST",
+            "/v1/stores/notes/memory",
+            big.to_string().as_bytes(),
+        );
+        assert_eq!(reply.status, 413, "{}", reply.text());
+        assert!(reply.text().contains("65536"), "{}", reply.text());
+    }
+}
+
+#[test]
 fn a_holder_stopped_past_its_lease_gets_no_write_acknowledged_after_the_takeover() {
     let t = TempStore::new();
     let url = bucket_url(&t, "bucket");
@@ -385,6 +502,7 @@ fn a_holder_stopped_past_its_lease_gets_no_write_acknowledged_after_the_takeover
     let (code, body) = a.api("POST", "/v1/stores", &json!({"name": "notes"}));
     assert_eq!(code, 201, "{body}");
     // A writer sends to a alone (as forwarded, so a answers it itself) all along.
+    let forwarded = as_forwarded(&a, "notes");
     let stop = AtomicBool::new(false);
     let to_a: Vec<(String, bool)> = std::thread::scope(|s| {
         let writer = s.spawn(|| {
@@ -392,7 +510,7 @@ fn a_holder_stopped_past_its_lease_gets_no_write_acknowledged_after_the_takeover
             let mut i = 0;
             while !stop.load(Ordering::SeqCst) {
                 let path = format!("/memories/a-{i}.md");
-                let acked = write(&a, "notes", &path, &[("x-mnemo-forwarded-by", "test")]);
+                let acked = write(&a, "notes", &path, &[("x-mnemo-forwarded-by", &forwarded)]);
                 sent.push((path, acked));
                 i += 1;
             }
@@ -632,7 +750,7 @@ fn a_commit_that_failed_in_the_bucket_does_not_leave_the_store_poisoned() {
         &a,
         "notes",
         "/memories/lost.md",
-        &[("x-mnemo-forwarded-by", "test")]
+        &[("x-mnemo-forwarded-by", &as_forwarded(&a, "notes"))]
     ));
     std::fs::remove_file(&wal).expect("remove the file");
     std::fs::rename(&aside, &wal).expect("put the log back");
