@@ -12,10 +12,13 @@
 //!   (`durability replicated`): a node that lost the store without knowing it is fenced there,
 //!   never acknowledged.
 //! - **One address.** A request for a store a live node holds is forwarded to that node (once:
-//!   a forwarded request is never forwarded again), with its headers, and the answer sent back
-//!   as it came. A store's tokens are events of the store, so they work through any node; the
-//!   operator token is the fleet's, kept in the bucket (`operator/token`, made by the first node
-//!   that starts).
+//!   a forwarded request, proved by [`crate::fleet::forwarding`], is never forwarded again), with
+//!   its headers, and the answer streamed back as it comes (an MCP stream included). A store's
+//!   tokens are events of the store, so they work through any node; the operator token is the
+//!   fleet's, kept in the bucket (`operator/token`, made by the first node that starts). What a
+//!   node shows of stores it does not hold comes from the bucket too: the memory-stores list from
+//!   the labels' copies there, an MCP session from its record there
+//!   ([`super::sessions::Kept`]), taken up by whichever node holds the store next.
 
 use std::collections::HashMap;
 use std::path::Path;
