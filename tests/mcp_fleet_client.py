@@ -13,8 +13,10 @@ through node a (which holds it), and every MCP client talks to another node, whi
   4. a session is its opener's on every node: an agent token of the store naming the operator's
      session on the new holder is answered 404 (the owner comes from the bucket), the operator's
      own request in it is served;
-  5. a session-less client (protocol 2026-07-28) through node b;
-  6. the files every call made are in the store, read through each node.
+  5. an agent's 32 sessions (the most a principal holds) are taken up when the store moves again
+     (to c), and one more opened there closes the oldest of them;
+  6. a session-less client (protocol 2026-07-28) through node b;
+  7. the files every call made are in the store, read through each node.
 
 Usage: mcp_fleet_client.py --mnemo PATH
 Exit status: 0 when every check passed, 1 when one failed, 2 on a harness error.
@@ -201,7 +203,7 @@ def holder(nodes: List[Node]) -> Optional[str]:
     return None
 
 
-async def across_a_move(c: Checks, nodes: List[Node]) -> None:
+async def across_a_move(c: Checks, nodes: List[Node]) -> Optional[str]:
     a, b, via = nodes
     before = holder(nodes)
     c.equal(before, "a", "the store's holder is the node it was made through")
@@ -243,6 +245,32 @@ async def across_a_move(c: Checks, nodes: List[Node]) -> None:
     async with http_client(via.token) as admin:
         response = await ping(admin, via.mcp, idle or "")
         c.equal(response.status_code, 200, f"the operator's own session after the move: served ({response.text!r})")
+    return zed
+
+
+MAX_SESSIONS = 32
+
+
+async def sessions_bounded_across_a_move(c: Checks, nodes: List[Node], zed: str) -> None:
+    """A principal holds at most MAX_SESSIONS sessions on a node, those taken up from the bucket
+    included: one more opened there closes its oldest."""
+    _, b, via = nodes
+    async with http_client(zed) as http:
+        opened = [await initialize(http, via.mcp) for _ in range(MAX_SESSIONS)]
+        c.check(all(opened), "an agent opens its sessions through c")
+        drained = httpx2.post(
+            f"{b.base}/v1/fleet/drain", headers={"Authorization": f"Bearer {b.token}"}, json={}, timeout=TIMEOUT
+        )
+        c.equal(drained.status_code, 200, f"the store's new holder is drained in turn: {drained.text}")
+        c.equal(holder(nodes), "c", "the store moved to c")
+        taken_up = [(await ping(http, via.mcp, session or "")).status_code for session in opened]
+        c.equal(taken_up, [200] * MAX_SESSIONS, "every session of the agent is taken up on c")
+        newest = await initialize(http, via.mcp)
+        c.check(newest is not None, "the agent opens one more session on c")
+        first = await ping(http, via.mcp, opened[0] or "")
+        c.equal(first.status_code, 404, "its oldest session (taken up) is closed: a principal holds at most 32")
+        last = await ping(http, via.mcp, opened[-1] or "")
+        c.equal(last.status_code, 200, "its other sessions go on")
 
 
 async def sessionless(c: Checks, via: Node) -> None:
@@ -298,7 +326,8 @@ def main() -> int:
                 raise SystemExit(f"harness: the store could not be made: {made.status_code} {made.text}")
             asyncio.run(through_a_non_holder(c, nodes[1]))
             asyncio.run(stream_head(c, nodes[1]))
-            asyncio.run(across_a_move(c, nodes))
+            zed = asyncio.run(across_a_move(c, nodes))
+            asyncio.run(sessions_bounded_across_a_move(c, nodes, zed or ""))
             asyncio.run(sessionless(c, nodes[1]))
             files_everywhere(c, nodes)
         finally:

@@ -88,29 +88,20 @@ impl McpSessions {
     /// Whether `principal` may send a request in the session `id`: a session this gate saw
     /// another principal open is not theirs. An id never seen here is left to rmcp, which answers
     /// 404 for a session it does not hold; but on a fleet's node (which may take a session up
-    /// from the bucket) it is the principal's only if the bucket says so, and is then known here.
-    pub(crate) async fn may_use(&self, id: &str, principal: &Principal) -> bool {
+    /// from the bucket) it is the principal's only if the bucket says so ([`Access::TakenUp`]:
+    /// once answered, [`admit`](Self::admit) it).
+    pub(crate) async fn may_use(&self, id: &str, principal: &Principal) -> Access {
         let known = {
             let owners = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
             owners.get(id).map(|(owner, _)| owner == principal)
         };
         match (known, &self.kept) {
-            (Some(mine), _) => mine,
-            (None, None) => true,
-            (None, Some(kept)) => {
-                let mine = kept
-                    .owner(id)
-                    .await
-                    .is_some_and(|owner| owner == *principal);
-                if mine {
-                    let order = self.next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                    self.owners
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .insert(id.to_string(), (principal.clone(), order));
-                }
-                mine
-            }
+            (Some(true), _) | (None, None) => Access::Allowed,
+            (Some(false), _) => Access::Denied,
+            (None, Some(kept)) => match kept.owner(id).await {
+                Some(owner) if owner == *principal => Access::TakenUp,
+                _ => Access::Denied,
+            },
         }
     }
 
@@ -120,6 +111,13 @@ impl McpSessions {
         if let Some(kept) = &self.kept {
             kept.own(&id, &principal).await;
         }
+        self.admit(id, principal).await;
+    }
+
+    /// Records that the session `id` is `principal`'s here (opened here, or taken up from the
+    /// bucket), and closes that principal's oldest sessions past [`MAX_SESSIONS`] (and forgets
+    /// sessions rmcp no longer holds, such as one it could not take up).
+    pub(crate) async fn admit(&self, id: String, principal: Principal) {
         let order = self.next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let mine: Vec<(String, u64)> = {
             let mut owners = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
@@ -187,6 +185,17 @@ impl McpSessions {
             .unwrap_or_else(PoisonError::into_inner)
             .remove(id);
     }
+}
+
+/// Whether a request may use the session it names ([`McpSessions::may_use`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// The session is its principal's here, or unknown here (rmcp answers 404).
+    Allowed,
+    /// Another principal opened it, or (on a fleet's node) no record says the principal did.
+    Denied,
+    /// The fleet's bucket says the principal opened it on another node: rmcp takes it up here.
+    TakenUp,
 }
 
 /// The most bytes of a kept session's object (a client's `initialize` parameters).
