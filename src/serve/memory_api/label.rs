@@ -125,7 +125,18 @@ pub(super) fn record(served: &Served, store_dir: &Path, label: &Label) -> crate:
         return Err(crate::Error::InvalidArgument(receipt.text));
     }
     write(store_dir, label)?;
-    mirror(served, label)
+    copy_to_bucket(served, label);
+    Ok(())
+}
+
+/// [`mirror`], a failure said on stderr: the label is recorded (and acknowledged), and a copy the
+/// bucket missed only leaves the other nodes' lists showing the one before until the next change.
+fn copy_to_bucket(served: &Served, label: &Label) {
+    if let Err(e) = mirror(served, label) {
+        eprintln!(
+            "mnemo serve: a memory store's label could not be copied to the fleet's bucket: {e}"
+        );
+    }
 }
 
 /// The most bytes of a label's copy in a fleet's bucket.
@@ -177,7 +188,7 @@ pub(super) fn current(served: &Served, store_dir: &Path, name: &str) -> crate::R
             if served.fleet().is_some_and(|(bucket, name)| {
                 in_bucket(bucket, name).ok().flatten().as_ref() != Some(&label)
             }) {
-                mirror(served, &label)?;
+                copy_to_bucket(served, &label);
             }
         }
         return Ok(label);
