@@ -628,7 +628,7 @@ async fn gate(Extract(shared): Extract<Arc<Shared>>, mut request: Request, next:
                 Ok(caller)
             } else {
                 Err(Refusal::Forbidden(
-                    "this route needs the operator's token; an agent token reaches only the memory tool and what its clients use: POST /v1/memory, POST /v1/memory/oversized, GET /v1/records, GET /v1/attach and /mcp".into(),
+                    "this route needs the operator's token; an agent token reaches only the memory tool and what its clients use: POST /v1/memory, POST /v1/memory/oversized, GET /v1/records, GET /v1/whoami, GET /v1/attach and /mcp".into(),
                 ))
             }
         })

@@ -215,6 +215,54 @@ impl Member {
         })
     }
 
+    /// Whom `token` proves in `store`, as the node at `url` holding it answers (asked as a node
+    /// forwarding a request, proved with the fleet's operator token `operator`); `None` when it
+    /// proves no one there, or the node did not answer.
+    pub(crate) fn whoami(
+        &self,
+        url: &str,
+        store: &str,
+        operator: &Token,
+        token: &str,
+    ) -> Option<super::auth::Principal> {
+        // A store's route `/v1/ROUTE` is `/v1/stores/NAME/ROUTE` on a data server.
+        let route = super::clients::WHOAMI.trim_start_matches("/v1");
+        let target = format!("/v1/stores/{store}{route}");
+        let proof = forwarding::sign(
+            &forwarding::key(operator.as_str()),
+            &self.leases.node().id,
+            "GET",
+            &target,
+        );
+        let agent = ureq::Agent::new_with_config(
+            ureq::Agent::config_builder()
+                .http_status_as_error(false)
+                .timeout_global(Some(CONNECT_WAIT))
+                .build(),
+        );
+        let mut answer = agent
+            .get(format!("{url}{target}"))
+            .header("authorization", format!("Bearer {token}"))
+            .header(FORWARDED, proof)
+            .call()
+            .ok()?;
+        if answer.status() != 200 {
+            return None;
+        }
+        let bytes = answer
+            .body_mut()
+            .with_config()
+            .limit(64 * 1024)
+            .read_to_vec()
+            .ok()?;
+        let who: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+        match (who["principal"].as_str()?, who["agent"].as_str()?) {
+            ("operator", _) => Some(super::auth::Principal::Operator),
+            ("agent", agent) => Some(super::auth::Principal::Agent(agent.to_string())),
+            _ => None,
+        }
+    }
+
     /// The URL of the live node other than this one that holds `store`, if one does; for a
     /// node being drained, which takes no store, any other live node's when none holds it.
     pub(crate) fn elsewhere(&self, store: &str) -> Option<String> {

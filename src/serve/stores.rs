@@ -563,7 +563,16 @@ impl Stores {
         if check_store_name(name).is_err() {
             return Err(Refusal::Unauthorized(NONE));
         }
-        let served = self.get(name).map_err(|_| Refusal::Unauthorized(NONE))?;
+        let served = match (self.get(name), &self.fleet) {
+            (Ok(served), _) => served,
+            // Held by another node of the fleet: it says whom the token proves there.
+            (Err(Unavailable::Elsewhere(url)), Some(fleet)) => {
+                return fleet
+                    .whoami(&url, name, &self.token, token)
+                    .ok_or(Refusal::Unauthorized(NONE));
+            }
+            (Err(_), _) => return Err(Refusal::Unauthorized(NONE)),
+        };
         match served.shared.authority.principal(token) {
             Ok(principal) => Ok(principal),
             Err(_) => Err(Refusal::Unauthorized(NONE)),

@@ -1035,3 +1035,71 @@ fn a_fleet_under_kills_and_pauses_loses_no_acknowledged_write_and_never_forks_a_
         assert!(report.is_intact(), "{store}: {report:?}");
     }
 }
+
+/// A viewer's login through `server` (from its own page): the session's cookie and CSRF token.
+fn viewer_login(server: &Server, body: &Value) -> Option<(String, String)> {
+    let origin = format!("http://{}", server.addr());
+    let reply = request(
+        server.addr(),
+        "POST",
+        "/ui/api/login",
+        &[("Origin", &origin), ("Content-Type", "application/json")],
+        body.to_string().as_bytes(),
+    );
+    if reply.status != 200 {
+        eprintln!("login: {} {}", reply.status, reply.text());
+        return None;
+    }
+    let cookie = reply.header("set-cookie")?.split(';').next()?.to_string();
+    let answer: Value = serde_json::from_slice(&reply.body).ok()?;
+    Some((cookie, answer["csrf"].as_str()?.to_string()))
+}
+
+#[test]
+fn the_viewer_browses_a_store_through_a_node_that_does_not_hold_it() {
+    let t = TempStore::new();
+    let url = bucket_url(&t, "bucket");
+    let (a, b) = (node(&t, &url, "a"), node(&t, &url, "b"));
+    let (code, body) = a.api("POST", "/v1/stores", &json!({"name": "notes"}));
+    assert_eq!(code, 201, "{body}");
+    assert!(write(&a, "notes", "/memories/plan.md", &[]));
+    let issued = a.call(
+        "POST",
+        "/v1/stores/notes/tokens",
+        br#"{"agent": "planner"}"#,
+    );
+    assert_eq!(issued.status, 200, "{}", issued.text());
+    let agent: Value = serde_json::from_slice(&issued.body).expect("json");
+    let agent = agent["token"].as_str().expect("token").to_string();
+    let (code, body) = a.api("POST", "/v1/stores", &json!({"name": "other"}));
+    assert_eq!(code, 201, "{body}");
+    // The holder is asked whom a token proves in its store: a wrong one, or one of another
+    // store, proves no one.
+    for body in [
+        json!({"token": "mnemo_wrong", "store": "notes"}),
+        json!({"token": agent, "store": "other"}),
+        json!({"token": agent}),
+    ] {
+        assert!(viewer_login(&b, &body).is_none(), "{body}");
+    }
+    for (who, body) in [
+        ("operator", json!({"token": b.file.token})),
+        ("agent", json!({"token": agent, "store": "notes"})),
+    ] {
+        let (cookie, csrf) =
+            viewer_login(&b, &body).unwrap_or_else(|| panic!("{who}: login through b"));
+        let reply = request(
+            b.addr(),
+            "GET",
+            "/v1/stores/notes/records?tag=memorytool",
+            &[("Cookie", &cookie), ("X-Mnemo-CSRF", &csrf)],
+            b"",
+        );
+        assert_eq!(reply.status, 200, "{who}: {}", reply.text());
+        assert!(
+            reply.text().contains("/memories/plan.md"),
+            "{who}: {}",
+            reply.text()
+        );
+    }
+}
