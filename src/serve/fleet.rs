@@ -852,7 +852,7 @@ async fn forward(
 
 /// The `host:port` an advertised `http://host[:port]` URL names (port 80 if it names none), or
 /// why it names none.
-pub(crate) fn authority_of(url: &str) -> std::result::Result<String, String> {
+fn authority_of(url: &str) -> std::result::Result<String, String> {
     let invalid = || {
         format!(
             "{url:?} is not http://HOST:PORT (the host and port the other nodes reach this node at over plain HTTP, with no path)"
