@@ -452,6 +452,20 @@ impl Member {
         let shipping = Arc::new(Shipping::new(taken.holder, path));
         self.held()
             .insert(store.to_string(), (held, Arc::clone(&shipping)));
+        // The store's MCP session records past their time, removed beside the takeover.
+        let (bucket, name) = (Arc::clone(&self.bucket), store.to_string());
+        let swept = std::thread::Builder::new()
+            .name("mnemo-fleet-sweep".into())
+            .spawn(move || {
+                if let Err(e) = super::sessions::sweep(&bucket, &name) {
+                    eprintln!("mnemo serve: the store {name}'s old MCP session records could not be swept: {e}");
+                }
+            });
+        if let Err(e) = swept {
+            eprintln!(
+                "mnemo serve: no thread to sweep the store {store}'s old MCP session records: {e}"
+            );
+        }
         Ok(Taken::Here(Replicator(shipping)))
     }
 

@@ -203,9 +203,10 @@ const KEPT_MAX: u64 = 256 * 1024;
 
 /// A fleet's store's MCP sessions in the fleet's bucket: for each, the client's `initialize`
 /// parameters (`stores/NAME/mcp/ID/state`, written by rmcp after the handshake) and the principal
-/// that opened it (`stores/NAME/mcp/ID/owner`, written by the gate), each made create-only, and
-/// both removed when the client closes the session (`DELETE`) or the gate closes it past
-/// [`MAX_SESSIONS`].
+/// that opened it and when (`stores/NAME/mcp/ID/owner`, written by the gate), each made
+/// create-only, and both removed when the client closes the session (`DELETE`), when the gate
+/// closes it past [`MAX_SESSIONS`], or by the [`sweep`] of the next node to take the store once
+/// it is older than [`KEPT_FOR`].
 pub(crate) struct Kept {
     bucket: Arc<Bucket>,
     /// `stores/NAME/mcp`.
@@ -249,12 +250,7 @@ impl Kept {
             .blocking(move |bucket| bucket.get(&name, KEPT_MAX))
             .await
             .ok()??;
-        match bytes.as_slice() {
-            b"operator" => Some(Principal::Operator),
-            other => std::str::from_utf8(other.strip_prefix(b"agent:")?)
-                .ok()
-                .map(|agent| Principal::Agent(agent.to_string())),
-        }
+        owner_of(&bytes).map(|(principal, _)| principal)
     }
 
     /// Records that `principal` opened session `id`.
@@ -262,9 +258,15 @@ impl Kept {
         let Some(name) = self.object(id, "owner") else {
             return;
         };
-        let bytes = match principal {
-            Principal::Operator => b"operator".to_vec(),
-            Principal::Agent(agent) => format!("agent:{agent}").into_bytes(),
+        let (kind, agent) = match principal {
+            Principal::Operator => ("operator", None),
+            Principal::Agent(agent) => ("agent", Some(agent)),
+        };
+        let opened_ms = crate::model::time::now_ms();
+        let Ok(bytes) = serde_json::to_vec(
+            &serde_json::json!({"principal": kind, "agent": agent, "opened_ms": opened_ms}),
+        ) else {
+            return;
         };
         if let Err(e) = self
             .blocking(move |bucket| bucket.create(&name, bytes))
@@ -274,6 +276,47 @@ impl Kept {
             eprintln!("mnemo serve: an MCP session's owner could not be kept in the bucket: {e}");
         }
     }
+}
+
+/// A session's owner record: its principal, and when it was opened (Unix milliseconds, by the
+/// clock of the node that opened it).
+fn owner_of(bytes: &[u8]) -> Option<(Principal, u64)> {
+    let record: serde_json::Value = serde_json::from_slice(bytes).ok()?;
+    let principal = match (record["principal"].as_str()?, record["agent"].as_str()) {
+        ("operator", _) => Principal::Operator,
+        ("agent", Some(agent)) => Principal::Agent(agent.to_string()),
+        _ => return None,
+    };
+    Some((principal, record["opened_ms"].as_u64()?))
+}
+
+/// How long a session's records are kept in a fleet's bucket after it was opened: a session
+/// older than this no longer follows its store to another node (its client opens a new one).
+pub(crate) const KEPT_FOR: Duration = Duration::from_secs(24 * 3600);
+
+/// Removes from `bucket` the records of the store `store`'s MCP sessions opened more than
+/// [`KEPT_FOR`] ago (by this node's clock against the opener's, which a day dwarfs any skew
+/// between), as a node does once it took the store: sessions never closed leave no records
+/// for ever. A session whose owner record is not made yet (being opened) is left alone. How
+/// many sessions' records were removed.
+pub(crate) fn sweep(bucket: &Bucket, store: &str) -> crate::Result<usize> {
+    let kept = format!("stores/{store}/mcp");
+    let now = crate::model::time::now_ms();
+    let limit = u64::try_from(KEPT_FOR.as_millis()).unwrap_or(u64::MAX);
+    let mut removed = 0;
+    for id in bucket.dirs(&kept)? {
+        let owner = format!("{kept}/{id}/owner");
+        let Some(bytes) = bucket.get(&owner, KEPT_MAX)? else {
+            continue;
+        };
+        let old = owner_of(&bytes).is_none_or(|(_, opened)| now.saturating_sub(opened) > limit);
+        if old {
+            bucket.remove(&format!("{kept}/{id}/state"))?;
+            bucket.remove(&owner)?;
+            removed += 1;
+        }
+    }
+    Ok(removed)
 }
 
 #[async_trait::async_trait]

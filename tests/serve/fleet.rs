@@ -1103,3 +1103,54 @@ fn the_viewer_browses_a_store_through_a_node_that_does_not_hold_it() {
         );
     }
 }
+
+#[test]
+fn a_node_taking_a_store_sweeps_the_records_of_its_mcp_sessions_past_their_day() {
+    let t = TempStore::new();
+    let url = bucket_url(&t, "bucket");
+    let (a, b) = (node(&t, &url, "a"), node(&t, &url, "b"));
+    let (code, body) = a.api("POST", "/v1/stores", &json!({"name": "notes"}));
+    assert_eq!(code, 201, "{body}");
+    let bucket = Bucket::open(&url).expect("bucket");
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("time")
+        .as_millis();
+    let now_ms = u64::try_from(now_ms).expect("milliseconds since 1970 fit in u64");
+    let day_ms = 24 * 3600 * 1000;
+    for (id, opened_ms) in [
+        ("old", now_ms - day_ms - 60_000),
+        ("recent", now_ms - day_ms + 600_000),
+    ] {
+        let owner = json!({"principal": "operator", "agent": null, "opened_ms": opened_ms});
+        for (part, bytes) in [
+            ("state", b"{}".to_vec()),
+            ("owner", owner.to_string().into_bytes()),
+        ] {
+            let made = bucket.create(&format!("stores/notes/mcp/{id}/{part}"), bytes);
+            assert!(made.expect("create"), "{id}/{part}");
+        }
+    }
+    let (code, body) = a.api("POST", "/v1/fleet/drain", &json!({}));
+    assert_eq!(code, 200, "{body}");
+    // b takes the store on the next request for it, and sweeps beside the takeover.
+    assert!(write(&b, "notes", "/memories/after.md", &[]));
+    let present = |id: &str, part: &str| {
+        bucket
+            .get(&format!("stores/notes/mcp/{id}/{part}"), 1 << 20)
+            .expect("get")
+            .is_some()
+    };
+    let started = Instant::now();
+    while present("old", "owner") && started.elapsed() < WAIT {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        !present("old", "owner") && !present("old", "state"),
+        "a session opened over a day ago is swept"
+    );
+    assert!(
+        present("recent", "owner") && present("recent", "state"),
+        "a session opened within the day is kept"
+    );
+}
