@@ -98,8 +98,11 @@ impl McpSessions {
         match (known, &self.kept) {
             (Some(true), _) | (None, None) => Access::Allowed,
             (Some(false), _) => Access::Denied,
+            // A session opened over a day ago is not taken up (its records await the sweep).
             (None, Some(kept)) => match kept.owner(id).await {
-                Some(owner) if owner == *principal => Access::TakenUp,
+                Some((owner, opened)) if owner == *principal && !past_keeping(opened) => {
+                    Access::TakenUp
+                }
                 _ => Access::Denied,
             },
         }
@@ -242,15 +245,15 @@ impl Kept {
         Ok(tokio::task::spawn_blocking(move || call(&bucket)).await??)
     }
 
-    /// The principal that opened session `id`, as the bucket records it (none when it records
-    /// none, or cannot be read).
-    async fn owner(&self, id: &str) -> Option<Principal> {
+    /// The principal that opened session `id`, and when, as the bucket records it (none when it
+    /// records none, or cannot be read).
+    async fn owner(&self, id: &str) -> Option<(Principal, u64)> {
         let name = self.object(id, "owner")?;
         let bytes = self
             .blocking(move |bucket| bucket.get(&name, KEPT_MAX))
             .await
             .ok()??;
-        owner_of(&bytes).map(|(principal, _)| principal)
+        owner_of(&bytes)
     }
 
     /// Records that `principal` opened session `id`.
@@ -294,6 +297,12 @@ fn owner_of(bytes: &[u8]) -> Option<(Principal, u64)> {
 /// older than this no longer follows its store to another node (its client opens a new one).
 pub(crate) const KEPT_FOR: Duration = Duration::from_secs(24 * 3600);
 
+/// Whether a session opened at `opened_ms` (Unix milliseconds) is past [`KEPT_FOR`] now.
+fn past_keeping(opened_ms: u64) -> bool {
+    let limit = u64::try_from(KEPT_FOR.as_millis()).unwrap_or(u64::MAX);
+    crate::model::time::now_ms().saturating_sub(opened_ms) > limit
+}
+
 /// Removes from `bucket` the records of the store `store`'s MCP sessions opened more than
 /// [`KEPT_FOR`] ago (by this node's clock against the opener's, which a day dwarfs any skew
 /// between), as a node does once it took the store: sessions never closed leave no records
@@ -301,15 +310,13 @@ pub(crate) const KEPT_FOR: Duration = Duration::from_secs(24 * 3600);
 /// many sessions' records were removed.
 pub(crate) fn sweep(bucket: &Bucket, store: &str) -> crate::Result<usize> {
     let kept = format!("stores/{store}/mcp");
-    let now = crate::model::time::now_ms();
-    let limit = u64::try_from(KEPT_FOR.as_millis()).unwrap_or(u64::MAX);
     let mut removed = 0;
     for id in bucket.dirs(&kept)? {
         let owner = format!("{kept}/{id}/owner");
         let Some(bytes) = bucket.get(&owner, KEPT_MAX)? else {
             continue;
         };
-        let old = owner_of(&bytes).is_none_or(|(_, opened)| now.saturating_sub(opened) > limit);
+        let old = owner_of(&bytes).is_none_or(|(_, opened)| past_keeping(opened));
         if old {
             bucket.remove(&format!("{kept}/{id}/state"))?;
             bucket.remove(&owner)?;

@@ -1154,3 +1154,86 @@ fn a_node_taking_a_store_sweeps_the_records_of_its_mcp_sessions_past_their_day()
         "a session opened within the day is kept"
     );
 }
+
+/// A raw MCP request to `store`'s `/mcp` through `server` (in session `session`, if any).
+fn mcp(server: &Server, store: &str, session: Option<&str>, message: &Value) -> Reply {
+    let bearer = server.bearer();
+    let mut headers = vec![
+        ("Authorization", bearer.as_str()),
+        ("Accept", "application/json, text/event-stream"),
+        ("Content-Type", "application/json"),
+    ];
+    if let Some(session) = session {
+        headers.push(("Mcp-Session-Id", session));
+        headers.push(("MCP-Protocol-Version", "2025-06-18"));
+    }
+    request(
+        server.addr(),
+        "POST",
+        &format!("/v1/stores/{store}/mcp"),
+        &headers,
+        message.to_string().as_bytes(),
+    )
+}
+
+/// A new MCP session of the operator in `store` through `server`: its id.
+fn mcp_session(server: &Server, store: &str) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "fleet-test", "version": "1"}}});
+    let opened = mcp(server, store, None, &init);
+    assert_eq!(opened.status, 200, "{}", opened.text());
+    let id = opened
+        .header("mcp-session-id")
+        .expect("a session id")
+        .to_string();
+    let done = mcp(
+        server,
+        store,
+        Some(&id),
+        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    assert!([200, 202].contains(&done.status), "{}", done.text());
+    id
+}
+
+#[test]
+fn an_mcp_session_follows_its_store_to_another_node_for_a_day() {
+    if std::env::var("MNEMO_TEST_S3").is_ok_and(|v| !v.is_empty()) {
+        return; // a session's age is made by rewriting its record in a file:// bucket
+    }
+    let t = TempStore::new();
+    let url = bucket_url(&t, "bucket");
+    let (a, b) = (node(&t, &url, "a"), node(&t, &url, "b"));
+    let (code, body) = a.api("POST", "/v1/stores", &json!({"name": "notes"}));
+    assert_eq!(code, 201, "{body}");
+    let (kept, aged) = (mcp_session(&a, "notes"), mcp_session(&a, "notes"));
+    // The second session was opened (its record says) over a day ago.
+    let owner = t
+        .dir
+        .path()
+        .join(format!("bucket/stores/notes/mcp/{aged}/owner"));
+    std::fs::write(
+        &owner,
+        json!({"principal": "operator", "agent": null, "opened_ms": 1_000}).to_string(),
+    )
+    .expect("age the record");
+    let (code, body) = a.api("POST", "/v1/fleet/drain", &json!({}));
+    assert_eq!(code, 200, "{body}");
+    let ping = json!({"jsonrpc": "2.0", "id": 7, "method": "ping"});
+    let reply = mcp(&b, "notes", Some(&kept), &ping);
+    assert_eq!(
+        reply.status,
+        200,
+        "taken up on the new holder: {}",
+        reply.text()
+    );
+    // Swept by b as it took the store, and refused by its gate were its records still there.
+    let reply = mcp(&b, "notes", Some(&aged), &ping);
+    assert_eq!(
+        reply.status,
+        404,
+        "a day old: not taken up: {}",
+        reply.text()
+    );
+}
