@@ -6,12 +6,14 @@
 //! reached through [`bucket`]. On it: [`lease`], which node should serve which store (heartbeats
 //! and lease epochs, judged by the object store's clock), and [`wal`], each store's write-ahead
 //! log in the bucket, whose create-only object names fence a holder that lost its store, so that
-//! two nodes can never both get a write into one store's history. The layout of the bucket's
+//! two nodes can never both get a write into one store's history; [`forwarding`], the proof a
+//! request forwarded between nodes carries. The layout of the bucket's
 //! objects is in `docs/formats.md` ("Fleet objects"); the design and its invariants in
 //! ARCHITECTURE.md.
 
 pub mod bucket;
 pub mod copy;
+pub mod forwarding;
 pub mod lease;
 mod recovery;
 pub mod wal;

@@ -628,7 +628,7 @@ async fn gate(Extract(shared): Extract<Arc<Shared>>, mut request: Request, next:
                 Ok(caller)
             } else {
                 Err(Refusal::Forbidden(
-                    "this route needs the operator's token; an agent token reaches only the memory tool and what its clients use: POST /v1/memory, POST /v1/memory/oversized, GET /v1/records, GET /v1/attach and /mcp".into(),
+                    "this route needs the operator's token; an agent token reaches only the memory tool and what its clients use: POST /v1/memory, POST /v1/memory/oversized, GET /v1/records, GET /v1/whoami, GET /v1/attach and /mcp".into(),
                 ))
             }
         })
@@ -658,14 +658,16 @@ async fn gate(Extract(shared): Extract<Arc<Shared>>, mut request: Request, next:
         .get(sessions::SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
-    let admitted = admitted.and_then(|caller| match &session {
-        Some(id) if mcp && !shared.mcp_sessions.may_use(id, &caller.principal) => {
-            Err(Refusal::NoSession(
-                "no such MCP session for this token; initialize a session of your own (a session belongs to the token that opened it)".into(),
-            ))
-        }
-        _ => Ok(caller),
-    });
+    let access = match (&admitted, &session) {
+        (Ok(caller), Some(id)) if mcp => shared.mcp_sessions.may_use(id, &caller.principal).await,
+        _ => sessions::Access::Allowed,
+    };
+    let admitted = match admitted {
+        Ok(_) if access == sessions::Access::Denied => Err(Refusal::NoSession(
+            "no such MCP session for this token; initialize a session of your own (a session belongs to the token that opened it)".into(),
+        )),
+        admitted => admitted,
+    };
     match admitted {
         Ok(caller) if mcp => {
             let principal = caller.principal.clone();
@@ -680,6 +682,10 @@ async fn gate(Extract(shared): Extract<Arc<Shared>>, mut request: Request, next:
                 }
                 (Some(id), _) if closing && response.status().is_success() => {
                     shared.mcp_sessions.forget(id);
+                }
+                (Some(id), _) if access == sessions::Access::TakenUp => {
+                    // Taken up from the fleet's bucket: it counts among its principal's here.
+                    shared.mcp_sessions.admit(id.clone(), principal).await;
                 }
                 _ => {}
             }

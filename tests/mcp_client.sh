@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end test of `mnemo mcp` (stdio) and `mnemo serve` (MCP over streamable HTTP) with the
-# official Python MCP SDK (mcp==2.3.0) as the client. See tests/mcp_client.py and
-# tests/mcp_http_client.py for what they check.
+# official Python MCP SDK (mcp==2.3.0) as the client. See tests/mcp_client.py,
+# tests/mcp_http_client.py and tests/mcp_fleet_client.py for what they check.
 #
 # Usage: bash tests/mcp_client.sh
 #
@@ -25,4 +25,7 @@ cargo build --features serve,replicate --bin mnemo
 
 mnemo="$(cargo_target_dir "$repo")/debug/mnemo"
 "$repo/target/mcp-venv/bin/python" "$repo/tests/mcp_client.py" --mnemo "$mnemo" --readme "$repo/README.md"
-exec "$repo/target/mcp-venv/bin/python" "$repo/tests/mcp_http_client.py" --mnemo "$mnemo"
+"$repo/target/mcp-venv/bin/python" "$repo/tests/mcp_http_client.py" --mnemo "$mnemo"
+# MCP through any node of a three-node fleet (a file:// bucket): forwarded streams, and sessions
+# that follow their store to another node.
+exec "$repo/target/mcp-venv/bin/python" "$repo/tests/mcp_fleet_client.py" --mnemo "$mnemo"

@@ -2,7 +2,8 @@
 # Contract test of `mnemo serve --data`'s memory-stores API against the official TypeScript SDK
 # in both pinned versions (@anthropic-ai/sdk 1.16.0, and 1.17.0 as the alias anthropic-sdk-1.17;
 # pinned by tests/sdk-ts/package-lock.json), with Node's test runner: every test runs once per
-# version. See tests/sdk-ts/memory_stores.test.mjs.
+# version. See tests/sdk-ts/memory_stores.test.mjs, and tests/sdk-ts/fleet.test.mjs for the SDK
+# through a node of a two-node fleet that does not hold the store.
 #
 # Writes only under the repository (tests/sdk-ts/node_modules, ignored by git; the cargo build)
 # and a temporary directory the test removes. Exits non-zero on any failure.

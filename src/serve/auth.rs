@@ -207,10 +207,15 @@ pub(crate) struct Revoked;
 pub fn agent_may_use(path: &str) -> bool {
     // The memory tool, MCP, and what a client of the memory tool needs beside them: its files
     // (access-checked for its agent), a line too large to send (recorded as its agent's call),
-    // and the connection that keeps the server from idling out under it.
+    // the connection that keeps the server from idling out under it, and whom its token proves.
     matches!(
         path,
-        "/v1/memory" | "/v1/memory/oversized" | "/v1/records" | "/v1/attach" | "/mcp"
+        "/v1/memory"
+            | "/v1/memory/oversized"
+            | "/v1/records"
+            | "/v1/attach"
+            | "/v1/whoami"
+            | "/mcp"
     ) || path.starts_with("/mcp/")
 }
 

@@ -1,10 +1,12 @@
 //! The routes that stdio clients of the server need beyond the memory tool: staying attached,
-//! the agent's own memory files, and the refusal of a request too large to send.
+//! the agent's own memory files, whom a token proves, and the refusal of a request too large to
+//! send.
 //!
 //! | route | answer |
 //! |---|---|
 //! | `GET /v1/attach` | a body that never ends on its own: one `\n` every [`HEARTBEAT`], until the client hangs up or the server stops |
 //! | `GET /v1/records?tag=` | `{"files": [{"path", "content", "tags", "created", "updated"}]}`: the files carrying `tag` (`memorytool`, `path:/memories/x`) that the request's agent may read |
+//! | `GET /v1/whoami` | `{"principal": "operator" or "agent", "agent"}`: whom the request's token proves |
 //! | `GET /v1/identity?challenge=` | the hex of [`identity_proof`](crate::client::discovery::identity_proof) of the challenge: asked *without* a token, before a client sends one, so that a process squatting on a dead server's address, or the server of the store a copy was made from, is told apart from the server of this store |
 //! | `POST /v1/memory/oversized` | the `tool_result` JSON for a request over the size limit, from its digest `{"len", "hash", "prefix"}` (and optionally the block's `"tool_use_id"`, and `"stopped": true` for an object whose conversion to text stopped at the limit) |
 //!
@@ -68,9 +70,24 @@ pub(crate) fn routes(stop: CancellationToken) -> Router<Arc<Shared>> {
     Router::new()
         .route("/v1/attach", get(attach))
         .route("/v1/records", get(records))
+        .route(WHOAMI, get(whoami))
         .route(IDENTITY, get(identity))
         .route(OVERSIZED, post(oversized))
         .layer(Extension(stop))
+}
+
+/// The route that tells a caller whom its token proves.
+pub(crate) const WHOAMI: &str = "/v1/whoami";
+
+/// `GET /v1/whoami`: whom the request's token proves, `{"principal": "operator" | "agent",
+/// "agent"}` (the agent it acts as). A fleet's node asks a store's holder so when a viewer logs
+/// in with one of the store's agent tokens through another node.
+async fn whoami(Extension(caller): Extension<Caller>) -> Response {
+    let principal = match caller.principal {
+        super::auth::Principal::Operator => "operator",
+        super::auth::Principal::Agent(_) => "agent",
+    };
+    json(json!({"principal": principal, "agent": caller.agent}).to_string())
 }
 
 /// The route a client proves the server on, the one route the gate admits without a token.

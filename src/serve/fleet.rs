@@ -12,10 +12,13 @@
 //!   (`durability replicated`): a node that lost the store without knowing it is fenced there,
 //!   never acknowledged.
 //! - **One address.** A request for a store a live node holds is forwarded to that node (once:
-//!   a forwarded request is never forwarded again), with its headers, and the answer sent back
-//!   as it came. A store's tokens are events of the store, so they work through any node; the
-//!   operator token is the fleet's, kept in the bucket (`operator/token`, made by the first node
-//!   that starts).
+//!   a forwarded request, proved by [`crate::fleet::forwarding`], is never forwarded again), with
+//!   its headers, and the answer streamed back as it comes (an MCP stream included). A store's
+//!   tokens are events of the store, so they work through any node; the operator token is the
+//!   fleet's, kept in the bucket (`operator/token`, made by the first node that starts). What a
+//!   node shows of stores it does not hold comes from the bucket too: the memory-stores list from
+//!   the labels' copies there, an MCP session from its record there
+//!   ([`super::sessions::Kept`]), taken up by whichever node holds the store next.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -24,8 +27,8 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{HeaderName, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::http::{HeaderName, StatusCode};
+use axum::response::Response;
 use tokio_util::sync::CancellationToken;
 
 use super::auth::Token;
@@ -33,6 +36,7 @@ use super::routes::error;
 use crate::error::{Error, Result};
 use crate::fleet::bucket::Bucket;
 use crate::fleet::copy;
+use crate::fleet::forwarding;
 use crate::fleet::lease::{Held, Lease, Leases, Node, Timing};
 use crate::fleet::wal::{Holder, Position, Wal};
 use crate::model::event::Seq;
@@ -45,11 +49,36 @@ pub struct FleetOptions {
     pub url: String,
     /// This node's id, unique in the fleet.
     pub node_id: String,
-    /// The URL the other nodes forward requests to this node at.
+    /// The URL the other nodes forward requests to this node at: `http://HOST:PORT` (the nodes
+    /// speak plain HTTP to each other; checked when the node starts).
     pub advertise: String,
     /// How long after its last heartbeat a node counts as dead, and its stores are taken over
     /// (default 10 s; the node stops acknowledging writes 30% before).
     pub lease_ttl: Duration,
+}
+
+impl FleetOptions {
+    /// Checks what the other nodes need of this one before it starts: an advertised URL they
+    /// can forward to (`http://HOST:PORT`, HOST not an unspecified address such as 0.0.0.0).
+    pub(crate) fn check(&self) -> Result<()> {
+        let authority = authority_of(&self.advertise)
+            .map_err(|why| Error::InvalidArgument(format!("--advertise: {why}")))?;
+        let host = authority
+            .rsplit_once(':')
+            .map_or(authority.as_str(), |(host, _)| host);
+        let unspecified = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_unspecified());
+        if unspecified || authority.ends_with(":0") {
+            return Err(Error::InvalidArgument(format!(
+                "--advertise: the other nodes cannot reach this one at {:?}; give the address they reach it at, such as --advertise http://10.0.0.5:8080",
+                self.advertise
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// Where the fleet's operator token lies in its bucket.
@@ -89,7 +118,8 @@ fn observe(url: &str, who: &str, lease_ttl: Duration) -> Result<(Arc<Bucket>, Le
 /// The longest lease a fleet keeps.
 const MAX_TTL: Duration = Duration::from_secs(24 * 3600);
 
-/// The header a forwarded request carries: the id of the node that forwarded it.
+/// The header a forwarded request carries: the id of the node that forwarded it, and its proof
+/// ([`crate::fleet::forwarding`]).
 const FORWARDED: &str = "x-mnemo-forwarded-by";
 
 /// How many times a request for a store is sent where the store is (here or another node)
@@ -99,7 +129,7 @@ const ROUTE_TRIES: usize = 4;
 /// The pause before a request is sent where its store is now.
 const ROUTE_PAUSE: Duration = Duration::from_millis(50);
 
-/// The most bytes of a request or an answer forwarded to another node.
+/// The most bytes of a request forwarded to another node (its answer streams through).
 const FORWARD_MAX: usize = 256 * 1024 * 1024;
 
 /// This node's part in the fleet.
@@ -110,7 +140,6 @@ pub(crate) struct Member {
     held: Mutex<HashMap<String, (Held, Arc<Shipping>)>>,
     /// Set by a drain: the node takes no store from then on, and forwards what it held.
     draining: std::sync::atomic::AtomicBool,
-    http: ureq::Agent,
 }
 
 /// What a request for a store found ([`Member::take`]).
@@ -151,18 +180,11 @@ impl Member {
         };
         let timing = timing(options.lease_ttl, &bucket);
         let leases = Leases::new(Arc::clone(&bucket), node, timing)?;
-        let http = ureq::Agent::new_with_config(
-            ureq::Agent::config_builder()
-                .http_status_as_error(false)
-                .timeout_global(Some(Duration::from_secs(300)))
-                .build(),
-        );
         Ok(Member {
             bucket,
             leases,
             held: Mutex::default(),
             draining: std::sync::atomic::AtomicBool::new(false),
-            http,
         })
     }
 
@@ -173,6 +195,11 @@ impl Member {
         self.bucket
             .create(OPERATOR_TOKEN, fresh.as_str().as_bytes().to_vec())?;
         shared_token(&self.bucket).map(Token::shared)
+    }
+
+    /// The fleet's bucket.
+    pub(crate) fn bucket(&self) -> &Arc<Bucket> {
+        &self.bucket
     }
 
     fn held(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Held, Arc<Shipping>)>> {
@@ -186,6 +213,54 @@ impl Member {
         self.held().get(store).is_some_and(|(held, shipping)| {
             self.leases.holds(held) && !shipping.failed.load(std::sync::atomic::Ordering::SeqCst)
         })
+    }
+
+    /// Whom `token` proves in `store`, as the node at `url` holding it answers (asked as a node
+    /// forwarding a request, proved with the fleet's operator token `operator`); `None` when it
+    /// proves no one there, or the node did not answer.
+    pub(crate) fn whoami(
+        &self,
+        url: &str,
+        store: &str,
+        operator: &Token,
+        token: &str,
+    ) -> Option<super::auth::Principal> {
+        // A store's route `/v1/ROUTE` is `/v1/stores/NAME/ROUTE` on a data server.
+        let route = super::clients::WHOAMI.trim_start_matches("/v1");
+        let target = format!("/v1/stores/{store}{route}");
+        let proof = forwarding::sign(
+            &forwarding::key(operator.as_str()),
+            &self.leases.node().id,
+            "GET",
+            &target,
+        );
+        let agent = ureq::Agent::new_with_config(
+            ureq::Agent::config_builder()
+                .http_status_as_error(false)
+                .timeout_global(Some(CONNECT_WAIT))
+                .build(),
+        );
+        let mut answer = agent
+            .get(format!("{url}{target}"))
+            .header("authorization", format!("Bearer {token}"))
+            .header(FORWARDED, proof)
+            .call()
+            .ok()?;
+        if answer.status() != 200 {
+            return None;
+        }
+        let bytes = answer
+            .body_mut()
+            .with_config()
+            .limit(64 * 1024)
+            .read_to_vec()
+            .ok()?;
+        let who: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+        match (who["principal"].as_str()?, who["agent"].as_str()?) {
+            ("operator", _) => Some(super::auth::Principal::Operator),
+            ("agent", agent) => Some(super::auth::Principal::Agent(agent.to_string())),
+            _ => None,
+        }
     }
 
     /// The URL of the live node other than this one that holds `store`, if one does; for a
@@ -294,6 +369,23 @@ impl Member {
         self.leases.stores()
     }
 
+    /// The fleet's stores by name after `after`, at most `limit`, and whether more follow.
+    pub(crate) fn stores_page(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<(Vec<String>, bool)> {
+        let mut names: Vec<String> = self
+            .stores()?
+            .into_iter()
+            .filter(|name| after.is_none_or(|after| name.as_str() > after))
+            .take(limit + 1)
+            .collect();
+        let more = names.len() > limit;
+        names.truncate(limit);
+        Ok((names, more))
+    }
+
     /// Whether `store` is one of the fleet's.
     pub(crate) fn exists(&self, store: &str) -> Result<bool> {
         Ok(self.leases.lease(store)?.is_some())
@@ -360,6 +452,20 @@ impl Member {
         let shipping = Arc::new(Shipping::new(taken.holder, path));
         self.held()
             .insert(store.to_string(), (held, Arc::clone(&shipping)));
+        // The store's MCP session records past their time, removed beside the takeover.
+        let (bucket, name) = (Arc::clone(&self.bucket), store.to_string());
+        let swept = std::thread::Builder::new()
+            .name("mnemo-fleet-sweep".into())
+            .spawn(move || {
+                if let Err(e) = super::sessions::sweep(&bucket, &name) {
+                    eprintln!("mnemo serve: the store {name}'s old MCP session records could not be swept: {e}");
+                }
+            });
+        if let Err(e) = swept {
+            eprintln!(
+                "mnemo serve: no thread to sweep the store {store}'s old MCP session records: {e}"
+            );
+        }
         Ok(Taken::Here(Replicator(shipping)))
     }
 
@@ -613,12 +719,19 @@ fn store_of(path: &str) -> Option<String> {
 pub(crate) struct Routing {
     member: Arc<Member>,
     hosts: super::auth::Hosts,
+    /// The key forwarded requests are proved with ([`crate::fleet::forwarding`]).
+    key: [u8; 32],
 }
 
 impl Routing {
-    /// The router of `member`, whose server answers to `hosts`.
-    pub(crate) fn new(member: Arc<Member>, hosts: super::auth::Hosts) -> Routing {
-        Routing { member, hosts }
+    /// The router of `member`, whose server answers to `hosts` and serves with the fleet's
+    /// operator token `token`.
+    pub(crate) fn new(member: Arc<Member>, hosts: super::auth::Hosts, token: &Token) -> Routing {
+        Routing {
+            member,
+            hosts,
+            key: forwarding::key(token.as_str()),
+        }
     }
 }
 
@@ -626,8 +739,8 @@ impl Routing {
 /// request goes on here. A request is forwarded only once its Host and Origin are this node's
 /// (the check against DNS rebinding is the first node's; the holder then sees no Origin).
 pub(crate) async fn route(
-    State(Routing { member, hosts }): State<Routing>,
-    request: Request,
+    State(Routing { member, hosts, key }): State<Routing>,
+    mut request: Request,
     next: axum::middleware::Next,
 ) -> Response {
     // A name that is no store's is never looked up in the bucket: the routes refuse it here.
@@ -636,9 +749,22 @@ pub(crate) async fn route(
     else {
         return next.run(request).await;
     };
-    if request.headers().contains_key(FORWARDED) {
+    let target = request
+        .uri()
+        .path_and_query()
+        .map_or("/", |p| p.as_str())
+        .to_string();
+    let proved = request
+        .headers()
+        .get(FORWARDED)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| forwarding::check(&key, value, request.method().as_str(), &target))
+        .is_some();
+    if proved {
         return next.run(request).await;
     }
+    // A header no node made (a client's) is dropped: the request is routed as any other.
+    request.headers_mut().remove(FORWARDED);
     if let Err(refusal) = hosts.check(request.headers()) {
         return super::refuse(request.method().as_str(), request.uri().path(), &refusal);
     }
@@ -660,7 +786,7 @@ pub(crate) async fn route(
     let mut answered = None;
     for _ in 0..ROUTE_TRIES {
         let response = match holder(&member, &store).await {
-            Some(url) => forward(Arc::clone(&member), url, parts.clone(), body.clone()).await,
+            Some(url) => forward(&member, &key, url, parts.clone(), body.clone()).await,
             None => match next.take() {
                 Some(next) => {
                     let here = Request::from_parts(parts.clone(), Body::from(body.clone()));
@@ -708,72 +834,112 @@ fn hop_by_hop(name: &str) -> bool {
     )
 }
 
+/// How long forwarding waits to connect to the node holding a store.
+const CONNECT_WAIT: Duration = Duration::from_secs(10);
+
+/// How long forwarding waits for the head of the holder's answer (its body, an MCP stream's
+/// included, then comes as it comes, for as long as it lasts).
+const ANSWER_WAIT: Duration = Duration::from_secs(300);
+
+/// Sends the request (`parts`, `body`) to the node at `url` and streams its answer back as it
+/// comes: a stream of server-sent events (MCP's) reaches the client event by event, and ends
+/// when either side ends it (a client that leaves closes the connection to the holder).
 async fn forward(
-    member: Arc<Member>,
+    member: &Member,
+    key: &[u8; 32],
     url: String,
     parts: axum::http::request::Parts,
     body: axum::body::Bytes,
 ) -> Response {
-    let target = format!(
-        "{url}{}",
-        parts.uri.path_and_query().map_or("/", |p| p.as_str())
-    );
-    let node = member.leases.node().id.clone();
-    let sent = tokio::task::spawn_blocking(move || {
-        let mut builder = ureq::http::Request::builder()
-            .method(parts.method.as_str())
-            .uri(&target);
-        for (name, value) in &parts.headers {
-            if !hop_by_hop(name.as_str()) {
-                builder = builder.header(name.as_str(), value.as_bytes());
-            }
-        }
-        let request = builder
-            .header(FORWARDED, node)
-            .body(body.to_vec())
-            .map_err(|e| e.to_string())?;
-        let mut answer = member.http.run(request).map_err(|e| e.to_string())?;
-        let status = answer.status().as_u16();
-        let headers: Vec<(String, Vec<u8>)> = answer
-            .headers()
-            .iter()
-            .filter(|(name, _)| !hop_by_hop(name.as_str()))
-            .map(|(name, value)| (name.as_str().to_string(), value.as_bytes().to_vec()))
-            .collect();
-        let bytes = answer
-            .body_mut()
-            .with_config()
-            .limit(FORWARD_MAX as u64)
-            .read_to_vec()
-            .map_err(|e| e.to_string())?;
-        Ok::<_, String>((status, headers, bytes))
-    })
-    .await;
-    match sent {
-        Ok(Ok((status, headers, bytes))) => {
-            let mut response = Body::from(bytes).into_response();
-            *response.status_mut() =
-                StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
-            for (name, value) in headers {
-                if let (Ok(name), Ok(value)) =
-                    (HeaderName::try_from(name), HeaderValue::from_bytes(&value))
-                {
-                    response.headers_mut().append(name, value);
-                }
-            }
-            response
-        }
-        Ok(Err(why)) => error(
+    let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    let proof = forwarding::sign(key, &member.leases.node().id, parts.method.as_str(), target);
+    match send(&url, parts, body, &proof).await {
+        Ok(response) => response,
+        Err(why) => error(
             StatusCode::SERVICE_UNAVAILABLE,
             &format!(
                 "the node holding the store did not answer ({why}); retry: a store whose node is gone is taken over once its lease runs out"
             ),
         ),
-        Err(e) => error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            &format!("forwarding did not finish ({e}); retry"),
-        ),
     }
+}
+
+/// The `host:port` an advertised `http://host[:port]` URL names (port 80 if it names none), or
+/// why it names none.
+fn authority_of(url: &str) -> std::result::Result<String, String> {
+    let invalid = || {
+        format!(
+            "{url:?} is not http://HOST:PORT (the host and port the other nodes reach this node at over plain HTTP, with no path)"
+        )
+    };
+    let rest = url.strip_prefix("http://").ok_or_else(invalid)?;
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let parsed: axum::http::uri::Authority = authority.parse().map_err(|_| invalid())?;
+    if parsed.host().is_empty() || authority.contains('@') || !path.trim_end_matches('/').is_empty()
+    {
+        return Err(invalid());
+    }
+    Ok(format!(
+        "{}:{}",
+        parsed.host(),
+        parsed.port_u16().unwrap_or(80)
+    ))
+}
+
+async fn send(
+    url: &str,
+    parts: axum::http::request::Parts,
+    body: axum::body::Bytes,
+    proof: &str,
+) -> std::result::Result<Response, String> {
+    let authority = authority_of(url)?;
+    let host = url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let stream = tokio::time::timeout(CONNECT_WAIT, tokio::net::TcpStream::connect(&authority))
+        .await
+        .map_err(|_| format!("no connection to {authority} within {CONNECT_WAIT:?}"))?
+        .map_err(|e| format!("connecting to {authority}: {e}"))?;
+    let _ = stream.set_nodelay(true);
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .map_err(|e| e.to_string())?;
+    // The connection runs until the answer is all read, or dropped (its client gone).
+    tokio::spawn(connection);
+    let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    let mut request = hyper::Request::builder()
+        .method(parts.method.clone())
+        .uri(target)
+        .header(axum::http::header::HOST, host);
+    for (name, value) in &parts.headers {
+        if !hop_by_hop(name.as_str()) && name.as_str() != FORWARDED {
+            request = request.header(name, value);
+        }
+    }
+    let request = request
+        .header(FORWARDED, proof)
+        .body(http_body_util::Full::new(body))
+        .map_err(|e| e.to_string())?;
+    let answer = tokio::time::timeout(ANSWER_WAIT, sender.send_request(request))
+        .await
+        .map_err(|_| format!("no answer from {authority} within {ANSWER_WAIT:?}"))?
+        .map_err(|e| e.to_string())?;
+    let (mut head, body) = answer.into_parts();
+    let kept: Vec<HeaderName> = head
+        .headers
+        .keys()
+        .filter(|name| hop_by_hop(name.as_str()))
+        .cloned()
+        .collect();
+    for name in kept {
+        head.headers.remove(name);
+    }
+    head.extensions = axum::http::Extensions::new();
+    Ok(Response::from_parts(head, Body::new(body)))
 }
 
 #[cfg(test)]

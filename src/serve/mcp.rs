@@ -27,12 +27,14 @@ pub(crate) fn service(
     shared: Arc<Shared>,
     stop: CancellationToken,
 ) -> StreamableHttpService<MnemoMcpServer, LocalSessionManager> {
-    let config = StreamableHttpServerConfig::default()
+    let mut config = StreamableHttpServerConfig::default()
         .disable_allowed_hosts()
         .with_cancellation_token(stop)
         .with_max_request_body_bytes(
             usize::try_from(shared.max_request_bytes()).unwrap_or(usize::MAX),
         );
+    // A fleet's node keeps sessions in the bucket, so they follow their store to another node.
+    config.session_store = shared.mcp_sessions.external();
     let shared_sessions = shared.mcp_sessions.manager();
     let route: Route = {
         let shared = Arc::clone(&shared);

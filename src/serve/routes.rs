@@ -17,7 +17,7 @@
 //! | `GET /v1/tokens` | one JSON object per line, as `mnemo token list --json` |
 //! | `POST /v1/tokens` | `{"agent", "label"}` in, `{"id", "agent", "label", "seq", "result", "token"}` out: the token, once |
 //! | `DELETE /v1/tokens/ID` | `{"seq", "result"}`; 400 for an id that is not valid, 404 for an unknown id, 409 for one already revoked |
-//! | `GET /v1/attach`, `/v1/records?tag=`, `POST /v1/memory/oversized` | see [`clients`](super::clients) |
+//! | `GET /v1/attach`, `/v1/records?tag=`, `/v1/whoami`, `POST /v1/memory/oversized` | see [`clients`](super::clients) |
 //! | `/mcp` | MCP over streamable HTTP |
 //!
 //! A call to `/v1/memory` is recorded under the request's agent, like any memory-tool call, and
@@ -192,7 +192,7 @@ fn operator(caller: &Caller) -> Result<(), Failure> {
     } else {
         Err(Failure::Client(
             StatusCode::FORBIDDEN,
-            "the read routes need the operator's token; an agent token reaches only the memory tool and what its clients use: POST /v1/memory, POST /v1/memory/oversized, GET /v1/records, GET /v1/attach and /mcp".into(),
+            "the read routes need the operator's token; an agent token reaches only the memory tool and what its clients use: POST /v1/memory, POST /v1/memory/oversized, GET /v1/records, GET /v1/whoami, GET /v1/attach and /mcp".into(),
         ))
     }
 }

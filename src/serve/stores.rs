@@ -131,6 +131,9 @@ pub(super) enum Unavailable {
 /// One open store: its shared state and routes, and what to run when it closes.
 pub(crate) struct Served {
     shared: Arc<Shared>,
+    /// On a fleet's node, the fleet's bucket and the store's name: the copy of the store's
+    /// memory-stores label the other nodes list it by is kept there.
+    fleet: Option<(Arc<crate::fleet::bucket::Bucket>, String)>,
     app: Router,
     last_used_ms: AtomicU64,
     on_close: Mutex<Option<Box<dyn FnOnce() + Send>>>,
@@ -140,6 +143,13 @@ impl Served {
     /// The store's shared state.
     pub(super) fn shared(&self) -> &Arc<Shared> {
         &self.shared
+    }
+
+    /// On a fleet's node, the fleet's bucket and the store's name.
+    pub(super) fn fleet(&self) -> Option<(&crate::fleet::bucket::Bucket, &str)> {
+        self.fleet
+            .as_ref()
+            .map(|(bucket, name)| (bucket.as_ref(), name.as_str()))
     }
 }
 
@@ -185,6 +195,11 @@ impl Stores {
     /// The data directory.
     pub(super) fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// This node's part in its fleet, if it is a fleet's node.
+    pub(super) fn fleet(&self) -> Option<&Arc<super::fleet::Member>> {
+        self.fleet.as_ref()
     }
 
     /// The most memories the memory-stores API creates in a store.
@@ -416,8 +431,17 @@ impl Stores {
                 "another mnemo server holds it ({url}); stop that server (or let it idle out), then retry"
             ));
         }
+        // A fleet's store keeps its MCP sessions in the bucket too, so they follow it.
+        let mcp_sessions = match &self.fleet {
+            Some(fleet) => super::sessions::McpSessions::kept_in(super::sessions::Kept::new(
+                Arc::clone(fleet.bucket()),
+                name,
+            )),
+            None => super::sessions::McpSessions::new(),
+        };
         let shared = Arc::new(Shared {
             last_verify: self.last_verify(name),
+            mcp_sessions,
             ..Shared::of_store(
                 opened.tool,
                 &self.token,
@@ -430,6 +454,10 @@ impl Stores {
         let app = super::store_app(Arc::clone(&shared), self.stop.clone());
         Ok(Arc::new(Served {
             shared,
+            fleet: self
+                .fleet
+                .as_ref()
+                .map(|fleet| (Arc::clone(fleet.bucket()), name.to_string())),
             app,
             last_used_ms: AtomicU64::new(self.now_ms()),
             on_close: Mutex::new(opened.on_close),
@@ -510,17 +538,9 @@ impl Stores {
         limit: usize,
     ) -> std::io::Result<(Vec<(String, bool)>, bool)> {
         let (names, more) = match &self.fleet {
-            Some(fleet) => {
-                let all = fleet.stores().map_err(std::io::Error::other)?;
-                let mut names: Vec<String> = all
-                    .into_iter()
-                    .filter(|n| after.is_none_or(|after| n.as_str() > after))
-                    .take(limit + 1)
-                    .collect();
-                let more = names.len() > limit;
-                names.truncate(limit);
-                (names, more)
-            }
+            Some(fleet) => fleet
+                .stores_page(after, limit)
+                .map_err(std::io::Error::other)?,
             None => data_dir::list(&self.dir, after, limit)?,
         };
         let slots = lock(&self.slots);
@@ -543,7 +563,16 @@ impl Stores {
         if check_store_name(name).is_err() {
             return Err(Refusal::Unauthorized(NONE));
         }
-        let served = self.get(name).map_err(|_| Refusal::Unauthorized(NONE))?;
+        let served = match (self.get(name), &self.fleet) {
+            (Ok(served), _) => served,
+            // Held by another node of the fleet: it says whom the token proves there.
+            (Err(Unavailable::Elsewhere(url)), Some(fleet)) => {
+                return fleet
+                    .whoami(&url, name, &self.token, token)
+                    .ok_or(Refusal::Unauthorized(NONE));
+            }
+            (Err(_), _) => return Err(Refusal::Unauthorized(NONE)),
+        };
         match served.shared.authority.principal(token) {
             Ok(principal) => Ok(principal),
             Err(_) => Err(Refusal::Unauthorized(NONE)),
@@ -627,6 +656,9 @@ impl Stores {
     /// at most [`DRAIN_WAIT`]), so that its store is closed when this returns unless one is
     /// still running.
     fn retire(&self, served: Arc<Served>) {
+        // An MCP stream would hold the store here until the wait ran out: its sessions are let
+        // go (their clients' next requests take them up where the store goes).
+        served.shared.mcp_sessions.let_go();
         let deadline = Instant::now() + DRAIN_WAIT;
         while Arc::strong_count(&served) > 1 && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));
@@ -1112,6 +1144,9 @@ pub fn serve_data(
             std::io::Error::other("--max-open-stores must be at least 1"),
         ));
     }
+    if let Some(fleet) = &data.fleet {
+        fleet.check().map_err(Error::Fleet)?;
+    }
     prepare(dir)?;
     let dir = std::path::absolute(dir).map_err(|e| Error::ServerFile(dir.to_path_buf(), e))?;
     let _lock = lock_data_dir(&dir)?;
@@ -1191,7 +1226,7 @@ pub fn serve_data(
         }));
         let app = match &fleet {
             Some(member) => app.layer(axum::middleware::from_fn_with_state(
-                super::fleet::Routing::new(Arc::clone(member), stores.hosts.clone()),
+                super::fleet::Routing::new(Arc::clone(member), stores.hosts.clone(), &stores.token),
                 super::fleet::route,
             )),
             None => app,

@@ -30,22 +30,26 @@ fn free_port() -> u16 {
 
 /// Node `id` of the fleet at `url`, its copies under `t`.
 fn node(t: &TempStore, url: &str, id: &str) -> Server {
+    node_with(t, url, id, &[])
+}
+
+/// [`node`] with the options `extra` too.
+fn node_with(t: &TempStore, url: &str, id: &str, extra: &[&str]) -> Server {
     let dir = t.dir.path().join(id);
     let listen = format!("127.0.0.1:{}", free_port());
     let ttl = ttl().to_string();
-    Server::start_data(
-        &dir,
-        &[
-            "--fleet",
-            url,
-            "--node-id",
-            id,
-            "--listen",
-            &listen,
-            "--lease-ttl",
-            &ttl,
-        ],
-    )
+    let mut args = vec![
+        "--fleet",
+        url,
+        "--node-id",
+        id,
+        "--listen",
+        &listen,
+        "--lease-ttl",
+        &ttl,
+    ];
+    args.extend_from_slice(extra);
+    Server::start_data(&dir, &args)
 }
 
 fn signal(sig: &str, pid: u32) {
@@ -99,6 +103,18 @@ fn files(server: &Server, store: &str) -> String {
     );
     assert_eq!(reply.status, 200, "{}", reply.text());
     reply.text()
+}
+
+/// The header with which the node `via` answers a write to `store` itself, as it answers a
+/// request another node forwarded to it (proved with the fleet's operator token).
+fn as_forwarded(via: &Server, store: &str) -> String {
+    let key = mnemo::testing::fleet::forwarding::key(&via.file.token);
+    mnemo::testing::fleet::forwarding::sign(
+        &key,
+        "test",
+        "POST",
+        &format!("/v1/stores/{store}/memory"),
+    )
 }
 
 /// The store's log in the bucket, read back with every invariant checked: its events' seqs.
@@ -259,6 +275,225 @@ fn any_node_answers_any_store_and_a_killed_holder_loses_no_acknowledged_write() 
     );
 }
 
+/// The names of the memory stores `server` lists (`query` added), page by page of `limit`, and
+/// how many pages it took.
+fn memory_stores(server: &Server, query: &str, limit: usize) -> (Vec<String>, usize) {
+    let (mut names, mut page, mut pages) = (Vec::new(), None::<String>, 0);
+    loop {
+        let target = match &page {
+            Some(page) => format!("/v1/memory_stores?limit={limit}{query}&page={page}"),
+            None => format!("/v1/memory_stores?limit={limit}{query}"),
+        };
+        let (code, body) = server.api("GET", &target, &Value::Null);
+        assert_eq!(code, 200, "{target}: {body}");
+        pages += 1;
+        let data = body["data"].as_array().expect("data");
+        assert!(data.len() <= limit, "{body}");
+        names.extend(
+            data.iter()
+                .map(|s| s["name"].as_str().expect("name").to_string()),
+        );
+        match body["next_page"].as_str() {
+            Some(next) => page = Some(next.to_string()),
+            None => return (names, pages),
+        }
+    }
+}
+
+#[test]
+fn the_memory_stores_api_through_any_node_lists_and_serves_the_fleets_stores() {
+    let t = TempStore::new();
+    let url = bucket_url(&t, "bucket");
+    let nodes: Vec<Server> = ["a", "b", "c"]
+        .iter()
+        .map(|id| node(&t, &url, id))
+        .collect();
+    // Five memory stores, each made through a node in turn (which then holds it), and a store
+    // made without the API.
+    let mut made: Vec<(String, String)> = Vec::new();
+    for i in 0..5 {
+        let (code, body) = nodes[i % 3].api(
+            "POST",
+            "/v1/memory_stores",
+            &json!({"name": format!("user {i}"), "metadata": {"user": i.to_string()}}),
+        );
+        assert_eq!(code, 200, "{body}");
+        made.push((
+            body["id"].as_str().expect("id").to_string(),
+            format!("user {i}"),
+        ));
+    }
+    let (code, body) = nodes[0].api("POST", "/v1/stores", &json!({"name": "plain"}));
+    assert_eq!(code, 201, "{body}");
+    made.push(("memstore_plain".into(), "plain".into()));
+    made.sort();
+    let every: Vec<String> = made.iter().map(|(_, name)| name.clone()).collect();
+    // Every node lists the fleet's six stores, in id order, in pages of two.
+    for node in &nodes {
+        assert_eq!(memory_stores(node, "", 2), (every.clone(), 3));
+    }
+    // A store held by a (the first made through it), changed through the others.
+    let (held_by_a, _) = made
+        .iter()
+        .find(|(_, name)| name == "user 0")
+        .expect("user 0")
+        .clone();
+    let (code, body) = nodes[2].api(
+        "POST",
+        &format!("/v1/memory_stores/{held_by_a}"),
+        &json!({"name": "renamed through c"}),
+    );
+    assert_eq!(code, 200, "{body}");
+    let (code, body) = nodes[1].api(
+        "POST",
+        &format!("/v1/memory_stores/{held_by_a}/archive"),
+        &Value::Null,
+    );
+    assert_eq!(code, 200, "{body}");
+    assert!(body["archived_at"].is_string(), "{body}");
+    let (code, body) = nodes[2].api(
+        "GET",
+        &format!("/v1/memory_stores/{held_by_a}"),
+        &Value::Null,
+    );
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(
+        (body["name"].as_str(), body["metadata"]["user"].as_str()),
+        (Some("renamed through c"), Some("0")),
+        "{body}"
+    );
+    assert!(body["archived_at"].is_string(), "{body}");
+    // Every node's list shows the change: the archived store only when asked for.
+    let unarchived: Vec<String> = every.iter().filter(|n| *n != "user 0").cloned().collect();
+    let mut with_archived = every.clone();
+    let at = with_archived
+        .iter()
+        .position(|n| n == "user 0")
+        .expect("user 0");
+    with_archived[at] = "renamed through c".into();
+    for node in &nodes {
+        assert_eq!(memory_stores(node, "", 100).0, unarchived);
+        assert_eq!(
+            memory_stores(node, "&include_archived=true", 100).0,
+            with_archived
+        );
+    }
+    // Deleting a fleet's store is not supported yet: refused through any node, and kept.
+    let (code, body) = nodes[1].api(
+        "DELETE",
+        &format!("/v1/memory_stores/{held_by_a}"),
+        &Value::Null,
+    );
+    assert_eq!(code, 409, "{body}");
+    assert_eq!(
+        memory_stores(&nodes[1], "&include_archived=true", 100)
+            .0
+            .len(),
+        6
+    );
+}
+
+#[test]
+fn a_client_cannot_pass_for_a_node_and_a_node_proves_what_it_forwards() {
+    let t = TempStore::new();
+    let url = bucket_url(&t, "bucket");
+    let (a, b) = (node(&t, &url, "a"), node(&t, &url, "b"));
+    let (code, body) = a.api("POST", "/v1/stores", &json!({"name": "notes"}));
+    assert_eq!(code, 201, "{body}");
+    // A client's header (any value no node made, or one proved for another request) is dropped
+    // by the node it reaches, which routes the request to the holder as any other.
+    let other_route = as_forwarded(&b, "other");
+    let forgeries = ["test", "a 00", other_route.as_str()];
+    for (i, forged) in forgeries.into_iter().enumerate() {
+        let reply = request(
+            b.addr(),
+            "POST",
+            "/v1/stores/notes/memory",
+            &[
+                ("Authorization", b.bearer().as_str()),
+                ("x-mnemo-forwarded-by", forged),
+            ],
+            json!({"command": "create", "path": format!("/memories/{i}.md"), "file_text": "x"})
+                .to_string()
+                .as_bytes(),
+        );
+        assert_eq!(reply.status, 200, "{forged:?}: {}", reply.text());
+    }
+    // A node's proof is honoured: b answers the request itself, and refuses it, as it does not
+    // hold the store (and no longer forwards it).
+    assert!(!write(
+        &b,
+        "notes",
+        "/memories/proved.md",
+        &[("x-mnemo-forwarded-by", &as_forwarded(&b, "notes"))]
+    ));
+    let shown = files(&a, "notes");
+    assert!(
+        shown.contains("/memories/2.md") && !shown.contains("/memories/proved.md"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn a_node_refuses_to_start_with_a_url_the_others_cannot_forward_to() {
+    let t = TempStore::new();
+    let url = bucket_url(&t, "bucket");
+    let listen = format!("127.0.0.1:{}", free_port());
+    for advertise in [
+        "https://10.0.0.5:8080",
+        "http://0.0.0.0:8080",
+        "http://[::]:8080",
+        "http://10.0.0.5:8080/mnemo",
+        "http://user@10.0.0.5:8080",
+        "http://",
+    ] {
+        let dir = t.dir.path().join("n");
+        // Were the URL taken, the node would serve: --idle-exit ends it with success.
+        let out = crate::support::run_mnemo(
+            &[
+                "serve",
+                "--data",
+                dir.to_str().expect("utf-8"),
+                "--fleet",
+                &url,
+                "--listen",
+                &listen,
+                "--advertise",
+                advertise,
+                "--idle-exit",
+                "1",
+            ],
+            "",
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && stderr.contains("--advertise"),
+            "{advertise}: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn a_body_over_the_limit_is_refused_413_through_a_node_that_does_not_hold_the_store() {
+    let t = TempStore::new();
+    let url = bucket_url(&t, "bucket");
+    let small = |id: &str| node_with(&t, &url, id, &["--max-request-bytes", "65536"]);
+    let (a, b) = (small("a"), small("b"));
+    let (code, body) = a.api("POST", "/v1/stores", &json!({"name": "notes"}));
+    assert_eq!(code, 201, "{body}");
+    let big =
+        json!({"command": "create", "path": "/memories/big.md", "file_text": "x".repeat(200_000)});
+    for server in [&a, &b] {
+        let reply = server.call(
+            "POST",
+            "/v1/stores/notes/memory",
+            big.to_string().as_bytes(),
+        );
+        assert_eq!(reply.status, 413, "{}", reply.text());
+        assert!(reply.text().contains("65536"), "{}", reply.text());
+    }
+}
+
 #[test]
 fn a_holder_stopped_past_its_lease_gets_no_write_acknowledged_after_the_takeover() {
     let t = TempStore::new();
@@ -267,6 +502,7 @@ fn a_holder_stopped_past_its_lease_gets_no_write_acknowledged_after_the_takeover
     let (code, body) = a.api("POST", "/v1/stores", &json!({"name": "notes"}));
     assert_eq!(code, 201, "{body}");
     // A writer sends to a alone (as forwarded, so a answers it itself) all along.
+    let forwarded = as_forwarded(&a, "notes");
     let stop = AtomicBool::new(false);
     let to_a: Vec<(String, bool)> = std::thread::scope(|s| {
         let writer = s.spawn(|| {
@@ -274,7 +510,7 @@ fn a_holder_stopped_past_its_lease_gets_no_write_acknowledged_after_the_takeover
             let mut i = 0;
             while !stop.load(Ordering::SeqCst) {
                 let path = format!("/memories/a-{i}.md");
-                let acked = write(&a, "notes", &path, &[("x-mnemo-forwarded-by", "test")]);
+                let acked = write(&a, "notes", &path, &[("x-mnemo-forwarded-by", &forwarded)]);
                 sent.push((path, acked));
                 i += 1;
             }
@@ -514,7 +750,7 @@ fn a_commit_that_failed_in_the_bucket_does_not_leave_the_store_poisoned() {
         &a,
         "notes",
         "/memories/lost.md",
-        &[("x-mnemo-forwarded-by", "test")]
+        &[("x-mnemo-forwarded-by", &as_forwarded(&a, "notes"))]
     ));
     std::fs::remove_file(&wal).expect("remove the file");
     std::fs::rename(&aside, &wal).expect("put the log back");
@@ -792,4 +1028,206 @@ fn a_fleet_under_kills_and_pauses_loses_no_acknowledged_write_and_never_forks_a_
             String::from_utf8_lossy(&out.stderr)
         );
     }
+}
+
+/// A viewer's login through `server` (from its own page): the session's cookie and CSRF token.
+fn viewer_login(server: &Server, body: &Value) -> Option<(String, String)> {
+    let origin = format!("http://{}", server.addr());
+    let reply = request(
+        server.addr(),
+        "POST",
+        "/ui/api/login",
+        &[("Origin", &origin), ("Content-Type", "application/json")],
+        body.to_string().as_bytes(),
+    );
+    if reply.status != 200 {
+        eprintln!("login: {} {}", reply.status, reply.text());
+        return None;
+    }
+    let cookie = reply.header("set-cookie")?.split(';').next()?.to_string();
+    let answer: Value = serde_json::from_slice(&reply.body).ok()?;
+    Some((cookie, answer["csrf"].as_str()?.to_string()))
+}
+
+#[test]
+fn the_viewer_browses_a_store_through_a_node_that_does_not_hold_it() {
+    let t = TempStore::new();
+    let url = bucket_url(&t, "bucket");
+    let (a, b) = (node(&t, &url, "a"), node(&t, &url, "b"));
+    let (code, body) = a.api("POST", "/v1/stores", &json!({"name": "notes"}));
+    assert_eq!(code, 201, "{body}");
+    assert!(write(&a, "notes", "/memories/plan.md", &[]));
+    let issued = a.call(
+        "POST",
+        "/v1/stores/notes/tokens",
+        br#"{"agent": "planner"}"#,
+    );
+    assert_eq!(issued.status, 200, "{}", issued.text());
+    let agent: Value = serde_json::from_slice(&issued.body).expect("json");
+    let agent = agent["token"].as_str().expect("token").to_string();
+    let (code, body) = a.api("POST", "/v1/stores", &json!({"name": "other"}));
+    assert_eq!(code, 201, "{body}");
+    // The holder is asked whom a token proves in its store: a wrong one, or one of another
+    // store, proves no one.
+    for body in [
+        json!({"token": "mnemo_wrong", "store": "notes"}),
+        json!({"token": agent, "store": "other"}),
+        json!({"token": agent}),
+    ] {
+        assert!(viewer_login(&b, &body).is_none(), "{body}");
+    }
+    for (who, body) in [
+        ("operator", json!({"token": b.file.token})),
+        ("agent", json!({"token": agent, "store": "notes"})),
+    ] {
+        let (cookie, csrf) =
+            viewer_login(&b, &body).unwrap_or_else(|| panic!("{who}: login through b"));
+        let reply = request(
+            b.addr(),
+            "GET",
+            "/v1/stores/notes/records?tag=memorytool",
+            &[("Cookie", &cookie), ("X-Mnemo-CSRF", &csrf)],
+            b"",
+        );
+        assert_eq!(reply.status, 200, "{who}: {}", reply.text());
+        assert!(
+            reply.text().contains("/memories/plan.md"),
+            "{who}: {}",
+            reply.text()
+        );
+    }
+}
+
+#[test]
+fn a_node_taking_a_store_sweeps_the_records_of_its_mcp_sessions_past_their_day() {
+    let t = TempStore::new();
+    let url = bucket_url(&t, "bucket");
+    let (a, b) = (node(&t, &url, "a"), node(&t, &url, "b"));
+    let (code, body) = a.api("POST", "/v1/stores", &json!({"name": "notes"}));
+    assert_eq!(code, 201, "{body}");
+    let bucket = Bucket::open(&url).expect("bucket");
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("time")
+        .as_millis();
+    let now_ms = u64::try_from(now_ms).expect("milliseconds since 1970 fit in u64");
+    let day_ms = 24 * 3600 * 1000;
+    for (id, opened_ms) in [
+        ("old", now_ms - day_ms - 60_000),
+        ("recent", now_ms - day_ms + 600_000),
+    ] {
+        let owner = json!({"principal": "operator", "agent": null, "opened_ms": opened_ms});
+        for (part, bytes) in [
+            ("state", b"{}".to_vec()),
+            ("owner", owner.to_string().into_bytes()),
+        ] {
+            let made = bucket.create(&format!("stores/notes/mcp/{id}/{part}"), bytes);
+            assert!(made.expect("create"), "{id}/{part}");
+        }
+    }
+    let (code, body) = a.api("POST", "/v1/fleet/drain", &json!({}));
+    assert_eq!(code, 200, "{body}");
+    // b takes the store on the next request for it, and sweeps beside the takeover.
+    assert!(write(&b, "notes", "/memories/after.md", &[]));
+    let present = |id: &str, part: &str| {
+        bucket
+            .get(&format!("stores/notes/mcp/{id}/{part}"), 1 << 20)
+            .expect("get")
+            .is_some()
+    };
+    let started = Instant::now();
+    while present("old", "owner") && started.elapsed() < WAIT {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        !present("old", "owner") && !present("old", "state"),
+        "a session opened over a day ago is swept"
+    );
+    assert!(
+        present("recent", "owner") && present("recent", "state"),
+        "a session opened within the day is kept"
+    );
+}
+
+/// A raw MCP request to `store`'s `/mcp` through `server` (in session `session`, if any).
+fn mcp(server: &Server, store: &str, session: Option<&str>, message: &Value) -> Reply {
+    let bearer = server.bearer();
+    let mut headers = vec![
+        ("Authorization", bearer.as_str()),
+        ("Accept", "application/json, text/event-stream"),
+        ("Content-Type", "application/json"),
+    ];
+    if let Some(session) = session {
+        headers.push(("Mcp-Session-Id", session));
+        headers.push(("MCP-Protocol-Version", "2025-06-18"));
+    }
+    request(
+        server.addr(),
+        "POST",
+        &format!("/v1/stores/{store}/mcp"),
+        &headers,
+        message.to_string().as_bytes(),
+    )
+}
+
+/// A new MCP session of the operator in `store` through `server`: its id.
+fn mcp_session(server: &Server, store: &str) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "fleet-test", "version": "1"}}});
+    let opened = mcp(server, store, None, &init);
+    assert_eq!(opened.status, 200, "{}", opened.text());
+    let id = opened
+        .header("mcp-session-id")
+        .expect("a session id")
+        .to_string();
+    let done = mcp(
+        server,
+        store,
+        Some(&id),
+        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    assert!([200, 202].contains(&done.status), "{}", done.text());
+    id
+}
+
+#[test]
+fn an_mcp_session_follows_its_store_to_another_node_for_a_day() {
+    if std::env::var("MNEMO_TEST_S3").is_ok_and(|v| !v.is_empty()) {
+        return; // a session's age is made by rewriting its record in a file:// bucket
+    }
+    let t = TempStore::new();
+    let url = bucket_url(&t, "bucket");
+    let (a, b) = (node(&t, &url, "a"), node(&t, &url, "b"));
+    let (code, body) = a.api("POST", "/v1/stores", &json!({"name": "notes"}));
+    assert_eq!(code, 201, "{body}");
+    let (kept, aged) = (mcp_session(&a, "notes"), mcp_session(&a, "notes"));
+    // The second session was opened (its record says) over a day ago.
+    let owner = t
+        .dir
+        .path()
+        .join(format!("bucket/stores/notes/mcp/{aged}/owner"));
+    std::fs::write(
+        &owner,
+        json!({"principal": "operator", "agent": null, "opened_ms": 1_000}).to_string(),
+    )
+    .expect("age the record");
+    let (code, body) = a.api("POST", "/v1/fleet/drain", &json!({}));
+    assert_eq!(code, 200, "{body}");
+    let ping = json!({"jsonrpc": "2.0", "id": 7, "method": "ping"});
+    let reply = mcp(&b, "notes", Some(&kept), &ping);
+    assert_eq!(
+        reply.status,
+        200,
+        "taken up on the new holder: {}",
+        reply.text()
+    );
+    // Swept by b as it took the store, and refused by its gate were its records still there.
+    let reply = mcp(&b, "notes", Some(&aged), &ping);
+    assert_eq!(
+        reply.status,
+        404,
+        "a day old: not taken up: {}",
+        reply.text()
+    );
 }

@@ -138,6 +138,14 @@ fn an_agent_token_reaches_its_records_and_the_oversized_route_and_no_admin_route
         "{}",
         records.text()
     );
+    // Whom each token proves.
+    let whoami = request(server.addr(), "GET", "/v1/whoami", &auth, b"");
+    assert_eq!(whoami.status, 200, "{}", whoami.text());
+    let who: Value = serde_json::from_slice(&whoami.body).expect("json");
+    assert_eq!(who, json!({"principal": "agent", "agent": "planner"}));
+    let who: Value =
+        serde_json::from_slice(&server.call("GET", "/v1/whoami", b"").body).expect("json");
+    assert_eq!(who["principal"], "operator", "{who}");
     let digest = json!({"len": 100_000_000u64, "hash": vec![0u8; 32], "prefix": "{\"command\""});
     let oversized = request(
         server.addr(),

@@ -9,6 +9,11 @@
 //! kept only in that file is chained the first time the API names its store. A store made
 //! without the API (`mnemo store create`, `POST /v1/stores`) has no label until one is set, and
 //! reads as named after its directory.
+//!
+//! On a fleet's node the list of stores is the fleet's, whose stores most other nodes hold: the
+//! holder also keeps a copy of each label it records in the fleet's bucket
+//! (`stores/NAME/label/SEQ`, create-only, named by the store's head after the label's event, so
+//! the latest is the last), which every node lists the fleet's stores by ([`in_bucket`]).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -119,7 +124,55 @@ pub(super) fn record(served: &Served, store_dir: &Path, label: &Label) -> crate:
     if receipt.is_error {
         return Err(crate::Error::InvalidArgument(receipt.text));
     }
-    write(store_dir, label)
+    write(store_dir, label)?;
+    copy_to_bucket(served, label);
+    Ok(())
+}
+
+/// [`mirror`], a failure said on stderr: the label is recorded (and acknowledged), and a copy the
+/// bucket missed only leaves the other nodes' lists showing the one before until the next change.
+fn copy_to_bucket(served: &Served, label: &Label) {
+    if let Err(e) = mirror(served, label) {
+        eprintln!(
+            "mnemo serve: a memory store's label could not be copied to the fleet's bucket: {e}"
+        );
+    }
+}
+
+/// The most bytes of a label's copy in a fleet's bucket.
+const BUCKET_LABEL_MAX: u64 = 64 * 1024;
+
+/// On a fleet's node, keeps `label`, the label of the store `served`, in the fleet's bucket, named
+/// by the store's head now (at or after the label's event).
+fn mirror(served: &Served, label: &Label) -> crate::Result<()> {
+    let Some((bucket, name)) = served.fleet() else {
+        return Ok(());
+    };
+    let head = served.shared().client().head()?;
+    let bytes = serde_json::to_vec(label)
+        .map_err(|e| crate::Error::InvalidArgument(format!("the label: {e}")))?;
+    // A name already taken holds this label already (the head has not moved since).
+    bucket.create(&format!("stores/{name}/label/{:020}", head.seq.0), bytes)?;
+    Ok(())
+}
+
+/// The latest label of the fleet's store `name` its holders kept in `bucket`, if one did.
+pub(super) fn in_bucket(
+    bucket: &crate::fleet::bucket::Bucket,
+    name: &str,
+) -> crate::Result<Option<Label>> {
+    let Some(last) = bucket.list(&format!("stores/{name}/label"))?.pop() else {
+        return Ok(None);
+    };
+    let Some(bytes) = bucket.get(&last.name, BUCKET_LABEL_MAX)? else {
+        return Ok(None);
+    };
+    serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+        crate::Error::corrupt(format!(
+            "{} in the fleet's bucket is not a memory store's label ({e})",
+            last.name
+        ))
+    })
 }
 
 /// The label of the store `served` (in `store_dir`, named `name`): the chained one; else the one
@@ -130,6 +183,13 @@ pub(super) fn current(served: &Served, store_dir: &Path, name: &str) -> crate::R
         // label (a store restored from its replica has none).
         if read(store_dir, name).ok().as_ref() != Some(&label) {
             write(store_dir, &label)?;
+            // A fleet's store taken by a node whose copy had none: its bucket's copy too, for
+            // a label an earlier build kept only on its node.
+            if served.fleet().is_some_and(|(bucket, name)| {
+                in_bucket(bucket, name).ok().flatten().as_ref() != Some(&label)
+            }) {
+                copy_to_bucket(served, &label);
+            }
         }
         return Ok(label);
     }

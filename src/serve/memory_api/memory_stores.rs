@@ -98,14 +98,28 @@ pub(super) async fn list_stores(
         let mut cursor = after;
         let mut more = false;
         'scan: loop {
-            let (names, rest) = crate::store::data_dir::list(stores.dir(), cursor.as_deref(), 100)
-                .map_err(|e| ApiError::Api(format!("the data directory: {e}")))?;
+            let (names, rest) = match stores.fleet() {
+                // A fleet's node lists the fleet's stores, wherever each is held.
+                Some(fleet) => fleet.stores_page(cursor.as_deref(), 100).map_err(|e| {
+                    ApiError::Api(format!(
+                        "the fleet's bucket could not be listed ({e}); retry"
+                    ))
+                })?,
+                None => crate::store::data_dir::list(stores.dir(), cursor.as_deref(), 100)
+                    .map_err(|e| ApiError::Api(format!("the data directory: {e}")))?,
+            };
             for name in names {
                 cursor = Some(name.clone());
-                let Some(dir) = crate::store::data_dir::store_dir(stores.dir(), &name) else {
-                    continue;
+                let label = match stores.fleet() {
+                    Some(fleet) => fleet_label(fleet.bucket(), &name),
+                    None => {
+                        let Some(dir) = crate::store::data_dir::store_dir(stores.dir(), &name)
+                        else {
+                            continue;
+                        };
+                        label::listed(&dir, &name)
+                    }
                 };
-                let label = label::listed(&dir, &name);
                 let shown = (archived || label.archived_ms.is_none())
                     && from.is_none_or(|from| label.created_ms >= from)
                     && to.is_none_or(|to| label.created_ms <= to);
@@ -135,6 +149,31 @@ pub(super) async fn list_stores(
         }))
     })
     .await
+}
+
+/// The label the list of stores shows for the fleet's store `name`: the latest copy its holders
+/// kept in the bucket, or for a store whose label none kept (made without the API), one named
+/// after the store, created when its first lease was taken. One store's unreadable copy never
+/// keeps the others from the list.
+fn fleet_label(bucket: &crate::fleet::bucket::Bucket, name: &str) -> Label {
+    if let Ok(Some(label)) = label::in_bucket(bucket, name) {
+        return label;
+    }
+    let born = bucket
+        .list(&format!("leases/{name}"))
+        .ok()
+        .and_then(|leases| {
+            leases
+                .first()
+                .map(|l| u64::try_from(l.stamp_ms).unwrap_or(0))
+        })
+        .unwrap_or(0);
+    Label {
+        name: name.to_string(),
+        created_ms: born,
+        updated_ms: born,
+        ..Label::default()
+    }
 }
 
 pub(super) async fn retrieve_store(
