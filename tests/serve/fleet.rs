@@ -198,6 +198,35 @@ fn any_node_answers_any_store_and_a_killed_holder_loses_no_acknowledged_write() 
         assert_eq!(reply.status, status, "{store}: {}", reply.text());
     }
     acked.push(("s2".to_string(), "/memories/alice.md".to_string()));
+    // The fleet's operations are the operator's: an agent token, none, or a wrong one cannot
+    // drain a node (each node keeps serving its stores).
+    let held = || -> Vec<(String, u64)> {
+        let shown = status(&url);
+        let mut held: Vec<(String, u64)> = shown["nodes"]
+            .as_array()
+            .expect("nodes")
+            .iter()
+            .map(|n| (n["id"].to_string(), n["stores"].as_u64().expect("stores")))
+            .collect();
+        held.sort();
+        held
+    };
+    let before = held();
+    assert!(before.iter().all(|(_, n)| *n > 0), "{before:?}");
+    for bearer in [agent.as_str(), "", "Bearer 00ff"] {
+        let headers: Vec<(&str, &str)> = match bearer {
+            "" => Vec::new(),
+            _ => vec![("Authorization", bearer)],
+        };
+        let reply = request(nodes[1].addr(), "POST", "/v1/fleet/drain", &headers, b"{}");
+        assert!(
+            matches!(reply.status, 401 | 403),
+            "{bearer:?} drained a node: {} {}",
+            reply.status,
+            reply.text()
+        );
+    }
+    assert_eq!(held(), before, "no node handed its stores over");
     // A browser's request (its Origin the node's own) is checked by the node it reaches and
     // forwarded without it: the holder answers it.
     let origin = format!("http://{}", nodes[2].addr());
