@@ -92,9 +92,25 @@ fn write(server: &Server, store: &str, path: &str, extra: &[(&str, &str)]) -> bo
     }
 }
 
+/// `server`'s answer to a request with the operator token once the store it names has settled:
+/// a store moving between nodes (taken over after a kill, or from a node resumed past its lease)
+/// is answered 503 (the memory-stores API: 529) until its new holder serves it, which takes about
+/// a lease; asked again until then, for at most five leases.
+fn settled(server: &Server, method: &str, target: &str, body: &[u8]) -> crate::serve::Reply {
+    let deadline = Instant::now() + Duration::from_secs_f64(ttl() * 5.0);
+    loop {
+        let reply = server.call(method, target, body);
+        if !matches!(reply.status, 503 | 529) || Instant::now() > deadline {
+            return reply;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 /// The files of `store` as `server` answers a view of its root.
 fn files(server: &Server, store: &str) -> String {
-    let reply = server.call(
+    let reply = settled(
+        server,
         "POST",
         &format!("/v1/stores/{store}/memory"),
         json!({"command": "view", "path": "/memories"})
@@ -1029,7 +1045,8 @@ fn a_fleet_under_kills_and_pauses_loses_no_acknowledged_write_and_never_forks_a_
         let shown = files(reader, store);
         for (_, path, api, id) in acked.iter().filter(|(s, _, _, _)| s == store) {
             if *api {
-                let got = reader.call(
+                let got = settled(
+                    reader,
                     "GET",
                     &format!("/v1/memory_stores/memstore_{store}/memories/{id}"),
                     b"",
