@@ -32,9 +32,14 @@ impl Replica {
         match Wal::at(url)? {
             Some(wal) => {
                 unsigned(key)?;
+                // A store made inside the bucket would be read as the fleet's objects.
+                Replica::check_url_apart(wal.fleet_url(), db)?;
                 restore_with(db, |building| built(&wal, building, at))
             }
-            None => Replica::restore_replica(url, db, at, key),
+            None => {
+                not_a_fleet_root(url)?;
+                Replica::restore_replica(url, db, at, key)
+            }
         }
     }
 
@@ -55,8 +60,23 @@ impl Replica {
                 unsigned(key)?;
                 Replica::verify_made(url, expect, |db| built(&wal, db, None))
             }
-            None => Replica::verify_only_replica(url, expect, key),
+            None => {
+                not_a_fleet_root(url)?;
+                Replica::verify_only_replica(url, expect, key)
+            }
         }
+    }
+}
+
+/// Refuses a fleet's bucket given where one store's log is meant (read as a replica, its
+/// objects would all be called strays).
+fn not_a_fleet_root(url: &str) -> Result<()> {
+    match Wal::is_fleet_root(url) {
+        true => Err(Error::InvalidArgument(format!(
+            "{url} is a fleet's bucket, not one store's log in it: give {}/stores/NAME (`mnemo fleet status --fleet URL` lists the stores)",
+            url.trim_end_matches('/').trim_end_matches("/stores")
+        ))),
+        false => Ok(()),
     }
 }
 

@@ -136,6 +136,24 @@ impl Wal {
         &self.store
     }
 
+    /// The URL of the fleet's bucket the log is in.
+    pub fn fleet_url(&self) -> &str {
+        self.bucket.url()
+    }
+
+    /// Whether `url` is a fleet's bucket (or its `stores/` directory) rather than one store's log
+    /// in it: it holds the fleet's leases, heartbeats or operator token.
+    pub fn is_fleet_root(url: &str) -> bool {
+        let root = url.trim_end_matches('/');
+        let root = root.strip_suffix("/stores").unwrap_or(root);
+        Bucket::open_existing(root).is_ok_and(|bucket| {
+            ["leases", "nodes", "operator"].iter().any(|dir| {
+                bucket.list(dir).is_ok_and(|l| !l.is_empty())
+                    || bucket.dirs(dir).is_ok_and(|d| !d.is_empty())
+            })
+        })
+    }
+
     fn dir(&self) -> String {
         format!("stores/{}/wal", self.store)
     }

@@ -349,16 +349,23 @@ impl Member {
         self.leases.timing().beat
     }
 
-    /// The fleet's stores no live node holds (free, or their holder dead), unless this node is
-    /// being drained (it takes none).
+    /// The fleet's stores no live node holds (free, or their holder dead, or leased to this node
+    /// by its earlier run), unless this node is being drained (it takes none).
     pub(crate) fn orphans(&self) -> Result<Vec<String>> {
         if self.is_draining() {
             return Ok(Vec::new());
         }
         let mut found = Vec::new();
+        let me = &self.leases.node().id;
         for store in self.stores()? {
-            if !self.holds(&store) && self.leases.live_lease(&store)?.is_none() {
-                found.push(store);
+            if self.holds(&store) {
+                continue;
+            }
+            // A live lease naming this node that it does not hold is one from its earlier run
+            // (restarted, perhaps at another address the others would forward to in vain).
+            match self.leases.live_lease(&store)? {
+                Some(lease) if lease.node.id != *me => {}
+                _ => found.push(store),
             }
         }
         Ok(found)
@@ -837,10 +844,6 @@ fn hop_by_hop(name: &str) -> bool {
 /// How long forwarding waits to connect to the node holding a store.
 const CONNECT_WAIT: Duration = Duration::from_secs(10);
 
-/// How long forwarding waits for the head of the holder's answer (its body, an MCP stream's
-/// included, then comes as it comes, for as long as it lasts).
-const ANSWER_WAIT: Duration = Duration::from_secs(300);
-
 /// Sends the request (`parts`, `body`) to the node at `url` and streams its answer back as it
 /// comes: a stream of server-sent events (MCP's) reaches the client event by event, and ends
 /// when either side ends it (a client that leaves closes the connection to the holder).
@@ -853,15 +856,37 @@ async fn forward(
 ) -> Response {
     let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
     let proof = forwarding::sign(key, &member.leases.node().id, parts.method.as_str(), target);
-    match send(&url, parts, body, &proof).await {
+    let wait = answer_wait(member.leases.timing().ttl);
+    match send(&url, parts, body, &proof, wait).await {
         Ok(response) => response,
-        Err(why) => error(
+        Err(Unanswered::NotSent(why)) => error(
             StatusCode::SERVICE_UNAVAILABLE,
             &format!(
-                "the node holding the store did not answer ({why}); retry: a store whose node is gone is taken over once its lease runs out"
+                "the node holding the store could not be reached ({why}), and the request was not sent; retry: a store whose node is gone is taken over once its lease runs out"
+            ),
+        ),
+        // Never resent: the holder may have applied it before it went quiet.
+        Err(Unanswered::MaybeApplied(why)) => error(
+            StatusCode::GATEWAY_TIMEOUT,
+            &format!(
+                "the node holding the store took the request but gave no answer ({why}): it may or may not have been applied; read the store before you send it again (a memory-tool call retried with the same tool_use id, or an API write with the same Idempotency-Key, is applied at most once)"
             ),
         ),
     }
+}
+
+/// Why a forwarded request got no answer: it was never sent (no connection), so it can be sent
+/// again anywhere; or it was sent and the holder went quiet, so it may have been applied.
+enum Unanswered {
+    NotSent(String),
+    MaybeApplied(String),
+}
+
+/// How long forwarding waits for the head of the holder's answer: three leases, and at least
+/// 10 s. A holder stopped (or cut off) for longer has lost its stores to another node by then,
+/// so the wait is bounded; an answer's body (an MCP stream's included) then comes as it comes.
+fn answer_wait(ttl: Duration) -> Duration {
+    (ttl * 3).max(Duration::from_secs(10))
 }
 
 /// The `host:port` an advertised `http://host[:port]` URL names (port 80 if it names none), or
@@ -891,8 +916,9 @@ async fn send(
     parts: axum::http::request::Parts,
     body: axum::body::Bytes,
     proof: &str,
-) -> std::result::Result<Response, String> {
-    let authority = authority_of(url)?;
+    wait: Duration,
+) -> std::result::Result<Response, Unanswered> {
+    let authority = authority_of(url).map_err(Unanswered::NotSent)?;
     let host = url
         .trim_start_matches("http://")
         .split('/')
@@ -901,13 +927,17 @@ async fn send(
         .to_string();
     let stream = tokio::time::timeout(CONNECT_WAIT, tokio::net::TcpStream::connect(&authority))
         .await
-        .map_err(|_| format!("no connection to {authority} within {CONNECT_WAIT:?}"))?
-        .map_err(|e| format!("connecting to {authority}: {e}"))?;
+        .map_err(|_| {
+            Unanswered::NotSent(format!(
+                "no connection to {authority} within {CONNECT_WAIT:?}"
+            ))
+        })?
+        .map_err(|e| Unanswered::NotSent(format!("connecting to {authority}: {e}")))?;
     let _ = stream.set_nodelay(true);
     let (mut sender, connection) =
         hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| Unanswered::NotSent(e.to_string()))?;
     // The connection runs until the answer is all read, or dropped (its client gone).
     tokio::spawn(connection);
     let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
@@ -923,11 +953,13 @@ async fn send(
     let request = request
         .header(FORWARDED, proof)
         .body(http_body_util::Full::new(body))
-        .map_err(|e| e.to_string())?;
-    let answer = tokio::time::timeout(ANSWER_WAIT, sender.send_request(request))
+        .map_err(|e| Unanswered::NotSent(e.to_string()))?;
+    let answer = tokio::time::timeout(wait, sender.send_request(request))
         .await
-        .map_err(|_| format!("no answer from {authority} within {ANSWER_WAIT:?}"))?
-        .map_err(|e| e.to_string())?;
+        .map_err(|_| {
+            Unanswered::MaybeApplied(format!("no answer from {authority} within {wait:?}"))
+        })?
+        .map_err(|e| Unanswered::MaybeApplied(e.to_string()))?;
     let (mut head, body) = answer.into_parts();
     let kept: Vec<HeaderName> = head
         .headers

@@ -1289,8 +1289,7 @@ pub fn serve_data(
     })
 }
 
-/// The file in a fleet node's data directory naming its fleet's bucket.
-const FLEET_MARKER: &str = "mnemo-fleet";
+use crate::store::data_dir::FLEET_MARKER;
 
 /// Keeps a data directory of stores and a fleet node's copies apart: a fleet node's directory
 /// names its fleet (written on its first start, in a directory holding no store), a directory

@@ -16,6 +16,9 @@ use std::path::{Path, PathBuf};
 /// The lock file a data server (or `mnemo store` on the directory) holds in it.
 pub(crate) const DATA_LOCK: &str = "mnemo-data.lock";
 
+/// The file in a fleet node's data directory naming its fleet's bucket (never a store's name).
+pub(crate) const FLEET_MARKER: &str = "mnemo-fleet";
+
 /// The longest store name, in bytes.
 pub const MAX_STORE_NAME: usize = 64;
 
@@ -29,7 +32,11 @@ pub fn check_store_name(name: &str) -> Result<(), String> {
         && bytes
             .iter()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_' || *b == b'-');
-    if valid {
+    if valid && name == FLEET_MARKER {
+        Err(format!(
+            "{name:?} is the name of the file in which a fleet node's directory names its fleet, so no store can have it; choose another name"
+        ))
+    } else if valid {
         Ok(())
     } else {
         let shown: String = name.chars().take(80).collect();
@@ -227,6 +234,14 @@ mod tests {
     use super::*;
 
     /// A name taken by a store is refused as existing; one taken by something else, as in the way.
+    #[test]
+    fn the_name_of_a_fleet_nodes_marker_file_is_no_store_name() {
+        let refused = check_store_name(FLEET_MARKER).expect_err("refused");
+        assert!(refused.contains("fleet node"), "{refused}");
+        assert!(check_store_name("mnemo-fleets").is_ok());
+        assert!(check_store_name("notes").is_ok());
+    }
+
     #[test]
     fn a_create_over_a_store_or_something_else_says_which() {
         let dir = tempfile::tempdir().expect("tempdir");

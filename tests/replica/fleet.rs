@@ -205,6 +205,29 @@ fn a_fleet_stores_log_is_verified_and_restored_with_no_node_running() {
         "{err}"
     );
 
+    // A store made inside the bucket would be read as the fleet's objects: refused.
+    if let Some(dir) = fleet.strip_prefix("file://") {
+        let inside = format!("{dir}/stores/notes/wal/{:020}", 99);
+        let out = crate::support::run_mnemo(&["restore", "--from", &url, "--db", &inside], "");
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
+        assert!(!std::path::Path::new(&inside).exists());
+    }
+    // The fleet's bucket is not one store's log: said so, rather than its objects called strays.
+    assert!(
+        shared
+            .create("operator/token", b"00".to_vec())
+            .expect("create")
+    );
+    for root in [fleet.clone(), format!("{fleet}/stores")] {
+        let out = crate::support::run_mnemo(&["verify", "--from", &root], "");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains("is a fleet's bucket") && err.contains("/stores/NAME"),
+            "{err}"
+        );
+    }
+
     let out = crate::support::run_mnemo(&["verify", "--from", &url, "--key", "k+1+AAAA"], "");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");

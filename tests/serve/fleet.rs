@@ -1277,3 +1277,68 @@ fn an_mcp_session_follows_its_store_to_another_node_for_a_day() {
         reply.text()
     );
 }
+
+/// A node killed and started again with its id at another address (its leases still name the
+/// old one) takes back the stores its earlier run held within a few beats, so every node serves
+/// them again rather than forwarding to an address nobody listens at.
+#[test]
+fn a_node_started_again_at_another_address_serves_its_stores_through_every_node() {
+    let t = TempStore::new();
+    let url = bucket_url(&t, "bucket");
+    let a = node(&t, &url, "a");
+    let b = node(&t, &url, "b");
+    let (code, body) = b.api("POST", "/v1/stores", &json!({"name": "moved"}));
+    assert_eq!(code, 201, "{body}");
+    assert!(write(&b, "moved", "/memories/before.md", &[]));
+    signal("-KILL", b.child.id());
+    drop(b);
+    let b = node(&t, &url, "b");
+    let reply = settled(
+        &a,
+        "POST",
+        "/v1/stores/moved/memory",
+        json!({"command": "view", "path": "/memories"})
+            .to_string()
+            .as_bytes(),
+    );
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert!(reply.text().contains("before.md"), "{}", reply.text());
+    drop(b);
+}
+
+/// A request forwarded to a holder that stopped (SIGSTOP) before it answered is not waited on
+/// for ever, nor sent again: after a bounded wait it is answered 504, saying it may or may not
+/// have been applied.
+#[test]
+fn a_request_forwarded_to_a_holder_that_went_quiet_is_answered_may_or_may_not_have_been_applied() {
+    let t = TempStore::new();
+    let url = bucket_url(&t, "bucket");
+    let a = node(&t, &url, "a");
+    let b = node(&t, &url, "b");
+    let (code, body) = b.api("POST", "/v1/stores", &json!({"name": "quiet"}));
+    assert_eq!(code, 201, "{body}");
+    assert!(write(&b, "quiet", "/memories/before.md", &[]));
+    signal("-STOP", b.child.id());
+    let started = Instant::now();
+    let reply = a.call(
+        "POST",
+        "/v1/stores/quiet/memory",
+        json!({"command": "create", "path": "/memories/during.md", "file_text": "x"})
+            .to_string()
+            .as_bytes(),
+    );
+    let waited = started.elapsed();
+    signal("-CONT", b.child.id());
+    // Sent while `b` was alive, so forwarded to it; had `b` been judged dead by then, `a` took
+    // the store and answered itself.
+    if reply.status != 200 {
+        assert_eq!(reply.status, 504, "{}", reply.text());
+        assert!(
+            reply.text().contains("may or may not have been applied"),
+            "{}",
+            reply.text()
+        );
+        assert!(waited < Duration::from_secs(60), "waited {waited:?}");
+    }
+    drop((a, b));
+}
