@@ -259,21 +259,40 @@ impl Leases {
 
     /// The latest lease of `store`, if it has one.
     pub fn lease(&self, store: &str) -> Result<Option<Lease>> {
-        let Some(latest) = self.bucket.list(&format!("leases/{store}"))?.pop() else {
+        // Only an epoch's name counts (20 digits); anything else under the store's leases is
+        // no lease.
+        let Some(latest) = self
+            .bucket
+            .list(&format!("leases/{store}"))?
+            .into_iter()
+            .filter(|l| {
+                let tail = l.name.rsplit('/').next().unwrap_or_default();
+                tail.len() == 20 && tail.bytes().all(|b| b.is_ascii_digit())
+            })
+            .next_back()
+        else {
             return Ok(None);
         };
+        let epoch = number(&latest.name);
         let bytes = self
             .bucket
             .get(&latest.name, OBJECT_MAX)?
             .ok_or_else(|| Error::damaged(format!("lease {} vanished", latest.name)))?;
-        let mut lease: Lease = serde_json::from_slice(&bytes)
-            .map_err(|e| Error::damaged(format!("lease {}: {e}", latest.name)))?;
-        if lease.store != store || latest.name != format!("leases/{store}/{:020}", lease.epoch) {
-            return Err(Error::damaged(format!(
-                "lease {} names the store {} at epoch {}, not the one its name says",
-                latest.name, lease.store, lease.epoch
-            )));
-        }
+        // A lease that is not one (written by hand, or by whoever else holds the bucket's keys)
+        // names no node: the store is free, and the next take outranks it with the next epoch,
+        // rather than the store being down on every node until someone removes it.
+        let mut lease = serde_json::from_slice::<Lease>(&bytes)
+            .ok()
+            .filter(|lease| lease.store == store && lease.epoch == epoch)
+            .unwrap_or_else(|| Lease {
+                store: store.to_string(),
+                epoch,
+                node: Node {
+                    id: String::new(),
+                    url: String::new(),
+                },
+                stamp_ms: 0,
+            });
         lease.stamp_ms = latest.stamp_ms;
         Ok(Some(lease))
     }
@@ -313,6 +332,9 @@ impl Leases {
     /// Whether the node `id`'s latest beat is younger than the ttl, judged at `now_ms` (a stamp
     /// of this node's own latest beat).
     fn alive(&self, id: &str, now_ms: i64) -> Result<bool> {
+        if id.is_empty() {
+            return Ok(false); // the node of a lease that is not one
+        }
         let ttl = ms(self.timing.ttl);
         Ok(self
             .last_beat(id)?
@@ -517,6 +539,31 @@ mod tests {
         assert_eq!(status.len(), 2);
         assert!(status.iter().all(|s| s.alive));
         assert_eq!(b.stores().expect("stores"), vec!["notes".to_string()]);
+    }
+
+    #[test]
+    fn a_lease_that_is_not_one_names_no_node_and_the_next_take_outranks_it() {
+        let bucket = Arc::new(Bucket::in_memory().expect("bucket"));
+        let a = node(&bucket, "a");
+        a.beat().expect("a beats");
+        a.beat().expect("a beats");
+        let held = a.take("notes").expect("take").expect("taken");
+        assert_eq!(held.lease.epoch, 1);
+        // A name that is no epoch's is no lease.
+        assert!(
+            bucket
+                .create("leases/notes/zzz", b"{}".to_vec())
+                .expect("create")
+        );
+        assert_eq!(a.lease("notes").expect("lease"), Some(held.lease.clone()));
+        // Junk at a later epoch: no node's lease, outranked by the next take.
+        let junk = format!("leases/notes/{:020}", 9);
+        assert!(bucket.create(&junk, b"{garbage".to_vec()).expect("create"));
+        let read = a.lease("notes").expect("lease").expect("a lease");
+        assert_eq!((read.epoch, read.node.id.as_str()), (9, ""));
+        assert_eq!(a.live_lease("notes").expect("live"), None);
+        let again = a.take("notes").expect("take").expect("taken over the junk");
+        assert_eq!((again.lease.epoch, again.lease.node.id.as_str()), (10, "a"));
     }
 
     #[test]
