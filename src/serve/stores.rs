@@ -468,6 +468,12 @@ impl Stores {
     pub(super) fn create(&self, name: &str) -> Result<Created, Unavailable> {
         check_store_name(name).map_err(Unavailable::Failed)?;
         if let Some(fleet) = &self.fleet {
+            if fleet
+                .deleted(name)
+                .map_err(|e| Unavailable::Failed(e.to_string()))?
+            {
+                return Ok(Created::Deleted);
+            }
             return match self.get_held(fleet, name, true) {
                 Ok(_) => Ok(Created::Made),
                 Err(Unavailable::Missing) => Ok(Created::Exists),
@@ -500,13 +506,8 @@ impl Stores {
     /// renamed out of the way at once and removed.
     pub(super) fn delete(&self, name: &str) -> Result<(), (StatusCode, String)> {
         let missing = || (StatusCode::NOT_FOUND, no_store(name));
-        if self.fleet.is_some() {
-            return Err((
-                StatusCode::CONFLICT,
-                format!(
-                    "the store {name:?} is a fleet's: deleting a fleet's store (its log in the bucket) is not supported yet; nothing was deleted"
-                ),
-            ));
+        if let Some(fleet) = &self.fleet {
+            return self.delete_held(fleet, name);
         }
         let path = self.store_path(name).map_err(|_| missing())?;
         let slot = self.slot(name);
@@ -529,6 +530,36 @@ impl Stores {
                 format!("could not delete the store {name:?} ({e}); check the data directory"),
             )
         })
+    }
+
+    /// Deletes the fleet's store `name` ([`super::fleet::Member::delete`]) once it is closed
+    /// here (its calls in flight answered, for at most [`DRAIN_WAIT`], as a drain waits);
+    /// requests that come meanwhile wait, then find it gone.
+    fn delete_held(
+        &self,
+        fleet: &super::fleet::Member,
+        name: &str,
+    ) -> Result<(), (StatusCode, String)> {
+        check_store_name(name).map_err(|_| (StatusCode::NOT_FOUND, no_store(name)))?;
+        let slot = self.slot(name);
+        let mut open = lock(&slot);
+        if let Some(served) = open.take() {
+            self.retire(served);
+        }
+        match fleet.delete(name, &self.dir.join(name)) {
+            Ok(super::fleet::Deleted::Done) => Ok(()),
+            Ok(super::fleet::Deleted::Missing) => Err((StatusCode::NOT_FOUND, no_store(name))),
+            Ok(super::fleet::Deleted::Elsewhere(url)) => Err((
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!(
+                    "the store {name:?} is held by the fleet's node at {url}, which deletes it; retry, and this node forwards the request there"
+                ),
+            )),
+            Err(e) => Err((
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("the store {name:?} could not be deleted ({e}); retry"),
+            )),
+        }
     }
 
     /// The stores by name after `after`, at most `limit`, and whether each is open.
@@ -932,6 +963,13 @@ async fn create(State(stores): State<Arc<Stores>>, headers: HeaderMap, body: Bod
             StatusCode::CONFLICT,
             &format!("the store {:?} exists already", asked.name),
         ),
+        Ok(Ok(Created::Deleted)) => error(
+            StatusCode::CONFLICT,
+            &format!(
+                "the store {:?} was a fleet's and was deleted: a fleet store's name is not used again after its deletion (its log's markers stay in the bucket, fencing its old holders); choose another name",
+                asked.name
+            ),
+        ),
         Ok(Ok(Created::InTheWay)) => error(
             StatusCode::CONFLICT,
             &format!(
@@ -952,6 +990,8 @@ pub(super) enum Created {
     Exists,
     /// Something that is not a store has the name.
     InTheWay,
+    /// A fleet's store had the name and was deleted: the name is not used again.
+    Deleted,
 }
 
 #[derive(Deserialize)]
