@@ -1253,12 +1253,22 @@ fn store_data_left(url: &str, store: &str) -> (usize, bool) {
             .filter(|d| *d != "wal")
             .map(|d| objects(bucket, &format!("{dir}/{d}")))
             .sum();
-        below + bucket.list(dir).expect("list").len()
+        // What holds bytes: an S3 server may list an emptied folder as an object of its own.
+        let here = bucket.list(dir).expect("list");
+        let held = here
+            .iter()
+            .filter(|l| {
+                bucket
+                    .get(&l.name, 1 << 20)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|b| !b.is_empty())
+            })
+            .count();
+        below + held
     }
-    // The one object left beside the log records that the deletion finished.
-    let top = format!("stores/{store}");
-    let done = bucket.list(&top).expect("list").len();
-    (events, objects(&bucket, &top) > done)
+    // The empty record that the deletion finished is all there may be beside the log.
+    (events, objects(&bucket, &format!("stores/{store}")) > 0)
 }
 
 /// Asserts that `server` answers a view of `store` as of a missing store (404).
