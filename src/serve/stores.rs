@@ -6,7 +6,7 @@
 //! |---|---|---|
 //! | `POST /v1/stores` `{"name": "NAME"}` | operator | 201 `{"name", "created": true}`; 409 if it exists or something else has its name; 400 for a name that is not one |
 //! | `GET /v1/stores?after=&limit=&details=` | operator | `{"stores": [{"name", "open"}], "next": NAME or null}`, by name, at most `limit` (default 100, at most 1,000) after `after`; with `details=true` each store also has `label` (`{"name", "description"}`: a store made through the memory-stores API is named by its label, any other after its directory, with no description), `head` (`{"seq", "hash"}`), `last_write` (when its last event was recorded, UTC: the time of its head record, which a store opened and closed with nothing new leaves alone), `bytes` (its files) and `verified` (the last verify this server ran on it: `{"intact", "head", "first_bad", "time"}`, or null); on a fleet's node also `holder` (`{"node", "epoch", "alive"}`: the node its lease names) |
-//! | `DELETE /v1/stores/NAME?confirm=NAME` | operator | `{"name", "deleted": true}`; 400 without the confirmation, 404 for no such store, 409 while a call is in flight in it |
+//! | `DELETE /v1/stores/NAME?confirm=NAME` | operator | `{"name", "deleted": true}`; 400 without the confirmation, 404 for no such store, 409 while a call is in flight in it (a fleet's store is deleted by its holder once its calls in flight answered, as a drain waits; its name is not used again) |
 //! | `ANY /v1/stores/NAME/ROUTE` | as the route | the single-store route `/v1/ROUTE` of that store (`/v1/stores/NAME/mcp` is its `/mcp`), with the same bodies and answers |
 //! | `GET /v1/identity?challenge=` | anyone | the proof of `DIR` (see [`crate::client::discovery`]) |
 //!
@@ -552,7 +552,12 @@ impl Stores {
             Ok(super::fleet::Deleted::Elsewhere(url)) => Err((
                 StatusCode::SERVICE_UNAVAILABLE,
                 format!(
-                    "the store {name:?} is held by the fleet's node at {url}, which deletes it; retry, and this node forwards the request there"
+                    "the store {name:?} is held by another node of the fleet{}, which deletes it; retry, and this node forwards the request there",
+                    if url.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (at {url})")
+                    }
                 ),
             )),
             Err(e) => Err((
