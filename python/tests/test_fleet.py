@@ -129,3 +129,9 @@ def test_the_official_sdk_works_through_a_node_that_does_not_hold_the_store(flee
     assert stores.archive(made.id).archived_at is not None
     assert [s.name for s in stores.list()] == ["user 7"]
     assert holder(b, store_name) == "a", "b forwarded every call: a still holds the store"
+    # Deleted through b (a holds it): no node serves or lists it any more.
+    stores.delete(made.id)
+    for client in (through_a, sdk):
+        with pytest.raises(anthropic.NotFoundError):
+            client.beta.memory_stores.retrieve(made.id)
+        assert [s.name for s in client.beta.memory_stores.list(include_archived=True)] == ["user 7"]

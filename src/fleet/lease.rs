@@ -80,6 +80,10 @@ pub struct Lease {
     pub epoch: u64,
     /// The holder.
     pub node: Node,
+    /// Whether the store was deleted at this epoch (by the node it names, its holder then): the
+    /// last lease the store ever has, which no node takes ([`Leases::take`] refuses it).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub deleted: bool,
     /// When the object store wrote the lease (milliseconds since 1970, its clock).
     #[serde(skip)]
     pub stamp_ms: i64,
@@ -259,50 +263,15 @@ impl Leases {
 
     /// The latest lease of `store`, if it has one.
     pub fn lease(&self, store: &str) -> Result<Option<Lease>> {
-        // Only an epoch's name counts (20 digits); anything else under the store's leases is
-        // no lease.
-        let Some(latest) = self
-            .bucket
-            .list(&format!("leases/{store}"))?
-            .into_iter()
-            .filter(|l| {
-                let tail = l.name.rsplit('/').next().unwrap_or_default();
-                tail.len() == 20 && tail.bytes().all(|b| b.is_ascii_digit())
-            })
-            .next_back()
-        else {
-            return Ok(None);
-        };
-        let epoch = number(&latest.name);
-        let bytes = self
-            .bucket
-            .get(&latest.name, OBJECT_MAX)?
-            .ok_or_else(|| Error::damaged(format!("lease {} vanished", latest.name)))?;
-        // A lease that is not one (written by hand, or by whoever else holds the bucket's keys)
-        // names no node: the store is free, and the next take outranks it with the next epoch,
-        // rather than the store being down on every node until someone removes it.
-        let mut lease = serde_json::from_slice::<Lease>(&bytes)
-            .ok()
-            .filter(|lease| lease.store == store && lease.epoch == epoch)
-            .unwrap_or_else(|| Lease {
-                store: store.to_string(),
-                epoch,
-                node: Node {
-                    id: String::new(),
-                    url: String::new(),
-                },
-                stamp_ms: 0,
-            });
-        lease.stamp_ms = latest.stamp_ms;
-        Ok(Some(lease))
+        latest(&self.bucket, store)
     }
 
     /// The latest lease of `store` if the node it names is alive (judged at this node's latest
-    /// beat): where the store is served now.
+    /// beat) and the store is not deleted: where the store is served now.
     pub fn live_lease(&self, store: &str) -> Result<Option<Lease>> {
         Ok(self
             .lease_and_life(store)?
-            .and_then(|(lease, alive)| alive.then_some(lease)))
+            .and_then(|(lease, alive)| (alive && !lease.deleted).then_some(lease)))
     }
 
     /// The latest lease of `store`, if it has one, and whether the node it names is alive
@@ -361,6 +330,8 @@ impl Leases {
         let current = self.lease(store)?;
         let epoch = match &current {
             None => 1,
+            // A deleted store's last lease: never taken again.
+            Some(lease) if lease.deleted => return Ok(None),
             Some(lease)
                 if lease.node.id != self.node.id && self.alive(&lease.node.id, now_ms)? =>
             {
@@ -368,14 +339,27 @@ impl Leases {
             }
             Some(lease) => lease.epoch + 1,
         };
-        self.claim(store, epoch, &self.node)
+        self.claim(store, epoch, &self.node, false)
             .map(|made| made.map(|lease| Held { lease, generation }))
+    }
+
+    /// Deletes the store of `held` (this node's, closed here): makes the next epoch's lease,
+    /// naming this node and saying the store is deleted, which no node takes again. The lease
+    /// made, or `None` if this node no longer holds the store (its beats lapsed, or another
+    /// node took the store meanwhile): nothing was deleted then.
+    pub fn delete(&self, held: &Held) -> Result<Option<Lease>> {
+        if held.lease.node.id != self.node.id || !self.holds(held) {
+            return Ok(None);
+        }
+        self.claim(&held.lease.store, held.lease.epoch + 1, &self.node, true)
     }
 
     /// Hands the store of `lease` (this node's, not served here any more) over to `to`: makes
     /// the next epoch naming it. `false` if another node took the store meanwhile.
     pub fn hand_over(&self, lease: &Lease, to: &Node) -> Result<bool> {
-        Ok(self.claim(&lease.store, lease.epoch + 1, to)?.is_some())
+        Ok(self
+            .claim(&lease.store, lease.epoch + 1, to, false)?
+            .is_some())
     }
 
     /// Marks this node as being drained, in its next beats.
@@ -405,11 +389,12 @@ impl Leases {
         Ok(())
     }
 
-    fn claim(&self, store: &str, epoch: u64, to: &Node) -> Result<Option<Lease>> {
+    fn claim(&self, store: &str, epoch: u64, to: &Node, deleted: bool) -> Result<Option<Lease>> {
         let lease = Lease {
             store: store.to_string(),
             epoch,
             node: to.clone(),
+            deleted,
             stamp_ms: 0,
         };
         let body = serde_json::to_vec(&lease)
@@ -462,6 +447,45 @@ impl Leases {
     }
 }
 
+/// The latest lease of `store` in `bucket`, if it has one (read by a node, or from outside the
+/// fleet: `verify --from` tells a deleted store from a damaged one by it).
+pub fn latest(bucket: &Bucket, store: &str) -> Result<Option<Lease>> {
+    // Only an epoch's name counts (20 digits); anything else under the store's leases is no
+    // lease.
+    let Some(latest) = bucket
+        .list(&format!("leases/{store}"))?
+        .into_iter()
+        .rfind(|l| {
+            let tail = l.name.rsplit('/').next().unwrap_or_default();
+            tail.len() == 20 && tail.bytes().all(|b| b.is_ascii_digit())
+        })
+    else {
+        return Ok(None);
+    };
+    let epoch = number(&latest.name);
+    let bytes = bucket
+        .get(&latest.name, OBJECT_MAX)?
+        .ok_or_else(|| Error::damaged(format!("lease {} vanished", latest.name)))?;
+    // A lease that is not one (written by hand, or by whoever else holds the bucket's keys)
+    // names no node: the store is free, and the next take outranks it with the next epoch,
+    // rather than the store being down on every node until someone removes it.
+    let mut lease = serde_json::from_slice::<Lease>(&bytes)
+        .ok()
+        .filter(|lease| lease.store == store && lease.epoch == epoch)
+        .unwrap_or_else(|| Lease {
+            store: store.to_string(),
+            epoch,
+            node: Node {
+                id: String::new(),
+                url: String::new(),
+            },
+            deleted: false,
+            stamp_ms: 0,
+        });
+    lease.stamp_ms = latest.stamp_ms;
+    Ok(Some(lease))
+}
+
 /// `d` in whole milliseconds.
 fn ms(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX / 4)
@@ -493,6 +517,15 @@ mod tests {
             url: format!("http://{id}"),
         };
         Leases::new(Arc::clone(bucket), node, QUICK).expect("leases")
+    }
+
+    /// Nodes `a` and `b` of a fleet in memory, each having beaten once, and `notes` free.
+    fn beating() -> (Leases, Leases) {
+        let bucket = Arc::new(Bucket::in_memory().expect("bucket"));
+        let (a, b) = (node(&bucket, "a"), node(&bucket, "b"));
+        a.beat().expect("a beats");
+        b.beat().expect("b beats");
+        (a, b)
     }
 
     #[test]
@@ -568,10 +601,7 @@ mod tests {
 
     #[test]
     fn a_store_handed_over_is_held_by_its_new_node_at_the_next_epoch() {
-        let bucket = Arc::new(Bucket::in_memory().expect("bucket"));
-        let (a, b) = (node(&bucket, "a"), node(&bucket, "b"));
-        a.beat().expect("a beats");
-        b.beat().expect("b beats");
+        let (a, b) = beating();
         let held = a.take("notes").expect("take").expect("free");
         assert!(a.hand_over(&held.lease, b.node()).expect("hand over"));
         let got = b.take("notes").expect("take").expect("handed to b");
@@ -581,6 +611,26 @@ mod tests {
             "an epoch is made once"
         );
         assert_eq!(a.take("notes").expect("take"), None, "b is alive");
+    }
+
+    #[test]
+    fn a_deleted_stores_lease_is_never_taken_again() {
+        let (a, b) = beating();
+        let held = a.take("notes").expect("take").expect("free");
+        assert_eq!(b.delete(&held).expect("b holds nothing"), None);
+        let deleted = a.delete(&held).expect("delete").expect("a holds it");
+        assert_eq!((deleted.epoch, deleted.deleted), (2, true));
+        assert_eq!(
+            a.delete(&held).expect("again"),
+            None,
+            "an epoch is made once"
+        );
+        assert_eq!(a.live_lease("notes").expect("read"), None);
+        assert_eq!(a.take("notes").expect("take"), None, "not by its deleter");
+        std::thread::sleep(QUICK.ttl + QUICK.granularity * 2);
+        b.beat().expect("b beats");
+        assert_eq!(b.take("notes").expect("take"), None, "nor once it is dead");
+        assert!(b.lease("notes").expect("read").is_some_and(|l| l.deleted));
     }
 
     #[test]

@@ -127,6 +127,17 @@ impl Wal {
             Ok(bucket) => bucket,
             Err(_) => return Ok(None),
         };
+        // A deleted store's log keeps only its markers: said so, rather than called damaged.
+        if let Some(lease) = super::lease::latest(&bucket, name)
+            .ok()
+            .flatten()
+            .filter(|lease| lease.deleted)
+        {
+            return Err(Error::InvalidArgument(format!(
+                "the store {name} of the fleet at {fleet} was deleted (its lease at epoch {} says so): its memories and log were removed from the bucket, so there is nothing to verify or restore",
+                lease.epoch
+            )));
+        }
         let wal = Wal::new(Arc::new(bucket), name);
         Ok((!wal.bucket.list(&wal.dir())?.is_empty()).then_some(wal))
     }
@@ -311,6 +322,95 @@ impl Wal {
         })
     }
 
+    /// Deletes the store's data from the bucket, its lease at `epoch` saying it is deleted
+    /// (made by [`super::lease::Leases::delete`]): fences the log at `epoch` (an epoch's marker
+    /// after its last object, unless an object of `epoch` ends it already), then removes every
+    /// object of the log that holds events and everything else kept under the store (label
+    /// copies, MCP session records), and last records that it did (`stores/NAME/deleted`).
+    /// The markers stay: a stale holder's next name is always a marker (see `ARCHITECTURE.md`,
+    /// "A fleet"), so none ever gets a commit in. Done again after a cut, by any node, it
+    /// finishes what the cut left.
+    pub fn delete(&self, epoch: u64) -> Result<()> {
+        self.fence(epoch)?;
+        let names: Vec<String> = self
+            .bucket
+            .list(&self.dir())?
+            .into_iter()
+            .map(|l| l.name)
+            .collect();
+        for batch in names.chunks(SCAN_BATCH) {
+            let fetched = self.bucket.get_all(batch, OBJECT_MAX)?;
+            for (name, bytes) in batch.iter().zip(fetched) {
+                // An object that does not decode is kept: it may be a damaged marker.
+                let events = bytes.and_then(|b| decode(name, &b).ok()).map(|(_, e)| e);
+                if events.is_some_and(|events| !events.is_empty()) {
+                    self.bucket.remove(name)?;
+                }
+            }
+        }
+        let top = format!("stores/{}", self.store);
+        for dir in self.bucket.dirs(&top)? {
+            if dir != "wal" {
+                self.remove_tree(&format!("{top}/{dir}"))?;
+            }
+        }
+        self.bucket.create(&deleted_name(&self.store), Vec::new())?;
+        Ok(())
+    }
+
+    /// Whether the store's deletion finished ([`Wal::delete`] recorded it).
+    pub fn deletion_finished(&self) -> Result<bool> {
+        Ok(self.bucket.get(&deleted_name(&self.store), 64)?.is_some())
+    }
+
+    /// Claims the name after the log's last object with `epoch`'s marker, unless an object of
+    /// `epoch` or later ends the log already. Reads only the last object: a log whose events
+    /// were partly removed (a delete cut short) is fenced all the same.
+    fn fence(&self, epoch: u64) -> Result<()> {
+        for _ in 0..TAKE_TRIES {
+            let dir = format!("{}/", self.dir());
+            let last = self
+                .bucket
+                .list(&self.dir())?
+                .iter()
+                .filter_map(|l| l.name.strip_prefix(&dir)?.parse::<u64>().ok())
+                .max()
+                .unwrap_or(0);
+            if last > 0 {
+                let name = self.name(last);
+                if let Some(bytes) = self.bucket.get(&name, OBJECT_MAX)? {
+                    if decode(&name, &bytes)?.0 >= epoch {
+                        return Ok(());
+                    }
+                }
+            }
+            if self
+                .bucket
+                .create(&self.name(last + 1), encode(epoch, None))?
+            {
+                return Ok(());
+            }
+        }
+        Err(Error::Replica {
+            url: self.bucket.url().to_string(),
+            cause: format!(
+                "the log of the store {} grew under every one of {TAKE_TRIES} claims of its next object: its old holder is still writing; delete it again",
+                self.store
+            ),
+        })
+    }
+
+    /// Removes every object under `dir`, however deep.
+    fn remove_tree(&self, dir: &str) -> Result<()> {
+        for listed in self.bucket.list(dir)? {
+            self.bucket.remove(&listed.name)?;
+        }
+        for sub in self.bucket.dirs(dir)? {
+            self.remove_tree(&format!("{dir}/{sub}"))?;
+        }
+        Ok(())
+    }
+
     fn damaged(&self, what: &str) -> Error {
         Error::damaged(format!(
             "the fleet log of the store {} at {}/stores/{}: {what}",
@@ -396,6 +496,11 @@ impl Holder {
             epoch,
         }
     }
+}
+
+/// The object recording that the deletion of `store` finished.
+fn deleted_name(store: &str) -> String {
+    format!("stores/{store}/deleted")
 }
 
 /// The bytes of a log object of `epoch` holding `events` (the first seq and the records), or an
@@ -490,6 +595,66 @@ mod tests {
             wal.take(2, &Position::START),
             Err(Error::Fenced { epoch: 2, .. })
         ));
+    }
+
+    #[test]
+    fn a_deleted_stores_log_keeps_only_markers_and_no_stale_holder_gets_a_commit_after_it() {
+        let wal = wal();
+        let mut holders = Vec::new();
+        for epoch in 1..=3 {
+            let mut holder = wal.take(epoch, &Position::START).expect("takes").holder;
+            for _ in 0..2 {
+                let next = after(holder.head(), 2, "x");
+                holder.commit(&next).expect("commits");
+            }
+            holders.push(holder);
+        }
+        wal.bucket
+            .create("stores/notes/label/00000000000000000004", b"label".to_vec())
+            .expect("a label copy");
+        wal.bucket
+            .create("stores/notes/mcp/s1/state", b"session".to_vec())
+            .expect("a session record");
+        // The holder of epoch 3 deletes the store at epoch 4; the delete is done twice (a node
+        // finishing one cut short), which changes nothing more.
+        assert!(!wal.deletion_finished().expect("read"));
+        wal.delete(4).expect("delete");
+        wal.delete(4).expect("delete again");
+        assert!(wal.deletion_finished().expect("read"));
+        let kept = |wal: &Wal| -> Vec<(String, u64, usize)> {
+            let names: Vec<String> = wal
+                .bucket
+                .list(&wal.dir())
+                .expect("list")
+                .into_iter()
+                .map(|l| l.name)
+                .collect();
+            let bytes = wal.bucket.get_all(&names, OBJECT_MAX).expect("get");
+            names
+                .into_iter()
+                .zip(bytes)
+                .map(|(name, b)| {
+                    let (epoch, events) = decode(&name, &b.expect("listed")).expect("decodes");
+                    (name, epoch, events.len())
+                })
+                .collect()
+        };
+        // No holder from before the delete gets a commit in: each one's next name is a marker
+        // (of the epoch that took the store from it, or of the deletion's), kept.
+        for stale in &mut holders {
+            let late = after(stale.head(), 1, "late");
+            assert!(
+                matches!(stale.commit(&late), Err(Error::Fenced { .. })),
+                "a stale holder's commit after the delete is fenced"
+            );
+        }
+        let left = kept(&wal);
+        assert_eq!(
+            left.iter().map(|(_, e, n)| (*e, *n)).collect::<Vec<_>>(),
+            [(1, 0), (2, 0), (3, 0), (4, 0)],
+            "only the markers are left, the deletion's last: {left:?}"
+        );
+        assert!(wal.bucket.dirs("stores/notes").expect("dirs") == ["wal"]);
     }
 
     #[test]

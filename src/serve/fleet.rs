@@ -152,6 +152,32 @@ pub(crate) enum Taken {
     Missing,
 }
 
+/// What a delete of a fleet's store found ([`Member::delete`]).
+pub(crate) enum Deleted {
+    /// Deleted now: its lease says so, and its data is removed from the bucket (or, when the
+    /// removal was cut, is removed by the next node's sweep).
+    Done,
+    /// The live node at this URL holds it: the delete is for that node to serve.
+    Elsewhere(String),
+    /// No such store in the fleet (or it was deleted before).
+    Missing,
+}
+
+/// Removes a node's copy of a store at `path` and the position recorded beside it.
+fn remove_copy(path: &Path) {
+    if let Some(name) = path.file_name().and_then(|n| n.to_str()) {
+        let _ = std::fs::remove_file(path.with_file_name(format!(".{name}.fleet")));
+    }
+    if let Some(dir) = path.parent().filter(|_| path.is_dir()) {
+        if let Err(e) = crate::store::data_dir::remove(dir, path) {
+            eprintln!(
+                "mnemo serve: the copy of a deleted store at {} could not be removed: {e}",
+                path.display()
+            );
+        }
+    }
+}
+
 /// The timing of leases of `ttl`: a beat every fifth of it, serving stopped 30% before it
 /// runs out, and stamps taken as coarse as the bucket's may be.
 fn timing(ttl: Duration, bucket: &Bucket) -> Timing {
@@ -320,7 +346,11 @@ impl Member {
         let me = &self.leases.node().id;
         let mut mine = Vec::new();
         for store in self.stores()? {
-            if let Some(lease) = self.leases.lease(&store)?.filter(|l| l.node.id == *me) {
+            if let Some(lease) = self
+                .leases
+                .lease(&store)?
+                .filter(|l| l.node.id == *me && !l.deleted)
+            {
                 mine.push(lease);
             }
         }
@@ -350,7 +380,9 @@ impl Member {
     }
 
     /// The fleet's stores no live node holds (free, or their holder dead, or leased to this node
-    /// by its earlier run), unless this node is being drained (it takes none).
+    /// by its earlier run), unless this node is being drained (it takes none). On the way,
+    /// finishes the deletion of any store whose lease says it is deleted but whose data's
+    /// removal was cut (its deleting node killed, or the bucket failing then).
     pub(crate) fn orphans(&self) -> Result<Vec<String>> {
         if self.is_draining() {
             return Ok(Vec::new());
@@ -363,17 +395,94 @@ impl Member {
             }
             // A live lease naming this node that it does not hold is one from its earlier run
             // (restarted, perhaps at another address the others would forward to in vain).
-            match self.leases.live_lease(&store)? {
-                Some(lease) if lease.node.id != *me => {}
+            match self.leases.lease_and_life(&store)? {
+                Some((lease, _)) if lease.deleted => self.finish_deletion(&lease),
+                Some((lease, true)) if lease.node.id != *me => {}
                 _ => found.push(store),
             }
         }
         Ok(found)
     }
 
-    /// The stores of the fleet, by name.
+    /// Removes the data of the store `lease` says is deleted, unless that was done.
+    fn finish_deletion(&self, lease: &Lease) {
+        let wal = Wal::new(Arc::clone(&self.bucket), &lease.store);
+        if wal.deletion_finished().unwrap_or(true) {
+            return;
+        }
+        match wal.delete(lease.epoch) {
+            Ok(()) => eprintln!(
+                "mnemo serve: finished the deletion of the store {} (its data removed from the bucket)",
+                lease.store
+            ),
+            Err(e) => eprintln!(
+                "mnemo serve: the deletion of the store {} is not finished yet ({e}); the next sweep tries again",
+                lease.store
+            ),
+        }
+    }
+
+    /// The stores of the fleet, by name, deleted ones too.
     pub(crate) fn stores(&self) -> Result<Vec<String>> {
         self.leases.stores()
+    }
+
+    /// Whether `store` was one of the fleet's and was deleted.
+    pub(crate) fn deleted(&self, store: &str) -> Result<bool> {
+        Ok(self.leases.lease(store)?.is_some_and(|l| l.deleted))
+    }
+
+    /// Deletes the fleet's store `store`, closed on this node (its calls in flight answered):
+    /// takes it from this node itself at the next epoch with a lease saying it is deleted (the
+    /// store's last: no node takes it again), fences its log at that epoch, removes its data
+    /// from the bucket (every object of its log holding events, its label copies and MCP
+    /// session records; the markers stay, fencing every older holder) and this node's copy at
+    /// `path`. A store held by another live node is that node's to delete.
+    pub(crate) fn delete(&self, store: &str, path: &Path) -> Result<Deleted> {
+        let elsewhere = |leases: &Leases| -> Result<Deleted> {
+            Ok(match leases.live_lease(store)? {
+                Some(lease) if lease.node.id != leases.node().id => {
+                    Deleted::Elsewhere(lease.node.url)
+                }
+                _ if leases.lease(store)?.is_some_and(|l| !l.deleted) => {
+                    Deleted::Elsewhere(String::new())
+                }
+                _ => Deleted::Missing,
+            })
+        };
+        match self.leases.lease(store)? {
+            None => return Ok(Deleted::Missing),
+            Some(lease) if lease.deleted => {
+                remove_copy(path);
+                return Ok(Deleted::Missing);
+            }
+            Some(_) => {}
+        }
+        let held = self
+            .held()
+            .remove(store)
+            .map(|(held, _)| held)
+            .filter(|held| self.leases.holds(held));
+        let held = match held {
+            Some(held) => held,
+            None if self.is_draining() => return elsewhere(&self.leases),
+            None => match self.leases.take(store)? {
+                Some(held) => held,
+                None => return elsewhere(&self.leases),
+            },
+        };
+        let Some(deleted) = self.leases.delete(&held)? else {
+            return elsewhere(&self.leases);
+        };
+        // The store is deleted from here on; what follows only removes its data, which the
+        // next node's sweep finishes if this is cut.
+        if let Err(e) = Wal::new(Arc::clone(&self.bucket), store).delete(deleted.epoch) {
+            eprintln!(
+                "mnemo serve: deleted the store {store}, but its data's removal from the bucket was cut ({e}); the fleet's next sweep finishes it"
+            );
+        }
+        remove_copy(path);
+        Ok(Deleted::Done)
     }
 
     /// The fleet's stores by name after `after`, at most `limit`, and whether more follow.
@@ -382,20 +491,17 @@ impl Member {
         after: Option<&str>,
         limit: usize,
     ) -> Result<(Vec<String>, bool)> {
+        // A deleted store is left out (a lease that cannot be read is shown: the store is).
         let mut names: Vec<String> = self
             .stores()?
             .into_iter()
             .filter(|name| after.is_none_or(|after| name.as_str() > after))
+            .filter(|name| !self.deleted(name).unwrap_or(false))
             .take(limit + 1)
             .collect();
         let more = names.len() > limit;
         names.truncate(limit);
         Ok((names, more))
-    }
-
-    /// Whether `store` is one of the fleet's.
-    pub(crate) fn exists(&self, store: &str) -> Result<bool> {
-        Ok(self.leases.lease(store)?.is_some())
     }
 
     /// Takes `store` for this node unless a live node holds it, builds its copy at `path` from
@@ -410,8 +516,13 @@ impl Member {
                 )),
             };
         }
-        let exists = self.exists(store)?;
-        if exists == create {
+        let lease = self.leases.lease(store)?;
+        if lease.as_ref().is_some_and(|l| l.deleted) {
+            // A copy this node kept of a store deleted since is removed, never served.
+            remove_copy(path);
+            return Ok(Taken::Missing);
+        }
+        if lease.is_some() == create {
             return Ok(Taken::Missing);
         }
         let Some(held) = self.leases.take(store)? else {
@@ -560,6 +671,7 @@ pub fn fleet_status(url: &str, lease_ttl: Duration) -> Result<FleetStatus> {
     for name in leases.stores()? {
         // A lease that cannot be read shows as held by no node: the rest stay visible.
         let lease = match leases.lease(&name) {
+            Ok(Some(lease)) if lease.deleted => continue,
             Ok(Some(lease)) => lease,
             Ok(None) => continue,
             Err(e) => Lease {
@@ -569,6 +681,7 @@ pub fn fleet_status(url: &str, lease_ttl: Duration) -> Result<FleetStatus> {
                     id: format!("(unreadable lease: {e})"),
                     url: String::new(),
                 },
+                deleted: false,
                 stamp_ms: 0,
             },
         };
@@ -710,9 +823,7 @@ impl Drop for Shipping {
 fn store_of(path: &str) -> Option<String> {
     let mut parts = path.trim_start_matches('/').split('/');
     match (parts.next(), parts.next(), parts.next()) {
-        (Some("v1"), Some("stores"), Some(name)) if parts.next().is_some() => {
-            Some(name.to_string())
-        }
+        (Some("v1"), Some("stores"), Some(name)) => Some(name.to_string()),
         (Some("v1"), Some("memory_stores"), Some(id)) => {
             crate::memory_store::ids::store_name(id).map(str::to_string)
         }
@@ -983,9 +1094,9 @@ mod tests {
         assert_eq!(store_of("/v1/stores/notes/view").as_deref(), Some("notes"));
         assert_eq!(store_of("/v1/stores/notes/mcp/x").as_deref(), Some("notes"));
         assert_eq!(
-            store_of("/v1/stores/notes"),
-            None,
-            "deleting is the operator's"
+            store_of("/v1/stores/notes").as_deref(),
+            Some("notes"),
+            "a delete is served by the holder"
         );
         assert_eq!(store_of("/v1/stores"), None);
         assert_eq!(

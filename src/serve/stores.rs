@@ -6,7 +6,7 @@
 //! |---|---|---|
 //! | `POST /v1/stores` `{"name": "NAME"}` | operator | 201 `{"name", "created": true}`; 409 if it exists or something else has its name; 400 for a name that is not one |
 //! | `GET /v1/stores?after=&limit=&details=` | operator | `{"stores": [{"name", "open"}], "next": NAME or null}`, by name, at most `limit` (default 100, at most 1,000) after `after`; with `details=true` each store also has `label` (`{"name", "description"}`: a store made through the memory-stores API is named by its label, any other after its directory, with no description), `head` (`{"seq", "hash"}`), `last_write` (when its last event was recorded, UTC: the time of its head record, which a store opened and closed with nothing new leaves alone), `bytes` (its files) and `verified` (the last verify this server ran on it: `{"intact", "head", "first_bad", "time"}`, or null); on a fleet's node also `holder` (`{"node", "epoch", "alive"}`: the node its lease names) |
-//! | `DELETE /v1/stores/NAME?confirm=NAME` | operator | `{"name", "deleted": true}`; 400 without the confirmation, 404 for no such store, 409 while a call is in flight in it |
+//! | `DELETE /v1/stores/NAME?confirm=NAME` | operator | `{"name", "deleted": true}`; 400 without the confirmation, 404 for no such store, 409 while a call is in flight in it (a fleet's store is deleted by its holder once its calls in flight answered, as a drain waits; its name is not used again) |
 //! | `ANY /v1/stores/NAME/ROUTE` | as the route | the single-store route `/v1/ROUTE` of that store (`/v1/stores/NAME/mcp` is its `/mcp`), with the same bodies and answers |
 //! | `GET /v1/identity?challenge=` | anyone | the proof of `DIR` (see [`crate::client::discovery`]) |
 //!
@@ -468,6 +468,12 @@ impl Stores {
     pub(super) fn create(&self, name: &str) -> Result<Created, Unavailable> {
         check_store_name(name).map_err(Unavailable::Failed)?;
         if let Some(fleet) = &self.fleet {
+            if fleet
+                .deleted(name)
+                .map_err(|e| Unavailable::Failed(e.to_string()))?
+            {
+                return Ok(Created::Deleted);
+            }
             return match self.get_held(fleet, name, true) {
                 Ok(_) => Ok(Created::Made),
                 Err(Unavailable::Missing) => Ok(Created::Exists),
@@ -500,13 +506,8 @@ impl Stores {
     /// renamed out of the way at once and removed.
     pub(super) fn delete(&self, name: &str) -> Result<(), (StatusCode, String)> {
         let missing = || (StatusCode::NOT_FOUND, no_store(name));
-        if self.fleet.is_some() {
-            return Err((
-                StatusCode::CONFLICT,
-                format!(
-                    "the store {name:?} is a fleet's: deleting a fleet's store (its log in the bucket) is not supported yet; nothing was deleted"
-                ),
-            ));
+        if let Some(fleet) = &self.fleet {
+            return self.delete_held(fleet, name);
         }
         let path = self.store_path(name).map_err(|_| missing())?;
         let slot = self.slot(name);
@@ -529,6 +530,41 @@ impl Stores {
                 format!("could not delete the store {name:?} ({e}); check the data directory"),
             )
         })
+    }
+
+    /// Deletes the fleet's store `name` ([`super::fleet::Member::delete`]) once it is closed
+    /// here (its calls in flight answered, for at most [`DRAIN_WAIT`], as a drain waits);
+    /// requests that come meanwhile wait, then find it gone.
+    fn delete_held(
+        &self,
+        fleet: &super::fleet::Member,
+        name: &str,
+    ) -> Result<(), (StatusCode, String)> {
+        check_store_name(name).map_err(|_| (StatusCode::NOT_FOUND, no_store(name)))?;
+        let slot = self.slot(name);
+        let mut open = lock(&slot);
+        if let Some(served) = open.take() {
+            self.retire(served);
+        }
+        match fleet.delete(name, &self.dir.join(name)) {
+            Ok(super::fleet::Deleted::Done) => Ok(()),
+            Ok(super::fleet::Deleted::Missing) => Err((StatusCode::NOT_FOUND, no_store(name))),
+            Ok(super::fleet::Deleted::Elsewhere(url)) => Err((
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!(
+                    "the store {name:?} is held by another node of the fleet{}, which deletes it; retry, and this node forwards the request there",
+                    if url.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (at {url})")
+                    }
+                ),
+            )),
+            Err(e) => Err((
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("the store {name:?} could not be deleted ({e}); retry"),
+            )),
+        }
     }
 
     /// The stores by name after `after`, at most `limit`, and whether each is open.
@@ -932,6 +968,13 @@ async fn create(State(stores): State<Arc<Stores>>, headers: HeaderMap, body: Bod
             StatusCode::CONFLICT,
             &format!("the store {:?} exists already", asked.name),
         ),
+        Ok(Ok(Created::Deleted)) => error(
+            StatusCode::CONFLICT,
+            &format!(
+                "the store {:?} was a fleet's and was deleted: a fleet store's name is not used again after its deletion (its log's markers stay in the bucket, fencing its old holders); choose another name",
+                asked.name
+            ),
+        ),
         Ok(Ok(Created::InTheWay)) => error(
             StatusCode::CONFLICT,
             &format!(
@@ -952,6 +995,8 @@ pub(super) enum Created {
     Exists,
     /// Something that is not a store has the name.
     InTheWay,
+    /// A fleet's store had the name and was deleted: the name is not used again.
+    Deleted,
 }
 
 #[derive(Deserialize)]

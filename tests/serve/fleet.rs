@@ -423,19 +423,19 @@ fn the_memory_stores_api_through_any_node_lists_and_serves_the_fleets_stores() {
             with_archived
         );
     }
-    // Deleting a fleet's store is not supported yet: refused through any node, and kept.
+    // Deleted through another node: no node lists it any more.
     let (code, body) = nodes[1].api(
         "DELETE",
         &format!("/v1/memory_stores/{held_by_a}"),
         &Value::Null,
     );
-    assert_eq!(code, 409, "{body}");
-    assert_eq!(
-        memory_stores(&nodes[1], "&include_archived=true", 100)
-            .0
-            .len(),
-        6
-    );
+    assert_eq!(code, 200, "{body}");
+    for node in &nodes {
+        assert_eq!(
+            memory_stores(node, "&include_archived=true", 100).0.len(),
+            5
+        );
+    }
 }
 
 #[test]
@@ -1341,4 +1341,174 @@ fn a_request_forwarded_to_a_holder_that_went_quiet_is_answered_may_or_may_not_ha
         assert!(waited < Duration::from_secs(60), "waited {waited:?}");
     }
     drop((a, b));
+}
+
+/// The objects of `store`'s log in the bucket at `url` that hold events (a marker, with none,
+/// is 48 bytes: the magic, the epoch and the digest), and whether anything else of the store
+/// (label copies, MCP session records) is left.
+fn store_data_left(url: &str, store: &str) -> (usize, bool) {
+    let bucket = Bucket::open(url).expect("bucket");
+    let wal = bucket.list(&format!("stores/{store}/wal")).expect("list");
+    let names: Vec<String> = wal.into_iter().map(|l| l.name).collect();
+    let events = bucket
+        .get_all(&names, 1 << 20)
+        .expect("get")
+        .into_iter()
+        .filter(|b| b.as_ref().is_some_and(|b| b.len() != 48))
+        .count();
+    fn objects(bucket: &Bucket, dir: &str) -> usize {
+        let below: usize = bucket
+            .dirs(dir)
+            .expect("dirs")
+            .iter()
+            .filter(|d| *d != "wal")
+            .map(|d| objects(bucket, &format!("{dir}/{d}")))
+            .sum();
+        // What holds bytes: an S3 server may list an emptied folder as an object of its own.
+        let here = bucket.list(dir).expect("list");
+        let held = here
+            .iter()
+            .filter(|l| {
+                bucket
+                    .get(&l.name, 1 << 20)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|b| !b.is_empty())
+            })
+            .count();
+        below + held
+    }
+    // The empty record that the deletion finished is all there may be beside the log.
+    (events, objects(&bucket, &format!("stores/{store}")) > 0)
+}
+
+/// Asserts that `server` answers a view of `store` as of a missing store (404).
+fn assert_view_missing(server: &Server, store: &str) {
+    let view = json!({"command": "view", "path": "/memories"}).to_string();
+    let reply = server.call(
+        "POST",
+        &format!("/v1/stores/{store}/memory"),
+        view.as_bytes(),
+    );
+    assert_eq!(reply.status, 404, "{store}: {}", reply.text());
+}
+
+/// The names `GET /v1/stores` lists through `server`.
+fn listed(server: &Server) -> Vec<String> {
+    let (code, body) = server.api("GET", "/v1/stores", &Value::Null);
+    assert_eq!(code, 200, "{body}");
+    body["stores"]
+        .as_array()
+        .expect("stores")
+        .iter()
+        .map(|s| s["name"].as_str().expect("name").to_string())
+        .collect()
+}
+
+#[test]
+fn a_fleets_store_deleted_through_any_node_is_gone_from_every_node_and_the_bucket() {
+    let t = TempStore::new();
+    let url = bucket_url(&t, "bucket");
+    let (a, b) = (node(&t, &url, "a"), node(&t, &url, "b"));
+    let (code, body) = a.api("POST", "/v1/stores", &json!({"name": "notes"}));
+    assert_eq!(code, 201, "{body}");
+    let (code, body) = a.api("POST", "/v1/stores", &json!({"name": "kept"}));
+    assert_eq!(code, 201, "{body}");
+    let (code, made) = a.api("POST", "/v1/memory_stores", &json!({"name": "user"}));
+    assert_eq!(code, 200, "{made}");
+    let id = made["id"].as_str().expect("id").to_string();
+    let session = mcp_session(&a, "notes");
+    for i in 0..3 {
+        assert!(write(&a, "notes", &format!("/memories/{i}.md"), &[]));
+    }
+    assert!(write(&a, "kept", "/memories/k.md", &[]));
+    let (code, body) = b.api(
+        "POST",
+        &format!("/v1/memory_stores/{id}/memories"),
+        &json!({"path": "/a.md", "content": "x"}),
+    );
+    assert_eq!(code, 200, "{body}");
+    assert!(t.dir.path().join("a/notes").is_dir());
+    // Deleted through b, which holds neither: a, the holder, serves both deletes.
+    let (code, body) = b.api("DELETE", "/v1/stores/notes?confirm=notes", &Value::Null);
+    assert_eq!((code, &body["deleted"]), (200, &json!(true)), "{body}");
+    let (code, body) = b.api("DELETE", &format!("/v1/memory_stores/{id}"), &Value::Null);
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["type"], "memory_store_deleted", "{body}");
+    // Every node answers them as missing, lists them no more, and so does the fleet's status.
+    for node in [&a, &b] {
+        assert_view_missing(node, "notes");
+        let (code, body) = node.api("GET", &format!("/v1/memory_stores/{id}"), &Value::Null);
+        assert_eq!(code, 404, "{body}");
+        assert_eq!(body["error"]["type"], "not_found_error", "{body}");
+        assert_eq!(listed(node), ["kept"]);
+        assert_eq!(
+            memory_stores(node, "&include_archived=true", 100).0,
+            ["kept"]
+        );
+        let (code, body) = node.api("DELETE", "/v1/stores/notes?confirm=notes", &Value::Null);
+        assert_eq!(code, 404, "deleted once: {body}");
+    }
+    let reply = mcp(
+        &b,
+        "notes",
+        Some(&session),
+        &json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list"}),
+    );
+    assert_eq!(reply.status, 404, "{}", reply.text());
+    let shown = status(&url);
+    assert_eq!(
+        shown["stores"].as_array().expect("stores").len(),
+        1,
+        "{shown}"
+    );
+    assert_eq!(shown["stores"][0]["name"], "kept", "{shown}");
+    // Their data left the bucket (the log's markers stay) and the holder's disk.
+    let memstore = id.trim_start_matches("memstore_");
+    for store in ["notes", memstore] {
+        assert_eq!(store_data_left(&url, store), (0, false), "{store}");
+        assert!(!t.dir.path().join("a").join(store).exists(), "{store}");
+        assert!(!t.dir.path().join(format!("a/.{store}.fleet")).exists());
+    }
+    assert!(
+        store_data_left(&url, "kept").0 > 0,
+        "a store kept keeps its log"
+    );
+    assert!(files(&b, "kept").contains("k.md"));
+    // The name is not used again, and the log read from outside says the store was deleted.
+    let (code, body) = b.api("POST", "/v1/stores", &json!({"name": "notes"}));
+    assert_eq!(code, 409, "{body}");
+    assert!(body.to_string().contains("not used again"), "{body}");
+    let out = crate::support::run_mnemo(&["verify", "--from", &format!("{url}/stores/notes")], "");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && said.contains("was deleted"),
+        "{said}"
+    );
+    // A delete cut after its lease (the holder killed before it fenced the log and removed
+    // anything): no node serves the store, and a live node's sweep finishes the removal.
+    assert!(write(&a, "kept", "/memories/l.md", &[]));
+    let bucket = Bucket::open(&url).expect("bucket");
+    let epoch = bucket.list("leases/kept").expect("leases").len() as u64 + 1;
+    signal("-KILL", a.child.id());
+    let lease = json!({"store": "kept", "epoch": epoch, "deleted": true,
+        "node": {"id": "a", "url": format!("http://{}", a.addr())}});
+    assert!(
+        bucket
+            .create(
+                &format!("leases/kept/{epoch:020}"),
+                lease.to_string().into_bytes()
+            )
+            .expect("create")
+    );
+    assert_view_missing(&b, "kept");
+    let started = Instant::now();
+    while store_data_left(&url, "kept") != (0, false) {
+        assert!(
+            started.elapsed() < WAIT,
+            "b's sweep never finished the delete"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(listed(&b).is_empty());
 }

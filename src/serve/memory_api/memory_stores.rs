@@ -47,7 +47,7 @@ pub(super) async fn create_store(
             crate::client::token::random_hex(13).map_err(|e| ApiError::Api(e.to_string()))?;
         match stores.create(&name) {
             Ok(Created::Made) => {}
-            Ok(Created::Exists | Created::InTheWay) => {
+            Ok(Created::Exists | Created::InTheWay | Created::Deleted) => {
                 return Err(ApiError::Api("a fresh store name was taken; retry".into()));
             }
             Err(why) => return Err(unavailable(&ids::store_id(&name), why)),
