@@ -41,7 +41,9 @@ use serde_json::Value;
 
 use crate::audit::verify::Report;
 #[cfg(feature = "client")]
-use crate::client::discovery::{Launch, Link, ServerFile, find_server, live_server, start_server};
+use crate::client::discovery::{
+    Launch, Link, START_WAIT, ServerFile, find_server, live_server, start_server,
+};
 #[cfg(feature = "client")]
 use crate::client::remote::RemoteClient;
 use crate::error::{Error, Result};
@@ -270,15 +272,23 @@ impl ClientBuilder {
         self
     }
 
-    /// Starts a server for the store with `launch` (a detached `mnemo serve --db` that stops
-    /// once idle; see [`Launch`]) when no live server holds it, and reaches the store through
+    /// Starts a server for the store (`exe serve --db DIR ARGS...`, detached, with `args` such as
+    /// `--idle-exit 30` so that it stops once idle) when no live server holds it, and reaches the store through
     /// that server: [`open`](Self::open) (for writing) then connects to it rather than opening
     /// the store in this process, [`server`](Self::server) names it and [`link`](Self::link)
     /// starts it again whenever it goes away. So the store is reached through the server that
     /// holds it, else through one started now; without this option, in this process.
     #[cfg(feature = "client")]
-    pub fn start_server(mut self, launch: Launch) -> Self {
-        self.launch = Some(launch);
+    pub fn start_server(
+        mut self,
+        exe: impl Into<PathBuf>,
+        args: impl IntoIterator<Item = impl Into<std::ffi::OsString>>,
+    ) -> Self {
+        self.launch = Some(Launch {
+            exe: exe.into(),
+            args: args.into_iter().map(Into::into).collect(),
+            wait: START_WAIT,
+        });
         self
     }
 

@@ -117,7 +117,9 @@ mod serve;
 mod store;
 
 pub use audit::verify::{Report, Violation, ViolationKind};
-pub use client::redact::{Plan, Redacted, Selection, redact as redact_store};
+#[cfg(feature = "client")]
+pub use client::discovery::{DataServer, LineTally, Link, ServerFile};
+pub use client::redact::{Plan, Redacted, Selection};
 #[cfg(feature = "client")]
 pub use client::remote::{AdminRequest, RemoteClient, RemoteError};
 #[cfg(feature = "client")]
@@ -160,8 +162,7 @@ pub use serve::shutdown::Reason as StopReason;
 pub use serve::stores::{DataOptions, OpenStore, OpenedStore, serve_data};
 #[cfg(feature = "serve")]
 pub use serve::{Error as ServeError, ReplicationView, ServeOptions, Stopped, serve};
-pub use store::data_dir::{DataDir, check_store_name};
-pub use store::disk::SERVER_FILE;
+pub use store::data_dir::DataDir;
 pub use store::log::{Durability, Head};
 pub use store::projection::{MEMORY_TAG, MemoryRecord};
 pub use store::writer::Receipt;
@@ -201,20 +202,6 @@ pub mod protocol {
         Listing, LoggedEvent, Redaction, Revocation, ShownEvent, TokenInfo, VerifyReport,
         printable,
     };
-}
-
-/// Reaching the `mnemo serve` that holds a store (feature `client`): finding it by the store's
-/// server file ([`find_server`](link::find_server), which also proves the server serves that
-/// very store), starting one ([`Launch`](link::Launch)), and a [`Link`](link::Link) that starts
-/// it again when it goes away, as `mnemo tool` and `mnemo mcp` reach a store.
-#[cfg(feature = "client")]
-pub mod link {
-    pub use crate::client::discovery::LineTally;
-    pub use crate::client::discovery::{DataServer, data_server_of};
-    pub use crate::client::discovery::{
-        Launch, Link, START_WAIT, ServerFile, find_server, live_server, unanswered,
-    };
-    pub use crate::model::tool::request::tool_use_id;
 }
 
 /// The internals that the crate's own tests, benches and examples reach (feature `testing`,
@@ -312,6 +299,8 @@ pub mod testing {
         #[cfg(feature = "serve")]
         pub use crate::serve::fleet::replicated_client;
     }
+    /// A store redacted on its files, no process holding it.
+    pub use crate::client::redact::redact as redact_store;
     /// The chain rules.
     pub mod chain {
         pub use crate::model::chain::*;

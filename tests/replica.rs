@@ -914,7 +914,7 @@ fn replicate_once_and_key_create_on_a_served_store_go_through_its_server() {
     );
     assert!(out.status.success(), "{out:?}");
     assert!(
-        mnemo::link::find_server(&db).is_ok_and(|f| f.is_some()),
+        mnemo::ServerFile::find(&db).is_ok_and(|f| f.is_some()),
         "no server holds the store"
     );
     let (url, replica) = new_replica(&t, "held");

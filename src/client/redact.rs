@@ -235,7 +235,7 @@ impl crate::client::ClientBuilder {
     /// Redacts the store as this builder's agent (the operator, whom the redaction names), for
     /// `reason`: through the server [`through`](crate::ClientBuilder::through) names or the
     /// live one that holds the store (with the `client` feature), else on the store's files
-    /// without opening it for writing first ([`redact_store`](crate::redact_store): the rewrite
+    /// without opening it for writing first (the rewrite
     /// keeps the store's owner and permissions, which a process opening it as another user
     /// would not), asking a server that started meanwhile. `mnemo redact`.
     pub fn redact(self, reason: &str, selection: &Selection) -> Result<Redacted> {

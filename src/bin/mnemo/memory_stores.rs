@@ -18,7 +18,7 @@ fn id_of(db: &Path) -> String {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    if mnemo::check_store_name(&name).is_ok() {
+    if mnemo::DataDir::check_name(&name).is_ok() {
         store_id(&name)
     } else {
         name
