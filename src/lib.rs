@@ -22,7 +22,7 @@
 //!   [`EventHash`], and the [`event`] module with the rest of a body and a stored record (the
 //!   bytes are in `docs/formats.md`); [`tool`], the calls as a body holds them and a request as
 //!   the tool server reads it; [`protocol`], the reads' answers as serde types;
-//!   [`memory_store`], Anthropic's memory-stores API's model of a store.
+//!   [`MemoryStoreExport`], a store moved whole as Anthropic's memory-stores API's JSON.
 //!
 //! # Example
 //!
@@ -108,7 +108,7 @@ mod error;
 mod fleet;
 #[cfg(feature = "mcp")]
 mod mcp;
-pub mod memory_store;
+mod memory_store;
 mod model;
 #[cfg(feature = "replicate")]
 mod replica;
@@ -132,6 +132,7 @@ pub use client::{ClientBuilder, MnemoClient};
 pub use error::{Error, Result, StorageError};
 #[cfg(feature = "mcp")]
 pub use mcp::MnemoMcpServer;
+pub use memory_store::transfer::{Imported as MemoryStoreImport, MemoryStoreExport};
 pub use model::credential::OPERATOR;
 pub use model::event::{Body, Event, EventHash, Header, Outcome, RejectedCall, Seq, ToolCall};
 pub use model::paths::{MemPath, PathRejection};
@@ -298,6 +299,12 @@ pub mod testing {
         pub use crate::fleet::*;
         #[cfg(feature = "serve")]
         pub use crate::serve::fleet::replicated_client;
+    }
+    /// The memory-stores API's model of a store: ids, objects, a store moved whole as its JSON.
+    pub mod memory_store {
+        pub use crate::memory_store::ids::*;
+        pub use crate::memory_store::objects::*;
+        pub use crate::memory_store::transfer::*;
     }
     /// A store redacted on its files, no process holding it.
     pub use crate::client::redact::redact as redact_store;
