@@ -121,7 +121,7 @@ pub use audit::verify::{Report, Violation, ViolationKind};
 pub use client::discovery::{DataServer, LineTally, Link, ServerFile};
 pub use client::redact::{Plan, Redacted, Selection};
 #[cfg(feature = "client")]
-pub use client::remote::{AdminRequest, RemoteClient, RemoteError};
+pub use client::remote::{RemoteClient, RemoteError};
 #[cfg(feature = "client")]
 pub use client::stores::DataStores;
 pub use client::token::TokenRecord;
@@ -140,17 +140,15 @@ pub use model::policy::{ANY_AGENT, Access, AdminCommand, Grant, Policy};
 pub use model::protocol::LogQuery;
 pub use model::tool::Profile;
 #[cfg(feature = "replicate")]
-pub use replica::flows::{ReplicaVerdict, Round, ShipRounds};
+pub use replica::flows::{Round, ShipRounds};
 #[cfg(feature = "replicate")]
 pub use replica::follower::{Following, Status as FollowerStatus};
 #[cfg(feature = "replicate")]
 pub use replica::key::SigningKey;
 #[cfg(feature = "replicate")]
-pub use replica::shipper::{
-    Replication, Report as ShipReport, Shipping, Status as ReplicationStatus,
-};
+pub use replica::shipper::{Replication, Status as ReplicationStatus};
 #[cfg(feature = "replicate")]
-pub use replica::{Replica, Restored, Shipped, Stale};
+pub use replica::{Replica, Restored, Shipped};
 #[cfg(feature = "serve")]
 pub use serve::fleet::{
     FleetNode, FleetOptions, FleetStatus, FleetStore, fleet_drain, fleet_status,
@@ -181,15 +179,14 @@ pub mod event {
 
 /// The memory tool's calls as an event's body holds them ([`Command`](tool::Command), the
 /// [`Limits`](tool::Limits) and [`Semantics`](tool::Semantics) a call ran under, with
-/// [`Profile`]), a request as a program reads it for the tool server
-/// ([`read_request`](tool::read_request), [`Request`](tool::Request),
-/// [`BoundedText`](tool::BoundedText)), and why a memory-stores API write failed
+/// [`Profile`]), a request as a binding makes it for the tool server
+/// ([`Request`](tool::Request), [`BoundedText`](tool::BoundedText)), and why a memory-stores API write failed
 /// ([`ApiFailure`](tool::ApiFailure), in a [`Receipt`]).
 pub mod tool {
     pub use crate::model::tool::api::ApiFailure;
     pub use crate::model::tool::{
         BoundedText, Command, DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_REQUEST_BYTES, Limits, Request,
-        Semantics, format_size, read_request,
+        Semantics,
     };
 }
 
@@ -300,6 +297,8 @@ pub mod testing {
         #[cfg(feature = "serve")]
         pub use crate::serve::fleet::replicated_client;
     }
+    /// A request read from a stream as the tool server reads it.
+    pub use crate::model::tool::read_request;
     /// The memory-stores API's model of a store: ids, objects, a store moved whole as its JSON.
     pub mod memory_store {
         pub use crate::memory_store::ids::*;

@@ -11,7 +11,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use mnemo::testing::discovery::ServerFile;
-use mnemo::tool::read_request;
+use mnemo::testing::read_request;
 use mnemo::{Durability, MnemoClient, MnemoMemoryToolServer};
 use serde_json::{Value, json};
 

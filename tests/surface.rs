@@ -17,7 +17,6 @@ const SURFACE: &[&str] = &[
     "ANY_AGENT",
     "Access",
     "AdminCommand",
-    "AdminRequest #[cfg(feature = \"client\")]",
     "Body",
     "ClientBuilder",
     "Durability",
@@ -53,8 +52,6 @@ const SURFACE: &[&str] = &[
     "Replication #[cfg(feature = \"replicate\")]",
     "ReplicationStatus #[cfg(feature = \"replicate\")]",
     "ReplicationView #[cfg(feature = \"serve\")]",
-    "ShipReport #[cfg(feature = \"replicate\")]",
-    "Shipping #[cfg(feature = \"replicate\")]",
     "RejectedCall",
     "RemoteClient #[cfg(feature = \"client\")]",
     "RemoteError #[cfg(feature = \"client\")]",
@@ -92,8 +89,6 @@ const SURFACE: &[&str] = &[
     "Restored #[cfg(feature = \"replicate\")]",
     "Shipped #[cfg(feature = \"replicate\")]",
     "SigningKey #[cfg(feature = \"replicate\")]",
-    "Stale #[cfg(feature = \"replicate\")]",
-    "ReplicaVerdict #[cfg(feature = \"replicate\")]",
     "Round #[cfg(feature = \"replicate\")]",
     "ShipRounds #[cfg(feature = \"replicate\")]",
     "event",
@@ -133,8 +128,6 @@ const SURFACE: &[&str] = &[
     "tool::Limits",
     "tool::Request",
     "tool::Semantics",
-    "tool::format_size",
-    "tool::read_request",
 ];
 
 /// One item of `lib.rs` at the level being read: its attributes and its text up to `;` or the

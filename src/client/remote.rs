@@ -514,7 +514,7 @@ impl RemoteClient {
     /// Runs an admin route (`POST /v1/acl`, `POST /v1/tokens`, `DELETE /v1/tokens/ID`; operator
     /// only) and returns its status and body whatever the status: a refusal's body carries
     /// the seq it was logged as, which [`RemoteError::Refused`] does not keep.
-    pub fn admin(&self, change: AdminRequest<'_>) -> Result<(u16, Vec<u8>), RemoteError> {
+    pub(crate) fn admin(&self, change: AdminRequest<'_>) -> Result<(u16, Vec<u8>), RemoteError> {
         let sent = self.retrying(|| match &change {
             AdminRequest::Post { route, body } => {
                 let request = self

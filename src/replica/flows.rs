@@ -21,18 +21,6 @@ use crate::store::log::{Head, Store};
 /// The largest checkpoint file [`Replica::expected_head`] reads (a few lines and signatures).
 const CHECKPOINT_FILE_MAX: u64 = 64 * 1024;
 
-/// What verifying a replica found ([`Replica::verify_replica`]).
-#[derive(Clone, Debug)]
-pub enum ReplicaVerdict {
-    /// The replica could not be restored: a record breaks the chain, or its head checkpoint
-    /// does not hold (or, with a trusted key, is not signed by it). The text names what.
-    Damaged(String),
-    /// The replica restored into a private store and verified there: the report, labelled with
-    /// the replica's URL, with what the replica holds beside its log in its notes. Intact or
-    /// not, as the report says.
-    Verified(Box<VerifyReport>),
-}
-
 impl Replica {
     /// The replica at `url` for reading (a restore, a follower, a verification), trusting the
     /// verifier key `key` if given, else the one the store at `store` recorded (if that is a
@@ -84,14 +72,17 @@ impl Replica {
     }
 
     /// `mnemo verify --from`: the replica at `url` restored into a private store and verified
-    /// there (against `expect`, if given); with `key`, a replica its owner did not sign is
-    /// [`ReplicaVerdict::Damaged`]. `key` that is no verifier key is an
-    /// [`Error::InvalidArgument`], a bad argument rather than a finding.
+    /// there (against `expect`, if given): the report, labelled with the replica's URL, with
+    /// what the replica holds beside its log in its notes, intact or not as it says. A replica
+    /// that could not be restored (a record breaks the chain, or its head checkpoint does not
+    /// hold, or with `key` is not signed by it) is [`Error::ReplicaDamaged`], which names what.
+    /// `key` that is no verifier key is an [`Error::InvalidArgument`], a bad argument rather
+    /// than a finding.
     pub fn verify_replica(
         url: &str,
         expect: Option<Head>,
         key: Option<&str>,
-    ) -> Result<ReplicaVerdict> {
+    ) -> Result<VerifyReport> {
         if let Some(vkey) = key {
             SigningKey::check_verifier(vkey)?;
         }
@@ -101,7 +92,7 @@ impl Replica {
         let restored = match replica.restore(&db, None) {
             Ok(restored) => restored,
             Err(Error::ReplicaDamaged { what } | Error::Corrupt { what }) => {
-                return Ok(ReplicaVerdict::Damaged(what));
+                return Err(Error::ReplicaDamaged { what });
             }
             Err(e) => return Err(e),
         };
@@ -112,7 +103,7 @@ impl Replica {
         let mut sent = report.to_protocol(Path::new(url));
         // What the replica still holds that a redaction erased is named, segment by segment.
         sent.notes.extend(restored.notes());
-        Ok(ReplicaVerdict::Verified(Box::new(sent)))
+        Ok(sent)
     }
 
     /// What `mnemo verify --expect` names: `value` as SEQ:HASH, or a checkpoint file (a
@@ -393,10 +384,8 @@ mod tests {
         let restored =
             Replica::restore_new(&url, &dir.path().join("new"), None, None).expect("restore");
         assert_eq!(restored.head.seq, Seq(1));
-        match Replica::verify_replica(&url, Some(restored.head), None).expect("verify") {
-            ReplicaVerdict::Verified(report) => assert!(report.is_intact(), "{report:?}"),
-            ReplicaVerdict::Damaged(what) => panic!("damaged: {what}"),
-        }
+        let report = Replica::verify_replica(&url, Some(restored.head), None).expect("verify");
+        assert!(report.is_intact(), "{report:?}");
         let head = restored.head.to_string();
         assert_eq!(Replica::expected_head(&head, None), Ok(restored.head));
         let neither = Replica::expected_head("nothing", None).expect_err("neither");

@@ -79,7 +79,7 @@ impl Status {
 
 /// What the shipper tells its owner.
 #[derive(Debug)]
-pub enum Report<'a> {
+enum Report<'a> {
     /// A shipment reached the replica.
     Shipped(&'a Shipped, &'a Status),
     /// A shipment failed; the shipper tries again after the wait.
@@ -88,15 +88,15 @@ pub enum Report<'a> {
 
 /// How a replication runs.
 #[derive(Clone, Copy, Debug)]
-pub struct Shipping {
+pub(crate) struct Shipping {
     /// The least time between shipments: the bound on the lag while the object store keeps
     /// up, and what keeps segments from being one event each.
-    pub interval: Duration,
+    pub(crate) interval: Duration,
 }
 
 impl Shipping {
     /// The longest wait between tries after shipments fail.
-    pub const MAX_BACKOFF: Duration = MAX_BACKOFF;
+    pub(crate) const MAX_BACKOFF: Duration = MAX_BACKOFF;
 }
 
 impl Default for Shipping {
@@ -112,15 +112,26 @@ impl Default for Shipping {
 pub struct Replication(Worker<Status>);
 
 impl Replication {
-    /// Starts shipping the store `client` holds in this process to `replica`, telling `report`
-    /// about each shipment. The store must be open here ([`Error::NotLocal`] for a served
-    /// store: its server replicates it).
+    /// Starts shipping the store `client` holds in this process to `replica`, at most every
+    /// `interval` (the bound on the lag while the object store keeps up, and what keeps segments
+    /// from being one event each), telling `report` about each shipment: what reached the
+    /// replica and where the replication then stands, or why it failed and how long the shipper
+    /// waits before it tries again (twice as long each time, up to 30 s). The store must be open
+    /// here ([`Error::NotLocal`] for a served store: its server replicates it).
     pub fn start(
         client: &MnemoClient,
         replica: Replica,
-        shipping: Shipping,
-        report: impl FnMut(Report<'_>) + Send + 'static,
+        interval: Duration,
+        mut report: impl for<'a> FnMut(
+            std::result::Result<(&'a Shipped, &'a Status), (&'a Error, Duration)>,
+        ) + Send
+        + 'static,
     ) -> Result<Replication> {
+        let shipping = Shipping { interval };
+        let report = move |told: Report<'_>| match told {
+            Report::Shipped(shipped, status) => report(Ok((shipped, status))),
+            Report::Failed(error, wait) => report(Err((error, wait))),
+        };
         client.local_store()?;
         let status = Status {
             url: replica.url().to_string(),
