@@ -97,13 +97,31 @@ pub struct ServeOptions {
 }
 
 /// A view of a replication running beside the server: its status as JSON, read on each
-/// `GET /v1/replication`.
+/// `GET /v1/replication`; made `From` a `Replication` or a `Following`.
 #[derive(Clone)]
 pub struct ReplicationView(pub Arc<dyn Fn() -> serde_json::Value + Send + Sync>);
 
 impl std::fmt::Debug for ReplicationView {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("ReplicationView")
+    }
+}
+
+/// What `GET /v1/replication` answers beside a server that ships its store
+/// (`mnemo serve --replicate URL`): the replication's status.
+impl From<&crate::replica::shipper::Replication> for ReplicationView {
+    fn from(replication: &crate::replica::shipper::Replication) -> ReplicationView {
+        let status = replication.watcher();
+        ReplicationView(Arc::new(move || status().to_json()))
+    }
+}
+
+/// What `GET /v1/replication` answers on a follower (`mnemo serve --follow URL`): where it
+/// stands.
+impl From<&crate::replica::follower::Following> for ReplicationView {
+    fn from(following: &crate::replica::follower::Following) -> ReplicationView {
+        let status = following.watcher();
+        ReplicationView(Arc::new(move || status().to_json()))
     }
 }
 

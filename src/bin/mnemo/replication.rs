@@ -92,13 +92,6 @@ pub fn check_serve(
     Ok(())
 }
 
-/// What `GET /v1/replication` answers beside a server that ships or follows.
-pub fn view(
-    status: impl Fn() -> serde_json::Value + Send + Sync + 'static,
-) -> mnemo::ReplicationView {
-    mnemo::ReplicationView(std::sync::Arc::new(status))
-}
-
 /// Starts shipping the store `client` holds to `url`, every `interval` seconds at most,
 /// telling stderr about each shipment (`mnemo serve --replicate URL`).
 pub fn start(
@@ -125,12 +118,6 @@ pub fn start(
     Ok(mnemo::Replication::start(
         client, replica, interval, report,
     )?)
-}
-
-/// The view of a replication [`start`] started.
-pub fn shipping_view(replication: &mnemo::Replication) -> mnemo::ReplicationView {
-    let status = replication.watcher();
-    view(move || status().to_json())
 }
 
 /// Ships what is left, then stops; an error if that last shipment failed.
