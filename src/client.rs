@@ -41,9 +41,7 @@ use serde_json::Value;
 
 use crate::audit::verify::Report;
 #[cfg(feature = "client")]
-use crate::client::discovery::{
-    Launch, Link, START_WAIT, ServerFile, find_server, live_server, start_server,
-};
+use crate::client::discovery::{Launch, Link, START_WAIT, ServerFile, live_server, start_server};
 #[cfg(feature = "client")]
 use crate::client::remote::RemoteClient;
 use crate::error::{Error, Result};
@@ -298,7 +296,8 @@ impl ClientBuilder {
     /// started, is an error that says so.
     #[cfg(feature = "client")]
     pub fn server(&self) -> std::io::Result<Option<ServerFile>> {
-        let found = find_server(&self.path).map_err(|e| std::io::Error::other(e.to_string()))?;
+        let found =
+            ServerFile::find(&self.path).map_err(|e| std::io::Error::other(e.to_string()))?;
         match (found, &self.launch) {
             (Some(file), _) => Ok(Some(file)),
             (None, Some(launch)) => start_server(&self.path, launch).map(Some),
@@ -372,7 +371,7 @@ impl ClientBuilder {
             // there but does not prove itself in time (stopped, overloaded) is an error that
             // says so, rather than that wait.
             #[cfg(feature = "client")]
-            if let Some(file) = crate::client::discovery::find_server(&self.path)? {
+            if let Some(file) = ServerFile::find(&self.path)? {
                 held = Some(file);
                 return Err(Error::Locked {
                     path: self.path.clone(),
@@ -457,7 +456,7 @@ impl ClientBuilder {
         // A server that is there but does not prove itself in time (stopped, overloaded) is an
         // error that says so, rather than a wait for its lock.
         #[cfg(feature = "client")]
-        if let Some(file) = crate::client::discovery::find_server(&self.path)? {
+        if let Some(file) = ServerFile::find(&self.path)? {
             return self.connect(file);
         }
         let store = match Store::open_read_only(&self.path) {

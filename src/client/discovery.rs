@@ -190,15 +190,10 @@ impl ServerFile {
 }
 
 /// The server that holds the store at `store_dir`, if its server file names a live one that
-/// proves it serves this very store (see [`find_server`], which also tells a server that did
+/// proves it serves this very store (see [`ServerFile::find`], which also tells a server that did
 /// not answer the proof in time from none).
 pub fn live_server(store_dir: &Path) -> Option<ServerFile> {
-    find_server(store_dir).ok().flatten()
-}
-
-/// The server that holds the store at `store_dir` ([`ServerFile::find`]).
-pub fn find_server(store_dir: &Path) -> Result<Option<ServerFile>, RemoteError> {
-    ServerFile::find(store_dir)
+    ServerFile::find(store_dir).ok().flatten()
 }
 
 impl ServerFile {
@@ -401,7 +396,8 @@ impl Link {
     ) -> std::io::Result<RemoteClient> {
         let started = Instant::now();
         let file = loop {
-            let found = find_server(store_dir).map_err(|e| std::io::Error::other(e.to_string()))?;
+            let found =
+                ServerFile::find(store_dir).map_err(|e| std::io::Error::other(e.to_string()))?;
             match found {
                 Some(file) => {
                     let found = RemoteClient::new(file.url.clone(), file.token.clone());

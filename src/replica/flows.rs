@@ -154,8 +154,8 @@ impl Replica {
         };
         #[cfg(feature = "client")]
         {
-            use crate::client::discovery::find_server;
-            if let Some(file) = find_server(db)? {
+            use crate::client::discovery::ServerFile;
+            if let Some(file) = ServerFile::find(db)? {
                 return match served::ship(&file, url) {
                     Err(e) if e.is_unreachable() => local(),
                     answered => answered?,
@@ -164,7 +164,7 @@ impl Replica {
             match local() {
                 // A server that started after the look: ask it.
                 Err(e @ (Error::Locked { .. } | Error::NotLocal { .. })) => {
-                    match find_server(db)? {
+                    match ServerFile::find(db)? {
                         Some(file) => served::ship(&file, url)?,
                         None => Err(e),
                     }
