@@ -184,10 +184,7 @@ pub mod event {
 /// ([`ApiFailure`](tool::ApiFailure), in a [`Receipt`]).
 pub mod tool {
     pub use crate::model::tool::api::ApiFailure;
-    pub use crate::model::tool::{
-        BoundedText, Command, DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_REQUEST_BYTES, Limits, Request,
-        Semantics,
-    };
+    pub use crate::model::tool::{BoundedText, Command, Limits, Request, Semantics};
 }
 
 /// The read commands' answers as serde types: what [`MnemoClient`]'s reads (`log`, `history`,
@@ -297,6 +294,8 @@ pub mod testing {
         #[cfg(feature = "serve")]
         pub use crate::serve::fleet::replicated_client;
     }
+    /// The limits' defaults, which `tool::Limits::default()` holds.
+    pub use crate::model::tool::limits::{DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_REQUEST_BYTES};
     /// A request read from a stream as the tool server reads it.
     pub use crate::model::tool::read_request;
     /// The memory-stores API's model of a store: ids, objects, a store moved whole as its JSON.

@@ -23,7 +23,7 @@
 //! Every request passes one gate first: its `Host` and `Origin` must name this server, it must
 //! carry a bearer token that proves a principal ([`auth`]), and its body must fit in
 //! the request limit (`--max-request-bytes`, default
-//! [`DEFAULT_MAX_REQUEST_BYTES`](crate::model::tool::DEFAULT_MAX_REQUEST_BYTES)). A request turned away is answered with its status and a reason, writes
+//! [`DEFAULT_MAX_REQUEST_BYTES`](crate::model::tool::limits::DEFAULT_MAX_REQUEST_BYTES)). A request turned away is answered with its status and a reason, writes
 //! nothing, and leaves one line on stderr (status, method, route, reason; never the token).
 //!
 //! The agent a call is recorded under comes from each request, never from a session: an agent

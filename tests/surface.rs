@@ -123,8 +123,6 @@ const SURFACE: &[&str] = &[
     "tool::ApiFailure",
     "tool::BoundedText",
     "tool::Command",
-    "tool::DEFAULT_MAX_FILE_BYTES",
-    "tool::DEFAULT_MAX_REQUEST_BYTES",
     "tool::Limits",
     "tool::Request",
     "tool::Semantics",

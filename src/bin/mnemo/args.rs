@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
+use mnemo::tool::Limits;
 use mnemo::{Access, Durability, Profile};
 
 use crate::connect::{Remote, Start};
@@ -32,13 +33,13 @@ pub(crate) struct Session {
     #[arg(long, default_value = "fsync", value_parser = parse_durability)]
     pub(crate) durability: Durability,
     /// Largest memory file, in bytes.
-    #[arg(long, default_value_t = mnemo::tool::DEFAULT_MAX_FILE_BYTES)]
+    #[arg(long, default_value_t = Limits::default().max_file_bytes)]
     pub(crate) max_file_bytes: u64,
     /// Cap a file view at this many characters and tell the model to page with view_range.
     #[arg(long)]
     pub(crate) view_max_chars: Option<u64>,
     /// Largest request (one JSON line or message), in bytes; a longer one is refused unread.
-    #[arg(long, default_value_t = mnemo::tool::DEFAULT_MAX_REQUEST_BYTES)]
+    #[arg(long, default_value_t = Limits::default().max_request_bytes)]
     pub(crate) max_request_bytes: u64,
 }
 
