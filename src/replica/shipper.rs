@@ -77,14 +77,9 @@ impl Status {
     }
 }
 
-/// What the shipper tells its owner.
-#[derive(Debug)]
-enum Report<'a> {
-    /// A shipment reached the replica.
-    Shipped(&'a Shipped, &'a Status),
-    /// A shipment failed; the shipper tries again after the wait.
-    Failed(&'a Error, Duration),
-}
+/// What the shipper tells its owner of each shipment: what reached the replica and where the
+/// replication then stands, or why it failed and the wait before the next try.
+pub(crate) type Told<'a> = std::result::Result<(&'a Shipped, &'a Status), (&'a Error, Duration)>;
 
 /// How a replication runs.
 #[derive(Clone, Copy, Debug)]
@@ -122,16 +117,12 @@ impl Replication {
         client: &MnemoClient,
         replica: Replica,
         interval: Duration,
-        mut report: impl for<'a> FnMut(
+        report: impl for<'a> FnMut(
             std::result::Result<(&'a Shipped, &'a Status), (&'a Error, Duration)>,
         ) + Send
         + 'static,
     ) -> Result<Replication> {
         let shipping = Shipping { interval };
-        let report = move |told: Report<'_>| match told {
-            Report::Shipped(shipped, status) => report(Ok((shipped, status))),
-            Report::Failed(error, wait) => report(Err((error, wait))),
-        };
         client.local_store()?;
         let status = Status {
             url: replica.url().to_string(),
@@ -174,7 +165,7 @@ fn run(
     replica: &Replica,
     shipping: Shipping,
     control: &Control<Status>,
-    mut report: impl FnMut(Report<'_>),
+    mut report: impl FnMut(Told<'_>),
 ) {
     // Each head seen with when it was first seen: the age of the oldest event the replica
     // lacks is that of the first entry past the replicated seq.
@@ -241,14 +232,14 @@ fn run(
                         status.clone()
                     });
                     if shipped.segments > 0 {
-                        report(Report::Shipped(&shipped, &status));
+                        report(Ok((&shipped, &status)));
                     }
                 }
                 Err(e) => {
                     failing = true;
                     wait = (wait * 2).clamp(shipping.interval, MAX_BACKOFF);
                     control.update(|status| status.error = Some(e.to_string()));
-                    report(Report::Failed(&e, wait));
+                    report(Err((&e, wait)));
                     if stopping {
                         return;
                     }
