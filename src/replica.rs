@@ -565,7 +565,7 @@ impl Replica {
     /// them (`head` and [`REWRITES`] are written so too): files
     /// named `NAME#DIGITS`, which the object store writes and renames into place, so one is
     /// there while a shipment writes and stays if it was killed (or another writer put it
-    /// there). They are never read; [`Restored::partial`] names them.
+    /// there). They are never read; a restore's [`Restored::notes`] name them.
     pub fn partial_objects(&self) -> Result<Vec<String>> {
         let Some(root) = &self.local else {
             return Ok(Vec::new());

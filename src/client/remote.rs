@@ -260,7 +260,7 @@ impl RemoteClient {
     /// The same server, token and agent, sending every request to the store `name` of a
     /// `mnemo serve --data` server: `/v1/X` becomes `/v1/stores/NAME/X`, and `/mcp`
     /// `/v1/stores/NAME/mcp`. `Err` (what a name is) for a name that is not one
-    /// ([`check_store_name`]).
+    /// ([`DataDir::check_name`](crate::DataDir::check_name)).
     pub fn in_store(&self, name: &str) -> Result<RemoteClient, String> {
         check_store_name(name)?;
         Ok(RemoteClient {
