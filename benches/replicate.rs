@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use mnemo::{Durability, MnemoClient, MnemoMemoryToolServer, Replica, Replication, Shipping};
+use mnemo::{Durability, MnemoClient, MnemoMemoryToolServer, Replica, Replication};
 use serde_json::json;
 
 const AGENTS: usize = 16;
@@ -41,7 +41,7 @@ fn open(dir: &std::path::Path) -> MnemoClient {
 fn replicate(client: &MnemoClient, dir: &std::path::Path, interval: Duration) -> Replication {
     let url = format!("file://{}", dir.join("replica").display());
     let replica = Replica::open(&url, true).expect("open the replica");
-    Replication::start(client, replica, Shipping { interval }, |_| {}).expect("replicate")
+    Replication::start(client, replica, interval, |_| {}).expect("replicate")
 }
 
 /// One agent's turn: make a note, look at the directory, edit the note.

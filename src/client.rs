@@ -41,7 +41,7 @@ use serde_json::Value;
 
 use crate::audit::verify::Report;
 #[cfg(feature = "client")]
-use crate::client::discovery::{Launch, Link, ServerFile, find_server, live_server, start_server};
+use crate::client::discovery::{Launch, Link, START_WAIT, ServerFile, live_server, start_server};
 #[cfg(feature = "client")]
 use crate::client::remote::RemoteClient;
 use crate::error::{Error, Result};
@@ -270,15 +270,23 @@ impl ClientBuilder {
         self
     }
 
-    /// Starts a server for the store with `launch` (a detached `mnemo serve --db` that stops
-    /// once idle; see [`Launch`]) when no live server holds it, and reaches the store through
+    /// Starts a server for the store (`exe serve --db DIR ARGS...`, detached, with `args` such as
+    /// `--idle-exit 30` so that it stops once idle) when no live server holds it, and reaches the store through
     /// that server: [`open`](Self::open) (for writing) then connects to it rather than opening
     /// the store in this process, [`server`](Self::server) names it and [`link`](Self::link)
     /// starts it again whenever it goes away. So the store is reached through the server that
     /// holds it, else through one started now; without this option, in this process.
     #[cfg(feature = "client")]
-    pub fn start_server(mut self, launch: Launch) -> Self {
-        self.launch = Some(launch);
+    pub fn start_server(
+        mut self,
+        exe: impl Into<PathBuf>,
+        args: impl IntoIterator<Item = impl Into<std::ffi::OsString>>,
+    ) -> Self {
+        self.launch = Some(Launch {
+            exe: exe.into(),
+            args: args.into_iter().map(Into::into).collect(),
+            wait: START_WAIT,
+        });
         self
     }
 
@@ -288,7 +296,8 @@ impl ClientBuilder {
     /// started, is an error that says so.
     #[cfg(feature = "client")]
     pub fn server(&self) -> std::io::Result<Option<ServerFile>> {
-        let found = find_server(&self.path).map_err(|e| std::io::Error::other(e.to_string()))?;
+        let found =
+            ServerFile::find(&self.path).map_err(|e| std::io::Error::other(e.to_string()))?;
         match (found, &self.launch) {
             (Some(file), _) => Ok(Some(file)),
             (None, Some(launch)) => start_server(&self.path, launch).map(Some),
@@ -362,7 +371,7 @@ impl ClientBuilder {
             // there but does not prove itself in time (stopped, overloaded) is an error that
             // says so, rather than that wait.
             #[cfg(feature = "client")]
-            if let Some(file) = crate::client::discovery::find_server(&self.path)? {
+            if let Some(file) = ServerFile::find(&self.path)? {
                 held = Some(file);
                 return Err(Error::Locked {
                     path: self.path.clone(),
@@ -447,7 +456,7 @@ impl ClientBuilder {
         // A server that is there but does not prove itself in time (stopped, overloaded) is an
         // error that says so, rather than a wait for its lock.
         #[cfg(feature = "client")]
-        if let Some(file) = crate::client::discovery::find_server(&self.path)? {
+        if let Some(file) = ServerFile::find(&self.path)? {
             return self.connect(file);
         }
         let store = match Store::open_read_only(&self.path) {

@@ -22,7 +22,7 @@
 //!   [`EventHash`], and the [`event`] module with the rest of a body and a stored record (the
 //!   bytes are in `docs/formats.md`); [`tool`], the calls as a body holds them and a request as
 //!   the tool server reads it; [`protocol`], the reads' answers as serde types;
-//!   [`memory_store`], Anthropic's memory-stores API's model of a store.
+//!   [`MemoryStoreExport`], a store moved whole as Anthropic's memory-stores API's JSON.
 //!
 //! # Example
 //!
@@ -108,7 +108,7 @@ mod error;
 mod fleet;
 #[cfg(feature = "mcp")]
 mod mcp;
-pub mod memory_store;
+mod memory_store;
 mod model;
 #[cfg(feature = "replicate")]
 mod replica;
@@ -117,9 +117,11 @@ mod serve;
 mod store;
 
 pub use audit::verify::{Report, Violation, ViolationKind};
-pub use client::redact::{Plan, Redacted, Selection, redact as redact_store};
 #[cfg(feature = "client")]
-pub use client::remote::{AdminRequest, RemoteClient, RemoteError};
+pub use client::discovery::{DataServer, LineTally, Link, ServerFile};
+pub use client::redact::{Plan, Redacted, Selection};
+#[cfg(feature = "client")]
+pub use client::remote::{RemoteClient, RemoteError};
 #[cfg(feature = "client")]
 pub use client::stores::DataStores;
 pub use client::token::TokenRecord;
@@ -130,6 +132,7 @@ pub use client::{ClientBuilder, MnemoClient};
 pub use error::{Error, Result, StorageError};
 #[cfg(feature = "mcp")]
 pub use mcp::MnemoMcpServer;
+pub use memory_store::transfer::{Imported as MemoryStoreImport, MemoryStoreExport};
 pub use model::credential::OPERATOR;
 pub use model::event::{Body, Event, EventHash, Header, Outcome, RejectedCall, Seq, ToolCall};
 pub use model::paths::{MemPath, PathRejection};
@@ -137,17 +140,15 @@ pub use model::policy::{ANY_AGENT, Access, AdminCommand, Grant, Policy};
 pub use model::protocol::LogQuery;
 pub use model::tool::Profile;
 #[cfg(feature = "replicate")]
-pub use replica::flows::{ReplicaVerdict, Round, ShipRounds};
+pub use replica::flows::{Round, ShipRounds};
 #[cfg(feature = "replicate")]
 pub use replica::follower::{Following, Status as FollowerStatus};
 #[cfg(feature = "replicate")]
 pub use replica::key::SigningKey;
 #[cfg(feature = "replicate")]
-pub use replica::shipper::{
-    Replication, Report as ShipReport, Shipping, Status as ReplicationStatus,
-};
+pub use replica::shipper::{Replication, Status as ReplicationStatus};
 #[cfg(feature = "replicate")]
-pub use replica::{Replica, Restored, Shipped, Stale};
+pub use replica::{Replica, Restored, Shipped};
 #[cfg(feature = "serve")]
 pub use serve::fleet::{
     FleetNode, FleetOptions, FleetStatus, FleetStore, fleet_drain, fleet_status,
@@ -160,8 +161,7 @@ pub use serve::shutdown::Reason as StopReason;
 pub use serve::stores::{DataOptions, OpenStore, OpenedStore, serve_data};
 #[cfg(feature = "serve")]
 pub use serve::{Error as ServeError, ReplicationView, ServeOptions, Stopped, serve};
-pub use store::data_dir::{DataDir, check_store_name};
-pub use store::disk::SERVER_FILE;
+pub use store::data_dir::DataDir;
 pub use store::log::{Durability, Head};
 pub use store::projection::{MEMORY_TAG, MemoryRecord};
 pub use store::writer::Receipt;
@@ -179,16 +179,12 @@ pub mod event {
 
 /// The memory tool's calls as an event's body holds them ([`Command`](tool::Command), the
 /// [`Limits`](tool::Limits) and [`Semantics`](tool::Semantics) a call ran under, with
-/// [`Profile`]), a request as a program reads it for the tool server
-/// ([`read_request`](tool::read_request), [`Request`](tool::Request),
-/// [`BoundedText`](tool::BoundedText)), and why a memory-stores API write failed
+/// [`Profile`]), a request as a binding makes it for the tool server
+/// ([`Request`](tool::Request), [`BoundedText`](tool::BoundedText)), and why a memory-stores API write failed
 /// ([`ApiFailure`](tool::ApiFailure), in a [`Receipt`]).
 pub mod tool {
     pub use crate::model::tool::api::ApiFailure;
-    pub use crate::model::tool::{
-        BoundedText, Command, DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_REQUEST_BYTES, Limits, Request,
-        Semantics, format_size, read_request,
-    };
+    pub use crate::model::tool::{BoundedText, Command, Limits, Request, Semantics};
 }
 
 /// The read commands' answers as serde types: what [`MnemoClient`]'s reads (`log`, `history`,
@@ -201,20 +197,6 @@ pub mod protocol {
         Listing, LoggedEvent, Redaction, Revocation, ShownEvent, TokenInfo, VerifyReport,
         printable,
     };
-}
-
-/// Reaching the `mnemo serve` that holds a store (feature `client`): finding it by the store's
-/// server file ([`find_server`](link::find_server), which also proves the server serves that
-/// very store), starting one ([`Launch`](link::Launch)), and a [`Link`](link::Link) that starts
-/// it again when it goes away, as `mnemo tool` and `mnemo mcp` reach a store.
-#[cfg(feature = "client")]
-pub mod link {
-    pub use crate::client::discovery::LineTally;
-    pub use crate::client::discovery::{DataServer, data_server_of};
-    pub use crate::client::discovery::{
-        Launch, Link, START_WAIT, ServerFile, find_server, live_server, unanswered,
-    };
-    pub use crate::model::tool::request::tool_use_id;
 }
 
 /// The internals that the crate's own tests, benches and examples reach (feature `testing`,
@@ -312,6 +294,18 @@ pub mod testing {
         #[cfg(feature = "serve")]
         pub use crate::serve::fleet::replicated_client;
     }
+    /// The limits' defaults, which `tool::Limits::default()` holds.
+    pub use crate::model::tool::limits::{DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_REQUEST_BYTES};
+    /// A request read from a stream as the tool server reads it.
+    pub use crate::model::tool::read_request;
+    /// The memory-stores API's model of a store: ids, objects, a store moved whole as its JSON.
+    pub mod memory_store {
+        pub use crate::memory_store::ids::*;
+        pub use crate::memory_store::objects::*;
+        pub use crate::memory_store::transfer::*;
+    }
+    /// A store redacted on its files, no process holding it.
+    pub use crate::client::redact::redact as redact_store;
     /// The chain rules.
     pub mod chain {
         pub use crate::model::chain::*;

@@ -196,7 +196,11 @@ impl MnemoMcpServer {
                 tool.limits().max_file_bytes,
                 Some(tool.profile()),
             ),
-            None => memory_tool_for(&self.root, crate::model::tool::DEFAULT_MAX_FILE_BYTES, None),
+            None => memory_tool_for(
+                &self.root,
+                crate::model::tool::limits::DEFAULT_MAX_FILE_BYTES,
+                None,
+            ),
         }
     }
 
@@ -505,7 +509,7 @@ mod tests {
     fn schema_names_the_six_commands_and_describes_every_field() {
         let tool = memory_tool_for(
             "/memories",
-            crate::model::tool::DEFAULT_MAX_FILE_BYTES,
+            crate::model::tool::limits::DEFAULT_MAX_FILE_BYTES,
             Some(crate::model::tool::Profile::Spec),
         );
         assert_eq!(tool.name, "memory");
@@ -640,7 +644,7 @@ mod tests {
         assert!(
             description.contains(&format!(
                 "at most {} bytes (16M)",
-                crate::model::tool::DEFAULT_MAX_FILE_BYTES
+                crate::model::tool::limits::DEFAULT_MAX_FILE_BYTES
             )),
             "{description}"
         );

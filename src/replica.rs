@@ -20,10 +20,10 @@
 //! rules over every record it fetches (dense seqs, links, payload and chain hashes), checks the
 //! head checkpoint against the chain, and replays the whole log (`verify`) before it calls the
 //! new store whole. It writes every event a redaction names erased, whatever its segment holds
-//! ([`Stale`] names such segments), and with a trusted key ([`Replica::trusting`]) takes only a
+//! ([`restore::Stale`] names such segments), and with a trusted key ([`Replica::trusting`]) takes only a
 //! head that key signed, and nothing past it. Every object under the prefix is read or named:
 //! a segment a merged one covers must hold exactly the records of its range (checked against
-//! the segment covering it; one that holds erased content is a [`Stale`]), events past the head
+//! the segment covering it; one that holds erased content is a [`restore::Stale`]), events past the head
 //! checkpoint are checked against the chain and named ([`Restored::beyond`]), and partial
 //! objects are named. Objects nested under `segments/` or `checkpoints/`, an object beside
 //! `segments/`, `checkpoints/`, `head` and [`REWRITES`], a [`REWRITES`] object that lists
@@ -59,8 +59,8 @@ use crate::model::chain::Chain;
 use crate::model::event::Seq;
 use crate::store::failpoint::{Failpoint, Failpoints};
 use crate::store::log::{Durability, Head, Store};
+pub use restore::Restored;
 pub(crate) use restore::fetch;
-pub use restore::{Restored, Stale};
 #[cfg(feature = "testing")]
 pub use shipping::ship;
 pub(crate) use shipping::ship_upto;
@@ -565,7 +565,7 @@ impl Replica {
     /// them (`head` and [`REWRITES`] are written so too): files
     /// named `NAME#DIGITS`, which the object store writes and renames into place, so one is
     /// there while a shipment writes and stays if it was killed (or another writer put it
-    /// there). They are never read; [`Restored::partial`] names them.
+    /// there). They are never read; a restore's [`Restored::notes`] name them.
     pub fn partial_objects(&self) -> Result<Vec<String>> {
         let Some(root) = &self.local else {
             return Ok(Vec::new());

@@ -23,7 +23,7 @@
 //! Every request passes one gate first: its `Host` and `Origin` must name this server, it must
 //! carry a bearer token that proves a principal ([`auth`]), and its body must fit in
 //! the request limit (`--max-request-bytes`, default
-//! [`DEFAULT_MAX_REQUEST_BYTES`](crate::model::tool::DEFAULT_MAX_REQUEST_BYTES)). A request turned away is answered with its status and a reason, writes
+//! [`DEFAULT_MAX_REQUEST_BYTES`](crate::model::tool::limits::DEFAULT_MAX_REQUEST_BYTES)). A request turned away is answered with its status and a reason, writes
 //! nothing, and leaves one line on stderr (status, method, route, reason; never the token).
 //!
 //! The agent a call is recorded under comes from each request, never from a session: an agent
@@ -97,13 +97,31 @@ pub struct ServeOptions {
 }
 
 /// A view of a replication running beside the server: its status as JSON, read on each
-/// `GET /v1/replication`.
+/// `GET /v1/replication`; made `From` a `Replication` or a `Following`.
 #[derive(Clone)]
 pub struct ReplicationView(pub Arc<dyn Fn() -> serde_json::Value + Send + Sync>);
 
 impl std::fmt::Debug for ReplicationView {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("ReplicationView")
+    }
+}
+
+/// What `GET /v1/replication` answers beside a server that ships its store
+/// (`mnemo serve --replicate URL`): the replication's status.
+impl From<&crate::replica::shipper::Replication> for ReplicationView {
+    fn from(replication: &crate::replica::shipper::Replication) -> ReplicationView {
+        let status = replication.watcher();
+        ReplicationView(Arc::new(move || status().to_json()))
+    }
+}
+
+/// What `GET /v1/replication` answers on a follower (`mnemo serve --follow URL`): where it
+/// stands.
+impl From<&crate::replica::follower::Following> for ReplicationView {
+    fn from(following: &crate::replica::follower::Following) -> ReplicationView {
+        let status = following.watcher();
+        ReplicationView(Arc::new(move || status().to_json()))
     }
 }
 

@@ -11,7 +11,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use mnemo::testing::discovery::ServerFile;
-use mnemo::tool::read_request;
+use mnemo::testing::read_request;
 use mnemo::{Durability, MnemoClient, MnemoMemoryToolServer};
 use serde_json::{Value, json};
 
@@ -820,12 +820,7 @@ fn a_builder_that_starts_a_server_reaches_the_store_through_it() {
     );
     let missing = builder.link().expect_err("no server and none to start");
     assert_eq!(missing.kind(), std::io::ErrorKind::NotFound, "{missing}");
-    let launch = mnemo::link::Launch {
-        exe: crate::support::mnemo_bin().into(),
-        args: vec!["--idle-exit".into(), "2".into()],
-        wait: mnemo::link::START_WAIT,
-    };
-    let builder = builder.start_server(launch);
+    let builder = builder.start_server(crate::support::mnemo_bin(), ["--idle-exit", "2"]);
     let link = builder.link().expect("a link to a server started now");
     let file = builder
         .server()
@@ -842,7 +837,7 @@ fn a_builder_that_starts_a_server_reaches_the_store_through_it() {
     let tally = link
         .answer_lines(&mut input.as_bytes(), &mut output, 1 << 20)
         .expect("answered");
-    assert_eq!(tally, mnemo::link::LineTally::default());
+    assert_eq!(tally, mnemo::LineTally::default());
     let answers: Vec<Value> = output
         .split(|b| *b == b'\n')
         .filter(|l| !l.is_empty())

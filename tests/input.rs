@@ -11,7 +11,8 @@ use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout};
 
 use mnemo::event::{InputDigest, Refusal, RejectedDigest};
-use mnemo::tool::{DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_REQUEST_BYTES, Limits};
+use mnemo::testing::{DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_REQUEST_BYTES};
+use mnemo::tool::Limits;
 use mnemo::{Body, Seq};
 use mnemo::{EventHash, MnemoMemoryToolServer, Profile};
 use serde_json::{Value, json};

@@ -4,8 +4,9 @@
 //! and runs on sled alone.
 
 use mnemo::Profile;
+use mnemo::testing::DEFAULT_MAX_FILE_BYTES;
 use mnemo::testing::intake::Intake;
-use mnemo::tool::{DEFAULT_MAX_FILE_BYTES, Limits};
+use mnemo::tool::Limits;
 use serde_json::json;
 
 use crate::support::{Host, PureServer, TempStore, both, call};

@@ -227,7 +227,7 @@ proptest! {
         }
         // The versions listed are the events that made them, in order.
         let root = mnemo::MemPath::absolute("/memories").expect("root");
-        let exported = mnemo::memory_store::transfer::export(&client, &root, "memstore_t").expect("export");
+        let exported = mnemo::testing::memory_store::export(&client, &root, "memstore_t").expect("export");
         let listed: Vec<(String, u64, String)> = exported
             .memory_versions
             .iter()

@@ -612,7 +612,7 @@ proptest::proptest! {
         };
         let selection = mnemo::Selection { texts: vec![MARKER.into()], ..Default::default() };
         let held = session.contains(MARKER);
-        match mnemo::redact_store(&t.path(), "operator", "test", &selection) {
+        match mnemo::testing::redact_store(&t.path(), "operator", "test", &selection) {
             Ok(done) => {
                 let store = crate::support::open_store(&t.path());
                 let report = mnemo::testing::verify_store(&store).expect("verify");
@@ -1476,7 +1476,7 @@ proptest::proptest! {
         drop(client);
         let sums = crate::support::checksums(&t.path());
         let selection = mnemo::Selection { seqs: vec![mnemo::Seq(chosen)], ..Default::default() };
-        match mnemo::redact_store(&t.path(), "operator", "test", &selection) {
+        match mnemo::testing::redact_store(&t.path(), "operator", "test", &selection) {
             Err(e) => {
                 proptest::prop_assert!(current, "refused a version a memory moved past: {e}");
                 proptest::prop_assert!(e.to_string().contains("update or delete"), "{e}");
@@ -1558,7 +1558,8 @@ fn every_byte_of_a_kept_effect_a_keeping_redaction_and_a_label_is_checked() {
         seqs: vec![mnemo::Seq(1)],
         ..Default::default()
     };
-    let done = mnemo::redact_store(&t.path(), "operator", "test", &selection).expect("redact");
+    let done =
+        mnemo::testing::redact_store(&t.path(), "operator", "test", &selection).expect("redact");
     assert_eq!(done.seq.0, 4);
     let originals: Vec<(u64, Vec<u8>)> = {
         let store = crate::support::open_store(&t.path());
@@ -1658,7 +1659,7 @@ fn a_kept_tree_past_a_kept_effect_still_re_derives_a_precondition_on_it() {
         seqs: vec![mnemo::Seq(1)],
         ..Default::default()
     };
-    mnemo::redact_store(&t.path(), "operator", "test", &selection).expect("redact");
+    mnemo::testing::redact_store(&t.path(), "operator", "test", &selection).expect("redact");
     let client = t.client();
     // The first show runs from event 1 and keeps a tree at 1,024; the second starts from it.
     for round in 0..2 {

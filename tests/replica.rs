@@ -637,7 +637,7 @@ fn a_replica_is_checked_object_by_object_and_a_killed_restore_leaves_nothing() {
 /// head the status reports, with no byte of the erased text, and a restore of it verifies.
 #[test]
 fn a_store_shipped_as_it_is_written_holds_the_stores_own_log() {
-    use mnemo::{MnemoMemoryToolServer, Replication, Selection, Shipping};
+    use mnemo::{MnemoMemoryToolServer, Replication, Selection};
     let t = TempStore::new();
     let db = t.path();
     let (to, replica) = new_replica(&t, "live");
@@ -648,8 +648,8 @@ fn a_store_shipped_as_it_is_written_holds_the_stores_own_log() {
         json!({"command": "create", "path": "/memories/secret.md", "file_text": format!("{secret}\n")}),
     );
     let interval = std::time::Duration::from_millis(30);
-    let replication = Replication::start(&client, replica, Shipping { interval }, |_| {})
-        .expect("start the replication");
+    let replication =
+        Replication::start(&client, replica, interval, |_| {}).expect("start the replication");
     let writers: Vec<_> = (0..8)
         .map(|n| {
             let tool = MnemoMemoryToolServer::new(client.with_agent(format!("agent{n}")).unwrap());
@@ -914,7 +914,7 @@ fn replicate_once_and_key_create_on_a_served_store_go_through_its_server() {
     );
     assert!(out.status.success(), "{out:?}");
     assert!(
-        mnemo::link::find_server(&db).is_ok_and(|f| f.is_some()),
+        mnemo::ServerFile::find(&db).is_ok_and(|f| f.is_some()),
         "no server holds the store"
     );
     let (url, replica) = new_replica(&t, "held");

@@ -14,8 +14,8 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use mnemo::testing::DEFAULT_MAX_REQUEST_BYTES as MAX_REQUEST_BYTES;
 use mnemo::testing::discovery::{SERVER_FILE, ServerFile};
-use mnemo::tool::DEFAULT_MAX_REQUEST_BYTES as MAX_REQUEST_BYTES;
 use mnemo::{Durability, MnemoClient, MnemoMemoryToolServer};
 use serde_json::{Value, json};
 

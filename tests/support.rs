@@ -541,7 +541,7 @@ impl PureServer {
         }
     }
 
-    /// The `tool_result` block for a request as [`mnemo::tool::read_request`] read it.
+    /// The `tool_result` block for a request as [`mnemo::testing::read_request`] read it.
     pub fn handle_request(&self, request: &Request) -> Value {
         self.answer(self.intake.request(request))
     }

@@ -224,7 +224,7 @@ proptest! {
                 let selection = mnemo::Selection { seqs: vec![chosen], ..Default::default() };
                 // A redaction that would change a live memory is refused; either way the
                 // journal agrees.
-                let _ = mnemo::redact_store(&t.path(), "operator", "test", &selection);
+                let _ = mnemo::testing::redact_store(&t.path(), "operator", "test", &selection);
                 journal_agrees(&t)?;
             }
         }

@@ -38,7 +38,7 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add(
         "DEFAULT_MAX_FILE_BYTES",
-        mnemo::tool::DEFAULT_MAX_FILE_BYTES,
+        mnemo::tool::Limits::default().max_file_bytes,
     )?;
     Ok(())
 }

@@ -3,7 +3,7 @@
 //! the memory tool, the agent's files, the head and verify.
 
 use mnemo::tool::BoundedText;
-use mnemo::tool::DEFAULT_MAX_REQUEST_BYTES;
+use mnemo::tool::Limits;
 use mnemo::{RemoteClient, RemoteError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -81,7 +81,7 @@ impl PyRemote {
         py: Python<'py>,
         block: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let mut text = BoundedText::new(DEFAULT_MAX_REQUEST_BYTES);
+        let mut text = BoundedText::new(Limits::default().max_request_bytes);
         to_json_text(block, &mut text);
         let client = self.client.clone();
         let answer = py

@@ -190,35 +190,38 @@ impl ServerFile {
 }
 
 /// The server that holds the store at `store_dir`, if its server file names a live one that
-/// proves it serves this very store (see [`find_server`], which also tells a server that did
+/// proves it serves this very store (see [`ServerFile::find`], which also tells a server that did
 /// not answer the proof in time from none).
 pub fn live_server(store_dir: &Path) -> Option<ServerFile> {
-    find_server(store_dir).ok().flatten()
+    ServerFile::find(store_dir).ok().flatten()
 }
 
-/// The server that holds the store at `store_dir`: `Ok(Some)` for a live one that proved it
-/// serves this very store ([`ServerFile::proves`]), `Ok(None)` when there is no server file, or
-/// it is not trusted, stale or names a process that cannot prove it, and
-/// [`RemoteError::Unproven`] when a live process at its address did not answer the proof within
-/// the answer wait (a stopped or overloaded server; nothing was sent to it).
-pub fn find_server(store_dir: &Path) -> Result<Option<ServerFile>, RemoteError> {
-    let Some(file) = ServerFile::read(store_dir).ok().flatten() else {
-        return Ok(None);
-    };
-    if !file.is_live() {
-        return Ok(None);
-    }
-    match file.challenge(store_dir) {
-        Ok(proven) => Ok(proven.then_some(file)),
-        Err(RemoteError::Unanswered { url, waited_secs }) => {
-            Err(RemoteError::Unproven { url, waited_secs })
+impl ServerFile {
+    /// The server that holds the store (or the data directory) at `store_dir`: `Ok(Some)` for
+    /// a live one that proved it serves this very directory ([`ServerFile::proves`]),
+    /// `Ok(None)` when there is no server file, or it is not trusted, stale or names a process
+    /// that cannot prove it, and [`RemoteError::Unproven`] when a live process at its address
+    /// did not answer the proof within the answer wait (a stopped or overloaded server; nothing
+    /// was sent to it).
+    pub fn find(store_dir: &Path) -> Result<Option<ServerFile>, RemoteError> {
+        let Some(file) = ServerFile::read(store_dir).ok().flatten() else {
+            return Ok(None);
+        };
+        if !file.is_live() {
+            return Ok(None);
         }
-        Err(_) => Ok(None),
+        match file.challenge(store_dir) {
+            Ok(proven) => Ok(proven.then_some(file)),
+            Err(RemoteError::Unanswered { url, waited_secs }) => {
+                Err(RemoteError::Unproven { url, waited_secs })
+            }
+            Err(_) => Ok(None),
+        }
     }
 }
 
 /// The `mnemo serve --data DIR` that serves the data directory a store path lies in
-/// ([`data_server_of`]): that server holds the store, and it is reached through it.
+/// ([`DataServer::of`]): that server holds the store, and it is reached through it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DataServer {
     /// The store's name in the directory.
@@ -231,23 +234,25 @@ pub struct DataServer {
     pub server: ServerFile,
 }
 
-/// When `db` is, or would be, the store `DIR/NAME` of a data directory that a live `mnemo serve
-/// --data DIR` serves (the server file in `DIR` names it, and it proves it serves `DIR`): that
-/// server. `db` is read as the directory it names (`.` included); a name that is no store name
-/// is no store of the directory.
-pub fn data_server_of(db: &Path) -> Option<DataServer> {
-    let whole = std::fs::canonicalize(db)
-        .or_else(|_| std::path::absolute(db))
-        .ok()?;
-    let name = whole.file_name()?.to_str()?;
-    crate::store::data_dir::check_store_name(name).ok()?;
-    let dir = whole.parent()?;
-    Some(DataServer {
-        name: name.to_string(),
-        dir: dir.to_path_buf(),
-        exists: whole.is_dir(),
-        server: live_server(dir)?,
-    })
+impl DataServer {
+    /// When `db` is, or would be, the store `DIR/NAME` of a data directory that a live `mnemo
+    /// serve --data DIR` serves (the server file in `DIR` names it, and it proves it serves
+    /// `DIR`): that server. `db` is read as the directory it names (`.` included); a name that
+    /// is no store name is no store of the directory.
+    pub fn of(db: &Path) -> Option<DataServer> {
+        let whole = std::fs::canonicalize(db)
+            .or_else(|_| std::path::absolute(db))
+            .ok()?;
+        let name = whole.file_name()?.to_str()?;
+        crate::store::data_dir::check_store_name(name).ok()?;
+        let dir = whole.parent()?;
+        Some(DataServer {
+            name: name.to_string(),
+            dir: dir.to_path_buf(),
+            exists: whole.is_dir(),
+            server: live_server(dir)?,
+        })
+    }
 }
 
 /// How a client starts a server for a store none holds.
@@ -339,7 +344,7 @@ pub fn start_server(store_dir: &Path, launch: &Launch) -> std::io::Result<Server
 }
 
 /// A client's connection to the server of one store, through a [`RemoteClient`] that stays
-/// attached ([`RemoteClient::attach`]). When it was opened with a [`Launch`], a server that
+/// attached ([`RemoteClient::attach`]). When it was opened with a `Launch`, a server that
 /// went away is started again: a call that could not reach it is sent to the new one, and a call
 /// cut off mid-way fails (it may or may not have been applied) while the next one reaches the
 /// new server.
@@ -391,7 +396,8 @@ impl Link {
     ) -> std::io::Result<RemoteClient> {
         let started = Instant::now();
         let file = loop {
-            let found = find_server(store_dir).map_err(|e| std::io::Error::other(e.to_string()))?;
+            let found =
+                ServerFile::find(store_dir).map_err(|e| std::io::Error::other(e.to_string()))?;
             match found {
                 Some(file) => {
                     let found = RemoteClient::new(file.url.clone(), file.token.clone());
@@ -478,7 +484,7 @@ impl Link {
     /// Answers the memory tool's JSON lines (a `tool_use` block, or a bare input, per line)
     /// from `input` through the server, one `tool_result` line on `output` each, byte for byte
     /// what the server sent: `mnemo tool` through a server. A line over `limit` bytes is sent as
-    /// its digest; a call the server did not carry out gets [`unanswered`]'s error result and
+    /// its digest; a call the server did not carry out gets `unanswered`'s error result and
     /// is counted.
     pub fn answer_lines(
         &self,
@@ -623,11 +629,11 @@ mod tests {
     #[test]
     fn a_path_in_a_directory_no_data_server_serves_has_none() {
         let dir = tempfile::tempdir().expect("tempdir");
-        assert_eq!(data_server_of(&dir.path().join("store")), None);
+        assert_eq!(DataServer::of(&dir.path().join("store")), None);
         // A server file in the directory that names no live server is no data server either.
         file(1).publish(dir.path()).expect("publish");
-        assert_eq!(data_server_of(&dir.path().join("store")), None);
-        assert_eq!(data_server_of(&dir.path().join("Not A Name")), None);
+        assert_eq!(DataServer::of(&dir.path().join("store")), None);
+        assert_eq!(DataServer::of(&dir.path().join("Not A Name")), None);
     }
 
     #[test]

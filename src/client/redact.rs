@@ -235,26 +235,26 @@ impl crate::client::ClientBuilder {
     /// Redacts the store as this builder's agent (the operator, whom the redaction names), for
     /// `reason`: through the server [`through`](crate::ClientBuilder::through) names or the
     /// live one that holds the store (with the `client` feature), else on the store's files
-    /// without opening it for writing first ([`redact_store`](crate::redact_store): the rewrite
+    /// without opening it for writing first (the rewrite
     /// keeps the store's owner and permissions, which a process opening it as another user
     /// would not), asking a server that started meanwhile. `mnemo redact`.
     pub fn redact(self, reason: &str, selection: &Selection) -> Result<Redacted> {
         #[cfg(feature = "client")]
         {
-            use crate::client::discovery::find_server;
+            use crate::client::discovery::ServerFile;
             use crate::client::remote::RemoteClient;
-            let served = |builder: Self, file: crate::client::discovery::ServerFile| {
+            let served = |builder: Self, file: ServerFile| {
                 let remote = RemoteClient::new(file.url, file.token);
                 builder.through(remote).open()?.redact(reason, selection)
             };
             if self.through.is_some() {
                 return self.open()?.redact(reason, selection);
             }
-            if let Some(file) = find_server(&self.path)? {
+            if let Some(file) = ServerFile::find(&self.path)? {
                 return served(self, file);
             }
             match redact(&self.path, &self.agent, reason, selection) {
-                Err(Error::Locked { path }) => match find_server(&path)? {
+                Err(Error::Locked { path }) => match ServerFile::find(&path)? {
                     Some(file) => served(self, file),
                     None => Err(Error::Locked { path }),
                 },

@@ -260,7 +260,7 @@ impl RemoteClient {
     /// The same server, token and agent, sending every request to the store `name` of a
     /// `mnemo serve --data` server: `/v1/X` becomes `/v1/stores/NAME/X`, and `/mcp`
     /// `/v1/stores/NAME/mcp`. `Err` (what a name is) for a name that is not one
-    /// ([`check_store_name`]).
+    /// ([`DataDir::check_name`](crate::DataDir::check_name)).
     pub fn in_store(&self, name: &str) -> Result<RemoteClient, String> {
         check_store_name(name)?;
         Ok(RemoteClient {
@@ -514,7 +514,7 @@ impl RemoteClient {
     /// Runs an admin route (`POST /v1/acl`, `POST /v1/tokens`, `DELETE /v1/tokens/ID`; operator
     /// only) and returns its status and body whatever the status: a refusal's body carries
     /// the seq it was logged as, which [`RemoteError::Refused`] does not keep.
-    pub fn admin(&self, change: AdminRequest<'_>) -> Result<(u16, Vec<u8>), RemoteError> {
+    pub(crate) fn admin(&self, change: AdminRequest<'_>) -> Result<(u16, Vec<u8>), RemoteError> {
         let sent = self.retrying(|| match &change {
             AdminRequest::Post { route, body } => {
                 let request = self

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::client::discovery::find_server;
+use crate::client::discovery::ServerFile;
 use crate::client::remote::{AdminRequest, RemoteClient};
 use crate::error::{Error, Result};
 use crate::store::data_dir::DataDir;
@@ -33,7 +33,7 @@ impl DataStores {
     /// The stores of the data directory `dir`: through the live server that serves it (found
     /// by the server file in `dir`, which must prove it serves `dir`), else on `dir` itself.
     pub fn of(dir: &Path) -> Result<DataStores> {
-        Ok(match find_server(dir)? {
+        Ok(match ServerFile::find(dir)? {
             Some(file) => DataStores::Served {
                 url: file.url,
                 token: file.token,

@@ -174,7 +174,7 @@ impl MnemoMemoryToolServer {
         self.answer(logged, || bytes.to_vec())
     }
 
-    /// Answers a request as [`read_request`](crate::model::tool::read_request) read it (or a binding made it): a line as
+    /// Answers a request as the tool server reads it from a stream (or a binding made it): a line as
     /// by [`handle_bytes`](Self::handle_bytes); an input over the limit, which was never held
     /// whole, with the refusal for its size, logged as its digest.
     pub fn handle_request(&self, request: Request) -> Value {

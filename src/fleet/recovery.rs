@@ -13,7 +13,7 @@ use super::copy;
 use super::wal::Wal;
 use crate::error::{Error, Result};
 use crate::model::event::Seq;
-use crate::replica::flows::ReplicaVerdict;
+use crate::model::protocol::VerifyReport;
 use crate::replica::restore::restore_with;
 use crate::replica::{Replica, Restored};
 use crate::store::log::{Head, Store};
@@ -44,17 +44,19 @@ impl Replica {
     }
 
     /// `mnemo verify --from`: the replica at `url` restored into a private store and verified
-    /// there (against `expect`, if given); with `key`, a replica its owner did not sign is
-    /// [`ReplicaVerdict::Damaged`]. A URL naming a fleet store's log (`FLEET/stores/NAME`) is
-    /// read as that log, whose damage (a gap, an epoch going down, a broken chain) is
-    /// [`ReplicaVerdict::Damaged`] too. `key` that is no verifier key (or a key given for a
+    /// there (against `expect`, if given): the report, labelled with the replica's URL, with
+    /// what the replica holds beside its log in its notes, intact or not as it says. A replica
+    /// that could not be restored (a record breaks the chain, or its head checkpoint does not
+    /// hold, or with `key` is not signed by it) is [`Error::ReplicaDamaged`], which names what.
+    /// A URL naming a fleet store's log (`FLEET/stores/NAME`) is read as that log, whose damage
+    /// (a gap, an epoch going down, a broken chain) is [`Error::ReplicaDamaged`] too. `key` that is no verifier key (or a key given for a
     /// fleet's log, which is not signed) is an [`Error::InvalidArgument`], a bad argument
     /// rather than a finding.
     pub fn verify_replica(
         url: &str,
         expect: Option<Head>,
         key: Option<&str>,
-    ) -> Result<ReplicaVerdict> {
+    ) -> Result<VerifyReport> {
         match Wal::at(url)? {
             Some(wal) => {
                 unsigned(key)?;

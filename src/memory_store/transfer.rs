@@ -39,7 +39,7 @@ pub const MAX_FILE_BYTES: u64 = 4 << 30;
 /// Writes `exported` as `dir/`[`FILE_NAME`] (`mnemo export --format memory-stores`), made anew
 /// and synced; `dir` must be new (it is made) or empty. Returns the file's path. The error says
 /// what is in the way.
-pub fn write_file(dir: &Path, exported: &Exported) -> std::io::Result<std::path::PathBuf> {
+pub(crate) fn write_file(dir: &Path, exported: &Exported) -> std::io::Result<std::path::PathBuf> {
     use std::io::Write;
     match std::fs::read_dir(dir) {
         Ok(mut entries) => {
@@ -75,7 +75,7 @@ pub fn write_file(dir: &Path, exported: &Exported) -> std::io::Result<std::path:
 /// Reads `dir/`[`FILE_NAME`] as an export (`mnemo import --format memory-stores`): a regular
 /// file (a link or a pipe at its name is refused unopened) of at most [`MAX_FILE_BYTES`]. The
 /// error says what is wrong with it.
-pub fn read_file(dir: &Path) -> std::io::Result<Exported> {
+pub(crate) fn read_file(dir: &Path) -> std::io::Result<Exported> {
     let path = dir.join(FILE_NAME);
     let refused =
         |kind, why: String| std::io::Error::new(kind, format!("{} {why}", path.display()));
@@ -162,6 +162,63 @@ pub fn export(client: &MnemoClient, root: &MemPath, store_id: &str) -> Result<Ex
     })
 }
 
+/// A memory store moved whole as the memory-stores API's JSON (`DIR/memory-store.json`): every
+/// memory and every version of a store, made from a store ([`of`](Self::of)) or read from a
+/// file ([`read`](Self::read)), written out ([`write`](Self::write)) or imported into a store
+/// ([`import_into`](Self::import_into)). `mnemo export|import --format memory-stores`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryStoreExport(Exported);
+
+impl MemoryStoreExport {
+    /// Everything the store at `db` holds under the memory-tool root `root`, read from a
+    /// private read-only copy (a store a server holds is [`Error::NotLocal`]). Its id is
+    /// `memstore_` and the directory's name where that is a store name (a store of a data
+    /// directory), else the directory's name as it is.
+    pub fn of(db: &Path, root: &MemPath) -> Result<MemoryStoreExport> {
+        let name = db
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let id = match crate::store::data_dir::check_store_name(&name) {
+            Ok(()) => super::ids::store_id(&name),
+            Err(_) => name,
+        };
+        let reader = MnemoClient::builder(db).read_only().open()?;
+        export(&reader, root, &id).map(MemoryStoreExport)
+    }
+
+    /// Reads `dir/memory-store.json`: a regular file (a link or a pipe at its name is refused
+    /// unopened) of at most 4 GiB. The error says what is wrong with it.
+    pub fn read(dir: &Path) -> std::io::Result<MemoryStoreExport> {
+        read_file(dir).map(MemoryStoreExport)
+    }
+
+    /// Writes `dir/memory-store.json`, made anew and synced; `dir` must be new (it is made) or
+    /// empty. Returns the file's path. The error says what is in the way.
+    pub fn write(&self, dir: &Path) -> std::io::Result<std::path::PathBuf> {
+        write_file(dir, &self.0)
+    }
+
+    /// The live memories it holds.
+    pub fn memories(&self) -> usize {
+        self.0.memories.len()
+    }
+
+    /// The versions it holds.
+    pub fn versions(&self) -> usize {
+        self.0.memory_versions.len()
+    }
+
+    /// Imports it into the store at `db` as `agent`, under its memory-tool root `root`: a
+    /// store not there yet is built beside `db` and renamed into place once the import ran, so
+    /// an import that fails or is killed midway leaves nothing at `db`; an existing store is
+    /// imported into as it is.
+    #[cfg(unix)]
+    pub fn import_into(&self, db: &Path, agent: &str, root: &MemPath) -> Result<Imported> {
+        import_store(db, agent, root, &self.0)
+    }
+}
+
 /// What an import did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Imported {
@@ -199,7 +256,7 @@ fn tool_path(root: &MemPath, path: &str) -> std::result::Result<String, String> 
 /// import that fails or is killed midway leaves nothing at `db`; an existing store is imported
 /// into as it is.
 #[cfg(unix)]
-pub fn import_store(
+pub(crate) fn import_store(
     db: &Path,
     agent: &str,
     root: &MemPath,

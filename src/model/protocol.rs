@@ -237,6 +237,13 @@ pub struct ListedFile {
     pub updated: u64,
 }
 
+impl ListedFile {
+    /// Its size as `mnemo ls` and the memory tool's listings show it, such as `1.5K`.
+    pub fn size_text(&self) -> String {
+        crate::model::tool::format_size(self.bytes)
+    }
+}
+
 /// An agent token as `mnemo token list --json` prints it and `GET /v1/tokens` sends it: never
 /// its hash or its text.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -14,7 +14,7 @@ pub(crate) mod api;
 mod call;
 pub(crate) mod command;
 pub(crate) mod intake;
-mod limits;
+pub(crate) mod limits;
 mod matcher;
 pub(crate) mod render;
 pub(crate) mod request;
@@ -29,7 +29,7 @@ pub use command::{COMMAND_NAMES, Command, Profile};
 // What a request becomes before it is answered: the tool server's intake, not an API (the
 // crate's own tests reach it through `testing`).
 pub(crate) use intake::{Intake, Logged};
-pub use limits::{DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_REQUEST_BYTES, Limits};
+pub use limits::Limits;
 pub use render::format_size;
 pub use request::{BoundedText, Request, read_request};
 pub use semantics::{Answer, answer};

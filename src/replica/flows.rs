@@ -22,18 +22,6 @@ use crate::store::log::{Head, Store};
 /// The largest checkpoint file [`Replica::expected_head`] reads (a few lines and signatures).
 const CHECKPOINT_FILE_MAX: u64 = 64 * 1024;
 
-/// What verifying a replica found ([`Replica::verify_replica`]).
-#[derive(Clone, Debug)]
-pub enum ReplicaVerdict {
-    /// The replica could not be restored: a record breaks the chain, or its head checkpoint
-    /// does not hold (or, with a trusted key, is not signed by it). The text names what.
-    Damaged(String),
-    /// The replica restored into a private store and verified there: the report, labelled with
-    /// the replica's URL, with what the replica holds beside its log in its notes. Intact or
-    /// not, as the report says.
-    Verified(Box<VerifyReport>),
-}
-
 impl Replica {
     /// The replica at `url` for reading (a restore, a follower, a verification), trusting the
     /// verifier key `key` if given, else the one the store at `store` recorded (if that is a
@@ -85,14 +73,14 @@ impl Replica {
     }
 
     /// `mnemo verify --from`: the replica at `url` restored into a private store and verified
-    /// there (against `expect`, if given); with `key`, a replica its owner did not sign is
-    /// [`ReplicaVerdict::Damaged`]. `key` that is no verifier key is an
-    /// [`Error::InvalidArgument`], a bad argument rather than a finding.
+    /// there (against `expect`, if given), as [`Replica::verify_made`] says; with `key`, a
+    /// replica its owner did not sign is [`Error::ReplicaDamaged`]. `key` that is no verifier
+    /// key is an [`Error::InvalidArgument`], a bad argument rather than a finding.
     pub(crate) fn verify_only_replica(
         url: &str,
         expect: Option<Head>,
         key: Option<&str>,
-    ) -> Result<ReplicaVerdict> {
+    ) -> Result<VerifyReport> {
         if let Some(vkey) = key {
             SigningKey::check_verifier(vkey)?;
         }
@@ -101,20 +89,22 @@ impl Replica {
     }
 
     /// The store `make` builds at the private path it is given, from the object store at `url`,
-    /// verified there (against `expect`, if given): [`ReplicaVerdict::Damaged`] when `make` found
-    /// damage, else the report labelled with `url`, with what the objects hold beside the log
-    /// (what `make` restored says) in its notes.
+    /// verified there (against `expect`, if given): the report, labelled with `url`, with what
+    /// the objects hold beside the log (what `make` restored says) in its notes, intact or not
+    /// as it says. Damage `make` found (a record that breaks the chain, a head checkpoint that
+    /// does not hold or is not signed by the trusted key) is [`Error::ReplicaDamaged`], naming
+    /// what.
     pub(crate) fn verify_made(
         url: &str,
         expect: Option<Head>,
         make: impl FnOnce(&Path) -> Result<Restored>,
-    ) -> Result<ReplicaVerdict> {
+    ) -> Result<VerifyReport> {
         let private = tempfile::tempdir().map_err(|e| Error::io(std::env::temp_dir(), e))?;
         let db = private.path().join("replica");
         let restored = match make(&db) {
             Ok(restored) => restored,
             Err(Error::ReplicaDamaged { what } | Error::Corrupt { what }) => {
-                return Ok(ReplicaVerdict::Damaged(what));
+                return Err(Error::ReplicaDamaged { what });
             }
             Err(e) => return Err(e),
         };
@@ -125,7 +115,7 @@ impl Replica {
         let mut sent = report.to_protocol(Path::new(url));
         // What the replica still holds that a redaction erased is named, segment by segment.
         sent.notes.extend(restored.notes());
-        Ok(ReplicaVerdict::Verified(Box::new(sent)))
+        Ok(sent)
     }
 
     /// What `mnemo verify --expect` names: `value` as SEQ:HASH, or a checkpoint file (a
@@ -176,8 +166,8 @@ impl Replica {
         };
         #[cfg(feature = "client")]
         {
-            use crate::client::discovery::find_server;
-            if let Some(file) = find_server(db)? {
+            use crate::client::discovery::ServerFile;
+            if let Some(file) = ServerFile::find(db)? {
                 return match served::ship(&file, url) {
                     Err(e) if e.is_unreachable() => local(),
                     answered => answered?,
@@ -186,7 +176,7 @@ impl Replica {
             match local() {
                 // A server that started after the look: ask it.
                 Err(e @ (Error::Locked { .. } | Error::NotLocal { .. })) => {
-                    match find_server(db)? {
+                    match ServerFile::find(db)? {
                         Some(file) => served::ship(&file, url)?,
                         None => Err(e),
                     }
@@ -406,10 +396,8 @@ mod tests {
         let restored =
             Replica::restore_new(&url, &dir.path().join("new"), None, None).expect("restore");
         assert_eq!(restored.head.seq, Seq(1));
-        match Replica::verify_replica(&url, Some(restored.head), None).expect("verify") {
-            ReplicaVerdict::Verified(report) => assert!(report.is_intact(), "{report:?}"),
-            ReplicaVerdict::Damaged(what) => panic!("damaged: {what}"),
-        }
+        let report = Replica::verify_replica(&url, Some(restored.head), None).expect("verify");
+        assert!(report.is_intact(), "{report:?}");
         let head = restored.head.to_string();
         assert_eq!(Replica::expected_head(&head, None), Ok(restored.head));
         let neither = Replica::expected_head("nothing", None).expect_err("neither");

@@ -84,17 +84,17 @@ pub struct Restored {
     /// The restored store's head.
     pub head: Head,
     /// The segments that hold, whole, events a redaction erased (restored erased all the same).
-    pub stale: Vec<Stale>,
+    pub(crate) stale: Vec<Stale>,
     /// The partial objects the replica holds ([`Replica::partial_objects`]), not read.
-    pub partial: Vec<String>,
+    pub(crate) partial: Vec<String>,
     /// The segments a wider one covers (a compaction under way, or cut before it removed
     /// them), each read and found to hold exactly the records of its range (those holding
     /// erased content are in `stale`).
-    pub covered: Vec<String>,
+    pub(crate) covered: Vec<String>,
     /// The events the segments hold past the head checkpoint, first and last (a shipment under
     /// way, or cut before it moved the head): checked against the chain, never restored. Only
     /// a restore to the head looks at them (not one `--at` an event).
-    pub beyond: Option<(Seq, Seq)>,
+    pub(crate) beyond: Option<(Seq, Seq)>,
 }
 
 impl Restored {

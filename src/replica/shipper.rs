@@ -77,26 +77,21 @@ impl Status {
     }
 }
 
-/// What the shipper tells its owner.
-#[derive(Debug)]
-pub enum Report<'a> {
-    /// A shipment reached the replica.
-    Shipped(&'a Shipped, &'a Status),
-    /// A shipment failed; the shipper tries again after the wait.
-    Failed(&'a Error, Duration),
-}
+/// What the shipper tells its owner of each shipment: what reached the replica and where the
+/// replication then stands, or why it failed and the wait before the next try.
+pub(crate) type Told<'a> = std::result::Result<(&'a Shipped, &'a Status), (&'a Error, Duration)>;
 
 /// How a replication runs.
 #[derive(Clone, Copy, Debug)]
-pub struct Shipping {
+pub(crate) struct Shipping {
     /// The least time between shipments: the bound on the lag while the object store keeps
     /// up, and what keeps segments from being one event each.
-    pub interval: Duration,
+    pub(crate) interval: Duration,
 }
 
 impl Shipping {
     /// The longest wait between tries after shipments fail.
-    pub const MAX_BACKOFF: Duration = MAX_BACKOFF;
+    pub(crate) const MAX_BACKOFF: Duration = MAX_BACKOFF;
 }
 
 impl Default for Shipping {
@@ -112,15 +107,22 @@ impl Default for Shipping {
 pub struct Replication(Worker<Status>);
 
 impl Replication {
-    /// Starts shipping the store `client` holds in this process to `replica`, telling `report`
-    /// about each shipment. The store must be open here ([`Error::NotLocal`] for a served
-    /// store: its server replicates it).
+    /// Starts shipping the store `client` holds in this process to `replica`, at most every
+    /// `interval` (the bound on the lag while the object store keeps up, and what keeps segments
+    /// from being one event each), telling `report` about each shipment: what reached the
+    /// replica and where the replication then stands, or why it failed and how long the shipper
+    /// waits before it tries again (twice as long each time, up to 30 s). The store must be open
+    /// here ([`Error::NotLocal`] for a served store: its server replicates it).
     pub fn start(
         client: &MnemoClient,
         replica: Replica,
-        shipping: Shipping,
-        report: impl FnMut(Report<'_>) + Send + 'static,
+        interval: Duration,
+        report: impl for<'a> FnMut(
+            std::result::Result<(&'a Shipped, &'a Status), (&'a Error, Duration)>,
+        ) + Send
+        + 'static,
     ) -> Result<Replication> {
+        let shipping = Shipping { interval };
         client.local_store()?;
         let status = Status {
             url: replica.url().to_string(),
@@ -163,7 +165,7 @@ fn run(
     replica: &Replica,
     shipping: Shipping,
     control: &Control<Status>,
-    mut report: impl FnMut(Report<'_>),
+    mut report: impl FnMut(Told<'_>),
 ) {
     // Each head seen with when it was first seen: the age of the oldest event the replica
     // lacks is that of the first entry past the replicated seq.
@@ -230,14 +232,14 @@ fn run(
                         status.clone()
                     });
                     if shipped.segments > 0 {
-                        report(Report::Shipped(&shipped, &status));
+                        report(Ok((&shipped, &status)));
                     }
                 }
                 Err(e) => {
                     failing = true;
                     wait = (wait * 2).clamp(shipping.interval, MAX_BACKOFF);
                     control.update(|status| status.error = Some(e.to_string()));
-                    report(Report::Failed(&e, wait));
+                    report(Err((&e, wait)));
                     if stopping {
                         return;
                     }

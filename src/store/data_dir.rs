@@ -144,6 +144,12 @@ pub struct DataDir {
 }
 
 impl DataDir {
+    /// Whether `name` is a store name of a data directory: `[a-z0-9][a-z0-9_-]{0,63}`. The
+    /// error says what a name is.
+    pub fn check_name(name: &str) -> Result<(), String> {
+        check_store_name(name)
+    }
+
     /// Takes the data directory `dir`: refused when it is not a directory, is a store itself,
     /// or another process (a data server, another change) holds its lock.
     pub fn lock(dir: &Path) -> crate::Result<DataDir> {

@@ -94,6 +94,7 @@ pub(crate) use leftovers::{
 pub use own_files::LABEL_FILE;
 #[cfg(not(any(feature = "serve", feature = "testing")))]
 pub(crate) use own_files::LABEL_FILE;
+#[cfg(any(feature = "client", feature = "replicate", feature = "testing"))]
 pub use own_files::SERVER_FILE;
 pub(crate) use own_files::carry_own_files;
 pub(crate) use own_files::read_private;

@@ -9,10 +9,10 @@ use crate::print::{print_receipt, print_rows};
 
 pub(crate) fn run_acl(command: AclCmd) -> CliResult {
     let (db, operator, remote, change) = match command {
-        AclCmd::List { db, json, remote } => {
-            let policy = crate::connect::reading(&db.db, &remote, |client| client.policy())?;
+        AclCmd::List { read } => {
+            let policy = read.read(|client| client.policy())?;
             let grants: Vec<_> = policy.grants().iter().map(|g| g.to_json()).collect();
-            return print_rows(&grants, json, grant_row);
+            return print_rows(&grants, read.json, grant_row);
         }
         AclCmd::Grant { target, access } => (
             target.db,

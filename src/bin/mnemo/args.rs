@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
+use mnemo::tool::Limits;
 use mnemo::{Access, Durability, Profile};
 
 use crate::connect::{Remote, Start};
@@ -32,13 +33,13 @@ pub(crate) struct Session {
     #[arg(long, default_value = "fsync", value_parser = parse_durability)]
     pub(crate) durability: Durability,
     /// Largest memory file, in bytes.
-    #[arg(long, default_value_t = mnemo::tool::DEFAULT_MAX_FILE_BYTES)]
+    #[arg(long, default_value_t = Limits::default().max_file_bytes)]
     pub(crate) max_file_bytes: u64,
     /// Cap a file view at this many characters and tell the model to page with view_range.
     #[arg(long)]
     pub(crate) view_max_chars: Option<u64>,
     /// Largest request (one JSON line or message), in bytes; a longer one is refused unread.
-    #[arg(long, default_value_t = mnemo::tool::DEFAULT_MAX_REQUEST_BYTES)]
+    #[arg(long, default_value_t = Limits::default().max_request_bytes)]
     pub(crate) max_request_bytes: u64,
 }
 
@@ -58,32 +59,12 @@ pub(crate) enum Cmd {
     ///
     /// It sends every call to the server that holds the store, starting one in the background
     /// when none runs, so any number of processes share it.
-    Tool {
-        /// The agent id calls are recorded under [default: cli; with --connect, the token's].
-        #[arg(long)]
-        agent: Option<String>,
-        #[command(flatten)]
-        session: Session,
-        #[command(flatten)]
-        remote: Remote,
-        #[command(flatten)]
-        start: Start,
-    },
+    Tool(ToolArgs),
     /// Serve the memory tool to an MCP client on stdin/stdout.
     ///
     /// It answers through the server that holds the store, starting one in the background when
     /// none runs, so any number of MCP clients share it.
-    Mcp {
-        /// The agent id calls are recorded under [default: mcp; with --connect, the token's].
-        #[arg(long)]
-        agent: Option<String>,
-        #[command(flatten)]
-        session: Session,
-        #[command(flatten)]
-        remote: Remote,
-        #[command(flatten)]
-        start: Start,
-    },
+    Mcp(McpArgs),
     /// Print the URL and the operator token of the server that holds the store, starting one
     /// in the background when none runs (as `tool` does), as one JSON line
     /// `{"url", "token", "pid"}`: how a client in another language reaches a local store. The
@@ -99,58 +80,14 @@ pub(crate) enum Cmd {
     ///
     /// The link's secret works once, within two minutes, and is exchanged for a session cookie
     /// of that server; it rides in the URL's fragment, which no request or log carries.
-    Ui {
-        #[command(flatten)]
-        db: Db,
-        /// The data directory of a running `mnemo serve --data DIR` instead of one store (it
-        /// wins over --db, which MNEMO_DB may set).
-        #[arg(long, value_name = "DIR")]
-        data: Option<PathBuf>,
-        /// Open the link in the desktop's browser too (xdg-open, or open on macOS).
-        #[arg(long)]
-        open: bool,
-        /// A server this starts exits this many seconds after its last request.
-        #[arg(long = "idle-exit", value_name = "SECS", default_value_t = 900.0)]
-        idle_exit: f64,
-    },
+    Ui(UiArgs),
     /// Own the store and serve it over HTTP: the memory tool, MCP, and the read routes.
-    Serve {
-        /// The default agent id calls are recorded under (the operator names another with the
-        /// X-Mnemo-Agent header).
-        #[arg(long, default_value = "serve")]
-        agent: String,
-        #[command(flatten)]
-        session: Session,
-        #[command(flatten)]
-        flags: ServeFlags,
-    },
+    Serve(ServeArgs),
     /// Replay the log and prove the chain, the index and every recorded answer.
     #[command(
         after_help = "Exit status: 0 the log is intact; 1 an integrity violation (the report names the first bad seq and what broke); 2 verify could not run (no store, an I/O error, a bad argument)."
     )]
-    Verify {
-        #[command(flatten)]
-        db: Db,
-        /// Print the report as JSON.
-        #[arg(long)]
-        json: bool,
-        /// Also prove the log still holds this checkpoint: SEQ:HASH, as an earlier verify
-        /// printed, or a checkpoint file (a replica's head object, kept by an auditor; checked
-        /// against --key when given).
-        #[arg(long, value_name = "SEQ:HASH|FILE")]
-        expect: Option<String>,
-        /// Verify the replica at URL (file:///dir) instead of a store: its segments are fetched
-        /// into a private store, every record checked against the chain and the whole log
-        /// replayed.
-        #[arg(long, value_name = "URL", conflicts_with = "connect")]
-        from: Option<String>,
-        /// Accept the replica's head (--from) and the checkpoint file (--expect FILE) only if
-        /// this verifier key (NAME+ID+KEY, as `mnemo key create` printed it) signed them.
-        #[arg(long, value_name = "VKEY")]
-        key: Option<String>,
-        #[command(flatten)]
-        remote: Remote,
-    },
+    Verify(VerifyArgs),
     /// Ship the store's log to a replica in object storage (s3://bucket/prefix or
     /// file:///dir): sealed segments of events and a checkpoint of the head. Resumes where the
     /// replica ends, with no gap and no duplicate; refuses a replica of another history. Runs
@@ -158,25 +95,7 @@ pub(crate) enum Cmd {
     /// changes; --once ships up to the current head and exits. Reads the store as the read
     /// commands do (a private copy, whenever no process holds it), so a store a server holds is
     /// replicated by that server: `mnemo serve --replicate URL`.
-    Replicate {
-        #[command(flatten)]
-        db: Db,
-        /// The replica: s3://bucket/prefix (AWS_* variables) or file:///absolute/dir (created
-        /// if missing).
-        #[arg(long, value_name = "URL")]
-        to: String,
-        /// Ship up to the current head and exit.
-        #[arg(long)]
-        once: bool,
-        /// Without --once: look for changes this often, in seconds.
-        #[arg(
-            long,
-            value_name = "SECS",
-            default_value_t = 1.0,
-            conflicts_with = "once"
-        )]
-        interval: f64,
-    },
+    Replicate(ReplicateArgs),
     /// A fleet of `mnemo serve --fleet URL` nodes sharing a bucket: its nodes and stores.
     Fleet {
         #[command(subcommand)]
@@ -195,49 +114,14 @@ pub(crate) enum Cmd {
     },
     /// Rebuild a store from a replica: every record re-checked against the chain, the index
     /// rebuilt, the whole store verified; nothing is left at --db if it fails.
-    Restore {
-        /// The replica: file:///absolute/dir.
-        #[arg(long, value_name = "URL")]
-        from: String,
-        /// The new store: a path that does not exist yet, or an empty directory.
-        #[arg(long, value_name = "NEW")]
-        db: PathBuf,
-        /// Restore up to this event (default: the replica's head checkpoint).
-        #[arg(long, value_name = "SEQ")]
-        at: Option<u64>,
-        /// Take the replica only if this verifier key (as `mnemo key create` printed it) signed
-        /// its head, and restore no further than that head; the new store records the key.
-        #[arg(long, value_name = "VKEY")]
-        key: Option<String>,
-    },
+    Restore(RestoreArgs),
     /// List the events: seq, time, agent, command, path, ok/error.
     Log(LogArgs),
     /// List the files under a directory, now or as they were after event SEQ (exit 2 when no
     /// file is there).
-    Ls {
-        /// Directory to list; / lists every file in the store.
-        #[arg(default_value = "/memories")]
-        dir: String,
-        #[command(flatten)]
-        db: Db,
-        /// Show the tree as it was after event SEQ (a seq `mnemo log` lists).
-        #[arg(long, value_name = "SEQ")]
-        at: Option<u64>,
-        #[command(flatten)]
-        remote: Remote,
-    },
+    Ls(LsArgs),
     /// Print a file's content, now or as it was after event SEQ.
-    Cat {
-        /// The file.
-        path: String,
-        #[command(flatten)]
-        db: Db,
-        /// Show the file as it was after event SEQ (a seq `mnemo log` lists).
-        #[arg(long, value_name = "SEQ")]
-        at: Option<u64>,
-        #[command(flatten)]
-        remote: Remote,
-    },
+    Cat(CatArgs),
     /// Write the memory tree as plain files (DIR/memories/...), now or after event SEQ; or with
     /// --format memory-stores, every memory and version as the memory-stores API's JSON
     /// (DIR/memory-store.json).
@@ -274,30 +158,10 @@ pub(crate) enum Cmd {
         command: TokenCmd,
     },
     /// Each file that lived at PATH, followed by identity through renames, with its events
-    History {
-        /// The file.
-        path: String,
-        #[command(flatten)]
-        db: Db,
-        /// One JSON object per line.
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        remote: Remote,
-    },
+    History(HistoryArgs),
     /// One event whole: the call as sent, the answer the model saw (re-derived and checked
     /// against the log) and the change it made, as a unified diff
-    Show {
-        /// The event's seq (as `mnemo log` lists it).
-        seq: u64,
-        #[command(flatten)]
-        db: Db,
-        /// One JSON object.
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        remote: Remote,
-    },
+    Show(ShowArgs),
     /// Erase events' content from the store for real: their payloads go, the chain and the rest
     /// of history still verify, and a redaction event records who, when, why and which seqs.
     /// Also erases every event whose answer depended on what is erased (a view that showed it, an
@@ -307,22 +171,202 @@ pub(crate) enum Cmd {
     /// a refused redaction changes nothing.
     Redact(RedactArgs),
     /// What changed in the files between two events: a unified diff per file
-    Diff {
-        /// The tree after this event (0: the empty tree before the first).
-        from: u64,
-        /// The tree after this event.
-        to: u64,
-        /// Only files under this path.
-        #[arg(default_value = "/memories")]
-        path: String,
-        #[command(flatten)]
-        db: Db,
-        /// One JSON object per file.
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        remote: Remote,
-    },
+    Diff(DiffArgs),
+}
+
+/// `mnemo tool`'s arguments.
+#[derive(Args)]
+pub(crate) struct ToolArgs {
+    /// The agent id calls are recorded under [default: cli; with --connect, the token's].
+    #[arg(long)]
+    pub(crate) agent: Option<String>,
+    #[command(flatten)]
+    pub(crate) session: Session,
+    #[command(flatten)]
+    pub(crate) remote: Remote,
+    #[command(flatten)]
+    pub(crate) start: Start,
+}
+
+/// `mnemo mcp`'s arguments.
+#[derive(Args)]
+pub(crate) struct McpArgs {
+    /// The agent id calls are recorded under [default: mcp; with --connect, the token's].
+    #[arg(long)]
+    pub(crate) agent: Option<String>,
+    #[command(flatten)]
+    pub(crate) session: Session,
+    #[command(flatten)]
+    pub(crate) remote: Remote,
+    #[command(flatten)]
+    pub(crate) start: Start,
+}
+
+/// `mnemo serve`'s arguments.
+#[derive(Args)]
+pub(crate) struct ServeArgs {
+    /// The default agent id calls are recorded under (the operator names another with the
+    /// X-Mnemo-Agent header).
+    #[arg(long, default_value = "serve")]
+    pub(crate) agent: String,
+    #[command(flatten)]
+    pub(crate) session: Session,
+    #[command(flatten)]
+    pub(crate) flags: ServeFlags,
+}
+
+/// `mnemo verify`'s arguments.
+#[derive(Args)]
+pub(crate) struct VerifyArgs {
+    #[command(flatten)]
+    pub(crate) db: Db,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Also prove the log still holds this checkpoint: SEQ:HASH, as an earlier verify
+    /// printed, or a checkpoint file (a replica's head object, kept by an auditor; checked
+    /// against --key when given).
+    #[arg(long, value_name = "SEQ:HASH|FILE")]
+    pub(crate) expect: Option<String>,
+    /// Verify the replica at URL (file:///dir) instead of a store: its segments are fetched
+    /// into a private store, every record checked against the chain and the whole log
+    /// replayed.
+    #[arg(long, value_name = "URL", conflicts_with = "connect")]
+    pub(crate) from: Option<String>,
+    /// Accept the replica's head (--from) and the checkpoint file (--expect FILE) only if
+    /// this verifier key (NAME+ID+KEY, as `mnemo key create` printed it) signed them.
+    #[arg(long, value_name = "VKEY")]
+    pub(crate) key: Option<String>,
+    #[command(flatten)]
+    pub(crate) remote: Remote,
+}
+
+/// `mnemo replicate`'s arguments.
+#[derive(Args)]
+pub(crate) struct ReplicateArgs {
+    #[command(flatten)]
+    pub(crate) db: Db,
+    /// The replica: s3://bucket/prefix (AWS_* variables) or file:///absolute/dir (created
+    /// if missing).
+    #[arg(long, value_name = "URL")]
+    pub(crate) to: String,
+    /// Ship up to the current head and exit.
+    #[arg(long)]
+    pub(crate) once: bool,
+    /// Without --once: look for changes this often, in seconds.
+    #[arg(
+        long,
+        value_name = "SECS",
+        default_value_t = 1.0,
+        conflicts_with = "once"
+    )]
+    pub(crate) interval: f64,
+}
+
+/// `mnemo restore`'s arguments.
+#[derive(Args)]
+pub(crate) struct RestoreArgs {
+    /// The replica: file:///absolute/dir.
+    #[arg(long, value_name = "URL")]
+    pub(crate) from: String,
+    /// The new store: a path that does not exist yet, or an empty directory.
+    #[arg(long, value_name = "NEW")]
+    pub(crate) db: PathBuf,
+    /// Restore up to this event (default: the replica's head checkpoint).
+    #[arg(long, value_name = "SEQ")]
+    pub(crate) at: Option<u64>,
+    /// Take the replica only if this verifier key (as `mnemo key create` printed it) signed
+    /// its head, and restore no further than that head; the new store records the key.
+    #[arg(long, value_name = "VKEY")]
+    pub(crate) key: Option<String>,
+}
+
+/// `mnemo ls`'s arguments.
+#[derive(Args)]
+pub(crate) struct LsArgs {
+    /// Directory to list; / lists every file in the store.
+    #[arg(default_value = "/memories")]
+    pub(crate) dir: String,
+    #[command(flatten)]
+    pub(crate) db: Db,
+    /// Show the tree as it was after event SEQ (a seq `mnemo log` lists).
+    #[arg(long, value_name = "SEQ")]
+    pub(crate) at: Option<u64>,
+    #[command(flatten)]
+    pub(crate) remote: Remote,
+}
+
+/// `mnemo cat`'s arguments.
+#[derive(Args)]
+pub(crate) struct CatArgs {
+    /// The file.
+    pub(crate) path: String,
+    #[command(flatten)]
+    pub(crate) db: Db,
+    /// Show the file as it was after event SEQ (a seq `mnemo log` lists).
+    #[arg(long, value_name = "SEQ")]
+    pub(crate) at: Option<u64>,
+    #[command(flatten)]
+    pub(crate) remote: Remote,
+}
+
+/// `mnemo history`'s arguments.
+#[derive(Args)]
+pub(crate) struct HistoryArgs {
+    /// The file.
+    pub(crate) path: String,
+    #[command(flatten)]
+    pub(crate) read: ReadLines,
+}
+
+/// `mnemo show`'s arguments.
+#[derive(Args)]
+pub(crate) struct ShowArgs {
+    /// The event's seq (as `mnemo log` lists it).
+    pub(crate) seq: u64,
+    #[command(flatten)]
+    pub(crate) db: Db,
+    /// One JSON object.
+    #[arg(long)]
+    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) remote: Remote,
+}
+
+/// `mnemo diff`'s arguments.
+#[derive(Args)]
+pub(crate) struct DiffArgs {
+    /// The tree after this event (0: the empty tree before the first).
+    pub(crate) from: u64,
+    /// The tree after this event.
+    pub(crate) to: u64,
+    /// Only files under this path.
+    #[arg(default_value = "/memories")]
+    pub(crate) path: String,
+    #[command(flatten)]
+    pub(crate) db: Db,
+    /// One JSON object per file.
+    #[arg(long)]
+    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) remote: Remote,
+}
+
+/// `mnemo ui`'s arguments.
+#[derive(Args)]
+pub(crate) struct UiArgs {
+    #[command(flatten)]
+    pub(crate) db: Db,
+    /// The data directory of a running `mnemo serve --data DIR` instead of one store (it
+    /// wins over --db, which MNEMO_DB may set).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) data: Option<PathBuf>,
+    /// Open the link in the desktop's browser too (xdg-open, or open on macOS).
+    #[arg(long)]
+    pub(crate) open: bool,
+    /// A server this starts exits this many seconds after its last request.
+    #[arg(long = "idle-exit", value_name = "SECS", default_value_t = 900.0)]
+    pub(crate) idle_exit: f64,
 }
 
 #[derive(Subcommand)]
@@ -343,12 +387,7 @@ pub(crate) enum AclCmd {
     /// List the grants in force.
     List {
         #[command(flatten)]
-        db: Db,
-        /// One JSON object per line.
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        remote: Remote,
+        read: ReadLines,
     },
 }
 
@@ -455,12 +494,7 @@ pub(crate) enum ConfigCmd {
     /// List the settings in force (`NAME = VALUE`).
     List {
         #[command(flatten)]
-        db: Db,
-        /// One JSON object per line.
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        remote: Remote,
+        read: ReadLines,
     },
 }
 
@@ -484,12 +518,7 @@ pub(crate) enum TokenCmd {
     /// List the tokens: id, agent, label, when and by whom issued, revoked or not.
     List {
         #[command(flatten)]
-        db: Db,
-        /// One JSON object per line.
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        remote: Remote,
+        read: ReadLines,
     },
     /// Revoke a token: its bearer is refused from the next request on.
     Revoke {
@@ -502,6 +531,28 @@ pub(crate) enum TokenCmd {
         #[command(flatten)]
         remote: Remote,
     },
+}
+
+/// The store a read command reads, where, and whether it prints JSON lines.
+#[derive(Args)]
+pub(crate) struct ReadLines {
+    #[command(flatten)]
+    pub(crate) db: Db,
+    /// One JSON object per line.
+    #[arg(long)]
+    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) remote: Remote,
+}
+
+impl ReadLines {
+    /// `read` on the store, as the read commands read it ([`crate::connect::reading`]).
+    pub(crate) fn read<T>(
+        &self,
+        read: impl FnMut(&mnemo::MnemoClient) -> mnemo::Result<T>,
+    ) -> mnemo::Result<T> {
+        crate::connect::reading(&self.db.db, &self.remote, read)
+    }
 }
 
 /// Who an admin change is recorded under.

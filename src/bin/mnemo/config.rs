@@ -6,13 +6,13 @@ use crate::print::{print_receipt, print_rows};
 
 pub(crate) fn run_config(command: ConfigCmd) -> CliResult {
     match command {
-        ConfigCmd::List { db, json, remote } => {
-            let settings = crate::connect::reading(&db.db, &remote, |client| client.settings())?;
+        ConfigCmd::List { read } => {
+            let settings = read.read(|client| client.settings())?;
             let rows: Vec<_> = settings
                 .into_iter()
                 .map(|(name, value)| serde_json::json!({"name": name, "value": value}))
                 .collect();
-            print_rows(&rows, json, setting_row)
+            print_rows(&rows, read.json, setting_row)
         }
         ConfigCmd::Set {
             setting: name,

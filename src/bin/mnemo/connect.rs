@@ -13,7 +13,7 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 
 use clap::Args;
-use mnemo::link::Link;
+use mnemo::Link;
 
 use crate::CliResult;
 use crate::args::Session;
@@ -172,15 +172,15 @@ pub fn unusable_path(db: &std::path::Path) -> Option<String> {
 }
 
 /// When `db` is a store `DIR/NAME` of a data directory that a live `mnemo serve --data DIR`
-/// holds (`mnemo::link::data_server_of`): how to reach the store through that server, as a
+/// holds (`mnemo::DataServer::of`): how to reach the store through that server, as a
 /// sentence. Nothing secret is in it.
 pub fn data_server_hint(db: &std::path::Path) -> Option<String> {
-    let mnemo::link::DataServer {
+    let mnemo::DataServer {
         name,
         dir,
         exists,
         server: file,
-    } = mnemo::link::data_server_of(db)?;
+    } = mnemo::DataServer::of(db)?;
     let word = |p: &std::path::Path| crate::demo::shell_word(&p.to_string_lossy());
     let what = match exists {
         true => format!("is the store {name} of"),
@@ -193,7 +193,7 @@ pub fn data_server_hint(db: &std::path::Path) -> Option<String> {
         file.url,
         file.pid,
         file.url,
-        word(&mnemo::link::ServerFile::path(&dir)),
+        word(&mnemo::ServerFile::path(&dir)),
         word(&dir),
         word(&dir),
     ))
@@ -278,15 +278,15 @@ fn remote_client(url: &str, remote: &Remote) -> Result<mnemo::RemoteClient, Fail
     })
 }
 
-/// How a command starts a server for the store: this binary, run with `serve --db DIR` and
-/// `args`.
-pub fn launch(args: Vec<OsString>) -> Result<mnemo::link::Launch, String> {
-    Ok(mnemo::link::Launch {
-        exe: std::env::current_exe()
-            .map_err(|e| format!("cannot find the mnemo binary to start a server ({e})"))?,
-        args,
-        wait: mnemo::link::START_WAIT,
-    })
+/// `builder` starting a server for its store when none holds it: this binary, run with `serve
+/// --db DIR` and `args`.
+pub fn starting(
+    builder: mnemo::ClientBuilder,
+    args: Vec<OsString>,
+) -> Result<mnemo::ClientBuilder, String> {
+    let exe = std::env::current_exe()
+        .map_err(|e| format!("cannot find the mnemo binary to start a server ({e})"))?;
+    Ok(builder.start_server(exe, args))
 }
 
 /// The server connection of a `tool` or `mcp` session: to --connect's server, or to the
@@ -313,8 +313,8 @@ pub fn session_link(
         return Ok(None);
     }
     let builder = mnemo::MnemoClient::builder(&session.db.db)
-        .agent_id(agent.unwrap_or_else(|| default_agent.to_string()))
-        .start_server(launch(serve_args(session, start))?);
+        .agent_id(agent.unwrap_or_else(|| default_agent.to_string()));
+    let builder = starting(builder, serve_args(session, start))?;
     match builder.link() {
         Ok(link) => Ok(Some(link)),
         Err(e) => {
@@ -359,7 +359,7 @@ pub fn run_link(session: &Session, start: &Start) -> CliResult {
     }
     let mut builder = mnemo::MnemoClient::builder(db);
     if !start.no_start {
-        builder = builder.start_server(launch(serve_args(session, start))?);
+        builder = starting(builder, serve_args(session, start))?;
     }
     let file = builder
         .server()?

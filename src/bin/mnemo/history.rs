@@ -1,25 +1,22 @@
 //! `mnemo history`: every event of the files that lived at a path, followed through renames.
 
 use std::io::Write;
-use std::path::Path;
 use std::process::ExitCode;
 
 use mnemo::protocol::printable;
 
-use crate::args::path_arg;
-
 use crate::CliResult;
-use crate::connect::Remote;
+use crate::args::{ReadLines, path_arg};
 use crate::log::event_line;
 
-pub(crate) fn run_history(db: &Path, path: &str, as_json: bool, remote: &Remote) -> CliResult {
+pub(crate) fn run_history(path: &str, read: &ReadLines) -> CliResult {
     let file = path_arg(path)?;
-    let events = crate::connect::reading(db, remote, |client| client.history(&file))?;
+    let events = read.read(|client| client.history(&file))?;
     let mut out = std::io::stdout().lock();
     // The events come file by file: a header where the file changes.
     let mut last: Option<Option<u64>> = None;
     for event in &events {
-        if as_json {
+        if read.json {
             writeln!(out, "{}", serde_json::to_string(event)?)?;
             continue;
         }
@@ -33,7 +30,7 @@ pub(crate) fn run_history(db: &Path, path: &str, as_json: bool, remote: &Remote)
         }
         writeln!(out, "{}", event_line(&event.event))?;
     }
-    if events.is_empty() && !as_json {
+    if events.is_empty() && !read.json {
         writeln!(out, "no event names {file}")?;
     }
     Ok(ExitCode::SUCCESS)

@@ -4,7 +4,6 @@ use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
-use mnemo::tool::format_size;
 use mnemo::{MemPath, Seq};
 
 use crate::CliResult;
@@ -19,7 +18,7 @@ pub(crate) fn run_ls(db: &Path, dir: &str, at: Option<u64>, remote: &Remote) -> 
     }
     let mut out = std::io::stdout().lock();
     for file in &listing.files {
-        writeln!(out, "{:>7}  {}", format_size(file.bytes), file.path)?;
+        writeln!(out, "{:>7}  {}", file.size_text(), file.path)?;
     }
     Ok(ExitCode::SUCCESS)
 }

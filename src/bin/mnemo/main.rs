@@ -110,45 +110,16 @@ fn main() -> ExitCode {
         Cmd::Demo { db } => run_demo(db),
         Cmd::Completions { shell } => run_completions(shell),
         Cmd::Man { out } => run_man(out.as_deref()),
-        Cmd::Ui {
-            db,
-            data,
-            open,
-            idle_exit,
-        } => run_ui(&db.db, data.as_deref(), open, idle_exit),
-        Cmd::Tool {
-            agent,
-            session,
-            remote,
-            start,
-        } => run_tool(session, agent, &remote, &start),
+        Cmd::Ui(a) => run_ui(&a.db.db, a.data.as_deref(), a.open, a.idle_exit),
+        Cmd::Tool(a) => run_tool(a.session, a.agent, &a.remote, &a.start),
         Cmd::Link { session, start } => connect::run_link(&session, &start),
-        Cmd::Mcp {
-            agent,
-            session,
-            remote,
-            start,
-        } => run_mcp(session, agent, &remote, &start),
-        Cmd::Serve {
-            agent,
-            session,
-            flags,
-        } => run_serve(session, agent, flags),
-        Cmd::Verify {
-            db,
-            json,
-            expect,
-            remote,
-            from,
-            key,
-        } => verify_command(&db.db, json, expect, from, key, &remote),
-        Cmd::Replicate {
-            db,
-            to,
-            once,
-            interval,
-        } => replication::replicate(&db.db, &to, (!once).then_some(interval)),
-        Cmd::Restore { from, db, at, key } => replication::restore(&from, &db, at, key.as_deref()),
+        Cmd::Mcp(a) => run_mcp(a.session, a.agent, &a.remote, &a.start),
+        Cmd::Serve(a) => run_serve(a.session, a.agent, a.flags),
+        Cmd::Verify(a) => verify_command(&a.db.db, a.json, a.expect, a.from, a.key, &a.remote),
+        Cmd::Replicate(a) => {
+            replication::replicate(&a.db.db, &a.to, (!a.once).then_some(a.interval))
+        }
+        Cmd::Restore(a) => replication::restore(&a.from, &a.db, a.at, a.key.as_deref()),
         Cmd::Fleet {
             command:
                 FleetCmd::Status {
@@ -165,38 +136,11 @@ fn main() -> ExitCode {
         } => replication::key_create(&db.db, name.as_deref()),
         Cmd::Store { command } => store::run(&command),
         Cmd::Log(args) => run_log(&args),
-        Cmd::Ls {
-            dir,
-            db,
-            at,
-            remote,
-        } => run_ls(&db.db, &dir, at, &remote),
-        Cmd::Cat {
-            path,
-            db,
-            at,
-            remote,
-        } => run_cat(&db.db, &path, at, &remote),
-        Cmd::History {
-            path,
-            db,
-            json,
-            remote,
-        } => run_history(&db.db, &path, json, &remote),
-        Cmd::Show {
-            seq,
-            db,
-            json,
-            remote,
-        } => run_show(&db.db, seq, json, &remote),
-        Cmd::Diff {
-            from,
-            to,
-            path,
-            db,
-            json,
-            remote,
-        } => run_diff(&db.db, from, to, &path, json, &remote),
+        Cmd::Ls(a) => run_ls(&a.db.db, &a.dir, a.at, &a.remote),
+        Cmd::Cat(a) => run_cat(&a.db.db, &a.path, a.at, &a.remote),
+        Cmd::History(a) => run_history(&a.path, &a.read),
+        Cmd::Show(a) => run_show(&a.db.db, a.seq, a.json, &a.remote),
+        Cmd::Diff(a) => run_diff(&a.db.db, a.from, a.to, &a.path, a.json, &a.remote),
         Cmd::Redact(args) => run_redact(&args),
         Cmd::Acl { command } => run_acl(command),
         Cmd::Token { command } => run_token(command),

@@ -39,7 +39,7 @@ fn redact(
     operator: &str,
     remote: &Remote,
 ) -> mnemo::Result<mnemo::Redacted> {
-    if remote.connect.is_none() && mnemo::link::find_server(db)?.is_none() {
+    if remote.connect.is_none() && mnemo::ServerFile::find(db)?.is_none() {
         crate::connect::held_by_a_data_server(db)?;
     }
     crate::connect::connected(mnemo::MnemoClient::builder(db).agent_id(operator), remote)?

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use mnemo::{Replica, ReplicaVerdict, Round, Seq, ShipRounds, SigningKey};
+use mnemo::{Replica, Round, Seq, ShipRounds, SigningKey};
 
 use crate::print::{say, tell};
 use crate::{CliResult, verify::print_verify};
@@ -92,13 +92,6 @@ pub fn check_serve(
     Ok(())
 }
 
-/// What `GET /v1/replication` answers beside a server that ships or follows.
-pub fn view(
-    status: impl Fn() -> serde_json::Value + Send + Sync + 'static,
-) -> mnemo::ReplicationView {
-    mnemo::ReplicationView(std::sync::Arc::new(status))
-}
-
 /// Starts shipping the store `client` holds to `url`, every `interval` seconds at most,
 /// telling stderr about each shipment (`mnemo serve --replicate URL`).
 pub fn start(
@@ -109,27 +102,22 @@ pub fn start(
     let interval = seconds(interval, "--replicate-interval")?;
     let replica = Replica::open(url, true)?;
     let url = url.to_string();
-    let report = move |report: mnemo::ShipReport<'_>| match report {
-        mnemo::ShipReport::Shipped(shipped, status) => tell(format_args!(
+    type Told<'a> =
+        Result<(&'a mnemo::Shipped, &'a mnemo::ReplicationStatus), (&'a mnemo::Error, Duration)>;
+    let report = move |report: Told<'_>| match report {
+        Ok((shipped, status)) => tell(format_args!(
             "mnemo serve: replicated events {} to {} to {url} ({} events behind)",
             shipped.from.0 + 1,
             shipped.head.seq,
             status.lag()
         )),
-        mnemo::ShipReport::Failed(e, wait) => tell(format_args!(
+        Err((e, wait)) => tell(format_args!(
             "mnemo serve: shipping to {url} failed ({e}); trying again in {wait:.0?}"
         )),
     };
-    let shipping = mnemo::Shipping { interval };
     Ok(mnemo::Replication::start(
-        client, replica, shipping, report,
+        client, replica, interval, report,
     )?)
-}
-
-/// The view of a replication [`start`] started.
-pub fn shipping_view(replication: &mnemo::Replication) -> mnemo::ReplicationView {
-    let status = replication.watcher();
-    view(move || status().to_json())
 }
 
 /// Ships what is left, then stops; an error if that last shipment failed.
@@ -236,19 +224,19 @@ pub fn verify(
     expect: Option<mnemo::Head>,
     key: Option<&str>,
 ) -> CliResult {
-    match Replica::verify_replica(url, expect, key)? {
-        ReplicaVerdict::Verified(report) => print_verify(Path::new(url), as_json, &report),
-        ReplicaVerdict::Damaged(what) => {
-            match as_json {
-                true => say(format_args!(
-                    "{}",
-                    serde_json::json!({"status": "violation", "replica": url, "violation": what})
-                ))?,
-                false => say(format_args!(
-                    "mnemo verify: VIOLATION\n  replica:    {url}\n  violation:  {what}"
-                ))?,
-            }
-            Ok(ExitCode::from(1))
-        }
+    let what = match Replica::verify_replica(url, expect, key) {
+        Ok(report) => return print_verify(Path::new(url), as_json, &report),
+        Err(mnemo::Error::ReplicaDamaged { what }) => what,
+        Err(e) => return Err(e.into()),
+    };
+    match as_json {
+        true => say(format_args!(
+            "{}",
+            serde_json::json!({"status": "violation", "replica": url, "violation": what})
+        ))?,
+        false => say(format_args!(
+            "mnemo verify: VIOLATION\n  replica:    {url}\n  violation:  {what}"
+        ))?,
     }
+    Ok(ExitCode::from(1))
 }

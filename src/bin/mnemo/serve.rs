@@ -78,7 +78,7 @@ pub(crate) fn run_serve(session: Session, agent: String, listen: ServeFlags) -> 
         Some(url) => {
             let started =
                 crate::replication::start(server.client(), url, listen.replicate_interval)?;
-            options.replication = Some(crate::replication::shipping_view(&started));
+            options.replication = Some((&started).into());
             Some(started)
         }
         None => None,
@@ -86,8 +86,7 @@ pub(crate) fn run_serve(session: Session, agent: String, listen: ServeFlags) -> 
     let following = match follow {
         Some(url) => {
             let started = crate::replication::follow(server.client(), url, listen.follow_interval)?;
-            let status = started.watcher();
-            options.replication = Some(crate::replication::view(move || status().to_json()));
+            options.replication = Some((&started).into());
             options.follow = Some(url.to_string());
             Some(started)
         }
@@ -197,7 +196,7 @@ pub(crate) fn run_data_server(
         let running =
             crate::replication::start(tool.client(), &url, *interval).map_err(|e| e.to_string())?;
         Ok(mnemo::OpenedStore {
-            replication: Some(crate::replication::shipping_view(&running)),
+            replication: Some((&running).into()),
             on_close: Some(Box::new(move || {
                 if let Err(why) = crate::replication::stop(running) {
                     crate::print::tell(format_args!("mnemo serve: {why}"));

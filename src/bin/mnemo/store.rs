@@ -17,7 +17,7 @@ pub fn run(command: &StoreCmd) -> CliResult {
     | StoreCmd::List { place, .. }
     | StoreCmd::Delete { place, .. }) = command;
     if let StoreCmd::Create { name, .. } | StoreCmd::Delete { name, .. } = command {
-        mnemo::check_store_name(name)?;
+        mnemo::DataDir::check_name(name)?;
     }
     if let StoreCmd::Delete { name, confirm, .. } = command {
         if confirm.as_deref() != Some(name.as_str()) {

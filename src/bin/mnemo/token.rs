@@ -35,11 +35,11 @@ pub(crate) fn run_token(command: TokenCmd) -> CliResult {
             )?;
             Ok(ExitCode::SUCCESS)
         }
-        TokenCmd::List { db, json, remote } => {
-            let tokens = crate::connect::reading(&db.db, &remote, |client| client.tokens())?;
+        TokenCmd::List { read } => {
+            let tokens = read.read(|client| client.tokens())?;
             let mut out = std::io::stdout().lock();
             for token in &tokens {
-                if json {
+                if read.json {
                     writeln!(out, "{}", serde_json::to_string(token)?)?;
                 } else {
                     writeln!(out, "{}", token_row(token))?;

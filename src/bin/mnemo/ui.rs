@@ -6,7 +6,7 @@ use crate::CliResult;
 
 /// Finds (or, for one store, starts) the server, asks it for a login link and prints it.
 pub(crate) fn run_ui(db: &Path, data: Option<&Path>, open: bool, idle_exit: f64) -> CliResult {
-    use mnemo::link::{ServerFile, find_server};
+    use mnemo::ServerFile;
 
     // A server file this user may not read is another user's server: say so, rather than
     // start a server that cannot open the store either.
@@ -21,7 +21,7 @@ pub(crate) fn run_ui(db: &Path, data: Option<&Path>, open: bool, idle_exit: f64)
         }
     }
     let file = match data {
-        Some(dir) => find_server(dir)?.ok_or_else(|| {
+        Some(dir) => ServerFile::find(dir)?.ok_or_else(|| {
             format!(
                 "no server serves the data directory {}; start one with `mnemo serve --data {}`",
                 dir.display(),
@@ -29,7 +29,7 @@ pub(crate) fn run_ui(db: &Path, data: Option<&Path>, open: bool, idle_exit: f64)
             )
         })?,
         None => {
-            if find_server(db)?.is_none() {
+            if ServerFile::find(db)?.is_none() {
                 if let Some(why) = crate::connect::unservable(db) {
                     return Err(why.into());
                 }
@@ -40,16 +40,11 @@ pub(crate) fn run_ui(db: &Path, data: Option<&Path>, open: bool, idle_exit: f64)
                     )
                     .into());
                 }
-                let launch = crate::connect::launch(vec![
-                    "--idle-exit".into(),
-                    idle_exit.to_string().into(),
-                ])?;
+                let args = vec!["--idle-exit".into(), idle_exit.to_string().into()];
                 // Starts the server, which then holds the store.
-                mnemo::MnemoClient::builder(db)
-                    .start_server(launch)
-                    .server()?;
+                crate::connect::starting(mnemo::MnemoClient::builder(db), args)?.server()?;
             }
-            find_server(db)?.ok_or_else(|| {
+            ServerFile::find(db)?.ok_or_else(|| {
                 format!(
                     "the server of {} went away; run `mnemo ui` again",
                     db.display()

@@ -18,12 +18,13 @@ pub const DEFAULT_MAX_REQUEST_BYTES: u64 = 64 * 1024 * 1024;
 /// Limits on one server's calls.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Limits {
-    /// Largest content a file may reach through `create`, `str_replace` or `insert`, in bytes.
+    /// Largest content a file may reach through `create`, `str_replace` or `insert`, in bytes
+    /// (default 16 MiB).
     pub max_file_bytes: u64,
     /// When set, a file `view` returns at most this many characters of numbered lines and says how
     /// to page on with `view_range`. Off by default.
     pub view_max_chars: Option<u64>,
-    /// Largest request, in bytes of its JSON text (default [`DEFAULT_MAX_REQUEST_BYTES`]). A longer
+    /// Largest request, in bytes of its JSON text (default 64 MiB). A longer
     /// one is refused unread and logged as a digest. Not encoded in events: a decoded event shows
     /// the default.
     pub max_request_bytes: u64,

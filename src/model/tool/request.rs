@@ -230,7 +230,7 @@ impl Write for BoundedText {
     }
 }
 
-/// One request as [`read_request`] read it, or as a binding made it.
+/// One request as the tool server reads it from a stream, or as a binding made it.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Request {
     /// A line within the limit, without its `\n` or `\r\n`.
