@@ -61,21 +61,51 @@ impl FleetOptions {
     /// Checks what the other nodes need of this one before it starts: an advertised URL they
     /// can forward to (`http://HOST:PORT`, HOST not an unspecified address such as 0.0.0.0).
     pub(crate) fn check(&self) -> Result<()> {
+        let unreachable = || {
+            Error::InvalidArgument(format!(
+                "--advertise: the other nodes cannot reach this one at {:?}; give the address and port they reach it at, such as --advertise http://10.0.0.5:8080",
+                self.advertise
+            ))
+        };
+        if self.advertise.len() >= 7
+            && self.advertise[..7].eq_ignore_ascii_case("http://")
+            && !self.advertise.starts_with("http://")
+        {
+            return Err(Error::InvalidArgument(format!(
+                "--advertise: write the scheme of {:?} in lowercase, as http://HOST:PORT",
+                self.advertise
+            )));
+        }
         let authority = authority_of(&self.advertise)
             .map_err(|why| Error::InvalidArgument(format!("--advertise: {why}")))?;
+        // The port is given, and a real one (the URL's own text, not a default).
+        let given = self.advertise["http://".len()..]
+            .split('/')
+            .next()
+            .unwrap_or_default();
+        let port = given
+            .rsplit_once(':')
+            .filter(|(host, _)| !host.is_empty() && (!host.starts_with('[') || host.ends_with(']')))
+            .and_then(|(_, port)| port.parse::<u16>().ok());
+        if port.is_none_or(|port| port == 0) {
+            return Err(unreachable());
+        }
         let host = authority
             .rsplit_once(':')
             .map_or(authority.as_str(), |(host, _)| host);
-        let unspecified = host
+        let host = host
             .trim_start_matches('[')
             .trim_end_matches(']')
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_unspecified());
-        if unspecified || authority.ends_with(":0") {
-            return Err(Error::InvalidArgument(format!(
-                "--advertise: the other nodes cannot reach this one at {:?}; give the address they reach it at, such as --advertise http://10.0.0.5:8080",
-                self.advertise
-            )));
+            .trim_end_matches('.');
+        let unspecified = host == "0"
+            || host.parse::<std::net::IpAddr>().is_ok_and(|ip| match ip {
+                std::net::IpAddr::V4(v4) => v4.is_unspecified(),
+                std::net::IpAddr::V6(v6) => {
+                    v6.is_unspecified() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_unspecified())
+                }
+            });
+        if unspecified {
+            return Err(unreachable());
         }
         Ok(())
     }
@@ -644,6 +674,8 @@ pub struct FleetNode {
     pub beat_age_ms: i64,
     /// Whether its lease still holds (its latest beat is within the ttl).
     pub alive: bool,
+    /// Whether it is being drained (its beats say so): it takes no store.
+    pub draining: bool,
     /// How many stores' latest lease names it.
     pub stores: usize,
 }
@@ -705,6 +737,7 @@ pub fn fleet_status(url: &str, lease_ttl: Duration) -> Result<FleetStatus> {
             url: n.node.url,
             beat_age_ms: n.beat_age_ms,
             alive: n.alive,
+            draining: n.draining,
         })
         .collect();
     Ok(FleetStatus { nodes, stores })
@@ -861,9 +894,15 @@ pub(crate) async fn route(
     mut request: Request,
     next: axum::middleware::Next,
 ) -> Response {
+    // A store made on a node being drained would be handed over at once (or refused): it is
+    // made on another node ("" below: no store yet, routed to where new stores go).
+    let creating = request.method() == axum::http::Method::POST
+        && matches!(request.uri().path(), "/v1/stores" | "/v1/memory_stores")
+        && member.is_draining();
     // A name that is no store's is never looked up in the bucket: the routes refuse it here.
     let Some(store) = store_of(request.uri().path())
         .filter(|name| crate::store::data_dir::check_store_name(name).is_ok())
+        .or_else(|| creating.then(String::new))
     else {
         return next.run(request).await;
     };
@@ -928,13 +967,17 @@ pub(crate) async fn route(
     })
 }
 
-/// Where `store` is served, if not here ([`Member::elsewhere`]).
+/// Where `store` is served, if not here ([`Member::elsewhere`]); for "" (a store being made on
+/// a node being drained), a live node not being drained.
 async fn holder(member: &Arc<Member>, store: &str) -> Option<String> {
     let (asking, store) = (Arc::clone(member), store.to_string());
-    tokio::task::spawn_blocking(move || asking.elsewhere(&store))
-        .await
-        .ok()
-        .flatten()
+    tokio::task::spawn_blocking(move || match store.is_empty() {
+        true => asking.other_nodes().ok()?.into_iter().next().map(|n| n.url),
+        false => asking.elsewhere(&store),
+    })
+    .await
+    .ok()
+    .flatten()
 }
 
 /// Headers that belong to one connection, not to the request or answer forwarded (and the

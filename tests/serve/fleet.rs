@@ -491,6 +491,13 @@ fn a_node_refuses_to_start_with_a_url_the_others_cannot_forward_to() {
         "http://10.0.0.5:8080/mnemo",
         "http://user@10.0.0.5:8080",
         "http://",
+        "http://127.0.0.1",
+        "http://127.0.0.1:99999",
+        "http://127.0.0.1:0",
+        "http://0:8080",
+        "http://0.0.0.0.:8080",
+        "http://[::ffff:0.0.0.0]:8080",
+        "HTTP://127.0.0.1:8080",
     ] {
         let dir = t.dir.path().join("n");
         // Were the URL taken, the node would serve: --idle-exit ends it with success.
@@ -669,6 +676,11 @@ fn a_drained_node_hands_its_stores_over_with_no_request_failing() {
             assert!(shown.contains(path.as_str()), "{store} lost {path}");
         }
     }
+    // A store made through the drained node is made on another (the memory-stores API's too).
+    let (code, body) = a.api("POST", "/v1/stores", &json!({"name": "after"}));
+    assert_eq!(code, 201, "{body}");
+    let (code, body) = a.api("POST", "/v1/memory_stores", &json!({"name": "after-api"}));
+    assert_eq!(code, 200, "{body}");
     let shown = status(&url);
     assert!(
         shown["stores"]
@@ -678,6 +690,19 @@ fn a_drained_node_hands_its_stores_over_with_no_request_failing() {
             .all(|s| s["node"] == "b"),
         "{shown}"
     );
+    assert_eq!(
+        shown["stores"].as_array().expect("stores").len(),
+        4,
+        "{shown}"
+    );
+    let draining: Vec<&Value> = shown["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .filter(|n| n["draining"] == json!(true))
+        .map(|n| &n["id"])
+        .collect();
+    assert_eq!(draining, [&json!("a")], "{shown}");
 }
 
 #[test]

@@ -29,7 +29,11 @@ pub(crate) fn status(url: &str, lease_ttl: f64, json: bool) -> CliResult {
             "  {}  {}  {}  last beat {:.1} s before the latest  {} store(s)",
             node.id,
             node.url,
-            if node.alive { "alive" } else { "dead" },
+            match (node.alive, node.draining) {
+                (true, true) => "alive, being drained",
+                (true, false) => "alive",
+                (false, _) => "dead",
+            },
             node.beat_age_ms as f64 / 1000.0,
             node.stores
         ))?;
