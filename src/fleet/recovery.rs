@@ -29,6 +29,11 @@ impl Replica {
         at: Option<Seq>,
         key: Option<&str>,
     ) -> Result<Restored> {
+        if at == Some(Seq(0)) {
+            return Err(Error::InvalidArgument(
+                "--at names the last event to restore, counting from 1; give --at 1 or more, or leave it out to restore every event".into(),
+            ));
+        }
         match Wal::at(url)? {
             Some(wal) => {
                 unsigned(key)?;

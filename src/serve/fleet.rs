@@ -136,7 +136,16 @@ fn shared_token(bucket: &Bucket) -> Result<String> {
 /// The bucket at `url` and its leases as a reader that is no node sees them (named `who` to
 /// the leases' checks), with leases of `lease_ttl`.
 fn observe(url: &str, who: &str, lease_ttl: Duration) -> Result<(Arc<Bucket>, Leases)> {
-    let bucket = Arc::new(Bucket::open(url)?);
+    // Read as it is: a `file://` directory that is missing is no fleet, and is not made.
+    let missing = url
+        .strip_prefix("file://")
+        .is_some_and(|dir| !Path::new(dir).is_dir());
+    if missing {
+        return Err(Error::InvalidArgument(format!(
+            "there is no fleet at {url}: the directory does not exist (a fleet's first node makes it); check --fleet"
+        )));
+    }
+    let bucket = Arc::new(Bucket::open_existing(url)?);
     let observer = Node {
         id: who.into(),
         url: String::new(),

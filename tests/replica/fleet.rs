@@ -198,6 +198,10 @@ fn a_fleet_stores_log_is_verified_and_restored_with_no_node_running() {
     let store = crate::support::open_store(&t.dir.path().join("early"));
     assert_eq!(store.log_end().expect("the head").seq, Seq(10));
     drop(store);
+    let (code, _, err) = restore("zero", Some("0"));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("counting from 1"), "{err}");
+    assert!(!t.dir.path().join("zero").exists());
     let (code, _, err) = restore("late", Some("31"));
     assert_eq!(code, Some(2), "{err}");
     assert!(

@@ -1537,3 +1537,22 @@ fn a_fleets_store_deleted_through_any_node_is_gone_from_every_node_and_the_bucke
     }
     assert!(listed(&b).is_empty());
 }
+
+/// `mnemo fleet status` and `fleet drain` read a fleet as it is: a `file://` bucket that does
+/// not exist is named as no fleet (exit 2), and is not made.
+#[test]
+fn a_fleet_that_does_not_exist_is_named_and_not_made() {
+    let t = TempStore::new();
+    let missing = t.dir.path().join("no-fleet");
+    let url = format!("file://{}", missing.display());
+    for args in [
+        vec!["fleet", "status", "--fleet", &url],
+        vec!["fleet", "drain", "a", "--fleet", &url],
+    ] {
+        let out = crate::support::run_mnemo(&args, "");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("there is no fleet at"), "{args:?}: {err}");
+        assert!(!missing.exists(), "{args:?} made the directory");
+    }
+}
