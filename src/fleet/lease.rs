@@ -452,17 +452,17 @@ impl Leases {
 pub fn latest(bucket: &Bucket, store: &str) -> Result<Option<Lease>> {
     // Only an epoch's name counts (20 digits); anything else under the store's leases is no
     // lease.
-    let Some(latest) = bucket
+    let Some((epoch, latest)) = bucket
         .list(&format!("leases/{store}"))?
         .into_iter()
-        .rfind(|l| {
+        .filter_map(|l| {
             let tail = l.name.rsplit('/').next().unwrap_or_default();
-            tail.len() == 20 && tail.bytes().all(|b| b.is_ascii_digit())
+            Some((crate::replica::segment::fixed_number(tail)?, l))
         })
+        .next_back()
     else {
         return Ok(None);
     };
-    let epoch = number(&latest.name);
     let bytes = bucket
         .get(&latest.name, OBJECT_MAX)?
         .ok_or_else(|| Error::damaged(format!("lease {} vanished", latest.name)))?;

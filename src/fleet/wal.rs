@@ -158,9 +158,9 @@ impl Wal {
         let root = url.trim_end_matches('/');
         let root = root.strip_suffix("/stores").unwrap_or(root);
         Bucket::open_existing(root).is_ok_and(|bucket| {
-            ["leases", "nodes", "operator"].iter().any(|dir| {
-                bucket.list(dir).is_ok_and(|l| !l.is_empty())
-                    || bucket.dirs(dir).is_ok_and(|d| !d.is_empty())
+            bucket.dirs("").is_ok_and(|dirs| {
+                dirs.iter()
+                    .any(|dir| ["leases", "nodes", "operator"].contains(&dir.as_str()))
             })
         })
     }
@@ -198,10 +198,8 @@ impl Wal {
         let mut numbers = Vec::new();
         for listed in self.bucket.list(&dir)? {
             let tail = listed.name.strip_prefix(&format!("{dir}/")).unwrap_or("");
-            let n = tail
-                .parse::<u64>()
-                .ok()
-                .filter(|n| *n > 0 && tail.len() == 20)
+            let n = segment::fixed_number(tail)
+                .filter(|n| *n > 0)
                 .ok_or_else(|| {
                     self.damaged(&format!(
                         "it holds {}, which is no log object's name",

@@ -166,13 +166,16 @@ pub fn parse(name: &str) -> Option<(Seq, Seq, Level)> {
         }
     };
     let (first, last) = stem.split_once('-')?;
-    let number = |s: &str| {
-        (s.len() == 20 && s.bytes().all(|b| b.is_ascii_digit()))
-            .then(|| s.parse::<u64>().ok())
-            .flatten()
-    };
-    let (first, last) = (number(first)?, number(last)?);
+    let (first, last) = (fixed_number(first)?, fixed_number(last)?);
     (first >= 1 && first <= last).then_some((Seq(first), Seq(last), level))
+}
+
+/// The number `s` spells in the width every numbered object name is written in (20 decimal
+/// digits, zero-padded: segments, and a fleet's log objects and lease epochs), if it is one.
+pub(crate) fn fixed_number(s: &str) -> Option<u64> {
+    (s.len() == 20 && s.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| s.parse::<u64>().ok())
+        .flatten()
 }
 
 #[cfg(test)]
