@@ -95,7 +95,8 @@ fn takeover_again(c: &mut Criterion) {
                     epoch += 1;
                     assert!(wal.holds(&left).expect("holds"));
                     let taken = wal.take(epoch, &left).expect("take back");
-                    assert!(copy::extend(&copy_at, &left, &taken.records).expect("extend"));
+                    let ahead = copy::extend(&copy_at, &left, &taken.records).expect("extend");
+                    assert_eq!(ahead.map(|a| a.len()), Some(0), "the copy is brought up");
                 },
                 criterion::BatchSize::PerIteration,
             );

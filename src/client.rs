@@ -261,8 +261,9 @@ impl ClientBuilder {
         &self.path
     }
 
-    /// Acknowledges a write only once `replicate` has it too (a fleet node's store, under
-    /// [`Durability::Replicated`], which this sets).
+    /// Sends every write to `replicate` too (a fleet node's store): under
+    /// [`Durability::Replicated`], which this sets, a write is acknowledged only once it has it;
+    /// under `fsync` or `flush` (set after this) it is shipped there behind the answers.
     #[cfg(feature = "serve")]
     pub(crate) fn replicate_to(mut self, replicate: Replicator) -> Self {
         self.replicate = Some(replicate);

@@ -16,4 +16,5 @@ pub mod copy;
 pub mod forwarding;
 pub mod lease;
 mod recovery;
+pub mod shipping;
 pub mod wal;

@@ -71,13 +71,17 @@ fn forget(path: &Path) {
 
 /// Brings the copy at `path`, recorded equal to the log up to `from`, up to the log's end:
 /// `tail` is the log's events after `from`. The copy must hold event `from.seq` with its hash,
-/// and every event of `tail` it already has, byte for byte by their hashes, and no event past the
-/// log's end (a write that never reached the log); then the events it lacks are appended and its
-/// index brought up. `false` (nothing changed) when it does not hold: build it anew then.
-pub fn extend(path: &Path, from: &Position, tail: &Records) -> Result<bool> {
+/// and every event of `tail` it already has, byte for byte by their hashes; then the events it
+/// lacks are appended and its index brought up. The copy's events past the log's end (written
+/// on this node and not yet shipped when it last held the store, as `fsync` acknowledges them)
+/// are returned, for the caller to commit to the log before anything else: they go on from
+/// the log's last event, since the copy holds every event of it. `None` (nothing changed) when
+/// the copy does not hold: build it anew then (its events past the log's end are lost: the log
+/// went on without them).
+pub fn extend(path: &Path, from: &Position, tail: &Records) -> Result<Option<Records>> {
     let store = match Store::open_existing(path) {
         Ok(store) => store,
-        Err(_) => return Ok(false),
+        Err(_) => return Ok(None),
     };
     let hash_of = |seq: Seq| -> Result<Option<EventHash>> {
         Ok(store
@@ -86,22 +90,29 @@ pub fn extend(path: &Path, from: &Position, tail: &Records) -> Result<bool> {
             .map(|frame| frame.hash))
     };
     if from.seq > Seq(0) && hash_of(from.seq)? != Some(from.hash) {
-        return Ok(false);
+        return Ok(None);
     }
     let local = store.log_end()?;
     let end = tail.last().map_or(from.seq, |(seq, _)| *seq);
-    if local.seq < from.seq || local.seq > end {
-        return Ok(false);
+    if local.seq < from.seq {
+        return Ok(None);
     }
     for (seq, record) in tail.iter().filter(|(seq, _)| *seq <= local.seq) {
         let theirs = Frame::decode(record).map(|f| f.hash).ok();
         if theirs.is_none() || hash_of(*seq)? != theirs {
-            return Ok(false);
+            return Ok(None);
         }
+    }
+    if local.seq > end {
+        let ahead = store
+            .records(Seq(end.0 + 1))
+            .take_while(|r| r.as_ref().map_or(true, |(s, _)| *s <= local.seq))
+            .collect::<Result<Records>>()?;
+        return Ok(Some(ahead));
     }
     let past: Vec<&(Seq, Vec<u8>)> = tail.iter().filter(|(seq, _)| *seq > local.seq).collect();
     append(&store, local, &past)?;
-    Ok(true)
+    Ok(Some(Vec::new()))
 }
 
 /// Makes the store at `path` anew from `records` (the whole log, in seq order, as

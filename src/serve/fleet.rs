@@ -38,9 +38,9 @@ use crate::fleet::bucket::Bucket;
 use crate::fleet::copy;
 use crate::fleet::forwarding;
 use crate::fleet::lease::{Held, Lease, Leases, Node, Timing};
-use crate::fleet::wal::{Holder, Position, Wal};
-use crate::model::event::Seq;
-use crate::store::writer::{Replicate, Replicator};
+use crate::fleet::shipping::Shipping;
+use crate::fleet::wal::{Position, Wal};
+use crate::store::writer::Replicator;
 
 /// Where a node of a fleet is, and the bucket it shares with the others.
 #[derive(Clone, Debug)]
@@ -275,9 +275,9 @@ impl Member {
     /// to its log made (after one failed, the copy is closed and the store taken again, its
     /// copy brought up from the log, rather than left poisoned).
     pub(crate) fn holds(&self, store: &str) -> bool {
-        self.held().get(store).is_some_and(|(held, shipping)| {
-            self.leases.holds(held) && !shipping.failed.load(std::sync::atomic::Ordering::SeqCst)
-        })
+        self.held()
+            .get(store)
+            .is_some_and(|(held, shipping)| self.leases.holds(held) && !shipping.failed())
     }
 
     /// Whom `token` proves in `store`, as the node at `url` holding it answers (asked as a node
@@ -403,7 +403,21 @@ impl Member {
     /// lease's next epoch names it. Whether it was still this node's to hand.
     pub(crate) fn hand_over(&self, lease: &Lease, to: &Node) -> Result<bool> {
         let held = self.held().remove(&lease.store);
-        let lease = held.map_or_else(|| lease.clone(), |(held, _)| held.lease);
+        let lease = match held {
+            Some((held, shipping)) => {
+                // What it acknowledged goes to the log before the next holder's marker could
+                // fence it. A commit that failed (the store taken, or the bucket refusing) left
+                // the store's writer poisoned; what it had not shipped is lost either way.
+                if let Err(e) = shipping.finish() {
+                    eprintln!(
+                        "mnemo serve: the store {} is handed over with events this node could not ship: {e}",
+                        lease.store
+                    );
+                }
+                held.lease
+            }
+            None => lease.clone(),
+        };
         self.leases.hand_over(&lease, to)
     }
 
@@ -564,6 +578,12 @@ impl Member {
         if lease.is_some() == create {
             return Ok(Taken::Missing);
         }
+        // Events this node acknowledged in an earlier hold and still ships go to the log
+        // before this take's marker could fence them.
+        let earlier = self.held().remove(store);
+        if let Some((_, shipping)) = earlier {
+            let _ = shipping.finish();
+        }
         let Some(held) = self.leases.take(store)? else {
             return Ok(match self.leases.lease(store)? {
                 Some(lease) if !create => Taken::Elsewhere(lease.node.url),
@@ -572,9 +592,8 @@ impl Member {
         };
         let wal = Wal::new(Arc::clone(&self.bucket), store);
         // The copy an earlier hold left is brought up from where it was recorded, if it holds.
-        let from = copy::recorded(path)
-            .filter(|at| wal.holds(at).unwrap_or(false))
-            .unwrap_or(Position::START);
+        let recorded = copy::recorded(path).filter(|at| wal.holds(at).unwrap_or(false));
+        let from = recorded.unwrap_or(Position::START);
         let taken = match wal.take(held.lease.epoch, &from) {
             Ok(taken) => taken,
             Err(Error::Fenced { .. }) => {
@@ -585,14 +604,36 @@ impl Member {
             }
             Err(e) => return Err(e),
         };
-        let reused = from != Position::START && copy::extend(path, &from, &taken.records)?;
-        if reused {
+        let mut holder = taken.holder;
+        let read = taken.read;
+        let reused = match recorded {
+            Some(from) => copy::extend(path, &from, &taken.records)?,
+            None => None,
+        };
+        if let Some(ahead) = reused {
             eprintln!(
                 "mnemo serve: took the store {store} at epoch {}: its copy brought up from event {} with {} event(s) of the log",
                 held.lease.epoch,
                 from.seq,
                 taken.records.len()
             );
+            if !ahead.is_empty() {
+                // Events written here and acknowledged on this disk that never reached the log:
+                // the log did not go on without them, so they go to it first.
+                match holder.commit(&ahead) {
+                    Ok(()) => eprintln!(
+                        "mnemo serve: the store {store}'s copy held {} event(s) this node wrote that the log lacked: shipped",
+                        ahead.len()
+                    ),
+                    Err(Error::Fenced { .. }) => {
+                        return Ok(match self.leases.lease(store)? {
+                            Some(lease) => Taken::Elsewhere(lease.node.url),
+                            None => Taken::Missing,
+                        });
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
         } else {
             let records = match from == Position::START {
                 true => taken.records,
@@ -605,8 +646,7 @@ impl Member {
                 records.len()
             );
         }
-        copy::record(path, &taken.read);
-        let shipping = Arc::new(Shipping::new(taken.holder, path));
+        let shipping = Arc::new(Shipping::new(holder, path, read));
         self.held()
             .insert(store.to_string(), (held, Arc::clone(&shipping)));
         // The store's MCP session records past their time, removed beside the takeover.
@@ -814,50 +854,12 @@ pub fn replicated_client(
     copy::build(path, &taken.records)?;
     crate::MnemoClient::builder(path)
         .agent_id(agent)
-        .replicate_to(Replicator(Arc::new(Shipping::new(taken.holder, path))))
+        .replicate_to(Replicator(Arc::new(Shipping::new(
+            taken.holder,
+            path,
+            taken.read,
+        ))))
         .open()
-}
-
-/// A store's writes going to its log in the bucket, from the node's copy at `copy`.
-struct Shipping {
-    holder: Mutex<Holder>,
-    copy: std::path::PathBuf,
-    /// Set once a commit failed: the store's writer is poisoned, and the node takes the store
-    /// again rather than serve it so.
-    failed: std::sync::atomic::AtomicBool,
-}
-
-impl Shipping {
-    fn new(holder: Holder, copy: &Path) -> Shipping {
-        Shipping {
-            holder: Mutex::new(holder),
-            copy: copy.to_path_buf(),
-            failed: std::sync::atomic::AtomicBool::new(false),
-        }
-    }
-}
-
-impl Replicate for Shipping {
-    fn replicate(&self, records: &[(Seq, Vec<u8>)]) -> Result<()> {
-        let committed = self
-            .holder
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .commit(records);
-        if committed.is_err() {
-            self.failed.store(true, std::sync::atomic::Ordering::SeqCst);
-        }
-        committed
-    }
-}
-
-impl Drop for Shipping {
-    /// The store closed (its writer made its last commit): the copy holds the log up to here,
-    /// which the next take of the store by this node starts from.
-    fn drop(&mut self) {
-        let holder = self.holder.lock().unwrap_or_else(PoisonError::into_inner);
-        copy::record(&self.copy, &holder.position());
-    }
 }
 
 /// The store a request's path names, if it names one: `/v1/stores/NAME/...` or

@@ -119,14 +119,16 @@ pub(crate) struct Call {
     pub body: Body,
 }
 
-/// Where a store's events go beyond its own files before a call is answered, under
-/// [`Durability::Replicated`]: a fleet node's write-ahead log in object storage. Each sync hands
-/// it the events made durable on disk since the last one, in seq order; an error poisons the
-/// writer (a node that lost its store is fenced: nothing more is acknowledged).
+/// Where a store's events go beyond its own files: a fleet node's write-ahead log in object
+/// storage. Each sync hands it the events made durable on disk since the last one, in seq order;
+/// an error poisons the writer (a node that lost its store is fenced: nothing more is
+/// acknowledged). Under [`Durability::Replicated`] a call is answered only once they are there;
+/// under `fsync` and `flush` once they are on disk, and they are shipped behind the answers.
 pub(crate) trait Replicate: Send + Sync {
-    /// Makes `records` (each event's seq and stored record, right after the last ones handed
-    /// over) durable where the writer replicates to.
-    fn replicate(&self, records: &[(Seq, Vec<u8>)]) -> Result<()>;
+    /// Hands over `records` (each event's seq and stored record, right after the last ones
+    /// handed over): with `wait`, returns once they are durable where the writer replicates to;
+    /// else once they are on their way there (an error then is an earlier shipment's failure).
+    fn replicate(&self, records: &[(Seq, Vec<u8>)], wait: bool) -> Result<()>;
 }
 
 /// A [`Replicate`] as a client's options hold it.
@@ -161,7 +163,8 @@ struct Shared {
     /// Wakes the background thread, or ends it.
     wakeup: Wakeup,
     durability: Durability,
-    /// Where events go before a call is answered, under [`Durability::Replicated`].
+    /// Where events go beyond the store's files (before a call is answered, under
+    /// [`Durability::Replicated`]).
     replicate: Option<Arc<dyn Replicate>>,
 }
 
@@ -173,18 +176,27 @@ fn lock_failed<T>(_: T) -> Error {
 
 impl Writer {
     /// A writer for `store`, whose log is durable up to its head (it was synced when it opened).
-    /// Under [`Durability::Replicated`], `replicate` must be given, and every event up to the
-    /// head must already be where it replicates to.
+    /// With `replicate`, every event up to the head must already be where it replicates to;
+    /// [`Durability::Replicated`] needs one, and [`Durability::Buffered`] (which makes nothing
+    /// durable before an answer, so never syncs) takes none.
     pub(crate) fn new(
         store: Store,
         durability: Durability,
         replicate: Option<Replicator>,
     ) -> Result<Writer> {
         let replicate = replicate.map(|r| r.0);
-        if (durability == Durability::Replicated) != replicate.is_some() {
-            return Err(Error::InvalidArgument(
-                "durability replicated is a fleet node's (a write is acknowledged once it is in the fleet's object storage): serve the store with `mnemo serve --fleet URL`, or use fsync".into(),
-            ));
+        match (durability, replicate.is_some()) {
+            (Durability::Replicated, false) => {
+                return Err(Error::InvalidArgument(
+                    "durability replicated is a fleet node's (a write is acknowledged once it is in the fleet's object storage): serve the store with `mnemo serve --fleet URL`, or use fsync".into(),
+                ));
+            }
+            (Durability::Buffered, true) => {
+                return Err(Error::InvalidArgument(
+                    "durability buffered is not one a fleet node writes with (it acknowledges before anything is durable, so nothing would be shipped while calls keep coming): use replicated (the fleet's default), fsync or flush".into(),
+                ));
+            }
+            _ => {}
         }
         let head = store.head()?;
         let (wake, woken) = crossbeam_channel::unbounded::<()>();

@@ -323,3 +323,65 @@ fn a_copy_built_from_a_log_holds_the_index_its_replay_derives() {
     assert!(report.is_intact(), "{report:?}");
     assert_eq!(report.events, 240);
 }
+
+/// A copy that holds events past the end of its store's log (written and acknowledged on the
+/// node's disk under `--durability fsync`, not yet shipped when the node died) gives them back
+/// for the next take by its node to commit, as long as the log did not go on without them;
+/// once another holder wrote after the log's end, the copy does not hold and is built anew.
+#[test]
+fn a_copy_ahead_of_its_log_gives_back_what_the_log_lacks_unless_the_log_went_on() {
+    let t = TempStore::new();
+    let records = chain_of(&t, 12);
+    let wal = Wal::new(bucket(&t, "bucket"), "notes");
+    let taken = wal.take(1, &Position::START).expect("take");
+    let mut holder = taken.holder;
+    holder.commit(&records[..5]).expect("commit the first five");
+    let at = holder.position();
+    // The copy holds all twelve events: seven the log lacks.
+    let copy = t.dir.path().join("copy");
+    mnemo::testing::fleet::copy::build(&copy, &records).expect("the copy");
+    let ahead = mnemo::testing::fleet::copy::extend(&copy, &at, &Vec::new())
+        .expect("extend")
+        .expect("the copy holds the log");
+    assert_eq!(ahead, records[5..].to_vec());
+    // A take at the next epoch (the same node again) ships them; the log is then the copy's.
+    let again = wal.take(2, &at).expect("take again");
+    assert!(again.records.is_empty());
+    let mut holder = again.holder;
+    holder.commit(&ahead).expect("ship what the log lacked");
+    let (_, log) = wal.scan(&Position::START).expect("scan");
+    assert_eq!(log, records);
+
+    // Another log that went on without the copy's tail: another holder's events at its seqs.
+    let other = TempStore::new();
+    let theirs = chain_of(&other, 8);
+    let wal = Wal::new(bucket(&t, "bucket-2"), "notes");
+    let mut holder = wal.take(1, &Position::START).expect("take").holder;
+    holder.commit(&theirs[..5]).expect("commit");
+    let at = holder.position();
+    let diverged = TempStore::new();
+    let mine: Vec<(Seq, Vec<u8>)> = theirs[..5].to_vec();
+    let copy = diverged.dir.path().join("copy");
+    mnemo::testing::fleet::copy::build(&copy, &mine).expect("copy");
+    let server = mnemo::MnemoMemoryToolServer::new(
+        mnemo::MnemoClient::open(&copy, "agent").expect("open the copy"),
+    );
+    for i in 0..3 {
+        let input = serde_json::json!({
+            "command": "create", "path": format!("/memories/mine{i}.md"), "file_text": "y"
+        });
+        crate::support::call(&server, input);
+    }
+    drop(server);
+    let taken = wal.take(2, &at).expect("take");
+    assert!(taken.records.is_empty());
+    holder = taken.holder;
+    holder.commit(&theirs[5..]).expect("the log goes on");
+    let (_, tail) = wal.scan(&at).expect("scan");
+    assert!(
+        mnemo::testing::fleet::copy::extend(&copy, &at, &tail)
+            .expect("extend")
+            .is_none(),
+        "a copy whose events past the log's end differ from the log's is built anew"
+    );
+}

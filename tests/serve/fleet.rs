@@ -832,10 +832,17 @@ fn a_commit_that_failed_in_the_bucket_does_not_leave_the_store_poisoned() {
     }
     let shown = files(&b, "notes");
     assert!(shown.contains("/memories/before.md") && shown.contains("/memories/after-1.md"));
+    // The failed write was recorded on a's disk and answered as failing ("it may or may not have
+    // been applied"); no one else wrote the store meanwhile, so a shipped it when it took the
+    // store again rather than drop an event of its copy.
     assert!(
-        !shown.contains("/memories/lost.md"),
-        "a write never acknowledged: {shown}"
+        shown.contains("/memories/lost.md"),
+        "an event of the copy the log lacked was shipped: {shown}"
     );
+    let log = log_of(&url, "notes");
+    assert_eq!(log, (1..=log.len() as u64).map(Seq).collect::<Vec<_>>());
+    let said = a.stderr.lock().expect("stderr").clone();
+    assert!(said.contains("that the log lacked: shipped"), "{said}");
 }
 
 #[test]
@@ -891,8 +898,13 @@ struct Restartable {
 
 impl Restartable {
     fn new(t: &TempStore, url: &str, id: &str) -> Restartable {
+        Restartable::with(t, url, id, &[])
+    }
+
+    /// [`Restartable::new`] with the options `extra` too.
+    fn with(t: &TempStore, url: &str, id: &str, extra: &[&str]) -> Restartable {
         let dir = t.dir.path().join(id);
-        let args = vec![
+        let mut args = vec![
             "--data".to_string(),
             dir.display().to_string(),
             "--fleet".into(),
@@ -904,6 +916,7 @@ impl Restartable {
             "--lease-ttl".into(),
             ttl().to_string(),
         ];
+        args.extend(extra.iter().map(|a| a.to_string()));
         let mut node = Restartable {
             args,
             dir,
@@ -938,6 +951,110 @@ impl Restartable {
         self.stopped();
         self.start();
     }
+}
+
+/// The memory files `server` shows in `store`, by path.
+fn paths(server: &Server, store: &str) -> std::collections::BTreeSet<String> {
+    let text = files(server, store);
+    let answer: Value = serde_json::from_str(&text).expect("a JSON answer");
+    answer["content"]
+        .as_str()
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter(|w| w.starts_with("/memories/") && w.ends_with(".md"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// A node writing with `--durability fsync` answers once a write is on its disk and ships it to
+/// the bucket behind the answer. Killed (-9) and started again before another node takes its
+/// store, it ships what the log lacked, so no acknowledged write is lost. Killed for good, the
+/// node that takes the store over serves the log as it was shipped: what is lost is a tail of
+/// the acknowledged writes, never one from the middle. Started again and handed the store, the
+/// old node builds its copy anew from the log rather than serve writes the log went on without.
+#[test]
+fn a_node_writing_with_fsync_ships_behind_its_answers_and_a_restart_loses_nothing() {
+    let t = TempStore::new();
+    let url = bucket_url(&t, "bucket");
+    let refused = crate::support::run_mnemo(
+        &[
+            "serve",
+            "--data",
+            &t.dir.path().join("x").display().to_string(),
+            "--fleet",
+            &url,
+            "--listen",
+            "127.0.0.1:9",
+            "--durability",
+            "buffered",
+        ],
+        "",
+    );
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success()
+            && said.contains("--durability buffered is not one a fleet node writes with"),
+        "{said}"
+    );
+    let mut a = Restartable::with(&t, &url, "a", &["--durability", "fsync"]);
+    let (code, body) = a
+        .server()
+        .api("POST", "/v1/stores", &json!({"name": "notes"}));
+    assert_eq!(code, 201, "{body}");
+    let first: Vec<String> = (0..30).map(|i| format!("/memories/a{i:02}.md")).collect();
+    for path in &first {
+        assert!(write(a.server(), "notes", path, &[]), "{path}");
+    }
+    signal("-KILL", a.server().child.id());
+    a.stopped();
+    a.start();
+    let shown = paths(a.server(), "notes");
+    for path in &first {
+        assert!(
+            shown.contains(path),
+            "{path} acknowledged, lost: {shown:?} {}",
+            a.server().stderr.lock().expect("stderr")
+        );
+    }
+    let log = log_of(&url, "notes");
+    assert_eq!(log, (1..=log.len() as u64).map(Seq).collect::<Vec<_>>());
+
+    // Killed for good after a burst: b takes the store over from the log as shipped.
+    let b = node(&t, &url, "b");
+    let burst: Vec<String> = (0..20).map(|i| format!("/memories/b{i:02}.md")).collect();
+    for path in &burst {
+        assert!(write(a.server(), "notes", path, &[]), "{path}");
+    }
+    signal("-KILL", a.server().child.id());
+    a.stopped();
+    let kept = paths(&b, "notes");
+    for path in &first {
+        assert!(kept.contains(path), "{path} shipped before, lost: {kept:?}");
+    }
+    let survived = burst.iter().take_while(|p| kept.contains(*p)).count();
+    assert!(
+        burst[survived..].iter().all(|p| !kept.contains(p)),
+        "only a tail of the acknowledged writes may be lost: {kept:?}"
+    );
+    assert!(write(&b, "notes", "/memories/c.md", &[]));
+    let expected = paths(&b, "notes");
+    a.start();
+    let out = crate::support::run_mnemo(&["fleet", "drain", "b", "--fleet", &url], "");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(paths(a.server(), "notes"), expected);
+    let log = log_of(&url, "notes");
+    assert_eq!(log, (1..=log.len() as u64).map(Seq).collect::<Vec<_>>());
+    let out = crate::support::run_mnemo(&["verify", "--from", &format!("{url}/stores/notes")], "");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// Creates `path` in `store` through `server`, by the memory tool or (`api`) as a memory of the

@@ -28,10 +28,10 @@ pub(crate) struct Session {
     /// The memory root.
     #[arg(long, default_value = "/memories")]
     pub(crate) root: String,
-    /// When a write is acknowledged: fsync (survives power loss), flush, buffered; replicated
-    /// (in the fleet's object storage too: a `serve --fleet` node's, and its default).
-    #[arg(long, default_value = "fsync", value_parser = parse_durability)]
-    pub(crate) durability: Durability,
+    /// When a write is acknowledged: fsync (survives power loss; the default), flush, buffered;
+    /// replicated (in the fleet's object storage too: a `serve --fleet` node's default).
+    #[arg(long, value_parser = parse_durability)]
+    pub(crate) durability: Option<Durability>,
     /// Largest memory file, in bytes.
     #[arg(long, default_value_t = Limits::default().max_file_bytes)]
     pub(crate) max_file_bytes: u64,

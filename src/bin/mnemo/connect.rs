@@ -335,7 +335,7 @@ fn serve_args(session: &Session, start: &Start) -> Vec<OsString> {
         "--root".into(),
         session.root.clone().into(),
         "--durability".into(),
-        session.durability.name().into(),
+        session.durability.unwrap_or_default().name().into(),
         "--max-file-bytes".into(),
         session.max_file_bytes.to_string().into(),
         "--max-request-bytes".into(),

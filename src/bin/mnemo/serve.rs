@@ -50,7 +50,7 @@ pub(crate) fn run_serve(session: Session, agent: String, listen: ServeFlags) -> 
         follow: None,
     };
     options.check()?;
-    if listen.fleet.is_none() && session.durability == mnemo::Durability::Replicated {
+    if listen.fleet.is_none() && session.durability == Some(mnemo::Durability::Replicated) {
         return Err("--durability replicated is a fleet node's: add --fleet URL (and --data DIR), or use fsync".into());
     }
     if let Some(dir) = &listen.data {
@@ -144,17 +144,11 @@ pub(crate) fn run_data_server(
         None => None,
     };
     let durability = match (&fleet, session.durability) {
-        (Some(_), mnemo::Durability::Fsync | mnemo::Durability::Replicated) => {
-            mnemo::Durability::Replicated
+        (Some(_), None) => mnemo::Durability::Replicated,
+        (Some(_), Some(mnemo::Durability::Buffered)) => {
+            return Err("--durability buffered is not one a fleet node writes with (it acknowledges before anything is durable, so nothing would be shipped while calls keep coming): use replicated (the fleet's default: a write is acknowledged once it is in the bucket), fsync or flush (acknowledged once on the node's disk, shipped to the bucket behind the answers)".into());
         }
-        (Some(_), other) => {
-            return Err(format!(
-                "--durability {} is not one a fleet node writes with: a fleet's node acknowledges a write once it is in the bucket (--durability replicated, its default)",
-                other.name()
-            )
-            .into());
-        }
-        (None, durability) => durability,
+        (_, durability) => durability.unwrap_or_default(),
     };
     let store_idle_close = std::time::Duration::try_from_secs_f64(flags.store_idle_close)
         .ok()

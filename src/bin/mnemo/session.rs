@@ -20,7 +20,7 @@ pub(crate) fn open_session(
     );
     let client = MnemoClient::builder(db)
         .agent_id(agent)
-        .durability(session.durability)
+        .durability(session.durability.unwrap_or_default())
         .open()?;
     if new {
         // A mistyped --db makes a store too: say where, so it is seen at once.

@@ -160,8 +160,9 @@ impl Shared {
     }
 
     /// Hands the events after the last one replicated, up to `seq`, to where the writer
-    /// replicates to (nothing without one). Only the thread that syncs calls it, so the durable
-    /// seq it starts after is what the last sync replicated.
+    /// replicates to (nothing without one), waiting until they are durable there under
+    /// [`Durability::Replicated`]. Only the thread that syncs calls it, so the durable seq it
+    /// starts after is what the last sync replicated.
     pub(super) fn replicate_upto(&self, store: &crate::store::log::Store, seq: Seq) -> Result<()> {
         let Some(replicate) = &self.replicate else {
             return Ok(());
@@ -174,7 +175,7 @@ impl Shared {
             .records(Seq(after.0 + 1))
             .take_while(|r| r.as_ref().map_or(true, |(s, _)| *s <= seq))
             .collect::<Result<Vec<_>>>()?;
-        replicate.replicate(&records)
+        replicate.replicate(&records, self.durability == Durability::Replicated)
     }
 
     /// Writes what is queued, makes the log durable up to there and records that head.
