@@ -15,6 +15,7 @@ pub mod bucket;
 pub mod copy;
 pub mod forwarding;
 pub mod lease;
+pub mod pack;
 mod recovery;
 pub mod shipping;
 pub mod wal;

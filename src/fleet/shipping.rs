@@ -10,7 +10,8 @@
 //!
 //! Before this node takes the store again, hands it over or records where its copy stands, the
 //! queue is emptied ([`Shipping::finish`]), so an epoch's marker never fences events this node
-//! acknowledged and still had to ship.
+//! acknowledged and still had to ship. The same thread packs the log ([`super::pack`]) when
+//! enough objects are past its last pack.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -53,6 +54,10 @@ struct Queue {
     bytes: usize,
     /// Whether the shipping thread is at work (it ends when the queue is empty).
     shipping: bool,
+    /// Whether enough objects are past the log's last pack for the thread to pack them.
+    pack_due: bool,
+    /// Whether the thread is committing a batch it took from the queue.
+    committing: bool,
     /// Why the last commit failed, once one did.
     error: Option<String>,
 }
@@ -122,32 +127,90 @@ impl State {
     }
 
     /// Commits `records` now, marking the shipping failed if the commit does, and records the
-    /// copy's new position.
-    fn commit(&self, records: &[(Seq, Vec<u8>)]) -> Result<()> {
-        let committed = lock(&self.holder).commit(records);
+    /// copy's new position; asks the thread to pack the log when enough objects are past its
+    /// last pack.
+    fn commit(self: &Arc<Self>, records: &[(Seq, Vec<u8>)]) -> Result<()> {
+        let (committed, pack_due) = {
+            let mut holder = lock(&self.holder);
+            let committed = holder.commit(records);
+            (committed, holder.pack_due().is_some())
+        };
         match &committed {
             Ok(()) => self.record(),
             Err(_) => self.failed.store(true, Ordering::SeqCst),
         }
+        if committed.is_ok() && pack_due {
+            let mut queue = lock(&self.queue);
+            if !queue.pack_due {
+                queue.pack_due = true;
+                // Without a thread the log is packed at a later commit.
+                if self.start(&mut queue).is_err() {
+                    queue.pack_due = false;
+                }
+            }
+        }
         committed
     }
 
-    /// The shipping thread: commits what is queued, all of it at a time, until nothing is.
-    fn ship(&self) {
+    /// Starts the shipping thread unless it runs.
+    fn start(self: &Arc<Self>, queue: &mut Queue) -> std::io::Result<()> {
+        if queue.shipping {
+            return Ok(());
+        }
+        let state = Arc::clone(self);
+        std::thread::Builder::new()
+            .name("mnemo-fleet-ship".into())
+            .spawn(move || state.ship())?;
+        queue.shipping = true;
+        Ok(())
+    }
+
+    /// Packs the log's objects past its last pack ([`super::wal::Wal::pack`]), if that is still
+    /// due. A failure is told and changes nothing: the next commit asks again.
+    fn pack(&self) {
+        let (wal, upto) = {
+            let holder = lock(&self.holder);
+            match holder.pack_due() {
+                Some(upto) => (holder.wal().clone(), upto),
+                None => return,
+            }
+        };
+        match wal.pack(upto, super::pack::PACK_OBJECTS) {
+            Ok(from) => lock(&self.holder).packed(from),
+            Err(e) => eprintln!(
+                "mnemo serve: the log of the store {} could not be packed ({e}); tried again after its next commit",
+                wal.store()
+            ),
+        }
+    }
+
+    /// The shipping thread: commits what is queued, all of it at a time, and packs the log when
+    /// that is due, until nothing is left to do.
+    fn ship(self: &Arc<Self>) {
         loop {
             let batch = {
                 let mut queue = lock(&self.queue);
                 if queue.records.is_empty() {
+                    if queue.pack_due {
+                        queue.pack_due = false;
+                        drop(queue);
+                        self.pack();
+                        continue;
+                    }
                     queue.shipping = false;
                     self.moved.notify_all();
                     return;
                 }
                 queue.bytes = 0;
+                queue.committing = true;
                 std::mem::take(&mut queue.records)
             };
             // Room is free for the writer while this batch is committed.
             self.moved.notify_all();
-            if let Err(e) = self.commit(&batch) {
+            let committed = self.commit(&batch);
+            lock(&self.queue).committing = false;
+            self.moved.notify_all();
+            if let Err(e) = committed {
                 let mut queue = lock(&self.queue);
                 queue.error = Some(format!(
                     "events acknowledged on this node's disk could not be shipped to the fleet's log: {e}"
@@ -165,8 +228,20 @@ impl State {
 impl Replicate for Shipping {
     fn replicate(&self, records: &[(Seq, Vec<u8>)], wait: bool) -> Result<()> {
         if wait {
-            // Anything queued before goes first (nothing is, unless the mode changed).
-            self.finish()?;
+            // Anything queued before goes first (nothing is, unless the mode changed); a pack
+            // job the thread may be running is not waited for.
+            let mut queue = lock(&self.state.queue);
+            while !queue.records.is_empty() || queue.committing {
+                queue = self
+                    .state
+                    .moved
+                    .wait(queue)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+            if let Some(why) = &queue.error {
+                return Err(Error::Poisoned { cause: why.clone() });
+            }
+            drop(queue);
             return self.state.commit(records);
         }
         let mut queue = lock(&self.state.queue);
@@ -185,19 +260,11 @@ impl Replicate for Shipping {
         }
         queue.bytes += records.iter().map(|(_, r)| r.len()).sum::<usize>();
         queue.records.extend(records.iter().cloned());
-        if !queue.shipping {
-            queue.shipping = true;
-            let state = Arc::clone(&self.state);
-            let spawned = std::thread::Builder::new()
-                .name("mnemo-fleet-ship".into())
-                .spawn(move || state.ship());
-            if let Err(e) = spawned {
-                queue.shipping = false;
-                let why = format!("no thread to ship the store's events to the fleet's log: {e}");
-                queue.error = Some(why.clone());
-                self.state.failed.store(true, Ordering::SeqCst);
-                return Err(Error::Poisoned { cause: why });
-            }
+        if let Err(e) = self.state.start(&mut queue) {
+            let why = format!("no thread to ship the store's events to the fleet's log: {e}");
+            queue.error = Some(why.clone());
+            self.state.failed.store(true, Ordering::SeqCst);
+            return Err(Error::Poisoned { cause: why });
         }
         Ok(())
     }

@@ -7,14 +7,16 @@
 //! takes a store over writes first (the byte layout is in `docs/formats.md`, "Fleet objects").
 //!
 //! **Fencing.** A holder writes object `n + 1` only after its object `n` was made, and a node
-//! taking the store over at a higher epoch reads every object there is and claims the next
-//! number with its marker. So a holder that lost the store without knowing it (paused, cut off)
-//! finds its next number taken by the marker (or by an object after it) and can never get an
-//! event into the store's history once the marker is made: a name, once claimed, is never free
-//! again (nothing here deletes an object). Whatever the old holder made before the marker is
-//! the history the new holder goes on from, so no write it acknowledged is lost. The invariants
-//! a reader checks, in [`Wal::scan`]: numbers run from 1 with no gap, epochs never go down,
-//! seqs go on densely from one object to the next, and every record keeps the chain rules.
+//! taking the store over at a higher epoch reads the whole log and claims the next number with
+//! its marker. So a holder that lost the store without knowing it (paused, cut off) finds its
+//! next number taken by the marker (or by an object after it) and can never get an event into
+//! the store's history once the marker is made: a name, once claimed, is never free again while
+//! it can fence anyone (only objects holding events are ever removed, once a pack covers them
+//! ([`super::pack`]) or the store is deleted; markers never are). Whatever the old holder made
+//! before the marker is the history the new holder goes on from, so no write it acknowledged is
+//! lost. The invariants a reader checks, in [`Wal::scan`]: numbers run from 1 with no gap that
+//! no pack covers, epochs never go down, seqs go on densely from one object (or pack) to the
+//! next, and every record keeps the chain rules.
 
 use std::sync::Arc;
 
@@ -28,10 +30,13 @@ use crate::replica::segment;
 const MAGIC: &[u8; 8] = b"MNEMOWL1";
 
 /// The largest object of a write-ahead log read: a segment's largest, and its header.
-const OBJECT_MAX: u64 = crate::replica::SEGMENT_OBJECT_MAX + 64;
+pub(super) const OBJECT_MAX: u64 = crate::replica::SEGMENT_OBJECT_MAX + 64;
 
 /// What a gap in the log's numbers is called.
-const GAP: &str = "a log object is never removed";
+const GAP: &str = "a log object is removed only once a pack covers it";
+
+/// What an object or pack gone between a listing and its read is called.
+const VANISHED: &str = "vanished after it was listed";
 
 /// How many objects a scan fetches before it checks them (bounding what it holds at once
 /// beyond the events it returns).
@@ -96,6 +101,9 @@ pub struct Holder {
     hash: EventHash,
     /// The highest epoch seen to take the store away, once a commit found its name taken.
     fenced: Option<u64>,
+    /// The first object no pack covers, as far as this holder knows (1 until its first pack
+    /// job finds out).
+    pack_from: u64,
 }
 
 impl Wal {
@@ -169,7 +177,12 @@ impl Wal {
         format!("stores/{}/wal", self.store)
     }
 
-    fn name(&self, n: u64) -> String {
+    /// The bucket the log is in.
+    pub(super) fn bucket(&self) -> &Bucket {
+        &self.bucket
+    }
+
+    pub(super) fn name(&self, n: u64) -> String {
         format!("{}/{n:020}", self.dir())
     }
 
@@ -179,12 +192,15 @@ impl Wal {
     /// before, a record that breaks the chain, or a damaged object is [`Error::ReplicaDamaged`].
     pub fn scan(&self, from: &Position) -> Result<(Position, Records)> {
         // A listing made while objects are being made may show a later one and not the one
-        // before it (a directory read is not atomic): a gap is looked at again before it is
-        // called damage.
+        // before it (a directory read is not atomic), and one made while a pack is made may
+        // miss the pack and then the objects it covers, removed meanwhile: a gap or an object
+        // gone is looked at again, from a new listing, before it is called damage.
         let mut tries = 0;
         loop {
             match self.scan_once(from) {
-                Err(Error::ReplicaDamaged { what }) if what.contains(GAP) && tries < 3 => {
+                Err(Error::ReplicaDamaged { what })
+                    if (what.contains(GAP) || what.contains(VANISHED)) && tries < 3 =>
+                {
                     tries += 1;
                     std::thread::sleep(std::time::Duration::from_millis(50));
                 }
@@ -194,6 +210,7 @@ impl Wal {
     }
 
     fn scan_once(&self, from: &Position) -> Result<(Position, Records)> {
+        let packs = self.packs()?;
         let dir = self.dir();
         let mut numbers = Vec::new();
         for listed in self.bucket.list(&dir)? {
@@ -211,7 +228,24 @@ impl Wal {
         let mut at = *from;
         let mut chain = Chain::after(at.seq, at.hash);
         let mut records = Vec::new();
-        numbers.retain(|n| *n >= from.object);
+        // The packs first: the one that covers the next object and reaches furthest, each time.
+        while let Some((first, last)) = packs
+            .iter()
+            .filter(|(first, last)| *first <= at.object && at.object <= *last)
+            .max_by_key(|(_, last)| *last)
+            .copied()
+        {
+            let name = self.pack_name(first, last);
+            let bytes = self
+                .bucket
+                .get(&name, OBJECT_MAX)?
+                .ok_or_else(|| self.damaged(&format!("the pack {name} {VANISHED}")))?;
+            let read = decode(&name, &bytes)?;
+            let what = format!("the pack {name}");
+            self.read_on(&mut at, &mut chain, &mut records, &what, read, true)?;
+            at.object = last + 1;
+        }
+        numbers.retain(|n| *n >= at.object);
         // Fetched many at once, in batches (a log read whole can be long), checked in order.
         for batch in numbers.chunks(SCAN_BATCH) {
             let names: Vec<String> = batch.iter().map(|n| self.name(*n)).collect();
@@ -219,36 +253,61 @@ impl Wal {
             for ((n, name), bytes) in batch.iter().copied().zip(names).zip(fetched) {
                 if n != at.object {
                     return Err(self.damaged(&format!(
-                        "object {n} is there but object {} is not (a log object is never removed)",
+                        "object {n} is there but object {} is not, and no pack covers it ({GAP})",
                         at.object
                     )));
                 }
-                let bytes = bytes.ok_or_else(|| {
-                    self.damaged(&format!("object {n} vanished after it was listed"))
-                })?;
-                let (epoch, events) = decode(&name, &bytes)?;
-                if epoch < at.epoch {
-                    return Err(self.damaged(&format!(
-                    "object {n} was written at epoch {epoch}, after an object of epoch {}: a node wrote past the one that took the store from it",
-                    at.epoch
-                )));
-                }
-                for (seq, record) in events {
-                    let frame = chain.check(seq, &record).map_err(|b| {
-                        self.damaged(&format!(
-                            "object {n} breaks the chain at event {}: {}",
-                            b.seq, b.detail
-                        ))
-                    })?;
-                    at.seq = seq;
-                    at.hash = frame.hash;
-                    records.push((seq, record));
-                }
-                at.epoch = epoch;
+                let bytes = bytes.ok_or_else(|| self.damaged(&format!("object {n} {VANISHED}")))?;
+                let read = decode(&name, &bytes)?;
+                let what = format!("object {n}");
+                self.read_on(&mut at, &mut chain, &mut records, &what, read, false)?;
                 at.object = n + 1;
             }
         }
         Ok((at, records))
+    }
+
+    /// Takes the epoch and events `read` of the object or pack `what` into the log read so far
+    /// (`at`, `chain`, `records`), checking that its epoch does not go down and its events keep
+    /// the chain. With `overlap` (a pack, which a position may lie inside), events up to `at`
+    /// are skipped, the one at `at` checked to be the position's own.
+    fn read_on(
+        &self,
+        at: &mut Position,
+        chain: &mut Chain,
+        records: &mut Records,
+        what: &str,
+        (epoch, events): (u64, Records),
+        overlap: bool,
+    ) -> Result<()> {
+        if epoch < at.epoch {
+            return Err(self.damaged(&format!(
+                "{what} was written at epoch {epoch}, after an object of epoch {}: a node wrote past the one that took the store from it",
+                at.epoch
+            )));
+        }
+        for (seq, record) in events {
+            if overlap && seq <= at.seq {
+                let hash = Frame::decode(&record).map(|f| f.hash).ok();
+                if seq == at.seq && hash != Some(at.hash) {
+                    return Err(self.damaged(&format!(
+                        "{what} holds another event {seq} than the position read from"
+                    )));
+                }
+                continue;
+            }
+            let frame = chain.check(seq, &record).map_err(|b| {
+                self.damaged(&format!(
+                    "{what} breaks the chain at event {}: {}",
+                    b.seq, b.detail
+                ))
+            })?;
+            at.seq = seq;
+            at.hash = frame.hash;
+            records.push((seq, record));
+        }
+        at.epoch = epoch;
+        Ok(())
     }
 
     /// Whether `at` is a real position of the log: before the first object, or just after an
@@ -305,6 +364,7 @@ impl Wal {
                         seq: at.seq,
                         hash: at.hash,
                         fenced: None,
+                        pack_from: 1,
                     },
                     records,
                     read: at,
@@ -409,7 +469,7 @@ impl Wal {
         Ok(())
     }
 
-    fn damaged(&self, what: &str) -> Error {
+    pub(super) fn damaged(&self, what: &str) -> Error {
         Error::damaged(format!(
             "the fleet log of the store {} at {}/stores/{}: {what}",
             self.store,
@@ -428,6 +488,24 @@ impl Holder {
             seq: self.seq,
             hash: self.hash,
         }
+    }
+
+    /// The last object a pack job should cover now ([`Wal::pack`]), when at least
+    /// [`PACK_OBJECTS`](super::pack::PACK_OBJECTS) objects past the last pack this holder knows
+    /// of are older than the newest [`KEEP`](super::pack::KEEP).
+    pub fn pack_due(&self) -> Option<u64> {
+        let upto = self.next.checked_sub(1 + super::pack::KEEP)?;
+        (upto + 1 >= self.pack_from + super::pack::PACK_OBJECTS).then_some(upto)
+    }
+
+    /// Records that the objects before `from` are packed (what [`Wal::pack`] returned).
+    pub fn packed(&mut self, from: u64) {
+        self.pack_from = self.pack_from.max(from);
+    }
+
+    /// The log this holder writes.
+    pub fn wal(&self) -> &Wal {
+        &self.wal
     }
 
     /// The last event in the log, and its chain hash.
@@ -503,7 +581,7 @@ fn deleted_name(store: &str) -> String {
 
 /// The bytes of a log object of `epoch` holding `events` (the first seq and the records), or an
 /// epoch's marker when `None`.
-fn encode(epoch: u64, events: Option<(Seq, &[Vec<u8>])>) -> Vec<u8> {
+pub(super) fn encode(epoch: u64, events: Option<(Seq, &[Vec<u8>])>) -> Vec<u8> {
     let mut out = MAGIC.to_vec();
     out.extend_from_slice(&epoch.to_le_bytes());
     if let Some((first, records)) = events {
@@ -515,7 +593,7 @@ fn encode(epoch: u64, events: Option<(Seq, &[Vec<u8>])>) -> Vec<u8> {
 }
 
 /// The epoch and the events of the log object `bytes` named `name`.
-fn decode(name: &str, bytes: &[u8]) -> Result<(u64, Records)> {
+pub(super) fn decode(name: &str, bytes: &[u8]) -> Result<(u64, Records)> {
     let bad = |why: &str| Error::damaged(format!("fleet log object {name}: {why}"));
     let Some((body, digest)) = bytes.split_last_chunk::<32>() else {
         return Err(bad("it is shorter than a log object can be"));
@@ -769,6 +847,73 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_pack_replaces_the_objects_it_covers_and_damage_to_it_is_named() {
+        let bucket = Arc::new(Bucket::in_memory().expect("bucket"));
+        let wal = Wal::new(Arc::clone(&bucket), "notes");
+        let mut a = wal.take(1, &Position::START).expect("take").holder;
+        let mut all = Vec::new();
+        for _ in 0..6 {
+            let next = after(a.head(), 2, "a");
+            a.commit(&next).expect("commit");
+            all.extend(next);
+        }
+        let (middle, _) = wal.scan(&Position::START).expect("scan");
+        let middle = Position {
+            object: 4,
+            seq: Seq(4),
+            hash: Frame::decode(&all[3].1).expect("frame").hash,
+            ..middle
+        };
+        // Objects 1 (the marker) to 5 packed; the marker stays, 2 to 5 go, 6 and 7 stay.
+        assert_eq!(wal.pack(5, 1).expect("pack"), 6);
+        let left: Vec<String> = bucket
+            .list(&wal.dir())
+            .expect("list")
+            .into_iter()
+            .map(|l| l.name)
+            .collect();
+        assert_eq!(left, [wal.name(1), wal.name(6), wal.name(7)]);
+        assert_eq!(wal.scan(&Position::START).expect("scan").1, all);
+        assert_eq!(wal.scan(&middle).expect("scan").1, all[4..]);
+        // Packing again changes nothing; a stale position inside the pack is still read on from.
+        assert_eq!(wal.pack(5, 1).expect("pack"), 6);
+        let name = wal.pack_name(1, 5);
+        let good = bucket.get(&name, OBJECT_MAX).expect("get").expect("there");
+        let replace = |bytes: Vec<u8>| {
+            bucket.remove(&name).expect("remove");
+            bucket.create(&name, bytes).expect("create");
+        };
+        let damaged = |what: &str| {
+            assert!(
+                matches!(
+                    wal.scan(&Position::START),
+                    Err(Error::ReplicaDamaged { .. })
+                ),
+                "{what} is named"
+            );
+        };
+        for i in (0..good.len()).step_by(7) {
+            let mut flipped = good.clone();
+            flipped[i] ^= 1;
+            replace(flipped);
+            damaged(&format!("byte {i} flipped"));
+        }
+        let other = after((Seq(0), EventHash::ZERO), 8, "forged");
+        let run: Vec<Vec<u8>> = other.into_iter().map(|(_, r)| r).collect();
+        replace(encode(1, Some((Seq(1), &run))));
+        damaged("a pack of another history");
+        replace(good.clone());
+        assert_eq!(wal.scan(&Position::START).expect("scan").1, all);
+        bucket
+            .create("stores/notes/pack/x", Vec::new())
+            .expect("create");
+        damaged("a name that is no pack's");
+        bucket.remove("stores/notes/pack/x").expect("remove");
+        bucket.remove(&name).expect("remove");
+        damaged("a pack gone");
+    }
+
     /// One step of nodes sharing a store's log.
     #[derive(Clone, Debug)]
     enum Step {
@@ -776,6 +921,9 @@ mod tests {
         Take(usize),
         /// Node `0` commits `1` events, if it ever took the store.
         Commit(usize, u64),
+        /// Node `0` packs the log up to `1` objects before the last it made, if it ever took
+        /// the store (a stale holder too).
+        Pack(usize, u64),
     }
 
     fn steps() -> impl Strategy<Value = Vec<Step>> {
@@ -783,6 +931,7 @@ mod tests {
             prop_oneof![
                 (0..3usize).prop_map(Step::Take),
                 (0..3usize, 1..4u64).prop_map(|(n, k)| Step::Commit(n, k)),
+                (0..3usize, 0..3u64).prop_map(|(n, k)| Step::Pack(n, k)),
             ],
             1..40,
         )
@@ -823,9 +972,21 @@ mod tests {
                             Err(e) => prop_assert!(false, "{e}"),
                         }
                     }
+                    Step::Pack(n, keep) => {
+                        let Some(holder) = holders[n].as_mut() else { continue };
+                        let Some(upto) = holder.next.checked_sub(1 + keep) else { continue };
+                        let from = wal.pack(upto, 1).expect("a pack job");
+                        holder.packed(from);
+                    }
                 }
                 let (_, all) = wal.scan(&Position::START).expect("the log reads back intact");
                 prop_assert_eq!(&all, &acked);
+                // Read on from where each node last read (inside a pack, maybe): the rest.
+                for at in &read {
+                    let (_, rest) = wal.scan(at).expect("read on from a position");
+                    prop_assert_eq!(&rest[..], &acked[acked.len() - rest.len()..]);
+                    prop_assert_eq!(rest.first().map(|(s, _)| s.0), (at.seq.0 < acked.len() as u64).then_some(at.seq.0 + 1));
+                }
             }
         }
     }

@@ -740,7 +740,8 @@ pub struct FleetStore {
     pub epoch: u64,
     /// Whether that node is alive (else the store is taken by the next node asked for it).
     pub alive: bool,
-    /// How many objects its log in the bucket holds (one per commit, and one per epoch).
+    /// How many objects its log in the bucket holds: one per commit since its last pack, one
+    /// per epoch, and its packs (each the events of a run of commits).
     pub log_objects: usize,
 }
 
@@ -769,7 +770,8 @@ pub fn fleet_status(url: &str, lease_ttl: Duration) -> Result<FleetStatus> {
         let alive = beating
             .iter()
             .any(|n| n.node.id == lease.node.id && n.alive);
-        let log_objects = bucket.list(&format!("stores/{name}/wal"))?.len();
+        let log_objects = bucket.list(&format!("stores/{name}/wal"))?.len()
+            + bucket.list(&format!("stores/{name}/pack"))?.len();
         stores.push(FleetStore {
             name,
             node: lease.node.id,

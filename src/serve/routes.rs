@@ -326,7 +326,7 @@ async fn memory(
 }
 
 /// Whether reading the body failed because it passed the limit (a body sent without a length).
-fn is_too_large(e: axum::Error) -> bool {
+pub(super) fn is_too_large(e: axum::Error) -> bool {
     e.into_inner()
         .downcast_ref::<http_body_util::LengthLimitError>()
         .is_some()

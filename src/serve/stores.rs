@@ -930,10 +930,15 @@ async fn create(State(stores): State<Arc<Stores>>, headers: HeaderMap, body: Bod
     let body = match axum::body::to_bytes(body, NEW_STORE_MAX).await {
         Ok(body) => body,
         Err(e) => {
+            let why = e.to_string();
+            let status = match super::routes::is_too_large(e) {
+                true => StatusCode::PAYLOAD_TOO_LARGE,
+                false => StatusCode::BAD_REQUEST,
+            };
             return error(
-                StatusCode::BAD_REQUEST,
+                status,
                 &format!(
-                    "the body could not be read ({e}); send at most {NEW_STORE_MAX} bytes: {{\"name\": \"NAME\"}}"
+                    "the body could not be read ({why}); send at most {NEW_STORE_MAX} bytes: {{\"name\": \"NAME\"}}"
                 ),
             );
         }

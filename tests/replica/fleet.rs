@@ -385,3 +385,41 @@ fn a_copy_ahead_of_its_log_gives_back_what_the_log_lacks_unless_the_log_went_on(
         "a copy whose events past the log's end differ from the log's is built anew"
     );
 }
+
+/// A store written through a fleet's holder one commit at a time gets its log packed by the
+/// holder as it goes: the objects holding events that a pack covers are removed (the markers and
+/// the newest objects stay), and the log reads back as the store's events, whole and from a
+/// position inside a pack.
+#[test]
+fn a_holder_packs_its_log_as_it_goes_and_the_log_reads_back_whole() {
+    let t = TempStore::new();
+    let url = crate::support::bucket_url(&t, "bucket");
+    let path = t.dir.path().join("store");
+    let client =
+        mnemo::testing::fleet::replicated_client(&path, &url, "notes", "agent").expect("client");
+    let server = mnemo::MnemoMemoryToolServer::new(client);
+    let calls = mnemo::testing::fleet::pack::PACK_OBJECTS + 2 * mnemo::testing::fleet::pack::KEEP;
+    for i in 0..calls {
+        let input = serde_json::json!({
+            "command": "create", "path": format!("/memories/f{i}.md"), "file_text": "x"
+        });
+        crate::support::call(&server, input);
+    }
+    drop(server);
+    let records: Vec<(Seq, Vec<u8>)> = crate::support::open_store(&path)
+        .records(Seq(1))
+        .map(|r| r.expect("record"))
+        .collect();
+    let bucket = Bucket::open(&url).expect("bucket");
+    let packs = bucket.list("stores/notes/pack").expect("list");
+    assert!(!packs.is_empty(), "no pack was made");
+    let objects = bucket.list("stores/notes/wal").expect("list").len() as u64;
+    assert!(
+        objects < calls / 2,
+        "{objects} log objects left after {calls} commits"
+    );
+    let wal = Wal::new(Arc::new(bucket), "notes");
+    let (end, log) = wal.scan(&Position::START).expect("the log reads back");
+    assert_eq!(log, records);
+    assert_eq!(end.seq, Seq(records.len() as u64));
+}

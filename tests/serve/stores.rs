@@ -294,6 +294,14 @@ fn names_and_entries_that_leave_the_data_directory_are_refused() {
         "a body that is no object: {}",
         reply.text()
     );
+    let huge = format!(r#"{{"name": "big", "pad": "{}"}}"#, "x".repeat(70 * 1024));
+    let reply = server.call("POST", "/v1/stores", huge.as_bytes());
+    assert_eq!(reply.status, 413, "a body over the limit: {}", reply.text());
+    assert!(
+        reply.text().contains("send at most 65536 bytes"),
+        "{}",
+        reply.text()
+    );
     assert!(!dir.join("x").exists());
     for target in [
         "/v1/stores/../log",
