@@ -616,7 +616,7 @@ fn a_drained_node_hands_its_stores_over_with_no_request_failing() {
         assert_eq!(code, 201, "{body}");
     }
     let stop = AtomicBool::new(false);
-    let written: Vec<(String, String, bool)> = std::thread::scope(|s| {
+    let (out, written): (_, Vec<(String, String, bool)>) = std::thread::scope(|s| {
         let writers: Vec<_> = [&a, &b]
             .into_iter()
             .enumerate()
@@ -648,23 +648,26 @@ fn a_drained_node_hands_its_stores_over_with_no_request_failing() {
             .collect();
         std::thread::sleep(Duration::from_millis(300));
         let out = crate::support::run_mnemo(&["fleet", "drain", "a", "--fleet", &url], "");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let moved = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(
-            moved.contains("s0 -> b") && moved.contains("s1 -> b"),
-            "{moved}"
-        );
         std::thread::sleep(Duration::from_millis(500));
+        // The writers stop before anything is asserted, so a failed drain fails the test
+        // rather than leave it waiting on them.
         stop.store(true, Ordering::SeqCst);
-        writers
+        let written = writers
             .into_iter()
             .flat_map(|w| w.join().expect("writer"))
-            .collect()
+            .collect();
+        (out, written)
     });
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let moved = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        moved.contains("s0 -> b") && moved.contains("s1 -> b"),
+        "{moved}"
+    );
     let failed: Vec<_> = written.iter().filter(|(_, _, ok)| !ok).collect();
     assert!(
         failed.is_empty(),
