@@ -58,6 +58,48 @@ pub struct FleetOptions {
 }
 
 impl FleetOptions {
+    /// The options of a node of the fleet whose bucket is at `url` that listens at `listen`
+    /// (`mnemo serve --fleet URL`): the other nodes reach it at `advertise`, an `http://` or
+    /// `https://` URL (by default `http://LISTEN`, which then needs a port other than 0), and
+    /// know it as `node_id` (by default the advertised host and port, such as
+    /// `10.0.0.5-8080`); its leases last `lease_ttl`. The error says which of them to fix.
+    pub fn node(
+        url: &str,
+        listen: std::net::SocketAddr,
+        advertise: Option<&str>,
+        node_id: Option<&str>,
+        lease_ttl: Duration,
+    ) -> std::result::Result<FleetOptions, String> {
+        let advertise = match advertise {
+            Some(url) if url.starts_with("http://") || url.starts_with("https://") => {
+                url.to_string()
+            }
+            Some(url) => {
+                return Err(format!(
+                    "--advertise {url:?} is not a URL: give the one the other nodes reach this one at, such as http://10.0.0.5:8080"
+                ));
+            }
+            None if listen.port() == 0 => {
+                return Err("--fleet needs --advertise URL, or a --listen address with a port (such as 127.0.0.1:8080): the other nodes forward requests to it".into());
+            }
+            None => format!("http://{listen}"),
+        };
+        let node_id = node_id.map(str::to_string).unwrap_or_else(|| {
+            advertise
+                .split("://")
+                .nth(1)
+                .unwrap_or(&advertise)
+                .trim_end_matches('/')
+                .replace([':', '/', '[', ']'], "-")
+        });
+        Ok(FleetOptions {
+            url: url.to_string(),
+            node_id,
+            advertise,
+            lease_ttl,
+        })
+    }
+
     /// Checks what the other nodes need of this one before it starts: an advertised URL they
     /// can forward to (`http://HOST:PORT`, HOST not an unspecified address such as 0.0.0.0).
     pub(crate) fn check(&self) -> Result<()> {

@@ -2,8 +2,6 @@
 
 use std::{path::Path, process::ExitCode};
 
-use mnemo::{MnemoMemoryToolServer, tool::Limits};
-
 use crate::CliResult;
 use crate::args::{ServeFlags, Session};
 use crate::session::open_session;
@@ -117,7 +115,13 @@ pub(crate) fn run_data_server(
     )?;
     options.prepare(dir, None)?;
     let fleet = match &flags.fleet {
-        Some(url) => Some(fleet_options(url, flags)?),
+        Some(url) => Some(mnemo::FleetOptions::node(
+            url,
+            flags.listen,
+            flags.advertise.as_deref(),
+            flags.node_id.as_deref(),
+            crate::fleet::lease_ttl_of(flags.lease_ttl)?,
+        )?),
         None => None,
     };
     let durability = match (&fleet, session.durability) {
@@ -140,25 +144,14 @@ pub(crate) fn run_data_server(
     if flags.max_open_stores == 0 {
         return Err("--max-open-stores must be at least 1".into());
     }
-    let limits = Limits {
-        max_file_bytes: session.max_file_bytes,
-        view_max_chars: session.view_max_chars,
-        max_request_bytes: session.max_request_bytes,
-    };
-    let (root, profile) = (session.root, session.profile);
+    let (limits, root, profile) = (session.limits(), session.root, session.profile);
     let open: mnemo::OpenStore = std::sync::Arc::new(move |builder: mnemo::ClientBuilder| {
-        let client = builder
-            .agent_id(agent.clone())
-            .durability(durability)
-            .open()
-            .map_err(|e| e.to_string())?;
-        let tool = MnemoMemoryToolServer::builder(client)
-            .root(root.clone())
-            .profile(profile)
-            .limits(limits)
-            .build()
-            .map_err(|e| e.to_string())?;
-        Ok(tool.into())
+        let client = builder.agent_id(agent.clone()).durability(durability);
+        let tool = client.open().and_then(|client| {
+            let tool = mnemo::MnemoMemoryToolServer::builder(client).root(root.as_str());
+            tool.profile(profile).limits(limits).build()
+        });
+        tool.map(Into::into).map_err(|e| e.to_string())
     });
     let stopped = mnemo::serve_data(
         dir,
@@ -180,37 +173,6 @@ pub(crate) fn run_data_server(
         .into());
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// `--fleet URL`'s options, the defaults filled in from the address the server listens on.
-fn fleet_options(url: &str, flags: &ServeFlags) -> Result<mnemo::FleetOptions, String> {
-    let lease_ttl = crate::fleet::lease_ttl_of(flags.lease_ttl)?;
-    let advertise = match &flags.advertise {
-        Some(url) if url.starts_with("http://") || url.starts_with("https://") => url.clone(),
-        Some(url) => {
-            return Err(format!(
-                "--advertise {url:?} is not a URL: give the one the other nodes reach this one at, such as http://10.0.0.5:8080"
-            ));
-        }
-        None if flags.listen.port() == 0 => {
-            return Err("--fleet needs --advertise URL, or a --listen address with a port (such as 127.0.0.1:8080): the other nodes forward requests to it".into());
-        }
-        None => format!("http://{}", flags.listen),
-    };
-    let node_id = flags.node_id.clone().unwrap_or_else(|| {
-        advertise
-            .split("://")
-            .nth(1)
-            .unwrap_or(&advertise)
-            .trim_end_matches('/')
-            .replace([':', '/', '[', ']'], "-")
-    });
-    Ok(mnemo::FleetOptions {
-        url: url.to_string(),
-        node_id,
-        advertise,
-        lease_ttl,
-    })
 }
 
 /// The replica a `--replicate` or `--follow` flag names, with its interval `flag` (a number of
