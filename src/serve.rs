@@ -452,7 +452,10 @@ pub(crate) async fn start(listen: SocketAddr, token: Option<Token>) -> Result<St
 }
 
 /// Serves the store `tool` answers from (its agent is the default agent) until a signal, or
-/// `idle_exit`. Prints the URL on stdout once listening. Blocks the calling thread.
+/// `idle_exit`. Prints the URL on stdout once listening. Blocks the calling thread. With
+/// [`ServeOptions::replicate`] the store is shipped to that replica as it is written and once
+/// more when the server has stopped; with [`ServeOptions::follow`] it takes the replica's new
+/// events as they come (each telling stderr what it did).
 pub fn serve(tool: MnemoMemoryToolServer, options: ServeOptions) -> Result<Stopped, Error> {
     options.check()?;
     // The replica runs beside the server, on the store the server holds, and ships what is

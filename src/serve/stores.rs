@@ -1192,7 +1192,9 @@ fn prepare(dir: &Path) -> Result<(), Error> {
 }
 
 /// Serves every store under `dir` (see the module docs) until a signal or `options.idle_exit`.
-/// Prints the URL on stdout once listening. Blocks the calling thread.
+/// Prints the URL on stdout once listening. Blocks the calling thread. With
+/// `options.replicate`, each store is shipped to a replica of its own, `URL/NAME`, while it is
+/// open and once more as it closes.
 pub fn serve_data(
     dir: &Path,
     open: OpenStore,
