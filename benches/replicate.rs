@@ -24,7 +24,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use mnemo::{Durability, MnemoClient, MnemoMemoryToolServer, Replica, Replication};
+use mnemo::testing::replica::shipper::Replication;
+use mnemo::{Durability, MnemoClient, MnemoMemoryToolServer, Replica};
 use serde_json::json;
 
 const AGENTS: usize = 16;

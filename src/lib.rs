@@ -51,7 +51,7 @@
 //! |---|---|---|
 //! | `cli` | yes | the `mnemo` binary (clap); the library needs none of it |
 //! | `serve` | yes | the HTTP server (`serve()`, `mnemo serve`), which includes `mcp` and `client` |
-//! | `replicate` | yes | replicas in object storage (`Replica`, `Replication`, `Following`) |
+//! | `replicate` | yes | replicas in object storage (`Replica`, `SigningKey`) |
 //! | `mcp` | through `serve` | the MCP server (`MnemoMcpServer`, `mnemo mcp`) |
 //! | `client` | through `serve` | the blocking HTTP client of a server (`RemoteClient`), nothing async |
 //!
@@ -140,19 +140,11 @@ pub use model::policy::{ANY_AGENT, Access, AdminCommand, Grant, Policy};
 pub use model::protocol::LogQuery;
 pub use model::tool::Profile;
 #[cfg(feature = "replicate")]
-pub use replica::flows::{Round, ShipRounds};
-#[cfg(feature = "replicate")]
-pub use replica::follower::{Following, Status as FollowerStatus};
-#[cfg(feature = "replicate")]
 pub use replica::key::SigningKey;
-#[cfg(feature = "replicate")]
-pub use replica::shipper::{Replication, Status as ReplicationStatus};
 #[cfg(feature = "replicate")]
 pub use replica::{Replica, Restored, Shipped};
 #[cfg(feature = "serve")]
-pub use serve::fleet::{
-    FleetNode, FleetOptions, FleetStatus, FleetStore, fleet_drain, fleet_status,
-};
+pub use serve::fleet::{Fleet, FleetNode, FleetOptions, FleetStatus, FleetStore};
 #[cfg(feature = "serve")]
 pub use serve::listen::Connections;
 #[cfg(feature = "serve")]
@@ -160,7 +152,7 @@ pub use serve::shutdown::Reason as StopReason;
 #[cfg(feature = "serve")]
 pub use serve::stores::{DataOptions, OpenStore, OpenedStore, serve_data};
 #[cfg(feature = "serve")]
-pub use serve::{Error as ServeError, ReplicationView, ServeOptions, Stopped, serve};
+pub use serve::{Error as ServeError, ReplicaOptions, ServeOptions, Stopped, serve};
 pub use store::data_dir::DataDir;
 pub use store::log::{Durability, Head};
 pub use store::projection::{MEMORY_TAG, MemoryRecord};

@@ -66,6 +66,20 @@ pub use shipping::ship;
 pub(crate) use shipping::ship_upto;
 pub use shipping::{REWRITES, Shipped};
 
+/// Writes `text` and a newline to stderr, where the replica's threads and flows say what they
+/// did; a stderr that is closed loses the line.
+pub(crate) fn tell(text: impl std::fmt::Display) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{text}");
+}
+
+/// Tells stderr of each segment a shipment of `mnemo replicate` wrote.
+pub(crate) fn tell_sealed(first: Seq, last: Seq) {
+    tell(format_args!(
+        "mnemo replicate: shipped events {first} to {last}"
+    ));
+}
+
 /// A replica: an object store and the prefix under which it lies.
 pub struct Replica {
     url: String,

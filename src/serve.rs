@@ -44,6 +44,7 @@ pub mod lane;
 pub mod listen;
 mod mcp;
 mod memory_api;
+mod replicas;
 pub mod routes;
 pub mod sessions;
 pub mod shutdown;
@@ -85,21 +86,35 @@ pub struct ServeOptions {
     /// Stop after this long with no request in progress (an attached client's `GET /v1/attach`
     /// is one for as long as it stays connected).
     pub idle_exit: Option<Duration>,
-    /// What `GET /v1/replication` answers: the status of a replication shipping this store
-    /// (`mnemo serve --replicate`); without one that route says the server does not replicate.
-    pub replication: Option<ReplicationView>,
-    /// The replica this server follows (`mnemo serve --follow URL`): it answers reads only, and
-    /// refuses every request that would write (any method but GET, and /mcp) naming it.
-    pub follow: Option<String>,
+    /// The replica the store is shipped to as it is written (`mnemo serve --replicate URL`);
+    /// what is left is shipped once the server has stopped. A data server ships each store to a
+    /// replica of its own, `URL/NAME`, while it is open and once more as it closes.
+    /// `GET /v1/replication` answers its status; without one that route says the server does
+    /// not replicate. [`prepare`](Self::prepare) checks it before the store is opened.
+    pub replicate: Option<ReplicaOptions>,
+    /// The replica this server follows (`mnemo serve --follow URL`), taking its new events as
+    /// they come: it answers reads only, and refuses every request that would write (any method
+    /// but GET, and /mcp) naming it. [`prepare`](Self::prepare) restores a new store from it.
+    pub follow: Option<ReplicaOptions>,
     /// The deadline for a request's headers, the cap on open connections, each principal's
     /// share of requests in flight, the pace of request bodies and the memory they may hold.
     pub connections: listen::Connections,
 }
 
+/// A replica beside a server ([`ServeOptions::replicate`], [`ServeOptions::follow`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReplicaOptions {
+    /// Where it is: `s3://bucket/prefix`, or `file:///dir`.
+    pub url: String,
+    /// The least time between shipments to it (the bound on the lag while the object store
+    /// keeps up), or how often a follower looks at it.
+    pub interval: Duration,
+}
+
 /// A view of a replication running beside the server: its status as JSON, read on each
 /// `GET /v1/replication`; made `From` a `Replication` or a `Following`.
 #[derive(Clone)]
-pub struct ReplicationView(pub Arc<dyn Fn() -> serde_json::Value + Send + Sync>);
+pub(crate) struct ReplicationView(Arc<dyn Fn() -> serde_json::Value + Send + Sync>);
 
 impl std::fmt::Debug for ReplicationView {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -143,7 +158,7 @@ impl Default for ServeOptions {
             allow_remote: false,
             allow_hosts: Vec::new(),
             idle_exit: None,
-            replication: None,
+            replicate: None,
             follow: None,
             connections: listen::Connections::default(),
         }
@@ -208,6 +223,14 @@ pub enum Error {
     /// The fleet's bucket could not be joined (`--fleet URL`).
     #[error("cannot join the fleet: {0}")]
     Fleet(#[source] crate::Error),
+    /// The replica beside the server ([`ServeOptions::replicate`] or
+    /// [`ServeOptions::follow`]) could not be started.
+    #[error(transparent)]
+    Replica(crate::Error),
+    /// The last shipment to the replica, as the server stopped, failed: the replica is behind
+    /// the store (the text says how far, and how to ship the rest).
+    #[error("{0}")]
+    LastShipment(String),
 }
 
 /// What every request handler shares.
@@ -429,9 +452,15 @@ pub(crate) async fn start(listen: SocketAddr, token: Option<Token>) -> Result<St
 }
 
 /// Serves the store `tool` answers from (its agent is the default agent) until a signal, or
-/// `idle_exit`. Prints the URL on stdout once listening. Blocks the calling thread.
+/// `idle_exit`. Prints the URL on stdout once listening. Blocks the calling thread. With
+/// [`ServeOptions::replicate`] the store is shipped to that replica as it is written and once
+/// more when the server has stopped; with [`ServeOptions::follow`] it takes the replica's new
+/// events as they come (each telling stderr what it did).
 pub fn serve(tool: MnemoMemoryToolServer, options: ServeOptions) -> Result<Stopped, Error> {
     options.check()?;
+    // The replica runs beside the server, on the store the server holds, and ships what is
+    // left once the server has stopped.
+    let beside = replicas::Beside::start(tool.client(), &options).map_err(Error::Replica)?;
     if let Some(url) = tool.client().server_url() {
         return Err(Error::Served(
             tool.client().path().to_path_buf(),
@@ -441,6 +470,7 @@ pub fn serve(tool: MnemoMemoryToolServer, options: ServeOptions) -> Result<Stopp
     let runtime = runtime()?;
     let store_dir = tool.client().path().to_path_buf();
     let dir = store_dir.clone();
+    let view = beside.as_ref().map(replicas::Beside::view);
     let outcome = runtime.block_on(async move {
         let store_dir = dir;
         let Started {
@@ -470,14 +500,14 @@ pub fn serve(tool: MnemoMemoryToolServer, options: ServeOptions) -> Result<Stopp
             .publish(&store_dir)
             .map_err(|e| Error::ServerFile(ServerFile::path(&store_dir), e))?;
         let shared = Arc::new(Shared {
-            follow: options.follow.clone(),
+            follow: options.follow.as_ref().map(|replica| replica.url.clone()),
             ..Shared::of_store(
                 tool,
                 &token,
                 Hosts::new(address, &options.allow_hosts),
                 shutdown::Activity::new(),
                 std::path::absolute(&store_dir).unwrap_or_else(|_| store_dir.clone()),
-                options.replication.clone(),
+                view,
             )
         });
         println!("mnemo serve: listening on {}", file.url);
@@ -514,6 +544,9 @@ pub fn serve(tool: MnemoMemoryToolServer, options: ServeOptions) -> Result<Stopp
         );
     }
     let reason = outcome?;
+    if let Some(beside) = beside {
+        beside.stop().map_err(Error::LastShipment)?;
+    }
     Ok(Stopped {
         reason,
         store_failures,

@@ -637,7 +637,8 @@ fn a_replica_is_checked_object_by_object_and_a_killed_restore_leaves_nothing() {
 /// head the status reports, with no byte of the erased text, and a restore of it verifies.
 #[test]
 fn a_store_shipped_as_it_is_written_holds_the_stores_own_log() {
-    use mnemo::{MnemoMemoryToolServer, Replication, Selection};
+    use mnemo::testing::replica::shipper::Replication;
+    use mnemo::{MnemoMemoryToolServer, Selection};
     let t = TempStore::new();
     let db = t.path();
     let (to, replica) = new_replica(&t, "live");

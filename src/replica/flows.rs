@@ -1,8 +1,9 @@
 //! The replica commands' flows as calls a program makes too, each returning what the command
 //! prints: a store shipped once ([`Replica::ship_store`], through the server that holds it, else
-//! from a private copy) or in rounds as it changes ([`ShipRounds`]), a new store restored from a
-//! replica trusting a key (`Replica::restore_new`, which also reads a fleet store's log, and
-//! [`Replica::prepare_follower`]), a replica verified in a private store
+//! from a private copy) or in rounds as it changes ([`ShipRounds`],
+//! [`Replica::ship_as_it_changes`]), a new store restored from a replica trusting a key
+//! (`Replica::restore_new`, which also reads a fleet store's log), a replica verified in a
+//! private store
 //! (`Replica::verify_replica`, the same) and the checkpoint an auditor kept
 //! read back ([`Replica::expected_head`]).
 
@@ -26,7 +27,11 @@ impl Replica {
     /// The replica at `url` for reading (a restore, a follower, a verification), trusting the
     /// verifier key `key` if given, else the one the store at `store` recorded (if that is a
     /// directory that records one): with a key, only a head it signed is taken.
-    pub fn open_trusting(url: &str, key: Option<&str>, store: Option<&Path>) -> Result<Replica> {
+    pub(crate) fn open_trusting(
+        url: &str,
+        key: Option<&str>,
+        store: Option<&Path>,
+    ) -> Result<Replica> {
         let replica = Replica::open(url, false)?;
         let recorded = match store {
             Some(db) if db.is_dir() => SigningKey::of(db).trusted()?,
@@ -49,23 +54,6 @@ impl Replica {
     ) -> Result<Restored> {
         let replica = Replica::open_trusting(url, key, None)?;
         let restored = replica.restore(db, at)?;
-        if let Some(vkey) = replica.trusted_key() {
-            SigningKey::of(db).trust(vkey)?;
-        }
-        Ok(restored)
-    }
-
-    /// Makes the store at `db` ready to follow the replica at `url` (`mnemo serve --follow`):
-    /// restored from it when new (missing or empty), which returns what was restored, and the
-    /// key it trusts recorded (`key`, which a store that records another refuses, else the one
-    /// it records).
-    pub fn prepare_follower(db: &Path, url: &str, key: Option<&str>) -> Result<Option<Restored>> {
-        let empty = std::fs::read_dir(db).map_or(true, |mut entries| entries.next().is_none());
-        let replica = Replica::open_trusting(url, key, (!empty).then_some(db))?;
-        let restored = match empty {
-            true => Some(replica.restore(db, None)?),
-            false => None,
-        };
         if let Some(vkey) = replica.trusted_key() {
             SigningKey::of(db).trust(vkey)?;
         }
@@ -251,7 +239,7 @@ type FileState = (std::ffi::OsString, u64, Option<SystemTime>);
 /// [`round`](Self::round) looks at the store's files and, when a write changed them, ships from
 /// a private copy made while no process writes the store. The caller waits
 /// [`wait`](Self::wait) between rounds, which backs off while shipping fails.
-pub struct ShipRounds {
+pub(crate) struct ShipRounds {
     db: PathBuf,
     replica: Replica,
     interval: Duration,
@@ -264,7 +252,7 @@ pub struct ShipRounds {
 
 /// What one of [`ShipRounds`]' rounds did.
 #[derive(Debug)]
-pub enum Round {
+pub(crate) enum Round {
     /// Nothing: the store has not changed since the last shipment, or is still held.
     Unchanged,
     /// A shipment; `first` for the first of these rounds (which `mnemo replicate` prints even
@@ -293,7 +281,7 @@ pub enum Round {
 impl ShipRounds {
     /// Rounds shipping the store at `db` (which must exist) to the replica at `url` (which must
     /// lie apart from it, and is made if missing), looking every `interval`.
-    pub fn new(db: &Path, url: &str, interval: Duration) -> Result<ShipRounds> {
+    pub(crate) fn new(db: &Path, url: &str, interval: Duration) -> Result<ShipRounds> {
         Store::require(db)?;
         Replica::check_url_apart(url, db)?;
         Ok(ShipRounds {
@@ -307,13 +295,13 @@ impl ShipRounds {
     }
 
     /// The wait before the next round.
-    pub fn wait(&self) -> Duration {
+    pub(crate) fn wait(&self) -> Duration {
         self.wait
     }
 
     /// One round, telling `sealed` the seqs of each segment written. An error that is neither
     /// the replica's nor the files' (the store gone, damaged) ends the rounds.
-    pub fn round(&mut self, sealed: &mut dyn FnMut(Seq, Seq)) -> Result<Round> {
+    pub(crate) fn round(&mut self, sealed: &mut dyn FnMut(Seq, Seq)) -> Result<Round> {
         let now = files(&self.db).map_err(|e| Error::io(&self.db, e))?;
         if self.shipped_at.as_ref() == Some(&now) {
             return Ok(Round::Unchanged);
@@ -338,6 +326,57 @@ impl ShipRounds {
                 Ok(Round::Failed { error, wait })
             }
             Err(e) => Err(e),
+        }
+    }
+}
+
+impl Replica {
+    /// `mnemo replicate` without `--once`: ships the store at `db` (which must exist) to the
+    /// replica at `url` (apart from it, made if missing) whenever its files have changed, looking
+    /// every `interval`, for as long as the process runs. Each shipment's summary is written to
+    /// `out` (the first one's even when the replica was up to date); stderr is told of each
+    /// segment written, of another process holding the store (once, until it lets go: its server
+    /// ships it if started with `--replicate`) and of a shipment that failed (tried again,
+    /// waiting twice as long each time, up to 30 s). Returns only when writing to `out` failed
+    /// (`Ok`, with that error), or with an error that ended the shipping (the store gone or
+    /// damaged).
+    pub fn ship_as_it_changes(
+        db: &Path,
+        url: &str,
+        interval: Duration,
+        out: &mut dyn std::io::Write,
+    ) -> Result<std::io::Error> {
+        let mut rounds = ShipRounds::new(db, url, interval)?;
+        loop {
+            match rounds.round(&mut super::tell_sealed)? {
+                Round::Unchanged => {}
+                Round::Shipped { shipped, first } => {
+                    if shipped.segments > 0 || first {
+                        let written = out
+                            .write_all(shipped.summary(url).as_bytes())
+                            .and_then(|()| out.flush());
+                        if let Err(e) = written {
+                            return Ok(e);
+                        }
+                    }
+                }
+                Round::Held { server } => {
+                    let who = match server {
+                        true => format!(
+                            "a mnemo serve holds {} (one that clients started stops once idle; one meant to stay up replicates as it goes if started with --replicate {url})",
+                            db.display()
+                        ),
+                        false => format!("another process is writing {}", db.display()),
+                    };
+                    super::tell(format_args!(
+                        "mnemo replicate: {who}; shipping once it lets go"
+                    ));
+                }
+                Round::Failed { error, wait } => super::tell(format_args!(
+                    "mnemo replicate: shipping to {url} failed ({error}); trying again in {wait:.0?}"
+                )),
+            }
+            std::thread::sleep(rounds.wait());
         }
     }
 }

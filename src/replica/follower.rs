@@ -100,11 +100,6 @@ impl Following {
     pub fn watcher(&self) -> impl Fn() -> Status + Send + Sync + 'static {
         self.0.watcher()
     }
-
-    /// Where the follower stands.
-    pub fn status(&self) -> Status {
-        self.0.status()
-    }
 }
 
 fn run(

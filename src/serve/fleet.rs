@@ -58,6 +58,48 @@ pub struct FleetOptions {
 }
 
 impl FleetOptions {
+    /// The options of a node of the fleet whose bucket is at `url` that listens at `listen`
+    /// (`mnemo serve --fleet URL`): the other nodes reach it at `advertise`, an `http://` or
+    /// `https://` URL (by default `http://LISTEN`, which then needs a port other than 0), and
+    /// know it as `node_id` (by default the advertised host and port, such as
+    /// `10.0.0.5-8080`); its leases last `lease_ttl`. The error says which of them to fix.
+    pub fn node(
+        url: &str,
+        listen: std::net::SocketAddr,
+        advertise: Option<&str>,
+        node_id: Option<&str>,
+        lease_ttl: Duration,
+    ) -> std::result::Result<FleetOptions, String> {
+        let advertise = match advertise {
+            Some(url) if url.starts_with("http://") || url.starts_with("https://") => {
+                url.to_string()
+            }
+            Some(url) => {
+                return Err(format!(
+                    "--advertise {url:?} is not a URL: give the one the other nodes reach this one at, such as http://10.0.0.5:8080"
+                ));
+            }
+            None if listen.port() == 0 => {
+                return Err("--fleet needs --advertise URL, or a --listen address with a port (such as 127.0.0.1:8080): the other nodes forward requests to it".into());
+            }
+            None => format!("http://{listen}"),
+        };
+        let node_id = node_id.map(str::to_string).unwrap_or_else(|| {
+            advertise
+                .split("://")
+                .nth(1)
+                .unwrap_or(&advertise)
+                .trim_end_matches('/')
+                .replace([':', '/', '[', ']'], "-")
+        });
+        Ok(FleetOptions {
+            url: url.to_string(),
+            node_id,
+            advertise,
+            lease_ttl,
+        })
+    }
+
     /// Checks what the other nodes need of this one before it starts: an advertised URL they
     /// can forward to (`http://HOST:PORT`, HOST not an unspecified address such as 0.0.0.0).
     pub(crate) fn check(&self) -> Result<()> {
@@ -745,61 +787,78 @@ pub struct FleetStore {
     pub log_objects: usize,
 }
 
-/// The fleet whose bucket is at `url`, as its objects show it, with leases of `lease_ttl`.
-pub fn fleet_status(url: &str, lease_ttl: Duration) -> Result<FleetStatus> {
-    let (bucket, leases) = observe(url, "status", lease_ttl)?;
-    let beating = leases.nodes()?;
-    let mut stores = Vec::new();
-    for name in leases.stores()? {
-        // A lease that cannot be read shows as held by no node: the rest stay visible.
-        let lease = match leases.lease(&name) {
-            Ok(Some(lease)) if lease.deleted => continue,
-            Ok(Some(lease)) => lease,
-            Ok(None) => continue,
-            Err(e) => Lease {
-                store: name.clone(),
-                epoch: 0,
-                node: Node {
-                    id: format!("(unreadable lease: {e})"),
-                    url: String::new(),
-                },
-                deleted: false,
-                stamp_ms: 0,
-            },
-        };
-        let alive = beating
-            .iter()
-            .any(|n| n.node.id == lease.node.id && n.alive);
-        let log_objects = bucket.list(&format!("stores/{name}/wal"))?.len()
-            + bucket.list(&format!("stores/{name}/pack"))?.len();
-        stores.push(FleetStore {
-            name,
-            node: lease.node.id,
-            epoch: lease.epoch,
-            alive,
-            log_objects,
-        });
-    }
-    let nodes = beating
-        .into_iter()
-        .map(|n| FleetNode {
-            stores: stores.iter().filter(|s| s.node == n.node.id).count(),
-            id: n.node.id,
-            url: n.node.url,
-            beat_age_ms: n.beat_age_ms,
-            alive: n.alive,
-            draining: n.draining,
-        })
-        .collect();
-    Ok(FleetStatus { nodes, stores })
+/// A fleet seen from outside its nodes, through its bucket: what `mnemo fleet status` reads and
+/// `mnemo fleet drain` asks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fleet {
+    /// The bucket every node shares.
+    url: String,
 }
 
-/// Drains the node `node` of the fleet whose bucket is at `url`: asks it (at the URL it beats
-/// with, with the fleet's operator token) to hand every store it holds to the other live nodes.
-/// Returns each store handed over and the node it went to.
-pub fn fleet_drain(url: &str, node: &str) -> Result<Vec<(String, String)>> {
-    let (bucket, leases) = observe(url, "drain", Duration::from_secs(10))?;
-    let found = leases
+impl Fleet {
+    /// The fleet whose bucket is at `url` (`s3://bucket/prefix`, or `file:///dir`); nothing is
+    /// read until it is asked.
+    pub fn at(url: impl Into<String>) -> Fleet {
+        Fleet { url: url.into() }
+    }
+
+    /// The fleet as its objects show it, with leases of `lease_ttl`.
+    pub fn status(&self, lease_ttl: Duration) -> Result<FleetStatus> {
+        let url = self.url.as_str();
+        let (bucket, leases) = observe(url, "status", lease_ttl)?;
+        let beating = leases.nodes()?;
+        let mut stores = Vec::new();
+        for name in leases.stores()? {
+            // A lease that cannot be read shows as held by no node: the rest stay visible.
+            let lease = match leases.lease(&name) {
+                Ok(Some(lease)) if lease.deleted => continue,
+                Ok(Some(lease)) => lease,
+                Ok(None) => continue,
+                Err(e) => Lease {
+                    store: name.clone(),
+                    epoch: 0,
+                    node: Node {
+                        id: format!("(unreadable lease: {e})"),
+                        url: String::new(),
+                    },
+                    deleted: false,
+                    stamp_ms: 0,
+                },
+            };
+            let alive = beating
+                .iter()
+                .any(|n| n.node.id == lease.node.id && n.alive);
+            let log_objects = bucket.list(&format!("stores/{name}/wal"))?.len()
+                + bucket.list(&format!("stores/{name}/pack"))?.len();
+            stores.push(FleetStore {
+                name,
+                node: lease.node.id,
+                epoch: lease.epoch,
+                alive,
+                log_objects,
+            });
+        }
+        let nodes = beating
+            .into_iter()
+            .map(|n| FleetNode {
+                stores: stores.iter().filter(|s| s.node == n.node.id).count(),
+                id: n.node.id,
+                url: n.node.url,
+                beat_age_ms: n.beat_age_ms,
+                alive: n.alive,
+                draining: n.draining,
+            })
+            .collect();
+        Ok(FleetStatus { nodes, stores })
+    }
+
+    /// Drains the node `node`: asks it (at the URL it beats with, with the fleet's operator
+    /// token) to hand every store it holds to the other live nodes. Returns each store handed
+    /// over and the node it went to.
+    pub fn drain(&self, node: &str) -> Result<Vec<(String, String)>> {
+        let url = self.url.as_str();
+        let (bucket, leases) = observe(url, "drain", Duration::from_secs(10))?;
+        let found = leases
         .nodes()?
         .into_iter()
         .find(|n| n.node.id == node)
@@ -808,37 +867,38 @@ pub fn fleet_drain(url: &str, node: &str) -> Result<Vec<(String, String)>> {
                 "the fleet at {url} has no node {node:?}: `mnemo fleet status --fleet {url}` lists its nodes"
             ))
         })?;
-    let token = shared_token(&bucket)?;
-    let remote = crate::client::remote::RemoteClient::new(&found.node.url, &token);
-    let (status, body) = remote.admin(crate::client::remote::AdminRequest::Post {
-        route: "/v1/fleet/drain",
-        body: &serde_json::json!({}),
-    })?;
-    let answer: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
-    if status != 200 {
-        return Err(Error::Server {
-            reason: format!(
-                "the node {node} at {} refused the drain ({status}): {}",
-                found.node.url,
-                answer["error"].as_str().unwrap_or("no reason given")
-            ),
-            unreachable: false,
-            status: Some(status),
-        });
+        let token = shared_token(&bucket)?;
+        let remote = crate::client::remote::RemoteClient::new(&found.node.url, &token);
+        let (status, body) = remote.admin(crate::client::remote::AdminRequest::Post {
+            route: "/v1/fleet/drain",
+            body: &serde_json::json!({}),
+        })?;
+        let answer: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+        if status != 200 {
+            return Err(Error::Server {
+                reason: format!(
+                    "the node {node} at {} refused the drain ({status}): {}",
+                    found.node.url,
+                    answer["error"].as_str().unwrap_or("no reason given")
+                ),
+                unreachable: false,
+                status: Some(status),
+            });
+        }
+        Ok(answer["handed_over"]
+            .as_array()
+            .map(|all| {
+                all.iter()
+                    .map(|h| {
+                        (
+                            h["store"].as_str().unwrap_or_default().to_string(),
+                            h["to"].as_str().unwrap_or_default().to_string(),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default())
     }
-    Ok(answer["handed_over"]
-        .as_array()
-        .map(|all| {
-            all.iter()
-                .map(|h| {
-                    (
-                        h["store"].as_str().unwrap_or_default().to_string(),
-                        h["to"].as_str().unwrap_or_default().to_string(),
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default())
 }
 
 /// A client of the store at `path` that acknowledges each write once it is in the log of the

@@ -53,26 +53,26 @@ use tower::ServiceExt;
 use super::auth::{Authority, Hosts, Refusal, Token};
 use super::routes::error;
 use super::shutdown::Activity;
-use super::{Error, ReplicationView, ServeOptions, ServerFile, Shared, Stopped, refuse};
+use super::{Error, ReplicaOptions, ServeOptions, ServerFile, Shared, Stopped, refuse};
 use crate::client::tool_server::MnemoMemoryToolServer;
 use crate::client::{ClientBuilder, MnemoClient};
 use crate::store::data_dir::{self, check_store_name};
 
 /// How a data server opens a store (creating it if it is new), given the client builder of its
 /// directory ([`ClientBuilder::path`]): the tool server of its default agent, with the root,
-/// profile, durability and limits every store shares, and what runs beside it while it is open.
-/// A fleet node's builder already sends every write to the fleet's bucket
-/// ([`Durability::Replicated`](crate::Durability::Replicated), which the callback must keep).
+/// profile, durability and limits every store shares, and what to do when it closes. (The
+/// replica each store is shipped to is [`ServeOptions::replicate`]'s.)
+/// A fleet node's builder already sends every write to the fleet's bucket, under
+/// [`Durability::Replicated`](crate::Durability::Replicated) unless the callback sets `fsync` or
+/// `flush` (then shipped behind the answers; `buffered` is refused).
 pub type OpenStore = Arc<dyn Fn(ClientBuilder) -> Result<OpenedStore, String> + Send + Sync>;
 
 /// A store a data server opened.
 pub struct OpenedStore {
     /// Its tool server.
     pub tool: MnemoMemoryToolServer,
-    /// What `GET /v1/stores/NAME/replication` answers, if something ships the store.
-    pub replication: Option<ReplicationView>,
-    /// Called once when the store closes, before its client does: stops what runs beside it
-    /// (a shipper ships what is left first).
+    /// Called once when the store closes (after its replica, if it has one, got what is left),
+    /// before its client does: stops what runs beside it.
     pub on_close: Option<Box<dyn FnOnce() + Send>>,
 }
 
@@ -80,7 +80,6 @@ impl From<MnemoMemoryToolServer> for OpenedStore {
     fn from(tool: MnemoMemoryToolServer) -> OpenedStore {
         OpenedStore {
             tool,
-            replication: None,
             on_close: None,
         }
     }
@@ -136,6 +135,8 @@ pub(crate) struct Served {
     fleet: Option<(Arc<crate::fleet::bucket::Bucket>, String)>,
     app: Router,
     last_used_ms: AtomicU64,
+    /// The store shipped to its replica while it is open, and once more as it closes.
+    shipping: Mutex<Option<crate::replica::shipper::Replication>>,
     on_close: Mutex<Option<Box<dyn FnOnce() + Send>>>,
 }
 
@@ -155,6 +156,11 @@ impl Served {
 
 impl Drop for Served {
     fn drop(&mut self) {
+        if let Some(shipping) = lock(&self.shipping).take() {
+            if let Err(why) = super::replicas::stop(shipping) {
+                super::replicas::tell(format_args!("mnemo serve: {why}"));
+            }
+        }
         if let Some(close) = lock(&self.on_close).take() {
             close();
         }
@@ -176,6 +182,8 @@ pub(crate) struct Stores {
     dir_id: crate::store::disk::DirId,
     open: OpenStore,
     options: DataOptions,
+    /// Where each store is shipped to, under `URL/NAME`, if the stores are replicated.
+    replicate: Option<ReplicaOptions>,
     token: Token,
     authority: Authority,
     hosts: Hosts,
@@ -424,6 +432,15 @@ impl Stores {
         builder: ClientBuilder,
     ) -> Result<Arc<Served>, String> {
         let opened = (self.open)(builder)?;
+        // Each store to a replica of its own under the URL, shipped while it is open and once
+        // more as it closes.
+        let shipping = match &self.replicate {
+            Some(base) => Some(
+                super::replicas::ship(opened.tool.client(), &super::replicas::of_store(base, name))
+                    .map_err(|e| e.to_string())?,
+            ),
+            None => None,
+        };
         // A data server holds its stores itself: one another server holds (a `serve --db`, or
         // the server `mnemo tool` started) is not served through it.
         if let Some(url) = opened.tool.client().server_url() {
@@ -448,7 +465,7 @@ impl Stores {
                 self.hosts.clone(),
                 Arc::clone(&self.activity),
                 path.to_path_buf(),
-                opened.replication,
+                shipping.as_ref().map(Into::into),
             )
         });
         let app = super::store_app(Arc::clone(&shared), self.stop.clone());
@@ -460,6 +477,7 @@ impl Stores {
                 .map(|fleet| (Arc::clone(fleet.bucket()), name.to_string())),
             app,
             last_used_ms: AtomicU64::new(self.now_ms()),
+            shipping: Mutex::new(shipping),
             on_close: Mutex::new(opened.on_close),
         }))
     }
@@ -1180,7 +1198,9 @@ fn prepare(dir: &Path) -> Result<(), Error> {
 }
 
 /// Serves every store under `dir` (see the module docs) until a signal or `options.idle_exit`.
-/// Prints the URL on stdout once listening. Blocks the calling thread.
+/// Prints the URL on stdout once listening. Blocks the calling thread. With
+/// `options.replicate`, each store is shipped to a replica of its own, `URL/NAME`, while it is
+/// open and once more as it closes.
 pub fn serve_data(
     dir: &Path,
     open: OpenStore,
@@ -1242,6 +1262,7 @@ pub fn serve_data(
             dir_id,
             open,
             options: data.clone(),
+            replicate: options.replicate.clone(),
             authority: Authority::new(&token),
             token,
             hosts: Hosts::new(address, &allowed_hosts(&options, data.fleet.as_ref())),

@@ -18,7 +18,7 @@ pub(crate) fn lease_ttl_of(secs: f64) -> Result<std::time::Duration, &'static st
 
 /// Prints the fleet whose bucket is at `url`: a table, or one JSON object with `json`.
 pub(crate) fn status(url: &str, lease_ttl: f64, json: bool) -> CliResult {
-    let status = mnemo::fleet_status(url, lease_ttl_of(lease_ttl)?)?;
+    let status = mnemo::Fleet::at(url).status(lease_ttl_of(lease_ttl)?)?;
     if json {
         say(serde_json::to_string(&status)?)?;
         return Ok(ExitCode::SUCCESS);
@@ -58,7 +58,7 @@ pub(crate) fn status(url: &str, lease_ttl: f64, json: bool) -> CliResult {
 
 /// Drains the node `node` of the fleet at `url`, printing each store handed over.
 pub(crate) fn drain(url: &str, node: &str) -> CliResult {
-    let handed = mnemo::fleet_drain(url, node)?;
+    let handed = mnemo::Fleet::at(url).drain(node)?;
     for (store, to) in &handed {
         say(format_args!("{store} -> {to}"))?;
     }

@@ -1,13 +1,13 @@
 //! The replica commands of the CLI (part of the binary): `mnemo replicate`, `mnemo restore`,
-//! `mnemo key create` and `mnemo verify --from`, and the replicas beside `mnemo serve`, printing
-//! what the library's `Replica`, `ShipRounds`, `Replication` and `Following` return.
+//! `mnemo key create` and `mnemo verify --from`, printing what the library's `Replica` and
+//! `SigningKey` return. (The replicas beside `mnemo serve` are the library's `serve`'s.)
 
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use mnemo::{Replica, Round, Seq, ShipRounds, SigningKey};
+use mnemo::{Replica, Seq, SigningKey};
 
 use crate::print::{say, tell};
 use crate::{CliResult, verify::print_verify};
@@ -26,33 +26,9 @@ pub fn replicate(db: &Path, url: &str, interval: Option<f64>) -> CliResult {
         write_out(&Replica::ship_store(db, url, &mut tell_sealed)?)?;
         return Ok(ExitCode::SUCCESS);
     };
-    let mut rounds = ShipRounds::new(db, url, seconds(interval, "--interval")?)?;
-    loop {
-        match rounds.round(&mut tell_sealed)? {
-            Round::Unchanged => {}
-            Round::Shipped { shipped, first } => {
-                if shipped.segments > 0 || first {
-                    write_out(&shipped.summary(url))?;
-                }
-            }
-            Round::Held { server } => {
-                let who = match server {
-                    true => format!(
-                        "a mnemo serve holds {} (one that clients started stops once idle; one meant to stay up replicates as it goes if started with --replicate {url})",
-                        db.display()
-                    ),
-                    false => format!("another process is writing {}", db.display()),
-                };
-                tell(format_args!(
-                    "mnemo replicate: {who}; shipping once it lets go"
-                ));
-            }
-            Round::Failed { error, wait } => tell(format_args!(
-                "mnemo replicate: shipping to {url} failed ({error}); trying again in {wait:.0?}"
-            )),
-        }
-        std::thread::sleep(rounds.wait());
-    }
+    let interval = seconds(interval, "--interval")?;
+    let failed = Replica::ship_as_it_changes(db, url, interval, &mut std::io::stdout().lock())?;
+    Err(failed.into())
 }
 
 /// Writes `text` to stdout as it is (a shipment's summary ends with its newline).
@@ -63,7 +39,7 @@ fn write_out(text: &str) -> std::io::Result<()> {
 }
 
 /// A number of seconds from 0.01 to a day.
-fn seconds(value: f64, flag: &str) -> Result<Duration, String> {
+pub(crate) fn seconds(value: f64, flag: &str) -> Result<Duration, String> {
     Duration::try_from_secs_f64(value)
         .ok()
         .filter(|d| *d >= Duration::from_millis(10) && *d <= Duration::from_secs(86_400))
@@ -72,113 +48,11 @@ fn seconds(value: f64, flag: &str) -> Result<Duration, String> {
         })
 }
 
-/// Checks `mnemo serve`'s replica flags before the store is opened (or created): the
-/// intervals, and that a replica to ship to opens and lies apart from the store at `db`.
-pub fn check_serve(
-    db: &Path,
-    replicate: Option<(&str, f64)>,
-    follow: Option<(&str, f64)>,
-) -> Result<(), Box<dyn std::error::Error>> {
-    for (flag, replica, create) in [
-        ("--replicate-interval", replicate, true),
-        ("--follow-interval", follow, false),
-    ] {
-        if let Some((url, interval)) = replica {
-            seconds(interval, flag)?;
-            Replica::check_url_apart(url, db)?;
-            Replica::open(url, create)?;
-        }
-    }
-    Ok(())
-}
-
-/// Starts shipping the store `client` holds to `url`, every `interval` seconds at most,
-/// telling stderr about each shipment (`mnemo serve --replicate URL`).
-pub fn start(
-    client: &mnemo::MnemoClient,
-    url: &str,
-    interval: f64,
-) -> Result<mnemo::Replication, Box<dyn std::error::Error>> {
-    let interval = seconds(interval, "--replicate-interval")?;
-    let replica = Replica::open(url, true)?;
-    let url = url.to_string();
-    type Told<'a> =
-        Result<(&'a mnemo::Shipped, &'a mnemo::ReplicationStatus), (&'a mnemo::Error, Duration)>;
-    let report = move |report: Told<'_>| match report {
-        Ok((shipped, status)) => tell(format_args!(
-            "mnemo serve: replicated events {} to {} to {url} ({} events behind)",
-            shipped.from.0 + 1,
-            shipped.head.seq,
-            status.lag()
-        )),
-        Err((e, wait)) => tell(format_args!(
-            "mnemo serve: shipping to {url} failed ({e}); trying again in {wait:.0?}"
-        )),
-    };
-    Ok(mnemo::Replication::start(
-        client, replica, interval, report,
-    )?)
-}
-
-/// Ships what is left, then stops; an error if that last shipment failed.
-pub fn stop(replication: mnemo::Replication) -> Result<(), String> {
-    let status = replication.stop();
-    match status.error {
-        None => {
-            tell(format_args!(
-                "mnemo serve: the replica at {} is at {}",
-                status.url, status.replicated
-            ));
-            Ok(())
-        }
-        Some(why) => Err(format!(
-            "the last shipment to {} failed ({why}): the replica is at {}, behind the store's event {}; run `mnemo replicate --db DIR --to {} --once` to ship the rest",
-            status.url, status.replicated, status.head, status.url
-        )),
-    }
-}
-
 /// Says on stderr what a restore found the replica still holding that it should not.
 fn tell_stale(command: &str, restored: &mnemo::Restored) {
     for note in restored.notes() {
         tell(format_args!("mnemo {command}: WARNING: {note}"));
     }
-}
-
-/// Restores the store at `db` from the replica at `url` if it is new (missing or empty);
-/// records the key it trusts (`--key`, which a store that records another refuses).
-pub fn prepare_follower(db: &Path, url: &str, key: Option<&str>) -> mnemo::Result<()> {
-    if let Some(restored) = Replica::prepare_follower(db, url, key)? {
-        tell_stale("serve", &restored);
-        tell(format_args!(
-            "mnemo serve: restored {} from {url} (checkpoint {}) to follow it",
-            db.display(),
-            restored.head
-        ));
-    }
-    Ok(())
-}
-
-/// Starts following `url` into the store `client` holds, every `interval` seconds.
-pub fn follow(
-    client: &mnemo::MnemoClient,
-    url: &str,
-    interval: f64,
-) -> Result<mnemo::Following, Box<dyn std::error::Error>> {
-    let interval = seconds(interval, "--follow-interval")?;
-    // The key prepare_follower recorded, if any: every head taken must carry its signature.
-    let replica = Replica::open_trusting(url, None, Some(client.path()))?;
-    let url = url.to_string();
-    let report = move |looked: Result<&mnemo::FollowerStatus, &mnemo::Error>| match looked {
-        Ok(status) => tell(format_args!(
-            "mnemo serve: took events up to {} from {url}",
-            status.head
-        )),
-        Err(e) => tell(format_args!(
-            "mnemo serve: following {url} failed ({e}); trying again"
-        )),
-    };
-    Ok(mnemo::Following::start(client, replica, interval, report)?)
 }
 
 /// `mnemo restore --from URL --db NEW [--at SEQ] [--key VKEY]`: with a key, only a head it

@@ -2,8 +2,6 @@
 
 use std::{path::Path, process::ExitCode};
 
-use mnemo::{MnemoMemoryToolServer, tool::Limits};
-
 use crate::CliResult;
 use crate::args::{ServeFlags, Session};
 use crate::session::open_session;
@@ -46,7 +44,7 @@ pub(crate) fn run_serve(session: Session, agent: String, listen: ServeFlags) -> 
         allow_remote: listen.allow_remote,
         allow_hosts: listen.allow_host.clone(),
         idle_exit,
-        replication: None,
+        replicate: None,
         follow: None,
     };
     options.check()?;
@@ -60,43 +58,19 @@ pub(crate) fn run_serve(session: Session, agent: String, listen: ServeFlags) -> 
     if let Some(why) = crate::connect::unservable(db) {
         return Err(why.into());
     }
-    let replicate = listen.replicate.as_deref();
-    let follow = listen.follow.as_deref();
-    crate::replication::check_serve(
-        db,
-        replicate.map(|u| (u, listen.replicate_interval)),
-        follow.map(|u| (u, listen.follow_interval)),
+    options.replicate = replica(
+        &listen.replicate,
+        listen.replicate_interval,
+        "--replicate-interval",
     )?;
+    options.follow = replica(&listen.follow, listen.follow_interval, "--follow-interval")?;
     // A follower is restored from its replica first if it is new.
-    if let Some(url) = follow {
-        crate::replication::prepare_follower(&session.db.db, url, listen.key.as_deref())?;
-    }
+    options.prepare(db, listen.key.as_deref())?;
     let server = open_session(session, agent)?;
-    // The replication runs beside the server, on the store the server holds, and ships what
-    // is left once the server has stopped.
-    let replication = match replicate {
-        Some(url) => {
-            let started =
-                crate::replication::start(server.client(), url, listen.replicate_interval)?;
-            options.replication = Some((&started).into());
-            Some(started)
-        }
-        None => None,
-    };
-    let following = match follow {
-        Some(url) => {
-            let started = crate::replication::follow(server.client(), url, listen.follow_interval)?;
-            options.replication = Some((&started).into());
-            options.follow = Some(url.to_string());
-            Some(started)
-        }
-        None => None,
-    };
-    let stopped = mnemo::serve(server, options)?;
-    drop(following);
-    if let Some(replication) = replication {
-        crate::replication::stop(replication)?;
-    }
+    let stopped = mnemo::serve(server, options).map_err(|e| match e {
+        mnemo::ServeError::Replica(e) => Box::new(e) as Box<dyn std::error::Error>,
+        e => e.into(),
+    })?;
     if stopped.store_failures > 0 {
         return Err(format!(
             "the store failed on {} call(s) while serving (each got an error result); check the disk, then restart the server, which recovers to the last event that reached the log",
@@ -112,13 +86,9 @@ pub(crate) fn run_data_server(
     dir: &Path,
     session: Session,
     agent: String,
-    options: mnemo::ServeOptions,
+    mut options: mnemo::ServeOptions,
     flags: &ServeFlags,
 ) -> CliResult {
-    let replicate = flags
-        .replicate
-        .as_ref()
-        .map(|url| (url.clone(), flags.replicate_interval));
     if std::fs::symlink_metadata(dir).is_ok_and(|m| !m.is_dir()) {
         return Err(format!(
             "--data {} is not a directory: give it the data directory (made if missing)",
@@ -138,9 +108,20 @@ pub(crate) fn run_data_server(
         )
         .into());
     }
-    crate::replication::check_serve(dir, replicate.as_ref().map(|(u, i)| (u.as_str(), *i)), None)?;
+    options.replicate = replica(
+        &flags.replicate,
+        flags.replicate_interval,
+        "--replicate-interval",
+    )?;
+    options.prepare(dir, None)?;
     let fleet = match &flags.fleet {
-        Some(url) => Some(fleet_options(url, flags)?),
+        Some(url) => Some(mnemo::FleetOptions::node(
+            url,
+            flags.listen,
+            flags.advertise.as_deref(),
+            flags.node_id.as_deref(),
+            crate::fleet::lease_ttl_of(flags.lease_ttl)?,
+        )?),
         None => None,
     };
     let durability = match (&fleet, session.durability) {
@@ -157,47 +138,14 @@ pub(crate) fn run_data_server(
     if flags.max_open_stores == 0 {
         return Err("--max-open-stores must be at least 1".into());
     }
-    let limits = Limits {
-        max_file_bytes: session.max_file_bytes,
-        view_max_chars: session.view_max_chars,
-        max_request_bytes: session.max_request_bytes,
-    };
-    let (root, profile) = (session.root, session.profile);
+    let (limits, root, profile) = (session.limits(), session.root, session.profile);
     let open: mnemo::OpenStore = std::sync::Arc::new(move |builder: mnemo::ClientBuilder| {
-        let path = builder.path().to_path_buf();
-        let client = builder
-            .agent_id(agent.clone())
-            .durability(durability)
-            .open()
-            .map_err(|e| e.to_string())?;
-        let tool = MnemoMemoryToolServer::builder(client)
-            .root(root.clone())
-            .profile(profile)
-            .limits(limits)
-            .build()
-            .map_err(|e| e.to_string())?;
-        let Some((base, interval)) = &replicate else {
-            return Ok(tool.into());
-        };
-        // Each store to a replica of its own under the URL, shipped while it is open and once
-        // more as it closes.
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-        let url = format!(
-            "{}/{}",
-            base.trim_end_matches('/'),
-            name.unwrap_or_default()
-        );
-        let running =
-            crate::replication::start(tool.client(), &url, *interval).map_err(|e| e.to_string())?;
-        Ok(mnemo::OpenedStore {
-            replication: Some((&running).into()),
-            on_close: Some(Box::new(move || {
-                if let Err(why) = crate::replication::stop(running) {
-                    crate::print::tell(format_args!("mnemo serve: {why}"));
-                }
-            })),
-            tool,
-        })
+        let client = builder.agent_id(agent.clone()).durability(durability);
+        let tool = client.open().and_then(|client| {
+            let tool = mnemo::MnemoMemoryToolServer::builder(client).root(root.as_str());
+            tool.profile(profile).limits(limits).build()
+        });
+        tool.map(Into::into).map_err(|e| e.to_string())
     });
     let stopped = mnemo::serve_data(
         dir,
@@ -221,33 +169,18 @@ pub(crate) fn run_data_server(
     Ok(ExitCode::SUCCESS)
 }
 
-/// `--fleet URL`'s options, the defaults filled in from the address the server listens on.
-fn fleet_options(url: &str, flags: &ServeFlags) -> Result<mnemo::FleetOptions, String> {
-    let lease_ttl = crate::fleet::lease_ttl_of(flags.lease_ttl)?;
-    let advertise = match &flags.advertise {
-        Some(url) if url.starts_with("http://") || url.starts_with("https://") => url.clone(),
-        Some(url) => {
-            return Err(format!(
-                "--advertise {url:?} is not a URL: give the one the other nodes reach this one at, such as http://10.0.0.5:8080"
-            ));
-        }
-        None if flags.listen.port() == 0 => {
-            return Err("--fleet needs --advertise URL, or a --listen address with a port (such as 127.0.0.1:8080): the other nodes forward requests to it".into());
-        }
-        None => format!("http://{}", flags.listen),
+/// The replica a `--replicate` or `--follow` flag names, with its interval `flag` (a number of
+/// seconds from 0.01 to a day).
+fn replica(
+    url: &Option<String>,
+    interval: f64,
+    flag: &str,
+) -> Result<Option<mnemo::ReplicaOptions>, String> {
+    let Some(url) = url else {
+        return Ok(None);
     };
-    let node_id = flags.node_id.clone().unwrap_or_else(|| {
-        advertise
-            .split("://")
-            .nth(1)
-            .unwrap_or(&advertise)
-            .trim_end_matches('/')
-            .replace([':', '/', '[', ']'], "-")
-    });
-    Ok(mnemo::FleetOptions {
-        url: url.to_string(),
-        node_id,
-        advertise,
-        lease_ttl,
-    })
+    Ok(Some(mnemo::ReplicaOptions {
+        url: url.clone(),
+        interval: crate::replication::seconds(interval, flag)?,
+    }))
 }

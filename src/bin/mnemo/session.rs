@@ -30,14 +30,21 @@ pub(crate) fn open_session(
         ));
     }
     Ok(MnemoMemoryToolServer::builder(client)
-        .root(session.root)
+        .root(session.root.as_str())
         .profile(session.profile)
-        .limits(Limits {
-            max_file_bytes: session.max_file_bytes,
-            view_max_chars: session.view_max_chars,
-            max_request_bytes: session.max_request_bytes,
-        })
+        .limits(session.limits())
         .build()?)
+}
+
+impl Session {
+    /// The limits the session's flags set.
+    pub(crate) fn limits(&self) -> Limits {
+        Limits {
+            max_file_bytes: self.max_file_bytes,
+            view_max_chars: self.view_max_chars,
+            max_request_bytes: self.max_request_bytes,
+        }
+    }
 }
 
 /// Exit 0, or exit 2 when the store failed during the session (each such call got an error).
