@@ -385,8 +385,8 @@ impl Wal {
     /// after its last object, unless an object of `epoch` ends it already), then removes every
     /// object of the log that holds events and everything else kept under the store (label
     /// copies, MCP session records), and last records that it did (`stores/NAME/deleted`).
-    /// The markers stay: a stale holder's next name is always a marker (see `ARCHITECTURE.md`,
-    /// "A fleet"), so none ever gets a commit in. Done again after a cut, by any node, it
+    /// The markers stay: a stale holder's next name is always a marker (see `docs/fleet.md`,
+    /// "Deleting a store keeps what fences"), so none ever gets a commit in. Done again after a cut, by any node, it
     /// finishes what the cut left.
     pub fn delete(&self, epoch: u64) -> Result<()> {
         self.fence(epoch)?;
