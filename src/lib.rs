@@ -214,7 +214,7 @@ pub mod testing {
     };
     pub use crate::store::writer::{
         DEFER_IDLE, INDEX_BATCH_BYTES, INDEX_BATCH_EVENTS, INDEX_BATCH_KEYS, INDEX_IDLE,
-        INDEX_OVERFLOW, MAX_DEFERRED,
+        INDEX_OVERFLOW, MAX_DEFERRED, Replicate,
     };
 
     /// The event format: its versions, domain tags and hashes, and a record split without a copy.

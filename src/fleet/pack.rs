@@ -25,7 +25,7 @@ pub const PACK_OBJECTS: u64 = 256;
 pub const KEEP: u64 = 16;
 
 /// The most objects one pack job reads (the rest wait for the next job).
-const JOB_MAX: u64 = 4096;
+const JOB_MAX: u64 = 1024;
 
 impl Wal {
     fn pack_dir(&self) -> String {

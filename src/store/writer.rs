@@ -124,7 +124,7 @@ pub(crate) struct Call {
 /// an error poisons the writer (a node that lost its store is fenced: nothing more is
 /// acknowledged). Under [`Durability::Replicated`] a call is answered only once they are there;
 /// under `fsync` and `flush` once they are on disk, and they are shipped behind the answers.
-pub(crate) trait Replicate: Send + Sync {
+pub trait Replicate: Send + Sync {
     /// Hands over `records` (each event's seq and stored record, right after the last ones
     /// handed over): with `wait`, returns once they are durable where the writer replicates to;
     /// else once they are on their way there (an error then is an earlier shipment's failure).

@@ -423,3 +423,35 @@ fn a_holder_packs_its_log_as_it_goes_and_the_log_reads_back_whole() {
     assert_eq!(log, records);
     assert_eq!(end.seq, Seq(records.len() as u64));
 }
+
+/// What a node acknowledged under `--durability fsync` and handed to its shipping is all in the
+/// log once `finish` returns (a drain and a take wait for it before the next marker could fence
+/// it), in order, however many hand-overs were queued behind one commit in flight; and once the
+/// store is taken from the node, shipping fails and says so rather than drop events quietly.
+#[test]
+fn shipping_behind_the_answers_has_everything_in_the_log_once_finished() {
+    use mnemo::testing::Replicate;
+    use mnemo::testing::fleet::shipping::Shipping;
+    let t = TempStore::new();
+    let mut records = chain_of(&t, 81);
+    let more = records.split_off(80);
+    let wal = Wal::new(bucket(&t, "bucket"), "notes");
+    let taken = wal.take(1, &Position::START).expect("take");
+    let copy = t.dir.path().join("copy");
+    let shipping = Shipping::new(taken.holder, &copy, taken.read);
+    for pair in records.chunks(2) {
+        shipping.replicate(pair, false).expect("queued");
+    }
+    shipping.finish().expect("shipped");
+    let (_, log) = wal.scan(&Position::START).expect("scan");
+    assert_eq!(log, records);
+    // Taken by another node: the next hand-over is queued, its commit fenced, and from then on
+    // every hand-over and `finish` fail.
+    let other = wal.take(2, &Position::START).expect("take over");
+    assert_eq!(other.records, records);
+    let _ = shipping.replicate(&more, false);
+    assert!(shipping.finish().is_err(), "a fenced shipment is an error");
+    assert!(shipping.failed());
+    assert!(shipping.replicate(&more, false).is_err());
+    assert_eq!(wal.scan(&Position::START).expect("scan").1, records);
+}

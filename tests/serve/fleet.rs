@@ -608,9 +608,25 @@ fn a_holder_stopped_past_its_lease_gets_no_write_acknowledged_after_the_takeover
 
 #[test]
 fn a_drained_node_hands_its_stores_over_with_no_request_failing() {
+    drained_with(&[]);
+}
+
+/// [`a_drained_node_hands_its_stores_over_with_no_request_failing`] with both nodes answering
+/// once a write is on their disk: the drain ships what the drained node acknowledged before the
+/// next holder's marker, so nothing acknowledged is lost there either.
+#[test]
+fn a_node_writing_with_fsync_is_drained_with_no_request_failing_and_no_write_lost() {
+    drained_with(&["--durability", "fsync"]);
+}
+
+/// Two nodes started with `extra`, two writers through them, and node a drained meanwhile.
+fn drained_with(extra: &[&str]) {
     let t = TempStore::new();
     let url = bucket_url(&t, "bucket");
-    let (a, b) = (node(&t, &url, "a"), node(&t, &url, "b"));
+    let (a, b) = (
+        node_with(&t, &url, "a", extra),
+        node_with(&t, &url, "b", extra),
+    );
     for store in ["s0", "s1"] {
         let (code, body) = a.api("POST", "/v1/stores", &json!({"name": store}));
         assert_eq!(code, 201, "{body}");
