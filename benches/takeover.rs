@@ -10,6 +10,9 @@
 //! `takeover_again`: a node taking back a store it held, whose copy stops 800 events (100
 //! objects) before the log's end: it checks its recorded position (one read), reads the log from
 //! there and appends what its copy lacks.
+//!
+//! `takeover_read`: reading a lone writer's log of one event an object, as committed and after
+//! its holder packed it.
 
 mod common;
 
@@ -105,5 +108,49 @@ fn takeover_again(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, takeover, takeover_again);
+/// A lone writer's log (one event an object, as `replicated` durability commits each call alone)
+/// read whole by a node taking the store over: as the objects were committed, and after the
+/// holder packed them (`fleet::pack`), with the events of up to 256 objects in each pack.
+fn takeover_read(c: &mut Criterion) {
+    let mut group = c.benchmark_group("takeover_read");
+    group.sample_size(10);
+    for events in common::sizes(&[20_000], &[600]) {
+        let log = common::event_log(events as u64);
+        let records: Vec<(Seq, Vec<u8>)> = Store::open(&log)
+            .expect("open the log")
+            .records(Seq(1))
+            .map(|r| r.expect("a record"))
+            .collect();
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let bucket = Arc::new(
+            Bucket::open(&format!("file://{}", dir.path().join("bucket").display()))
+                .expect("the bucket"),
+        );
+        let wal = Wal::new(bucket, "bench");
+        let mut holder = wal.take(1, &Position::START).expect("take").holder;
+        for record in records.chunks(1) {
+            holder.commit(record).expect("commit");
+        }
+        let last = holder.position().object - 1;
+        let read = |wal: &Wal| {
+            let (_, read) = wal.scan(&Position::START).expect("read the log");
+            assert_eq!(read.len(), events);
+        };
+        group.bench_with_input(BenchmarkId::new("unpacked", events), &events, |b, _| {
+            b.iter(|| read(&wal));
+        });
+        // Packed as a holder packs, 256 objects at a time, leaving nothing out.
+        let mut from = 1;
+        while from <= last {
+            let upto = (from + mnemo::testing::fleet::pack::PACK_OBJECTS - 1).min(last);
+            from = wal.pack(upto, 1).expect("pack");
+        }
+        group.bench_with_input(BenchmarkId::new("packed", events), &events, |b, _| {
+            b.iter(|| read(&wal));
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, takeover, takeover_again, takeover_read);
 criterion_main!(benches);
