@@ -13,8 +13,8 @@
 //!
 //! `restore_file`: `restore` (the library call under `mnemo restore --from`) of a `file://`
 //! replica of the synthetic log (`common::mix_command`) of 10k and 1M events, shipped in one
-//! shipment (segments of 4,096 events), into a new directory: fetch, chain checks, append,
-//! index replay and the whole-store verify. The target is 1M events under 10 s. The store and
+//! shipment (segments of 4,096 events), into a new directory: fetch, chain checks, append with
+//! the verifier's replay beside it, and the index that replay derived written. The target is 1M events under 10 s. The store and
 //! its replica are built once and cached under `target/bench-fixtures`.
 
 mod common;

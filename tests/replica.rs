@@ -36,6 +36,47 @@ fn session(from: usize, to: usize) -> String {
     lines
 }
 
+/// `count` memory-tool calls of every kind (creates, edits, inserts, renames, deletes and views
+/// of the root, over three directories), picked by `seed`: a session whose replay writes every
+/// part of the index. At most one call in six may fail (an edit of a file a rename moved, say).
+fn every_kind_of_call(server: &mnemo::MnemoMemoryToolServer, seed: u64, count: usize) {
+    let mut rng = crate::support::Rng(seed);
+    let mut files: Vec<String> = Vec::new();
+    let mut failed = 0;
+    for i in 0..count {
+        let dir = ["a", "b", "a/c"][rng.below(3)];
+        let fresh = format!("/memories/{dir}/f{i}.md");
+        let input = match (rng.below(8), files.is_empty()) {
+            (0..=2, _) | (_, true) => {
+                files.push(fresh.clone());
+                json!({"command": "create", "path": fresh,
+                    "file_text": format!("line {i}\nsecond\n")})
+            }
+            (3, _) => {
+                json!({"command": "str_replace", "path": files[rng.below(files.len())],
+                "old_str": "second", "new_str": format!("edited {i}")})
+            }
+            (4, _) => {
+                json!({"command": "insert", "path": files[rng.below(files.len())],
+                "insert_line": 1, "insert_text": format!("inserted {i}\n")})
+            }
+            (5, _) => {
+                let old = files.swap_remove(rng.below(files.len()));
+                files.push(fresh.clone());
+                json!({"command": "rename", "old_path": old, "new_path": fresh})
+            }
+            (6, _) => json!({"command": "delete",
+                "path": files.swap_remove(rng.below(files.len()))}),
+            _ => json!({"command": "view", "path": "/memories"}),
+        };
+        failed += usize::from(crate::support::call(server, input).1);
+    }
+    assert!(
+        failed <= count / 6,
+        "{failed} of the session's {count} calls failed"
+    );
+}
+
 /// A new, empty replica for one test: under `MNEMO_TEST_S3` when it is set, else a directory of
 /// `t`'s.
 fn new_replica(t: &TempStore, name: &str) -> (String, Replica) {
@@ -396,6 +437,50 @@ fn a_redaction_is_shipped_and_the_replicas_old_segments_are_rewritten() {
         run_ok(&["ls", "/", "--db", s(&restored)], ""),
         run_ok(&["ls", "/", "--db", s(&db)], "")
     );
+}
+
+/// A restore verifies the log as it appends it, and the index it writes is that verification's
+/// replay (the log is replayed once): `verify` of the restored store compares the stored index,
+/// byte for byte at the restored head, with what its own replay of the log derives, over a
+/// session of every kind of memory-tool call with a redaction in it, restored whole and up to
+/// an event.
+#[test]
+fn a_restored_store_holds_the_index_its_replay_derives() {
+    let t = TempStore::new();
+    let db = t.path();
+    let (to, _) = new_replica(&t, "replica");
+    let secret = "QXRESTOREDINDEXQX";
+    let server = t.server();
+    crate::support::call(
+        &server,
+        json!({"command": "create", "path": "/memories/a/secret.md", "file_text": format!("{secret}\n")}),
+    );
+    every_kind_of_call(&server, 0x1e_57, 200);
+    drop(server);
+    run_ok(
+        &["redact", "--db", s(&db), "--reason", "r", "--text", secret],
+        "",
+    );
+    every_kind_of_call(&t.server(), 0x2e_57, 40);
+    run_ok(&["replicate", "--db", s(&db), "--to", &to, "--once"], "");
+    for (name, at) in [("whole", None), ("early", Some("230"))] {
+        let restored = t.dir.path().join(name);
+        let mut args = vec!["restore", "--from", &to, "--db", s(&restored)];
+        args.extend(at.iter().flat_map(|at| ["--at", at]));
+        run_ok(&args, "");
+        let report = mnemo::MnemoClient::open(&restored, "auditor")
+            .expect("open the restored store")
+            .verify()
+            .expect("verify");
+        let events = at.map_or(242, |at| at.parse().expect("a seq"));
+        assert!(report.is_intact(), "{name}: {report:?}");
+        assert_eq!(report.events, events, "{name}");
+        assert_eq!(report.index_applied, Seq(events), "{name}: {report:?}");
+        assert!(
+            report.redacted.iter().any(|(seq, _)| *seq == Seq(1)),
+            "{name}: {report:?}"
+        );
+    }
 }
 
 /// A shipment past one segment's worth of events seals several, back to back, and a restore

@@ -30,6 +30,10 @@
 //! of step 6 (each answer's text under its event's salt) is taken on a third thread
 //! ([`claims`]); when an answer differs, the log is verified again with every check in seq
 //! order on the replay's thread, so that the violation named first is the first there is.
+//!
+//! A restore verifies the log it appends in the same pass, reading the records from memory as
+//! they are appended ([`verify_appended`]): its replay writes the whole index, which the store
+//! then takes, so the log is replayed once.
 
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
@@ -431,19 +435,79 @@ pub fn verify_store(store: &Store) -> Result<Report> {
 pub fn verify_store_with(store: &Store, mut options: VerifyOptions<'_>) -> Result<Report> {
     let start = Instant::now();
     let mut shown = 0;
-    if let Some(report) = verify_pass(store, &mut options, &mut shown, true, start)? {
+    if let Some(report) = verify_pass(store, Source::Store, &mut options, &mut shown, true, start)?
+    {
         return Ok(report);
     }
-    verify_pass(store, &mut options, &mut shown, false, start)?
+    verify_pass(store, Source::Store, &mut options, &mut shown, false, start)?
         .ok_or_else(|| Error::corrupt("verify stopped twice without naming a violation"))
 }
 
-/// One pass of the verifier over the whole log. With `claims`, the answers are checked on a
-/// thread of their own and `None` says one differs from its record; without, each is checked
-/// as it is given and the pass always ends in a report. `shown` is how many events progress
-/// was reported for: a second pass reports none before it passes them.
+/// Records handed to [`verify_appended`] at a time: a run of consecutive records, in seq order.
+pub(crate) type Appended = Vec<(Seq, Vec<u8>)>;
+
+/// Verifies the log of a store being made from it (a restore) while its records are appended,
+/// and derives its index in the same pass: `records` hands over each record as it is appended
+/// (the bytes the store is given, in seq order, from event 1), and the pass reads them from
+/// there rather than from the store, on the threads [`verify_store`] uses. Its replay writes the
+/// whole index, version journal included, rather than comparing it with the store's, which must
+/// have applied nothing: once every record is appended the caller writes the index returned
+/// ([`Store::write_new_index`]), which is then, byte for byte, what a replay of the log derives.
+///
+/// `None` when the pass found anything to report (a violation, or an answer that differs from
+/// its record): the caller then verifies the store whole once it is made, which names the first
+/// violation as `verify` does. Records that stop short (the sender dropped) end the pass there.
+#[cfg_attr(
+    not(feature = "replicate"),
+    expect(
+        dead_code,
+        reason = "only a restore from a replica verifies what it appends"
+    )
+)]
+pub(crate) fn verify_appended(
+    store: &Store,
+    records: crossbeam_channel::Receiver<Appended>,
+) -> Result<Option<(Report, MemKv)>> {
+    if store.index().applied()? != Seq(0) {
+        return Err(Error::corrupt(
+            "a log is verified as it is appended only into a store whose index has applied nothing",
+        ));
+    }
+    let mut index = None;
+    let passed = verify_pass(
+        store,
+        Source::Appended(records, &mut index),
+        &mut VerifyOptions::default(),
+        &mut 0,
+        true,
+        Instant::now(),
+    )?;
+    Ok(match (passed, index) {
+        (Some(mut report), Some(index)) if report.is_intact() => {
+            report.log_last = report.head.seq;
+            Some((report, index))
+        }
+        _ => None,
+    })
+}
+
+/// Where a pass reads the log.
+enum Source<'a> {
+    /// From the store.
+    Store,
+    /// From the records handed over as they are appended to a store being made
+    /// ([`verify_appended`]); the pass's replay writes the whole index, left in the option when
+    /// the pass ends with no violation.
+    Appended(crossbeam_channel::Receiver<Appended>, &'a mut Option<MemKv>),
+}
+
+/// One pass of the verifier over the whole log, read from `source`. With `claims`, the answers
+/// are checked on a thread of their own and `None` says one differs from its record; without,
+/// each is checked as it is given and the pass always ends in a report. `shown` is how many
+/// events progress was reported for: a second pass reports none before it passes them.
 fn verify_pass(
     store: &Store,
+    source: Source<'_>,
     options: &mut VerifyOptions<'_>,
     shown: &mut u64,
     claims: bool,
@@ -509,11 +573,18 @@ fn verify_pass(
             return finish(report, Some(v));
         }
     };
+    let (appended, mut index_out) = match source {
+        Source::Store => (None, None),
+        Source::Appended(records, index) => (Some(records), Some(index)),
+    };
     // An index of the layout before this one is re-derived in its own layout: it holds the same
-    // tree, and a client that opens the store rebuilds it in this build's.
-    let mut replay = Replay::in_memory_with_listings()
-        .in_layout(layout)
-        .journal_held();
+    // tree, and a client that opens the store rebuilds it in this build's. Reading what is
+    // appended, the replay writes the journal into its tree: the whole index.
+    let mut replay = Replay::in_memory_with_listings().in_layout(layout);
+    replay = match appended {
+        Some(_) => replay.journaled(),
+        None => replay.journal_held(),
+    };
     // The version journal's entries checked against the stored index, event by event, and the
     // first that differed: named when the index is compared (at its applied seq), as a
     // difference the whole index's comparison finds, so that a broken link before that seq is
@@ -536,7 +607,15 @@ fn verify_pass(
     let mut kept_digests = std::collections::BTreeMap::new();
     let broke = AtomicBool::new(false);
     let (outcome, differs) = std::thread::scope(|scope| {
-        scope.spawn(move || read_chain(store, &tx));
+        scope.spawn(move || match appended {
+            // What is appended was given its format marker by the append itself.
+            Some(records) => read_chain(
+                records.into_iter().flatten().map(Ok::<_, Error>),
+                u8::MAX,
+                &tx,
+            ),
+            None => read_chain(store.records(Seq(0)), store.format_marker(), &tx),
+        });
         let (mut claims, checker) = if claims {
             let (claims, rx) = Claims::new(&broke);
             let checker = scope.spawn(|| check_claims(rx, &broke));
@@ -753,6 +832,9 @@ fn verify_pass(
     } else {
         None
     };
+    if let (None, Some(index)) = (&v, index_out.as_mut()) {
+        **index = Some(replay.into_tree().into_inner());
+    }
     finish(report, v)
 }
 
@@ -869,16 +951,20 @@ impl From<Break> for Violation {
     }
 }
 
-/// Walks the stored records in seq order through the chain rules (steps 1-5) and decodes each
-/// (the end of step 2), sending them to the replay in batches; stops after the first record that
-/// fails, or when the replay hangs up.
-fn read_chain(store: &Store, tx: &crossbeam_channel::Sender<Batch>) {
+/// Walks the stored records (`records`, in seq order) through the chain rules (steps 1-5) and
+/// decodes each (the end of step 2), sending them to the replay in batches; stops after the first
+/// record that fails, or when the replay hangs up. `marker` is the store's format marker: no
+/// record may be of a newer format.
+fn read_chain<R: AsRef<[u8]>>(
+    records: impl Iterator<Item = Result<(Seq, R)>>,
+    marker: u8,
+    tx: &crossbeam_channel::Sender<Batch>,
+) {
     let mut chain = Chain::new();
     let mut batch = Batch::new();
-    let marker = store.format_marker();
-    for entry in store.records(Seq(0)) {
+    for entry in records {
         let checked = match entry {
-            Ok((seq, record)) => match chain.check_borrowed(seq, &record) {
+            Ok((seq, record)) => match chain.check_borrowed(seq, record.as_ref()) {
                 // A record that decodes as a format newer than the marker: the marker was
                 // lowered (a version byte changed so that the record no longer decodes is
                 // named as that).
@@ -898,7 +984,7 @@ fn read_chain(store: &Store, tx: &crossbeam_channel::Sender<Batch>) {
                     event,
                     hash: frame.hash,
                     payload_hash: frame.payload_hash,
-                    bytes: record.len() as u64,
+                    bytes: record.as_ref().len() as u64,
                 }),
                 Err(b) => Err(Stop::Violation(b.into())),
             },

@@ -179,7 +179,7 @@ fn made(path: &Path, records: &[(Seq, Vec<u8>)]) -> Result<Head> {
     });
     let (head, index) = (head?, index?);
     if head.seq > Seq(0) {
-        store.write_new_index(&index)?;
+        store.write_new_index(index.writes())?;
     }
     finish(&store, head)
 }

@@ -1,13 +1,14 @@
 //! A store rebuilt from a replica: every record fetched re-checked against the chain rules, the
 //! head checkpoint against the chain, every object under the prefix read or named (covered
 //! segments, events past the head, partial objects), events a redaction names restored erased,
-//! the index rebuilt by replay and the whole store verified.
+//! the whole log verified as it is appended, in one replay that is also the store's index.
 
 use super::*;
+use crate::audit::verify::Appended;
 impl Replica {
     /// Rebuilds a store at `db` (missing or empty) from this replica, up to event `at` (`None`:
-    /// its head): every record re-checked against the chain, the index rebuilt, the whole store
-    /// verified; nothing is left at `db` if it fails.
+    /// its head): every record re-checked against the chain, the whole log verified and the
+    /// index derived in one replay; nothing is left at `db` if it fails.
     pub fn restore(&self, db: &Path, at: Option<Seq>) -> Result<Restored> {
         restore(self, db, at)
     }
@@ -21,7 +22,8 @@ impl Replica {
 
 /// Rebuilds the store at `db` (a new path or an empty directory) from `replica`, up to event
 /// `at` (else its head checkpoint's event): every record re-checked against the chain rules, the
-/// head checkpoint against the chain, the index rebuilt by replay and the whole store verified.
+/// head checkpoint against the chain, the whole log verified as it is appended (every answer
+/// re-derived), in one replay whose tree becomes the index.
 /// An event a redaction named is restored erased, whatever its segment holds. Returns what was
 /// restored. On failure nothing is left at `db`.
 pub(crate) fn restore(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Restored> {
@@ -252,7 +254,11 @@ pub(super) fn redacted_by(record: &[u8]) -> Result<Option<Vec<Seq>>> {
 ///
 /// The replica is read twice: first for what its redactions name, then for the records, each
 /// named one appended erased, so no erased byte reaches `db` (sled would keep a replaced value
-/// in its log). The second read must find the same redactions.
+/// in its log). The second read must find the same redactions. The records are verified as
+/// they are appended (`verify_appended`, on threads of its own): one replay re-derives every
+/// answer and is the index, written once every record is appended. When that pass finds
+/// anything, the store is made whole and verified whole, which names the first violation as
+/// `mnemo verify` does.
 pub(crate) fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Restored> {
     let checkpoint = replica.head()?.map(|(_, head)| head);
     // Every object under the prefix is the replica's own, or named.
@@ -314,50 +320,23 @@ pub(crate) fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Res
         )));
     }
     let store = Store::open(db)?;
-    let mut chain = Chain::new();
-    let mut head = Head::EMPTY;
-    let mut stale: Vec<Stale> = Vec::new();
-    let mut reader = Reader::new(replica, segments.clone(), Seq(1), until);
-    while let Some((name, records)) = reader.next_segment()? {
-        let mut frames = Vec::with_capacity(records.len());
-        for (seq, record) in records {
-            let mut frame = chain.check(seq, &record).map_err(|b| {
-                Error::damaged(format!(
-                    "the replica at {} breaks the chain at event {} ({name}): {}",
-                    replica.url, b.seq, b.detail
-                ))
-            })?;
-            head = Head {
-                seq,
-                hash: frame.hash,
-            };
-            if let Some(seqs) = redacted_by(&record)? {
-                if seqs.iter().any(|s| named.get(s).is_none_or(|by| *by > seq)) {
-                    return Err(Error::damaged(format!(
-                        "the replica at {} changed while it was restored: the redaction at event {seq} ({name}) was not there when it was first read; run the restore again",
-                        replica.url
-                    )));
-                }
-            }
-            if let Some(by) = named.get(&seq) {
-                let event = crate::model::event::Event::decode(&record)?;
-                if !matches!(event.body, crate::model::event::Body::Erased(_)) {
-                    frame = event.erased().to_frame();
-                    match stale.last_mut().filter(|s| s.segment == name) {
-                        Some(found) => found.events.push((seq, *by)),
-                        None => stale.push(Stale {
-                            segment: name.clone(),
-                            events: vec![(seq, *by)],
-                            pending: pending.contains(&name),
-                            covered_by: None,
-                        }),
-                    }
-                }
-            }
-            frames.push(frame);
-        }
-        store.append(&frames)?;
-    }
+    // The records are verified as they are appended, in one pass whose replay is also the
+    // index (`verify_appended`), on threads of its own: the log is replayed once, not once to
+    // build the index and again to verify the store.
+    let (tx, rx) = crossbeam_channel::bounded::<Appended>(VERIFY_AHEAD);
+    let (appended, verified) = std::thread::scope(|s| {
+        let verified = s.spawn(|| crate::audit::verify::verify_appended(&store, rx));
+        let appended = append(replica, &store, &segments, until, &named, &pending, &tx);
+        drop(tx);
+        let verified = verified.join().unwrap_or_else(|_| {
+            Err(Error::Poisoned {
+                cause: "a thread panicked while it verified a restored log".into(),
+            })
+        });
+        (appended, verified)
+    });
+    let (head, mut stale) = appended?;
+    let verified = verified?;
     // The checkpoint must name an event of this chain.
     if let Some(checkpoint) = checkpoint {
         if checkpoint.seq <= head.seq {
@@ -425,18 +404,31 @@ pub(crate) fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Res
             )));
         }
     }
-    store.catch_up()?;
-    store.sync(Durability::Fsync)?;
-    store.record_head(head)?;
-    let report = crate::audit::verify::verify_store(&store)?;
-    if let Some(v) = report.violations.first() {
-        return Err(Error::damaged(format!(
-            "the store restored from {} does not verify: event {} ({}): {}",
-            replica.url,
-            v.seq,
-            v.kind.name(),
-            v.detail
-        )));
+    match verified {
+        // Verified intact: its replay's index is the store's.
+        Some((_, index)) => {
+            store.write_new_index(index.map.iter().map(|(k, v)| (&k[..], Some(&v[..]))))?;
+            store.catch_up()?;
+            store.sync(Durability::Fsync)?;
+            store.record_head(head)?;
+        }
+        // Something to report: the store made whole and verified whole, which names the first
+        // violation as `verify` does.
+        None => {
+            store.catch_up()?;
+            store.sync(Durability::Fsync)?;
+            store.record_head(head)?;
+            let report = crate::audit::verify::verify_store(&store)?;
+            if let Some(v) = report.violations.first() {
+                return Err(Error::damaged(format!(
+                    "the store restored from {} does not verify: event {} ({}): {}",
+                    replica.url,
+                    v.seq,
+                    v.kind.name(),
+                    v.detail
+                )));
+            }
+        }
     }
     // What a reader does not take is checked too: each segment a wider one covers must hold
     // exactly the records of its range, and erased content there is named.
@@ -457,6 +449,71 @@ pub(crate) fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Res
         covered,
         beyond,
     })
+}
+
+/// How many segments' records may wait for the verifier while the next are appended.
+const VERIFY_AHEAD: usize = 4;
+
+/// Appends to `store` the replica's records from event 1 to `until`, each re-checked against the
+/// chain rules, each event `named` by a redaction appended erased, and hands each run appended
+/// to the verifier through `verifier` (which may have stopped: it is then no longer given any).
+/// Returns the head appended and the segments found holding erased events whole.
+fn append(
+    replica: &Replica,
+    store: &Store,
+    segments: &[(Seq, Seq, String)],
+    until: Seq,
+    named: &std::collections::BTreeMap<Seq, Seq>,
+    pending: &[String],
+    verifier: &crossbeam_channel::Sender<Appended>,
+) -> Result<(Head, Vec<Stale>)> {
+    let mut chain = Chain::new();
+    let mut head = Head::EMPTY;
+    let mut stale: Vec<Stale> = Vec::new();
+    let mut reader = Reader::new(replica, segments.to_vec(), Seq(1), until);
+    while let Some((name, records)) = reader.next_segment()? {
+        let mut frames = Vec::with_capacity(records.len());
+        for (seq, record) in records {
+            let mut frame = chain.check(seq, &record).map_err(|b| {
+                Error::damaged(format!(
+                    "the replica at {} breaks the chain at event {} ({name}): {}",
+                    replica.url, b.seq, b.detail
+                ))
+            })?;
+            head = Head {
+                seq,
+                hash: frame.hash,
+            };
+            if let Some(seqs) = redacted_by(&record)? {
+                if seqs.iter().any(|s| named.get(s).is_none_or(|by| *by > seq)) {
+                    return Err(Error::damaged(format!(
+                        "the replica at {} changed while it was restored: the redaction at event {seq} ({name}) was not there when it was first read; run the restore again",
+                        replica.url
+                    )));
+                }
+            }
+            if let Some(by) = named.get(&seq) {
+                let event = crate::model::event::Event::decode(&record)?;
+                if !matches!(event.body, crate::model::event::Body::Erased(_)) {
+                    frame = event.erased().to_frame();
+                    match stale.last_mut().filter(|s| s.segment == name) {
+                        Some(found) => found.events.push((seq, *by)),
+                        None => stale.push(Stale {
+                            segment: name.clone(),
+                            events: vec![(seq, *by)],
+                            pending: pending.contains(&name),
+                            covered_by: None,
+                        }),
+                    }
+                }
+            }
+            frames.push(frame);
+        }
+        store.append(&frames)?;
+        // A verifier that stopped (at a violation) hung up: the store is then verified whole.
+        let _ = verifier.send(frames.iter().map(|f| (f.seq, f.encode())).collect());
+    }
+    Ok((head, stale))
 }
 
 /// What a segment that a wider one covers was found to hold ([`check_covered`]).

@@ -815,13 +815,16 @@ impl Store {
         Ok(())
     }
 
-    /// Writes a whole index (a replay's from event 1) into a store whose index holds nothing
-    /// yet (a store being made from a log): its entries from two threads at once, then the
-    /// applied seq and the layout, so that a crash midway leaves an index that applied nothing,
-    /// rebuilt on the next open, never one that claims events it lacks. The events must be
-    /// appended first.
+    /// Writes a whole index (a replay's from event 1: `writes`, as [`Pending::writes`] gives
+    /// them) into a store whose index holds nothing yet (a store being made from a log): its
+    /// entries from two threads at once, then the applied seq and the layout, so that a crash
+    /// midway leaves an index that applied nothing, rebuilt on the next open, never one that
+    /// claims events it lacks. The events must be appended first.
     #[cfg(feature = "replicate")]
-    pub(crate) fn write_new_index(&self, pending: &Pending) -> Result<()> {
+    pub(crate) fn write_new_index<'a>(
+        &self,
+        writes: impl Iterator<Item = (&'a [u8], Option<&'a [u8]>)>,
+    ) -> Result<()> {
         self.failpoints.check(Failpoint::Index)?;
         let trees = (self.index.index(), self.index.content());
         if !trees.0.is_empty() || !trees.1.is_empty() {
@@ -829,8 +832,7 @@ impl Store {
                 "a whole index is written only into a store whose index holds nothing",
             ));
         }
-        let (last, entries): (Vec<_>, Vec<_>) = pending
-            .writes()
+        let (last, entries): (Vec<_>, Vec<_>) = writes
             .filter_map(|(key, value)| Some((key, value?)))
             .partition(|(key, _)| crate::store::projection::is_progress_key(key));
         let put = |part: &[(&[u8], &[u8])]| -> Result<()> {

@@ -14,6 +14,7 @@
 //! | `history` ([`crate::audit::lineage::trails`]) | in memory | all | observes each event's change to follow files through renames |
 //! | `show`, `diff` ([`crate::audit::inspect`]) | in memory | to the event before, or the two seqs | the tree before the event; its answer and change |
 //! | `verify` ([`crate::audit::verify`]) | in memory, listing lines kept | all, chain-checked and decoded ahead on a thread of its own | the outcome checks (hashed on a third thread) and duplicate-call checks, the index comparison |
+//! | a restore from a replica (`verify_appended`) | the same, the version journal written into it | the records appended, from memory, as they are appended | `verify`'s checks; the tree becomes the new store's index |
 //!
 //! [`Replay::apply`] (through `answer`) is the one place where a replay answers an event again.
 //! The live writer answers new calls itself (`src/store/writer/`), through the same
@@ -151,6 +152,15 @@ impl<K> Replay<K> {
     pub fn journal_held(self) -> Replay<K> {
         Replay {
             tree: self.tree.journal_held(),
+            at: self.at,
+        }
+    }
+
+    /// The replay writes its tree's version journal into the tree, as a stored index holds it
+    /// (see [`Projection::journaled`]).
+    pub fn journaled(self) -> Replay<K> {
+        Replay {
+            tree: self.tree.journaled(),
             at: self.at,
         }
     }

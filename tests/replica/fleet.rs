@@ -276,38 +276,7 @@ fn a_fleet_stores_log_is_verified_and_restored_with_no_node_running() {
 fn a_copy_built_from_a_log_holds_the_index_its_replay_derives() {
     let t = TempStore::new();
     let server = t.server();
-    let mut rng = crate::support::Rng(0xc0_9e);
-    let mut files: Vec<String> = Vec::new();
-    let mut failed = 0;
-    for i in 0..240 {
-        let dir = ["a", "b", "a/c"][rng.below(3)];
-        let fresh = format!("/memories/{dir}/f{i}.md");
-        let input = match (rng.below(8), files.is_empty()) {
-            (0..=2, _) | (_, true) => {
-                files.push(fresh.clone());
-                serde_json::json!({"command": "create", "path": fresh,
-                    "file_text": format!("line {i}\nsecond\n")})
-            }
-            (3, _) => {
-                serde_json::json!({"command": "str_replace", "path": files[rng.below(files.len())],
-                "old_str": "second", "new_str": format!("edited {i}")})
-            }
-            (4, _) => {
-                serde_json::json!({"command": "insert", "path": files[rng.below(files.len())],
-                "insert_line": 1, "insert_text": format!("inserted {i}\n")})
-            }
-            (5, _) => {
-                let old = files.swap_remove(rng.below(files.len()));
-                files.push(fresh.clone());
-                serde_json::json!({"command": "rename", "old_path": old, "new_path": fresh})
-            }
-            (6, _) => serde_json::json!({"command": "delete",
-                "path": files.swap_remove(rng.below(files.len()))}),
-            _ => serde_json::json!({"command": "view", "path": "/memories"}),
-        };
-        failed += usize::from(crate::support::call(&server, input).1);
-    }
-    assert!(failed < 40, "{failed} of the session's calls failed");
+    super::every_kind_of_call(&server, 0xc0_9e, 240);
     drop(server);
     let records: Vec<(Seq, Vec<u8>)> = crate::support::open_store(&t.path())
         .records(Seq(1))
