@@ -192,10 +192,11 @@ pub enum Error {
         epoch: u64,
     },
 
-    /// A replica's objects break its format, the chain rules or its checkpoints: it was damaged
-    /// or altered where it lies (`mnemo verify --from` names what broke).
+    /// A replica's objects (or a fleet store's log) break their format, the chain rules or
+    /// their checkpoints: damaged or altered where they lie (`mnemo verify --from` names what
+    /// broke).
     #[error(
-        "the replica is damaged: {what}; run `mnemo verify --from URL` to see it whole, and ship to a new replica (or restore from another) if it was altered"
+        "the replica or fleet log is damaged: {what}; run `mnemo verify --from URL` to see it whole; a replica that was altered is replaced by shipping to a new one (or restoring from another), and a fleet store's log is restored up to its last good event with `mnemo restore --from URL --at SEQ --db NEW`"
     )]
     ReplicaDamaged {
         /// What broke, and where.
