@@ -29,9 +29,13 @@ use mnemo::testing::fleet::wal::{Position, Wal};
 const PER_OBJECT: usize = 8;
 
 /// The agent mix log of `events` events committed to a new store's log in a `file://` bucket in a
-/// temporary directory, [`PER_OBJECT`] events an object: the directory, the log, its records, and
+/// temporary directory, `per_object` events an object: the directory, the log, its records, and
 /// the position just after event `mark`.
-fn logged(events: usize, mark: usize) -> (tempfile::TempDir, Wal, Vec<(Seq, Vec<u8>)>, Position) {
+fn logged(
+    events: usize,
+    per_object: usize,
+    mark: usize,
+) -> (tempfile::TempDir, Wal, Vec<(Seq, Vec<u8>)>, Position) {
     let log = common::event_log(events as u64);
     let records: Vec<(Seq, Vec<u8>)> = Store::open(&log)
         .expect("open the log")
@@ -46,7 +50,7 @@ fn logged(events: usize, mark: usize) -> (tempfile::TempDir, Wal, Vec<(Seq, Vec<
     let wal = Wal::new(bucket, "bench");
     let mut holder = wal.take(1, &Position::START).expect("take").holder;
     let mut marked = Position::START;
-    for chunk in records.chunks(PER_OBJECT) {
+    for chunk in records.chunks(per_object) {
         holder.commit(chunk).expect("commit");
         if chunk.last().is_some_and(|(seq, _)| seq.0 == mark as u64) {
             marked = holder.position();
@@ -59,7 +63,7 @@ fn takeover(c: &mut Criterion) {
     let mut group = c.benchmark_group("takeover");
     group.sample_size(10);
     for events in common::sizes(&[1_000, 100_000], &[1_000]) {
-        let (dir, wal, _, _) = logged(events, 0);
+        let (dir, wal, _, _) = logged(events, PER_OBJECT, 0);
         let mut epoch = 1;
         let copy_at = dir.path().join("copy");
         group.bench_with_input(BenchmarkId::new("events", events), &events, |b, _| {
@@ -78,7 +82,7 @@ fn takeover_again(c: &mut Criterion) {
     group.sample_size(10);
     for events in common::sizes(&[100_000], &[1_000]) {
         let behind = events - 800;
-        let (dir, wal, records, left) = logged(events, behind);
+        let (dir, wal, records, left) = logged(events, PER_OBJECT, behind);
         assert_ne!(
             left,
             Position::START,
@@ -115,23 +119,8 @@ fn takeover_read(c: &mut Criterion) {
     let mut group = c.benchmark_group("takeover_read");
     group.sample_size(10);
     for events in common::sizes(&[20_000], &[600]) {
-        let log = common::event_log(events as u64);
-        let records: Vec<(Seq, Vec<u8>)> = Store::open(&log)
-            .expect("open the log")
-            .records(Seq(1))
-            .map(|r| r.expect("a record"))
-            .collect();
-        let dir = tempfile::tempdir().expect("a temporary directory");
-        let bucket = Arc::new(
-            Bucket::open(&format!("file://{}", dir.path().join("bucket").display()))
-                .expect("the bucket"),
-        );
-        let wal = Wal::new(bucket, "bench");
-        let mut holder = wal.take(1, &Position::START).expect("take").holder;
-        for record in records.chunks(1) {
-            holder.commit(record).expect("commit");
-        }
-        let last = holder.position().object - 1;
+        let (_dir, wal, _, end) = logged(events, 1, events);
+        let last = end.object - 1;
         let read = |wal: &Wal| {
             let (_, read) = wal.scan(&Position::START).expect("read the log");
             assert_eq!(read.len(), events);

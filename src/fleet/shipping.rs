@@ -93,14 +93,7 @@ impl Shipping {
     /// Returns once every record queued is committed, or a commit failed (its error): what this
     /// node acknowledged is then in the log, unless the store was taken from it.
     pub fn finish(&self) -> Result<()> {
-        let mut queue = lock(&self.state.queue);
-        while queue.shipping {
-            queue = self
-                .state
-                .moved
-                .wait(queue)
-                .unwrap_or_else(PoisonError::into_inner);
-        }
+        let queue = self.state.wait_while(|q| q.shipping);
         match &queue.error {
             Some(why) => Err(Error::Poisoned { cause: why.clone() }),
             None => Ok(()),
@@ -109,6 +102,18 @@ impl Shipping {
 }
 
 impl State {
+    /// The queue once `busy` no longer holds of it.
+    fn wait_while(&self, busy: impl Fn(&Queue) -> bool) -> MutexGuard<'_, Queue> {
+        let mut queue = lock(&self.queue);
+        while busy(&queue) {
+            queue = self
+                .moved
+                .wait(queue)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        queue
+    }
+
     /// The last position of the log the copy is known to hold: after the last commit that
     /// shipped events (the take's marker, holding none, is no position a later take can check
     /// the copy against), else where the log stood when the store was taken.
@@ -230,33 +235,20 @@ impl Replicate for Shipping {
         if wait {
             // Anything queued before goes first (nothing is, unless the mode changed); a pack
             // job the thread may be running is not waited for.
-            let mut queue = lock(&self.state.queue);
-            while !queue.records.is_empty() || queue.committing {
-                queue = self
-                    .state
-                    .moved
-                    .wait(queue)
-                    .unwrap_or_else(PoisonError::into_inner);
-            }
+            let queue = self
+                .state
+                .wait_while(|q| !q.records.is_empty() || q.committing);
             if let Some(why) = &queue.error {
                 return Err(Error::Poisoned { cause: why.clone() });
             }
             drop(queue);
             return self.state.commit(records);
         }
-        let mut queue = lock(&self.state.queue);
-        loop {
-            if let Some(why) = &queue.error {
-                return Err(Error::Poisoned { cause: why.clone() });
-            }
-            if queue.bytes < QUEUED_MAX {
-                break;
-            }
-            queue = self
-                .state
-                .moved
-                .wait(queue)
-                .unwrap_or_else(PoisonError::into_inner);
+        let mut queue = self
+            .state
+            .wait_while(|q| q.error.is_none() && q.bytes >= QUEUED_MAX);
+        if let Some(why) = &queue.error {
+            return Err(Error::Poisoned { cause: why.clone() });
         }
         queue.bytes += records.iter().map(|(_, r)| r.len()).sum::<usize>();
         queue.records.extend(records.iter().cloned());

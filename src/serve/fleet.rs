@@ -638,12 +638,7 @@ impl Member {
         let from = recorded.unwrap_or(Position::START);
         let taken = match wal.take(held.lease.epoch, &from) {
             Ok(taken) => taken,
-            Err(Error::Fenced { .. }) => {
-                return Ok(match self.leases.lease(store)? {
-                    Some(lease) => Taken::Elsewhere(lease.node.url),
-                    None => Taken::Missing,
-                });
-            }
+            Err(Error::Fenced { .. }) => return self.taken_since(store),
             Err(e) => return Err(e),
         };
         let mut holder = taken.holder;
@@ -667,12 +662,7 @@ impl Member {
                         "mnemo serve: the store {store}'s copy held {} event(s) this node wrote that the log lacked: shipped",
                         ahead.len()
                     ),
-                    Err(Error::Fenced { .. }) => {
-                        return Ok(match self.leases.lease(store)? {
-                            Some(lease) => Taken::Elsewhere(lease.node.url),
-                            None => Taken::Missing,
-                        });
-                    }
+                    Err(Error::Fenced { .. }) => return self.taken_since(store),
                     Err(e) => return Err(e),
                 }
             }
@@ -706,6 +696,14 @@ impl Member {
             );
         }
         Ok(Taken::Here(Replicator(shipping)))
+    }
+
+    /// What a take of `store` fenced by a later epoch answers: the node the latest lease names.
+    fn taken_since(&self, store: &str) -> Result<Taken> {
+        Ok(match self.leases.lease(store)? {
+            Some(lease) => Taken::Elsewhere(lease.node.url),
+            None => Taken::Missing,
+        })
     }
 
     /// Makes the node's first beat (it joins the fleet), then beats on a thread of its own until
