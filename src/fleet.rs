@@ -6,8 +6,9 @@
 //! reached through [`bucket`]. On it: [`lease`], which node should serve which store (heartbeats
 //! and lease epochs, judged by the object store's clock), and [`wal`], each store's write-ahead
 //! log in the bucket, whose create-only object names fence a holder that lost its store, so that
-//! two nodes can never both get a write into one store's history; [`forwarding`], the proof a
-//! request forwarded between nodes carries. The layout of the bucket's
+//! two nodes can never both get a write into one store's history; [`signature`], the fleet's key
+//! that signs those logs, so that no one without it can write a store's history through the
+//! bucket; [`forwarding`], the proof a request forwarded between nodes carries. The layout of the bucket's
 //! objects is in `docs/formats.md` ("Fleet objects"); the design and its invariants in
 //! ARCHITECTURE.md.
 
@@ -18,4 +19,5 @@ pub mod lease;
 pub mod pack;
 mod recovery;
 pub mod shipping;
+pub mod signature;
 pub mod wal;

@@ -130,6 +130,8 @@ pub use client::tool_server::{MnemoMemoryToolServer, ServerBuilder};
 pub use client::transfer::{ExportSummary, ImportSummary, Skipped};
 pub use client::{ClientBuilder, MnemoClient};
 pub use error::{Error, Result, StorageError};
+#[cfg(feature = "serve")]
+pub use fleet::signature::FleetKey;
 #[cfg(feature = "mcp")]
 pub use mcp::MnemoMcpServer;
 pub use memory_store::transfer::{Imported as MemoryStoreImport, MemoryStoreExport};

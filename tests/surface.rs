@@ -60,6 +60,7 @@ const SURFACE: &[&str] = &[
     "Connections #[cfg(feature = \"serve\")]",
     "DataOptions #[cfg(feature = \"serve\")]",
     "Fleet #[cfg(feature = \"serve\")]",
+    "FleetKey #[cfg(feature = \"serve\")]",
     "FleetNode #[cfg(feature = \"serve\")]",
     "FleetOptions #[cfg(feature = \"serve\")]",
     "FleetStatus #[cfg(feature = \"serve\")]",

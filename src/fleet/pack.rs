@@ -13,8 +13,10 @@
 //! next, removed meanwhile, finds the pack when it lists again. Two packs of one range (two
 //! holders, one stale) hold the same events: the log's history up to them cannot fork.
 
-use super::wal::{Records, Wal};
+use super::wal::{Object, Records, Wal};
 use crate::error::Result;
+use crate::model::chain::Chain;
+use crate::model::event::{EventHash, Frame, Seq};
 use crate::replica::segment;
 
 /// How many objects past the last pack a holder waits for before it packs them.
@@ -75,7 +77,7 @@ impl Wal {
             return Ok(start);
         }
         let end = upto.min(start + JOB_MAX - 1);
-        let mut run = Run::new(start);
+        let mut run = Run::new(start, None);
         // Fetched a few at a time: a log object may be a segment's size.
         for batch in (start..=end).collect::<Vec<_>>().chunks(32) {
             let names: Vec<String> = batch.iter().map(|n| self.name(*n)).collect();
@@ -85,13 +87,16 @@ impl Wal {
                     // Packed by another holder meanwhile: its pack covers it.
                     return Ok(start);
                 };
-                let (epoch, events) = super::wal::decode(&name, &bytes)?;
-                let size: usize = events.iter().map(|(_, r)| r.len()).sum();
+                let object = Object::decode(&name, &bytes)?;
+                let size: usize = object.events.iter().map(|(_, r)| r.len()).sum();
                 if !run.records.is_empty() && run.bytes + size > segment::SEGMENT_BYTES {
                     self.write_pack(&run, n - 1)?;
-                    run = Run::new(n);
+                    let ever_signed = run.ever_signed;
+                    run = Run::new(n, run.last);
+                    run.ever_signed = ever_signed;
                 }
-                run.add(n, epoch, events, size);
+                self.check_packed(&mut run, &name, &object)?;
+                run.add(n, object.epoch, object.events, size);
             }
         }
         self.write_pack(&run, end)?;
@@ -101,18 +106,74 @@ impl Wal {
     /// Makes the pack of `run` (objects `run.first` through `last`), then removes the objects it
     /// covers that hold events.
     fn write_pack(&self, run: &Run, last: u64) -> Result<()> {
-        let bytes = match run.records.first() {
-            Some((first, _)) => {
-                let records: Vec<Vec<u8>> = run.records.iter().map(|(_, r)| r.clone()).collect();
-                super::wal::encode(run.epoch, Some((*first, &records)))
-            }
-            None => super::wal::encode(run.epoch, None),
+        let name = self.pack_name(run.first, last);
+        let records: Vec<Vec<u8>> = run.records.iter().map(|(_, r)| r.clone()).collect();
+        let events = run
+            .records
+            .first()
+            .map(|(first, _)| (*first, records.as_slice()));
+        // A pack is signed when what it covers is: its objects all signed but for a prefix the
+        // last signed one proves (see `check_packed`). A pack of objects written before the
+        // fleet had a key is not, as they were not.
+        let bytes = match (self.keys(), run.signed, run.last) {
+            (Some(_), true, Some(at)) => self.object(&name, run.epoch, events, at)?,
+            _ => super::wal::encode(run.epoch, events),
         };
         // Made already (by another holder of the same history): the same events.
-        self.bucket()
-            .create(&self.pack_name(run.first, last), bytes)?;
+        self.bucket().create(&name, bytes)?;
         for n in &run.with_events {
             self.bucket().remove(&self.name(*n))?;
+        }
+        Ok(())
+    }
+}
+
+impl Wal {
+    /// With keys, checks the object `name` before `run` takes it, so that a pack signs only what
+    /// the fleet's key signed: its events go on densely from the run's last (their chain holds),
+    /// and its signature, if it has one, holds for its place; an unsigned object after a signed
+    /// one is refused, and so is a run ending unsigned after a signed object (`Run::signed`
+    /// turns false again: such a run's pack is left unsigned, and a reader refuses it). Without
+    /// keys nothing is checked here: the reader checks every pack.
+    fn check_packed(&self, run: &mut Run, name: &str, object: &Object) -> Result<()> {
+        let Some(keys) = self.keys() else {
+            return Ok(());
+        };
+        for (seq, record) in &object.events {
+            let frame = Frame::decode(record)
+                .map_err(|e| self.damaged(&format!("{name} holds an unreadable event: {e}")))?;
+            let mut chain = match run.last {
+                Some((at, hash)) => Chain::after(at, hash),
+                None => Chain::after(Seq(seq.0.saturating_sub(1)), frame.prev_hash),
+            };
+            chain.check(*seq, record).map_err(|b| {
+                self.damaged(&format!(
+                    "{name} breaks the chain at event {}: {}, so it is not packed",
+                    b.seq, b.detail
+                ))
+            })?;
+            run.last = Some((*seq, frame.hash));
+        }
+        match &object.note {
+            Some(note) => {
+                let at = run.last.or_else(|| super::signature::signed_last(note));
+                let checked = match at {
+                    Some(at) => keys.check(note, name, object.epoch, at),
+                    None => Err("its signature names no place in the log".into()),
+                };
+                checked
+                    .map_err(|why| self.damaged(&format!("{name}: {why}, so it is not packed")))?;
+                run.last = at;
+                run.signed = true;
+                run.ever_signed = true;
+            }
+            None if run.ever_signed => {
+                return Err(self.damaged(&format!(
+                    "{name} is not signed by the fleet's key {}, though objects before it are, so it is not packed",
+                    keys.name()
+                )));
+            }
+            None => run.signed = false,
         }
         Ok(())
     }
@@ -126,16 +187,25 @@ struct Run {
     bytes: usize,
     /// The objects that hold events (removed once the pack is made).
     with_events: Vec<u64>,
+    /// The log's last event after the run's objects, as far as they tell (checked with keys).
+    last: Option<(Seq, EventHash)>,
+    /// Whether the run's last object was signed (and checked).
+    signed: bool,
+    /// Whether any object this job read was signed.
+    ever_signed: bool,
 }
 
 impl Run {
-    fn new(first: u64) -> Run {
+    fn new(first: u64, last: Option<(Seq, EventHash)>) -> Run {
         Run {
             first,
             epoch: 0,
             records: Vec::new(),
             bytes: 0,
             with_events: Vec::new(),
+            last,
+            signed: false,
+            ever_signed: false,
         }
     }
 

@@ -4,12 +4,15 @@
 //!
 //! The log is read whole with every invariant [`Wal::scan`] checks (no gap, epochs that never go
 //! down, dense seqs, the chain), a store is built from it as a node builds its copy, and that
-//! store is verified like any other. A fleet's log is not signed: `--key` is refused for it
-//! rather than ignored.
+//! store is verified like any other. With `--key` (the fleet's verifier key, which `mnemo key
+//! create --file` printed), every object is checked to be signed by it, but for a prefix
+//! written before the fleet had a key, which the first signed object proves ([`super::signature`]);
+//! a log none of whose objects the key signed is damage.
 
 use std::path::Path;
 
 use super::copy;
+use super::signature::LogKeys;
 use super::wal::Wal;
 use crate::error::{Error, Result};
 use crate::model::event::Seq;
@@ -36,7 +39,7 @@ impl Replica {
         }
         match Wal::at(url)? {
             Some(wal) => {
-                unsigned(key)?;
+                let wal = checked(wal, key)?;
                 // A store made inside the bucket would be read as the fleet's objects.
                 Replica::check_url_apart(wal.fleet_url(), db)?;
                 restore_with(db, |building| built(&wal, building, at))
@@ -54,9 +57,9 @@ impl Replica {
     /// that could not be restored (a record breaks the chain, or its head checkpoint does not
     /// hold, or with `key` is not signed by it) is [`Error::ReplicaDamaged`], which names what.
     /// A URL naming a fleet store's log (`FLEET/stores/NAME`) is read as that log, whose damage
-    /// (a gap, an epoch going down, a broken chain) is [`Error::ReplicaDamaged`] too. `key` that is no verifier key (or a key given for a
-    /// fleet's log, which is not signed) is an [`Error::InvalidArgument`], a bad argument
-    /// rather than a finding.
+    /// (a gap, an epoch going down, a broken chain, with `key` an object it did not sign) is
+    /// [`Error::ReplicaDamaged`] too. `key` that is no verifier key is an
+    /// [`Error::InvalidArgument`], a bad argument rather than a finding.
     pub fn verify_replica(
         url: &str,
         expect: Option<Head>,
@@ -64,7 +67,7 @@ impl Replica {
     ) -> Result<VerifyReport> {
         match Wal::at(url)? {
             Some(wal) => {
-                unsigned(key)?;
+                let wal = checked(wal, key)?;
                 Replica::verify_made(url, expect, |db| built(&wal, db, None))
             }
             None => {
@@ -87,14 +90,10 @@ fn not_a_fleet_root(url: &str) -> Result<()> {
     }
 }
 
-/// Refuses a verifier key given for a fleet's log.
-fn unsigned(key: Option<&str>) -> Result<()> {
-    match key {
-        Some(_) => Err(Error::InvalidArgument(
-            "a fleet store's log is not signed, so --key has nothing to check there: leave --key out (the log's chain and the fleet's invariants are checked all the same), or give a replica shipped by `mnemo replicate` with a signing key".into(),
-        )),
-        None => Ok(()),
-    }
+/// The log `wal`, checked against the verifier key `key` if one is given.
+fn checked(wal: Wal, key: Option<&str>) -> Result<Wal> {
+    let keys = key.map(LogKeys::checking).transpose()?;
+    Ok(wal.signed(keys))
 }
 
 /// The store at `path` built from the fleet log `wal` (up to `at`) and verified whole.

@@ -21,13 +21,18 @@
 use std::sync::Arc;
 
 use super::bucket::Bucket;
+use super::signature::LogKeys;
 use crate::error::{Error, Result};
 use crate::model::chain::Chain;
 use crate::model::event::{EventHash, Frame, Seq};
 use crate::replica::segment;
 
-/// The first bytes of every object of a store's write-ahead log.
+/// The first bytes of every unsigned object of a store's write-ahead log.
 const MAGIC: &[u8; 8] = b"MNEMOWL1";
+
+/// The first bytes of every signed object of a store's write-ahead log (made by a node with the
+/// fleet's signing key, [`super::signature`]).
+const MAGIC_SIGNED: &[u8; 8] = b"MNEMOWL2";
 
 /// The largest object of a write-ahead log read: a segment's largest, and its header.
 pub(super) const OBJECT_MAX: u64 = crate::replica::SEGMENT_OBJECT_MAX + 64;
@@ -78,6 +83,9 @@ impl Position {
 pub struct Wal {
     bucket: Arc<Bucket>,
     store: String,
+    /// The fleet's keys, when its logs are signed: what this log's reader checks, and its
+    /// writer signs with.
+    keys: Option<LogKeys>,
 }
 
 /// A store taken at an epoch ([`Wal::take`]): the holder that writes its log from now on, and
@@ -112,7 +120,21 @@ impl Wal {
         Wal {
             bucket,
             store: store.to_string(),
+            keys: None,
         }
+    }
+
+    /// This log, signed and checked with `keys` ([`super::signature`]): every object it makes
+    /// carries a signature, and what it reads must be signed but for a prefix written before the
+    /// fleet had a key.
+    pub fn signed(mut self, keys: Option<LogKeys>) -> Wal {
+        self.keys = keys;
+        self
+    }
+
+    /// The keys this log is signed and checked with, if any.
+    pub(super) fn keys(&self) -> Option<&LogKeys> {
+        self.keys.as_ref()
     }
 
     /// The log of a store named by `url` as `FLEET/stores/NAME` (the fleet's bucket URL and the
@@ -190,14 +212,26 @@ impl Wal {
     /// it then stands and the events read. A number missing before a later one, a name that is
     /// no number, an epoch lower than one before it, seqs that do not go on from the object
     /// before, a record that breaks the chain, or a damaged object is [`Error::ReplicaDamaged`].
+    /// With keys ([`Wal::signed`]), so is an object not signed by them, but for a prefix of a log
+    /// read from its start before its first signed object; and so is a log read from its start
+    /// of which no object is signed, unless the keys adopt it.
     pub fn scan(&self, from: &Position) -> Result<(Position, Records)> {
+        let (at, records, open) = self.scan_open(from, *from == Position::START)?;
+        self.refuse_unsigned(from, &at, open)?;
+        Ok((at, records))
+    }
+
+    /// [`Wal::scan`] without its last check, telling whether unsigned objects may still come
+    /// (`open`: none of the objects read from the log's start was signed), for a reader that
+    /// goes on reading.
+    fn scan_open(&self, from: &Position, open: bool) -> Result<(Position, Records, bool)> {
         // A listing made while objects are being made may show a later one and not the one
         // before it (a directory read is not atomic), and one made while a pack is made may
         // miss the pack and then the objects it covers, removed meanwhile: a gap or an object
         // gone is looked at again, from a new listing, before it is called damage.
         let mut tries = 0;
         loop {
-            match self.scan_once(from) {
+            match self.scan_once(from, open) {
                 Err(Error::ReplicaDamaged { what })
                     if (what.contains(GAP) || what.contains(VANISHED)) && tries < 3 =>
                 {
@@ -209,7 +243,21 @@ impl Wal {
         }
     }
 
-    fn scan_once(&self, from: &Position) -> Result<(Position, Records)> {
+    /// Refuses a log read from its start (`from`) to `at` none of whose objects was signed
+    /// (`open`), when it has keys that do not adopt such a log.
+    fn refuse_unsigned(&self, from: &Position, at: &Position, open: bool) -> Result<()> {
+        match &self.keys {
+            Some(keys) if open && at.object > from.object && !keys.adopts_unsigned() => {
+                Err(self.damaged(&format!(
+                    "none of its objects is signed by the fleet's key {}: it was written by nodes without --signing-key, or by someone without the key. A node adopts a log written before its fleet had a key when started with --adopt-unsigned",
+                    keys.name()
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn scan_once(&self, from: &Position, mut open: bool) -> Result<(Position, Records, bool)> {
         let packs = self.packs()?;
         let dir = self.dir();
         let mut numbers = Vec::new();
@@ -240,9 +288,13 @@ impl Wal {
                 .bucket
                 .get(&name, OBJECT_MAX)?
                 .ok_or_else(|| self.damaged(&format!("the pack {name} {VANISHED}")))?;
-            let read = decode(&name, &bytes)?;
-            let what = format!("the pack {name}");
-            self.read_on(&mut at, &mut chain, &mut records, &what, read, true)?;
+            let object = Object::decode(&name, &bytes)?;
+            let read = Reading {
+                name: &name,
+                what: &format!("the pack {name}"),
+                overlap: true,
+            };
+            self.read_on(&mut at, &mut chain, &mut records, &mut open, read, object)?;
             at.object = last + 1;
         }
         numbers.retain(|n| *n >= at.object);
@@ -258,35 +310,47 @@ impl Wal {
                     )));
                 }
                 let bytes = bytes.ok_or_else(|| self.damaged(&format!("object {n} {VANISHED}")))?;
-                let read = decode(&name, &bytes)?;
-                let what = format!("object {n}");
-                self.read_on(&mut at, &mut chain, &mut records, &what, read, false)?;
+                let object = Object::decode(&name, &bytes)?;
+                let read = Reading {
+                    name: &name,
+                    what: &format!("object {n}"),
+                    overlap: false,
+                };
+                self.read_on(&mut at, &mut chain, &mut records, &mut open, read, object)?;
                 at.object = n + 1;
             }
         }
-        Ok((at, records))
+        Ok((at, records, open))
     }
 
-    /// Takes the epoch and events `read` of the object or pack `what` into the log read so far
-    /// (`at`, `chain`, `records`), checking that its epoch does not go down and its events keep
-    /// the chain. With `overlap` (a pack, which a position may lie inside), events up to `at`
-    /// are skipped, the one at `at` checked to be the position's own.
+    /// Takes the epoch and events of `object`, the object or pack `read` names, into the log read
+    /// so far (`at`, `chain`, `records`), checking that its epoch does not go down, its events
+    /// keep the chain, and, with keys, that it is signed by them for its place in the log (or
+    /// comes before any signed object: `open`). With `read.overlap` (a pack, which a position
+    /// may lie inside), events up to `at` are skipped, the one at `at` checked to be the
+    /// position's own.
     fn read_on(
         &self,
         at: &mut Position,
         chain: &mut Chain,
         records: &mut Records,
-        what: &str,
-        (epoch, events): (u64, Records),
-        overlap: bool,
+        open: &mut bool,
+        read: Reading<'_>,
+        object: Object,
     ) -> Result<()> {
+        let Reading {
+            name,
+            what,
+            overlap,
+        } = read;
+        let epoch = object.epoch;
         if epoch < at.epoch {
             return Err(self.damaged(&format!(
                 "{what} was written at epoch {epoch}, after an object of epoch {}: a node wrote past the one that took the store from it",
                 at.epoch
             )));
         }
-        for (seq, record) in events {
+        for (seq, record) in object.events {
             if overlap && seq <= at.seq {
                 let hash = Frame::decode(&record).map(|f| f.hash).ok();
                 if seq == at.seq && hash != Some(at.hash) {
@@ -307,6 +371,22 @@ impl Wal {
             records.push((seq, record));
         }
         at.epoch = epoch;
+        if let Some(keys) = &self.keys {
+            match object.note {
+                Some(note) => {
+                    keys.check(&note, name, epoch, (at.seq, at.hash))
+                        .map_err(|why| self.damaged(&format!("{what}: {why}")))?;
+                    *open = false;
+                }
+                None if *open => {}
+                None => {
+                    return Err(self.damaged(&format!(
+                        "{what} is not signed by the fleet's key {}, though objects before it are: a node without --signing-key wrote it, or someone without the key wrote the bucket",
+                        keys.name()
+                    )));
+                }
+            }
+        }
         Ok(())
     }
 
@@ -325,13 +405,23 @@ impl Wal {
         let Some(bytes) = self.bucket.get(&name, OBJECT_MAX)? else {
             return Ok(false);
         };
-        let Ok((epoch, events)) = decode(&name, &bytes) else {
+        let Ok(object) = Object::decode(&name, &bytes) else {
             return Ok(false);
         };
-        let last = events
+        let last = object
+            .events
             .last()
             .and_then(|(seq, record)| Some((*seq, Frame::decode(record).ok()?.hash)));
-        Ok(epoch == at.epoch && last == Some((at.seq, at.hash)))
+        // With keys, a position is one of the signed log's (one recorded before the fleet had a
+        // key is not: the copy is built anew, from the log read whole and checked).
+        let signed = match (&self.keys, &object.note) {
+            (None, _) => true,
+            (Some(keys), Some(note)) => {
+                keys.check(note, &name, at.epoch, (at.seq, at.hash)).is_ok()
+            }
+            (Some(_), None) => false,
+        };
+        Ok(signed && object.epoch == at.epoch && last == Some((at.seq, at.hash)))
     }
 
     /// Takes the store at `epoch` (the epoch of the lease this node just won): reads the log
@@ -342,20 +432,21 @@ impl Wal {
     pub fn take(&self, epoch: u64, from: &Position) -> Result<Taken> {
         let mut at = *from;
         let mut records = Vec::new();
+        let mut open = *from == Position::START;
         for _ in 0..TAKE_TRIES {
-            let (now, read) = self.scan(&at)?;
+            let (now, read, still_open) = self.scan_open(&at, open)?;
             records.extend(read);
-            at = now;
+            (at, open) = (now, still_open);
+            self.refuse_unsigned(from, &at, open)?;
             if at.epoch >= epoch {
                 return Err(Error::Fenced {
                     store: self.store.clone(),
                     epoch: at.epoch,
                 });
             }
-            if self
-                .bucket
-                .create(&self.name(at.object), encode(epoch, None))?
-            {
+            let name = self.name(at.object);
+            let marker = self.object(&name, epoch, None, (at.seq, at.hash))?;
+            if self.bucket.create(&name, marker)? {
                 return Ok(Taken {
                     holder: Holder {
                         wal: self.clone(),
@@ -546,8 +637,11 @@ impl Holder {
     }
 
     fn claim(&mut self, first: Seq, run: &[Vec<u8>], last: (Seq, EventHash)) -> Result<()> {
-        let bytes = encode(self.epoch, Some((first, run)));
-        if self.wal.bucket.create(&self.wal.name(self.next), bytes)? {
+        let name = self.wal.name(self.next);
+        let bytes = self
+            .wal
+            .object(&name, self.epoch, Some((first, run)), last)?;
+        if self.wal.bucket.create(&name, bytes)? {
             self.next += 1;
             (self.seq, self.hash) = last;
             return Ok(());
@@ -579,11 +673,42 @@ fn deleted_name(store: &str) -> String {
     format!("stores/{store}/deleted")
 }
 
-/// The bytes of a log object of `epoch` holding `events` (the first seq and the records), or an
-/// epoch's marker when `None`.
+impl Wal {
+    /// The bytes of the object `name` of `epoch` holding `events` (or an epoch's marker), after
+    /// which the log's last event is `last`: signed when this log's keys can sign.
+    pub(super) fn object(
+        &self,
+        name: &str,
+        epoch: u64,
+        events: Option<(Seq, &[Vec<u8>])>,
+        last: (Seq, EventHash),
+    ) -> Result<Vec<u8>> {
+        let note = match &self.keys {
+            Some(keys) => keys.sign(name, epoch, last)?,
+            None => None,
+        };
+        Ok(encode_with(epoch, events, note.as_deref()))
+    }
+}
+
+/// The bytes of an unsigned log object of `epoch` holding `events` (the first seq and the
+/// records), or an epoch's marker when `None`.
 pub(super) fn encode(epoch: u64, events: Option<(Seq, &[Vec<u8>])>) -> Vec<u8> {
-    let mut out = MAGIC.to_vec();
+    encode_with(epoch, events, None)
+}
+
+/// The bytes of a log object of `epoch` holding `events`, carrying the signed note `note`.
+fn encode_with(epoch: u64, events: Option<(Seq, &[Vec<u8>])>, note: Option<&[u8]>) -> Vec<u8> {
+    let mut out = match note {
+        Some(_) => MAGIC_SIGNED.to_vec(),
+        None => MAGIC.to_vec(),
+    };
     out.extend_from_slice(&epoch.to_le_bytes());
+    if let Some(note) = note {
+        let len = u32::try_from(note.len()).unwrap_or(u32::MAX);
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(note);
+    }
     if let Some((first, records)) = events {
         out.extend_from_slice(&segment::encode(first, records));
     }
@@ -594,32 +719,81 @@ pub(super) fn encode(epoch: u64, events: Option<(Seq, &[Vec<u8>])>) -> Vec<u8> {
 
 /// The epoch and the events of the log object `bytes` named `name`.
 pub(super) fn decode(name: &str, bytes: &[u8]) -> Result<(u64, Records)> {
-    let bad = |why: &str| Error::damaged(format!("fleet log object {name}: {why}"));
-    let Some((body, digest)) = bytes.split_last_chunk::<32>() else {
-        return Err(bad("it is shorter than a log object can be"));
-    };
-    if blake3::hash(body).as_bytes() != digest {
-        return Err(bad(
-            "its bytes do not hash to the digest it ends with (damaged or cut)",
-        ));
+    Object::decode(name, bytes).map(|object| (object.epoch, object.events))
+}
+
+/// A log object (or pack) read: its epoch, its events, and the signed note it carries if a node
+/// with the fleet's key made it.
+pub(super) struct Object {
+    pub(super) epoch: u64,
+    pub(super) events: Records,
+    pub(super) note: Option<Vec<u8>>,
+}
+
+impl Object {
+    /// The log object `bytes` named `name`; damage is [`Error::ReplicaDamaged`].
+    pub(super) fn decode(name: &str, bytes: &[u8]) -> Result<Object> {
+        let bad = |why: &str| Error::damaged(format!("fleet log object {name}: {why}"));
+        let Some((body, digest)) = bytes.split_last_chunk::<32>() else {
+            return Err(bad("it is shorter than a log object can be"));
+        };
+        if blake3::hash(body).as_bytes() != digest {
+            return Err(bad(
+                "its bytes do not hash to the digest it ends with (damaged or cut)",
+            ));
+        }
+        let (signed, rest) = match body.split_first_chunk::<8>() {
+            Some((magic, rest)) if magic == MAGIC => (false, rest),
+            Some((magic, rest)) if magic == MAGIC_SIGNED => (true, rest),
+            _ => return Err(bad("it does not start with MNEMOWL1 or MNEMOWL2")),
+        };
+        let (epoch, mut rest) = rest
+            .split_first_chunk::<8>()
+            .ok_or_else(|| bad("it has no epoch"))?;
+        let epoch = u64::from_le_bytes(*epoch);
+        let mut note = None;
+        if signed {
+            let (len, after) = rest
+                .split_first_chunk::<4>()
+                .ok_or_else(|| bad("its signature's length is cut"))?;
+            let len = usize::try_from(u32::from_le_bytes(*len)).unwrap_or(usize::MAX);
+            if len > super::signature::NOTE_MAX || len > after.len() {
+                return Err(bad(
+                    "its signature is longer than a signature can be, or cut",
+                ));
+            }
+            let (text, after) = after.split_at(len);
+            note = Some(text.to_vec());
+            rest = after;
+        }
+        if rest.is_empty() {
+            return Ok(Object {
+                epoch,
+                events: Vec::new(),
+                note,
+            });
+        }
+        let range = segment::range_of(rest).ok_or_else(|| bad("its events' header is cut"))?;
+        Ok(Object {
+            epoch,
+            events: segment::decode(name, rest, range)?,
+            note,
+        })
     }
-    let rest = body
-        .strip_prefix(MAGIC.as_slice())
-        .ok_or_else(|| bad("it does not start with MNEMOWL1"))?;
-    let (epoch, rest) = rest
-        .split_first_chunk::<8>()
-        .ok_or_else(|| bad("it has no epoch"))?;
-    let epoch = u64::from_le_bytes(*epoch);
-    if rest.is_empty() {
-        return Ok((epoch, Vec::new()));
-    }
-    let range = segment::range_of(rest).ok_or_else(|| bad("its events' header is cut"))?;
-    Ok((epoch, segment::decode(name, rest, range)?))
+}
+
+/// Which object or pack [`Wal::read_on`] reads: its name in the bucket, what messages call it,
+/// and whether a position may lie inside it (a pack).
+struct Reading<'a> {
+    name: &'a str,
+    what: &'a str,
+    overlap: bool,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fleet::signature::FleetKey;
     use crate::model::chain::sample::frame;
     use proptest::prelude::*;
 
@@ -914,6 +1088,139 @@ mod tests {
         damaged("a pack gone");
     }
 
+    /// A bucket holding what `from` holds under `stores/notes/wal` and `stores/notes/pack`.
+    fn copy_of(from: &Bucket) -> Arc<Bucket> {
+        let to = Arc::new(Bucket::in_memory().expect("bucket"));
+        for dir in ["stores/notes/wal", "stores/notes/pack"] {
+            for listed in from.list(dir).expect("list") {
+                let bytes = from
+                    .get(&listed.name, OBJECT_MAX)
+                    .expect("get")
+                    .expect("there");
+                to.create(&listed.name, bytes).expect("create");
+            }
+        }
+        to
+    }
+
+    /// Whether reading the log in `bucket` with `keys` is refused as damage saying `why`.
+    fn refused(bucket: &Arc<Bucket>, keys: &LogKeys, why: &str) -> bool {
+        let wal = Wal::new(Arc::clone(bucket), "notes").signed(Some(keys.clone()));
+        match wal.scan(&Position::START) {
+            Err(Error::ReplicaDamaged { what }) => what.contains(why) || panic!("{what}"),
+            other => panic!("read: {:?}", other.map(|(at, _)| at)),
+        }
+    }
+
+    #[test]
+    fn a_signed_log_takes_nothing_its_key_did_not_sign_but_a_prefix_from_before_the_key() {
+        let key = FleetKey::generated("mnemo-fleet");
+        let keys = LogKeys::signing(&key).expect("keys");
+        let auditor = LogKeys::checking(key.verifier()).expect("keys");
+        let bucket = Arc::new(Bucket::in_memory().expect("bucket"));
+        let plain = Wal::new(Arc::clone(&bucket), "notes");
+        // Objects 1 and 2, written before the fleet had a key.
+        let mut a = plain.take(1, &Position::START).expect("take").holder;
+        a.commit(&after(a.head(), 3, "before")).expect("commit");
+        let before_key = a.position();
+        let signed = Wal::new(Arc::clone(&bucket), "notes").signed(Some(keys.clone()));
+        let Err(Error::ReplicaDamaged { what }) = signed.take(2, &Position::START) else {
+            panic!("a log with no signed object is taken only when adopted");
+        };
+        assert!(what.contains("--adopt-unsigned"), "{what}");
+        assert!(refused(&bucket, &auditor, "none of its objects is signed"));
+        // Adopted: object 3 the signed marker, object 4 a signed commit.
+        let adopting = signed.clone().signed(Some(keys.clone().adopting(true)));
+        let mut b = adopting.take(2, &Position::START).expect("adopted").holder;
+        b.commit(&after(b.head(), 2, "after")).expect("commit");
+        let (end, all) = Wal::new(Arc::clone(&bucket), "notes")
+            .signed(Some(auditor.clone()))
+            .scan(&Position::START)
+            .expect("the signed log reads under the key, its unsigned prefix with it");
+        assert_eq!((end.object, all.len()), (5, 5));
+        assert_eq!(
+            plain.scan(&Position::START).expect("scan").1,
+            all,
+            "unkeyed reads it too"
+        );
+        assert!(signed.holds(&b.position()).expect("holds"));
+        assert!(plain.holds(&before_key).expect("holds"));
+        assert!(
+            !signed.holds(&before_key).expect("holds"),
+            "a position from before the key is no signed log's: the copy is built anew"
+        );
+
+        // An unsigned commit after the signed objects (a node without the key, or a forger).
+        let forged = copy_of(&bucket);
+        let late = Wal::new(Arc::clone(&forged), "notes");
+        let mut c = late.take(3, &Position::START).expect("take").holder;
+        c.commit(&after(c.head(), 1, "forged")).expect("commit");
+        assert!(refused(
+            &forged,
+            &auditor,
+            "is not signed by the fleet's key"
+        ));
+        assert!(refused(&forged, &keys, "is not signed by the fleet's key"));
+        // Commits signed by another key.
+        let forged = copy_of(&bucket);
+        let other = LogKeys::signing(&FleetKey::generated("mnemo-fleet")).expect("keys");
+        let late = Wal::new(Arc::clone(&forged), "notes").signed(Some(other.clone()));
+        let mut c = late.take(3, &Position::START);
+        assert!(c.is_err(), "a node of another key refuses the log too");
+        let late = late.signed(Some(other.adopting(true)));
+        c = late.take(3, &Position::START);
+        assert!(
+            c.is_err(),
+            "adopting takes only a log none of whose objects is signed"
+        );
+        // A signed marker copied to the next name: signed, but for another place.
+        let forged = copy_of(&bucket);
+        let marker = forged
+            .get(&signed.name(3), OBJECT_MAX)
+            .expect("get")
+            .expect("there");
+        forged.create(&signed.name(5), marker).expect("create");
+        assert!(refused(&forged, &auditor, "for another object or place"));
+        // The unsigned prefix changed under the signed marker that proves it.
+        let forged = copy_of(&bucket);
+        forged.remove(&signed.name(2)).expect("remove");
+        let run: Vec<Vec<u8>> = after((Seq(0), EventHash::ZERO), 3, "other")
+            .into_iter()
+            .map(|(_, r)| r)
+            .collect();
+        forged
+            .create(&signed.name(2), encode(1, Some((Seq(1), &run))))
+            .expect("create");
+        assert!(refused(&forged, &auditor, "for another object or place"));
+        // The whole log replaced by an unsigned one.
+        let forged = Arc::new(Bucket::in_memory().expect("bucket"));
+        let fake = Wal::new(Arc::clone(&forged), "notes");
+        let mut f = fake.take(1, &Position::START).expect("take").holder;
+        f.commit(&after(f.head(), 9, "fake")).expect("commit");
+        assert!(refused(&forged, &auditor, "none of its objects is signed"));
+
+        // A keyed holder's pack of the unsigned prefix and the signed objects is signed, and
+        // reads back under the key; one of a run holding a forged unsigned object is not made.
+        let packed = copy_of(&bucket);
+        let wal = Wal::new(Arc::clone(&packed), "notes").signed(Some(keys.clone()));
+        assert_eq!(wal.pack(4, 1).expect("pack"), 5);
+        let (_, read) = Wal::new(Arc::clone(&packed), "notes")
+            .signed(Some(auditor.clone()))
+            .scan(&Position::START)
+            .expect("packed, signed");
+        assert_eq!(read, all);
+        let forged = copy_of(&bucket);
+        let late = Wal::new(Arc::clone(&forged), "notes");
+        let mut c = late.take(3, &Position::START).expect("take").holder;
+        c.commit(&after(c.head(), 1, "forged")).expect("commit");
+        let wal = Wal::new(Arc::clone(&forged), "notes").signed(Some(keys.clone()));
+        let Err(Error::ReplicaDamaged { what }) = wal.pack(6, 1) else {
+            panic!("a pack over a forged object is not made");
+        };
+        assert!(what.contains("not packed"), "{what}");
+        assert!(forged.list("stores/notes/pack").expect("list").is_empty());
+    }
+
     /// One step of nodes sharing a store's log.
     #[derive(Clone, Debug)]
     enum Step {
@@ -943,7 +1250,25 @@ mod tests {
         /// took it never gets a commit through; the log always reads back intact.
         #[test]
         fn no_acknowledged_commit_is_lost_and_no_stale_holder_gets_one_through(steps in steps()) {
-            let wal = wal();
+            run_steps(&wal(), steps)?;
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+        /// The same with every node signing with the fleet's key, and every read checking it:
+        /// takes from a position, packs by stale holders and all, the log reads back signed.
+        #[test]
+        fn a_signed_log_keeps_every_acknowledged_commit_and_reads_back_under_its_key(steps in steps()) {
+            let keys = LogKeys::signing(&FleetKey::generated("mnemo-test")).expect("keys");
+            run_steps(&wal().signed(Some(keys)), steps)?;
+        }
+    }
+
+    /// Runs `steps` of three nodes on the log `wal`, checking after each that every acknowledged
+    /// commit reads back, in order, from the start and from where each node last read.
+    fn run_steps(wal: &Wal, steps: Vec<Step>) -> std::result::Result<(), TestCaseError> {
+        {
             let mut holders: Vec<Option<Holder>> = vec![None, None, None];
             let mut read: Vec<Position> = vec![Position::START; 3];
             let mut acked: Vec<(Seq, Vec<u8>)> = Vec::new();
@@ -959,35 +1284,55 @@ mod tests {
                         latest_taker = Some(n);
                     }
                     Step::Commit(n, k) => {
-                        let Some(holder) = holders[n].as_mut() else { continue };
+                        let Some(holder) = holders[n].as_mut() else {
+                            continue;
+                        };
                         let events = after(holder.head(), k, &format!("node {n}"));
                         match holder.commit(&events) {
                             Ok(()) => {
-                                prop_assert_eq!(Some(n), latest_taker, "only the latest taker commits");
+                                prop_assert_eq!(
+                                    Some(n),
+                                    latest_taker,
+                                    "only the latest taker commits"
+                                );
                                 acked.extend(events);
                             }
                             Err(Error::Fenced { .. }) => {
-                                prop_assert_ne!(Some(n), latest_taker, "the latest taker is never fenced");
+                                prop_assert_ne!(
+                                    Some(n),
+                                    latest_taker,
+                                    "the latest taker is never fenced"
+                                );
                             }
                             Err(e) => prop_assert!(false, "{e}"),
                         }
                     }
                     Step::Pack(n, keep) => {
-                        let Some(holder) = holders[n].as_mut() else { continue };
-                        let Some(upto) = holder.next.checked_sub(1 + keep) else { continue };
+                        let Some(holder) = holders[n].as_mut() else {
+                            continue;
+                        };
+                        let Some(upto) = holder.next.checked_sub(1 + keep) else {
+                            continue;
+                        };
                         let from = wal.pack(upto, 1).expect("a pack job");
                         holder.packed(from);
                     }
                 }
-                let (_, all) = wal.scan(&Position::START).expect("the log reads back intact");
+                let (_, all) = wal
+                    .scan(&Position::START)
+                    .expect("the log reads back intact");
                 prop_assert_eq!(&all, &acked);
                 // Read on from where each node last read (inside a pack, maybe): the rest.
                 for at in &read {
                     let (_, rest) = wal.scan(at).expect("read on from a position");
                     prop_assert_eq!(&rest[..], &acked[acked.len() - rest.len()..]);
-                    prop_assert_eq!(rest.first().map(|(s, _)| s.0), (at.seq.0 < acked.len() as u64).then_some(at.seq.0 + 1));
+                    prop_assert_eq!(
+                        rest.first().map(|(s, _)| s.0),
+                        (at.seq.0 < acked.len() as u64).then_some(at.seq.0 + 1)
+                    );
                 }
             }
         }
+        Ok(())
     }
 }

@@ -151,13 +151,13 @@ impl Chain {
 
 /// Chains of events for tests: the rules never decode a header or a payload, so any bytes
 /// stand for them.
-#[cfg(test)]
-pub(crate) mod sample {
+#[cfg(any(test, feature = "testing"))]
+pub mod sample {
     use super::*;
     use crate::model::event::{SALTED_FORMAT, Salt, chain_hash, payload_hash_of};
 
     /// Event `seq` after the event whose hash is `prev`, its header and payload naming `tag`.
-    pub(crate) fn frame(seq: Seq, prev: EventHash, tag: &str) -> Frame {
+    pub fn frame(seq: Seq, prev: EventHash, tag: &str) -> Frame {
         let header = format!("header {seq} {tag}").into_bytes();
         let payload = format!("payload {seq} {tag}").into_bytes();
         #[expect(clippy::cast_possible_truncation, reason = "any salt will do")]
@@ -177,7 +177,7 @@ pub(crate) mod sample {
     }
 
     /// The frames of a chain of `n` events.
-    pub(crate) fn frames(n: u64) -> Vec<Frame> {
+    pub fn frames(n: u64) -> Vec<Frame> {
         let mut prev = EventHash::ZERO;
         (1..=n)
             .map(|seq| {

@@ -39,6 +39,7 @@ use crate::fleet::copy;
 use crate::fleet::forwarding;
 use crate::fleet::lease::{Held, Lease, Leases, Node, Timing};
 use crate::fleet::shipping::Shipping;
+use crate::fleet::signature::{FleetKey, LogKeys};
 use crate::fleet::wal::{Position, Wal};
 use crate::store::writer::Replicator;
 
@@ -55,6 +56,14 @@ pub struct FleetOptions {
     /// How long after its last heartbeat a node counts as dead, and its stores are taken over
     /// (default 10 s; the node stops acknowledging writes 30% before).
     pub lease_ttl: Duration,
+    /// The fleet's signing key (`--signing-key FILE`): this node signs every log object and pack
+    /// it makes, and takes a store only if its log is signed by the key (but for a prefix
+    /// written before the fleet had one). `None`: nothing is signed or checked. Every node of a
+    /// fleet is given the same key, or none.
+    pub signing: Option<FleetKey>,
+    /// With `signing`: also take a store none of whose log objects is signed (written before the
+    /// fleet had a key), and sign on from it (`--adopt-unsigned`, while a fleet gets its key).
+    pub adopt_unsigned: bool,
 }
 
 impl FleetOptions {
@@ -97,6 +106,8 @@ impl FleetOptions {
             node_id,
             advertise,
             lease_ttl,
+            signing: None,
+            adopt_unsigned: false,
         })
     }
 
@@ -216,6 +227,8 @@ const FORWARD_MAX: usize = 256 * 1024 * 1024;
 /// This node's part in the fleet.
 pub(crate) struct Member {
     bucket: Arc<Bucket>,
+    /// What this node signs and checks the stores' logs with, if the fleet has a key.
+    keys: Option<LogKeys>,
     leases: Leases,
     /// The stores this node holds, by name.
     held: Mutex<HashMap<String, (Held, Arc<Shipping>)>>,
@@ -287,12 +300,22 @@ impl Member {
         };
         let timing = timing(options.lease_ttl, &bucket);
         let leases = Leases::new(Arc::clone(&bucket), node, timing)?;
+        let keys = match &options.signing {
+            Some(key) => Some(LogKeys::signing(key)?.adopting(options.adopt_unsigned)),
+            None => None,
+        };
         Ok(Member {
             bucket,
+            keys,
             leases,
             held: Mutex::default(),
             draining: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// The log of the store `store`, signed and checked with the fleet's key if it has one.
+    fn wal(&self, store: &str) -> Wal {
+        Wal::new(Arc::clone(&self.bucket), store).signed(self.keys.clone())
     }
 
     /// The fleet's operator token: made by the first node that starts (create-only, so nodes
@@ -501,7 +524,7 @@ impl Member {
 
     /// Removes the data of the store `lease` says is deleted, unless that was done.
     fn finish_deletion(&self, lease: &Lease) {
-        let wal = Wal::new(Arc::clone(&self.bucket), &lease.store);
+        let wal = self.wal(&lease.store);
         if wal.deletion_finished().unwrap_or(true) {
             return;
         }
@@ -571,7 +594,7 @@ impl Member {
         };
         // The store is deleted from here on; what follows only removes its data, which the
         // next node's sweep finishes if this is cut.
-        if let Err(e) = Wal::new(Arc::clone(&self.bucket), store).delete(deleted.epoch) {
+        if let Err(e) = self.wal(store).delete(deleted.epoch) {
             eprintln!(
                 "mnemo serve: deleted the store {store}, but its data's removal from the bucket was cut ({e}); the fleet's next sweep finishes it"
             );
@@ -632,7 +655,7 @@ impl Member {
                 _ => Taken::Missing,
             });
         };
-        let wal = Wal::new(Arc::clone(&self.bucket), store);
+        let wal = self.wal(store);
         // The copy an earlier hold left is brought up from where it was recorded, if it holds.
         let recorded = copy::recorded(path).filter(|at| wal.holds(at).unwrap_or(false));
         let from = recorded.unwrap_or(Position::START);

@@ -232,10 +232,27 @@ fn a_fleet_stores_log_is_verified_and_restored_with_no_node_running() {
         );
     }
 
+    // Written with no key: a verifier key finds nothing it signed, and says so; a key that is
+    // none is a bad argument.
+    let key_file = t.dir.path().join("fleet.key");
+    let made = crate::support::run_mnemo(
+        &["key", "create", "--file", &key_file.to_string_lossy()],
+        "",
+    );
+    assert!(made.status.success(), "{made:?}");
+    let vkey = String::from_utf8_lossy(&made.stdout).trim().to_string();
+    let out = crate::support::run_mnemo(&["verify", "--from", &url, "--key", &vkey], "");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("none of its objects is signed"), "{said}");
     let out = crate::support::run_mnemo(&["verify", "--from", &url, "--key", "k+1+AAAA"], "");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("not signed"), "{err}");
+    assert!(err.contains("not a verifier key"), "{err}");
 
     // An object altered where it lies: the chain breaks there.
     let third = &before[2].name;

@@ -1724,3 +1724,130 @@ fn a_fleet_that_does_not_exist_is_named_and_not_made() {
         assert!(!missing.exists(), "{args:?} made the directory");
     }
 }
+
+/// `mnemo key create --file` of a new fleet key at `path`: its verifier key.
+fn fleet_key(path: &std::path::Path) -> String {
+    let out = crate::support::run_mnemo(&["key", "create", "--file", &path.to_string_lossy()], "");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// `mnemo verify --from` of the store's log in the fleet at `url`, with `extra`: its exit
+/// success and everything it printed.
+fn verify_from(url: &str, store: &str, extra: &[&str]) -> (bool, String) {
+    let from = format!("{url}/stores/{store}");
+    let mut args = vec!["verify", "--from", &from];
+    args.extend_from_slice(extra);
+    let out = crate::support::run_mnemo(&args, "");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), said)
+}
+
+#[test]
+fn a_fleet_with_a_key_signs_its_logs_and_takes_no_store_whose_log_someone_without_it_wrote() {
+    let t = TempStore::new();
+    let url = bucket_url(&t, "bucket");
+    let key_file = t.dir.path().join("fleet.key");
+    let vkey = fleet_key(&key_file);
+    let key = key_file.to_string_lossy().to_string();
+    let signing = ["--signing-key", key.as_str()];
+    let a = node_with(&t, &url, "a", &signing);
+    let b = node_with(&t, &url, "b", &signing);
+    let (code, body) = a.api("POST", "/v1/stores", &json!({"name": "notes"}));
+    assert_eq!(code, 201, "{body}");
+    for i in 0..4 {
+        assert!(write(&a, "notes", &format!("/memories/a{i}.md"), &[]));
+    }
+    // b takes the store over from a's signed log, checking it, and signs on.
+    let out = crate::support::run_mnemo(&["fleet", "drain", "a", "--fleet", &url], "");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for i in 0..3 {
+        assert!(write(&b, "notes", &format!("/memories/b{i}.md"), &[]));
+    }
+    let shown = files(&b, "notes");
+    assert!(
+        shown.contains("/memories/a3.md") && shown.contains("/memories/b2.md"),
+        "{shown}"
+    );
+
+    // An auditor proves the log with the verifier key alone; another key is refused, by name.
+    let (ok, said) = verify_from(&url, "notes", &["--key", &vkey]);
+    assert!(ok && said.contains("INTACT"), "{said}");
+    let other = fleet_key(&t.dir.path().join("other.key"));
+    let (ok, said) = verify_from(&url, "notes", &["--key", &other]);
+    assert!(!ok, "another key: {said}");
+    let given = other.splitn(3, '+').take(2).collect::<Vec<_>>().join("+");
+    assert!(said.contains(&given), "the key given is named: {said}");
+    let restored = t.dir.path().join("restored");
+    let out = crate::support::run_mnemo(
+        &[
+            "restore",
+            "--from",
+            &format!("{url}/stores/notes"),
+            "--db",
+            &restored.to_string_lossy(),
+            "--key",
+            &vkey,
+        ],
+        "",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // Someone with the bucket and without the key appends a commit: the next holder refuses
+    // the store, and the auditor names the object, though the log is otherwise whole.
+    drop(b);
+    drop(a);
+    let wal = Wal::new(
+        std::sync::Arc::new(Bucket::open(&url).expect("bucket")),
+        "notes",
+    );
+    let forger = wal.take(1_000, &Position::START).expect("an unsigned take");
+    let (seq, hash) = (forger.read.seq, forger.read.hash);
+    let mut holder = forger.holder;
+    let forged = mnemo::testing::chain::sample::frame(Seq(seq.0 + 1), hash, "forged");
+    holder
+        .commit(&[(forged.seq, forged.encode())])
+        .expect("the forged commit");
+    let (ok, said) = verify_from(&url, "notes", &["--key", &vkey]);
+    assert!(
+        !ok && said.contains("is not signed by the fleet's key"),
+        "{said}"
+    );
+    let c = node_with(&t, &url, "c", &signing);
+    let reply = settled(
+        &c,
+        "POST",
+        "/v1/stores/notes/memory",
+        json!({"command": "view", "path": "/memories"})
+            .to_string()
+            .as_bytes(),
+    );
+    assert_ne!(
+        reply.status,
+        200,
+        "a forged log is not served: {}",
+        reply.text()
+    );
+    let said = c.stderr.lock().expect("stderr").clone();
+    assert!(
+        reply.text().contains("is not signed") || said.contains("is not signed"),
+        "{} / {said}",
+        reply.text()
+    );
+}

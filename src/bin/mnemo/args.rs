@@ -463,13 +463,20 @@ pub(crate) enum FleetCmd {
 pub(crate) enum KeyCmd {
     /// Make the store's Ed25519 signing key (its secret kept beside the store, mode 0600) and
     /// print the verifier key to hand to whoever verifies a replica; from then on every
-    /// checkpoint `mnemo replicate` publishes is signed. A key is never replaced.
+    /// checkpoint `mnemo replicate` publishes is signed. With --file, make a fleet's key
+    /// instead. A key is never replaced.
     Create {
         #[command(flatten)]
         db: Db,
-        /// The key's name (default: mnemo- and the store directory's name).
+        /// The key's name (default: mnemo- and the store directory's name; mnemo-fleet with
+        /// --file).
         #[arg(long)]
         name: Option<String>,
+        /// Make a fleet's signing key in this new file (mode 0600) rather than a store's: every
+        /// node is given it (`mnemo serve --fleet URL --signing-key FILE`) and signs the logs
+        /// it writes with it.
+        #[arg(long, value_name = "FILE")]
+        file: Option<PathBuf>,
     },
 }
 
@@ -720,6 +727,16 @@ pub struct ServeFlags {
     /// stores over (it stops serving them 30% sooner).
     #[arg(long, value_name = "SECS", default_value_t = 10.0, requires = "fleet")]
     pub lease_ttl: f64,
+    /// With --fleet: the fleet's signing key (`mnemo key create --file FILE` made it; every
+    /// node is given the same): this node signs the store logs it writes, and takes a store
+    /// only if its log is signed by the key.
+    #[arg(long, value_name = "FILE", requires = "fleet")]
+    pub signing_key: Option<PathBuf>,
+    /// With --signing-key: also take stores whose logs were written before the fleet had a
+    /// key (none of their objects signed), signing on from them. Give it while the fleet gets
+    /// its key, then leave it out.
+    #[arg(long, requires = "signing_key")]
+    pub adopt_unsigned: bool,
 }
 
 /// `mnemo redact`'s arguments.

@@ -132,8 +132,8 @@ fn main() -> ExitCode {
             command: FleetCmd::Drain { node, fleet },
         } => fleet::drain(&fleet, &node),
         Cmd::Key {
-            command: KeyCmd::Create { db, name },
-        } => replication::key_create(&db.db, name.as_deref()),
+            command: KeyCmd::Create { db, name, file },
+        } => replication::key_create(&db.db, name.as_deref(), file.as_deref()),
         Cmd::Store { command } => store::run(&command),
         Cmd::Log(args) => run_log(&args),
         Cmd::Ls(a) => run_ls(&a.db.db, &a.dir, a.at, &a.remote),

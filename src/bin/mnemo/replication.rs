@@ -70,7 +70,10 @@ pub fn restore(url: &str, db: &Path, at: Option<u64>, key: Option<&str>) -> CliR
 }
 
 /// `mnemo key create [--name NAME]`: the verifier key on stdout.
-pub fn key_create(db: &Path, name: Option<&str>) -> CliResult {
+pub fn key_create(db: &Path, name: Option<&str>, file: Option<&Path>) -> CliResult {
+    if let Some(file) = file {
+        return fleet_key_create(file, name);
+    }
     let key = SigningKey::of_store(db)?;
     let vkey = key.create(name)?;
     let name = vkey.split('+').next().unwrap_or_default();
@@ -84,6 +87,26 @@ pub fn key_create(db: &Path, name: Option<&str>) -> CliResult {
         &format!(
             "the signing key stays in {}; if no replica was shipped with it yet, remove that file and run `mnemo key create` again",
             key.file().display()
+        ),
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `mnemo key create --file FILE [--name NAME]`: a fleet's key in FILE, its verifier key on
+/// stdout.
+fn fleet_key_create(file: &Path, name: Option<&str>) -> CliResult {
+    let vkey = mnemo::FleetKey::create(file, name.unwrap_or("mnemo-fleet"))?;
+    let name = vkey.split('+').next().unwrap_or_default();
+    tell(format_args!(
+        "mnemo: made the fleet signing key {name} in {} (mode 0600): give that file to every node (`mnemo serve --fleet URL --signing-key FILE`) and back it up apart from the bucket. Hand out the verifier key below for `mnemo verify --from FLEET/stores/NAME --key VKEY`.",
+        file.display()
+    ));
+    crate::print::say_once(
+        &vkey,
+        "the verifier key",
+        &format!(
+            "the key is in {}; if no node signed with it yet, remove that file and run `mnemo key create --file` again",
+            file.display()
         ),
     )?;
     Ok(ExitCode::SUCCESS)

@@ -115,13 +115,22 @@ pub(crate) fn run_data_server(
     )?;
     options.prepare(dir, None)?;
     let fleet = match &flags.fleet {
-        Some(url) => Some(mnemo::FleetOptions::node(
-            url,
-            flags.listen,
-            flags.advertise.as_deref(),
-            flags.node_id.as_deref(),
-            crate::fleet::lease_ttl_of(flags.lease_ttl)?,
-        )?),
+        Some(url) => {
+            let mut node = mnemo::FleetOptions::node(
+                url,
+                flags.listen,
+                flags.advertise.as_deref(),
+                flags.node_id.as_deref(),
+                crate::fleet::lease_ttl_of(flags.lease_ttl)?,
+            )?;
+            node.signing = flags
+                .signing_key
+                .as_deref()
+                .map(mnemo::FleetKey::load)
+                .transpose()?;
+            node.adopt_unsigned = flags.adopt_unsigned;
+            Some(node)
+        }
         None => None,
     };
     let durability = match (&fleet, session.durability) {
