@@ -17,7 +17,7 @@
 //! [`MERGED_BYTES`] and is never merged again. Every form holds the same bytes.
 
 use crate::error::{Error, Result};
-use crate::model::event::Seq;
+use crate::model::event::{FRAME_FIXED, Seq};
 
 const MAGIC: &[u8; 8] = b"MNEMOSG1";
 
@@ -68,6 +68,14 @@ pub fn decode(name: &str, bytes: &[u8], range: (Seq, Seq)) -> Result<Vec<(Seq, V
         let len = usize::try_from(len).map_err(|_| bad("a record is too long"))?;
         if after.len() < len {
             return Err(bad("a record is cut"));
+        }
+        // What is decoded costs what it holds: a record too short to be an event's would cost
+        // its vector's own bytes many times over (a segment of empty records, 4 bytes each).
+        if len < FRAME_FIXED {
+            return Err(bad(&format!(
+                "record {} is {len} bytes, shorter than any event's ({FRAME_FIXED})",
+                i + 1
+            )));
         }
         let seq = first
             .checked_add(i)
@@ -184,7 +192,7 @@ mod tests {
 
     #[test]
     fn a_segment_decodes_to_its_records_and_any_damage_is_named() {
-        let records = vec![b"one".to_vec(), Vec::new(), b"three".to_vec()];
+        let records = vec![vec![1; FRAME_FIXED], vec![2; FRAME_FIXED + 1], vec![3; 300]];
         let bytes = encode(Seq(7), &records);
         let range = (Seq(7), Seq(9));
         let name = name(Seq(7), Seq(9));
@@ -193,11 +201,17 @@ mod tests {
         assert_eq!(
             back,
             vec![
-                (Seq(7), b"one".to_vec()),
-                (Seq(8), Vec::new()),
-                (Seq(9), b"three".to_vec())
+                (Seq(7), records[0].clone()),
+                (Seq(8), records[1].clone()),
+                (Seq(9), records[2].clone())
             ]
         );
+        // A record shorter than any event's is refused, not held at many times its size.
+        let short = encode(Seq(7), &[vec![1; FRAME_FIXED], Vec::new()]);
+        let refused = decode(&name, &short, (Seq(7), Seq(8)))
+            .expect_err("an empty record")
+            .to_string();
+        assert!(refused.contains("shorter than any event's"), "{refused}");
         for i in 0..bytes.len() {
             let mut flipped = bytes.clone();
             flipped[i] ^= 1;

@@ -7,7 +7,8 @@ use crate::model::seq::Seq;
 
 use super::*;
 
-const FRAME_FIXED: usize = 1 + 8 + 32 + 32 + 32 + 4;
+/// The bytes every stored record has before its header and payload: none is shorter.
+pub const FRAME_FIXED: usize = 1 + 8 + 32 + 32 + 32 + 4;
 
 /// An event's stored record split into its fields, before the header and payload are decoded.
 ///
