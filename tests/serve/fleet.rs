@@ -423,6 +423,34 @@ fn the_memory_stores_api_through_any_node_lists_and_serves_the_fleets_stores() {
             with_archived
         );
     }
+    // The store made without the API was created when the fleet first leased it, whichever
+    // node answers and wherever its copy was made: a drained node's stores are built anew on
+    // another node, a second or more later.
+    let listed_created = |node: &Server| {
+        let (code, body) = node.api("GET", "/v1/memory_stores?limit=100", &Value::Null);
+        assert_eq!(code, 200, "{body}");
+        body["data"]
+            .as_array()
+            .expect("data")
+            .iter()
+            .find(|s| s["id"] == "memstore_plain")
+            .map(|s| s["created_at"].clone())
+            .expect("plain is listed")
+    };
+    let created = listed_created(&nodes[0]);
+    std::thread::sleep(Duration::from_millis(1100));
+    let out = crate::support::run_mnemo(&["fleet", "drain", "a", "--fleet", &url], "");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for node in &nodes {
+        assert_eq!(listed_created(node), created);
+        let (code, body) = node.api("GET", "/v1/memory_stores/memstore_plain", &Value::Null);
+        assert_eq!(code, 200, "{body}");
+        assert_eq!(body["created_at"], created, "retrieved as listed: {body}");
+    }
     // Deleted through another node: no node lists it any more.
     let (code, body) = nodes[1].api(
         "DELETE",

@@ -193,11 +193,38 @@ pub(super) fn current(served: &Served, store_dir: &Path, name: &str) -> crate::R
         }
         return Ok(label);
     }
-    let label = read(store_dir, name)?;
-    if store_dir.join(LABEL_FILE).exists() {
+    let kept = store_dir.join(LABEL_FILE).exists();
+    let label = match served.fleet() {
+        // Created when the fleet first leased it, as every node lists it: not when this node's
+        // copy was made.
+        Some((bucket, fleet_name)) if !kept => unlabelled_in_fleet(bucket, fleet_name),
+        _ => read(store_dir, name)?,
+    };
+    if kept {
         record(served, store_dir, &label)?;
     }
     Ok(label)
+}
+
+/// The label of the fleet's store `name` that none was given (made without the memory-stores
+/// API): named after the store, created when its first lease was taken, by the bucket's clock,
+/// so that every node answers it alike.
+pub(super) fn unlabelled_in_fleet(bucket: &crate::fleet::bucket::Bucket, name: &str) -> Label {
+    let born = bucket
+        .list(&format!("leases/{name}"))
+        .ok()
+        .and_then(|leases| {
+            leases
+                .first()
+                .map(|l| u64::try_from(l.stamp_ms).unwrap_or(0))
+        })
+        .unwrap_or(0);
+    Label {
+        name: name.to_string(),
+        created_ms: born,
+        updated_ms: born,
+        ..Label::default()
+    }
 }
 
 /// Replaces the copy of the label of the store in `store_dir` with `label`: written to a new file beside it

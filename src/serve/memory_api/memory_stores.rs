@@ -156,23 +156,9 @@ pub(super) async fn list_stores(
 /// after the store, created when its first lease was taken. One store's unreadable copy never
 /// keeps the others from the list.
 fn fleet_label(bucket: &crate::fleet::bucket::Bucket, name: &str) -> Label {
-    if let Ok(Some(label)) = label::in_bucket(bucket, name) {
-        return label;
-    }
-    let born = bucket
-        .list(&format!("leases/{name}"))
-        .ok()
-        .and_then(|leases| {
-            leases
-                .first()
-                .map(|l| u64::try_from(l.stamp_ms).unwrap_or(0))
-        })
-        .unwrap_or(0);
-    Label {
-        name: name.to_string(),
-        created_ms: born,
-        updated_ms: born,
-        ..Label::default()
+    match label::in_bucket(bucket, name) {
+        Ok(Some(label)) => label,
+        _ => label::unlabelled_in_fleet(bucket, name),
     }
 }
 
