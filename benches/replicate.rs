@@ -16,6 +16,9 @@
 //! shipment (segments of 4,096 events), into a new directory: fetch, chain checks, append with
 //! the verifier's replay beside it, and the index that replay derived written. The target is 1M events under 10 s. The store and
 //! its replica are built once and cached under `target/bench-fixtures`.
+//!
+//! `verify_from_file`: `verify_replica` (under `mnemo verify --from`) of a replica of 100k
+//! events, against a restore followed by a whole verify (what it did before), in one run.
 
 mod common;
 
@@ -228,5 +231,38 @@ fn restore(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, durable_writes, lag, restore);
+/// `verify_from_file`: `mnemo verify --from` of the same replicas (`Replica::verify_replica`):
+/// the store made only for the report of the pass that checks the records as they are appended
+/// (`report_pass`), against what it did before, the store restored whole and then verified
+/// whole (`restore_then_verify`), in one run.
+fn verify_from(c: &mut Criterion) {
+    let mut group = c.benchmark_group("verify_from_file");
+    group.sample_size(10);
+    for events in common::sizes(&[100_000], &[1_000]) {
+        let url = replica_of(events as u64);
+        group.throughput(Throughput::Elements(events as u64));
+        group.bench_function(format!("report_pass/{events}"), |b| {
+            b.iter(|| {
+                let report = Replica::verify_replica(&url, None, None).expect("verify");
+                assert!(report.is_intact());
+            });
+        });
+        let replica = Replica::open(&url, false).expect("open the replica");
+        group.bench_function(format!("restore_then_verify/{events}"), |b| {
+            b.iter(|| {
+                let dir = tempfile::tempdir_in(common::cache_dir()).expect("dir");
+                let db = dir.path().join("restored");
+                replica.restore(&db, None).expect("restore");
+                let client = MnemoClient::builder(&db)
+                    .read_only()
+                    .open()
+                    .expect("open");
+                assert!(client.verify().expect("verify").is_intact());
+            });
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, durable_writes, lag, restore, verify_from);
 criterion_main!(benches);

@@ -116,5 +116,6 @@ fn built(wal: &Wal, path: &Path, at: Option<Seq>) -> Result<Restored> {
         partial: Vec::new(),
         covered: Vec::new(),
         beyond: None,
+        report: None,
     })
 }

@@ -10,7 +10,8 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use super::{Replica, Restored, Shipped};
+use super::restore::{Made, restore_with};
+use super::{Replica, Restored, Shipped, fetch};
 use crate::client::MnemoClient;
 use crate::error::{Error, Result};
 use crate::model::event::Seq;
@@ -73,7 +74,15 @@ impl Replica {
             SigningKey::check_verifier(vkey)?;
         }
         let replica = Replica::open_trusting(url, key, None)?;
-        Replica::verify_made(url, expect, |db| replica.restore(db, None))
+        // The store is made only for its report; with `expect` it is verified again whole,
+        // which checks the expected event.
+        let made = match expect {
+            Some(_) => Made::Store,
+            None => Made::Report,
+        };
+        Replica::verify_made(url, expect, |db| {
+            restore_with(db, |building| fetch(&replica, building, None, made))
+        })
     }
 
     /// The store `make` builds at the private path it is given, from the object store at `url`,
@@ -96,10 +105,16 @@ impl Replica {
             }
             Err(e) => return Err(e),
         };
-        let report = MnemoClient::builder(&db)
-            .read_only()
-            .open()?
-            .verify_with(expect)?;
+        // The pass that verified the records as they were appended gave its report, unless
+        // it found something or an expected head is to be checked: then the store made is
+        // verified whole, which names the first violation.
+        let report = match (restored.report.clone(), expect) {
+            (Some(report), None) => report,
+            _ => MnemoClient::builder(&db)
+                .read_only()
+                .open()?
+                .verify_with(expect)?,
+        };
         let mut sent = report.to_protocol(Path::new(url));
         // What the replica still holds that a redaction erased is named, segment by segment.
         sent.notes.extend(restored.notes());
@@ -441,6 +456,56 @@ mod tests {
         assert_eq!(Replica::expected_head(&head, None), Ok(restored.head));
         let neither = Replica::expected_head("nothing", None).expect_err("neither");
         assert!(neither.contains("--expect takes SEQ:HASH"), "{neither}");
+    }
+
+    #[test]
+    fn verify_from_a_replica_reports_what_a_verify_of_the_restored_store_does() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = store_with_a_call(dir.path());
+        let client = MnemoClient::open(&db, "agent").expect("open");
+        let server = crate::client::tool_server::MnemoMemoryToolServer::new(client);
+        for (i, input) in [
+            serde_json::json!({"command": "view", "path": "/memories"}),
+            serde_json::json!({"command": "str_replace", "path": "/memories/a.md", "old_str": "a", "new_str": "b"}),
+            serde_json::json!({"command": "rename", "old_path": "/memories/a.md", "new_path": "/memories/c.md"}),
+            serde_json::json!({"command": "view", "path": "/memories/c.md"}),
+            serde_json::json!({"command": "delete", "path": "/memories/nothing.md"}),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            server.handle(&serde_json::json!({
+                "type": "tool_use", "id": format!("t{}", i + 2), "name": "memory", "input": input,
+            }));
+        }
+        drop(server);
+        // An event erased: the report names it, both ways.
+        let selection = crate::client::redact::Selection {
+            texts: vec!["nothing.md".into()],
+            ..Default::default()
+        };
+        crate::client::redact::redact(&db, "operator", "a test", &selection).expect("redact");
+        let url = format!("file://{}", dir.path().join("replica").display());
+        Replica::ship_store(&db, &url, &mut |_, _| {}).expect("ship");
+        // Made for its report alone: the pass over the appended records is the report.
+        let fast = Replica::verify_replica(&url, None, None).expect("verify");
+        assert!(fast.is_intact(), "{fast:?}");
+        // The store restored and verified whole, as before.
+        let restored = dir.path().join("restored");
+        Replica::restore_new(&url, &restored, None, None).expect("restore");
+        let mut whole = MnemoClient::builder(&restored)
+            .read_only()
+            .open()
+            .expect("open")
+            .verify_with(None)
+            .expect("verify")
+            .to_protocol(Path::new(&url));
+        let mut fast = fast;
+        for report in [&mut fast, &mut whole] {
+            (report.elapsed_ms, report.events_per_sec, report.mb_per_sec) = (0.0, 0.0, 0.0);
+        }
+        assert_eq!(fast.redacted.len(), 1, "{fast:?}");
+        assert_eq!(fast, whole);
     }
 
     #[test]

@@ -259,7 +259,7 @@ fn rebuild(replica: &Replica, path: &Path) -> Result<()> {
         crate::client::token::random_hex(8).map_err(|e| Error::io("the OS random source", e))?;
     let fresh = crate::store::disk::parent_of(path).join(format!("{prefix}{tag}"));
     // Built in place under that name (a restore's own directory beside it would not be).
-    let swapped = super::fetch(replica, &fresh, None)
+    let swapped = super::fetch(replica, &fresh, None, super::restore::Made::Store)
         .and_then(|_| crate::store::disk::carry_own_files(path, &fresh))
         .and_then(|()| crate::client::redact::exchange(&fresh, path));
     // After the exchange `fresh` holds the old store, erased content and all; before it, the

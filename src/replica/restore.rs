@@ -27,7 +27,19 @@ impl Replica {
 /// An event a redaction named is restored erased, whatever its segment holds. Returns what was
 /// restored. On failure nothing is left at `db`.
 pub(crate) fn restore(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Restored> {
-    restore_with(db, |building| fetch(replica, building, at))
+    restore_with(db, |building| fetch(replica, building, at, Made::Store))
+}
+
+/// What a fetch of a replica makes: a store to keep (a restore), or one only looked at for its
+/// report (`mnemo verify --from`), whose index is not written when the pass that re-derived
+/// every answer found the log intact: that pass's report is the one given
+/// ([`Restored::report`]), and the store is thrown away.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Made {
+    /// A store to keep, index and all.
+    Store,
+    /// A store made only for its report.
+    Report,
 }
 
 /// Makes a new store at `db` (a new path or an empty directory) with `make`, which builds it at
@@ -97,6 +109,10 @@ pub struct Restored {
     /// way, or cut before it moved the head): checked against the chain, never restored. Only
     /// a restore to the head looks at them (not one `--at` an event).
     pub(crate) beyond: Option<(Seq, Seq)>,
+    /// The report of the pass that verified the records as they were appended, when it found
+    /// the log intact and nothing was asked of it beyond ([`Made::Report`]); a verify of the
+    /// store made would give the same report.
+    pub(crate) report: Option<crate::audit::verify::Report>,
 }
 
 impl Restored {
@@ -259,7 +275,7 @@ pub(super) fn redacted_by(record: &[u8]) -> Result<Option<Vec<Seq>>> {
 /// answer and is the index, written once every record is appended. When that pass finds
 /// anything, the store is made whole and verified whole, which names the first violation as
 /// `mnemo verify` does.
-pub(crate) fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Restored> {
+pub(crate) fn fetch(replica: &Replica, db: &Path, at: Option<Seq>, made: Made) -> Result<Restored> {
     let checkpoint = replica.head()?.map(|(_, head)| head);
     // Every object under the prefix is the replica's own, or named.
     replica.check_root()?;
@@ -404,7 +420,18 @@ pub(crate) fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Res
             )));
         }
     }
+    let mut report = None;
     match verified {
+        // Verified intact, for a report only: the store is thrown away, so its index is not
+        // written (at a million events, about half of what a restore costs).
+        Some((mut verified, _)) if made == Made::Report => {
+            // What the store would say of itself once its index and head were written, as a
+            // restore writes them (the pass read them before anything was appended).
+            verified.meta_head = head;
+            verified.index_applied = head.seq;
+            verified.recorded = Some(head);
+            report = Some(verified);
+        }
         // Verified intact: its replay's index is the store's.
         Some((_, index)) => {
             store.write_new_index(index.map.iter().map(|(k, v)| (&k[..], Some(&v[..]))))?;
@@ -448,6 +475,7 @@ pub(crate) fn fetch(replica: &Replica, db: &Path, at: Option<Seq>) -> Result<Res
         partial,
         covered,
         beyond,
+        report,
     })
 }
 
