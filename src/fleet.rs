@@ -7,7 +7,8 @@
 //! and lease epochs, judged by the object store's clock), and [`wal`], each store's write-ahead
 //! log in the bucket, whose create-only object names fence a holder that lost its store, so that
 //! two nodes can never both get a write into one store's history; [`forwarding`], the proof a
-//! request forwarded between nodes carries. The layout of the bucket's
+//! request forwarded between nodes carries; [`viewer_logins`], the viewer's sessions and login
+//! links, kept there so that every node knows them. The layout of the bucket's
 //! objects is in `docs/formats.md` ("Fleet objects"); the design and its invariants in
 //! ARCHITECTURE.md.
 
@@ -18,4 +19,5 @@ pub mod lease;
 pub mod pack;
 mod recovery;
 pub mod shipping;
+pub mod viewer_logins;
 pub mod wal;
