@@ -8,7 +8,9 @@
 //! log in the bucket, whose create-only object names fence a holder that lost its store, so that
 //! two nodes can never both get a write into one store's history; [`signature`], the fleet's key
 //! that signs those logs, so that no one without it can write a store's history through the
-//! bucket; [`forwarding`], the proof a request forwarded between nodes carries. The layout of the bucket's
+//! bucket; [`forwarding`], the proof a request forwarded between nodes carries;
+//! [`viewer_logins`], the viewer's sessions and login links, kept there so that every node
+//! knows them. The layout of the bucket's
 //! objects is in `docs/formats.md` ("Fleet objects"); the design and its invariants in
 //! ARCHITECTURE.md.
 
@@ -20,4 +22,5 @@ pub mod pack;
 mod recovery;
 pub mod shipping;
 pub mod signature;
+pub mod viewer_logins;
 pub mod wal;

@@ -1295,6 +1295,11 @@ pub fn serve_data(
         .with_store_tokens(Arc::new(move |name: &str, token: &str| {
             proving.agent_in(name, token)
         }));
+        // A fleet's node keeps its viewer's logins in the bucket, so they work through any node.
+        let viewer = match &fleet {
+            Some(member) => viewer.in_fleet(Arc::clone(member.bucket())),
+            None => viewer,
+        };
         let app = match &fleet {
             Some(member) => app.layer(axum::middleware::from_fn_with_state(
                 super::fleet::Routing::new(Arc::clone(member), stores.hosts.clone(), &stores.token),

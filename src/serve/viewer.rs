@@ -11,7 +11,8 @@
 //! origin, no framing), `X-Content-Type-Options: nosniff` and `Referrer-Policy: no-referrer`.
 //!
 //! **Logging in.** A browser holds no bearer token. It logs in one of two ways, and gets a
-//! session cookie (`HttpOnly; SameSite=Strict; Path=/`, named after the server's port):
+//! session cookie (`HttpOnly; SameSite=Strict; Path=/`, named after the server's port, or on a
+//! fleet's node alike on every node: see below):
 //!
 //! - a one-time link, `http://HOST:PORT/ui/#login=SECRET`, which `mnemo ui` asks the server for
 //!   (`POST /ui/api/link` with the operator token): the secret is 256 random bits, lives
@@ -23,6 +24,20 @@
 //! `POST /ui/api/login` must come from this server's own origin (`Origin` present and ours, as
 //! the gate checks `Host`). Sessions live in this process only, for [`SESSION_LIFE`]: a cookie
 //! from another server, or from this one before a restart, names no session and is refused.
+//!
+//! **On a fleet's node** (`--fleet`) the sessions and links are the fleet's, kept in its bucket
+//! ([`crate::fleet::viewer_logins`]: create-only objects named by the hash of the session id or
+//! the secret), so a login through one node works through every node, behind a load balancer
+//! without affinity too, and outlives a node's restart. The cookie is `mnemo_ui_` and 12 hex
+//! digits derived from the fleet's operator token, the same on every node. A link is redeemed by
+//! the one node that makes its used marker, so exactly once in the fleet. A node reads a session
+//! it does not hold from the bucket once and keeps it (at most [`MAX_SESSIONS`] so), reads it
+//! again when it last did [`RECHECK`] before, and reads it for every request that is not a GET or
+//! HEAD: a logout (which removes the session's object before it answers) is refused by every
+//! node at once for a change, and within [`RECHECK`] for a read. An object that is no session
+//! (junk, too large, not a regular file of a `file://` bucket, ending beyond [`SESSION_LIFE`]) is
+//! none, and asks for a new login; one expired is none too, and removed by the node that finds
+//! it; each node sweeps what expired from the bucket at most every [`SWEEP_EVERY`].
 //!
 //! **Reading as the session.** A request to `/v1/...` that carries no bearer token but the
 //! session cookie goes through the gate as the session's principal (its token is put in its
@@ -50,6 +65,8 @@ use serde_json::json;
 use super::auth::{Authority, Hosts, Principal, Refusal, Token, bearer};
 use super::refuse;
 use super::routes::error;
+use crate::fleet::bucket::Bucket;
+use crate::fleet::viewer_logins;
 
 /// The Content-Security-Policy of every `/ui/` answer.
 pub(crate) const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
@@ -69,6 +86,16 @@ const MAX_SESSIONS: usize = 256;
 
 /// The most sessions one principal holds at once (its oldest goes first).
 const MAX_SESSIONS_EACH: usize = 32;
+
+/// On a fleet's node, how long a session read from the fleet's bucket is served without reading
+/// its object again (a request that is not a GET or HEAD reads it every time): a session logged
+/// out through one node is refused by every other within this.
+pub(crate) const RECHECK: Duration = Duration::from_secs(5);
+
+/// How often at most a fleet's node sweeps the expired logins out of the bucket (when a login
+/// or a link is made through it), and the most objects one sweep removes.
+const SWEEP_EVERY: Duration = Duration::from_secs(600);
+const SWEEP_MOST: usize = 1000;
 
 /// The largest login body read.
 const LOGIN_BODY_MAX: usize = 4096;
@@ -108,6 +135,23 @@ struct Session {
     store: Option<String>,
     csrf: String,
     expires: Instant,
+    /// On a fleet's node, when its object in the bucket was last read (or made).
+    checked: Instant,
+}
+
+/// What a live session is: its principal, token, CSRF token, and on a `--data` server the store
+/// an agent's session reads.
+type Found = (Principal, String, String, Option<String>);
+
+impl Session {
+    fn found(&self) -> Found {
+        (
+            self.principal.clone(),
+            self.token.clone(),
+            self.csrf.clone(),
+            self.store.clone(),
+        )
+    }
 }
 
 /// The viewer of one server: its login links and sessions.
@@ -116,7 +160,8 @@ pub(crate) struct Viewer {
     authority: Authority,
     /// The operator token, which a session opened by a link acts with.
     operator: Token,
-    /// The session cookie's name, with the server's port (cookies are per host, not per port).
+    /// The session cookie's name: with the server's port (cookies are per host, not per port), or
+    /// on a fleet's node the same on every node of the fleet.
     cookie: String,
     /// Whether the server is a `--data` server (its stores under `/v1/stores/NAME/`).
     data: bool,
@@ -126,6 +171,14 @@ pub(crate) struct Viewer {
     sessions: Mutex<HashMap<[u8; 32], Session>>,
     /// On a `--data` server: who an agent token is in the store that issued it.
     store_tokens: Option<StoreTokens>,
+    /// On a fleet's node, the fleet's bucket, where its sessions and links are kept for every
+    /// node ([`viewer_logins`]); `links` is then unused.
+    fleet: Option<Arc<Bucket>>,
+    /// On a fleet's node, sessions it did not open in this run, as last read from the bucket (at
+    /// most [`MAX_SESSIONS`]: the least recently read go first).
+    known: Mutex<HashMap<[u8; 32], Session>>,
+    /// On a fleet's node, when it last swept the bucket's expired logins.
+    swept: Mutex<Option<Instant>>,
 }
 
 /// Proves an agent token in the store that issued it (`store`, `token`): a `--data` server's
@@ -137,7 +190,20 @@ fn lock<V>(mutex: &Mutex<V>) -> MutexGuard<'_, V> {
 }
 
 fn digest(secret: &str) -> [u8; 32] {
-    *blake3::hash(secret.as_bytes()).as_bytes()
+    viewer_logins::key(secret)
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Whether `secret` could be a session id or a link's secret this server made (64 lowercase hex
+/// digits): anything else is refused before the fleet's bucket is asked.
+fn plausible(secret: &str) -> bool {
+    secret.len() == 64
+        && secret
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 impl Viewer {
@@ -159,7 +225,71 @@ impl Viewer {
             links: Mutex::default(),
             sessions: Mutex::default(),
             store_tokens: None,
+            fleet: None,
+            known: Mutex::default(),
+            swept: Mutex::default(),
         }
+    }
+
+    /// A fleet's node's viewer: its sessions and links kept in the fleet's `bucket`, so that
+    /// every node knows them, and its cookie named alike on every node (after the fleet's
+    /// operator token, which names the fleet and is the same on every node), so that a browser
+    /// reaching the nodes behind one address sends it to each.
+    pub(crate) fn in_fleet(mut self, bucket: Arc<Bucket>) -> Self {
+        let named = blake3::derive_key(
+            "mnemo viewer cookie of a fleet",
+            self.operator.as_str().as_bytes(),
+        );
+        let short: String = named[..6].iter().map(|b| format!("{b:02x}")).collect();
+        self.cookie = format!("mnemo_ui_{short}");
+        self.fleet = Some(bucket);
+        self
+    }
+
+    /// The bucket's answer to `call` on the blocking pool (the bucket's calls block), or why
+    /// there is none.
+    async fn in_bucket<T: Send + 'static>(
+        bucket: &Arc<Bucket>,
+        call: impl FnOnce(&Bucket) -> crate::Result<T> + Send + 'static,
+    ) -> Result<T, Refusal> {
+        let bucket = Arc::clone(bucket);
+        match tokio::task::spawn_blocking(move || call(&bucket)).await {
+            Ok(Ok(answer)) => Ok(answer),
+            Ok(Err(e)) => Err(Refusal::Unavailable(format!(
+                "the fleet's bucket did not answer for the viewer's login ({e}); retry"
+            ))),
+            Err(e) => Err(Refusal::Unavailable(format!(
+                "the viewer's login could not be checked ({e}); retry"
+            ))),
+        }
+    }
+
+    /// On a fleet's node, sweeps the bucket's expired logins in the background, unless it did
+    /// within [`SWEEP_EVERY`].
+    fn sweep(&self) {
+        let Some(bucket) = &self.fleet else { return };
+        {
+            let mut swept = lock(&self.swept);
+            if swept.is_some_and(|at| at.elapsed() < SWEEP_EVERY) {
+                return;
+            }
+            *swept = Some(Instant::now());
+        }
+        let bucket = Arc::clone(bucket);
+        tokio::task::spawn_blocking(move || {
+            let swept = viewer_logins::sweep(
+                &bucket,
+                crate::model::time::now_ms(),
+                millis(SESSION_LIFE),
+                millis(LINK_LIFE),
+                SWEEP_MOST,
+            );
+            if let Err(e) = swept {
+                eprintln!(
+                    "mnemo serve: the viewer's expired logins could not be swept from the fleet's bucket: {e}"
+                );
+            }
+        });
     }
 
     /// A `--data` server's viewer, whose agent tokens `tokens` proves in their stores.
@@ -168,9 +298,19 @@ impl Viewer {
         self
     }
 
-    /// A new login link's secret.
-    fn mint_link(&self) -> std::io::Result<String> {
-        let secret = crate::client::token::random_hex(32)?;
+    /// A new login link's secret (on a fleet's node, kept in the bucket for every node).
+    async fn mint_link(&self) -> Result<String, Refusal> {
+        let secret = crate::client::token::random_hex(32)
+            .map_err(|e| Refusal::Unavailable(format!("cannot make a login link ({e}); retry")))?;
+        if let Some(bucket) = &self.fleet {
+            let (key, expires_ms) = (
+                digest(&secret),
+                crate::model::time::now_ms().saturating_add(millis(LINK_LIFE)),
+            );
+            Self::in_bucket(bucket, move |b| viewer_logins::mint(b, &key, expires_ms)).await?;
+            self.sweep();
+            return Ok(secret);
+        }
         let now = Instant::now();
         let mut links = lock(&self.links);
         links.retain(|_, expires| *expires > now);
@@ -185,21 +325,79 @@ impl Viewer {
         Ok(secret)
     }
 
-    /// Uses up the link `secret`: true once, if it was minted here and has not expired.
-    fn redeem_link(&self, secret: &str) -> bool {
+    /// Uses up the link `secret`: true once, if it was minted here (on a fleet's node, by any
+    /// node: true once in the whole fleet) and has not expired.
+    async fn redeem_link(&self, secret: &str) -> Result<bool, Refusal> {
+        if let Some(bucket) = &self.fleet {
+            if !plausible(secret) {
+                return Ok(false);
+            }
+            let key = digest(secret);
+            let now = crate::model::time::now_ms();
+            return Self::in_bucket(bucket, move |b| {
+                viewer_logins::redeem(b, &key, now, millis(LINK_LIFE))
+            })
+            .await;
+        }
         let expires = lock(&self.links).remove(&digest(secret));
-        expires.is_some_and(|e| e > Instant::now())
+        Ok(expires.is_some_and(|e| e > Instant::now()))
     }
 
-    /// Opens a session for `principal`, authenticated by `token`: its id and CSRF token.
-    fn open_session(
+    /// Opens a session for `principal`, authenticated by `token`: its id and CSRF token. On a
+    /// fleet's node the session is kept in the bucket first, and one this node closes to make
+    /// room is removed there.
+    async fn open_session(
         &self,
         token: String,
         principal: Principal,
         store: Option<String>,
-    ) -> std::io::Result<(String, String)> {
-        let id = crate::client::token::random_hex(32)?;
-        let csrf = crate::client::token::random_hex(32)?;
+    ) -> Result<(String, String), Refusal> {
+        let random = || {
+            crate::client::token::random_hex(32)
+                .map_err(|e| Refusal::Unavailable(format!("cannot open a session ({e}); retry")))
+        };
+        let (id, csrf) = (random()?, random()?);
+        if let Some(bucket) = &self.fleet {
+            let record = viewer_logins::Session {
+                agent: match &principal {
+                    Principal::Operator => None,
+                    Principal::Agent(agent) => Some(agent.clone()),
+                },
+                store: store.clone(),
+                token: token.clone(),
+                csrf: csrf.clone(),
+                expires_ms: crate::model::time::now_ms().saturating_add(millis(SESSION_LIFE)),
+            };
+            let key = digest(&id);
+            Self::in_bucket(bucket, move |b| viewer_logins::keep(b, &key, &record)).await?;
+            self.sweep();
+        }
+        let closed = self.room_and_insert(&id, token, principal, store, &csrf);
+        if let (Some(bucket), false) = (&self.fleet, closed.is_empty()) {
+            let removed = Self::in_bucket(bucket, move |b| {
+                closed.iter().try_for_each(|key| viewer_logins::end(b, key))
+            })
+            .await;
+            if let Err(refusal) = removed {
+                eprintln!(
+                    "mnemo serve: sessions closed to make room stay in the fleet's bucket until they expire: {}",
+                    refusal.status_and_reason().1
+                );
+            }
+        }
+        Ok((id, csrf))
+    }
+
+    /// Makes room for a session of `principal` and adds it: the keys of the sessions closed.
+    fn room_and_insert(
+        &self,
+        id: &str,
+        token: String,
+        principal: Principal,
+        store: Option<String>,
+        csrf: &str,
+    ) -> Vec<[u8; 32]> {
+        let mut closed = Vec::new();
         let now = Instant::now();
         let mut sessions = lock(&self.sessions);
         sessions.retain(|_, s| s.expires > now);
@@ -230,21 +428,25 @@ impl Viewer {
             .or_else(|| oldest_of(&|s| s.principal != Principal::Operator))
             .or_else(|| oldest_of(&|_| true));
             match victim {
-                Some(key) => sessions.remove(&key),
+                Some(key) => {
+                    sessions.remove(&key);
+                    closed.push(key);
+                }
                 None => break,
             };
         }
         sessions.insert(
-            digest(&id),
+            digest(id),
             Session {
                 token,
                 principal,
                 store,
-                csrf: csrf.clone(),
+                csrf: csrf.to_string(),
                 expires: now + SESSION_LIFE,
+                checked: now,
             },
         );
-        Ok((id, csrf))
+        closed
     }
 
     /// The session id the request's cookie names, if it carries this server's cookie once.
@@ -270,26 +472,63 @@ impl Viewer {
         Ok(found)
     }
 
-    /// The session's principal, token and CSRF token, if `id` names a live one.
-    fn session(&self, id: &str) -> Option<(Principal, String, String)> {
-        self.session_store(id)
-            .map(|(principal, token, csrf, _)| (principal, token, csrf))
-    }
-
-    /// [`Viewer::session`] with the store an agent's session on a `--data` server reads.
-    fn session_store(&self, id: &str) -> Option<(Principal, String, String, Option<String>)> {
-        let sessions = lock(&self.sessions);
-        sessions
-            .get(&digest(id))
-            .filter(|s| s.expires > Instant::now())
-            .map(|s| {
-                (
-                    s.principal.clone(),
-                    s.token.clone(),
-                    s.csrf.clone(),
-                    s.store.clone(),
-                )
-            })
+    /// The live session `id` names, if any. On a fleet's node, a session whose object this node
+    /// has not read within [`RECHECK`], or any when `fresh` (for a request that is not a GET or
+    /// HEAD), is read from the bucket first: one ended or expired there is none here either.
+    async fn session(&self, id: &str, fresh: bool) -> Result<Option<Found>, Refusal> {
+        let key = digest(id);
+        let now = Instant::now();
+        let held = |map: &Mutex<HashMap<[u8; 32], Session>>| {
+            lock(map)
+                .get(&key)
+                .filter(|s| s.expires > now)
+                .map(|s| (s.found(), s.checked))
+        };
+        let here = held(&self.sessions).or_else(|| held(&self.known));
+        let Some(bucket) = &self.fleet else {
+            return Ok(here.map(|(found, _)| found));
+        };
+        match here {
+            Some((found, checked)) if !fresh && now.duration_since(checked) < RECHECK => {
+                return Ok(Some(found));
+            }
+            _ if !plausible(id) => return Ok(None),
+            _ => {}
+        }
+        let now_ms = crate::model::time::now_ms();
+        let read = Self::in_bucket(bucket, move |b| {
+            viewer_logins::find(b, &key, now_ms, millis(SESSION_LIFE))
+        })
+        .await?;
+        let Some(record) = read else {
+            lock(&self.sessions).remove(&key);
+            lock(&self.known).remove(&key);
+            return Ok(None);
+        };
+        let session = Session {
+            principal: record.agent.map_or(Principal::Operator, Principal::Agent),
+            token: record.token,
+            store: record.store,
+            csrf: record.csrf,
+            expires: now + Duration::from_millis(record.expires_ms.saturating_sub(now_ms)),
+            checked: now,
+        };
+        let found = session.found();
+        if let Some(mine) = lock(&self.sessions).get_mut(&key) {
+            mine.checked = now;
+            return Ok(Some(found));
+        }
+        let mut known = lock(&self.known);
+        known.retain(|_, s| s.expires > now);
+        while known.len() >= MAX_SESSIONS {
+            let stalest = known.iter().min_by_key(|(_, s)| s.checked).map(|(k, _)| *k);
+            match stalest {
+                Some(stalest) => known.remove(&stalest),
+                None => break,
+            };
+        }
+        known.insert(key, session);
+        Ok(Some(found))
     }
 
     /// Whether `token` still proves a principal: in `store` (a data server's agent token), or
@@ -301,8 +540,16 @@ impl Viewer {
         }
     }
 
-    fn close_session(&self, id: &str) {
-        lock(&self.sessions).remove(&digest(id));
+    /// Ends the session `id`: on a fleet's node its object is removed from the bucket first,
+    /// after which every node refuses it within [`RECHECK`].
+    async fn close_session(&self, id: &str) -> Result<(), Refusal> {
+        let key = digest(id);
+        if let Some(bucket) = &self.fleet {
+            Self::in_bucket(bucket, move |b| viewer_logins::end(b, &key)).await?;
+        }
+        lock(&self.sessions).remove(&key);
+        lock(&self.known).remove(&key);
+        Ok(())
     }
 
     /// Refuses a request that does not name this server in `Host` or that comes from another
@@ -440,15 +687,12 @@ async fn link(State(viewer): State<Arc<Viewer>>, headers: HeaderMap) -> Response
             &Refusal::Unauthorized("a login link needs the operator's token"),
         );
     }
-    match viewer.mint_link() {
+    match viewer.mint_link().await {
         Ok(secret) => answer(
             StatusCode::OK,
             &json!({"secret": secret, "expires_in_s": LINK_LIFE.as_secs()}),
         ),
-        Err(e) => error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            &format!("cannot make a login link ({e}); retry"),
-        ),
+        Err(refusal) => refuse("POST", "/ui/api/link", &refusal),
     }
 }
 
@@ -496,7 +740,11 @@ async fn login(State(viewer): State<Arc<Viewer>>, headers: HeaderMap, body: Byte
             );
         }
         (Some(secret), None) => {
-            if !viewer.redeem_link(&secret) {
+            let redeemed = match viewer.redeem_link(&secret).await {
+                Ok(redeemed) => redeemed,
+                Err(refusal) => return refuse("POST", ROUTE, &refusal),
+            };
+            if !redeemed {
                 return refuse(
                     "POST",
                     ROUTE,
@@ -545,14 +793,17 @@ async fn login(State(viewer): State<Arc<Viewer>>, headers: HeaderMap, body: Byte
     };
     // An operator's session reads every store; only an agent's is held to its token's.
     let store = store.filter(|_| principal != Principal::Operator);
-    let opened = viewer.open_session(token, principal.clone(), store.clone());
-    let Some((cookie, csrf)) = opened
-        .ok()
-        .and_then(|(id, csrf)| Some((viewer.cookie_header(&id)?, csrf)))
-    else {
+    let (id, csrf) = match viewer
+        .open_session(token, principal.clone(), store.clone())
+        .await
+    {
+        Ok(opened) => opened,
+        Err(refusal) => return refuse("POST", ROUTE, &refusal),
+    };
+    let Some(cookie) = viewer.cookie_header(&id) else {
         return error(
             StatusCode::SERVICE_UNAVAILABLE,
-            "cannot open a session (the OS random source failed); retry",
+            "cannot open a session (its cookie is not a valid header); retry",
         );
     };
     let mut shown = describe(&principal);
@@ -578,12 +829,16 @@ async fn session(State(viewer): State<Arc<Viewer>>, headers: HeaderMap) -> Respo
     if let Err(refusal) = viewer.check_origin(&headers, false) {
         return refuse("GET", ROUTE, &refusal);
     }
-    let (id, found) = match viewer.session_id(&headers) {
-        Ok(found) => (
-            found.map(str::to_string),
-            found.and_then(|id| viewer.session_store(id)),
-        ),
+    let id = match viewer.session_id(&headers) {
+        Ok(id) => id.map(str::to_string),
         Err(refusal) => return refuse("GET", ROUTE, &refusal),
+    };
+    let found = match &id {
+        Some(id) => match viewer.session(id, false).await {
+            Ok(found) => found,
+            Err(refusal) => return refuse("GET", ROUTE, &refusal),
+        },
+        None => None,
     };
     // An agent's token proved again: a session of a token revoked since is over.
     if let (Some(id), Some((Principal::Agent(_), token, _, store))) = (&id, &found) {
@@ -592,7 +847,9 @@ async fn session(State(viewer): State<Arc<Viewer>>, headers: HeaderMap) -> Respo
             .await
             .unwrap_or(false);
         if !still {
-            viewer.close_session(id);
+            if let Err(refusal) = viewer.close_session(id).await {
+                return refuse("GET", ROUTE, &refusal);
+            }
             return error(
                 StatusCode::UNAUTHORIZED,
                 "the session's token was revoked (or its store is gone); log in again",
@@ -614,19 +871,20 @@ async fn session(State(viewer): State<Arc<Viewer>>, headers: HeaderMap) -> Respo
 /// `POST /ui/api/logout` (with the session's CSRF token): ends the session.
 async fn logout(State(viewer): State<Arc<Viewer>>, headers: HeaderMap) -> Response {
     const ROUTE: &str = "/ui/api/logout";
-    let checked = viewer.check_origin(&headers, true).and_then(|()| {
+    let checked = async {
+        viewer.check_origin(&headers, true)?;
         let id = viewer
             .session_id(&headers)?
             .ok_or(Refusal::Unauthorized("not logged in"))?;
-        let (_, _, csrf) = viewer
-            .session(id)
+        let (_, _, csrf, _) = viewer
+            .session(id, true)
+            .await?
             .ok_or(Refusal::Unauthorized("no such session"))?;
         check_csrf(&headers, &csrf)?;
-        Ok(id)
-    });
-    match checked {
-        Ok(id) => {
-            viewer.close_session(id);
+        viewer.close_session(id).await
+    };
+    match checked.await {
+        Ok(()) => {
             let mut response = answer(StatusCode::OK, &json!({"logged_out": true}));
             if let Some(cookie) = viewer.expired_cookie() {
                 response.headers_mut().insert(header::SET_COOKIE, cookie);
@@ -666,14 +924,22 @@ async fn admit(State(viewer): State<Arc<Viewer>>, mut request: Request, next: Ne
         Err(refusal) => return refuse(request.method().as_str(), path, &refusal),
     };
     let changes = request.method() != Method::GET && request.method() != Method::HEAD;
-    let checked = viewer
-        .check_origin(request.headers(), changes)
-        .and_then(|()| {
-            viewer.session(&id).ok_or(Refusal::Unauthorized(
-                "the viewer's session is not one of this server's (it expired, or the server restarted); log in again",
-            ))
-        })
-        .and_then(|(_, token, csrf)| {
+    let unknown = match viewer.fleet {
+        None => {
+            "the viewer's session is not one of this server's (it expired, or the server restarted); log in again"
+        }
+        Some(_) => {
+            "the viewer's session is not one of this fleet's (it expired, or was logged out); log in again"
+        }
+    };
+    // The request is not borrowed across the bucket's read (its body is not `Sync`).
+    let found = match viewer.check_origin(request.headers(), changes) {
+        Ok(()) => viewer.session(&id, changes).await,
+        Err(refusal) => Err(refusal),
+    };
+    let checked = found
+        .and_then(|found| found.ok_or(Refusal::Unauthorized(unknown)))
+        .and_then(|(_, token, csrf, _)| {
             check_csrf(request.headers(), &csrf)?;
             Ok(token)
         });

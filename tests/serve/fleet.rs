@@ -12,6 +12,9 @@ use mnemo::testing::fleet::wal::{Position, Wal};
 use super::*;
 use crate::support::bucket_url;
 
+// The viewer's login known to every node.
+mod viewer;
+
 /// How long leases last in these tests (S3's stamps are to the second, so longer there).
 fn ttl() -> f64 {
     match std::env::var("MNEMO_TEST_S3") {
