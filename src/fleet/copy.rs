@@ -10,9 +10,11 @@
 use std::path::{Path, PathBuf};
 
 use super::wal::{Position, Records, Wal};
+use crate::audit::verify::Report;
 use crate::error::{Error, Result};
 use crate::model::chain::Chain;
 use crate::model::event::{EventHash, Frame, Seq};
+use crate::replica::restore::Made;
 use crate::store::log::{Durability, Head, Store};
 
 /// The most bytes of a position file read.
@@ -142,8 +144,17 @@ pub fn build(path: &Path, records: &[(Seq, Vec<u8>)]) -> Result<()> {
 /// Makes a new store at `path` (which must not exist) from the whole log `wal`, up to event `at`
 /// if given (else the log's end), for a reader from outside the fleet (`mnemo restore --from`,
 /// `mnemo verify --from`): every invariant of the log and the chain is checked on the way
-/// ([`Wal::scan`]). Returns the new store's head.
-pub fn restore(wal: &Wal, path: &Path, at: Option<Seq>) -> Result<Head> {
+/// ([`Wal::scan`]), and every answer re-derived as the records are appended, in one replay
+/// that is also the index. Returns the new store's head, and that pass's report when it found
+/// the log intact; then, for `made` [`Made::Report`], the index is not written (the store is
+/// made only for the report). `None`: the pass found something, and the store is made whole
+/// (its index replayed) for the caller to verify whole, which names the first violation.
+pub(crate) fn restore(
+    wal: &Wal,
+    path: &Path,
+    at: Option<Seq>,
+    made: Made,
+) -> Result<(Head, Option<Report>)> {
     let (end, mut records) = wal.scan(&Position::START)?;
     if let Some(at) = at {
         if at > end.seq {
@@ -156,7 +167,41 @@ pub fn restore(wal: &Wal, path: &Path, at: Option<Seq>) -> Result<Head> {
         }
         records.retain(|(seq, _)| *seq <= at);
     }
-    made(path, &records)
+    let store = Store::open(path)?;
+    let all: Vec<&(Seq, Vec<u8>)> = records.iter().collect();
+    let (tx, rx) = crossbeam_channel::bounded::<Records>(4);
+    let (head, verified) = std::thread::scope(|s| {
+        let verified = s.spawn(|| crate::audit::verify::verify_appended(&store, rx));
+        let head = append_events_then(&store, Head::EMPTY, &all, &mut |run| {
+            // A verifier that stopped (at a violation) hung up: the store is verified whole.
+            let _ = tx.send(run.iter().map(|(seq, r)| (*seq, r.clone())).collect());
+        });
+        drop(tx);
+        let verified = verified.join().unwrap_or_else(|_| {
+            Err(Error::Poisoned {
+                cause: "a thread panicked while it verified a fleet log".into(),
+            })
+        });
+        (head, verified)
+    });
+    let (head, verified) = (head?, verified?);
+    match verified {
+        Some((report, _)) if made == Made::Report => {
+            let mut report = report;
+            // What the store would say of itself once its index and head were written.
+            report.meta_head = head;
+            report.index_applied = head.seq;
+            report.recorded = Some(head);
+            Ok((head, Some(report)))
+        }
+        Some((report, index)) => {
+            if head.seq > Seq(0) {
+                store.write_new_index(index.map.iter().map(|(k, v)| (&k[..], Some(&v[..]))))?;
+            }
+            Ok((finish(&store, head)?, Some(report)))
+        }
+        None => Ok((finish(&store, head)?, None)),
+    }
 }
 
 /// A new store at `path` (which holds none) holding `records`, its whole log: the records
@@ -194,6 +239,19 @@ fn append(store: &Store, head: Head, records: &[&(Seq, Vec<u8>)]) -> Result<Head
 /// Appends `records` (going on after `head`) to `store`, each checked against the chain rules
 /// again; returns the new head.
 fn append_events(store: &Store, head: Head, records: &[&(Seq, Vec<u8>)]) -> Result<Head> {
+    append_events_then(store, head, records, &mut |_| {})
+}
+
+/// An event as a log holds it: its seq and its record.
+type Event = (Seq, Vec<u8>);
+
+/// [`append_events`], handing each run appended to `appended`.
+fn append_events_then(
+    store: &Store,
+    head: Head,
+    records: &[&(Seq, Vec<u8>)],
+    appended: &mut dyn FnMut(&[&Event]),
+) -> Result<Head> {
     let mut chain = Chain::after(head.seq, head.hash);
     let mut head = head;
     for run in records.chunks(4096) {
@@ -212,6 +270,7 @@ fn append_events(store: &Store, head: Head, records: &[&(Seq, Vec<u8>)]) -> Resu
             frames.push(frame);
         }
         store.append(&frames)?;
+        appended(run);
     }
     Ok(head)
 }

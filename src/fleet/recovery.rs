@@ -17,7 +17,7 @@ use super::wal::Wal;
 use crate::error::{Error, Result};
 use crate::model::event::Seq;
 use crate::model::protocol::VerifyReport;
-use crate::replica::restore::restore_with;
+use crate::replica::restore::{Made, restore_with};
 use crate::replica::{Replica, Restored};
 use crate::store::log::{Head, Store};
 
@@ -42,7 +42,7 @@ impl Replica {
                 let wal = checked(wal, key)?;
                 // A store made inside the bucket would be read as the fleet's objects.
                 Replica::check_url_apart(wal.fleet_url(), db)?;
-                restore_with(db, |building| built(&wal, building, at))
+                restore_with(db, |building| built(&wal, building, at, Made::Store))
             }
             None => {
                 not_a_fleet_root(url)?;
@@ -68,7 +68,12 @@ impl Replica {
         match Wal::at(url)? {
             Some(wal) => {
                 let wal = checked(wal, key)?;
-                Replica::verify_made(url, expect, |db| built(&wal, db, None))
+                // Made only for its report, unless an expected head is to be checked.
+                let made = match expect {
+                    Some(_) => Made::Store,
+                    None => Made::Report,
+                };
+                Replica::verify_made(url, expect, |db| built(&wal, db, None, made))
             }
             None => {
                 not_a_fleet_root(url)?;
@@ -96,19 +101,24 @@ fn checked(wal: Wal, key: Option<&str>) -> Result<Wal> {
     Ok(wal.signed(keys))
 }
 
-/// The store at `path` built from the fleet log `wal` (up to `at`) and verified whole.
-fn built(wal: &Wal, path: &Path, at: Option<Seq>) -> Result<Restored> {
-    let head = copy::restore(wal, path, at)?;
-    let store = Store::open_existing(path)?;
-    let report = crate::audit::verify::verify_store(&store)?;
-    if let Some(v) = report.violations.first() {
-        return Err(Error::damaged(format!(
-            "the store built from the fleet log of {} does not verify: event {} ({}): {}",
-            wal.store(),
-            v.seq,
-            v.kind.name(),
-            v.detail
-        )));
+/// The store at `path` built from the fleet log `wal` (up to `at`) and verified whole: by the
+/// pass over the records as they were appended, else (it found something) by a verify of the
+/// store made, which names the first violation. For `made` [`Made::Report`] the pass's report
+/// is kept ([`Restored::report`]) and the index not written.
+fn built(wal: &Wal, path: &Path, at: Option<Seq>, made: Made) -> Result<Restored> {
+    let (head, report) = copy::restore(wal, path, at, made)?;
+    if report.is_none() {
+        let store = Store::open_existing(path)?;
+        let whole = crate::audit::verify::verify_store(&store)?;
+        if let Some(v) = whole.violations.first() {
+            return Err(Error::damaged(format!(
+                "the store built from the fleet log of {} does not verify: event {} ({}): {}",
+                wal.store(),
+                v.seq,
+                v.kind.name(),
+                v.detail
+            )));
+        }
     }
     Ok(Restored {
         head,
@@ -116,6 +126,6 @@ fn built(wal: &Wal, path: &Path, at: Option<Seq>) -> Result<Restored> {
         partial: Vec::new(),
         covered: Vec::new(),
         beyond: None,
-        report: None,
+        report: report.filter(|_| made == Made::Report),
     })
 }
