@@ -243,6 +243,15 @@ impl Tracer {
         }
     }
 
+    /// The file at `from` moved to `to` with new content written whole (an API update of both):
+    /// it carries none of its traced bytes on.
+    fn rewrite(&mut self, from: &MemPath, to: &MemPath, met: &mut Met) {
+        if self.files.remove(from).is_some() {
+            met.removed = true;
+            met.files.insert(to.to_string());
+        }
+    }
+
     /// The file at `path` written whole, or edited keeping the pieces `kept`.
     fn write(&mut self, path: &MemPath, kept: &[(Range<usize>, usize)], met: &mut Met) {
         let Some(spans) = self.files.remove(path) else {
@@ -288,10 +297,7 @@ impl Tracer {
             }
             Some(Change::Delete { path }) => self.delete(path, &mut met),
             Some(Change::Rename { from, to }) => self.rename(from, to, &mut met),
-            Some(Change::Rewrite { from, to, .. }) => {
-                self.rename(from, to, &mut met);
-                self.write(to, &[], &mut met);
-            }
+            Some(Change::Rewrite { from, to, .. }) => self.rewrite(from, to, &mut met),
             _ => {}
         }
         if let Some(p) = provenance
@@ -331,8 +337,7 @@ impl Tracer {
             }
             Some(KeptChange::Rewrite { from, to, .. }) => {
                 if let (Some(from), Some(to)) = (path(from), path(to)) {
-                    self.rename(&from, &to, met);
-                    self.write(&to, &[], met);
+                    self.rewrite(&from, &to, met);
                 }
             }
             None => {}
@@ -931,6 +936,82 @@ mod tests {
             let tracer = Tracer::of_file(MemPath::absolute(p).expect("path"), spans);
             check(tracer, i + 1, &traced, &events, &dids)?;
         }
+    }
+
+    /// Runs `events` through a replay, tracing the first one's bytes; what each later one met.
+    fn traced_from_first(events: &[Event]) -> BTreeMap<u64, (bool, bool, bool)> {
+        let mut replay = Replay::in_memory();
+        let first = replay.apply(&events[0]).expect("apply");
+        let mut tracer = Tracer::of_event(&events[0], &first.answer).expect("a write");
+        for event in &events[1..] {
+            let traced = replay.apply(event).expect("apply");
+            tracer.observe(event, &traced);
+        }
+        tracer
+            .met()
+            .iter()
+            .map(|(s, m)| (s.0, (m.shown, m.carried, m.removed)))
+            .collect()
+    }
+
+    #[test]
+    fn a_retry_answered_with_a_snippet_that_showed_traced_bytes_shows_them_again() {
+        let create = Command::Create {
+            path: "/memories/a".into(),
+            file_text: "one\ntwo\n".into(),
+        };
+        let edit = Command::StrReplace {
+            path: "/memories/a".into(),
+            old_str: "two".into(),
+            new_str: Some("2".into()),
+        };
+        let mut events = vec![event(1, "ann", create)];
+        for seq in [2, 3] {
+            let mut retried = event(seq, "bob", edit.clone());
+            retried.header.tool_use_id = Some("toolu_1".into());
+            events.push(retried);
+        }
+        // 2 kept "one\n" and removed "two", its snippet showing "one"; 3 repeated 2's answer.
+        assert_eq!(
+            traced_from_first(&events),
+            BTreeMap::from([(2, (true, true, true)), (3, (true, false, false))])
+        );
+    }
+
+    #[test]
+    fn an_api_update_of_path_and_content_carries_nothing_on() {
+        use crate::model::tool::api::ApiWrite;
+        let create = Command::Create {
+            path: "/memories/a".into(),
+            file_text: "one\n".into(),
+        };
+        let mut update = event(
+            2,
+            crate::model::credential::OPERATOR,
+            Command::Delete {
+                path: String::new(),
+            },
+        );
+        update.body = Body::Api(ApiWrite::Update {
+            memory: 1,
+            path: "/memories/a".into(),
+            content: Some("new\n".into()),
+            new_path: Some("/memories/b".into()),
+            expect: None,
+        });
+        let mut moved = update.clone();
+        moved.seq = Seq(3);
+        moved.body = Body::Api(ApiWrite::Update {
+            memory: 1,
+            path: "/memories/b".into(),
+            content: None,
+            new_path: Some("/memories/c".into()),
+            expect: None,
+        });
+        assert_eq!(
+            traced_from_first(&[event(1, "ann", create), update, moved]),
+            BTreeMap::from([(2, (false, false, true))])
+        );
     }
 
     #[test]

@@ -593,17 +593,33 @@ mod tests {
         }
 
         #[test]
-        fn python_insert_agrees_with_the_list_of_lines(
+        fn python_insert_agrees_with_the_list_of_lines_and_every_insert_keeps_what_it_says(
             content in "[a\n\r]{0,12}",
             line in 0usize..8,
             text in "[b\n]{0,4}",
         ) {
             let line = line.min(line_count(&content));
-            let (updated, kept) = python_insert(&content, line, &text);
+            let (updated, _) = python_insert(&content, line, &text);
             prop_assert_eq!(&updated, &listed_python_insert(&content, line, &text));
-            // Every piece it says it kept is where it says, byte for byte.
-            for (from, to) in kept {
-                prop_assert_eq!(&updated[to..to + from.len()], &content[from]);
+            for insert in [spec_insert, python_insert, typescript_insert] {
+                let (updated, kept) = insert(&content, line, &text);
+                // Each piece kept is where it says, byte for byte, in order; every other byte
+                // is the inserted text's or a newline it needed: no `a` or `\r` of the old content.
+                let mut own = vec![true; updated.len()];
+                let mut last = 0;
+                for (from, to) in kept {
+                    prop_assert!(to >= last);
+                    prop_assert_eq!(&updated[to..to + from.len()], &content[from.clone()]);
+                    own[to..to + from.len()].iter_mut().for_each(|o| *o = false);
+                    last = to + from.len();
+                }
+                let mine: String = updated
+                    .bytes()
+                    .zip(own)
+                    .filter(|(_, own)| *own)
+                    .map(|(b, _)| char::from(b))
+                    .collect();
+                prop_assert!(!mine.contains(['a', '\r']), "{:?}", mine);
             }
         }
     }
