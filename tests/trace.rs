@@ -220,35 +220,56 @@ fn an_agents_trace_shows_nothing_outside_its_grants() {
         let out = server.handle(&json!({"type": "tool_use", "id": format!("t{}", rand_id()), "name": "memory", "input": input}));
         assert_ne!(out["is_error"], true, "{out}");
     };
-    // bob writes in ann's directory, then moves a copy of the way out of her reach and views it.
-    tool(
-        &bob,
-        json!({"command": "create", "path": "/memories/ann/x.md", "file_text": "secret\n"}),
-    );
-    let origin = owner.head().expect("head").seq;
-    tool(
-        &ann,
-        json!({"command": "view", "path": "/memories/ann/x.md"}),
-    );
-    tool(
-        &bob,
-        json!({"command": "rename", "old_path": "/memories/ann/x.md", "new_path": "/memories/bob/x.md"}),
-    );
-    tool(
-        &bob,
-        json!({"command": "view", "path": "/memories/bob/x.md"}),
-    );
+    // bob writes in ann's directory, moves the file out of her reach, views it there, and moves
+    // it back under another name, which she views.
+    let calls = [
+        (
+            &bob,
+            json!({"command": "create", "path": "/memories/ann/x.md", "file_text": "secret\n"}),
+        ),
+        (
+            &ann,
+            json!({"command": "view", "path": "/memories/ann/x.md"}),
+        ),
+        (
+            &bob,
+            json!({"command": "rename", "old_path": "/memories/ann/x.md", "new_path": "/memories/bob/x.md"}),
+        ),
+        (
+            &bob,
+            json!({"command": "view", "path": "/memories/bob/x.md"}),
+        ),
+        (
+            &bob,
+            json!({"command": "rename", "old_path": "/memories/bob/x.md", "new_path": "/memories/ann/y.md"}),
+        ),
+        (
+            &ann,
+            json!({"command": "view", "path": "/memories/ann/y.md"}),
+        ),
+    ];
+    let origin = Seq(owner.head().expect("head").seq.0 + 1);
+    for (client, input) in calls {
+        tool(client, input);
+    }
     let whole = owner.trace(origin, None).expect("trace");
-    assert_eq!(whole.events.len(), 3);
+    assert_eq!(whole.events.len(), 5);
     assert!(whole.exact);
     let hers = ann.trace_within_grants(origin, None).expect("trace");
-    let paths: Vec<&String> = hers.events.iter().flat_map(|e| &e.files).collect();
-    assert_eq!(hers.events.len(), 1, "{hers:?}");
+    // Her two views only: the move back names bob's path, so it is left out too.
+    let seqs: Vec<u64> = hers.events.iter().map(|e| e.event.seq).collect();
+    assert_eq!(seqs, [origin.0 + 1, origin.0 + 5], "{hers:?}");
+    let named: Vec<&String> = hers
+        .events
+        .iter()
+        .flat_map(|e| e.files.iter().chain(&e.event.paths))
+        .chain(hers.live.iter().map(|f| &f.path))
+        .collect();
     assert!(
-        paths.iter().all(|p| p.starts_with("/memories/ann/")),
-        "{paths:?}"
+        named.iter().all(|p| p.starts_with("/memories/ann/")),
+        "{named:?}"
     );
-    assert!(hers.live.is_empty(), "{hers:?}");
+    assert_eq!(hers.live.len(), 1);
     assert!(!hers.exact);
     // A trace from a file outside the agent's grants is refused.
     let bobs = MemPath::absolute("/memories/bob/x.md").expect("path");

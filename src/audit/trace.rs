@@ -356,8 +356,8 @@ pub fn trace(store: &Store, seq: Seq, path: Option<&MemPath>) -> Result<TraceRep
             "there is no event {seq}: the log holds events 1 to {end}; trace one of those (`mnemo log` lists them)"
         )));
     }
-    let mut replay = Replay::in_memory_with_listings();
-    replay.run(store, Seq(seq.0 - 1), |_, _, _| Ok::<(), Error>(()))?;
+    // The tree before the event, from the nearest tree the store keeps (see `show`).
+    let mut replay = Replay::kept_to(store, Seq(seq.0 - 1))?;
     let mut first = None;
     replay.run(store, seq, |_, event, traced| {
         first = Some((event.clone(), traced));
@@ -452,15 +452,7 @@ fn report(parts: ReportParts<'_>) -> TraceReport {
         mut notes,
     } = parts;
     let erased: Vec<u64> = tracer.erased().iter().map(|s| s.0).collect();
-    if let Some(first) = erased.first() {
-        let more = match erased.len() - 1 {
-            0 => String::new(),
-            n => format!(" (and {n} more after it)"),
-        };
-        notes.push(format!(
-            "event {first} is erased{more}: what an erased event showed or carried cannot be re-derived, so the trace from event {first} on is a lower bound (its moves and deletes are still followed; bytes it wrote over are lost to the trace)"
-        ));
-    }
+    notes.extend(erased_note(&erased));
     notes.push(COUNTS.to_string());
     notes.push(UNLOGGED.to_string());
     let traced = tracer
@@ -498,9 +490,22 @@ fn report(parts: ReportParts<'_>) -> TraceReport {
     }
 }
 
-/// `report` as `agent` may see it under `policy`: only the events whose every traced file it
-/// may read (an erased event, whose files cannot be known, is left out) and the live files it may
-/// read; the origin file must be one it may read. A report cut so says it is no longer exact.
+/// What a report says of the erased events it met, if any.
+fn erased_note(erased: &[u64]) -> Option<String> {
+    let first = erased.first()?;
+    let more = match erased.len() - 1 {
+        0 => String::new(),
+        n => format!(" (and {n} more after it)"),
+    };
+    Some(format!(
+        "event {first} is erased{more}: what an erased event showed or carried cannot be re-derived, so the trace from event {first} on is a lower bound (its moves and deletes are still followed; bytes it wrote over are lost to the trace)"
+    ))
+}
+
+/// `report` as `agent` may see it under `policy`: only the events whose every traced file and
+/// every path its call named it may read (an erased event, whose files cannot be known, is left
+/// out, and so is the note that names it) and the live files it may read; the origin file must
+/// be one it may read. A report cut so says it is no longer exact.
 pub fn scoped(
     mut report: TraceReport,
     policy: &crate::model::policy::Policy,
@@ -517,8 +522,11 @@ pub fn scoped(
     let before = report.events.len() + report.live.len();
     report
         .events
-        .retain(|e| !e.erased_event && e.files.iter().all(|f| may(f)));
+        .retain(|e| !e.erased_event && e.files.iter().chain(&e.event.paths).all(|f| may(f)));
     report.live.retain(|f| may(&f.path));
+    if let Some(note) = erased_note(&report.erased) {
+        report.notes.retain(|n| *n != note);
+    }
     report.erased.clear();
     if report.events.len() + report.live.len() < before {
         report.exact = false;
