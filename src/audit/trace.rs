@@ -113,7 +113,7 @@ impl Met {
 
 /// The traced bytes followed through events, one at a time: pure over each event and its
 /// re-derived answer; it knows no store.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Tracer {
     /// Per file holding traced bytes, the spans.
     files: BTreeMap<MemPath, Spans>,
@@ -124,6 +124,14 @@ pub struct Tracer {
     met: BTreeMap<Seq, Met>,
     /// Erased events met while traced bytes lived.
     erased: Vec<Seq>,
+    /// The seq the traced bytes were chosen at: an event up to it is before the trace.
+    from: Seq,
+    /// Retries met that repeated the answer of an event before the trace (with `--path`, which
+    /// may have quoted bytes now traced: not followed).
+    unplaced: Vec<(Seq, Seq)>,
+    /// Whether an event before the trace can have quoted traced bytes: not when they are one
+    /// event's own, which did not exist before it.
+    unplaced_possible: bool,
 }
 
 /// Why an event has no bytes of its own to trace, in words that say what to trace instead.
@@ -176,19 +184,42 @@ impl Tracer {
             .filter(|p| &p.path == path)
             .map_or(&[][..], |p| p.kept.as_slice());
         let spans = own_bytes(len, kept);
-        Ok(Tracer::of_file(path.clone(), spans))
+        let mut tracer = Tracer::of_file(event.seq, path.clone(), spans);
+        // Its own answer may quote what it wrote (a snippet), which a retry repeats. No event
+        // before it can have quoted what it wrote.
+        if let Some(p) = answer.provenance.as_ref()
+            && tracer
+                .files
+                .get(&p.path)
+                .is_some_and(|s| meets(s, &p.quoted))
+        {
+            tracer.shown.insert(event.seq);
+        }
+        tracer.unplaced_possible = false;
+        Ok(tracer)
     }
 
-    /// A trace of the bytes `spans` of the file at `path`.
-    pub fn of_file(path: MemPath, spans: Spans) -> Tracer {
+    /// A trace of the bytes `spans` of the file at `path` as they were right after event `from`.
+    pub fn of_file(from: Seq, path: MemPath, spans: Spans) -> Tracer {
         let mut files = BTreeMap::new();
         if !spans.is_empty() {
             files.insert(path, spans);
         }
         Tracer {
             files,
-            ..Tracer::default()
+            shown: BTreeSet::new(),
+            met: BTreeMap::new(),
+            erased: Vec::new(),
+            from,
+            unplaced: Vec::new(),
+            unplaced_possible: true,
         }
+    }
+
+    /// Retries met that repeated the answer of an event before the trace, which may have quoted
+    /// bytes now traced, as (the retry, the event it repeated): the trace does not follow them.
+    pub fn unplaced(&self) -> &[(Seq, Seq)] {
+        &self.unplaced
     }
 
     /// How many bytes are traced now.
@@ -283,9 +314,12 @@ impl Tracer {
         let answer = &traced.answer;
         if let Some(retry) = traced.retry
             && retry.kind == RetryKind::Repeated
-            && self.shown.contains(&retry.of)
         {
-            met.shown = true;
+            if self.shown.contains(&retry.of) {
+                met.shown = true;
+            } else if retry.of <= self.from && self.unplaced_possible {
+                self.unplaced.push((event.seq, retry.of));
+            }
         }
         let provenance = answer.provenance.as_ref();
         match &answer.change {
@@ -383,7 +417,7 @@ pub fn trace(store: &Store, seq: Seq, path: Option<&MemPath>) -> Result<TraceRep
                 ));
             }
             let whole = std::iter::once(0..content.len()).filter(|r| !r.is_empty());
-            Tracer::of_file(file.clone(), whole.collect())
+            Tracer::of_file(seq, file.clone(), whole.collect())
         }
         None => Tracer::of_event(&event, &traced.answer).map_err(Error::InvalidArgument)?,
     };
@@ -453,6 +487,8 @@ fn report(parts: ReportParts<'_>) -> TraceReport {
     } = parts;
     let erased: Vec<u64> = tracer.erased().iter().map(|s| s.0).collect();
     notes.extend(erased_note(&erased));
+    let unplaced = unplaced_note(tracer.unplaced());
+    notes.extend(unplaced.clone());
     notes.push(COUNTS.to_string());
     notes.push(UNLOGGED.to_string());
     let traced = tracer
@@ -471,7 +507,7 @@ fn report(parts: ReportParts<'_>) -> TraceReport {
         .collect();
     TraceReport {
         bytes,
-        exact: erased.is_empty(),
+        exact: erased.is_empty() && unplaced.is_none(),
         erased,
         events: traced,
         file,
@@ -488,6 +524,18 @@ fn report(parts: ReportParts<'_>) -> TraceReport {
         seq: seq.0,
         through,
     }
+}
+
+/// What a report says of the retries it met that repeated an answer given before the trace.
+fn unplaced_note(unplaced: &[(Seq, Seq)]) -> Option<String> {
+    let listed: Vec<String> = unplaced
+        .iter()
+        .map(|(retry, of)| format!("{retry} (of {of})"))
+        .collect();
+    (!listed.is_empty()).then(|| format!(
+        "event(s) {} repeated by tool_use id the answer an event before the traced content was chosen had given; whether that answer quoted bytes traced here is not followed, so the trace is a lower bound there",
+        listed.join(", ")
+    ))
 }
 
 /// What a report says of the erased events it met, if any.
@@ -524,9 +572,11 @@ pub fn scoped(
         .events
         .retain(|e| !e.erased_event && e.files.iter().chain(&e.event.paths).all(|f| may(f)));
     report.live.retain(|f| may(&f.path));
-    if let Some(note) = erased_note(&report.erased) {
-        report.notes.retain(|n| *n != note);
-    }
+    // Notes that name events the agent may not be allowed to know of.
+    report.notes.retain(|n| {
+        Some(n) != erased_note(&report.erased).as_ref()
+            && !n.contains("repeated by tool_use id the answer")
+    });
     report.erased.clear();
     if report.events.len() + report.live.len() < before {
         report.exact = false;
@@ -941,7 +991,7 @@ mod tests {
             let (p, bytes) = files[which.index(files.len())];
             let traced: BTreeSet<Id> = bytes.iter().map(|(_, id)| *id).collect();
             let spans: Spans = if bytes.is_empty() { Vec::new() } else { vec![0..bytes.len()] };
-            let tracer = Tracer::of_file(MemPath::absolute(p).expect("path"), spans);
+            let tracer = Tracer::of_file(Seq(i as u64 + 1), MemPath::absolute(p).expect("path"), spans);
             check(tracer, i + 1, &traced, &events, &dids)?;
         }
     }
@@ -962,16 +1012,17 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn a_retry_answered_with_a_snippet_that_showed_traced_bytes_shows_them_again() {
+    /// A file created holding `text` (event 1), then a `str_replace` of `old` by `new` (2) sent
+    /// again with the same tool_use id (3).
+    fn edited_and_retried(text: &str, old: &str, new: &str) -> Vec<Event> {
         let create = Command::Create {
             path: "/memories/a".into(),
-            file_text: "one\ntwo\n".into(),
+            file_text: text.into(),
         };
         let edit = Command::StrReplace {
             path: "/memories/a".into(),
-            old_str: "two".into(),
-            new_str: Some("2".into()),
+            old_str: old.into(),
+            new_str: Some(new.into()),
         };
         let mut events = vec![event(1, "ann", create)];
         for seq in [2, 3] {
@@ -979,11 +1030,41 @@ mod tests {
             retried.header.tool_use_id = Some("toolu_1".into());
             events.push(retried);
         }
+        events
+    }
+
+    #[test]
+    fn a_retry_answered_with_a_snippet_that_showed_traced_bytes_shows_them_again() {
+        let events = edited_and_retried("one\ntwo\n", "two", "2");
         // 2 kept "one\n" and removed "two", its snippet showing "one"; 3 repeated 2's answer.
         assert_eq!(
             traced_from_first(&events),
             BTreeMap::from([(2, (true, true, true)), (3, (true, false, false))])
         );
+    }
+
+    #[test]
+    fn a_retry_of_the_traced_edit_shows_what_its_snippet_showed() {
+        let mut replay = Replay::in_memory();
+        let events: Vec<(Event, Traced)> = edited_and_retried("one\n", "one", "uno")
+            .into_iter()
+            .map(|e| {
+                let traced = replay.apply(&e).expect("apply");
+                (e, traced)
+            })
+            .skip(1)
+            .collect();
+        let (origin, answer) = &events[0];
+        let mut tracer = Tracer::of_event(origin, &answer.answer).expect("a write");
+        tracer.observe(&events[1].0, &events[1].1);
+        assert!(tracer.met()[&Seq(3)].shown);
+        // The same retry, seen by a trace of the file's content after event 2, repeats an answer
+        // given before that trace began: said, not guessed.
+        let path = MemPath::absolute("/memories/a").expect("path");
+        let mut tracer = Tracer::of_file(Seq(2), path, vec![0..4]);
+        tracer.observe(&events[1].0, &events[1].1);
+        assert!(tracer.met().is_empty());
+        assert_eq!(tracer.unplaced(), [(Seq(3), Seq(2))]);
     }
 
     #[test]
