@@ -996,8 +996,8 @@ mod tests {
         }
     }
 
-    /// Runs `events` through a replay, tracing the first one's bytes; what each later one met.
-    fn traced_from_first(events: &[Event]) -> BTreeMap<u64, (bool, bool, bool)> {
+    /// Runs `events` through a replay, tracing the first one's bytes.
+    fn tracer_from_first(events: &[Event]) -> Tracer {
         let mut replay = Replay::in_memory();
         let first = replay.apply(&events[0]).expect("apply");
         let mut tracer = Tracer::of_event(&events[0], &first.answer).expect("a write");
@@ -1006,6 +1006,11 @@ mod tests {
             tracer.observe(event, &traced);
         }
         tracer
+    }
+
+    /// [`tracer_from_first`]: what each later event met, as (shown, carried, removed).
+    fn traced_from_first(events: &[Event]) -> BTreeMap<u64, (bool, bool, bool)> {
+        tracer_from_first(events)
             .met()
             .iter()
             .map(|(s, m)| (s.0, (m.shown, m.carried, m.removed)))
@@ -1101,6 +1106,80 @@ mod tests {
             traced_from_first(&[event(1, "ann", create), update, moved]),
             BTreeMap::from([(2, (false, false, true))])
         );
+    }
+
+    #[test]
+    fn erased_events_are_named_their_moves_followed_and_what_they_wrote_over_lost() {
+        use crate::model::event::{Erased, Kept};
+        let erased = |seq: u64, change: KeptChange| {
+            let mut e = event(
+                seq,
+                "bob",
+                Command::Delete {
+                    path: String::new(),
+                },
+            );
+            e.body = Body::Erased(Erased {
+                format: 11,
+                payload_hash: EventHash::ZERO,
+                kept: Some(Kept {
+                    change,
+                    by_api: false,
+                }),
+            });
+            e
+        };
+        let create = Command::Create {
+            path: "/memories/a".into(),
+            file_text: "one\n".into(),
+        };
+        let events = [
+            event(1, "ann", create),
+            erased(
+                2,
+                KeptChange::Rename {
+                    from: "/memories/a".into(),
+                    to: "/memories/b".into(),
+                },
+            ),
+            event(
+                3,
+                "ann",
+                Command::View {
+                    path: "/memories/b".into(),
+                    view_range: None,
+                },
+            ),
+            erased(
+                4,
+                KeptChange::Write {
+                    path: "/memories/b".into(),
+                    sha256: [0; 32],
+                    bytes: 4,
+                },
+            ),
+            event(
+                5,
+                "ann",
+                Command::View {
+                    path: "/memories/b".into(),
+                    view_range: None,
+                },
+            ),
+        ];
+        // The erased move is followed (the view after it was shown the bytes where it moved
+        // them); the erased write over them loses them, so the last view is not counted.
+        assert_eq!(
+            traced_from_first(&events),
+            BTreeMap::from([
+                (2, (false, true, false)),
+                (3, (true, false, false)),
+                (4, (false, false, true)),
+            ])
+        );
+        let tracer = tracer_from_first(&events);
+        assert_eq!(tracer.erased(), [Seq(2), Seq(4)]);
+        assert!(tracer.met()[&Seq(2)].erased);
     }
 
     #[test]
