@@ -33,7 +33,7 @@ use crate::store::replay::Replay;
 const COUNTS: &str = "shown: the answer quoted traced bytes (a view's lines, an edit's snippet); a directory listing names files and sizes, never content. carried: a write or a move left traced bytes in a file. removed: a write or a delete took traced bytes out of the tree. Content typed again is its writer's own, not a copy.";
 
 /// What the log cannot tell, said in every report.
-const UNLOGGED: &str = "reads of the memory-stores API (a memory retrieved, a version read) are not events of the log, so no trace names them; the log records agents, not sessions, so events are grouped by agent.";
+const UNLOGGED: &str = "reads that are not events of the log are not in a trace: the memory-stores API's (a memory retrieved, a version read), MCP resource reads, and the operator's (cat, the read routes, the viewer); the log records agents, not sessions, so events are grouped by agent.";
 
 /// The traced bytes of one file: sorted, disjoint, non-empty byte ranges of its content.
 type Spans = Vec<Range<usize>>;
