@@ -300,7 +300,12 @@ impl Tracer {
     /// Follows the traced bytes through `event`, answered again as `traced` (its answer, and
     /// whether it was a retry).
     pub fn observe(&mut self, event: &Event, traced: &Traced) {
-        if self.files.is_empty() {
+        // With no traced byte left in the tree, only a retry that repeats an answer can still
+        // show one.
+        let repeated = traced
+            .retry
+            .is_some_and(|retry| retry.kind == RetryKind::Repeated);
+        if self.files.is_empty() && !repeated {
             return;
         }
         let mut met = Met::default();
@@ -1045,6 +1050,27 @@ mod tests {
         assert_eq!(
             traced_from_first(&events),
             BTreeMap::from([(2, (true, true, true)), (3, (true, false, false))])
+        );
+        // Its answer is repeated as it was, even once no traced byte is left in the tree.
+        let mut gone = edited_and_retried("one\ntwo\n", "two", "2");
+        gone.insert(
+            2,
+            event(
+                3,
+                "ann",
+                Command::Delete {
+                    path: "/memories/a".into(),
+                },
+            ),
+        );
+        gone[3].seq = Seq(4);
+        assert_eq!(
+            traced_from_first(&gone),
+            BTreeMap::from([
+                (2, (true, true, true)),
+                (3, (false, false, true)),
+                (4, (true, false, false))
+            ])
         );
     }
 
