@@ -895,23 +895,41 @@ mod tests {
         ]
     }
 
-    /// Runs `calls` (agent index, command) through the replay and the model; returns each
+    /// Runs `calls` through the replay and the model; returns each
     /// event with its answer, what the model says it did, and the model's files after each.
     #[allow(clippy::type_complexity)]
-    fn run(
-        calls: &[(usize, Command, Option<usize>)],
-    ) -> (Vec<(Event, Traced)>, Vec<Did>, Vec<BTreeMap<String, Bytes>>) {
+    fn run(calls: &[Call]) -> (Vec<(Event, Traced)>, Vec<Did>, Vec<BTreeMap<String, Bytes>>) {
         let mut replay = Replay::in_memory();
         let mut model = Model::default();
         let (mut events, mut dids, mut trees) = (Vec::new(), Vec::new(), Vec::new());
-        for (i, (agent, command, cap)) in calls.iter().enumerate() {
+        // A call sent again is a copy of an earlier one that had a tool_use id.
+        let mut sent: Vec<(usize, Command, Option<usize>, Option<String>)> = Vec::new();
+        for (i, call) in calls.iter().enumerate() {
             let seq = i as u64 + 1;
-            let event = capped_event(seq, ["ann", "bob", "cy"][*agent], command.clone(), *cap);
+            let with_ids: Vec<_> = sent.iter().filter(|c| c.3.is_some()).cloned().collect();
+            let (agent, command, cap, id) = match &call.again {
+                Some(pick) if !with_ids.is_empty() => with_ids[pick.index(with_ids.len())].clone(),
+                _ => (
+                    call.agent,
+                    call.command.clone(),
+                    call.cap,
+                    call.id.then(|| format!("toolu_{seq}")),
+                ),
+            };
+            sent.push((agent, command.clone(), cap, id.clone()));
+            let mut event = capped_event(seq, ["ann", "bob", "cy"][agent], command.clone(), cap);
+            event.header.tool_use_id = id;
             let traced = replay.apply(&event).expect("apply");
-            let did = if traced.answer.is_error {
-                Did::default()
-            } else {
-                model.apply(seq, command, *cap)
+            let did = match traced.retry {
+                // Answered with the original's text: it quotes what that answer quoted.
+                Some(retry) if retry.kind == RetryKind::Repeated => Did {
+                    shown: dids
+                        .get(usize::try_from(retry.of.0).expect("seq") - 1)
+                        .map_or_else(BTreeSet::new, |d: &Did| d.shown.clone()),
+                    ..Did::default()
+                },
+                _ if traced.answer.is_error => Did::default(),
+                _ => model.apply(seq, &command, cap),
             };
             // The model's tree is the replay's, byte for byte.
             for (p, bytes) in &model.files {
@@ -940,10 +958,15 @@ mod tests {
         for (event, answer) in &events[seq..] {
             tracer.observe(event, answer);
         }
+        // A retry of an answer from before a file's trace began is said, not followed.
+        let unplaced: BTreeSet<u64> = tracer.unplaced().iter().map(|(s, _)| s.0).collect();
+        for (retry, of) in tracer.unplaced() {
+            prop_assert!(of.0 <= seq as u64, "{retry} retried {of}");
+        }
         let mut expected = BTreeMap::new();
         for (i, did) in dids.iter().enumerate().skip(seq) {
             let (shown, carried, removed) = judged(did, traced);
-            if shown || carried || removed {
+            if (shown || carried || removed) && !unplaced.contains(&(i as u64 + 1)) {
                 expected.insert(i as u64 + 1, (shown, carried, removed));
             }
         }
@@ -956,9 +979,30 @@ mod tests {
         Ok(())
     }
 
-    fn sessions() -> impl Strategy<Value = Vec<(usize, Command, Option<usize>)>> {
+    /// One call of a random session: an agent's command, its view cap, whether it has a
+    /// tool_use id, or (`again`) an earlier call with an id sent again.
+    #[derive(Clone, Debug)]
+    struct Call {
+        agent: usize,
+        command: Command,
+        cap: Option<usize>,
+        id: bool,
+        again: Option<prop::sample::Index>,
+    }
+
+    fn sessions() -> impl Strategy<Value = Vec<Call>> {
         let cap = prop::option::weighted(0.3, prop::sample::select(&[4usize, 9, 12, 20][..]));
-        prop::collection::vec((0usize..3, command(), cap), 1..40)
+        let again = prop::option::weighted(0.15, any::<prop::sample::Index>());
+        let call = (0usize..3, command(), cap, any::<bool>(), again).prop_map(
+            |(agent, command, cap, id, again)| Call {
+                agent,
+                command,
+                cap,
+                id,
+                again,
+            },
+        );
+        prop::collection::vec(call, 1..40)
     }
 
     proptest! {
