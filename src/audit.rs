@@ -6,4 +6,5 @@
 pub(crate) mod history;
 pub(crate) mod inspect;
 pub(crate) mod lineage;
+pub(crate) mod trace;
 pub(crate) mod verify;

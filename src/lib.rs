@@ -188,8 +188,8 @@ pub mod tool {
 pub mod protocol {
     pub use crate::model::protocol::{
         Checkpoint, DiffKind, Erased, EventChange, FileDiff, Finding, HistoryEvent, ListedFile,
-        Listing, LoggedEvent, Redaction, Revocation, ShownEvent, TokenInfo, VerifyReport,
-        printable,
+        Listing, LiveFile, LoggedEvent, Redaction, Revocation, ShownEvent, TokenInfo, TraceReport,
+        TracedEvent, VerifyReport, printable,
     };
 }
 

@@ -63,11 +63,13 @@ const LAYERS: &[&[&str]] = &[
     &["store::registry"],
     // A data directory of stores: names, listing, the lock.
     &["store::data_dir"],
-    // The audit: verify reads a store (a client offers it); the past, a file's lineage, an event.
+    // The audit: verify reads a store (a client offers it); the past, a file's lineage, an event,
+    // where content went.
     &["audit::verify"],
     &["audit::history"],
     &["audit::lineage"],
     &["audit::inspect"],
+    &["audit::trace"],
     // The client: the backend of a client of a store that a server holds, finding that server,
     // then the client and what it offers.
     &["client::remote"],

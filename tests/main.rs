@@ -97,3 +97,5 @@ mod tokens;
 mod tamper;
 // mnemo redact: erased content gone from the store's bytes and reads; the rest verifies.
 mod redact;
+// mnemo trace: where an event's content went, text and JSON, through a redaction, within grants.
+mod trace;

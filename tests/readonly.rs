@@ -1,4 +1,4 @@
-//! Read-only forensics: `verify`, `ls`, `cat`, `log`, `history`, `show`, `diff`, `export`,
+//! Read-only forensics: `verify`, `ls`, `cat`, `log`, `history`, `show`, `diff`, `trace`, `export`,
 //! `acl list` and `token list` change no byte of the store, work on a store nobody may write,
 //! and never repair a damaged store by reading it.
 
@@ -37,6 +37,7 @@ fn reads(db: &str, export_to: &str) -> Vec<Vec<String>> {
         vec!["history", "/memories/f0.md", "--db", db],
         vec!["show", "2", "--db", db],
         vec!["diff", "0", "4", "--db", db],
+        vec!["trace", "1", "--db", db],
         vec!["export", export_to, "--db", db],
         vec!["acl", "list", "--db", db],
         vec!["token", "list", "--db", db],

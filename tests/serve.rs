@@ -452,12 +452,20 @@ fn read_routes_answer_what_the_cli_prints() {
     let log = server.call("GET", "/v1/log?from=2&limit=3", b"");
     let log = log.text();
     assert_eq!(log.lines().count(), 3);
+    let trace = server.call("GET", "/v1/trace?seq=2", b"");
+    assert_eq!(trace.status, 200, "{}", trace.text());
+    let trace: Value = serde_json::from_slice(&trace.body).expect("a trace");
+    assert!(
+        !trace["events"].as_array().expect("events").is_empty(),
+        "{trace}"
+    );
     // A query string of the wrong shape is refused as every route refuses: `{"error"}`.
     for target in [
         "/v1/log?limit=abc",
         "/v1/show?seq=-1",
         "/v1/ls?at=x",
         "/v1/log?error=maybe",
+        "/v1/trace?seq=x",
     ] {
         let bad = server.call("GET", target, b"");
         assert_eq!(bad.status, 400, "{target}: {}", bad.text());
@@ -489,6 +497,9 @@ fn read_routes_answer_what_the_cli_prints() {
         "",
     );
     assert_eq!(String::from_utf8_lossy(&cli.stdout), history);
+    let cli = crate::support::run_mnemo(&["trace", "2", "--db", db, "--json"], "");
+    let cli: Value = serde_json::from_slice(&cli.stdout).expect("trace --json");
+    assert_eq!(cli, trace);
     let cli = crate::support::run_mnemo(&["verify", "--db", db, "--json"], "");
     let cli: Value = serde_json::from_slice(&cli.stdout).expect("verify --json");
     for key in [

@@ -12,8 +12,8 @@
 use std::collections::BTreeSet;
 
 /// The public names of the crate root (and of its inline modules), each with the `cfg` it is built
-/// under, if any: 105 (112 before the replicas beside a server became `serve`'s and the fleet a
-/// `Fleet`).
+/// under, if any: 108 (105 before a trace's report, its events and live files; 112 before the
+/// replicas beside a server became `serve`'s and the fleet a `Fleet`).
 const SURFACE: &[&str] = &[
     "ANY_AGENT",
     "Access",
@@ -106,11 +106,14 @@ const SURFACE: &[&str] = &[
     "protocol::HistoryEvent",
     "protocol::ListedFile",
     "protocol::Listing",
+    "protocol::LiveFile",
     "protocol::LoggedEvent",
     "protocol::Redaction",
     "protocol::Revocation",
     "protocol::ShownEvent",
     "protocol::TokenInfo",
+    "protocol::TraceReport",
+    "protocol::TracedEvent",
     "protocol::VerifyReport",
     "protocol::printable",
     "serve #[cfg(feature = \"serve\")]",

@@ -18,7 +18,9 @@ use crate::error::{Error, Result};
 use crate::model::event::{Body, Seq};
 use crate::model::paths::MemPath;
 use crate::model::policy::{Access, Policy};
-use crate::model::protocol::{FileDiff, HistoryEvent, Listing, LoggedEvent, ShownEvent, TokenInfo};
+use crate::model::protocol::{
+    FileDiff, HistoryEvent, Listing, LoggedEvent, ShownEvent, TokenInfo, TraceReport,
+};
 use crate::model::tool::{Limits, Profile, Tree};
 use crate::store::log::{Head, Store};
 use crate::store::projection::{MEMORY_TAG, MemoryRecord};
@@ -114,6 +116,10 @@ pub(crate) trait StoreAccess {
         to: Seq,
         dir: &MemPath,
     ) -> Result<Vec<FileDiff>>;
+
+    /// See [`MnemoClient::trace`]: the whole trace, whatever the client's grants (the client
+    /// scopes it).
+    fn trace(&self, client: &MnemoClient, seq: Seq, file: Option<&MemPath>) -> Result<TraceReport>;
 
     /// See [`MnemoClient::tokens`].
     fn tokens(&self, client: &MnemoClient) -> Result<Vec<TokenInfo>>;
@@ -358,6 +364,11 @@ impl StoreAccess for InProcess {
         crate::audit::inspect::diff(&*client.local_store()?, from, to, dir)
     }
 
+    fn trace(&self, client: &MnemoClient, seq: Seq, file: Option<&MemPath>) -> Result<TraceReport> {
+        self.settle_index(client)?;
+        crate::audit::trace::trace(&*client.local_store()?, seq, file)
+    }
+
     fn tokens(&self, client: &MnemoClient) -> Result<Vec<TokenInfo>> {
         self.settle_index(client)?;
         let store = client.local_store()?;
@@ -418,7 +429,7 @@ mod served {
     use crate::model::paths::MemPath;
     use crate::model::policy::{AdminCommand, Policy};
     use crate::model::protocol::{
-        FileDiff, HistoryEvent, Listing, LoggedEvent, ShownEvent, TokenInfo,
+        FileDiff, HistoryEvent, Listing, LoggedEvent, ShownEvent, TokenInfo, TraceReport,
     };
     use crate::model::tool::{Limits, Profile};
     use crate::store::log::Head;
@@ -567,6 +578,15 @@ mod served {
             dir: &MemPath,
         ) -> Result<Vec<FileDiff>> {
             Ok(self.as_agent(client).diff(from, to, dir)?)
+        }
+
+        fn trace(
+            &self,
+            client: &MnemoClient,
+            seq: Seq,
+            file: Option<&MemPath>,
+        ) -> Result<TraceReport> {
+            Ok(self.as_agent(client).trace(seq, file)?)
         }
 
         fn tokens(&self, client: &MnemoClient) -> Result<Vec<TokenInfo>> {

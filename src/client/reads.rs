@@ -1,8 +1,8 @@
 //! The reads a client offers beyond its files: the files at a past event, the log, a file's
-//! history, one event whole and the diff between two events, each as the CLI's `--json` prints
-//! it. A store open in this process answers them from its log; a served one, through the
-//! server's read routes (`/v1/ls` and `/v1/cat` at a seq, `/v1/log`, `/v1/history`, `/v1/show`,
-//! `/v1/diff`), which the same functions answer there.
+//! history, one event whole, the diff between two events and where content went (a trace),
+//! each as the CLI's `--json` prints it. A store open in this process answers them from its log;
+//! a served one, through the server's read routes (`/v1/ls` and `/v1/cat` at a seq, `/v1/log`,
+//! `/v1/history`, `/v1/show`, `/v1/diff`, `/v1/trace`), which the same functions answer there.
 
 use crate::audit::history::LogQuery;
 use crate::client::{MnemoClient, readable};
@@ -10,7 +10,7 @@ use crate::error::Result;
 use crate::model::event::Seq;
 use crate::model::paths::MemPath;
 use crate::model::protocol::{
-    FileDiff, HistoryEvent, ListedFile, Listing, LoggedEvent, ShownEvent,
+    FileDiff, HistoryEvent, ListedFile, Listing, LoggedEvent, ShownEvent, TraceReport,
 };
 use crate::store::projection::MemoryRecord;
 
@@ -59,6 +59,24 @@ impl MnemoClient {
     /// Event `seq` whole, as `mnemo show --json` prints it.
     pub fn show(&self, seq: Seq) -> Result<ShownEvent> {
         self.backend().show(self, seq)
+    }
+
+    /// Where the content event `seq` wrote went (with `file`, the whole content that file held
+    /// right after it), as `mnemo trace --json` prints it: every later event whose answer quoted
+    /// some of it, or whose write carried it on or took it out, re-derived by replaying the log.
+    /// The store owner's view, whatever the grants (a server answers it to its operator only);
+    /// [`trace_within_grants`](Self::trace_within_grants) is an agent's.
+    pub fn trace(&self, seq: Seq, file: Option<&MemPath>) -> Result<TraceReport> {
+        self.backend().trace(self, seq, file)
+    }
+
+    /// [`trace`](Self::trace) as this client's agent may see it under the grants in force now:
+    /// no event on a file it may not read, no such file where the bytes are now, and no erased
+    /// event (whose files cannot be known); a trace from a file it may not read is refused. A
+    /// trace cut so says so and is not `exact`.
+    pub fn trace_within_grants(&self, seq: Seq, file: Option<&MemPath>) -> Result<TraceReport> {
+        let report = self.trace(seq, file)?;
+        crate::audit::trace::scoped(report, &self.policy()?, self.agent_id())
     }
 
     /// What changed in the files under `dir` from after event `from` to after event `to` (0:

@@ -64,6 +64,66 @@ pub struct HistoryEvent {
     pub file_paths: Vec<String>,
 }
 
+/// What `mnemo trace SEQ [--path P] --json` prints: from the content event `seq` wrote (or the
+/// file `path` held right after it), every later event that was shown some of it or carried it
+/// on, re-derived by replaying the log (see `docs/auditors.md`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct TraceReport {
+    /// How many bytes were traced at the start: what the event wrote, or the file's content.
+    pub bytes: u64,
+    /// The erased events met while traced bytes lived in the tree: what each showed or carried
+    /// cannot be re-derived, so the trace past the first is a lower bound.
+    pub erased: Vec<u64>,
+    /// The later events that met the traced bytes, in seq order.
+    pub events: Vec<TracedEvent>,
+    /// Whether the trace is exact: no erased event stood in its way and no grant hid part of it.
+    pub exact: bool,
+    /// The file the traced bytes were in right after `seq`.
+    pub file: String,
+    /// The files that hold traced bytes after the last event, with how many each holds.
+    pub live: Vec<LiveFile>,
+    /// What the trace counts and what it cannot see, one sentence each.
+    pub notes: Vec<String>,
+    /// The file asked for with `--path`, or `None` when the event's own bytes were traced.
+    pub path: Option<String>,
+    /// The event traced from.
+    pub seq: u64,
+    /// The last event the trace read (the log's end when it ran).
+    pub through: u64,
+}
+
+/// A file that holds traced bytes when a trace ends.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct LiveFile {
+    /// How many of its bytes are traced ones.
+    pub bytes: u64,
+    /// Its path.
+    pub path: String,
+}
+
+/// One event of a trace: the logged event, and what it did with the traced bytes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct TracedEvent {
+    /// The event.
+    #[serde(flatten)]
+    pub event: LoggedEvent,
+    /// Its write left traced bytes in a file it wrote or moved (an edit that kept them, a
+    /// rename of the file or of a directory above it).
+    pub carried: bool,
+    /// It is erased: what it showed or carried cannot be re-derived.
+    pub erased_event: bool,
+    /// The files holding traced bytes it met (after a move, where they went).
+    pub files: Vec<String>,
+    /// Its write took traced bytes out of the tree (an edit that replaced them, a delete, new
+    /// content written over them).
+    pub removed: bool,
+    /// The answer its agent was given quoted traced bytes (a view's lines, an edit's snippet).
+    pub shown: bool,
+}
+
 /// One event whole, as `mnemo show --json` prints it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]

@@ -12,6 +12,7 @@
 //! | `GET /v1/history?path=` | one JSON object per line, as `mnemo history --json` |
 //! | `GET /v1/show?seq=` | one event whole, as `mnemo show --json` |
 //! | `GET /v1/diff?from=&to=&path=` | one JSON object per changed file, as `mnemo diff --json` |
+//! | `GET /v1/trace?seq=&path=` | where event `seq`'s content went, as `mnemo trace --json` |
 //! | `GET /v1/acl` | one JSON object per line, as `mnemo acl list --json` |
 //! | `POST /v1/acl` | `{"action": "grant", "agent", "prefix", "access"}` or `{"action": "revoke", "agent", "prefix"}` in, `{"seq", "result"}` out |
 //! | `GET /v1/tokens` | one JSON object per line, as `mnemo token list --json` |
@@ -71,6 +72,7 @@ pub(crate) fn router(shared: Arc<Shared>, stop: CancellationToken) -> Router {
         .route("/v1/history", get(history))
         .route("/v1/show", get(show))
         .route("/v1/diff", get(diff))
+        .route("/v1/trace", get(trace))
         .route("/v1/acl", get(acl_list).post(acl_change))
         .route("/v1/tokens", get(tokens_list).post(token_create))
         .route("/v1/tokens/{id}", delete(token_revoke))
@@ -126,7 +128,7 @@ fn json_body(bytes: Vec<u8>, content_type: &'static str) -> Response {
 async fn not_found() -> Response {
     error(
         StatusCode::NOT_FOUND,
-        "no such route; the routes are POST /v1/memory, /v1/memory/oversized, GET /v1/head, /v1/verify, /v1/log, /v1/ls, /v1/cat, /v1/history, /v1/show, /v1/diff, /v1/records, /v1/attach, GET and POST /v1/acl and /v1/tokens, DELETE /v1/tokens/ID, POST /v1/redact, POST /v1/replicate, GET and POST /v1/config, and MCP at /mcp",
+        "no such route; the routes are POST /v1/memory, /v1/memory/oversized, GET /v1/head, /v1/verify, /v1/log, /v1/ls, /v1/cat, /v1/history, /v1/show, /v1/diff, /v1/trace, /v1/records, /v1/attach, GET and POST /v1/acl and /v1/tokens, DELETE /v1/tokens/ID, POST /v1/redact, POST /v1/replicate, GET and POST /v1/config, and MCP at /mcp",
     )
 }
 
@@ -584,6 +586,30 @@ async fn show(
     };
     let shown = blocking(move || Ok(client.show(Seq(seq))?)).await?;
     Ok(typed_body(&shown))
+}
+
+/// `/v1/trace`'s query.
+#[derive(Deserialize)]
+struct TraceParams {
+    seq: Option<u64>,
+    path: Option<String>,
+}
+
+/// Where an event's content went, as `mnemo trace --json` prints it: the operator's, like every
+/// read route (an agent token gets 403).
+async fn trace(
+    Operator(client): Operator,
+    Query(params): Query<TraceParams>,
+) -> Result<Response, Failure> {
+    let Some(seq) = params.seq else {
+        return Err(Failure::Client(
+            StatusCode::BAD_REQUEST,
+            "name the event: /v1/trace?seq=12 (and &path=/memories/notes.md for a file's content right after it)".into(),
+        ));
+    };
+    let file = params.path.as_deref().map(absolute_path).transpose()?;
+    let report = blocking(move || Ok(client.trace(Seq(seq), file.as_ref())?)).await?;
+    Ok(typed_body(&report))
 }
 
 /// `/v1/diff`'s query.

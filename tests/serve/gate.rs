@@ -182,6 +182,7 @@ fn an_agent_token_reaches_its_records_and_the_oversized_route_and_no_admin_route
     }
     for (method, target) in [
         ("GET", "/v1/log"),
+        ("GET", "/v1/trace?seq=1"),
         ("POST", "/v1/acl"),
         ("GET", "/v1/tokens"),
     ] {

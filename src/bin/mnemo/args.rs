@@ -172,6 +172,10 @@ pub(crate) enum Cmd {
     Redact(RedactArgs),
     /// What changed in the files between two events: a unified diff per file
     Diff(DiffArgs),
+    /// Where the content event SEQ wrote went (with --path, all the file held right after it):
+    /// every later event whose answer quoted it, or whose write carried it on or took it out,
+    /// by agent, re-derived by replaying the log
+    Trace(TraceArgs),
 }
 
 /// `mnemo tool`'s arguments.
@@ -350,6 +354,16 @@ pub(crate) struct DiffArgs {
     pub(crate) json: bool,
     #[command(flatten)]
     pub(crate) remote: Remote,
+}
+
+/// `mnemo trace`'s arguments: `show`'s (the event, the store, `--json`), and a file.
+#[derive(Args)]
+pub(crate) struct TraceArgs {
+    #[command(flatten)]
+    pub(crate) event: ShowArgs,
+    /// Trace instead the whole content this file held right after event SEQ.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) path: Option<String>,
 }
 
 /// `mnemo ui`'s arguments.

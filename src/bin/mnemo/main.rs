@@ -24,6 +24,7 @@ use crate::serve::run_serve;
 use crate::show::run_show;
 use crate::token::run_token;
 use crate::tool::run_tool;
+use crate::trace::run_trace;
 use crate::ui::run_ui;
 use crate::verify::verify_command;
 
@@ -52,6 +53,7 @@ mod show;
 mod store;
 mod token;
 mod tool;
+mod trace;
 mod ui;
 mod verify;
 
@@ -141,6 +143,7 @@ fn main() -> ExitCode {
         Cmd::History(a) => run_history(&a.path, &a.read),
         Cmd::Show(a) => run_show(&a.db.db, a.seq, a.json, &a.remote),
         Cmd::Diff(a) => run_diff(&a.db.db, a.from, a.to, &a.path, a.json, &a.remote),
+        Cmd::Trace(args) => run_trace(&args),
         Cmd::Redact(args) => run_redact(&args),
         Cmd::Acl { command } => run_acl(command),
         Cmd::Token { command } => run_token(command),

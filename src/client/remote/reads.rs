@@ -10,7 +10,8 @@ use crate::model::event::Seq;
 use crate::model::paths::MemPath;
 use crate::model::policy::{Access, Grant, Policy};
 use crate::model::protocol::{
-    FileDiff, HistoryEvent, Listing, LogQuery, LoggedEvent, ShownEvent, TokenInfo, VerifyReport,
+    FileDiff, HistoryEvent, Listing, LogQuery, LoggedEvent, ShownEvent, TokenInfo, TraceReport,
+    VerifyReport,
 };
 use crate::store::log::Head;
 use crate::store::projection::{MEMORY_TAG, MemoryRecord};
@@ -145,6 +146,14 @@ impl RemoteClient {
     /// Event `seq` whole, as `mnemo show --json` prints it (operator only).
     pub fn show(&self, seq: Seq) -> Result<ShownEvent, RemoteError> {
         self.typed(&self.get("/v1/show", &[("seq", seq.0.to_string())])?)
+    }
+
+    /// Where the content event `seq` wrote (or the file `file` held right after it) went, as
+    /// `mnemo trace --json` prints it (operator only: an agent token gets 403).
+    pub fn trace(&self, seq: Seq, file: Option<&MemPath>) -> Result<TraceReport, RemoteError> {
+        let mut query = vec![("seq", seq.0.to_string())];
+        query.extend(file.map(|f| ("path", f.to_string())));
+        self.typed(&self.get("/v1/trace", &query)?)
     }
 
     /// The files under `dir` that changed from after event `from` to after event `to`, as

@@ -115,6 +115,7 @@ impl ApiFailure {
             is_error: true,
             change: None,
             failure: Some(self),
+            provenance: None,
         }
     }
 }

@@ -46,6 +46,40 @@ pub struct Answer {
     /// Why a write of the memory-stores API failed, when it did: the API's error type, typed
     /// (the text starts with its name).
     pub failure: Option<crate::model::tool::api::ApiFailure>,
+    /// What the answer did with a file's bytes: the ones its text quotes, and the ones an edit
+    /// in place kept (for a trace, [`crate::audit::trace`]); `None` when it read or kept none.
+    pub provenance: Option<Box<Provenance>>,
+}
+
+/// Which bytes of one file an answer quotes and an edit in place keeps: what a trace follows
+/// content by. Offsets are byte offsets into the file's content.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Provenance {
+    /// The file read or edited.
+    pub path: MemPath,
+    /// The bytes of the file's content after the call that the answer's text quotes: the lines a
+    /// view shows (the newlines between them included, a cut line's shown start only), the lines
+    /// of an edit's snippet. Empty when it quotes none.
+    pub quoted: std::ops::Range<usize>,
+    /// For an edit in place (`str_replace`, `insert`), each piece of the content before it that
+    /// the content after it keeps, as (its range before, where it starts after); every other byte
+    /// after it is the call's own. Empty for a read.
+    pub kept: Vec<(std::ops::Range<usize>, usize)>,
+}
+
+impl Provenance {
+    /// The bytes of `content` that `lines` (consecutive pieces of it, as `split('\n')` gives
+    /// them) cover, from the first one's start to the last one's end.
+    pub(crate) fn lines_of(content: &str, lines: &[&str]) -> std::ops::Range<usize> {
+        let base = content.as_ptr() as usize;
+        match (lines.first(), lines.last()) {
+            (Some(first), Some(last)) => {
+                let start = first.as_ptr() as usize - base;
+                start..last.as_ptr() as usize - base + last.len()
+            }
+            _ => 0..0,
+        }
+    }
 }
 
 impl Answer {
@@ -55,7 +89,14 @@ impl Answer {
             is_error: false,
             change,
             failure: None,
+            provenance: None,
         }
+    }
+
+    /// The answer, saying what it did with a file's bytes.
+    pub(crate) fn with_provenance(mut self, provenance: Provenance) -> Answer {
+        self.provenance = Some(Box::new(provenance));
+        self
     }
 
     pub(crate) fn err(text: String) -> Answer {
@@ -64,6 +105,7 @@ impl Answer {
             is_error: true,
             change: None,
             failure: None,
+            provenance: None,
         }
     }
 }

@@ -104,6 +104,7 @@ impl<K: KvRead> Projection<K> {
                     is_error: true,
                     change: None,
                     failure: None,
+                    provenance: None,
                 }));
             }
         }
@@ -205,6 +206,7 @@ impl<K: KvWrite> Projection<K> {
                 is_error: false,
                 change: None,
                 failure: None,
+                provenance: None,
             };
             if let Some(id) = tool_use_id {
                 let recorded = self.recorded(agent, id)?;
@@ -242,6 +244,7 @@ impl<K: KvWrite> Projection<K> {
                     is_error: true,
                     change: None,
                     failure: None,
+                    provenance: None,
                 },
                 RetryKind::Erased,
             ),
@@ -255,6 +258,7 @@ impl<K: KvWrite> Projection<K> {
                     is_error: true,
                     change: None,
                     failure: None,
+                    provenance: None,
                 },
                 RetryKind::DifferentInput,
             ),
@@ -267,6 +271,7 @@ impl<K: KvWrite> Projection<K> {
                             is_error: original.is_error,
                             change: None,
                             failure: None,
+                            provenance: None,
                         },
                         RetryKind::Repeated,
                     ),

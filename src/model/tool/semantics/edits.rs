@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::{Answer, Ctx, Named, newlines, prefix};
+use super::{Answer, Ctx, Named, Provenance, newlines, prefix};
 use crate::model::tool::command::Profile;
 use crate::model::tool::matcher::Occurrences;
 use crate::model::tool::render::{echoed, numbered};
@@ -104,14 +104,16 @@ impl<E> Ctx<'_, E> {
                 first_changed,
             ),
         };
-        let snippet = snippet(&updated, first_changed, last_changed);
+        let (snippet, quoted) = snippet(&updated, first_changed, last_changed);
+        let provenance = replaced(p, &content, at, old.len(), new.len(), quoted);
         Ok(Answer::ok(
             format!("{heading}\n{snippet}"),
             Some(Change::Write {
                 path: p.path.clone(),
                 content: updated,
             }),
-        ))
+        )
+        .with_provenance(provenance))
     }
 
     /// `insert`: puts `text` after line `line` of file `p` (0: at the start).
@@ -138,7 +140,7 @@ impl<E> Ctx<'_, E> {
                 }));
             }
         };
-        let updated = match self.profile {
+        let (updated, kept) = match self.profile {
             Profile::Spec => spec_insert(&content, at_line, text),
             Profile::PythonSdk => python_insert(&content, at_line, text),
             Profile::TypescriptSdk => typescript_insert(&content, at_line, text),
@@ -146,13 +148,22 @@ impl<E> Ctx<'_, E> {
         if let Some(err) = self.too_big(p, updated.len()) {
             return Ok(err);
         }
+        let provenance = Provenance {
+            path: p.path.clone(),
+            quoted: 0..0,
+            kept: kept
+                .into_iter()
+                .filter(|(from, _)| !from.is_empty())
+                .collect(),
+        };
         Ok(Answer::ok(
             format!("The file {} has been edited.", p.shown),
             Some(Change::Write {
                 path: p.path.clone(),
                 content: updated,
             }),
-        ))
+        )
+        .with_provenance(provenance))
     }
 
     /// `delete`: removes the file or directory `p`.
@@ -256,16 +267,39 @@ impl<E> Ctx<'_, E> {
         updated.push_str(new);
         updated.push_str(&content[at + old.len()..]);
         let changed = newlines(&content[..at]) + 1;
+        let (snippet, quoted) = snippet(&updated, changed, changed);
+        let provenance = replaced(p, content, at, old.len(), new.len(), quoted);
         Answer::ok(
             format!(
-                "The memory file has been edited. Here is the snippet showing the change (with line numbers):\n{}",
-                snippet(&updated, changed, changed)
+                "The memory file has been edited. Here is the snippet showing the change (with line numbers):\n{snippet}"
             ),
             Some(Change::Write {
                 path: p.path.clone(),
                 content: updated,
             }),
         )
+        .with_provenance(provenance)
+    }
+}
+
+/// What a `str_replace` of the `old` bytes at `at` in `content` by `new` bytes did with the
+/// file's bytes: it keeps what is before and after them, and its snippet quotes `quoted`.
+fn replaced(
+    p: &Named,
+    content: &str,
+    at: usize,
+    old: usize,
+    new: usize,
+    quoted: std::ops::Range<usize>,
+) -> Provenance {
+    let kept = [(0..at, 0), (at + old..content.len(), at + new)]
+        .into_iter()
+        .filter(|(from, _)| !from.is_empty())
+        .collect();
+    Provenance {
+        path: p.path.clone(),
+        quoted,
+        kept,
     }
 }
 
@@ -331,9 +365,13 @@ fn line_count(content: &str) -> usize {
     }
 }
 
+/// The pieces of an insert's old content its new content keeps, as (range before, start after).
+type KeptPieces = Vec<(std::ops::Range<usize>, usize)>;
+
 /// `spec`'s insert: `text` as whole line(s) after line `at_line`; only a `\n` needed to keep it on
-/// its own lines is added, every other byte is kept.
-fn spec_insert(content: &str, at_line: usize, text: &str) -> String {
+/// its own lines is added, every other byte is kept. Returns the new content and what of the old
+/// it keeps.
+fn spec_insert(content: &str, at_line: usize, text: &str) -> (String, KeptPieces) {
     let offset = if at_line == 0 {
         0
     } else {
@@ -352,17 +390,21 @@ fn spec_insert(content: &str, at_line: usize, text: &str) -> String {
     if !after.is_empty() && !text.ends_with('\n') {
         updated.push('\n');
     }
+    let kept = vec![(0..offset, 0), (offset..content.len(), updated.len())];
     updated.push_str(after);
-    updated
+    (updated, kept)
 }
 
 /// The Python SDK's insert: split on `\n` (dropping the empty tail of a final newline), insert
 /// `text` without its trailing newlines, join, and end with a newline.
 ///
 /// Built by slicing at the start of line `at_line` rather than through a table of every line.
-fn python_insert(content: &str, at_line: usize, text: &str) -> String {
+/// Returns the new content and what of the old it keeps (a final newline of the old content is
+/// not kept: the one the new content ends with is added).
+fn python_insert(content: &str, at_line: usize, text: &str) -> (String, KeptPieces) {
     let text = text.trim_end_matches('\n');
     let mut updated = String::with_capacity(content.len() + text.len() + 2);
+    let mut kept = Vec::new();
     if content.is_empty() {
         // No lines at all: the text is the whole file.
         updated.push_str(text);
@@ -381,6 +423,7 @@ fn python_insert(content: &str, at_line: usize, text: &str) -> String {
                 updated.push_str(&body[..start]);
                 updated.push_str(text);
                 updated.push('\n');
+                kept = vec![(0..start, 0), (start..body.len(), updated.len())];
                 updated.push_str(&body[start..]);
             }
             // After the last line.
@@ -388,18 +431,24 @@ fn python_insert(content: &str, at_line: usize, text: &str) -> String {
                 updated.push_str(body);
                 updated.push('\n');
                 updated.push_str(text);
+                kept = vec![(0..body.len(), 0)];
             }
         }
     }
     if !updated.ends_with('\n') {
         updated.push('\n');
     }
-    updated
+    (updated, kept)
 }
 
 /// The numbered lines of `updated` from two before line `first_changed` to two after line
 /// `last_changed`, clipped to the file.
-fn snippet(updated: &str, first_changed: usize, last_changed: usize) -> String {
+/// Also returns the bytes of `updated` those lines cover.
+fn snippet(
+    updated: &str,
+    first_changed: usize,
+    last_changed: usize,
+) -> (String, std::ops::Range<usize>) {
     // `first_changed` is a line of `updated`, so `from <= to`; only the window is collected.
     let from = first_changed.saturating_sub(2).max(1);
     let to = (last_changed + 2).min(newlines(updated) + 1);
@@ -408,37 +457,45 @@ fn snippet(updated: &str, first_changed: usize, last_changed: usize) -> String {
         .skip(from - 1)
         .take(to + 1 - from)
         .collect();
-    numbered(&window, from)
+    (
+        numbered(&window, from),
+        Provenance::lines_of(updated, &window),
+    )
 }
 
 /// The TypeScript SDK's insert: the content split on `\n` (a final `\n` leaves an empty last
 /// line), `text` without one trailing `\n` put in as line `at_line + 1`, joined with `\n`.
 ///
 /// Built by slicing at the end of line `at_line` rather than through a table of every line.
-fn typescript_insert(content: &str, at_line: usize, text: &str) -> String {
+/// Returns the new content and what of the old it keeps.
+fn typescript_insert(content: &str, at_line: usize, text: &str) -> (String, KeptPieces) {
     let text = text.strip_suffix('\n').unwrap_or(text);
     let mut updated = String::with_capacity(content.len() + text.len() + 1);
     if at_line == 0 {
         updated.push_str(text);
         updated.push('\n');
+        let kept = vec![(0..content.len(), updated.len())];
         updated.push_str(content);
-        return updated;
+        return (updated, kept);
     }
     // The `\n` that ends line `at_line`; none after the last line.
-    match content.match_indices('\n').nth(at_line - 1) {
+    let kept = match content.match_indices('\n').nth(at_line - 1) {
         Some((end, _)) => {
             updated.push_str(&content[..end]);
             updated.push('\n');
             updated.push_str(text);
+            let kept = vec![(0..end, 0), (end..content.len(), updated.len())];
             updated.push_str(&content[end..]);
+            kept
         }
         None => {
             updated.push_str(content);
             updated.push('\n');
             updated.push_str(text);
+            vec![(0..content.len(), 0)]
         }
-    }
-    updated
+    };
+    (updated, kept)
 }
 
 #[cfg(test)]
@@ -536,16 +593,34 @@ mod tests {
         }
 
         #[test]
-        fn python_insert_agrees_with_the_list_of_lines(
+        fn python_insert_agrees_with_the_list_of_lines_and_every_insert_keeps_what_it_says(
             content in "[a\n\r]{0,12}",
             line in 0usize..8,
             text in "[b\n]{0,4}",
         ) {
             let line = line.min(line_count(&content));
-            prop_assert_eq!(
-                python_insert(&content, line, &text),
-                listed_python_insert(&content, line, &text)
-            );
+            let (updated, _) = python_insert(&content, line, &text);
+            prop_assert_eq!(&updated, &listed_python_insert(&content, line, &text));
+            for insert in [spec_insert, python_insert, typescript_insert] {
+                let (updated, kept) = insert(&content, line, &text);
+                // Each piece kept is where it says, byte for byte, in order; every other byte
+                // is the inserted text's or a newline it needed: no `a` or `\r` of the old content.
+                let mut own = vec![true; updated.len()];
+                let mut last = 0;
+                for (from, to) in kept {
+                    prop_assert!(to >= last);
+                    prop_assert_eq!(&updated[to..to + from.len()], &content[from.clone()]);
+                    own[to..to + from.len()].iter_mut().for_each(|o| *o = false);
+                    last = to + from.len();
+                }
+                let mine: String = updated
+                    .bytes()
+                    .zip(own)
+                    .filter(|(_, own)| *own)
+                    .map(|(b, _)| char::from(b))
+                    .collect();
+                prop_assert!(!mine.contains(['a', '\r']), "{:?}", mine);
+            }
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::{Answer, Ctx, MAX_VIEW_LINES, Named, newlines};
+use super::{Answer, Ctx, MAX_VIEW_LINES, Named, Provenance, newlines};
 use crate::model::paths::MemPath;
 use crate::model::policy::Access;
 use crate::model::tool::command::Profile;
@@ -29,7 +29,7 @@ impl<E> Ctx<'_, E> {
             if !self.policy.allows(self.agent, &p.path, Access::Read) {
                 return Ok(self.denied(p, Access::Read));
             }
-            return Ok(self.view_file(&p.shown, &content, range));
+            return Ok(self.view_file(p, &content, range));
         }
         let visible = |path: &MemPath, kind| self.visible(path, kind);
         match self.kind_of(&p.path)? {
@@ -62,7 +62,8 @@ impl<E> Ctx<'_, E> {
         }
     }
 
-    fn view_file(&self, shown: &str, content: &str, range: Option<(i64, i64)>) -> Answer {
+    fn view_file(&self, p: &Named, content: &str, range: Option<(i64, i64)>) -> Answer {
+        let shown = p.shown.as_str();
         // Lines are counted before any is collected, and only the lines shown are: a file of
         // newlines costs one scan, not a table of millions of lines.
         let n = newlines(content) + 1;
@@ -100,7 +101,8 @@ impl<E> Ctx<'_, E> {
         };
         let shown_lines: Vec<&str> = content.split('\n').skip(lo).take(hi - lo).collect();
         let header = format!("Here's the content of {shown} with line numbers:\n");
-        let text = match self.limits.view_max_chars {
+        let all = Provenance::lines_of(content, &shown_lines);
+        let (text, quoted) = match self.limits.view_max_chars {
             Some(cap) if self.semantics.caps_truthfully() => {
                 let asked_end = match range {
                     Some((_, end)) if end != -1 && hi < n => Some(hi),
@@ -113,9 +115,13 @@ impl<E> Ctx<'_, E> {
                 capped(&shown_lines, first, cap, Some(page))
             }
             Some(cap) => capped(&shown_lines, first, cap, None),
-            None => numbered(&shown_lines, first),
+            None => (numbered(&shown_lines, first), all.len()),
         };
-        Answer::ok(header + &text, None)
+        Answer::ok(header + &text, None).with_provenance(Provenance {
+            path: p.path.clone(),
+            quoted: all.start..all.start + quoted,
+            kept: Vec::new(),
+        })
     }
 }
 
@@ -159,8 +165,9 @@ fn python_slice(n: usize, start: i64, end: i64) -> (usize, usize, usize) {
 /// A line's characters are counted only as far as the room left, so a view of one huge line costs
 /// what the cap allows, not the line's length. `page` (semantics 3) is where the lines sit in the
 /// file, for a note that counts the file's lines and pages on within the range asked for;
-/// without it the note is semantics 2's.
-fn capped(lines: &[&str], first: usize, cap: u64, page: Option<Page>) -> String {
+/// without it the note is semantics 2's. Returns the text and how many bytes of `lines` (joined
+/// by newlines, from the first one's start) it shows.
+fn capped(lines: &[&str], first: usize, cap: u64, page: Option<Page>) -> (String, usize) {
     let cap = usize::try_from(cap).unwrap_or(usize::MAX);
     let mut out = String::new();
     // Characters written so far; never more than `cap`.
@@ -169,6 +176,8 @@ fn capped(lines: &[&str], first: usize, cap: u64, page: Option<Page>) -> String 
     let mut cut = false;
     // The length in bytes of a first line that did not fit, of which only the start is shown.
     let mut partial = None;
+    // The bytes of `lines` shown, newlines between them included.
+    let mut quoted = 0;
     for (i, line) in lines.iter().enumerate() {
         let number = format!("{:>6}\t", first + i);
         // The number is ASCII: its length is its character count.
@@ -182,6 +191,10 @@ fn capped(lines: &[&str], first: usize, cap: u64, page: Option<Page>) -> String 
             if shown == 0 {
                 // Not even one line fits: show the start of it rather than nothing.
                 out.extend(number.chars().chain(line.chars()).take(cap));
+                quoted = line
+                    .char_indices()
+                    .nth(cap.saturating_sub(number.len()))
+                    .map_or(line.len(), |(at, _)| at);
                 shown = 1;
                 partial = Some(line.len());
             }
@@ -194,6 +207,7 @@ fn capped(lines: &[&str], first: usize, cap: u64, page: Option<Page>) -> String 
         out.push_str(&number);
         out.push_str(line);
         chars += fixed + line_chars;
+        quoted += line.len() + usize::from(i > 0);
         shown += 1;
     }
     if cut {
@@ -203,7 +217,7 @@ fn capped(lines: &[&str], first: usize, cap: u64, page: Option<Page>) -> String 
         };
         out.push_str(&note);
     }
-    out
+    (out, quoted)
 }
 
 /// Where a capped view's lines sit in the file (semantics 3).
@@ -354,7 +368,8 @@ mod tests {
     #[test]
     fn a_cap_counts_a_huge_line_only_as_far_as_it_fits() {
         let line = "é".repeat(100_000);
-        let out = capped(&[&line, "b"], 1, 20, None);
+        let (out, quoted) = capped(&[&line, "b"], 1, 20, None);
+        assert_eq!(quoted, "é".len() * 13);
         assert_eq!(out, formatted_capped(&[&line, "b"], 1, 20, None));
         let shown = format!(
             "     1\t{}\n[Output truncated at 20 characters",
@@ -380,7 +395,7 @@ mod tests {
                 asked_end: (!to_end && more > 0).then_some(last),
             });
             prop_assert_eq!(
-                capped(&lines, first, cap, page),
+                capped(&lines, first, cap, page).0,
                 formatted_capped(&lines, first, cap, page)
             );
         }
