@@ -9,9 +9,11 @@
 //! hash), and the chain hash covers every event before. A reader with the key (a node taking a
 //! store over, `mnemo verify --from FLEET/stores/NAME --key VKEY`) checks each signature, and
 //! takes an object without one only before the first signed object of a log read from its
-//! start (the log a fleet wrote before it had a key, which the first signed object's chain hash
-//! then proves); a log with no signed object at all is refused unless the reader adopts it
-//! ([`LogKeys::adopting`]: `--adopt-unsigned`, once, while a fleet gets its key). So a bucket
+//! start (the log a fleet wrote before it had a key, which the first signed object's chain
+//! hash then proves). A log with no signed object at all is refused unless the fleet's key
+//! adopted it: `mnemo fleet adopt` signs, once, the end of a log written before the fleet had a
+//! key ([`adoption_text`], the object `stores/NAME/adopted`), and a reader takes such a log only
+//! if it ends exactly there. So a bucket
 //! writer can neither add events (unsigned, or signed by another key) nor replace a signed log
 //! with an unsigned one. What it can still do is cut a log's newest objects or the whole log:
 //! signatures prove what is there, not that nothing is missing.
@@ -73,6 +75,10 @@ impl FleetKey {
                     "{} already exists; a fleet's key is never replaced (logs signed by it verify only against it): give a new file",
                     path.display()
                 )),
+                std::io::ErrorKind::NotFound => Error::InvalidArgument(format!(
+                    "--file {}: its directory does not exist; make it first, or give a file in one that does",
+                    path.display()
+                )),
                 _ => Error::io(path, e),
             })?;
         file.write_all(format!("{signer}\n{verifier}\n").as_bytes())
@@ -96,7 +102,10 @@ impl FleetKey {
                 path.display()
             ))
         };
-        let meta = std::fs::symlink_metadata(path).map_err(|e| Error::io(path, e))?;
+        let meta = std::fs::symlink_metadata(path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => bad("there is no such file".into()),
+            _ => bad(format!("it cannot be read ({e})")),
+        })?;
         if !meta.is_file() {
             return Err(bad("it is not a regular file".into()));
         }
@@ -169,7 +178,6 @@ pub struct LogKeys {
     signer: Option<Arc<StandardSigner>>,
     verifier: Arc<StandardVerifier>,
     vkey: String,
-    adopt_unsigned: bool,
 }
 
 impl LogKeys {
@@ -186,21 +194,7 @@ impl LogKeys {
             signer: None,
             verifier: Arc::new(key::verifier(vkey)?),
             vkey: vkey.trim().to_string(),
-            adopt_unsigned: false,
         })
-    }
-
-    /// These keys, also taking a log none of whose objects is signed (written before its fleet
-    /// had a key): the node's next object, its take's marker, is signed and proves the log up
-    /// to it from then on.
-    pub fn adopting(mut self, adopt: bool) -> LogKeys {
-        self.adopt_unsigned = adopt;
-        self
-    }
-
-    /// Whether a log with no signed object is taken.
-    pub(super) fn adopts_unsigned(&self) -> bool {
-        self.adopt_unsigned
     }
 
     /// The note to carry on the object `name` of `epoch`, after which the log's last event is
@@ -245,6 +239,26 @@ impl LogKeys {
         Ok(())
     }
 
+    /// The adoption of the log of `store`, written before the fleet had a key, as it ends at
+    /// `last` ([`adoption_text`], signed); an error without a signer.
+    pub(super) fn sign_adoption(&self, store: &str, last: (Seq, EventHash)) -> Result<Vec<u8>> {
+        let signer = self.signer.as_ref().ok_or_else(|| {
+            Error::InvalidArgument(
+                "adopting a log takes the fleet's signing key, not its verifier key".into(),
+            )
+        })?;
+        key::sign(&adoption_text(store, last), signer)
+    }
+
+    /// Whether `note` is these keys' adoption of the log of `store` as it ends at `last`.
+    pub(super) fn adopted(&self, note: &[u8], store: &str, last: (Seq, EventHash)) -> bool {
+        let Ok(parsed) = Note::from_bytes(note) else {
+            return false;
+        };
+        let known = VerifierList::new(vec![Box::new(self.verifier.as_ref().clone())]);
+        parsed.verify(&known).is_ok() && parsed.text() == adoption_text(store, last).as_bytes()
+    }
+
     /// The verifier key's name and id (`NAME+ID`), for messages.
     pub(super) fn name(&self) -> String {
         self.vkey
@@ -260,6 +274,16 @@ impl LogKeys {
 pub(super) fn text(name: &str, epoch: u64, (seq, hash): (Seq, EventHash)) -> String {
     format!(
         "{TITLE}\n{name}\nepoch {epoch}\nevent {} {}\n",
+        seq.0,
+        hash.to_hex()
+    )
+}
+
+/// The text a fleet's key signs to adopt the log of `store` written before the fleet had a key,
+/// as it ends at `last` (its last event's seq and chain hash, which prove every event before).
+pub(super) fn adoption_text(store: &str, (seq, hash): (Seq, EventHash)) -> String {
+    format!(
+        "{TITLE} adopted\nstores/{store}\nevent {} {}\n",
         seq.0,
         hash.to_hex()
     )

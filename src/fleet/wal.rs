@@ -21,7 +21,7 @@
 use std::sync::Arc;
 
 use super::bucket::Bucket;
-use super::signature::LogKeys;
+use super::signature::{LogKeys, NOTE_MAX};
 use crate::error::{Error, Result};
 use crate::model::chain::Chain;
 use crate::model::event::{EventHash, Frame, Seq};
@@ -244,17 +244,63 @@ impl Wal {
     }
 
     /// Refuses a log read from its start (`from`) to `at` none of whose objects was signed
-    /// (`open`), when it has keys that do not adopt such a log.
+    /// (`open`), when it has keys, unless the fleet's key adopted it as it ends at `at`
+    /// ([`Wal::adopt`]).
     fn refuse_unsigned(&self, from: &Position, at: &Position, open: bool) -> Result<()> {
-        match &self.keys {
-            Some(keys) if open && at.object > from.object && !keys.adopts_unsigned() => {
-                Err(self.damaged(&format!(
-                    "none of its objects is signed by the fleet's key {}: it was written by nodes without --signing-key, or by someone without the key. A node adopts a log written before its fleet had a key when started with --adopt-unsigned",
-                    keys.name()
-                )))
-            }
-            _ => Ok(()),
+        let Some(keys) = &self.keys else {
+            return Ok(());
+        };
+        if !open || at.object <= from.object {
+            return Ok(());
         }
+        let adoption = self.bucket.get(&self.adoption_name(), NOTE_MAX as u64)?;
+        if adoption.is_some_and(|note| keys.adopted(&note, &self.store, (at.seq, at.hash))) {
+            return Ok(());
+        }
+        Err(self.damaged(&format!(
+            "none of its objects is signed by the fleet's key {}, and the key did not adopt it as it ends (event {}): it was written before the fleet had its key, by a node without --signing-key, or by someone without the key. A log written before the fleet had a key is adopted once, while no node writes it, with `mnemo fleet adopt {} --fleet URL --signing-key FILE`",
+            keys.name(),
+            at.seq,
+            self.store
+        )))
+    }
+
+    /// The object recording the fleet's key's adoption of this log.
+    fn adoption_name(&self) -> String {
+        format!("stores/{}/adopted", self.store)
+    }
+
+    /// Adopts this log, written before the fleet had a key, with this log's signing key: reads
+    /// it whole (every invariant checked) and records, create-only, the key's signature of where
+    /// it ends (`stores/NAME/adopted`), so that a keyed reader takes it as it is, and nothing
+    /// an unkeyed writer adds after it. Run while no node writes the store. Returns where the
+    /// log ends. A log with a signed object needs no adoption, and one is adopted once.
+    pub fn adopt(&self) -> Result<Position> {
+        let keys = self.keys.as_ref().ok_or_else(|| {
+            Error::InvalidArgument("adopting a log takes the fleet's signing key".into())
+        })?;
+        let (at, _, open) = self.scan_open(&Position::START, true)?;
+        if at.object == 1 {
+            return Err(Error::InvalidArgument(format!(
+                "the store {} has no log to adopt",
+                self.store
+            )));
+        }
+        if !open {
+            return Err(Error::InvalidArgument(format!(
+                "the log of the store {} is signed by the fleet's key already: it needs no adoption",
+                self.store
+            )));
+        }
+        let note = keys.sign_adoption(&self.store, (at.seq, at.hash))?;
+        if !self.bucket.create(&self.adoption_name(), note)? {
+            return Err(Error::InvalidArgument(format!(
+                "the log of the store {} was adopted before ({} is there) and has not been taken by a node with the key since: start the nodes with --signing-key; if an unkeyed node wrote it since, it is no longer the log adopted, and the object must be removed by hand before adopting it again",
+                self.store,
+                self.adoption_name()
+            )));
+        }
+        Ok(at)
     }
 
     fn scan_once(&self, from: &Position, mut open: bool) -> Result<(Position, Records, bool)> {
@@ -1127,12 +1173,50 @@ mod tests {
         let Err(Error::ReplicaDamaged { what }) = signed.take(2, &Position::START) else {
             panic!("a log with no signed object is taken only when adopted");
         };
-        assert!(what.contains("--adopt-unsigned"), "{what}");
+        assert!(what.contains("mnemo fleet adopt"), "{what}");
         assert!(refused(&bucket, &auditor, "none of its objects is signed"));
-        // Adopted: object 3 the signed marker, object 4 a signed commit.
-        let adopting = signed.clone().signed(Some(keys.clone().adopting(true)));
-        let mut b = adopting.take(2, &Position::START).expect("adopted").holder;
+        assert!(
+            Wal::new(Arc::clone(&bucket), "notes")
+                .signed(Some(auditor.clone()))
+                .adopt()
+                .is_err(),
+            "a verifier key adopts nothing"
+        );
+        // Adopted by the key as it ends; then an unkeyed writer's commit after the adoption is
+        // not the log adopted.
+        let late_write = copy_of(&bucket);
+        assert_eq!(signed.adopt().expect("adopt"), before_key);
+        assert!(signed.adopt().is_err(), "adopted once");
+        let adopted_object = bucket
+            .get("stores/notes/adopted", 4096)
+            .expect("get")
+            .expect("the adoption");
+        late_write
+            .create("stores/notes/adopted", adopted_object.clone())
+            .expect("create");
+        let mut u = Wal::new(Arc::clone(&late_write), "notes")
+            .take(2, &Position::START)
+            .expect("take")
+            .holder;
+        u.commit(&after(u.head(), 1, "unkeyed")).expect("commit");
+        assert!(refused(
+            &late_write,
+            &auditor,
+            "did not adopt it as it ends"
+        ));
+        // A whole log forged unsigned with the adoption copied beside it: not what was adopted.
+        let forged = Arc::new(Bucket::in_memory().expect("bucket"));
+        let fake = Wal::new(Arc::clone(&forged), "notes");
+        let mut f = fake.take(1, &Position::START).expect("take").holder;
+        f.commit(&after(f.head(), 3, "fake")).expect("commit");
+        forged
+            .create("stores/notes/adopted", adopted_object)
+            .expect("create");
+        assert!(refused(&forged, &auditor, "did not adopt it as it ends"));
+        // Taken by a keyed node: object 3 the signed marker, object 4 a signed commit.
+        let mut b = signed.take(2, &Position::START).expect("adopted").holder;
         b.commit(&after(b.head(), 2, "after")).expect("commit");
+        assert!(signed.adopt().is_err(), "a signed log needs no adoption");
         let (end, all) = Wal::new(Arc::clone(&bucket), "notes")
             .signed(Some(auditor.clone()))
             .scan(&Position::START)
@@ -1165,14 +1249,9 @@ mod tests {
         let forged = copy_of(&bucket);
         let other = LogKeys::signing(&FleetKey::generated("mnemo-fleet")).expect("keys");
         let late = Wal::new(Arc::clone(&forged), "notes").signed(Some(other.clone()));
-        let mut c = late.take(3, &Position::START);
+        let c = late.take(3, &Position::START);
         assert!(c.is_err(), "a node of another key refuses the log too");
-        let late = late.signed(Some(other.adopting(true)));
-        c = late.take(3, &Position::START);
-        assert!(
-            c.is_err(),
-            "adopting takes only a log none of whose objects is signed"
-        );
+        assert!(late.adopt().is_err(), "a signed log is never adopted");
         // A signed marker copied to the next name: signed, but for another place.
         let forged = copy_of(&bucket);
         let marker = forged

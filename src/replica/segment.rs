@@ -17,7 +17,7 @@
 //! [`MERGED_BYTES`] and is never merged again. Every form holds the same bytes.
 
 use crate::error::{Error, Result};
-use crate::model::event::{FRAME_FIXED, Seq};
+use crate::model::event::{Frame, Seq};
 
 const MAGIC: &[u8; 8] = b"MNEMOSG1";
 
@@ -71,10 +71,11 @@ pub fn decode(name: &str, bytes: &[u8], range: (Seq, Seq)) -> Result<Vec<(Seq, V
         }
         // What is decoded costs what it holds: a record too short to be an event's would cost
         // its vector's own bytes many times over (a segment of empty records, 4 bytes each).
-        if len < FRAME_FIXED {
+        if len < Frame::MIN_LEN {
             return Err(bad(&format!(
-                "record {} is {len} bytes, shorter than any event's ({FRAME_FIXED})",
-                i + 1
+                "record {} is {len} bytes, shorter than any event's ({})",
+                i + 1,
+                Frame::MIN_LEN
             )));
         }
         let seq = first
@@ -192,7 +193,11 @@ mod tests {
 
     #[test]
     fn a_segment_decodes_to_its_records_and_any_damage_is_named() {
-        let records = vec![vec![1; FRAME_FIXED], vec![2; FRAME_FIXED + 1], vec![3; 300]];
+        let records = vec![
+            vec![1; Frame::MIN_LEN],
+            vec![2; Frame::MIN_LEN + 1],
+            vec![3; 300],
+        ];
         let bytes = encode(Seq(7), &records);
         let range = (Seq(7), Seq(9));
         let name = name(Seq(7), Seq(9));
@@ -207,7 +212,7 @@ mod tests {
             ]
         );
         // A record shorter than any event's is refused, not held at many times its size.
-        let short = encode(Seq(7), &[vec![1; FRAME_FIXED], Vec::new()]);
+        let short = encode(Seq(7), &[vec![1; Frame::MIN_LEN], Vec::new()]);
         let refused = decode(&name, &short, (Seq(7), Seq(8)))
             .expect_err("an empty record")
             .to_string();

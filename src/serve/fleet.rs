@@ -58,12 +58,9 @@ pub struct FleetOptions {
     pub lease_ttl: Duration,
     /// The fleet's signing key (`--signing-key FILE`): this node signs every log object and pack
     /// it makes, and takes a store only if its log is signed by the key (but for a prefix
-    /// written before the fleet had one). `None`: nothing is signed or checked. Every node of a
-    /// fleet is given the same key, or none.
+    /// written before the fleet had one, or a log the key adopted: [`Fleet::adopt`]). `None`:
+    /// nothing is signed or checked. Every node of a fleet is given the same key, or none.
     pub signing: Option<FleetKey>,
-    /// With `signing`: also take a store none of whose log objects is signed (written before the
-    /// fleet had a key), and sign on from it (`--adopt-unsigned`, while a fleet gets its key).
-    pub adopt_unsigned: bool,
 }
 
 impl FleetOptions {
@@ -107,7 +104,6 @@ impl FleetOptions {
             advertise,
             lease_ttl,
             signing: None,
-            adopt_unsigned: false,
         })
     }
 
@@ -301,7 +297,7 @@ impl Member {
         let timing = timing(options.lease_ttl, &bucket);
         let leases = Leases::new(Arc::clone(&bucket), node, timing)?;
         let keys = match &options.signing {
-            Some(key) => Some(LogKeys::signing(key)?.adopting(options.adopt_unsigned)),
+            Some(key) => Some(LogKeys::signing(key)?),
             None => None,
         };
         Ok(Member {
@@ -871,6 +867,35 @@ impl Fleet {
             })
             .collect();
         Ok(FleetStatus { nodes, stores })
+    }
+
+    /// Adopts with the fleet's key `key` the logs of `stores` (every store of the fleet when
+    /// empty) written before the fleet had a key, so that nodes started with the key take them
+    /// (`mnemo fleet adopt`): each log read whole and the end it reached signed, once. Run while
+    /// no node writes the stores (before the nodes are started with the key). Returns, for each
+    /// store, the last event adopted, or why it was not (signed already, adopted before, no log).
+    pub fn adopt(
+        &self,
+        key: &FleetKey,
+        stores: &[String],
+    ) -> Result<Vec<(String, std::result::Result<crate::Seq, String>)>> {
+        let bucket = Arc::new(Bucket::open_existing(&self.url)?);
+        let keys = LogKeys::signing(key)?;
+        let names = match stores {
+            [] => {
+                let (_, leases) = observe(&self.url, "adopt", Duration::from_secs(10))?;
+                leases.stores()?
+            }
+            named => named.to_vec(),
+        };
+        Ok(names
+            .into_iter()
+            .map(|store| {
+                let wal = Wal::new(Arc::clone(&bucket), &store).signed(Some(keys.clone()));
+                let adopted = wal.adopt().map(|at| at.seq).map_err(|e| e.to_string());
+                (store, adopted)
+            })
+            .collect())
     }
 
     /// Drains the node `node`: asks it (at the URL it beats with, with the fleet's operator

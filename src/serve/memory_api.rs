@@ -251,7 +251,8 @@ fn unavailable(id: &str, why: Unavailable) -> ApiError {
             "every open store has a call in flight and the server is at --max-open-stores; retry in a moment".into(),
         ),
         Unavailable::Failed(why) => ApiError::Api(format!(
-            "the memory store {id:?} could not be opened ({why}); check it with `mnemo verify --db DIR/NAME` once no server holds it"
+            "the memory store {id:?} could not be opened ({why}); {}",
+            super::stores::check_advice("NAME", &why)
         )),
         Unavailable::Elsewhere(url) => ApiError::Overloaded(format!(
             "the memory store {id:?} was just taken by the fleet's node at {url}; retry, and this node forwards the request there"

@@ -820,6 +820,17 @@ async fn blocking<T: Send + 'static>(
     })
 }
 
+/// How to check a store that could not be opened: where it lies, for a fleet's store whose log
+/// in the bucket was refused; else its directory once no server holds it.
+pub(super) fn check_advice(name: &str, why: &str) -> String {
+    match why.contains("the fleet log of the store") {
+        true => format!(
+            "check its log where it lies with `mnemo verify --from FLEET/stores/{name}` (adding --key VKEY when the fleet signs its logs)"
+        ),
+        false => format!("check it with `mnemo verify --db DIR/{name}` once no server holds it"),
+    }
+}
+
 fn unavailable(name: &str, why: Unavailable) -> Response {
     match why {
         Unavailable::Missing => error(StatusCode::NOT_FOUND, &no_store(name)),
@@ -830,7 +841,8 @@ fn unavailable(name: &str, why: Unavailable) -> Response {
         Unavailable::Failed(why) => error(
             StatusCode::INTERNAL_SERVER_ERROR,
             &format!(
-                "the store {name:?} could not be opened ({why}); check it with `mnemo verify --db DIR/{name}` once no server holds it"
+                "the store {name:?} could not be opened ({why}); {}",
+                check_advice(name, &why)
             ),
         ),
         Unavailable::Elsewhere(url) => error(

@@ -110,16 +110,21 @@ fn settled(server: &Server, method: &str, target: &str, body: &[u8]) -> crate::s
     }
 }
 
-/// The files of `store` as `server` answers a view of its root.
-fn files(server: &Server, store: &str) -> String {
-    let reply = settled(
+/// `server`'s answer to a view of the root of `store`, once the store settled.
+fn viewed(server: &Server, store: &str) -> crate::serve::Reply {
+    settled(
         server,
         "POST",
         &format!("/v1/stores/{store}/memory"),
         json!({"command": "view", "path": "/memories"})
             .to_string()
             .as_bytes(),
-    );
+    )
+}
+
+/// The files of `store` as `server` answers a view of its root.
+fn files(server: &Server, store: &str) -> String {
+    let reply = viewed(server, store);
     assert_eq!(reply.status, 200, "{}", reply.text());
     reply.text()
 }
@@ -1517,14 +1522,7 @@ fn a_node_started_again_at_another_address_serves_its_stores_through_every_node(
     signal("-KILL", b.child.id());
     drop(b);
     let b = node(&t, &url, "b");
-    let reply = settled(
-        &a,
-        "POST",
-        "/v1/stores/moved/memory",
-        json!({"command": "view", "path": "/memories"})
-            .to_string()
-            .as_bytes(),
-    );
+    let reply = viewed(&a, "moved");
     assert_eq!(reply.status, 200, "{}", reply.text());
     assert!(reply.text().contains("before.md"), "{}", reply.text());
     drop(b);
@@ -1861,14 +1859,7 @@ fn a_fleet_with_a_key_signs_its_logs_and_takes_no_store_whose_log_someone_withou
         "{said}"
     );
     let c = node_with(&t, &url, "c", &signing);
-    let reply = settled(
-        &c,
-        "POST",
-        "/v1/stores/notes/memory",
-        json!({"command": "view", "path": "/memories"})
-            .to_string()
-            .as_bytes(),
-    );
+    let reply = viewed(&c, "notes");
     assert_ne!(
         reply.status,
         200,
@@ -1879,6 +1870,65 @@ fn a_fleet_with_a_key_signs_its_logs_and_takes_no_store_whose_log_someone_withou
     assert!(
         reply.text().contains("is not signed") || said.contains("is not signed"),
         "{} / {said}",
+        reply.text()
+    );
+}
+
+#[test]
+fn a_fleet_that_gets_a_key_adopts_its_logs_once_and_takes_none_written_without_it_since() {
+    let t = TempStore::new();
+    let url = bucket_url(&t, "bucket");
+    let key_file = t.dir.path().join("fleet.key");
+    let vkey = fleet_key(&key_file);
+    let key = key_file.to_string_lossy().to_string();
+    // Two stores written by a fleet without a key.
+    let a = node(&t, &url, "a");
+    for store in ["early", "late"] {
+        let (code, body) = a.api("POST", "/v1/stores", &json!({"name": store}));
+        assert_eq!(code, 201, "{body}");
+        assert!(write(&a, store, "/memories/before.md", &[]));
+    }
+    drop(a);
+    // The key adopts `early` as it ends; `late` is written again without the key afterwards.
+    let adopt = |stores: &[&str]| {
+        let mut args = vec!["fleet", "adopt", "--fleet", &url, "--signing-key", &key];
+        args.extend_from_slice(stores);
+        let out = crate::support::run_mnemo(&args, "");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+        )
+    };
+    let (code, said) = adopt(&[]);
+    assert_eq!(code, Some(0), "{said}");
+    assert!(
+        said.contains("early: adopted") && said.contains("late: adopted"),
+        "{said}"
+    );
+    let (code, said) = adopt(&["early"]);
+    assert_eq!(code, Some(1), "adopted once: {said}");
+    let unkeyed = node(&t, &url, "u");
+    assert!(write(&unkeyed, "late", "/memories/after.md", &[]));
+    drop(unkeyed);
+
+    let b = node_with(&t, &url, "b", &["--signing-key", key.as_str()]);
+    assert!(files(&b, "early").contains("/memories/before.md"));
+    assert!(write(&b, "early", "/memories/signed.md", &[]));
+    let (ok, said) = verify_from(&url, "early", &["--key", &vkey]);
+    assert!(ok && said.contains("INTACT"), "{said}");
+    let reply = viewed(&b, "late");
+    assert_ne!(
+        reply.status,
+        200,
+        "written without the key after its adoption: {}",
+        reply.text()
+    );
+    assert!(
+        reply.text().contains("did not adopt it as it ends")
+            && reply
+                .text()
+                .contains("mnemo verify --from FLEET/stores/late"),
+        "{}",
         reply.text()
     );
 }

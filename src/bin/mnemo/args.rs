@@ -461,6 +461,20 @@ pub(crate) enum FleetCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Sign, with the fleet's key, where each store's log written before the fleet had a key
+    /// ends, so that nodes started with --signing-key take it: run once, while no node writes
+    /// the stores (before starting the nodes with the key). A log with a signed object needs
+    /// none.
+    Adopt {
+        /// The stores to adopt (default: every store of the fleet).
+        stores: Vec<String>,
+        /// The fleet's bucket, as its nodes were given it (s3://bucket/prefix or file:///dir).
+        #[arg(long, value_name = "URL")]
+        fleet: String,
+        /// The fleet's key file (`mnemo key create --file FILE`).
+        #[arg(long, value_name = "FILE")]
+        signing_key: PathBuf,
+    },
     /// Hand every store NODE holds to the fleet's other live nodes (each closed on NODE once
     /// its calls in flight have answered; requests meanwhile wait, then go to the new holder),
     /// and have NODE take no store from then on: before stopping it.
@@ -743,14 +757,10 @@ pub struct ServeFlags {
     pub lease_ttl: f64,
     /// With --fleet: the fleet's signing key (`mnemo key create --file FILE` made it; every
     /// node is given the same): this node signs the store logs it writes, and takes a store
-    /// only if its log is signed by the key.
+    /// only if its log is signed by the key (a log written before the fleet had a key: once
+    /// `mnemo fleet adopt` adopted it).
     #[arg(long, value_name = "FILE", requires = "fleet")]
     pub signing_key: Option<PathBuf>,
-    /// With --signing-key: also take stores whose logs were written before the fleet had a
-    /// key (none of their objects signed), signing on from them. Give it while the fleet gets
-    /// its key, then leave it out.
-    #[arg(long, requires = "signing_key")]
-    pub adopt_unsigned: bool,
 }
 
 /// `mnemo redact`'s arguments.

@@ -1,5 +1,5 @@
-//! `mnemo fleet status|drain`: a fleet's nodes and stores, read from its bucket; a node's stores
-//! handed to the others.
+//! `mnemo fleet status|drain|adopt`: a fleet's nodes and stores, read from its bucket; a node's
+//! stores handed to the others; logs written before the fleet had a key adopted by it.
 
 use std::process::ExitCode;
 
@@ -67,4 +67,27 @@ pub(crate) fn drain(url: &str, node: &str) -> CliResult {
         handed.len()
     ));
     Ok(ExitCode::SUCCESS)
+}
+
+/// Adopts with the key in `key_file` the logs of `stores` (every store when none is named) of
+/// the fleet at `url`, printing each store's outcome; exit 1 if any could not be adopted.
+pub(crate) fn adopt(url: &str, key_file: &std::path::Path, stores: &[String]) -> CliResult {
+    let key = mnemo::FleetKey::load(key_file)?;
+    let adopted = mnemo::Fleet::at(url).adopt(&key, stores)?;
+    let mut failed = 0;
+    for (store, outcome) in &adopted {
+        match outcome {
+            Ok(seq) => say(format_args!(
+                "{store}: adopted as it ends, at event {seq}: nodes with --signing-key take it"
+            ))?,
+            Err(why) => {
+                failed += 1;
+                say(format_args!("{store}: not adopted: {why}"))?;
+            }
+        }
+    }
+    Ok(match failed {
+        0 => ExitCode::SUCCESS,
+        _ => ExitCode::from(1),
+    })
 }

@@ -133,6 +133,14 @@ fn main() -> ExitCode {
         Cmd::Fleet {
             command: FleetCmd::Drain { node, fleet },
         } => fleet::drain(&fleet, &node),
+        Cmd::Fleet {
+            command:
+                FleetCmd::Adopt {
+                    stores,
+                    fleet,
+                    signing_key,
+                },
+        } => fleet::adopt(&fleet, &signing_key, &stores),
         Cmd::Key {
             command: KeyCmd::Create { db, name, file },
         } => replication::key_create(&db.db, name.as_deref(), file.as_deref()),

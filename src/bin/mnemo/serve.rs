@@ -128,7 +128,6 @@ pub(crate) fn run_data_server(
                 .as_deref()
                 .map(mnemo::FleetKey::load)
                 .transpose()?;
-            node.adopt_unsigned = flags.adopt_unsigned;
             Some(node)
         }
         None => None,

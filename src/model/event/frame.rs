@@ -7,8 +7,7 @@ use crate::model::seq::Seq;
 
 use super::*;
 
-/// The bytes every stored record has before its header and payload: none is shorter.
-pub const FRAME_FIXED: usize = 1 + 8 + 32 + 32 + 32 + 4;
+const FRAME_FIXED: usize = 1 + 8 + 32 + 32 + 32 + 4;
 
 /// An event's stored record split into its fields, before the header and payload are decoded.
 ///
@@ -56,6 +55,11 @@ fn take_u32(bytes: &mut &[u8], what: &str) -> Result<usize> {
     let mut out = [0; 4];
     out.copy_from_slice(take(bytes, 4, what)?);
     Ok(u32::from_le_bytes(out) as usize)
+}
+
+impl Frame {
+    /// The bytes every stored record has before its header and payload: none is shorter.
+    pub const MIN_LEN: usize = FRAME_FIXED;
 }
 
 impl Frame {
