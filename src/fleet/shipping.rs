@@ -90,6 +90,23 @@ impl Shipping {
         self.state.failed.load(Ordering::SeqCst)
     }
 
+    /// The last event this holder committed (or the log's last when it took the store).
+    pub fn head_seq(&self) -> crate::model::event::Seq {
+        lock(&self.state.holder).position().seq
+    }
+
+    /// Whether the log in the bucket still holds this holder's last commit (one read), or it
+    /// committed nothing since it took the store: false when someone removed it from the bucket,
+    /// which a hand-over must not go on past (the next holder would go on without it).
+    pub fn last_commit_kept(&self) -> Result<bool> {
+        let holder = lock(&self.state.holder);
+        let after = holder.position();
+        if after.seq <= self.state.taken_at.seq {
+            return Ok(true);
+        }
+        holder.wal().holds(&after)
+    }
+
     /// Returns once every record queued is committed, or a commit failed (its error): what this
     /// node acknowledged is then in the log, unless the store was taken from it.
     pub fn finish(&self) -> Result<()> {

@@ -475,6 +475,19 @@ impl Member {
                         lease.store
                     );
                 }
+                // The next holder goes on from the log as the bucket holds it: if this node's
+                // last commit is gone from there (removed by someone who can write the bucket),
+                // handing over would make the loss of acknowledged writes the store's history.
+                if !shipping.last_commit_kept()? {
+                    let why = format!(
+                        "the store {} is not handed over: the log in the bucket no longer holds this node's last commit (event {}), so someone removed objects from it, and the next holder would go on without writes this node acknowledged. The store stays leased to this node, which serves it no more while it drains: put the removed objects back (or restore the store from this node's copy, DIR/{}), then drain again",
+                        lease.store,
+                        shipping.head_seq(),
+                        lease.store
+                    );
+                    eprintln!("mnemo serve: {why}");
+                    return Err(Error::damaged(why));
+                }
                 held.lease
             }
             None => lease.clone(),

@@ -1932,3 +1932,36 @@ fn a_fleet_that_gets_a_key_adopts_its_logs_once_and_takes_none_written_without_i
         reply.text()
     );
 }
+
+#[test]
+fn a_holder_whose_last_commit_was_removed_from_the_bucket_does_not_hand_its_store_over() {
+    let t = TempStore::new();
+    let url = bucket_url(&t, "bucket");
+    let a = node(&t, &url, "a");
+    let _b = node(&t, &url, "b");
+    let (code, body) = a.api("POST", "/v1/stores", &json!({"name": "notes"}));
+    assert_eq!(code, 201, "{body}");
+    for i in 0..3 {
+        assert!(write(&a, "notes", &format!("/memories/a{i}.md"), &[]));
+    }
+    // Someone who can write the bucket removes the newest commit.
+    let bucket = Bucket::open(&url).expect("bucket");
+    let newest = bucket
+        .list("stores/notes/wal")
+        .expect("list")
+        .pop()
+        .expect("an object");
+    bucket.remove(&newest.name).expect("remove");
+    let out = crate::support::run_mnemo(&["fleet", "drain", "a", "--fleet", &url], "");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the drain must not go on: {said}");
+    assert!(
+        said.contains("no longer holds this node's last commit"),
+        "{said}"
+    );
+    assert_eq!(
+        status(&url)["stores"][0]["node"],
+        "a",
+        "the store stays leased to the node that holds its acknowledged writes"
+    );
+}
