@@ -253,10 +253,7 @@ fn verify_from(c: &mut Criterion) {
                 let dir = tempfile::tempdir_in(common::cache_dir()).expect("dir");
                 let db = dir.path().join("restored");
                 replica.restore(&db, None).expect("restore");
-                let client = MnemoClient::builder(&db)
-                    .read_only()
-                    .open()
-                    .expect("open");
+                let client = MnemoClient::builder(&db).read_only().open().expect("open");
                 assert!(client.verify().expect("verify").is_intact());
             });
         });

@@ -54,7 +54,9 @@ pub use format::{
     salted_format_of,
 };
 use format::{answers_as_typescript, is_salted, keeps_effects, semantics_of_format};
-pub use frame::{FRAME_FIXED, Frame, FrameRef};
+#[cfg(any(feature = "replicate", feature = "testing"))]
+pub use frame::FRAME_FIXED;
+pub use frame::{Frame, FrameRef};
 
 /// An event's salt: 32 random bytes that key the commitments to its payload and result text (see
 /// the module docs). Not secret from whoever holds the store, but erased with the payload.
