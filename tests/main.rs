@@ -97,3 +97,5 @@ mod tokens;
 mod tamper;
 // mnemo redact: erased content gone from the store's bytes and reads; the rest verifies.
 mod redact;
+// mnemo revert: a dry run changes nothing, conflicts refused until forced, the record logged.
+mod revert;
