@@ -89,6 +89,18 @@ pub struct Reverted {
     pub last: Option<Seq>,
 }
 
+impl RevertScope {
+    /// The scope as `POST /v1/revert` takes it: `{"to", "path"}` or `{"agent", "since"}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            RevertScope::To { seq, path } => serde_json::json!({"to": seq.0, "path": path}),
+            RevertScope::Agent { agent, since } => {
+                serde_json::json!({"agent": agent, "since": since.0})
+            }
+        }
+    }
+}
+
 impl RevertPlan {
     /// What `mnemo revert --dry-run` prints: a line for the revert, one per call, the conflicts.
     pub fn summary(&self) -> String {
@@ -163,7 +175,63 @@ impl RevertPlan {
     }
 }
 
+impl RevertPlan {
+    /// A plan from its JSON ([`RevertPlan::to_json`]), as a server answers it; `None` for
+    /// another shape.
+    #[cfg(feature = "client")]
+    pub(crate) fn from_json(answer: &serde_json::Value) -> Option<RevertPlan> {
+        let seqs = |v: &serde_json::Value| -> Option<Vec<Seq>> {
+            v.as_array()?.iter().map(|s| s.as_u64().map(Seq)).collect()
+        };
+        let calls = answer["calls"]
+            .as_array()?
+            .iter()
+            .map(|call| {
+                let root = call["root"].as_str()?;
+                let parsed =
+                    crate::model::tool::command::parse_value(&call["input"], root, Profile::Spec);
+                Some((root.to_string(), parsed.command.ok()?))
+            })
+            .collect::<Option<_>>()?;
+        Some(RevertPlan {
+            to: Seq(answer["to"].as_u64()?),
+            scope: answer["scope"].as_str()?.to_string(),
+            head: Seq(answer["head"].as_u64()?),
+            undone: seqs(&answer["undone"])?,
+            calls,
+            conflicts: answer["conflicts"]
+                .as_array()?
+                .iter()
+                .map(|c| c.as_str().map(str::to_string))
+                .collect::<Option<_>>()?,
+        })
+    }
+}
+
 impl Reverted {
+    /// The revert as `mnemo revert --json` prints it (and `POST /v1/revert` answers it): the
+    /// plan's object with `"record"` and `"last"` (`null` when nothing was written).
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut json = self.plan.to_json();
+        json["record"] = serde_json::json!(self.record.map(|s| s.0));
+        json["last"] = serde_json::json!(self.last.map(|s| s.0));
+        json
+    }
+
+    /// A revert from its JSON ([`Reverted::to_json`]); `None` for another shape.
+    #[cfg(feature = "client")]
+    pub(crate) fn from_json(answer: &serde_json::Value) -> Option<Reverted> {
+        let seq = |v: &serde_json::Value| match v {
+            serde_json::Value::Null => Some(None),
+            v => v.as_u64().map(|s| Some(Seq(s))),
+        };
+        Some(Reverted {
+            plan: RevertPlan::from_json(answer)?,
+            record: seq(&answer["record"])?,
+            last: seq(&answer["last"])?,
+        })
+    }
+
     /// What `mnemo revert` prints once it is done.
     pub fn summary(&self) -> String {
         match (self.record, self.last) {
@@ -209,81 +277,92 @@ fn describe(command: &Command) -> String {
 
 impl MnemoClient {
     /// What [`revert`](Self::revert) would do, changing nothing: the calls, the writes they
-    /// undo and the conflicts, for this client's agent as the operator. A store open in this
-    /// process or a read-only copy (a served store: [`Error::NotLocal`]).
+    /// undo and the conflicts, for this client's agent as the operator (on a served store,
+    /// `POST /v1/revert` with `dry_run`, the operator's only).
     pub fn revert_plan(&self, scope: &RevertScope) -> Result<RevertPlan> {
-        let operator = self.agent_id().to_string();
-        self.read_local(|store| plan_on(store, scope, &operator))
+        self.backend().revert_plan(self, scope)
     }
 
     /// Puts files back as `scope` says: the revert's record, then its calls, each an ordinary
-    /// event by this client's agent (the operator). Refused, writing nothing, when the plan has
-    /// conflicts and `force` is not set, or a call would need a place another file holds. A
-    /// plan with no calls writes nothing.
+    /// event by this client's agent (the operator; on a served store, through `POST
+    /// /v1/revert`, by who asked). Refused, writing nothing, when the plan has conflicts and
+    /// `force` is not set, or a call would need a place another file holds. A plan with no
+    /// calls writes nothing.
     pub fn revert(&self, scope: &RevertScope, force: bool) -> Result<Reverted> {
-        let plan = self.revert_plan(scope)?;
-        if plan.calls.is_empty() {
-            return Ok(Reverted {
-                plan,
-                record: None,
-                last: None,
-            });
-        }
-        plan.refused(force)?;
-        if self.head()?.seq != plan.head {
-            return Err(Error::InvalidArgument(format!(
-                "the log moved on from seq {} while the revert was planned; nothing was written: run it again",
-                plan.head
-            )));
-        }
-        let record = self.admin(AdminCommand::Revert {
-            to: plan.to.0,
-            scope: plan.scope.clone(),
-            seqs: plan.undone.iter().map(|s| s.0).collect(),
-            calls: plan.calls.len() as u64,
-        })?;
-        if record.is_error {
-            return Err(Error::InvalidArgument(format!(
-                "the revert's record was refused (seq {}): {}",
-                record.seq, record.text
-            )));
-        }
-        let limits = Limits {
-            max_file_bytes: plan
-                .calls
-                .iter()
-                .map(|(_, c)| written_len(c))
-                .max()
-                .unwrap_or(0)
-                .max(Limits::default().max_file_bytes),
-            ..Limits::default()
-        };
-        let mut last = None;
-        for (n, (root, command)) in plan.calls.iter().enumerate() {
-            let receipt = self.call(
-                Some(format!("revert-{}-{}", record.seq, n + 1)),
-                spec_call(root, limits, command.clone()),
-            )?;
-            if receipt.is_error {
-                return Err(Error::InvalidArgument(format!(
-                    "the revert recorded at seq {} stopped at its call {} of {} (seq {}, {}): {}; {} before it were made (another write since the plan?): plan it again to finish",
-                    record.seq,
-                    n + 1,
-                    plan.calls.len(),
-                    receipt.seq,
-                    describe(command),
-                    receipt.text,
-                    count(n, "call"),
-                )));
-            }
-            last = Some(receipt.seq);
-        }
-        Ok(Reverted {
-            plan,
-            record: Some(record.seq),
-            last,
-        })
+        self.backend().revert(self, scope, force)
     }
+}
+
+/// [`MnemoClient::revert_plan`] of a store open in this process, or of a read-only copy.
+pub(crate) fn planned(client: &MnemoClient, scope: &RevertScope) -> Result<RevertPlan> {
+    let operator = client.agent_id().to_string();
+    client.read_local(|store| plan_on(store, scope, &operator))
+}
+
+/// [`MnemoClient::revert`] of a store open in this process.
+pub(crate) fn reverted(client: &MnemoClient, scope: &RevertScope, force: bool) -> Result<Reverted> {
+    let plan = client.revert_plan(scope)?;
+    if plan.calls.is_empty() {
+        return Ok(Reverted {
+            plan,
+            record: None,
+            last: None,
+        });
+    }
+    plan.refused(force)?;
+    if client.head()?.seq != plan.head {
+        return Err(Error::InvalidArgument(format!(
+            "the log moved on from seq {} while the revert was planned; nothing was written: run it again",
+            plan.head
+        )));
+    }
+    let record = client.admin(AdminCommand::Revert {
+        to: plan.to.0,
+        scope: plan.scope.clone(),
+        seqs: plan.undone.iter().map(|s| s.0).collect(),
+        calls: plan.calls.len() as u64,
+    })?;
+    if record.is_error {
+        return Err(Error::InvalidArgument(format!(
+            "the revert's record was refused (seq {}): {}",
+            record.seq, record.text
+        )));
+    }
+    let limits = Limits {
+        max_file_bytes: plan
+            .calls
+            .iter()
+            .map(|(_, c)| written_len(c))
+            .max()
+            .unwrap_or(0)
+            .max(Limits::default().max_file_bytes),
+        ..Limits::default()
+    };
+    let mut last = None;
+    for (n, (root, command)) in plan.calls.iter().enumerate() {
+        let receipt = client.call(
+            Some(format!("revert-{}-{}", record.seq, n + 1)),
+            spec_call(root, limits, command.clone()),
+        )?;
+        if receipt.is_error {
+            return Err(Error::InvalidArgument(format!(
+                "the revert recorded at seq {} stopped at its call {} of {} (seq {}, {}): {}; {} before it were made (another write since the plan?): plan it again to finish",
+                record.seq,
+                n + 1,
+                plan.calls.len(),
+                receipt.seq,
+                describe(command),
+                receipt.text,
+                count(n, "call"),
+            )));
+        }
+        last = Some(receipt.seq);
+    }
+    Ok(Reverted {
+        plan,
+        record: Some(record.seq),
+        last,
+    })
 }
 
 /// A memory-tool call at `root` under the spec profile.

@@ -37,12 +37,7 @@ pub(crate) fn run_revert(args: &RevertArgs) -> CliResult {
             client.revert(&scope, args.force)
         })?;
         match args.json {
-            true => {
-                let mut json = done.plan.to_json();
-                json["record"] = serde_json::json!(done.record.map(|s| s.0));
-                json["last"] = serde_json::json!(done.last.map(|s| s.0));
-                format!("{json}\n")
-            }
+            true => format!("{}\n", done.to_json()),
             false => done.summary(),
         }
     };
