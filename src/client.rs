@@ -28,6 +28,7 @@ pub(crate) mod reads;
 pub(crate) mod redact;
 #[cfg(feature = "client")]
 pub(crate) mod remote;
+pub(crate) mod revert;
 #[cfg(feature = "client")]
 pub(crate) mod stores;
 pub(crate) mod token;

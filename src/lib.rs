@@ -122,6 +122,7 @@ pub use client::discovery::{DataServer, LineTally, Link, ServerFile};
 pub use client::redact::{Plan, Redacted, Selection};
 #[cfg(feature = "client")]
 pub use client::remote::{RemoteClient, RemoteError};
+pub use client::revert::{RevertPlan, RevertScope, Reverted};
 #[cfg(feature = "client")]
 pub use client::stores::DataStores;
 pub use client::token::TokenRecord;

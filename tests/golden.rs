@@ -1589,6 +1589,23 @@ fn doc_payload(b: &Body) -> Vec<u8> {
         Body::Admin(AdminCommand::Label { label }) => {
             d.u32(2).u32(7).string(label);
         }
+        // Format 12: a revert's record, variant 8.
+        Body::Admin(AdminCommand::Revert {
+            to,
+            scope,
+            seqs,
+            calls,
+        }) => {
+            d.u32(2)
+                .u32(8)
+                .u64(*to)
+                .string(scope)
+                .u64(seqs.len() as u64);
+            for seq in seqs {
+                d.u64(*seq);
+            }
+            d.u64(*calls);
+        }
         // An erased record has no payload.
         Body::Erased(_) => {}
         Body::Api(write) => {
@@ -1717,8 +1734,8 @@ fn every_vector_matches_the_documented_byte_table() {
     assert_eq!(DOMAIN_TAG, b"mnemo/event/v1", "domain tag as documented");
     assert_eq!(DOMAIN_TAG.len(), 14, "the docs say 14 ASCII bytes");
     assert_eq!(
-        FORMAT_VERSION, 11,
-        "this is format version 11 (the writer writes 9: salted events of semantics 5, of any payload and profile; a redaction that keeps what erased events did is 10, the erased records that keep it 11)"
+        FORMAT_VERSION, 12,
+        "this is format version 12 (the writer writes 9: salted events of semantics 5, of any payload and profile; a redaction that keeps what erased events did is 10, the erased records that keep it 11, a revert's record 12)"
     );
     assert_eq!(
         PAYLOAD_TAG, b"mnemo/payload/v4",
@@ -2631,5 +2648,49 @@ fn a_kept_effect_and_the_redaction_that_commits_to_it_follow_the_documented_byte
     assert!(
         Event::decode(&relabelled).is_err(),
         "format 9 holding a label"
+    );
+    // A revert's record: format 12, variant 8, and nothing else is format 12.
+    let mut revert = fixed(
+        11,
+        None,
+        Outcome::of(
+            false,
+            "Reverting /memories to seq 4: undoing 2 events (5, 7) by the 3 calls that follow",
+        ),
+        Body::Admin(AdminCommand::Revert {
+            to: 4,
+            scope: "/memories".into(),
+            seqs: vec![5, 7],
+            calls: 3,
+        }),
+    );
+    revert.header.semantics = Semantics::V5;
+    revert.salt = Some(salt_of(11));
+    let frame = revert.to_frame();
+    assert_eq!(frame.version, 12, "a revert's record is format 12");
+    let mut d = Doc::default();
+    d.u32(2)
+        .u32(8)
+        .u64(4)
+        .string("/memories")
+        .u64(2)
+        .u64(5)
+        .u64(7)
+        .u64(3);
+    assert_eq!(hex(&frame.payload), hex(&d.0), "the revert's payload");
+    assert_eq!(Event::decode(&frame.encode()).expect("decodes"), revert);
+    for other in [9, 10] {
+        let mut relabelled = frame.encode();
+        relabelled[0] = other;
+        assert!(
+            Event::decode(&relabelled).is_err(),
+            "format {other} holding a revert's record"
+        );
+    }
+    let mut relabelled = label.to_frame().encode();
+    relabelled[0] = 12;
+    assert!(
+        Event::decode(&relabelled).is_err(),
+        "format 12 holding a label"
     );
 }

@@ -84,6 +84,8 @@ const LAYERS: &[&[&str]] = &[
     &["client::transfer"],
     // Erasing events: a replay that skips them, and a rewrite of the store.
     &["client::redact"],
+    // Putting files back as they were: a replay that follows files, then ordinary calls.
+    &["client::revert"],
     // The seam between a client and its store, in this process or through its server: one
     // method per operation that differs, composing the reads, tokens and redaction below it.
     &["client::backend"],

@@ -99,3 +99,5 @@ mod tamper;
 mod redact;
 // mnemo trace: where an event's content went, text and JSON, through a redaction, within grants.
 mod trace;
+// mnemo revert: a dry run changes nothing, conflicts refused until forced, the record logged.
+mod revert;

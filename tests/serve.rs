@@ -31,6 +31,8 @@ mod tokens;
 mod gate;
 // Redaction by the server that holds the store.
 mod redact;
+// Reverts by the server that holds the store, the operator's only.
+mod revert;
 // The read routes and memory versions refuse a forged record, naming its seq.
 mod proof;
 // One tenant cannot lock out the rest: shares of requests, body pace, body memory.

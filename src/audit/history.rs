@@ -9,6 +9,7 @@ use crate::model::paths::MemPath;
 use crate::model::policy::AdminCommand;
 pub use crate::model::protocol::LogQuery;
 use crate::model::protocol::LoggedEvent;
+use crate::model::seq::listed;
 pub use crate::model::time::utc;
 use crate::model::tool::COMMAND_NAMES;
 use crate::store::kv::MemKv;
@@ -234,16 +235,18 @@ pub fn describe(event: &Event) -> (&'static str, Vec<String>) {
             ("config-set", vec![format!("{name} {value}")])
         }
         Body::Admin(AdminCommand::Label { .. }) => ("store-label", Vec::new()),
-        Body::Admin(AdminCommand::Redact { seqs, .. }) => (
-            "redact",
+        Body::Admin(AdminCommand::Revert {
+            to, scope, seqs, ..
+        }) => (
+            "revert",
             vec![format!(
-                "events {}",
-                seqs.iter()
-                    .map(u64::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                "of events {} ({scope} as after seq {to})",
+                listed(seqs)
             )],
         ),
+        Body::Admin(AdminCommand::Redact { seqs, .. }) => {
+            ("redact", vec![format!("events {}", listed(seqs))])
+        }
         // What it named was erased with its payload.
         Body::Erased(_) => ("erased", Vec::new()),
     }

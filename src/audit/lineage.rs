@@ -150,6 +150,11 @@ impl Files {
     pub(crate) fn paths(&self) -> &BTreeMap<u64, Vec<String>> {
         &self.live.paths
     }
+
+    /// The files alive now, path → ordinal.
+    pub(crate) fn live(&self) -> &BTreeMap<MemPath, u64> {
+        &self.live.at
+    }
 }
 
 /// The files followed through the log up to `at`, kept by the open store ([`Store::derived`]) so

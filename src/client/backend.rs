@@ -12,6 +12,7 @@ use crate::audit::history::{LogQuery, held_records, logged, select_events, state
 use crate::audit::verify::{Report, VerifyOptions, verify_store_with};
 use crate::client::reads::listing_of;
 use crate::client::redact::{Plan, Redacted, Selection, plan, redact};
+use crate::client::revert::{self, RevertPlan, RevertScope, Reverted};
 use crate::client::token::{Listed, issue, listed, revoke};
 use crate::client::{Backend, Forward, MnemoClient, readable};
 use crate::error::{Error, Result};
@@ -147,6 +148,12 @@ pub(crate) trait StoreAccess {
 
     /// See [`MnemoClient::redaction_plan`].
     fn redaction_plan(&self, client: &MnemoClient, selection: &Selection) -> Result<Plan>;
+
+    /// See [`MnemoClient::revert_plan`].
+    fn revert_plan(&self, client: &MnemoClient, scope: &RevertScope) -> Result<RevertPlan>;
+
+    /// See [`MnemoClient::revert`].
+    fn revert(&self, client: &MnemoClient, scope: &RevertScope, force: bool) -> Result<Reverted>;
 }
 
 impl MnemoClient {
@@ -409,6 +416,14 @@ impl StoreAccess for InProcess {
     fn redaction_plan(&self, client: &MnemoClient, selection: &Selection) -> Result<Plan> {
         client.read_local(|store| plan(store, selection))
     }
+
+    fn revert_plan(&self, client: &MnemoClient, scope: &RevertScope) -> Result<RevertPlan> {
+        revert::planned(client, scope)
+    }
+
+    fn revert(&self, client: &MnemoClient, scope: &RevertScope, force: bool) -> Result<Reverted> {
+        revert::reverted(client, scope, force)
+    }
 }
 
 /// A store a `mnemo serve` holds: every operation through the server's routes, as the client's
@@ -420,8 +435,9 @@ mod served {
     use super::StoreAccess;
     use crate::audit::history::LogQuery;
     use crate::audit::verify::Report;
-    use crate::client::redact::{Plan, Redacted, Selection, redact_served, unexpected};
+    use crate::client::redact::{Plan, Redacted, Selection, admin_post, unexpected};
     use crate::client::remote::{Answering, RemoteClient, RemoteError};
+    use crate::client::revert::{RevertPlan, RevertScope, Reverted};
     use crate::client::token::check_id;
     use crate::client::{Forward, MnemoClient, Served};
     use crate::error::{Error, Result};
@@ -435,6 +451,10 @@ mod served {
     use crate::store::log::Head;
     use crate::store::projection::MemoryRecord;
     use crate::store::writer::Receipt;
+
+    /// The operator's admin routes that plan first.
+    const REDACT: &str = "/v1/redact";
+    const REVERT: &str = "/v1/revert";
 
     impl Served {
         /// The server, acting as `client`'s agent.
@@ -620,14 +640,14 @@ mod served {
             let remote = self.as_agent(client);
             let mut body = selection.to_json();
             body["reason"] = reason.into();
-            let answer = redact_served(&remote, &body)?;
+            let answer = admin_post(&remote, REDACT, &body)?;
             let plan = Plan::from_json(&answer);
             match (plan, answer["seq"].as_u64()) {
                 (Some(plan), Some(seq)) => Ok(Redacted {
                     plan,
                     seq: Seq(seq),
                 }),
-                _ => Err(unexpected(&remote, &answer)),
+                _ => Err(unexpected(&remote, REDACT, "a redaction", &answer)),
             }
         }
 
@@ -635,8 +655,33 @@ mod served {
             let remote = self.as_agent(client);
             let mut body = selection.to_json();
             body["dry_run"] = true.into();
-            let answer = redact_served(&remote, &body)?;
-            Plan::from_json(&answer).ok_or_else(|| unexpected(&remote, &answer))
+            let answer = admin_post(&remote, REDACT, &body)?;
+            Plan::from_json(&answer)
+                .ok_or_else(|| unexpected(&remote, REDACT, "a redaction", &answer))
+        }
+
+        fn revert_plan(&self, client: &MnemoClient, scope: &RevertScope) -> Result<RevertPlan> {
+            let remote = self.as_agent(client);
+            let mut body = scope.to_json();
+            body["dry_run"] = true.into();
+            let answer = admin_post(&remote, REVERT, &body)?;
+            RevertPlan::from_json(&answer)
+                .ok_or_else(|| unexpected(&remote, REVERT, "a revert", &answer))
+        }
+
+        /// Through `POST /v1/revert`, recorded under who asked.
+        fn revert(
+            &self,
+            client: &MnemoClient,
+            scope: &RevertScope,
+            force: bool,
+        ) -> Result<Reverted> {
+            let remote = self.as_agent(client);
+            let mut body = scope.to_json();
+            body["force"] = force.into();
+            let answer = admin_post(&remote, REVERT, &body)?;
+            Reverted::from_json(&answer)
+                .ok_or_else(|| unexpected(&remote, REVERT, "a revert", &answer))
         }
     }
 

@@ -309,17 +309,16 @@ impl MnemoClient {
     }
 }
 
-/// `POST /v1/redact` with `body`: the answer, or the server's refusal as the error the store
-/// would have given.
+/// `POST route` (an operator's admin route: `/v1/redact`, `/v1/revert`) with `body`: the
+/// answer, or the server's refusal as the error the store would have given.
 #[cfg(feature = "client")]
-pub(crate) fn redact_served(
+pub(crate) fn admin_post(
     remote: &crate::client::remote::RemoteClient,
+    route: &'static str,
     body: &serde_json::Value,
 ) -> Result<serde_json::Value> {
-    let (status, bytes) = remote.admin(crate::client::remote::AdminRequest::Post {
-        route: "/v1/redact",
-        body,
-    })?;
+    let (status, bytes) =
+        remote.admin(crate::client::remote::AdminRequest::Post { route, body })?;
     let answer: serde_json::Value =
         serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
     match (status, answer["error"].as_str()) {
@@ -327,7 +326,7 @@ pub(crate) fn redact_served(
         (400, Some(why)) => Err(Error::InvalidArgument(why.to_string())),
         (_, why) => Err(Error::Server {
             reason: format!(
-                "{} answered {status} to POST /v1/redact: {}",
+                "{} answered {status} to POST {route}: {}",
                 remote.url(),
                 why.map_or_else(
                     || String::from_utf8_lossy(&bytes).into_owned(),
@@ -340,15 +339,17 @@ pub(crate) fn redact_served(
     }
 }
 
-/// The error for an answer of `POST /v1/redact` that is not a redaction.
+/// The error for an answer of `POST route` that is not `what` (`a redaction`, `a revert`).
 #[cfg(feature = "client")]
 pub(crate) fn unexpected(
     remote: &crate::client::remote::RemoteClient,
+    route: &str,
+    what: &str,
     answer: &serde_json::Value,
 ) -> Error {
     Error::Server {
         reason: format!(
-            "{} answered POST /v1/redact with {answer}, not a redaction; is it a mnemo serve of this version?",
+            "{} answered POST {route} with {answer}, not {what}; is it a mnemo serve of this version?",
             remote.url()
         ),
         unreachable: false,

@@ -50,10 +50,12 @@ pub use format::SALTED_FORMAT;
 pub(crate) use format::kept_of;
 pub use format::{
     API_FORMAT, ERASED_FORMAT, ERASED_KEEPING_FORMAT, FORMAT_VERSION, PAYLOAD_TAG,
-    REDACT_KEEPING_FORMAT, RESULT_TAG, TS_PROFILE_FORMAT, WRITTEN_FORMAT, format_of, kept_digest,
-    salted_format_of,
+    REDACT_KEEPING_FORMAT, RESULT_TAG, REVERT_FORMAT, TS_PROFILE_FORMAT, WRITTEN_FORMAT, format_of,
+    kept_digest, salted_format_of,
 };
-use format::{answers_as_typescript, is_salted, keeps_effects, semantics_of_format};
+use format::{
+    answers_as_typescript, is_salted, keeps_effects, records_a_revert, semantics_of_format,
+};
 pub use frame::{Frame, FrameRef};
 
 /// An event's salt: 32 random bytes that key the commitments to its payload and result text (see
@@ -269,6 +271,7 @@ impl Event {
             (Body::Erased(Erased { kept: Some(_), .. }), _) => ERASED_KEEPING_FORMAT,
             (Body::Erased(_), _) => ERASED_FORMAT,
             (_, Some(_)) if keeps_effects(&self.body) => REDACT_KEEPING_FORMAT,
+            (_, Some(_)) if records_a_revert(&self.body) => REVERT_FORMAT,
             // Format 9 (semantics 5) holds any payload and any profile.
             (_, Some(_)) if self.header.semantics >= Semantics::V5 => WRITTEN_FORMAT,
             (Body::Api(_), _) => API_FORMAT,
@@ -391,6 +394,17 @@ impl Event {
             return Err(Error::corrupt(format!(
                 "an event of format {version} {} a redaction that keeps what erased events did, or a store's label",
                 if version == REDACT_KEEPING_FORMAT {
+                    "is not"
+                } else {
+                    "holds"
+                }
+            )));
+        }
+        // A revert's record is format 12, which holds nothing else.
+        if records_a_revert(&body) != (version == REVERT_FORMAT) {
+            return Err(Error::corrupt(format!(
+                "an event of format {version} {} a revert's record",
+                if version == REVERT_FORMAT {
                     "is not"
                 } else {
                     "holds"

@@ -157,6 +157,22 @@ pub enum AdminCommand {
         /// The label, a JSON object of at most [`LABEL_MAX_BYTES`] bytes.
         label: String,
     },
+    /// Record a revert (`mnemo revert`): the memory-tool calls that follow this event, made by
+    /// the same operator and each naming this event's seq in its tool_use id (`revert-SEQ-N`),
+    /// put files back as they were after event `to`, undoing the writes `seqs`. The record changes
+    /// nothing itself; the calls do, and are answered and replayed like any other. Only format 12
+    /// holds it.
+    Revert {
+        /// The event whose tree the files are put back to (for one agent's writes, the seq they
+        /// are undone since).
+        to: u64,
+        /// What is put back, in words: `/memories/notes` (that subtree) or `agent-2's writes`.
+        scope: String,
+        /// The writes undone, ascending.
+        seqs: Vec<u64>,
+        /// How many calls carry it out, following this event.
+        calls: u64,
+    },
     /// Set the store setting `name` to `value` (see [`SETTINGS`]); a name or value that is not
     /// one is answered with an error and changes nothing.
     Configure {

@@ -22,6 +22,14 @@ impl Seq {
     }
 }
 
+/// Seqs as the answers and the log list them: `5, 7, 9`.
+pub fn listed(seqs: &[u64]) -> String {
+    seqs.iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 impl fmt::Display for Seq {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.0.fmt(f)

@@ -50,6 +50,7 @@ use crate::audit::history::{LogQuery, absolute_path};
 use crate::client::MnemoClient;
 use crate::client::redact::Selection;
 use crate::client::remote::Answering;
+use crate::client::revert::RevertScope;
 use crate::client::token;
 use crate::model::credential::OPERATOR;
 use crate::model::event::Seq;
@@ -77,6 +78,7 @@ pub(crate) fn router(shared: Arc<Shared>, stop: CancellationToken) -> Router {
         .route("/v1/tokens", get(tokens_list).post(token_create))
         .route("/v1/tokens/{id}", delete(token_revoke))
         .route("/v1/redact", post(redact))
+        .route("/v1/revert", post(revert))
         .route("/v1/replicate", post(replicate))
         .route("/v1/config", get(config_list).post(config_set))
         .route_layer(axum::middleware::map_response(json_rejection))
@@ -128,7 +130,7 @@ fn json_body(bytes: Vec<u8>, content_type: &'static str) -> Response {
 async fn not_found() -> Response {
     error(
         StatusCode::NOT_FOUND,
-        "no such route; the routes are POST /v1/memory, /v1/memory/oversized, GET /v1/head, /v1/verify, /v1/log, /v1/ls, /v1/cat, /v1/history, /v1/show, /v1/diff, /v1/trace, /v1/records, /v1/attach, GET and POST /v1/acl and /v1/tokens, DELETE /v1/tokens/ID, POST /v1/redact, POST /v1/replicate, GET and POST /v1/config, and MCP at /mcp",
+        "no such route; the routes are POST /v1/memory, /v1/memory/oversized, GET /v1/head, /v1/verify, /v1/log, /v1/ls, /v1/cat, /v1/history, /v1/show, /v1/diff, /v1/trace, /v1/records, /v1/attach, GET and POST /v1/acl and /v1/tokens, DELETE /v1/tokens/ID, POST /v1/redact, POST /v1/revert, POST /v1/replicate, GET and POST /v1/config, and MCP at /mcp",
     )
 }
 
@@ -888,6 +890,74 @@ async fn redact(
         let done = client.redact(&wanted.reason, &selection)?;
         let mut body = done.plan.to_json();
         body["seq"] = done.seq.0.into();
+        body["result"] = done.summary().into();
+        Ok(body)
+    })
+    .await?;
+    Ok(json_body(body.to_string().into_bytes(), "application/json"))
+}
+
+/// `POST /v1/revert`'s body: what to put back (see `mnemo revert`), `to` (with `path`) or
+/// `agent` with `since`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RevertRequest {
+    #[serde(default)]
+    to: Option<u64>,
+    #[serde(default)]
+    path: Option<String>,
+    #[serde(default)]
+    agent: Option<String>,
+    #[serde(default)]
+    since: Option<u64>,
+    #[serde(default)]
+    dry_run: bool,
+    #[serde(default)]
+    force: bool,
+}
+
+/// Puts files back as they were after an earlier event, recorded under the operator's name
+/// (`X-Mnemo-Agent`, else `operator`): the revert's record, then its calls. With `"dry_run":
+/// true`, the plan (calls, writes undone, conflicts), changing nothing.
+async fn revert(
+    State(shared): State<Arc<Shared>>,
+    AdminChange(client): AdminChange,
+    body: Body,
+) -> Result<Response, Failure> {
+    let wanted: RevertRequest = admin_body(
+        &shared,
+        body,
+        ADMIN_BODY_MAX,
+        r#"{"to": 40, "path": "/memories/plan.md", "dry_run": true} or {"agent": "agent-2", "since": 40, "force": false}"#,
+    )
+    .await?;
+    let scope = match (wanted.to, wanted.path, wanted.agent, wanted.since) {
+        (Some(seq), path, None, None) => RevertScope::To {
+            seq: Seq(seq),
+            path,
+        },
+        (None, None, Some(agent), Some(since)) => RevertScope::Agent {
+            agent,
+            since: Seq(since),
+        },
+        _ => {
+            return Err(Failure::Client(
+                StatusCode::BAD_REQUEST,
+                "say what to put back: {\"to\": SEQ} (with \"path\"), or {\"agent\": A, \"since\": SEQ}".into(),
+            ));
+        }
+    };
+    let body = blocking(move || {
+        if wanted.dry_run {
+            let plan = client.revert_plan(&scope)?;
+            let mut body = plan.to_json();
+            body["record"] = Value::Null;
+            body["last"] = Value::Null;
+            body["result"] = plan.summary().into();
+            return Ok(body);
+        }
+        let done = client.revert(&scope, wanted.force)?;
+        let mut body = done.to_json();
         body["result"] = done.summary().into();
         Ok(body)
     })

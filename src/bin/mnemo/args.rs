@@ -170,6 +170,13 @@ pub(crate) enum Cmd {
     /// matches, a text it could not erase, a bad argument, the store in use by another writer;
     /// a refused redaction changes nothing.
     Redact(RedactArgs),
+    /// Put files back as they were after an earlier event: the files under --path (all of them
+    /// without it) as after --to SEQ, or the files --agent A changed after --since SEQ. Appends
+    /// a record of the revert (which seqs it undoes, by whom) and then ordinary memory-tool
+    /// calls, each logged and re-derived by verify. Conflicts (other agents' writes it would
+    /// throw away) are listed and refused unless --force. Exit 0 when done (or, with --dry-run,
+    /// listed), 2 when refused; a refused revert writes nothing.
+    Revert(RevertArgs),
     /// What changed in the files between two events: a unified diff per file
     Diff(DiffArgs),
     /// Where the content event SEQ wrote went (with --path, all the file held right after it):
@@ -784,6 +791,39 @@ pub(crate) struct RedactArgs {
     /// List the seqs and paths that would be erased, and change nothing.
     #[arg(long)]
     pub(crate) dry_run: bool,
+    #[command(flatten)]
+    pub(crate) operator: Operator,
+    #[command(flatten)]
+    pub(crate) remote: Remote,
+}
+
+/// `mnemo revert`'s arguments.
+#[derive(Args)]
+#[command(group(clap::ArgGroup::new("point").required(true).args(["to", "since"])))]
+pub(crate) struct RevertArgs {
+    #[command(flatten)]
+    pub(crate) db: Db,
+    /// Put the files back as they were after event SEQ (as `mnemo ls --at SEQ` lists them).
+    #[arg(long, value_name = "SEQ", conflicts_with_all = ["agent", "since"])]
+    pub(crate) to: Option<u64>,
+    /// Only the file or directory PATH (with --to): what is under it, nothing else.
+    #[arg(long, value_name = "PATH", requires = "to")]
+    pub(crate) path: Option<String>,
+    /// Undo this agent's writes (with --since): the files it changed, and no other file.
+    #[arg(long, value_name = "A", requires = "since")]
+    pub(crate) agent: Option<String>,
+    /// The event after which --agent's writes are undone.
+    #[arg(long, value_name = "SEQ", requires = "agent")]
+    pub(crate) since: Option<u64>,
+    /// List the calls, the events they undo and the conflicts, and change nothing.
+    #[arg(long)]
+    pub(crate) dry_run: bool,
+    /// Revert even though other agents' writes would be thrown away (the conflicts listed).
+    #[arg(long)]
+    pub(crate) force: bool,
+    /// Print the plan (or the revert made) as one JSON object.
+    #[arg(long)]
+    pub(crate) json: bool,
     #[command(flatten)]
     pub(crate) operator: Operator,
     #[command(flatten)]

@@ -20,6 +20,7 @@ use crate::log::run_log;
 use crate::ls::run_ls;
 use crate::mcp::run_mcp;
 use crate::redact::run_redact;
+use crate::revert::run_revert;
 use crate::serve::run_serve;
 use crate::show::run_show;
 use crate::token::run_token;
@@ -47,6 +48,7 @@ mod memory_stores;
 mod print;
 mod redact;
 mod replication;
+mod revert;
 mod serve;
 mod session;
 mod show;
@@ -153,6 +155,7 @@ fn main() -> ExitCode {
         Cmd::Diff(a) => run_diff(&a.db.db, a.from, a.to, &a.path, a.json, &a.remote),
         Cmd::Trace(args) => run_trace(&args),
         Cmd::Redact(args) => run_redact(&args),
+        Cmd::Revert(args) => run_revert(&args),
         Cmd::Acl { command } => run_acl(command),
         Cmd::Token { command } => run_token(command),
         Cmd::Config { command } => run_config(command),

@@ -14,7 +14,7 @@ use super::wire;
 ///
 /// Compatibility policy: a build reads every version up to its own and refuses newer ones with
 /// [`Error::NewerFormat`]; the version byte leads every stored event and the store's `meta` tree.
-pub const FORMAT_VERSION: u8 = 11;
+pub const FORMAT_VERSION: u8 = 12;
 
 /// The first format whose events are salted (answered under semantics 3).
 pub const SALTED_FORMAT: u8 = 4;
@@ -49,6 +49,11 @@ pub const REDACT_KEEPING_FORMAT: u8 = 10;
 /// The format of an erased record that keeps what the event did to the tree ([`Kept`]): a
 /// format-5 record followed by the kept effect's length (`u32` LE) and bytes.
 pub const ERASED_KEEPING_FORMAT: u8 = 11;
+
+/// The format of a revert's record ([`AdminCommand::Revert`](crate::model::policy::AdminCommand::Revert)):
+/// as format 9 (salted, semantics 5), with the payload variant only this format may hold, so a
+/// build that does not know it refuses the store as newer instead of calling the event corrupt.
+pub const REVERT_FORMAT: u8 = 12;
 
 /// Domain-separation tag of the digest a redaction's event commits to a kept effect by.
 const KEPT_TAG: &[u8] = b"mnemo/kept/v1";
@@ -95,9 +100,10 @@ pub fn salted_format_of(semantics: Semantics) -> u8 {
     }
 }
 
-/// Whether a record of format `version` holds a salt (formats 4, 6, 7, 8, 9 and 10).
+/// Whether a record of format `version` holds a salt (formats 4, 6, 7, 8, 9, 10 and 12).
 pub(super) fn is_salted(version: u8) -> bool {
-    version == SALTED_FORMAT
+    version == REVERT_FORMAT
+        || version == SALTED_FORMAT
         || version == SEMANTICS_4_FORMAT
         || version == API_FORMAT
         || version == TS_PROFILE_FORMAT
@@ -112,7 +118,7 @@ pub(super) fn semantics_of_format(version: u8) -> Option<Semantics> {
         2 => Some(Semantics::V2),
         3 | SALTED_FORMAT => Some(Semantics::V3),
         SEMANTICS_4_FORMAT | API_FORMAT | TS_PROFILE_FORMAT => Some(Semantics::V4),
-        WRITTEN_FORMAT | REDACT_KEEPING_FORMAT => Some(Semantics::V5),
+        WRITTEN_FORMAT | REDACT_KEEPING_FORMAT | REVERT_FORMAT => Some(Semantics::V5),
         _ => None,
     }
 }
@@ -125,6 +131,14 @@ pub(super) fn keeps_effects(body: &Body) -> bool {
             body,
             Body::Admin(crate::model::policy::AdminCommand::Label { .. })
         )
+}
+
+/// Whether `body` is a revert's record, which only format 12 holds.
+pub(super) fn records_a_revert(body: &Body) -> bool {
+    matches!(
+        body,
+        Body::Admin(crate::model::policy::AdminCommand::Revert { .. })
+    )
 }
 
 /// What an erased record of format `version` keeps: decoded from `bytes` in format 11, none in

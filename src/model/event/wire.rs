@@ -227,6 +227,13 @@ pub(super) enum WireAdmin<'a> {
     Label {
         label: Text<'a>,
     },
+    /// A revert's record: only in format 12 ([`super::REVERT_FORMAT`]).
+    Revert {
+        to: u64,
+        scope: Text<'a>,
+        seqs: Vec<u64>,
+        calls: u64,
+    },
 }
 
 /// [`Kept`] as stored after an erased record of format 11 ([`super::ERASED_KEEPING_FORMAT`]).
@@ -603,6 +610,17 @@ impl<'a> WireAdmin<'a> {
                 value: text(value),
             },
             AdminCommand::Label { label } => WireAdmin::Label { label: text(label) },
+            AdminCommand::Revert {
+                to,
+                scope,
+                seqs,
+                calls,
+            } => WireAdmin::Revert {
+                to: *to,
+                scope: text(scope),
+                seqs: seqs.clone(),
+                calls: *calls,
+            },
         }
     }
 
@@ -655,6 +673,17 @@ impl<'a> WireAdmin<'a> {
             },
             WireAdmin::Label { label } => AdminCommand::Label {
                 label: owned(label),
+            },
+            WireAdmin::Revert {
+                to,
+                scope,
+                seqs,
+                calls,
+            } => AdminCommand::Revert {
+                to,
+                scope: owned(scope),
+                seqs,
+                calls,
             },
         }
     }

@@ -6,7 +6,7 @@ import { link } from './router.js';
 /** @import { Shown } from './api.js' */
 
 // The admin commands, as the log names them (`mnemo log`'s command column).
-const ADMIN = new Set(['acl-grant', 'acl-revoke', 'token-issue', 'token-revoke', 'config-set', 'redact']);
+const ADMIN = new Set(['acl-grant', 'acl-revoke', 'token-issue', 'token-revoke', 'config-set', 'store-label', 'redact', 'revert']);
 
 /**
  * What an event is, by its command: an admin command, a write of the memory-stores API, or a

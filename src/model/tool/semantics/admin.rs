@@ -13,6 +13,7 @@ use crate::model::policy::{
     SETTINGS, check_agent_id_under,
 };
 use crate::model::semantics_version::Semantics;
+use crate::model::seq::listed;
 use crate::model::tool::tree::{Change, TokenIssue, Tree};
 
 /// Answers an admin command made by operator `by`.
@@ -39,7 +40,30 @@ pub(super) fn admin<E>(
         AdminCommand::Redact { reason, seqs, .. } => Ok(redacted(reason, seqs)),
         AdminCommand::Configure { name, value } => Ok(configured(name, value, semantics)),
         AdminCommand::Label { label } => Ok(labelled(label)),
+        AdminCommand::Revert {
+            to,
+            scope,
+            seqs,
+            calls,
+        } => Ok(reverting(*to, scope, seqs, *calls)),
     }
+}
+
+/// Answers a revert's record: what it puts back, to which seq, the writes it undoes and how many
+/// calls follow. It changes nothing itself.
+fn reverting(to: u64, scope: &str, seqs: &[u64], calls: u64) -> Answer {
+    let n = seqs.len();
+    let list = listed(seqs);
+    let plural = if n == 1 { "" } else { "s" };
+    let calls = if calls == 1 {
+        "the 1 call that follows".to_string()
+    } else {
+        format!("the {calls} calls that follow")
+    };
+    Answer::ok(
+        format!("Reverting {scope} to seq {to}: undoing {n} event{plural} ({list}) by {calls}"),
+        None,
+    )
 }
 
 /// Answers the setting of the memory store's label: a JSON object of at most
@@ -114,11 +138,7 @@ fn configured(name: &str, value: &str, semantics: Semantics) -> Answer {
 /// events it names were erased from the log, and every replay skips them).
 fn redacted(reason: &str, seqs: &[u64]) -> Answer {
     let n = seqs.len();
-    let list = seqs
-        .iter()
-        .map(u64::to_string)
-        .collect::<Vec<_>>()
-        .join(", ");
+    let list = listed(seqs);
     let plural = if n == 1 { "" } else { "s" };
     Answer::ok(
         format!("Redacted {n} event{plural} ({list}): {reason}"),

@@ -1,0 +1,48 @@
+//! `mnemo revert`: files put back as they were after an earlier event, with its dry run.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use crate::CliResult;
+use crate::args::RevertArgs;
+
+/// `mnemo revert`: the revert made (or with `--dry-run` its plan), and its summary printed.
+pub(crate) fn run_revert(args: &RevertArgs) -> CliResult {
+    let (db, remote, operator) = (&args.db.db, &args.remote, &args.operator.name);
+    let scope = match (args.to, &args.agent, args.since) {
+        (Some(seq), _, _) => mnemo::RevertScope::To {
+            seq: mnemo::Seq(seq),
+            path: args.path.clone(),
+        },
+        (None, Some(agent), Some(since)) => mnemo::RevertScope::Agent {
+            agent: agent.clone(),
+            since: mnemo::Seq(since),
+        },
+        // clap requires --to, or --agent with --since.
+        _ => return Err("give --to SEQ, or --agent A with --since SEQ".into()),
+    };
+    // Planned first on a private copy, so a dry run, a refused revert and one with nothing to
+    // do write no byte; as the operator, whose grants the calls would need.
+    let plan = crate::connect::reading(db, remote, |client| {
+        client.with_agent(operator.as_str())?.revert_plan(&scope)
+    })?;
+    let text = if args.dry_run || plan.calls.is_empty() {
+        match args.json {
+            true => format!("{}\n", plan.to_json()),
+            false => plan.summary(),
+        }
+    } else {
+        plan.refused(args.force)?;
+        let done = crate::connect::administering(db, remote, operator, |client| {
+            client.revert(&scope, args.force)
+        })?;
+        match args.json {
+            true => format!("{}\n", done.to_json()),
+            false => done.summary(),
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
