@@ -124,7 +124,7 @@ fn a_revert_is_planned_refused_on_conflict_forced_logged_and_verified() {
     );
     assert!(
         done.starts_with(
-            "reverted agent-2's writes to seq 2: the record at seq 7, its 3 calls at seqs 8..=10"
+            "reverted agent-2's writes to seq 2: the record at seq 7, its 3 calls at seqs 8 to 10"
         ),
         "{done}"
     );

@@ -236,7 +236,7 @@ impl Reverted {
     pub fn summary(&self) -> String {
         match (self.record, self.last) {
             (Some(record), Some(last)) => format!(
-                "reverted {} to seq {}: the record at seq {record}, its {} at seqs {}..={last}; undone: {}\n",
+                "reverted {} to seq {}: the record at seq {record}, its {} at seqs {} to {last}; undone: {}\n",
                 self.plan.scope,
                 self.plan.to,
                 count(self.plan.calls.len(), "call"),
