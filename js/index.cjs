@@ -356,6 +356,32 @@ class MnemoClient {
     const body = { reason, seqs, paths, texts, dry_run: dryRun };
     return this.#json('POST', '/v1/redact', { body, route: 'redact' });
   }
+
+  /**
+   * Where the content event `seq` wrote went (or all the file `path` held right after it), as
+   * `mnemo trace --json`: the later events shown it, and those that carried it on or took it out.
+   * The operator's only.
+   */
+  trace(seq, { path } = {}) {
+    if (!Number.isInteger(seq) || seq < 1) throw new TypeError(`seq must be a whole number from 1, got ${seq}`);
+    if (path !== undefined) checkString(path, 'path');
+    return this.#json('GET', `/v1/trace${query({ seq, path })}`, { route: 'trace' });
+  }
+
+  /**
+   * Puts files back by appending ordinary calls, recorded as a revert, as `mnemo revert`:
+   * `{ to, path }` (the files under `path`, else every file, as after event `to`) or
+   * `{ agent, since }` (the files `agent` changed after `since`). A dry run, writing nothing,
+   * unless `dryRun: false`; conflicts are refused unless `force`. The operator's only.
+   */
+  revert({ to, path, agent, since, dryRun = true, force = false } = {}) {
+    const byAgent = agent !== undefined || since !== undefined;
+    if (byAgent === (to !== undefined) || (byAgent && (agent === undefined || since === undefined || path !== undefined))) {
+      throw new TypeError('revert takes { to, path } or { agent, since }');
+    }
+    const body = { to, path, agent, since, dry_run: dryRun, force };
+    return this.#json('POST', '/v1/revert', { body, route: 'revert' });
+  }
 }
 
 module.exports = {

@@ -119,6 +119,45 @@ export interface Redaction {
   result: string;
 }
 
+/** What `trace` finds, as `mnemo trace --json` prints it. */
+export interface TraceReport {
+  seq: number;
+  path: string | null;
+  /** The file the traced bytes were in. */
+  file: string;
+  /** How many bytes are traced. */
+  bytes: number;
+  /** The last event looked at. */
+  through: number;
+  /** Each later event that was shown the bytes, or carried them on, or took them out. */
+  events: (LogEntry & { shown: boolean; carried: boolean; removed: boolean; files: string[] })[];
+  /** The files that hold traced bytes now, and how many. */
+  live: { path: string; bytes: number }[];
+  erased: number[];
+  /** False when an erased event (or the grants) hides part of the way. */
+  exact: boolean;
+  notes: string[];
+  [field: string]: unknown;
+}
+
+/** What `revert` plans or did, as `mnemo revert --json` prints it. */
+export interface RevertResult {
+  to: number;
+  scope: string;
+  head: number;
+  /** The events whose effects are undone. */
+  undone: number[];
+  /** The memory-tool calls the revert makes (or would make). */
+  calls: { root: string; input: unknown }[];
+  /** Other agents' writes it would throw away: refused unless `force`. */
+  conflicts: string[];
+  /** The seqs of the revert's record and of its last call (`null` for a dry run). */
+  record?: number | null;
+  last?: number | null;
+  result?: string;
+  [field: string]: unknown;
+}
+
 export class MnemoClient {
   /** Use `MnemoClient.connect` or `MnemoClient.open`. */
   protected constructor(url: string, token: string, options?: object);
@@ -170,6 +209,12 @@ export class MnemoClient {
     texts?: string[];
     dryRun?: boolean;
   }): Promise<Redaction>;
+  trace(seq: number, options?: { path?: string }): Promise<TraceReport>;
+  revert(
+    options:
+      | { to: number; path?: string; dryRun?: boolean; force?: boolean }
+      | { agent: string; since: number; dryRun?: boolean; force?: boolean },
+  ): Promise<RevertResult>;
 }
 
 /** Every error this package throws; `status` is the HTTP status when a server answered. */

@@ -238,6 +238,19 @@ class MnemoClient:
         """Logged events in order, filtered like ``mnemo log``."""
     def history(self, path: str) -> List[Event]:
         """Every event of every file that lived at ``path``, file by file, followed through renames."""
+    def trace(self, seq: int, path: Optional[str] = None) -> Dict[str, Any]:
+        """Where the content event ``seq`` wrote went (or all ``path`` held right after it), as ``mnemo trace --json``."""
+    def revert(
+        self,
+        *,
+        to: Optional[int] = None,
+        path: Optional[str] = None,
+        agent: Optional[str] = None,
+        since: Optional[int] = None,
+        dry_run: bool = True,
+        force: bool = False,
+    ) -> Dict[str, Any]:
+        """Put files back as after ``to`` (under ``path``), or undo ``agent``'s writes since ``since``, as ``mnemo revert``; a dry run by default."""
     def redact(
         self,
         reason: str,

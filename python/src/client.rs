@@ -317,6 +317,72 @@ impl PyClient {
         to_py(py, &serde_json::to_value(&shown).map_err(unwritable)?)
     }
 
+    /// Where the content event `seq` wrote went (or, with `path`, all the file at `path` held
+    /// right after it), as `mnemo trace --json`: a dict with `events` (each later event shown
+    /// it, or that carried it on or took it out, with `shown`, `carried`, `removed`), `live`
+    /// (where the bytes are now), `erased`, `exact` and `notes`. Re-derived by replaying the log.
+    #[pyo3(signature = (seq, path = None))]
+    fn trace<'py>(
+        &self,
+        py: Python<'py>,
+        seq: &Bound<'_, PyAny>,
+        path: Option<&str>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let seq = whole_number(
+            seq,
+            "seq",
+            "the event whose content to trace (1 to the last seq)",
+        )?;
+        let file = path.map(absolute_path).transpose().map_err(to_py_err)?;
+        let report = self.run(py, move |c| c.trace(Seq(seq), file.as_ref()))?;
+        to_py(py, &serde_json::to_value(&report).map_err(unwritable)?)
+    }
+
+    /// Puts files back by appending ordinary calls (as `mnemo revert`), recorded as a revert by
+    /// this client's agent: with `to`, the files under `path` (every file without it) as they
+    /// were after event `to`; with `agent` and `since`, the files that agent changed after
+    /// `since`, each as it was then. With `dry_run=True` (the default) nothing is written and the
+    /// plan is returned: a dict with `calls`, `undone` and `conflicts`; otherwise the revert is
+    /// made (refused, writing nothing, when it has conflicts and `force` is not set) and the dict
+    /// also has `record` and `last`, the seqs of its record and last call.
+    #[pyo3(signature = (*, to = None, path = None, agent = None, since = None, dry_run = true, force = false))]
+    #[allow(clippy::too_many_arguments)]
+    fn revert<'py>(
+        &self,
+        py: Python<'py>,
+        to: Option<&Bound<'_, PyAny>>,
+        path: Option<String>,
+        agent: Option<String>,
+        since: Option<&Bound<'_, PyAny>>,
+        dry_run: bool,
+        force: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let scope = match (to, agent, since) {
+            (Some(to), None, None) => mnemo::RevertScope::To {
+                seq: Seq(whole_number(to, "to", "the event whose files to put back")?),
+                path,
+            },
+            (None, Some(agent), Some(since)) if path.is_none() => mnemo::RevertScope::Agent {
+                agent,
+                since: Seq(whole_number(
+                    since,
+                    "since",
+                    "the event after which the agent's writes are undone",
+                )?),
+            },
+            _ => {
+                return Err(to_py_err(mnemo::Error::InvalidArgument(
+                    "give to=SEQ (and path=P, optional), or agent=A with since=SEQ".into(),
+                )));
+            }
+        };
+        let answer = match dry_run {
+            true => self.run(py, move |c| c.revert_plan(&scope))?.to_json(),
+            false => self.run(py, move |c| c.revert(&scope, force))?.to_json(),
+        };
+        to_py(py, &answer)
+    }
+
     /// What changed in the files under `path` from after event `start` to after event `end`
     /// (0: the empty tree), as `mnemo diff --json`: a list of dicts with `path`, `kind`
     /// (`added`, `removed` or `changed`) and a unified `diff`.
