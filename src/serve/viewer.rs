@@ -6,7 +6,8 @@
 //! `/v1/history`, `/v1/ls`, `/v1/diff`, `/v1/verify` (with `?progress=1`), `/v1/replication`, and
 //! on a `--data` server `/v1/stores` and `/v1/stores/NAME/...`), so what it shows is what the CLI
 //! prints; the operator's pages change access and redact through the admin routes (`/v1/acl`,
-//! `/v1/tokens`, `/v1/redact`), each change behind a confirming second button. Every `/ui/` answer carries a
+//! `/v1/tokens`, `/v1/redact`), and an event's page traces and reverts it (`/v1/trace`,
+//! `/v1/revert`, a dry run first), each change behind a confirming second button. Every `/ui/` answer carries a
 //! strict Content-Security-Policy ([`CSP`]: no inline script or style, nothing from another
 //! origin, no framing), `X-Content-Type-Options: nosniff` and `Referrer-Policy: no-referrer`.
 //!
@@ -107,7 +108,7 @@ const ICON_SVG: &str = include_str!("viewer/icon.svg");
 /// The viewer's script: native ES modules, each served as `/ui/NAME` and no other name (the list
 /// is the route table: an unknown name answers 404). `app.js` is the entry `index.html` loads;
 /// it imports the rest, one module per page and a few shared ones.
-const MODULES: [(&str, &str); 16] = [
+const MODULES: [(&str, &str); 17] = [
     ("app.js", include_str!("viewer/app.js")),
     ("access.js", include_str!("viewer/access.js")),
     ("api.js", include_str!("viewer/api.js")),
@@ -115,6 +116,7 @@ const MODULES: [(&str, &str); 16] = [
     ("event.js", include_str!("viewer/event.js")),
     ("files.js", include_str!("viewer/files.js")),
     ("history.js", include_str!("viewer/history.js")),
+    ("incident.js", include_str!("viewer/incident.js")),
     ("log.js", include_str!("viewer/log.js")),
     ("login.js", include_str!("viewer/login.js")),
     ("redact.js", include_str!("viewer/redact.js")),

@@ -4,7 +4,9 @@
 import { json, lines } from './api.js';
 import { agentName, el, flagged, reason, show, text } from './dom.js';
 import { changeOf, changedPath, filePaths, kindOf, pathsShown } from './log.js';
+import { incident } from './incident.js';
 import { link } from './router.js';
+import { signedIn } from './state.js';
 
 /** @import { Shown, Version } from './api.js' */
 
@@ -62,6 +64,10 @@ export async function event(params) {
     } catch (e) {
       same.appendChild(el('span', { class: 'note' }, reason(e)));
     }
+  }
+  // The operator's: who was shown what a write wrote, and putting its file back as before it.
+  if (path && shown.change && !shown.is_error && kindOf(shown.command) === 'tool' && signedIn().principal === 'operator') {
+    nodes.push(...incident(seq, path));
   }
   show(...nodes);
 }
