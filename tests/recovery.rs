@@ -187,16 +187,18 @@ fn a_second_opener_in_this_process_shares_the_store() {
 
 #[test]
 fn a_store_from_a_newer_format_is_refused() {
+    /// A format past this build's.
+    const NEWER: u8 = mnemo::testing::event::FORMAT_VERSION + 1;
     let s = TempStore::new();
     drop(s.client());
     {
         let store = open_store(&s.path());
         let (_, meta, _) = store.raw_trees();
-        meta.insert("format", &[12u8]).expect("write");
+        meta.insert("format", &[NEWER]).expect("write");
         meta.flush().expect("flush");
     }
     match MnemoClient::open(s.path(), "a") {
-        Err(e @ Error::NewerFormat { found: 12, .. }) => {
+        Err(e @ Error::NewerFormat { found: NEWER, .. }) => {
             assert!(e.to_string().contains("upgrade mnemo"), "{e}");
         }
         other => panic!("expected Error::NewerFormat, got {other:?}"),
