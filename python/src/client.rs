@@ -357,25 +357,24 @@ impl PyClient {
         dry_run: bool,
         force: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let scope = match (to, agent, since) {
-            (Some(to), None, None) => mnemo::RevertScope::To {
-                seq: Seq(whole_number(to, "to", "the event whose files to put back")?),
-                path,
-            },
-            (None, Some(agent), Some(since)) if path.is_none() => mnemo::RevertScope::Agent {
-                agent,
-                since: Seq(whole_number(
+        let to = to
+            .map(|to| whole_number(to, "to", "the event whose files to put back"))
+            .transpose()?;
+        let since = since
+            .map(|since| {
+                whole_number(
                     since,
                     "since",
                     "the event after which the agent's writes are undone",
-                )?),
-            },
-            _ => {
-                return Err(to_py_err(mnemo::Error::InvalidArgument(
+                )
+            })
+            .transpose()?;
+        let scope =
+            mnemo::RevertScope::of(to.map(Seq), path, agent, since.map(Seq)).ok_or_else(|| {
+                to_py_err(mnemo::Error::InvalidArgument(
                     "give to=SEQ (and path=P, optional), or agent=A with since=SEQ".into(),
-                )));
-            }
-        };
+                ))
+            })?;
         let answer = match dry_run {
             true => self.run(py, move |c| c.revert_plan(&scope))?.to_json(),
             false => self.run(py, move |c| c.revert(&scope, force))?.to_json(),

@@ -90,6 +90,22 @@ pub struct Reverted {
 }
 
 impl RevertScope {
+    /// The scope its parts name, as every interface takes them (`--to`, `"to"`, `to=`): `to`
+    /// (with `path`, optional) without `agent` and `since`, or `agent` with `since` and nothing
+    /// else. `None` for any other mix, which the caller refuses in its own words.
+    pub fn of(
+        to: Option<Seq>,
+        path: Option<String>,
+        agent: Option<String>,
+        since: Option<Seq>,
+    ) -> Option<RevertScope> {
+        match (to, path, agent, since) {
+            (Some(seq), path, None, None) => Some(RevertScope::To { seq, path }),
+            (None, None, Some(agent), Some(since)) => Some(RevertScope::Agent { agent, since }),
+            _ => None,
+        }
+    }
+
     /// The scope as `POST /v1/revert` takes it: `{"to", "path"}` or `{"agent", "since"}`.
     pub fn to_json(&self) -> serde_json::Value {
         match self {

@@ -187,12 +187,7 @@ pub(crate) fn restore(
     let (head, verified) = (head?, verified?);
     match verified {
         Some((report, _)) if made == Made::Report => {
-            let mut report = report;
-            // What the store would say of itself once its index and head were written.
-            report.meta_head = head;
-            report.index_applied = head.seq;
-            report.recorded = Some(head);
-            Ok((head, Some(report)))
+            Ok((head, Some(Made::report_of(report, head))))
         }
         Some((report, index)) => {
             if head.seq > Seq(0) {

@@ -68,11 +68,7 @@ impl Replica {
         match Wal::at(url)? {
             Some(wal) => {
                 let wal = checked(wal, key)?;
-                // Made only for its report, unless an expected head is to be checked.
-                let made = match expect {
-                    Some(_) => Made::Store,
-                    None => Made::Report,
-                };
+                let made = Made::to_verify(expect);
                 Replica::verify_made(url, expect, |db| built(&wal, db, None, made))
             }
             None => {

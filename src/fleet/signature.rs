@@ -18,7 +18,7 @@
 //! with an unsigned one. What it can still do is cut a log's newest objects or the whole log:
 //! signatures prove what is there, not that nothing is missing.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::Arc;
@@ -59,36 +59,20 @@ impl FleetKey {
     /// Makes a new key named `name` in the new file `path` (mode 0600; an existing file is never
     /// replaced) and returns its verifier key.
     pub fn create(path: &Path, name: &str) -> Result<String> {
-        if !signed_note::is_key_name_valid(name) {
-            return Err(Error::InvalidArgument(format!(
-                "the key name {name:?} is not valid: give a non-empty name without spaces or +"
-            )));
-        }
-        let (signer, verifier) = signed_note::generate_key(&mut rand_core::OsRng, name);
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(path)
-            .map_err(|e| match e.kind() {
-                std::io::ErrorKind::AlreadyExists => Error::InvalidArgument(format!(
-                    "{} already exists; a fleet's key is never replaced (logs signed by it verify only against it): give a new file",
-                    path.display()
-                )),
-                std::io::ErrorKind::NotFound => Error::InvalidArgument(format!(
-                    "--file {}: its directory does not exist; make it first, or give a file in one that does",
-                    path.display()
-                )),
-                _ => Error::io(path, e),
-            })?;
-        file.write_all(format!("{signer}\n{verifier}\n").as_bytes())
-            .and_then(|()| file.sync_all())
-            .map_err(|e| Error::io(path, e))?;
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::File::open(dir)
-                .and_then(|d| d.sync_all())
-                .map_err(|e| Error::io(dir, e))?;
-        }
+        let (signer, verifier) = key::generate(name)?;
+        key::write_new(path, format!("{signer}\n{verifier}").as_bytes()).map_err(|e| match e
+            .kind()
+        {
+            std::io::ErrorKind::AlreadyExists => Error::InvalidArgument(format!(
+                "{} already exists; a fleet's key is never replaced (logs signed by it verify only against it): give a new file",
+                path.display()
+            )),
+            std::io::ErrorKind::NotFound => Error::InvalidArgument(format!(
+                "--file {}: its directory does not exist; make it first, or give a file in one that does",
+                path.display()
+            )),
+            _ => Error::io(path, e),
+        })?;
         Ok(verifier)
     }
 
@@ -158,7 +142,7 @@ impl FleetKey {
     /// A new key named `name`, kept nowhere (for tests).
     #[cfg(test)]
     pub(crate) fn generated(name: &str) -> FleetKey {
-        let (signer, verifier) = signed_note::generate_key(&mut rand_core::OsRng, name);
+        let (signer, verifier) = key::generate(name).expect("a valid name");
         FleetKey {
             signer: Arc::new(StandardSigner::new(&signer).expect("a signer")),
             verifier,
@@ -220,14 +204,7 @@ impl LogKeys {
         epoch: u64,
         last: (Seq, EventHash),
     ) -> std::result::Result<(), String> {
-        let parsed =
-            Note::from_bytes(note).map_err(|e| format!("its signature is no signed note ({e})"))?;
-        let known = VerifierList::new(vec![Box::new(self.verifier.as_ref().clone())]);
-        if parsed.verify(&known).is_err() {
-            return Err(key::check(note, &self.vkey, "its signature")
-                .err()
-                .unwrap_or_else(|| "its signature does not verify".into()));
-        }
+        let parsed = self.verified(note)?;
         let expected = text(name, epoch, last);
         if parsed.text() != expected.as_bytes() {
             return Err(format!(
@@ -252,11 +229,21 @@ impl LogKeys {
 
     /// Whether `note` is these keys' adoption of the log of `store` as it ends at `last`.
     pub(super) fn adopted(&self, note: &[u8], store: &str, last: (Seq, EventHash)) -> bool {
-        let Ok(parsed) = Note::from_bytes(note) else {
-            return false;
-        };
+        self.verified(note)
+            .is_ok_and(|parsed| parsed.text() == adoption_text(store, last).as_bytes())
+    }
+
+    /// `note` parsed, when it carries a valid signature of these keys; else what is wrong.
+    fn verified(&self, note: &[u8]) -> std::result::Result<Note, String> {
+        let parsed =
+            Note::from_bytes(note).map_err(|e| format!("its signature is no signed note ({e})"))?;
         let known = VerifierList::new(vec![Box::new(self.verifier.as_ref().clone())]);
-        parsed.verify(&known).is_ok() && parsed.text() == adoption_text(store, last).as_bytes()
+        match parsed.verify(&known) {
+            Ok(_) => Ok(parsed),
+            Err(_) => Err(key::check(note, &self.vkey, "its signature")
+                .err()
+                .unwrap_or_else(|| "its signature does not verify".into())),
+        }
     }
 
     /// The verifier key's name and id (`NAME+ID`), for messages.

@@ -74,12 +74,7 @@ impl Replica {
             SigningKey::check_verifier(vkey)?;
         }
         let replica = Replica::open_trusting(url, key, None)?;
-        // The store is made only for its report; with `expect` it is verified again whole,
-        // which checks the expected event.
-        let made = match expect {
-            Some(_) => Made::Store,
-            None => Made::Report,
-        };
+        let made = Made::to_verify(expect);
         Replica::verify_made(url, expect, |db| {
             restore_with(db, |building| fetch(&replica, building, None, made))
         })

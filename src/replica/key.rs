@@ -41,14 +41,9 @@ pub fn default_name(store: &Path) -> String {
 /// Makes the store's signing key, named `name`, and returns its verifier key. Refuses to replace
 /// one that is there (a replica signed by it would no longer verify against the new key).
 pub fn create(store: &Path, name: &str) -> Result<String> {
-    if !signed_note::is_key_name_valid(name) {
-        return Err(Error::InvalidArgument(format!(
-            "the key name {name:?} is not valid: give a non-empty name without spaces or +"
-        )));
-    }
-    let (signer, verifier) = signed_note::generate_key(&mut rand_core::OsRng, name);
+    let (signer, verifier) = generate(name)?;
     let path = store.join(KEY_FILE);
-    write_new(store, KEY_FILE, signer.as_bytes()).map_err(|e| match e.kind() {
+    write_new(&path, signer.as_bytes()).map_err(|e| match e.kind() {
         std::io::ErrorKind::AlreadyExists => Error::InvalidArgument(format!(
             "{} already holds a key; replicas signed by it verify only against it, so it is not replaced (remove the file by hand to make a new one)",
             path.display()
@@ -58,18 +53,29 @@ pub fn create(store: &Path, name: &str) -> Result<String> {
     Ok(verifier)
 }
 
-/// Writes `line` and a newline to the new file `name` in the store directory `store` (mode
-/// 0600; an error if it exists), durably, the directory entry included.
-fn write_new(store: &Path, name: &str, line: &[u8]) -> std::io::Result<()> {
+/// A new Ed25519 key named `name`: its signer key and verifier key, as signed notes write them.
+pub(crate) fn generate(name: &str) -> Result<(String, String)> {
+    if !signed_note::is_key_name_valid(name) {
+        return Err(Error::InvalidArgument(format!(
+            "the key name {name:?} is not valid: give a non-empty name without spaces or +"
+        )));
+    }
+    Ok(signed_note::generate_key(&mut rand_core::OsRng, name))
+}
+
+/// Writes `line` and a newline to the new file `path` (mode 0600; an error if it exists),
+/// durably, the directory entry included.
+pub(crate) fn write_new(path: &Path, line: &[u8]) -> std::io::Result<()> {
     let mut file = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
-        .open(store.join(name))?;
+        .open(path)?;
     file.write_all(line)?;
     file.write_all(b"\n")?;
     file.sync_all()?;
-    std::fs::File::open(store)?.sync_all()
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    std::fs::File::open(dir.unwrap_or(Path::new(".")))?.sync_all()
 }
 
 /// The store's signer, if it has a key.
@@ -185,7 +191,7 @@ pub fn remember(store: &Path, vkey: &str) -> Result<()> {
         return Ok(());
     }
     let path = store.join(TRUST_FILE);
-    write_new(store, TRUST_FILE, vkey.as_bytes()).map_err(|e| Error::io(&path, e))
+    write_new(&path, vkey.as_bytes()).map_err(|e| Error::io(&path, e))
 }
 
 /// The verifier key the store at `store` trusts its replica's heads to be signed by, if it

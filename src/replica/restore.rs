@@ -4,7 +4,7 @@
 //! the whole log verified as it is appended, in one replay that is also the store's index.
 
 use super::*;
-use crate::audit::verify::Appended;
+use crate::audit::verify::{Appended, Report};
 impl Replica {
     /// Rebuilds a store at `db` (missing or empty) from this replica, up to event `at` (`None`:
     /// its head): every record re-checked against the chain, the whole log verified and the
@@ -40,6 +40,27 @@ pub(crate) enum Made {
     Store,
     /// A store made only for its report.
     Report,
+}
+
+impl Made {
+    /// What `verify --from` makes: a store for its report only, unless an expected head is to
+    /// be checked, which a verify of the whole store does.
+    pub(crate) fn to_verify(expect: Option<Head>) -> Made {
+        match expect {
+            Some(_) => Made::Store,
+            None => Made::Report,
+        }
+    }
+
+    /// `report`, of the pass that verified the records as they were appended to the store whose
+    /// head is now `head`, as a verify of that store would give it once its index and head were
+    /// written, as a restore writes them (the pass read them before anything was appended).
+    pub(crate) fn report_of(mut report: Report, head: Head) -> Report {
+        report.meta_head = head;
+        report.index_applied = head.seq;
+        report.recorded = Some(head);
+        report
+    }
 }
 
 /// Makes a new store at `db` (a new path or an empty directory) with `make`, which builds it at
@@ -424,13 +445,8 @@ pub(crate) fn fetch(replica: &Replica, db: &Path, at: Option<Seq>, made: Made) -
     match verified {
         // Verified intact, for a report only: the store is thrown away, so its index is not
         // written (at a million events, about half of what a restore costs).
-        Some((mut verified, _)) if made == Made::Report => {
-            // What the store would say of itself once its index and head were written, as a
-            // restore writes them (the pass read them before anything was appended).
-            verified.meta_head = head;
-            verified.index_applied = head.seq;
-            verified.recorded = Some(head);
-            report = Some(verified);
+        Some((verified, _)) if made == Made::Report => {
+            report = Some(Made::report_of(verified, head));
         }
         // Verified intact: its replay's index is the store's.
         Some((_, index)) => {

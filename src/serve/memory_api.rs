@@ -244,7 +244,7 @@ fn no_store(id: &str) -> ApiError {
     ))
 }
 
-fn unavailable(id: &str, why: Unavailable) -> ApiError {
+fn unavailable(stores: &Stores, id: &str, why: Unavailable) -> ApiError {
     match why {
         Unavailable::Missing => no_store(id),
         Unavailable::Busy => ApiError::Overloaded(
@@ -252,7 +252,7 @@ fn unavailable(id: &str, why: Unavailable) -> ApiError {
         ),
         Unavailable::Failed(why) => ApiError::Api(format!(
             "the memory store {id:?} could not be opened ({why}); {}",
-            super::stores::check_advice("NAME", &why)
+            super::stores::check_advice("NAME", stores.fleet().is_some())
         )),
         Unavailable::Elsewhere(url) => ApiError::Overloaded(format!(
             "the memory store {id:?} was just taken by the fleet's node at {url}; retry, and this node forwards the request there"

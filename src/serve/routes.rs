@@ -931,16 +931,15 @@ async fn revert(
         r#"{"to": 40, "path": "/memories/plan.md", "dry_run": true} or {"agent": "agent-2", "since": 40, "force": false}"#,
     )
     .await?;
-    let scope = match (wanted.to, wanted.path, wanted.agent, wanted.since) {
-        (Some(seq), path, None, None) => RevertScope::To {
-            seq: Seq(seq),
-            path,
-        },
-        (None, None, Some(agent), Some(since)) => RevertScope::Agent {
-            agent,
-            since: Seq(since),
-        },
-        _ => {
+    let scope = RevertScope::of(
+        wanted.to.map(Seq),
+        wanted.path,
+        wanted.agent,
+        wanted.since.map(Seq),
+    );
+    let scope = match scope {
+        Some(scope) => scope,
+        None => {
             return Err(Failure::Client(
                 StatusCode::BAD_REQUEST,
                 "say what to put back: {\"to\": SEQ} (with \"path\"), or {\"agent\": A, \"since\": SEQ}".into(),

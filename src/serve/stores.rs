@@ -820,10 +820,10 @@ async fn blocking<T: Send + 'static>(
     })
 }
 
-/// How to check a store that could not be opened: where it lies, for a fleet's store whose log
-/// in the bucket was refused; else its directory once no server holds it.
-pub(super) fn check_advice(name: &str, why: &str) -> String {
-    match why.contains("the fleet log of the store") {
+/// How to check the store `name` that could not be opened: a fleet's where its log lies (the
+/// bucket is its truth; a node's copy is a cache); else its directory once no server holds it.
+pub(super) fn check_advice(name: &str, in_fleet: bool) -> String {
+    match in_fleet {
         true => format!(
             "check its log where it lies with `mnemo verify --from FLEET/stores/{name}` (adding --key VKEY when the fleet signs its logs)"
         ),
@@ -831,7 +831,7 @@ pub(super) fn check_advice(name: &str, why: &str) -> String {
     }
 }
 
-fn unavailable(name: &str, why: Unavailable) -> Response {
+fn unavailable(name: &str, why: Unavailable, in_fleet: bool) -> Response {
     match why {
         Unavailable::Missing => error(StatusCode::NOT_FOUND, &no_store(name)),
         Unavailable::Busy => error(
@@ -842,7 +842,7 @@ fn unavailable(name: &str, why: Unavailable) -> Response {
             StatusCode::INTERNAL_SERVER_ERROR,
             &format!(
                 "the store {name:?} could not be opened ({why}); {}",
-                check_advice(name, &why)
+                check_advice(name, in_fleet)
             ),
         ),
         Unavailable::Elsewhere(url) => error(
@@ -993,6 +993,7 @@ async fn create(State(stores): State<Arc<Stores>>, headers: HeaderMap, body: Bod
         return error(StatusCode::BAD_REQUEST, &why);
     }
     let name = asked.name.clone();
+    let in_fleet = stores.fleet().is_some();
     let created = blocking(move || stores.create(&name)).await;
     match created {
         Ok(Ok(Created::Made)) => answer(
@@ -1017,7 +1018,7 @@ async fn create(State(stores): State<Arc<Stores>>, headers: HeaderMap, body: Bod
                 asked.name
             ),
         ),
-        Ok(Err(why)) => unavailable(&asked.name, why),
+        Ok(Err(why)) => unavailable(&asked.name, why, in_fleet),
         Err(response) => response,
     }
 }
@@ -1090,7 +1091,7 @@ async fn dispatch(
     let wanted = name.clone();
     let served = match blocking(move || opening.get(&wanted)).await {
         Ok(Ok(served)) => served,
-        Ok(Err(why)) => return unavailable(&name, why),
+        Ok(Err(why)) => return unavailable(&name, why, stores.fleet().is_some()),
         Err(response) => return response,
     };
     let path = if rest == "mcp" || rest.starts_with("mcp/") {

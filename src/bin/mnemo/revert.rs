@@ -9,18 +9,14 @@ use crate::args::RevertArgs;
 /// `mnemo revert`: the revert made (or with `--dry-run` its plan), and its summary printed.
 pub(crate) fn run_revert(args: &RevertArgs) -> CliResult {
     let (db, remote, operator) = (&args.db.db, &args.remote, &args.operator.name);
-    let scope = match (args.to, &args.agent, args.since) {
-        (Some(seq), _, _) => mnemo::RevertScope::To {
-            seq: mnemo::Seq(seq),
-            path: args.path.clone(),
-        },
-        (None, Some(agent), Some(since)) => mnemo::RevertScope::Agent {
-            agent: agent.clone(),
-            since: mnemo::Seq(since),
-        },
-        // clap requires --to, or --agent with --since.
-        _ => return Err("give --to SEQ, or --agent A with --since SEQ".into()),
-    };
+    // clap requires --to, or --agent with --since.
+    let scope = mnemo::RevertScope::of(
+        args.to.map(mnemo::Seq),
+        args.path.clone(),
+        args.agent.clone(),
+        args.since.map(mnemo::Seq),
+    )
+    .ok_or("give --to SEQ (with --path P), or --agent A with --since SEQ")?;
     // Planned first on a private copy, so a dry run, a refused revert and one with nothing to
     // do write no byte; as the operator, whose grants the calls would need.
     let plan = crate::connect::reading(db, remote, |client| {

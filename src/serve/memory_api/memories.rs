@@ -38,7 +38,9 @@ pub(super) fn open(
     id: &str,
 ) -> Result<(String, Arc<crate::serve::stores::Served>), ApiError> {
     let (name, _) = resolve(stores, id)?;
-    let served = stores.get(&name).map_err(|why| unavailable(id, why))?;
+    let served = stores
+        .get(&name)
+        .map_err(|why| unavailable(stores, id, why))?;
     Ok((name, served))
 }
 

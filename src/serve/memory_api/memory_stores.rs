@@ -50,7 +50,7 @@ pub(super) async fn create_store(
             Ok(Created::Exists | Created::InTheWay | Created::Deleted) => {
                 return Err(ApiError::Api("a fresh store name was taken; retry".into()));
             }
-            Err(why) => return Err(unavailable(&ids::store_id(&name), why)),
+            Err(why) => return Err(unavailable(&stores, &ids::store_id(&name), why)),
         }
         let dir = resolve(&stores, &ids::store_id(&name))?.1;
         let (_, served) = open(&stores, &ids::store_id(&name))?;
