@@ -107,6 +107,9 @@ fn every_read_refuses(db: &Path, seq: u64) {
         &["log"],
         &["log", "--json"],
         &["history", LEDGER],
+        &["trace", "1"],
+        &["trace", "1", "--json"],
+        &["revert", "--to", "1", "--dry-run"],
     ];
     let problems: Vec<String> = cases
         .iter()
@@ -177,6 +180,16 @@ fn the_library_readers_refuse_a_forged_record() {
         .expect("a read-only client");
     broken("events", client.events(Seq(1)).map(drop));
     broken("show", client.show(Seq(2)).map(drop));
+    broken("trace", client.trace(Seq(1), None).map(drop));
+    broken(
+        "revert_plan",
+        client
+            .revert_plan(&mnemo::RevertScope::To {
+                seq: Seq(1),
+                path: None,
+            })
+            .map(drop),
+    );
     broken(
         "history",
         client
