@@ -208,7 +208,7 @@ pub mod testing {
     pub use crate::model::policy::MAX_AGENT_BYTES;
     #[cfg(feature = "replicate")]
     pub use crate::replica::REWRITES;
-    pub use crate::store::disk::HEAD_FILE;
+    pub use crate::store::disk::{HEAD_FILE, VALUE_MIN, VALUES_FILE};
     pub use crate::store::kv::MemKv;
     pub use crate::store::log::{LOCK_WAIT, Store};
     pub use crate::store::projection::{

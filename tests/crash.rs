@@ -1,6 +1,7 @@
-//! kill -9: a child `mnemo tool` gets a stream of commands; the parent records every acknowledged
-//! result, kills the child at a random moment, reopens the store, runs `verify`, and checks what
-//! the durability mode promises for a killed process:
+//! kill -9: a child `mnemo tool` gets a stream of commands (some large enough that their payload
+//! goes to the store's value file); the parent records every acknowledged result, kills the child
+//! at a random moment, reopens the store, runs `verify`, and checks what the durability mode
+//! promises for a killed process:
 //!
 //! - `fsync` and `flush`: every acknowledged command's effect is there, and the one call in flight
 //!   is either wholly applied or not at all.
@@ -272,11 +273,16 @@ fn small_edits(mode: Durability) -> usize {
                 }
             }
             let path = format!("/memories/c{}/f{n}.txt", n % 7);
-            let input = json!({"command": "create", "path": path, "file_text": format!("v{n}\n")});
+            // Every fifth create is large enough that its payload goes to the value file.
+            let mut text = format!("v{n}\n");
+            if n % 5 == 1 {
+                text.push_str(&"pad\n".repeat(mnemo::testing::VALUE_MIN / 4 + 1));
+            }
+            let input = json!({"command": "create", "path": path, "file_text": text});
             (
                 input,
                 Box::new(move |t: &mut Tree| {
-                    t.insert(path.clone(), format!("v{n}\n"));
+                    t.insert(path.clone(), text.clone());
                 }),
             )
         });

@@ -1,6 +1,7 @@
 //! A failure at every I/O step of a session, one step per run, through the store's failpoint
-//! countdown: the format marker, each event record (a torn batch), the head, the index batch,
-//! the flush, each `fsync`, the head record, and the same at close. Whichever step fails:
+//! countdown: the format marker, the value file's append, each event record (a torn batch), the
+//! head, the index batch, the flush, each `fsync`, the head record, and the same at close.
+//! Whichever step fails:
 //!
 //! - every write that was acknowledged is in the log with the answer it got, and so is every
 //!   read or refused call answered before the last acknowledged write;
@@ -23,11 +24,16 @@ fn open(store: &TempStore) -> MnemoMemoryToolServer {
     MnemoMemoryToolServer::new(open_client(&store.path(), "steps", Durability::Fsync))
 }
 
-/// A session as agents make them: writes, listings and file views between them, a refused call.
+/// A session as agents make them: writes, listings and file views between them, a refused call,
+/// and a write large enough that its payload goes to the store's value file (its own step).
 fn session() -> Vec<Value> {
+    let large: String = (0..mnemo::testing::VALUE_MIN / 16 + 1)
+        .map(|i| format!("note {i:>10}\n"))
+        .collect();
     let inputs = [
         json!({"command": "create", "path": "/memories/a.md", "file_text": "one\ntwo\n"}),
         json!({"command": "view", "path": "/memories"}),
+        json!({"command": "create", "path": "/memories/large.md", "file_text": large}),
         json!({"command": "create", "path": "/memories/d/b.md", "file_text": "b\n"}),
         json!({"command": "str_replace", "path": "/memories/a.md", "old_str": "one", "new_str": "1"}),
         json!({"command": "view", "path": "/memories/a.md"}),
@@ -185,9 +191,24 @@ fn a_failure_at_any_io_step_loses_nothing_acknowledged_and_recovers() {
             at => tree(&clean_client, Some(at)),
         };
         assert_eq!(tree(client, None), expected, "step {fail_at}");
-        let again = server
-            .handle(&json!({"command": "create", "path": "/memories/after.md", "file_text": "x"}));
-        assert!(again.get("is_error").is_none(), "step {fail_at}: {again}");
+        // A large write too: its payload goes after whatever a failed one left in the value file.
+        let large = "after\n".repeat(mnemo::testing::VALUE_MIN / 6 + 1);
+        for (path, text) in [
+            ("/memories/after.md", "x"),
+            ("/memories/after-large.md", &large),
+        ] {
+            let again =
+                server.handle(&json!({"command": "create", "path": path, "file_text": text}));
+            assert!(again.get("is_error").is_none(), "step {fail_at}: {again}");
+        }
+        let read = client
+            .record("/memories/after-large.md")
+            .expect("read")
+            .expect("the large file");
+        assert!(
+            read.content == large,
+            "step {fail_at}: the large file reads back"
+        );
         assert!(
             client.verify().expect("verify").is_intact(),
             "step {fail_at}"
@@ -208,6 +229,7 @@ fn a_failure_at_any_io_step_loses_nothing_acknowledged_and_recovers() {
         "Head",
         "HeadRecord",
         "Sync",
+        "Value",
     ];
     for place in expected {
         assert!(places.contains(place), "{place} never failed: {places:?}");

@@ -1734,8 +1734,8 @@ fn every_vector_matches_the_documented_byte_table() {
     assert_eq!(DOMAIN_TAG, b"mnemo/event/v1", "domain tag as documented");
     assert_eq!(DOMAIN_TAG.len(), 14, "the docs say 14 ASCII bytes");
     assert_eq!(
-        FORMAT_VERSION, 12,
-        "this is format version 12 (the writer writes 9: salted events of semantics 5, of any payload and profile; a redaction that keeps what erased events did is 10, the erased records that keep it 11, a revert's record 12)"
+        FORMAT_VERSION, 13,
+        "this is format version 13 (the writer writes 9: salted events of semantics 5, of any payload and profile; a redaction that keeps what erased events did is 10, the erased records that keep it 11, a revert's record 12, and 13 the stored form of a record whose payload is in the value file)"
     );
     assert_eq!(
         PAYLOAD_TAG, b"mnemo/payload/v4",

@@ -66,6 +66,7 @@ mod memory_api;
 // The proptest model test: random command sequences against a naive in-memory model.
 mod model;
 // The version journal against a replay of the log, and verify naming a forged entry.
+mod value_file;
 mod version_journal;
 // Replicas in object storage over file://: ship, resume, restore, verify --from, tampering.
 #[cfg(feature = "replicate")]

@@ -50,8 +50,8 @@ pub use format::SALTED_FORMAT;
 pub(crate) use format::kept_of;
 pub use format::{
     API_FORMAT, ERASED_FORMAT, ERASED_KEEPING_FORMAT, FORMAT_VERSION, PAYLOAD_TAG,
-    REDACT_KEEPING_FORMAT, RESULT_TAG, REVERT_FORMAT, TS_PROFILE_FORMAT, WRITTEN_FORMAT, format_of,
-    kept_digest, salted_format_of,
+    REDACT_KEEPING_FORMAT, RESULT_TAG, REVERT_FORMAT, TS_PROFILE_FORMAT, VALUE_REF_FORMAT,
+    WRITTEN_FORMAT, format_of, kept_digest, salted_format_of,
 };
 use format::{
     answers_as_typescript, is_salted, keeps_effects, records_a_revert, semantics_of_format,

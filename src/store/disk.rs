@@ -2,7 +2,8 @@
 //! opened, making sled's files durable, and the head record.
 //!
 //! **What a store's files must be.** A store directory holds sled's `db` (the log), `conf`,
-//! `snap.*` snapshots and the `blobs/` directory of large values, and Mnemo's [`HEAD_FILE`].
+//! `snap.*` snapshots and the `blobs/` directory of large values, and Mnemo's [`HEAD_FILE`] and
+//! [`VALUES_FILE`].
 //! Before sled opens a store, [`StoreFiles::check`] requires each of them that exists (and the
 //! store directory itself) to be a regular file, or a real directory for the store directory and
 //! `blobs/` (whose entries must be regular files): never a symbolic link, a FIFO, a device or a
@@ -35,7 +36,8 @@
 //! nothing new, so `DiskSync` does only the ones that can matter:
 //!
 //! * sled's `db` file (the log sled appends to in place) on every sync;
-//! * any other file the first time it is seen, and again whenever its inode, length or mtime
+//! * any other file but the value file (which syncs what it appends itself, before any record
+//!   names it) the first time it is seen, and again whenever its inode, length or mtime
 //!   changes (sled writes its snapshots and blobs as new files, and `conf` once);
 //! * a directory whenever the set of its entries (name and inode) changed since its last `fsync`,
 //!   which persists created, renamed and removed files.
@@ -61,8 +63,9 @@
 //! Split by concern: [`checks`] (what a store's files must be), [`fsync`] (durable sync),
 //! [`head_record`], [`opening`] (Mnemo's own files, opened without following links),
 //! [`own_files`] (the files a rewritten store carries), [`leftovers`] (what an interrupted
-//! rewrite leaves), [`copy`] (a private copy for reading), [`extent`] (sparse files) and
-//! [`staging`] (a new store built beside its path by an import).
+//! rewrite leaves), [`copy`] (a private copy for reading), [`extent`] (sparse files),
+//! [`staging`] (a new store built beside its path by an import) and [`value_file`] (large
+//! payloads outside sled).
 
 use std::path::Path;
 
@@ -76,6 +79,7 @@ mod opening;
 mod own_files;
 #[cfg(unix)]
 mod staging;
+mod value_file;
 
 pub use checks::DirId;
 pub(crate) use checks::StoreFiles;
@@ -102,6 +106,10 @@ pub(crate) use own_files::read_private;
 pub use own_files::{KEY_FILE, TRUST_FILE};
 #[cfg(unix)]
 pub(crate) use staging::{place, staging_beside};
+#[cfg(feature = "testing")]
+pub use value_file::VALUE_MIN;
+pub use value_file::VALUES_FILE;
+pub(crate) use value_file::{ValueFile, goes_to_value_file, resolve, split, stored_form};
 
 /// `fsync`s the directory `dir`, so an entry renamed into it survives a power loss.
 pub(crate) fn fsync_dir(dir: &Path) -> crate::error::Result<()> {

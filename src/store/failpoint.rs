@@ -25,6 +25,9 @@ pub enum Failpoint {
     Append,
     /// Writing the store's format marker, before the first event of a newer format.
     Format,
+    /// Appending a batch's large payloads to the value file, before any of its records (nothing
+    /// of the batch lands).
+    Value,
     /// Writing one event record of a batch (the batch's earlier events land, the rest and the
     /// head do not).
     Event,

@@ -28,7 +28,7 @@ use crate::error::{Error, Result};
 use crate::model::chain::Chain;
 use crate::model::event::{Event, FORMAT_VERSION, Frame, Seq, WRITTEN_FORMAT};
 pub use crate::model::head::Head;
-use crate::store::disk::{DirId, DiskSync, HeadRecord, StoreFiles};
+use crate::store::disk::{DirId, DiskSync, HeadRecord, StoreFiles, ValueFile};
 use crate::store::failpoint::{Failpoint, Failpoints};
 use crate::store::kv::{IndexTrees, Pending};
 use crate::store::snapshot::Snapshots;
@@ -95,6 +95,9 @@ pub struct Store {
     index: IndexTrees,
     failpoints: Arc<Failpoints>,
     disk: Arc<Mutex<Disk>>,
+    /// The value file beside sled's files: the payloads of large events (see
+    /// [`crate::store::disk`]'s `value_file`).
+    values: Arc<ValueFile>,
     /// For a store opened with [`Store::open_read_only`]: the private copy sled has open (and
     /// the head record copied with it), removed when the last handle goes.
     copy: Option<Arc<tempfile::TempDir>>,
@@ -480,6 +483,7 @@ impl Store {
             db,
             failpoints: Arc::default(),
             disk: Arc::default(),
+            values: Arc::new(ValueFile::in_dir(sled_dir)),
             copy: None,
             format: Arc::default(),
             dir_id,
@@ -679,9 +683,18 @@ impl Store {
         }
     }
 
-    /// The stored record of event `seq`.
+    /// The stored record of event `seq` (whole: a payload kept in the value file read back and
+    /// checked against its hash).
     pub fn get(&self, seq: Seq) -> Result<Option<Vec<u8>>> {
-        Ok(self.events.get(seq.key())?.map(|v| v.to_vec()))
+        self.events
+            .get(seq.key())?
+            .map(|v| self.resolve(seq, &v))
+            .transpose()
+    }
+
+    /// The whole record from what sled holds under event `seq`'s key.
+    fn resolve(&self, seq: Seq, stored: &[u8]) -> Result<Vec<u8>> {
+        crate::store::disk::resolve(seq, stored, &self.values, self.format_marker())
     }
 
     /// Event `seq`, decoded (nothing else is checked); `None` when the log holds no record of it.
@@ -700,12 +713,17 @@ impl Store {
 
     /// Every stored record from `from` on, in key order, with the seq its key names.
     pub fn records(&self, from: Seq) -> impl Iterator<Item = Result<(Seq, Vec<u8>)>> + use<> {
-        self.events.range(from.key()..).map(|item| {
-            let (k, v) = item?;
-            let seq = Seq::from_key(&k)
-                .ok_or_else(|| Error::corrupt(format!("events key {k:?} is not 8 bytes")))?;
-            Ok((seq, v.to_vec()))
-        })
+        let store = self.clone();
+        self.events
+            .range(from.key()..)
+            .map(move |item| store.resolve_item(item))
+    }
+
+    fn resolve_item(&self, item: sled::Result<(sled::IVec, sled::IVec)>) -> Result<(Seq, Vec<u8>)> {
+        let (k, v) = item?;
+        let seq = Seq::from_key(&k)
+            .ok_or_else(|| Error::corrupt(format!("events key {k:?} is not 8 bytes")))?;
+        Ok((seq, self.resolve(seq, &v)?))
     }
 
     /// Every stored record before `before`, newest first, with the seq its key names.
@@ -713,12 +731,11 @@ impl Store {
         &self,
         before: Seq,
     ) -> impl Iterator<Item = Result<(Seq, Vec<u8>)>> + use<> {
-        self.events.range(..before.key()).rev().map(|item| {
-            let (k, v) = item?;
-            let seq = Seq::from_key(&k)
-                .ok_or_else(|| Error::corrupt(format!("events key {k:?} is not 8 bytes")))?;
-            Ok((seq, v.to_vec()))
-        })
+        let store = self.clone();
+        self.events
+            .range(..before.key())
+            .rev()
+            .map(move |item| store.resolve_item(item))
     }
 
     /// This store's failpoints, for fault-injection tests.
@@ -769,15 +786,16 @@ impl Store {
         let Some(last) = frames.last() else {
             return self.head();
         };
-        let newest = frames.iter().map(|f| f.version).max().unwrap_or(0);
+        let records = self.stored_records(frames)?;
+        let newest = records.iter().map(|r| r[0]).max().unwrap_or(0);
         if newest > self.format.load(Ordering::Relaxed) {
             self.failpoints.check(Failpoint::Format)?;
             self.meta.insert(FORMAT_KEY, &[newest])?;
             self.format.fetch_max(newest, Ordering::Relaxed);
         }
-        for frame in frames {
+        for (frame, record) in frames.iter().zip(records) {
             self.failpoints.check(Failpoint::Event)?;
-            self.events.insert(frame.seq.key(), frame.encode())?;
+            self.events.insert(frame.seq.key(), record)?;
         }
         let head = Head {
             seq: last.seq,
@@ -786,6 +804,33 @@ impl Store {
         self.failpoints.check(Failpoint::Head)?;
         self.meta.insert(HEAD_KEY, head.encode())?;
         Ok(head)
+    }
+
+    /// What sled is to hold for each of `frames`: the record, or for a large payload its stored
+    /// form, the payloads appended to the value file (and durable there) first, so no record
+    /// ever names bytes a crash could lose.
+    fn stored_records(&self, frames: &[Frame]) -> Result<Vec<Vec<u8>>> {
+        use crate::store::disk::{goes_to_value_file, split, stored_form};
+        if !frames.iter().any(goes_to_value_file) {
+            return Ok(frames.iter().map(Frame::encode).collect());
+        }
+        let split: Vec<_> = frames
+            .iter()
+            .map(|frame| goes_to_value_file(frame).then(|| split(frame)))
+            .collect();
+        let payloads: Vec<&[u8]> = split.iter().flatten().map(|(_, p)| &p[..]).collect();
+        self.failpoints.check(Failpoint::Value)?;
+        let mut refs = self.values.append(&payloads)?.into_iter();
+        Ok(frames
+            .iter()
+            .zip(&split)
+            .map(|(frame, split)| match split {
+                Some((rest, _)) => refs
+                    .next()
+                    .map_or_else(|| frame.encode(), |at| stored_form(rest, &at)),
+                None => frame.encode(),
+            })
+            .collect())
     }
 
     /// Writes index changes in one sled transaction over both index trees, so the index moves

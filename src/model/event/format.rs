@@ -14,7 +14,7 @@ use super::wire;
 ///
 /// Compatibility policy: a build reads every version up to its own and refuses newer ones with
 /// [`Error::NewerFormat`]; the version byte leads every stored event and the store's `meta` tree.
-pub const FORMAT_VERSION: u8 = 12;
+pub const FORMAT_VERSION: u8 = 13;
 
 /// The first format whose events are salted (answered under semantics 3).
 pub const SALTED_FORMAT: u8 = 4;
@@ -54,6 +54,13 @@ pub const ERASED_KEEPING_FORMAT: u8 = 11;
 /// as format 9 (salted, semantics 5), with the payload variant only this format may hold, so a
 /// build that does not know it refuses the store as newer instead of calling the event corrupt.
 pub const REVERT_FORMAT: u8 = 12;
+
+/// The stored form of a record whose payload is in the store's value file (the `values` file
+/// beside sled's, see `store::values`): no event is of this format. It appears only as the first
+/// byte of a value in sled's `events` tree, which the store resolves into the whole record before
+/// anything else reads it; the store's format marker is raised to it with the first such record,
+/// so a build that does not know the value file refuses the store instead of missing payloads.
+pub const VALUE_REF_FORMAT: u8 = 13;
 
 /// Domain-separation tag of the digest a redaction's event commits to a kept effect by.
 const KEPT_TAG: &[u8] = b"mnemo/kept/v1";

@@ -170,6 +170,11 @@ impl<'a> FrameRef<'a> {
         if version == 0 {
             return Err(Error::corrupt("event record has format version 0"));
         }
+        if version == VALUE_REF_FORMAT {
+            return Err(Error::corrupt(
+                "event record is a stored reference into a store's value file (format 13), not a record: only the store that holds the value file can read it whole",
+            ));
+        }
         let mut seq = [0; 8];
         seq.copy_from_slice(take(&mut rest, 8, "seq")?);
         let prev_hash = take_hash(&mut rest, "prev_hash")?;

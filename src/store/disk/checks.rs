@@ -48,7 +48,11 @@ impl Kind {
 /// opens.
 pub(super) fn kept_at(name: &OsStr) -> Option<Kind> {
     let bytes = name.as_bytes();
-    if bytes == b"db" || bytes == b"conf" || bytes == HEAD_FILE.as_bytes() {
+    if bytes == b"db"
+        || bytes == b"conf"
+        || bytes == HEAD_FILE.as_bytes()
+        || bytes == super::VALUES_FILE.as_bytes()
+    {
         Some(Kind::File)
     } else if bytes == BLOBS_DIR.as_bytes() {
         Some(Kind::Dir)
@@ -274,7 +278,9 @@ impl StoreFiles {
             }
             if kind == Kind::File {
                 let bytes = name.as_bytes();
-                let sparse_checked = bytes == b"db" || bytes.starts_with(SNAPSHOT_PREFIX);
+                let sparse_checked = bytes == b"db"
+                    || bytes == super::VALUES_FILE.as_bytes()
+                    || bytes.starts_with(SNAPSHOT_PREFIX);
                 extent::check(&path, meta.len(), bytes == b"conf", sparse_checked)?;
             }
             if name == BLOBS_DIR {

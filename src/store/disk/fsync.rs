@@ -90,7 +90,13 @@ impl DiskSync {
         meta: &std::fs::Metadata,
         faults: &Failpoints,
     ) -> Result<()> {
-        if path.parent() == Some(root) && path.file_name() == Some(HEAD_FILE.as_ref()) {
+        // The head record is never synced (see the module docs); the value file syncs what it
+        // appends before any record names it.
+        if path.parent() == Some(root)
+            && [HEAD_FILE, super::VALUES_FILE]
+                .iter()
+                .any(|own| path.file_name() == Some(own.as_ref()))
+        {
             return Ok(());
         }
         if path.parent() == Some(root) && path.file_name() == Some("db".as_ref()) {

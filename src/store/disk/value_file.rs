@@ -1,0 +1,344 @@
+//! The store's value file: large payloads kept outside sled's pages.
+//!
+//! sled 0.34 writes a whole tree node, every value in it, each time it consolidates or splits the
+//! node, and a node over its blob threshold goes out as a blob file of its own, written anew each
+//! time: a 15 MB payload in the `events` tree was on disk three times over before the next calls
+//! had settled. So an event whose payload is at least [`VALUE_MIN`] bytes has its payload
+//! appended to [`VALUES_FILE`] in the store directory, made durable (`fdatasync`) before the
+//! record that names it is written, and sled keeps only the record's stored form (format 13,
+//! [`VALUE_REF_FORMAT`]): the byte `13`, the payload's place in the file (offset `u64` LE, length
+//! `u32` LE), the blake3 hash of its bytes, then the record as it would be stored without the
+//! payload's bytes (its last field the payload's length). [`resolve`] turns that back into the
+//! whole record before anything above the store sees it, so the chain, the verifier, replicas
+//! and the fleet's log read every record as it was written.
+//!
+//! **Invariant:** every range a stored record names lies within the value file and holds bytes
+//! whose blake3 hash the record holds; a read that finds otherwise is [`Error::Corrupt`] naming
+//! the event. The file is only appended to, at its current end: bytes a crash left there before
+//! the record naming them was written are never named, and the next value goes after them.
+//!
+//! The file is opened as the store's other own files are (`lstat`, then no link followed, no pipe
+//! opened, and `fstat` the file `lstat` saw), and a read allocates only after it found the file
+//! holds the whole range, so a forged length costs nothing.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use rustix::fs::OFlags;
+
+use super::opening::open_own;
+use crate::error::{Error, Result};
+use crate::model::event::{Frame, Seq, VALUE_REF_FORMAT};
+
+/// The value file's name in the store directory.
+pub const VALUES_FILE: &str = "values";
+
+/// The smallest payload kept in the value file; smaller ones stay in the record, in sled. At this
+/// size the payload's own write and `fdatasync` cost less than sled writing it again with every
+/// node it shares.
+pub const VALUE_MIN: usize = 32 * 1024;
+
+/// The bytes of a stored form before the record's own: the format byte, offset, length and hash.
+const REF_LEN: usize = 1 + 8 + 4 + 32;
+
+/// Where a payload is in the value file, and the hash its bytes must have.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ValueRef {
+    offset: u64,
+    len: u32,
+    hash: [u8; 32],
+}
+
+/// The value file of one store, opened when first needed.
+#[derive(Debug)]
+pub(crate) struct ValueFile {
+    path: PathBuf,
+    /// The open file, and whether it was opened for writing.
+    open: Mutex<Option<(File, bool)>>,
+}
+
+impl ValueFile {
+    /// The value file of the store whose files are in `dir` (it need not exist yet).
+    pub(crate) fn in_dir(dir: &Path) -> ValueFile {
+        ValueFile {
+            path: dir.join(VALUES_FILE),
+            open: Mutex::new(None),
+        }
+    }
+
+    /// Runs `f` on the file, opened for writing (created if missing) when `write`; a missing
+    /// file to read is `missing`'s error.
+    fn with_file<T>(
+        &self,
+        write: bool,
+        missing: impl FnOnce() -> Error,
+        f: impl FnOnce(&File) -> Result<T>,
+    ) -> Result<T> {
+        let mut open = self.open.lock().map_err(|_| Error::Poisoned {
+            cause: "a thread panicked while it used the store's value file".into(),
+        })?;
+        if !open
+            .as_ref()
+            .is_some_and(|(_, writable)| *writable || !write)
+        {
+            let created = write && std::fs::symlink_metadata(&self.path).is_err();
+            let flags = match write {
+                true => OFlags::RDWR | OFlags::CREATE,
+                false => OFlags::RDONLY,
+            };
+            let Some(file) = open_own(&self.path, flags)? else {
+                return Err(missing());
+            };
+            if created {
+                // The file's name must outlive a power loss before any record names it.
+                super::fsync_dir(super::parent_of(&self.path))?;
+            }
+            *open = Some((file, write));
+        }
+        let (file, _) = open.as_ref().expect("opened above");
+        f(file)
+    }
+
+    /// Appends `values` at the file's end and makes them durable; their places, in order.
+    pub(crate) fn append(&self, values: &[&[u8]]) -> Result<Vec<ValueRef>> {
+        if values.is_empty() {
+            return Ok(Vec::new());
+        }
+        let missing = || Error::io(&self.path, std::io::ErrorKind::NotFound.into());
+        self.with_file(true, missing, |file| {
+            let io = |e| Error::io(&self.path, e);
+            let mut at = file.metadata().map_err(io)?.len();
+            let mut refs = Vec::with_capacity(values.len());
+            for value in values {
+                let len = u32::try_from(value.len()).map_err(|_| {
+                    Error::InvalidArgument(format!(
+                        "a payload of {} bytes does not fit an event record (4 GiB at most)",
+                        value.len()
+                    ))
+                })?;
+                file.write_all_at(value, at).map_err(io)?;
+                refs.push(ValueRef {
+                    offset: at,
+                    len,
+                    hash: *blake3::hash(value).as_bytes(),
+                });
+                at += u64::from(len);
+            }
+            file.sync_data().map_err(io)?;
+            Ok(refs)
+        })
+    }
+
+    /// The payload `at` names, for event `seq`: checked against its hash.
+    fn read(&self, seq: Seq, at: &ValueRef) -> Result<Vec<u8>> {
+        let missing = || {
+            Error::corrupt(format!(
+                "event {seq}'s payload is in the store's value file {}, which is missing: it was removed outside Mnemo; restore the store from a replica or backup",
+                self.path.display()
+            ))
+        };
+        self.with_file(false, missing, |file| {
+            let io = |e| Error::io(&self.path, e);
+            let end = at.offset + u64::from(at.len);
+            let file_len = file.metadata().map_err(io)?.len();
+            if file_len < end {
+                return Err(Error::corrupt(format!(
+                    "event {seq}'s payload is bytes {}..{end} of the store's value file {}, which ends at byte {file_len}: the file was cut short outside Mnemo; restore the store from a replica or backup",
+                    at.offset,
+                    self.path.display()
+                )));
+            }
+            let mut bytes = vec![0; at.len as usize];
+            file.read_exact_at(&mut bytes, at.offset).map_err(io)?;
+            if *blake3::hash(&bytes).as_bytes() != at.hash {
+                return Err(Error::corrupt(format!(
+                    "event {seq}'s payload, bytes {}..{end} of the store's value file {}, does not hash to what its record holds: the file was changed outside Mnemo; restore the store from a replica or backup",
+                    at.offset,
+                    self.path.display()
+                )));
+            }
+            Ok(bytes)
+        })
+    }
+}
+
+/// Whether `frame`'s payload goes to the value file (an erased record keeps none).
+pub(crate) fn goes_to_value_file(frame: &Frame) -> bool {
+    frame.erased_from.is_none() && frame.payload.len() >= VALUE_MIN
+}
+
+/// `frame`'s stored record without its payload's bytes, and those bytes.
+pub(crate) fn split(frame: &Frame) -> (Vec<u8>, Vec<u8>) {
+    let mut record = frame.encode();
+    let payload = record.split_off(record.len() - frame.payload.len());
+    (record, payload)
+}
+
+/// The stored form of a record split by [`split`] whose payload is at `at`.
+pub(crate) fn stored_form(rest: &[u8], at: &ValueRef) -> Vec<u8> {
+    let mut out = Vec::with_capacity(REF_LEN + rest.len());
+    out.push(VALUE_REF_FORMAT);
+    out.extend_from_slice(&at.offset.to_le_bytes());
+    out.extend_from_slice(&at.len.to_le_bytes());
+    out.extend_from_slice(&at.hash);
+    out.extend_from_slice(rest);
+    out
+}
+
+/// The whole record of event `seq` from what sled stores under its key: the value itself, or a
+/// stored form's record with its payload read back from `values`. `marker` is the store's format
+/// marker: a stored form in a store whose marker is older was written outside Mnemo.
+pub(crate) fn resolve(seq: Seq, stored: &[u8], values: &ValueFile, marker: u8) -> Result<Vec<u8>> {
+    if stored.first() != Some(&VALUE_REF_FORMAT) {
+        return Ok(stored.to_vec());
+    }
+    if marker < VALUE_REF_FORMAT {
+        return Err(Error::corrupt(format!(
+            "event {seq}'s record names a payload in the value file (format {VALUE_REF_FORMAT}), but the store's format marker (meta.format) says the log holds nothing newer than format {marker}: the marker was lowered outside Mnemo"
+        )));
+    }
+    let truncated = || {
+        Error::corrupt(format!(
+            "event {seq}'s record is truncated in its reference to the value file"
+        ))
+    };
+    if stored.len() < REF_LEN + 4 {
+        return Err(truncated());
+    }
+    let u64_at = |i: usize| u64::from_le_bytes(stored[i..i + 8].try_into().expect("8 bytes"));
+    let u32_at = |i: usize| u32::from_le_bytes(stored[i..i + 4].try_into().expect("4 bytes"));
+    let at = ValueRef {
+        offset: u64_at(1),
+        len: u32_at(9),
+        hash: stored[13..REF_LEN].try_into().expect("32 bytes"),
+    };
+    let rest = &stored[REF_LEN..];
+    let named = u32_at(stored.len() - 4);
+    if named != at.len {
+        return Err(Error::corrupt(format!(
+            "event {seq}'s record says its payload is {named} bytes, and its reference to the value file says {}",
+            at.len
+        )));
+    }
+    let payload = values.read(seq, &at)?;
+    let mut record = Vec::with_capacity(rest.len() + payload.len());
+    record.extend_from_slice(rest);
+    record.extend_from_slice(&payload);
+    Ok(record)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::hash::EventHash;
+
+    fn frame(payload_len: usize) -> Frame {
+        Frame {
+            version: 9,
+            seq: Seq(7),
+            prev_hash: EventHash([1; 32]),
+            hash: EventHash([2; 32]),
+            payload_hash: EventHash([3; 32]),
+            header: b"header".to_vec(),
+            salt: None,
+            payload: (0..payload_len).map(|i| b"0123456789"[i % 10]).collect(),
+            erased_from: None,
+        }
+    }
+
+    #[test]
+    fn a_stored_form_resolves_to_the_record_it_stands_for() {
+        let dir = tempfile::tempdir().expect("dir");
+        let values = ValueFile::in_dir(dir.path());
+        let (small, big) = (frame(10), frame(VALUE_MIN + 3));
+        assert!(!goes_to_value_file(&small) && goes_to_value_file(&big));
+        let (rest, payload) = split(&big);
+        let first = values.append(&[b"left by a crash"]).expect("append");
+        let at = values.append(&[&payload]).expect("append")[0];
+        assert!(
+            at.offset >= u64::from(first[0].len),
+            "appended after the bytes already there"
+        );
+        let stored = stored_form(&rest, &at);
+        assert!(stored.len() < 200, "sled keeps {} bytes", stored.len());
+        let whole = resolve(Seq(7), &stored, &values, VALUE_REF_FORMAT).expect("resolves");
+        assert_eq!(whole, big.encode());
+        // A record stored whole is what sled holds.
+        let plain = small.encode();
+        assert_eq!(resolve(Seq(7), &plain, &values, 9).expect("plain"), plain);
+    }
+
+    #[test]
+    fn a_damaged_cut_or_missing_value_is_named_by_its_event() {
+        let dir = tempfile::tempdir().expect("dir");
+        let values = ValueFile::in_dir(dir.path());
+        let (rest, payload) = split(&frame(VALUE_MIN));
+        let at = values.append(&[&payload]).expect("append")[0];
+        let stored = stored_form(&rest, &at);
+        let path = dir.path().join(VALUES_FILE);
+        let named = |what: &str| {
+            let fresh = ValueFile::in_dir(dir.path());
+            match resolve(Seq(7), &stored, &fresh, VALUE_REF_FORMAT) {
+                Err(Error::Corrupt { what: said }) => {
+                    assert!(said.contains("event 7") && said.contains(what), "{said}");
+                }
+                other => panic!(
+                    "expected Corrupt ({what}), got {:?}",
+                    other.map(|r| r.len())
+                ),
+            }
+        };
+        let mut bytes = std::fs::read(&path).expect("read");
+        bytes[100] ^= 1;
+        std::fs::write(&path, &bytes).expect("flip");
+        named("does not hash");
+        bytes.truncate(1000);
+        std::fs::write(&path, &bytes).expect("cut");
+        named("ends at byte 1000");
+        std::fs::remove_file(&path).expect("rm");
+        named("missing");
+        // A marker lowered below the stored form's format, and a reference forged to disagree
+        // with the record's own length, are refused before any read.
+        named_marker(&stored, &values);
+        let mut forged = stored.clone();
+        forged[9] ^= 1;
+        assert!(matches!(
+            resolve(Seq(7), &forged, &values, VALUE_REF_FORMAT),
+            Err(Error::Corrupt { .. })
+        ));
+        assert!(matches!(
+            resolve(Seq(7), &stored[..20], &values, VALUE_REF_FORMAT),
+            Err(Error::Corrupt { .. })
+        ));
+    }
+
+    fn named_marker(stored: &[u8], values: &ValueFile) {
+        match resolve(Seq(7), stored, values, 12) {
+            Err(Error::Corrupt { what }) => assert!(what.contains("marker"), "{what}"),
+            other => panic!("expected Corrupt, got {:?}", other.map(|r| r.len())),
+        }
+    }
+
+    #[test]
+    fn a_link_or_a_pipe_in_place_of_the_value_file_is_refused() {
+        let dir = tempfile::tempdir().expect("dir");
+        std::os::unix::fs::symlink("/dev/zero", dir.path().join(VALUES_FILE)).expect("link");
+        let values = ValueFile::in_dir(dir.path());
+        assert!(matches!(
+            values.append(&[b"x"]),
+            Err(Error::UnsafeFile { .. })
+        ));
+        let (rest, _) = split(&frame(VALUE_MIN));
+        let at = ValueRef {
+            offset: 0,
+            len: u32::try_from(VALUE_MIN).expect("fits"),
+            hash: [0; 32],
+        };
+        assert!(matches!(
+            resolve(Seq(7), &stored_form(&rest, &at), &values, VALUE_REF_FORMAT),
+            Err(Error::UnsafeFile { .. })
+        ));
+    }
+}
