@@ -50,12 +50,13 @@ const LAYERS: &[&[&str]] = &[
     &["model::event"],
     &["model::chain"],
     &["model::head"],
-    // The store: the index, its files, the log and the writer.
+    // The store: its files (the value file among them, which the index reads through), the
+    // index, the log and the writer.
     &["store::unwind", "store::failpoint"],
+    &["store::disk"],
     &["store::kv"],
     &["store::snapshot"],
     &["store::projection"],
-    &["store::disk"],
     &["store::log"],
     &["store::proof"],
     &["store::replay"],

@@ -64,8 +64,8 @@
 //! [`head_record`], [`opening`] (Mnemo's own files, opened without following links),
 //! [`own_files`] (the files a rewritten store carries), [`leftovers`] (what an interrupted
 //! rewrite leaves), [`copy`] (a private copy for reading), [`extent`] (sparse files),
-//! [`staging`] (a new store built beside its path by an import) and [`value_file`] (large
-//! payloads outside sled).
+//! [`staging`] (a new store built beside its path by an import), [`value_file`] (large
+//! payloads outside sled) and [`shared_content`] (the index's content chunks that name them).
 
 use std::path::Path;
 
@@ -77,6 +77,7 @@ mod head_record;
 mod leftovers;
 mod opening;
 mod own_files;
+mod shared_content;
 #[cfg(unix)]
 mod staging;
 mod value_file;
@@ -104,6 +105,9 @@ pub(crate) use own_files::carry_own_files;
 pub(crate) use own_files::read_private;
 #[cfg(any(feature = "replicate", feature = "testing"))]
 pub use own_files::{KEY_FILE, TRUST_FILE};
+#[cfg(test)]
+pub(crate) use shared_content::LAST as LAST_CHUNK;
+pub(crate) use shared_content::{is_reference, resolve_chunk, share, unreadable};
 #[cfg(unix)]
 pub(crate) use staging::{place, staging_beside};
 #[cfg(feature = "testing")]

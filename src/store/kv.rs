@@ -14,7 +14,10 @@ use std::collections::BTreeMap;
 use std::iter::Peekable;
 use std::ops::Bound;
 
-use crate::error::Result;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::store::disk::{ValueFile, is_reference, resolve_chunk, unreadable};
 
 /// The first byte of every key of file content (the projection's chunk keys): the sled-backed
 /// index keeps these keys in a tree of their own, so the nodes holding file content are
@@ -223,16 +226,51 @@ impl KvRead for sled::Tree {
 /// content) and `content` (the keys starting with [`CONTENT_PREFIX`]). Reads go to the tree a key
 /// belongs in; a scan of every key (the empty prefix) merges both trees in key order, whatever
 /// each holds, so a key stored in the wrong tree shows up there.
+///
+/// A content chunk whose bytes the store's value file holds may be stored as a reference to
+/// them (`store::disk`'s `shared_content`): every read here turns it back into the chunk's value.
 #[derive(Clone, Debug)]
 pub struct IndexTrees {
     index: sled::Tree,
     content: sled::Tree,
+    /// The value file content chunks may name (none: a chunk stored as a reference is an error).
+    values: Option<Arc<ValueFile>>,
 }
 
 impl IndexTrees {
     /// The index over `index` and `content`.
     pub fn new(index: sled::Tree, content: sled::Tree) -> IndexTrees {
-        IndexTrees { index, content }
+        IndexTrees {
+            index,
+            content,
+            values: None,
+        }
+    }
+
+    /// The index, its content chunks read through the store's value file `values`.
+    pub(crate) fn with_values(mut self, values: Arc<ValueFile>) -> IndexTrees {
+        self.values = Some(values);
+        self
+    }
+
+    /// The value the index holds under `key`, from what the tree stores there: a content chunk
+    /// stored as a reference read back whole.
+    fn resolved(&self, key: &[u8], stored: sled::IVec) -> Result<sled::IVec> {
+        if !IndexTrees::is_content(key) || !is_reference(&stored) {
+            return Ok(stored);
+        }
+        match &self.values {
+            Some(values) => resolve_chunk(key, &stored, values).map(sled::IVec::from),
+            None => Err(Error::corrupt(
+                "an index content chunk names the value file, and this index has none",
+            )),
+        }
+    }
+
+    fn resolved_item(&self, item: Item) -> Result<(sled::IVec, sled::IVec)> {
+        let (key, value) = item?;
+        let value = self.resolved(&key, value)?;
+        Ok((key, value))
     }
 
     /// The tree of every key but file content.
@@ -260,15 +298,17 @@ impl IndexTrees {
     }
 
     /// The entries whose key starts with `prefix`, in key order.
-    fn scan(&self, prefix: &[u8]) -> Box<dyn Iterator<Item = Item>> {
-        if prefix.is_empty() {
+    fn scan(&self, prefix: &[u8]) -> Box<dyn Iterator<Item = Result<(sled::IVec, sled::IVec)>>> {
+        let trees = self.clone();
+        let items: Box<dyn Iterator<Item = Item>> = if prefix.is_empty() {
             Box::new(Merged(
                 self.index.iter().peekable(),
                 self.content.iter().peekable(),
             ))
         } else {
             Box::new(self.tree_for(prefix).scan_prefix(prefix))
-        }
+        };
+        Box::new(items.map(move |item| trees.resolved_item(item)))
     }
 }
 
@@ -323,15 +363,28 @@ impl IndexTrees {
             .iter()
             .filter(|(k, _)| !IndexTrees::is_content(k.as_slice()) && !skipped(k));
         let mut count = 0u64;
+        // A chunk stored as a reference whose bytes cannot be read back differs from any value
+        // (an empty one: every chunk value holds its next number).
+        let stored_content = self.content.iter().map(|item| {
+            let (key, stored) = item?;
+            match self.resolved(&key, stored) {
+                Err(e) if unreadable(&e) => Ok((key, sled::IVec::default())),
+                other => Ok((key, other?)),
+            }
+        });
         let (index, content) = std::thread::scope(|scope| {
-            let content = scope.spawn(|| first_difference(content, self.content.iter(), "content"));
-            let stored = self.index.iter().filter(|item| match item {
-                Ok((key, _)) if skipped(key) => {
-                    count += 1;
-                    false
-                }
-                _ => true,
-            });
+            let content = scope.spawn(|| first_difference(content, stored_content, "content"));
+            let stored = self
+                .index
+                .iter()
+                .map(|item| item.map_err(Error::from))
+                .filter(|item| match item {
+                    Ok((key, _)) if skipped(key) => {
+                        count += 1;
+                        false
+                    }
+                    _ => true,
+                });
             let index = first_difference(rest, stored, "index");
             (index, content.join())
         });
@@ -347,7 +400,7 @@ impl IndexTrees {
 /// named `tree`.
 fn first_difference<'a>(
     mut ours: impl Iterator<Item = (&'a Vec<u8>, &'a Vec<u8>)>,
-    stored: impl Iterator<Item = Item>,
+    stored: impl Iterator<Item = Result<(sled::IVec, sled::IVec)>>,
     tree: &'static str,
 ) -> Result<Option<Difference>> {
     for item in stored {
@@ -373,10 +426,13 @@ fn first_difference<'a>(
 }
 
 /// The first `limit` entries of a sled scan, copied out.
-fn collect_items(
-    items: impl Iterator<Item = Item>,
+fn collect_items<E>(
+    items: impl Iterator<Item = std::result::Result<(sled::IVec, sled::IVec), E>>,
     limit: usize,
-) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+) -> Result<Vec<(Vec<u8>, Vec<u8>)>>
+where
+    Error: From<E>,
+{
     let mut out = Vec::new();
     for item in items.take(limit) {
         let (k, v) = item?;
@@ -386,10 +442,13 @@ fn collect_items(
 }
 
 /// Hands the entries of a sled scan to `visit` in order until it returns false.
-fn visit_items(
-    items: impl Iterator<Item = Item>,
+fn visit_items<E>(
+    items: impl Iterator<Item = std::result::Result<(sled::IVec, sled::IVec), E>>,
     mut visit: impl FnMut(&[u8], &[u8]) -> bool,
-) -> Result<()> {
+) -> Result<()>
+where
+    Error: From<E>,
+{
     for item in items {
         let (k, v) = item?;
         if !visit(&k, &v) {
@@ -422,11 +481,14 @@ impl Iterator for Merged {
 
 impl KvRead for IndexTrees {
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        KvRead::get(self.tree_for(key), key)
+        self.get_with(key, <[u8]>::to_vec)
     }
 
     fn get_with<T>(&self, key: &[u8], read: impl FnOnce(&[u8]) -> T) -> Result<Option<T>> {
-        KvRead::get_with(self.tree_for(key), key, read)
+        match sled::Tree::get(self.tree_for(key), key)? {
+            Some(stored) => Ok(Some(read(&self.resolved(key, stored)?))),
+            None => Ok(None),
+        }
     }
 
     fn scan_prefix(&self, prefix: &[u8], limit: usize) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
@@ -630,7 +692,7 @@ impl KvRead for Overlay<'_> {
                 Some(Ok((k, _))) => Some(k.to_vec()),
                 Some(Err(_)) => {
                     if let Some(Err(e)) = base.next() {
-                        return Err(e.into());
+                        return Err(e);
                     }
                     continue;
                 }

@@ -475,15 +475,17 @@ impl Store {
                 return Err(e);
             }
         };
+        let values = Arc::new(ValueFile::in_dir(sled_dir));
         let store = Store {
             path: path.to_path_buf(),
             events: db.open_tree("events")?,
             meta: db.open_tree("meta")?,
-            index: IndexTrees::new(db.open_tree("index")?, db.open_tree("content")?),
+            index: IndexTrees::new(db.open_tree("index")?, db.open_tree("content")?)
+                .with_values(values.clone()),
             db,
             failpoints: Arc::default(),
             disk: Arc::default(),
-            values: Arc::new(ValueFile::in_dir(sled_dir)),
+            values,
             copy: None,
             format: Arc::default(),
             dir_id,
@@ -814,21 +816,22 @@ impl Store {
         if !frames.iter().any(goes_to_value_file) {
             return Ok(frames.iter().map(Frame::encode).collect());
         }
-        let split: Vec<_> = frames
-            .iter()
-            .map(|frame| goes_to_value_file(frame).then(|| split(frame)))
-            .collect();
-        let payloads: Vec<&[u8]> = split.iter().flatten().map(|(_, p)| &p[..]).collect();
+        let (mut rests, mut payloads) = (Vec::new(), Vec::new());
+        for frame in frames.iter().filter(|f| goes_to_value_file(f)) {
+            let (rest, payload) = split(frame);
+            rests.push(rest);
+            payloads.push((frame.seq, payload));
+        }
         self.failpoints.check(Failpoint::Value)?;
-        let mut refs = self.values.append(&payloads)?.into_iter();
+        let mut stored = rests
+            .iter()
+            .zip(self.values.append(payloads)?)
+            .map(|(rest, at)| stored_form(rest, &at));
         Ok(frames
             .iter()
-            .zip(&split)
-            .map(|(frame, split)| match split {
-                Some((rest, _)) => refs
-                    .next()
-                    .map_or_else(|| frame.encode(), |at| stored_form(rest, &at)),
-                None => frame.encode(),
+            .map(|frame| match goes_to_value_file(frame) {
+                true => stored.next().unwrap_or_else(|| frame.encode()),
+                false => frame.encode(),
             })
             .collect())
     }
@@ -838,17 +841,20 @@ impl Store {
     /// must be appended first: the index never runs ahead of the log.
     pub(crate) fn write_index(&self, pending: &Pending) -> Result<()> {
         self.failpoints.check(Failpoint::Index)?;
+        let writes: Vec<_> = pending.writes().collect();
+        let stored = self.shared(&writes);
         (self.index.index(), self.index.content())
             .transaction(|(idx, content)| {
-                for (key, value) in pending.writes() {
+                for ((key, value), shared) in writes.iter().zip(&stored) {
                     let tree = if IndexTrees::is_content(key) {
                         content
                     } else {
                         idx
                     };
-                    match value {
-                        Some(v) => tree.insert(key, v)?,
-                        None => tree.remove(key)?,
+                    match (value, shared) {
+                        (Some(_), Some(reference)) => tree.insert(*key, &reference[..])?,
+                        (Some(v), None) => tree.insert(*key, *v)?,
+                        (None, _) => tree.remove(*key)?,
                     };
                 }
                 Ok::<_, ConflictableTransactionError<()>>(())
@@ -857,7 +863,23 @@ impl Store {
                 TransactionError::Storage(e) => Error::from(e),
                 TransactionError::Abort(()) => Error::corrupt("index transaction aborted"),
             })?;
+        if let Some(applied) = writes
+            .iter()
+            .find_map(|(key, value)| crate::store::projection::applied_written(key, *value))
+        {
+            self.values.indexed_through(applied);
+        }
         Ok(())
+    }
+
+    /// For each of `writes` (in key order), the reference a content chunk is stored as when the
+    /// value file already holds its bytes (see `store::disk`'s `shared_content`), else `None`.
+    fn shared(&self, writes: &[(&[u8], Option<&[u8]>)]) -> Vec<Option<Vec<u8>>> {
+        crate::store::disk::share(
+            writes,
+            &self.values.recent_payloads(),
+            IndexTrees::is_content,
+        )
     }
 
     /// Writes a whole index (a replay's from event 1: `writes`, as [`Pending::writes`] gives
@@ -877,14 +899,23 @@ impl Store {
                 "a whole index is written only into a store whose index holds nothing",
             ));
         }
+        let writes: Vec<_> = writes.filter(|(_, value)| value.is_some()).collect();
+        let shared = self.shared(&writes);
         let (last, entries): (Vec<_>, Vec<_>) = writes
-            .filter_map(|(key, value)| Some((key, value?)))
+            .iter()
+            .zip(shared)
+            .filter_map(|((key, value), shared)| {
+                Some((
+                    *key,
+                    shared.map_or_else(|| value.map(<[u8]>::to_vec), Some)?,
+                ))
+            })
             .partition(|(key, _)| crate::store::projection::is_progress_key(key));
-        let put = |part: &[(&[u8], &[u8])]| -> Result<()> {
+        let put = |part: &[(&[u8], Vec<u8>)]| -> Result<()> {
             for (key, value) in part {
                 match IndexTrees::is_content(key) {
-                    true => trees.1.insert(key, *value)?,
-                    false => trees.0.insert(key, *value)?,
+                    true => trees.1.insert(key, &value[..])?,
+                    false => trees.0.insert(key, &value[..])?,
                 };
             }
             Ok(())
@@ -900,7 +931,9 @@ impl Store {
             });
             mine.and(theirs)
         })?;
-        put(&last)
+        put(&last)?;
+        self.values.indexed_through(Seq(u64::MAX));
+        Ok(())
     }
 
     /// Makes everything written so far as durable as `mode` asks.

@@ -244,6 +244,12 @@ pub fn is_progress_key(key: &[u8]) -> bool {
     key == APPLIED_KEY || key == LAYOUT_KEY
 }
 
+/// The applied seq a write of `value` under `key` records, if `key` is the applied seq's.
+pub(crate) fn applied_written(key: &[u8], value: Option<&[u8]>) -> Option<Seq> {
+    let value = value.filter(|_| key == APPLIED_KEY)?;
+    be_u64(value, "applied seq").ok().map(Seq)
+}
+
 impl<K: KvWrite> Projection<K> {
     /// Records that every event up to `seq` is applied.
     pub fn set_applied(&mut self, seq: Seq) {

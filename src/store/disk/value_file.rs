@@ -21,10 +21,11 @@
 //! opened, and `fstat` the file `lstat` saw), and a read allocates only after it found the file
 //! holds the whole range, so a forged length costs nothing.
 
+use std::collections::VecDeque;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use rustix::fs::OFlags;
 
@@ -43,13 +44,32 @@ pub const VALUE_MIN: usize = 32 * 1024;
 /// The bytes of a stored form before the record's own: the format byte, offset, length and hash.
 const REF_LEN: usize = 1 + 8 + 4 + 32;
 
+/// The most bytes of payloads appended and not yet indexed that a store keeps in memory, so the
+/// index can name their bytes rather than copy them (see `shared_content`).
+const RECENT_MAX: usize = 64 * 1024 * 1024;
+
 /// Where a payload is in the value file, and the hash its bytes must have.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct ValueRef {
-    offset: u64,
-    len: u32,
-    hash: [u8; 32],
+    pub(super) offset: u64,
+    pub(super) len: u32,
+    pub(super) hash: [u8; 32],
 }
+
+impl ValueRef {
+    /// The range `start..start + len` of these bytes, whose own hash is `hash`.
+    pub(super) fn part(&self, start: usize, len: usize, hash: [u8; 32]) -> ValueRef {
+        ValueRef {
+            offset: self.offset + start as u64,
+            len: u32::try_from(len).unwrap_or(u32::MAX),
+            hash,
+        }
+    }
+}
+
+/// A payload appended to the value file that the index has not been written past yet: its
+/// event, its place, and its bytes.
+pub(crate) type Recent = (Seq, ValueRef, Arc<Vec<u8>>);
 
 /// The value file of one store, opened when first needed.
 #[derive(Debug)]
@@ -57,6 +77,9 @@ pub(crate) struct ValueFile {
     path: PathBuf,
     /// The open file, and whether it was opened for writing.
     open: Mutex<Option<(File, bool)>>,
+    /// Payloads appended since the index was last written past them, newest last, at most
+    /// [`RECENT_MAX`] bytes in all.
+    recent: Mutex<VecDeque<Recent>>,
 }
 
 impl ValueFile {
@@ -65,6 +88,7 @@ impl ValueFile {
         ValueFile {
             path: dir.join(VALUES_FILE),
             open: Mutex::new(None),
+            recent: Mutex::new(VecDeque::new()),
         }
     }
 
@@ -101,17 +125,19 @@ impl ValueFile {
         f(file)
     }
 
-    /// Appends `values` at the file's end and makes them durable; their places, in order.
-    pub(crate) fn append(&self, values: &[&[u8]]) -> Result<Vec<ValueRef>> {
+    /// Appends the payloads of events `values` at the file's end and makes them durable; their
+    /// places, in order. They are kept in memory until [`ValueFile::indexed_through`] passes
+    /// them.
+    pub(crate) fn append(&self, values: Vec<(Seq, Vec<u8>)>) -> Result<Vec<ValueRef>> {
         if values.is_empty() {
             return Ok(Vec::new());
         }
         let missing = || Error::io(&self.path, std::io::ErrorKind::NotFound.into());
-        self.with_file(true, missing, |file| {
+        let refs = self.with_file(true, missing, |file| {
             let io = |e| Error::io(&self.path, e);
             let mut at = file.metadata().map_err(io)?.len();
             let mut refs = Vec::with_capacity(values.len());
-            for value in values {
+            for (_, value) in &values {
                 let len = u32::try_from(value.len()).map_err(|_| {
                     Error::InvalidArgument(format!(
                         "a payload of {} bytes does not fit an event record (4 GiB at most)",
@@ -128,14 +154,43 @@ impl ValueFile {
             }
             file.sync_data().map_err(io)?;
             Ok(refs)
-        })
+        })?;
+        let mut recent = self.recent();
+        for ((seq, bytes), at) in values.into_iter().zip(&refs) {
+            recent.push_back((seq, *at, Arc::new(bytes)));
+        }
+        let mut held: usize = recent.iter().map(|(_, _, b)| b.len()).sum();
+        while held > RECENT_MAX {
+            let Some((_, _, oldest)) = recent.pop_front() else {
+                break;
+            };
+            held -= oldest.len();
+        }
+        Ok(refs)
     }
 
-    /// The payload `at` names, for event `seq`: checked against its hash.
-    fn read(&self, seq: Seq, at: &ValueRef) -> Result<Vec<u8>> {
+    fn recent(&self) -> std::sync::MutexGuard<'_, VecDeque<Recent>> {
+        self.recent
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The payloads appended that the index has not been written past, newest first.
+    pub(crate) fn recent_payloads(&self) -> Vec<Recent> {
+        self.recent().iter().rev().cloned().collect()
+    }
+
+    /// Forgets the payloads of events up to `seq`, which the index has been written past.
+    pub(crate) fn indexed_through(&self, seq: Seq) {
+        self.recent().retain(|(of, _, _)| *of > seq);
+    }
+
+    /// The bytes `at` names, `whose` (for an error's words: "event 7's payload"): checked
+    /// against their hash, read only once the file is found to hold them all.
+    pub(super) fn read(&self, whose: &str, at: &ValueRef) -> Result<Vec<u8>> {
         let missing = || {
             Error::corrupt(format!(
-                "event {seq}'s payload is in the store's value file {}, which is missing: it was removed outside Mnemo; restore the store from a replica or backup",
+                "{whose} is in the store's value file {}, which is missing: it was removed outside Mnemo; restore the store from a replica or backup",
                 self.path.display()
             ))
         };
@@ -145,7 +200,7 @@ impl ValueFile {
             let file_len = file.metadata().map_err(io)?.len();
             if file_len < end {
                 return Err(Error::corrupt(format!(
-                    "event {seq}'s payload is bytes {}..{end} of the store's value file {}, which ends at byte {file_len}: the file was cut short outside Mnemo; restore the store from a replica or backup",
+                    "{whose} is bytes {}..{end} of the store's value file {}, which ends at byte {file_len}: the file was cut short outside Mnemo; restore the store from a replica or backup",
                     at.offset,
                     self.path.display()
                 )));
@@ -154,7 +209,7 @@ impl ValueFile {
             file.read_exact_at(&mut bytes, at.offset).map_err(io)?;
             if *blake3::hash(&bytes).as_bytes() != at.hash {
                 return Err(Error::corrupt(format!(
-                    "event {seq}'s payload, bytes {}..{end} of the store's value file {}, does not hash to what its record holds: the file was changed outside Mnemo; restore the store from a replica or backup",
+                    "{whose}, bytes {}..{end} of the store's value file {}, does not hash to what its record holds: the file was changed outside Mnemo; restore the store from a replica or backup",
                     at.offset,
                     self.path.display()
                 )));
@@ -222,7 +277,7 @@ pub(crate) fn resolve(seq: Seq, stored: &[u8], values: &ValueFile, marker: u8) -
             at.len
         )));
     }
-    let payload = values.read(seq, &at)?;
+    let payload = values.read(&format!("event {seq}'s payload"), &at)?;
     let mut record = Vec::with_capacity(rest.len() + payload.len());
     record.extend_from_slice(rest);
     record.extend_from_slice(&payload);
@@ -255,8 +310,10 @@ mod tests {
         let (small, big) = (frame(10), frame(VALUE_MIN + 3));
         assert!(!goes_to_value_file(&small) && goes_to_value_file(&big));
         let (rest, payload) = split(&big);
-        let first = values.append(&[b"left by a crash"]).expect("append");
-        let at = values.append(&[&payload]).expect("append")[0];
+        let first = values
+            .append(vec![(Seq(6), b"left by a crash".to_vec())])
+            .expect("append");
+        let at = values.append(vec![(Seq(7), payload)]).expect("append")[0];
         assert!(
             at.offset >= u64::from(first[0].len),
             "appended after the bytes already there"
@@ -275,7 +332,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("dir");
         let values = ValueFile::in_dir(dir.path());
         let (rest, payload) = split(&frame(VALUE_MIN));
-        let at = values.append(&[&payload]).expect("append")[0];
+        let at = values.append(vec![(Seq(7), payload)]).expect("append")[0];
         let stored = stored_form(&rest, &at);
         let path = dir.path().join(VALUES_FILE);
         let named = |what: &str| {
@@ -327,7 +384,7 @@ mod tests {
         std::os::unix::fs::symlink("/dev/zero", dir.path().join(VALUES_FILE)).expect("link");
         let values = ValueFile::in_dir(dir.path());
         assert!(matches!(
-            values.append(&[b"x"]),
+            values.append(vec![(Seq(1), b"x".to_vec())]),
             Err(Error::UnsafeFile { .. })
         ));
         let (rest, _) = split(&frame(VALUE_MIN));

@@ -338,6 +338,13 @@ mod tests {
         min: 2,
     };
 
+    #[test]
+    fn the_value_file_knows_a_last_chunk_as_the_index_does() {
+        // A chunk stored as a reference to the value file keeps its next number, and the disk
+        // layer, below this one, tells a last chunk by this value.
+        assert_eq!(LAST, crate::store::disk::LAST_CHUNK);
+    }
+
     /// The file's chunk lengths, checking the invariants every chunk keeps, and that no chunk key
     /// of the file is left outside its list.
     fn check(kv: &MemKv, id: u64, head: &FileHead, chunking: Chunking) -> Vec<usize> {
