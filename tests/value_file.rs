@@ -108,6 +108,11 @@ fn named_by_event_2(path: &Path, tamper: &str) {
     assert!(!report.is_intact(), "{tamper}: verify said intact");
     let first = &report.violations[0];
     assert_eq!(first.seq, Seq(2), "{tamper}: {:?}", report.violations);
+    assert_eq!(
+        first.kind,
+        mnemo::ViolationKind::PayloadHash,
+        "{tamper}: {first:?}"
+    );
     assert!(
         first.detail.contains("event 2") && first.detail.contains("value file"),
         "{tamper}: {}",
@@ -120,6 +125,9 @@ fn named_by_event_2(path: &Path, tamper: &str) {
     let said = String::from_utf8_lossy(&verify.stdout).to_string()
         + &String::from_utf8_lossy(&verify.stderr);
     assert!(said.contains("event 2"), "{tamper}: {said}");
+    // The store's own file is named, not the private copy a read took of it.
+    let own = path.join(VALUES_FILE);
+    assert!(said.contains(&*own.to_string_lossy()), "{tamper}: {said}");
 }
 
 #[test]
@@ -380,4 +388,48 @@ fn an_index_chunk_that_names_the_value_file_wrongly_is_named_by_verify_and_refus
         Ok(None) => panic!("the file is gone"),
         Err(e) => assert!(e.to_string().contains("of file"), "{e}"),
     }
+}
+
+#[test]
+fn an_index_caught_up_after_a_failed_write_names_the_value_files_bytes_too() {
+    use mnemo::testing::failpoint::Failpoint;
+    let s = TempStore::new();
+    let large = text_of(5_000_000, "late");
+    {
+        let server = open(&s);
+        server
+            .client()
+            .store()
+            .expect("a store open here")
+            .failpoints()
+            .arm(Failpoint::Index);
+        // The log takes the create; its index batch fails, so the index lags the log, as after
+        // a kill before the index was written.
+        let created = server
+            .handle(&json!({"command": "create", "path": "/memories/late.md", "file_text": large}));
+        assert!(
+            created.get("is_error").is_none()
+                || created["content"]
+                    .as_str()
+                    .is_some_and(|t| t.contains("may or may not")),
+            "{created}"
+        );
+        assert!(
+            server.client().flush_index().is_err(),
+            "the index write failed"
+        );
+    }
+    // Reopening replays the create into the index, which names the payload's bytes.
+    let server = open(&s);
+    let record = server
+        .client()
+        .record("/memories/late.md")
+        .expect("read")
+        .expect("the file");
+    assert!(record.content == large);
+    assert!(server.client().verify().expect("verify").is_intact());
+    drop(server);
+    let size = dir_size(&s.path());
+    let bound = large.len() as u64 * 3 / 2 + MB;
+    assert!(size <= bound, "{size} bytes for a 5 MB file, over {bound}");
 }

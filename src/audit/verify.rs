@@ -989,6 +989,15 @@ fn read_chain<R: AsRef<[u8]>>(
                 Err(b) => Err(Stop::Violation(b.into())),
             },
             Err(Error::Corrupt { what }) => Err(Stop::Violation(chain.unreadable_key(what).into())),
+            // A payload the value file no longer holds as its record names it.
+            Err(Error::ChainBroken { seq, what }) => Err(Stop::Violation(
+                Break {
+                    seq: Seq(seq),
+                    rule: Rule::PayloadHash,
+                    detail: what,
+                }
+                .into(),
+            )),
             // Damage sled finds in its log is a finding about the log, not a failure to run.
             Err(e) if Report::is_damage(&e) => Err(Stop::Violation(
                 chain

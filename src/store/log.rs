@@ -475,7 +475,7 @@ impl Store {
                 return Err(e);
             }
         };
-        let values = Arc::new(ValueFile::in_dir(sled_dir));
+        let values = Arc::new(ValueFile::in_dir(sled_dir).shown_as(path));
         let store = Store {
             path: path.to_path_buf(),
             events: db.open_tree("events")?,
@@ -870,6 +870,20 @@ impl Store {
             self.values.indexed_through(applied);
         }
         Ok(())
+    }
+
+    /// Keeps in memory the value file's payloads of the events after `applied`, so that the
+    /// index written next for them names their bytes as the writer's would have (a catch-up of an
+    /// index a crash left behind the log).
+    pub(crate) fn remember_payloads_after(&self, applied: Seq) -> Result<()> {
+        let after = Seq(applied.0.saturating_add(1));
+        let stored = self.events.range(after.key()..).rev().map(|item| {
+            let (key, stored) = item?;
+            let seq = Seq::from_key(&key)
+                .ok_or_else(|| Error::corrupt(format!("events key {key:?} is not 8 bytes")))?;
+            Ok((seq, stored))
+        });
+        self.values.remember_stored(stored, self.format_marker())
     }
 
     /// For each of `writes` (in key order), the reference a content chunk is stored as when the

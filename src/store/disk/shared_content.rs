@@ -6,10 +6,11 @@
 //! command's last field is the text, the payload's last field the command), so the chunks the
 //! index splits that text into are, read backwards, the payload's last bytes. When the index's
 //! changes are written, each file's run of new chunks (in key order, which for new chunks is their
-//! order in the file) is compared backwards with the end of each payload appended since the
-//! index was last written; the chunks that match from the end are stored as references, the rest
-//! as they are. The comparison costs the run's bytes, never a search, and is exact: a chunk is a
-//! reference only if its bytes are those it names.
+//! order in the file) is compared backwards with the end of the payloads appended since the
+//! index was last written that end with the same 64 bytes (at most four of them); the chunks that
+//! match from the end are stored as references, the rest as they are. The comparison costs the
+//! run's bytes a few times at most, never a search, and is exact: a chunk is a reference only if
+//! its bytes are those it names.
 //!
 //! A chunk's value in the index is its next chunk's number (`u64` LE, [`LAST`] for none) and its
 //! bytes. A chunk number never reaches 2^56 (each is allocated by an event), so the next number's
@@ -18,6 +19,8 @@
 //! bytes' place in the value file (offset `u64` LE, length `u32` LE) and their blake3 hash. Every
 //! read of the index turns it back into the chunk's value, checking the hash; the index's layout,
 //! what `verify` re-derives and compares, is the chunk's value, not how it is stored.
+
+use std::collections::HashMap;
 
 use crate::error::{Error, Result};
 use crate::store::disk::value_file::{Recent, ValueFile, ValueRef};
@@ -34,6 +37,12 @@ const REF_LEN: usize = 8 + 8 + 4 + 32;
 
 /// The least bytes a chunk must hold to be stored as a reference (a smaller one is cheaper kept).
 const SHARED_MIN: usize = 1024;
+
+/// How many of a payload's last bytes pick the payloads a run of chunks is compared with.
+const TAIL: usize = 64;
+
+/// The most payloads a run of chunks is compared with.
+const CANDIDATES: usize = 4;
 
 /// Whether a stored content value is a reference (see the module docs).
 pub(crate) fn is_reference(stored: &[u8]) -> bool {
@@ -98,6 +107,16 @@ pub(crate) fn share<'a>(
     if recent.is_empty() {
         return out;
     }
+    // The payloads by their last bytes, newest first: a run is compared only with those that
+    // end as it does, at most CANDIDATES of them, so a batch costs its own bytes a few times
+    // over however many payloads are kept.
+    let mut by_tail: HashMap<&[u8], Vec<(ValueRef, &[u8])>> = HashMap::new();
+    for (_, at, payload) in recent.iter().filter(|(_, _, p)| p.len() >= TAIL) {
+        by_tail
+            .entry(&payload[payload.len() - TAIL..])
+            .or_default()
+            .push((*at, payload));
+    }
     let mut start = 0;
     while start < writes.len() {
         let file = |i: usize| match writes[i] {
@@ -112,7 +131,11 @@ pub(crate) fn share<'a>(
         while end < writes.len() && file(end) == Some(id) {
             end += 1;
         }
-        for (_, at, payload) in recent {
+        let last = &writes[end - 1].1.expect("a chunk written")[8..];
+        let candidates = by_tail
+            .get(&last[last.len() - TAIL..])
+            .map_or(&[][..], Vec::as_slice);
+        for (at, payload) in candidates.iter().take(CANDIDATES) {
             let matched = match_end(&writes[start..end], payload);
             if matched.is_empty() {
                 continue;

@@ -75,8 +75,13 @@ pub(crate) type Recent = (Seq, ValueRef, Arc<Vec<u8>>);
 #[derive(Debug)]
 pub(crate) struct ValueFile {
     path: PathBuf,
+    /// The path errors name: the store's own file, also when a read-only copy of it is read.
+    shown: PathBuf,
     /// The open file, and whether it was opened for writing.
     open: Mutex<Option<(File, bool)>>,
+    /// Where this process last left the file's end: a file found shorter when the next payload
+    /// is appended was cut short meanwhile, outside Mnemo.
+    end: Mutex<Option<u64>>,
     /// Payloads appended since the index was last written past them, newest last, at most
     /// [`RECENT_MAX`] bytes in all.
     recent: Mutex<VecDeque<Recent>>,
@@ -87,9 +92,18 @@ impl ValueFile {
     pub(crate) fn in_dir(dir: &Path) -> ValueFile {
         ValueFile {
             path: dir.join(VALUES_FILE),
+            shown: dir.join(VALUES_FILE),
             open: Mutex::new(None),
+            end: Mutex::new(None),
             recent: Mutex::new(VecDeque::new()),
         }
+    }
+
+    /// The same file, named in errors as the value file of the store at `store` (the file read
+    /// is a private copy's).
+    pub(crate) fn shown_as(mut self, store: &Path) -> ValueFile {
+        self.shown = store.join(VALUES_FILE);
+        self
     }
 
     /// Runs `f` on the file, opened for writing (created if missing) when `write`; a missing
@@ -133,9 +147,20 @@ impl ValueFile {
             return Ok(Vec::new());
         }
         let missing = || Error::io(&self.path, std::io::ErrorKind::NotFound.into());
+        let mut end = self.end.lock().map_err(|_| Error::Poisoned {
+            cause: "a thread panicked while it appended to the store's value file".into(),
+        })?;
         let refs = self.with_file(true, missing, |file| {
             let io = |e| Error::io(&self.path, e);
             let mut at = file.metadata().map_err(io)?.len();
+            if let Some(expected) = *end {
+                if at < expected {
+                    return Err(Error::corrupt(format!(
+                        "the store's value file {} ends at byte {at}, and this process wrote it up to byte {expected}: it was cut short outside Mnemo while the store was open; restore the store from a replica or backup",
+                        self.shown.display()
+                    )));
+                }
+            }
             let mut refs = Vec::with_capacity(values.len());
             for (_, value) in &values {
                 let len = u32::try_from(value.len()).map_err(|_| {
@@ -153,12 +178,21 @@ impl ValueFile {
                 at += u64::from(len);
             }
             file.sync_data().map_err(io)?;
+            *end = Some(at);
             Ok(refs)
         })?;
-        let mut recent = self.recent();
+        drop(end);
         for ((seq, bytes), at) in values.into_iter().zip(&refs) {
-            recent.push_back((seq, *at, Arc::new(bytes)));
+            self.remember(seq, *at, bytes);
         }
+        Ok(refs)
+    }
+
+    /// Keeps event `seq`'s payload, at `at`, for the index written next (the oldest kept
+    /// forgotten past [`RECENT_MAX`] bytes).
+    fn remember(&self, seq: Seq, at: ValueRef, bytes: Vec<u8>) {
+        let mut recent = self.recent();
+        recent.push_back((seq, at, Arc::new(bytes)));
         let mut held: usize = recent.iter().map(|(_, _, b)| b.len()).sum();
         while held > RECENT_MAX {
             let Some((_, _, oldest)) = recent.pop_front() else {
@@ -166,7 +200,34 @@ impl ValueFile {
             };
             held -= oldest.len();
         }
-        Ok(refs)
+    }
+
+    /// Keeps for the index written next the payloads of the events `stored` (what sled stores
+    /// for each, newest first) that are stored forms, the newest [`RECENT_MAX`] bytes of them:
+    /// an index replayed after a crash names the bytes as the writer's would have. Reads those
+    /// payloads, checked.
+    pub(crate) fn remember_stored(
+        &self,
+        stored: impl Iterator<Item = Result<(Seq, sled::IVec)>>,
+        marker: u8,
+    ) -> Result<()> {
+        let mut found = Vec::new();
+        let mut held = 0;
+        for item in stored {
+            let (seq, stored) = item?;
+            if let Some((at, _)) = reference_of(seq, &stored, marker)? {
+                held += at.len as usize;
+                if held > RECENT_MAX {
+                    break;
+                }
+                found.push((seq, at));
+            }
+        }
+        for (seq, at) in found.into_iter().rev() {
+            let bytes = self.read(&format!("event {seq}'s payload"), &at)?;
+            self.remember(seq, at, bytes);
+        }
+        Ok(())
     }
 
     fn recent(&self) -> std::sync::MutexGuard<'_, VecDeque<Recent>> {
@@ -191,7 +252,7 @@ impl ValueFile {
         let missing = || {
             Error::corrupt(format!(
                 "{whose} is in the store's value file {}, which is missing: it was removed outside Mnemo; restore the store from a replica or backup",
-                self.path.display()
+                self.shown.display()
             ))
         };
         self.with_file(false, missing, |file| {
@@ -202,7 +263,7 @@ impl ValueFile {
                 return Err(Error::corrupt(format!(
                     "{whose} is bytes {}..{end} of the store's value file {}, which ends at byte {file_len}: the file was cut short outside Mnemo; restore the store from a replica or backup",
                     at.offset,
-                    self.path.display()
+                    self.shown.display()
                 )));
             }
             let mut bytes = vec![0; at.len as usize];
@@ -211,7 +272,7 @@ impl ValueFile {
                 return Err(Error::corrupt(format!(
                     "{whose}, bytes {}..{end} of the store's value file {}, does not hash to what its record holds: the file was changed outside Mnemo; restore the store from a replica or backup",
                     at.offset,
-                    self.path.display()
+                    self.shown.display()
                 )));
             }
             Ok(bytes)
@@ -246,21 +307,38 @@ pub(crate) fn stored_form(rest: &[u8], at: &ValueRef) -> Vec<u8> {
 /// stored form's record with its payload read back from `values`. `marker` is the store's format
 /// marker: a stored form in a store whose marker is older was written outside Mnemo.
 pub(crate) fn resolve(seq: Seq, stored: &[u8], values: &ValueFile, marker: u8) -> Result<Vec<u8>> {
-    if stored.first() != Some(&VALUE_REF_FORMAT) {
+    let Some((at, rest)) = reference_of(seq, stored, marker)? else {
         return Ok(stored.to_vec());
+    };
+    // Bytes the file no longer holds as the record names them break the chain at this event,
+    // as a payload that does not hash would.
+    let payload = values
+        .read(&format!("event {seq}'s payload"), &at)
+        .map_err(|e| match e {
+            Error::Corrupt { what } => Error::ChainBroken { seq: seq.0, what },
+            other => other,
+        })?;
+    let mut record = Vec::with_capacity(rest.len() + payload.len());
+    record.extend_from_slice(rest);
+    record.extend_from_slice(&payload);
+    Ok(record)
+}
+
+/// The place a stored form names and the record's bytes without the payload; `None` for a
+/// record stored whole.
+fn reference_of(seq: Seq, stored: &[u8], marker: u8) -> Result<Option<(ValueRef, &[u8])>> {
+    if stored.first() != Some(&VALUE_REF_FORMAT) {
+        return Ok(None);
     }
     if marker < VALUE_REF_FORMAT {
         return Err(Error::corrupt(format!(
             "event {seq}'s record names a payload in the value file (format {VALUE_REF_FORMAT}), but the store's format marker (meta.format) says the log holds nothing newer than format {marker}: the marker was lowered outside Mnemo"
         )));
     }
-    let truncated = || {
-        Error::corrupt(format!(
-            "event {seq}'s record is truncated in its reference to the value file"
-        ))
-    };
     if stored.len() < REF_LEN + 4 {
-        return Err(truncated());
+        return Err(Error::corrupt(format!(
+            "event {seq}'s record is truncated in its reference to the value file"
+        )));
     }
     let u64_at = |i: usize| u64::from_le_bytes(stored[i..i + 8].try_into().expect("8 bytes"));
     let u32_at = |i: usize| u32::from_le_bytes(stored[i..i + 4].try_into().expect("4 bytes"));
@@ -269,7 +347,6 @@ pub(crate) fn resolve(seq: Seq, stored: &[u8], values: &ValueFile, marker: u8) -
         len: u32_at(9),
         hash: stored[13..REF_LEN].try_into().expect("32 bytes"),
     };
-    let rest = &stored[REF_LEN..];
     let named = u32_at(stored.len() - 4);
     if named != at.len {
         return Err(Error::corrupt(format!(
@@ -277,11 +354,7 @@ pub(crate) fn resolve(seq: Seq, stored: &[u8], values: &ValueFile, marker: u8) -
             at.len
         )));
     }
-    let payload = values.read(&format!("event {seq}'s payload"), &at)?;
-    let mut record = Vec::with_capacity(rest.len() + payload.len());
-    record.extend_from_slice(rest);
-    record.extend_from_slice(&payload);
-    Ok(record)
+    Ok(Some((at, &stored[REF_LEN..])))
 }
 
 #[cfg(test)]
@@ -338,7 +411,7 @@ mod tests {
         let named = |what: &str| {
             let fresh = ValueFile::in_dir(dir.path());
             match resolve(Seq(7), &stored, &fresh, VALUE_REF_FORMAT) {
-                Err(Error::Corrupt { what: said }) => {
+                Err(Error::ChainBroken { seq: 7, what: said }) => {
                     assert!(said.contains("event 7") && said.contains(what), "{said}");
                 }
                 other => panic!(
@@ -375,6 +448,24 @@ mod tests {
         match resolve(Seq(7), stored, values, 12) {
             Err(Error::Corrupt { what }) => assert!(what.contains("marker"), "{what}"),
             other => panic!("expected Corrupt, got {:?}", other.map(|r| r.len())),
+        }
+    }
+
+    #[test]
+    fn a_file_cut_short_while_open_is_refused_at_the_next_append() {
+        let dir = tempfile::tempdir().expect("dir");
+        let values = ValueFile::in_dir(dir.path());
+        values
+            .append(vec![(Seq(1), vec![b'a'; 100])])
+            .expect("append");
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(dir.path().join(VALUES_FILE))
+            .and_then(|f| f.set_len(10))
+            .expect("cut");
+        match values.append(vec![(Seq(2), vec![b'b'; 100])]) {
+            Err(Error::Corrupt { what }) => assert!(what.contains("cut short"), "{what}"),
+            other => panic!("expected Corrupt, got {other:?}"),
         }
     }
 

@@ -36,8 +36,10 @@ impl Store {
         } else if index.applied()? == Seq(0) && !trees.content().is_empty() {
             trees.content().clear()?;
         }
+        let applied = index.applied()?;
         let (replay, replayed) = self.replay_index(head.seq, true)?;
         if replayed > 0 {
+            self.remember_payloads_after(applied)?;
             self.write_index(&replay.into_tree().into_inner().into_pending())?;
         }
         if replayed > 0 || moved {
