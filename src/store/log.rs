@@ -122,6 +122,11 @@ struct Disk {
     head: HeadRecord,
 }
 
+/// The seq a key of the `events` tree names.
+fn seq_of_key(key: &[u8]) -> Result<Seq> {
+    Seq::from_key(key).ok_or_else(|| Error::corrupt(format!("events key {key:?} is not 8 bytes")))
+}
+
 /// Removes the `snap.*.generating` files in `dir`; returns how many there were.
 ///
 /// sled 0.34 writes a snapshot to `snap.LSN.generating`, syncs it and renames it to `snap.LSN`.
@@ -723,8 +728,7 @@ impl Store {
 
     fn resolve_item(&self, item: sled::Result<(sled::IVec, sled::IVec)>) -> Result<(Seq, Vec<u8>)> {
         let (k, v) = item?;
-        let seq = Seq::from_key(&k)
-            .ok_or_else(|| Error::corrupt(format!("events key {k:?} is not 8 bytes")))?;
+        let seq = seq_of_key(&k)?;
         Ok((seq, self.resolve(seq, &v)?))
     }
 
@@ -813,27 +817,26 @@ impl Store {
     /// ever names bytes a crash could lose.
     fn stored_records(&self, frames: &[Frame]) -> Result<Vec<Vec<u8>>> {
         use crate::store::disk::{goes_to_value_file, split, stored_form};
-        if !frames.iter().any(goes_to_value_file) {
-            return Ok(frames.iter().map(Frame::encode).collect());
+        let mut records = Vec::with_capacity(frames.len());
+        let (mut separated, mut payloads) = (Vec::new(), Vec::new());
+        for frame in frames {
+            if goes_to_value_file(frame) {
+                let (rest, payload) = split(frame);
+                separated.push(records.len());
+                records.push(rest);
+                payloads.push((frame.seq, payload));
+            } else {
+                records.push(frame.encode());
+            }
         }
-        let (mut rests, mut payloads) = (Vec::new(), Vec::new());
-        for frame in frames.iter().filter(|f| goes_to_value_file(f)) {
-            let (rest, payload) = split(frame);
-            rests.push(rest);
-            payloads.push((frame.seq, payload));
+        if payloads.is_empty() {
+            return Ok(records);
         }
         self.failpoints.check(Failpoint::Value)?;
-        let mut stored = rests
-            .iter()
-            .zip(self.values.append(payloads)?)
-            .map(|(rest, at)| stored_form(rest, &at));
-        Ok(frames
-            .iter()
-            .map(|frame| match goes_to_value_file(frame) {
-                true => stored.next().unwrap_or_else(|| frame.encode()),
-                false => frame.encode(),
-            })
-            .collect())
+        for (i, at) in separated.into_iter().zip(self.values.append(payloads)?) {
+            records[i] = stored_form(&records[i], &at);
+        }
+        Ok(records)
     }
 
     /// Writes index changes in one sled transaction over both index trees, so the index moves
@@ -879,9 +882,7 @@ impl Store {
         let after = Seq(applied.0.saturating_add(1));
         let stored = self.events.range(after.key()..).rev().map(|item| {
             let (key, stored) = item?;
-            let seq = Seq::from_key(&key)
-                .ok_or_else(|| Error::corrupt(format!("events key {key:?} is not 8 bytes")))?;
-            Ok((seq, stored))
+            Ok((seq_of_key(&key)?, stored))
         });
         self.values.remember_stored(stored, self.format_marker())
     }
@@ -915,21 +916,18 @@ impl Store {
         }
         let writes: Vec<_> = writes.filter(|(_, value)| value.is_some()).collect();
         let shared = self.shared(&writes);
+        // Each entry's value is borrowed: the stored reference where there is one, else the
+        // value as the replay made it.
         let (last, entries): (Vec<_>, Vec<_>) = writes
             .iter()
-            .zip(shared)
-            .filter_map(|((key, value), shared)| {
-                Some((
-                    *key,
-                    shared.map_or_else(|| value.map(<[u8]>::to_vec), Some)?,
-                ))
-            })
+            .zip(&shared)
+            .filter_map(|((key, value), shared)| Some((*key, shared.as_deref().or(*value)?)))
             .partition(|(key, _)| crate::store::projection::is_progress_key(key));
-        let put = |part: &[(&[u8], Vec<u8>)]| -> Result<()> {
+        let put = |part: &[(&[u8], &[u8])]| -> Result<()> {
             for (key, value) in part {
                 match IndexTrees::is_content(key) {
-                    true => trees.1.insert(key, &value[..])?,
-                    false => trees.0.insert(key, &value[..])?,
+                    true => trees.1.insert(key, *value)?,
+                    false => trees.0.insert(key, *value)?,
                 };
             }
             Ok(())
@@ -991,8 +989,7 @@ impl Store {
     /// whatever the records say: what a verifier has to check.
     pub fn last_seq(&self) -> Result<Seq> {
         match self.events.last()? {
-            Some((key, _)) => Seq::from_key(&key)
-                .ok_or_else(|| Error::corrupt(format!("events key {key:?} is not 8 bytes"))),
+            Some((key, _)) => seq_of_key(&key),
             None => Ok(Seq(0)),
         }
     }

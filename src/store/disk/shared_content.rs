@@ -33,7 +33,7 @@ pub(crate) const LAST: u64 = u64::MAX;
 const CHUNK_KEY_LEN: usize = 1 + 8 + 8;
 
 /// The length of a stored reference.
-const REF_LEN: usize = 8 + 8 + 4 + 32;
+const REF_LEN: usize = 8 + ValueRef::LEN;
 
 /// The least bytes a chunk must hold to be stored as a reference (a smaller one is cheaper kept).
 const SHARED_MIN: usize = 1024;
@@ -55,11 +55,7 @@ pub(crate) fn resolve_chunk(key: &[u8], stored: &[u8], values: &ValueFile) -> Re
     if !is_reference(stored) {
         return Ok(stored.to_vec());
     }
-    let at = ValueRef {
-        offset: u64::from_le_bytes(stored[8..16].try_into().expect("8 bytes")),
-        len: u32::from_le_bytes(stored[16..20].try_into().expect("4 bytes")),
-        hash: stored[20..52].try_into().expect("32 bytes"),
-    };
+    let at = ValueRef::decode(&stored[8..]);
     let mut value = stored[..8].to_vec();
     value[7] ^= 0x80;
     value.extend(values.read(&chunk_name(key), &at)?);
@@ -80,9 +76,7 @@ fn reference(value: &[u8], at: &ValueRef) -> Vec<u8> {
     let mut out = Vec::with_capacity(REF_LEN);
     out.extend_from_slice(&value[..8]);
     out[7] ^= 0x80;
-    out.extend_from_slice(&at.offset.to_le_bytes());
-    out.extend_from_slice(&at.len.to_le_bytes());
-    out.extend_from_slice(&at.hash);
+    at.encode(&mut out);
     out
 }
 
@@ -91,7 +85,6 @@ fn shareable(key: &[u8], value: &[u8], is_content: fn(&[u8]) -> bool) -> bool {
     key.len() == CHUNK_KEY_LEN
         && is_content(key)
         && value.len() >= 8 + SHARED_MIN
-        && matches!(value[7], 0x00 | 0xFF)
         && (value[7] == 0x00 || value[..8] == LAST.to_le_bytes())
 }
 

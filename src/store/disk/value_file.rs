@@ -41,8 +41,8 @@ pub const VALUES_FILE: &str = "values";
 /// node it shares.
 pub const VALUE_MIN: usize = 32 * 1024;
 
-/// The bytes of a stored form before the record's own: the format byte, offset, length and hash.
-const REF_LEN: usize = 1 + 8 + 4 + 32;
+/// The bytes of a stored form before the record's own: the format byte and the [`ValueRef`].
+const REF_LEN: usize = 1 + ValueRef::LEN;
 
 /// The most bytes of payloads appended and not yet indexed that a store keeps in memory, so the
 /// index can name their bytes rather than copy them (see `shared_content`).
@@ -57,6 +57,26 @@ pub(crate) struct ValueRef {
 }
 
 impl ValueRef {
+    /// The bytes a reference is stored as: offset (`u64` LE), length (`u32` LE), blake3 hash.
+    pub(super) const LEN: usize = 8 + 4 + 32;
+
+    /// offset ‖ len ‖ hash, as [`ValueRef::LEN`] says.
+    pub(super) fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.offset.to_le_bytes());
+        out.extend_from_slice(&self.len.to_le_bytes());
+        out.extend_from_slice(&self.hash);
+    }
+
+    /// Reads what [`ValueRef::encode`] wrote, from the first [`ValueRef::LEN`] bytes of `bytes`
+    /// (the caller checked there are that many).
+    pub(super) fn decode(bytes: &[u8]) -> ValueRef {
+        ValueRef {
+            offset: u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes")),
+            len: u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes")),
+            hash: bytes[12..Self::LEN].try_into().expect("32 bytes"),
+        }
+    }
+
     /// The range `start..start + len` of these bytes, whose own hash is `hash`.
     pub(super) fn part(&self, start: usize, len: usize, hash: [u8; 32]) -> ValueRef {
         ValueRef {
@@ -77,8 +97,9 @@ pub(crate) struct ValueFile {
     path: PathBuf,
     /// The path errors name: the store's own file, also when a read-only copy of it is read.
     shown: PathBuf,
-    /// The open file, and whether it was opened for writing.
-    open: Mutex<Option<(File, bool)>>,
+    /// The open file, and whether it was opened for writing (shared, so a read's `pread` does
+    /// not wait for an append's write and sync).
+    open: Mutex<Option<(Arc<File>, bool)>>,
     /// Where this process last left the file's end: a file found shorter when the next payload
     /// is appended was cut short meanwhile, outside Mnemo.
     end: Mutex<Option<u64>>,
@@ -106,37 +127,32 @@ impl ValueFile {
         self
     }
 
-    /// Runs `f` on the file, opened for writing (created if missing) when `write`; a missing
-    /// file to read is `missing`'s error.
-    fn with_file<T>(
-        &self,
-        write: bool,
-        missing: impl FnOnce() -> Error,
-        f: impl FnOnce(&File) -> Result<T>,
-    ) -> Result<T> {
+    /// The file, opened for writing (created if missing) when `write`; a missing file to read is
+    /// `missing`'s error.
+    fn file(&self, write: bool, missing: impl FnOnce() -> Error) -> Result<Arc<File>> {
         let mut open = self.open.lock().map_err(|_| Error::Poisoned {
-            cause: "a thread panicked while it used the store's value file".into(),
+            cause: "a thread panicked while it opened the store's value file".into(),
         })?;
-        if !open
-            .as_ref()
-            .is_some_and(|(_, writable)| *writable || !write)
-        {
-            let created = write && std::fs::symlink_metadata(&self.path).is_err();
-            let flags = match write {
-                true => OFlags::RDWR | OFlags::CREATE,
-                false => OFlags::RDONLY,
-            };
-            let Some(file) = open_own(&self.path, flags)? else {
-                return Err(missing());
-            };
-            if created {
-                // The file's name must outlive a power loss before any record names it.
-                super::fsync_dir(super::parent_of(&self.path))?;
+        if let Some((file, writable)) = open.as_ref() {
+            if *writable || !write {
+                return Ok(file.clone());
             }
-            *open = Some((file, write));
         }
-        let (file, _) = open.as_ref().expect("opened above");
-        f(file)
+        let created = write && std::fs::symlink_metadata(&self.path).is_err();
+        let flags = match write {
+            true => OFlags::RDWR | OFlags::CREATE,
+            false => OFlags::RDONLY,
+        };
+        let Some(file) = open_own(&self.path, flags)? else {
+            return Err(missing());
+        };
+        if created {
+            // The file's name must outlive a power loss before any record names it.
+            super::fsync_dir(super::parent_of(&self.path))?;
+        }
+        let file = Arc::new(file);
+        *open = Some((file.clone(), write));
+        Ok(file)
     }
 
     /// Appends the payloads of events `values` at the file's end and makes them durable; their
@@ -150,7 +166,8 @@ impl ValueFile {
         let mut end = self.end.lock().map_err(|_| Error::Poisoned {
             cause: "a thread panicked while it appended to the store's value file".into(),
         })?;
-        let refs = self.with_file(true, missing, |file| {
+        let file = self.file(true, missing)?;
+        let refs = {
             let io = |e| Error::io(&self.path, e);
             let mut at = file.metadata().map_err(io)?.len();
             if let Some(expected) = *end {
@@ -179,8 +196,8 @@ impl ValueFile {
             }
             file.sync_data().map_err(io)?;
             *end = Some(at);
-            Ok(refs)
-        })?;
+            refs
+        };
         drop(end);
         for ((seq, bytes), at) in values.into_iter().zip(&refs) {
             self.remember(seq, *at, bytes);
@@ -255,7 +272,8 @@ impl ValueFile {
                 self.shown.display()
             ))
         };
-        self.with_file(false, missing, |file| {
+        let file = self.file(false, missing)?;
+        {
             let io = |e| Error::io(&self.path, e);
             let end = at.offset + u64::from(at.len);
             let file_len = file.metadata().map_err(io)?.len();
@@ -276,7 +294,7 @@ impl ValueFile {
                 )));
             }
             Ok(bytes)
-        })
+        }
     }
 }
 
@@ -296,9 +314,7 @@ pub(crate) fn split(frame: &Frame) -> (Vec<u8>, Vec<u8>) {
 pub(crate) fn stored_form(rest: &[u8], at: &ValueRef) -> Vec<u8> {
     let mut out = Vec::with_capacity(REF_LEN + rest.len());
     out.push(VALUE_REF_FORMAT);
-    out.extend_from_slice(&at.offset.to_le_bytes());
-    out.extend_from_slice(&at.len.to_le_bytes());
-    out.extend_from_slice(&at.hash);
+    at.encode(&mut out);
     out.extend_from_slice(rest);
     out
 }
@@ -340,14 +356,8 @@ fn reference_of(seq: Seq, stored: &[u8], marker: u8) -> Result<Option<(ValueRef,
             "event {seq}'s record is truncated in its reference to the value file"
         )));
     }
-    let u64_at = |i: usize| u64::from_le_bytes(stored[i..i + 8].try_into().expect("8 bytes"));
-    let u32_at = |i: usize| u32::from_le_bytes(stored[i..i + 4].try_into().expect("4 bytes"));
-    let at = ValueRef {
-        offset: u64_at(1),
-        len: u32_at(9),
-        hash: stored[13..REF_LEN].try_into().expect("32 bytes"),
-    };
-    let named = u32_at(stored.len() - 4);
+    let at = ValueRef::decode(&stored[1..]);
+    let named = u32::from_le_bytes(stored[stored.len() - 4..].try_into().expect("4 bytes"));
     if named != at.len {
         return Err(Error::corrupt(format!(
             "event {seq}'s record says its payload is {named} bytes, and its reference to the value file says {}",
