@@ -25,7 +25,8 @@ fn open(store: &TempStore) -> MnemoMemoryToolServer {
 }
 
 /// A session as agents make them: writes, listings and file views between them, a refused call,
-/// and a write large enough that its payload goes to the store's value file (its own step).
+/// and a write large enough that its payload goes to the store's value file (its own step), then
+/// edited in the middle (its chunks stored as pieces of the value file).
 fn session() -> Vec<Value> {
     let large: String = (0..mnemo::testing::VALUE_MIN / 16 + 1)
         .map(|i| format!("note {i:>10}\n"))
@@ -36,6 +37,7 @@ fn session() -> Vec<Value> {
         json!({"command": "create", "path": "/memories/large.md", "file_text": large}),
         json!({"command": "create", "path": "/memories/d/b.md", "file_text": "b\n"}),
         json!({"command": "str_replace", "path": "/memories/a.md", "old_str": "one", "new_str": "1"}),
+        json!({"command": "str_replace", "path": "/memories/large.md", "old_str": format!("note {:>10}\n", 1000), "new_str": "an edit in the middle\n"}),
         json!({"command": "view", "path": "/memories/a.md"}),
         json!({"command": "view", "path": "/memories/../etc/passwd"}),
         json!({"command": "insert", "path": "/memories/d/b.md", "insert_line": 1, "insert_text": "c\n"}),
@@ -79,6 +81,12 @@ fn run(store: &TempStore, fail_at: u64) -> (Vec<Answer>, u64) {
             acknowledged: server.store_failures() == failures,
             write: block["input"]["command"] != "view",
         });
+        // The index written after the large create, as an agent's pause between calls lets the
+        // writer do: the edit that follows stores its chunk as pieces of the value file. (Its
+        // failure, at its own steps, poisons the store as any index write's does.)
+        if block["input"]["command"] == "create" && block["input"]["path"] == "/memories/large.md" {
+            let _ = server.client().flush_index();
+        }
     }
     let steps = faults.steps() - start;
     (answers, steps)
@@ -126,6 +134,20 @@ fn a_failure_at_any_io_step_loses_nothing_acknowledged_and_recovers() {
     let clean_client = open(&clean).client().clone();
     let clean_log: Vec<_> = log_of(&clean_client).iter().map(identity).collect();
     assert_eq!(clean_log.len(), session().len());
+    let pieces = clean_client
+        .store()
+        .expect("a store open here")
+        .raw_content_tree()
+        .iter()
+        .filter(|item| {
+            item.as_ref()
+                .is_ok_and(|(_, v)| matches!(v[7], 0x40 | 0xBF))
+        })
+        .count();
+    assert!(
+        pieces > 0,
+        "the large file's edited chunk is stored as pieces"
+    );
 
     // Past the session's own steps the countdown reaches those of the close.
     let mut failed_at_close = 0;

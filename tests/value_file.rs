@@ -375,16 +375,19 @@ fn an_index_chunk_that_names_the_value_file_wrongly_is_named_by_verify_and_refus
     content.insert(key, forged).expect("forge");
     content.flush().expect("flush");
     drop((content, store));
-    let server = open(&s);
+    forged_chunk_is_named(&s, "/memories/large.md", &large);
+}
+
+/// After one of the store's chunks was forged: `verify` reports the index differing, and a read
+/// of the file at `path` (which holds `text`) refuses, naming the chunk, or reads `text`.
+fn forged_chunk_is_named(s: &TempStore, path: &str, text: &str) {
+    let server = open(s);
     let report = server.client().verify().expect("verify runs");
-    assert!(
-        !report.is_intact(),
-        "a forged chunk reference verified intact"
-    );
+    assert!(!report.is_intact(), "a forged chunk verified intact");
     let said = format!("{:?}", report.violations);
     assert!(said.contains("index"), "{said}");
-    match server.client().record("/memories/large.md") {
-        Ok(Some(record)) => assert!(record.content == large, "read other bytes"),
+    match server.client().record(path) {
+        Ok(Some(record)) => assert!(record.content == text, "read other bytes"),
         Ok(None) => panic!("the file is gone"),
         Err(e) => assert!(e.to_string().contains("of file"), "{e}"),
     }
@@ -432,4 +435,107 @@ fn an_index_caught_up_after_a_failed_write_names_the_value_files_bytes_too() {
     let size = dir_size(&s.path());
     let bound = large.len() as u64 * 3 / 2 + MB;
     assert!(size <= bound, "{size} bytes for a 5 MB file, over {bound}");
+}
+
+/// A store with a file of `size` bytes that `edits` one-line `str_replace`s, spread evenly over
+/// it, then changed: its size once settled, the text the model holds, and the store.
+fn edited_all_over(size: usize, edits: usize) -> (u64, String, TempStore) {
+    let s = TempStore::new();
+    let server = MnemoMemoryToolServer::new(open_client(&s.path(), "agent", Durability::Flush));
+    let mut text = text_of(size, "big");
+    let (answer, is_error) = call(
+        &server,
+        json!({"command": "create", "path": "/memories/big.txt", "file_text": text}),
+    );
+    assert!(!is_error, "{answer}");
+    let lines = text.lines().count();
+    for i in 0..edits {
+        let line = i * lines / edits;
+        let old = format!("big line {line:>10}\n");
+        let new = format!("big line {line:>10} edited by call {i}\n");
+        let (answer, is_error) = call(
+            &server,
+            json!({"command": "str_replace", "path": "/memories/big.txt", "old_str": old, "new_str": new}),
+        );
+        assert!(!is_error, "{answer}");
+        text = text.replacen(&old, &new, 1);
+        if i % 10 == 0 {
+            server.client().flush_index().expect("write the index");
+        }
+    }
+    server.client().flush_index().expect("write the index");
+    let store = server.client().store().expect("a store open here");
+    store.sync(Durability::Fsync).expect("sync");
+    drop(store);
+    let size = dir_size(&s.path());
+    drop(server);
+    (size, text, s)
+}
+
+#[test]
+fn a_large_file_edited_all_over_keeps_what_the_edits_left_where_the_create_put_it() {
+    // Before: each chunk an edit touched was stored whole again in sled, so a 4 MB file edited
+    // once in each of its chunks (451 edits) took 2.47 times its size. This one has about 250
+    // chunks, each edited once.
+    let size = 2_000_000;
+    let (bytes, text, s) = edited_all_over(size, 250);
+    eprintln!("value file: a 2 MB file after 250 spread edits: {bytes} bytes");
+    let bound = (size + size / 2) as u64 + MB;
+    assert!(bytes <= bound, "{bytes} bytes, over {bound}");
+    let server = open(&s);
+    let record = server
+        .client()
+        .record("/memories/big.txt")
+        .expect("read")
+        .expect("the file");
+    assert!(
+        record.content == text,
+        "the edited file reads back as the model holds it"
+    );
+    assert!(server.client().verify().expect("verify").is_intact());
+    drop(server);
+    let out = run_mnemo(
+        &[
+            "cat",
+            "--db",
+            &s.path().to_string_lossy(),
+            "/memories/big.txt",
+        ],
+        "",
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stdout == text.as_bytes(),
+        "cat reads the edited file back"
+    );
+}
+
+#[test]
+fn an_edited_chunk_naming_the_value_file_wrongly_is_named_by_verify_and_refused_by_reads() {
+    let (_, text, s) = edited_all_over(200_000, 20);
+    let store = open_store(&s.path());
+    let content = store.raw_content_tree();
+    let pieces: Vec<_> = content
+        .iter()
+        .map(|item| item.expect("read"))
+        .filter(|(_, v)| matches!(v[7], 0x40 | 0xBF))
+        .collect();
+    assert!(
+        pieces.len() >= 10,
+        "the edited chunks are stored as pieces: {} of {}",
+        pieces.len(),
+        content.len()
+    );
+    // The last byte is in the last piece: kept bytes' length, or the edit's own bytes.
+    let (key, value) = &pieces[pieces.len() / 2];
+    let mut forged = value.to_vec();
+    *forged.last_mut().expect("bytes") ^= 1;
+    content.insert(key, forged).expect("forge");
+    content.flush().expect("flush");
+    drop((content, store));
+    forged_chunk_is_named(&s, "/memories/big.txt", &text);
 }

@@ -70,6 +70,7 @@
 use std::path::Path;
 
 mod checks;
+mod chunk_pieces;
 mod copy;
 mod extent;
 mod fsync;
@@ -107,7 +108,7 @@ pub(crate) use own_files::read_private;
 pub use own_files::{KEY_FILE, TRUST_FILE};
 #[cfg(test)]
 pub(crate) use shared_content::LAST as LAST_CHUNK;
-pub(crate) use shared_content::{is_reference, resolve_chunk, share, unreadable};
+pub(crate) use shared_content::{names_values, resolve_chunk, share, share_edits, unreadable};
 #[cfg(unix)]
 pub(crate) use staging::{place, staging_beside};
 #[cfg(feature = "testing")]

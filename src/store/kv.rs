@@ -17,7 +17,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::store::disk::{ValueFile, is_reference, resolve_chunk, unreadable};
+use crate::store::disk::{ValueFile, names_values, resolve_chunk, unreadable};
 
 /// The first byte of every key of file content (the projection's chunk keys): the sled-backed
 /// index keeps these keys in a tree of their own, so the nodes holding file content are
@@ -256,7 +256,7 @@ impl IndexTrees {
     /// The value the index holds under `key`, from what the tree stores there: a content chunk
     /// stored as a reference read back whole.
     fn resolved(&self, key: &[u8], stored: sled::IVec) -> Result<sled::IVec> {
-        if !IndexTrees::is_content(key) || !is_reference(&stored) {
+        if !IndexTrees::is_content(key) || !names_values(&stored) {
             return Ok(stored);
         }
         match &self.values {

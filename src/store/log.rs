@@ -888,13 +888,24 @@ impl Store {
     }
 
     /// For each of `writes` (in key order), the reference a content chunk is stored as when the
-    /// value file already holds its bytes (see `store::disk`'s `shared_content`), else `None`.
+    /// value file already holds its bytes (see `store::disk`'s `shared_content`), or the pieces
+    /// an edited chunk is stored as when the value file holds most of them (`chunk_pieces`),
+    /// else `None`.
     fn shared(&self, writes: &[(&[u8], Option<&[u8]>)]) -> Vec<Option<Vec<u8>>> {
-        crate::store::disk::share(
+        let mut shared = crate::store::disk::share(
             writes,
             &self.values.recent_payloads(),
             IndexTrees::is_content,
-        )
+        );
+        let content = self.index.content();
+        crate::store::disk::share_edits(
+            writes,
+            &mut shared,
+            |key| content.get(key).ok().flatten().map(|v| v.to_vec()),
+            &self.values,
+            IndexTrees::is_content,
+        );
+        shared
     }
 
     /// Writes a whole index (a replay's from event 1: `writes`, as [`Pending::writes`] gives

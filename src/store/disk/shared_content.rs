@@ -23,6 +23,7 @@
 use std::collections::HashMap;
 
 use crate::error::{Error, Result};
+use crate::store::disk::chunk_pieces;
 use crate::store::disk::value_file::{Recent, ValueFile, ValueRef};
 
 /// The next number of a file's last chunk: the projection's `content::LAST` (a test there holds
@@ -49,9 +50,18 @@ pub(crate) fn is_reference(stored: &[u8]) -> bool {
     stored.len() == REF_LEN && matches!(stored[7], 0x80 | 0x7F)
 }
 
+/// Whether a stored content value names the value file: a reference, or a chunk an edit stored
+/// as pieces (`chunk_pieces`). Any other is the chunk's value itself.
+pub(crate) fn names_values(stored: &[u8]) -> bool {
+    is_reference(stored) || chunk_pieces::is_pieces(stored)
+}
+
 /// The chunk value a stored content value under `key` stands for: the value itself, or the bytes
-/// a reference names, read back from `values` and checked.
+/// a reference or a chunk of pieces names, read back from `values` and checked.
 pub(crate) fn resolve_chunk(key: &[u8], stored: &[u8], values: &ValueFile) -> Result<Vec<u8>> {
+    if chunk_pieces::is_pieces(stored) {
+        return chunk_pieces::resolve(&chunk_name(key), stored, values);
+    }
     if !is_reference(stored) {
         return Ok(stored.to_vec());
     }
@@ -144,6 +154,29 @@ pub(crate) fn share<'a>(
         start = end;
     }
     out
+}
+
+/// Fills in `shared` (what [`share`] gave for `writes`) with the chunks an edit changed whose
+/// key held, before, a chunk that names the value file (`before` gives what a key stores now):
+/// each is stored as the pieces of the old chunk it keeps and the bytes it changed
+/// (`chunk_pieces`), when that is cheaper than the whole chunk.
+pub(crate) fn share_edits(
+    writes: &[(&[u8], Option<&[u8]>)],
+    shared: &mut [Option<Vec<u8>>],
+    before: impl Fn(&[u8]) -> Option<Vec<u8>>,
+    values: &ValueFile,
+    is_content: fn(&[u8]) -> bool,
+) {
+    for ((key, value), out) in writes.iter().zip(shared.iter_mut()) {
+        let Some(value) = value else { continue };
+        if out.is_some() || !shareable(key, value, is_content) {
+            continue;
+        }
+        let Some(old) = before(key).filter(|old| names_values(old)) else {
+            continue;
+        };
+        *out = chunk_pieces::edited(&chunk_name(key), &old, value, values, SHARED_MIN);
+    }
 }
 
 /// The chunks of `run` that, read backwards, are the last bytes of `payload`: each one's index in

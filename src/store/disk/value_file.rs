@@ -266,6 +266,21 @@ impl ValueFile {
     /// The bytes `at` names, `whose` (for an error's words: "event 7's payload"): checked
     /// against their hash, read only once the file is found to hold them all.
     pub(super) fn read(&self, whose: &str, at: &ValueRef) -> Result<Vec<u8>> {
+        let bytes = self.read_range(whose, at.offset, at.len)?;
+        if *blake3::hash(&bytes).as_bytes() != at.hash {
+            return Err(Error::corrupt(format!(
+                "{whose}, bytes {}..{} of the store's value file {}, does not hash to what its record holds: the file was changed outside Mnemo; restore the store from a replica or backup",
+                at.offset,
+                at.offset + u64::from(at.len),
+                self.shown.display()
+            )));
+        }
+        Ok(bytes)
+    }
+
+    /// The `len` bytes at `offset`, `whose`, unchecked (the caller checks a hash over them), read
+    /// only once the file is found to hold them all.
+    pub(super) fn read_range(&self, whose: &str, offset: u64, len: u32) -> Result<Vec<u8>> {
         let missing = || {
             Error::corrupt(format!(
                 "{whose} is in the store's value file {}, which is missing: it was removed outside Mnemo; restore the store from a replica or backup",
@@ -273,28 +288,18 @@ impl ValueFile {
             ))
         };
         let file = self.file(false, missing)?;
-        {
-            let io = |e| Error::io(&self.path, e);
-            let end = at.offset + u64::from(at.len);
-            let file_len = file.metadata().map_err(io)?.len();
-            if file_len < end {
-                return Err(Error::corrupt(format!(
-                    "{whose} is bytes {}..{end} of the store's value file {}, which ends at byte {file_len}: the file was cut short outside Mnemo; restore the store from a replica or backup",
-                    at.offset,
-                    self.shown.display()
-                )));
-            }
-            let mut bytes = vec![0; at.len as usize];
-            file.read_exact_at(&mut bytes, at.offset).map_err(io)?;
-            if *blake3::hash(&bytes).as_bytes() != at.hash {
-                return Err(Error::corrupt(format!(
-                    "{whose}, bytes {}..{end} of the store's value file {}, does not hash to what its record holds: the file was changed outside Mnemo; restore the store from a replica or backup",
-                    at.offset,
-                    self.shown.display()
-                )));
-            }
-            Ok(bytes)
+        let io = |e| Error::io(&self.path, e);
+        let end = offset.saturating_add(u64::from(len));
+        let file_len = file.metadata().map_err(io)?.len();
+        if file_len < end {
+            return Err(Error::corrupt(format!(
+                "{whose} is bytes {offset}..{end} of the store's value file {}, which ends at byte {file_len}: the file was cut short outside Mnemo; restore the store from a replica or backup",
+                self.shown.display()
+            )));
         }
+        let mut bytes = vec![0; len as usize];
+        file.read_exact_at(&mut bytes, offset).map_err(io)?;
+        Ok(bytes)
     }
 }
 
