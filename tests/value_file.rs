@@ -539,3 +539,71 @@ fn an_edited_chunk_naming_the_value_file_wrongly_is_named_by_verify_and_refused_
     drop((content, store));
     forged_chunk_is_named(&s, "/memories/big.txt", &text);
 }
+
+#[test]
+fn payloads_whose_records_were_never_written_are_cut_off_when_the_store_opens_for_writing() {
+    use mnemo::testing::failpoint::Failpoint;
+    let (s, large) = store_with_large_create();
+    let values = s.path().join(VALUES_FILE);
+    let before = std::fs::metadata(&values).expect("values").len();
+    let orphan = text_of(VALUE_MIN * 4, "orphan");
+    {
+        let server = open(&s);
+        // The payload is appended and made durable; writing its record fails, as a kill there
+        // would leave it: bytes no record names.
+        server
+            .client()
+            .store()
+            .expect("a store open here")
+            .failpoints()
+            .arm(Failpoint::Event);
+        let failed = server.handle(
+            &json!({"command": "create", "path": "/memories/orphan.md", "file_text": orphan}),
+        );
+        assert_eq!(failed["is_error"], true, "{failed}");
+    }
+    let left = std::fs::metadata(&values).expect("values").len();
+    assert!(
+        left >= before + orphan.len() as u64,
+        "the failed append left its payload: {left} bytes, {before} before"
+    );
+    // Read-only commands change no byte of the store, the value file included.
+    let out = run_mnemo(&["verify", "--db", &s.path().to_string_lossy()], "");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(std::fs::metadata(&values).expect("values").len(), left);
+    // Opening for writing gives the space back, and what records name reads back whole.
+    let server = open(&s);
+    assert_eq!(std::fs::metadata(&values).expect("values").len(), before);
+    let read = |path: &str| {
+        server
+            .client()
+            .record(path)
+            .expect("read")
+            .map(|r| r.content)
+    };
+    assert!(read("/memories/large.md").is_some_and(|t| t == large));
+    assert!(
+        read("/memories/orphan.md").is_none(),
+        "the failed create left no file"
+    );
+    // The next large write goes where the cut left the file's end.
+    let next = text_of(VALUE_MIN * 2, "next");
+    let (answer, is_error) = call(
+        &server,
+        json!({"command": "create", "path": "/memories/next.md", "file_text": next}),
+    );
+    assert!(!is_error, "{answer}");
+    let after = std::fs::metadata(&values).expect("values").len();
+    let grown = after - before;
+    assert!(
+        grown >= next.len() as u64 && grown < next.len() as u64 + 4096,
+        "the next payload went at the cut: {grown} bytes more for a {}-byte text",
+        next.len()
+    );
+    assert!(read("/memories/next.md").is_some_and(|t| t == next));
+    assert!(server.client().verify().expect("verify").is_intact());
+}

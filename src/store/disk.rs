@@ -114,7 +114,9 @@ pub(crate) use staging::{place, staging_beside};
 #[cfg(feature = "testing")]
 pub use value_file::VALUE_MIN;
 pub use value_file::VALUES_FILE;
-pub(crate) use value_file::{ValueFile, goes_to_value_file, resolve, split, stored_form};
+pub(crate) use value_file::{
+    LastAppend, ValueFile, goes_to_value_file, resolve, split, stored_form,
+};
 
 /// `fsync`s the directory `dir`, so an entry renamed into it survives a power loss.
 pub(crate) fn fsync_dir(dir: &Path) -> crate::error::Result<()> {

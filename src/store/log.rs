@@ -40,6 +40,9 @@ const FORMAT_KEY: &[u8] = b"format";
 pub const LOCK_WAIT: Duration = Duration::from_millis(1500);
 const HEAD_KEY: &[u8] = b"head";
 
+/// The value file's last append ([`crate::store::disk::LastAppend`]).
+const VALUES_KEY: &[u8] = b"values";
+
 /// How far a write must get before the call that made it is answered.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -833,10 +836,36 @@ impl Store {
             return Ok(records);
         }
         self.failpoints.check(Failpoint::Value)?;
-        for (i, at) in separated.into_iter().zip(self.values.append(payloads)?) {
+        let seqs: Vec<Seq> = payloads.iter().map(|(seq, _)| *seq).collect();
+        let refs = self.values.append(payloads)?;
+        if let Some(append) = crate::store::disk::LastAppend::of(&seqs, &refs) {
+            self.meta.insert(VALUES_KEY, &append.encode())?;
+        }
+        for (i, at) in separated.into_iter().zip(refs) {
             records[i] = stored_form(&records[i], &at);
         }
         Ok(records)
+    }
+
+    /// Gives back the value file's bytes past the last payload a record names (what an append
+    /// left when its records were not written), as the store opens for writing: the store's
+    /// record of the last append says where it started and which events it was for, and the
+    /// records sled kept of those say what is named.
+    pub(crate) fn reclaim_values(&self) -> Result<()> {
+        let Some(bytes) = self.meta.get(VALUES_KEY)? else {
+            return Ok(());
+        };
+        let append = crate::store::disk::LastAppend::decode(&bytes)?;
+        let events = append.events();
+        let stored = self
+            .events
+            .range(events.start().key()..=events.end().key())
+            .map(|item| {
+                let (key, stored) = item?;
+                Ok((seq_of_key(&key)?, stored))
+            });
+        let named = append.named_end(stored, self.format_marker())?;
+        self.values.cut_past(named)
     }
 
     /// Writes index changes in one sled transaction over both index trees, so the index moves

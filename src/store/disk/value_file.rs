@@ -14,8 +14,9 @@
 //!
 //! **Invariant:** every range a stored record names lies within the value file and holds bytes
 //! whose blake3 hash the record holds; a read that finds otherwise is [`Error::Corrupt`] naming
-//! the event. The file is only appended to, at its current end: bytes a crash left there before
-//! the record naming them was written are never named, and the next value goes after them.
+//! the event. The file is appended to at its current end: bytes a crash left there before the
+//! record naming them was written are never named, and are cut off when the store next opens for
+//! writing ([`LastAppend`] says where the named bytes end).
 //!
 //! The file is opened as the store's other own files are (`lstat`, then no link followed, no pipe
 //! opened, and `fstat` the file `lstat` saw), and a read allocates only after it found the file
@@ -263,6 +264,28 @@ impl ValueFile {
         self.recent().retain(|(of, _, _)| *of > seq);
     }
 
+    /// Cuts off the bytes past `named`, the end of the last payload a record names: what an
+    /// append left there when its records were not written (a crash, or a failure after the
+    /// payloads were made durable). Nothing past `named` is ever read, so the space is given
+    /// back. A file shorter than `named`, or missing, is left for reads to name.
+    pub(crate) fn cut_past(&self, named: u64) -> Result<()> {
+        if std::fs::symlink_metadata(&self.path).is_err() {
+            return Ok(());
+        }
+        let mut end = self.end.lock().map_err(|_| Error::Poisoned {
+            cause: "a thread panicked while it appended to the store's value file".into(),
+        })?;
+        let missing = || Error::io(&self.path, std::io::ErrorKind::NotFound.into());
+        let file = self.file(true, missing)?;
+        let io = |e| Error::io(&self.path, e);
+        if file.metadata().map_err(io)?.len() > named {
+            file.set_len(named).map_err(io)?;
+            file.sync_data().map_err(io)?;
+            *end = Some(named);
+        }
+        Ok(())
+    }
+
     /// The bytes `at` names, `whose` (for an error's words: "event 7's payload"): checked
     /// against their hash, read only once the file is found to hold them all.
     pub(super) fn read(&self, whose: &str, at: &ValueRef) -> Result<Vec<u8>> {
@@ -300,6 +323,87 @@ impl ValueFile {
         let mut bytes = vec![0; len as usize];
         file.read_exact_at(&mut bytes, offset).map_err(io)?;
         Ok(bytes)
+    }
+}
+
+/// What the store's metadata says of the value file's last append (`meta.values`): where it
+/// started, the first and last events whose payloads it held, and where it ended. Written before
+/// those events' records, in the same sled log, so whenever a record naming the bytes survived a
+/// crash this did too.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LastAppend {
+    start: u64,
+    first: Seq,
+    last: Seq,
+    end: u64,
+}
+
+impl LastAppend {
+    /// The encoded length: start, first, last, end, each `u64` LE.
+    const LEN: usize = 32;
+
+    /// The append of the payloads of events `seqs` (in order), placed at `refs`.
+    pub(crate) fn of(seqs: &[Seq], refs: &[ValueRef]) -> Option<LastAppend> {
+        let (first, last) = (refs.first()?, refs.last()?);
+        Some(LastAppend {
+            start: first.offset,
+            first: *seqs.first()?,
+            last: *seqs.last()?,
+            end: last.offset + u64::from(last.len),
+        })
+    }
+
+    /// start ‖ first ‖ last ‖ end, each `u64` LE.
+    pub(crate) fn encode(&self) -> [u8; LastAppend::LEN] {
+        let mut out = [0; LastAppend::LEN];
+        for (i, field) in [self.start, self.first.0, self.last.0, self.end]
+            .into_iter()
+            .enumerate()
+        {
+            out[8 * i..8 * i + 8].copy_from_slice(&field.to_le_bytes());
+        }
+        out
+    }
+
+    /// Reads what [`LastAppend::encode`] wrote.
+    pub(crate) fn decode(bytes: &[u8]) -> Result<LastAppend> {
+        if bytes.len() != LastAppend::LEN {
+            return Err(Error::corrupt(format!(
+                "the store's record of its value file's last append (meta.values) is {} bytes, not {}: it was changed outside Mnemo",
+                bytes.len(),
+                LastAppend::LEN
+            )));
+        }
+        let field = |i: usize| u64::from_le_bytes(bytes[8 * i..8 * i + 8].try_into().expect("8"));
+        Ok(LastAppend {
+            start: field(0),
+            first: Seq(field(1)),
+            last: Seq(field(2)),
+            end: field(3),
+        })
+    }
+
+    /// The events whose records may name this append's bytes.
+    pub(crate) fn events(&self) -> std::ops::RangeInclusive<Seq> {
+        self.first..=self.last
+    }
+
+    /// Where the bytes any record names end, given what sled holds for this append's events
+    /// (`stored`: those it kept, a prefix of them after a crash, in seq order): the end of the
+    /// last payload a kept record names, or the append's start if none does.
+    pub(crate) fn named_end(
+        &self,
+        stored: impl Iterator<Item = Result<(Seq, sled::IVec)>>,
+        marker: u8,
+    ) -> Result<u64> {
+        let mut named = self.start;
+        for item in stored {
+            let (seq, stored) = item?;
+            if let Some((at, _)) = reference_of(seq, &stored, marker)? {
+                named = named.max(at.offset + u64::from(at.len));
+            }
+        }
+        Ok(named.min(self.end))
     }
 }
 
@@ -457,6 +561,45 @@ mod tests {
             resolve(Seq(7), &stored[..20], &values, VALUE_REF_FORMAT),
             Err(Error::Corrupt { .. })
         ));
+    }
+
+    #[test]
+    fn the_named_end_of_an_append_is_that_of_the_last_record_a_crash_kept() {
+        let dir = tempfile::tempdir().expect("dir");
+        let values = ValueFile::in_dir(dir.path());
+        values
+            .append(vec![(Seq(1), vec![1; 100])])
+            .expect("an earlier append");
+        let seqs = [Seq(5), Seq(6), Seq(7)];
+        let refs = values
+            .append(seqs.iter().map(|s| (*s, vec![2; 50])).collect())
+            .expect("append");
+        let append = LastAppend::of(&seqs, &refs).expect("an append");
+        assert_eq!(
+            LastAppend::decode(&append.encode()).expect("decode"),
+            append
+        );
+        assert!(LastAppend::decode(&[0; 31]).is_err());
+        let stored = |upto: usize| {
+            seqs.iter()
+                .zip(&refs)
+                .take(upto)
+                .map(|(seq, at)| {
+                    let mut rest = b"record".to_vec();
+                    rest.extend_from_slice(&at.len.to_le_bytes());
+                    Ok((*seq, sled::IVec::from(stored_form(&rest, at))))
+                })
+                .collect::<Vec<_>>()
+        };
+        let named = |upto| {
+            append
+                .named_end(stored(upto).into_iter(), VALUE_REF_FORMAT)
+                .expect("named end")
+        };
+        assert_eq!(named(0), 100, "no record kept: the append's start");
+        assert_eq!(named(1), 150);
+        assert_eq!(named(2), 200);
+        assert_eq!(named(3), 250);
     }
 
     fn named_marker(stored: &[u8], values: &ValueFile) {

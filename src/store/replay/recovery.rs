@@ -17,7 +17,8 @@ impl Store {
         Projection::new(self.index_tree().clone())
     }
 
-    /// Brings the head and the index up to the log, after a crash cut a commit short: moves the
+    /// Brings the head and the index up to the log, after a crash cut a commit short: gives back
+    /// the value file's bytes no record names ([`Store::reclaim_values`]), moves the
     /// head over events appended past it ([`Store::log_end`]), then writes into the index the
     /// events it has not applied ([`Store::current_index`]). Returns how many events were
     /// replayed into the index.
@@ -27,6 +28,7 @@ impl Store {
     /// index that applied nothing (an index removed whole leaves no content behind that the
     /// replay would not write).
     pub fn catch_up(&self) -> Result<u64> {
+        self.reclaim_values()?;
         let (head, moved) = self.settle_head()?;
         let index = self.index();
         let trees = self.index_tree();
