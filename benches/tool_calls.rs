@@ -17,6 +17,9 @@
 //! answer is the multiple-occurrences error. Restarting the search at each match made this about a
 //! billion byte comparisons per call; one pass makes it about two million.
 //!
+//! `large_create` is what the value file costs a call: creates either side of the size whose
+//! payload goes there, and one-line edits spread over a 2 MB file.
+//!
 //! Each mode has its own store, which also holds 1,000 other files so the index is not trivially
 //! small. Every call, reads included, appends one event; only mutations wait for the flush or the
 //! fsync.
@@ -252,5 +255,76 @@ fn str_replace_repeated(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, tool_calls, str_replace_repeated);
+/// `large_create`: what the value file costs a call. A `create` of a text just under the size
+/// whose payload goes to the value file (30,000 bytes: the payload stays in sled's record) beside
+/// one just over it (36,000 bytes: the payload appended to `values` and `fdatasync`ed before the
+/// record, in every mode), under `fsync` and `buffered`, in one run; and a one-line
+/// `str_replace` in a 2 MB file (its chunk stored as pieces of the value file once the index is
+/// written, buffered).
+fn large_create(c: &mut Criterion) {
+    let mut group = c.benchmark_group("large_create");
+    group.sample_size(30);
+    group.warm_up_time(Duration::from_secs(1));
+    group.measurement_time(Duration::from_secs(4));
+    let text = |bytes: usize| -> String {
+        let mut text = String::with_capacity(bytes + 40);
+        let mut line = 0;
+        while text.len() < bytes {
+            text.push_str(&format!("a remembered line {line:>10}\n"));
+            line += 1;
+        }
+        text
+    };
+    for durability in [Durability::Fsync, Durability::Buffered] {
+        let fixture = common::fresh(durability);
+        let server = &fixture.server;
+        for bytes in [30_000usize, 36_000] {
+            let body = text(bytes);
+            let mut n = 0u64;
+            group.bench_function(
+                BenchmarkId::new(format!("{}/{bytes}", durability.name()), "create"),
+                |b| {
+                    b.iter(|| {
+                        n += 1;
+                        call(
+                            server,
+                            json!({"command": "create", "path": format!("/memories/large/{bytes}/c{n}.md"), "file_text": body}),
+                        );
+                    });
+                },
+            );
+        }
+    }
+    let fixture = common::fresh(Durability::Buffered);
+    let server = &fixture.server;
+    let big = text(2_000_000);
+    let lines = big.lines().count();
+    // 7919 is prime: the lines edited are a permutation of the file's until every one is.
+    assert!(lines % 7919 != 0, "{lines} lines");
+    call(
+        server,
+        json!({"command": "create", "path": "/memories/big.txt", "file_text": big}),
+    );
+    server.client().flush_index().expect("write the index");
+    let mut n = 0usize;
+    group.bench_function(
+        BenchmarkId::new("buffered/2000000", "str_replace_spread"),
+        |b| {
+            b.iter(|| {
+                // A different line each call, spread over the file, each edited once.
+                let line = (n * 7919) % lines;
+                n += 1;
+                call(
+                    server,
+                    json!({"command": "str_replace", "path": "/memories/big.txt",
+                           "old_str": format!("a remembered line {line:>10}\n"),
+                           "new_str": format!("a remembered line {line:>10} (edited {n})\n")}),
+                );
+            });
+        },
+    );
+    group.finish();
+}
+
+criterion_group!(benches, tool_calls, str_replace_repeated, large_create);
 criterion_main!(benches);

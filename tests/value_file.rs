@@ -313,10 +313,11 @@ fn a_15_mb_file_takes_under_one_and_a_half_times_its_size_and_300_views_add_unde
     );
 }
 
+/// The store `s` shipped to a new `file://` replica with `mnemo replicate --once`, then restored
+/// from it with `mnemo restore`: the directories (kept while in use), the replica's URL and the
+/// restored store's path.
 #[cfg(feature = "replicate")]
-#[test]
-fn a_replica_carries_the_value_files_payloads_and_a_restore_keeps_them_there_again() {
-    let (s, large) = store_with_large_create();
+fn shipped_and_restored(s: &TempStore) -> ([tempfile::TempDir; 2], String, String) {
     let replica = tempfile::tempdir().expect("replica directory");
     let url = format!("file://{}", replica.path().display());
     let db = s.path();
@@ -325,9 +326,18 @@ fn a_replica_carries_the_value_files_payloads_and_a_restore_keeps_them_there_aga
     assert!(shipped.status.success(), "{shipped:?}");
     let restored = tempfile::tempdir().expect("restore directory");
     let to = restored.path().join("restored");
-    let to = to.to_str().expect("utf-8");
-    let made = run_mnemo(&["restore", "--from", &url, "--db", to], "");
+    let to = to.to_str().expect("utf-8").to_string();
+    let made = run_mnemo(&["restore", "--from", &url, "--db", &to], "");
     assert!(made.status.success(), "{made:?}");
+    ([replica, restored], url, to)
+}
+
+#[cfg(feature = "replicate")]
+#[test]
+fn a_replica_carries_the_value_files_payloads_and_a_restore_keeps_them_there_again() {
+    let (s, large) = store_with_large_create();
+    let (_dirs, url, to) = shipped_and_restored(&s);
+    let to = to.as_str();
     let cat = run_mnemo(&["cat", "/memories/large.md", "--db", to], "");
     assert!(
         cat.status.success() && cat.stdout == large.as_bytes(),
@@ -606,4 +616,62 @@ fn payloads_whose_records_were_never_written_are_cut_off_when_the_store_opens_fo
     );
     assert!(read("/memories/next.md").is_some_and(|t| t == next));
     assert!(server.client().verify().expect("verify").is_intact());
+}
+
+#[cfg(feature = "replicate")]
+#[test]
+fn a_store_restored_after_its_large_file_was_edited_all_over_keeps_it_about_once() {
+    // A restore writes the whole index in one batch: each chunk is found in the create's payload
+    // where the edits left it, not only when it still ends the payload.
+    let size = 2_000_000;
+    let (_, text, s) = edited_all_over(size, 250);
+    let (_dirs, _, to) = shipped_and_restored(&s);
+    let to = to.as_str();
+    let cat = run_mnemo(&["cat", "/memories/big.txt", "--db", to], "");
+    assert!(
+        cat.status.success() && cat.stdout == text.as_bytes(),
+        "cat of the restored file"
+    );
+    let bytes = dir_size(Path::new(to));
+    eprintln!("value file: a 2 MB file edited 250 times, restored: {bytes} bytes");
+    let bound = (size + size / 2) as u64 + MB;
+    assert!(
+        bytes <= bound,
+        "the restored store takes {bytes} bytes, over {bound}"
+    );
+}
+
+#[test]
+fn a_value_file_cut_short_or_removed_before_the_store_opens_gets_no_payload_written_over_it() {
+    for damage in ["cut short", "removed"] {
+        let (s, _) = store_with_large_create();
+        let values = s.path().join(VALUES_FILE);
+        let len = std::fs::metadata(&values).expect("values").len();
+        match damage {
+            "cut short" => std::fs::OpenOptions::new()
+                .write(true)
+                .open(&values)
+                .and_then(|f| f.set_len(len - 5000))
+                .expect("cut"),
+            _ => std::fs::remove_file(&values).expect("remove"),
+        }
+        let left = std::fs::metadata(&values).map_or(0, |m| m.len());
+        let server = open(&s);
+        let (answer, is_error) = call(
+            &server,
+            json!({"command": "create", "path": "/memories/new.md", "file_text": text_of(VALUE_MIN * 2, "new")}),
+        );
+        assert!(
+            is_error,
+            "{damage}: a payload was written after damaged bytes: {answer}"
+        );
+        assert_eq!(
+            std::fs::metadata(&values).map_or(0, |m| m.len()),
+            left,
+            "{damage}: the value file was written"
+        );
+        drop(server);
+        let report = open(&s).client().verify().expect("verify runs");
+        assert!(!report.is_intact(), "{damage}: verify found nothing");
+    }
 }

@@ -4,8 +4,9 @@
 //! An edit of a large file rewrites each chunk it touches under the chunk's own key (chunks keep
 //! their numbers when their bytes change). When the chunk stored there before names the value
 //! file (a reference to a `create`'s bytes, or pieces an earlier edit stored), the new bytes are
-//! compared with the old: their common prefix and suffix stay where the value file holds them,
-//! and only the bytes between are stored. A file edited all over costs its edits, not a second
+//! aligned with the old: their common end, the bytes before the edit, and the old bytes between
+//! several edits written in one batch ([`within`]) stay where the value file holds them, and only
+//! the bytes the edits wrote are stored. A file edited all over costs its edits, not a second
 //! copy of itself.
 //!
 //! The stored form: the chunk's next number (`u64` LE) with its last byte XOR [`MARK`] (`0x40`
@@ -34,7 +35,7 @@ const MAX_BYTES: u64 = 1 << 20;
 
 /// One piece of a chunk's bytes.
 #[derive(Clone, Debug, PartialEq, Eq)]
-enum Piece {
+pub(super) enum Piece {
     /// Bytes the value file holds at `offset`.
     Kept { offset: u64, len: u32 },
     /// Bytes stored in the chunk itself.
@@ -42,7 +43,8 @@ enum Piece {
 }
 
 impl Piece {
-    fn len(&self) -> u64 {
+    /// How many bytes of the chunk this piece is.
+    pub(super) fn len(&self) -> u64 {
         match self {
             Piece::Kept { len, .. } => u64::from(*len),
             Piece::Written(bytes) => bytes.len() as u64,
@@ -118,15 +120,108 @@ pub(crate) fn edited(
     } else {
         return None;
     };
-    let bytes = &new[8..];
-    let prefix = common_prefix(&old_bytes, bytes);
-    let room = old_bytes.len().min(bytes.len()) - prefix;
-    let suffix = common_prefix_rev(&old_bytes, bytes).min(room);
-    let old_len = old_bytes.len() as u64;
-    let mut pieces = take(&old_pieces, 0, prefix as u64);
-    pieces.push(Piece::Written(bytes[prefix..bytes.len() - suffix].to_vec()));
-    pieces.extend(take(&old_pieces, old_len - suffix as u64, old_len));
-    let pieces = merged(pieces);
+    // The new bytes found in the old (offsets there), then each kept range mapped onto the old
+    // chunk's own pieces.
+    let found = super::shared_content::align_one(&new[8..], &old_bytes)?;
+    let mut pieces = Vec::new();
+    let mut kept_to = 0;
+    for piece in found {
+        match piece {
+            Piece::Kept { offset, len } => {
+                kept_to = offset + u64::from(len);
+                pieces.extend(take(&old_pieces, offset, kept_to));
+            }
+            Piece::Written(bytes) => {
+                for piece in within(&bytes, &old_bytes, kept_to) {
+                    match piece {
+                        Piece::Kept { offset, len } => {
+                            kept_to = offset + u64::from(len);
+                            pieces.extend(take(&old_pieces, offset, kept_to));
+                        }
+                        written => pieces.push(written),
+                    }
+                }
+            }
+        }
+    }
+    stored_as(new, pieces, kept_min)
+}
+
+/// How far apart, in the bytes between the kept ends of an edited chunk, the old chunk's bytes
+/// are looked for: several edits in one index batch leave old bytes between them.
+const BLOCK: usize = 256;
+
+/// The most lookups for old bytes within the changed bytes of one chunk (each costs the old
+/// chunk's length at most), so a chunk rewritten with new text costs a bounded search.
+const LOOKUPS: usize = 16;
+
+/// The least old bytes found between edits worth a piece of their own.
+const KEPT_RUN: usize = 64;
+
+/// `bytes` (what an edit left between the kept ends of a chunk) as pieces: the runs of at least
+/// [`KEPT_RUN`] bytes found in `old` (offsets there), looked for every [`BLOCK`] bytes by their
+/// first bytes near where the last run found ended (`from`, in `old`), and the rest as written.
+fn within(bytes: &[u8], old: &[u8], from: u64) -> Vec<Piece> {
+    use super::shared_content::{ANCHOR, common_prefix, common_suffix, nearest};
+    let mut out = Vec::new();
+    let (mut i, mut written_from, mut lookups) = (0, 0, 0);
+    let mut expected = usize::try_from(from).unwrap_or(old.len()).min(old.len());
+    while i + ANCHOR <= bytes.len() && lookups < LOOKUPS {
+        lookups += 1;
+        let Some(j) = nearest(old, &bytes[i..i + ANCHOR], expected, 0) else {
+            i += BLOCK;
+            continue;
+        };
+        let ahead = common_prefix(&bytes[i..], &old[j..]);
+        let back = common_suffix(&bytes[written_from..i], &old[..j]);
+        let (start, at, len) = (i - back, j - back, ahead + back);
+        if len < KEPT_RUN {
+            i += BLOCK;
+            continue;
+        }
+        if start > written_from {
+            out.push(Piece::Written(bytes[written_from..start].to_vec()));
+        }
+        out.push(Piece::Kept {
+            offset: at as u64,
+            len: u32::try_from(len).unwrap_or(u32::MAX),
+        });
+        i = start + len;
+        written_from = i;
+        expected = at + len;
+    }
+    if written_from < bytes.len() {
+        out.push(Piece::Written(bytes[written_from..].to_vec()));
+    }
+    out
+}
+
+/// The stored form of the chunk value `value` as `pieces` (which make up its bytes), when at
+/// least `kept_min` of its bytes are kept in the value file, it has at most [`MAX_PIECES`] pieces
+/// and the form is smaller than the value; else `None` (stored whole).
+pub(super) fn stored_as(value: &[u8], pieces: Vec<Piece>, kept_min: usize) -> Option<Vec<u8>> {
+    let mut pieces = merged(pieces);
+    // Over the limit, the smallest kept pieces are stored as bytes instead (joining the bytes
+    // either side), so a chunk edited many times keeps most of what it shares.
+    while pieces.len() > MAX_PIECES {
+        let mut at = 0u64;
+        let mut smallest: Option<(usize, u64, u64)> = None;
+        for (i, piece) in pieces.iter().enumerate() {
+            if matches!(piece, Piece::Kept { .. })
+                && smallest.is_none_or(|(_, _, len)| piece.len() < len)
+            {
+                smallest = Some((i, at, piece.len()));
+            }
+            at += piece.len();
+        }
+        let (i, start, len) = smallest?;
+        let bytes = usize::try_from(start)
+            .ok()
+            .zip(usize::try_from(start + len).ok())
+            .and_then(|(from, to)| value.get(8 + from..8 + to))?;
+        pieces[i] = Piece::Written(bytes.to_vec());
+        pieces = merged(pieces);
+    }
     let kept: u64 = pieces
         .iter()
         .filter(|p| matches!(p, Piece::Kept { .. }))
@@ -135,20 +230,12 @@ pub(crate) fn edited(
     if kept < kept_min as u64 || pieces.len() > MAX_PIECES {
         return None;
     }
-    let stored = encode(new, &pieces);
-    (stored.len() < new.len()).then_some(stored)
-}
-
-fn common_prefix(a: &[u8], b: &[u8]) -> usize {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
-}
-
-fn common_prefix_rev(a: &[u8], b: &[u8]) -> usize {
-    a.iter()
-        .rev()
-        .zip(b.iter().rev())
-        .take_while(|(x, y)| x == y)
-        .count()
+    debug_assert_eq!(
+        pieces.iter().map(Piece::len).sum::<u64>(),
+        value.len() as u64 - 8
+    );
+    let stored = encode(value, &pieces);
+    (stored.len() < value.len()).then_some(stored)
 }
 
 /// The pieces covering bytes `start..end` of the chunk `pieces` make up.
@@ -325,11 +412,18 @@ mod tests {
         }
         assert!(stored_again.len() < 300, "{}", stored_again.len());
         assert_eq!(stored_again[7], 0xBF, "the last chunk's marker");
-        // Edits at both ends in one write keep nothing between them: stored whole.
+        // Edits at both ends, and several between, in one write (one index batch): the old
+        // bytes between them are found and kept too.
         let mut both = old.clone();
         both[0] = b'<';
         *both.last_mut().expect("bytes") = b'>';
-        assert!(edited(NAME, &stored, &chunk(4, &both), &values, 1024).is_none());
+        for at in [3000, 6000, 9000] {
+            both[at] ^= 0x20;
+        }
+        let value = chunk(4, &both);
+        let pieces = edited(NAME, &stored, &value, &values, 1024).expect("pieces");
+        assert!(pieces.len() < 500, "{}", pieces.len());
+        assert_eq!(resolve(NAME, &pieces, &values).expect("read"), value);
         // A chunk rewritten with nothing in common is stored whole; so is one over a literal.
         assert!(edited(NAME, &stored, &chunk(4, &vec![b'z'; 12_000]), &values, 1024).is_none());
         assert!(edited(NAME, &chunk(4, &old), &chunk(4, &new), &values, 1024).is_none());

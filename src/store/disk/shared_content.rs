@@ -6,11 +6,14 @@
 //! command's last field is the text, the payload's last field the command), so the chunks the
 //! index splits that text into are, read backwards, the payload's last bytes. When the index's
 //! changes are written, each file's run of new chunks (in key order, which for new chunks is their
-//! order in the file) is compared backwards with the end of the payloads appended since the
-//! index was last written that end with the same 64 bytes (at most four of them); the chunks that
-//! match from the end are stored as references, the rest as they are. The comparison costs the
-//! run's bytes a few times at most, never a search, and is exact: a chunk is a reference only if
-//! its bytes are those it names.
+//! order in the file) is compared with the payloads appended since the index was last written
+//! that end as the run does (or, for a run as large as a payload, whose end its last chunk holds),
+//! at most four of them, aligned from the payload's end ([`align`]): a chunk equal to the bytes
+//! where it should be is stored as a reference; one an edit changed since (a restore writes a
+//! whole file's chunks at once) is found by its first or last bytes near where it should be and
+//! stored as pieces (`chunk_pieces`). Each lookup is bounded by a window, so a batch costs its
+//! own bytes a bounded number of times, and the result is exact: a kept range is only ever bytes
+//! compared equal.
 //!
 //! A chunk's value in the index is its next chunk's number (`u64` LE, [`LAST`] for none) and its
 //! bytes. A chunk number never reaches 2^56 (each is allocated by an event), so the next number's
@@ -23,7 +26,7 @@
 use std::collections::HashMap;
 
 use crate::error::{Error, Result};
-use crate::store::disk::chunk_pieces;
+use crate::store::disk::chunk_pieces::{self, Piece};
 use crate::store::disk::value_file::{Recent, ValueFile, ValueRef};
 
 /// The next number of a file's last chunk: the projection's `content::LAST` (a test there holds
@@ -134,20 +137,19 @@ pub(crate) fn share<'a>(
         while end < writes.len() && file(end) == Some(id) {
             end += 1;
         }
-        let last = &writes[end - 1].1.expect("a chunk written")[8..];
-        let candidates = by_tail
-            .get(&last[last.len() - TAIL..])
-            .map_or(&[][..], Vec::as_slice);
+        let run: Vec<&[u8]> = writes[start..end]
+            .iter()
+            .map(|(_, value)| &value.expect("a chunk written")[8..])
+            .collect();
+        let candidates = candidates_for(&run, &by_tail);
         for (at, payload) in candidates.iter().take(CANDIDATES) {
-            let matched = match_end(&writes[start..end], payload);
-            if matched.is_empty() {
+            let aligned = align(&run, payload);
+            if aligned.iter().all(Option::is_none) {
                 continue;
             }
-            for (i, from) in matched {
+            for (i, pieces) in aligned.into_iter().enumerate() {
                 let value = writes[start + i].1.expect("a chunk written");
-                let bytes = &value[8..];
-                let part = at.part(from, bytes.len(), *blake3::hash(bytes).as_bytes());
-                out[start + i] = Some(reference(value, &part));
+                out[start + i] = pieces.and_then(|pieces| stored(value, pieces, at));
             }
             break;
         }
@@ -179,20 +181,180 @@ pub(crate) fn share_edits(
     }
 }
 
-/// The chunks of `run` that, read backwards, are the last bytes of `payload`: each one's index in
-/// the run and where its bytes start in the payload.
-fn match_end(run: &[(&[u8], Option<&[u8]>)], payload: &[u8]) -> Vec<(usize, usize)> {
-    let mut cursor = payload.len();
-    let mut matched = Vec::new();
-    for (i, (_, value)) in run.iter().enumerate().rev() {
-        let bytes = &value.expect("a chunk written")[8..];
-        if bytes.len() > cursor || payload[cursor - bytes.len()..cursor] != *bytes {
-            break;
-        }
-        cursor -= bytes.len();
-        matched.push((i, cursor));
+/// The payloads a run of one file's chunks is compared with: those that end as the run does
+/// (a file unchanged at its end since its `create`), else, for a run of at least [`DEEP_MIN`]
+/// bytes, those whose last [`TAIL`] bytes are found in its last chunk (a file written to past its
+/// end since: its `create`'s text ends there). The search costs the last chunk's length in
+/// lookups, and only runs as large as a payload kept in the value file pay it.
+fn candidates_for<'p>(
+    run: &[&[u8]],
+    by_tail: &'p HashMap<&[u8], Vec<(ValueRef, &'p [u8])>>,
+) -> &'p [(ValueRef, &'p [u8])] {
+    let Some(last) = run.last() else {
+        return &[];
+    };
+    if let Some(found) = by_tail.get(&last[last.len().saturating_sub(TAIL)..]) {
+        return found;
     }
-    matched
+    if run.iter().map(|c| c.len()).sum::<usize>() < DEEP_MIN {
+        return &[];
+    }
+    last.windows(TAIL)
+        .rev()
+        .find_map(|window| by_tail.get(window))
+        .map_or(&[], Vec::as_slice)
+}
+
+/// The least bytes a run of chunks must hold for its last chunk to be searched for a payload's
+/// end (the size from which a payload goes to the value file).
+const DEEP_MIN: usize = crate::store::disk::value_file::VALUE_MIN;
+
+/// How many of a chunk's first (or last) bytes are looked for in a payload to find where the
+/// chunk's kept bytes are.
+pub(super) const ANCHOR: usize = 32;
+
+/// How far around where an edited chunk's bytes are expected they are looked for in the payload:
+/// a chunk whose edits moved its bytes further is stored whole.
+const WINDOW: usize = 64 * 1024;
+
+/// How each chunk of `run` (one file's new chunks in file order, their bytes) is made of the
+/// bytes of `payload`, aligned from the payload's end (a `create`'s text ends its payload): its
+/// pieces, offsets within `payload`, or `None` where none of its bytes were found. A chunk the
+/// file has unchanged since the payload is one piece; one an edit changed is the bytes before
+/// the edit, kept, the bytes the edit wrote, and the bytes after it, kept. Exact: a kept piece
+/// is only ever bytes compared equal.
+fn align(run: &[&[u8]], payload: &[u8]) -> Vec<Option<Vec<Piece>>> {
+    let mut out = vec![None; run.len()];
+    // Where the chunk being aligned ends in the payload, when known; else where it should.
+    let mut end = Some(payload.len());
+    let mut guess = payload.len();
+    for (i, bytes) in run.iter().enumerate().rev() {
+        let Some(at) = end.or_else(|| find_end(bytes, payload, guess)) else {
+            guess = guess.saturating_sub(bytes.len());
+            continue;
+        };
+        let suffix = common_suffix(bytes, &payload[..at]);
+        let before = at - suffix;
+        let rest = &bytes[..bytes.len() - suffix];
+        let kept_after = Piece::Kept {
+            offset: before as u64,
+            len: u32::try_from(suffix).unwrap_or(u32::MAX),
+        };
+        if rest.is_empty() {
+            out[i] = Some(vec![kept_after]);
+            (end, guess) = (Some(before), before);
+            continue;
+        }
+        let start = rest.get(..ANCHOR).and_then(|anchor| {
+            let from = before.saturating_sub(rest.len() + WINDOW);
+            nearest(
+                &payload[..before],
+                anchor,
+                before.saturating_sub(rest.len()),
+                from,
+            )
+        });
+        let pieces = match start {
+            Some(start) => {
+                let prefix = common_prefix(rest, &payload[start..before]);
+                (end, guess) = (Some(start), start);
+                vec![
+                    Piece::Kept {
+                        offset: start as u64,
+                        len: u32::try_from(prefix).unwrap_or(u32::MAX),
+                    },
+                    Piece::Written(rest[prefix..].to_vec()),
+                    kept_after,
+                ]
+            }
+            None => {
+                (end, guess) = (None, before.saturating_sub(rest.len()));
+                vec![Piece::Written(rest.to_vec()), kept_after]
+            }
+        };
+        out[i] = Some(pieces);
+    }
+    out
+}
+
+/// How the one chunk `bytes` is made of the bytes of `old` (aligned from its end, as [`align`]
+/// does a run): its pieces, offsets within `old`.
+pub(super) fn align_one(bytes: &[u8], old: &[u8]) -> Option<Vec<Piece>> {
+    align(&[bytes], old).pop().flatten()
+}
+
+/// Where `bytes` (a chunk) ends in `payload`, looked for by its last [`ANCHOR`] bytes within
+/// [`WINDOW`] of `guess`, the occurrence nearest it.
+fn find_end(bytes: &[u8], payload: &[u8], guess: usize) -> Option<usize> {
+    let anchor = bytes.get(bytes.len().checked_sub(ANCHOR)?..)?;
+    let guess = guess.min(payload.len());
+    let to = (guess + WINDOW).min(payload.len());
+    let at = guess.saturating_sub(ANCHOR);
+    nearest(&payload[..to], anchor, at, at.saturating_sub(WINDOW)).map(|p| p + ANCHOR)
+}
+
+/// The occurrence of `anchor` in `within[from..]` that starts nearest `expected` (where the
+/// bytes would be had nothing moved them): repeated text has many, and the nearest is the one
+/// the longest kept range starts from.
+pub(super) fn nearest(within: &[u8], anchor: &[u8], expected: usize, from: usize) -> Option<usize> {
+    let expected = expected.clamp(from, within.len());
+    let before = memchr::memmem::rfind(
+        &within[from..(expected + anchor.len()).min(within.len())],
+        anchor,
+    )
+    .map(|p| from + p);
+    if before == Some(expected) {
+        return before;
+    }
+    let after = memchr::memmem::find(&within[expected..], anchor).map(|p| expected + p);
+    match (before, after) {
+        (Some(b), Some(a)) => Some(if expected - b <= a - expected { b } else { a }),
+        (b, a) => b.or(a),
+    }
+}
+
+pub(super) fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+pub(super) fn common_suffix(a: &[u8], b: &[u8]) -> usize {
+    a.iter()
+        .rev()
+        .zip(b.iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
+/// The stored form of the chunk `value` made of `pieces` of the payload at `at`: a reference
+/// when one piece holds it all, else a chunk of pieces when that is worth it (`chunk_pieces`),
+/// else `None`.
+fn stored(value: &[u8], pieces: Vec<Piece>, at: &ValueRef) -> Option<Vec<u8>> {
+    let bytes = &value[8..];
+    let absolute: Vec<Piece> = pieces
+        .into_iter()
+        .filter(|piece| piece.len() > 0)
+        .map(|piece| match piece {
+            Piece::Kept { offset, len } => Piece::Kept {
+                offset: at.offset + offset,
+                len,
+            },
+            written => written,
+        })
+        .collect();
+    match absolute.as_slice() {
+        [Piece::Kept { offset, len }] if u64::from(*len) == bytes.len() as u64 => {
+            if bytes.len() < SHARED_MIN {
+                return None;
+            }
+            let part = ValueRef {
+                offset: *offset,
+                len: *len,
+                hash: *blake3::hash(bytes).as_bytes(),
+            };
+            Some(reference(value, &part))
+        }
+        _ => chunk_pieces::stored_as(value, absolute, SHARED_MIN),
+    }
 }
 
 /// The error for a content value stored as a reference that cannot be read: the index differs
@@ -217,6 +379,16 @@ mod tests {
         k
     }
 
+    /// What [`share`] gives for chunks `vals` under `keys`, written in one batch.
+    fn shared_of(keys: &[Vec<u8>], vals: &[Vec<u8>], values: &ValueFile) -> Vec<Option<Vec<u8>>> {
+        let writes: Vec<(&[u8], Option<&[u8]>)> = keys
+            .iter()
+            .zip(vals)
+            .map(|(k, v)| (&k[..], Some(&v[..])))
+            .collect();
+        share(&writes, &values.recent_payloads(), content)
+    }
+
     fn chunk(next: u64, bytes: &[u8]) -> Vec<u8> {
         let mut v = next.to_le_bytes().to_vec();
         v.extend_from_slice(bytes);
@@ -237,12 +409,7 @@ mod tests {
         let keys = [key(1, 0), key(1, 1), key(1, 2), key(2, 0)];
         let other = chunk(LAST, &[7; 2000]);
         let vals = [chunk(1, a), chunk(2, b), chunk(LAST, c), other.clone()];
-        let writes: Vec<(&[u8], Option<&[u8]>)> = keys
-            .iter()
-            .zip(&vals)
-            .map(|(k, v)| (&k[..], Some(&v[..])))
-            .collect();
-        let shared = share(&writes, &values.recent_payloads(), content);
+        let shared = shared_of(&keys, &vals, &values);
         assert!(
             shared[..3]
                 .iter()
@@ -268,8 +435,13 @@ mod tests {
         let shared = share(&writes, &values.recent_payloads(), content);
         assert_eq!(
             shared.iter().map(Option::is_some).collect::<Vec<_>>(),
-            [false, false, true]
+            [true, false, true],
+            "the chunks either side of one no payload holds are found where they are"
         );
+        for ((k, v), stored) in keys.iter().zip(&edited).zip(&shared) {
+            let stored = stored.clone().unwrap_or_else(|| v.clone());
+            assert_eq!(&resolve_chunk(k, &stored, &values).expect("read"), v);
+        }
         values.indexed_through(Seq(3));
         assert!(
             share(&writes, &values.recent_payloads(), content)
@@ -301,6 +473,139 @@ mod tests {
                 assert!(e.to_string().contains("chunk 0 of file 5"), "{e}");
             }
             other => panic!("expected Corrupt, got {other:?}"),
+        }
+    }
+
+    /// `bytes` in chunks of `sizes` (in turn), the last at least 4,096 bytes when there are
+    /// several, as the index's layout has them.
+    fn split<'a>(bytes: &'a [u8], sizes: &[usize]) -> Vec<&'a [u8]> {
+        let mut chunks = Vec::new();
+        let (mut from, mut size) = (0, sizes.iter().cycle());
+        while from < bytes.len() {
+            let mut to = (from + size.next().expect("sizes")).min(bytes.len());
+            if bytes.len() - to < 4096 {
+                to = bytes.len();
+            }
+            chunks.push(&bytes[from..to]);
+            from = to;
+        }
+        chunks
+    }
+
+    /// The bytes the chunks of `now`, split in 8,000-byte chunks and written in one batch beside
+    /// the payload that created `text`, are stored in, and the bytes of `now`.
+    fn stored_bytes(text: &[u8], now: &[u8]) -> (usize, usize) {
+        let dir = tempfile::tempdir().expect("dir");
+        let values = ValueFile::in_dir(dir.path());
+        let mut payload = b"the command's other fields".to_vec();
+        payload.extend_from_slice(text);
+        values.append(vec![(Seq(4), payload)]).expect("append");
+        let chunks = split(now, &[8000]);
+        let keys: Vec<Vec<u8>> = (0..chunks.len() as u64).map(|no| key(7, no)).collect();
+        let vals: Vec<Vec<u8>> = chunks
+            .iter()
+            .enumerate()
+            .map(|(i, bytes)| {
+                chunk(
+                    if i + 1 == chunks.len() {
+                        LAST
+                    } else {
+                        i as u64 + 1
+                    },
+                    bytes,
+                )
+            })
+            .collect();
+        let shared = shared_of(&keys, &vals, &values);
+        let mut stored = 0;
+        for ((k, v), s) in keys.iter().zip(&vals).zip(&shared) {
+            let s = s.clone().unwrap_or_else(|| v.clone());
+            assert_eq!(&resolve_chunk(k, &s, &values).expect("read"), v);
+            stored += s.len();
+        }
+        (stored, now.len())
+    }
+
+    #[test]
+    fn a_file_edited_since_its_create_is_stored_as_the_payloads_bytes_and_its_edits() {
+        let text: Vec<u8> = (0..20_000)
+            .flat_map(|i| format!("line {i:>8}\n").into_bytes())
+            .collect();
+        let edit = |at: usize, cut: usize, with: &[u8]| {
+            let mut now = text.clone();
+            now.splice(at..at + cut, with.iter().copied());
+            now
+        };
+        let mut spread = text.clone();
+        for i in (0..spread.len() - 100).step_by(25_000).rev() {
+            spread.splice(i..i + 10, *b"an edit, a little longer");
+        }
+        for (what, now) in [
+            ("unchanged", text.clone()),
+            ("spread edits", spread),
+            ("appended to", edit(text.len(), 0, &[b'+'; 3000])),
+            ("written at the front", edit(0, 0, &[b'<'; 500])),
+            ("a range removed", edit(50_000, 12_000, b"")),
+        ] {
+            let (stored, len) = stored_bytes(&text, &now);
+            assert!(stored * 10 < len, "{what}: {stored} bytes stored for {len}");
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+        /// A file created whole and then edited, its chunks written in one batch (as a restore or
+        /// a catch-up writes them): every chunk read back is the chunk written, and with no edit
+        /// every chunk of 1 KiB or more names the payload's bytes.
+        #[test]
+        fn chunks_of_an_edited_text_read_back_as_written(
+            seed in 0u64..1000,
+            len in 2_000usize..60_000,
+            alphabet in 2u8..40,
+            edits in proptest::collection::vec(
+                (0usize..60_000, 0usize..3_000, proptest::collection::vec(0u8..40, 0..3_000)),
+                0..5,
+            ),
+            sizes in proptest::collection::vec(4_096usize..16_384, 1..20),
+        ) {
+            let dir = tempfile::tempdir().expect("dir");
+            let values = ValueFile::in_dir(dir.path());
+            let mut state = seed;
+            let text: Vec<u8> = (0..len)
+                .map(|_| {
+                    state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                    b'a' + u8::try_from((state >> 33) % u64::from(alphabet)).expect("small")
+                })
+                .collect();
+            let mut payload = b"the command's other fields".to_vec();
+            payload.extend_from_slice(&text);
+            values.append(vec![(Seq(4), payload)]).expect("append");
+            let mut now = text.clone();
+            for (at, cut, with) in &edits {
+                let at = (*at).min(now.len());
+                let end = (at + cut).min(now.len());
+                now.splice(at..end, with.iter().map(|b| b'a' + b));
+            }
+            let chunks = split(&now, &sizes);
+            let keys: Vec<Vec<u8>> = (0..chunks.len() as u64).map(|no| key(7, no)).collect();
+            let vals: Vec<Vec<u8>> = chunks
+                .iter()
+                .enumerate()
+                .map(|(i, bytes)| chunk(if i + 1 == chunks.len() { LAST } else { i as u64 + 1 }, bytes))
+                .collect();
+            let writes: Vec<(&[u8], Option<&[u8]>)> =
+                keys.iter().zip(&vals).map(|(k, v)| (&k[..], Some(&v[..]))).collect();
+            let shared = share(&writes, &values.recent_payloads(), content);
+            for ((k, v), stored) in keys.iter().zip(&vals).zip(&shared) {
+                let stored = stored.clone().unwrap_or_else(|| v.clone());
+                proptest::prop_assert_eq!(&resolve_chunk(k, &stored, &values).expect("read"), v);
+            }
+            if edits.is_empty() {
+                for (v, stored) in vals.iter().zip(&shared) {
+                    proptest::prop_assert!(v.len() < 8 + SHARED_MIN || stored.is_some());
+                }
+            }
         }
     }
 }

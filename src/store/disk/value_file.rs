@@ -77,15 +77,6 @@ impl ValueRef {
             hash: bytes[12..Self::LEN].try_into().expect("32 bytes"),
         }
     }
-
-    /// The range `start..start + len` of these bytes, whose own hash is `hash`.
-    pub(super) fn part(&self, start: usize, len: usize, hash: [u8; 32]) -> ValueRef {
-        ValueRef {
-            offset: self.offset + start as u64,
-            len: u32::try_from(len).unwrap_or(u32::MAX),
-            hash,
-        }
-    }
 }
 
 /// A payload appended to the value file that the index has not been written past yet: its
@@ -167,16 +158,24 @@ impl ValueFile {
         let mut end = self.end.lock().map_err(|_| Error::Poisoned {
             cause: "a thread panicked while it appended to the store's value file".into(),
         })?;
+        let short = |at: u64, expected: u64| {
+            Error::corrupt(format!(
+                "the store's value file {} ends at byte {at}, and the store's records name its bytes up to byte {expected}: it was cut short or removed outside Mnemo, and no payload is written after bytes an event still names; restore the store from a replica or backup",
+                self.shown.display()
+            ))
+        };
+        if let Some(expected) = (*end).filter(|e| *e > 0) {
+            if std::fs::symlink_metadata(&self.path).is_err() {
+                return Err(short(0, expected));
+            }
+        }
         let file = self.file(true, missing)?;
         let refs = {
             let io = |e| Error::io(&self.path, e);
             let mut at = file.metadata().map_err(io)?.len();
             if let Some(expected) = *end {
                 if at < expected {
-                    return Err(Error::corrupt(format!(
-                        "the store's value file {} ends at byte {at}, and this process wrote it up to byte {expected}: it was cut short outside Mnemo while the store was open; restore the store from a replica or backup",
-                        self.shown.display()
-                    )));
+                    return Err(short(at, expected));
                 }
             }
             let mut refs = Vec::with_capacity(values.len());
@@ -267,22 +266,26 @@ impl ValueFile {
     /// Cuts off the bytes past `named`, the end of the last payload a record names: what an
     /// append left there when its records were not written (a crash, or a failure after the
     /// payloads were made durable). Nothing past `named` is ever read, so the space is given
-    /// back. A file shorter than `named`, or missing, is left for reads to name.
+    /// back. A file shorter than `named`, or missing, is left for reads to name, and no payload
+    /// is appended to it.
     pub(crate) fn cut_past(&self, named: u64) -> Result<()> {
-        if std::fs::symlink_metadata(&self.path).is_err() {
-            return Ok(());
-        }
         let mut end = self.end.lock().map_err(|_| Error::Poisoned {
             cause: "a thread panicked while it appended to the store's value file".into(),
         })?;
+        if std::fs::symlink_metadata(&self.path).is_err() {
+            *end = Some(named);
+            return Ok(());
+        }
         let missing = || Error::io(&self.path, std::io::ErrorKind::NotFound.into());
         let file = self.file(true, missing)?;
         let io = |e| Error::io(&self.path, e);
         if file.metadata().map_err(io)?.len() > named {
             file.set_len(named).map_err(io)?;
             file.sync_data().map_err(io)?;
-            *end = Some(named);
         }
+        // A file shorter than what records name was cut outside Mnemo: the next append is
+        // refused rather than written over bytes an event still names.
+        *end = Some(named);
         Ok(())
     }
 
