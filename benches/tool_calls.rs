@@ -266,15 +266,7 @@ fn large_create(c: &mut Criterion) {
     group.sample_size(30);
     group.warm_up_time(Duration::from_secs(1));
     group.measurement_time(Duration::from_secs(4));
-    let text = |bytes: usize| -> String {
-        let mut text = String::with_capacity(bytes + 40);
-        let mut line = 0;
-        while text.len() < bytes {
-            text.push_str(&format!("a remembered line {line:>10}\n"));
-            line += 1;
-        }
-        text
-    };
+    let text = |bytes: usize| common::text::numbered_lines(bytes, "a remembered");
     for durability in [Durability::Fsync, Durability::Buffered] {
         let fixture = common::fresh(durability);
         let server = &fixture.server;

@@ -6,39 +6,17 @@
 //! followed by [`flush_index`](mnemo::MnemoClient::flush_index), as when a host's calls come
 //! further apart than the writer's idle time: every call's index changes reach sled on their own.
 
-use std::path::Path;
-
 use mnemo::{Durability, MnemoMemoryToolServer};
 use serde_json::json;
 
-use crate::support::{TempStore, call, open_client};
+use crate::support::text::numbered_lines;
+use crate::support::{TempStore, call, dir_size, open_client};
 
 const MB: u64 = 1_000_000;
 
 /// A file of about 15 MB: numbered lines of 32 bytes.
 fn large_text() -> String {
-    let mut text = String::with_capacity(15_000_032);
-    let mut line = 0;
-    while text.len() < 15_000_000 {
-        text.push_str(&format!("line {line:>10} of a large file\n"));
-        line += 1;
-    }
-    text
-}
-
-/// The bytes of every file under `path`.
-fn disk_bytes(path: &Path) -> u64 {
-    let mut total = 0;
-    for entry in std::fs::read_dir(path).expect("read the store directory") {
-        let entry = entry.expect("directory entry");
-        let kind = entry.file_type().expect("file type");
-        if kind.is_dir() {
-            total += disk_bytes(&entry.path());
-        } else if kind.is_file() {
-            total += entry.metadata().expect("metadata").len();
-        }
-    }
-    total
+    numbered_lines(15_000_000, "a big text file")
 }
 
 fn open(s: &TempStore) -> MnemoMemoryToolServer {
@@ -63,7 +41,7 @@ fn settle(s: &TempStore, server: MnemoMemoryToolServer) -> u64 {
         .sync(Durability::Fsync)
         .expect("sync");
     drop(again);
-    disk_bytes(&s.path())
+    dir_size(&s.path())
 }
 
 /// A store holding the large file at `/memories/big.txt` and a small one, settled.

@@ -12,6 +12,7 @@ use mnemo::testing::{VALUE_MIN, VALUES_FILE};
 use mnemo::{Durability, MnemoMemoryToolServer, Seq};
 use serde_json::json;
 
+use crate::support::text::numbered_lines as text_of;
 use crate::support::{TempStore, call, dir_holds, dir_size, open_client, open_store, run_mnemo};
 
 const MB: u64 = 1_000_000;
@@ -21,14 +22,15 @@ fn open(s: &TempStore) -> MnemoMemoryToolServer {
 }
 
 /// A text of about `bytes` bytes: numbered lines, so every range of it is distinct.
-fn text_of(bytes: usize, tag: &str) -> String {
-    let mut text = String::with_capacity(bytes + 40);
-    let mut line = 0;
-    while text.len() < bytes {
-        text.push_str(&format!("{tag} line {line:>10}\n"));
-        line += 1;
-    }
-    text
+/// `path` read through `server` is `expected`, and the store it serves verifies intact.
+fn reads_back_intact(server: &MnemoMemoryToolServer, path: &str, expected: &str, what: &str) {
+    let record = server
+        .client()
+        .record(path)
+        .expect("read")
+        .expect("the file");
+    assert!(record.content == expected, "{what}");
+    assert!(server.client().verify().expect("verify").is_intact());
 }
 
 /// A store with a small file (event 1), a large one (event 2) and a view (event 3).
@@ -84,13 +86,12 @@ fn a_large_payload_is_kept_once_in_the_value_file_and_read_back_whole() {
     // Every reader reads it whole: the model's view, the CLI on the store no process holds, and
     // the verifier's replay.
     let server = open(&s);
-    let record = server
-        .client()
-        .record("/memories/large.md")
-        .expect("read")
-        .expect("the file");
-    assert!(record.content == large);
-    assert!(server.client().verify().expect("verify").is_intact());
+    reads_back_intact(
+        &server,
+        "/memories/large.md",
+        &large,
+        "/memories/large.md reads back whole",
+    );
     drop(server);
     let db = s.path();
     let db = db.to_str().expect("utf-8");
@@ -235,16 +236,12 @@ fn a_redaction_leaves_no_erased_byte_in_the_value_file() {
         "the large create's payload is gone from the value file"
     );
     let server = open(&s);
-    let record = server
-        .client()
-        .record("/memories/other.md")
-        .expect("read")
-        .expect("the file kept");
-    assert!(
-        record.content == kept,
-        "a large payload not erased reads back"
+    reads_back_intact(
+        &server,
+        "/memories/other.md",
+        &kept,
+        "a large payload not erased reads back",
     );
-    assert!(server.client().verify().expect("verify").is_intact());
 }
 
 /// A store the server `server` writes a file of `first` bytes into (and a small one beside it),
@@ -434,13 +431,12 @@ fn an_index_caught_up_after_a_failed_write_names_the_value_files_bytes_too() {
     }
     // Reopening replays the create into the index, which names the payload's bytes.
     let server = open(&s);
-    let record = server
-        .client()
-        .record("/memories/late.md")
-        .expect("read")
-        .expect("the file");
-    assert!(record.content == large);
-    assert!(server.client().verify().expect("verify").is_intact());
+    reads_back_intact(
+        &server,
+        "/memories/late.md",
+        &large,
+        "/memories/late.md reads back whole",
+    );
     drop(server);
     let size = dir_size(&s.path());
     let bound = large.len() as u64 * 3 / 2 + MB;
@@ -493,16 +489,12 @@ fn a_large_file_edited_all_over_keeps_what_the_edits_left_where_the_create_put_i
     let bound = (size + size / 2) as u64 + MB;
     assert!(bytes <= bound, "{bytes} bytes, over {bound}");
     let server = open(&s);
-    let record = server
-        .client()
-        .record("/memories/big.txt")
-        .expect("read")
-        .expect("the file");
-    assert!(
-        record.content == text,
-        "the edited file reads back as the model holds it"
+    reads_back_intact(
+        &server,
+        "/memories/big.txt",
+        &text,
+        "the edited file reads back as the model holds it",
     );
-    assert!(server.client().verify().expect("verify").is_intact());
     drop(server);
     let out = run_mnemo(
         &[

@@ -2,6 +2,9 @@
 
 #![allow(dead_code)]
 
+#[path = "../../tests/support/text.rs"]
+pub mod text;
+
 use std::path::{Path, PathBuf};
 
 use mnemo::event::Salt;

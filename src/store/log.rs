@@ -926,6 +926,10 @@ impl Store {
             &self.values.recent_payloads(),
             IndexTrees::is_content,
         );
+        // A chunk stored before can name the value file only if there is one.
+        if !self.values.may_hold() {
+            return shared;
+        }
         let content = self.index.content();
         crate::store::disk::share_edits(
             writes,

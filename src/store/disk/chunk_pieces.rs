@@ -74,6 +74,11 @@ pub(crate) fn is_pieces(stored: &[u8]) -> bool {
 /// The chunk value `stored` (a chunk of pieces) stands for, its kept pieces read from `values`
 /// and the whole checked against its hash; `name` names the chunk in errors.
 pub(crate) fn resolve(name: &str, stored: &[u8], values: &ValueFile) -> Result<Vec<u8>> {
+    resolved(name, stored, values).map(|(value, _)| value)
+}
+
+/// [`resolve`]'s chunk value, with the pieces it was joined from.
+fn resolved(name: &str, stored: &[u8], values: &ValueFile) -> Result<(Vec<u8>, Vec<Piece>)> {
     let (hash, pieces) = decode(name, stored)?;
     let mut value = stored[..8].to_vec();
     value[7] ^= MARK;
@@ -90,7 +95,7 @@ pub(crate) fn resolve(name: &str, stored: &[u8], values: &ValueFile) -> Result<V
             "{name}, stored as pieces of the store's value file, does not hash to what the index holds for it: the value file or the index was changed outside Mnemo; restore the store from a replica or backup"
         )));
     }
-    Ok(value)
+    Ok((value, pieces))
 }
 
 /// The stored form of `new` (a chunk value: next number and bytes) as the pieces of the chunk
@@ -114,9 +119,8 @@ pub(crate) fn edited(
         }];
         (pieces, bytes)
     } else if is_pieces(old) {
-        let (_, pieces) = decode(name, old).ok()?;
-        let bytes = resolve(name, old, values).ok()?.split_off(8);
-        (pieces, bytes)
+        let (mut bytes, pieces) = resolved(name, old, values).ok()?;
+        (pieces, bytes.split_off(8))
     } else {
         return None;
     };

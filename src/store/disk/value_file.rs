@@ -147,6 +147,12 @@ impl ValueFile {
         Ok(file)
     }
 
+    /// Whether the file may hold anything: this process appended to it, or it is there.
+    pub(crate) fn may_hold(&self) -> bool {
+        self.end.lock().map_or(true, |end| end.is_some())
+            || std::fs::symlink_metadata(&self.path).is_ok()
+    }
+
     /// Appends the payloads of events `values` at the file's end and makes them durable; their
     /// places, in order. They are kept in memory until [`ValueFile::indexed_through`] passes
     /// them.
@@ -496,6 +502,21 @@ mod tests {
             payload: (0..payload_len).map(|i| b"0123456789"[i % 10]).collect(),
             erased_from: None,
         }
+    }
+
+    #[test]
+    fn a_value_file_may_hold_bytes_once_appended_to_or_found_there() {
+        let dir = tempfile::tempdir().expect("dir");
+        let values = ValueFile::in_dir(dir.path());
+        assert!(!values.may_hold(), "no file, nothing appended");
+        values
+            .append(vec![(Seq(1), b"a payload".to_vec())])
+            .expect("append");
+        assert!(values.may_hold(), "appended by this process");
+        assert!(
+            ValueFile::in_dir(dir.path()).may_hold(),
+            "found by another opening"
+        );
     }
 
     #[test]
