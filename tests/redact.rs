@@ -85,6 +85,17 @@ fn session() -> String {
     lines.join("\n") + "\n"
 }
 
+/// [`session`], then a file large enough that its `create`'s payload goes to the store's value
+/// file, the marker in its middle: a redaction erases it there too.
+fn session_with_a_large_file() -> String {
+    let half = "a large note's line\n".repeat(mnemo::testing::VALUE_MIN / 40 + 1);
+    let large = block(
+        "t11",
+        json!({"command": "create", "path": "/memories/large.md", "file_text": format!("{half}{MARKER}\n{half}")}),
+    );
+    session() + &large + "\n"
+}
+
 /// Every file of the store directory holding `needle`, read as bytes.
 pub(crate) fn holding(dir: &Path, needle: &[u8]) -> Vec<String> {
     let mut found = Vec::new();
@@ -488,8 +499,9 @@ fn tampering_with_what_a_redaction_left_is_named_by_seq() {
 }
 
 /// kill -9 at random moments of a redaction: the store opens as it was before (the marker in
-/// it, no redaction) or after (no marker, the redaction last), verifies, and a later redaction
-/// clears what the killed one left beside it.
+/// it, no redaction) or after (no marker, the redaction last, in no file: the value file
+/// included, which held a large file's payload with the marker), verifies, and a later
+/// redaction clears what the killed one left beside it.
 #[test]
 fn a_kill_9_during_a_redaction_leaves_the_store_before_or_after_it() {
     let mut rng = Rng(0x4eda_c700_0001);
@@ -502,7 +514,13 @@ fn a_kill_9_during_a_redaction_leaves_the_store_before_or_after_it() {
     let window = {
         let t = TempStore::new();
         let db = db(&t);
-        run_ok(&["tool", "--db", &db], &session());
+        run_ok(&["tool", "--db", &db], &session_with_a_large_file());
+        let values = t.path().join(mnemo::testing::VALUES_FILE);
+        let bytes = std::fs::read(&values).expect("the value file");
+        assert!(
+            bytes.windows(MARKER.len()).any(|w| w == MARKER.as_bytes()),
+            "the large file's payload is in the value file"
+        );
         let started = std::time::Instant::now();
         run_ok(
             &["redact", "--db", &db, "--reason", "r", "--text", MARKER],
@@ -515,7 +533,7 @@ fn a_kill_9_during_a_redaction_leaves_the_store_before_or_after_it() {
     for cycle in 0..cycles {
         let t = TempStore::new();
         let db = db(&t);
-        run_ok(&["tool", "--db", &db], &session());
+        run_ok(&["tool", "--db", &db], &session_with_a_large_file());
         let mut child = mnemo_command(
             &["redact", "--db", &db, "--reason", "r", "--text", MARKER],
             &[],

@@ -385,8 +385,9 @@ fn an_index_chunk_that_names_the_value_file_wrongly_is_named_by_verify_and_refus
     forged_chunk_is_named(&s, "/memories/large.md", &large);
 }
 
-/// After one of the store's chunks was forged: `verify` reports the index differing, and a read
-/// of the file at `path` (which holds `text`) refuses, naming the chunk, or reads `text`.
+/// After one of the store's chunks was forged: `verify` reports the index differing, a read of
+/// the file at `path` (which held `text`) refuses, naming the chunk, and so does the memory
+/// tool's view of it, which fails that call alone: the next calls are answered.
 fn forged_chunk_is_named(s: &TempStore, path: &str, text: &str) {
     let server = open(s);
     let report = server.client().verify().expect("verify runs");
@@ -394,10 +395,38 @@ fn forged_chunk_is_named(s: &TempStore, path: &str, text: &str) {
     let said = format!("{:?}", report.violations);
     assert!(said.contains("index"), "{said}");
     match server.client().record(path) {
-        Ok(Some(record)) => assert!(record.content == text, "read other bytes"),
+        Ok(Some(record)) => panic!(
+            "a read of the forged chunk answered ({} bytes, {} the text)",
+            record.content.len(),
+            if record.content == text { "as" } else { "not" }
+        ),
         Ok(None) => panic!("the file is gone"),
         Err(e) => assert!(e.to_string().contains("of file"), "{e}"),
     }
+    // Through the memory tool: a view of the damaged file fails, naming the damage, and only
+    // that call: nothing was recorded for it, and the store takes and answers the next calls.
+    let head = server.client().head().expect("head").seq;
+    let (answer, is_error) = call(&server, json!({"command": "view", "path": path}));
+    assert!(is_error, "a view of a damaged file answered: {answer}");
+    assert!(
+        answer.contains("of file") && !answer.contains("poisoned"),
+        "{answer}"
+    );
+    assert_eq!(
+        server.client().head().expect("head").seq,
+        head,
+        "the failed view was logged"
+    );
+    let (answer, is_error) = call(
+        &server,
+        json!({"command": "create", "path": "/memories/after.md", "file_text": "written after\n"}),
+    );
+    assert!(!is_error, "a write after the damaged read: {answer}");
+    let (answer, is_error) = call(
+        &server,
+        json!({"command": "view", "path": "/memories/after.md"}),
+    );
+    assert!(!is_error && answer.contains("written after"), "{answer}");
 }
 
 #[test]

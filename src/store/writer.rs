@@ -52,7 +52,11 @@
 //! **Invariant:** after a storage failure (a failed read, append, index write or sync) the writer
 //! is poisoned: it refuses every later call with [`Error::Poisoned`] rather than risk forking the
 //! chain. Before it refuses, it appends the events it has already answered, unless the failure was
-//! that very append. No input poisons it: what a model sends gets an error result at worst.
+//! that very append. No input poisons it: what a model sends gets an error result at worst. Nor
+//! does stored content found damaged while a call is answered ([`Error::Corrupt`],
+//! [`Error::UnsafeFile`]: an index chunk or the value file changed outside Mnemo): that call fails,
+//! naming the damage, with nothing appended or applied, and calls that read other files go on;
+//! `verify` names the damage.
 
 mod chain;
 mod commit;
@@ -250,8 +254,17 @@ impl Writer {
             } = match chain.run(call) {
                 Ok(ran) => ran,
                 // A call too large to record (or a change the checks let through by mistake)
-                // changed nothing: only that call fails. Anything else is a storage failure.
-                Err(e @ Error::InvalidArgument(_)) => return Err(e),
+                // changed nothing: only that call fails. So does one whose answer read stored
+                // bytes found damaged (a chunk or value file changed outside Mnemo): nothing was
+                // appended or applied, the log is sound, and the other files still answer.
+                // Anything else is a storage failure.
+                Err(
+                    e @ (Error::InvalidArgument(_)
+                    | Error::Corrupt { .. }
+                    | Error::UnsafeFile { .. }),
+                ) => {
+                    return Err(e);
+                }
                 Err(e) => {
                     chain.poison(e.to_string());
                     return Err(e);
