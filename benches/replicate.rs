@@ -17,6 +17,9 @@
 //! the verifier's replay beside it, and the index that replay derived written. The target is 1M events under 10 s. The store and
 //! its replica are built once and cached under `target/bench-fixtures`.
 //!
+//! `sled_floor`: sled alone, inserting keys like the index's in key order into a fresh tree: the
+//! floor under a restore's writes (per key, against `restore_file`'s per event).
+//!
 //! `verify_from_file`: `verify_replica` (under `mnemo verify --from`) of a replica of 100k
 //! events, against a restore followed by a whole verify (what it did before), in one run.
 
@@ -231,6 +234,52 @@ fn restore(c: &mut Criterion) {
     group.finish();
 }
 
+/// `sled_floor`: what sled 0.34 alone costs for the kind of writes a restore makes, the floor under
+/// `restore_file`: `keys` keys of 9 bytes (a letter and a big-endian number, as the version
+/// journal's) with 60-byte values, inserted in key order into a fresh tree of a new database on
+/// this disk, one `insert` each. A restore of 1M events writes about 3.8M keys (1M records, 2.8M
+/// index entries). Prints the database's bytes once flushed, against the bytes written.
+fn sled_floor(c: &mut Criterion) {
+    let mut group = c.benchmark_group("sled_floor");
+    group.sample_size(10);
+    let value = [7u8; 60];
+    for keys in common::sizes(&[1_000_000], &[1_000]) {
+        group.throughput(Throughput::Elements(keys as u64));
+        let mut printed = false;
+        group.bench_function(format!("insert_in_key_order/{keys}"), |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let dir = tempfile::tempdir_in(common::cache_dir()).expect("dir");
+                    let db = sled::Config::new()
+                        .path(dir.path().join("sled"))
+                        .open()
+                        .expect("open sled");
+                    let tree = db.open_tree("index").expect("tree");
+                    let started = Instant::now();
+                    for n in 0..keys as u64 {
+                        let mut key = [b'v'; 9];
+                        key[1..].copy_from_slice(&n.to_be_bytes());
+                        tree.insert(key, &value[..]).expect("insert");
+                    }
+                    total += started.elapsed();
+                    db.flush().expect("flush");
+                    if !printed {
+                        printed = true;
+                        let bytes = common::disk_bytes(&dir.path().join("sled"));
+                        eprintln!(
+                            "sled_floor/{keys}: {bytes} bytes on disk for {} bytes of keys and values",
+                            keys * (9 + value.len())
+                        );
+                    }
+                }
+                total
+            });
+        });
+    }
+    group.finish();
+}
+
 /// `verify_from_file`: `mnemo verify --from` of the same replicas (`Replica::verify_replica`):
 /// the store made only for the report of the pass that checks the records as they are appended
 /// (`report_pass`), against what it did before, the store restored whole and then verified
@@ -261,5 +310,12 @@ fn verify_from(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, durable_writes, lag, restore, verify_from);
+criterion_group!(
+    benches,
+    durable_writes,
+    lag,
+    restore,
+    sled_floor,
+    verify_from
+);
 criterion_main!(benches);
