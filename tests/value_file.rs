@@ -696,3 +696,51 @@ fn a_value_file_cut_short_or_removed_before_the_store_opens_gets_no_payload_writ
         assert!(!report.is_intact(), "{damage}: verify found nothing");
     }
 }
+
+#[test]
+fn a_value_file_replaced_or_removed_while_the_store_is_open_takes_no_payload_it_would_lose() {
+    for how in ["a copy moved over it", "removed"] {
+        let (s, large) = store_with_large_create();
+        let values = s.path().join(VALUES_FILE);
+        let server = open(&s);
+        let next = text_of(VALUE_MIN * 2, "next");
+        let (answer, is_error) = call(
+            &server,
+            json!({"command": "create", "path": "/memories/next.md", "file_text": next}),
+        );
+        assert!(!is_error, "{how}: {answer}");
+        // The server holds the value file open; its name now goes to another file, or nowhere.
+        match how {
+            "removed" => std::fs::remove_file(&values).expect("remove"),
+            _ => {
+                let copy = s.path().join("values.copy");
+                std::fs::copy(&values, &copy).expect("copy");
+                std::fs::rename(&copy, &values).expect("move over");
+            }
+        }
+        let lost = text_of(VALUE_MIN * 2, "lost");
+        let (answer, is_error) = call(
+            &server,
+            json!({"command": "create", "path": "/memories/lost.md", "file_text": lost}),
+        );
+        assert!(
+            is_error && !answer.contains("created successfully"),
+            "{how}: a payload written to the unnamed file was acknowledged: {answer}"
+        );
+        assert!(answer.contains("values"), "{how}: {answer}");
+        drop(server);
+        if how == "removed" {
+            continue;
+        }
+        // The copy holds every payload acknowledged: the store reopens intact without the
+        // refused one.
+        let server = open(&s);
+        reads_back_intact(&server, "/memories/large.md", &large, "the first file");
+        reads_back_intact(&server, "/memories/next.md", &next, "the second file");
+        let (answer, is_error) = call(
+            &server,
+            json!({"command": "view", "path": "/memories/lost.md"}),
+        );
+        assert!(is_error, "{how}: the refused create is there: {answer}");
+    }
+}

@@ -201,6 +201,7 @@ impl ValueFile {
                 at += u64::from(len);
             }
             file.sync_data().map_err(io)?;
+            self.still_named(&file)?;
             *end = Some(at);
             refs
         };
@@ -209,6 +210,37 @@ impl ValueFile {
             self.remember(seq, *at, bytes);
         }
         Ok(refs)
+    }
+
+    /// Checks that the store's value file is still `file`, the one this process writes: once its
+    /// payloads are durable there and before any record names them. A file put in its place (a
+    /// copy moved over it, a link, a pipe) or its name removed while the store was open would
+    /// leave the payloads in a file no longer named, lost when the process closes it, so the
+    /// append is refused.
+    fn still_named(&self, file: &File) -> Result<()> {
+        use std::os::unix::fs::MetadataExt;
+        let open = file.metadata().map_err(|e| Error::io(&self.path, e))?;
+        let named = std::fs::symlink_metadata(&self.path).ok();
+        if named
+            .as_ref()
+            .is_some_and(|named| (named.dev(), named.ino()) == (open.dev(), open.ino()))
+        {
+            return Ok(());
+        }
+        *self.open.lock().map_err(|_| Error::Poisoned {
+            cause: "a thread panicked while it opened the store's value file".into(),
+        })? = None;
+        Err(Error::UnsafeFile {
+            path: self.shown.clone(),
+            what: format!(
+                "was {} while the store was open, so the payloads just written went to a file that no longer has its name and would be lost; they were not recorded",
+                match named {
+                    Some(_) => "replaced",
+                    None => "removed",
+                }
+            ),
+            fix: "put back the store's own value file (or restore the store from a replica or backup), then reopen it".into(),
+        })
     }
 
     /// Keeps event `seq`'s payload, at `at`, for the index written next (the oldest kept
