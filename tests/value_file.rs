@@ -664,6 +664,7 @@ fn a_store_restored_after_its_large_file_was_edited_all_over_keeps_it_about_once
 
 #[test]
 fn a_value_file_cut_short_or_removed_before_the_store_opens_gets_no_payload_written_over_it() {
+    // A large write is refused before it is answered, that call alone; smaller ones go on.
     for damage in ["cut short", "removed"] {
         let (s, _) = store_with_large_create();
         let values = s.path().join(VALUES_FILE);
@@ -691,6 +692,15 @@ fn a_value_file_cut_short_or_removed_before_the_store_opens_gets_no_payload_writ
             left,
             "{damage}: the value file was written"
         );
+        // That call alone: the refusal came before it was answered, so the store goes on with
+        // calls that write nothing there.
+        for input in [
+            json!({"command": "create", "path": "/memories/small2.md", "file_text": "- coffee\n"}),
+            json!({"command": "view", "path": "/memories/small.md"}),
+        ] {
+            let (answer, is_error) = call(&server, input);
+            assert!(!is_error, "{damage}: the store stopped: {answer}");
+        }
         drop(server);
         let report = open(&s).client().verify().expect("verify runs");
         assert!(!report.is_intact(), "{damage}: verify found nothing");

@@ -847,6 +847,12 @@ impl Store {
         Ok(records)
     }
 
+    /// Refuses a call whose payload would go to the value file when that file was found cut
+    /// short or removed ([`ValueFile::check_appendable`]), before the call is answered.
+    pub(crate) fn check_values_appendable(&self) -> Result<()> {
+        self.values.check_appendable()
+    }
+
     /// Gives back the value file's bytes past the last payload a record names (what an append
     /// left when its records were not written), as the store opens for writing: the store's
     /// record of the last append says where it started and which events it was for, and the

@@ -164,12 +164,7 @@ impl ValueFile {
         let mut end = self.end.lock().map_err(|_| Error::Poisoned {
             cause: "a thread panicked while it appended to the store's value file".into(),
         })?;
-        let short = |at: u64, expected: u64| {
-            Error::corrupt(format!(
-                "the store's value file {} ends at byte {at}, and the store's records name its bytes up to byte {expected}: it was cut short or removed outside Mnemo, and no payload is written after bytes an event still names; restore the store from a replica or backup",
-                self.shown.display()
-            ))
-        };
+        let short = |at: u64, expected: u64| self.cut_short(at, expected);
         if let Some(expected) = (*end).filter(|e| *e > 0) {
             if std::fs::symlink_metadata(&self.path).is_err() {
                 return Err(short(0, expected));
@@ -210,6 +205,33 @@ impl ValueFile {
             self.remember(seq, *at, bytes);
         }
         Ok(refs)
+    }
+
+    /// The error for a value file found ending at byte `at`, short of the `expected` bytes the
+    /// store's records name.
+    fn cut_short(&self, at: u64, expected: u64) -> Error {
+        Error::corrupt(format!(
+            "the store's value file {} ends at byte {at}, and the store's records name its bytes up to byte {expected}: it was cut short or removed outside Mnemo, and no payload is written after bytes an event still names; restore the store from a replica or backup",
+            self.shown.display()
+        ))
+    }
+
+    /// Refuses, before a call whose payload would be appended here is answered, what
+    /// [`ValueFile::append`] would refuse then: a file found shorter than the bytes the store's
+    /// records name, or missing. So that call fails alone, where a refused append would stop the
+    /// store; the append checks again.
+    pub(crate) fn check_appendable(&self) -> Result<()> {
+        let end = *self.end.lock().map_err(|_| Error::Poisoned {
+            cause: "a thread panicked while it appended to the store's value file".into(),
+        })?;
+        let Some(expected) = end.filter(|e| *e > 0) else {
+            return Ok(());
+        };
+        let at = std::fs::symlink_metadata(&self.path).map_or(0, |m| m.len());
+        match at < expected {
+            true => Err(self.cut_short(at, expected)),
+            false => Ok(()),
+        }
     }
 
     /// Checks that the store's value file is still `file`, the one this process writes: once its

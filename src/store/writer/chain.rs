@@ -240,6 +240,11 @@ impl Chain {
                 "this call is too large to record (its event would exceed 4 GiB), so it was not run and nothing was recorded; send smaller inputs".into(),
             ));
         }
+        // A payload bound for a value file found cut short or removed fails this call alone,
+        // before anything is answered (its append would be refused and stop the store).
+        if crate::store::disk::goes_to_value_file(&frame) {
+            self.store.check_values_appendable()?;
+        }
         // Retries are matched by the plain hash of the input; the chain holds its salted
         // commitment.
         let input = EventHash::of(&frame.payload);
