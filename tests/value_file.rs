@@ -21,7 +21,6 @@ fn open(s: &TempStore) -> MnemoMemoryToolServer {
     MnemoMemoryToolServer::new(open_client(&s.path(), "test-agent", Durability::Fsync))
 }
 
-/// A text of about `bytes` bytes: numbered lines, so every range of it is distinct.
 /// `path` read through `server` is `expected`, and the store it serves verifies intact.
 fn reads_back_intact(server: &MnemoMemoryToolServer, path: &str, expected: &str, what: &str) {
     let record = server

@@ -26,7 +26,7 @@ use std::collections::VecDeque;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use rustix::fs::OFlags;
 
@@ -83,6 +83,9 @@ impl ValueRef {
 /// event, its place, and its bytes.
 pub(crate) type Recent = (Seq, ValueRef, Arc<Vec<u8>>);
 
+/// The value file as opened, and whether it was opened for writing.
+type Opened = (Arc<File>, bool);
+
 /// The value file of one store, opened when first needed.
 #[derive(Debug)]
 pub(crate) struct ValueFile {
@@ -91,7 +94,7 @@ pub(crate) struct ValueFile {
     shown: PathBuf,
     /// The open file, and whether it was opened for writing (shared, so a read's `pread` does
     /// not wait for an append's write and sync).
-    open: Mutex<Option<(Arc<File>, bool)>>,
+    open: Mutex<Option<Opened>>,
     /// Where this process last left the file's end: a file found shorter when the next payload
     /// is appended was cut short meanwhile, outside Mnemo.
     end: Mutex<Option<u64>>,
@@ -122,9 +125,7 @@ impl ValueFile {
     /// The file, opened for writing (created if missing) when `write`; a missing file to read is
     /// `missing`'s error.
     fn file(&self, write: bool, missing: impl FnOnce() -> Error) -> Result<Arc<File>> {
-        let mut open = self.open.lock().map_err(|_| Error::Poisoned {
-            cause: "a thread panicked while it opened the store's value file".into(),
-        })?;
+        let mut open = self.lock_open()?;
         if let Some((file, writable)) = open.as_ref() {
             if *writable || !write {
                 return Ok(file.clone());
@@ -161,22 +162,15 @@ impl ValueFile {
             return Ok(Vec::new());
         }
         let missing = || Error::io(&self.path, std::io::ErrorKind::NotFound.into());
-        let mut end = self.end.lock().map_err(|_| Error::Poisoned {
-            cause: "a thread panicked while it appended to the store's value file".into(),
-        })?;
-        let short = |at: u64, expected: u64| self.cut_short(at, expected);
-        if let Some(expected) = (*end).filter(|e| *e > 0) {
-            if std::fs::symlink_metadata(&self.path).is_err() {
-                return Err(short(0, expected));
-            }
-        }
+        let mut end = self.lock_end()?;
+        self.holds_named(*end)?;
         let file = self.file(true, missing)?;
         let refs = {
             let io = |e| Error::io(&self.path, e);
             let mut at = file.metadata().map_err(io)?.len();
             if let Some(expected) = *end {
                 if at < expected {
-                    return Err(short(at, expected));
+                    return Err(self.cut_short(at, expected));
                 }
             }
             let mut refs = Vec::with_capacity(values.len());
@@ -221,9 +215,13 @@ impl ValueFile {
     /// records name, or missing. So that call fails alone, where a refused append would stop the
     /// store; the append checks again.
     pub(crate) fn check_appendable(&self) -> Result<()> {
-        let end = *self.end.lock().map_err(|_| Error::Poisoned {
-            cause: "a thread panicked while it appended to the store's value file".into(),
-        })?;
+        let end = *self.lock_end()?;
+        self.holds_named(end)
+    }
+
+    /// Refuses a file at the value file's path that is missing or shorter than `end`, the bytes
+    /// the store's records name (if known).
+    fn holds_named(&self, end: Option<u64>) -> Result<()> {
         let Some(expected) = end.filter(|e| *e > 0) else {
             return Ok(());
         };
@@ -232,6 +230,20 @@ impl ValueFile {
             true => Err(self.cut_short(at, expected)),
             false => Ok(()),
         }
+    }
+
+    /// Where this process last left the file's end.
+    fn lock_end(&self) -> Result<MutexGuard<'_, Option<u64>>> {
+        self.end.lock().map_err(|_| Error::Poisoned {
+            cause: "a thread panicked while it appended to the store's value file".into(),
+        })
+    }
+
+    /// The open file, if any, and whether it was opened for writing.
+    fn lock_open(&self) -> Result<MutexGuard<'_, Option<Opened>>> {
+        self.open.lock().map_err(|_| Error::Poisoned {
+            cause: "a thread panicked while it opened the store's value file".into(),
+        })
     }
 
     /// Checks that the store's value file is still `file`, the one this process writes: once its
@@ -249,9 +261,7 @@ impl ValueFile {
         {
             return Ok(());
         }
-        *self.open.lock().map_err(|_| Error::Poisoned {
-            cause: "a thread panicked while it opened the store's value file".into(),
-        })? = None;
+        *self.lock_open()? = None;
         Err(Error::UnsafeFile {
             path: self.shown.clone(),
             what: format!(
@@ -329,9 +339,7 @@ impl ValueFile {
     /// back. A file shorter than `named`, or missing, is left for reads to name, and no payload
     /// is appended to it.
     pub(crate) fn cut_past(&self, named: u64) -> Result<()> {
-        let mut end = self.end.lock().map_err(|_| Error::Poisoned {
-            cause: "a thread panicked while it appended to the store's value file".into(),
-        })?;
+        let mut end = self.lock_end()?;
         if std::fs::symlink_metadata(&self.path).is_err() {
             *end = Some(named);
             return Ok(());
