@@ -29,6 +29,7 @@ pub(crate) mod redact;
 #[cfg(feature = "client")]
 pub(crate) mod remote;
 pub(crate) mod revert;
+pub(crate) mod store_failures;
 #[cfg(feature = "client")]
 pub(crate) mod stores;
 pub(crate) mod token;
@@ -679,6 +680,15 @@ impl MnemoClient {
     /// open in this process.
     pub fn server_url(&self) -> Option<&str> {
         self.backend().server_url()
+    }
+
+    /// Whether the store open for writing in this process was stopped by a storage failure (it
+    /// refuses every later call until reopened), or closed; `false` for any other backend.
+    pub(crate) fn store_stopped(&self) -> bool {
+        match &self.backend {
+            Backend::Local(inner) => inner.held().map_or(true, |held| held.writer().stopped()),
+            _ => false,
+        }
     }
 
     /// The store open for writing in this process; for a served store, [`Error::NotLocal`]

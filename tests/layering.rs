@@ -72,7 +72,9 @@ const LAYERS: &[&[&str]] = &[
     &["audit::inspect"],
     &["audit::trace"],
     // The client: the backend of a client of a store that a server holds, finding that server,
-    // then the client and what it offers.
+    // then the client and what it offers. First what a tool server's result says when the store
+    // failed on a call, which a tool server and a bridge to a server's both read.
+    &["client::store_failures"],
     &["client::remote"],
     &["client::discovery"],
     &["client"],

@@ -65,8 +65,9 @@ mod pathological;
 mod memory_api;
 // The proptest model test: random command sequences against a naive in-memory model.
 mod model;
-// The version journal against a replay of the log, and verify naming a forged entry.
+// The value file: large payloads kept once, read back whole, damage named, sessions told.
 mod value_file;
+// The version journal against a replay of the log, and verify naming a forged entry.
 mod version_journal;
 // Replicas in object storage over file://: ship, resume, restore, verify --from, tampering.
 #[cfg(feature = "replicate")]

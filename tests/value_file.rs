@@ -753,3 +753,89 @@ fn a_value_file_replaced_or_removed_while_the_store_is_open_takes_no_payload_it_
         assert!(is_error, "{how}: the refused create is there: {answer}");
     }
 }
+
+/// A `mnemo tool` session whose reads meet a value file changed outside Mnemo, run in its own
+/// process or through the server it starts: the damaged read's result says nothing was applied,
+/// the other calls are answered, `mnemo ls` still lists the damaged file (a listing reads no
+/// content) while `cat` names it by its path, the session exits 2 saying the store is damaged
+/// and how to mend it, and the damaged file can still be deleted.
+#[test]
+fn a_session_whose_read_met_damage_is_told_nothing_was_applied_and_exits_2_saying_so() {
+    let (s, _) = store_with_large_create();
+    let values = s.path().join(VALUES_FILE);
+    let mut bytes = std::fs::read(&values).expect("values");
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x20;
+    std::fs::write(&values, bytes).expect("damage");
+    let db = s.path().to_str().expect("utf-8").to_string();
+    let lines = |after: &str| {
+        [
+            json!({"command": "view", "path": "/memories/large.md"}),
+            json!({"command": "view", "path": "/memories/small.md"}),
+            json!({"command": "create", "path": after, "file_text": "- later\n"}),
+        ]
+        .map(|line| line.to_string() + "\n")
+        .concat()
+    };
+    let mut sessions = vec![(
+        "in its own process",
+        crate::support::mnemo_command(&["tool", "--db", &db], &[]),
+    )];
+    #[cfg(feature = "serve")]
+    sessions.push((
+        "through its server",
+        crate::support::served_command(&["tool", "--db", &db], &[]),
+    ));
+    for (n, (how, command)) in sessions.into_iter().enumerate() {
+        let input = lines(&format!("/memories/after-{n}.md"));
+        let out = crate::support::run_command(command, input.as_bytes());
+        let results: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|line| serde_json::from_str(line).expect("a result line"))
+            .collect();
+        assert_eq!(results.len(), 3, "{how}: {out:?}");
+        let damaged = results[0]["content"].as_str().expect("text");
+        assert_eq!(results[0]["is_error"], true, "{how}: {damaged}");
+        assert!(
+            damaged.contains("Nothing was applied") && !damaged.contains("may or may not"),
+            "{how}: {damaged}"
+        );
+        for result in &results[1..] {
+            assert!(result.get("is_error").is_none(), "{how}: {result}");
+        }
+        assert_eq!(out.status.code(), Some(2), "{how}: {out:?}");
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            said.contains("1 call(s)") && said.contains("damaged") && said.contains("restore"),
+            "{how}: {said}"
+        );
+        #[cfg(feature = "serve")]
+        crate::discovery::stop_server(&s.path());
+        let ls = run_mnemo(&["ls", "--db", &db, "/memories"], "");
+        let listed = String::from_utf8_lossy(&ls.stdout);
+        assert!(
+            ls.status.success() && listed.contains("/memories/large.md"),
+            "{how}: {ls:?}"
+        );
+        let cat = run_mnemo(&["cat", "--db", &db, "/memories/large.md"], "");
+        let said = String::from_utf8_lossy(&cat.stderr);
+        assert_eq!(cat.status.code(), Some(2), "{how}: {cat:?}");
+        assert!(said.contains("/memories/large.md"), "{how}: {said}");
+    }
+    // The damaged file can be deleted: a delete follows the chunks' links and reads none of
+    // their bytes. The log still holds the damage, and `verify` still names it.
+    let delete = json!({"command": "delete", "path": "/memories/large.md"}).to_string() + "\n";
+    let out = run_mnemo(&["tool", "--db", &db], &delete);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("Successfully deleted"),
+        "{out:?}"
+    );
+    let ls = run_mnemo(&["ls", "--db", &db, "/memories"], "");
+    assert!(
+        !String::from_utf8_lossy(&ls.stdout).contains("large.md"),
+        "{ls:?}"
+    );
+    let verify = run_mnemo(&["verify", "--db", &db], "");
+    assert_eq!(verify.status.code(), Some(1), "{verify:?}");
+}

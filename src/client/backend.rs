@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::audit::history::{LogQuery, held_records, logged, select_events, state_at};
 use crate::audit::verify::{Report, VerifyOptions, verify_store_with};
-use crate::client::reads::listing_of;
+use crate::client::reads::{listing_of, listing_of_entries};
 use crate::client::redact::{Plan, Redacted, Selection, plan, redact};
 use crate::client::revert::{self, RevertPlan, RevertScope, Reverted};
 use crate::client::token::{Listed, issue, listed, revoke};
@@ -317,6 +317,15 @@ impl StoreAccess for InProcess {
     }
 
     fn listing(&self, client: &MnemoClient, dir: &MemPath, at: Option<Seq>) -> Result<Listing> {
+        // Now, from the index's file heads alone: a listing reads no content, so it costs the
+        // number of files, not their bytes, and a file whose stored bytes are damaged is still
+        // listed (as the memory tool's directory view lists it). After a seq, from the replayed
+        // tree, which holds its content in memory anyway.
+        if at.is_none() {
+            let entries =
+                client.read_local(|store| store.current_index()?.file_entries_under(dir))?;
+            return Ok(listing_of_entries(dir.to_string(), &entries));
+        }
         let records = self.tree_at(client, dir, at)?;
         Ok(listing_of(dir.to_string(), at.map(|at| at.0), &records))
     }

@@ -31,6 +31,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::client::remote::{RemoteClient, RemoteError};
+use crate::client::store_failures::Failure;
 use crate::store::disk::DirId;
 
 pub use crate::store::disk::SERVER_FILE;
@@ -478,6 +479,12 @@ pub struct LineTally {
     pub unanswered: u64,
     /// Calls the server refused (4xx, or 503 when too busy): none was applied.
     pub refused: u64,
+    /// Calls the server answered with a store failure: its store failed while recording the
+    /// call, or found stored bytes the answer needed damaged (see
+    /// [`MnemoMemoryToolServer::store_failures`](crate::MnemoMemoryToolServer::store_failures)).
+    pub store_failures: u64,
+    /// Of those, the calls that found stored bytes damaged: nothing was applied for them.
+    pub store_damage: u64,
 }
 
 impl Link {
@@ -502,7 +509,17 @@ impl Link {
                 }
             });
             match answer {
-                Ok(bytes) => output.write_all(&bytes)?,
+                Ok(bytes) => {
+                    match Failure::said_by_bytes(&bytes) {
+                        Some(Failure::Damaged) => {
+                            tally.store_failures += 1;
+                            tally.store_damage += 1;
+                        }
+                        Some(Failure::Failed) => tally.store_failures += 1,
+                        None => {}
+                    }
+                    output.write_all(&bytes)?
+                }
                 Err(e) => {
                     match e.status() {
                         Some(400..=499 | 503) => tally.refused += 1,

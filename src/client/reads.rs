@@ -12,7 +12,7 @@ use crate::model::paths::MemPath;
 use crate::model::protocol::{
     FileDiff, HistoryEvent, ListedFile, Listing, LoggedEvent, ShownEvent, TraceReport,
 };
-use crate::store::projection::MemoryRecord;
+use crate::store::projection::{FileEntry, MemoryRecord};
 
 impl MnemoClient {
     /// The files as they were right after event `at` (past the head: now), replayed from the
@@ -83,6 +83,23 @@ impl MnemoClient {
     /// the empty tree), as `mnemo diff --json` prints it.
     pub fn diff(&self, from: Seq, to: Seq, dir: &MemPath) -> Result<Vec<FileDiff>> {
         self.backend().diff(self, from, to, dir)
+    }
+}
+
+/// The index's `entries` as the listing of `dir` now.
+pub(crate) fn listing_of_entries(dir: String, entries: &[FileEntry]) -> Listing {
+    Listing {
+        at: None,
+        dir,
+        files: entries
+            .iter()
+            .map(|e| ListedFile {
+                bytes: e.bytes,
+                created: e.created.0,
+                path: e.path.to_string(),
+                updated: e.updated.0,
+            })
+            .collect(),
     }
 }
 

@@ -7,10 +7,10 @@
 //! limit is sent as its digest, as [`handle`](MnemoMemoryToolServer::handle) would log it.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{Value, json};
 
+use crate::client::store_failures::{Failure, Failures};
 use crate::client::{Forward, MnemoClient};
 use crate::error::{Error, Result};
 use crate::model::tool::intake::{result_id, tool_result};
@@ -85,7 +85,7 @@ pub struct MnemoMemoryToolServer {
     /// The root, profile and limits requests are taken in with.
     intake: Intake,
     managed_agents_beta: bool,
-    failures: Arc<AtomicU64>,
+    failures: Arc<Failures>,
 }
 
 impl MnemoMemoryToolServer {
@@ -120,10 +120,18 @@ impl MnemoMemoryToolServer {
         self.intake.profile()
     }
 
-    /// How many calls this server (and its clones) could not record because the store failed.
-    /// Each got an error result; a host should tell its operator.
+    /// How many calls this server (and its clones) could not record because the store failed,
+    /// or found damaged ([`store_damage`](Self::store_damage)), here or in the server of a served
+    /// store. Each got an error result; a host should tell its operator.
     pub fn store_failures(&self) -> u64 {
-        self.failures.load(Ordering::Relaxed)
+        self.failures.all()
+    }
+
+    /// How many of the [`store_failures`](Self::store_failures) found stored bytes their answer
+    /// needed damaged (changed outside Mnemo). Nothing was applied for them, and the store went
+    /// on answering; `mnemo verify` names the damage, and a restore from a replica mends it.
+    pub fn store_damage(&self) -> u64 {
+        self.failures.damaged()
     }
 
     /// The limits enforced.
@@ -252,10 +260,20 @@ impl MnemoMemoryToolServer {
             self.intake.profile(),
             self.intake.limits(),
         )?;
-        Some(answer.unwrap_or_else(|unanswered| {
-            self.failures.fetch_add(1, Ordering::Relaxed);
-            unanswered
-        }))
+        Some(match answer {
+            // The server's tool server counted a store failure; so does this one, whose host
+            // sees only the result.
+            Ok(answered) => {
+                if let Some(failure) = Failure::said_by(&answered) {
+                    self.failures.count(failure);
+                }
+                answered
+            }
+            Err(unanswered) => {
+                self.failures.count(Failure::Failed);
+                unanswered
+            }
+        })
     }
 
     fn commit(&self, logged: Logged) -> Value {
@@ -280,13 +298,12 @@ impl MnemoMemoryToolServer {
                 )
             }
             Err(e) => {
-                self.failures.fetch_add(1, Ordering::Relaxed);
+                let failure = Failure::of(&e, self.client.store_stopped());
+                self.failures.count(failure);
                 tool_result(
                     tool_use_id
                         .unwrap_or_else(|| crate::model::tool::intake::UNCONFIRMED_ID.to_string()),
-                    &format!(
-                        "Error: The memory store failed while recording this call ({e}). It may or may not have been applied: view the path to check before you retry."
-                    ),
+                    &failure.text(&e),
                     true,
                 )
             }
@@ -305,7 +322,7 @@ impl MnemoMemoryToolServer {
             false => Ok(()),
         });
         if let Err(e) = erased {
-            self.failures.fetch_add(1, Ordering::Relaxed);
+            self.failures.count(Failure::Failed);
             eprintln!(
                 "mnemo: the store's setting delete = erase could not erase what event {seq} deleted ({e}); erase the deleted files with `mnemo redact --path PATH --reason ...` once the cause is fixed"
             );

@@ -512,11 +512,8 @@ async fn ls(
     let dir = MemPath::absolute(params.dir.as_deref().unwrap_or(shared.root()))
         .map_err(crate::Error::InvalidArgument)?;
     let at = params.at.map(Seq);
-    let shown = dir.to_string();
-    let records = blocking(move || Ok(client.tree_at(&dir, at)?)).await?;
-    Ok(typed_body(&crate::client::reads::listing_of(
-        shown, params.at, &records,
-    )))
+    let listing = blocking(move || Ok(client.listing(&dir, at)?)).await?;
+    Ok(typed_body(&listing))
 }
 
 async fn cat(

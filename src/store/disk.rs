@@ -108,7 +108,9 @@ pub(crate) use own_files::read_private;
 pub use own_files::{KEY_FILE, TRUST_FILE};
 #[cfg(test)]
 pub(crate) use shared_content::LAST as LAST_CHUNK;
-pub(crate) use shared_content::{names_values, resolve_chunk, share, share_edits, unreadable};
+pub(crate) use shared_content::{
+    names_values, resolve_chunk, share, share_edits, stored_next, unreadable,
+};
 #[cfg(unix)]
 pub(crate) use staging::{place, staging_beside};
 #[cfg(feature = "testing")]

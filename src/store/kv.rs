@@ -17,7 +17,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::store::disk::{ValueFile, names_values, resolve_chunk, unreadable};
+use crate::store::disk::{ValueFile, names_values, resolve_chunk, stored_next, unreadable};
 
 /// The first byte of every key of file content (the projection's chunk keys): the sled-backed
 /// index keeps these keys in a tree of their own, so the nodes holding file content are
@@ -59,6 +59,23 @@ pub trait KvRead {
     fn get_with<T>(&self, key: &[u8], read: impl FnOnce(&[u8]) -> T) -> Result<Option<T>> {
         Ok(self.get(key)?.map(|v| read(&v)))
     }
+
+    /// The next chunk's number the content chunk under `key` opens with (a chunk's value is
+    /// that number, `u64` LE, then its bytes), without its bytes: a store whose value file holds
+    /// them does not read them there. What removing a file needs, which shows none of it.
+    fn chunk_next(&self, key: &[u8]) -> Result<Option<u64>> {
+        self.get_with(key, |value| value.get(..8).map(le_u64))?
+            .map(|next| next.ok_or_else(short_chunk))
+            .transpose()
+    }
+}
+
+fn le_u64(bytes: &[u8]) -> u64 {
+    u64::from_le_bytes(bytes.try_into().unwrap_or_default())
+}
+
+fn short_chunk() -> Error {
+    Error::corrupt("path index content chunk is too short to hold its next chunk's number")
 }
 
 /// Write side of an ordered map. Writes cannot fail: they are buffered or in memory.
@@ -491,6 +508,20 @@ impl KvRead for IndexTrees {
         }
     }
 
+    fn chunk_next(&self, key: &[u8]) -> Result<Option<u64>> {
+        match sled::Tree::get(self.tree_for(key), key)? {
+            Some(stored) if IndexTrees::is_content(key) => {
+                stored_next(&stored).map(Some).ok_or_else(short_chunk)
+            }
+            Some(stored) => stored
+                .get(..8)
+                .map(le_u64)
+                .map(Some)
+                .ok_or_else(short_chunk),
+            None => Ok(None),
+        }
+    }
+
     fn scan_prefix(&self, prefix: &[u8], limit: usize) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         collect_items(self.scan(prefix), limit)
     }
@@ -680,6 +711,15 @@ impl KvRead for Overlay<'_> {
         match self.lookup(key) {
             Some(v) => Ok(v.map(read)),
             None => KvRead::get_with(self.base, key, read),
+        }
+    }
+
+    fn chunk_next(&self, key: &[u8]) -> Result<Option<u64>> {
+        match self.lookup(key) {
+            Some(v) => v
+                .map(|value| value.get(..8).map(le_u64).ok_or_else(short_chunk))
+                .transpose(),
+            None => KvRead::chunk_next(self.base, key),
         }
     }
 

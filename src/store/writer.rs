@@ -238,6 +238,11 @@ impl Writer {
         })
     }
 
+    /// Whether a storage failure poisoned the writer: every later call is refused.
+    pub(crate) fn stopped(&self) -> bool {
+        self.shared.poisoned.get().is_some()
+    }
+
     /// Records one call and returns its answer once what the answer depends on is durable.
     pub(crate) fn call(&self, call: Call) -> Result<Receipt> {
         let _caller = Caller::enter(&self.shared.commit);

@@ -371,7 +371,7 @@ pub fn run_link(session: &Session, start: &Start) -> CliResult {
 
 /// `mnemo tool` through a server: every line is sent as it was read, and the server's
 /// `tool_result` printed as it came (byte for byte what a local session prints). Exit 2 when
-/// calls went unanswered.
+/// calls went unanswered, were refused, or the server's store failed on them.
 pub fn run_tool(link: &Link, limit: u64) -> CliResult {
     let mut input = std::io::BufReader::with_capacity(1 << 16, std::io::stdin().lock());
     let tally = link.answer_lines(&mut input, &mut std::io::stdout().lock(), limit)?;
@@ -381,6 +381,9 @@ pub fn run_tool(link: &Link, limit: u64) -> CliResult {
             tally.unanswered
         )
         .into());
+    }
+    if let Some(why) = crate::session::store_failed(tally.store_failures, tally.store_damage) {
+        return Err(why.into());
     }
     if tally.refused > 0 {
         return Err(format!(

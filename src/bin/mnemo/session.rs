@@ -47,14 +47,29 @@ impl Session {
     }
 }
 
-/// Exit 0, or exit 2 when the store failed during the session (each such call got an error).
+/// Exit 0, or exit 2 when the store failed during the session, or found stored bytes damaged
+/// (each such call got an error result).
 pub(crate) fn end_session(server: &MnemoMemoryToolServer) -> CliResult {
-    let failures = server.store_failures();
-    if failures > 0 {
-        return Err(format!(
-            "the store failed on {failures} call(s) of this session (each got an error result); check the disk, then reopen the store, which recovers to the last event that reached the log"
-        )
-        .into());
+    match store_failed(server.store_failures(), server.store_damage()) {
+        Some(why) => Err(why.into()),
+        None => Ok(ExitCode::SUCCESS),
     }
-    Ok(ExitCode::SUCCESS)
+}
+
+/// What a session whose store failed on `failures` calls, `damaged` of them for damaged stored
+/// bytes, exits 2 saying; `None` when there were none.
+pub(crate) fn store_failed(failures: u64, damaged: u64) -> Option<String> {
+    let mut said = Vec::new();
+    if damaged > 0 {
+        said.push(format!(
+            "{damaged} call(s) of this session met damaged stored bytes (changed outside Mnemo; each got an error result and nothing was applied for it): `mnemo verify` names the damage; restore the store from a replica or backup"
+        ));
+    }
+    if failures > damaged {
+        said.push(format!(
+            "the store failed on {} call(s) of this session (each got an error result); check the disk, then reopen the store, which recovers to the last event that reached the log",
+            failures - damaged
+        ));
+    }
+    (!said.is_empty()).then(|| said.join("; and "))
 }

@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::store::disk::value_file::{ValueFile, ValueRef};
 
 /// What the next number's last byte is XORed with in a stored chunk of pieces.
-const MARK: u8 = 0x40;
+pub(crate) const MARK: u8 = 0x40;
 
 /// The bytes before the pieces: the next number, the hash and the count.
 const HEADER: usize = 8 + 32 + 1;
@@ -92,7 +92,7 @@ fn resolved(name: &str, stored: &[u8], values: &ValueFile) -> Result<(Vec<u8>, V
     }
     if *blake3::hash(&value[8..]).as_bytes() != hash {
         return Err(Error::corrupt(format!(
-            "{name}, stored as pieces of the store's value file, does not hash to what the index holds for it: the value file or the index was changed outside Mnemo; restore the store from a replica or backup"
+            "{name}, stored as pieces of the store's value file, does not hash to what the index holds for it"
         )));
     }
     Ok((value, pieces))
@@ -308,7 +308,7 @@ fn encode(value: &[u8], pieces: &[Piece]) -> Vec<u8> {
 fn decode(name: &str, stored: &[u8]) -> Result<([u8; 32], Vec<Piece>)> {
     let malformed = |why: &str| {
         Error::corrupt(format!(
-            "{name} is stored as pieces of the store's value file, and {why}: the index was changed outside Mnemo; restore the store from a replica or backup"
+            "{name} is stored as pieces of the store's value file, and {why}"
         ))
     };
     if !is_pieces(stored) {
@@ -512,7 +512,12 @@ mod tests {
                 model.splice(at..end, with);
                 let value = chunk(9, &model);
                 stored = edited(NAME, &stored, &value, &values, 1024).unwrap_or(value.clone());
-                prop_assert_eq!(super::super::resolve_chunk(b"b", &stored, &values).expect("read"), value);
+                prop_assert_eq!(super::super::resolve_chunk(b"b", &stored, &values).expect("read"), value.clone());
+                // The link alone, as a removal reads it: the value's own, whatever the form.
+                prop_assert_eq!(
+                    super::super::stored_next(&stored),
+                    Some(u64::from_le_bytes(value[..8].try_into().expect("8 bytes")))
+                );
             }
         }
 

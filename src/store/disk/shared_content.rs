@@ -59,6 +59,19 @@ pub(crate) fn names_values(stored: &[u8]) -> bool {
     is_reference(stored) || chunk_pieces::is_pieces(stored)
 }
 
+/// The next chunk's number a stored content value opens with, read from it alone: a reference
+/// or a chunk of pieces keeps it with its last byte marked, a chunk value as it is. `None` for a
+/// value too short to hold one.
+pub(crate) fn stored_next(stored: &[u8]) -> Option<u64> {
+    let mut next: [u8; 8] = stored.get(..8)?.try_into().ok()?;
+    if is_reference(stored) {
+        next[7] ^= 0x80;
+    } else if chunk_pieces::is_pieces(stored) {
+        next[7] ^= chunk_pieces::MARK;
+    }
+    Some(u64::from_le_bytes(next))
+}
+
 /// The chunk value a stored content value under `key` stands for: the value itself, or the bytes
 /// a reference or a chunk of pieces names, read back from `values` and checked.
 pub(crate) fn resolve_chunk(key: &[u8], stored: &[u8], values: &ValueFile) -> Result<Vec<u8>> {
@@ -422,7 +435,11 @@ mod tests {
         for ((k, v), stored) in keys.iter().zip(&vals).zip(&shared) {
             let stored = stored.clone().unwrap_or_else(|| v.clone());
             assert_eq!(&resolve_chunk(k, &stored, &values).expect("read"), v);
+            // The link, read from the stored form alone (LAST included), is the value's own.
+            let next = u64::from_le_bytes(v[..8].try_into().expect("8 bytes"));
+            assert_eq!(stored_next(&stored), Some(next));
         }
+        assert_eq!(stored_next(&[0; 7]), None);
         assert!(!is_reference(&other) && !is_reference(&chunk(1, &[0; REF_LEN - 8])));
         // A run whose last chunk differs from the payload's end shares nothing; one whose middle
         // differs shares what matches from the end.

@@ -205,7 +205,7 @@ impl ValueFile {
     /// store's records name.
     fn cut_short(&self, at: u64, expected: u64) -> Error {
         Error::corrupt(format!(
-            "the store's value file {} ends at byte {at}, and the store's records name its bytes up to byte {expected}: it was cut short or removed outside Mnemo, and no payload is written after bytes an event still names; restore the store from a replica or backup",
+            "the store's value file {} ends at byte {at}, and the store's records name its bytes up to byte {expected}: it was cut short or removed, and no payload is written after bytes an event still names",
             self.shown.display()
         ))
     }
@@ -363,7 +363,7 @@ impl ValueFile {
         let bytes = self.read_range(whose, at.offset, at.len)?;
         if *blake3::hash(&bytes).as_bytes() != at.hash {
             return Err(Error::corrupt(format!(
-                "{whose}, bytes {}..{} of the store's value file {}, does not hash to what its record holds: the file was changed outside Mnemo; restore the store from a replica or backup",
+                "{whose}, bytes {}..{} of the store's value file {}, does not hash to what its record holds",
                 at.offset,
                 at.offset + u64::from(at.len),
                 self.shown.display()
@@ -377,7 +377,7 @@ impl ValueFile {
     pub(super) fn read_range(&self, whose: &str, offset: u64, len: u32) -> Result<Vec<u8>> {
         let missing = || {
             Error::corrupt(format!(
-                "{whose} is in the store's value file {}, which is missing: it was removed outside Mnemo; restore the store from a replica or backup",
+                "{whose} is in the store's value file {}, which is missing",
                 self.shown.display()
             ))
         };
@@ -387,7 +387,7 @@ impl ValueFile {
         let file_len = file.metadata().map_err(io)?.len();
         if file_len < end {
             return Err(Error::corrupt(format!(
-                "{whose} is bytes {offset}..{end} of the store's value file {}, which ends at byte {file_len}: the file was cut short outside Mnemo; restore the store from a replica or backup",
+                "{whose} is bytes {offset}..{end} of the store's value file {}, which ends at byte {file_len}: it was cut short",
                 self.shown.display()
             )));
         }

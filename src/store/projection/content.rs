@@ -140,6 +140,13 @@ fn split_chunk(value: &[u8]) -> Result<(u64, &[u8])> {
     Ok((le_u64(&value[..8]), &value[8..]))
 }
 
+/// The error for chunk `no` of file node `id` missing where a link names it.
+fn lacks_chunk(no: u64, id: u64) -> Error {
+    Error::corrupt(format!(
+        "path index lacks chunk {no} of file node {id}, which its content links to"
+    ))
+}
+
 /// A file's chunks in order, as (number, length), and its bytes if `bytes` is given.
 fn walk<K: KvRead>(
     kv: &K,
@@ -158,11 +165,7 @@ fn walk<K: KvRead>(
                 }
                 Ok::<_, Error>((next, data.len()))
             })?
-            .ok_or_else(|| {
-                Error::corrupt(format!(
-                    "path index lacks chunk {no} of file node {id}, which its content links to"
-                ))
-            })??;
+            .ok_or_else(|| lacks_chunk(no, id))??;
         total += len as u64;
         if total > head.len {
             return Err(Error::corrupt(format!(
@@ -189,13 +192,20 @@ pub fn read<K: KvRead>(kv: &K, id: u64, head: &FileHead) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// Removes every chunk of file `id`; returns how many there were.
+/// Removes every chunk of file `id`; returns how many there were. Follows the chunks' links
+/// alone ([`KvRead::chunk_next`]): a removal reads none of the file's bytes, so it costs the
+/// number of chunks, not their size, and a file whose stored bytes are damaged can still be
+/// deleted. A link back to a chunk already removed finds no chunk there, so a forged cycle ends.
 pub fn remove<K: KvWrite>(kv: &mut K, id: u64, head: &FileHead) -> Result<usize> {
-    let chunks = walk(kv, id, head, None)?;
-    for (no, _) in &chunks {
-        kv.remove(&chunk_key(id, *no));
+    let (mut no, mut removed) = (head.first, 0);
+    while no != LAST {
+        let key = chunk_key(id, no);
+        let next = kv.chunk_next(&key)?.ok_or_else(|| lacks_chunk(no, id))?;
+        kv.remove(&key);
+        removed += 1;
+        no = next;
     }
-    Ok(chunks.len())
+    Ok(removed)
 }
 
 /// The length of the common prefix of `a` and `b`.

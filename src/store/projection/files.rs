@@ -99,10 +99,22 @@ impl<K: KvRead> Projection<K> {
         })
     }
 
+    /// File node `id`, at `path`, as a record. Content found damaged is named by its path, not
+    /// only by its node: what `mnemo cat` or `export` could not read, the operator can look up.
+    fn record_of(&self, path: &MemPath, id: u64) -> Result<MemoryRecord> {
+        match self.file(id) {
+            Ok(file) => Ok(MemoryRecord::new(path, file)),
+            Err(Error::Corrupt { what }) => Err(Error::Corrupt {
+                what: format!("the content of {path} cannot be read: {what}"),
+            }),
+            Err(other) => Err(other),
+        }
+    }
+
     /// The file at `path` as a record.
     pub fn record(&self, path: &MemPath) -> Result<Option<MemoryRecord>> {
         match self.lookup(path)? {
-            Some((NodeKind::File, id)) => Ok(Some(MemoryRecord::new(path, self.file(id)?))),
+            Some((NodeKind::File, id)) => Ok(Some(self.record_of(path, id)?)),
             _ => Ok(None),
         }
     }
@@ -111,7 +123,7 @@ impl<K: KvRead> Projection<K> {
     pub fn records_under(&self, dir: &MemPath) -> Result<Vec<MemoryRecord>> {
         let mut out = Vec::new();
         match self.lookup(dir)? {
-            Some((NodeKind::File, id)) => out.push(MemoryRecord::new(dir, self.file(id)?)),
+            Some((NodeKind::File, id)) => out.push(self.record_of(dir, id)?),
             Some((NodeKind::Dir, id)) => self.collect(dir, id, &mut out)?,
             None => {}
         }
@@ -193,7 +205,7 @@ impl<K: KvRead> Projection<K> {
         let mut stack = vec![(dir.clone(), NodeKind::Dir, id)];
         while let Some((path, kind, id)) = stack.pop() {
             match kind {
-                NodeKind::File => out.push(MemoryRecord::new(&path, self.file(id)?)),
+                NodeKind::File => out.push(self.record_of(&path, id)?),
                 NodeKind::Dir => {
                     let children = self.children(id)?;
                     stack.extend(

@@ -1,0 +1,180 @@
+//! The calls a tool server could not answer because of the store: what the model is told, and
+//! what the host counts. A call can fail two ways. Stored bytes its answer needs may be found
+//! damaged (changed outside Mnemo): nothing was recorded or applied, and the store goes on
+//! answering the calls that do not read them. Or the store may fail while recording it: the call
+//! may or may not have been applied, and the store refuses every later call until reopened.
+//!
+//! Each error result opens with a fixed sentence of its own. No answer of the memory tool opens
+//! with either (its errors name the tool or a path, never the store), so a tool server that
+//! forwards calls to the store's server learns from the result what that server counted.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::error::Error;
+
+/// How the result of a call the store failed while recording begins.
+const FAILED: &str = "Error: The memory store failed while recording this call";
+
+/// How the result of a call that met damaged stored bytes begins (a read of them, or a write
+/// refused because the value file it would append to was cut short).
+const DAMAGED: &str =
+    "Error: The memory store found stored bytes damaged while answering this call";
+
+/// Why the store could not answer a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Failure {
+    /// Stored bytes the answer needs are damaged: nothing was recorded or applied, and the store
+    /// answers the calls that do not need them.
+    Damaged,
+    /// The store failed while recording the call (or the server holding it did not answer): it
+    /// may or may not have been applied.
+    Failed,
+}
+
+impl Failure {
+    /// The failure a call that got `e` is, given whether the store was `stopped` after it. The
+    /// writer returns damage found while answering before the chain moves, without stopping;
+    /// damage found by a failed write stops it, and then the call may have been applied.
+    pub(crate) fn of(e: &Error, stopped: bool) -> Failure {
+        let damage = matches!(
+            e,
+            Error::Corrupt { .. } | Error::UnsafeFile { .. } | Error::ChainBroken { .. }
+        );
+        match damage && !stopped {
+            true => Failure::Damaged,
+            false => Failure::Failed,
+        }
+    }
+
+    /// The error result's text for a call that failed with `e`.
+    pub(crate) fn text(self, e: &Error) -> String {
+        match self {
+            Failure::Damaged => format!(
+                "{DAMAGED} ({e}). Nothing was applied, and calls that do not read the damaged bytes are still answered; tell the operator, who can restore the store from a replica or backup."
+            ),
+            Failure::Failed => format!(
+                "{FAILED} ({e}). It may or may not have been applied: view the path to check before you retry."
+            ),
+        }
+    }
+
+    /// The failure a `tool_result` block sent as JSON text says: [`said_by`](Self::said_by) of
+    /// it, parsed only when it is an error result whose text opens as one of them.
+    #[cfg_attr(not(any(feature = "client", test)), expect(dead_code))]
+    pub(crate) fn said_by_bytes(result: &[u8]) -> Option<Failure> {
+        let contains = |needle: &str| {
+            result
+                .windows(needle.len())
+                .any(|window| window == needle.as_bytes())
+        };
+        if !contains(FAILED) && !contains(DAMAGED) {
+            return None;
+        }
+        Failure::said_by(&serde_json::from_slice(result).ok()?)
+    }
+
+    /// The failure a `tool_result` block says, if it is the error result of one.
+    pub(crate) fn said_by(result: &serde_json::Value) -> Option<Failure> {
+        if result["is_error"].as_bool() != Some(true) {
+            return None;
+        }
+        let text = result["content"].as_str()?;
+        if text.starts_with(DAMAGED) {
+            Some(Failure::Damaged)
+        } else if text.starts_with(FAILED) {
+            Some(Failure::Failed)
+        } else {
+            None
+        }
+    }
+}
+
+/// How many calls a tool server and its clones could not answer because of the store.
+#[derive(Debug, Default)]
+pub(crate) struct Failures {
+    /// Every such call.
+    all: AtomicU64,
+    /// Those that found stored bytes damaged.
+    damaged: AtomicU64,
+}
+
+impl Failures {
+    pub(crate) fn count(&self, failure: Failure) {
+        self.all.fetch_add(1, Ordering::Relaxed);
+        if failure == Failure::Damaged {
+            self.damaged.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    pub(crate) fn all(&self) -> u64 {
+        self.all.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn damaged(&self) -> u64 {
+        self.damaged.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::model::tool::intake::tool_result;
+
+    fn damage() -> Error {
+        Error::corrupt("chunk 2 of file 1 in the index does not hash to what its record holds")
+    }
+
+    /// Damage found with the store still running is told apart from a failure that stopped it,
+    /// and a result of either says which it was, while no other result says either.
+    #[test]
+    fn damage_is_told_from_a_stopped_store_and_each_result_says_which() {
+        let full = Error::Poisoned {
+            cause: "disk full".into(),
+        };
+        let cases = [
+            (damage(), false, Failure::Damaged),
+            (damage(), true, Failure::Failed),
+            (full, false, Failure::Failed),
+            (
+                Error::InvalidArgument("too large".into()),
+                false,
+                Failure::Failed,
+            ),
+        ];
+        for (e, stopped, expected) in cases {
+            let failure = Failure::of(&e, stopped);
+            assert_eq!(failure, expected, "{e}");
+            let result = tool_result("toolu_1".into(), &failure.text(&e), true);
+            assert_eq!(Failure::said_by(&result), Some(expected), "{result}");
+            let text = failure.text(&e);
+            assert_eq!(
+                text.contains("Nothing was applied"),
+                expected == Failure::Damaged,
+                "{text}"
+            );
+            let bytes = result.to_string().into_bytes();
+            assert_eq!(Failure::said_by_bytes(&bytes), Some(expected), "{result}");
+            let not_error = tool_result("toolu_1".into(), &text, false);
+            assert_eq!(Failure::said_by(&not_error), None);
+            assert_eq!(
+                Failure::said_by_bytes(not_error.to_string().as_bytes()),
+                None
+            );
+        }
+        for other in [
+            "Error: The path /memories/x does not exist",
+            "Error: The memory tool input must be a JSON object, got 3.",
+            "Error: The memory server refused this call (HTTP 401: no). It was not applied.",
+        ] {
+            let result = json!({"type": "tool_result", "content": other, "is_error": true});
+            assert_eq!(Failure::said_by(&result), None, "{other}");
+        }
+        let failures = Failures::default();
+        for failure in [Failure::Damaged, Failure::Failed, Failure::Damaged] {
+            failures.count(failure);
+        }
+        assert_eq!((failures.all(), failures.damaged()), (3, 2));
+    }
+}
