@@ -170,7 +170,8 @@ impl Default for ServeOptions {
 pub struct Stopped {
     /// Why it stopped.
     pub reason: shutdown::Reason,
-    /// Calls that got an error result because the store failed.
+    /// Calls that got an error result because the store failed, or found stored bytes they
+    /// needed damaged ([`crate::MnemoMemoryToolServer::store_failures`]).
     pub store_failures: u64,
 }
 

@@ -73,7 +73,7 @@ pub(crate) fn run_serve(session: Session, agent: String, listen: ServeFlags) -> 
     })?;
     if stopped.store_failures > 0 {
         return Err(format!(
-            "the store failed on {} call(s) while serving (each got an error result); check the disk, then restart the server, which recovers to the last event that reached the log",
+            "the store failed, or found stored bytes damaged, on {} call(s) while serving (each got an error result that says which); run `mnemo verify`, which names any damage (restore the store from a replica or backup), and check the disk, then restart the server, which recovers to the last event that reached the log",
             stopped.store_failures
         )
         .into());
@@ -169,7 +169,7 @@ pub(crate) fn run_data_server(
     )?;
     if stopped.store_failures > 0 {
         return Err(format!(
-            "the stores failed on {} call(s) while serving (each got an error result); check the disk, then restart the server",
+            "the stores failed, or found stored bytes damaged, on {} call(s) while serving (each got an error result that says which); run `mnemo verify` on each store, which names any damage (restore that store from a replica or backup), and check the disk, then restart the server",
             stopped.store_failures
         )
         .into());
