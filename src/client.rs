@@ -796,10 +796,12 @@ impl MnemoClient {
     }
 
     /// The directory the store open in this process has open (see `Store::dir_id`). A served
-    /// store is not open here: [`Error::NotLocal`].
+    /// store is not open here: [`Error::NotLocal`]. Known without the writer, so a store that a
+    /// storage failure stopped still proves which directory it holds: its server's clients
+    /// reach it and get each call's error, rather than taking it for no server at all.
     #[cfg(feature = "serve")]
     pub(crate) fn store_dir_id(&self) -> Result<crate::store::disk::DirId> {
-        self.read_local(|store| Ok(store.dir_id()))
+        Ok(self.local_store()?.dir_id())
     }
 
     /// Runs `read` on the store under the writer lock (writes wait meanwhile), so it sees every

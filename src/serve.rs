@@ -570,6 +570,11 @@ async fn run(
     idle_exit: Option<Duration>,
 ) -> Result<shutdown::Reason, Error> {
     let stop = CancellationToken::new();
+    let client = shared.client().clone();
+    let exit = shutdown::IdleExit {
+        after: idle_exit,
+        stopped: Some(Arc::new(move || client.store_stopped())),
+    };
     let address = listener.local_addr().map_err(Error::Serve)?;
     let viewer = viewer::Viewer::new(
         address,
@@ -591,7 +596,7 @@ async fn run(
         (connections, operator),
         Arc::clone(&shared.activity),
         signals,
-        idle_exit,
+        exit,
         stop,
     )
     .await
@@ -605,10 +610,10 @@ pub(crate) async fn serve_app(
     (connections, operator): (listen::Connections, tenancy::IsOperator),
     activity: Arc<shutdown::Activity>,
     signals: shutdown::Signals,
-    idle_exit: Option<Duration>,
+    exit: shutdown::IdleExit,
     stop: CancellationToken,
 ) -> Result<shutdown::Reason, Error> {
-    let watcher = tokio::spawn(shutdown::wait(signals, stop.clone(), activity, idle_exit));
+    let watcher = tokio::spawn(shutdown::wait(signals, stop.clone(), activity, exit));
     let server = listen::accept(listener, app, connections, operator, stop.clone());
     let grace = async {
         stop.cancelled().await;
@@ -631,6 +636,9 @@ fn describe(reason: shutdown::Reason) -> String {
     match reason {
         shutdown::Reason::Signal(name) => name.to_string(),
         shutdown::Reason::Idle(limit) => format!("no request for {} s", limit.as_secs_f64()),
+        shutdown::Reason::StoreStopped => {
+            "a storage failure stopped the store, and no request was in progress: the next server reopens it".into()
+        }
         shutdown::Reason::Cancelled => "cancelled".into(),
     }
 }

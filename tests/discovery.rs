@@ -484,6 +484,65 @@ fn a_client_killed_with_kill_9_no_longer_counts_and_the_server_idles_out() {
     assert!(reopened.record("/memories/k.md").expect("read").is_some());
 }
 
+/// A store a storage failure stopped (its value file replaced while the server held it): a new
+/// session still reaches the server and gets each call's error, rather than taking it for no
+/// server and failing on the lock; once no request is in progress the server exits, well before
+/// its idle time, and the session after that reopens the store, which recovers.
+#[test]
+fn a_started_server_whose_store_failed_answers_then_exits_and_the_next_session_recovers() {
+    let store = TempStore::new();
+    let db = store.path();
+    let line = |input: Value| input.to_string() + "\n";
+    let small = line(json!({"command": "view", "path": "/memories/small.md"}));
+    let args = |extra: &[&'static str]| [&["tool", "--db", db_arg(&db)], extra].concat();
+    let setup = [
+        json!({"command": "create", "path": "/memories/small.md", "file_text": "- tea\n"}),
+        json!({"command": "create", "path": "/memories/large.md", "file_text": "l\n".repeat(40_000)}),
+    ]
+    .map(line)
+    .concat();
+    let made = mnemo(&args(&["--idle-exit", "60"]), &[], setup.as_bytes());
+    assert!(made.status.success(), "{made:?}");
+    let server = server_of(&db);
+    let mut held = tool(&db, &[]);
+    let values = db.join(mnemo::testing::VALUES_FILE);
+    let moved = db.join("values.old");
+    std::fs::rename(&values, &moved).expect("move");
+    std::fs::copy(&moved, &values).expect("copy back");
+    let large =
+        json!({"command": "create", "path": "/memories/new.md", "file_text": "n\n".repeat(40_000)});
+    let failed = held.call(&large.to_string());
+    assert!(
+        failed["content"]
+            .as_str()
+            .is_some_and(|t| t.contains("failed while recording")),
+        "{failed}"
+    );
+    let refused = mnemo(&args(&[]), &[], small.as_bytes());
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    assert!(
+        text(&refused.stdout).contains("failed while recording"),
+        "a session could not reach the server of the stopped store: {refused:?}"
+    );
+    assert_eq!(server_of(&db).pid, server.pid);
+    // The server stays while a session is attached, then exits on its own.
+    let _ = held.finish();
+    let stopped = Instant::now();
+    wait_for(
+        || !ServerFile::path(&db).exists(),
+        "the server of a stopped store to exit",
+    );
+    assert!(
+        stopped.elapsed() < Duration::from_secs(20),
+        "it waited for its idle time: {:?}",
+        stopped.elapsed()
+    );
+    let after = mnemo(&args(&[]), &[], small.as_bytes());
+    assert!(after.status.success(), "{after:?}");
+    assert!(text(&after.stdout).contains("- tea"), "{after:?}");
+    stop_server(&db);
+}
+
 #[test]
 fn read_commands_go_through_the_server_and_print_what_they_print_alone() {
     let store = TempStore::new();

@@ -708,7 +708,7 @@ fn a_value_file_cut_short_or_removed_before_the_store_opens_gets_no_payload_writ
 
 #[test]
 fn a_value_file_replaced_or_removed_while_the_store_is_open_takes_no_payload_it_would_lose() {
-    for how in ["a copy moved over it", "removed"] {
+    for how in ["a copy moved over it", "removed", "a link moved over it"] {
         let (s, large) = store_with_large_create();
         let values = s.path().join(VALUES_FILE);
         let server = open(&s);
@@ -719,10 +719,14 @@ fn a_value_file_replaced_or_removed_while_the_store_is_open_takes_no_payload_it_
         );
         assert!(!is_error, "{how}: {answer}");
         // The server holds the value file open; its name now goes to another file, or nowhere.
+        let copy = s.path().join("values.copy");
         match how {
             "removed" => std::fs::remove_file(&values).expect("remove"),
+            "a link moved over it" => {
+                std::fs::rename(&values, &copy).expect("move");
+                std::os::unix::fs::symlink(&copy, &values).expect("link");
+            }
             _ => {
-                let copy = s.path().join("values.copy");
                 std::fs::copy(&values, &copy).expect("copy");
                 std::fs::rename(&copy, &values).expect("move over");
             }
@@ -737,6 +741,12 @@ fn a_value_file_replaced_or_removed_while_the_store_is_open_takes_no_payload_it_
             "{how}: a payload written to the unnamed file was acknowledged: {answer}"
         );
         assert!(answer.contains("values"), "{how}: {answer}");
+        // A link is named as one, not measured as a file cut short.
+        if how == "a link moved over it" {
+            assert!(answer.contains("symbolic link"), "{how}: {answer}");
+            std::fs::remove_file(&values).expect("unlink");
+            std::fs::rename(&copy, &values).expect("put back");
+        }
         drop(server);
         if how == "removed" {
             continue;

@@ -170,8 +170,11 @@ impl From<crate::Error> for Failure {
             e @ crate::Error::Fenced { .. } => {
                 Failure::Client(StatusCode::SERVICE_UNAVAILABLE, e.to_string())
             }
-            // Said as it is: a retry or a look at the disk would not help.
-            e @ crate::Error::ChainBroken { .. } => {
+            // Said as it is: a retry or a look at the disk would not help (each says what
+            // would: a restore, or the store's own file put back).
+            e @ (crate::Error::ChainBroken { .. }
+            | crate::Error::Corrupt { .. }
+            | crate::Error::UnsafeFile { .. }) => {
                 Failure::Client(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
             }
             other => Failure::Storage(other.to_string()),

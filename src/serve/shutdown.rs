@@ -1,5 +1,8 @@
 //! When the server stops: on SIGTERM or SIGINT, or after `--idle-exit` seconds with no request
-//! in progress (an attached client's lasts while it stays connected).
+//! in progress (an attached client's lasts while it stays connected). A server with an idle exit
+//! (the one a client starts) whose store a storage failure stopped exits as soon as no request
+//! is in progress: every call it would take is refused until the store is reopened, and the next
+//! client's server reopens it, which recovers to the last event that reached the log.
 //!
 //! Stopping is graceful: the listener stops accepting, calls in flight run to their answer, MCP
 //! streams are closed (through the cancellation token rmcp watches), and then the store closes.
@@ -70,6 +73,9 @@ pub enum Reason {
     Signal(&'static str),
     /// `--idle-exit`: no request for this long.
     Idle(Duration),
+    /// `--idle-exit` was set and a storage failure stopped the store: no request was in
+    /// progress any more.
+    StoreStopped,
     /// The token was cancelled from inside the process.
     Cancelled,
 }
@@ -116,17 +122,31 @@ impl Signals {
     }
 }
 
+/// Whether the store a server holds was stopped by a storage failure.
+pub type Stopped = Arc<dyn Fn() -> bool + Send + Sync>;
+
+/// When a server exits on its own: after `after` with no request in progress, and, with `after`
+/// set, as soon as none is once `stopped` says its store was stopped.
+#[derive(Clone)]
+pub struct IdleExit {
+    /// `--idle-exit`.
+    pub after: Option<Duration>,
+    /// Whether the store was stopped (none for a server of many stores, each of which closes
+    /// on its own).
+    pub stopped: Option<Stopped>,
+}
+
 /// Waits until the server should stop, then cancels `stop` (which ends the MCP streams and the
 /// listener) and says why.
 pub async fn wait(
     mut signals: Signals,
     stop: CancellationToken,
     activity: Arc<Activity>,
-    idle_exit: Option<Duration>,
+    exit: IdleExit,
 ) -> Reason {
     let idle = async {
-        match idle_exit {
-            Some(limit) => idle(&activity, limit).await,
+        match exit.after {
+            Some(limit) => idle(&activity, limit, exit.stopped).await,
             None => std::future::pending().await,
         }
     };
@@ -139,12 +159,16 @@ pub async fn wait(
     reason
 }
 
-async fn idle(activity: &Activity, limit: Duration) -> Reason {
+async fn idle(activity: &Activity, limit: Duration, stopped: Option<Stopped>) -> Reason {
     let tick = limit.clamp(Duration::from_millis(10), Duration::from_millis(250));
     loop {
         tokio::time::sleep(tick).await;
-        if activity.idle_for() >= limit {
+        let quiet = activity.idle_for();
+        if quiet >= limit {
             return Reason::Idle(limit);
+        }
+        if quiet > Duration::ZERO && stopped.as_ref().is_some_and(|stopped| stopped()) {
+            return Reason::StoreStopped;
         }
     }
 }

@@ -1346,7 +1346,10 @@ pub fn serve_data(
             (options.connections, operator),
             Arc::clone(&stores.activity),
             signals,
-            options.idle_exit,
+            super::shutdown::IdleExit {
+                after: options.idle_exit,
+                stopped: None,
+            },
             stop,
         )
         .await;

@@ -30,6 +30,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use rustix::fs::OFlags;
 
+use super::checks::{Kind, unsafe_file};
 use super::opening::open_own;
 use crate::error::{Error, Result};
 use crate::model::event::{Frame, Seq, VALUE_REF_FORMAT};
@@ -219,13 +220,20 @@ impl ValueFile {
         self.holds_named(end)
     }
 
-    /// Refuses a file at the value file's path that is missing or shorter than `end`, the bytes
-    /// the store's records name (if known).
+    /// Refuses a file at the value file's path that is missing, not a regular file (a link, a
+    /// pipe, a directory put there: named as such, not measured), or shorter than `end`, the
+    /// bytes the store's records name (if known).
     fn holds_named(&self, end: Option<u64>) -> Result<()> {
         let Some(expected) = end.filter(|e| *e > 0) else {
             return Ok(());
         };
-        let at = std::fs::symlink_metadata(&self.path).map_or(0, |m| m.len());
+        let named = std::fs::symlink_metadata(&self.path).ok();
+        if let Some(found) = named.as_ref().map(std::fs::Metadata::file_type) {
+            if !found.is_file() {
+                return Err(unsafe_file(&self.shown, found, Kind::File));
+            }
+        }
+        let at = named.map_or(0, |m| m.len());
         match at < expected {
             true => Err(self.cut_short(at, expected)),
             false => Ok(()),
