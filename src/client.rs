@@ -685,9 +685,24 @@ impl MnemoClient {
     /// Whether the store open for writing in this process was stopped by a storage failure (it
     /// refuses every later call until reopened), or closed; `false` for any other backend.
     pub(crate) fn store_stopped(&self) -> bool {
-        match &self.backend {
-            Backend::Local(inner) => inner.held().map_or(true, |held| held.writer().stopped()),
-            _ => false,
+        self.stopped_by().is_some()
+    }
+
+    /// Why the store open for writing in this process was stopped or closed, if it was (see
+    /// [`store_stopped`](Self::store_stopped)). Never waits: while a redaction has the store
+    /// closed to rewrite it, it is neither (a server's watch of its store runs on its runtime).
+    pub(crate) fn stopped_by(&self) -> Option<String> {
+        let Backend::Local(inner) = &self.backend else {
+            return None;
+        };
+        let state = match inner.state.try_read() {
+            Ok(state) => state,
+            Err(std::sync::TryLockError::Poisoned(state)) => state.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        match &*state {
+            State::Open { writer, .. } => writer.stopped_by(),
+            State::Closed(why) => Some(why.clone()),
         }
     }
 

@@ -573,7 +573,7 @@ async fn run(
     let client = shared.client().clone();
     let exit = shutdown::IdleExit {
         after: idle_exit,
-        stopped: Some(Arc::new(move || client.store_stopped())),
+        stopped: Some(Arc::new(move || client.stopped_by())),
     };
     let address = listener.local_addr().map_err(Error::Serve)?;
     let viewer = viewer::Viewer::new(

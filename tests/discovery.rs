@@ -543,6 +543,59 @@ fn a_started_server_whose_store_failed_answers_then_exits_and_the_next_session_r
     stop_server(&db);
 }
 
+/// An operator's server (no idle exit) whose store a storage failure stopped says so on stderr
+/// at once, keeps running, and tells each call to restart it; stopped, it exits 2.
+#[test]
+fn an_operators_server_whose_store_failed_says_so_and_tells_calls_to_restart_it() {
+    let store = TempStore::new();
+    let db = store.path();
+    let line = |input: Value| input.to_string() + "\n";
+    let made = mnemo(
+        &["tool", "--db", db_arg(&db), "--no-start"],
+        &[],
+        line(json!({"command": "create", "path": "/memories/large.md", "file_text": "l\n".repeat(40_000)}))
+            .as_bytes(),
+    );
+    assert!(made.status.success(), "{made:?}");
+    let log = db.with_extension("stderr");
+    let mut serve = served_command(&["serve", "--db", db_arg(&db)], &[]);
+    serve
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).expect("log"));
+    let mut server = serve.spawn().expect("serve");
+    let file = server_of(&db);
+    let values = db.join(mnemo::testing::VALUES_FILE);
+    let moved = db.join("values.old");
+    std::fs::rename(&values, &moved).expect("move");
+    std::fs::copy(&moved, &values).expect("copy back");
+    let large = line(
+        json!({"command": "create", "path": "/memories/new.md", "file_text": "n\n".repeat(40_000)}),
+    );
+    let failed = mnemo(&["tool", "--db", db_arg(&db)], &[], large.as_bytes());
+    assert_eq!(failed.status.code(), Some(2), "{failed:?}");
+    let said = || std::fs::read_to_string(&log).unwrap_or_default();
+    wait_for(
+        || said().contains("a storage failure stopped the store"),
+        "the server to say its store stopped",
+    );
+    assert!(said().contains("restart this server"), "{}", said());
+    let view = line(json!({"command": "view", "path": "/memories"}));
+    let refused = mnemo(&["tool", "--db", db_arg(&db)], &[], view.as_bytes());
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    assert!(
+        text(&refused.stdout).contains("restart the server that holds it"),
+        "{refused:?}"
+    );
+    assert_eq!(
+        server_of(&db).pid,
+        file.pid,
+        "the operator's server keeps running"
+    );
+    signal("-TERM", file.pid);
+    let status = server.wait().expect("wait");
+    assert_eq!(status.code(), Some(2), "{}", said());
+}
+
 #[test]
 fn read_commands_go_through_the_server_and_print_what_they_print_alone() {
     let store = TempStore::new();

@@ -1,8 +1,9 @@
 //! When the server stops: on SIGTERM or SIGINT, or after `--idle-exit` seconds with no request
-//! in progress (an attached client's lasts while it stays connected). A server with an idle exit
-//! (the one a client starts) whose store a storage failure stopped exits as soon as no request
-//! is in progress: every call it would take is refused until the store is reopened, and the next
-//! client's server reopens it, which recovers to the last event that reached the log.
+//! in progress (an attached client's lasts while it stays connected). A server whose store a
+//! storage failure stopped says so on stderr at once; with an idle exit (the one a client starts)
+//! it then exits as soon as no request is in progress: every call it would take is refused until
+//! the store is reopened, and the next client's server reopens it, which recovers to the last
+//! event that reached the log.
 //!
 //! Stopping is graceful: the listener stops accepting, calls in flight run to their answer, MCP
 //! streams are closed (through the cancellation token rmcp watches), and then the store closes.
@@ -122,8 +123,8 @@ impl Signals {
     }
 }
 
-/// Whether the store a server holds was stopped by a storage failure.
-pub type Stopped = Arc<dyn Fn() -> bool + Send + Sync>;
+/// Why the store a server holds was stopped by a storage failure, once it was.
+pub type Stopped = Arc<dyn Fn() -> Option<String> + Send + Sync>;
 
 /// When a server exits on its own: after `after` with no request in progress, and, with `after`
 /// set, as soon as none is once `stopped` says its store was stopped.
@@ -146,30 +147,65 @@ pub async fn wait(
 ) -> Reason {
     let idle = async {
         match exit.after {
-            Some(limit) => idle(&activity, limit, exit.stopped).await,
+            Some(limit) => idle(&activity, limit).await,
+            None => std::future::pending().await,
+        }
+    };
+    let stopped = async {
+        match exit.stopped {
+            Some(stopped) => store_stopped(&activity, stopped, exit.after.is_some()).await,
             None => std::future::pending().await,
         }
     };
     let reason = tokio::select! {
         name = signals.next() => Reason::Signal(name),
         reason = idle => reason,
+        reason = stopped => reason,
         () = stop.cancelled() => Reason::Cancelled,
     };
     stop.cancel();
     reason
 }
 
-async fn idle(activity: &Activity, limit: Duration, stopped: Option<Stopped>) -> Reason {
+async fn idle(activity: &Activity, limit: Duration) -> Reason {
     let tick = limit.clamp(Duration::from_millis(10), Duration::from_millis(250));
     loop {
         tokio::time::sleep(tick).await;
-        let quiet = activity.idle_for();
-        if quiet >= limit {
+        if activity.idle_for() >= limit {
             return Reason::Idle(limit);
         }
-        if quiet > Duration::ZERO && stopped.as_ref().is_some_and(|stopped| stopped()) {
+    }
+}
+
+/// How often a server looks whether its store was stopped.
+const STOPPED_TICK: Duration = Duration::from_millis(100);
+
+/// Once `stopped` says the store was stopped: says why on stderr, then, when the server `exits`
+/// on its own, returns as soon as no request is in progress (else never).
+async fn store_stopped(activity: &Activity, stopped: Stopped, exits: bool) -> Reason {
+    let cause = loop {
+        tokio::time::sleep(STOPPED_TICK).await;
+        if let Some(cause) = stopped() {
+            break cause;
+        }
+    };
+    eprintln!(
+        "mnemo serve: a storage failure stopped the store ({cause}); every call is refused until the store is reopened: {}",
+        match exits {
+            true =>
+                "this server exits once no call is in progress, and the next client's server reopens it",
+            false =>
+                "restart this server, which reopens it and recovers to the last event that reached the log",
+        }
+    );
+    if !exits {
+        return std::future::pending().await;
+    }
+    loop {
+        if activity.idle_for() > Duration::ZERO {
             return Reason::StoreStopped;
         }
+        tokio::time::sleep(STOPPED_TICK).await;
     }
 }
 

@@ -238,9 +238,9 @@ impl Writer {
         })
     }
 
-    /// Whether a storage failure poisoned the writer: every later call is refused.
-    pub(crate) fn stopped(&self) -> bool {
-        self.shared.poisoned.get().is_some()
+    /// The storage failure that poisoned the writer, if one did: every later call is refused.
+    pub(crate) fn stopped_by(&self) -> Option<String> {
+        self.shared.poisoned.get().cloned()
     }
 
     /// Records one call and returns its answer once what the answer depends on is durable.
