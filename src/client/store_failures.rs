@@ -12,6 +12,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::Error;
 
+/// How both results below begin: what a result is searched for before it is parsed.
+const OPENING: &str = "Error: The memory store ";
+
 /// How the result of a call the store failed while recording begins.
 const FAILED: &str = "Error: The memory store failed while recording this call";
 
@@ -59,15 +62,14 @@ impl Failure {
     }
 
     /// The failure a `tool_result` block sent as JSON text says: [`said_by`](Self::said_by) of
-    /// it, parsed only when it is an error result whose text opens as one of them.
+    /// it, parsed only when its bytes hold the opening both failures' texts share (one pass over
+    /// them: every answer a bridge forwards is searched).
     #[cfg_attr(not(any(feature = "client", test)), expect(dead_code))]
     pub(crate) fn said_by_bytes(result: &[u8]) -> Option<Failure> {
-        let contains = |needle: &str| {
-            result
-                .windows(needle.len())
-                .any(|window| window == needle.as_bytes())
-        };
-        if !contains(FAILED) && !contains(DAMAGED) {
+        let opens = result
+            .windows(OPENING.len())
+            .any(|window| window == OPENING.as_bytes());
+        if !opens {
             return None;
         }
         Failure::said_by(&serde_json::from_slice(result).ok()?)
@@ -171,6 +173,7 @@ mod tests {
             let result = json!({"type": "tool_result", "content": other, "is_error": true});
             assert_eq!(Failure::said_by(&result), None, "{other}");
         }
+        assert!(FAILED.starts_with(OPENING) && DAMAGED.starts_with(OPENING));
         let failures = Failures::default();
         for failure in [Failure::Damaged, Failure::Failed, Failure::Damaged] {
             failures.count(failure);

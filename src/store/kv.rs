@@ -64,14 +64,18 @@ pub trait KvRead {
     /// that number, `u64` LE, then its bytes), without its bytes: a store whose value file holds
     /// them does not read them there. What removing a file needs, which shows none of it.
     fn chunk_next(&self, key: &[u8]) -> Result<Option<u64>> {
-        self.get_with(key, |value| value.get(..8).map(le_u64))?
-            .map(|next| next.ok_or_else(short_chunk))
-            .transpose()
+        self.get_with(key, plain_next)?.transpose()
     }
 }
 
-fn le_u64(bytes: &[u8]) -> u64 {
-    u64::from_le_bytes(bytes.try_into().unwrap_or_default())
+/// The next chunk's number a chunk's value (as the index holds it, not a stored reference)
+/// opens with.
+fn plain_next(value: &[u8]) -> Result<u64> {
+    value
+        .get(..8)
+        .and_then(|b| b.try_into().ok())
+        .map(u64::from_le_bytes)
+        .ok_or_else(short_chunk)
 }
 
 fn short_chunk() -> Error {
@@ -513,11 +517,7 @@ impl KvRead for IndexTrees {
             Some(stored) if IndexTrees::is_content(key) => {
                 stored_next(&stored).map(Some).ok_or_else(short_chunk)
             }
-            Some(stored) => stored
-                .get(..8)
-                .map(le_u64)
-                .map(Some)
-                .ok_or_else(short_chunk),
+            Some(stored) => plain_next(&stored).map(Some),
             None => Ok(None),
         }
     }
@@ -716,9 +716,7 @@ impl KvRead for Overlay<'_> {
 
     fn chunk_next(&self, key: &[u8]) -> Result<Option<u64>> {
         match self.lookup(key) {
-            Some(v) => v
-                .map(|value| value.get(..8).map(le_u64).ok_or_else(short_chunk))
-                .transpose(),
+            Some(v) => v.map(plain_next).transpose(),
             None => KvRead::chunk_next(self.base, key),
         }
     }
