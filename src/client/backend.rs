@@ -292,6 +292,9 @@ impl StoreAccess for InProcess {
             return copy.current()?.index().settings();
         }
         let held = client.local("MnemoClient::settings")?.held()?;
+        // A stopped store's index may hold a change that was never made durable: refused, as
+        // every other read of it is.
+        held.writer().refuse_if_stopped()?;
         held.writer().peek(|index| index.settings())
     }
 

@@ -355,6 +355,8 @@ pub struct Link {
     launch: Option<Launch>,
     agent: Option<String>,
     current: Mutex<(RemoteClient, Arc<AtomicBool>)>,
+    /// What the calls answered one at a time ([`Link::count`]) came to: an MCP session's.
+    handled: Mutex<LineTally>,
 }
 
 impl Link {
@@ -366,6 +368,7 @@ impl Link {
             launch: None,
             agent: client.agent_id().map(str::to_string),
             current: Mutex::new((client, attached)),
+            handled: Mutex::default(),
         }
     }
 
@@ -383,6 +386,7 @@ impl Link {
             launch: Some(launch),
             agent,
             current: Mutex::new((client, attached)),
+            handled: Mutex::default(),
         })
     }
 
@@ -510,21 +514,11 @@ impl Link {
             });
             match answer {
                 Ok(bytes) => {
-                    match Failure::said_by_bytes(&bytes) {
-                        Some(Failure::Damaged) => {
-                            tally.store_failures += 1;
-                            tally.store_damage += 1;
-                        }
-                        Some(Failure::Failed) => tally.store_failures += 1,
-                        None => {}
-                    }
+                    tally.answered(Failure::said_by_bytes(&bytes));
                     output.write_all(&bytes)?
                 }
                 Err(e) => {
-                    match e.status() {
-                        Some(400..=499 | 503) => tally.refused += 1,
-                        _ => tally.unanswered += 1,
-                    }
+                    tally.unanswered_by(&e);
                     let id = match &request {
                         Request::Line(bytes) => tool_use_id(bytes),
                         _ => None,
@@ -536,6 +530,43 @@ impl Link {
             output.flush()?;
         }
         Ok(tally)
+    }
+
+    /// Counts a call answered one at a time (an MCP session's): `answer` is the server's
+    /// `tool_result`, or why it gave none. Read back with [`Link::handled`].
+    pub(crate) fn count(&self, answer: Result<&serde_json::Value, &RemoteError>) {
+        let mut handled = self.handled.lock().unwrap_or_else(PoisonError::into_inner);
+        match answer {
+            Ok(result) => handled.answered(Failure::said_by(result)),
+            Err(e) => handled.unanswered_by(e),
+        }
+    }
+
+    /// What the calls counted by [`Link::count`] came to: how a session of them should end.
+    pub fn handled(&self) -> LineTally {
+        *self.handled.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl LineTally {
+    /// Counts a call the server answered, whose result said `failure` (if it said one).
+    fn answered(&mut self, failure: Option<Failure>) {
+        match failure {
+            Some(Failure::Damaged) => {
+                self.store_failures += 1;
+                self.store_damage += 1;
+            }
+            Some(Failure::Failed) => self.store_failures += 1,
+            None => {}
+        }
+    }
+
+    /// Counts a call the server did not answer: refused (4xx, or 503 when too busy) or not.
+    fn unanswered_by(&mut self, e: &RemoteError) {
+        match e.status() {
+            Some(400..=499 | 503) => self.refused += 1,
+            _ => self.unanswered += 1,
+        }
     }
 }
 

@@ -10,11 +10,12 @@ use crate::store::projection::MemoryRecord;
 
 impl Memory for Link {
     fn handle(&self, block: &Value) -> Value {
-        self.call(|client| client.handle(block))
-            .unwrap_or_else(|e| {
-                let id = block.get("id").and_then(Value::as_str);
-                unanswered(id, &e)
-            })
+        let answer = self.call(|client| client.handle(block));
+        self.count(answer.as_ref());
+        answer.unwrap_or_else(|e| {
+            let id = block.get("id").and_then(Value::as_str);
+            unanswered(id, &e)
+        })
     }
 
     fn records_by_tag(&self, tag: &str) -> Result<Vec<MemoryRecord>, String> {

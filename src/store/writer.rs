@@ -243,6 +243,16 @@ impl Writer {
         self.shared.poisoned.get().cloned()
     }
 
+    /// Refuses, with [`Error::Poisoned`], once a storage failure stopped the writer: for a read
+    /// through [`Writer::peek`] that must not show what a stopped store may never have made
+    /// durable (the settings an operator lists).
+    pub(crate) fn refuse_if_stopped(&self) -> Result<()> {
+        match self.stopped_by() {
+            Some(cause) => Err(Error::Poisoned { cause }),
+            None => Ok(()),
+        }
+    }
+
     /// Records one call and returns its answer once what the answer depends on is durable.
     pub(crate) fn call(&self, call: Call) -> Result<Receipt> {
         let _caller = Caller::enter(&self.shared.commit);

@@ -375,6 +375,12 @@ pub fn run_link(session: &Session, start: &Start) -> CliResult {
 pub fn run_tool(link: &Link, limit: u64) -> CliResult {
     let mut input = std::io::BufReader::with_capacity(1 << 16, std::io::stdin().lock());
     let tally = link.answer_lines(&mut input, &mut std::io::stdout().lock(), limit)?;
+    ended(tally)
+}
+
+/// How a session through a server whose calls came to `tally` exits: 2, saying why, when calls
+/// went unanswered, were refused, or the server's store failed on them.
+fn ended(tally: mnemo::LineTally) -> CliResult {
     if tally.unanswered > 0 {
         return Err(format!(
             "the server did not answer {} call(s) of this session (each got an error result that says it may or may not have been applied); check them with `mnemo log`",
@@ -396,14 +402,17 @@ pub fn run_tool(link: &Link, limit: u64) -> CliResult {
 }
 
 /// `mnemo mcp` through a server: the same MCP session on stdin and stdout, every call and
-/// resource read answered by the server.
+/// resource read answered by the server. It ends as `mnemo tool` does (exit 2 when calls went
+/// unanswered, were refused, or the server's store failed on them), as a session in this
+/// process does when its store fails.
 pub fn run_mcp(link: Link, session: &Session) -> CliResult {
     let root = mnemo::MemPath::root(&session.root).map_err(mnemo::Error::InvalidArgument)?;
+    let link = std::sync::Arc::new(link);
     mnemo::MnemoMcpServer::over(
-        std::sync::Arc::new(link),
+        std::sync::Arc::clone(&link) as _,
         root.to_string(),
         session.max_request_bytes,
     )
     .serve_stdio()?;
-    Ok(ExitCode::SUCCESS)
+    ended(link.handled())
 }
