@@ -973,7 +973,7 @@ impl MnemoClient {
         root: &str,
         profile: Profile,
         limits: Limits,
-    ) -> Option<std::result::Result<Value, Value>> {
+    ) -> Option<std::result::Result<crate::client::store_failures::Answered, Value>> {
         self.backend().forward(self, call, root, profile, limits)
     }
 }

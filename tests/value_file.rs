@@ -849,3 +849,68 @@ fn a_session_whose_read_met_damage_is_told_nothing_was_applied_and_exits_2_sayin
     let verify = run_mnemo(&["verify", "--db", &db], "");
     assert_eq!(verify.status.code(), Some(1), "{verify:?}");
 }
+
+/// Under the setting `delete = erase`, a delete whose erasure fails (a redaction needs a sound
+/// log, and one payload is damaged) is answered as the log recorded it, "Successfully deleted",
+/// and its session says the erasure failed and exits 2: in its own process, through its server
+/// (the local socket) and through a server named by URL (HTTP). Before, through a server, the
+/// failure was said only on that server's stderr (nowhere, for a server a client started) and
+/// the session exited 0.
+#[test]
+fn a_delete_whose_erasure_failed_is_said_to_its_session_through_its_server_too() {
+    let (s, _) = store_with_large_create();
+    let db = s.path().to_str().expect("utf-8").to_string();
+    let set = run_mnemo(&["config", "set", "delete", "erase", "--db", &db], "");
+    assert!(set.status.success(), "{set:?}");
+    let values = s.path().join(VALUES_FILE);
+    let mut bytes = std::fs::read(&values).expect("values");
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x20;
+    std::fs::write(&values, bytes).expect("damage");
+    let session = |how: &str, command: std::process::Command, path: &str| {
+        let input = [
+            json!({"command": "create", "path": path, "file_text": "- a secret\n"}),
+            json!({"command": "delete", "path": path}),
+        ]
+        .map(|line| line.to_string() + "\n")
+        .concat();
+        let out = crate::support::run_command(command, input.as_bytes());
+        let results: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|line| serde_json::from_str(line).expect("a result line"))
+            .collect();
+        assert_eq!(results.len(), 2, "{how}: {out:?}");
+        assert_eq!(
+            results[1]["content"],
+            format!("Successfully deleted {path}"),
+            "{how}: the answer is the recorded one"
+        );
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            said.contains("delete = erase could not erase") && said.contains("mnemo redact"),
+            "{how}: {said}"
+        );
+        assert_eq!(out.status.code(), Some(2), "{how}: {out:?}");
+    };
+    session(
+        "in its own process",
+        crate::support::mnemo_command(&["tool", "--db", &db], &[]),
+        "/memories/secret-0.md",
+    );
+    #[cfg(feature = "serve")]
+    {
+        session(
+            "through its server",
+            crate::support::served_command(&["tool", "--db", &db], &[]),
+            "/memories/secret-1.md",
+        );
+        let file = crate::discovery::server_of(&s.path());
+        let by_url = ["tool", "--connect", &file.url, "--token", &file.token];
+        session(
+            "through a server named by URL",
+            crate::support::served_command(&by_url, &[]),
+            "/memories/secret-2.md",
+        );
+        crate::discovery::stop_server(&s.path());
+    }
+}

@@ -13,6 +13,7 @@ use crate::audit::verify::{Report, VerifyOptions, verify_store_with};
 use crate::client::reads::{listing_of, listing_of_entries};
 use crate::client::redact::{Plan, Redacted, Selection, plan, redact};
 use crate::client::revert::{self, RevertPlan, RevertScope, Reverted};
+use crate::client::store_failures::Answered;
 use crate::client::token::{Listed, issue, listed, revoke};
 use crate::client::{Backend, Forward, MnemoClient, readable};
 use crate::error::{Error, Result};
@@ -63,7 +64,7 @@ pub(crate) trait StoreAccess {
         root: &str,
         profile: Profile,
         limits: Limits,
-    ) -> Option<std::result::Result<Value, Value>>;
+    ) -> Option<std::result::Result<Answered, Value>>;
 
     /// See [`MnemoClient::records_by_tag`].
     fn records_by_tag(&self, client: &MnemoClient, tag: &str) -> Result<Vec<MemoryRecord>>;
@@ -249,7 +250,7 @@ impl StoreAccess for InProcess {
         _: &str,
         _: Profile,
         _: Limits,
-    ) -> Option<std::result::Result<Value, Value>> {
+    ) -> Option<std::result::Result<Answered, Value>> {
         None
     }
 
@@ -450,6 +451,7 @@ mod served {
     use crate::client::redact::{Plan, Redacted, Selection, admin_post, unexpected};
     use crate::client::remote::{Answering, RemoteClient, RemoteError};
     use crate::client::revert::{RevertPlan, RevertScope, Reverted};
+    use crate::client::store_failures::Answered;
     use crate::client::token::check_id;
     use crate::client::{Forward, MnemoClient, Served};
     use crate::error::{Error, Result};
@@ -538,7 +540,7 @@ mod served {
             root: &str,
             profile: Profile,
             limits: Limits,
-        ) -> Option<std::result::Result<Value, Value>> {
+        ) -> Option<std::result::Result<Answered, Value>> {
             let answering = Answering {
                 root: root.to_string(),
                 profile,
@@ -702,7 +704,7 @@ mod served {
         remote: &RemoteClient,
         call: Forward<'_>,
         answering: &Answering,
-    ) -> std::result::Result<Value, Value> {
+    ) -> std::result::Result<Answered, Value> {
         let sent = match call {
             Forward::Line(bytes) => remote.memory_answering(bytes, answering),
             Forward::TooLarge(digest, id) => {
@@ -710,10 +712,14 @@ mod served {
             }
             Forward::Stopped(digest, id) => remote.oversized_answering(digest, id, true, answering),
         };
-        let answer = sent.and_then(|bytes| {
-            serde_json::from_slice(&bytes).map_err(|e| RemoteError::Protocol {
+        let answer = sent.and_then(|told| {
+            let result = serde_json::from_slice(&told.body).map_err(|e| RemoteError::Protocol {
                 url: remote.url().to_string(),
                 why: e.to_string(),
+            })?;
+            Ok(Answered {
+                result,
+                after: told.after,
             })
         });
         answer.map_err(|e| {

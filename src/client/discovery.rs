@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::client::remote::{RemoteClient, RemoteError};
+use crate::client::remote::{RemoteClient, RemoteError, Told};
 use crate::client::store_failures::Failure;
 use crate::store::disk::DirId;
 
@@ -507,15 +507,16 @@ impl Link {
         let mut tally = LineTally::default();
         while let Some(request) = read_request(input, limit)? {
             let answer = self.call(|client| match &request {
-                Request::Line(bytes) => client.memory_bytes(bytes),
-                Request::TooLarge(digest) | Request::Stopped { digest, .. } => {
-                    client.oversized(digest)
-                }
+                Request::Line(bytes) => client.memory_told(bytes),
+                Request::TooLarge(digest) | Request::Stopped { digest, .. } => client
+                    .oversized(digest)
+                    .map(|body| Told { body, after: None }),
             });
             match answer {
-                Ok(bytes) => {
-                    tally.answered(Failure::said_by_bytes(&bytes));
-                    output.write_all(&bytes)?
+                Ok(told) => {
+                    tally.answered(Failure::said_by_bytes(&told.body));
+                    tally.after(told.after.as_deref());
+                    output.write_all(&told.body)?
                 }
                 Err(e) => {
                     tally.unanswered_by(&e);
@@ -534,10 +535,14 @@ impl Link {
 
     /// Counts a call answered one at a time (an MCP session's): `answer` is the server's
     /// `tool_result`, or why it gave none. Read back with [`Link::handled`].
-    pub(crate) fn count(&self, answer: Result<&serde_json::Value, &RemoteError>) {
+    #[cfg(feature = "mcp")]
+    pub(crate) fn count(&self, answer: Result<&(serde_json::Value, Option<String>), &RemoteError>) {
         let mut handled = self.handled.lock().unwrap_or_else(PoisonError::into_inner);
         match answer {
-            Ok(result) => handled.answered(Failure::said_by(result)),
+            Ok((result, after)) => {
+                handled.answered(Failure::said_by(result));
+                handled.after(after.as_deref());
+            }
             Err(e) => handled.unanswered_by(e),
         }
     }
@@ -558,6 +563,16 @@ impl LineTally {
             }
             Some(Failure::Failed) => self.store_failures += 1,
             None => {}
+        }
+    }
+
+    /// Counts and says what the server said failed after it answered a call (see
+    /// [`Answered`](crate::client::store_failures::Answered)): a store failure, said here on
+    /// stderr, where someone is watching (a server a client started has no stderr).
+    fn after(&mut self, after: Option<&str>) {
+        if let Some(after) = after {
+            self.store_failures += 1;
+            eprintln!("mnemo: the server said: {after}");
         }
     }
 

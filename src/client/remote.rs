@@ -21,6 +21,17 @@ use crate::store::data_dir::check_store_name;
 
 mod admin;
 pub(crate) mod lane;
+
+/// A server's answer to a memory call: the `tool_result` JSON text, and what failed after the
+/// call was answered, when something did (see
+/// [`Answered`](crate::client::store_failures::Answered)).
+#[derive(Debug)]
+pub(crate) struct Told {
+    /// The `tool_result` JSON text.
+    pub(crate) body: Vec<u8>,
+    /// What failed after the answer.
+    pub(crate) after: Option<String>,
+}
 mod reads;
 mod tool;
 
@@ -342,12 +353,14 @@ impl RemoteClient {
         self.answer(sent)
     }
 
-    fn post(
+    /// Posts `body` to `route` and returns the answer's body, with what failed after the answer
+    /// (its [`AFTER_HEADER`](crate::client::store_failures::AFTER_HEADER)).
+    fn post_told(
         &self,
         route: &str,
         query: &[(&str, String)],
         body: &[u8],
-    ) -> Result<Vec<u8>, RemoteError> {
+    ) -> Result<Told, RemoteError> {
         let sent = self.retrying(|| {
             let mut request = self
                 .http
@@ -358,7 +371,14 @@ impl RemoteClient {
             }
             self.authorize(request).send(body)
         });
-        self.answer(sent)
+        let after = sent.as_ref().ok().and_then(|response| {
+            let value = response
+                .headers()
+                .get(crate::client::store_failures::AFTER_HEADER)?;
+            Some(String::from_utf8_lossy(value.as_bytes()).into_owned())
+        });
+        let body = self.answer(sent)?;
+        Ok(Told { body, after })
     }
 
     /// The status and body of an answer, whatever the status.

@@ -91,6 +91,42 @@ impl Failure {
     }
 }
 
+/// A `tool_result` and the store failure its call met after it was answered, if one did: a
+/// delete under the setting `delete = erase` whose erasure failed. The result is the one the log
+/// recorded whatever happened after it, so the failure goes beside it: a server sends it with the
+/// answer (the [`AFTER_HEADER`] header, or a frame of its own on the local socket), and the
+/// client that made the call says it and counts it as a store failure.
+#[derive(Debug)]
+pub(crate) struct Answered {
+    /// The `tool_result` block.
+    pub(crate) result: serde_json::Value,
+    /// What failed after the answer.
+    pub(crate) after: Option<String>,
+}
+
+impl Answered {
+    /// A result nothing failed after.
+    pub(crate) fn plain(result: serde_json::Value) -> Answered {
+        Answered {
+            result,
+            after: None,
+        }
+    }
+}
+
+/// The HTTP header of an answer that carries [`Answered::after`].
+#[cfg_attr(not(any(feature = "client", feature = "serve")), expect(dead_code))]
+pub(crate) const AFTER_HEADER: &str = "mnemo-store-failure";
+
+/// [`Answered::after`] as a header value may hold it: printable ASCII, anything else as `?`.
+#[cfg_attr(not(feature = "serve"), expect(dead_code))]
+pub(crate) fn header_text(after: &str) -> String {
+    after
+        .chars()
+        .map(|c| if (' '..='~').contains(&c) { c } else { '?' })
+        .collect()
+}
+
 /// How many calls a tool server and its clones could not answer because of the store.
 #[derive(Debug, Default)]
 pub(crate) struct Failures {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::client::store_failures::{Failure, Failures};
+use crate::client::store_failures::{Answered, Failure, Failures};
 use crate::client::{Forward, MnemoClient};
 use crate::error::{Error, Result};
 use crate::model::tool::intake::{result_id, tool_result};
@@ -178,8 +178,14 @@ impl MnemoMemoryToolServer {
     /// [`handle`](Self::handle). Anything that is not a call gets an error result and is still
     /// recorded.
     pub fn handle_bytes(&self, bytes: &[u8]) -> Value {
+        self.handle_bytes_told(bytes).result
+    }
+
+    /// [`handle_bytes`](Self::handle_bytes), with what failed after the call was answered: what
+    /// a server sends beside the result, so that the client that made the call learns it.
+    pub(crate) fn handle_bytes_told(&self, bytes: &[u8]) -> Answered {
         let logged = self.intake.bytes(bytes);
-        self.answer(logged, || bytes.to_vec())
+        self.answered(logged, || bytes.to_vec())
     }
 
     /// Answers a request as the tool server reads it from a stream (or a binding made it): a line as
@@ -225,6 +231,11 @@ impl MnemoMemoryToolServer {
     /// refused for its size as its digest, anything else as the request's bytes (`line`, made only
     /// then).
     fn answer(&self, logged: Logged, line: impl FnOnce() -> Vec<u8>) -> Value {
+        self.answered(logged, line).result
+    }
+
+    /// [`answer`](Self::answer), with what failed after the answer (see [`Answered`]).
+    fn answered(&self, logged: Logged, line: impl FnOnce() -> Vec<u8>) -> Answered {
         if self.client.server_url().is_some() {
             let id = logged.tool_use_id.as_deref();
             let bytes;
@@ -253,7 +264,7 @@ impl MnemoMemoryToolServer {
 
     /// The answer of the server of a served store to `call` (a call it did not answer gets an
     /// error result that says why, and counts as a store failure); `None` for a store open here.
-    fn forwarded(&self, call: Forward<'_>) -> Option<Value> {
+    fn forwarded(&self, call: Forward<'_>) -> Option<Answered> {
         let answer = self.client.forward(
             call,
             self.intake.root(),
@@ -264,19 +275,25 @@ impl MnemoMemoryToolServer {
             // The server's tool server counted a store failure; so does this one, whose host
             // sees only the result.
             Ok(answered) => {
-                if let Some(failure) = Failure::said_by(&answered) {
+                if let Some(failure) = Failure::said_by(&answered.result) {
                     self.failures.count(failure);
+                }
+                // What failed after the answer, on the server: said here too, where someone
+                // is watching (a server a client started has no stderr).
+                if let Some(after) = &answered.after {
+                    self.failures.count(Failure::Failed);
+                    eprintln!("mnemo: the server said: {after}");
                 }
                 answered
             }
             Err(unanswered) => {
                 self.failures.count(Failure::Failed);
-                unanswered
+                Answered::plain(unanswered)
             }
         })
     }
 
-    fn commit(&self, logged: Logged) -> Value {
+    fn commit(&self, logged: Logged) -> Answered {
         let Logged { tool_use_id, body } = logged;
         let deletes =
             matches!(&body, Body::Tool(call) if matches!(call.command, Command::Delete { .. }));
@@ -288,24 +305,28 @@ impl MnemoMemoryToolServer {
                     true => receipt.retry_of,
                     false => Some(receipt.seq),
                 };
-                if let (true, false, Some(seq)) = (deletes, receipt.is_error, deleted) {
-                    self.erase_if_set(seq);
+                let after = match (deletes, receipt.is_error, deleted) {
+                    (true, false, Some(seq)) => self.erase_if_set(seq),
+                    _ => None,
+                };
+                Answered {
+                    result: tool_result(
+                        result_id(tool_use_id, receipt.seq.0),
+                        &receipt.text,
+                        receipt.is_error,
+                    ),
+                    after,
                 }
-                tool_result(
-                    result_id(tool_use_id, receipt.seq.0),
-                    &receipt.text,
-                    receipt.is_error,
-                )
             }
             Err(e) => {
                 let failure = Failure::of(&e, self.client.store_stopped());
                 self.failures.count(failure);
-                tool_result(
+                Answered::plain(tool_result(
                     tool_use_id
                         .unwrap_or_else(|| crate::model::tool::intake::UNCONFIRMED_ID.to_string()),
                     &failure.text(&e),
                     true,
-                )
+                ))
             }
         }
     }
@@ -315,18 +336,20 @@ impl MnemoMemoryToolServer {
     /// Under the store setting `delete` = `erase`, erases the files the delete at `seq` removed
     /// (with their whole history) before the delete is answered, so the model's forgetting
     /// forgets. The answer itself is the one the log recorded, whatever happens here: a failure
-    /// to erase counts as a store failure and is said on stderr, with what to run instead.
-    fn erase_if_set(&self, seq: crate::model::event::Seq) {
+    /// to erase counts as a store failure and is said on stderr, with what to run instead, and
+    /// returned to go beside the answer (a server sends it to the client that made the call).
+    fn erase_if_set(&self, seq: crate::model::event::Seq) -> Option<String> {
         let erased = self.client.deletes_erase().and_then(|erase| match erase {
             true => self.client.erase_deleted(seq).map(|_| ()),
             false => Ok(()),
         });
-        if let Err(e) = erased {
-            self.failures.count(Failure::Failed);
-            eprintln!(
-                "mnemo: the store's setting delete = erase could not erase what event {seq} deleted ({e}); erase the deleted files with `mnemo redact --path PATH --reason ...` once the cause is fixed"
-            );
-        }
+        let e = erased.err()?;
+        self.failures.count(Failure::Failed);
+        let why = format!(
+            "the store's setting delete = erase could not erase what event {seq} deleted ({e}); erase the deleted files with `mnemo redact --path PATH --reason ...` once the cause is fixed"
+        );
+        eprintln!("mnemo: {why}");
+        Some(why)
     }
 }
 

@@ -10,12 +10,15 @@ use crate::store::projection::MemoryRecord;
 
 impl Memory for Link {
     fn handle(&self, block: &Value) -> Value {
-        let answer = self.call(|client| client.handle(block));
+        let answer = self.call(|client| client.handle_told(block));
         self.count(answer.as_ref());
-        answer.unwrap_or_else(|e| {
-            let id = block.get("id").and_then(Value::as_str);
-            unanswered(id, &e)
-        })
+        answer.map_or_else(
+            |e| {
+                let id = block.get("id").and_then(Value::as_str);
+                unanswered(id, &e)
+            },
+            |(result, _)| result,
+        )
     }
 
     fn records_by_tag(&self, tag: &str) -> Result<Vec<MemoryRecord>, String> {

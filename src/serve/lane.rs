@@ -30,8 +30,8 @@ use super::Shared;
 use super::clients::{answer_oversized, is_challenge};
 use super::routes::settings_differ;
 use crate::client::remote::lane::{
-    ANSWER, CALL, CHALLENGE, Frame, HELLO, OVERSIZED, PROOF, REFUSAL, SMALL_FRAME, identity_proof,
-    read_frame, write_frame,
+    AFTER, ANSWER, CALL, CHALLENGE, Frame, HELLO, OVERSIZED, PROOF, REFUSAL, SMALL_FRAME,
+    identity_proof, read_frame, write_frame,
 };
 
 /// How long a new connection has to prove the server and say hello.
@@ -287,6 +287,7 @@ fn serve(mut stream: UnixStream, shared: &Shared) -> std::io::Result<()> {
                 return refuse(&mut stream, status, &why);
             }
         };
+        let mut after = None;
         let answered = match kind {
             CALL if body.len() as u64 > limit => {
                 let refusal = super::Refusal::TooLarge {
@@ -299,7 +300,9 @@ fn serve(mut stream: UnixStream, shared: &Shared) -> std::io::Result<()> {
                 .tool_for(&caller.agent)
                 .map_err(|why| (StatusCode::BAD_REQUEST, why))
                 .and_then(|tool| {
-                    serde_json::to_vec(&tool.handle_bytes(&body)).map_err(|e| {
+                    let told = tool.handle_bytes_told(&body);
+                    after = told.after;
+                    serde_json::to_vec(&told.result).map_err(|e| {
                         (
                             StatusCode::INTERNAL_SERVER_ERROR,
                             format!("the store failed ({e}); retry"),
@@ -315,7 +318,13 @@ fn serve(mut stream: UnixStream, shared: &Shared) -> std::io::Result<()> {
             }
         };
         match answered {
-            Ok(answer) => write_frame(&mut stream, ANSWER, &answer)?,
+            Ok(answer) => {
+                // What failed after the answer goes before it, in a frame of its own.
+                if let Some(after) = after.take() {
+                    write_frame(&mut stream, AFTER, after.as_bytes())?;
+                }
+                write_frame(&mut stream, ANSWER, &answer)?
+            }
             Err((status, why)) => refuse(&mut stream, status, &why)?,
         }
     }

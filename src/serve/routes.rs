@@ -51,6 +51,7 @@ use crate::client::MnemoClient;
 use crate::client::redact::Selection;
 use crate::client::remote::Answering;
 use crate::client::revert::RevertScope;
+use crate::client::store_failures::{AFTER_HEADER, header_text};
 use crate::client::token;
 use crate::model::credential::OPERATOR;
 use crate::model::event::Seq;
@@ -322,12 +323,24 @@ async fn memory(
     // As `mnemo tool` answers a line: JSON is handled as by `handle`, anything else (bytes that
     // are not UTF-8 too) is recorded as a rejected call and answered with an error result.
     let answered = blocking(move || {
-        let result = tool.handle_bytes(&bytes);
-        serde_json::to_vec(&result).map_err(|e| Failure::Storage(e.to_string()))
+        let told = tool.handle_bytes_told(&bytes);
+        let body = serde_json::to_vec(&told.result).map_err(|e| Failure::Storage(e.to_string()))?;
+        Ok((body, told.after))
     })
     .await;
     match answered {
-        Ok(bytes) => json_body(bytes, "application/json"),
+        Ok((bytes, after)) => {
+            let mut response = json_body(bytes, "application/json");
+            // What failed after the answer goes beside it (the answer is the recorded one).
+            if let Some(after) = after
+                .as_deref()
+                .map(header_text)
+                .and_then(|text| HeaderValue::from_str(&text).ok())
+            {
+                response.headers_mut().insert(AFTER_HEADER, after);
+            }
+            response
+        }
         Err(failure) => failure.into_response(),
     }
 }

@@ -15,7 +15,8 @@
 //! [`REFUSAL`] (`{"status", "error"}`, the HTTP status and reason `POST /v1/memory` would give)
 //! and then takes any number of [`CALL`]s (a request, as `POST /v1/memory`'s body) and
 //! [`OVERSIZED`]s (a digest, as `POST /v1/memory/oversized`'s), answering each in order with an
-//! `ANSWER` (the `tool_result` JSON) or a `REFUSAL`.
+//! `ANSWER` (the `tool_result` JSON) or a `REFUSAL`. An answer may come after an [`AFTER`]: what
+//! failed once the call was answered (text; the `mnemo-store-failure` header over HTTP).
 //!
 //! **Failures.** A connection that cannot be made or proved is not an error: the call goes over
 //! HTTP, which tells an unreachable server from a refusal. A call whose frame could not be
@@ -32,7 +33,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{Answering, RemoteError};
+use super::{Answering, RemoteError, Told};
 use crate::store::disk::DirId;
 
 /// The client's challenge (hex it made).
@@ -49,6 +50,9 @@ pub(crate) const REFUSAL: u8 = 5;
 pub(crate) const CALL: u8 = 6;
 /// The digest of a request over the limit, as `POST /v1/memory/oversized`'s body.
 pub(crate) const OVERSIZED: u8 = 7;
+/// What failed after the call was answered (a `delete = erase` that could not erase), sent
+/// before the answer it goes with.
+pub(crate) const AFTER: u8 = 8;
 
 /// The largest frame of the handshake, of a digest or of a refusal.
 pub(crate) const SMALL_FRAME: u64 = 64 * 1024;
@@ -178,7 +182,7 @@ impl Lane {
         hello: &Hello<'_>,
         kind: u8,
         payload: &[u8],
-    ) -> Option<Result<Vec<u8>, RemoteError>> {
+    ) -> Option<Result<Told, RemoteError>> {
         let mut conn = match self.take(hello) {
             Some(conn) => conn,
             None => self.open(hello)?,
@@ -195,8 +199,14 @@ impl Lane {
             why,
         };
         let _ = conn.stream.set_read_timeout(Some(wait));
-        let answer = match read_frame(&mut conn.stream, u64::from(u32::MAX)) {
-            Ok(Frame::Whole(ANSWER, body)) => Ok(body),
+        let mut after = None;
+        let mut frame = read_frame(&mut conn.stream, u64::from(u32::MAX));
+        if let Ok(Frame::Whole(AFTER, text)) = &frame {
+            after = Some(String::from_utf8_lossy(text).into_owned());
+            frame = read_frame(&mut conn.stream, u64::from(u32::MAX));
+        }
+        let answer = match frame {
+            Ok(Frame::Whole(ANSWER, body)) => Ok(Told { body, after }),
             Ok(Frame::Whole(REFUSAL, body)) => Err(refused(url, &body)),
             Ok(Frame::Whole(other, _)) => {
                 return Some(Err(RemoteError::Protocol {

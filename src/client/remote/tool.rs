@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::{RemoteClient, RemoteError, lane};
+use super::{RemoteClient, RemoteError, Told, lane};
 use crate::model::event::InputDigest;
 use crate::model::tool::{Limits, Profile};
 use crate::store::log::Durability;
@@ -13,14 +13,29 @@ impl RemoteClient {
     /// any bytes `mnemo tool` might read on a line) and returns the `tool_result` JSON text,
     /// byte for byte what the server's [`MnemoMemoryToolServer`](crate::MnemoMemoryToolServer)
     /// made.
+    /// A failure after the answer (a `delete = erase` whose erasure failed) is dropped here;
+    /// `mnemo tool` and `mnemo mcp` say it and exit 2.
     pub fn memory_bytes(&self, request: &[u8]) -> Result<Vec<u8>, RemoteError> {
+        self.memory_told(request).map(|told| told.body)
+    }
+
+    /// [`memory_bytes`](Self::memory_bytes), with what failed after the answer.
+    pub(crate) fn memory_told(&self, request: &[u8]) -> Result<Told, RemoteError> {
         self.tool_call(lane::CALL, "/v1/memory", request, None)
     }
 
     /// [`memory_bytes`](Self::memory_bytes) for a value: the `tool_result` block.
     pub fn handle(&self, block: &Value) -> Result<Value, RemoteError> {
-        let answer = self.memory_bytes(block.to_string().as_bytes())?;
-        self.json(&answer)
+        self.handle_told(block).map(|(result, _)| result)
+    }
+
+    /// [`handle`](Self::handle), with what failed after the answer.
+    pub(crate) fn handle_told(
+        &self,
+        block: &Value,
+    ) -> Result<(Value, Option<String>), RemoteError> {
+        let told = self.memory_told(block.to_string().as_bytes())?;
+        Ok((self.json(&told.body)?, told.after))
     }
 
     /// Records a request over the size limit, which was never held whole, as its digest, and
@@ -28,6 +43,7 @@ impl RemoteClient {
     pub fn oversized(&self, digest: &InputDigest) -> Result<Vec<u8>, RemoteError> {
         let body = serde_json::to_vec(digest).map_err(|e| self.protocol(e.to_string()))?;
         self.tool_call(lane::OVERSIZED, "/v1/memory/oversized", &body, None)
+            .map(|told| told.body)
     }
 
     /// [`memory_bytes`](Self::memory_bytes) for a tool server that answers with `answering`:
@@ -36,7 +52,7 @@ impl RemoteClient {
         &self,
         request: &[u8],
         answering: &Answering,
-    ) -> Result<Vec<u8>, RemoteError> {
+    ) -> Result<Told, RemoteError> {
         self.tool_call(lane::CALL, "/v1/memory", request, Some(answering))
     }
 
@@ -49,7 +65,7 @@ impl RemoteClient {
         tool_use_id: Option<&str>,
         stopped: bool,
         answering: &Answering,
-    ) -> Result<Vec<u8>, RemoteError> {
+    ) -> Result<Told, RemoteError> {
         let mut body = serde_json::to_value(digest).map_err(|e| self.protocol(e.to_string()))?;
         body["tool_use_id"] = tool_use_id.into();
         body["stopped"] = stopped.into();
@@ -70,7 +86,7 @@ impl RemoteClient {
         route: &str,
         body: &[u8],
         answering: Option<&Answering>,
-    ) -> Result<Vec<u8>, RemoteError> {
+    ) -> Result<Told, RemoteError> {
         if let Some(lane) = &self.lane {
             let hello = lane::Hello {
                 token: &self.token,
@@ -82,7 +98,7 @@ impl RemoteClient {
             }
         }
         let query = answering.map(Answering::query).unwrap_or_default();
-        self.post(route, &query, body)
+        self.post_told(route, &query, body)
     }
 }
 
