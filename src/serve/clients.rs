@@ -15,7 +15,9 @@
 //! one for its whole life, so the server does not stop under it. A client killed with `kill -9`
 //! has its socket closed by the kernel; the next heartbeat fails to send, the body is dropped
 //! and the client no longer counts. On a stop the bodies end, so a graceful shutdown does not
-//! wait for them.
+//! wait for them; nor does a server with an idle exit whose store a storage failure stopped,
+//! which exits once no call is in progress (its attached clients' next calls start a server
+//! that reopens the store).
 //!
 //! The records route is access-checked for the request's agent, like an MCP resource read, and
 //! not logged. The oversized route records what `mnemo tool` records for a line it never held
@@ -143,7 +145,7 @@ async fn attach(
     State(shared): State<Arc<Shared>>,
     Extension(stop): Extension<CancellationToken>,
 ) -> Response {
-    let attached = shared.activity.begin();
+    let attached = shared.activity.attach();
     let mut ticks = tokio::time::interval(HEARTBEAT);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let beats = futures_util::stream::unfold(

@@ -19,6 +19,9 @@ use tokio_util::sync::CancellationToken;
 pub struct Activity {
     started: Instant,
     in_flight: AtomicU64,
+    /// Of those, attached clients' bodies ([`Activity::attach`]), which last as long as their
+    /// client does.
+    attached: AtomicU64,
     /// Milliseconds after `started` when a request last began or ended.
     last_ms: AtomicU64,
 }
@@ -29,6 +32,7 @@ impl Activity {
         Arc::new(Activity {
             started: Instant::now(),
             in_flight: AtomicU64::new(0),
+            attached: AtomicU64::new(0),
             last_ms: AtomicU64::new(0),
         })
     }
@@ -42,6 +46,18 @@ impl Activity {
         self.in_flight.fetch_add(1, Ordering::SeqCst);
         self.last_ms.store(self.now_ms(), Ordering::SeqCst);
         InFlight(Arc::clone(self))
+    }
+
+    /// Marks an attached client's body as begun: a request in progress, for as long as its
+    /// client stays, that a server whose store stopped does not wait for (see [`Attached`]).
+    pub fn attach(self: &Arc<Activity>) -> Attached {
+        self.attached.fetch_add(1, Ordering::SeqCst);
+        Attached(self.begin())
+    }
+
+    /// Whether every request in progress is an attached client's (or none is).
+    fn only_attached(&self) -> bool {
+        self.in_flight.load(Ordering::SeqCst) <= self.attached.load(Ordering::SeqCst)
     }
 
     /// How long no request has been in progress (zero while one is).
@@ -64,6 +80,16 @@ impl Drop for InFlight {
     fn drop(&mut self) {
         self.0.last_ms.store(self.0.now_ms(), Ordering::SeqCst);
         self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// An attached client's body in progress; the client stops counting as attached when dropped.
+#[derive(Debug)]
+pub struct Attached(InFlight);
+
+impl Drop for Attached {
+    fn drop(&mut self) {
+        (self.0).0.attached.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -181,7 +207,10 @@ async fn idle(activity: &Activity, limit: Duration) -> Reason {
 const STOPPED_TICK: Duration = Duration::from_millis(100);
 
 /// Once `stopped` says the store was stopped: says why on stderr, then, when the server `exits`
-/// on its own, returns as soon as no request is in progress (else never).
+/// on its own, returns as soon as no call is in progress (else never). Attached clients are not
+/// waited for: one that stays for a whole session (an MCP host) would keep every call refused;
+/// its attachment ends with the server, and its next call starts a server that reopens the
+/// store.
 async fn store_stopped(activity: &Activity, stopped: Stopped, exits: bool) -> Reason {
     let cause = loop {
         tokio::time::sleep(STOPPED_TICK).await;
@@ -202,7 +231,7 @@ async fn store_stopped(activity: &Activity, stopped: Stopped, exits: bool) -> Re
         return std::future::pending().await;
     }
     loop {
-        if activity.idle_for() > Duration::ZERO {
+        if activity.only_attached() {
             return Reason::StoreStopped;
         }
         tokio::time::sleep(STOPPED_TICK).await;
@@ -222,5 +251,20 @@ mod tests {
         drop(call);
         std::thread::sleep(Duration::from_millis(20));
         assert!(activity.idle_for() >= Duration::from_millis(15));
+    }
+
+    #[test]
+    fn an_attached_client_is_in_progress_but_not_a_call() {
+        let activity = Activity::new();
+        let attached = activity.attach();
+        assert_eq!(activity.idle_for(), Duration::ZERO);
+        assert!(activity.only_attached());
+        let call = activity.begin();
+        assert!(!activity.only_attached());
+        drop(call);
+        assert!(activity.only_attached());
+        drop(attached);
+        assert!(activity.only_attached());
+        assert!(activity.idle_for() < Duration::from_secs(1));
     }
 }
