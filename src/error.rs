@@ -135,7 +135,7 @@ pub enum Error {
     /// disk, so it refuses every further write instead of risking a fork of the chain. Reopening the
     /// store recovers to the last durable event.
     #[error(
-        "the store refused the call because a storage failure poisoned it ({cause}); reopen the store to recover to the last durable event: restart the server that holds it (a server a client started exits by itself once no call is in progress), or close every client of a store opened in the process"
+        "a storage failure poisoned the store ({cause}); reopen the store to recover to the last durable event: restart the server that holds it (a server a client started exits by itself once no call is in progress), or close every client of a store opened in the process"
     )]
     Poisoned {
         /// The failure that poisoned the store.

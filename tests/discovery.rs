@@ -590,37 +590,30 @@ fn an_operators_server_whose_store_failed_says_so_and_tells_calls_to_restart_it(
         text(&refused.stdout).contains("restart the server that holds it"),
         "{refused:?}"
     );
+    // Refused before it ran, and told so: nothing of it was applied.
+    assert!(
+        text(&refused.stdout).contains("Nothing was applied")
+            && !text(&refused.stdout).contains("may or may not"),
+        "{refused:?}"
+    );
     let settings = mnemo(&["config", "list", "--db", db_arg(&db)], &[], b"");
     assert_eq!(settings.status.code(), Some(2), "{settings:?}");
     assert!(
         text(&settings.stderr).contains("restart the server that holds it"),
         "{settings:?}"
     );
-    let (mut session, stdin, mut stdout) =
-        spawn_piped(served_command(&["mcp", "--db", db_arg(&db)], &[]));
-    let mut stdin = stdin.expect("stdin");
-    let mut reply = |line: &str| -> Value {
-        writeln!(stdin, "{line}").expect("write");
-        let mut out = String::new();
-        stdout.read_line(&mut out).expect("a reply");
-        serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"))
-    };
-    let init = reply(
-        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
-    );
-    assert!(init.get("result").is_some(), "{init}");
-    let viewed = reply(
-        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}
-{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"memory","arguments":{"command":"view","path":"/memories"}}}"#,
-    );
-    assert_eq!(viewed["result"]["isError"], true, "{viewed}");
-    drop(stdin);
-    let ended = session.wait().expect("wait");
-    assert_eq!(
-        ended.code(),
-        Some(2),
-        "an MCP session through the server ends as `mnemo tool` does after a store failure"
-    );
+    // An MCP session through the server ends as `mnemo tool` does after a store failure, met by
+    // a call or by a resource read.
+    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"memory","arguments":{"command":"view","path":"/memories"}}}"#;
+    let read = r#"{"jsonrpc":"2.0","id":2,"method":"resources/list"}"#;
+    for (request, failed) in [(call, "/result/isError"), (read, "/error/code")] {
+        let (replies, ended) = mcp_session(&db, request);
+        assert!(
+            replies[1].pointer(failed).is_some_and(|v| v != false),
+            "{request}: {replies:?}"
+        );
+        assert_eq!(ended.code(), Some(2), "{request}: {replies:?}");
+    }
     assert_eq!(
         server_of(&db).pid,
         file.pid,
@@ -629,6 +622,30 @@ fn an_operators_server_whose_store_failed_says_so_and_tells_calls_to_restart_it(
     signal("-TERM", file.pid);
     let status = server.wait().expect("wait");
     assert_eq!(status.code(), Some(2), "{}", said());
+}
+
+/// An MCP session through the store's server: initialize, then `request` (with id 2); the two
+/// replies, and how the session ended once its stdin closed.
+fn mcp_session(db: &Path, request: &str) -> (Vec<Value>, std::process::ExitStatus) {
+    let (mut session, stdin, mut stdout) =
+        spawn_piped(served_command(&["mcp", "--db", db_arg(db)], &[]));
+    let mut stdin = stdin.expect("stdin");
+    let mut replies = Vec::new();
+    for line in [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+        &format!(
+            "{}\n{request}",
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#
+        ),
+    ] {
+        writeln!(stdin, "{line}").expect("write");
+        let mut out = String::new();
+        stdout.read_line(&mut out).expect("a reply");
+        replies
+            .push(serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}")));
+    }
+    drop(stdin);
+    (replies, session.wait().expect("wait"))
 }
 
 #[test]

@@ -890,6 +890,12 @@ fn a_delete_whose_erasure_failed_is_said_to_its_session_through_its_server_too()
             said.contains("delete = erase could not erase") && said.contains("mnemo redact"),
             "{how}: {said}"
         );
+        // The exit says what happened: answered, not erased; not that calls got error results.
+        assert!(
+            said.contains("1 delete(s) of this session were answered as recorded")
+                && !said.contains("error result"),
+            "{how}: {said}"
+        );
         assert_eq!(out.status.code(), Some(2), "{how}: {out:?}");
     };
     session(

@@ -489,6 +489,9 @@ pub struct LineTally {
     pub store_failures: u64,
     /// Of those, the calls that found stored bytes damaged: nothing was applied for them.
     pub store_damage: u64,
+    /// Of those, deletes under `delete = erase` answered as recorded whose erasure failed after
+    /// (the server said so beside the answer).
+    pub erase_failures: u64,
 }
 
 impl Link {
@@ -561,7 +564,7 @@ impl LineTally {
                 self.store_failures += 1;
                 self.store_damage += 1;
             }
-            Some(Failure::Failed) => self.store_failures += 1,
+            Some(Failure::Failed | Failure::Refused) => self.store_failures += 1,
             None => {}
         }
     }
@@ -572,6 +575,7 @@ impl LineTally {
     fn after(&mut self, after: Option<&str>) {
         if let Some(after) = after {
             self.store_failures += 1;
+            self.erase_failures += 1;
             eprintln!("mnemo: the server said: {after}");
         }
     }

@@ -2,7 +2,8 @@
 //! what the host counts. A call can fail two ways. Stored bytes its answer needs may be found
 //! damaged (changed outside Mnemo): nothing was recorded or applied, and the store goes on
 //! answering the calls that do not read them. Or the store may fail while recording it: the call
-//! may or may not have been applied, and the store refuses every later call until reopened.
+//! may or may not have been applied, and the store refuses every later call until reopened; a
+//! call refused so was not applied, and is told that.
 //!
 //! Each error result opens with a fixed sentence of its own. No answer of the memory tool opens
 //! with either (its errors name the tool or a path, never the store), so a tool server that
@@ -18,6 +19,10 @@ const OPENING: &str = "Error: The memory store ";
 /// How the result of a call the store failed while recording begins.
 const FAILED: &str = "Error: The memory store failed while recording this call";
 
+/// How the result of a call refused because an earlier storage failure had stopped the store
+/// begins.
+const REFUSED: &str = "Error: The memory store was stopped by an earlier storage failure";
+
 /// How the result of a call that met damaged stored bytes begins (a read of them, or a write
 /// refused because the value file it would append to was cut short).
 const DAMAGED: &str =
@@ -32,18 +37,28 @@ pub(crate) enum Failure {
     /// The store failed while recording the call (or the server holding it did not answer): it
     /// may or may not have been applied.
     Failed,
+    /// The store was already stopped by an earlier failure when the call came, and refused it:
+    /// nothing was applied.
+    Refused,
 }
 
 impl Failure {
-    /// The failure a call that got `e` is, given whether the store was `stopped` after it. The
-    /// writer returns damage found while answering before the chain moves, without stopping;
-    /// damage found by a failed write stops it, and then the call may have been applied.
-    pub(crate) fn of(e: &Error, stopped: bool) -> Failure {
+    /// The failure a call that got `e` is, given why the store was stopped `before` it was made
+    /// (if it was) and whether it was stopped `after` it. The writer returns damage found while
+    /// answering before the chain moves, without stopping; damage found by a failed write stops
+    /// it, and then the call may have been applied. A stopped writer stays stopped and refuses
+    /// every call before running it, so a call refused for the very failure that had stopped
+    /// the store before it was made was not applied (a store reopened in between fails with a
+    /// cause of its own).
+    pub(crate) fn of(e: &Error, before: Option<&str>, after: bool) -> Failure {
         let damage = matches!(
             e,
             Error::Corrupt { .. } | Error::UnsafeFile { .. } | Error::ChainBroken { .. }
         );
-        match damage && !stopped {
+        if matches!(e, Error::Poisoned { cause } if Some(cause.as_str()) == before) {
+            return Failure::Refused;
+        }
+        match damage && !after {
             true => Failure::Damaged,
             false => Failure::Failed,
         }
@@ -57,6 +72,9 @@ impl Failure {
             ),
             Failure::Failed => format!(
                 "{FAILED} ({e}). It may or may not have been applied: view the path to check before you retry."
+            ),
+            Failure::Refused => format!(
+                "{REFUSED} and refused this call ({e}). Nothing was applied; tell the operator, and make the call again once the store is reopened."
             ),
         }
     }
@@ -85,6 +103,8 @@ impl Failure {
             Some(Failure::Damaged)
         } else if text.starts_with(FAILED) {
             Some(Failure::Failed)
+        } else if text.starts_with(REFUSED) {
+            Some(Failure::Refused)
         } else {
             None
         }
@@ -134,6 +154,9 @@ pub(crate) struct Failures {
     all: AtomicU64,
     /// Those that found stored bytes damaged.
     damaged: AtomicU64,
+    /// Deletes answered as recorded whose erasure under `delete = erase` failed after (counted
+    /// in `all` too).
+    erasures: AtomicU64,
 }
 
 impl Failures {
@@ -142,6 +165,16 @@ impl Failures {
         if failure == Failure::Damaged {
             self.damaged.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// Counts a delete whose erasure failed after it was answered.
+    pub(crate) fn count_erasure(&self) {
+        self.all.fetch_add(1, Ordering::Relaxed);
+        self.erasures.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn erasures(&self) -> u64 {
+        self.erasures.load(Ordering::Relaxed)
     }
 
     pub(crate) fn all(&self) -> u64 {
@@ -168,28 +201,32 @@ mod tests {
     /// and a result of either says which it was, while no other result says either.
     #[test]
     fn damage_is_told_from_a_stopped_store_and_each_result_says_which() {
-        let full = Error::Poisoned {
+        let full = || Error::Poisoned {
             cause: "disk full".into(),
         };
         let cases = [
-            (damage(), false, Failure::Damaged),
-            (damage(), true, Failure::Failed),
-            (full, false, Failure::Failed),
+            (damage(), None, false, Failure::Damaged),
+            (damage(), None, true, Failure::Failed),
+            (damage(), Some("disk full"), true, Failure::Failed),
+            (full(), None, true, Failure::Failed),
+            (full(), Some("disk full"), true, Failure::Refused),
+            (full(), Some("an earlier cause"), true, Failure::Failed),
             (
                 Error::InvalidArgument("too large".into()),
+                None,
                 false,
                 Failure::Failed,
             ),
         ];
-        for (e, stopped, expected) in cases {
-            let failure = Failure::of(&e, stopped);
+        for (e, before, after, expected) in cases {
+            let failure = Failure::of(&e, before, after);
             assert_eq!(failure, expected, "{e}");
             let result = tool_result("toolu_1".into(), &failure.text(&e), true);
             assert_eq!(Failure::said_by(&result), Some(expected), "{result}");
             let text = failure.text(&e);
             assert_eq!(
                 text.contains("Nothing was applied"),
-                expected == Failure::Damaged,
+                expected != Failure::Failed,
                 "{text}"
             );
             let bytes = result.to_string().into_bytes();
@@ -209,7 +246,11 @@ mod tests {
             let result = json!({"type": "tool_result", "content": other, "is_error": true});
             assert_eq!(Failure::said_by(&result), None, "{other}");
         }
-        assert!(FAILED.starts_with(OPENING) && DAMAGED.starts_with(OPENING));
+        assert!(
+            [FAILED, DAMAGED, REFUSED]
+                .iter()
+                .all(|text| text.starts_with(OPENING))
+        );
         let failures = Failures::default();
         for failure in [Failure::Damaged, Failure::Failed, Failure::Damaged] {
             failures.count(failure);

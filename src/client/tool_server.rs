@@ -134,6 +134,14 @@ impl MnemoMemoryToolServer {
         self.failures.damaged()
     }
 
+    /// How many of the [`store_failures`](Self::store_failures) were deletes under the setting
+    /// `delete = erase` whose erasure failed after they were answered: each got the answer the
+    /// log recorded ("Successfully deleted"), and the deleted content is still in the log until
+    /// `mnemo redact` erases it.
+    pub fn erase_failures(&self) -> u64 {
+        self.failures.erasures()
+    }
+
     /// The limits enforced.
     pub fn limits(&self) -> Limits {
         self.intake.limits()
@@ -281,7 +289,7 @@ impl MnemoMemoryToolServer {
                 // What failed after the answer, on the server: said here too, where someone
                 // is watching (a server a client started has no stderr).
                 if let Some(after) = &answered.after {
-                    self.failures.count(Failure::Failed);
+                    self.failures.count_erasure();
                     eprintln!("mnemo: the server said: {after}");
                 }
                 answered
@@ -297,6 +305,7 @@ impl MnemoMemoryToolServer {
         let Logged { tool_use_id, body } = logged;
         let deletes =
             matches!(&body, Body::Tool(call) if matches!(call.command, Command::Delete { .. }));
+        let stopped_before = self.client.stopped_by();
         match self.client.call(tool_use_id.clone(), body) {
             Ok(receipt) => {
                 // A retry answered from its record completes what its original owed: a crash
@@ -319,7 +328,8 @@ impl MnemoMemoryToolServer {
                 }
             }
             Err(e) => {
-                let failure = Failure::of(&e, self.client.store_stopped());
+                let failure =
+                    Failure::of(&e, stopped_before.as_deref(), self.client.store_stopped());
                 self.failures.count(failure);
                 Answered::plain(tool_result(
                     tool_use_id
@@ -344,7 +354,7 @@ impl MnemoMemoryToolServer {
             false => Ok(()),
         });
         let e = erased.err()?;
-        self.failures.count(Failure::Failed);
+        self.failures.count_erasure();
         let why = format!(
             "the store's setting delete = erase could not erase what event {seq} deleted ({e}); erase the deleted files with `mnemo redact --path PATH --reason ...` once the cause is fixed"
         );

@@ -21,13 +21,19 @@ impl Memory for Link {
         )
     }
 
+    // A resource read the server did not answer counts as a call does: the session ends with
+    // exit 2 saying so.
     fn records_by_tag(&self, tag: &str) -> Result<Vec<MemoryRecord>, String> {
-        self.call(|client| client.records_by_tag(tag))
-            .map_err(|e| e.to_string())
+        self.call(|client| client.records_by_tag(tag)).map_err(|e| {
+            self.count(Err(&e));
+            e.to_string()
+        })
     }
 
     fn record(&self, path: &str) -> Result<Option<MemoryRecord>, String> {
-        self.call(|client| client.record(path))
-            .map_err(|e| e.to_string())
+        self.call(|client| client.record(path)).map_err(|e| {
+            self.count(Err(&e));
+            e.to_string()
+        })
     }
 }

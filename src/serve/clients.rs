@@ -39,7 +39,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Shared;
 use super::auth::Caller;
-use super::routes::{Asked, error, settings_refusal};
+use super::routes::{Asked, Failure, error, settings_refusal};
 use crate::model::event::InputDigest;
 use crate::model::tool::request::Request;
 use crate::store::projection::MemoryRecord;
@@ -194,7 +194,8 @@ async fn records(
             .await;
     match listed {
         Ok(Ok(body)) => json(body.to_string()),
-        Ok(Err(e)) => store_failed(&e.to_string()),
+        // As every route says a store error: damage and a stopped store as they are.
+        Ok(Err(e)) => Failure::from(e).into_response(),
         Err(e) => store_failed(&format!("the call did not finish: {e}")),
     }
 }

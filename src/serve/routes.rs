@@ -136,7 +136,7 @@ async fn not_found() -> Response {
 }
 
 /// What went wrong in a route.
-enum Failure {
+pub(super) enum Failure {
     /// The request asked for something invalid (400), or that is not there (404); or an answer
     /// with its own status and a reason to say as it is.
     Client(StatusCode, String),
@@ -172,10 +172,12 @@ impl From<crate::Error> for Failure {
                 Failure::Client(StatusCode::SERVICE_UNAVAILABLE, e.to_string())
             }
             // Said as it is: a retry or a look at the disk would not help (each says what
-            // would: a restore, or the store's own file put back).
+            // would: a restore, the store's own file put back, or a restart that reopens it).
             e @ (crate::Error::ChainBroken { .. }
             | crate::Error::Corrupt { .. }
-            | crate::Error::UnsafeFile { .. }) => {
+            | crate::Error::UnsafeFile { .. }
+            | crate::Error::Poisoned { .. }
+            | crate::Error::WriterStopped { .. }) => {
                 Failure::Client(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
             }
             other => Failure::Storage(other.to_string()),

@@ -388,7 +388,11 @@ fn ended(tally: mnemo::LineTally) -> CliResult {
         )
         .into());
     }
-    if let Some(why) = crate::session::store_failed(tally.store_failures, tally.store_damage) {
+    if let Some(why) = crate::session::store_failed(
+        tally.store_failures,
+        tally.store_damage,
+        tally.erase_failures,
+    ) {
         return Err(why.into());
     }
     if tally.refused > 0 {

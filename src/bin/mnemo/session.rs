@@ -50,25 +50,35 @@ impl Session {
 /// Exit 0, or exit 2 when the store failed during the session, or found stored bytes damaged
 /// (each such call got an error result).
 pub(crate) fn end_session(server: &MnemoMemoryToolServer) -> CliResult {
-    match store_failed(server.store_failures(), server.store_damage()) {
+    match store_failed(
+        server.store_failures(),
+        server.store_damage(),
+        server.erase_failures(),
+    ) {
         Some(why) => Err(why.into()),
         None => Ok(ExitCode::SUCCESS),
     }
 }
 
 /// What a session whose store failed on `failures` calls, `damaged` of them for damaged stored
-/// bytes, exits 2 saying; `None` when there were none.
-pub(crate) fn store_failed(failures: u64, damaged: u64) -> Option<String> {
+/// bytes and `erasures` of them deletes whose erasure failed after their answer, exits 2 saying;
+/// `None` when there were none.
+pub(crate) fn store_failed(failures: u64, damaged: u64, erasures: u64) -> Option<String> {
     let mut said = Vec::new();
     if damaged > 0 {
         said.push(format!(
             "{damaged} call(s) of this session met damaged stored bytes (changed outside Mnemo; each got an error result and nothing was applied for it): `mnemo verify` names the damage; restore the store from a replica or backup"
         ));
     }
-    if failures > damaged {
+    if erasures > 0 {
         said.push(format!(
-            "the store failed on {} call(s) of this session (each got an error result); check the disk, then reopen the store, which recovers to the last event that reached the log",
-            failures - damaged
+            "{erasures} delete(s) of this session were answered as recorded but could not be erased as the store's setting delete = erase asks (said above, with why): what they deleted is still in the log; erase it with `mnemo redact --path PATH --reason ...` once the cause is fixed"
+        ));
+    }
+    let others = failures.saturating_sub(damaged + erasures);
+    if others > 0 {
+        said.push(format!(
+            "the store failed on {others} call(s) of this session (each got an error result); check the disk, then reopen the store, which recovers to the last event that reached the log"
         ));
     }
     (!said.is_empty()).then(|| said.join("; and "))
