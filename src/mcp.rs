@@ -98,12 +98,19 @@ impl Memory for MnemoMemoryToolServer {
         MnemoMemoryToolServer::handle(self, block)
     }
 
+    // A resource read the store failed counts as a call it failed: the session ends saying so.
     fn records_by_tag(&self, tag: &str) -> Result<Vec<MemoryRecord>, String> {
-        self.client().records_by_tag(tag).map_err(|e| e.to_string())
+        self.client().records_by_tag(tag).map_err(|e| {
+            self.count_read_failure(&e);
+            e.to_string()
+        })
     }
 
     fn record(&self, path: &str) -> Result<Option<MemoryRecord>, String> {
-        self.client().record(path).map_err(|e| e.to_string())
+        self.client().record(path).map_err(|e| {
+            self.count_read_failure(&e);
+            e.to_string()
+        })
     }
 }
 

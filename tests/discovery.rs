@@ -607,7 +607,7 @@ fn an_operators_server_whose_store_failed_says_so_and_tells_calls_to_restart_it(
     let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"memory","arguments":{"command":"view","path":"/memories"}}}"#;
     let read = r#"{"jsonrpc":"2.0","id":2,"method":"resources/list"}"#;
     for (request, failed) in [(call, "/result/isError"), (read, "/error/code")] {
-        let (replies, ended) = mcp_session(&db, request);
+        let (replies, ended) = mcp_session(&["--db", db_arg(&db)], request);
         assert!(
             replies[1].pointer(failed).is_some_and(|v| v != false),
             "{request}: {replies:?}"
@@ -624,11 +624,11 @@ fn an_operators_server_whose_store_failed_says_so_and_tells_calls_to_restart_it(
     assert_eq!(status.code(), Some(2), "{}", said());
 }
 
-/// An MCP session through the store's server: initialize, then `request` (with id 2); the two
+/// An MCP session of `mnemo mcp args...`: initialize, then `request` (with id 2); the two
 /// replies, and how the session ended once its stdin closed.
-fn mcp_session(db: &Path, request: &str) -> (Vec<Value>, std::process::ExitStatus) {
+pub fn mcp_session(args: &[&str], request: &str) -> (Vec<Value>, std::process::ExitStatus) {
     let (mut session, stdin, mut stdout) =
-        spawn_piped(served_command(&["mcp", "--db", db_arg(db)], &[]));
+        spawn_piped(served_command(&[&["mcp"], args].concat(), &[]));
     let mut stdin = stdin.expect("stdin");
     let mut replies = Vec::new();
     for line in [

@@ -920,3 +920,34 @@ fn a_delete_whose_erasure_failed_is_said_to_its_session_through_its_server_too()
         crate::discovery::stop_server(&s.path());
     }
 }
+
+/// An MCP session whose resource read met damaged stored bytes ends as one whose call did: exit
+/// 2, in its own process and through its server; one whose reads met none exits 0.
+#[cfg(feature = "serve")]
+#[test]
+fn an_mcp_session_whose_resource_read_met_damage_exits_2() {
+    let (s, _) = store_with_large_create();
+    let db = s.path().to_str().expect("utf-8").to_string();
+    let values = s.path().join(VALUES_FILE);
+    let mut bytes = std::fs::read(&values).expect("values");
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x20;
+    std::fs::write(&values, bytes).expect("damage");
+    let read = |path: &str| {
+        json!({"jsonrpc": "2.0", "id": 2, "method": "resources/read",
+            "params": {"uri": format!("memory://{path}")}})
+        .to_string()
+    };
+    for (how, args) in [
+        ("in its own process", vec!["--db", &db, "--no-start"]),
+        ("through its server", vec!["--db", &db]),
+    ] {
+        let (replies, ended) = crate::discovery::mcp_session(&args, &read("/memories/small.md"));
+        assert_eq!(replies[1]["result"]["contents"][0]["text"], "- tea\n");
+        assert_eq!(ended.code(), Some(0), "{how}: {replies:?}");
+        let (replies, ended) = crate::discovery::mcp_session(&args, &read("/memories/large.md"));
+        assert!(replies[1].get("error").is_some(), "{how}: {replies:?}");
+        assert_eq!(ended.code(), Some(2), "{how}: {replies:?}");
+    }
+    crate::discovery::stop_server(&s.path());
+}

@@ -142,6 +142,27 @@ impl MnemoMemoryToolServer {
         self.failures.erasures()
     }
 
+    /// Counts a read of the store that failed (an MCP resource read) as a failed call is
+    /// counted, when what failed is the store: damage, a stopped store, the disk. A read asked
+    /// wrongly is not counted.
+    #[cfg(feature = "mcp")]
+    pub(crate) fn count_read_failure(&self, e: &Error) {
+        let store = matches!(
+            e,
+            Error::Corrupt { .. }
+                | Error::ChainBroken { .. }
+                | Error::UnsafeFile { .. }
+                | Error::Poisoned { .. }
+                | Error::WriterStopped { .. }
+                | Error::Storage(_)
+                | Error::Io { .. }
+        );
+        if store {
+            self.failures
+                .count(Failure::of(e, None, self.client.store_stopped()));
+        }
+    }
+
     /// The limits enforced.
     pub fn limits(&self) -> Limits {
         self.intake.limits()
