@@ -612,8 +612,16 @@ fn an_operators_server_whose_store_failed_says_so_and_tells_calls_to_restart_it(
             replies[1].pointer(failed).is_some_and(|v| v != false),
             "{request}: {replies:?}"
         );
-        assert_eq!(ended.code(), Some(2), "{request}: {replies:?}");
+        assert_eq!(ended.status.code(), Some(2), "{request}: {replies:?}");
     }
+    // Said as a store failure, not as a call the server may or may not have applied.
+    let (_, ended) = mcp_session(&["--db", db_arg(&db)], read);
+    let exit_said = text(&ended.stderr);
+    assert!(
+        exit_said.contains("the store failed on 1 call(s)")
+            && !exit_said.contains("did not answer"),
+        "{exit_said}"
+    );
     assert_eq!(
         server_of(&db).pid,
         file.pid,
@@ -625,11 +633,16 @@ fn an_operators_server_whose_store_failed_says_so_and_tells_calls_to_restart_it(
 }
 
 /// An MCP session of `mnemo mcp args...`: initialize, then `request` (with id 2); the two
-/// replies, and how the session ended once its stdin closed.
-pub fn mcp_session(args: &[&str], request: &str) -> (Vec<Value>, std::process::ExitStatus) {
-    let (mut session, stdin, mut stdout) =
-        spawn_piped(served_command(&[&["mcp"], args].concat(), &[]));
-    let mut stdin = stdin.expect("stdin");
+/// replies, and how the session ended once its stdin closed (its status and stderr).
+pub fn mcp_session(args: &[&str], request: &str) -> (Vec<Value>, Output) {
+    let mut command = served_command(&[&["mcp"], args].concat(), &[]);
+    command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut session = command.spawn().expect("spawn mnemo mcp");
+    let mut stdin = session.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(session.stdout.take().expect("stdout"));
     let mut replies = Vec::new();
     for line in [
         r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
@@ -645,7 +658,7 @@ pub fn mcp_session(args: &[&str], request: &str) -> (Vec<Value>, std::process::E
             .push(serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}")));
     }
     drop(stdin);
-    (replies, session.wait().expect("wait"))
+    (replies, session.wait_with_output().expect("wait"))
 }
 
 #[test]

@@ -944,10 +944,10 @@ fn an_mcp_session_whose_resource_read_met_damage_exits_2() {
     ] {
         let (replies, ended) = crate::discovery::mcp_session(&args, &read("/memories/small.md"));
         assert_eq!(replies[1]["result"]["contents"][0]["text"], "- tea\n");
-        assert_eq!(ended.code(), Some(0), "{how}: {replies:?}");
+        assert_eq!(ended.status.code(), Some(0), "{how}: {replies:?}");
         let (replies, ended) = crate::discovery::mcp_session(&args, &read("/memories/large.md"));
         assert!(replies[1].get("error").is_some(), "{how}: {replies:?}");
-        assert_eq!(ended.code(), Some(2), "{how}: {replies:?}");
+        assert_eq!(ended.status.code(), Some(2), "{how}: {replies:?}");
     }
     crate::discovery::stop_server(&s.path());
 }

@@ -550,6 +550,18 @@ impl Link {
         }
     }
 
+    /// Counts a read (an MCP resource read) the server did not answer with what was asked: one
+    /// the store failed (500, said as it is) is a store failure, not a call that may or may not
+    /// have been applied; any other as [`Link::count`] counts it.
+    #[cfg(feature = "mcp")]
+    pub(crate) fn count_read(&self, e: &RemoteError) {
+        let mut handled = self.handled.lock().unwrap_or_else(PoisonError::into_inner);
+        match e.status() {
+            Some(500) => handled.store_failures += 1,
+            _ => handled.unanswered_by(e),
+        }
+    }
+
     /// What the calls counted by [`Link::count`] came to: how a session of them should end.
     pub fn handled(&self) -> LineTally {
         *self.handled.lock().unwrap_or_else(PoisonError::into_inner)

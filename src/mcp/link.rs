@@ -25,14 +25,14 @@ impl Memory for Link {
     // exit 2 saying so.
     fn records_by_tag(&self, tag: &str) -> Result<Vec<MemoryRecord>, String> {
         self.call(|client| client.records_by_tag(tag)).map_err(|e| {
-            self.count(Err(&e));
+            self.count_read(&e);
             e.to_string()
         })
     }
 
     fn record(&self, path: &str) -> Result<Option<MemoryRecord>, String> {
         self.call(|client| client.record(path)).map_err(|e| {
-            self.count(Err(&e));
+            self.count_read(&e);
             e.to_string()
         })
     }
