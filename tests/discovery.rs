@@ -661,6 +661,56 @@ pub fn mcp_session(args: &[&str], request: &str) -> (Vec<Value>, Output) {
     (replies, session.wait_with_output().expect("wait"))
 }
 
+/// A session by URL whose server cannot be reached is told each call was not sent, so not
+/// applied (never that it "may or may not have been"), and exits 2 saying so.
+#[test]
+fn a_call_no_server_could_be_reached_for_is_told_it_was_not_applied() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let url = format!("http://127.0.0.1:{port}");
+    let view = json!({"command": "view", "path": "/memories"}).to_string() + "\n";
+    let out = mnemo(
+        &["tool", "--connect", &url, "--token", "t"],
+        &[],
+        view.as_bytes(),
+    );
+    let result: Value = serde_json::from_slice(&out.stdout).expect("one result");
+    let content = result["content"].as_str().expect("text");
+    assert!(
+        content.contains("it was not applied") && !content.contains("may or may not"),
+        "{content}"
+    );
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        text(&out.stderr).contains("no server could be reached for 1 call(s)"),
+        "{out:?}"
+    );
+}
+
+/// A session whose started server created the store says so, as one in its own process does:
+/// the started server's stderr goes nowhere.
+#[test]
+fn a_store_created_by_a_started_server_is_said_to_the_session() {
+    let store = TempStore::new();
+    let db = store.path();
+    let view = json!({"command": "view", "path": "/memories"}).to_string() + "\n";
+    let first = mnemo(&["tool", "--db", db_arg(&db)], &[], view.as_bytes());
+    assert!(first.status.success(), "{first:?}");
+    assert!(
+        text(&first.stderr).contains(&format!("created a new store at {}", db.display())),
+        "{first:?}"
+    );
+    let again = mnemo(&["tool", "--db", db_arg(&db)], &[], view.as_bytes());
+    assert!(
+        again.status.success() && !text(&again.stderr).contains("created"),
+        "{again:?}"
+    );
+    stop_server(&db);
+}
+
 #[test]
 fn read_commands_go_through_the_server_and_print_what_they_print_alone() {
     let store = TempStore::new();

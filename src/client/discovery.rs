@@ -483,6 +483,8 @@ pub struct LineTally {
     pub unanswered: u64,
     /// Calls the server refused (4xx, or 503 when too busy): none was applied.
     pub refused: u64,
+    /// Calls never sent, because no server could be reached: none was applied.
+    pub unreached: u64,
     /// Calls the server answered with a store failure: its store failed while recording the
     /// call, or found stored bytes the answer needed damaged (see
     /// [`MnemoMemoryToolServer::store_failures`](crate::MnemoMemoryToolServer::store_failures)).
@@ -596,6 +598,7 @@ impl LineTally {
     fn unanswered_by(&mut self, e: &RemoteError) {
         match e.status() {
             Some(400..=499 | 503) => self.refused += 1,
+            _ if e.is_unreachable() => self.unreached += 1,
             _ => self.unanswered += 1,
         }
     }
@@ -607,7 +610,8 @@ impl LineTally {
 /// applied; any other failure (no answer within the wait, a connection that broke after the
 /// request was sent, a 5xx from a failing store) says the call may or may not have been
 /// applied, and to check and retry (the next call reaches a restarted server, or says why none
-/// could be started).
+/// could be started). A server that could not be reached at all never got the call: it was not
+/// applied, and the result says so.
 ///
 /// A bare input (no `tool_use` block) has no id, and no event names it: its result's
 /// `tool_use_id` is `mnemo-unrecorded` for a refusal, `mnemo-unconfirmed` otherwise (where a
@@ -620,6 +624,9 @@ pub fn unanswered(tool_use_id: Option<&str>, error: &RemoteError) -> serde_json:
         (None, None) => crate::model::tool::intake::UNCONFIRMED_ID,
     };
     let content = match refused {
+        None if error.is_unreachable() => format!(
+            "Error: The memory server could not be reached ({error}). This call was not sent, so it was not applied: retry it once the server runs."
+        ),
         Some((status, reason)) => format!(
             "Error: The memory server refused this call (HTTP {status}: {reason}). It was not applied{}.",
             if status == 503 {

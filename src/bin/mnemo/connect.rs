@@ -315,8 +315,14 @@ pub fn session_link(
     let builder = mnemo::MnemoClient::builder(&session.db.db)
         .agent_id(agent.unwrap_or_else(|| default_agent.to_string()));
     let builder = starting(builder, serve_args(session, start))?;
+    let new = crate::session::no_store_yet(&session.db.db);
     match builder.link() {
-        Ok(link) => Ok(Some(link)),
+        Ok(link) => {
+            if new && !crate::session::no_store_yet(&session.db.db) {
+                crate::session::say_created(&session.db.db);
+            }
+            Ok(Some(link))
+        }
         Err(e) => {
             // Opening the store here says what stopped the server, or serves alone.
             crate::print::tell(format_args!(
@@ -394,6 +400,13 @@ fn ended(tally: mnemo::LineTally) -> CliResult {
         tally.erase_failures,
     ) {
         return Err(why.into());
+    }
+    if tally.unreached > 0 {
+        return Err(format!(
+            "no server could be reached for {} call(s) of this session (each got an error result; none was sent or applied): start the server, or check --connect",
+            tally.unreached
+        )
+        .into());
     }
     if tally.refused > 0 {
         return Err(format!(

@@ -14,26 +14,37 @@ pub(crate) fn open_session(
     agent: String,
 ) -> Result<MnemoMemoryToolServer, Box<dyn std::error::Error>> {
     let db = &session.db.db;
-    let new = std::fs::read_dir(db).map_or_else(
-        |e| e.kind() == std::io::ErrorKind::NotFound,
-        |mut entries| entries.next().is_none(),
-    );
+    let new = no_store_yet(db);
     let client = MnemoClient::builder(db)
         .agent_id(agent)
         .durability(session.durability.unwrap_or_default())
         .open()?;
     if new {
-        // A mistyped --db makes a store too: say where, so it is seen at once.
-        crate::print::tell(format_args!(
-            "mnemo: created a new store at {}",
-            db.display()
-        ));
+        say_created(db);
     }
     Ok(MnemoMemoryToolServer::builder(client)
         .root(session.root.as_str())
         .profile(session.profile)
         .limits(session.limits())
         .build()?)
+}
+
+/// Whether `db` holds no store yet (nothing there, or an empty directory): a session's open will
+/// create one.
+pub(crate) fn no_store_yet(db: &std::path::Path) -> bool {
+    std::fs::read_dir(db).map_or_else(
+        |e| e.kind() == std::io::ErrorKind::NotFound,
+        |mut entries| entries.next().is_none(),
+    )
+}
+
+/// Says that a session created the store at `db`: a mistyped --db makes a store too, and this
+/// shows where at once (also when the server a session started made it, whose stderr is gone).
+pub(crate) fn say_created(db: &std::path::Path) {
+    crate::print::tell(format_args!(
+        "mnemo: created a new store at {}",
+        db.display()
+    ));
 }
 
 impl Session {
