@@ -130,16 +130,27 @@ fn named_by_event_2(path: &Path, tamper: &str) {
     assert!(said.contains(&*own.to_string_lossy()), "{tamper}: {said}");
 }
 
+/// Damages the file at `path` by flipping one bit of its middle byte.
+fn flip_a_middle_byte(path: &Path) {
+    let mut bytes = std::fs::read(path).expect("read");
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x20;
+    std::fs::write(path, bytes).expect("write");
+}
+
+/// The `tool_result` lines a `mnemo tool` session printed.
+fn result_lines(out: &std::process::Output) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("a result line"))
+        .collect()
+}
+
 #[test]
 fn a_value_file_flipped_cut_or_removed_is_named_by_the_event_whose_payload_it_held() {
     type Tamper = fn(&Path);
     let cases: [(&str, Tamper); 4] = [
-        ("a flipped byte", |values| {
-            let mut bytes = std::fs::read(values).expect("read");
-            let middle = bytes.len() / 2;
-            bytes[middle] ^= 0x20;
-            std::fs::write(values, bytes).expect("write");
-        }),
+        ("a flipped byte", flip_a_middle_byte),
         ("cut short", |values| {
             let len = std::fs::metadata(values).expect("meta").len();
             std::fs::OpenOptions::new()
@@ -772,11 +783,7 @@ fn a_value_file_replaced_or_removed_while_the_store_is_open_takes_no_payload_it_
 #[test]
 fn a_session_whose_read_met_damage_is_told_nothing_was_applied_and_exits_2_saying_so() {
     let (s, _) = store_with_large_create();
-    let values = s.path().join(VALUES_FILE);
-    let mut bytes = std::fs::read(&values).expect("values");
-    let middle = bytes.len() / 2;
-    bytes[middle] ^= 0x20;
-    std::fs::write(&values, bytes).expect("damage");
+    flip_a_middle_byte(&s.path().join(VALUES_FILE));
     let db = s.path().to_str().expect("utf-8").to_string();
     let lines = |after: &str| {
         [
@@ -799,10 +806,7 @@ fn a_session_whose_read_met_damage_is_told_nothing_was_applied_and_exits_2_sayin
     for (n, (how, command)) in sessions.into_iter().enumerate() {
         let input = lines(&format!("/memories/after-{n}.md"));
         let out = crate::support::run_command(command, input.as_bytes());
-        let results: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(|line| serde_json::from_str(line).expect("a result line"))
-            .collect();
+        let results = result_lines(&out);
         assert_eq!(results.len(), 3, "{how}: {out:?}");
         let damaged = results[0]["content"].as_str().expect("text");
         assert_eq!(results[0]["is_error"], true, "{how}: {damaged}");
@@ -862,11 +866,7 @@ fn a_delete_whose_erasure_failed_is_said_to_its_session_through_its_server_too()
     let db = s.path().to_str().expect("utf-8").to_string();
     let set = run_mnemo(&["config", "set", "delete", "erase", "--db", &db], "");
     assert!(set.status.success(), "{set:?}");
-    let values = s.path().join(VALUES_FILE);
-    let mut bytes = std::fs::read(&values).expect("values");
-    let middle = bytes.len() / 2;
-    bytes[middle] ^= 0x20;
-    std::fs::write(&values, bytes).expect("damage");
+    flip_a_middle_byte(&s.path().join(VALUES_FILE));
     let session = |how: &str, command: std::process::Command, path: &str| {
         let input = [
             json!({"command": "create", "path": path, "file_text": "- a secret\n"}),
@@ -875,10 +875,7 @@ fn a_delete_whose_erasure_failed_is_said_to_its_session_through_its_server_too()
         .map(|line| line.to_string() + "\n")
         .concat();
         let out = crate::support::run_command(command, input.as_bytes());
-        let results: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(|line| serde_json::from_str(line).expect("a result line"))
-            .collect();
+        let results = result_lines(&out);
         assert_eq!(results.len(), 2, "{how}: {out:?}");
         assert_eq!(
             results[1]["content"],
@@ -928,11 +925,7 @@ fn a_delete_whose_erasure_failed_is_said_to_its_session_through_its_server_too()
 fn an_mcp_session_whose_resource_read_met_damage_exits_2() {
     let (s, _) = store_with_large_create();
     let db = s.path().to_str().expect("utf-8").to_string();
-    let values = s.path().join(VALUES_FILE);
-    let mut bytes = std::fs::read(&values).expect("values");
-    let middle = bytes.len() / 2;
-    bytes[middle] ^= 0x20;
-    std::fs::write(&values, bytes).expect("damage");
+    flip_a_middle_byte(&s.path().join(VALUES_FILE));
     let read = |path: &str| {
         json!({"jsonrpc": "2.0", "id": 2, "method": "resources/read",
             "params": {"uri": format!("memory://{path}")}})

@@ -64,6 +64,24 @@ impl Failure {
         }
     }
 
+    /// The failure a read that got `e` (an MCP resource read, which records nothing) is, given
+    /// whether the store was stopped `after` it: `None` when what failed is not the store (a
+    /// read asked wrongly).
+    #[cfg(feature = "mcp")]
+    pub(crate) fn of_read(e: &Error, after: bool) -> Option<Failure> {
+        let store = matches!(
+            e,
+            Error::Corrupt { .. }
+                | Error::ChainBroken { .. }
+                | Error::UnsafeFile { .. }
+                | Error::Poisoned { .. }
+                | Error::WriterStopped { .. }
+                | Error::Storage(_)
+                | Error::Io { .. }
+        );
+        store.then(|| Failure::of(e, None, after))
+    }
+
     /// The error result's text for a call that failed with `e`.
     pub(crate) fn text(self, e: &Error) -> String {
         match self {

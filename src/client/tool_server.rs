@@ -147,19 +147,8 @@ impl MnemoMemoryToolServer {
     /// wrongly is not counted.
     #[cfg(feature = "mcp")]
     pub(crate) fn count_read_failure(&self, e: &Error) {
-        let store = matches!(
-            e,
-            Error::Corrupt { .. }
-                | Error::ChainBroken { .. }
-                | Error::UnsafeFile { .. }
-                | Error::Poisoned { .. }
-                | Error::WriterStopped { .. }
-                | Error::Storage(_)
-                | Error::Io { .. }
-        );
-        if store {
-            self.failures
-                .count(Failure::of(e, None, self.client.store_stopped()));
+        if let Some(failure) = Failure::of_read(e, self.client.store_stopped()) {
+            self.failures.count(failure);
         }
     }
 
