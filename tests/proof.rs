@@ -9,7 +9,7 @@ use mnemo::tool::Command;
 use mnemo::{Body, Error, Event, MnemoClient, Seq};
 use tempfile::TempDir;
 
-use crate::support::{TempStore, open_store, run_mnemo, tamper_record};
+use crate::support::{TempStore, long_log, open_store, run_mnemo, tamper_record};
 
 const LEDGER: &str = "/memories/ledger.md";
 
@@ -235,4 +235,143 @@ fn an_erased_record_no_redaction_names_is_refused_by_every_read() {
         String::from_utf8_lossy(&out.stderr).contains("no redaction after it names it"),
         "{out:?}"
     );
+}
+
+/// Events enough that the proof checks the log in two parts on a machine of two cores or more
+/// (each part at least 16,384 events), and that a replay to its middle runs beside the proof.
+const LONG: u64 = 33_000;
+
+/// Event `seq`'s create with its text changed to `to` (of the same length) in its stored bytes,
+/// its hashes left as they were: its payload no longer hashes to what it stores.
+fn forge_text(path: &Path, seq: u64, to: &[u8]) {
+    let text = format!("v{seq}\n");
+    tamper_record(path, seq, |record| {
+        let at = record
+            .windows(text.len())
+            .position(|w| w == text.as_bytes())
+            .expect("the create's text is in the record");
+        record[at..at + text.len()].copy_from_slice(to);
+    });
+}
+
+/// Event `seq` re-encoded with the text `to` and its payload and chain hashes recomputed: only
+/// the next event's link gives it away.
+fn forge_rehashed_at(path: &Path, seq: u64, to: &str) {
+    tamper_record(path, seq, |record| {
+        let mut event = Event::decode(record).expect("decode");
+        let Body::Tool(call) = &mut event.body else {
+            panic!("event {seq} is a tool call")
+        };
+        let Command::Create { file_text, .. } = &mut call.command else {
+            panic!("event {seq} is a create")
+        };
+        *file_text = to.into();
+        *record = event.to_frame().encode();
+    });
+}
+
+/// The stored bytes of event `seq`, to put back after a forgery.
+fn record_of(path: &Path, seq: u64) -> Vec<u8> {
+    let store = open_store(path);
+    let (events, _, _) = store.raw_trees();
+    events
+        .get(seq.to_be_bytes())
+        .expect("read")
+        .expect("the record")
+        .to_vec()
+}
+
+/// The seq a fresh open store's proof breaks at, or `None` when it holds.
+fn breaks_at(path: &Path) -> Option<u64> {
+    match open_store(path).prove() {
+        Ok(end) => {
+            assert_eq!(end.seq, Seq(LONG), "the proof reaches the log's end");
+            None
+        }
+        Err(Error::ChainBroken { seq, .. }) => Some(seq),
+        Err(e) => panic!("the proof failed otherwise: {e}"),
+    }
+}
+
+/// A long log is proven in parts, each from the hash the record before it stores, the seams
+/// compared after: a forgery anywhere (in the first part, the last, either side of the seam) is
+/// refused at the seq a proof in one names, the first that breaks.
+#[test]
+fn a_long_log_proven_in_parts_is_refused_at_the_first_break_wherever_it_is() {
+    let s = TempStore::new();
+    let path = s.path();
+    long_log(&path, LONG);
+    assert_eq!(breaks_at(&path), None, "an untouched log is proven");
+    // Odd events are creates: the records either side of the seam (after 16,500), the last
+    // of the first part and the first of the second.
+    for seq in [16_499, 16_501] {
+        let original = record_of(&path, seq);
+        let put_back = |path: &Path| tamper_record(path, seq, |record| *record = original.clone());
+        forge_text(&path, seq, format!("w{}\n", seq).as_bytes());
+        assert_eq!(breaks_at(&path), Some(seq), "a changed payload at {seq}");
+        put_back(&path);
+        forge_rehashed_at(&path, seq, "forged\n");
+        assert_eq!(
+            breaks_at(&path),
+            Some(seq + 1),
+            "a rehashed record at {seq} breaks the link after it"
+        );
+        put_back(&path);
+    }
+    // Put back, it is proven again; with two breaks, one in each part, the first is named.
+    assert_eq!(breaks_at(&path), None, "put back");
+    forge_text(&path, LONG - 1, format!("w{}\n", LONG - 1).as_bytes());
+    forge_text(&path, 5, b"w5\n");
+    assert_eq!(breaks_at(&path), Some(5));
+}
+
+/// A replay to the middle of a long log runs while another thread proves it: `show` refuses a
+/// forgery the replay never reaches (after the event) and one it meets (before it); `cat --at`
+/// prints nothing of a file the replay found intact when the proof then breaks.
+#[test]
+fn a_read_replaying_beside_the_proof_refuses_a_forgery_either_side_of_what_it_shows() {
+    let s = TempStore::new();
+    let path = s.path();
+    long_log(&path, LONG);
+    let middle = LONG / 2 + 1;
+    let db = path.to_str().expect("utf-8").to_owned();
+    let show = |path: &Path| {
+        let client = MnemoClient::builder(path)
+            .read_only()
+            .open()
+            .expect("a read-only client");
+        client.show(Seq(middle))
+    };
+    let shown = show(&path).expect("show an untouched log");
+    assert!(shown.verified, "the answer re-derived");
+    assert_eq!(shown.chained_through, LONG);
+    for (seq, meets) in [(LONG - 1, "after"), (3, "before")] {
+        let original = record_of(&path, seq);
+        forge_rehashed_at(&path, seq, &format!("FORGED{seq}\n"));
+        match show(&path) {
+            Err(Error::ChainBroken { seq: at, .. }) => assert_eq!(at, seq + 1, "{meets}"),
+            other => panic!("show with a forgery {meets} it: {other:?}"),
+        }
+        if meets == "after" {
+            let out = run_mnemo(
+                &[
+                    "cat",
+                    "/memories/f.md",
+                    "--at",
+                    &middle.to_string(),
+                    "--db",
+                    &db,
+                ],
+                "",
+            );
+            assert_eq!(out.status.code(), Some(1), "cat --at: {out:?}");
+            assert!(
+                String::from_utf8_lossy(&out.stderr)
+                    .contains(&format!("event {} is not the event", seq + 1)),
+                "{out:?}"
+            );
+            assert!(out.stdout.is_empty(), "{out:?}");
+        }
+        tamper_record(&path, seq, |record| *record = original.clone());
+    }
 }

@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+pub mod log_builder;
 pub mod text;
 
 use std::cell::RefCell;
@@ -727,4 +728,42 @@ pub fn bucket_url(t: &TempStore, name: &str) -> String {
         }
         _ => format!("file://{}", t.dir.path().join(name).display()),
     }
+}
+
+/// A copy at `path` of a closed store whose log holds `events` calls ([`write_long_log`]), each
+/// length written once per test process and copied for each test that asks for it.
+pub fn long_log(path: &Path, events: u64) {
+    static MADE: std::sync::Mutex<Vec<(u64, TempStore)>> = std::sync::Mutex::new(Vec::new());
+    let mut made = MADE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !made.iter().any(|(length, _)| *length == events) {
+        let store = TempStore::new();
+        write_long_log(&store.path(), events);
+        made.push((events, store));
+    }
+    let (_, template) = made
+        .iter()
+        .find(|(length, _)| *length == events)
+        .expect("written above");
+    copy_dir(&template.path(), path);
+}
+
+/// Writes a log of `events` calls into a new store at `path` ([`log_builder::build_log_of`]):
+/// odd events create `/memories/f.md` with `v{seq}`, even ones delete it, so the tree stays one
+/// file.
+fn write_long_log(path: &Path, events: u64) {
+    use mnemo::tool::Command as ToolCommand;
+    log_builder::build_log_of(path, events, |seq| {
+        if seq % 2 == 1 {
+            ToolCommand::Create {
+                path: "/memories/f.md".into(),
+                file_text: format!("v{seq}\n"),
+            }
+        } else {
+            ToolCommand::Delete {
+                path: "/memories/f.md".into(),
+            }
+        }
+    });
 }

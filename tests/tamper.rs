@@ -687,19 +687,15 @@ fn honest_record(events: &sled::Tree, seq: u64, prev: EventHash) -> Vec<u8> {
         .expect("answer");
     // Salted, as the writer salts every event: a forgery looks like any other event.
     let salt = Salt([0x5a; 32]);
-    Event {
-        seq: Seq(seq),
-        prev_hash: prev,
-        header: mnemo::Header {
-            time_ms: 1_760_000_000_000,
-            agent: "mallory".into(),
-            tool_use_id: None,
-            outcome: Outcome::under(Some(&salt), answer.is_error, &answer.text),
-            semantics: Semantics::CURRENT,
-        },
+    Event::answered(
+        Seq(seq),
+        prev,
+        "mallory",
+        1_760_000_000_000,
         body,
-        salt: Some(salt),
-    }
+        &answer,
+        salt,
+    )
     .to_frame()
     .encode()
 }

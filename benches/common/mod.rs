@@ -5,13 +5,16 @@
 #[path = "../../tests/support/text.rs"]
 pub mod text;
 
+#[path = "../../tests/support/log_builder.rs"]
+mod log_builder;
+pub use log_builder::build_log_of;
+
 use std::path::{Path, PathBuf};
 
-use mnemo::event::Salt;
-use mnemo::testing::{MemKv, Projection, Store};
-use mnemo::tool::{Command, Limits, Semantics};
-use mnemo::{Body, Event, EventHash, Header, Outcome, Seq, ToolCall};
-use mnemo::{Durability, MnemoClient, MnemoMemoryToolServer, Profile};
+use mnemo::Seq;
+use mnemo::testing::Store;
+use mnemo::tool::Command;
+use mnemo::{Durability, MnemoClient, MnemoMemoryToolServer};
 use serde_json::{Value, json};
 
 /// A store in a temporary directory that lives as long as the fixture.
@@ -220,9 +223,6 @@ pub fn directory_template(files: usize) -> PathBuf {
     )
 }
 
-/// Agent id of the synthetic log.
-pub const MIX_AGENT: &str = "bench";
-
 /// The `seq`-th command (from 1) of the synthetic log: blocks of ten calls, each of which creates
 /// four notes, views one (whole and a range), edits it with `str_replace` and `insert`, renames
 /// one and deletes one, so every call succeeds and 3 of the 4 notes stay (30 live files per 100
@@ -285,73 +285,6 @@ pub fn mix_command(seq: u64) -> Command {
 /// [`Store::catch_up`], so the result is a store `verify` finds intact.
 pub fn build_log(path: &Path, events: u64) {
     build_log_of(path, events, mix_command);
-}
-
-/// [`build_log`] for the log whose `seq`-th command is `command(seq)`.
-pub fn build_log_of(path: &Path, events: u64, command: fn(u64) -> Command) {
-    const BATCH: usize = 1024;
-    // A fixed clock, so a rebuild makes the same bytes.
-    const TIME_MS: u64 = 1_760_000_000_000;
-    let started = std::time::Instant::now();
-    let store = Store::open(path).expect("open store");
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<mnemo::event::Frame>>(8);
-    let producer = std::thread::spawn(move || {
-        let mut replay = Projection::new(MemKv::default());
-        let mut prev = EventHash::ZERO;
-        let mut frames = Vec::with_capacity(BATCH);
-        for seq in 1..=events {
-            let body = Body::Tool(ToolCall {
-                root: "/memories".into(),
-                profile: Profile::Spec,
-                limits: Limits::default(),
-                command: command(seq),
-            });
-            let answer = replay
-                .run_call(MIX_AGENT, None, &body, Semantics::CURRENT, Seq(seq))
-                .expect("replay");
-            assert!(!answer.is_error, "event {seq} failed: {}", answer.text);
-            // Salted as the writer salts every event, so verifying it costs what it costs.
-            let salt = Salt::random().expect("salt");
-            let event = Event {
-                seq: Seq(seq),
-                prev_hash: prev,
-                header: Header {
-                    time_ms: TIME_MS + seq,
-                    agent: MIX_AGENT.into(),
-                    tool_use_id: None,
-                    outcome: Outcome::under(Some(&salt), answer.is_error, &answer.text),
-                    semantics: Semantics::CURRENT,
-                },
-                body,
-                salt: Some(salt),
-            };
-            let frame = event.to_frame();
-            prev = frame.hash;
-            frames.push(frame);
-            if frames.len() == BATCH || seq == events {
-                let full = std::mem::replace(&mut frames, Vec::with_capacity(BATCH));
-                if tx.send(full).is_err() {
-                    return;
-                }
-            }
-        }
-    });
-    for frames in rx {
-        store.append(&frames).expect("append");
-    }
-    producer.join().expect("frame producer");
-    let appended = started.elapsed();
-    let replayed = store.catch_up().expect("catch up the index");
-    assert_eq!(
-        replayed, events,
-        "the index should have lagged the whole log"
-    );
-    store.sync(Durability::Fsync).expect("sync");
-    eprintln!(
-        "log of {events} events: appended in {:.1} s, index caught up in {:.1} s",
-        appended.as_secs_f64(),
-        (started.elapsed() - appended).as_secs_f64()
-    );
 }
 
 /// A closed store whose log holds the first `events` events of the synthetic log, index caught

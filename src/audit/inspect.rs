@@ -166,15 +166,32 @@ fn redaction_of(store: &Store, seq: Seq) -> Result<Option<Redaction>> {
 }
 
 /// Event `seq` of `store`, shown whole, once the chain is proven ([`Store::prove`]: a record
-/// that breaks it is [`Error::ChainBroken`], and nothing is shown). Replays events `1..seq`
-/// (time linear in `seq`).
+/// that breaks it is [`Error::ChainBroken`], and nothing is shown, whatever the replay met).
+/// Replays events `1..seq` (time linear in `seq`) while the chain is proven.
 pub fn show(store: &Store, seq: Seq) -> Result<Shown> {
-    let end = store.prove()?.seq;
-    if seq.0 == 0 || seq > end {
-        return Err(Error::InvalidArgument(format!(
+    let no_such = |end: Seq| {
+        Error::InvalidArgument(format!(
             "there is no event {seq}: the log holds events 1 to {end}"
-        )));
+        ))
+    };
+    if seq.0 == 0 || seq > store.last_seq()? {
+        return Err(no_such(store.prove()?.seq));
     }
+    let shown = show_unproven(store, seq);
+    let end = store.prove()?.seq;
+    if seq > end {
+        return Err(no_such(end));
+    }
+    Ok(Shown {
+        chained_through: end,
+        ..shown?
+    })
+}
+
+/// [`show`] of an event the log holds, before its chain is known to hold (`chained_through`
+/// is left at the event itself).
+fn show_unproven(store: &Store, seq: Seq) -> Result<Shown> {
+    let end = seq;
     let event = store.written_event(seq)?;
     if let Body::Erased(_) = event.body {
         return Ok(Shown {

@@ -55,7 +55,7 @@ use crate::audit::lineage::Files;
 use crate::audit::verify::verify_store;
 use crate::client::MnemoClient;
 use crate::error::{Error, Result};
-use crate::model::event::{Body, Event, Frame, Header, Kept, Outcome, Salt, Seq, kept_digest};
+use crate::model::event::{Body, Event, Frame, Kept, Salt, Seq, kept_digest};
 use crate::model::paths::MemPath;
 use crate::model::policy::{AdminCommand, DELETE_ERASES, DELETE_SETTING};
 use crate::model::protocol::printable;

@@ -259,6 +259,34 @@ pub fn chain_hash(
 }
 
 impl Event {
+    /// The event logged as `seq` after the event whose hash is `prev_hash` for `body`, a call
+    /// `agent` made at `time_ms` that was answered `answer` under the current semantics, with
+    /// no `tool_use` id: salted with `salt` and its outcome committed under it, as the writer
+    /// makes every event.
+    pub fn answered(
+        seq: Seq,
+        prev_hash: EventHash,
+        agent: &str,
+        time_ms: u64,
+        body: Body,
+        answer: &crate::model::tool::Answer,
+        salt: Salt,
+    ) -> Event {
+        Event {
+            seq,
+            prev_hash,
+            header: Header {
+                time_ms,
+                agent: agent.into(),
+                tool_use_id: None,
+                outcome: Outcome::under(Some(&salt), answer.is_error, &answer.text),
+                semantics: Semantics::CURRENT,
+            },
+            body,
+            salt: Some(salt),
+        }
+    }
+
     /// Canonical header bytes (of the event's format).
     pub fn header_bytes(&self) -> Vec<u8> {
         self.header.encode()

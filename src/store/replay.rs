@@ -21,8 +21,9 @@
 //! [`Projection::run_traced`].
 //!
 //! The loop trusts its source for the order and integrity of what it is given: stored events
-//! are read in key order and decoded after [`Store::prove`] checked the chain they are part of
-//! ([`Replay::run`]; recovery on open alone skips the proof); the verifier checks the chain
+//! are read in key order and decoded, and [`Store::prove`] checks the chain they are part of
+//! before the replay's result is given back (first, or on another thread beside a long replay:
+//! [`Replay::run`]; recovery on open alone skips the proof); the verifier checks the chain
 //! itself before it hands an event over.
 
 use crate::error::{Error, Result};
@@ -32,6 +33,10 @@ use crate::store::log::Store;
 use crate::store::projection::{Caller, Placeholders, Projection, Traced};
 
 mod recovery;
+
+/// The longest replay that proves the log before it starts; a longer one proves it beside it, on
+/// another thread ([`Replay::run`]).
+pub const PROVE_BESIDE: u64 = 16_384;
 
 /// An event as a source hands it to [`Replay::drive`].
 pub trait Step {
@@ -243,18 +248,39 @@ impl<K: KvWrite> Replay<K> {
     /// [`Replay::drive`] over the events `store` holds after [`Replay::at`] up to `to` (or to
     /// the log's end, if that comes first), with `observe` seeing each event and its answer;
     /// an event that cannot be decoded or answered stops it with that error. The log is proven
-    /// first ([`Store::prove`]): a record that breaks the chain stops it with
-    /// [`Error::ChainBroken`] before anything is applied. Returns how many events were applied.
+    /// ([`Store::prove`]): a record that breaks the chain fails it with [`Error::ChainBroken`],
+    /// whatever the replay met. A replay of more than [`PROVE_BESIDE`] events runs while
+    /// another thread proves the log (what it applied and observed is given back only once the
+    /// proof holds: observers keep what they see in memory until then); a shorter one proves
+    /// first. Returns how many events were applied.
     pub fn run<E: From<Error>>(
         &mut self,
         store: &Store,
         to: Seq,
         observe: impl FnMut(&Projection<K>, &Event, Traced) -> std::result::Result<(), E>,
     ) -> std::result::Result<u64, E> {
-        if to > self.at {
-            store.prove()?;
+        if to <= self.at {
+            return self.run_unproven(store, to, observe);
         }
-        self.run_unproven(store, to, observe)
+        if to.0 - self.at.0 <= PROVE_BESIDE {
+            store.prove()?;
+            return self.run_unproven(store, to, observe);
+        }
+        std::thread::scope(|scope| {
+            let proof = std::thread::Builder::new()
+                .name("mnemo-prove".into())
+                .spawn_scoped(scope, || store.prove());
+            let ran = self.run_unproven(store, to, observe);
+            let proved = match proof {
+                Ok(proof) => proof
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                // No thread to spare: prove here, after.
+                Err(_) => store.prove(),
+            };
+            proved?;
+            ran
+        })
     }
 
     /// [`Replay::run`] with nothing to observe: brings the tree to `to`.

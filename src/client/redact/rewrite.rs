@@ -164,19 +164,15 @@ pub(super) fn write_redacted(
         Semantics::CURRENT,
     )?;
     let seq = Seq(head.seq.0 + 1);
-    let event = Event {
+    let event = Event::answered(
         seq,
-        prev_hash: head.hash,
-        header: Header {
-            time_ms: crate::model::time::now_ms(),
-            agent: operator.to_string(),
-            tool_use_id: None,
-            outcome: Outcome::under(Some(&salt), answer.is_error, &answer.text),
-            semantics: Semantics::CURRENT,
-        },
+        head.hash,
+        operator,
+        crate::model::time::now_ms(),
         body,
-        salt: Some(salt),
-    };
+        &answer,
+        salt,
+    );
     batch.push(event.to_frame());
     let head = copy.append(&batch)?;
     copy.catch_up()?;
