@@ -38,6 +38,19 @@ mod recovery;
 /// another thread ([`Replay::run`]).
 pub const PROVE_BESIDE: u64 = 16_384;
 
+/// Whether a replay from `at` to `to` proves the log beside it: both the replay and what is
+/// left to prove are longer than [`PROVE_BESIDE`] (a `to` past the log's end counts to the
+/// end; a store proven before has only what was written since to prove).
+fn proves_beside(store: &Store, at: Seq, to: Seq) -> Result<bool> {
+    if to.0.saturating_sub(at.0) <= PROVE_BESIDE {
+        return Ok(false);
+    }
+    let last = store.last_seq()?;
+    let replay = to.min(last).0.saturating_sub(at.0);
+    let unproven = last.0.saturating_sub(store.proven().seq.0);
+    Ok(replay > PROVE_BESIDE && unproven > PROVE_BESIDE)
+}
+
 /// An event as a source hands it to [`Replay::drive`].
 pub trait Step {
     /// The seq the event is stored under.
@@ -249,8 +262,8 @@ impl<K: KvWrite> Replay<K> {
     /// the log's end, if that comes first), with `observe` seeing each event and its answer;
     /// an event that cannot be decoded or answered stops it with that error. The log is proven
     /// ([`Store::prove`]): a record that breaks the chain fails it with [`Error::ChainBroken`],
-    /// whatever the replay met. A replay of more than [`PROVE_BESIDE`] events runs while
-    /// another thread proves the log (what it applied and observed is given back only once the
+    /// whatever the replay met. A replay of more than [`PROVE_BESIDE`] events, on a log with as
+    /// many still to prove, runs while another thread proves it (what it applied and observed is given back only once the
     /// proof holds: observers keep what they see in memory until then); a shorter one proves
     /// first. Returns how many events were applied.
     pub fn run<E: From<Error>>(
@@ -262,7 +275,7 @@ impl<K: KvWrite> Replay<K> {
         if to <= self.at {
             return self.run_unproven(store, to, observe);
         }
-        if to.0 - self.at.0 <= PROVE_BESIDE {
+        if !proves_beside(store, self.at, to)? {
             store.prove()?;
             return self.run_unproven(store, to, observe);
         }
