@@ -165,6 +165,13 @@ fn close(state: State) {
     }
 }
 
+/// Waits up to `wait` until nothing holds the store at `path` open (see
+/// [`Store::wait_until_closed`]): what a server does before it withdraws its server file.
+#[cfg(feature = "serve")]
+pub(crate) fn wait_until_closed(path: &Path, wait: std::time::Duration) -> Result<()> {
+    Store::wait_until_closed(path, wait)
+}
+
 /// Opens the store at `path` with a writer, finishing any index update a crash interrupted.
 fn open_state(
     path: &Path,

@@ -537,8 +537,13 @@ pub fn serve(tool: MnemoMemoryToolServer, options: ServeOptions) -> Result<Stopp
         socket.stop(SHUTDOWN_GRACE);
     }
     let store_failures = shared.store_failures();
-    // The last handle of the store: dropping it closes the store.
+    // The last handle of the store: dropping it closes the store. The server file goes only
+    // once sled has let go of the store's lock, so a client that finds no server file can open
+    // the store at once.
     drop(shared);
+    if let Err(e) = crate::client::wait_until_closed(&store_dir, SHUTDOWN_GRACE) {
+        eprintln!("mnemo serve: {e}; the server file is removed all the same");
+    }
     if let Err(e) = file.withdraw(&store_dir) {
         eprintln!(
             "mnemo serve: could not remove the server file ({e}); the next server replaces it"

@@ -754,13 +754,24 @@ impl Stores {
     /// Closes every store (at the end of serving) and returns the calls that failed in them.
     fn close_all(&self) -> u64 {
         let slots: Vec<Slot> = lock(&self.slots).drain().map(|(_, slot)| slot).collect();
+        let mut closed = Vec::new();
         for slot in slots {
             if let Some(served) = lock(&slot).take() {
                 self.failures
                     .fetch_add(served.shared.store_failures(), Ordering::SeqCst);
+                closed.push(served.shared.store_dir.clone());
             }
         }
         self.open_count.store(0, Ordering::SeqCst);
+        // The server file goes after this: by then sled has let go of every store it held, so a
+        // client that finds no server file opens a store at once.
+        let deadline = std::time::Instant::now() + super::SHUTDOWN_GRACE;
+        for dir in closed {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if let Err(e) = crate::client::wait_until_closed(&dir, left) {
+                eprintln!("mnemo serve: {e}; the server file is removed all the same");
+            }
+        }
         self.failures.load(Ordering::SeqCst)
     }
 }

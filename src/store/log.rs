@@ -391,13 +391,24 @@ fn build_new_store(dir: &Path) -> Result<()> {
 /// Waits until no sled thread holds `db` open any longer (sled's lock on it is free), so that
 /// nothing writes in the directory once it is renamed.
 fn wait_for_sled_to_let_go(db: &Path) -> Result<()> {
-    let deadline = Instant::now() + LOCK_WAIT;
+    wait_for_lock(db, LOCK_WAIT)
+}
+
+/// Waits up to `wait` until sled's lock on the file `db` is free; [`Error::Locked`] if it is
+/// still held then.
+fn wait_for_lock(db: &Path, wait: Duration) -> Result<()> {
+    let deadline = Instant::now() + wait;
     let file = std::fs::File::open(db).map_err(|e| Error::io(db, e))?;
     loop {
         match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => return Ok(()),
             Err(e) if e == rustix::io::Errno::WOULDBLOCK && Instant::now() < deadline => {
                 std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(e) if e == rustix::io::Errno::WOULDBLOCK => {
+                return Err(Error::Locked {
+                    path: db.parent().unwrap_or(db).to_path_buf(),
+                });
             }
             Err(e) => return Err(Error::io(db, e.into())),
         }
@@ -410,6 +421,21 @@ fn remove_quietly(dir: &Path) {
 }
 
 impl Store {
+    /// Waits up to `wait` until nothing holds the store at `path` open any longer: the last
+    /// handle was dropped and sled's own threads, which outlive it a moment (longer on a disk
+    /// slow to flush), have let go of its lock. A server calls this before it withdraws its
+    /// server file, so a client that finds no server file opens the store at once rather than
+    /// waiting [`LOCK_WAIT`] for a lock and then failing. [`Error::Locked`] if it is still held
+    /// after `wait`; a store with no sled file is not held.
+    #[cfg(any(feature = "serve", test))]
+    pub fn wait_until_closed(path: &Path, wait: Duration) -> Result<()> {
+        let db = path.join("db");
+        match std::fs::symlink_metadata(&db) {
+            Ok(meta) if meta.is_file() => wait_for_lock(&db, wait),
+            _ => Ok(()),
+        }
+    }
+
     /// Opens or creates the store at `path`.
     ///
     /// sled's background threads can hold the store's lock for a moment after its last handle is
@@ -1142,5 +1168,33 @@ mod tests {
             other => panic!("expected Corrupt, got {other:?}"),
         }
         assert_eq!(without_panic(path, || 7).expect("no panic"), 7);
+    }
+
+    #[test]
+    fn waiting_until_closed_ends_when_the_last_handle_lets_go_and_not_before() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("store");
+        Store::wait_until_closed(&path, Duration::ZERO).expect("no store is not held");
+        let store = Store::open(&path).expect("open");
+        match Store::wait_until_closed(&path, Duration::from_millis(50)) {
+            Err(Error::Locked { path: held }) => assert_eq!(held, path),
+            other => panic!("an open store is held, got {other:?}"),
+        }
+        let dropping = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let closer = std::thread::spawn({
+            let dropping = Arc::clone(&dropping);
+            move || {
+                std::thread::sleep(Duration::from_millis(200));
+                dropping.store(true, Ordering::SeqCst);
+                drop(store);
+            }
+        });
+        Store::wait_until_closed(&path, Duration::from_secs(30)).expect("closed in time");
+        assert!(
+            dropping.load(Ordering::SeqCst),
+            "it waited for the last handle"
+        );
+        Store::open(&path).expect("opens at once");
+        closer.join().expect("closer");
     }
 }
