@@ -392,7 +392,9 @@ impl Link {
 
     /// The client of the live server of the store, or of one started now; never of `failed`'s
     /// server, which is gone even if it still seems live for a moment (a killed process closes
-    /// its sockets one by one while it dies).
+    /// its sockets one by one while it dies), and which may hold the store's lock a while after
+    /// it stopped taking calls (an idle exit closing the store): a new one is started once the
+    /// lock is free, within the launch's wait.
     fn reach(
         store_dir: &Path,
         agent: Option<&str>,
@@ -410,6 +412,17 @@ impl Link {
                     if !dying || started.elapsed() > DYING_WAIT {
                         break file;
                     }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                // The server that went away may still be closing the store: one started
+                // before it lets go of the lock would wait for it, give up and exit.
+                None if failed.is_some()
+                    && started.elapsed() < launch.wait
+                    && matches!(
+                        crate::store::log::Store::wait_until_closed(store_dir, Duration::ZERO),
+                        Err(crate::Error::Locked { .. })
+                    ) =>
+                {
                     std::thread::sleep(Duration::from_millis(10));
                 }
                 None => break start_server(store_dir, launch)?,
@@ -434,8 +447,9 @@ impl Link {
     }
 
     /// Runs `call` against the server, starting it again first when this client's attachment
-    /// ended (the server went away), and once more after a start when `call` could not reach
-    /// it. Calls run concurrently; only a restart is serialized.
+    /// ended (the server went away), and again after each start while `call` could not reach
+    /// the server (nothing was sent), within the launch's wait. Calls run concurrently; only a
+    /// restart is serialized.
     pub fn call<T>(
         &self,
         call: impl Fn(&RemoteClient) -> Result<T, RemoteError>,
@@ -447,15 +461,29 @@ impl Link {
                 client = restarted;
             }
         }
-        match call(&client) {
-            Err(e) if e.is_disconnected() && self.launch.is_some() => {
-                match (self.restart(&client), e.is_unreachable()) {
-                    (Ok(restarted), true) => call(&restarted),
-                    _ => Err(e),
-                }
+        let Some(launch) = &self.launch else {
+            return call(&client);
+        };
+        let deadline = Instant::now() + launch.wait;
+        let mut answered = call(&client);
+        // A call that could not reach its server was not sent: it goes to a server started in
+        // its place, and again while each one it reaches is already gone (a server that idles
+        // out as this call arrives), within the launch's wait. A call cut off mid-way is not
+        // sent again; the next call reaches the new server.
+        while let Err(e) = &answered {
+            if !e.is_disconnected() {
+                break;
             }
-            answered => answered,
+            let unreachable = e.is_unreachable();
+            match self.restart(&client) {
+                Ok(restarted) if unreachable && Instant::now() < deadline => {
+                    client = restarted;
+                    answered = call(&client);
+                }
+                _ => break,
+            }
         }
+        answered
     }
 
     /// The client of a live server in place of `failed`: the one another call already started,

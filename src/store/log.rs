@@ -427,7 +427,7 @@ impl Store {
     /// server file, so a client that finds no server file opens the store at once rather than
     /// waiting [`LOCK_WAIT`] for a lock and then failing. [`Error::Locked`] if it is still held
     /// after `wait`; a store with no sled file is not held.
-    #[cfg(any(feature = "serve", test))]
+    #[cfg(any(feature = "client", test))]
     pub fn wait_until_closed(path: &Path, wait: Duration) -> Result<()> {
         let db = path.join("db");
         match std::fs::symlink_metadata(&db) {
