@@ -96,6 +96,7 @@ pub use head_record::{HEAD_FILE, read_head};
 pub(crate) use leftovers::{
     redaction_prefix, remove_redaction_leftovers, remove_restore_leftovers,
 };
+pub(crate) use opening::open_own;
 #[cfg(any(feature = "serve", feature = "testing"))]
 pub use own_files::LABEL_FILE;
 #[cfg(not(any(feature = "serve", feature = "testing")))]

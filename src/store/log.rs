@@ -395,10 +395,14 @@ fn wait_for_sled_to_let_go(db: &Path) -> Result<()> {
 }
 
 /// Waits up to `wait` until sled's lock on the file `db` is free; [`Error::Locked`] if it is
-/// still held then.
+/// still held then. No file is not held; one that is not a regular file (a link, a pipe) is
+/// refused without being opened ([`crate::store::disk::open_own`]), so nothing planted there
+/// makes this block.
 fn wait_for_lock(db: &Path, wait: Duration) -> Result<()> {
     let deadline = Instant::now() + wait;
-    let file = std::fs::File::open(db).map_err(|e| Error::io(db, e))?;
+    let Some(file) = crate::store::disk::open_own(db, rustix::fs::OFlags::RDONLY)? else {
+        return Ok(());
+    };
     loop {
         match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => return Ok(()),
@@ -426,14 +430,11 @@ impl Store {
     /// slow to flush), have let go of its lock. A server calls this before it withdraws its
     /// server file, so a client that finds no server file opens the store at once rather than
     /// waiting [`LOCK_WAIT`] for a lock and then failing. [`Error::Locked`] if it is still held
-    /// after `wait`; a store with no sled file is not held.
+    /// after `wait`; a store with no sled file is not held, and one whose sled file is not a
+    /// regular file is [`Error::UnsafeFile`].
     #[cfg(any(feature = "client", test))]
     pub fn wait_until_closed(path: &Path, wait: Duration) -> Result<()> {
-        let db = path.join("db");
-        match std::fs::symlink_metadata(&db) {
-            Ok(meta) if meta.is_file() => wait_for_lock(&db, wait),
-            _ => Ok(()),
-        }
+        wait_for_lock(&path.join("db"), wait)
     }
 
     /// Opens or creates the store at `path`.
@@ -1196,5 +1197,23 @@ mod tests {
         );
         Store::open(&path).expect("opens at once");
         closer.join().expect("closer");
+    }
+
+    #[test]
+    fn waiting_until_closed_never_opens_a_pipe_in_place_of_the_sled_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = dir.path().join("db");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &db,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .expect("mkfifo");
+        match Store::wait_until_closed(dir.path(), Duration::from_secs(30)) {
+            Err(Error::UnsafeFile { .. }) => {}
+            other => panic!("a pipe is refused unopened, got {other:?}"),
+        }
     }
 }

@@ -21,7 +21,7 @@ pub(super) fn open_nofollow(path: &Path, flags: OFlags) -> std::result::Result<F
 /// is a regular file: `lstat` first (a link, pipe or device is refused without being opened),
 /// then [`open_nofollow`], then `fstat` of what was opened, which must be the file `lstat` saw.
 /// `None` if there is no such file and `flags` does not create one.
-pub(super) fn open_own(path: &Path, flags: OFlags) -> Result<Option<File>> {
+pub(crate) fn open_own(path: &Path, flags: OFlags) -> Result<Option<File>> {
     let before = match std::fs::symlink_metadata(path) {
         Ok(meta) if meta.is_file() => Some(Identity::of(&meta)),
         Ok(meta) => return Err(unsafe_file(path, meta.file_type(), Kind::File)),
