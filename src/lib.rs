@@ -190,7 +190,7 @@ pub mod protocol {
     pub use crate::model::protocol::{
         Checkpoint, DiffKind, Erased, EventChange, FileDiff, Finding, HistoryEvent, ListedFile,
         Listing, LiveFile, LoggedEvent, Redaction, Revocation, ShownEvent, TokenInfo, TraceReport,
-        TracedEvent, VerifyReport, printable,
+        TracedEvent, UNREADABLE_COMMAND, VerifyReport, printable,
     };
 }
 

@@ -117,6 +117,7 @@ const SURFACE: &[&str] = &[
     "protocol::TokenInfo",
     "protocol::TraceReport",
     "protocol::TracedEvent",
+    "protocol::UNREADABLE_COMMAND",
     "protocol::VerifyReport",
     "protocol::printable",
     "serve #[cfg(feature = \"serve\")]",

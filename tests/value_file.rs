@@ -146,10 +146,12 @@ fn result_lines(out: &std::process::Output) -> Vec<serde_json::Value> {
         .collect()
 }
 
-#[test]
-fn a_value_file_flipped_cut_or_removed_is_named_by_the_event_whose_payload_it_held() {
-    type Tamper = fn(&Path);
-    let cases: [(&str, Tamper); 4] = [
+/// A change of the value file by hand.
+type Tamper = fn(&Path);
+
+/// The ways a value file is damaged outside Mnemo: a byte flipped, cut short, emptied, removed.
+fn value_file_tampers() -> [(&'static str, Tamper); 4] {
+    [
         ("a flipped byte", flip_a_middle_byte),
         ("cut short", |values| {
             let len = std::fs::metadata(values).expect("meta").len();
@@ -165,8 +167,12 @@ fn a_value_file_flipped_cut_or_removed_is_named_by_the_event_whose_payload_it_he
         ("removed", |values| {
             std::fs::remove_file(values).expect("remove");
         }),
-    ];
-    for (tamper, apply) in cases {
+    ]
+}
+
+#[test]
+fn a_value_file_flipped_cut_or_removed_is_named_by_the_event_whose_payload_it_held() {
+    for (tamper, apply) in value_file_tampers() {
         let (s, large) = store_with_large_create();
         apply(&s.path().join(VALUES_FILE));
         named_by_event_2(&s.path(), tamper);
@@ -943,4 +949,141 @@ fn an_mcp_session_whose_resource_read_met_damage_exits_2() {
         assert_eq!(ended.status.code(), Some(2), "{how}: {replies:?}");
     }
     crate::discovery::stop_server(&s.path());
+}
+
+/// `mnemo log --json` of the store at `db`: its exit code, its lines, and what it said on stderr.
+fn logged_json(db: &str) -> (Option<i32>, Vec<serde_json::Value>, String) {
+    let out = run_mnemo(&["log", "--db", db, "--json"], "");
+    let lines = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("a JSON line"))
+        .collect();
+    (
+        out.status.code(),
+        lines,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A payload the value file lost (flipped, cut, emptied, removed) is one event the log can no
+/// longer read whole, not a log that shows nothing: `log` lists every event, the damaged one by
+/// its header (which the chain still proves) as `unreadable`, names it on stderr and exits 2;
+/// the past before it is still shown; every read that needs its payload names it.
+#[test]
+fn a_lost_payload_is_listed_by_its_header_and_the_past_before_it_still_shows() {
+    for (tamper, apply) in value_file_tampers() {
+        let (s, _) = store_with_large_create();
+        let db = s.path().to_str().expect("utf-8").to_string();
+        let (code, before, _) = logged_json(&db);
+        assert_eq!((code, before.len()), (Some(0), 3), "{tamper}: {before:?}");
+        apply(&s.path().join(VALUES_FILE));
+
+        let (code, after, said) = logged_json(&db);
+        assert_eq!(code, Some(2), "{tamper}: {said}");
+        assert_eq!(after.len(), 3, "{tamper}: {after:?}");
+        assert_eq!(after[0], before[0], "{tamper}");
+        assert_eq!(after[2], before[2], "{tamper}");
+        // Event 2 by its header: every field as before but what its payload said.
+        let mut header_only = before[1].clone();
+        header_only["command"] = json!(mnemo::protocol::UNREADABLE_COMMAND);
+        header_only["paths"] = json!([]);
+        assert_eq!(after[1], header_only, "{tamper}");
+        assert!(
+            said.contains("event(s) 2 ") && said.contains("mnemo verify"),
+            "{tamper}: {said}"
+        );
+        let lines = run_mnemo(&["log", "--db", &db], "");
+        let listed = String::from_utf8_lossy(&lines.stdout);
+        assert_eq!(lines.status.code(), Some(2), "{tamper}: {lines:?}");
+        assert_eq!(listed.lines().count(), 3, "{tamper}: {listed}");
+        assert!(listed.contains("unreadable"), "{tamper}: {listed}");
+        // Filters its payload would answer cannot leave it out.
+        let on_small = run_mnemo(
+            &["log", "--db", &db, "--json", "--path", "/memories/small.md"],
+            "",
+        );
+        let on_small = String::from_utf8_lossy(&on_small.stdout).lines().count();
+        assert_eq!(on_small, 2, "{tamper}: event 1 and the unreadable event 2");
+
+        // The past before it is read whole, and proven.
+        let show = run_mnemo(&["show", "--db", &db, "1"], "");
+        assert!(show.status.success(), "{tamper}: {show:?}");
+        let ls = run_mnemo(&["ls", "--db", &db, "--at", "1", "/memories"], "");
+        assert!(ls.status.success(), "{tamper}: {ls:?}");
+        assert!(
+            String::from_utf8_lossy(&ls.stdout).contains("/memories/small.md"),
+            "{tamper}: {ls:?}"
+        );
+        let cat = run_mnemo(&["cat", "--db", &db, "--at", "1", "/memories/small.md"], "");
+        assert_eq!(String::from_utf8_lossy(&cat.stdout), "- tea\n", "{tamper}");
+        // Whatever needs its payload names it, and shows nothing.
+        for args in [
+            vec!["show", "--db", &db, "2"],
+            vec!["show", "--db", &db, "3"],
+            vec!["ls", "--db", &db, "--at", "2", "/memories"],
+            vec!["history", "--db", &db, "/memories/small.md"],
+        ] {
+            let out = run_mnemo(&args, "");
+            assert!(!out.status.success(), "{tamper}: {args:?} {out:?}");
+            assert!(out.stdout.is_empty(), "{tamper}: {args:?} {out:?}");
+            let said = String::from_utf8_lossy(&out.stderr);
+            assert!(said.contains("event 2"), "{tamper}: {args:?} {said}");
+        }
+        // Through the server that holds the store, the same.
+        #[cfg(feature = "serve")]
+        {
+            let mut holder = crate::discovery::tool(&s.path(), &[]);
+            let viewed = holder.call(r#"{"command": "view", "path": "/memories/small.md"}"#);
+            assert!(viewed.get("is_error").is_none(), "{tamper}: {viewed}");
+            let server = crate::discovery::server_of(&s.path()).pid;
+            let out = crate::discovery::mnemo(&["log", "--db", &db, "--json"], &[], b"");
+            assert_eq!(
+                crate::discovery::server_of(&s.path()).pid,
+                server,
+                "{tamper}: the same server answered"
+            );
+            drop(holder);
+            crate::discovery::stop_server(&s.path());
+            let listed: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .map(|line| serde_json::from_str(line).expect("a JSON line"))
+                .collect();
+            assert_eq!(out.status.code(), Some(2), "{tamper}: {out:?}");
+            // The session's view is event 4.
+            assert_eq!(listed.len(), 4, "{tamper}: {listed:?}");
+            assert_eq!(listed[..3], after[..], "{tamper}: through the server");
+        }
+        named_by_event_2(&s.path(), tamper);
+    }
+}
+
+/// A lost payload excuses nothing else of its record: a header changed beside it still breaks
+/// the chain there, and no read shows anything.
+#[test]
+fn a_lost_payload_beside_a_changed_header_still_breaks_the_chain() {
+    let (s, _) = store_with_large_create();
+    let db = s.path().to_str().expect("utf-8").to_string();
+    {
+        let store = open_store(&s.path());
+        let (events, _, _) = store.raw_trees();
+        let key = 2u64.to_be_bytes();
+        let mut stored = events.get(key).expect("read").expect("event 2").to_vec();
+        assert_eq!(stored[0], VALUE_REF_FORMAT, "event 2 names the value file");
+        // The stored form's reference (45 bytes), then the record's fixed fields (109): the
+        // header's first byte, the low byte of its time.
+        stored[45 + 109] ^= 1;
+        events.insert(key, stored).expect("write");
+        events.flush().expect("flush");
+    }
+    flip_a_middle_byte(&s.path().join(VALUES_FILE));
+    for args in [vec!["log", "--db", &db], vec!["show", "--db", &db, "1"]] {
+        let out = run_mnemo(&args, "");
+        assert!(!out.status.success(), "{args:?} {out:?}");
+        assert!(out.stdout.is_empty(), "{args:?} {out:?}");
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            said.contains("event 2") && said.contains("hashes to"),
+            "{args:?} {said}"
+        );
+    }
 }

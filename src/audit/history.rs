@@ -8,7 +8,7 @@ use crate::model::event::{Body, Event, Refusal, RejectedDigest, Seq};
 use crate::model::paths::MemPath;
 use crate::model::policy::AdminCommand;
 pub use crate::model::protocol::LogQuery;
-use crate::model::protocol::LoggedEvent;
+use crate::model::protocol::{LoggedEvent, UNREADABLE_COMMAND};
 use crate::model::seq::listed;
 pub use crate::model::time::utc;
 use crate::model::tool::COMMAND_NAMES;
@@ -82,12 +82,7 @@ pub fn record_at(store: &Store, file: &MemPath, at: Option<Seq>) -> Result<Optio
 
 /// Whether `event` passes the filters of `query` (not its seq bounds).
 fn selects(query: &LogQuery, event: &Event) -> bool {
-    let header = &event.header;
-    if query.agent.as_deref().is_some_and(|a| a != header.agent)
-        || query.errors.is_some_and(|e| e != header.outcome.is_error)
-        || query.since_ms.is_some_and(|t| header.time_ms < t)
-        || query.until_ms.is_some_and(|t| header.time_ms > t)
-    {
+    if !header_selects(query, event) {
         return false;
     }
     if query.command.is_none() && query.path.is_none() {
@@ -104,23 +99,44 @@ fn selects(query: &LogQuery, event: &Event) -> bool {
     })
 }
 
+/// Whether `event` passes the filters of `query` its header answers: agent, outcome and time.
+fn header_selects(query: &LogQuery, event: &Event) -> bool {
+    let header = &event.header;
+    !(query.agent.as_deref().is_some_and(|a| a != header.agent)
+        || query.errors.is_some_and(|e| e != header.outcome.is_error)
+        || query.since_ms.is_some_and(|t| header.time_ms < t)
+        || query.until_ms.is_some_and(|t| header.time_ms > t))
+}
+
+/// An event as `log` lists it: read whole, or its header only, its payload lost.
+pub enum Listed<'a> {
+    /// The event, read whole.
+    Whole(&'a Event),
+    /// An event whose payload the store can no longer read back as written: its header (the
+    /// event's body stands erased, with the payload hash its record commits to).
+    PayloadLost(&'a Event),
+}
+
 /// Calls `show` with each event `query` selects, in its order (oldest first, or newest first
 /// with `before`), as `mnemo log` lists them, once the chain is proven ([`Store::prove`]); stops
-/// at the first error, `show`'s or the store's.
+/// at the first error, `show`'s or the store's. An event whose payload the value file lost is
+/// listed by its header ([`Listed::PayloadLost`]) whatever the command and path filters ask,
+/// which it cannot answer, and the events after it are listed as before.
 pub fn select_events<E: From<Error>>(
     store: &Store,
     query: &LogQuery,
-    mut show: impl FnMut(&Event) -> std::result::Result<(), E>,
+    mut show: impl FnMut(Listed<'_>) -> std::result::Result<(), E>,
 ) -> std::result::Result<(), E> {
+    use crate::store::disk::Resolved;
     store.prove()?;
     let from = Seq(query.from.max(1));
-    let records: Box<dyn Iterator<Item = Result<(Seq, Vec<u8>)>>> = match query.before {
+    let records: Box<dyn Iterator<Item = Result<(Seq, Resolved)>>> = match query.before {
         Some(before) => Box::new(
             store
-                .records_back(Seq(before))
+                .records_or_lost_back(Seq(before))
                 .take_while(move |item| !matches!(item, Ok((seq, _)) if *seq < from)),
         ),
-        None => Box::new(store.records(from)),
+        None => Box::new(store.records_or_lost(from)),
     };
     let mut shown = 0;
     for item in records.take(usize::try_from(query.scan.unwrap_or(u64::MAX)).unwrap_or(usize::MAX))
@@ -128,15 +144,53 @@ pub fn select_events<E: From<Error>>(
         if query.limit.is_some_and(|l| shown >= l) {
             break;
         }
-        let (_, record) = item?;
-        let event = Event::decode(&record)?;
-        if !selects(query, &event) {
-            continue;
+        match item? {
+            (_, Resolved::Whole(record)) => {
+                let event = Event::decode(&record)?;
+                if !selects(query, &event) {
+                    continue;
+                }
+                show(Listed::Whole(&event))?;
+            }
+            (_, Resolved::PayloadLost { rest, .. }) => {
+                let event = header_of(&rest)?;
+                if !header_selects(query, &event) {
+                    continue;
+                }
+                show(Listed::PayloadLost(&event))?;
+            }
         }
-        show(&event)?;
         shown += 1;
     }
     Ok(())
+}
+
+/// The event a record without its payload's bytes stands for: its header and salt, its body
+/// erased with the payload hash the record commits to (the chain hash recomputes from it).
+fn header_of(rest: &[u8]) -> Result<Event> {
+    let frame = crate::model::event::FrameRef::parse_without_payload(rest)?;
+    let mut event = Event::erased_from_parts(
+        frame.version,
+        frame.seq,
+        frame.prev_hash,
+        frame.header,
+        frame.payload_hash,
+        None,
+    )?;
+    event.salt = frame.salt;
+    Ok(event)
+}
+
+/// An event as `mnemo log --json` lists it: whole, or by its header, its command
+/// [`UNREADABLE_COMMAND`], when its payload is lost.
+pub fn listed_event(listed: Listed<'_>) -> LoggedEvent {
+    match listed {
+        Listed::Whole(event) => logged(event),
+        Listed::PayloadLost(event) => LoggedEvent {
+            command: UNREADABLE_COMMAND.to_string(),
+            ..logged(event)
+        },
+    }
 }
 
 /// An event as `mnemo log --json` prints it.

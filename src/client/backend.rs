@@ -8,7 +8,7 @@
 
 use serde_json::Value;
 
-use crate::audit::history::{LogQuery, held_records, logged, select_events, state_at};
+use crate::audit::history::{LogQuery, held_records, listed_event, select_events, state_at};
 use crate::audit::verify::{Report, VerifyOptions, verify_store_with};
 use crate::client::reads::{listing_of, listing_of_entries};
 use crate::client::redact::{Plan, Redacted, Selection, plan, redact};
@@ -350,8 +350,8 @@ impl StoreAccess for InProcess {
     fn log(&self, client: &MnemoClient, query: &LogQuery) -> Result<Vec<LoggedEvent>> {
         self.settle_index(client)?;
         let mut events = Vec::new();
-        select_events(&*client.local_store()?, query, |event| {
-            events.push(logged(event));
+        select_events(&*client.local_store()?, query, |listed| {
+            events.push(listed_event(listed));
             Ok::<(), Error>(())
         })?;
         Ok(events)

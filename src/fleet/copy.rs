@@ -107,8 +107,7 @@ pub fn extend(path: &Path, from: &Position, tail: &Records) -> Result<Option<Rec
     }
     if local.seq > end {
         let ahead = store
-            .records(Seq(end.0 + 1))
-            .take_while(|r| r.as_ref().map_or(true, |(s, _)| *s <= local.seq))
+            .records_through(Seq(end.0 + 1), local.seq)
             .collect::<Result<Records>>()?;
         return Ok(Some(ahead));
     }

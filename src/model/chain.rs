@@ -89,6 +89,27 @@ impl Chain {
         seq: Seq,
         record: &'a [u8],
     ) -> Result<FrameRef<'a>, Break> {
+        self.check_parsed(seq, || FrameRef::parse(record), true)
+    }
+
+    /// [`Chain::check_borrowed`] of a record whose payload's bytes could not be read (`rest` ends
+    /// at its `payload_len`, see [`FrameRef::parse_without_payload`]): every rule but the
+    /// payload hash, which needs them. The chain goes on after it, so the records after it
+    /// are checked as before; a reader of its payload still meets what made it unreadable.
+    pub fn check_without_payload<'a>(
+        &mut self,
+        seq: Seq,
+        rest: &'a [u8],
+    ) -> Result<FrameRef<'a>, Break> {
+        self.check_parsed(seq, || FrameRef::parse_without_payload(rest), false)
+    }
+
+    fn check_parsed<'a>(
+        &mut self,
+        seq: Seq,
+        parse: impl FnOnce() -> crate::error::Result<FrameRef<'a>>,
+        with_payload: bool,
+    ) -> Result<FrameRef<'a>, Break> {
         let broke = |seq, rule, detail| Err(Break { seq, rule, detail });
         let expected = self.next;
         if seq != expected {
@@ -102,7 +123,7 @@ impl Chain {
                 broke(expected, Rule::Dense, detail)
             };
         }
-        let frame = match FrameRef::parse(record) {
+        let frame = match parse() {
             Ok(f) => f,
             Err(e) => return broke(seq, Rule::Decodes, e.to_string()),
         };
@@ -117,13 +138,15 @@ impl Chain {
             );
             return broke(seq, Rule::Link, detail);
         }
-        let payload_hash = frame.recompute_payload_hash();
-        if payload_hash != frame.payload_hash {
-            let detail = format!(
-                "the payload hashes to {payload_hash} but the record says {}",
-                frame.payload_hash
-            );
-            return broke(seq, Rule::PayloadHash, detail);
+        if with_payload {
+            let payload_hash = frame.recompute_payload_hash();
+            if payload_hash != frame.payload_hash {
+                let detail = format!(
+                    "the payload hashes to {payload_hash} but the record says {}",
+                    frame.payload_hash
+                );
+                return broke(seq, Rule::PayloadHash, detail);
+            }
         }
         let hash = frame.recompute_hash();
         if hash != frame.hash {
@@ -223,6 +246,54 @@ mod tests {
             &frame.payload_hash,
         );
         frame
+    }
+
+    /// `frame`'s stored record without its payload's bytes, as sled keeps it beside a value file.
+    fn without_payload(frame: &Frame) -> Vec<u8> {
+        let mut record = frame.encode();
+        record.truncate(record.len() - frame.payload.len());
+        record
+    }
+
+    #[test]
+    fn a_record_without_its_payload_joins_the_chain_by_every_rule_but_the_payload_hash() {
+        let frames = frames(3);
+        let mut chain = Chain::new();
+        chain.check(Seq(1), &frames[0].encode()).expect("event 1");
+        let rest = without_payload(&frames[1]);
+        assert!(
+            chain.clone().check(Seq(2), &rest).is_err(),
+            "a record cut at its payload is not whole"
+        );
+        let checked = chain.check_without_payload(Seq(2), &rest).expect("event 2");
+        assert_eq!((checked.hash, checked.payload), (frames[1].hash, &[][..]));
+        assert!(
+            chain.check(Seq(3), &frames[2].encode()).is_ok(),
+            "the chain goes on after it"
+        );
+
+        // Its header, seq and link are checked as any record's.
+        let mut header = frames[1].clone();
+        header.header[0] ^= 1;
+        let mut link = frames[1].clone();
+        link.prev_hash = frames[1].hash;
+        let mut seq = rehashed(frames[1].clone());
+        seq.seq = Seq(3);
+        for (what, frame, rule) in [
+            ("a changed header", header, Rule::ChainHash),
+            ("a changed link", rehashed(link), Rule::Link),
+            ("another seq inside", rehashed(seq), Rule::SeqInside),
+        ] {
+            let mut chain = Chain::after(Seq(1), frames[0].hash);
+            let rest = without_payload(&frame);
+            let broke = chain.check_without_payload(Seq(2), &rest);
+            assert_eq!(
+                broke.map(|f| f.seq).map_err(|b| b.rule),
+                Err(rule),
+                "{what}"
+            );
+            assert_eq!(chain.next(), Seq(2), "{what}: the chain stays where it was");
+        }
     }
 
     #[test]

@@ -16,14 +16,22 @@ use serde_json::Value;
 
 use crate::model::paths::MemPath;
 
+/// The `command` of a [`LoggedEvent`] whose payload the store can no longer read back as it
+/// was written (its bytes in the value file damaged, cut off or gone): its header (time, agent,
+/// outcome, hashes) is checked by the chain and shown; what it called, and its paths, are not
+/// known. `mnemo verify` names the damage; a restore from a replica mends it.
+pub const UNREADABLE_COMMAND: &str = "unreadable";
+
 /// One logged event, as a line of `mnemo log --json`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct LoggedEvent {
     /// The agent the event is attributed to.
     pub agent: String,
-    /// The command: `view`, `create`, ... for the memory tool, `api:create` ... for the
-    /// memory-stores API, `admin:grant` ... for an administrative event.
+    /// The command: `view`, `create`, ... for the memory tool (`rejected` for a call refused
+    /// before it ran), `api.create` ... for the memory-stores API, `acl-grant`, `token-issue`,
+    /// `redact` ... for an administrative event, `erased` for an event
+    /// a redaction erased, [`UNREADABLE_COMMAND`] for one whose payload is damaged.
     pub command: String,
     /// The event's chain hash (hex).
     pub hash: String,

@@ -118,7 +118,8 @@ pub(crate) use staging::{place, staging_beside};
 pub use value_file::VALUE_MIN;
 pub use value_file::VALUES_FILE;
 pub(crate) use value_file::{
-    LastAppend, ValueFile, goes_to_value_file, resolve, split, stored_form,
+    LastAppend, Resolved, ValueFile, goes_to_value_file, resolve, resolve_or_lost, split,
+    stored_form,
 };
 
 /// `fsync`s the directory `dir`, so an entry renamed into it survives a power loss.

@@ -28,7 +28,7 @@ use crate::error::{Error, Result};
 use crate::model::chain::Chain;
 use crate::model::event::{Event, FORMAT_VERSION, Frame, Seq, WRITTEN_FORMAT};
 pub use crate::model::head::Head;
-use crate::store::disk::{DirId, DiskSync, HeadRecord, StoreFiles, ValueFile};
+use crate::store::disk::{DirId, DiskSync, HeadRecord, Resolved, StoreFiles, ValueFile};
 use crate::store::failpoint::{Failpoint, Failpoints};
 use crate::store::kv::{IndexTrees, Pending};
 use crate::store::snapshot::Snapshots;
@@ -762,16 +762,53 @@ impl Store {
         Ok((seq, self.resolve(seq, &v)?))
     }
 
-    /// Every stored record before `before`, newest first, with the seq its key names.
-    pub fn records_back(
+    /// The stored records from `from` through `to`, in key order, with the seq each key names:
+    /// none past `to` is read (a reader of the past never meets what a later record holds).
+    pub fn records_through(
+        &self,
+        from: Seq,
+        to: Seq,
+    ) -> impl Iterator<Item = Result<(Seq, Vec<u8>)>> + use<> {
+        let store = self.clone();
+        self.events
+            .range(from.key()..=to.key())
+            .map(move |item| store.resolve_item(item))
+    }
+
+    /// [`Store::records`], a record whose payload the value file no longer gives back as it was
+    /// written kept apart ([`Resolved::PayloadLost`]) rather than ending the walk: what a reader
+    /// that can go on past one damaged payload (the proof, `log`) reads.
+    pub(crate) fn records_or_lost(
+        &self,
+        from: Seq,
+    ) -> impl Iterator<Item = Result<(Seq, Resolved)>> + use<> {
+        let store = self.clone();
+        self.events
+            .range(from.key()..)
+            .map(move |item| store.resolve_item_or_lost(item))
+    }
+
+    /// [`Store::records_back`], as [`Store::records_or_lost`] reads them.
+    pub(crate) fn records_or_lost_back(
         &self,
         before: Seq,
-    ) -> impl Iterator<Item = Result<(Seq, Vec<u8>)>> + use<> {
+    ) -> impl Iterator<Item = Result<(Seq, Resolved)>> + use<> {
         let store = self.clone();
         self.events
             .range(..before.key())
             .rev()
-            .map(move |item| store.resolve_item(item))
+            .map(move |item| store.resolve_item_or_lost(item))
+    }
+
+    fn resolve_item_or_lost(
+        &self,
+        item: sled::Result<(sled::IVec, sled::IVec)>,
+    ) -> Result<(Seq, Resolved)> {
+        let (k, v) = item?;
+        let seq = seq_of_key(&k)?;
+        let resolved =
+            crate::store::disk::resolve_or_lost(seq, &v, &self.values, self.format_marker())?;
+        Ok((seq, resolved))
     }
 
     /// This store's failpoints, for fault-injection tests.

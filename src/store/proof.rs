@@ -6,7 +6,10 @@
 //! recompute its payload and chain hashes, and only the next event's link (and, at the end, the
 //! head the store recorded) gives it away. So [`Store::prove`] checks the whole chain, every
 //! rule of [`crate::model::chain`] from event 1, that it leads to `meta.head`, and that every erased
-//! record is named by a redaction after it, as `verify` does (without re-answering any call). An open store remembers how far it proved its
+//! record is named by a redaction after it, as `verify` does (without re-answering any call).
+//! A payload the value file no longer gives back as written is the one exception: its record's
+//! header still joins the chain (its chain hash recomputes from what sled keeps), so the
+//! records around it are proven, while every read of its payload meets the loss again. An open store remembers how far it proved its
 //! log, so a long-lived server walks each record once, when it is first read after being
 //! written, and a read of a private copy (the CLI's) walks the copy once.
 //!
@@ -21,6 +24,7 @@ use crate::error::{Error, Result};
 use crate::model::chain::Chain;
 use crate::model::event::{Body, EventHash, FrameRef, Seq};
 use crate::model::policy::AdminCommand;
+use crate::store::disk::Resolved;
 use crate::store::log::{Head, Store};
 
 /// The fewest records a part of a split walk checks: a shorter log is walked in one.
@@ -169,8 +173,13 @@ impl Store {
 
     /// The chain hash the record of `seq` stores (unchecked), if it can be read.
     fn stored_hash(&self, seq: Seq) -> Option<EventHash> {
-        let record = self.get(seq).ok()??;
-        FrameRef::parse(&record).ok().map(|frame| frame.hash)
+        let (found, record) = self.records_or_lost(seq).next()?.ok()?;
+        let frame = match &record {
+            _ if found != seq => return None,
+            Resolved::Whole(record) => FrameRef::parse(record),
+            Resolved::PayloadLost { rest, .. } => FrameRef::parse_without_payload(rest),
+        };
+        frame.ok().map(|frame| frame.hash)
     }
 
     /// Checks the records after `from` (whose hash is taken as `from.hash`) through `through`,
@@ -182,7 +191,7 @@ impl Store {
             meta_hash: None,
             unnamed: BTreeMap::new(),
         };
-        let records = self.records(chain.next()).take_while(
+        let records = self.records_or_lost(chain.next()).take_while(
             |item| !matches!((item, through), (Ok((seq, _)), Some(through)) if *seq > through),
         );
         for item in records {
@@ -196,12 +205,25 @@ impl Store {
                 }
                 Err(e) => return Err(e),
             };
-            let frame = chain
-                .check_borrowed(seq, &record)
-                .map_err(|b| Error::ChainBroken {
-                    seq: b.seq.0,
-                    what: b.detail,
-                })?;
+            let broken = |b: crate::model::chain::Break| Error::ChainBroken {
+                seq: b.seq.0,
+                what: b.detail,
+            };
+            // A payload the value file lost is not shown by anything that reads it (each read
+            // meets the loss again); its record's header still joins the chain, so the records
+            // around it are checked, and what they show proven, as before. While an erased
+            // record waits for the redaction that names it, this payload may be that
+            // redaction: the walk cannot go on.
+            let record = match record {
+                Resolved::PayloadLost { why, .. } if !walked.unnamed.is_empty() => return Err(why),
+                record => record,
+            };
+            let frame = match &record {
+                Resolved::Whole(record) => chain.check_borrowed(seq, record).map_err(broken)?,
+                Resolved::PayloadLost { rest, .. } => {
+                    chain.check_without_payload(seq, rest).map_err(broken)?
+                }
+            };
             if frame.erased_from.is_some() {
                 let kept =
                     crate::model::event::kept_of(frame.version, frame.payload).map_err(|e| {

@@ -86,10 +86,9 @@ impl Step for Stored {
 /// A record past `to` is never decoded.
 fn stored(store: &Store, after: Seq, to: Seq) -> impl Iterator<Item = Result<Stored>> + use<> {
     let from = after.0.checked_add(1).filter(|from| *from <= to.0);
-    from.map(|from| store.records(Seq(from)))
+    from.map(|from| store.records_through(Seq(from), to))
         .into_iter()
         .flatten()
-        .take_while(move |item| !matches!(item, Ok((seq, _)) if *seq > to))
         .map(|item| {
             let (seq, record) = item?;
             Ok(Stored {

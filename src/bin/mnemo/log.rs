@@ -4,7 +4,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use mnemo::LogQuery;
-use mnemo::protocol::printable;
+use mnemo::protocol::{UNREADABLE_COMMAND, printable};
 
 use crate::args::{LogArgs, path_arg};
 use mnemo::protocol::LoggedEvent;
@@ -61,5 +61,24 @@ pub(crate) fn run_log(args: &LogArgs) -> CliResult {
             writeln!(out, "{}", event_line(event))?;
         }
     }
-    Ok(ExitCode::SUCCESS)
+    out.flush()?;
+    let unreadable: Vec<u64> = events
+        .iter()
+        .filter(|event| event.command == UNREADABLE_COMMAND)
+        .map(|event| event.seq)
+        .collect();
+    if unreadable.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    eprintln!("{}", unreadable_note(&unreadable));
+    Ok(ExitCode::from(2))
+}
+
+/// What `log` says when it listed events whose payloads it could not read.
+fn unreadable_note(seqs: &[u64]) -> String {
+    let listed: Vec<String> = seqs.iter().map(u64::to_string).collect();
+    format!(
+        "mnemo: the payload of event(s) {} cannot be read back as it was written (its bytes in the store's value file are damaged, cut off or gone): listed by their headers alone, which the chain proves, as `{UNREADABLE_COMMAND}`; what they called is not known. `mnemo verify` names the damage; restore the store from a replica or backup",
+        listed.join(", ")
+    )
 }

@@ -159,6 +159,17 @@ pub struct FrameRef<'a> {
 impl<'a> FrameRef<'a> {
     /// Splits stored record bytes into fields (what [`Frame::decode`] does, without copying).
     pub fn parse(bytes: &'a [u8]) -> Result<FrameRef<'a>> {
+        FrameRef::parse_as(bytes, true)
+    }
+
+    /// Splits a stored record that ends at its `payload_len`, its payload's bytes absent (what a
+    /// store keeps in sled of a payload it keeps in its value file): every field but the
+    /// payload, which is empty. The chain hash recomputes from it; the payload hash cannot.
+    pub fn parse_without_payload(bytes: &'a [u8]) -> Result<FrameRef<'a>> {
+        FrameRef::parse_as(bytes, false)
+    }
+
+    fn parse_as(bytes: &'a [u8], with_payload: bool) -> Result<FrameRef<'a>> {
         let mut rest = bytes;
         let version = take(&mut rest, 1, "version byte")?[0];
         if version > FORMAT_VERSION {
@@ -206,7 +217,12 @@ impl<'a> FrameRef<'a> {
                     None
                 };
                 let payload_len = take_u32(&mut rest, "payload length")?;
-                (salt, take(&mut rest, payload_len, "payload")?, None)
+                let payload = if with_payload {
+                    take(&mut rest, payload_len, "payload")?
+                } else {
+                    &[][..]
+                };
+                (salt, payload, None)
             };
         if !rest.is_empty() {
             return Err(Error::corrupt(format!(

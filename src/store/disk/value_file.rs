@@ -507,25 +507,60 @@ pub(crate) fn stored_form(rest: &[u8], at: &ValueRef) -> Vec<u8> {
     out
 }
 
+/// A stored record as a reader of the log gets it from what sled stores under its key.
+pub(crate) enum Resolved {
+    /// The whole record: the value itself, or a stored form's record with its payload read back
+    /// from `values` and checked against its hash.
+    Whole(Vec<u8>),
+    /// A stored form whose payload `values` no longer gives back as it was written (its bytes
+    /// damaged, cut off or gone): the record without its payload's bytes (ending at its
+    /// `payload_len`, see [`crate::model::event::FrameRef::parse_without_payload`]), and why,
+    /// [`Error::ChainBroken`] naming the event. Any other failure to read is an error.
+    PayloadLost {
+        /// The record without the payload's bytes.
+        rest: Vec<u8>,
+        /// What the read of the payload met.
+        why: Error,
+    },
+}
+
 /// The whole record of event `seq` from what sled stores under its key: the value itself, or a
 /// stored form's record with its payload read back from `values`. `marker` is the store's format
 /// marker: a stored form in a store whose marker is older was written outside Mnemo.
 pub(crate) fn resolve(seq: Seq, stored: &[u8], values: &ValueFile, marker: u8) -> Result<Vec<u8>> {
+    match resolve_or_lost(seq, stored, values, marker)? {
+        Resolved::Whole(record) => Ok(record),
+        Resolved::PayloadLost { why, .. } => Err(why),
+    }
+}
+
+/// [`resolve`], a payload the value file no longer gives back as written kept apart
+/// ([`Resolved::PayloadLost`]) rather than failing the read.
+pub(crate) fn resolve_or_lost(
+    seq: Seq,
+    stored: &[u8],
+    values: &ValueFile,
+    marker: u8,
+) -> Result<Resolved> {
     let Some((at, rest)) = reference_of(seq, stored, marker)? else {
-        return Ok(stored.to_vec());
+        return Ok(Resolved::Whole(stored.to_vec()));
     };
     // Bytes the file no longer holds as the record names them break the chain at this event,
     // as a payload that does not hash would.
-    let payload = values
-        .read(&format!("event {seq}'s payload"), &at)
-        .map_err(|e| match e {
-            Error::Corrupt { what } => Error::ChainBroken { seq: seq.0, what },
-            other => other,
-        })?;
+    let payload = match values.read(&format!("event {seq}'s payload"), &at) {
+        Ok(payload) => payload,
+        Err(Error::Corrupt { what }) => {
+            return Ok(Resolved::PayloadLost {
+                rest: rest.to_vec(),
+                why: Error::ChainBroken { seq: seq.0, what },
+            });
+        }
+        Err(other) => return Err(other),
+    };
     let mut record = Vec::with_capacity(rest.len() + payload.len());
     record.extend_from_slice(rest);
     record.extend_from_slice(&payload);
-    Ok(record)
+    Ok(Resolved::Whole(record))
 }
 
 /// The place a stored form names and the record's bytes without the payload; `None` for a

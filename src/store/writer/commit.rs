@@ -172,8 +172,7 @@ impl Shared {
             return Ok(());
         }
         let records = store
-            .records(Seq(after.0 + 1))
-            .take_while(|r| r.as_ref().map_or(true, |(s, _)| *s <= seq))
+            .records_through(Seq(after.0 + 1), seq)
             .collect::<Result<Vec<_>>>()?;
         replicate.replicate(&records, self.durability == Durability::Replicated)
     }
