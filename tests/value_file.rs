@@ -1058,7 +1058,7 @@ fn a_lost_payload_is_listed_by_its_header_and_the_past_before_it_still_shows() {
 }
 
 /// A lost payload excuses nothing else of its record: a header changed beside it still breaks
-/// the chain there, and no read shows anything.
+/// the chain there, no read shows anything, and `verify` names both.
 #[test]
 fn a_lost_payload_beside_a_changed_header_still_breaks_the_chain() {
     let (s, _) = store_with_large_create();
@@ -1086,4 +1086,116 @@ fn a_lost_payload_beside_a_changed_header_still_breaks_the_chain() {
             "{args:?} {said}"
         );
     }
+    // `verify` names the lost payload first, and the changed header beside it too.
+    let out = run_mnemo(&["verify", "--db", &db, "--json"], "");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+    let kinds: Vec<(u64, &str)> = report["violations"]
+        .as_array()
+        .expect("violations")
+        .iter()
+        .map(|v| {
+            (
+                v["seq"].as_u64().unwrap_or(0),
+                v["kind"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(kinds, [(2, "payload-hash"), (2, "hash")], "{report}");
+}
+
+/// A store of five events whose events 2 and 4 are large creates (their payloads in the value
+/// file), with a view of the files at 3 and 5.
+fn store_with_two_large_creates() -> TempStore {
+    let s = TempStore::new();
+    let server = open(&s);
+    for input in [
+        json!({"command": "create", "path": "/memories/small.md", "file_text": "- tea\n"}),
+        json!({"command": "create", "path": "/memories/one.md", "file_text": text_of(VALUE_MIN * 2, "one")}),
+        json!({"command": "view", "path": "/memories"}),
+        json!({"command": "create", "path": "/memories/two.md", "file_text": text_of(VALUE_MIN * 2, "two")}),
+        json!({"command": "view", "path": "/memories"}),
+    ] {
+        let (answer, is_error) = call(&server, input);
+        assert!(!is_error, "{answer}");
+    }
+    s
+}
+
+/// Past a payload the value file lost, `verify` checks the chain alone and says how far it
+/// links: every other lost payload is named, and so is the first record that breaks the chain.
+#[test]
+fn verify_names_every_lost_payload_and_the_first_break_past_the_first_loss() {
+    let s = store_with_two_large_creates();
+    let db = s.path().to_str().expect("utf-8").to_string();
+    let values = s.path().join(VALUES_FILE);
+    let mut bytes = std::fs::read(&values).expect("read");
+    let half = bytes.len() / 2;
+    bytes[half / 2] ^= 1;
+    bytes[half + half / 2] ^= 1;
+    std::fs::write(&values, &bytes).expect("write");
+    let report = |what: &str| -> serde_json::Value {
+        let out = run_mnemo(&["verify", "--db", &db, "--json"], "");
+        assert_eq!(out.status.code(), Some(1), "{what}: {out:?}");
+        serde_json::from_slice(&out.stdout).expect("a JSON report")
+    };
+    // Each violation's seq and kind.
+    let named = |report: &serde_json::Value| -> Vec<(u64, String)> {
+        report["violations"]
+            .as_array()
+            .expect("violations")
+            .iter()
+            .map(|v| {
+                let kind = v["kind"].as_str().expect("kind");
+                (v["seq"].as_u64().expect("seq"), kind.to_string())
+            })
+            .collect()
+    };
+    let found = report("two lost payloads");
+    let violations = found["violations"].as_array().expect("violations");
+    assert_eq!(
+        named(&found),
+        [(2, "payload-hash".into()), (4, "payload-hash".into())],
+        "{found}"
+    );
+    let first = violations[0]["detail"].as_str().expect("detail");
+    assert!(
+        first.contains("link through event 5, the last the log holds")
+            && first.contains("event 4 is lost too"),
+        "{first}"
+    );
+    assert!(
+        violations[1]["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("event 4's payload") && d.contains("value file")),
+        "{found}"
+    );
+    assert_eq!(
+        found["events"], 1,
+        "answers were re-derived through event 1 only"
+    );
+
+    // A header changed past the first loss breaks the chain there, and is named.
+    {
+        let store = open_store(&s.path());
+        let (events, _, _) = store.raw_trees();
+        let key = 3u64.to_be_bytes();
+        let mut stored = events.get(key).expect("read").expect("event 3").to_vec();
+        // The record's fixed fields (109 bytes), then the header: the low byte of its time.
+        stored[109] ^= 1;
+        events.insert(key, stored).expect("write");
+        events.flush().expect("flush");
+    }
+    let found = report("a header changed at event 3");
+    assert_eq!(
+        named(&found),
+        [(2, "payload-hash".into()), (3, "hash".into())],
+        "{found}"
+    );
+    assert!(
+        found["violations"][0]["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("link through event 2, and event 3 breaks the chain")),
+        "{found}"
+    );
 }

@@ -165,7 +165,9 @@ pub struct Report {
     /// log and no head record: see [`Report::notes`]. (A store a server holds open records its
     /// head only after its next durable commit, idle moment or close.)
     pub head_record_missing: bool,
-    /// Broken invariants; empty means intact. Verification stops at the first.
+    /// Broken invariants; empty means intact. Verification stops at the first; past a payload
+    /// the value file lost it checks the chain alone, and names every other lost payload and
+    /// the first break after it.
     pub violations: Vec<Violation>,
     /// The events a redaction erased, each with the seq of the redaction that names it: their
     /// chain hashes verified, their answers could not be re-derived, and they are no violation.
@@ -435,12 +437,71 @@ pub fn verify_store(store: &Store) -> Result<Report> {
 pub fn verify_store_with(store: &Store, mut options: VerifyOptions<'_>) -> Result<Report> {
     let start = Instant::now();
     let mut shown = 0;
-    if let Some(report) = verify_pass(store, Source::Store, &mut options, &mut shown, true, start)?
-    {
+    let report = match verify_pass(store, Source::Store, &mut options, &mut shown, true, start)? {
+        Some(report) => report,
+        None => verify_pass(store, Source::Store, &mut options, &mut shown, false, start)?
+            .ok_or_else(|| Error::corrupt("verify stopped twice without naming a violation"))?,
+    };
+    past_lost_payload(store, report)
+}
+
+/// A report whose first violation is a payload the value file lost (its bytes damaged, cut off
+/// or gone) goes on past it with what the chain alone shows: no answer after it can be
+/// re-derived, but every record's header still joins the chain, so the report names every other
+/// payload lost and the first record that breaks the chain, if one does, and says how far it
+/// links. A payload changed in sled, or any other first violation, ends the report as before.
+fn past_lost_payload(store: &Store, mut report: Report) -> Result<Report> {
+    use crate::store::disk::Resolved;
+    let Some(first) = report.violations.first() else {
+        return Ok(report);
+    };
+    let seq = first.seq;
+    let lost = first.kind == ViolationKind::PayloadHash
+        && report.head.seq.0.checked_add(1) == Some(seq.0)
+        && matches!(
+            store.records_or_lost(seq).next(),
+            Some(Ok((found, Resolved::PayloadLost { .. }))) if found == seq
+        );
+    if !lost {
         return Ok(report);
     }
-    verify_pass(store, Source::Store, &mut options, &mut shown, false, start)?
-        .ok_or_else(|| Error::corrupt("verify stopped twice without naming a violation"))
+    let past = store.chain_past(report.head)?;
+    let others: Vec<(Seq, Error)> = past.lost.into_iter().filter(|(s, _)| *s != seq).collect();
+    let mut said = match &past.broken {
+        None => format!(
+            "its records link through event {}, the last the log holds",
+            past.end
+        ),
+        Some(broke) => format!(
+            "its records link through event {}, and event {} breaks the chain (below)",
+            past.end, broke.seq
+        ),
+    };
+    match others.as_slice() {
+        [] => {}
+        [(one, _)] => said.push_str(&format!("; the payload of event {one} is lost too (below)")),
+        many => {
+            let seqs: Vec<String> = many.iter().map(|(s, _)| s.to_string()).collect();
+            said.push_str(&format!(
+                "; the payloads of events {} are lost too (below)",
+                seqs.join(", ")
+            ));
+        }
+    }
+    report.violations[0].detail.push_str(&format!(
+        ". Past it verify checked the chain alone, since no answer after it can be re-derived: {said}"
+    ));
+    for (seq, why) in others {
+        let detail = match why {
+            Error::ChainBroken { what, .. } => what,
+            other => other.to_string(),
+        };
+        report
+            .violations
+            .push(violation(seq, ViolationKind::PayloadHash, detail));
+    }
+    report.violations.extend(past.broken.map(Violation::from));
+    Ok(report)
 }
 
 /// Records handed to [`verify_appended`] at a time: a run of consecutive records, in seq order.

@@ -382,7 +382,9 @@ pub struct VerifyReport {
     pub status: String,
     /// The store, as the command that verified it names it.
     pub store: String,
-    /// Broken invariants; empty means intact. Verification stops at the first.
+    /// Broken invariants; empty means intact. Verification stops at the first; past a payload
+    /// the value file lost it checks the chain alone, and names every other lost payload and
+    /// the first break after it.
     pub violations: Vec<Finding>,
 }
 

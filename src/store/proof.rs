@@ -21,7 +21,7 @@
 use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
-use crate::model::chain::Chain;
+use crate::model::chain::{Break, Chain, Rule};
 use crate::model::event::{Body, EventHash, FrameRef, Seq};
 use crate::model::policy::AdminCommand;
 use crate::store::disk::Resolved;
@@ -51,6 +51,16 @@ struct Walked {
     /// hides what it did from every replay). A redaction and what it erased are written in one
     /// rewrite, so a walk that meets one meets the other.
     unnamed: BTreeMap<Seq, Option<EventHash>>,
+}
+
+/// What the chain shows past a record whose payload the value file lost ([`Store::chain_past`]).
+pub(crate) struct PastLoss {
+    /// Each record whose payload the value file lost, with what reading it met.
+    pub(crate) lost: Vec<(Seq, Error)>,
+    /// The first record that breaks the chain, if one does.
+    pub(crate) broken: Option<Break>,
+    /// The last record that joined the chain.
+    pub(crate) end: Seq,
 }
 
 impl Store {
@@ -169,6 +179,48 @@ impl Store {
             }
         }
         Ok(joined)
+    }
+
+    /// Walks the chain after `from` (a record checked, and its hash) to the log's end, or to
+    /// the first record that breaks it, by every rule but the payload hash of a record whose
+    /// payload the value file lost, and names each such record: what a verifier that stopped at
+    /// a lost payload can still say of the log after it, without re-answering anything.
+    pub(crate) fn chain_past(&self, from: Head) -> Result<PastLoss> {
+        let mut chain = Chain::after(from.seq, from.hash);
+        let mut past = PastLoss {
+            lost: Vec::new(),
+            broken: None,
+            end: from.seq,
+        };
+        for item in self.records_or_lost(chain.next()) {
+            let (seq, record) = match item {
+                Ok(item) => item,
+                Err(e) if e.is_damage() => {
+                    past.broken = Some(Break {
+                        seq: chain.next(),
+                        rule: Rule::Decodes,
+                        detail: format!("its record cannot be read: {e}"),
+                    });
+                    break;
+                }
+                Err(e) => return Err(e),
+            };
+            let checked = match &record {
+                Resolved::Whole(record) => chain.check_borrowed(seq, record).map(|_| ()),
+                Resolved::PayloadLost { rest, .. } => {
+                    chain.check_without_payload(seq, rest).map(|_| ())
+                }
+            };
+            if let Err(broke) = checked {
+                past.broken = Some(broke);
+                break;
+            }
+            if let Resolved::PayloadLost { why, .. } = record {
+                past.lost.push((seq, why));
+            }
+            past.end = seq;
+        }
+        Ok(past)
     }
 
     /// The chain hash the record of `seq` stores (unchecked), if it can be read.

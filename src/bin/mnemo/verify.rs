@@ -50,7 +50,7 @@ pub(crate) fn print_report(
     writeln!(out, "  store:      {}", path.display())?;
     let of = if report.events < report.log_last {
         format!(
-            " of the {} the log holds (verification stops at the first violation)",
+            " of the {} the log holds (verification stops at the first violation; past a payload the value file lost, it checks the chain alone)",
             report.log_last
         )
     } else {

@@ -580,6 +580,14 @@ fn reference_of(seq: Seq, stored: &[u8], marker: u8) -> Result<Option<(ValueRef,
         )));
     }
     let at = ValueRef::decode(&stored[1..]);
+    // Only a payload of VALUE_MIN bytes or more is ever kept in the file: a shorter one named
+    // there is a record rewritten outside Mnemo, not a payload the file lost.
+    if (at.len as usize) < VALUE_MIN {
+        return Err(Error::corrupt(format!(
+            "event {seq}'s record names a payload of {} bytes in the value file, where only payloads of {VALUE_MIN} bytes or more are kept: the record was changed outside Mnemo",
+            at.len
+        )));
+    }
     let named = u32::from_le_bytes(stored[stored.len() - 4..].try_into().expect("4 bytes"));
     if named != at.len {
         return Err(Error::corrupt(format!(
@@ -649,6 +657,41 @@ mod tests {
     }
 
     #[test]
+    fn a_lost_payload_is_kept_apart_and_a_short_one_in_the_file_is_a_changed_record() {
+        let dir = tempfile::tempdir().expect("dir");
+        let values = ValueFile::in_dir(dir.path());
+        let (rest, payload) = split(&frame(VALUE_MIN));
+        let at = values.append(vec![(Seq(7), payload)]).expect("append")[0];
+        let stored = stored_form(&rest, &at);
+        std::fs::write(dir.path().join(VALUES_FILE), b"").expect("empty");
+        let fresh = ValueFile::in_dir(dir.path());
+        match resolve_or_lost(Seq(7), &stored, &fresh, VALUE_REF_FORMAT) {
+            Ok(Resolved::PayloadLost { rest: kept, why }) => {
+                assert_eq!(kept, rest, "the record without its payload's bytes");
+                assert!(matches!(why, Error::ChainBroken { seq: 7, .. }), "{why}");
+            }
+            Ok(Resolved::Whole(_)) => panic!("an emptied file gave the payload back"),
+            Err(e) => panic!("a lost payload failed the read: {e}"),
+        }
+        // A small event's record rewritten to name bytes of the file, as only a large payload's
+        // is, is refused as a record changed, never taken for a payload the file lost.
+        let other = tempfile::tempdir().expect("dir");
+        let values = ValueFile::in_dir(other.path());
+        let (small_rest, small_payload) = split(&frame(100));
+        let small_at = values
+            .append(vec![(Seq(8), small_payload)])
+            .expect("append")[0];
+        let forged = stored_form(&small_rest, &small_at);
+        match resolve_or_lost(Seq(8), &forged, &values, VALUE_REF_FORMAT) {
+            Err(Error::Corrupt { what }) => {
+                assert!(what.contains("changed outside Mnemo"), "{what}");
+            }
+            Err(e) => panic!("refused as other than a changed record: {e}"),
+            Ok(_) => panic!("a short payload in the value file was read"),
+        }
+    }
+
+    #[test]
     fn a_damaged_cut_or_missing_value_is_named_by_its_event() {
         let dir = tempfile::tempdir().expect("dir");
         let values = ValueFile::in_dir(dir.path());
@@ -701,7 +744,7 @@ mod tests {
             .expect("an earlier append");
         let seqs = [Seq(5), Seq(6), Seq(7)];
         let refs = values
-            .append(seqs.iter().map(|s| (*s, vec![2; 50])).collect())
+            .append(seqs.iter().map(|s| (*s, vec![2; VALUE_MIN])).collect())
             .expect("append");
         let append = LastAppend::of(&seqs, &refs).expect("an append");
         assert_eq!(
@@ -725,10 +768,11 @@ mod tests {
                 .named_end(stored(upto).into_iter(), VALUE_REF_FORMAT)
                 .expect("named end")
         };
+        let min = VALUE_MIN as u64;
         assert_eq!(named(0), 100, "no record kept: the append's start");
-        assert_eq!(named(1), 150);
-        assert_eq!(named(2), 200);
-        assert_eq!(named(3), 250);
+        assert_eq!(named(1), 100 + min);
+        assert_eq!(named(2), 100 + 2 * min);
+        assert_eq!(named(3), 100 + 3 * min);
     }
 
     fn named_marker(stored: &[u8], values: &ValueFile) {
