@@ -375,3 +375,60 @@ fn a_read_replaying_beside_the_proof_refuses_a_forgery_either_side_of_what_it_sh
         tamper_record(&path, seq, |record| *record = original.clone());
     }
 }
+
+/// A log of `LONG` events like [`long_log`]'s whose creates at 16,499 and 16,501, either side of
+/// where a split proof's parts meet, are large (their payloads in the value file).
+fn long_log_with_large_creates(path: &Path) {
+    crate::support::log_builder::build_log_of(path, LONG, |seq| {
+        let file_text = match seq {
+            16_499 | 16_501 => format!("v{seq}\n").repeat(mnemo::testing::VALUE_MIN / 6),
+            _ => format!("v{seq}\n"),
+        };
+        if seq % 2 == 1 {
+            Command::Create {
+                path: "/memories/f.md".into(),
+                file_text,
+            }
+        } else {
+            Command::Delete {
+                path: "/memories/f.md".into(),
+            }
+        }
+    });
+}
+
+/// Payloads the value file lost, either side of a split proof's seam, are passed by the proof
+/// on their headers alone (the chain still links through them), while a forgery anywhere else
+/// is refused as before, at its own seq; `verify` names both lost payloads.
+#[test]
+fn a_long_log_with_lost_payloads_is_proven_in_parts_and_a_forgery_elsewhere_still_breaks_it() {
+    let s = TempStore::new();
+    let path = s.path();
+    long_log_with_large_creates(&path);
+    let values = path.join(mnemo::testing::VALUES_FILE);
+    assert!(
+        std::fs::metadata(&values).expect("the value file").len()
+            >= 2 * mnemo::testing::VALUE_MIN as u64,
+        "both large payloads are in the value file"
+    );
+    assert_eq!(breaks_at(&path), None, "an untouched log is proven");
+    std::fs::write(&values, b"").expect("empty the value file");
+    assert_eq!(breaks_at(&path), None, "lost payloads alone");
+    for seq in [5, 16_497, 16_503, LONG - 1] {
+        let original = record_of(&path, seq);
+        forge_text(&path, seq, format!("w{}\n", seq).as_bytes());
+        assert_eq!(breaks_at(&path), Some(seq), "a changed payload at {seq}");
+        tamper_record(&path, seq, |record| *record = original.clone());
+    }
+    let db = path.to_str().expect("utf-8");
+    let out = run_mnemo(&["verify", "--db", db, "--json"], "");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+    let seqs: Vec<u64> = report["violations"]
+        .as_array()
+        .expect("violations")
+        .iter()
+        .map(|v| v["seq"].as_u64().unwrap_or(0))
+        .collect();
+    assert_eq!(seqs, [16_499, 16_501], "{report}");
+}
