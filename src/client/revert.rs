@@ -440,6 +440,34 @@ fn by_identity(
     Ok((files, erased))
 }
 
+/// Drops from `want` each file that no longer exists whose path another file now holds with the
+/// same content (one an earlier revert created anew, since a create cannot bring a file's
+/// identity back, or one written so since), and that file from `have`: the path is already as
+/// wanted, and putting the file back again would delete it and create it anew, at every revert.
+/// A file that still exists elsewhere is left wanted: moving it back keeps its history.
+fn already_back(
+    want: &mut BTreeMap<u64, Placed>,
+    have: &mut BTreeMap<u64, Placed>,
+    now: &BTreeMap<u64, Placed>,
+) {
+    let gone: Vec<u64> = want
+        .keys()
+        .copied()
+        .filter(|id| !now.contains_key(id))
+        .collect();
+    for id in gone {
+        let wanted = &want[&id];
+        let holder = now
+            .iter()
+            .find(|(other, f)| !want.contains_key(other) && **f == *wanted)
+            .map(|(other, _)| *other);
+        if let Some(other) = holder {
+            want.remove(&id);
+            have.remove(&other);
+        }
+    }
+}
+
 /// The plan of `scope` on `store`, for `operator`.
 fn plan_on(store: &Store, scope: &RevertScope, operator: &str) -> Result<RevertPlan> {
     let head = store.log_end()?.seq;
@@ -545,6 +573,7 @@ fn plan_on(store: &Store, scope: &RevertScope, operator: &str) -> Result<RevertP
             )));
         }
     }
+    already_back(&mut want, &mut have, &now);
     let changed: BTreeSet<u64> = concerned
         .iter()
         .copied()
@@ -943,13 +972,19 @@ mod tests {
                 }
             };
             let (then, now) = (&s.trees[since], s.trees.last().unwrap());
+            let wanted = |id: u64| then.files.values().any(|f| f.0 == id) && touched.contains(&id);
             let reverted_changes: BTreeSet<u64> = touched
                 .iter()
                 .copied()
                 .filter(|id| {
                     let was = then.files.iter().find(|(_, f)| f.0 == *id);
                     let is = now.files.iter().find(|(_, f)| f.0 == *id);
-                    was != is
+                    // Gone, and its path holds its content in a file not itself put back.
+                    let back = is.is_none()
+                        && was.is_some_and(|(path, f)| {
+                            now.files.get(path).is_some_and(|g| g.1 == f.1 && !wanted(g.0))
+                        });
+                    was != is && !back
                 })
                 .collect();
             let conflicted_now = after.iter().any(|(a, ids)| {
@@ -976,6 +1011,43 @@ mod tests {
             prop_assert_eq!(tree(&s.client, None), expected, "{}", plan.summary());
             prop_assert!(s.client.verify().unwrap().is_intact());
         }
+    }
+
+    /// A file deleted since is put back by a create, which makes a new file: a second revert
+    /// to the same point finds its path as wanted and has nothing to do (it deleted and created
+    /// the file again, and `--agent` was refused for the file it had put back).
+    #[test]
+    fn a_file_put_back_by_a_create_is_not_put_back_again() {
+        let s = run(&[(0, Op::Create(0, 0)), (1, Op::Delete(0))]);
+        let to = RevertScope::To {
+            seq: Seq(1),
+            path: None,
+        };
+        let first = s.client.revert(&to, false).unwrap();
+        assert_eq!(first.plan.calls.len(), 1, "{}", first.plan.summary());
+        let head = s.client.head().unwrap().seq;
+        let again = s.client.revert(&to, false).unwrap();
+        assert!(again.plan.calls.is_empty(), "{}", again.plan.summary());
+        assert_eq!(again.record, None, "nothing written");
+        assert_eq!(s.client.head().unwrap().seq, head);
+
+        // agent-2 deleted agent-1's file: undoing agent-2 twice puts it back once.
+        let s = run(&[(0, Op::Create(1, 2)), (1, Op::Delete(1))]);
+        let agent = RevertScope::Agent {
+            agent: AGENTS[1].into(),
+            since: Seq(1),
+        };
+        let first = s.client.revert(&agent, false).unwrap();
+        assert_eq!(first.plan.calls.len(), 1, "{}", first.plan.summary());
+        let head = s.client.head().unwrap().seq;
+        let again = s.client.revert(&agent, false).unwrap();
+        assert!(again.plan.calls.is_empty(), "{}", again.plan.summary());
+        assert_eq!(s.client.head().unwrap().seq, head);
+        assert_eq!(
+            tree(&s.client, None),
+            BTreeMap::from([("/memories/b".to_string(), TEXTS[2].to_string())])
+        );
+        assert!(s.client.verify().unwrap().is_intact());
     }
 
     #[test]
