@@ -626,8 +626,14 @@ fn plan_on(store: &Store, scope: &RevertScope, operator: &str) -> Result<RevertP
         for raw in step.command.paths() {
             let path = MemPath::absolute(raw).map_err(Error::corrupt)?;
             if !policy.allows(operator, &path, Access::ReadWrite) {
+                // A file moved aside goes through a directory named for the head, which the
+                // next plan names anew: the grant to ask for is of the directory it is in.
+                let grant = path
+                    .segments()
+                    .position(|name| name.starts_with(".revert-"))
+                    .map_or_else(|| path.clone(), |depth| path.ancestor(depth));
                 return Err(Error::InvalidArgument(format!(
-                    "{operator} may not write {path}, which the revert would: grant it first (mnemo acl grant --agent {operator} --prefix {path} --access read-write), or revert as an operator that may; nothing was written"
+                    "{operator} may not write {path}, which the revert would: grant it first (mnemo acl grant --agent {operator} --prefix {grant} --access read-write), or revert as an operator that may; nothing was written"
                 )));
             }
         }
@@ -972,19 +978,23 @@ mod tests {
                 }
             };
             let (then, now) = (&s.trees[since], s.trees.last().unwrap());
+            // A file gone whose path holds its content in a file not itself put back is back
+            // already: neither it nor the file that holds its place changes.
             let wanted = |id: u64| then.files.values().any(|f| f.0 == id) && touched.contains(&id);
+            let mut back = BTreeSet::new();
+            for (path, f) in then.files.iter().filter(|(_, f)| touched.contains(&f.0)) {
+                let gone = !now.files.values().any(|g| g.0 == f.0);
+                if let Some(g) = now.files.get(path).filter(|g| gone && g.1 == f.1 && !wanted(g.0)) {
+                    back.extend([f.0, g.0]);
+                }
+            }
             let reverted_changes: BTreeSet<u64> = touched
                 .iter()
                 .copied()
                 .filter(|id| {
                     let was = then.files.iter().find(|(_, f)| f.0 == *id);
                     let is = now.files.iter().find(|(_, f)| f.0 == *id);
-                    // Gone, and its path holds its content in a file not itself put back.
-                    let back = is.is_none()
-                        && was.is_some_and(|(path, f)| {
-                            now.files.get(path).is_some_and(|g| g.1 == f.1 && !wanted(g.0))
-                        });
-                    was != is && !back
+                    was != is && !back.contains(id)
                 })
                 .collect();
             let conflicted_now = after.iter().any(|(a, ids)| {

@@ -157,11 +157,18 @@ pub(crate) fn calls(
         }
     }
     if !pending.is_empty() {
-        // Each left: to a fresh directory under its root, then every one to its place.
+        // Each left: to a fresh directory beside it (in its own directory, so a revert of one
+        // directory writes nowhere else, and an operator granted that directory may make it),
+        // then every one to its place.
         let mut aside = Vec::new();
         let mut spare: BTreeMap<MemPath, MemPath> = BTreeMap::new();
         for (n, (from, to)) in pending.into_iter().enumerate() {
-            let root = root_of(&from).unwrap_or_else(MemPath::top);
+            // Not inside a place a file goes back to (a file has nothing under it).
+            let mut root = from.parent().unwrap_or_else(MemPath::top);
+            while want.values().any(|w| root.starts_with(&w.path)) {
+                let Some(up) = root.parent() else { break };
+                root = up;
+            }
             let dir = match spare.get(&root) {
                 Some(dir) => dir.clone(),
                 None => {
@@ -354,6 +361,24 @@ mod tests {
         let tree = BTreeMap::from([(p("/m/a"), (1, "A".into())), (p("/m/b"), (2, "B".into()))]);
         let after = apply(tree, &steps).unwrap();
         assert_eq!(by_id(&after), want);
+    }
+
+    #[test]
+    fn a_swap_in_a_directory_goes_through_a_directory_within_it() {
+        let have = BTreeMap::from([(1, placed("/m/x/a", "A")), (2, placed("/m/x/b", "B"))]);
+        let want = BTreeMap::from([(1, placed("/m/x/b", "A")), (2, placed("/m/x/a", "B"))]);
+        let steps = calls(&want, &have, &BTreeSet::new(), 7).unwrap();
+        let x = p("/m/x");
+        for step in &steps {
+            for path in step.command.paths() {
+                assert!(p(path).starts_with(&x), "{path} is outside /m/x: {steps:?}");
+            }
+        }
+        let tree = BTreeMap::from([
+            (p("/m/x/a"), (1, "A".into())),
+            (p("/m/x/b"), (2, "B".into())),
+        ]);
+        assert_eq!(by_id(&apply(tree, &steps).unwrap()), want);
     }
 
     #[test]
