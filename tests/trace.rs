@@ -170,6 +170,53 @@ fn a_redacted_event_on_the_way_makes_the_trace_a_lower_bound_and_says_so() {
     assert!(out.status.success(), "{out:?}");
 }
 
+/// A revert puts content back by calls that write the text again, a copy the trace cannot
+/// follow: a trace whose bytes a revert may have written back says so and is a lower bound,
+/// and the revert's call is where the put-back bytes are traced from.
+#[test]
+fn a_revert_that_wrote_traced_bytes_back_makes_the_trace_a_lower_bound() {
+    let s = TempStore::new();
+    let db = s.path();
+    let db = db.to_str().expect("utf-8");
+    let secret =
+        json!({"command": "create", "path": "/memories/s.md", "file_text": "SECRET=hunter2\n"});
+    session(
+        db,
+        "alice",
+        &[
+            secret,
+            json!({"command": "delete", "path": "/memories/s.md"}),
+        ],
+    );
+    let before = trace_json(db, &["1"]);
+    assert_eq!(before["exact"], true, "{before}");
+    let out = run_mnemo(&["revert", "--db", db, "--to", "1"], "");
+    assert!(out.status.success(), "{out:?}");
+    session(
+        db,
+        "mallory",
+        &[json!({"command": "view", "path": "/memories/s.md"})],
+    );
+    // The revert's record is event 3, its create event 4, mallory's view event 5.
+    let report = trace_json(db, &["1"]);
+    assert_eq!(report["exact"], false, "{report}");
+    let notes = report["notes"].to_string();
+    assert!(
+        notes.contains("the revert recorded at event 3 (its calls 4 to 4)"),
+        "{notes}"
+    );
+    let put_back = trace_json(db, &["4"]);
+    assert!(
+        met(&put_back).contains(&(5, "mallory".to_string(), true, false, false, false)),
+        "{put_back}"
+    );
+    let text = run_mnemo(&["trace", "1", "--db", db], "");
+    assert!(
+        String::from_utf8_lossy(&text.stdout).contains("not exact: a lower bound"),
+        "{text:?}"
+    );
+}
+
 #[test]
 fn a_trace_of_nothing_written_is_refused_with_what_to_trace_instead() {
     let s = TempStore::new();

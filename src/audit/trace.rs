@@ -23,6 +23,7 @@ use crate::audit::history::logged;
 use crate::error::{Error, Result};
 use crate::model::event::{Body, Event, KeptChange, Seq};
 use crate::model::paths::MemPath;
+use crate::model::policy::AdminCommand;
 use crate::model::protocol::{LiveFile, TraceReport, TracedEvent};
 use crate::model::tool::{Answer, Change, Tree};
 use crate::store::log::Store;
@@ -447,14 +448,31 @@ pub fn trace(store: &Store, seq: Seq, path: Option<&MemPath>) -> Result<TraceRep
     let mut tracer = tracer;
     let mut events = BTreeMap::new();
     let mut through = seq.0;
+    // Each revert after it: its seq, the writes it undid, and how many calls followed.
+    let mut reverts: Vec<(u64, Vec<u64>, u64)> = Vec::new();
     replay.run(store, Seq(u64::MAX), |_, event, traced| {
         tracer.observe(event, &traced);
+        if let Body::Admin(AdminCommand::Revert { seqs, calls, .. }) = &event.body {
+            reverts.push((event.seq.0, seqs.clone(), *calls));
+        }
         if tracer.met().contains_key(&event.seq) {
             events.insert(event.seq, logged(event));
         }
         through = event.seq.0;
         Ok::<(), Error>(())
     })?;
+    // A revert puts content back by calls that write the text again: a copy the trace cannot
+    // follow. One that undid a write the trace met, or whose calls met traced bytes, may have
+    // written them back.
+    let met = tracer.met();
+    let copied = reverts
+        .iter()
+        .filter(|(at, undone, calls)| {
+            undone.iter().any(|s| met.contains_key(&Seq(*s)))
+                || (at + 1..=at.saturating_add(*calls)).any(|s| met.contains_key(&Seq(s)))
+        })
+        .map(|(at, _, calls)| (*at, *calls))
+        .collect();
     Ok(report(ReportParts {
         seq,
         path,
@@ -464,7 +482,22 @@ pub fn trace(store: &Store, seq: Seq, path: Option<&MemPath>) -> Result<TraceRep
         tracer: &tracer,
         events,
         notes,
+        copied,
     }))
+}
+
+/// The note on reverts that may have written traced bytes back (`(seq, calls)` each).
+fn copied_note(copied: &[(u64, u64)]) -> Option<String> {
+    let listed: Vec<String> = copied
+        .iter()
+        .map(|(at, calls)| format!("{at} (its calls {} to {})", at + 1, at + calls))
+        .collect();
+    (!listed.is_empty()).then(|| {
+        format!(
+            "the revert recorded at event {} put content back by calls that write the text again, a copy this trace does not follow: bytes it wrote back are not traced from here, so the trace is a lower bound; trace those calls (`mnemo trace SEQ`) for who met them after",
+            listed.join(", ")
+        )
+    })
 }
 
 /// What [`report`] is made from.
@@ -477,6 +510,8 @@ struct ReportParts<'a> {
     tracer: &'a Tracer,
     events: BTreeMap<Seq, crate::model::protocol::LoggedEvent>,
     notes: Vec<String>,
+    /// The reverts that may have written traced bytes back, each with its number of calls.
+    copied: Vec<(u64, u64)>,
 }
 
 fn report(parts: ReportParts<'_>) -> TraceReport {
@@ -489,11 +524,14 @@ fn report(parts: ReportParts<'_>) -> TraceReport {
         tracer,
         mut events,
         mut notes,
+        copied,
     } = parts;
     let erased: Vec<u64> = tracer.erased().iter().map(|s| s.0).collect();
     notes.extend(erased_note(&erased));
     let unplaced = unplaced_note(tracer.unplaced());
     notes.extend(unplaced.clone());
+    let copied = copied_note(&copied);
+    notes.extend(copied.clone());
     notes.push(COUNTS.to_string());
     notes.push(UNLOGGED.to_string());
     let traced = tracer
@@ -512,7 +550,7 @@ fn report(parts: ReportParts<'_>) -> TraceReport {
         .collect();
     TraceReport {
         bytes,
-        exact: erased.is_empty() && unplaced.is_none(),
+        exact: erased.is_empty() && unplaced.is_none() && copied.is_none(),
         erased,
         events: traced,
         file,
