@@ -215,6 +215,14 @@ fn a_revert_that_wrote_traced_bytes_back_makes_the_trace_a_lower_bound() {
         String::from_utf8_lossy(&text.stdout).contains("not exact: a lower bound"),
         "{text:?}"
     );
+    // The record itself wrote nothing, and the refusal says which calls did.
+    let record = run_mnemo(&["trace", "3", "--db", db], "");
+    assert_eq!(record.status.code(), Some(2), "{record:?}");
+    assert!(
+        String::from_utf8_lossy(&record.stderr).contains("record of a revert")
+            && String::from_utf8_lossy(&record.stderr).contains("events 4 to 4"),
+        "{record:?}"
+    );
 }
 
 #[test]

@@ -140,6 +140,11 @@ fn nothing_written(event: &Event, answer: &Answer) -> String {
     let seq = event.seq;
     let instead = "trace a write, or a file's content right after it with --path PATH";
     match &event.body {
+        Body::Admin(AdminCommand::Revert { calls, .. }) => format!(
+            "event {seq} is the record of a revert: it wrote no content, its calls did (events {} to {}); trace one of those, or a file's content right after it with --path PATH",
+            seq.0 + 1,
+            seq.0 + calls
+        ),
         Body::Admin(_) => {
             format!(
                 "event {seq} is an admin event (a grant, a token, a setting or a redaction): it wrote no content; {instead}"

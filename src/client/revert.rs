@@ -621,6 +621,22 @@ fn plan_on(store: &Store, scope: &RevertScope, operator: &str) -> Result<RevertP
         }
     }
 
+    // A file the revert deletes from the directory, which was elsewhere then: moved in since
+    // from outside the directory, it would be held by no file at all.
+    if let (RevertScope::To { .. }, Some(dir)) = (scope, &dir) {
+        for (id, f) in &have {
+            let Some(was) = then.get(id).filter(|was| !was.path.starts_with(dir)) else {
+                continue;
+            };
+            if !want.contains_key(id) {
+                conflicts.push(format!(
+                    "{}: it was {} after seq {to}, outside {dir}, so the revert deletes it and no file will hold its content (revert a directory above both to move it back)",
+                    f.path, was.path
+                ));
+            }
+        }
+    }
+
     // The operator must be allowed to make every call.
     for step in &steps {
         for raw in step.command.paths() {
@@ -1058,6 +1074,38 @@ mod tests {
             BTreeMap::from([("/memories/b".to_string(), TEXTS[2].to_string())])
         );
         assert!(s.client.verify().unwrap().is_intact());
+    }
+
+    /// A file moved into the reverted directory since, from outside it, would be deleted and held
+    /// by no file: a conflict, refused unless forced.
+    #[test]
+    fn a_file_moved_in_from_outside_is_not_deleted_unasked() {
+        let s = run(&[(0, Op::Create(3, 0)), (0, Op::Rename(3, 5))]);
+        let scope = RevertScope::To {
+            seq: Seq(1),
+            path: Some("/memories/e".into()),
+        };
+        let plan = s.client.revert_plan(&scope).unwrap();
+        assert_eq!(plan.conflicts.len(), 1, "{}", plan.summary());
+        assert!(
+            plan.conflicts[0].contains("it was /memories/d/a after seq 1, outside /memories/e"),
+            "{}",
+            plan.summary()
+        );
+        assert!(s.client.revert(&scope, false).is_err(), "refused unforced");
+        assert_eq!(s.client.head().unwrap().seq, Seq(2), "nothing written");
+        // A directory above both moves it back.
+        let above = RevertScope::To {
+            seq: Seq(1),
+            path: Some("/memories".into()),
+        };
+        let plan = s.client.revert_plan(&above).unwrap();
+        assert!(plan.conflicts.is_empty(), "{}", plan.summary());
+        s.client.revert(&above, false).unwrap();
+        assert_eq!(
+            tree(&s.client, None),
+            BTreeMap::from([("/memories/d/a".to_string(), TEXTS[0].to_string())])
+        );
     }
 
     #[test]
