@@ -110,6 +110,19 @@ fn a_revert_is_planned_refused_on_conflict_forced_logged_and_verified() {
         why.contains("/memories/plan.md: written after seq 2 by agent-1 (6)"),
         "{why}"
     );
+    let refused = run_mnemo(
+        &[
+            "revert", "--db", &db, "--agent", "agent-2", "--since", "2", "--json",
+        ],
+        "",
+    );
+    assert_eq!(refused.status.code(), Some(2));
+    let plan: Value = serde_json::from_slice(&refused.stdout).expect("the refused plan as JSON");
+    assert_eq!(
+        plan["conflicts"],
+        json!(["/memories/plan.md: written after seq 2 by agent-1 (6)"]),
+        "{plan}"
+    );
     assert_eq!(
         checksums(&t.path()),
         sums,

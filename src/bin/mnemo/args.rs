@@ -821,7 +821,8 @@ pub(crate) struct RevertArgs {
     /// Revert even though other agents' writes would be thrown away (the conflicts listed).
     #[arg(long)]
     pub(crate) force: bool,
-    /// Print the plan (or the revert made) as one JSON object.
+    /// Print the plan (or the revert made) as one JSON object; a plan refused for its conflicts
+    /// is printed too, before the refusal (exit 2).
     #[arg(long)]
     pub(crate) json: bool,
     #[command(flatten)]

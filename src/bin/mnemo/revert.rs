@@ -28,7 +28,15 @@ pub(crate) fn run_revert(args: &RevertArgs) -> CliResult {
             false => plan.summary(),
         }
     } else {
-        plan.refused(args.force)?;
+        // Refused for its conflicts: with --json, the plan that lists them is the answer too.
+        if let Err(refusal) = plan.refused(args.force) {
+            if args.json {
+                let mut out = std::io::stdout().lock();
+                writeln!(out, "{}", plan.to_json())?;
+                out.flush()?;
+            }
+            return Err(refusal.into());
+        }
         let done = crate::connect::administering(db, remote, operator, |client| {
             client.revert(&scope, args.force)
         })?;
