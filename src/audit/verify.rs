@@ -451,21 +451,18 @@ pub fn verify_store_with(store: &Store, mut options: VerifyOptions<'_>) -> Resul
 /// payload lost and the first record that breaks the chain, if one does, and says how far it
 /// links. A payload changed in sled, or any other first violation, ends the report as before.
 fn past_lost_payload(store: &Store, mut report: Report) -> Result<Report> {
-    use crate::store::disk::Resolved;
     let Some(first) = report.violations.first() else {
         return Ok(report);
     };
     let seq = first.seq;
-    let lost = first.kind == ViolationKind::PayloadHash
-        && report.head.seq.0.checked_add(1) == Some(seq.0)
-        && matches!(
-            store.records_or_lost(seq).next(),
-            Some(Ok((found, Resolved::PayloadLost { .. }))) if found == seq
-        );
-    if !lost {
+    if first.kind != ViolationKind::PayloadHash || report.head.seq.0.checked_add(1) != Some(seq.0) {
         return Ok(report);
     }
+    // The walk starts at the violation's record: one changed in sled breaks it there at once.
     let past = store.chain_past(report.head)?;
+    if past.lost.first().map(|(lost, _)| *lost) != Some(seq) {
+        return Ok(report);
+    }
     let others: Vec<(Seq, Error)> = past.lost.into_iter().filter(|(s, _)| *s != seq).collect();
     let mut said = match &past.broken {
         None => format!(

@@ -450,21 +450,19 @@ fn already_back(
     have: &mut BTreeMap<u64, Placed>,
     now: &BTreeMap<u64, Placed>,
 ) {
-    let gone: Vec<u64> = want
-        .keys()
-        .copied()
-        .filter(|id| !now.contains_key(id))
+    let at: BTreeMap<&MemPath, (u64, &Placed)> =
+        now.iter().map(|(id, f)| (&f.path, (*id, f))).collect();
+    let back: Vec<(u64, u64)> = want
+        .iter()
+        .filter(|(id, _)| !now.contains_key(id))
+        .filter_map(|(id, wanted)| {
+            let (other, held) = at.get(&wanted.path)?;
+            (!want.contains_key(other) && *held == wanted).then_some((*id, *other))
+        })
         .collect();
-    for id in gone {
-        let wanted = &want[&id];
-        let holder = now
-            .iter()
-            .find(|(other, f)| !want.contains_key(other) && **f == *wanted)
-            .map(|(other, _)| *other);
-        if let Some(other) = holder {
-            want.remove(&id);
-            have.remove(&other);
-        }
+    for (id, other) in back {
+        want.remove(&id);
+        have.remove(&other);
     }
 }
 

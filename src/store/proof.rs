@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
 use crate::model::chain::{Break, Chain, Rule};
-use crate::model::event::{Body, EventHash, FrameRef, Seq};
+use crate::model::event::{Body, EventHash, Seq};
 use crate::model::policy::AdminCommand;
 use crate::store::disk::Resolved;
 use crate::store::log::{Head, Store};
@@ -55,7 +55,8 @@ struct Walked {
 
 /// What the chain shows past a record whose payload the value file lost ([`Store::chain_past`]).
 pub(crate) struct PastLoss {
-    /// Each record whose payload the value file lost, with what reading it met.
+    /// Each record whose payload the value file lost, with what reading it met (the one that
+    /// breaks the chain too).
     pub(crate) lost: Vec<(Seq, Error)>,
     /// The first record that breaks the chain, if one does.
     pub(crate) broken: Option<Break>,
@@ -205,18 +206,13 @@ impl Store {
                 }
                 Err(e) => return Err(e),
             };
-            let checked = match &record {
-                Resolved::Whole(record) => chain.check_borrowed(seq, record).map(|_| ()),
-                Resolved::PayloadLost { rest, .. } => {
-                    chain.check_without_payload(seq, rest).map(|_| ())
-                }
-            };
+            let checked = record.check(&mut chain, seq).map(|_| ());
+            if let Resolved::PayloadLost { why, .. } = record {
+                past.lost.push((seq, why));
+            }
             if let Err(broke) = checked {
                 past.broken = Some(broke);
                 break;
-            }
-            if let Resolved::PayloadLost { why, .. } = record {
-                past.lost.push((seq, why));
             }
             past.end = seq;
         }
@@ -226,12 +222,10 @@ impl Store {
     /// The chain hash the record of `seq` stores (unchecked), if it can be read.
     fn stored_hash(&self, seq: Seq) -> Option<EventHash> {
         let (found, record) = self.records_or_lost(seq).next()?.ok()?;
-        let frame = match &record {
-            _ if found != seq => return None,
-            Resolved::Whole(record) => FrameRef::parse(record),
-            Resolved::PayloadLost { rest, .. } => FrameRef::parse_without_payload(rest),
-        };
-        frame.ok().map(|frame| frame.hash)
+        if found != seq {
+            return None;
+        }
+        record.frame().ok().map(|frame| frame.hash)
     }
 
     /// Checks the records after `from` (whose hash is taken as `from.hash`) through `through`,
@@ -257,7 +251,7 @@ impl Store {
                 }
                 Err(e) => return Err(e),
             };
-            let broken = |b: crate::model::chain::Break| Error::ChainBroken {
+            let broken = |b: Break| Error::ChainBroken {
                 seq: b.seq.0,
                 what: b.detail,
             };
@@ -270,12 +264,7 @@ impl Store {
                 Resolved::PayloadLost { why, .. } if !walked.unnamed.is_empty() => return Err(why),
                 record => record,
             };
-            let frame = match &record {
-                Resolved::Whole(record) => chain.check_borrowed(seq, record).map_err(broken)?,
-                Resolved::PayloadLost { rest, .. } => {
-                    chain.check_without_payload(seq, rest).map_err(broken)?
-                }
-            };
+            let frame = record.check(&mut chain, seq).map_err(broken)?;
             if frame.erased_from.is_some() {
                 let kept =
                     crate::model::event::kept_of(frame.version, frame.payload).map_err(|e| {

@@ -33,7 +33,8 @@ use rustix::fs::OFlags;
 use super::checks::{Kind, unsafe_file};
 use super::opening::open_own;
 use crate::error::{Error, Result};
-use crate::model::event::{Frame, Seq, VALUE_REF_FORMAT};
+use crate::model::chain::{Break, Chain};
+use crate::model::event::{Frame, FrameRef, Seq, VALUE_REF_FORMAT};
 
 /// The value file's name in the store directory.
 pub const VALUES_FILE: &str = "values";
@@ -522,6 +523,25 @@ pub(crate) enum Resolved {
         /// What the read of the payload met.
         why: Error,
     },
+}
+
+impl Resolved {
+    /// The record's fields (a lost payload's record has an empty payload).
+    pub(crate) fn frame(&self) -> Result<FrameRef<'_>> {
+        match self {
+            Resolved::Whole(record) => FrameRef::parse(record),
+            Resolved::PayloadLost { rest, .. } => FrameRef::parse_without_payload(rest),
+        }
+    }
+
+    /// Checks the record stored under `seq` against `chain`: a whole one by every rule, one
+    /// whose payload was lost by every rule but the payload hash.
+    pub(crate) fn check<'a>(&'a self, chain: &mut Chain, seq: Seq) -> Result<FrameRef<'a>, Break> {
+        match self {
+            Resolved::Whole(record) => chain.check_borrowed(seq, record),
+            Resolved::PayloadLost { rest, .. } => chain.check_without_payload(seq, rest),
+        }
+    }
 }
 
 /// The whole record of event `seq` from what sled stores under its key: the value itself, or a
